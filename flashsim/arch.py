@@ -1,0 +1,87 @@
+"""One record per GPU architecture: the tensor-core model parameters and the SM limits.
+
+An architecture is a handful of numbers, not a code path: the tensor-core model
+(flashsim.numerics.tensorcore) and the budget model (flashsim.budget) read them from here.
+
+Sources
+- Tensor-core model: MMA-Sim (Xie et al., arXiv:2511.10909) and Khattak & Mikaitis
+  (arXiv:2512.07004), checked on the H200 by this project (ANCHORS section 1). ``mma_block_k`` is
+  how many products are fused per block (16 = one block for k16; 8 = two chained blocks);
+  ``mma_fraction_bits`` is the number of fraction bits kept after alignment to the largest exponent;
+  ``mma_zero_exponent_*`` is the exponent a zero term takes part in the alignment with (MMA-Sim's e_zero).
+- SM limits: CUDA C++ Programming Guide, compute-capability tables; NVIDIA CCCL arch_traits.h
+  (ANCHORS section 4). Occupancy rules: cuda_occupancy.h.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KB = 1024
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str                      # "sm_90"
+    family: str                    # marketing name, for reports
+    # tensor-core model of mma.sync.m16n8k16 (f16 / bf16 inputs)
+    mma_block_k: int               # products fused per block; k=16 runs 16 // mma_block_k blocks
+    mma_fraction_bits: int         # F: fraction bits kept after alignment
+    mma_zero_exponent_f32: int     # exponent of a zero term, f32 accumulation
+    mma_zero_exponent_f16: int     # exponent of a zero term, f16 accumulation
+    # SM limits
+    smem_per_sm: int               # bytes of shared memory per SM
+    smem_per_block_optin: int      # max dynamic shared memory per block (opt-in)
+    smem_reserved_per_block: int   # bytes the runtime reserves per block
+    smem_alloc_unit: int           # shared memory allocation granularity, bytes
+    regs_per_sm: int
+    regs_per_thread_max: int
+    reg_alloc_unit: int            # registers are allocated per warp in units of this many
+    warp_alloc_sub_partitions: int  # register file split into this many sub-partitions
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        digits = self.name.split("_", 1)[1]
+        return int(digits[:-1]), int(digits[-1])
+
+
+def _ampere_like(name: str, family: str, smem_per_sm: int, optin: int, warps: int, blocks: int) -> Arch:
+    return Arch(name, family, mma_block_k=8, mma_fraction_bits=24,
+                mma_zero_exponent_f32=-132, mma_zero_exponent_f16=-20,
+                smem_per_sm=smem_per_sm, smem_per_block_optin=optin, smem_reserved_per_block=1 * KB,
+                smem_alloc_unit=128, regs_per_sm=64 * 1024, regs_per_thread_max=255, reg_alloc_unit=256,
+                warp_alloc_sub_partitions=4, max_warps_per_sm=warps, max_blocks_per_sm=blocks)
+
+
+def _hopper_like(name: str, family: str, smem_per_sm: int, optin: int, warps: int, blocks: int) -> Arch:
+    return Arch(name, family, mma_block_k=16, mma_fraction_bits=25,
+                mma_zero_exponent_f32=-133, mma_zero_exponent_f16=-21,
+                smem_per_sm=smem_per_sm, smem_per_block_optin=optin, smem_reserved_per_block=1 * KB,
+                smem_alloc_unit=128, regs_per_sm=64 * 1024, regs_per_thread_max=255, reg_alloc_unit=256,
+                warp_alloc_sub_partitions=4, max_warps_per_sm=warps, max_blocks_per_sm=blocks)
+
+
+ARCHS: dict[str, Arch] = {a.name: a for a in (
+    _ampere_like("sm_80", "Ampere (A100)", 164 * KB, 163 * KB, 64, 32),
+    _ampere_like("sm_86", "Ampere (RTX 30xx)", 100 * KB, 99 * KB, 48, 16),
+    _ampere_like("sm_89", "Ada Lovelace (RTX 40xx)", 100 * KB, 99 * KB, 48, 24),
+    _hopper_like("sm_90", "Hopper (H100/H200)", 228 * KB, 227 * KB, 64, 32),
+    _hopper_like("sm_100", "Blackwell (B200)", 228 * KB, 227 * KB, 64, 32),
+    _hopper_like("sm_120", "consumer Blackwell (RTX 50xx)", 100 * KB, 99 * KB, 48, 24),
+)}
+
+
+def get_arch(arch: str | Arch) -> Arch:
+    """Return the record for ``arch`` ("sm_90", "90", "sm_90a" or an Arch); ValueError names the known ones."""
+    if isinstance(arch, Arch):
+        return arch
+    if not isinstance(arch, str):
+        raise ValueError(f"arch must be a string such as 'sm_90', got {type(arch).__name__}")
+    key = arch.strip().lower()
+    if not key.startswith("sm_"):
+        key = "sm_" + key
+    key = key.rstrip("af") if key not in ARCHS else key  # sm_90a / sm_100f share the record
+    if key not in ARCHS:
+        raise ValueError(f"unknown arch {arch!r}; known architectures: {', '.join(ARCHS)}")
+    return ARCHS[key]

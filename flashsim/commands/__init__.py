@@ -1,0 +1,1 @@
+"""Subcommands of the flashsim CLI (see flashsim.cli)."""
