@@ -1,0 +1,359 @@
+"""Compile CUDA C++ to a cubin with NVRTC (through cuda.core) for any architecture, with no GPU needed.
+
+``compile_cuda`` returns a :class:`Build`: the cubin plus what ptxas reported for every entry function
+(registers, spills, stack frame, static shared memory), so CI can check resource budgets on a machine
+without a GPU and the runner can load the very same cubin on one. Builds are cached in-process.
+
+``kernel_path`` finds a file under the repository's ``kernel/`` folder (editable checkout), or under the
+copy shipped inside the package (``flashsim/gpu/_kernel``, a link to ``kernel/`` that a regular install
+turns into real files).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pathlib
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ..arch import Arch, get_arch
+from .errors import CompileError, GPUError
+
+_PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
+_KERNEL_DIRS = (
+    _PACKAGE_DIR.parent.parent / "kernel",   # editable install / checkout: <repo>/kernel
+    _PACKAGE_DIR / "_kernel",                # regular install: package data (a link to kernel/ in the repo)
+)
+
+# -- kernel sources -------------------------------------------------------------------------------
+
+
+def kernel_dir() -> pathlib.Path:
+    """The ``kernel/`` folder in use (checkout first, then the installed package data)."""
+    for d in _KERNEL_DIRS:
+        if d.is_dir():
+            return d
+    raise FileNotFoundError("flashsim's kernel/ folder was not found; looked in: "
+                            + ", ".join(str(d) for d in _KERNEL_DIRS)
+                            + " (reinstall flashsim, or run from the repository root)")
+
+
+def kernel_path(relative: str) -> pathlib.Path:
+    """Path of ``relative`` (e.g. "flash_fwd.cu", "capture/mma.cu") under kernel/; FileNotFoundError if absent."""
+    if not isinstance(relative, (str, os.PathLike)) or not str(relative):
+        raise ValueError(f"relative must be a non-empty path under kernel/, got {relative!r}")
+    rel = pathlib.PurePosixPath(str(relative).replace(os.sep, "/"))
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"relative must stay inside kernel/ (no absolute path, no '..'), got {relative!r}")
+    looked = []
+    for d in _KERNEL_DIRS:
+        p = d / rel
+        if p.is_file():
+            return p
+        looked.append(str(p))
+    raise FileNotFoundError(f"kernel source {str(rel)!r} not found; looked for: {', '.join(looked)}")
+
+
+# -- CUDA headers (cuda_fp16.h, ...) for NVRTC ----------------------------------------------------
+
+@lru_cache(maxsize=1)
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Folders holding the CUDA toolkit headers (cuda_fp16.h...), first found first; () if none.
+
+    NVRTC knows no include folder by itself. Looked at, in order: $CUDA_HOME / $CUDA_PATH, the pip wheels
+    (nvidia/cu13/include, nvidia/cuda_runtime/include, nvidia/cuda_nvrtc/include), /usr/local/cuda, nvcc's.
+    """
+    candidates = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
+    candidates = [os.path.join(c, "include") for c in candidates if c]
+    for entry in sys.path:
+        for sub in ("nvidia/cu13/include", "nvidia/cu12/include", "nvidia/cuda_runtime/include",
+                    "nvidia/cuda_nvrtc/include"):
+            candidates.append(os.path.join(entry or ".", sub))
+    candidates.append("/usr/local/cuda/include")
+    nvcc = next((os.path.join(p, "nvcc") for p in os.environ.get("PATH", "").split(os.pathsep)
+                 if p and os.path.isfile(os.path.join(p, "nvcc"))), None)
+    if nvcc:
+        candidates.append(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "include"))
+    for c in candidates:
+        if os.path.isfile(os.path.join(c, "cuda_fp16.h")):
+            return (os.path.realpath(c),)
+    return ()
+
+
+# -- the build record -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """What ptxas reported for one ``__global__`` function of a build."""
+    name: str              # the name to load it by: extern "C" name or the name expression
+    mangled: str           # the symbol in the cubin
+    registers: int = 0
+    spill_stores: int = 0  # bytes
+    spill_loads: int = 0   # bytes
+    stack_bytes: int = 0
+    static_smem_bytes: int = 0
+    barriers: int = 0
+
+    def __str__(self) -> str:
+        return (f"{self.name}: {self.registers} registers, {self.spill_stores} B spill stores, "
+                f"{self.spill_loads} B spill loads, {self.stack_bytes} B stack, "
+                f"{self.static_smem_bytes} B static smem, {self.barriers} barriers")
+
+
+@dataclass(frozen=True)
+class Build:
+    """A compiled cubin and its resource usage. The scalar fields are the worst case over entry points."""
+    cubin: bytes = field(repr=False)
+    arch: str
+    entry_points: dict
+    lowered_names: dict
+    log: str = field(repr=False)
+    source_name: str = "flashsim.cu"
+    defines: tuple = ()
+    key: str = field(default="", repr=False)   # cache key digest (identifies the build)
+
+    def _worst(self, attr: str) -> int:
+        return max((getattr(e, attr) for e in self.entry_points.values()), default=0)
+
+    registers = property(lambda self: self._worst("registers"))
+    spill_stores = property(lambda self: self._worst("spill_stores"))
+    spill_loads = property(lambda self: self._worst("spill_loads"))
+    stack_bytes = property(lambda self: self._worst("stack_bytes"))
+    static_smem_bytes = property(lambda self: self._worst("static_smem_bytes"))
+
+    def entry(self, name: str) -> EntryPoint:
+        """The resource record of ``name`` (extern "C" name, name expression or mangled symbol)."""
+        if name in self.entry_points:
+            return self.entry_points[name]
+        for e in self.entry_points.values():
+            if e.mangled == name:
+                return e
+        raise KeyError(f"no entry point {name!r} in this build; entry points: {', '.join(self.entry_points)}")
+
+    def __str__(self) -> str:
+        head = (f"{self.arch}: {self.registers} registers, {self.spill_stores} B spill stores, "
+                f"{self.spill_loads} B spill loads, {self.stack_bytes} B stack, "
+                f"{self.static_smem_bytes} B static smem")
+        if len(self.entry_points) <= 1:
+            return head
+        return head + " (worst of " + str(len(self.entry_points)) + " entry points)\n" + "\n".join(
+            "  " + str(e) for e in self.entry_points.values())
+
+
+# -- ptxas -v log ---------------------------------------------------------------------------------
+
+_RE_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_RE_PROPS = re.compile(r"Function properties for (\S+)")
+_RE_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_USED = re.compile(r"Used (\d+) registers")
+_RE_BARRIERS = re.compile(r"used (\d+) barriers")
+_RE_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas_log(log: str) -> dict[str, dict[str, int]]:
+    """Per mangled entry-function name: registers, spills, stack, static smem, barriers (from ``ptxas -v``)."""
+    entries: dict[str, dict[str, int]] = {}
+    entry = props_for = None
+    for line in log.splitlines():
+        if m := _RE_ENTRY.search(line):
+            entry = props_for = m.group(1)
+            entries.setdefault(entry, {})
+        elif m := _RE_PROPS.search(line):
+            props_for = m.group(1)
+        elif (m := _RE_FRAME.search(line)) and entry is not None and props_for == entry:
+            entries[entry].update(stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)),
+                                  spill_loads=int(m.group(3)))
+        elif (m := _RE_USED.search(line)) and entry is not None:
+            rec = entries[entry]
+            rec["registers"] = int(m.group(1))
+            if b := _RE_BARRIERS.search(line):
+                rec["barriers"] = int(b.group(1))
+            if s := _RE_SMEM.search(line):
+                rec["static_smem_bytes"] = int(s.group(1))
+    return entries
+
+
+# -- options ---------------------------------------------------------------------------------------
+
+_ALIASES = {"maxrregcount": "max_register_count", "g": "debug", "generate_line_info": "lineinfo",
+            "std": "std", "use_fast_math": "use_fast_math", "ftz": "ftz"}
+
+
+def _arch_name(arch) -> str:
+    """"sm_90" / "90" / "sm_90a" / an Arch record -> the NVRTC arch string; ValueError if unknown."""
+    if isinstance(arch, Arch):
+        return arch.name
+    if not isinstance(arch, str):
+        raise ValueError(f"arch must be a string such as 'sm_90' or an Arch record, got {type(arch).__name__}")
+    key = arch.strip().lower()
+    if not key.startswith("sm_"):
+        key = "sm_" + key
+    get_arch(key)  # raises ValueError naming the known architectures
+    return key
+
+
+def _parse_value(text: str):
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text, 0)
+    except ValueError:
+        return text
+
+
+def _normalise_extra(extra_options) -> tuple[tuple[str, object], ...]:
+    """Extra ProgramOptions as sorted (field, value) pairs.
+
+    Accepts a mapping {field: value}, (field, value) pairs, or option strings "--field[=value]" /
+    "-field[=value]" where field is a cuda.core ProgramOptions field (dashes or underscores) or one of the
+    nvcc spellings maxrregcount, G, generate-line-info.
+    """
+    from cuda.core import ProgramOptions  # noqa: local import keeps flashsim.gpu importable without cuda-python
+
+    fields = set(ProgramOptions.__dataclass_fields__)
+    items = extra_options.items() if isinstance(extra_options, dict) else extra_options
+    if isinstance(items, str):
+        items = (items,)
+    out = {}
+    for item in items:
+        if isinstance(item, str):
+            name, eq, value = item.lstrip("-").partition("=")
+            key, value = name.replace("-", "_"), (_parse_value(value) if eq else True)
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            key, value = item
+        else:
+            raise ValueError(f"extra_options entries must be '--option[=value]' strings or (field, value) pairs, "
+                             f"got {item!r}")
+        key = _ALIASES.get(key.lower(), key)
+        if key not in fields or key in ("arch", "name", "define_macro", "include_path"):
+            raise ValueError(f"extra_options: unknown or reserved option {key!r}; use a cuda.core ProgramOptions "
+                             "field (arch, name, defines and include_dirs have their own arguments)")
+        if isinstance(value, list):
+            value = tuple(value)
+        out[key] = value
+    return tuple(sorted(out.items()))
+
+
+def _normalise_defines(defines) -> tuple[tuple[str, int], ...]:
+    if defines is None:
+        return ()
+    if not isinstance(defines, dict):
+        raise ValueError(f"defines must be a dict name -> int, got {type(defines).__name__}")
+    out = []
+    for name, value in defines.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"defines: {name!r} is not a C macro name")
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, int) and not (hasattr(value, "__index__") and not isinstance(value, float)):
+            raise ValueError(f"defines[{name!r}] must be an int, got {value!r}")
+        out.append((name, int(value)))
+    return tuple(sorted(out))
+
+
+def _headers_stamp(dirs) -> str:
+    """Names, sizes and mtimes of the headers in ``dirs`` so that an edited header invalidates the cache."""
+    h = hashlib.sha256()
+    for d in dirs:
+        p = pathlib.Path(d)
+        if not p.is_dir():
+            continue
+        for f in sorted(p.rglob("*")):
+            if f.suffix in (".cuh", ".h", ".hpp", ".inc", ".cu") and f.is_file():
+                st = f.stat()
+                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+# -- compile ---------------------------------------------------------------------------------------
+
+_CACHE: dict[str, Build] = {}
+
+
+def clear_cache() -> None:
+    """Forget every cached build (tests; after editing sources behind the cache's back)."""
+    _CACHE.clear()
+
+
+def compile_cuda(source: str, *, arch="sm_90", defines: dict[str, int] | None = None,
+                 name_expressions=(), include_dirs=(), extra_options=(), name: str = "flashsim.cu") -> Build:
+    """Compile CUDA C++ ``source`` to a cubin for ``arch`` with NVRTC; no GPU needed.
+
+    defines: macros (name -> int) passed as -D; name_expressions: template instantiations to lower and make
+    loadable by that expression (e.g. "flash_fwd<128, 4>"); include_dirs: extra header folders (kernel/ and the
+    CUDA headers found by ``cuda_include_dirs`` are always searched); extra_options: see ``_normalise_extra``;
+    name: the file name NVRTC shows in diagnostics. Raises CompileError carrying the NVRTC log.
+    """
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError("source must be non-empty CUDA C++ source text (read a file with kernel_path(...).read_text())")
+    arch_name = _arch_name(arch)
+    defs = _normalise_defines(defines)
+    if isinstance(name_expressions, str):
+        name_expressions = (name_expressions,)
+    exprs = tuple(name_expressions)
+    if not all(isinstance(e, str) and e for e in exprs):
+        raise ValueError(f"name_expressions must be non-empty strings, got {exprs!r}")
+    if isinstance(include_dirs, (str, os.PathLike)):
+        include_dirs = (include_dirs,)
+    try:
+        kdir = [str(kernel_dir())]
+    except FileNotFoundError:
+        kdir = []
+    user_dirs = [str(pathlib.Path(d).resolve()) for d in include_dirs]
+    for d in user_dirs:
+        if not os.path.isdir(d):
+            raise ValueError(f"include_dirs: {d!r} is not a folder")
+    try:
+        from cuda.core import Program, ProgramOptions
+    except ImportError as exc:
+        raise GPUError("compiling needs cuda-python: pip install 'cuda-core>=1.2' 'cuda-bindings>=13' "
+                       f"'nvidia-cuda-nvrtc>=13' (or flashsim[gpu]); import failed: {exc}") from exc
+    extra = dict(_normalise_extra(extra_options))
+    incs = user_dirs + kdir + [d for d in cuda_include_dirs() if d not in user_dirs]
+
+    digest = hashlib.sha256()
+    for part in (source, arch_name, repr(defs), repr(exprs), repr(incs), repr(sorted(extra.items())), name,
+                 _headers_stamp(user_dirs + kdir)):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    key = digest.hexdigest()
+    if key in _CACHE:
+        return _CACHE[key]
+
+    ptxas = ["-v"]
+    user_ptxas = extra.pop("ptxas_options", ())
+    ptxas += [user_ptxas] if isinstance(user_ptxas, str) else list(user_ptxas)
+    options = ProgramOptions(name=name, arch=arch_name, std=extra.pop("std", "c++17"), ptxas_options=ptxas,
+                             define_macro=[(k, str(v)) for k, v in defs] or None,
+                             include_path=incs or None, **extra)
+    logs = io.StringIO()
+    try:
+        obj = Program(source, "c++", options).compile("cubin", name_expressions=exprs, logs=logs)
+    except Exception as exc:  # cuda.core raises NVRTCError (a RuntimeError) with the log in its message
+        log = (logs.getvalue() or str(exc)).replace("\0", "").strip()
+        raise CompileError(f"NVRTC failed to compile {name} for {arch_name} "
+                           f"(defines {dict(defs) or 'none'}):", log) from exc
+    log = logs.getvalue().replace("\0", "").strip()
+    lowered = {}
+    for expr, sym in (obj.symbol_mapping or {}).items():
+        lowered[expr.decode() if isinstance(expr, bytes) else expr] = sym.decode() if isinstance(sym, bytes) else sym
+    by_mangled = {v: k for k, v in lowered.items()}
+    entries = {}
+    for mangled, rec in parse_ptxas_log(log).items():
+        nice = by_mangled.get(mangled, mangled)
+        entries[nice] = EntryPoint(name=nice, mangled=mangled, **rec)
+    build = Build(cubin=bytes(obj.code), arch=arch_name, entry_points=entries, lowered_names=lowered,
+                  log=log, source_name=name, defines=defs, key=key)
+    _CACHE[key] = build
+    return build
+
+
+def compile_file(relative: str, **kwargs) -> Build:
+    """``compile_cuda`` of kernel/``relative``, named after the file in diagnostics."""
+    path = kernel_path(relative)
+    kwargs.setdefault("name", str(relative))
+    return compile_cuda(path.read_text(), **kwargs)
