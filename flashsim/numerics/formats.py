@@ -1,0 +1,201 @@
+"""Bit-level view of the binary floating-point formats the kernel uses: f16, bf16 (ml_dtypes.bfloat16), f32.
+
+``decode`` splits an array into sign, exponent field, unbiased exponent (subnormals clamped to emin),
+integer significand (implicit bit included) and a class code; ``encode`` builds values back from the fields.
+``ulp_distance`` counts representable values between two arrays of one format (ordered-integer trick).
+Everything is vectorised and works on raw bits, so NaN payloads and signed zeros survive.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import ml_dtypes
+import numpy as np
+
+__all__ = ["Format", "F16", "BF16", "F32", "FORMATS", "get_format", "Decoded", "decode", "encode",
+           "ZERO", "SUBNORMAL", "NORMAL", "INF", "NAN", "ulp_distance", "NAN_DISTANCE", "to_bits", "from_bits"]
+
+# class codes returned by decode
+ZERO, SUBNORMAL, NORMAL, INF, NAN = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class Format:
+    """A binary interchange format: 1 sign bit, ``exp_bits`` exponent bits, ``frac_bits`` stored fraction bits."""
+    name: str
+    exp_bits: int
+    frac_bits: int
+    dtype: np.dtype
+    uint: type
+
+    @property
+    def bits(self) -> int:
+        return 1 + self.exp_bits + self.frac_bits
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.exp_bits - 1)) - 1
+
+    @property
+    def emin(self) -> int:
+        """Exponent of the smallest normal number (and of every subnormal)."""
+        return 1 - self.bias
+
+    @property
+    def emax(self) -> int:
+        return self.bias
+
+    @property
+    def precision(self) -> int:
+        """Significand bits including the implicit one."""
+        return self.frac_bits + 1
+
+    @property
+    def exp_field_max(self) -> int:
+        return (1 << self.exp_bits) - 1
+
+    @property
+    def sign_mask(self) -> int:
+        return 1 << (self.bits - 1)
+
+    @property
+    def inf_bits(self) -> int:
+        return self.exp_field_max << self.frac_bits
+
+    @property
+    def canonical_nan(self) -> int:
+        """The NaN NVIDIA GPUs produce: all exponent and fraction bits set, sign clear (0x7FFFFFFF / 0x7FFF)."""
+        return self.sign_mask - 1
+
+    @property
+    def max_finite_bits(self) -> int:
+        return self.inf_bits - 1
+
+
+F16 = Format("f16", 5, 10, np.dtype(np.float16), np.uint16)
+BF16 = Format("bf16", 8, 7, np.dtype(ml_dtypes.bfloat16), np.uint16)
+F32 = Format("f32", 8, 23, np.dtype(np.float32), np.uint32)
+FORMATS = {f.name: f for f in (F16, BF16, F32)}
+
+
+def get_format(fmt) -> Format:
+    """A Format from a Format, its name ("f16", "bf16", "f32") or a numpy dtype."""
+    if isinstance(fmt, Format):
+        return fmt
+    if isinstance(fmt, str) and fmt in FORMATS:
+        return FORMATS[fmt]
+    try:
+        dt = np.dtype(fmt)
+    except TypeError:
+        dt = None
+    for f in FORMATS.values():
+        if dt == f.dtype:
+            return f
+    raise ValueError(f"format must be one of {', '.join(FORMATS)} or their numpy dtypes, got {fmt!r}")
+
+
+def _format_of(x: np.ndarray, fmt) -> Format:
+    if fmt is not None:
+        return get_format(fmt)
+    if not isinstance(x, np.ndarray):
+        raise ValueError(f"x must be a numpy array of float16, bfloat16 or float32, got {type(x).__name__}")
+    return get_format(x.dtype)
+
+
+def to_bits(x: np.ndarray) -> np.ndarray:
+    """The raw bit patterns of a float16 / bfloat16 / float32 array as uint16 / uint32."""
+    f = _format_of(x, None)
+    return np.asarray(x).view(f.uint)
+
+
+def from_bits(bits, fmt) -> np.ndarray:
+    """Values of ``fmt`` from raw bit patterns (any integer array; taken modulo 2**bits)."""
+    f = get_format(fmt)
+    return np.asarray(bits).astype(f.uint).view(f.dtype)
+
+
+class Decoded(NamedTuple):
+    sign: np.ndarray           # uint8, 1 for negative (NaNs included)
+    exponent_field: np.ndarray  # int32, the biased exponent bits as stored
+    exponent: np.ndarray       # int32, unbiased; subnormals and zeros get emin; inf / NaN get emax + 1
+    significand: np.ndarray    # int64, integer significand with the implicit bit (0 for zeros)
+    cls: np.ndarray            # uint8: ZERO, SUBNORMAL, NORMAL, INF, NAN
+
+
+def decode(x: np.ndarray, fmt=None) -> Decoded:
+    """Split ``x`` (float16, bfloat16 or float32; or raw uint bits with ``fmt``) into its fields.
+
+    For finite x: x == (-1)**sign * significand * 2**(exponent - frac_bits).
+    """
+    f = _format_of(x, fmt)
+    x = np.asarray(x)
+    if x.dtype == f.dtype:
+        bits = x.view(f.uint).astype(np.int64)
+    elif x.dtype.kind in "iu":
+        bits = x.astype(np.int64) & ((1 << f.bits) - 1)
+    else:
+        raise ValueError(f"x must be {f.name} values or raw integer bits, got dtype {x.dtype}")
+    sign = (bits >> (f.bits - 1)).astype(np.uint8)
+    field = ((bits >> f.frac_bits) & f.exp_field_max).astype(np.int32)
+    frac = bits & ((1 << f.frac_bits) - 1)
+    normal = (field > 0) & (field < f.exp_field_max)
+    significand = np.where(normal, frac | (1 << f.frac_bits), frac)
+    significand = np.where(field == f.exp_field_max, 0, significand)
+    exponent = np.maximum(field, 1) - f.bias
+    cls = np.full(bits.shape, NORMAL, np.uint8)
+    cls[(field == 0) & (frac == 0)] = ZERO
+    cls[(field == 0) & (frac != 0)] = SUBNORMAL
+    cls[(field == f.exp_field_max) & (frac == 0)] = INF
+    cls[(field == f.exp_field_max) & (frac != 0)] = NAN
+    return Decoded(sign, field, exponent.astype(np.int32), significand.astype(np.int64), cls)
+
+
+def encode(sign, exponent_field, fraction, fmt) -> np.ndarray:
+    """Assemble values of ``fmt`` from sign (0/1), biased exponent field and stored fraction bits.
+
+    ValueError if a field is out of range for the format.
+    """
+    f = get_format(fmt)
+    sign = np.asarray(sign, np.int64)
+    field = np.asarray(exponent_field, np.int64)
+    frac = np.asarray(fraction, np.int64)
+    if ((sign < 0) | (sign > 1)).any():
+        raise ValueError("sign must be 0 or 1")
+    if ((field < 0) | (field > f.exp_field_max)).any():
+        raise ValueError(f"exponent_field must lie in [0, {f.exp_field_max}] for {f.name}")
+    if ((frac < 0) | (frac >= (1 << f.frac_bits))).any():
+        raise ValueError(f"fraction must lie in [0, 2**{f.frac_bits}) for {f.name}")
+    bits = (sign << (f.bits - 1)) | (field << f.frac_bits) | frac
+    return bits.astype(f.uint).view(f.dtype)
+
+
+NAN_DISTANCE = np.int64(1) << 62
+"""ulp_distance between a NaN and a non-NaN: larger than any distance between two numbers."""
+
+
+def _ordered(bits: np.ndarray, f: Format) -> np.ndarray:
+    """Map sign-magnitude bit patterns to integers whose order is the order of the values (+0 and -0 -> 0)."""
+    mag = bits & (f.sign_mask - 1)
+    return np.where(bits & f.sign_mask, -mag, mag)
+
+
+def ulp_distance(x: np.ndarray, y: np.ndarray, fmt=None) -> np.ndarray:
+    """How many representable values of the format lie between x and y (0 when equal; +0 and -0 are equal).
+
+    x and y: arrays of one format (same dtype), broadcast together.  +-inf count as the values after
+    +-max_finite.  NaN: two NaNs (any payload, any sign) are at distance 0; a NaN and a non-NaN are at
+    ``NAN_DISTANCE`` (2**62), so a max over an array still flags them.  Returns int64.
+    """
+    if not isinstance(x, np.ndarray) or not isinstance(y, np.ndarray):
+        raise ValueError("x and y must be numpy arrays")
+    if x.dtype != y.dtype:
+        raise ValueError(f"x and y must have the same dtype, got {x.dtype} and {y.dtype}")
+    f = _format_of(x, fmt)
+    bx = x.view(f.uint).astype(np.int64)
+    by = y.view(f.uint).astype(np.int64)
+    dist = np.abs(_ordered(bx, f) - _ordered(by, f))
+    nx = (bx & (f.sign_mask - 1)) > f.inf_bits
+    ny = (by & (f.sign_mask - 1)) > f.inf_bits
+    dist = np.where(nx | ny, np.where(nx & ny, 0, NAN_DISTANCE), dist)
+    return dist.astype(np.int64)
