@@ -1,0 +1,146 @@
+"""Run the real kernel on this GPU and the emulator on the CPU with the same inputs; diff them bit for bit.
+
+For each case (shape, seed, configuration, input kind) it reports the fraction of bit-equal elements of
+O and LSE, the max ulp distance, and for the first mismatch its (batch, head, row, column) and the kernel's
+(block, warp, lane, register) that produced it. Exit status 0 only if every bit of every case agrees.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from ..config import KernelConfig
+
+# (B, H, Nq, Nk, d, causal): odd lengths, N = 1, Nq != Nk both ways, both head dims, batch and heads > 1.
+DEFAULT_SHAPES = [
+    (1, 1, 1, 1, 64, False),
+    (1, 2, 77, 77, 64, False),
+    (2, 2, 128, 128, 128, False),
+    (1, 2, 200, 333, 128, False),
+    (1, 1, 257, 129, 64, True),
+    (2, 1, 129, 257, 128, True),
+    (1, 2, 190, 190, 128, True),
+    (1, 1, 300, 100, 128, True),
+]
+INPUT_KINDS = ("normal", "wide", "adversarial")
+
+
+def add_arguments(p):
+    p.add_argument("--shape", action="append", default=[], metavar="B,H,NQ,NK,D[,causal]",
+                   help="add a case (repeatable); 'causal' as a 6th field makes it causal")
+    p.add_argument("--only", action="store_true", help="run only the --shape cases, not the default set")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per case")
+    p.add_argument("--pv-accum", choices=("f32", "f16", "both"), default="both")
+    p.add_argument("--kinds", default="normal,adversarial", help=f"input kinds, from {','.join(INPUT_KINDS)}")
+    p.add_argument("--warps", type=int, default=None)
+    p.add_argument("--kv-tile", type=int, default=None)
+    p.add_argument("--stages", type=int, default=None)
+    p.add_argument("--json", metavar="FILE", help="write the per-case results as JSON")
+    p.add_argument("--save-cases", metavar="DIR", help="save inputs and GPU outputs of each case (.npz) for offline tests")
+
+
+def make_case_inputs(kind, b, h, nq, nk, d, seed):
+    """Inputs of one kind: normal N(0,1); wide (per-row scales over 2^-8..2^6: exp2 underflow/overflow paths);
+    adversarial (large equal scores, NaN and inf in a few places, all-equal rows, zeros)."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((b, h, nq, d))
+    k = rng.standard_normal((b, h, nk, d))
+    v = rng.standard_normal((b, h, nk, d))
+    if kind == "wide":
+        q *= 2.0 ** rng.integers(-8, 7, size=(b, h, nq, 1))
+        k *= 2.0 ** rng.integers(-4, 5, size=(b, h, nk, 1))
+        v *= 2.0 ** rng.integers(-10, 10, size=(b, h, nk, 1))
+    elif kind == "adversarial":
+        q *= 8.0                                   # scores in the thousands: exp overflows without the max shift
+        if nk > 2:
+            k[..., nk // 2, :] = k[..., 0, :]      # exact ties of the row max
+        v[..., :: max(nk // 3, 1), :] = 0.0
+        flat_q, flat_v = q.reshape(-1), v.reshape(-1)
+        flat_q[rng.integers(0, flat_q.size, 2)] = np.nan
+        flat_v[rng.integers(0, flat_v.size, 2)] = np.inf
+        if nq > 3:
+            q[..., 3, :] = 0.0                     # a row of equal scores
+    elif kind != "normal":
+        raise ValueError(f"unknown input kind {kind!r}; known: {INPUT_KINDS}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return tuple(np.clip(x, -65504, 65504).astype(np.float16) if kind != "adversarial" else x.astype(np.float16)
+                     for x in (q, k, v))
+
+
+def parse_shape(text):
+    parts = text.split(",")
+    if len(parts) not in (5, 6):
+        raise SystemExit(f"--shape {text!r}: expected B,H,NQ,NK,D[,causal]")
+    causal = len(parts) == 6 and parts[5].strip().lower() in ("causal", "1", "true", "yes")
+    return tuple(int(x) for x in parts[:5]) + (causal,)
+
+
+def verify_case(q, k, v, config, arch):
+    """Run both executions; return (o_diff, lse_diff, gpu outputs, timings)."""
+    from .. import gpu
+    from ..diff import compare
+    from ..emulator import attention
+    t0 = time.perf_counter()
+    o_g, lse_g = gpu.attention(q, k, v, config=config, causal=config.causal, pv_accum=config.pv_accum)
+    t1 = time.perf_counter()
+    o_e, lse_e = attention(q, k, v, config=config, causal=config.causal, pv_accum=config.pv_accum, arch=arch,
+                           progress=False)
+    t2 = time.perf_counter()
+    return compare("O", o_g, o_e), compare("LSE", lse_g, lse_e), (o_g, lse_g), (t1 - t0, t2 - t1)
+
+
+def run(args) -> int:
+    from ..diff import kernel_coordinates
+    from ..gpu import runtime as rt
+    rt.require_gpu()
+    arch = rt.current_arch()
+    shapes = [] if args.only else list(DEFAULT_SHAPES)
+    shapes += [parse_shape(s) for s in args.shape]
+    accs = ("f32", "f16") if args.pv_accum == "both" else (args.pv_accum,)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    results, all_ok = [], True
+    print(f"flashsim verify on {arch}: {len(shapes)} shapes x {len(accs)} accumulators x {len(kinds)} kinds "
+          f"x {args.seeds} seeds")
+    print(f"{'case':44} {'O equal':>9} {'O ulp':>6} {'LSE equal':>10} {'LSE ulp':>8}  first mismatch")
+    for (b, h, nq, nk, d, causal) in shapes:
+        for acc in accs:
+            over = {key: val for key, val in (("warps", args.warps), ("kv_tile", args.kv_tile),
+                                              ("stages", args.stages)) if val is not None}
+            cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
+            for kind in kinds:
+                for seed in range(args.seeds):
+                    q, k, v = make_case_inputs(kind, b, h, nq, nk, d, seed)
+                    od, ld, outs, times = verify_case(q, k, v, cfg, arch)
+                    name = f"{b}x{h}x{nq}x{nk}x{d}{' causal' if causal else ''} {acc} {kind} s{seed}"
+                    where = ""
+                    for diff, kindname in ((od, "o"), (ld, "lse")):
+                        if diff.first_index is not None and not where:
+                            idx = diff.first_index
+                            col = idx[3] if kindname == "o" else 0
+                            blk, warp, lane, reg = kernel_coordinates(cfg, idx[0], idx[1], idx[2], col, kindname)
+                            where = (f"{diff.name}{list(idx)} gpu {diff.first_values[0]} emu {diff.first_values[1]}"
+                                     f" <- block {blk} warp {warp} lane {lane} {reg}")
+                    ok = od.ok and ld.ok
+                    all_ok &= ok
+                    print(f"{name:44} {od.bit_equal_fraction:9.4%} {od.max_ulp:6d} {ld.bit_equal_fraction:10.4%} "
+                          f"{ld.max_ulp:8d}  {where or '-'}")
+                    results.append(dict(case=name, o_equal=od.bit_equal_fraction, o_max_ulp=od.max_ulp,
+                                        o_hist=od.ulp_hist, lse_equal=ld.bit_equal_fraction, lse_max_ulp=ld.max_ulp,
+                                        first_mismatch=where, gpu_s=times[0], emu_s=times[1]))
+                    if args.save_cases:
+                        import os
+                        os.makedirs(args.save_cases, exist_ok=True)
+                        fname = name.replace(" ", "_").replace("x", "x") + ".npz"
+                        np.savez_compressed(os.path.join(args.save_cases, fname), q=q, k=k, v=v, o=outs[0],
+                                            lse=outs[1], config=json.dumps(cfg.__dict__), arch=arch)
+    from ..numerics import sfu
+    note = getattr(sfu, "model_status", lambda arch: "")(arch)
+    if note:
+        print(f"ex2 model: {note}")
+    print(f"verdict: {'every bit agrees' if all_ok else 'MISMATCH'} ({len(results)} cases)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(arch=arch, ok=all_ok, cases=results), f, indent=1)
+    return 0 if all_ok else 1

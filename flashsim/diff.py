@@ -1,0 +1,95 @@
+"""Element-wise comparison reports: bit equality, ulp distance, and where a mismatch was produced.
+
+A mismatch in O or LSE is named twice: by tensor index (batch, head, row, column) and by the kernel's
+coordinates that produced it (block (x, y, z), warp, lane, register), through the shared KernelConfig
+and flashsim.layout's accumulator maps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import KernelConfig
+
+_UINT = {2: np.uint16, 4: np.uint32}
+
+
+def ordered_bits(x: np.ndarray) -> np.ndarray:
+    """Map float bits to integers whose order is the float order (-0 and +0 adjacent), as int64."""
+    x = np.ascontiguousarray(x)
+    nbits = x.dtype.itemsize * 8
+    u = x.view(_UINT[x.dtype.itemsize]).astype(np.int64)
+    sign = np.int64(1) << (nbits - 1)
+    return np.where(u & sign, -(u & (sign - 1)) - 1, u)
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Units in the last place between same-dtype float arrays; 0 where both are NaN, -1 where exactly one is."""
+    if a.dtype != b.dtype:
+        raise ValueError(f"ulp_distance needs one dtype, got {a.dtype} and {b.dtype}")
+    d = np.abs(ordered_bits(a) - ordered_bits(b))
+    na, nb = np.isnan(a), np.isnan(b)
+    d = np.where(na & nb, 0, d)
+    return np.where(na ^ nb, -1, d)
+
+
+def kernel_coordinates(config: KernelConfig, b, h, row, col, register_kind="o"):
+    """(block (x, y, z), warp, lane, register) of the kernel that produced O[b, h, row, col] (or LSE row).
+
+    O: the accumulator register of the C fragment (f32: reg = ntile*4 + i, f16x2: reg = ntile*2 + i//2 with
+    the half given by i&1); LSE: lane with t4 = 0 of the row's quad, register "lse[0|1]".
+    """
+    from .layout import fragments
+    warp = (row % config.block_m) // 16
+    r16 = row % 16
+    block = (row // config.block_m, h, b)
+    if register_kind == "lse":
+        lane = (r16 % 8) * 4
+        return block, warp, lane, f"lse[{r16 // 8}]"
+    lane, i = fragments.locate_c(r16, col % 8)
+    ntile = col // 8
+    if config.pv_accum == "f16":
+        return block, warp, int(lane), f"o_acc16[{ntile}][{int(i) // 2}].{'hi' if int(i) & 1 else 'lo'}"
+    return block, warp, int(lane), f"o_acc32[{ntile}][{int(i)}]"
+
+
+@dataclass
+class TensorDiff:
+    name: str
+    total: int
+    equal: int
+    max_ulp: int
+    first_index: tuple | None = None
+    first_values: tuple | None = None     # (got, expected) as hex bit patterns
+    nan_mismatch: int = 0
+    ulp_hist: dict = field(default_factory=dict)
+
+    @property
+    def bit_equal_fraction(self) -> float:
+        return self.equal / self.total if self.total else 1.0
+
+    @property
+    def ok(self) -> bool:
+        return self.equal == self.total
+
+
+def compare(name: str, got: np.ndarray, expected: np.ndarray) -> TensorDiff:
+    """Bit-level comparison of two arrays of one float dtype."""
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        raise ValueError(f"{name}: shapes/dtypes differ: {got.shape} {got.dtype} vs {expected.shape} {expected.dtype}")
+    ut = _UINT[got.dtype.itemsize]
+    gb, eb = np.ascontiguousarray(got).view(ut), np.ascontiguousarray(expected).view(ut)
+    same = gb == eb
+    u = ulp_distance(got, expected)
+    hist = {}
+    for label, sel in (("0", u == 0), ("1", u == 1), ("2", u == 2), ("3-15", (u >= 3) & (u < 16)),
+                       (">=16", u >= 16), ("nan-vs-number", u < 0)):
+        hist[label] = int(sel.sum())
+    diff = TensorDiff(name, int(same.size), int(same.sum()), int(u.max(initial=0)), ulp_hist=hist,
+                      nan_mismatch=int((u < 0).sum()))
+    if not same.all():
+        idx = tuple(int(i) for i in np.argwhere(~same)[0])
+        diff.first_index = idx
+        diff.first_values = (hex(int(gb[idx])), hex(int(eb[idx])))
+    return diff

@@ -1,0 +1,377 @@
+// FlashAttention forward, raw mma.sync.m16n8k16, written for consumer Blackwell (sm_120), runs on sm_80+.
+//
+// The seed's design, for real:
+//   * O accumulates in registers for the whole KV loop (never in shared memory); f32 or f16 (FS_PV_F16).
+//   * K and V stream through a ring of FS_STAGES shared-memory slots filled with cp.async.
+//   * Q, K are read with ldmatrix, V with ldmatrix.trans, all from XOR-swizzled shared memory (conflict free).
+//   * The S accumulator is repacked into the A operand of P@V in registers (no shared-memory round trip).
+//   * Online softmax with exp2: softmax_scale*log2(e) is folded into one FFMA per score.
+//
+// Bit-exactness contract with flashsim.emulator: every floating-point operation outside the tensor cores is an
+// explicitly rounded IEEE op (__fadd_rn, __fmul_rn, __fmaf_rn, __frcp_rn, __fdiv_rn: the compiler can neither
+// contract nor reorder them) or ex2.approx.ftz.f32 (modelled by flashsim.sfu). Every reduction has a fixed order,
+// written out below and mirrored step for step by flashsim/emulator/kernel_program.py.
+//
+// Compile-time configuration: the defines of flashsim.config.KernelConfig.defines() (never edit numbers here).
+
+#ifndef FS_HEAD_DIM
+#error "build through flashsim.gpu: the configuration arrives as defines (FS_HEAD_DIM, FS_WARPS, ...)"
+#endif
+
+typedef unsigned short fs_half;   // raw f16 bits; no cuda_fp16.h needed
+typedef unsigned int uint32_t;
+#define FS_INF __int_as_float(0x7f800000)   // NVRTC has no math.h INFINITY
+
+namespace fs {
+
+constexpr int D = FS_HEAD_DIM;
+constexpr int WARPS = FS_WARPS;
+constexpr int THREADS = 32 * WARPS;
+constexpr int BLOCK_M = 16 * WARPS;
+constexpr int BC = FS_KV_TILE;
+constexpr int STAGES = FS_STAGES;
+constexpr bool PV_F16 = FS_PV_F16 != 0;
+constexpr bool CAUSAL = FS_CAUSAL != 0;
+
+constexpr int CHUNKS_PER_ROW = D / 8;          // 16-byte chunks in one row of a tile
+constexpr int ROW_BYTES = D * 2;
+constexpr int Q_BYTES = BLOCK_M * ROW_BYTES;
+constexpr int KV_SLOT_BYTES = BC * ROW_BYTES;
+constexpr int K_RING_OFFSET = Q_BYTES;
+constexpr int V_RING_OFFSET = Q_BYTES + STAGES * KV_SLOT_BYTES;
+constexpr int SMEM_BYTES = V_RING_OFFSET + STAGES * KV_SLOT_BYTES;
+static_assert(SMEM_BYTES == FS_EXPECTED_SMEM, "shared-memory layout differs from flashsim.config.smem_buffers");
+
+constexpr int S_NT = BC / 8;       // n8 tiles of S per warp
+constexpr int O_NT = D / 8;        // n8 tiles of O per warp
+constexpr int QK_KS = D / 16;      // k16 steps of Q K^T
+constexpr int PV_KS = BC / 16;     // k16 steps of P V
+static_assert(BC % 16 == 0 && D % 16 == 0, "tile shapes must be multiples of 16");
+
+// ---- PTX wrappers ------------------------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+    // src_bytes = 0 zero-fills the 16 bytes: out-of-range rows of Q, K and V become zeros.
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_f32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_f16(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+                 : "+r"(d[0]), "+r"(d[1])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float ex2(float x) {   // the SFU; flashsim.sfu.ex2 models it bit for bit
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+// Two f32 -> f16x2, round to nearest even; lo lands in the low 16 bits (the lower-indexed element).
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+__device__ __forceinline__ uint32_t mul_f16x2(uint32_t a, uint32_t b) {
+    uint32_t r;
+    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ float f16_to_f32(uint32_t h) {
+    float r;
+    asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }\n" : "=f"(r) : "h"((unsigned short)h));
+    return r;
+}
+
+// Natural log of a positive normal float from IEEE-exact operations only, so the emulator reproduces its bits:
+// x = m * 2^e with m in [sqrt(1/2), sqrt(2)); ln(m) = 2 atanh(s), s = (m-1)/(m+1); odd series to s^9.
+// The constants arrive as bit patterns from flashsim/emulator/kernel_math.py (FS_LOG_*).
+__device__ __forceinline__ float log_exact_ops(float x) {
+    int bits = __float_as_int(x);
+    int e = ((bits >> 23) & 0xff) - 127;
+    float m = __int_as_float((bits & 0x7fffff) | 0x3f800000);
+    if (m > __int_as_float(FS_LOG_SQRT2)) { m = __fmul_rn(m, 0.5f); e += 1; }
+    float f = __fsub_rn(m, 1.0f);
+    float s = __fdiv_rn(f, __fadd_rn(2.0f, f));
+    float z = __fmul_rn(s, s);
+    float poly = __fmaf_rn(z, __int_as_float(FS_LOG_C9), __int_as_float(FS_LOG_C7));
+    poly = __fmaf_rn(z, poly, __int_as_float(FS_LOG_C5));
+    poly = __fmaf_rn(z, poly, __int_as_float(FS_LOG_C3));
+    float t = __fmul_rn(__fmul_rn(z, s), poly);
+    float ln1p = __fmaf_rn(2.0f, s, __fmul_rn(2.0f, t));
+    return __fmaf_rn(static_cast<float>(e), __int_as_float(FS_LOG_LN2), ln1p);
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile: XOR with row%8 spreads the 8 rows an
+// ldmatrix reads (same logical chunk) over 8 distinct bank groups.
+__device__ __forceinline__ uint32_t swz(int row, int chunk) {
+    return static_cast<uint32_t>(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4));
+}
+
+// Copy rows [row0, row0+ROWS) of a (n x D) f16 matrix into a swizzled tile; rows >= n are zero-filled.
+template <int ROWS>
+__device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restrict__ g, int row0, int n, int tid) {
+    constexpr int CHUNKS = ROWS * CHUNKS_PER_ROW;
+    constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        int i = it * THREADS + tid;
+        if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+            int r = i / CHUNKS_PER_ROW, c = i % CHUNKS_PER_ROW;
+            bool valid = row0 + r < n;
+            const fs_half* src = valid ? g + static_cast<long long>(row0 + r) * D + c * 8 : g;
+            cp_async_16(tile + swz(r, c), src, valid ? 16 : 0);
+        }
+    }
+}
+
+}  // namespace fs
+
+// q, k, v: (B, H, N, D) f16 contiguous; o: like q; lse: (B, H, Nq) f32, natural log.
+// grid = (ceil(nq / BLOCK_M), H, B), block = THREADS, dynamic smem = SMEM_BYTES.
+extern "C" __global__ void __launch_bounds__(fs::THREADS, 1)
+flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs_half* __restrict__ v,
+          fs_half* __restrict__ o, float* __restrict__ lse, int nq, int nk, float softmax_scale, float scale_log2) {
+    using namespace fs;
+    extern __shared__ __align__(128) unsigned char smem[];
+    const uint32_t s_base = smem_addr(smem);
+    const uint32_t s_q = s_base;
+    const uint32_t s_k = s_base + K_RING_OFFSET;
+    const uint32_t s_v = s_base + V_RING_OFFSET;
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32;
+    const int lane = tid % 32;
+    const int g = lane >> 2;      // groupID: this lane's rows are g and g + 8 of the warp's 16
+    const int t4 = lane & 3;      // thread in quad: columns 2*t4, 2*t4+1 of each n8 tile
+
+    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    const fs_half* qh = q + bh * nq * D;
+    const fs_half* kh = k + bh * nk * D;
+    const fs_half* vh = v + bh * nk * D;
+    const int r0 = blockIdx.x * BLOCK_M;
+
+    // KV tiles this block visits. Causal: key j is visible to query i iff j <= i + nk - nq (bottom-right aligned);
+    // tiles entirely past the block's last visible key are skipped (the emulator skips the same ones).
+    int keys = nk;
+    if (CAUSAL) keys = min(nk, max(0, r0 + BLOCK_M + nk - nq));
+    const int n_tiles = (keys + BC - 1) / BC;
+
+    // ---- prologue: Q, then the first STAGES-1 KV tiles, one cp.async group each ---------------------------
+    load_tile<BLOCK_M>(s_q, qh, r0, nq, tid);
+    cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < n_tiles) {
+            load_tile<BC>(s_k + s * KV_SLOT_BYTES, kh, s * BC, nk, tid);
+            load_tile<BC>(s_v + s * KV_SLOT_BYTES, vh, s * BC, nk, tid);
+        }
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 1>();   // the Q group is complete
+    __syncthreads();
+
+    // Q fragments stay in registers for the whole loop: A operand of Q K^T, one x4 per k16 step.
+    uint32_t qf[QK_KS][4];
+    {
+        const int row = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+        for (int ks = 0; ks < QK_KS; ++ks) ldmatrix_x4(qf[ks], s_q + swz(row, ks * 2 + (lane >> 4)));
+    }
+
+    float m_run[2] = {-FS_INF, -FS_INF};   // running row max, unscaled score units
+    float l_run[2] = {0.f, 0.f};               // this lane's partial row sums (quad-reduced in the epilogue)
+    float o_acc32[PV_F16 ? 1 : O_NT][4];
+    uint32_t o_acc16[PV_F16 ? O_NT : 1][2];
+#pragma unroll
+    for (int n = 0; n < O_NT; ++n) {
+        if (PV_F16) { o_acc16[n][0] = 0u; o_acc16[n][1] = 0u; }
+        else { o_acc32[n][0] = o_acc32[n][1] = o_acc32[n][2] = o_acc32[n][3] = 0.f; }
+    }
+
+    const int row_g0 = r0 + warp * 16 + g;        // global query rows of this lane
+    const int row_g1 = row_g0 + 8;
+
+    for (int t = 0; t < n_tiles; ++t) {
+        // Tile t's group is complete once at most STAGES-2 younger groups are pending; the barrier also tells
+        // every warp that all warps are done with tile t-1, whose slot the next load overwrites.
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int tn = t + STAGES - 1;
+            if (tn < n_tiles) {
+                const int slot = tn % STAGES;
+                load_tile<BC>(s_k + slot * KV_SLOT_BYTES, kh, tn * BC, nk, tid);
+                load_tile<BC>(s_v + slot * KV_SLOT_BYTES, vh, tn * BC, nk, tid);
+            }
+            cp_async_commit();
+        }
+        const int slot = t % STAGES;
+        const uint32_t kt = s_k + slot * KV_SLOT_BYTES;
+        const uint32_t vt = s_v + slot * KV_SLOT_BYTES;
+
+        // ---- S = Q K^T: f32 accumulators from zero, k16 steps in order --------------------------------------
+        float s_acc[S_NT][4];
+#pragma unroll
+        for (int n = 0; n < S_NT; ++n) s_acc[n][0] = s_acc[n][1] = s_acc[n][2] = s_acc[n][3] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < QK_KS; ++ks) {
+#pragma unroll
+            for (int n = 0; n < S_NT; n += 2) {
+                // matrices: keys [8n, 8n+8) x d [16ks, +8), [+8, +16); keys [8n+8, 8n+16) x the same
+                uint32_t b[4];
+                const int key = n * 8 + (lane & 7) + ((lane >> 4) << 3);
+                ldmatrix_x4(b, kt + swz(key, ks * 2 + ((lane >> 3) & 1)));
+                mma_f32(s_acc[n], qf[ks], b[0], b[1]);
+                mma_f32(s_acc[n + 1], qf[ks], b[2], b[3]);
+            }
+        }
+
+        // ---- mask: keys past nk, and (causal) keys after the diagonal -> -inf ------------------------------
+        const int key0 = t * BC;
+        const bool need_mask = (key0 + BC > nk) || (CAUSAL && key0 + BC - 1 > r0 + nk - nq);
+        if (need_mask) {
+#pragma unroll
+            for (int n = 0; n < S_NT; ++n) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int col = key0 + n * 8 + 2 * t4 + (e & 1);
+                    const int row = (e < 2) ? row_g0 : row_g1;
+                    if (col >= nk || (CAUSAL && col > row + nk - nq)) s_acc[n][e] = -FS_INF;
+                }
+            }
+        }
+
+        // ---- online softmax, rows r = 0 (g) and 1 (g + 8) --------------------------------------------------
+        float alpha[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float mt = -FS_INF;                  // lane-local max over (n, e) in order; fmax ignores NaN
+#pragma unroll
+            for (int n = 0; n < S_NT; ++n) {
+                mt = fmaxf(mt, s_acc[n][2 * r]);
+                mt = fmaxf(mt, s_acc[n][2 * r + 1]);
+            }
+            mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));   // quad all-reduce
+            mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+            const float m_new = fmaxf(m_run[r], mt);
+            // -inf guard: a row with no visible key so far subtracts 0 instead of -inf (no inf - inf = NaN).
+            const float m_safe = (m_new == -FS_INF) ? 0.f : m_new;
+            alpha[r] = ex2(__fmul_rn(__fsub_rn(m_run[r], m_safe), scale_log2));
+            const float m_scaled = __fmul_rn(m_safe, scale_log2);
+            m_run[r] = m_new;
+            // p = 2^(s*scale_log2 - m*scale_log2): one FFMA per score, then the SFU.
+            float l = __fmul_rn(l_run[r], alpha[r]);
+#pragma unroll
+            for (int n = 0; n < S_NT; ++n) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float p = ex2(__fmaf_rn(s_acc[n][2 * r + e], scale_log2, -m_scaled));
+                    s_acc[n][2 * r + e] = p;
+                    l = __fadd_rn(l, p);           // l sums the f32 p, before rounding to f16
+                }
+            }
+            l_run[r] = l;
+        }
+
+        // ---- rescale O by alpha (per row), in registers ---------------------------------------------------
+        if (PV_F16) {
+            const uint32_t a0 = pack_f16x2(alpha[0], alpha[0]);
+            const uint32_t a1 = pack_f16x2(alpha[1], alpha[1]);
+#pragma unroll
+            for (int n = 0; n < O_NT; ++n) {
+                o_acc16[n][0] = mul_f16x2(o_acc16[n][0], a0);
+                o_acc16[n][1] = mul_f16x2(o_acc16[n][1], a1);
+            }
+        } else {
+#pragma unroll
+            for (int n = 0; n < O_NT; ++n) {
+                o_acc32[n][0] = __fmul_rn(o_acc32[n][0], alpha[0]);
+                o_acc32[n][1] = __fmul_rn(o_acc32[n][1], alpha[0]);
+                o_acc32[n][2] = __fmul_rn(o_acc32[n][2], alpha[1]);
+                o_acc32[n][3] = __fmul_rn(o_acc32[n][3], alpha[1]);
+            }
+        }
+
+        // ---- O += P V: the S accumulators of n8 tiles 2j, 2j+1 are P's A fragment for k16 slice j ----------
+#pragma unroll
+        for (int j = 0; j < PV_KS; ++j) {
+            uint32_t pa[4];
+            pa[0] = pack_f16x2(s_acc[2 * j][0], s_acc[2 * j][1]);
+            pa[1] = pack_f16x2(s_acc[2 * j][2], s_acc[2 * j][3]);
+            pa[2] = pack_f16x2(s_acc[2 * j + 1][0], s_acc[2 * j + 1][1]);
+            pa[3] = pack_f16x2(s_acc[2 * j + 1][2], s_acc[2 * j + 1][3]);
+#pragma unroll
+            for (int n = 0; n < O_NT; n += 2) {
+                // matrices (.trans): keys [16j, +8) x d [8n, +8), keys [16j+8, +8) x d [8n, +8), then d [8n+8, +8)
+                uint32_t b[4];
+                const int key = j * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+                ldmatrix_x4_trans(b, vt + swz(key, n + (lane >> 4)));
+                if (PV_F16) {
+                    mma_f16(o_acc16[n], pa, b[0], b[1]);
+                    mma_f16(o_acc16[n + 1], pa, b[2], b[3]);
+                } else {
+                    mma_f32(o_acc32[n], pa, b[0], b[1]);
+                    mma_f32(o_acc32[n + 1], pa, b[2], b[3]);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();   // nothing may be in flight when the block exits
+
+    // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
+    float inv[2], lse_row[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float l = l_run[r];
+        l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 1));
+        l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 2));
+        const bool empty = (l == 0.f) || (l != l);     // no visible key, or NaN: O stays as is, lse = +inf
+        inv[r] = empty ? 1.f : __frcp_rn(l);
+        lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[r], softmax_scale, log_exact_ops(l));
+    }
+    fs_half* oh = o + bh * nq * D;
+#pragma unroll
+    for (int n = 0; n < O_NT; ++n) {
+        float v0, v1, v2, v3;
+        if (PV_F16) {
+            v0 = f16_to_f32(o_acc16[n][0] & 0xffffu); v1 = f16_to_f32(o_acc16[n][0] >> 16);
+            v2 = f16_to_f32(o_acc16[n][1] & 0xffffu); v3 = f16_to_f32(o_acc16[n][1] >> 16);
+        } else {
+            v0 = o_acc32[n][0]; v1 = o_acc32[n][1]; v2 = o_acc32[n][2]; v3 = o_acc32[n][3];
+        }
+        const int col = n * 8 + 2 * t4;
+        if (row_g0 < nq)
+            *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row_g0) * D + col) =
+                pack_f16x2(__fmul_rn(v0, inv[0]), __fmul_rn(v1, inv[0]));
+        if (row_g1 < nq)
+            *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row_g1) * D + col) =
+                pack_f16x2(__fmul_rn(v2, inv[1]), __fmul_rn(v3, inv[1]));
+    }
+    if (t4 == 0) {
+        float* lh = lse + bh * nq;
+        if (row_g0 < nq) lh[row_g0] = lse_row[0];
+        if (row_g1 < nq) lh[row_g1] = lse_row[1];
+    }
+}
