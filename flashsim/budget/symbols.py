@@ -1,0 +1,65 @@
+"""The symbolic resource model: shared memory per buffer and accumulator registers as sympy expressions.
+
+Shared memory is ``flashsim.config.smem_buffers`` evaluated on symbols, the very function the kernel launch
+evaluates on ints, so the formula exists once. Registers cannot be derived exactly (ptxas allocates them);
+what can is the register footprint of the fragments the kernel must hold, per thread, from the mma.m16n8k16
+fragment sizes (PTX ISA, "Matrix fragments for mma.m16n8k16"): a warp's 16 x n tile of 32-bit accumulators is
+16 * n / 32 registers per lane, f16 accumulators half that (two per .f16x2 register).
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from ..config import F16_BYTES, MMA_M, KernelConfig, smem_buffers
+
+# The configuration as symbols: warps (w), KV tile Bc, head dim d, ring stages, element bytes.
+warps, kv_tile, head_dim, stages = sp.symbols("w B_c d stages", integer=True, positive=True)
+elem_bytes, acc_bytes = sp.symbols("e_in e_acc", integer=True, positive=True)
+block_m = MMA_M * warps                 # B_r: 16 query rows per warp
+SYMBOLS = (warps, kv_tile, head_dim, stages, elem_bytes, acc_bytes)
+
+REG_BYTES = 4                           # one 32-bit register
+LANES = 32
+
+
+def values(config: KernelConfig) -> dict:
+    """Symbol -> number for one configuration."""
+    return {warps: config.warps, kv_tile: config.kv_tile, head_dim: config.head_dim, stages: config.stages,
+            elem_bytes: F16_BYTES, acc_bytes: 4 if config.pv_accum == "f32" else 2}
+
+
+def smem_expressions() -> dict:
+    """Buffer name -> bytes, as sympy expressions (from config.smem_buffers)."""
+    return dict(smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes))
+
+
+def sp_buffer_expression():
+    """Bytes of the S/P shared-memory buffer the seed's table assumes (B_r x B_c in f16); our kernel has none."""
+    return block_m * kv_tile * elem_bytes
+
+
+def _per_lane(rows, cols, bytes_per_elem):
+    """Registers per lane for a warp-owned rows x cols tile of bytes_per_elem elements."""
+    return rows * cols * bytes_per_elem / REG_BYTES / LANES
+
+
+def fragment_register_expressions() -> dict:
+    """Registers per thread the kernel's live fragments need at least (a floor, not ptxas's count)."""
+    return {
+        "O accumulator": _per_lane(MMA_M, head_dim, acc_bytes),        # 16 x d, f32 or f16x2
+        "S accumulator (f32)": _per_lane(MMA_M, kv_tile, 4),            # 16 x Bc scores
+        "Q fragments (f16)": _per_lane(MMA_M, head_dim, elem_bytes),   # A operand of Q K^T, kept for the loop
+        "row max, row sum": sp.Integer(2 * 2),                          # m and l of the lane's two rows
+    }
+
+
+def evaluate(expressions: dict, config: KernelConfig) -> dict:
+    """Evaluate name -> expression at ``config`` to ints."""
+    vals = values(config)
+    out = {}
+    for name, expr in expressions.items():
+        v = sp.sympify(expr).subs(vals)
+        if not v.is_Integer:
+            raise ValueError(f"{name} does not evaluate to an integer at {config.describe()}: {v}")
+        out[name] = int(v)
+    return out
