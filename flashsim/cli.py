@@ -11,6 +11,7 @@ import sys
 
 # name -> module; a command is listed here only once its module does real work.
 COMMANDS = {
+    "budget": "flashsim.commands.budget",
 }
 
 
