@@ -11,6 +11,9 @@ import sys
 
 # name -> module; a command is listed here only once its module does real work.
 COMMANDS = {
+    "emulate": "flashsim.commands.emulate",
+    "verify": "flashsim.commands.verify",
+    "bench": "flashsim.commands.bench",
     "budget": "flashsim.commands.budget",
 }
 
