@@ -11,6 +11,7 @@ Sources
   ``mma_zero_exponent_*`` is the exponent a zero term takes part in the alignment with (MMA-Sim's e_zero).
 - SM limits: CUDA C++ Programming Guide, compute-capability tables; NVIDIA CCCL arch_traits.h
   (ANCHORS section 4). Occupancy rules: cuda_occupancy.h.
+  sm_120 max blocks/SM = 24 confirmed by CUDA 13.0 cuda_occupancy.h (cudaOccMaxBlocksPerMultiprocessor: major 12 -> 24).
 """
 from __future__ import annotations
 
