@@ -10,7 +10,7 @@ from .fragments import (A, B, C_F16, C_F32, CUTE_A, CUTE_B, CUTE_C, LANES, Fragm
                         a_coord, a_fragment, a_tile, b_coord, b_fragment, b_tile, c_coord, c_fragment,
                         c_map, c_tile, cute_coords, describe_c, locate_a, locate_b, locate_c, pack16,
                         unpack16)
-from .ldmatrix import a_x4, kt_x2, kt_x4, ldmatrix, ldmatrix_smem, v_x2t, v_x4t
+from . import ldmatrix
 from .regfile import (GROUP_ID, THREAD_IN_GROUP, RegFile, quad_allreduce, shfl_down, shfl_idx,
                       shfl_source_lanes, shfl_sync, shfl_up, shfl_xor, width_c)
 from .repack import cvt_rn, cvt_rn_x2, repack_s_to_p, repack_sources
@@ -19,7 +19,7 @@ __all__ = [
     "Layout", "A", "B", "C_F16", "C_F32", "CUTE_A", "CUTE_B", "CUTE_C", "LANES", "FragmentMap", "Location",
     "a_coord", "a_fragment", "a_tile", "b_coord", "b_fragment", "b_tile", "c_coord", "c_fragment", "c_map",
     "c_tile", "cute_coords", "describe_c", "locate_a", "locate_b", "locate_c", "pack16", "unpack16",
-    "a_x4", "kt_x2", "kt_x4", "ldmatrix", "ldmatrix_smem", "v_x2t", "v_x4t",
+    "ldmatrix",
     "GROUP_ID", "THREAD_IN_GROUP", "RegFile", "quad_allreduce", "shfl_down", "shfl_idx",
     "shfl_source_lanes", "shfl_sync", "shfl_up", "shfl_xor", "width_c",
     "cvt_rn", "cvt_rn_x2", "repack_s_to_p", "repack_sources",

@@ -4,6 +4,8 @@ Semantics (PTX ISA, "ldmatrix"; ANCHORS section 2): each of the 8*num address-gi
 16-byte row of eight b16 elements; lanes 8j..8j+7 give rows 0..7 of matrix j. Destination register d_j
 of lane l holds matrix j's row l >> 2, columns 2(l % 4) and 2(l % 4) + 1 (the lower column in bits
 0..15). ``.trans`` delivers the transposed matrix: row 2(l % 4) + {0, 1}, column l >> 2.
+``load_rows`` takes the rows the lanes point at; ``load_smem`` gathers them from a flat shared-memory
+image through per-lane addresses, as the instruction does.
 
 The address helpers below give the per-lane row addresses that the attention kernel uses for its three
 operands; the tests state that each yields exactly the mma fragment it is meant to:
@@ -24,7 +26,7 @@ _ROW = np.stack([_lane >> 2, _lane >> 2], axis=1)
 _COL = np.stack([2 * (_lane & 3), 2 * (_lane & 3) + 1], axis=1)
 
 
-def ldmatrix(rows: np.ndarray, *, trans: bool = False) -> np.ndarray:
+def load_rows(rows: np.ndarray, *, trans: bool = False) -> np.ndarray:
     """Registers (..., 32, num) uint32 from the rows the lanes point at.
 
     rows: (..., 8*num, 8) of 16-bit elements (float16, bfloat16 or uint16), num in {1, 2, 4}; row
@@ -45,7 +47,7 @@ def ldmatrix(rows: np.ndarray, *, trans: bool = False) -> np.ndarray:
     return pack16(vals.reshape(vals.shape[:-2] + (2 * num,)))
 
 
-def ldmatrix_smem(smem: np.ndarray, addresses, *, num: int, trans: bool = False) -> np.ndarray:
+def load_smem(smem: np.ndarray, addresses, *, num: int, trans: bool = False) -> np.ndarray:
     """ldmatrix from a flat shared-memory image.
 
     smem: (..., S) 16-bit elements; addresses: (32,) element offsets of the row each lane gives (only
@@ -64,7 +66,7 @@ def ldmatrix_smem(smem: np.ndarray, addresses, *, num: int, trans: bool = False)
         raise ValueError(f"addresses of lanes 0..{8 * num - 1} must be multiples of 8 (16 bytes) with "
                          f"8 elements inside smem of {smem.shape[-1]} elements")
     rows = smem[..., used[:, None] + np.arange(8)]
-    return ldmatrix(rows, trans=trans)
+    return load_rows(rows, trans=trans)
 
 
 # ---- the kernel's address patterns (element offsets into a row-major tile with leading dim ld) ----
