@@ -13,7 +13,7 @@ import pytest
 from flashsim.arch import get_arch
 from flashsim.gpu import _dlpack
 from flashsim.gpu import build as B
-from flashsim.gpu._testkernels import MISC_SOURCE, MMA_NAMES, MMA_SOURCE
+from flashsim.gpu._testkernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE
 from flashsim.gpu.build import compile_cuda, kernel_path, parse_ptxas_log
 from flashsim.gpu.errors import CompileError, GPUError
 from flashsim.gpu.runtime import cubin_runs_on, gpu_available
@@ -53,21 +53,7 @@ def test_static_smem_barriers_and_extern_c_names():
 
 
 def test_spills_are_reported_and_extra_options_apply():
-    src = r"""
-    extern "C" __global__ void heavy(float* out, const float* in, int n) {
-        float acc[64];
-        #pragma unroll
-        for (int j = 0; j < 64; ++j) acc[j] = in[threadIdx.x + j * n];
-        #pragma unroll
-        for (int r = 0; r < 8; ++r) {
-            #pragma unroll
-            for (int j = 0; j < 64; ++j) acc[j] = acc[j] * acc[(j * 7 + r) % 64] + 1.0f;
-        }
-        float s = 0.f;
-        #pragma unroll
-        for (int j = 0; j < 64; ++j) s += acc[j];
-        out[threadIdx.x] = s;
-    }"""
+    src = HEAVY_SOURCE
     free = compile_cuda(src, arch="sm_90")
     tight = compile_cuda(src, arch="sm_90", extra_options=("--maxrregcount=32",))
     assert free.spill_stores == 0 and free.registers > 32

@@ -61,3 +61,22 @@ extern "C" __global__ void smem_mirror(unsigned* out, int smem_words) {
 
 extern "C" __global__ void poke(float* p, long long offset) { p[offset] = 1.0f; }
 """
+
+# 64 live floats per thread: ~72 registers unconstrained, spills under maxrregcount=32; 1024 threads of it
+# exceed the 64 K registers of an SM (a launch error that leaves the context usable).
+HEAVY_SOURCE = r"""
+extern "C" __global__ void heavy(float* out, const float* in, int n) {
+    float acc[64];
+    #pragma unroll
+    for (int j = 0; j < 64; ++j) acc[j] = in[threadIdx.x + j * n];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        #pragma unroll
+        for (int j = 0; j < 64; ++j) acc[j] = acc[j] * acc[(j * 7 + r) % 64] + 1.0f;
+    }
+    float s = 0.f;
+    #pragma unroll
+    for (int j = 0; j < 64; ++j) s += acc[j];
+    out[threadIdx.x] = s;
+}
+"""

@@ -18,9 +18,10 @@ from .errors import GPUError, UnsupportedConfig
 _INSTALL = "pip install 'cuda-core>=1.2' 'cuda-bindings>=13' (or: pip install 'flashsim[gpu]')"
 _DEFAULT_SMEM = 48 * 1024
 # errors after which the context cannot be used again (CUDA driver API documentation of CUresult)
-_STICKY = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "INVALID_ADDRESS_SPACE",
-           "INVALID_PC", "HARDWARE_STACK_ERROR", "ASSERT", "ECC_UNCORRECTABLE", "CONTEXT_IS_DESTROYED",
-           "LAUNCH_TIMEOUT", "TENSOR_MEMORY_LEAK")
+_STICKY = ("ILLEGAL_ADDRESS", "ILLEGAL_MEMORY_ACCESS", "UNSPECIFIED_LAUNCH_FAILURE", "LAUNCH_FAILED",
+           "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "INVALID_ADDRESS_SPACE", "INVALID_PC",
+           "HARDWARE_STACK_ERROR", "ASSERT", "ECC_UNCORRECTABLE", "CONTEXT_IS_DESTROYED", "LAUNCH_TIMEOUT",
+           "TENSOR_MEMORY_LEAK")
 
 _state: dict = {"device": None, "stream": None, "sticky": None}
 
@@ -91,8 +92,20 @@ def _result_name(err) -> str:
     return getattr(err, "name", str(err))
 
 
+def _context_broken() -> str | None:
+    """After a failure: the error every call now returns if the context is broken (sticky), else None."""
+    if _state["device"] is None:
+        return None
+    try:
+        from cuda.bindings import driver
+        (err,) = driver.cuCtxSynchronize()
+        return None if err == driver.CUresult.CUDA_SUCCESS else _result_name(err)
+    except Exception:
+        return None
+
+
 def _raise(what: str, message: str, exc=None):
-    sticky = next((s for s in _STICKY if s in message), None)
+    sticky = next((s for s in _STICKY if s in message.upper().replace(" ", "_")), None) or _context_broken()
     if sticky:
         _state["sticky"] = f"{what}: {message.splitlines()[0] if message else sticky}"
         message += ("\nThis error is sticky: the CUDA context is now unusable; restart the process "
@@ -303,7 +316,8 @@ def load(build, kernel_name: str) -> Kernel:
         entry = build.entry(kernel_name)
     except KeyError:
         entry = None
-        if kernel_name not in build.lowered_names:
+        if kernel_name not in build.lowered_names and build.entry_points:
+            # an empty entry-point table means ptxas said nothing (no -v log): then trust the cubin's symbols
             known = sorted(set(build.entry_points) | set(build.lowered_names))
             raise ValueError(f"kernel_name {kernel_name!r} is not in this build; known: {', '.join(known) or 'none'}"
                              " (templates must be listed in name_expressions)") from None
@@ -314,7 +328,9 @@ def load(build, kernel_name: str) -> Kernel:
         sizes = tuple(int(p.size if hasattr(p, "size") else p[1]) for p in k.arguments_info)
     except Exception:  # parameter info needs a 12.4+ driver; launch then skips the size check
         pass
-    return Kernel(k, kernel_name, build, entry, _param_sizes=sizes)
+    static = entry.static_smem_bytes if entry is not None else 0
+    # without the opt-in attribute, static + dynamic shared memory must stay within 48 KB
+    return Kernel(k, kernel_name, build, entry, _max_dyn_smem_set=max(0, _DEFAULT_SMEM - static), _param_sizes=sizes)
 
 
 def _dims(value, what: str) -> tuple[int, ...]:
@@ -347,7 +363,9 @@ def _kernel_args(kernel: Kernel, args) -> list:
 def _set_dynamic_smem(kernel: Kernel, smem_bytes: int) -> None:
     from cuda.bindings import driver
     dev = require_gpu()
-    optin = int(dev.properties.max_shared_memory_per_block_optin)
+    if "optin" not in _state:
+        _state["optin"] = int(dev.properties.max_shared_memory_per_block_optin)
+    optin = _state["optin"]
     static = kernel.entry.static_smem_bytes if kernel.entry is not None else 0
     if smem_bytes + static > optin:
         raise UnsupportedConfig(f"{kernel.name} asks for {smem_bytes} B dynamic + {static} B static shared memory "
@@ -380,8 +398,8 @@ def launch(kernel: Kernel, grid, block, *args, smem_bytes: int = 0, stream=None,
     _set_dynamic_smem(kernel, int(smem_bytes))
     s = stream if stream is not None else _state["stream"]
     what = f"kernel {kernel.name} (grid {g}, block {b}, {int(smem_bytes)} B dynamic smem)"
-    config = LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes))
-    _checked(f"launching {what}", lambda: _launch(s, config, kernel.kernel, *kargs))
+    _checked(f"launching {what}",
+             lambda: _launch(s, LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes)), kernel.kernel, *kargs))
     if sync:
         _checked(f"running {what}", s.sync)
 
