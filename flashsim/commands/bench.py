@@ -88,7 +88,8 @@ def bench_kernel(args) -> int:
         for acc in ("f32", "f16"):
             cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
             go, _, _ = prepared_launch(q, k, v, config=cfg, causal=causal, pv_accum=acc)
-            ms = _event_median_ms(lambda: go(sync=False), args.reps)
+            torch.cuda.synchronize()
+            ms = rt.timed(lambda: go(sync=False), warmup=3, reps=args.reps)   # events on the kernel's own stream
             row[acc] = _flops(b, h, n, d, causal) / ms / 1e9
         for name, backend in (("FA2", SDPBackend.FLASH_ATTENTION), ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
             try:
@@ -99,7 +100,7 @@ def bench_kernel(args) -> int:
             except RuntimeError as e:  # backend unavailable for this shape
                 row[name] = float("nan")
         print(f"{f'{b},{h},{n},{d}':18} {str(causal):6} {row['f32']:9.1f} {row['f16']:9.1f} {row['FA2']:7.1f} "
-              f"{row['cuDNN']:7.1f}  {cfg.describe()}")
+              f"{row['cuDNN']:7.1f}  warps={cfg.warps} kv_tile={cfg.kv_tile} stages={cfg.stages}")
         del q, k, v
         torch.cuda.empty_cache()
     return 0

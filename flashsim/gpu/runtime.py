@@ -323,11 +323,9 @@ def load(build, kernel_name: str) -> Kernel:
                              " (templates must be listed in name_expressions)") from None
     symbol = build.lowered_names.get(kernel_name) or (entry.mangled if entry is not None else kernel_name)
     k = _checked(f"getting kernel {kernel_name!r} ({symbol})", lambda: obj.get_kernel(symbol))
+    # No parameter-size probe (Kernel.arguments_info): cuKernelGetParamInfo fails with "invalid argument" on
+    # library-loaded kernels here and compute-sanitizer reports every such call as an error.
     sizes = None
-    try:
-        sizes = tuple(int(p.size if hasattr(p, "size") else p[1]) for p in k.arguments_info)
-    except Exception:  # parameter info needs a 12.4+ driver; launch then skips the size check
-        pass
     static = entry.static_smem_bytes if entry is not None else 0
     # without the opt-in attribute, static + dynamic shared memory must stay within 48 KB
     return Kernel(k, kernel_name, build, entry, _max_dyn_smem_set=max(0, _DEFAULT_SMEM - static), _param_sizes=sizes)
@@ -416,7 +414,7 @@ def timed(fn, warmup: int = 3, reps: int = 20) -> float:
     for _ in range(warmup):
         fn()
     synchronize()
-    opts = EventOptions(enable_timing=True)
+    opts = EventOptions(timing_enabled=True)
     times = []
     for _ in range(reps):
         start = _checked("recording an event", lambda: stream.record(options=opts))
