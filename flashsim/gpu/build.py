@@ -23,10 +23,11 @@ from ..arch import Arch, get_arch
 from .errors import CompileError, GPUError
 
 _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
-_KERNEL_DIRS = (
-    _PACKAGE_DIR.parent.parent / "kernel",   # editable install / checkout: <repo>/kernel
+_REPO = _PACKAGE_DIR.parent.parent
+_KERNEL_DIRS = tuple(d for d in (
+    _REPO / "kernel" if (_REPO / "pyproject.toml").is_file() else None,  # checkout / editable install
     _PACKAGE_DIR / "_kernel",                # regular install: package data (a link to kernel/ in the repo)
-)
+) if d is not None)
 
 # -- kernel sources -------------------------------------------------------------------------------
 
