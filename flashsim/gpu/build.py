@@ -104,7 +104,7 @@ class EntryPoint:
                 f"{self.static_smem_bytes} B static smem, {self.barriers} barriers")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: usable as a dict key
 class Build:
     """A compiled cubin and its resource usage. The scalar fields are the worst case over entry points."""
     cubin: bytes = field(repr=False)
