@@ -15,6 +15,8 @@ COMMANDS = {
     "verify": "flashsim.commands.verify",
     "bench": "flashsim.commands.bench",
     "budget": "flashsim.commands.budget",
+    "prove": "flashsim.commands.prove",
+    "calibrate": "flashsim.commands.calibrate",
 }
 
 

@@ -1,0 +1,143 @@
+"""The resource budget: the symbolic shared memory, the occupancy rules and the fit region, proved with sympy.
+
+1. closed form   config.smem_buffers on symbols sums to Q + K + V = e d (16 w + 2 stages B_c) bytes, and it
+                 evaluates to KernelConfig.smem_bytes (the integer path of the same function) for every
+                 supported configuration;
+2. fit region    on sm_120 (99 KB opt-in cap) with d = 128 and 8 warps, solving the inequality for B_c gives
+                 B_c <= 67 for 2 stages and B_c <= 134/3 (44.7) for 3 stages: with B_c a multiple of 16, the
+                 deepest ring at B_c = 64 is 2 stages and 3 stages need B_c <= 32;
+3. occupancy     the sympy form of the cuda_occupancy.h rules (flashsim.budget.occupancy, SYM ops) equals the
+                 integer form (INT ops) on a grid of threads x registers x shared memory for every arch, and
+                 blocks/SM never increases with registers or shared memory (monotone);
+4. registers     the O accumulator's registers per thread are d e_acc / 8: f16 is exactly half of f32 for every
+                 d; the live-fragment floor of the default configuration is below 255;
+5. default       KernelConfig.default(arch) fits its arch, for every arch in flashsim.arch.
+
+Runnable alone (exit 0 iff it holds), collected by pytest (test_budget_proof), run by ``flashsim prove``.
+"""
+from __future__ import annotations
+
+import itertools
+import pathlib
+import sys
+
+try:
+    import flashsim  # noqa: F401
+except ImportError:  # run from a checkout without an install
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import sympy as sp
+
+from flashsim.arch import ARCHS
+from flashsim.budget import symbols as S
+from flashsim.budget.occupancy import INT, SYM, limits
+from flashsim.config import (SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_STAGES, KernelConfig)
+
+TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupancy rules (sympy = integer)"
+
+
+def step_closed_form():
+    total = sp.Add(*S.smem_expressions().values())
+    closed = S.elem_bytes * S.head_dim * (16 * S.warps + 2 * S.stages * S.kv_tile)
+    if sp.simplify(total - closed) != 0:
+        return False, f"smem total {total} != {closed}"
+    count = 0
+    for d, w, bc, st in itertools.product(SUPPORTED_HEAD_DIMS, range(1, 17), range(16, 257, 16), SUPPORTED_STAGES):
+        cfg = KernelConfig(head_dim=d, warps=w, kv_tile=bc, stages=st)
+        if int(total.subs(S.values(cfg))) != cfg.smem_bytes:
+            return False, f"symbolic {total.subs(S.values(cfg))} != smem_bytes {cfg.smem_bytes} at {cfg.describe()}"
+        count += 1
+    return True, f"Q + K + V = e_in d (16 w + 2 stages B_c) bytes; equals KernelConfig.smem_bytes on {count} configs"
+
+
+def step_fit_region():
+    cap = ARCHS["sm_120"].smem_per_block_optin
+    total = sp.Add(*S.smem_expressions().values())
+    bc = sp.Symbol("B_c", positive=True)          # solved over the reals
+    out, ok = [], True
+    for stages, want in ((2, 64), (3, 32)):
+        expr = total.subs({S.head_dim: 128, S.warps: 8, S.elem_bytes: 2, S.stages: stages}).subs(S.kv_tile, bc)
+        bound = sp.solve(expr - cap, bc)[0]      # total is increasing in B_c: fits iff B_c <= bound
+        largest = int(sp.floor(bound / 16) * 16)
+        ok &= largest == want and all(
+            KernelConfig(kv_tile=b, stages=stages).fits("sm_120") == (b <= bound) for b in range(16, 257, 16))
+        out.append(f"{stages} stages: B_c <= {bound} (largest multiple of 16: {largest})")
+    return ok, "sm_120, d=128, 8 warps: " + "; ".join(out)
+
+
+def step_occupancy_rules():
+    checked = 0
+    t, r, sd = sp.symbols("t r sd", integer=True, nonnegative=True)
+    for arch in ARCHS.values():
+        sym = limits(arch, t, r, sd, 0, SYM)
+        fns = {k: sp.lambdify((t, r, sd), v, "sympy") for k, v in sym.items()}
+        prev_blocks = None
+        for threads, regs in itertools.product((32, 96, 128, 256, 512, 1024), (1, 32, 64, 96, 128, 168, 200, 255)):
+            for smem in (0, 1000, 48 * 1024, 98304, 101376, 131072, 232448):
+                ints = limits(arch, threads, regs, smem, 0, INT)
+                syms = {k: int(f(threads, regs, smem)) for k, f in fns.items()}
+                if ints != syms:
+                    return False, f"{arch.name} threads={threads} regs={regs} smem={smem}: int {ints} != sympy {syms}"
+                checked += 1
+        # monotone: more registers or more shared memory never gives more blocks
+        for threads in (128, 256):
+            blocks = [[min(limits(arch, threads, rg, sm, 0, INT).values()) for sm in range(0, 240000, 4096)]
+                      for rg in range(1, 256, 7)]
+            for row in blocks:
+                if any(a < b for a, b in zip(row, row[1:])):
+                    return False, f"{arch.name}: blocks increase with shared memory"
+            for col in zip(*blocks):
+                if any(a < b for a, b in zip(col, col[1:])):
+                    return False, f"{arch.name}: blocks increase with registers"
+            prev_blocks = blocks
+    return prev_blocks is not None, f"sympy rules = integer rules on {checked} points over {len(ARCHS)} archs; monotone"
+
+
+def step_registers():
+    o = S.fragment_register_expressions()["O accumulator"]
+    half = sp.simplify(o.subs(S.acc_bytes, 2) / o.subs(S.acc_bytes, 4))
+    floor = sum(S.evaluate(S.fragment_register_expressions(), KernelConfig()).values())
+    ok = half == sp.Rational(1, 2) and sp.simplify(o - S.head_dim * S.acc_bytes / 8) == 0 and floor <= 255
+    return ok, f"O accumulator = {o} registers per thread; f16 / f32 = {half}; default live-fragment floor {floor}"
+
+
+def step_defaults():
+    rows = []
+    ok = True
+    for name in ARCHS:
+        cfg = KernelConfig.default(name)
+        fits = cfg.fits(name)
+        ok &= fits
+        rows.append(f"{name}: {cfg.smem_bytes // 1024} KB of {ARCHS[name].smem_per_block_optin // 1024} KB"
+                    f"{'' if fits else ' DOES NOT FIT'}")
+    return ok, "default configurations: " + ", ".join(rows)
+
+
+STEPS = (("closed form = kernel's smem", step_closed_form), ("fit region (sm_120)", step_fit_region),
+         ("occupancy rules", step_occupancy_rules), ("accumulator registers", step_registers),
+         ("defaults fit", step_defaults))
+
+
+def check():
+    lines, holds = [], True
+    for name, fn in STEPS:
+        try:
+            ok, detail = fn()
+        except Exception as e:  # a step that cannot run does not hold
+            ok, detail = False, f"error: {type(e).__name__}: {e}"
+        holds &= bool(ok)
+        lines.append(f"[{'holds' if ok else 'FAILS'}] {name}: {detail}")
+    return holds, "\n".join(lines)
+
+
+def test_budget_proof():
+    holds, details = check()
+    assert holds, details
+
+
+if __name__ == "__main__":
+    holds, details = check()
+    print(TITLE)
+    print(details)
+    print("PROOF HOLDS" if holds else "PROOF FAILS")
+    sys.exit(0 if holds else 1)
