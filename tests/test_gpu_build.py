@@ -36,7 +36,7 @@ def test_mma_kernel_compiles_with_resource_numbers(arch):
         assert 0 < e.registers <= 255
         assert (e.spill_stores, e.spill_loads, e.static_smem_bytes) == (0, 0, 0)
         assert f"Compiling entry function '{e.mangled}' for '{arch}'" in b.log
-    assert b.registers == max(e.registers for e in b.entry_points.values())
+    assert b.resources_known and b.registers == max(e.registers for e in b.entry_points.values())
     text = str(b)
     assert text.startswith(f"{arch}: {b.registers} registers, 0 B spill stores") and "mma_m16n8k16<true>" in text
 
@@ -145,6 +145,26 @@ def test_cuda_headers_are_found_when_installed():
     assert compile_cuda(src, arch="sm_120").entry("h").registers > 0
 
 
+def test_every_compile_reports_resources_even_when_nvrtc_could_cache():
+    """A fresh process compiling a source already compiled before must still get the ptxas report."""
+    import subprocess
+    import sys
+    script = ("from flashsim.gpu.build import compile_cuda; from flashsim.gpu._testkernels import MISC_SOURCE; "
+              "b = compile_cuda(MISC_SOURCE, arch='sm_90'); print(b.resources_known, b.entry('axpb').registers)")
+    root = str(B._PACKAGE_DIR.parent.parent)
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120)
+            for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+        known, regs = r.stdout.split()
+        assert known == "True" and int(regs) > 0
+
+
+def test_build_without_a_ptxas_report_says_so():
+    b = B.Build(cubin=b"", arch="sm_90", entry_points={}, lowered_names={}, log="")
+    assert not b.resources_known and "unknown" in str(b)
+
+
 def test_parse_ptxas_log_keeps_device_functions_apart():
     log = """ptxas info    : 0 bytes gmem
 ptxas info    : Function properties for helper
@@ -203,6 +223,20 @@ def test_kernel_dir_of_this_checkout_is_shipped_in_the_package():
 ])
 def test_cubin_compatibility_rule(build_arch, device_arch, runs):
     assert cubin_runs_on(build_arch, device_arch) is runs
+
+
+def test_kernel_arguments_are_checked_against_known_parameter_sizes():
+    from flashsim.gpu import runtime as rt
+    arr = rt.DeviceArray(0x1000, (4,), np.dtype(np.float32))
+    k = rt.Kernel(kernel=None, name="axpb", build=None, _param_sizes=(8, 4, 4))
+    assert [a.dtype for a in rt._kernel_args(k, (arr, np.float32(1), np.int32(2)))] == [np.uint64, np.float32,
+                                                                                         np.int32]
+    with pytest.raises(ValueError, match="takes 3 arguments, got 2"):
+        rt._kernel_args(k, (arr, np.float32(1)))
+    with pytest.raises(ValueError, match="argument 2 of axpb: the kernel expects 4 bytes, got int64"):
+        rt._kernel_args(k, (arr, np.float32(1), np.int64(2)))
+    with pytest.raises(ValueError, match="argument 1 of axpb: expected a DeviceArray or a numpy scalar"):
+        rt._kernel_args(k, (arr, 1.0, np.int32(2)))
 
 
 def test_gpu_available_never_raises():

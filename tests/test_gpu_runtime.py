@@ -117,12 +117,6 @@ def test_bad_arguments_are_value_errors(misc):
         rt.launch(k, (0,), (32,), *good)
     with pytest.raises(ValueError, match="block"):
         rt.launch(k, (1,), (1, 1, 1, 1), *good)
-    if k._param_sizes is None:
-        pytest.skip("the driver does not report kernel parameter sizes (needs CUDA 12.4+)")
-    with pytest.raises(ValueError, match="takes 7 arguments, got 6"):
-        rt.launch(k, (1,), (32,), *good[:6])
-    with pytest.raises(ValueError, match="argument 3 of axpb: the kernel expects 4 bytes"):
-        rt.launch(k, (1,), (32,), out, x, np.float32(1), np.int64(4), *good[4:])
     rt.launch(k, (1,), (32,), *good)  # and the good call still works
 
 

@@ -125,6 +125,11 @@ class Build:
     stack_bytes = property(lambda self: self._worst("stack_bytes"))
     static_smem_bytes = property(lambda self: self._worst("static_smem_bytes"))
 
+    @property
+    def resources_known(self) -> bool:
+        """False when ptxas printed no -v report (the scalar numbers are then 0, not measured)."""
+        return bool(self.entry_points)
+
     def entry(self, name: str) -> EntryPoint:
         """The resource record of ``name`` (extern "C" name, name expression or mangled symbol)."""
         if name in self.entry_points:
@@ -138,7 +143,9 @@ class Build:
         head = (f"{self.arch}: {self.registers} registers, {self.spill_stores} B spill stores, "
                 f"{self.spill_loads} B spill loads, {self.stack_bytes} B stack, "
                 f"{self.static_smem_bytes} B static smem")
-        if len(self.entry_points) <= 1:
+        if not self.entry_points:
+            return f"{self.arch}: resource usage unknown (ptxas printed no -v report)"
+        if len(self.entry_points) == 1:
             return head
         return head + " (worst of " + str(len(self.entry_points)) + " entry points)\n" + "\n".join(
             "  " + str(e) for e in self.entry_points.values())
@@ -328,6 +335,10 @@ def compile_cuda(source: str, *, arch="sm_90", defines: dict[str, int] | None = 
     ptxas = ["-v"]
     user_ptxas = extra.pop("ptxas_options", ())
     ptxas += [user_ptxas] if isinstance(user_ptxas, str) else list(user_ptxas)
+    if "no_cache" in ProgramOptions.__dataclass_fields__:
+        # NVRTC >= 12.9 caches cubins on disk where a driver is present; a cache hit skips ptxas and so prints no
+        # -v log (seen on the H200). The in-process cache above is ours; NVRTC's would hide the resource numbers.
+        extra.setdefault("no_cache", True)
     options = ProgramOptions(name=name, arch=arch_name, std=extra.pop("std", "c++17"), ptxas_options=ptxas,
                              define_macro=[(k, str(v)) for k, v in defs] or None,
                              include_path=incs or None, **extra)
