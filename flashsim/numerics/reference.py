@@ -14,7 +14,8 @@ import numpy as np
 from ..arch import get_arch
 from .formats import F16, F32, Format, get_format
 
-__all__ = ["value_of", "round_fraction", "fma_ref", "add_ref", "mul_ref", "div_ref", "mma_ref", "floor_log2"]
+__all__ = ["value_of", "round_fraction", "fma_ref", "add_ref", "mul_ref", "div_ref", "mma_ref", "mma_ref_element",
+           "floor_log2"]
 
 
 def value_of(bits: int, fmt) -> Fraction | float:
@@ -194,6 +195,20 @@ def mma_ref(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch="sm_90") -> np.nda
                                    fin, fc, F, e_zero, acc16)
             d[i, j] = acc
     return d.view(fc.dtype)
+
+
+def mma_ref_element(row, col, c_bits: int, fin, fc, arch="sm_90") -> int:
+    """One output element: 16 raw bit patterns of A's row and of B's column, c's bits -> d's bits."""
+    spec = get_arch(arch)
+    fin, fc = get_format(fin), get_format(fc)
+    acc16 = fc is F16
+    e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
+    acc = int(c_bits)
+    for k0 in range(0, 16, spec.mma_block_k):
+        ks = range(k0, k0 + spec.mma_block_k)
+        acc = _fused_block([int(row[k]) for k in ks], [int(col[k]) for k in ks], acc, fin, fc,
+                           spec.mma_fraction_bits, e_zero, acc16)
+    return acc
 
 
 def _fused_block(xs, ys, cb, fin: Format, fc: Format, F: int, e_zero: int, acc16: bool) -> int:

@@ -129,24 +129,45 @@ def mma_unchecked(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch 
 
 
 # ---------------------------------------------------------------------------------------------------------
-# decoding
+# decoding (integer bit tricks: numpy's float16 -> float32 cast is slow on many builds)
+
+_TWO_112 = np.float32(2.0 ** 112)
 
 
-def _input_exponents(x16: np.ndarray, is_bf16: bool):
-    """Exponents of f16/bf16 bit patterns (subnormals clamped, zeros -> _ZERO) and a non-finite mask."""
+def _inputs(x16: np.ndarray, is_bf16: bool, pdt):
+    """f16/bf16 bits (any shape) -> (values in pdt, exponents, any non-finite).
+
+    Exponents: subnormals clamped to the format minimum; zeros get a sentinel so low that a product with a zero
+    factor is below every product of non-zero factors (int8 -64 for f16, int16 -1000 for bf16).
+    """
+    u = x16.astype(np.uint32)
     if is_bf16:
+        vals = (u << 16).view(F32)
         field = (x16 >> 7) & 0xFF
-        emax_field, bias = 0xFF, 127
-    else:
-        field = (x16 >> 10) & 0x1F
-        emax_field, bias = 0x1F, 15
-    e = np.maximum(field, 1).astype(np.int16) - bias
-    e[(x16 & 0x7FFF) == 0] = _ZERO
-    return e, field == emax_field
+        e = np.maximum(field, 1).view(np.int16) - np.int16(127)
+        e[(x16 & 0x7FFF) == 0] = _ZERO
+        special = bool((field == 0xFF).any())
+        if pdt == F64:
+            vals = vals.astype(F64)
+        return vals, e, special
+    # f16: the magnitude bits shifted into a float32 are the value times 2^-112, subnormals included
+    mag = u & 0x7FFF
+    vals = ((mag << 13) | ((u & 0x8000) << 16)).view(F32)
+    vals *= _TWO_112
+    field = (x16 >> 10) & 0x1F
+    e = (np.maximum(field, 1).view(np.int16) - np.int16(15)).astype(np.int8)
+    e[mag == 0] = -64
+    special = bool((field == 0x1F).any())
+    return vals, e, special
+
+
+def _exact_values(x16: np.ndarray, is_bf16: bool) -> np.ndarray:
+    """f16/bf16 bits -> float64 values, inf and NaN included (for the rare special-value path)."""
+    return x16.view(BF16 if is_bf16 else F16).astype(F64)
 
 
 def _accumulator_terms(c: np.ndarray, e_zero: int):
-    """c (16, 8, n) -> (value as float64, exponent int32 with zero -> e_zero, non-finite mask)."""
+    """c (16, 8, n) -> (value as float64, exponent int32 with zero -> e_zero, any non-finite)."""
     if c.dtype == F32:
         bits = c.view(np.uint32)
         field = ((bits >> 23) & 0xFF).astype(np.int32)
@@ -160,7 +181,17 @@ def _accumulator_terms(c: np.ndarray, e_zero: int):
         special = field == 0x1F
         zero = (bits & 0x7FFF) == 0
     e[zero] = e_zero
-    return c.astype(F64), e, special
+    return c.astype(F64), e, bool(special.any())
+
+
+def _pow2_f64(e: np.ndarray) -> np.ndarray:
+    """2.0**e for int arrays with -1022 <= e <= 1023, built from the bits (np.ldexp is slow)."""
+    return ((e.astype(np.int64) + 1023) << 52).view(F64)
+
+
+def _pow2_f32(e: np.ndarray) -> np.ndarray:
+    """2.0**e as float32 for -126 <= e <= 127."""
+    return ((e.astype(np.int32) + 127) << 23).view(F32)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -172,109 +203,103 @@ def _mma_chunk(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.nd
     is_bf16 = a.dtype == BF16
     acc16 = c.dtype == F16
     e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
-    # batch-last layouts
+    # batch-last layouts: every ufunc below runs over contiguous rows of length n
     a16 = np.ascontiguousarray(a.view(np.uint16).transpose(1, 2, 0))   # (i, k, n)
     b16 = np.ascontiguousarray(b.view(np.uint16).transpose(1, 2, 0))   # (k, j, n)
     ct = np.ascontiguousarray(c.transpose(1, 2, 0))                     # (i, j, n)
-    ea, sa = _input_exponents(a16, is_bf16)
-    eb, sb = _input_exponents(b16, is_bf16)
-    cv, ec, sc = _accumulator_terms(ct, e_zero)
-
+    pdt = F32
     if is_bf16:
-        finite_e = np.concatenate([ea[ea > _ZERO].ravel(), eb[eb > _ZERO].ravel()])
-        fast = not (sa.any() or sb.any()) and (finite_e.size == 0 or np.abs(finite_e).max() <= _BF16_FAST_EXP)
-        pdt = F32 if fast else F64
-        av = a16.astype(np.uint32) << 16
-        bv = b16.astype(np.uint32) << 16
-        av = av.view(F32).astype(pdt, copy=False)
-        bv = bv.view(F32).astype(pdt, copy=False)
-        exp_dt = np.int16
-    else:
-        pdt = F32
-        av = a16.view(F16).astype(F32)
-        bv = b16.view(F16).astype(F32)
-        exp_dt = np.int8
-    ea = ea.astype(exp_dt) if exp_dt == np.int16 else np.maximum(ea, -64).astype(np.int8)
-    eb = eb.astype(exp_dt) if exp_dt == np.int16 else np.maximum(eb, -64).astype(np.int8)
+        fa, fb = (a16 >> 7) & 0xFF, (b16 >> 7) & 0xFF
+        lo, hi = 127 - _BF16_FAST_EXP, 127 + _BF16_FAST_EXP
+        nz_a, nz_b = (a16 & 0x7FFF) != 0, (b16 & 0x7FFF) != 0
+        if ((nz_a & ((fa < lo) | (fa > hi))).any() or (nz_b & ((fb < lo) | (fb > hi))).any()):
+            pdt = F64
+    av, ea, sa = _inputs(a16, is_bf16, pdt)
+    bv, eb, sb = _inputs(b16, is_bf16, pdt)
+    cv, ec, sc = _accumulator_terms(ct, e_zero)
     min_product_exp = 2 * (-126 if is_bf16 else -14)
 
     block = spec.mma_block_k
-    special_inputs = bool(sa.any() or sb.any())
     d = None
     for k0 in range(0, 16, block):
         ks = slice(k0, k0 + block)
         d = _block(av[:, ks], bv[ks], ea[:, ks], eb[ks], cv, ec, spec.mma_fraction_bits,
-                   pdt, min_product_exp, acc16)
-        if special_inputs or sc.any():
-            _specials(av[:, ks], bv[ks], cv, d, acc16)
+                   min_product_exp, acc16)
+        if sa or sb or sc:
+            _specials(_exact_values(a16[:, ks], is_bf16), _exact_values(b16[ks], is_bf16), cv, d, acc16)
         if k0 + block < 16:   # chained block: the rounded result is the next block's c
             cv, ec, sc = _accumulator_terms(d, e_zero)
     return d
 
 
-def _block(av, bv, ea, eb, cv, ec, F, pdt, min_product_exp, acc16):
+def _block(av, bv, ea, eb, cv, ec, F, min_product_exp, acc16):
     """One fused block: sum of len(k) exact products and c, truncated at 2^(E-F), rounded once."""
     nk = av.shape[1]
     shape = (16, 8, av.shape[2])
     # E = max over the terms' exponents
     emax = np.empty(shape, ea.dtype)
-    tmp8 = np.empty(shape, ea.dtype)
+    tmp = np.empty(shape, ea.dtype)
     np.add(ea[:, 0, None, :], eb[None, 0, :, :], out=emax)
     for k in range(1, nk):
-        np.add(ea[:, k, None, :], eb[None, k, :, :], out=tmp8)
-        np.maximum(emax, tmp8, out=emax)
-    eprod = emax.astype(np.int32)
-    eprod[eprod < min_product_exp] = -(1 << 20)   # no non-zero product
-    E = np.maximum(eprod, ec)
-    # products scaled to units of 2^(E - F), truncated toward zero, summed in int32
+        np.add(ea[:, k, None, :], eb[None, k, :, :], out=tmp)
+        np.maximum(emax, tmp, out=emax)
+    E = emax.astype(np.int32)
+    E[E < min_product_exp] = -(1 << 20)           # no non-zero product
+    np.maximum(E, ec, out=E)
+    # products scaled to units of 2^(E - F), truncated toward zero (float -> int32 cast), summed in int32
     scale_exp = F - E
-    if pdt == F32:
-        np.minimum(scale_exp, 125, out=scale_exp)   # only all-zero-product outputs reach the clamp
-    scale = np.ldexp(np.ones(shape, pdt), scale_exp.astype(np.int32))
+    if av.dtype == F32:
+        np.minimum(scale_exp, 125, out=scale_exp)  # only outputs whose products are all zero reach the clamp
+        scale = _pow2_f32(scale_exp)
+    else:
+        scale = _pow2_f64(scale_exp)
     acc = np.zeros(shape, np.int32)
-    prod = np.empty(shape, pdt)
+    prod = np.empty(shape, av.dtype)
     term = np.empty(shape, np.int32)
     for k in range(nk):
         np.multiply(av[:, k, None, :], bv[None, k, :, :], out=prod)
         np.multiply(prod, scale, out=prod)
-        np.copyto(term, prod, casting="unsafe")          # float -> int32 truncates toward zero
+        np.copyto(term, prod, casting="unsafe")
         np.add(acc, term, out=acc)
-    # the c term, exact in float64
-    tc = np.trunc(cv * np.ldexp(1.0, F - E))
-    total = acc.astype(F64) + tc
-    value = np.ldexp(total, E - F)
-    return _round_f16(value) if acc16 else _round_f32_rz(value)
+    # the c term and the total, exact in float64
+    tc = cv * _pow2_f64(F - E)
+    np.trunc(tc, out=tc)
+    tc += acc
+    tc *= _pow2_f64(E - F)
+    return _round_f16(tc) if acc16 else _round_f32_rz(tc)
 
 
 def _round_f32_rz(v: np.ndarray) -> np.ndarray:
     """Exact float64 -> float32 toward zero; |v| >= 2^128 -> inf; zero -> +0."""
     f = v.astype(F32)
     bits = f.view(np.int32)
-    over = np.abs(f.astype(F64)) > np.abs(v)       # RNE went away from zero: step back one ulp
-    bits -= over.astype(np.int32)
-    inf = np.abs(v) >= 2.0 ** 128
+    av = np.abs(v)
+    over = np.abs(f).astype(F64) > av       # RNE went away from zero: step back one ulp
+    bits -= over.view(np.int8).astype(np.int32)
+    inf = av >= 2.0 ** 128
     if inf.any():
         bits[inf] = np.where(v[inf] > 0, 0x7F800000, np.int32(-0x800000))
-    bits[f == 0] = 0
+    bits[bits == np.int32(-0x80000000)] = 0
     return f
 
 
 def _round_f16(v: np.ndarray) -> np.ndarray:
     """Exact float64 -> float16 to nearest even (numpy rounds float64 -> float16 once); zero -> +0."""
     h = v.astype(F16)
-    h.view(np.uint16)[h == 0] = 0
+    bits = h.view(np.uint16)
+    bits[bits == 0x8000] = 0
     return h
 
 
 def _specials(av, bv, cv, d, acc16):
-    """Overwrite outputs touched by inf / NaN with the canonical NaN or the signed inf."""
+    """Overwrite outputs touched by inf / NaN with the canonical NaN or the signed inf (float64 inputs)."""
     shape = d.shape
     nan = np.isnan(cv)
     pinf = cv == np.inf
     ninf = cv == -np.inf
     p = np.empty(shape, F64)
     for k in range(av.shape[1]):
-        np.multiply(av[:, k, None, :].astype(F64), bv[None, k, :, :].astype(F64), out=p)
+        np.multiply(av[:, k, None, :], bv[None, k, :, :], out=p)
         nan |= np.isnan(p)
         pinf |= p == np.inf
         ninf |= p == -np.inf
