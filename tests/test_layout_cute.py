@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 from flashsim.layout.cute import Layout, flatten
 
-SETTINGS = settings(max_examples=150, deadline=None)
+SETTINGS = settings(max_examples=100, deadline=None)
 
 
 def reference_table(layout: Layout) -> np.ndarray:
@@ -72,6 +72,21 @@ def test_composition_is_function_composition(a, b):
 
 
 @SETTINGS
+@given(layouts(max_rank=3), st.data())
+def test_composition_with_a_divisor_tiler_always_succeeds(a, data):
+    """B = (t0, t1):(u0, s0) with t0 * u0 = s0 and t1 | s1 takes every u0-th point of a's first mode and
+    the first t1 points of its second: always a layout, always a's function restricted."""
+    leaves = [s for s, _ in a.flat()]
+    assume(len(leaves) >= 2)
+    s0, s1 = leaves[0], leaves[1]
+    u0 = data.draw(st.sampled_from([u for u in range(1, s0 + 1) if s0 % u == 0]))
+    t1 = data.draw(st.sampled_from([t for t in range(1, s1 + 1) if s1 % t == 0]))
+    tiler = Layout((s0 // u0, t1), (u0, s0))
+    flat_a = a.flatten()
+    assert np.array_equal(flat_a.compose(tiler).table(), flat_a(tiler.table()))
+
+
+@SETTINGS
 @given(complementable(), st.integers(1, 4))
 def test_complement_fills_the_codomain(layout, mult):
     cotarget = layout.cosize * mult
@@ -120,5 +135,7 @@ def test_bad_input():
         Layout("4", 1)
     with pytest.raises(ValueError, match="does not divide"):
         Layout((3, 4), (1, 5)).compose(Layout(2, 2))
+    with pytest.raises(ValueError, match="not a layout"):
+        Layout((6, 2), (0, 1)).compose(Layout((3, 2), (2, 3)))
     with pytest.raises(ValueError, match="cotarget"):
         Layout(4, 1).complement(0)

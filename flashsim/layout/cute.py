@@ -141,12 +141,18 @@ class Layout:
         """``self o other``: the layout R with R(i) = self(other(i)) for every i < other.size.
 
         R keeps other's shape hierarchy. Each leaf (s:d) of other is resolved against self's modes by
-        first skipping d points (a division of self's shape) and then keeping s points; it raises
-        ValueError when the shapes do not divide, where the composition is not a layout.
+        first skipping d points (a division of self's shape) and then keeping s points, as CuTe does.
+        Leaf by leaf is function composition only when other's modes land on whole modes of self (for
+        example (6,2):(0,1) o (3,2):(2,3) is not: 2*2 + 3 crosses a mode boundary), so the result is
+        checked against self(other(i)) on other's domain; ValueError where the shapes do not divide
+        or the composition is not a layout.
         """
         if not isinstance(other, Layout):
             raise ValueError(f"other must be a Layout, got {type(other).__name__}")
-        return _map_leaves(other, lambda s, d: _compose_leaf(self, s, d))
+        result = _map_leaves(other, lambda s, d: _compose_leaf(self, s, d))
+        if not np.array_equal(result.table(), self(other.table())):
+            raise ValueError(f"{self} o {other} is not a layout: other's modes cross the modes of self")
+        return result
 
     def complement(self, cotarget: int) -> "Layout":
         """The layout of the points of range(cotarget) that self does not reach, in order.
