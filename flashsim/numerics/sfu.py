@@ -62,6 +62,11 @@ def _as_f32(x, name: str = "x") -> np.ndarray:
     return x
 
 
+def _bits_of(x: np.ndarray) -> np.ndarray:
+    """The uint32 bit patterns of float32 ``x``, same shape (0-d stays 0-d)."""
+    return np.ascontiguousarray(x).reshape(x.shape).view(np.uint32)
+
+
 def _wrap(bits: np.ndarray, like) -> np.ndarray | np.float32:
     out = bits.astype(np.uint32, copy=False).view(np.float32)
     return out[()] if isinstance(like, np.generic) else out
@@ -243,26 +248,33 @@ class Ex2Model:
             raise ValueError("neg: signmag mode needs the negative table")
 
     def bits(self, xbits: np.ndarray) -> np.ndarray:
-        """Result bits for input bits (uint32 array, any shape)."""
+        """Result bits for input bits (uint32 array, any shape).
+
+        Works in float32 / int32: x * 2^23 is exact for |x| <= 255, and the result is g's bits plus k in the
+        exponent field, with the biased exponent checked for flush (<= 0) and overflow (>= 255).
+        """
         p = self.params
         b = np.asarray(xbits, dtype=np.uint32)
-        e = (b >> 23) & 0xFF
-        special = e == 255
-        x = np.where((e == 0) | special, np.float32(0), b.view(np.float32)).astype(np.float64)
-        x = np.clip(x, -255.0, 255.0)
-        rnd = _ROUND[p["rounding"]]
-        if p["neg_mode"] == "twos":
-            n = rnd(x * TABLE_SIZE).astype(np.int64)
-            k, f = n >> TABLE_BITS, n & MASK
-            r = self.pos[f].astype(np.int64) + (k << TABLE_BITS)
-        else:
-            n = rnd(np.abs(x) * TABLE_SIZE).astype(np.int64)
-            k, f = n >> TABLE_BITS, n & MASK
-            negative = (b >> 31).astype(bool)
-            r = np.where(negative, self.neg[f].astype(np.int64) - (k << TABLE_BITS),
-                         self.pos[f].astype(np.int64) + (k << TABLE_BITS))
-        out = np.where(r < (1 << 23), np.int64(p["underflow_bits"]),
-                       np.where(r >= POS_INF, np.int64(p["overflow_bits"]), r)).astype(np.uint32)
+        expo = b & np.uint32(POS_INF)
+        special = expo == POS_INF
+        x = np.clip(b.view(np.float32), np.float32(-255), np.float32(255))
+        np.putmask(x, (expo == 0) | special, np.float32(0))          # ftz input; specials are patched below
+        signmag = p["neg_mode"] == "signmag"
+        if signmag:
+            np.abs(x, out=x)
+        x *= np.float32(TABLE_SIZE)
+        _ROUND[p["rounding"]](x, out=x)
+        n = x.astype(np.int32)
+        k = n >> TABLE_BITS
+        g = self.pos[n & MASK]
+        if signmag:
+            negative = b >= np.uint32(0x80000000)
+            g = np.where(negative, self.neg[n & MASK], g)
+            np.negative(k, out=k, where=negative)
+        exponent = (g >> TABLE_BITS).astype(np.int32) + k              # biased exponent of the result
+        out = g + (k << TABLE_BITS).view(np.uint32)                    # modulo 2^32: right wherever it is used
+        np.putmask(out, exponent <= 0, np.uint32(p["underflow_bits"]))
+        np.putmask(out, exponent >= 255, np.uint32(p["overflow_bits"]))
         if special.any():
             nan = special & ((b & MASK) != 0)
             out = np.where(special, np.where(b >> 31, np.uint32(p["ninf_bits"]), np.uint32(p["pinf_bits"])), out)
@@ -270,8 +282,7 @@ class Ex2Model:
         return out
 
     def __call__(self, x):
-        x = _as_f32(x)
-        return _wrap(self.bits(np.ascontiguousarray(x).view(np.uint32)), x)
+        return _wrap(self.bits(_bits_of(_as_f32(x))), x)
 
 
 @dataclass
@@ -293,24 +304,28 @@ class RcpModel:
         _check_choice(self.params, "nan_mode", NAN_MODES)
 
     def bits(self, xbits: np.ndarray) -> np.ndarray:
+        """Result bits for input bits (uint32 array, any shape)."""
         p = self.params
         b = np.asarray(xbits, dtype=np.uint32)
-        e = ((b >> 23) & 0xFF).astype(np.int64)
-        neg = (b >> 31).astype(bool)
-        r = self.table[b & MASK].astype(np.int64) + ((127 - e) << TABLE_BITS)
-        sign = (b & np.uint32(0x80000000)).astype(np.int64)
-        out = np.where(r < (1 << 23), np.where(neg, p["underflow_neg_bits"], p["underflow_pos_bits"]),
-                       sign | np.minimum(r, POS_INF))
-        out = np.where(e == 0, np.where(neg, p["zero_neg_bits"], p["zero_pos_bits"]), out)
-        out = np.where(e == 255, np.where(neg, p["inf_neg_bits"], p["inf_pos_bits"]), out).astype(np.uint32)
-        nan = (e == 255) & ((b & MASK) != 0)
-        if nan.any():
+        e = ((b >> 23) & 0xFF).astype(np.int32)
+        neg = b >= np.uint32(0x80000000)
+        g = self.table[b & MASK]
+        shift = 127 - e
+        exponent = (g >> TABLE_BITS).astype(np.int32) + shift          # biased exponent of the result
+        out = (g + (shift << TABLE_BITS).view(np.uint32)) | (b & np.uint32(0x80000000))
+        np.putmask(out, exponent >= 255, (b & np.uint32(0x80000000)) | np.uint32(POS_INF))
+        np.putmask(out, exponent <= 0, np.where(neg, np.uint32(p["underflow_neg_bits"]),
+                                                np.uint32(p["underflow_pos_bits"])))
+        np.putmask(out, e == 0, np.where(neg, np.uint32(p["zero_neg_bits"]), np.uint32(p["zero_pos_bits"])))
+        special = e == 255
+        if special.any():
+            np.putmask(out, special, np.where(neg, np.uint32(p["inf_neg_bits"]), np.uint32(p["inf_pos_bits"])))
+            nan = special & ((b & MASK) != 0)
             out = np.where(nan, _nan_result(b, p), out)
         return out
 
     def __call__(self, x):
-        x = _as_f32(x)
-        return _wrap(self.bits(np.ascontiguousarray(x).view(np.uint32)), x)
+        return _wrap(self.bits(_bits_of(_as_f32(x))), x)
 
 
 # -- table files -----------------------------------------------------------------------------------
@@ -406,9 +421,8 @@ def _fallback_rcp(b: np.ndarray) -> np.ndarray:
 
 def ex2(x, arch="sm_90"):
     """The bits of ``ex2.approx.ftz.f32`` on ``arch``: float32 numpy array (any shape) in, float32 out."""
-    x = _as_f32(x)
+    b = _bits_of(_as_f32(x))
     tables = load_tables(arch)
-    b = np.ascontiguousarray(x).view(np.uint32)
     if tables is None:
         calibration.warn_once(("fallback", "ex2"), "ex2 model: no calibration table, using correctly rounded "
                               "exp2: not bit-exact (run `flashsim calibrate` on the GPU)")
@@ -419,9 +433,8 @@ def ex2(x, arch="sm_90"):
 
 def rcp(x, arch="sm_90"):
     """The bits of ``rcp.approx.ftz.f32`` on ``arch``: float32 numpy array (any shape) in, float32 out."""
-    x = _as_f32(x)
+    b = _bits_of(_as_f32(x))
     tables = load_tables(arch)
-    b = np.ascontiguousarray(x).view(np.uint32)
     if tables is None:
         calibration.warn_once(("fallback", "rcp"), "rcp model: no calibration table, using correctly rounded "
                               "1/x: not bit-exact (run `flashsim calibrate` on the GPU)")

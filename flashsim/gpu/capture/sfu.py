@@ -288,16 +288,16 @@ def rcp_constants(specials: np.ndarray, outputs: np.ndarray) -> dict:
 
 def table_stats(name: str, bits: np.ndarray, exact: np.ndarray) -> dict:
     """Error of a captured table against the exact function: ulp histogram vs correctly rounded, max |err|."""
-    ref = sfu.reference_table(name)
-    delta = bits.astype(np.int64) - ref.astype(np.int64)
-    values, counts = np.unique(delta, return_counts=True)
-    got = bits.view(np.float32).astype(np.float64)
-    ulp = np.exp2(np.floor(np.log2(exact)) - 23)
-    err = (got - exact) / ulp
-    return {"delta_vs_correctly_rounded": {str(int(v)): int(c) for v, c in zip(values, counts)},
-            "correctly_rounded_fraction": float(np.mean(delta == 0)),
+    delta = bits.astype(np.int64) - sfu.reference_table(name)
+    lo = int(delta.min())
+    counts = np.bincount(delta - lo) if int(delta.max()) - lo < 1 << 20 else None
+    hist = ({str(lo + int(v)): int(counts[v]) for v in np.flatnonzero(counts)} if counts is not None else
+            {str(int(v)): int(c) for v, c in zip(*np.unique(delta, return_counts=True))})
+    _, e = np.frexp(exact)                                   # exact in [2^(e-1), 2^e): ulp 2^(e-24)
+    err = (bits.view(np.float32).astype(np.float64) - exact) / np.ldexp(1.0, e - 24)
+    return {"delta_vs_correctly_rounded": hist, "correctly_rounded_fraction": float(np.mean(delta == 0)),
             "max_abs_err_ulp": float(np.max(np.abs(err))), "mean_err_ulp": float(np.mean(err)),
-            "exponent_fields": sorted({int(e) for e in np.unique(bits >> 23)})}
+            "exponent_fields": [int(v) for v in np.flatnonzero(np.bincount(bits >> 23))]}
 
 
 def twos_negative_table(pos: np.ndarray) -> np.ndarray:
