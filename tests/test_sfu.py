@@ -399,6 +399,91 @@ def test_capture_end_to_end_on_a_fake_gpu(isolated, capsys):
     assert np.array_equal(B32(sfu.rcp(r_in.view(np.float32))), r_out)
 
 
+class _MockArray:
+    """Host memory standing in for rt.DeviceArray."""
+
+    def __init__(self, a):
+        self.a = np.array(a)
+        self.shape, self.size = self.a.shape, self.a.size
+
+    def to_numpy(self):
+        return self.a.copy()
+
+    def zero_(self):
+        self.a[...] = 0
+        return self
+
+
+def _kernel_signatures() -> dict[str, list[bool]]:
+    """kernel name -> for each parameter, whether it is a pointer (read from kernel/capture/sfu.cu)."""
+    import re
+    src = (REPO / "kernel" / "capture" / "sfu.cu").read_text()
+    return {m.group(1): ["*" in p for p in m.group(2).split(",")]
+            for m in re.finditer(r'extern "C" __global__ void (\w+)\(([^)]*)\)', src)}
+
+
+def test_gpu_device_driver_code_against_the_kernel_signatures(monkeypatch, cpp_models, tmp_path):
+    """GpuDevice (the code that runs on the H200) with the runtime mocked: every launch is checked against the
+    kernel's parameter list in sfu.cu, and the kernels' model code runs for real (host build of sfu.cu)."""
+    from flashsim.gpu import runtime as rt
+    sigs = _kernel_signatures()
+    assert set(sigs) == {"ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply", "rcp_model_apply", "ex2_sweep",
+                         "rcp_sweep"}
+    truth = {"ex2": cap.synthetic_ex2(), "rcp": cap.synthetic_rcp()}
+
+    def model(fn, x, tables, params):
+        y = np.empty_like(x)
+        if fn == "ex2":
+            cpp_models.ex2_many(_ptr(x), _ptr(y), ctypes.c_long(x.size), *(_ptr(t.a) for t in tables), _ptr(params.a))
+        else:
+            cpp_models.rcp_many(_ptr(x), _ptr(y), ctypes.c_long(x.size), _ptr(tables[0].a), _ptr(params.a))
+        return y
+
+    def launch(kernel, grid, block, *args, **kw):
+        assert len(args) == len(sigs[kernel]), kernel
+        for a, is_ptr in zip(args, sigs[kernel]):
+            assert isinstance(a, _MockArray) if is_ptr else isinstance(a, np.uint64), (kernel, a)
+        fn, kind = kernel.split("_", 1)
+        if kind == "hw_apply":
+            x, out, n = args
+            out.a[:int(n)] = truth[fn](x.a[:int(n)])
+        elif kind == "model_apply":
+            x, out, n, *tables, params = args
+            out.a[:int(n)] = model(fn, x.a[:int(n)], tables, params)
+        else:
+            start, count, *tables, params, hist, rec, cap_, nrec = args
+            xb = ((int(start) + np.arange(int(count), dtype=np.uint64)) & 0xFFFFFFFF).astype(np.uint32)
+            got, want = truth[fn](xb), model(fn, xb, tables, params)
+            bad = np.flatnonzero(got != want)
+            hist.a += np.bincount(xb[bad] >> 23, minlength=512).astype(np.uint64)
+            take = bad[:max(0, int(cap_) - int(nrec.a[0]))]
+            rec.a[int(nrec.a[0]):int(nrec.a[0]) + take.size] = np.stack([xb[take], got[take], want[take]], 1)
+            nrec.a[0] += bad.size
+
+    class Props:
+        multiprocessor_count = 2
+
+    class Dev:
+        name, properties = "mock H200", Props()
+
+    monkeypatch.setattr(rt, "require_gpu", lambda: Dev())
+    monkeypatch.setattr(rt, "current_arch", lambda: "sm_90")
+    monkeypatch.setattr(rt, "load", lambda build, name: (build.entry(name), name)[1])
+    monkeypatch.setattr(rt, "to_device", lambda a: _MockArray(a))
+    monkeypatch.setattr(rt, "empty", lambda shape, dtype: _MockArray(np.full(shape, 0xAB, dtype)))
+    monkeypatch.setattr(rt, "launch", launch)
+    dev = cap.GpuDevice()
+    assert (dev.arch, dev.grid) == ("sm_90", 16)
+    c = cap.Capture(dev, quick=True, random_scale=0.01, log=lambda m: None)
+    assert c.run(tmp_path) == 0
+    assert c.summary["ex2"]["gpu_model_vs_numpy_model"]["mismatches"] == 0
+    assert c.summary["ex2"]["params"]["rounding"] == "rz"
+    # a wrong rule on the "GPU" is caught by the sweep and recorded
+    h, r, n = dev.sweep("ex2", 0xBF000000, 1 << 16, (dev.put(c.ex2_model.pos), dev.put(c.ex2_model.pos)),
+                        cap.ex2_param_vector({**c.ex2_model.params, "rounding": "rd"}), 10)
+    assert h.sum() == n > 10 and r.shape == (10, 3) and np.array_equal(r[:, 1], truth["ex2"](r[:, 0]))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["rd", "signmag", "not-a-table"])
 def test_capture_finds_the_rule_or_reports_the_mismatches(isolated, variant):

@@ -455,8 +455,13 @@ class Capture:
         out_dir.mkdir(parents=True, exist_ok=True)
         tag = calibration.arch_tag(self.dev.arch)
         tables = out_dir / calibration.filename("sfu", self.dev.arch)
+        self.log("compressing the tables" + ("" if self.quick else " (zlib and lzma, keeping the smaller: a minute)"))
         sfu.write_tables(tables, self.ex2_model, self.rcp_model, arch=self.dev.arch, meta=self.summary,
                          codec="zlib" if self.quick else "best")
+        size = tables.stat().st_size
+        self.summary["tables_bytes"] = size
+        self.log(f"tables: {size / 1e6:.2f} MB" + ("" if size <= 4_000_000 else
+                                                  " (over the 4 MB package-data budget: needs a better codec)"))
         sample = out_dir / f"sfu_sample_{tag}.npz"
         np.savez_compressed(sample, summary=np.array(json.dumps(self.summary)), **self.sample)
         return [tables, sample]
