@@ -8,7 +8,20 @@ the seed's claims.
 """
 from __future__ import annotations
 
+import sys
+import types
+
 from .model import Budget, budget
 from .occupancy import Occupancy, occupancy, occupancy_expressions
 
 __all__ = ["Budget", "budget", "Occupancy", "occupancy", "occupancy_expressions"]
+
+
+class _CallableModule(types.ModuleType):
+    """``flashsim.budget`` is this package once imported; calling it is ``budget(...)`` (the DESIGN.md contract)."""
+
+    def __call__(self, config=None, arch="sm_120", **kwargs) -> Budget:
+        return budget(config, arch, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -100,7 +100,8 @@ def budget(config: KernelConfig | None = None, arch="sm_120", *, registers="auto
     if not extra_buffers and sum(breakdown.values()) != config.smem_bytes:  # same function, ints vs symbols
         raise AssertionError(f"symbolic shared memory {sum(breakdown.values())} != config.smem_bytes "
                              f"{config.smem_bytes}")
-    if isinstance(registers, bool) or not isinstance(registers, (int, str)):
+    if isinstance(registers, bool) or not isinstance(registers, (int, str)) or \
+            (isinstance(registers, str) and registers not in ("auto", "compile", "estimate")):
         raise ValueError(f"registers must be 'auto', 'compile', 'estimate' or an int, got {registers!r}")
     if isinstance(registers, int):
         if not 1 <= registers <= a.regs_per_thread_max:

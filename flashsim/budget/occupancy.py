@@ -20,6 +20,7 @@ partitioned global caching (cc 5.2/6.x only) does not apply to any arch modelled
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -44,6 +45,10 @@ class _IntOps:
         return min(xs)
 
     @staticmethod
+    def maximum(*xs):
+        return max(xs)
+
+    @staticmethod
     def zero_unless(cond, value):
         return value if cond else 0
 
@@ -63,6 +68,10 @@ class _SymOps:
         return sp.Min(*xs)
 
     @staticmethod
+    def maximum(*xs):
+        return sp.Max(*xs)
+
+    @staticmethod
     def zero_unless(cond, value):
         return sp.Piecewise((value, cond), (0, True))
 
@@ -78,7 +87,8 @@ def round_up(x, unit, ops=INT):
 def limits(arch: Arch, threads, registers, smem_dynamic, smem_static=0, ops=INT) -> dict:
     """Blocks per SM allowed by each resource (name -> int or sympy expression) under ``arch``'s rules."""
     warps = ops.ceil_div(threads, WARP)
-    regs_per_warp = round_up(registers * WARP, arch.reg_alloc_unit, ops)
+    # 0 registers (the header: no register limit) counts as 1, whose limit (>= 4 x max warps) never binds
+    regs_per_warp = round_up(ops.maximum(registers, 1) * WARP, arch.reg_alloc_unit, ops)
     warps_per_subpartition = ops.floor_div(arch.regs_per_sm // arch.warp_alloc_sub_partitions, regs_per_warp)
     by_regs = ops.floor_div(warps_per_subpartition * arch.warp_alloc_sub_partitions, warps)
     regs_launchable = sp.And(
@@ -92,7 +102,7 @@ def limits(arch: Arch, threads, registers, smem_dynamic, smem_static=0, ops=INT)
         "warps": ops.floor_div(arch.max_warps_per_sm, warps),
         "registers": ops.zero_unless(regs_launchable, by_regs),
         "shared memory": ops.zero_unless(smem_launchable, ops.floor_div(arch.smem_per_sm, smem_block)),
-        "block limit": arch.max_blocks_per_sm,
+        "block limit": arch.max_blocks_per_sm if ops is INT else sp.Integer(arch.max_blocks_per_sm),
     }
 
 
@@ -142,7 +152,12 @@ def occupancy(arch, threads: int, registers: int, smem_dynamic: int, smem_static
 
 
 def occupancy_expressions(arch) -> dict:
-    """The rules as sympy expressions in symbols threads, registers, smem_dynamic, smem_static."""
+    """The rules as sympy expressions in symbols threads, registers, smem_dynamic, smem_static (cached: read only)."""
+    return _occupancy_expressions(get_arch(arch).name)
+
+
+@functools.lru_cache(maxsize=None)
+def _occupancy_expressions(arch: str) -> dict:
     a = get_arch(arch)
     t, r, sd, ss = sp.symbols("threads registers smem_dynamic smem_static", integer=True, nonnegative=True)
     lim = limits(a, t, r, sd, ss, SYM)
