@@ -1,0 +1,128 @@
+"""flashsim.mma against mma.sync captured on an H200 (tests/data/mma_sm90.npz, made by
+``python3 -m flashsim.gpu.capture.mma --out DIR``), and the capture tool's host logic (no GPU needed)."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from flashsim.gpu.capture import mma as cap
+from flashsim.numerics.tensorcore import mma
+
+CAPTURE = pathlib.Path(__file__).parent / "data" / "mma_sm90.npz"
+
+
+@pytest.fixture(scope="module")
+def capture():
+    if not CAPTURE.exists():
+        pytest.skip("no H200 capture in tests/data yet")
+    return cap.load_capture(CAPTURE)
+
+
+@pytest.mark.parametrize("type_name", list(cap.TYPES))
+def test_model_reproduces_every_captured_bit(capture, type_name):
+    if type_name not in capture:
+        pytest.fail(f"{CAPTURE} has no {type_name} data")
+    res = capture[type_name]
+    t = cap.TYPES[type_name]
+    d = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch="sm_90")
+    bad = d.view(t.fc.uint) != res["d"]
+    if bad.any():
+        per_cat = {name: int(bad[res["category"] == i].sum()) for i, name in enumerate(res["names"])}
+        m = int(np.flatnonzero(bad.any(axis=(1, 2)))[0])
+        i, j = map(int, np.argwhere(bad[m])[0])
+        pytest.fail(f"{int(bad.sum())} of {bad.size} outputs differ; per category {per_cat}; first: mma {m} "
+                    f"d[{i},{j}] silicon 0x{int(res['d'][m, i, j]):x} model 0x{int(d.view(t.fc.uint)[m, i, j]):x}")
+
+
+def test_capture_is_a_real_sm90_capture(capture):
+    meta = next(iter(capture.values()))["meta"]
+    assert meta["arch"] == "sm_90" and "fake" not in str(meta["device"].get("name", ""))
+    assert set(capture) == set(cap.TYPES)
+    assert len(capture["f32.bf16.bf16.f32"]["category"]) >= 16384 + 4096
+
+
+# ---------------------------------------------------------------------------------- the capture tool, no GPU
+
+def test_fragment_formulas_of_the_kernel_match_flashsim_layout():
+    """The .cu's index formulas (mirrored by lane_fragment_maps) against flashsim.layout's PTX maps."""
+    from flashsim.layout import a_coord, b_coord, c_coord
+    (ar, ac), (br, bc), (cr, cc) = cap.lane_fragment_maps()
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        assert [(ar[lane, i], ac[lane, i]) for i in range(8)] == [a_coord(g, t, i) for i in range(8)]
+        assert [(br[lane, i], bc[lane, i]) for i in range(4)] == [b_coord(g, t, i) for i in range(4)]
+        assert [(cr[lane, i], cc[lane, i]) for i in range(4)] == [c_coord(g, t, i) for i in range(4)]
+    source = cap.__file__.replace("flashsim/gpu/capture/mma.py", "kernel/capture/mma.cu")
+    text = pathlib.Path(source).read_text()
+    for formula in ("(lane >> 2) + 8 * ((i >> 1) & 1)", "(lane & 3) * 2 + (i & 1) + 8 * (i >> 2)",
+                    "(lane & 3) * 2 + (i & 1) + 8 * (i >> 1)", "(lane >> 2) + 8 * (i >> 1)"):
+        assert formula in text
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80", "sm_120"])
+def test_capture_kernels_compile(arch):
+    from flashsim.gpu.build import compile_file
+    build = compile_file("capture/mma.cu", arch=arch)
+    assert {t.kernel for t in cap.TYPES.values()} <= set(build.entry_points)
+    for entry in build.entry_points.values():
+        assert entry.spill_stores == 0 and entry.spill_loads == 0
+
+
+def test_generator_is_frozen():
+    """Stored captures regenerate their inputs from the seed: the generator must not drift. If this fails after
+    an intended change, bump GENERATOR_VERSION, update the digests here and re-capture on the GPU."""
+    digests = {name: cap.input_digest(*(cap.generate(name, scale=0.01)[k] for k in "abc")) for name in cap.TYPES}
+    assert digests == FROZEN_DIGESTS
+
+
+FROZEN_DIGESTS = {
+    "f32.f16.f16.f32": "1350fb5901c09a737b0cc3f28f3342eb67bcb2ae6258ebff55d9b9dfbbf7d723",
+    "f16.f16.f16.f16": "12123b0e6d28cc8fa04423a14fea96a23ceec9c8da051df97a0328b6fa7e6f3b",
+    "f32.bf16.bf16.f32": "d04eee973b817101b48d60c79fbafdb1c29ea99511f216ecb0d033471d91ee6f",
+}
+
+
+def test_fake_capture_round_trip(tmp_path):
+    rc = cap.main(["--out", str(tmp_path), "--fake", "--scale", "0.02"])
+    assert rc == 0
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["mma_sm90.npz", "mma_sm90_summary.json"]
+    assert (tmp_path / "mma_sm90.npz").stat().st_size < 6e6 * 0.05
+    back = cap.load_capture(tmp_path / "mma_sm90.npz")
+    assert set(back) == set(cap.TYPES)
+    for name, res in back.items():
+        t = cap.TYPES[name]
+        want = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype))
+        np.testing.assert_array_equal(res["d"], want.view(t.fc.uint))
+        assert len(res["names"]) == len(cap.categories(t))
+    summary = json.loads((tmp_path / "mma_sm90_summary.json").read_text())
+    assert all(v["total_bad"] == 0 for v in summary["verdict"].values())
+
+
+def test_fake_capture_reports_mismatches(tmp_path, capsys):
+    rc = cap.main(["--out", str(tmp_path), "--fake", "--scale", "0.01", "--types", "f16.f16.f16.f16",
+                   "--fake-corrupt", "5"])
+    assert rc == 2
+    out = capsys.readouterr().out
+    assert "differs on 5" in out and "MISMATCH" in out
+    back = cap.load_capture(tmp_path / "mma_sm90.npz")
+    res = back["f16.f16.f16.f16"]
+    want = mma(res["a"].view(np.float16), res["b"].view(np.float16), res["c"].view(np.float16))
+    assert int((want.view(np.uint16) != res["d"]).sum()) == 5
+
+
+def test_bad_arguments_exit_1(tmp_path, capsys):
+    assert cap.main(["--out", str(tmp_path), "--fake", "--types", "f64.f64.f64.f64"]) == 1
+    assert "unknown type" in capsys.readouterr().err
+
+
+def test_delta_coding_is_lossless_on_arbitrary_bits():
+    rng = np.random.default_rng(0)
+    for t in cap.TYPES.values():
+        g = cap.generate(t.name, scale=0.005)
+        d = rng.integers(0, 1 << t.fc.bits, g["c"].shape, dtype=np.uint64).astype(t.fc.uint)
+        delta = cap.encode_d(t, g["a"], g["b"], g["c"], d)
+        np.testing.assert_array_equal(cap.decode_d(t, g["a"], g["b"], g["c"], delta), d)
