@@ -422,9 +422,10 @@ def _kernel_signatures() -> dict[str, list[bool]]:
             for m in re.finditer(r'extern "C" __global__ void (\w+)\(([^)]*)\)', src)}
 
 
-def test_gpu_device_driver_code_against_the_kernel_signatures(monkeypatch, cpp_models, tmp_path):
-    """GpuDevice (the code that runs on the H200) with the runtime mocked: every launch is checked against the
-    kernel's parameter list in sfu.cu, and the kernels' model code runs for real (host build of sfu.cu)."""
+@pytest.fixture()
+def mock_gpu(monkeypatch, cpp_models):
+    """flashsim.gpu.runtime mocked: every launch is checked against the kernel's parameter list in sfu.cu; the
+    "instructions" are the synthetic truth, the kernels' model code runs for real (host build of sfu.cu)."""
     from flashsim.gpu import runtime as rt
     sigs = _kernel_signatures()
     assert set(sigs) == {"ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply", "rcp_model_apply", "ex2_sweep",
@@ -472,6 +473,10 @@ def test_gpu_device_driver_code_against_the_kernel_signatures(monkeypatch, cpp_m
     monkeypatch.setattr(rt, "to_device", lambda a: _MockArray(a))
     monkeypatch.setattr(rt, "empty", lambda shape, dtype: _MockArray(np.full(shape, 0xAB, dtype)))
     monkeypatch.setattr(rt, "launch", launch)
+    return truth
+
+
+def test_gpu_device_driver_code_against_the_kernel_signatures(mock_gpu, tmp_path):
     dev = cap.GpuDevice()
     assert (dev.arch, dev.grid) == ("sm_90", 16)
     c = cap.Capture(dev, quick=True, random_scale=0.01, log=lambda m: None)
@@ -481,7 +486,22 @@ def test_gpu_device_driver_code_against_the_kernel_signatures(monkeypatch, cpp_m
     # a wrong rule on the "GPU" is caught by the sweep and recorded
     h, r, n = dev.sweep("ex2", 0xBF000000, 1 << 16, (dev.put(c.ex2_model.pos), dev.put(c.ex2_model.pos)),
                         cap.ex2_param_vector({**c.ex2_model.params, "rounding": "rd"}), 10)
-    assert h.sum() == n > 10 and r.shape == (10, 3) and np.array_equal(r[:, 1], truth["ex2"](r[:, 0]))
+    assert h.sum() == n > 10 and r.shape == (10, 3) and np.array_equal(r[:, 1], mock_gpu["ex2"](r[:, 0]))
+
+
+def test_calibrate_command_installs_exact_tables_into_the_user_cache(mock_gpu, isolated, capsys, monkeypatch):
+    from flashsim.cli import main
+    from flashsim.commands import calibrate
+    keep = isolated / "keep"
+    assert main(["calibrate", "--quick", "--random-scale", "0.01", "--no-mma", "--keep", str(keep)]) == 0
+    out = capsys.readouterr().out
+    assert "installed the SFU tables for sm_90" in out and "calibrate sm_90: ex2 exact, rcp exact -> OK" in out
+    found = calibration.locate("sfu", "sm_90")
+    assert found.source == "cache" and (found.path.parent / "sfu_sample_sm90.npz").is_file()
+    x = np.linspace(-30, 2, 4096, dtype=np.float32)
+    assert np.array_equal(B32(sfu.ex2(x)), mock_gpu["ex2"](B32(x)))
+    monkeypatch.setattr(calibrate.importlib.util, "find_spec", lambda name: None)
+    assert calibrate._mma_check("sm_90") is None and "skipped" in capsys.readouterr().out
 
 
 @pytest.mark.slow
