@@ -23,7 +23,9 @@ same maps, compared with these tables in the tests.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import ml_dtypes
@@ -129,25 +131,21 @@ class FragmentMap:
     # -- wide tiles: ``n`` instruction tiles side by side along the columns ----------------------
     def wide_tables(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """row, col tables (32, n*elems) of n tiles side by side; element k*elems + i is tile k's i."""
-        row = np.tile(self.row, (1, n))
-        col = (self.col[:, None, :] + self.cols * np.arange(n)[None, :, None]).reshape(LANES, -1)
-        return row, col
+        return _wide_tables(self, n)
 
     def gather(self, tile: np.ndarray) -> np.ndarray:
         """tile (..., rows, n*cols) -> element values (..., 32, n*elems), same dtype."""
         n = _ntiles(tile, self, "tile")
-        row, col = self.wide_tables(n)
-        return tile[..., row, col]
+        flat = tile.reshape(tile.shape[:-2] + (-1,))
+        return np.take(flat, _flat_tables(self, n)[0], axis=-1)
 
     def scatter(self, values: np.ndarray) -> np.ndarray:
         """element values (..., 32, n*elems) -> tile (..., rows, n*cols): the inverse of gather."""
         if values.ndim < 2 or values.shape[-2] != LANES or values.shape[-1] % self.elems:
             raise ValueError(f"values must have shape (..., 32, n*{self.elems}) for {self.name}, got {values.shape}")
         n = values.shape[-1] // self.elems
-        row, col = self.wide_tables(n)
-        out = np.empty(values.shape[:-2] + (self.rows, n * self.cols), values.dtype)
-        out[..., row, col] = values
-        return out
+        flat = values.reshape(values.shape[:-2] + (-1,))
+        return np.take(flat, _flat_tables(self, n)[1], axis=-1)
 
     def locate(self, row, col) -> Location:
         """(lane, reg, half) of tile element (row, col); vectorised; col may run over wide tiles."""
@@ -175,6 +173,31 @@ class FragmentMap:
         return self.row[lane, elem], self.col[lane, elem] + k * self.cols
 
 
+@lru_cache(maxsize=None)
+def _wide_tables(fmap: FragmentMap, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Computed once per (map, n): the emulator gathers through them on every tile."""
+    row = np.tile(fmap.row, (1, n))
+    col = (fmap.col[:, None, :] + fmap.cols * np.arange(n)[None, :, None]).reshape(LANES, -1)
+    row.setflags(write=False)
+    col.setflags(write=False)
+    return row, col
+
+
+@lru_cache(maxsize=None)
+def _flat_tables(fmap: FragmentMap, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(gather, scatter) index tables of n tiles side by side, flattened: np.take along one axis is the
+    fastest numpy gather. gather (32, n*elems) indexes the flat tile; scatter (rows, n*cols) indexes the
+    flat (lane, element) values, its inverse permutation."""
+    row, col = _wide_tables(fmap, n)
+    gather = row * (n * fmap.cols) + col
+    scatter = np.empty(fmap.rows * n * fmap.cols, np.int64)
+    scatter[gather.ravel()] = np.arange(gather.size)
+    scatter = scatter.reshape(fmap.rows, n * fmap.cols)
+    gather.setflags(write=False)
+    scatter.setflags(write=False)
+    return gather, scatter
+
+
 def _ntiles(tile, fmap: FragmentMap, argname: str) -> int:
     if not isinstance(tile, np.ndarray) or tile.ndim < 2:
         raise ValueError(f"{argname} must be a numpy array (..., {fmap.rows}, n*{fmap.cols}), got {type(tile).__name__}")
@@ -191,18 +214,32 @@ C_F16 = FragmentMap.build("C/D f16x2 (16x8)", MMA_M, MMA_N, 2, c_coord, 4)
 
 # ---- packing ----------------------------------------------------------------------------------
 
+_LITTLE = sys.byteorder == "little"
+
+
 def pack16(values: np.ndarray) -> np.ndarray:
-    """16-bit elements (..., 2r) -> uint32 registers (..., r); element 2j in bits 0..15."""
-    bits = np.ascontiguousarray(values).view(np.uint16).astype(np.uint32)
-    return bits[..., 0::2] | (bits[..., 1::2] << 16)
+    """16-bit elements (..., 2r) -> uint32 registers (..., r); element 2j in bits 0..15.
+
+    On a little-endian host a contiguous pair of uint16 already is that word: a view, no arithmetic.
+    """
+    bits = np.ascontiguousarray(values).view(np.uint16)
+    if bits.ndim == 0 or bits.shape[-1] % 2:
+        raise ValueError(f"values must have an even last dimension (pairs), got shape {bits.shape}")
+    if _LITTLE:
+        return bits.view(np.uint32)
+    wide = bits.astype(np.uint32)
+    return wide[..., 0::2] | (wide[..., 1::2] << 16)
 
 
 def unpack16(regs: np.ndarray, dtype=np.float16) -> np.ndarray:
     """uint32 registers (..., r) -> 16-bit elements (..., 2r) of ``dtype`` (float16, bfloat16, uint16)."""
     regs = _as_words(regs, "regs")
+    dt = _dtype16(dtype)
+    if _LITTLE:
+        return np.ascontiguousarray(regs).view(np.uint16).view(dt)
     lo = (regs & 0xFFFF).astype(np.uint16)
     hi = (regs >> 16).astype(np.uint16)
-    return np.stack([lo, hi], axis=-1).reshape(regs.shape[:-1] + (-1,)).view(_dtype16(dtype))
+    return np.stack([lo, hi], axis=-1).reshape(regs.shape[:-1] + (-1,)).view(dt)
 
 
 def _as_words(regs, argname) -> np.ndarray:

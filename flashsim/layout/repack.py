@@ -20,7 +20,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from .fragments import LANES
+from .fragments import LANES, pack16
 
 NAN16 = np.uint16(0x7FFF)   # canonical NaN written by cvt.rn.{f16,bf16}x2.f32 (checked on the H200)
 
@@ -45,7 +45,10 @@ def cvt_rn(values, dtype=np.float16) -> np.ndarray:
         raise ValueError(f"dtype must be float16 or bfloat16, got {dt}")
     with np.errstate(over="ignore", invalid="ignore"):
         bits = x.astype(dt).view(np.uint16)  # numpy / ml_dtypes: correctly rounded, ties to even
-    return np.where(np.isnan(x), NAN16, bits).astype(np.uint16)
+    nan = np.isnan(x)
+    if nan.any():
+        bits[nan] = NAN16
+    return bits
 
 
 def cvt_rn_x2(lo, hi, dtype=np.float16) -> np.ndarray:
@@ -64,7 +67,7 @@ def repack_s_to_p(s_regs, dtype=np.float16) -> np.ndarray:
     s = _f32(s_regs, "s_regs")
     if s.ndim < 2 or s.shape[-2] != LANES or s.shape[-1] % 8 or s.shape[-1] == 0:
         raise ValueError(f"s_regs must have shape (..., 32, 4n) with n even (pairs of n8 tiles), got {s.shape}")
-    return cvt_rn_x2(s[..., 0::2], s[..., 1::2], dtype)
+    return pack16(cvt_rn(s, dtype))   # S registers 2q, 2q+1 are adjacent: converting in place is the repack
 
 
 def repack_sources() -> np.ndarray:
