@@ -72,6 +72,20 @@ def test_claim7_accumulator_halves_and_says_what_it_could_not_check():
     assert "not checked" in c.evidence                            # the Q@K^T timing, at least
 
 
+def test_claim7_without_nvrtc(monkeypatch):
+    from flashsim.budget import registers as R
+
+    def no_nvrtc(*a, **k):
+        raise R._unavailable(ModuleNotFoundError("No module named 'cuda'", name="cuda"))
+    monkeypatch.setattr(C, "compile_kernel", no_nvrtc)
+    c = C.claim7(KernelConfig())
+    assert "compiled register counts: not checked: NVRTC not installed" in c.evidence
+    assert c.verdict == "holds for the accumulator"
+    monkeypatch.setattr(R, "compile_kernel", no_nvrtc)
+    b = budget(KernelConfig(head_dim=64), "sm_120")
+    assert b.registers_source.startswith("estimate: NVRTC not installed") and not b.reg.compiled
+
+
 def test_claim8_occupancy(ours):
     c = C.claim8(ours, "estimate")
     assert c.verdict.startswith("holds for the occupancy") and "16.7%" in c.evidence

@@ -196,7 +196,7 @@ def claim7(config: KernelConfig) -> Claim:
         verdict += ("; the whole kernel does not halve (see the ptxas counts) and the occupancy does not change "
                     "on sm_120" if rows else "")
     except BuildUnavailable as why:
-        ev.append(f"compiled register counts: not checked: {str(why).removeprefix('not checked: ')}")
+        ev.append(f"compiled register counts: not checked: {why}")
     ev.append("f16 for Q@K^T slower: not checked (a timing on an RTX 50xx; numerically an f16 S accumulator "
               "would also round the scores before the softmax, which this kernel does not do).")
     return Claim(7, stmt, verdict, "\n".join(ev))

@@ -52,7 +52,7 @@ class BuildUnavailable(RuntimeError):
 def _unavailable(e: ImportError) -> BuildUnavailable:
     """Name what is missing: the gpu extra (cuda-python / NVRTC) or a flashsim module."""
     if (getattr(e, "name", "") or "").split(".")[0] == "cuda":
-        return BuildUnavailable("not checked: NVRTC not installed (pip install 'flashsim[gpu]')")
+        return BuildUnavailable("NVRTC not installed (pip install 'flashsim[gpu]')")
     return BuildUnavailable(f"flashsim.gpu not importable ({e})")
 
 
