@@ -37,8 +37,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def kernel_coordinates(config: KernelConfig, b, h, row, col, register_kind="o"):
     """(block (x, y, z), warp, lane, register) of the kernel that produced O[b, h, row, col] (or LSE row).
 
-    O: the accumulator register of the C fragment (f32: reg = ntile*4 + i, f16x2: reg = ntile*2 + i//2 with
-    the half given by i&1); LSE: lane with t4 = 0 of the row's quad, register "lse[0|1]".
+    O: the accumulator register of the C fragment, named as in kernel/flash_fwd.cu (o_acc32[ntile][i] or
+    o_acc16[ntile][reg].lo/hi); LSE: the lane with t4 = 0 of the row's quad, which writes it, "lse_row[0|1]".
     """
     from .layout import fragments
     warp = (row % config.block_m) // 16
@@ -46,12 +46,12 @@ def kernel_coordinates(config: KernelConfig, b, h, row, col, register_kind="o"):
     block = (row // config.block_m, h, b)
     if register_kind == "lse":
         lane = (r16 % 8) * 4
-        return block, warp, lane, f"lse[{r16 // 8}]"
-    lane, i = fragments.locate_c(r16, col % 8)
-    ntile = col // 8
+        return block, warp, lane, f"lse_row[{r16 // 8}]"
+    loc = fragments.locate_c(r16, col, config.pv_accum)      # reg = ntile*4 + i (f32), ntile*2 + (i>>1) (f16x2)
+    lane, reg, half = int(loc.lane), int(loc.reg), int(loc.half)
     if config.pv_accum == "f16":
-        return block, warp, int(lane), f"o_acc16[{ntile}][{int(i) // 2}].{'hi' if int(i) & 1 else 'lo'}"
-    return block, warp, int(lane), f"o_acc32[{ntile}][{int(i)}]"
+        return block, warp, lane, f"o_acc16[{reg // 2}][{reg % 2}].{'hi' if half else 'lo'}"
+    return block, warp, lane, f"o_acc32[{reg // 4}][{reg % 4}]"
 
 
 @dataclass
