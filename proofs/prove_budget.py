@@ -31,7 +31,7 @@ import sympy as sp
 from flashsim.arch import ARCHS
 from flashsim.budget import symbols as S
 from flashsim.budget.occupancy import INT, SYM, limits
-from flashsim.config import (SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_STAGES, KernelConfig)
+from flashsim.config import SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
 
 TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupancy rules (sympy = integer)"
 
