@@ -476,20 +476,24 @@ def mock_gpu(monkeypatch, cpp_models):
     return truth
 
 
-def test_gpu_device_driver_code_against_the_kernel_signatures(mock_gpu, tmp_path):
+def test_gpu_device_driver_code_against_the_kernel_signatures(mock_gpu, models):
+    ex2, rcp = models
     dev = cap.GpuDevice()
     assert (dev.arch, dev.grid) == ("sm_90", 16)
-    c = cap.Capture(dev, quick=True, random_scale=0.01, log=lambda m: None)
-    assert c.run(tmp_path) == 0
-    assert c.summary["ex2"]["gpu_model_vs_numpy_model"]["mismatches"] == 0
-    assert c.summary["ex2"]["params"]["rounding"] == "rz"
-    # a wrong rule on the "GPU" is caught by the sweep and recorded
-    h, r, n = dev.sweep("ex2", 0xBF000000, 1 << 16, (dev.put(c.ex2_model.pos), dev.put(c.ex2_model.pos)),
-                        cap.ex2_param_vector({**c.ex2_model.params, "rounding": "rd"}), 10)
-    assert h.sum() == n > 10 and r.shape == (10, 3) and np.array_equal(r[:, 1], mock_gpu["ex2"](r[:, 0]))
+    x = np.random.default_rng(9).integers(0, 2**32, 1 << 16, dtype=np.uint64).astype(np.uint32)
+    assert np.array_equal(dev.hw("ex2", x), mock_gpu["ex2"](x)) and np.array_equal(dev.hw("rcp", x), mock_gpu["rcp"](x))
+    tables, vec = (dev.put(ex2.pos), dev.put(ex2.pos)), cap.ex2_param_vector(ex2.params)
+    assert np.array_equal(dev.model("ex2", x, tables, vec), ex2.bits(x))
+    assert np.array_equal(dev.model("rcp", x, (dev.put(rcp.table),), cap.rcp_param_vector(rcp.params)), rcp.bits(x))
+    # a model with other tables than the "GPU": the sweep counts and records the differences
+    other = sfu.Ex2Model(cap._perturb(sfu.reference_table("ex2_pos"), 5))
+    h, r, n = dev.sweep("ex2", 0xBF000000, 1 << 16, (dev.put(other.pos), dev.put(other.pos)), vec, 10)
+    assert h.sum() == n > 10 and h[0x17E] == n and r.shape == (10, 3)
+    assert np.array_equal(r[:, 1], mock_gpu["ex2"](r[:, 0])) and np.array_equal(r[:, 2], other.bits(r[:, 0]))
 
 
 def test_calibrate_command_installs_exact_tables_into_the_user_cache(mock_gpu, isolated, capsys, monkeypatch):
+    """The whole capture through GpuDevice (mocked runtime), then the install into the user cache."""
     from flashsim.cli import main
     from flashsim.commands import calibrate
     keep = isolated / "keep"
