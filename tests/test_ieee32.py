@@ -1,0 +1,162 @@
+"""ieee32: add, sub, mul, div, fma (.rn, optional .ftz), cvt f32<->f16 against the exact Fraction oracle on raw
+bit patterns (subnormals, infinities, NaNs included)."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flashsim.numerics import ieee32
+from flashsim.numerics.formats import F16, F32
+from flashsim.numerics.reference import add_ref, div_ref, fma_ref, mul_ref, round_fraction, value_of
+
+SPECIALS = [0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000,
+            0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x3F800000, 0xBF800000]
+
+
+@st.composite
+def f32_bits(draw, near=None):
+    """Raw float32 bits: anything, a special, a subnormal, or a number whose exponent is near ``near``'s."""
+    kind = draw(st.sampled_from(["any", "special", "subnormal", "near", "near", "near"] if near is not None
+                                else ["any", "any", "special", "subnormal", "mid"]))
+    if kind == "any":
+        return draw(st.integers(0, 0xFFFFFFFF))
+    if kind == "special":
+        return draw(st.sampled_from(SPECIALS))
+    if kind == "subnormal":
+        return draw(st.integers(0, 1)) << 31 | draw(st.integers(1, 0x7FFFFF))
+    if kind == "mid":
+        field = draw(st.integers(100, 154))
+    else:
+        field = min(254, max(0, ((near >> 23) & 0xFF) + draw(st.integers(-30, 30))))
+    frac = draw(st.one_of(st.integers(0, 0x7FFFFF), st.sampled_from([0, 1, 0x400000, 0x7FFFFF, 0x3FFFFF])))
+    return draw(st.integers(0, 1)) << 31 | field << 23 | frac
+
+
+def f32(*bits):
+    return [np.array([b], np.uint32).view(np.float32) for b in bits]
+
+
+def out_bits(r) -> int:
+    return int(np.asarray(r).view(np.uint32).reshape(-1)[0])
+
+
+def flush_bits(b: int) -> int:
+    return b & 0x80000000 if (b & 0x7F800000) == 0 else b
+
+
+SETTINGS = settings(max_examples=300, deadline=None)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_add_sub_mul_div(data):
+    x = data.draw(f32_bits())
+    y = data.draw(f32_bits(near=x))
+    xa, ya = f32(x, y)
+    assert out_bits(ieee32.add(xa, ya)) == add_ref(x, y)
+    assert out_bits(ieee32.sub(xa, ya)) == add_ref(x, y ^ 0x80000000)
+    assert out_bits(ieee32.mul(xa, ya)) == mul_ref(x, y)
+    assert out_bits(ieee32.div(xa, ya)) == div_ref(x, y)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_fma_single_rounding(data):
+    x = data.draw(f32_bits())
+    y = data.draw(f32_bits(near=x))
+    # z near the product, so that cancellation and ties happen
+    xv, yv = value_of(x, F32), value_of(y, F32)
+    if isinstance(xv, Fraction) and isinstance(yv, Fraction) and xv * yv != 0:
+        near = round_fraction(-xv * yv, F32, "rne")
+    else:
+        near = x
+    z = data.draw(f32_bits(near=near))
+    xa, ya, za = f32(x, y, z)
+    assert out_bits(ieee32.fma(xa, ya, za)) == fma_ref(x, y, z), (hex(x), hex(y), hex(z))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_ftz_variants(data):
+    x = data.draw(f32_bits())
+    y = data.draw(f32_bits(near=x))
+    z = data.draw(f32_bits(near=x))
+    xa, ya, za = f32(x, y, z)
+    fx, fy, fz = flush_bits(x), flush_bits(y), flush_bits(z)
+    assert out_bits(ieee32.add(xa, ya, ftz=True)) == flush_bits(add_ref(fx, fy))
+    assert out_bits(ieee32.mul(xa, ya, ftz=True)) == flush_bits(mul_ref(fx, fy))
+    assert out_bits(ieee32.div(xa, ya, ftz=True)) == flush_bits(div_ref(fx, fy))
+    assert out_bits(ieee32.fma(xa, ya, za, ftz=True)) == flush_bits(fma_ref(fx, fy, fz))
+
+
+def test_fma_beats_double_rounding():
+    # x*y = 2^25 + 2^14 + 2^12 + 2 sits exactly halfway between two floats; + 2^-30 must round up. Adding in
+    # float64 first loses the 2^-30 and then ties to even (down): the naive way is wrong here.
+    x, y, z = np.float32([2 ** 13 + 1]), np.float32([2 ** 12 + 2]), np.float32([2.0 ** -30])
+    want = np.float32(2 ** 25 + 2 ** 14 + 2 ** 12 + 4)
+    assert ieee32.fma(x, y, z)[0] == want
+    naive = (x.astype(np.float64) * y + z).astype(np.float32)[0]
+    assert naive != want
+    # and the mirrored negative case, and the exact-zero sign rules
+    assert ieee32.fma(-x, y, -z)[0] == -want
+    assert out_bits(ieee32.fma(*f32(0x80000000, 0x3F800000, 0x80000000))) == 0x80000000   # -0*1 + -0 = -0
+    assert out_bits(ieee32.fma(*f32(0x3F800000, 0x3F800000, 0xBF800000))) == 0           # 1*1 - 1 = +0
+
+
+def test_nan_results_are_canonical_and_shapes_broadcast():
+    x = np.float32([np.inf, 1.0, np.nan])
+    r = ieee32.fma(x, np.float32([0.0]), np.float32([1.0]))
+    assert list(r.view(np.uint32)) == [0x7FFFFFFF, 0x3F800000, 0x7FFFFFFF]
+    assert ieee32.add(np.ones((3, 1), np.float32), np.ones(4, np.float32)).shape == (3, 4)
+    assert ieee32.fma(np.ones((2, 1), np.float32), np.ones(3, np.float32), np.float32(1)).shape == (2, 3)
+    big = np.arange(100_000, dtype=np.float32)
+    exact = big.astype(np.float64) ** 2 - big                  # exact in float64, then rounded once
+    np.testing.assert_array_equal(ieee32.fma(big, big, -big), exact.astype(np.float32))   # spans many chunks
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="x must be a float32 numpy array"):
+        ieee32.add(np.ones(2), np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="z must be a float32"):
+        ieee32.fma(np.ones(2, np.float32), np.ones(2, np.float32), [1.0, 2.0])
+    with pytest.raises(ValueError, match="h must be a float16"):
+        ieee32.cvt_f16_to_f32(np.ones(2, np.float32))
+
+
+def test_cvt_f16_to_f32_exhaustive():
+    h = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    r = ieee32.cvt_f16_to_f32(h).view(np.uint32)
+    for b in range(0, 1 << 16, 1):
+        v = value_of(b, F16)
+        if isinstance(v, float) and np.isnan(v):
+            assert r[b] == 0x7FFFFFFF
+        elif b in (0x8000,):
+            assert r[b] == 0x80000000
+        else:
+            assert r[b] == round_fraction(v, F32, "rne") if not isinstance(v, float) else \
+                r[b] == (0x7F800000 | (0x80000000 if v < 0 else 0))
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data())
+def test_cvt_f32_to_f16_rounds_once_to_nearest(data):
+    kind = data.draw(st.sampled_from(["any", "range", "tie"]))
+    if kind == "any":
+        x = data.draw(f32_bits())
+    else:   # f16 range, including the subnormal range and the overflow edge, ties made on purpose
+        field = data.draw(st.integers(127 - 26, 127 + 16))
+        frac = data.draw(st.integers(0, 0x7FFFFF))
+        if kind == "tie":
+            frac = (frac & ~0x1FFF) | 0x1000
+        x = data.draw(st.integers(0, 1)) << 31 | field << 23 | frac
+    r = int(ieee32.cvt_f32_to_f16(*f32(x)).view(np.uint16)[0])
+    v = value_of(x, F32)
+    if isinstance(v, float):
+        want = 0x7FFF if np.isnan(v) else (0x7C00 | (0x8000 if v < 0 else 0))
+    else:
+        want = round_fraction(v, F16, "rne", negative_zero=bool(x >> 31))
+    assert r == want, (hex(x), hex(r), hex(want))
