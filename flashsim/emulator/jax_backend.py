@@ -1,0 +1,311 @@
+"""The kernel of kernel/flash_fwd.cu emulated with JAX: kernel_program.py's steps, jit-compiled (CPU or GPU) and
+spread over all local devices with a jax.sharding.Mesh over (batch, heads).
+
+Same Problem, same steps, same order of operations as the numpy backend (kernel_program.py); the numbered
+comments below are the kernel's steps.  The float arithmetic goes through flashsim.numerics.jax_ops, which is
+bit-exact whatever XLA's float modes (flush-to-zero on the CPU, FMA contraction): results are bit-identical to
+the numpy backend.
+
+Work layout.  One unit = one CUDA block (one q block of one head).  All heads of a call share the tiling, so a
+unit's work is its q block's list of KV tiles.  ``plan`` packs the units of one head into S "slots" that run side
+by side; a slot runs its units one after the other, tile by tile, so a causal problem (units with 1 .. T tiles)
+costs about the sum of its tiles instead of units x T.  A Python loop over steps calls one jitted step that
+advances every slot of every head of the call by one KV tile: it gathers each slot's unit state (m, l, O), resets
+it at the unit's first tile, and scatters it back.  Memory per step is bounded by ``max_tile_elems`` (score elements per device per step),
+which fixes the number of slots and how many heads one call takes (further heads run in further calls).
+
+Devices.  ``mesh_shape`` factors the local devices into (batch, heads) so every device gets whole heads; the
+arrays are padded to a multiple of the mesh (padding heads are computed on zeros and dropped) and each device
+runs the step on its own heads through shard_map: no communication at all.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from functools import partial
+
+import numpy as np
+
+from ..numerics import jax_ops as J
+from ..problem import Problem
+from .kernel_program import _pad_rows, _progress
+
+jax, jnp, lax = J.jax, J.jnp, J.lax
+
+DEFAULT_MAX_TILE_ELEMS = 1 << 21        # score elements per device per step (~100 MB of temporaries on the CPU)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# planning (numpy, static)
+
+def plan(tiles: np.ndarray, slots: int):
+    """Pack units with ``tiles[j]`` KV tiles each into ``slots`` slots (longest first, each to the least loaded
+    slot; a unit's tiles stay consecutive in one slot). Returns (unit, tile, first), each (steps, slots): the
+    unit and tile a slot works on at each step (unit = len(tiles): idle) and whether it is the unit's first tile."""
+    n = len(tiles)
+    loads = np.zeros(slots, dtype=np.int64)
+    seq: list[list[int]] = [[] for _ in range(slots)]
+    for j in sorted(range(n), key=lambda j: (-int(tiles[j]), j)):
+        if tiles[j] <= 0:
+            continue
+        s = int(np.argmin(loads))
+        seq[s].append(j)
+        loads[s] += int(tiles[j])
+    steps = max(int(loads.max(initial=0)), 1)
+    unit = np.full((steps, slots), n, dtype=np.int32)
+    tile = np.zeros((steps, slots), dtype=np.int32)
+    first = np.zeros((steps, slots), dtype=bool)
+    for s, units in enumerate(seq):
+        i = 0
+        for j in units:
+            tj = int(tiles[j])
+            unit[i:i + tj, s] = j
+            tile[i:i + tj, s] = np.arange(tj)
+            first[i, s] = True
+            i += tj
+    return unit, tile, first
+
+
+def choose_slots(tiles: np.ndarray, max_slots: int) -> int:
+    """The number of slots: least total work (slots x steps), then most slots (fewest steps)."""
+    active = int((tiles > 0).sum())
+    best, best_cost = 1, None
+    for s in range(1, max(1, min(active, max_slots)) + 1):
+        cost = s * plan_steps(tiles, s)
+        if best_cost is None or cost <= best_cost:
+            best, best_cost = s, cost
+    return best
+
+
+def plan_steps(tiles: np.ndarray, slots: int) -> int:
+    loads = np.zeros(slots, dtype=np.int64)
+    for t in sorted((int(t) for t in tiles if t > 0), reverse=True):
+        loads[int(np.argmin(loads))] += t
+    return max(int(loads.max(initial=0)), 1)
+
+
+def mesh_shape(batch: int, heads: int, n_devices: int) -> tuple[int, int]:
+    """(devices along batch, devices along heads), product n_devices: fewest heads per device, then least padding."""
+    best = None
+    for db in range(1, n_devices + 1):
+        if n_devices % db:
+            continue
+        dh = n_devices // db
+        per_device = math.ceil(batch / db) * math.ceil(heads / dh)
+        padding = db * math.ceil(batch / db) * dh * math.ceil(heads / dh) - batch * heads
+        key = (per_device, padding, -db)
+        if best is None or key < best[0]:
+            best = (key, (db, dh))
+    return best[1]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# one step: every slot of every head advances by one KV tile (kernel_program.run's loop body)
+
+def _step(static, ex2_arrays, qh, kh, vh, state, xs):
+    (arch_spec, ex2_static, nq, nk, causal, pv_f16, warps, bm, bc, d, sl2_bits) = static
+    unit, tile, first = xs                                     # (S,) each
+    nqb = qh.shape[2]
+    sl2 = J.f32_from_bits(jnp.uint32(sl2_bits))
+
+    def ex2(x):
+        return J.Ex2.apply(ex2_static, ex2_arrays, x)
+
+    # the state of each slot's unit; a unit's first tile starts from the kernel's initial state
+    m_run, l_lane, o_acc = (jnp.take(x, unit, axis=2) for x in state)
+    f = first[None, None, :]
+    m_run = jnp.where(f[..., None], -jnp.inf, m_run).astype(jnp.float32)
+    l_lane = jnp.where(f[..., None, None], 0, l_lane).astype(jnp.float32)
+    o_acc = jnp.where(f[..., None, None], 0, o_acc).astype(o_acc.dtype)
+
+    qs = jnp.take(qh, jnp.minimum(unit, nqb - 1), axis=2)      # (b, h, S, BM, d)
+    kt = jnp.take(kh, tile, axis=2)                            # (b, h, S, BC, d)
+    vt = jnp.take(vh, tile, axis=2)
+
+    # 1. S = Q K^T, f32 accumulators from zero, k16 steps in order
+    qa = J.decode(J.bits(qs))
+    kb = J.decode(J.bits(jnp.swapaxes(kt, -1, -2)))           # K^T: (.., d, BC)
+    s = J.f32_from_bits(J.mma_chain(qa, kb, jnp.zeros(qs.shape[:-1] + (bc,), jnp.uint32), False, arch_spec))                                # (b, h, S, BM, BC)
+
+    # 2. mask keys past nk and (causal) after the diagonal
+    cols = tile[:, None] * bc + jnp.arange(bc)[None, :]       # (S, BC)
+    rows = unit[:, None] * bm + jnp.arange(bm)[None, :]       # (S, BM)
+    masked = jnp.broadcast_to(cols[:, None, :] >= nk, (unit.shape[0], bm, bc))
+    if causal:
+        masked = masked | (cols[:, None, :] > (rows[:, :, None] + nk - nq))
+    s = jnp.where(masked, -jnp.inf, s).astype(jnp.float32)
+
+    # 3. row max (fmax ignores NaN; order-free), guard, alpha, scaled max
+    mt = J.fmax_reduce(s, -1)
+    m_old = m_run
+    m_new = J.fmax32(m_old, mt)
+    m_safe = jnp.where(J.bits(m_new) == 0xFF800000, jnp.float32(0), m_new)
+    alpha = ex2(J.mul32(J.sub32(m_old, m_safe), jnp.full_like(m_old, sl2)))
+    m_scaled = J.mul32(m_safe, jnp.full_like(m_safe, sl2))
+    m_run = m_new
+
+    # 4. p = ex2(fma(s, scale_log2, -m_scaled))
+    neg_m = J.f32_from_bits(J.bits(m_scaled) ^ jnp.uint32(0x80000000))
+    p = ex2(J.fma32(s, jnp.full_like(s, sl2), jnp.broadcast_to(neg_m[..., None], s.shape)))
+
+    # 5. lane-partial row sums: l = l*alpha, then + p over the lane's columns in (n, e) order
+    lq = J.mul32(l_lane, jnp.broadcast_to(alpha[..., None], l_lane.shape))
+    p_lane = p.reshape(p.shape[:-1] + (bc // 8, 4, 2))         # [..., n, t4, e]
+    for n in range(bc // 8):
+        for e in range(2):
+            lq = J.add32(lq, p_lane[..., n, :, e])
+    l_lane = lq
+
+    # 6. rescale O per row, in the accumulator's type
+    if pv_f16:
+        a16 = J.f32_to_f16(alpha)
+        o_acc = J.mul16(o_acc, jnp.broadcast_to(a16[..., None], o_acc.shape))
+    else:
+        o_acc = J.mul32(o_acc, jnp.broadcast_to(alpha[..., None], o_acc.shape))
+
+    # 7. O += P V, P rounded to f16 (the register repack), k16 slices in order
+    pa = J.decode(J.bits(J.f32_to_f16(p)))
+    vb = J.decode(J.bits(vt))
+    o_acc = lax.bitcast_convert_type(J.mma_chain(pa, vb, J.bits(o_acc), pv_f16, arch_spec), o_acc.dtype)
+
+    # store each slot's unit state back (idle slots write the spare unit nqb)
+    return tuple(x.at[:, :, unit].set(y) for x, y in zip(state, (m_run, l_lane, o_acc)))
+
+
+def _epilogue(softmax_scale_bits, pv_f16, fm, fl, fo):
+    """8. epilogue: quad-reduce l as (l0 + l1) + (l2 + l3), O * (1/l), LSE."""
+    l = J.add32(J.add32(fl[..., 0], fl[..., 1]), J.add32(fl[..., 2], fl[..., 3]))
+    lb = J.bits(l)
+    empty = ((lb & 0x7FFFFFFF) == 0) | ((lb & 0x7FFFFFFF) > 0x7F800000)
+    one = jnp.ones_like(l)
+    inv = jnp.where(empty, one, J.div32(one, jnp.where(empty, one, l)))
+    o_rows = J.f16_to_f32(fo) if pv_f16 else fo
+    o_out = J.f32_to_f16(J.mul32(o_rows, jnp.broadcast_to(inv[..., None], o_rows.shape)))
+    ln = J.log_exact_ops(jnp.where(empty, one, l))
+    scale = jnp.full_like(fm, J.f32_from_bits(jnp.uint32(softmax_scale_bits)))
+    lse = jnp.where(empty, jnp.float32(jnp.inf), J.fma32(fm, scale, ln))
+    return o_out, lse
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# driver
+
+def _shard_map(f, mesh, in_specs, out_specs):
+    if hasattr(jax, "shard_map"):
+        return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+    from jax.experimental.shard_map import shard_map          # jax < 0.7
+    return shard_map(f, mesh, in_specs=in_specs, out_specs=out_specs, check_rep=False)
+
+
+class _Compiled:
+    """The jitted, sharded step and epilogue for one (mesh, static configuration)."""
+
+    def __init__(self, mesh, static, eps):
+        from jax.sharding import PartitionSpec as P
+        dist, rep = P("batch", "heads"), P()
+        step = _shard_map(partial(_step, static), mesh, in_specs=(rep, dist, dist, dist, dist, rep),
+                          out_specs=dist)
+        self.step = jax.jit(step, donate_argnums=(4,))
+        epi = _shard_map(partial(_epilogue, eps, static[5]), mesh, in_specs=(dist, dist, dist),
+                         out_specs=(dist, dist))
+        self.epilogue = jax.jit(epi)
+
+
+def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, max_tile_elems=None):
+    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d) with JAX; returns (o f16, lse f32), bit for bit
+    what the numpy backend returns. ``devices``: the devices to spread (batch, heads) over (default: all local
+    devices of the default backend); ``max_tile_elems``: score elements per device per step (memory bound)."""
+    with J.enable_x64():
+        return _run(q, k, v, prob, progress, devices, max_tile_elems)
+
+
+def _run(q, k, v, prob, progress, devices, max_tile_elems):
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from ..arch import get_arch
+    cfg = prob.config
+    B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
+    W, BM, BC = cfg.warps, cfg.block_m, cfg.kv_tile
+    pv_f16 = cfg.pv_accum == "f16"
+    nqb = prob.q_blocks
+    tiles = prob.kv_tiles()
+    T = max(int(tiles.max(initial=0)), 1)
+    budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)
+    if budget < 1:
+        raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
+
+    devices = list(devices) if devices is not None else jax.local_devices()
+    db, dh = mesh_shape(B, H, len(devices))
+    mesh = Mesh(np.array(devices).reshape(db, dh), ("batch", "heads"))
+    dist = NamedSharding(mesh, P("batch", "heads"))
+    rep = NamedSharding(mesh, P())
+
+    # slots per head and heads per device per call, within the budget
+    slots = choose_slots(tiles, max(1, budget // (BM * BC)))
+    unit, tile, first = plan(tiles, slots)
+    per_dev = max(1, budget // (slots * BM * BC))
+    bl, hl = math.ceil(B / db), math.ceil(H / dh)
+    ch = min(hl, per_dev)
+    cb = min(bl, max(1, per_dev // ch))
+    call_b, call_h = db * cb, dh * ch                          # heads of one call, over the mesh
+    Bp, Hp = call_b * math.ceil(B / call_b), call_h * math.ceil(H / call_h)
+
+    def padded(x, rows, row_pad):
+        x = np.ascontiguousarray(x).reshape(B * H, rows, d)
+        x = _pad_rows(x, row_pad).reshape(B, H, row_pad, d)
+        out = np.zeros((Bp, Hp, row_pad, d), np.float16)
+        out[:B, :H] = x
+        return out
+    qp = padded(q, nq, nqb * BM).reshape(Bp, Hp, nqb, BM, d)
+    kp = padded(k, nk, T * BC).reshape(Bp, Hp, T, BC, d)
+    vp = padded(v, nk, T * BC).reshape(Bp, Hp, T, BC, d)
+
+    ex2 = J.Ex2(prob.arch)
+    ex2_arrays = tuple(jax.device_put(a, rep) for a in ex2.arrays) or ()
+    static = (get_arch(prob.arch), ex2.static, nq, nk, cfg.causal, pv_f16, W, BM, BC, d,
+              int(np.asarray(prob.scale_log2, np.float32).view(np.uint32)))
+    eps = int(np.asarray(prob.softmax_scale, np.float32).view(np.uint32))
+    comp = _compiled(mesh, static, eps)
+    xs_all = [jax.device_put(jnp.asarray(a), rep) for a in (unit, tile, first)]
+    steps = unit.shape[0]
+    calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
+
+    o_out = np.empty((Bp, Hp, nqb * BM, d), np.float16)
+    lse_out = np.empty((Bp, Hp, nqb * BM), np.float32)
+    acc_dt = jnp.float16 if pv_f16 else jnp.float32
+    show = progress
+    t_start = time.monotonic()
+    total = steps * len(calls)
+    for ci, (b0, h0) in enumerate(calls):
+        sl = (slice(b0, b0 + call_b), slice(h0, h0 + call_h))
+        qh, kh, vh = (jax.device_put(x[sl], dist) for x in (qp, kp, vp))
+        # per unit (plus the spare unit nqb that idle slots write to): the kernel's initial state
+        state = (jnp.full((call_b, call_h, nqb + 1, BM), -jnp.inf, jnp.float32),
+                 jnp.zeros((call_b, call_h, nqb + 1, BM, 4), jnp.float32),
+                 jnp.zeros((call_b, call_h, nqb + 1, BM, d), acc_dt))
+        state = tuple(jax.device_put(x, dist) for x in state)
+        for i in range(steps):
+            xs = tuple(a[i] for a in xs_all)
+            state = comp.step(ex2_arrays, qh, kh, vh, state, xs)
+            if show is None and time.monotonic() - t_start > 1.0:
+                show = True
+            if show and (i % 4 == 3 or i == steps - 1):
+                jax.block_until_ready(state)
+                _progress(ci * steps + i + 1, total, t_start)
+        fm, fl, fo = (x[:, :, :nqb] for x in state)
+        o_c, lse_c = comp.epilogue(fm, fl, fo)
+        o_out[sl] = np.asarray(o_c).reshape(call_b, call_h, nqb * BM, d)
+        lse_out[sl] = np.asarray(lse_c).reshape(call_b, call_h, nqb * BM)
+    if show:
+        sys.stderr.write("\n")
+    return o_out[:B, :H, :nq], lse_out[:B, :H, :nq]
+
+
+_CACHE: dict = {}
+
+
+def _compiled(mesh, static, eps):
+    key = (tuple(d.id for d in mesh.devices.flat), mesh.devices.shape, static, eps)
+    if key not in _CACHE:
+        _CACHE[key] = _Compiled(mesh, static, eps)
+    return _CACHE[key]
