@@ -56,7 +56,7 @@ MMA_TYPES = {
     (BF16, F32): "f32.bf16.bf16.f32",
 }
 
-_CHUNK = 128          # mmas per chunk: the chunk's temporaries (~0.5 MB) stay in L2
+_CHUNK = 256          # mmas per chunk: long rows for numpy, temporaries of ~1 MB (L2 / L3)
 _BF16_FAST_EXP = 50   # bf16 chunks with every exponent in [-50, 50] use float32 products
 _ZERO = -1000         # exponent given to zero inputs: any sum involving it is below every zero exponent
 
@@ -124,40 +124,46 @@ def mma_unchecked(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch 
     with np.errstate(all="ignore"):
         for s in range(0, n, step):
             e = min(n, s + step)
-            out[s:e] = _mma_chunk(a[s:e], b[s:e], c[s:e], spec).transpose(2, 0, 1)
+            _mma_chunk(a[s:e], b[s:e], c[s:e], spec, out[s:e].transpose(1, 2, 0))
     return out
 
 
 # ---------------------------------------------------------------------------------------------------------
-# decoding (integer bit tricks: numpy's float16 -> float32 cast is slow on many builds)
+# decoding (integer bit tricks: numpy's float16 -> float32 cast is slow on many builds).  The inputs arrive as
+# strided batch-last views; the first operation on each (a cast with order="C") makes the contiguous copy.
 
 _TWO_112 = np.float32(2.0 ** 112)
 
 
 def _inputs(x16: np.ndarray, is_bf16: bool, pdt):
-    """f16/bf16 bits (any shape) -> (values in pdt, exponents, any non-finite).
+    """f16/bf16 bits (16, 16|8, n), any strides -> (values in pdt, exponents, any non-finite), contiguous.
 
     Exponents: subnormals clamped to the format minimum; zeros get a sentinel so low that a product with a zero
     factor is below every product of non-zero factors (int8 -64 for f16, int16 -1000 for bf16).
     """
-    u = x16.astype(np.uint32)
+    u = x16.astype(np.uint32, order="C")
     if is_bf16:
-        vals = (u << 16).view(F32)
-        field = (x16 >> 7) & 0xFF
-        e = np.maximum(field, 1).view(np.int16) - np.int16(127)
-        e[(x16 & 0x7FFF) == 0] = _ZERO
+        u <<= 16
+        vals = u.view(F32)
+        field = (u >> 23) & 0xFF
+        e = (np.maximum(field, 1) - 127).astype(np.int16)
+        e[(u & 0x7FFFFFFF) == 0] = _ZERO
         special = bool((field == 0xFF).any())
         if pdt == F64:
             vals = vals.astype(F64)
         return vals, e, special
     # f16: the magnitude bits shifted into a float32 are the value times 2^-112, subnormals included
     mag = u & 0x7FFF
-    vals = ((mag << 13) | ((u & 0x8000) << 16)).view(F32)
-    vals *= _TWO_112
-    field = (x16 >> 10) & 0x1F
-    e = (np.maximum(field, 1).view(np.int16) - np.int16(15)).astype(np.int8)
+    field = mag >> 10
+    e = (np.maximum(field, 1).view(np.int32) - 15).astype(np.int8)
     e[mag == 0] = -64
     special = bool((field == 0x1F).any())
+    u ^= mag                   # the sign bit alone
+    u <<= 16
+    mag <<= 13
+    u |= mag
+    vals = u.view(F32)
+    vals *= _TWO_112
     return vals, e, special
 
 
@@ -167,21 +173,16 @@ def _exact_values(x16: np.ndarray, is_bf16: bool) -> np.ndarray:
 
 
 def _accumulator_terms(c: np.ndarray, e_zero: int):
-    """c (16, 8, n) -> (value as float64, exponent int32 with zero -> e_zero, any non-finite)."""
-    if c.dtype == F32:
-        bits = c.view(np.uint32)
-        field = ((bits >> 23) & 0xFF).astype(np.int32)
-        e = np.maximum(field, 1) - 127
-        special = field == 0xFF
-        zero = (bits & 0x7FFFFFFF) == 0
-    else:
-        bits = c.view(np.uint16)
-        field = ((bits >> 10) & 0x1F).astype(np.int32)
-        e = np.maximum(field, 1) - 15
-        special = field == 0x1F
-        zero = (bits & 0x7FFF) == 0
-    e[zero] = e_zero
-    return c.astype(F64), e, bool(special.any())
+    """c (16, 8, n) f32 / f16, any strides -> (value float64, exponent int32 with zero -> e_zero, any non-finite).
+
+    The exponent comes from the float64 image: clamped to the format's minimum (subnormal c), e_zero for zero.
+    """
+    cv = c.astype(F64, order="C")
+    field = (cv.view(np.int64) >> 52) & 0x7FF
+    special = bool((field == 0x7FF).any())
+    e = (np.maximum(field, 1023 - (126 if c.dtype == F32 else 14)) - 1023).astype(np.int32)
+    e[cv == 0] = e_zero
+    return cv, e, special
 
 
 def _pow2_f64(e: np.ndarray) -> np.ndarray:
@@ -189,51 +190,44 @@ def _pow2_f64(e: np.ndarray) -> np.ndarray:
     return ((e.astype(np.int64) + 1023) << 52).view(F64)
 
 
-def _pow2_f32(e: np.ndarray) -> np.ndarray:
-    """2.0**e as float32 for -126 <= e <= 127."""
-    return ((e.astype(np.int32) + 127) << 23).view(F32)
-
-
 # ---------------------------------------------------------------------------------------------------------
 # the kernel
 
 
-def _mma_chunk(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.ndarray:
-    """One chunk: a (n,16,16), b (n,16,8), c (n,16,8) -> d (16, 8, n) of c's dtype."""
+def _mma_chunk(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch, out_t: np.ndarray) -> None:
+    """One chunk: a (n,16,16), b (n,16,8), c (n,16,8) -> d written to out_t, a (16, 8, n) view of the output."""
     is_bf16 = a.dtype == BF16
     acc16 = c.dtype == F16
     e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
-    # batch-last layouts: every ufunc below runs over contiguous rows of length n
-    a16 = np.ascontiguousarray(a.view(np.uint16).transpose(1, 2, 0))   # (i, k, n)
-    b16 = np.ascontiguousarray(b.view(np.uint16).transpose(1, 2, 0))   # (k, j, n)
-    ct = np.ascontiguousarray(c.transpose(1, 2, 0))                     # (i, j, n)
+    a16 = a.view(np.uint16).transpose(1, 2, 0)          # (i, k, n) strided views: batch last
+    b16 = b.view(np.uint16).transpose(1, 2, 0)          # (k, j, n)
     pdt = F32
-    if is_bf16:
-        fa, fb = (a16 >> 7) & 0xFF, (b16 >> 7) & 0xFF
-        lo, hi = 127 - _BF16_FAST_EXP, 127 + _BF16_FAST_EXP
-        nz_a, nz_b = (a16 & 0x7FFF) != 0, (b16 & 0x7FFF) != 0
-        if ((nz_a & ((fa < lo) | (fa > hi))).any() or (nz_b & ((fb < lo) | (fb > hi))).any()):
-            pdt = F64
+    if is_bf16:   # exponents outside [-50, 50]: float64 products (float32 would under/overflow)
+        lo, hi = (127 - _BF16_FAST_EXP) << 7, (127 + _BF16_FAST_EXP) << 7
+        for x in (a, b):
+            mag = x.view(np.uint16) & 0x7FFF
+            if ((mag != 0) & ((mag < lo) | (mag >= hi + 128))).any():
+                pdt = F64
     av, ea, sa = _inputs(a16, is_bf16, pdt)
     bv, eb, sb = _inputs(b16, is_bf16, pdt)
-    cv, ec, sc = _accumulator_terms(ct, e_zero)
+    cv, ec, sc = _accumulator_terms(c.transpose(1, 2, 0), e_zero)
     min_product_exp = 2 * (-126 if is_bf16 else -14)
-
+    F = spec.mma_fraction_bits
     block = spec.mma_block_k
-    d = None
     for k0 in range(0, 16, block):
         ks = slice(k0, k0 + block)
-        d = _block(av[:, ks], bv[ks], ea[:, ks], eb[ks], cv, ec, spec.mma_fraction_bits,
-                   min_product_exp, acc16)
+        value = _block(av[:, ks], bv[ks], ea[:, ks], eb[ks], cv, ec, F, min_product_exp)
+        last = k0 + block >= 16
+        d = out_t if last else np.empty(value.shape, c.dtype)
+        _round_into(value, d)
         if sa or sb or sc:
             _specials(_exact_values(a16[:, ks], is_bf16), _exact_values(b16[ks], is_bf16), cv, d, acc16)
-        if k0 + block < 16:   # chained block: the rounded result is the next block's c
+        if not last:   # chained block: the rounded result is the next block's c
             cv, ec, sc = _accumulator_terms(d, e_zero)
-    return d
 
 
-def _block(av, bv, ea, eb, cv, ec, F, min_product_exp, acc16):
-    """One fused block: sum of len(k) exact products and c, truncated at 2^(E-F), rounded once."""
+def _block(av, bv, ea, eb, cv, ec, F, min_product_exp) -> np.ndarray:
+    """One fused block: the exact float64 value of (sum of truncated products + truncated c), before rounding."""
     nk = av.shape[1]
     shape = (16, 8, av.shape[2])
     # E = max over the terms' exponents
@@ -247,48 +241,54 @@ def _block(av, bv, ea, eb, cv, ec, F, min_product_exp, acc16):
     E[E < min_product_exp] = -(1 << 20)           # no non-zero product
     np.maximum(E, ec, out=E)
     # products scaled to units of 2^(E - F), truncated toward zero (float -> int32 cast), summed in int32
-    scale_exp = F - E
-    if av.dtype == F32:
-        np.minimum(scale_exp, 125, out=scale_exp)  # only outputs whose products are all zero reach the clamp
-        scale = _pow2_f32(scale_exp)
+    if av.dtype == F32:   # 2^(F - E) as float32; only outputs whose products are all zero reach the clamp
+        scale = (np.minimum((F + 127) - E, 252) << 23).view(F32)
     else:
-        scale = _pow2_f64(scale_exp)
+        scale = _pow2_f64(F - E)
     acc = np.zeros(shape, np.int32)
     prod = np.empty(shape, av.dtype)
     term = np.empty(shape, np.int32)
     for k in range(nk):
         np.multiply(av[:, k, None, :], bv[None, k, :, :], out=prod)
         np.multiply(prod, scale, out=prod)
-        np.copyto(term, prod, casting="unsafe")
+        np.copyto(term, prod, casting="unsafe")          # float -> int32 truncates toward zero
         np.add(acc, term, out=acc)
-    # the c term and the total, exact in float64
-    tc = cv * _pow2_f64(F - E)
-    np.trunc(tc, out=tc)
-    tc += acc
-    tc *= _pow2_f64(E - F)
-    return _round_f16(tc) if acc16 else _round_f32_rz(tc)
+    # the c term and the total, exact in float64 (units of 2^(E - F), then scaled back by an exact division)
+    unit = _pow2_f64(F - E)
+    total = cv * unit
+    np.trunc(total, out=total)
+    total += acc
+    total /= unit
+    return total
 
 
-def _round_f32_rz(v: np.ndarray) -> np.ndarray:
-    """Exact float64 -> float32 toward zero; |v| >= 2^128 -> inf; zero -> +0."""
-    f = v.astype(F32)
-    bits = f.view(np.int32)
-    av = np.abs(v)
-    over = np.abs(f).astype(F64) > av       # RNE went away from zero: step back one ulp
-    bits -= over.view(np.int8).astype(np.int32)
-    inf = av >= 2.0 ** 128
-    if inf.any():
-        bits[inf] = np.where(v[inf] > 0, 0x7F800000, np.int32(-0x800000))
-    bits[bits == np.int32(-0x80000000)] = 0
-    return f
+def _round_into(v: np.ndarray, d: np.ndarray) -> None:
+    """Round the exact float64 values v once into d (float32: toward zero, |v| >= 2^128 -> inf; float16: to
+    nearest even); a zero result is +0.  The rounding is done in float64 so that the final cast is exact."""
+    if d.dtype == F32:
+        v.view(np.int64)[...] &= ~np.int64((1 << 29) - 1)      # 24 significant bits, toward zero
+        tiny = np.abs(v) < 2.0 ** -126
+        if tiny.any():                                          # f32 subnormal range: multiples of 2^-149
+            v[tiny] = np.trunc(v[tiny] * 2.0 ** 149) * 2.0 ** -149
+        v += 0.0                                                # -0 -> +0
+        np.copyto(d, v, casting="same_kind")                    # exact, or inf for |v| >= 2^128
+    else:
+        np.copyto(d.view(np.uint16), _f16_bits_rne(v), casting="unsafe")
 
 
-def _round_f16(v: np.ndarray) -> np.ndarray:
-    """Exact float64 -> float16 to nearest even (numpy rounds float64 -> float16 once); zero -> +0."""
-    h = v.astype(F16)
-    bits = h.view(np.uint16)
-    bits[bits == 0x8000] = 0
-    return h
+def _f16_bits_rne(v: np.ndarray) -> np.ndarray:
+    """Exact float64 -> f16 bits, to nearest even, overflow -> inf, zero -> +0 (numpy's own float64 -> float16 cast
+    is a slow scalar loop).  m = rint(|v| * 2^(10 - e)) is the rounded significand at the value's f16 exponent e
+    (>= -14); ((e + 14) << 10) + m is then the bit pattern, a carry (m = 2^11) moving into the exponent."""
+    a = np.abs(v)
+    e = (a.view(np.int64) >> 52) - 1023
+    np.maximum(e, -14, out=e)
+    m = a * ((1033 - e) << 52).view(F64)
+    np.rint(m, out=m)
+    bits = ((e + 14) << 10) + m.astype(np.int64)
+    np.minimum(bits, 0x7C00, out=bits)
+    bits |= ((v < 0) & (bits != 0)).astype(np.int64) << 15
+    return bits
 
 
 def _specials(av, bv, cv, d, acc16):
@@ -304,13 +304,12 @@ def _specials(av, bv, cv, d, acc16):
         pinf |= p == np.inf
         ninf |= p == -np.inf
     nan |= pinf & ninf
+    bits = d.view(np.uint16 if acc16 else np.uint32)
     if acc16:
-        bits = d.view(np.uint16)
         bits[pinf] = 0x7C00
         bits[ninf] = 0xFC00
         bits[nan] = 0x7FFF
     else:
-        bits = d.view(np.uint32)
         bits[pinf] = 0x7F800000
         bits[ninf] = 0xFF800000
         bits[nan] = 0x7FFFFFFF
