@@ -37,7 +37,10 @@ class KernelConfig:
     """Compile-time shape of the FlashAttention forward kernel.
 
     head_dim   d, 64 or 128
-    warps      warps per block; each warp owns 16 query rows, so a block covers 16 * warps rows
+    warps      warps per block
+    m_tiles    m16 tiles per warp (1 or 2): a warp owns 16 * m_tiles query rows, a block 16 * m_tiles * warps.
+               Two tiles let one K / V fragment from shared memory feed two mma's (half the shared-memory
+               traffic per flop); Q is then re-read from shared memory instead of held in registers.
     kv_tile    keys per KV tile (Bc), a multiple of 16 (pairs of n8 score tiles form one k16 P slice)
     stages     slots in the K/V cp.async ring (2 or 3)
     pv_accum   accumulator type of the P@V mma: "f32" or "f16"
@@ -45,6 +48,7 @@ class KernelConfig:
     """
     head_dim: int = 128
     warps: int = 8
+    m_tiles: int = 1
     kv_tile: int = 64
     stages: int = 2
     pv_accum: str = "f32"
@@ -57,7 +61,12 @@ class KernelConfig:
     @property
     def block_m(self) -> int:
         """Query rows per block."""
-        return MMA_M * self.warps
+        return MMA_M * self.m_tiles * self.warps
+
+    @property
+    def warp_m(self) -> int:
+        """Query rows per warp."""
+        return MMA_M * self.m_tiles
 
     @property
     def threads(self) -> int:
@@ -94,6 +103,8 @@ class KernelConfig:
             raise ValueError(f"head_dim must be one of {SUPPORTED_HEAD_DIMS}, got {self.head_dim}")
         if not (isinstance(self.warps, int) and 1 <= self.warps <= 16):
             raise ValueError(f"warps must be an int in 1..16, got {self.warps!r}")
+        if self.m_tiles not in (1, 2):
+            raise ValueError(f"m_tiles must be 1 or 2, got {self.m_tiles!r}")
         if not (isinstance(self.kv_tile, int) and self.kv_tile >= 16 and self.kv_tile % 16 == 0
                 and self.kv_tile <= 256):
             raise ValueError(f"kv_tile must be a multiple of 16 in 16..256, got {self.kv_tile!r}")
@@ -113,6 +124,7 @@ class KernelConfig:
         return {
             "FS_HEAD_DIM": self.head_dim,
             "FS_WARPS": self.warps,
+            "FS_M_TILES": self.m_tiles,
             "FS_KV_TILE": self.kv_tile,
             "FS_STAGES": self.stages,
             "FS_PV_F16": int(self.pv_accum == "f16"),
@@ -124,16 +136,28 @@ class KernelConfig:
 
     @classmethod
     def default(cls, arch="sm_120", **overrides) -> "KernelConfig":
-        """The default configuration for an arch. sm_120 (99 KB cap): 8 warps, Bc=64, 2 stages = 96 KB.
+        """The default configuration for an arch; keyword overrides win over it.
 
-        On sm_90 / sm_100 (227 KB) a third ring stage fits and hides more of the copy latency.
+        sm_90 / sm_100 (227 KB per block): the tile shapes that were fastest on the H200
+        (benchmarks/RESULTS.md, "tile shapes"): 4 warps x 2 m16 tiles; d=128 with kv_tile 32 (3 ring stages with
+        f16 P@V, 2 with f32, where a third stage would spill), d=64 with kv_tile 64 and 2 stages (sm_100 is
+        untested and takes sm_90's choice).
+        Elsewhere (sm_120, sm_8x: about 99 KB) the seed's block: 8 warps x 16 rows, kv_tile 64, 2 stages =
+        96 KB at d=128, with a third stage where the cap allows it.
         """
         a = get_arch(arch)
+        head_dim = overrides.get("head_dim", cls.head_dim)
+        if a.smem_per_block_optin > 200 * 1024:
+            f16 = overrides.get("pv_accum", cls.pv_accum) == "f16"
+            # d=128 with f32 P@V and 3 stages needs 12 B of spills at 255 registers: 2 stages there (no spill)
+            tuned = dict(warps=4, m_tiles=2, kv_tile=32, stages=3 if f16 else 2) if head_dim == 128 else \
+                dict(warps=4, m_tiles=2, kv_tile=64, stages=2)
+            return cls(**{**tuned, **overrides})
         base = cls(**{k: v for k, v in overrides.items() if k != "stages"})
         if "stages" in overrides:
             return base.with_(stages=overrides["stages"])
         deeper = base.with_(stages=3)
-        return deeper if deeper.smem_bytes <= a.smem_per_block_optin and a.smem_per_block_optin > 100 * 1024 else base
+        return deeper if deeper.smem_bytes <= a.smem_per_block_optin else base
 
     def describe(self) -> str:
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))

@@ -41,17 +41,18 @@ def kernel_coordinates(config: KernelConfig, b, h, row, col, register_kind="o"):
     o_acc16[ntile][reg].lo/hi); LSE: the lane with t4 = 0 of the row's quad, which writes it, "lse_row[0|1]".
     """
     from .layout import fragments
-    warp = (row % config.block_m) // 16
+    warp = (row % config.block_m) // config.warp_m
+    mt = (row % config.warp_m) // 16          # m16 tile of the warp
     r16 = row % 16
     block = (row // config.block_m, h, b)
     if register_kind == "lse":
         lane = (r16 % 8) * 4
-        return block, warp, lane, f"lse_row[{r16 // 8}]"
+        return block, warp, lane, f"lse_row[{r16 // 8}] (m tile {mt})"
     loc = fragments.locate_c(r16, col, config.pv_accum)      # reg = ntile*4 + i (f32), ntile*2 + (i>>1) (f16x2)
     lane, reg, half = int(loc.lane), int(loc.reg), int(loc.half)
     if config.pv_accum == "f16":
-        return block, warp, lane, f"o_acc16[{reg // 2}][{reg % 2}].{'hi' if half else 'lo'}"
-    return block, warp, lane, f"o_acc32[{reg // 4}][{reg % 4}]"
+        return block, warp, lane, f"o_acc16[{mt}][{reg // 2}][{reg % 2}].{'hi' if half else 'lo'}"
+    return block, warp, lane, f"o_acc32[{mt}][{reg // 4}][{reg % 4}]"
 
 
 @dataclass

@@ -26,8 +26,11 @@ namespace fs {
 
 constexpr int D = FS_HEAD_DIM;
 constexpr int WARPS = FS_WARPS;
+constexpr int MT = FS_M_TILES;                 // m16 tiles (16 query rows each) per warp
+constexpr int WARP_M = 16 * MT;
 constexpr int THREADS = 32 * WARPS;
-constexpr int BLOCK_M = 16 * WARPS;
+constexpr int BLOCK_M = WARP_M * WARPS;
+constexpr bool Q_IN_REGS = MT == 1;
 constexpr int BC = FS_KV_TILE;
 constexpr int STAGES = FS_STAGES;
 constexpr bool PV_F16 = FS_PV_F16 != 0;
@@ -129,6 +132,14 @@ __device__ __forceinline__ uint32_t swz(int row, int chunk) {
     return static_cast<uint32_t>(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4));
 }
 
+// ldmatrix addresses: every lane's row is (its own row r_l) + (a multiple of 8), so row % 8 = r_l % 8 and the
+// swizzled chunk of an even logical chunk c plus the lane's 0/1 offset h is c ^ (h ^ r_l % 8). The lane part is
+// computed once; each k16 step / n8 pair only XORs in its even chunk number (and adds an immediate row offset),
+// so the compiler does not keep dozens of precomputed addresses alive in registers.
+__device__ __forceinline__ uint32_t chunk_off(int even_chunk, int lane_x) {
+    return static_cast<uint32_t>((even_chunk ^ lane_x) << 4);
+}
+
 // Copy rows [row0, row0+ROWS) of a (n x D) f16 matrix into a swizzled tile; rows >= n are zero-filled.
 template <int ROWS>
 __device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restrict__ g, int row0, int n, int tid) {
@@ -192,26 +203,43 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     cp_async_wait<STAGES - 1>();   // the Q group is complete
     __syncthreads();
 
-    // Q fragments stay in registers for the whole loop: A operand of Q K^T, one x4 per k16 step.
-    uint32_t qf[QK_KS][4];
-    {
-        const int row = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+    // Q fragments (A operand of Q K^T, one x4 per k16 step and m16 tile). With one m16 tile per warp they stay
+    // in registers for the whole loop; with two, registers go to the second tile's S and O, and Q is re-read
+    // from shared memory (it stays there) at each k16 step.
+    uint32_t qf[Q_IN_REGS ? MT : 1][Q_IN_REGS ? QK_KS : 1][4];
+    const int q_row_lane = warp * WARP_M + (lane & 7) + ((lane >> 3) & 1) * 8;
+    const uint32_t q_lane = s_q + q_row_lane * ROW_BYTES;
+    const int q_x = (lane >> 4) ^ (lane & 7);
+    // K (no .trans): key = 8n + (lane & 7) + 8 (lane >> 4), chunk = 2 ks + ((lane >> 3) & 1)
+    const uint32_t k_lane = ((lane & 7) + ((lane >> 4) << 3)) * ROW_BYTES;
+    const int k_x = ((lane >> 3) & 1) ^ (lane & 7);
+    // V (.trans): key = 16 j + (lane & 7) + 8 ((lane >> 3) & 1), chunk = n + (lane >> 4)
+    const uint32_t v_lane = ((lane & 7) + (((lane >> 3) & 1) << 3)) * ROW_BYTES;
+    const int v_x = (lane >> 4) ^ (lane & 7);
+    if (Q_IN_REGS) {
 #pragma unroll
-        for (int ks = 0; ks < QK_KS; ++ks) ldmatrix_x4(qf[ks], s_q + swz(row, ks * 2 + (lane >> 4)));
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int ks = 0; ks < QK_KS; ++ks)
+                ldmatrix_x4(qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? ks : 0],
+                            q_lane + mt * 16 * ROW_BYTES + chunk_off(ks * 2, q_x));
     }
 
-    float m_run[2] = {-FS_INF, -FS_INF};   // running row max, unscaled score units
-    float l_run[2] = {0.f, 0.f};               // this lane's partial row sums (quad-reduced in the epilogue)
-    float o_acc32[PV_F16 ? 1 : O_NT][4];
-    uint32_t o_acc16[PV_F16 ? O_NT : 1][2];
+    float m_run[MT][2], l_run[MT][2];            // running row max (unscaled score units); lane-partial row sums
+    float o_acc32[PV_F16 ? 1 : MT][PV_F16 ? 1 : O_NT][4];
+    uint32_t o_acc16[PV_F16 ? MT : 1][PV_F16 ? O_NT : 1][2];
 #pragma unroll
-    for (int n = 0; n < O_NT; ++n) {
-        if (PV_F16) { o_acc16[n][0] = 0u; o_acc16[n][1] = 0u; }
-        else { o_acc32[n][0] = o_acc32[n][1] = o_acc32[n][2] = o_acc32[n][3] = 0.f; }
+    for (int mt = 0; mt < MT; ++mt) {
+        m_run[mt][0] = m_run[mt][1] = -FS_INF;
+        l_run[mt][0] = l_run[mt][1] = 0.f;
+#pragma unroll
+        for (int n = 0; n < O_NT; ++n) {
+            if (PV_F16) { o_acc16[mt][n][0] = 0u; o_acc16[mt][n][1] = 0u; }
+            else { o_acc32[mt][n][0] = o_acc32[mt][n][1] = o_acc32[mt][n][2] = o_acc32[mt][n][3] = 0.f; }
+        }
     }
-
-    const int row_g0 = r0 + warp * 16 + g;        // global query rows of this lane
-    const int row_g1 = row_g0 + 8;
+    // global query rows of this lane: m16 tile mt, row r (g or g + 8)
+    const int row_base = r0 + warp * WARP_M + g;
 
     for (int t = 0; t < n_tiles; ++t) {
         // Tile t's group is complete once at most STAGES-2 younger groups are pending; the barrier also tells
@@ -231,20 +259,32 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
         const uint32_t kt = s_k + slot * KV_SLOT_BYTES;
         const uint32_t vt = s_v + slot * KV_SLOT_BYTES;
 
-        // ---- S = Q K^T: f32 accumulators from zero, k16 steps in order --------------------------------------
-        float s_acc[S_NT][4];
+        // ---- S = Q K^T: f32 accumulators from zero, k16 steps in order; one K fragment feeds every m16 tile -----
+        float s_acc[MT][S_NT][4];
 #pragma unroll
-        for (int n = 0; n < S_NT; ++n) s_acc[n][0] = s_acc[n][1] = s_acc[n][2] = s_acc[n][3] = 0.f;
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < S_NT; ++n) s_acc[mt][n][0] = s_acc[mt][n][1] = s_acc[mt][n][2] = s_acc[mt][n][3] = 0.f;
 #pragma unroll
         for (int ks = 0; ks < QK_KS; ++ks) {
+            uint32_t qs[Q_IN_REGS ? 1 : MT][4];
+            if (!Q_IN_REGS) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+                    ldmatrix_x4(qs[Q_IN_REGS ? 0 : mt], q_lane + mt * 16 * ROW_BYTES + chunk_off(ks * 2, q_x));
+            }
 #pragma unroll
             for (int n = 0; n < S_NT; n += 2) {
                 // matrices: keys [8n, 8n+8) x d [16ks, +8), [+8, +16); keys [8n+8, 8n+16) x the same
                 uint32_t b[4];
-                const int key = n * 8 + (lane & 7) + ((lane >> 4) << 3);
-                ldmatrix_x4(b, kt + swz(key, ks * 2 + ((lane >> 3) & 1)));
-                mma_f32(s_acc[n], qf[ks], b[0], b[1]);
-                mma_f32(s_acc[n + 1], qf[ks], b[2], b[3]);
+                ldmatrix_x4(b, kt + k_lane + n * 8 * ROW_BYTES + chunk_off(ks * 2, k_x));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    const uint32_t (&a)[4] = Q_IN_REGS ? qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? ks : 0]
+                                                       : qs[Q_IN_REGS ? 0 : mt];
+                    mma_f32(s_acc[mt][n], a, b[0], b[1]);
+                    mma_f32(s_acc[mt][n + 1], a, b[2], b[3]);
+                }
             }
         }
 
@@ -253,87 +293,98 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
         const bool need_mask = (key0 + BC > nk) || (CAUSAL && key0 + BC - 1 > r0 + nk - nq);
         if (need_mask) {
 #pragma unroll
-            for (int n = 0; n < S_NT; ++n) {
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int col = key0 + n * 8 + 2 * t4 + (e & 1);
-                    const int row = (e < 2) ? row_g0 : row_g1;
-                    if (col >= nk || (CAUSAL && col > row + nk - nq)) s_acc[n][e] = -FS_INF;
+                for (int n = 0; n < S_NT; ++n) {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int col = key0 + n * 8 + 2 * t4 + (e & 1);
+                        const int row = row_base + mt * 16 + (e >> 1) * 8;
+                        if (col >= nk || (CAUSAL && col > row + nk - nq)) s_acc[mt][n][e] = -FS_INF;
+                    }
                 }
-            }
         }
 
-        // ---- online softmax, rows r = 0 (g) and 1 (g + 8) --------------------------------------------------
-        float alpha[2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float mt = -FS_INF;                  // lane-local max over (n, e) in order; fmax ignores NaN
+        for (int mt = 0; mt < MT; ++mt) {
+            // ---- online softmax, rows r = 0 (g) and 1 (g + 8) of m16 tile mt ------------------------------------
+            float alpha[2];
 #pragma unroll
-            for (int n = 0; n < S_NT; ++n) {
-                mt = fmaxf(mt, s_acc[n][2 * r]);
-                mt = fmaxf(mt, s_acc[n][2 * r + 1]);
-            }
-            mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));   // quad all-reduce
-            mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-            const float m_new = fmaxf(m_run[r], mt);
-            // -inf guard: a row with no visible key so far subtracts 0 instead of -inf (no inf - inf = NaN).
-            const float m_safe = (m_new == -FS_INF) ? 0.f : m_new;
-            alpha[r] = ex2(__fmul_rn(__fsub_rn(m_run[r], m_safe), scale_log2));
-            const float m_scaled = __fmul_rn(m_safe, scale_log2);
-            m_run[r] = m_new;
-            // p = 2^(s*scale_log2 - m*scale_log2): one FFMA per score, then the SFU.
-            float l = __fmul_rn(l_run[r], alpha[r]);
+            for (int r = 0; r < 2; ++r) {
+                float mx = -FS_INF;                  // lane-local max over (n, e) in order; fmax ignores NaN
 #pragma unroll
-            for (int n = 0; n < S_NT; ++n) {
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float p = ex2(__fmaf_rn(s_acc[n][2 * r + e], scale_log2, -m_scaled));
-                    s_acc[n][2 * r + e] = p;
-                    l = __fadd_rn(l, p);           // l sums the f32 p, before rounding to f16
+                for (int n = 0; n < S_NT; ++n) {
+                    mx = fmaxf(mx, s_acc[mt][n][2 * r]);
+                    mx = fmaxf(mx, s_acc[mt][n][2 * r + 1]);
                 }
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));   // quad all-reduce
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float m_new = fmaxf(m_run[mt][r], mx);
+                // -inf guard: a row with no visible key so far subtracts 0 instead of -inf (no inf - inf = NaN).
+                const float m_safe = (m_new == -FS_INF) ? 0.f : m_new;
+                alpha[r] = ex2(__fmul_rn(__fsub_rn(m_run[mt][r], m_safe), scale_log2));
+                const float m_scaled = __fmul_rn(m_safe, scale_log2);
+                m_run[mt][r] = m_new;
+                // p = 2^(s*scale_log2 - m*scale_log2): one FFMA per score, then the SFU.
+                float l = __fmul_rn(l_run[mt][r], alpha[r]);
+#pragma unroll
+                for (int n = 0; n < S_NT; ++n) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = ex2(__fmaf_rn(s_acc[mt][n][2 * r + e], scale_log2, -m_scaled));
+                        s_acc[mt][n][2 * r + e] = p;
+                        l = __fadd_rn(l, p);           // l sums the f32 p, before rounding to f16
+                    }
+                }
+                l_run[mt][r] = l;
             }
-            l_run[r] = l;
-        }
 
-        // ---- rescale O by alpha (per row), in registers ---------------------------------------------------
-        if (PV_F16) {
-            const uint32_t a0 = pack_f16x2(alpha[0], alpha[0]);
-            const uint32_t a1 = pack_f16x2(alpha[1], alpha[1]);
+            // ---- rescale O by alpha (per row), in registers -----------------------------------------------
+            if (PV_F16) {
+                const uint32_t a0 = pack_f16x2(alpha[0], alpha[0]);
+                const uint32_t a1 = pack_f16x2(alpha[1], alpha[1]);
 #pragma unroll
-            for (int n = 0; n < O_NT; ++n) {
-                o_acc16[n][0] = mul_f16x2(o_acc16[n][0], a0);
-                o_acc16[n][1] = mul_f16x2(o_acc16[n][1], a1);
-            }
-        } else {
+                for (int n = 0; n < O_NT; ++n) {
+                    o_acc16[PV_F16 ? mt : 0][n][0] = mul_f16x2(o_acc16[PV_F16 ? mt : 0][n][0], a0);
+                    o_acc16[PV_F16 ? mt : 0][n][1] = mul_f16x2(o_acc16[PV_F16 ? mt : 0][n][1], a1);
+                }
+            } else {
 #pragma unroll
-            for (int n = 0; n < O_NT; ++n) {
-                o_acc32[n][0] = __fmul_rn(o_acc32[n][0], alpha[0]);
-                o_acc32[n][1] = __fmul_rn(o_acc32[n][1], alpha[0]);
-                o_acc32[n][2] = __fmul_rn(o_acc32[n][2], alpha[1]);
-                o_acc32[n][3] = __fmul_rn(o_acc32[n][3], alpha[1]);
+                for (int n = 0; n < O_NT; ++n) {
+                    float (&o)[4] = o_acc32[PV_F16 ? 0 : mt][n];
+                    o[0] = __fmul_rn(o[0], alpha[0]);
+                    o[1] = __fmul_rn(o[1], alpha[0]);
+                    o[2] = __fmul_rn(o[2], alpha[1]);
+                    o[3] = __fmul_rn(o[3], alpha[1]);
+                }
             }
         }
 
         // ---- O += P V: the S accumulators of n8 tiles 2j, 2j+1 are P's A fragment for k16 slice j ----------
 #pragma unroll
         for (int j = 0; j < PV_KS; ++j) {
-            uint32_t pa[4];
-            pa[0] = pack_f16x2(s_acc[2 * j][0], s_acc[2 * j][1]);
-            pa[1] = pack_f16x2(s_acc[2 * j][2], s_acc[2 * j][3]);
-            pa[2] = pack_f16x2(s_acc[2 * j + 1][0], s_acc[2 * j + 1][1]);
-            pa[3] = pack_f16x2(s_acc[2 * j + 1][2], s_acc[2 * j + 1][3]);
+            uint32_t pa[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                pa[mt][0] = pack_f16x2(s_acc[mt][2 * j][0], s_acc[mt][2 * j][1]);
+                pa[mt][1] = pack_f16x2(s_acc[mt][2 * j][2], s_acc[mt][2 * j][3]);
+                pa[mt][2] = pack_f16x2(s_acc[mt][2 * j + 1][0], s_acc[mt][2 * j + 1][1]);
+                pa[mt][3] = pack_f16x2(s_acc[mt][2 * j + 1][2], s_acc[mt][2 * j + 1][3]);
+            }
 #pragma unroll
             for (int n = 0; n < O_NT; n += 2) {
                 // matrices (.trans): keys [16j, +8) x d [8n, +8), keys [16j+8, +8) x d [8n, +8), then d [8n+8, +8)
                 uint32_t b[4];
-                const int key = j * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
-                ldmatrix_x4_trans(b, vt + swz(key, n + (lane >> 4)));
-                if (PV_F16) {
-                    mma_f16(o_acc16[n], pa, b[0], b[1]);
-                    mma_f16(o_acc16[n + 1], pa, b[2], b[3]);
-                } else {
-                    mma_f32(o_acc32[n], pa, b[0], b[1]);
-                    mma_f32(o_acc32[n + 1], pa, b[2], b[3]);
+                ldmatrix_x4_trans(b, vt + v_lane + j * 16 * ROW_BYTES + chunk_off(n, v_x));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    if (PV_F16) {
+                        mma_f16(o_acc16[PV_F16 ? mt : 0][n], pa[mt], b[0], b[1]);
+                        mma_f16(o_acc16[PV_F16 ? mt : 0][n + 1], pa[mt], b[2], b[3]);
+                    } else {
+                        mma_f32(o_acc32[PV_F16 ? 0 : mt][n], pa[mt], b[0], b[1]);
+                        mma_f32(o_acc32[PV_F16 ? 0 : mt][n + 1], pa[mt], b[2], b[3]);
+                    }
                 }
             }
         }
@@ -341,37 +392,43 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     cp_async_wait<0>();   // nothing may be in flight when the block exits
 
     // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
-    float inv[2], lse_row[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        float l = l_run[r];
-        l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 1));
-        l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 2));
-        const bool empty = (l == 0.f) || (l != l);     // no visible key, or NaN: O stays as is, lse = +inf
-        inv[r] = empty ? 1.f : __frcp_rn(l);
-        lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[r], softmax_scale, log_exact_ops(l));
-    }
     fs_half* oh = o + bh * nq * D;
+    float* lh = lse + bh * nq;
 #pragma unroll
-    for (int n = 0; n < O_NT; ++n) {
-        float v0, v1, v2, v3;
-        if (PV_F16) {
-            v0 = f16_to_f32(o_acc16[n][0] & 0xffffu); v1 = f16_to_f32(o_acc16[n][0] >> 16);
-            v2 = f16_to_f32(o_acc16[n][1] & 0xffffu); v3 = f16_to_f32(o_acc16[n][1] >> 16);
-        } else {
-            v0 = o_acc32[n][0]; v1 = o_acc32[n][1]; v2 = o_acc32[n][2]; v3 = o_acc32[n][3];
+    for (int mt = 0; mt < MT; ++mt) {
+        float inv[2], lse_row[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float l = l_run[mt][r];
+            l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 1));
+            l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 2));
+            const bool empty = (l == 0.f) || (l != l);     // no visible key, or NaN: O stays as is, lse = +inf
+            inv[r] = empty ? 1.f : __frcp_rn(l);
+            lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[mt][r], softmax_scale, log_exact_ops(l));
         }
-        const int col = n * 8 + 2 * t4;
-        if (row_g0 < nq)
-            *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row_g0) * D + col) =
-                pack_f16x2(__fmul_rn(v0, inv[0]), __fmul_rn(v1, inv[0]));
-        if (row_g1 < nq)
-            *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row_g1) * D + col) =
-                pack_f16x2(__fmul_rn(v2, inv[1]), __fmul_rn(v3, inv[1]));
-    }
-    if (t4 == 0) {
-        float* lh = lse + bh * nq;
-        if (row_g0 < nq) lh[row_g0] = lse_row[0];
-        if (row_g1 < nq) lh[row_g1] = lse_row[1];
+        const int row0 = row_base + mt * 16, row1 = row0 + 8;
+#pragma unroll
+        for (int n = 0; n < O_NT; ++n) {
+            float v0, v1, v2, v3;
+            if (PV_F16) {
+                const uint32_t (&h)[2] = o_acc16[PV_F16 ? mt : 0][n];
+                v0 = f16_to_f32(h[0] & 0xffffu); v1 = f16_to_f32(h[0] >> 16);
+                v2 = f16_to_f32(h[1] & 0xffffu); v3 = f16_to_f32(h[1] >> 16);
+            } else {
+                const float (&f)[4] = o_acc32[PV_F16 ? 0 : mt][n];
+                v0 = f[0]; v1 = f[1]; v2 = f[2]; v3 = f[3];
+            }
+            const int col = n * 8 + 2 * t4;
+            if (row0 < nq)
+                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * D + col) =
+                    pack_f16x2(__fmul_rn(v0, inv[0]), __fmul_rn(v1, inv[0]));
+            if (row1 < nq)
+                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * D + col) =
+                    pack_f16x2(__fmul_rn(v2, inv[1]), __fmul_rn(v3, inv[1]));
+        }
+        if (t4 == 0) {
+            if (row0 < nq) lh[row0] = lse_row[0];
+            if (row1 < nq) lh[row1] = lse_row[1];
+        }
     }
 }

@@ -38,16 +38,17 @@ TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupanc
 
 def step_closed_form():
     total = sp.Add(*S.smem_expressions().values())
-    closed = S.elem_bytes * S.head_dim * (16 * S.warps + 2 * S.stages * S.kv_tile)
+    closed = S.elem_bytes * S.head_dim * (16 * S.m_tiles * S.warps + 2 * S.stages * S.kv_tile)
     if sp.simplify(total - closed) != 0:
         return False, f"smem total {total} != {closed}"
     count = 0
-    for d, w, bc, st in itertools.product(SUPPORTED_HEAD_DIMS, range(1, 17), range(16, 257, 16), SUPPORTED_STAGES):
-        cfg = KernelConfig(head_dim=d, warps=w, kv_tile=bc, stages=st)
+    for d, w, mt, bc, st in itertools.product(SUPPORTED_HEAD_DIMS, range(1, 17), (1, 2), range(16, 257, 16),
+                                              SUPPORTED_STAGES):
+        cfg = KernelConfig(head_dim=d, warps=w, m_tiles=mt, kv_tile=bc, stages=st)
         if int(total.subs(S.values(cfg))) != cfg.smem_bytes:
             return False, f"symbolic {total.subs(S.values(cfg))} != smem_bytes {cfg.smem_bytes} at {cfg.describe()}"
         count += 1
-    return True, f"Q + K + V = e_in d (16 w + 2 stages B_c) bytes; equals KernelConfig.smem_bytes on {count} configs"
+    return True, f"Q + K + V = e_in d (16 m_t w + 2 stages B_c) bytes; equals KernelConfig.smem_bytes on {count} configs"
 
 
 def step_fit_region():
@@ -56,7 +57,8 @@ def step_fit_region():
     bc = sp.Symbol("B_c", positive=True)          # solved over the reals
     out, ok = [], True
     for stages, want in ((2, 64), (3, 32)):
-        expr = total.subs({S.head_dim: 128, S.warps: 8, S.elem_bytes: 2, S.stages: stages}).subs(S.kv_tile, bc)
+        expr = total.subs({S.head_dim: 128, S.warps: 8, S.m_tiles: 1, S.elem_bytes: 2,
+                           S.stages: stages}).subs(S.kv_tile, bc)
         bound = sp.solve(expr - cap, bc)[0]      # total is increasing in B_c: fits iff B_c <= bound
         largest = int(sp.floor(bound / 16) * 16)
         ok &= largest == want and all(
@@ -97,7 +99,8 @@ def step_registers():
     o = S.fragment_register_expressions()["O accumulator"]
     half = sp.simplify(o.subs(S.acc_bytes, 2) / o.subs(S.acc_bytes, 4))
     floor = sum(S.evaluate(S.fragment_register_expressions(), KernelConfig()).values())
-    ok = half == sp.Rational(1, 2) and sp.simplify(o - S.head_dim * S.acc_bytes / 8) == 0 and floor <= 255
+    ok = (half == sp.Rational(1, 2) and sp.simplify(o - S.m_tiles * S.head_dim * S.acc_bytes / 8) == 0
+          and floor <= 255)
     return ok, f"O accumulator = {o} registers per thread; f16 / f32 = {half}; default live-fragment floor {floor}"
 
 

@@ -109,7 +109,7 @@ def test_default_budget_on_sm120_fits_99_kb():
     assert b.blocks_per_sm == 1 and b.occupancy == pytest.approx(8 / 48)
     assert "estimate" in b.registers_source
     text = str(b)
-    for needle in ("Q tile", "32.0", "total", "cap", "free", "blocks/SM", "occupancy", "16.7%", "16*d*e_in*w"):
+    for needle in ("Q tile", "32.0", "total", "cap", "free", "blocks/SM", "occupancy", "16.7%", "16*d*e_in*m_t*w"):
         assert needle in text
     assert set(b.expressions) >= {"smem", "smem_total", "fragment_registers", "occupancy"}
 
@@ -162,7 +162,7 @@ def test_budget_command(capsys, tmp_path):
     assert main(["budget", "--head-dim", "64", "--warps", "4", "--kv-tile", "32", "--stages", "3", "--arch", "sm_90",
                  "--registers", "estimate", "--what-if", "all"]) == 0
     out = capsys.readouterr().out
-    assert out.count("what-if") == 3 and "head_dim=64, warps=4, kv_tile=32, stages=3" in out
+    assert out.count("what-if") == 3 and "head_dim=64, warps=4, m_tiles=2, kv_tile=32, stages=3" in out
     assert main(["budget", "--kv-tile", "40", "--registers", "estimate"]) == 2     # bad configuration
     assert "kv_tile" in capsys.readouterr().err
 
@@ -184,11 +184,15 @@ def _kernel_or_skip():
 
 
 def _configs():
-    """Every supported head_dim x pv_accum x causal x stages, with two warps / kv_tile choices alternating."""
-    shapes = ((8, 64), (4, 32))
-    return [KernelConfig(head_dim=d, pv_accum=pv, causal=c, stages=s, warps=shapes[i % 2][0],
-                         kv_tile=shapes[i % 2][1])
+    """Every supported head_dim x pv_accum x causal x stages with two (warps, m_tiles, kv_tile) shapes alternating,
+    plus every per-arch default (the sm_90 defaults are the 4-warp x 2-m16-tile shapes)."""
+    shapes = ((8, 1, 64), (4, 1, 32))
+    grid = [KernelConfig(head_dim=d, pv_accum=pv, causal=c, stages=s, warps=shapes[i % 2][0],
+                         m_tiles=shapes[i % 2][1], kv_tile=shapes[i % 2][2])
             for i, (d, pv, c, s) in enumerate(itertools.product((64, 128), ("f32", "f16"), (False, True), (2, 3)))]
+    defaults = [KernelConfig.default(arch, head_dim=d, pv_accum=pv, causal=c)
+                for arch in ("sm_90", "sm_120") for d, pv, c in itertools.product((64, 128), ("f32", "f16"), (False, True))]
+    return list(dict.fromkeys(grid + defaults))
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,7 +202,7 @@ def _build(config, arch):
 
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 @pytest.mark.parametrize("config", _configs(), ids=lambda c: f"d{c.head_dim}-{c.pv_accum}-{'causal' if c.causal else 'full'}"
-                         f"-s{c.stages}-w{c.warps}-bc{c.kv_tile}")
+                         f"-s{c.stages}-w{c.warps}-m{c.m_tiles}-bc{c.kv_tile}")
 def test_kernel_builds_match_the_budget(config, arch):
     _kernel_or_skip()
     build = _build(config, arch)           # compiles iff the kernel's smem layout == config.smem_buffers (static_assert)

@@ -12,11 +12,12 @@ import sympy as sp
 
 from ..config import F16_BYTES, MMA_M, KernelConfig, smem_buffers
 
-# The configuration as symbols: warps (w), KV tile Bc, head dim d, ring stages, element bytes.
-warps, kv_tile, head_dim, stages = sp.symbols("w B_c d stages", integer=True, positive=True)
+# The configuration as symbols: warps (w), m16 tiles per warp (m_t), KV tile Bc, head dim d, ring stages,
+# element bytes.
+warps, m_tiles, kv_tile, head_dim, stages = sp.symbols("w m_t B_c d stages", integer=True, positive=True)
 elem_bytes, acc_bytes = sp.symbols("e_in e_acc", integer=True, positive=True)
-block_m = MMA_M * warps                 # B_r: 16 query rows per warp
-SYMBOLS = (warps, kv_tile, head_dim, stages, elem_bytes, acc_bytes)
+block_m = MMA_M * m_tiles * warps       # B_r: 16 query rows per m16 tile, m_t tiles per warp
+SYMBOLS = (warps, m_tiles, kv_tile, head_dim, stages, elem_bytes, acc_bytes)
 
 REG_BYTES = 4                           # one 32-bit register
 LANES = 32
@@ -24,7 +25,7 @@ LANES = 32
 
 def values(config: KernelConfig) -> dict:
     """Symbol -> number for one configuration."""
-    return {warps: config.warps, kv_tile: config.kv_tile, head_dim: config.head_dim, stages: config.stages,
+    return {warps: config.warps, m_tiles: config.m_tiles, kv_tile: config.kv_tile, head_dim: config.head_dim, stages: config.stages,
             elem_bytes: F16_BYTES, acc_bytes: 4 if config.pv_accum == "f32" else 2}
 
 
@@ -44,12 +45,17 @@ def _per_lane(rows, cols, bytes_per_elem):
 
 
 def fragment_register_expressions() -> dict:
-    """Registers per thread the kernel's live fragments need at least (a floor, not ptxas's count)."""
+    """Registers per thread the kernel's live fragments need at least (a floor, not ptxas's count).
+
+    Q stays in registers only with one m16 tile per warp (sp.Piecewise); with two it is re-read from shared memory.
+    """
+    rows = MMA_M * m_tiles
     return {
-        "O accumulator": _per_lane(MMA_M, head_dim, acc_bytes),        # 16 x d, f32 or f16x2
-        "S accumulator (f32)": _per_lane(MMA_M, kv_tile, 4),            # 16 x Bc scores
-        "Q fragments (f16)": _per_lane(MMA_M, head_dim, elem_bytes),   # A operand of Q K^T, kept for the loop
-        "row max, row sum": sp.Integer(2 * 2),                          # m and l of the lane's two rows
+        "O accumulator": _per_lane(rows, head_dim, acc_bytes),         # 16 m_t x d, f32 or f16x2
+        "S accumulator (f32)": _per_lane(rows, kv_tile, 4),             # 16 m_t x Bc scores
+        "Q fragments (f16)": sp.Piecewise((_per_lane(MMA_M, head_dim, elem_bytes), sp.Eq(m_tiles, 1)),
+                                          (0, True)),                   # A operand of Q K^T, kept for the loop
+        "row max, row sum": 2 * 2 * m_tiles,                            # m and l of the lane's 2 m_t rows
     }
 
 

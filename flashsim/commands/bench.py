@@ -28,6 +28,7 @@ def add_arguments(p):
     p.add_argument("--shape", action="append", default=[], metavar="B,H,N,D[,causal]")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warps", type=int, default=None)
+    p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 or 2)")
     p.add_argument("--kv-tile", type=int, default=None)
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--n", type=int, action="append", default=[], help="emulator: sequence lengths (default 1024)")
@@ -83,7 +84,7 @@ def bench_kernel(args) -> int:
         g = torch.Generator(device="cuda").manual_seed(0)
         q, k, v = (torch.randn((b, h, n, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
         row = {}
-        over = {key: val for key, val in (("warps", args.warps), ("kv_tile", args.kv_tile),
+        over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
                                           ("stages", args.stages)) if val is not None}
         for acc in ("f32", "f16"):
             cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
@@ -100,7 +101,7 @@ def bench_kernel(args) -> int:
             except RuntimeError as e:  # backend unavailable for this shape
                 row[name] = float("nan")
         print(f"{f'{b},{h},{n},{d}':18} {str(causal):6} {row['f32']:9.1f} {row['f16']:9.1f} {row['FA2']:7.1f} "
-              f"{row['cuDNN']:7.1f}  warps={cfg.warps} kv_tile={cfg.kv_tile} stages={cfg.stages}")
+              f"{row['cuDNN']:7.1f}  warps={cfg.warps} m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}")
         del q, k, v
         torch.cuda.empty_cache()
     return 0

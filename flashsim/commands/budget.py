@@ -22,7 +22,8 @@ from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_STAGES, 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", default="sm_120", help=f"architecture ({', '.join(ARCHS)}); default sm_120")
     p.add_argument("--head-dim", type=int, choices=SUPPORTED_HEAD_DIMS, help="head dimension d")
-    p.add_argument("--warps", type=int, help="warps per block (16 query rows each)")
+    p.add_argument("--warps", type=int, help="warps per block")
+    p.add_argument("--m-tiles", type=int, help="m16 tiles (16 query rows each) per warp: 1 or 2")
     p.add_argument("--kv-tile", type=int, help="keys per KV tile (B_c), a multiple of 16")
     p.add_argument("--stages", type=int, choices=SUPPORTED_STAGES, help="K/V ring stages")
     p.add_argument("--pv-accum", choices=SUPPORTED_PV_ACCUM, help="P@V accumulator type")
@@ -38,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args) -> KernelConfig:
     """KernelConfig.default(arch) with the options given on the command line."""
-    overrides = {k: v for k, v in (("head_dim", args.head_dim), ("warps", args.warps), ("kv_tile", args.kv_tile),
+    overrides = {k: v for k, v in (("head_dim", args.head_dim), ("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
                                    ("stages", args.stages), ("pv_accum", args.pv_accum)) if v is not None}
     if args.causal:
         overrides["causal"] = True

@@ -35,6 +35,7 @@ def add_arguments(p):
     p.add_argument("--pv-accum", choices=("f32", "f16", "both"), default="both")
     p.add_argument("--kinds", default="normal,adversarial", help=f"input kinds, from {','.join(INPUT_KINDS)}")
     p.add_argument("--warps", type=int, default=None)
+    p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 or 2)")
     p.add_argument("--kv-tile", type=int, default=None)
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--json", metavar="FILE", help="write the per-case results as JSON")
@@ -113,7 +114,7 @@ def run(args) -> int:
     print(f"{'case':44} {'O equal':>9} {'O ulp':>6} {'LSE equal':>10} {'LSE ulp':>8}  first mismatch")
     for (b, h, nq, nk, d, causal) in shapes:
         for acc in accs:
-            over = {key: val for key, val in (("warps", args.warps), ("kv_tile", args.kv_tile),
+            over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
                                               ("stages", args.stages)) if val is not None}
             cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
             for kind in kinds:

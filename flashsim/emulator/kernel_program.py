@@ -69,7 +69,9 @@ def run(q, k, v, prob: Problem, progress: bool | None = None):
     """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d); returns (o f16, lse f32)."""
     cfg, arch = prob.config, prob.arch
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
-    W, BM, BC = cfg.warps, cfg.block_m, cfg.kv_tile
+    # W counts m16 row tiles of a block (warps x m_tiles): each is emulated like a one-tile warp, since a warp's
+    # second m16 tile runs the same per-row program on its own rows.
+    W, BM, BC = cfg.block_m // 16, cfg.block_m, cfg.kv_tile
     pv_f16 = cfg.pv_accum == "f16"
     nqb = prob.q_blocks
     tiles_per_block = prob.kv_tiles()                     # (nqb,)
