@@ -34,6 +34,7 @@ from .kernel_program import _pad_rows, _progress
 jax, jnp, lax = J.jax, J.jnp, J.lax
 
 DEFAULT_MAX_TILE_ELEMS = 1 << 21        # score elements per device per step (~100 MB of temporaries on the CPU)
+LAST_PLAN: dict = {}                     # how the last run was laid out (mesh, slots, steps, calls): for reports
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -103,30 +104,38 @@ def mesh_shape(batch: int, heads: int, n_devices: int) -> tuple[int, int]:
 # ------------------------------------------------------------------------------------------------------------------
 # one step: every slot of every head advances by one KV tile (kernel_program.run's loop body)
 
-def _step(static, ex2_arrays, qh, kh, vh, state, xs):
-    (arch_spec, ex2_static, nq, nk, causal, pv_f16, warps, bm, bc, d, sl2_bits) = static
-    unit, tile, first = xs                                     # (S,) each
-    nqb = qh.shape[2]
-    sl2 = J.f32_from_bits(jnp.uint32(sl2_bits))
-
-    def ex2(x):
-        return J.Ex2.apply(ex2_static, ex2_arrays, x)
-
-    # the state of each slot's unit; a unit's first tile starts from the kernel's initial state
+def _slot_state(state, xs):
+    """Each slot's unit state (m, l, O); a unit's first tile starts from the kernel's initial state."""
+    unit, tile, first = xs
     m_run, l_lane, o_acc = (jnp.take(x, unit, axis=2) for x in state)
     f = first[None, None, :]
     m_run = jnp.where(f[..., None], -jnp.inf, m_run).astype(jnp.float32)
     l_lane = jnp.where(f[..., None, None], 0, l_lane).astype(jnp.float32)
     o_acc = jnp.where(f[..., None, None], 0, o_acc).astype(o_acc.dtype)
+    return m_run, l_lane, o_acc
 
+
+def _scores(static, scalars, ex2_arrays, qh, kh, state, xs):
+    """Steps 1-4 of one KV tile for every slot: S = Q K^T, mask, row max, alpha, p. Returns (p, alpha, m_new).
+
+    A program of its own so that p is computed once (inside one program XLA would recompute it, table lookups
+    included, in each of its consumers)."""
+    arch_spec, ex2_static, causal, pv_f16, bm, bc, d = static
+    nq, nk = scalars[0].astype(jnp.int64), scalars[1].astype(jnp.int64)   # traced: no recompilation per shape
+    sl2 = J.f32_from_bits(scalars[2])
+    unit, tile, first = xs                                     # (S,) each
+    nqb = qh.shape[2]
+
+    def ex2(x):
+        return J.Ex2.apply(ex2_static, ex2_arrays, x)
+    m_run, _, _ = _slot_state(state, xs)
     qs = jnp.take(qh, jnp.minimum(unit, nqb - 1), axis=2)      # (b, h, S, BM, d)
     kt = jnp.take(kh, tile, axis=2)                            # (b, h, S, BC, d)
-    vt = jnp.take(vh, tile, axis=2)
 
     # 1. S = Q K^T, f32 accumulators from zero, k16 steps in order
     qa = J.decode(J.bits(qs))
     kb = J.decode(J.bits(jnp.swapaxes(kt, -1, -2)))           # K^T: (.., d, BC)
-    s = J.f32_from_bits(J.mma_chain(qa, kb, jnp.zeros(qs.shape[:-1] + (bc,), jnp.uint32), False, arch_spec))                                # (b, h, S, BM, BC)
+    s = J.f32_from_bits(J.mma_chain(qa, kb, jnp.zeros(qs.shape[:-1] + (bc,), jnp.uint32), False, arch_spec))
 
     # 2. mask keys past nk and (causal) after the diagonal
     cols = tile[:, None] * bc + jnp.arange(bc)[None, :]       # (S, BC)
@@ -143,11 +152,19 @@ def _step(static, ex2_arrays, qh, kh, vh, state, xs):
     m_safe = jnp.where(J.bits(m_new) == 0xFF800000, jnp.float32(0), m_new)
     alpha = ex2(J.mul32(J.sub32(m_old, m_safe), jnp.full_like(m_old, sl2)))
     m_scaled = J.mul32(m_safe, jnp.full_like(m_safe, sl2))
-    m_run = m_new
 
     # 4. p = ex2(fma(s, scale_log2, -m_scaled))
     neg_m = J.f32_from_bits(J.bits(m_scaled) ^ jnp.uint32(0x80000000))
     p = ex2(J.fma32(s, jnp.full_like(s, sl2), jnp.broadcast_to(neg_m[..., None], s.shape)))
+    return p, alpha, m_new
+
+
+def _accumulate(static, vh, state, xs, p, alpha, m_new):
+    """Steps 5-7 of one KV tile for every slot: l, the rescale of O, O += P V; the new state scattered back."""
+    arch_spec, ex2_static, causal, pv_f16, bm, bc, d = static
+    unit, tile, first = xs
+    _, l_lane, o_acc = _slot_state(state, xs)
+    vt = jnp.take(vh, tile, axis=2)                            # (b, h, S, BC, d)
 
     # 5. lane-partial row sums: l = l*alpha, then + p over the lane's columns in (n, e) order
     lq = J.mul32(l_lane, jnp.broadcast_to(alpha[..., None], l_lane.shape))
@@ -170,10 +187,10 @@ def _step(static, ex2_arrays, qh, kh, vh, state, xs):
     o_acc = lax.bitcast_convert_type(J.mma_chain(pa, vb, J.bits(o_acc), pv_f16, arch_spec), o_acc.dtype)
 
     # store each slot's unit state back (idle slots write the spare unit nqb)
-    return tuple(x.at[:, :, unit].set(y) for x, y in zip(state, (m_run, l_lane, o_acc)))
+    return tuple(x.at[:, :, unit].set(y) for x, y in zip(state, (m_new, l_lane, o_acc)))
 
 
-def _epilogue(softmax_scale_bits, pv_f16, fm, fl, fo):
+def _epilogue(pv_f16, scalars, fm, fl, fo):
     """8. epilogue: quad-reduce l as (l0 + l1) + (l2 + l3), O * (1/l), LSE."""
     l = J.add32(J.add32(fl[..., 0], fl[..., 1]), J.add32(fl[..., 2], fl[..., 3]))
     lb = J.bits(l)
@@ -183,7 +200,7 @@ def _epilogue(softmax_scale_bits, pv_f16, fm, fl, fo):
     o_rows = J.f16_to_f32(fo) if pv_f16 else fo
     o_out = J.f32_to_f16(J.mul32(o_rows, jnp.broadcast_to(inv[..., None], o_rows.shape)))
     ln = J.log_exact_ops(jnp.where(empty, one, l))
-    scale = jnp.full_like(fm, J.f32_from_bits(jnp.uint32(softmax_scale_bits)))
+    scale = jnp.full_like(fm, J.f32_from_bits(scalars[3]))
     lse = jnp.where(empty, jnp.float32(jnp.inf), J.fma32(fm, scale, ln))
     return o_out, lse
 
@@ -201,15 +218,23 @@ def _shard_map(f, mesh, in_specs, out_specs):
 class _Compiled:
     """The jitted, sharded step and epilogue for one (mesh, static configuration)."""
 
-    def __init__(self, mesh, static, eps):
+    def __init__(self, mesh, static):
         from jax.sharding import PartitionSpec as P
         dist, rep = P("batch", "heads"), P()
-        step = _shard_map(partial(_step, static), mesh, in_specs=(rep, dist, dist, dist, dist, rep),
-                          out_specs=dist)
-        self.step = jax.jit(step, donate_argnums=(4,))
-        epi = _shard_map(partial(_epilogue, eps, static[5]), mesh, in_specs=(dist, dist, dist),
+        scores = _shard_map(partial(_scores, static), mesh, in_specs=(rep, rep, dist, dist, dist, rep),
+                            out_specs=(dist, dist, dist))
+        self.scores = jax.jit(scores)
+        acc = _shard_map(partial(_accumulate, static), mesh, in_specs=(dist, dist, rep, dist, dist, dist),
+                         out_specs=dist)
+        self.accumulate = jax.jit(acc, donate_argnums=(1,))
+        epi = _shard_map(partial(_epilogue, static[3]), mesh, in_specs=(rep, dist, dist, dist),
                          out_specs=(dist, dist))
         self.epilogue = jax.jit(epi)
+
+    def step(self, scalars, ex2_arrays, qh, kh, vh, state, xs):
+        """One KV tile for every slot: two programs, p materialised in between."""
+        p, alpha, m_new = self.scores(scalars, ex2_arrays, qh, kh, state, xs)
+        return self.accumulate(vh, state, xs, p, alpha, m_new)
 
 
 def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, max_tile_elems=None):
@@ -225,7 +250,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     from ..arch import get_arch
     cfg = prob.config
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
-    W, BM, BC = cfg.warps, cfg.block_m, cfg.kv_tile
+    W, BM, BC = cfg.block_m // 16, cfg.block_m, cfg.kv_tile   # m16 row tiles per block (warps x m_tiles)
     pv_f16 = cfg.pv_accum == "f16"
     nqb = prob.q_blocks
     tiles = prob.kv_tiles()
@@ -262,10 +287,13 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
 
     ex2 = J.Ex2(prob.arch)
     ex2_arrays = tuple(jax.device_put(a, rep) for a in ex2.arrays) or ()
-    static = (get_arch(prob.arch), ex2.static, nq, nk, cfg.causal, pv_f16, W, BM, BC, d,
-              int(np.asarray(prob.scale_log2, np.float32).view(np.uint32)))
-    eps = int(np.asarray(prob.softmax_scale, np.float32).view(np.uint32))
-    comp = _compiled(mesh, static, eps)
+    static = (get_arch(prob.arch), ex2.static, cfg.causal, pv_f16, BM, BC, d)
+    f32_bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.softmax_scale)]
+    scalars = jax.device_put(np.array([nq, nk] + f32_bits, np.int64).astype(np.uint32), rep)
+    comp = _compiled(mesh, static)
+    LAST_PLAN.clear()
+    LAST_PLAN.update(mesh=(db, dh), devices=len(devices), slots=slots, steps=int(unit.shape[0]),
+                     calls=math.ceil(B / call_b) * math.ceil(H / call_h), heads_per_call=(call_b, call_h))
     xs_all = [jax.device_put(jnp.asarray(a), rep) for a in (unit, tile, first)]
     steps = unit.shape[0]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
@@ -286,14 +314,14 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         state = tuple(jax.device_put(x, dist) for x in state)
         for i in range(steps):
             xs = tuple(a[i] for a in xs_all)
-            state = comp.step(ex2_arrays, qh, kh, vh, state, xs)
+            state = comp.step(scalars, ex2_arrays, qh, kh, vh, state, xs)
             if show is None and time.monotonic() - t_start > 1.0:
                 show = True
             if show and (i % 4 == 3 or i == steps - 1):
                 jax.block_until_ready(state)
                 _progress(ci * steps + i + 1, total, t_start)
         fm, fl, fo = (x[:, :, :nqb] for x in state)
-        o_c, lse_c = comp.epilogue(fm, fl, fo)
+        o_c, lse_c = comp.epilogue(scalars, fm, fl, fo)
         o_out[sl] = np.asarray(o_c).reshape(call_b, call_h, nqb * BM, d)
         lse_out[sl] = np.asarray(lse_c).reshape(call_b, call_h, nqb * BM)
     if show:
@@ -304,8 +332,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
 _CACHE: dict = {}
 
 
-def _compiled(mesh, static, eps):
-    key = (tuple(d.id for d in mesh.devices.flat), mesh.devices.shape, static, eps)
+def _compiled(mesh, static):
+    key = (tuple(d.id for d in mesh.devices.flat), mesh.devices.shape, static)
     if key not in _CACHE:
-        _CACHE[key] = _Compiled(mesh, static, eps)
+        _CACHE[key] = _Compiled(mesh, static)
     return _CACHE[key]

@@ -141,7 +141,7 @@ def f32_to_f64(x):
     significand (m * 2^-149), everything else goes through the hardware conversion (exact for normal numbers;
     NaN payloads may change, and nothing here depends on them)."""
     b = bits(x)
-    sub = (b & 0x7FFFFF).astype(F64) * (2.0 ** -149)
+    sub = (b & 0x7FFFFF).astype(I32).astype(F64) * (2.0 ** -149)      # via int32: vectorisable
     sub = jnp.where((b >> 31) == 1, -sub, sub)
     return jnp.where(((b >> 23) & 0xFF) == 0, sub, x.astype(F64))
 
@@ -192,9 +192,22 @@ def f64_to_f32(v):
     result is rint(|v| * 2^149) units of 2^-149 (exact scaling, one rounding), above it the hardware conversion
     (one rounding, overflow to inf).  NaN stays NaN (payload unspecified: callers set NaN bits themselves)."""
     a = jnp.abs(v)
-    q = jnp.rint(a * (2.0 ** 149)).astype(U32)               # only used below 2^-126: q <= 2^23
+    q = jnp.rint(a * (2.0 ** 149)).astype(I32).astype(U32)   # only used below 2^-126: q <= 2^23
     sign = (bits(v) >> 63).astype(U32) << 31
     return jnp.where(a < 2.0 ** -126, f32_from_bits(q | sign), v.astype(F32))
+
+
+def f64_to_f32_rz(v):
+    """float64 -> float32 rounded toward zero; |v| >= 2^128 -> inf (the tensor cores' f32 overflow); a zero result
+    is +0.  The hardware conversion (nearest) stepped back one ulp where it went away from zero; below 2^-126 the
+    integer trunc(|v| * 2^149) in units of 2^-149 (FTZ cannot touch it)."""
+    a = jnp.abs(v)
+    r = jnp.abs(v.astype(F32))
+    rb = bits(r) - (r.astype(F64) > a).astype(U32)
+    rb = jnp.where(a < 2.0 ** -126, jnp.trunc(a * (2.0 ** 149)).astype(I32).astype(U32), rb)
+    rb = jnp.where(a >= 2.0 ** 128, jnp.uint32(0x7F800000), rb)
+    sign = (bits(v) >> 63).astype(U32) << 31
+    return f32_from_bits(jnp.where(rb == 0, rb, rb | sign))
 
 
 def f64_to_f16(v):
@@ -345,7 +358,7 @@ class _Operand:
             field, m, bias, mbits, vdt, top = (b >> 10) & 0x1F, b & 0x3FF, 15, 10, F32, 0x1F
         sig = jnp.where(field == 0, m, m | (1 << mbits))
         e = jnp.maximum(field, 1) - bias
-        self.exp = jnp.where(sig == 0, _ZERO_EXP, e)
+        self.exp = jnp.where(sig == 0, _ZERO_EXP, e).astype(jnp.int16)   # int16: twice the SIMD lanes
         val = sig.astype(vdt) * _pow2(e - mbits, vdt)
         val = jnp.where(field == top, jnp.where(m == 0, jnp.inf, jnp.nan), val).astype(vdt)
         self.val = jnp.where(((b >> 15) & 1) == 1, -val, val)
@@ -394,6 +407,7 @@ def _block(A: _Operand, B: _Operand, c_bits, acc16, spec: Arch, is_bf16):
         ek = A.exp[..., :, k, None] + B.exp[..., None, k, :]
         e0 = ek if e0 is None else jnp.maximum(e0, ek)
     min_product_exp = 2 * (-126 if is_bf16 else -14)
+    e0 = e0.astype(I32)
     E = jnp.where(e0 < min_product_exp, ec, jnp.maximum(e0, ec))
     # products in units of 2^(E - F), truncated by the float -> int cast, summed exactly in int32
     vdt = A.val.dtype
@@ -404,14 +418,18 @@ def _block(A: _Operand, B: _Operand, c_bits, acc16, spec: Arch, is_bf16):
         t = (prod * scale).astype(I32)
         acc = t if acc is None else acc + t
         fsum = prod if fsum is None else fsum + prod
-    # c in the same units: sig * 2^(c_x - (E - F)), truncated toward zero
-    sh = c_x - (E - F)
-    tc = _shl(_shr(c_sig.astype(U64), jnp.clip(-sh, 0, 63)), jnp.clip(sh, 0, 63)).astype(I64)
-    total = acc.astype(I64) + jnp.where(c_neg, -tc, tc)
-    mag = jnp.abs(total).astype(U64)
-    fmt, mode, width = (_F16_FMT, "rne", 15) if acc16 else (_F32_FMT, "rz", 31)
-    d = round_magnitude(mag, E - F, fmt, mode)
-    d = jnp.where((total < 0) & (d != 0), d | (jnp.uint32(1) << width), d)
+    if acc16:
+        # c in the same units: sig * 2^(c_x - (E - F)), truncated toward zero; the total rounded by integer ops
+        sh = c_x - (E - F)
+        tc = _shl(_shr(c_sig.astype(U64), jnp.clip(-sh, 0, 63)), jnp.clip(sh, 0, 63)).astype(I64)
+        total = acc.astype(I64) + jnp.where(c_neg, -tc, tc)
+        d = round_magnitude(jnp.abs(total).astype(U64), E - F, _F16_FMT, "rne")
+        d = jnp.where((total < 0) & (d != 0), d | 0x8000, d)
+    else:
+        # the same in float64, where every step is exact: c * 2^(F - E) (a power-of-two scaling) and its trunc,
+        # the total (|total| < 2^34), and total * 2^(E - F) (E - F >= -158); then one rounding toward zero
+        tc = jnp.trunc(f32_to_f64(lax.bitcast_convert_type(c_bits, F32)) * _pow2(F - E, F64))
+        d = bits(f64_to_f32_rz((acc.astype(F64) + tc) * _pow2(E - F, F64)))
     # inf / NaN
     c_val = lax.bitcast_convert_type(c_bits, jnp.float16 if acc16 else F32).astype(vdt)
     st = fsum + c_val
@@ -508,9 +526,10 @@ _POS_INF = 0x7F800000
 _ROUND = {"rz": jnp.trunc, "rd": jnp.floor, "ru": jnp.ceil, "rn": jnp.rint}
 
 
-def ex2_table_bits(xb, pos, neg, params):
-    """Ex2Model.bits in jnp: input bits (uint32) -> result bits (uint32). ``pos`` / ``neg``: the model's tables
-    as jnp uint32 arrays (``neg`` only in "signmag" mode); ``params``: the model's params dict."""
+def ex2_table_bits(xb, table, params):
+    """Ex2Model.bits in jnp: input bits (uint32) -> result bits (uint32). ``table``: the model's ``pos`` table, with
+    its ``neg`` table appended in "signmag" mode (one gather per element, where numpy reads both and selects);
+    ``params``: the model's params dict."""
     xb = xb.astype(U32)
     e = (xb >> 23) & 0xFF
     special = e == 255
@@ -520,11 +539,13 @@ def ex2_table_bits(xb, pos, neg, params):
     if params["neg_mode"] == "twos":
         n = rnd(x * float(1 << 23)).astype(I64)
         k, f = n >> 23, n & _MASK23
-        r = pos[f].astype(I64) + (k << 23)
+        r = table[f].astype(I64) + (k << 23)
     else:
         n = rnd(jnp.abs(x) * float(1 << 23)).astype(I64)
         k, f = n >> 23, n & _MASK23
-        r = jnp.where((xb >> 31) == 1, neg[f].astype(I64) - (k << 23), pos[f].astype(I64) + (k << 23))
+        negative = (xb >> 31) == 1
+        g = table[f + jnp.where(negative, 1 << 23, 0)].astype(I64)
+        r = jnp.where(negative, g - (k << 23), g + (k << 23))
     out = jnp.where(r < (1 << 23), params["underflow_bits"],
                     jnp.where(r >= _POS_INF, params["overflow_bits"], r)).astype(U32)
     nan = special & ((xb & _MASK23) != 0)
@@ -553,7 +574,7 @@ def _fallback_host(arch):
     return host
 
 
-def ex2_fallback_bits(xb, arch):
+def ex2_fallback_bits(xb, arch, hard_ulps=HARD_ULPS, hard_slots=HARD_SLOTS):
     """sfu's correctly rounded fallback (``_fallback_ex2``) in jnp, bit for bit (see HARD_ULPS)."""
     xb = xb.astype(U32)
     e = (xb >> 23) & 0xFF
@@ -571,11 +592,11 @@ def ex2_fallback_bits(xb, arch):
     nan = ~finite & ((xb & _MASK23) != 0)
     r = jnp.where(~finite, jnp.where((xb >> 31) == 1, 0, _POS_INF), r)
     r = jnp.where(nan, 0x7FFFFFFF, r).astype(U32)
-    hard = finite & in_range & (jnp.abs(low) < HARD_ULPS)
+    hard = finite & in_range & (jnp.abs(low) < hard_ulps)
     host = _fallback_host(arch)
     flat_x, flat_r, flat_h = xb.reshape(-1), r.reshape(-1), hard.reshape(-1)
     count = jnp.sum(flat_h)
-    slots = min(HARD_SLOTS, flat_x.shape[0])
+    slots = min(hard_slots, flat_x.shape[0])
 
     n = flat_x.shape[0]
 
@@ -608,21 +629,20 @@ class Ex2:
             model = None if tables is None else tables.ex2
         self.model = model
         if model is None:
-            self.static = ("fallback", self.arch)
+            self.static = ("fallback", self.arch, HARD_ULPS, HARD_SLOTS)
             self.arrays = ()
         else:
             p = model.params
             self.static = ("table", tuple(sorted(p.items())))
-            neg = model.neg if p["neg_mode"] == "signmag" else np.zeros(1, np.uint32)
-            self.arrays = (np.asarray(model.pos, np.uint32), np.asarray(neg, np.uint32))
+            parts = [model.pos] + ([model.neg] if p["neg_mode"] == "signmag" else [])
+            self.arrays = (np.concatenate([np.asarray(t, np.uint32) for t in parts]),)
 
     @staticmethod
     def apply(static, arrays, x):
         """ex2 on float32 ``x`` given ``static`` and the (device) ``arrays`` of an Ex2 instance."""
         if static[0] == "fallback":
-            return f32_from_bits(ex2_fallback_bits(bits(x), static[1]))
-        pos, neg = arrays
-        return f32_from_bits(ex2_table_bits(bits(x), pos, neg, dict(static[1])))
+            return f32_from_bits(ex2_fallback_bits(bits(x), *static[1:]))
+        return f32_from_bits(ex2_table_bits(bits(x), arrays[0], dict(static[1])))
 
     def __call__(self, x):
         with _x64():
