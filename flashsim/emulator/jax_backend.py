@@ -209,8 +209,12 @@ def _epilogue(pv_f16, scalars, fm, fl, fo):
 # driver
 
 def _shard_map(f, mesh, in_specs, out_specs):
+    """shard_map across jax versions (jax.shard_map with check_vma, or the older experimental one)."""
     if hasattr(jax, "shard_map"):
-        return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+        try:
+            return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+        except TypeError:
+            return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
     from jax.experimental.shard_map import shard_map          # jax < 0.7
     return shard_map(f, mesh, in_specs=in_specs, out_specs=out_specs, check_rep=False)
 

@@ -52,11 +52,25 @@ F64_QUIET = 1 << 51
 
 
 def enable_x64():
-    """Context manager turning jax_enable_x64 on for its body (jax.enable_x64 or the older experimental one)."""
+    """Context manager turning jax_enable_x64 on for its body only (jax.enable_x64, or the older
+    jax.experimental.enable_x64, or as a last resort the config flag set and restored around the body)."""
     if hasattr(jax, "enable_x64"):
         return jax.enable_x64(True)
-    from jax.experimental import enable_x64 as legacy   # jax < 0.6
-    return legacy()
+    try:
+        from jax.experimental import enable_x64 as legacy   # jax < 0.6
+        return legacy()
+    except ImportError:
+        return _config_x64()
+
+
+@contextlib.contextmanager
+def _config_x64():
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", old)
 
 
 @contextlib.contextmanager
