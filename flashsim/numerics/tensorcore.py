@@ -146,7 +146,7 @@ def _inputs(x16: np.ndarray, is_bf16: bool, pdt):
         u <<= 16
         vals = u.view(F32)
         field = (u >> 23) & 0xFF
-        e = (np.maximum(field, 1) - 127).astype(np.int16)
+        e = (np.maximum(field, _full(1, field)) - 127).astype(np.int16)
         e[(u & 0x7FFFFFFF) == 0] = _ZERO
         special = bool((field == 0xFF).any())
         if pdt == F64:
@@ -155,7 +155,7 @@ def _inputs(x16: np.ndarray, is_bf16: bool, pdt):
     # f16: the magnitude bits shifted into a float32 are the value times 2^-112, subnormals included
     mag = u & 0x7FFF
     field = mag >> 10
-    e = (np.maximum(field, 1).view(np.int32) - 15).astype(np.int8)
+    e = (np.maximum(field, _full(1, field)).view(np.int32) - 15).astype(np.int8)
     e[mag == 0] = -64
     special = bool((field == 0x1F).any())
     u ^= mag                   # the sign bit alone
@@ -180,9 +180,25 @@ def _accumulator_terms(c: np.ndarray, e_zero: int):
     cv = c.astype(F64, order="C")
     field = (cv.view(np.int64) >> 52) & 0x7FF
     special = bool((field == 0x7FF).any())
-    e = (np.maximum(field, 1023 - (126 if c.dtype == F32 else 14)) - 1023).astype(np.int32)
+    e = (np.maximum(field, _full(1023 - (126 if c.dtype == F32 else 14), field)) - 1023).astype(np.int32)
     e[cv == 0] = e_zero
     return cv, e, special
+
+
+_CONSTANTS: dict = {}
+
+
+def _full(value: int, like: np.ndarray) -> np.ndarray:
+    """A cached constant array shaped like ``like``: numpy's maximum / minimum against a scalar take a slow loop
+    (about ten times the instructions of the array-array loop)."""
+    key = (value, like.shape, like.dtype.str)
+    arr = _CONSTANTS.get(key)
+    if arr is None:
+        if len(_CONSTANTS) > 64:
+            _CONSTANTS.clear()
+        arr = _CONSTANTS[key] = np.full(like.shape, value, like.dtype)
+        arr.flags.writeable = False
+    return arr
 
 
 def _pow2_f64(e: np.ndarray) -> np.ndarray:
@@ -242,7 +258,7 @@ def _block(av, bv, ea, eb, cv, ec, F, min_product_exp) -> np.ndarray:
     np.maximum(E, ec, out=E)
     # products scaled to units of 2^(E - F), truncated toward zero (float -> int32 cast), summed in int32
     if av.dtype == F32:   # 2^(F - E) as float32; only outputs whose products are all zero reach the clamp
-        scale = (np.minimum((F + 127) - E, 252) << 23).view(F32)
+        scale = (np.minimum((F + 127) - E, _full(252, E)) << 23).view(F32)
     else:
         scale = _pow2_f64(F - E)
     acc = np.zeros(shape, np.int32)
@@ -282,11 +298,11 @@ def _f16_bits_rne(v: np.ndarray) -> np.ndarray:
     (>= -14); ((e + 14) << 10) + m is then the bit pattern, a carry (m = 2^11) moving into the exponent."""
     a = np.abs(v)
     e = (a.view(np.int64) >> 52) - 1023
-    np.maximum(e, -14, out=e)
+    np.maximum(e, _full(-14, e), out=e)
     m = a * ((1033 - e) << 52).view(F64)
     np.rint(m, out=m)
     bits = ((e + 14) << 10) + m.astype(np.int64)
-    np.minimum(bits, 0x7C00, out=bits)
+    np.minimum(bits, _full(0x7C00, bits), out=bits)
     bits |= ((v < 0) & (bits != 0)).astype(np.int64) << 15
     return bits
 
