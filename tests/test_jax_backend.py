@@ -3,8 +3,8 @@
 * flashsim.attention(..., backend="jax") against backend="numpy" on problems whose heads each hold one kind of
   trouble (partial tiles, Nq != Nk, rows with no visible key, exp overflow without the max subtraction, NaN and
   inf, tiny values), causal and not, f32 and f16 P@V, several slots per call and several calls;
-* the same problem spread over 8 CPU devices (a subprocess with XLA_FLAGS, so the rest of the suite keeps its
-  single device) against the single-device run;
+* a problem spread over 8 CPU devices, batch x heads x q blocks (a subprocess with XLA_FLAGS, so the rest of the
+  suite keeps its single device);
 * the jnp numerics one by one against the numpy ones on raw bit patterns (random, adversarial, hypothesis):
   flashsim.mma for every type and both arch families, the float32 operators and ieee32.fma, the f16 conversions,
   sfu.ex2 with tables (synthetic ones for every model variant, and the shipped one) and without (the correctly
@@ -139,9 +139,11 @@ def test_attention_one_row_one_key():
     both_backends(q, k, v, causal=True, softmax_scale=0.3)
 
 
-def test_attention_sharded_over_8_cpu_devices(problem_a, tmp_path):
-    """The same problem on a (batch 2 x heads 4) mesh of 8 CPU devices: bit-identical to one device."""
-    (q, k, v), (o0, l0) = problem_a
+def test_attention_sharded_over_8_cpu_devices(tmp_path):
+    """A causal f16 problem on a mesh of 8 CPU devices: 2 along batch, 2 along heads, and 2 splitting each head's
+    q blocks (3 of them: 2 + 1): bit-identical to the numpy backend."""
+    q, k, v = trouble_heads(np.random.default_rng(4), 2, 2, 300, 260, 64)
+    o0, l0 = flashsim.attention(q, k, v, causal=True, pv_accum="f16")
     np.savez(tmp_path / "in.npz", q=q, k=k, v=v)
     script = textwrap.dedent(f"""
         import json, numpy as np, jax, warnings
@@ -150,7 +152,7 @@ def test_attention_sharded_over_8_cpu_devices(problem_a, tmp_path):
         from flashsim.emulator import jax_backend as JB
         assert jax.device_count() == 8, jax.devices()
         z = np.load({str(tmp_path / "in.npz")!r})
-        o, lse = flashsim.attention(z["q"], z["k"], z["v"], backend="jax")
+        o, lse = flashsim.attention(z["q"], z["k"], z["v"], causal=True, pv_accum="f16", backend="jax")
         np.savez({str(tmp_path / "out.npz")!r}, o=o, lse=lse)
         print(json.dumps(JB.LAST_PLAN))
     """)
@@ -160,7 +162,7 @@ def test_attention_sharded_over_8_cpu_devices(problem_a, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     import json
     plan = json.loads(res.stdout.strip().splitlines()[-1])
-    assert plan["devices"] == 8 and tuple(plan["mesh"]) == (2, 4)
+    assert plan["devices"] == 8 and tuple(plan["mesh"]) == (2, 2, 2)
     out = np.load(tmp_path / "out.npz")
     same_bits(out["o"], o0)
     same_bits(out["lse"], l0)
@@ -225,12 +227,24 @@ def test_choose_slots_balances_causal_work():
     assert JB.choose_slots(np.full(32, 64), 64) == 32  # non-causal: every unit its own slot
 
 
-@pytest.mark.parametrize("b,h,n", [(1, 1, 8), (2, 4, 8), (1, 3, 8), (3, 5, 4), (16, 16, 8)])
-def test_mesh_shape(b, h, n):
-    db, dh = JB.mesh_shape(b, h, n)
-    assert db * dh == n
-    best = min(-(-b // x) * -(-h // (n // x)) for x in range(1, n + 1) if n % x == 0)
-    assert -(-b // db) * -(-h // dh) == best
+@pytest.mark.parametrize("b,h,n,units", [(1, 1, 8, 32), (2, 4, 8, 2), (1, 3, 8, 4), (3, 5, 4, 1),
+                                         (16, 16, 8, 8), (1, 1, 2, 8)])
+def test_mesh_shape(b, h, n, units):
+    db, dh, dq = JB.mesh_shape(b, h, n, units)
+    assert db * dh * dq == n
+
+    def work(x, y, z):
+        return -(-b // x) * -(-h // y) * -(-units // z)
+    best = min(work(x, y, n // (x * y)) for x in range(1, n + 1) for y in range(1, n + 1) if n % (x * y) == 0)
+    assert work(db, dh, dq) == best
+    if b * h >= n and n % (b * h) == 0 or (b, h, n) == (2, 4, 8):
+        assert dq == 1                       # heads fill the devices: q blocks are not split
+
+
+@pytest.mark.parametrize("tiles,parts", [([3, 0, 5, 2, 0, 7], 2), ([1] * 5, 3), ([0, 0], 2)])
+def test_split_units(tiles, parts):
+    groups = JB.split_units(np.array(tiles), parts)
+    assert sorted(j for g in groups for j in g) == list(range(len(tiles)))
 
 
 # ----------------------------------------------------------------------------------------------------------------

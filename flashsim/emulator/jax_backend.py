@@ -86,19 +86,40 @@ def plan_steps(tiles: np.ndarray, slots: int) -> int:
     return max(int(loads.max(initial=0)), 1)
 
 
-def mesh_shape(batch: int, heads: int, n_devices: int) -> tuple[int, int]:
-    """(devices along batch, devices along heads), product n_devices: fewest heads per device, then least padding."""
+def mesh_shape(batch: int, heads: int, n_devices: int, units: int = 1) -> tuple[int, int, int]:
+    """(devices along batch, along heads, along q blocks), product n_devices.
+
+    Least work per device first (heads per device times q blocks per device), then least padding, then the
+    fewest devices on the blocks axis (a device there needs its heads' whole K and V): batch x heads take the
+    devices as long as there are heads to give, and only what is left splits the q blocks of a head."""
     best = None
     for db in range(1, n_devices + 1):
-        if n_devices % db:
-            continue
-        dh = n_devices // db
-        per_device = math.ceil(batch / db) * math.ceil(heads / dh)
-        padding = db * math.ceil(batch / db) * dh * math.ceil(heads / dh) - batch * heads
-        key = (per_device, padding, -db)
-        if best is None or key < best[0]:
-            best = (key, (db, dh))
+        for dh in range(1, n_devices // db + 1):
+            if n_devices % (db * dh):
+                continue
+            dq = n_devices // (db * dh)
+            work = math.ceil(batch / db) * math.ceil(heads / dh) * math.ceil(max(units, 1) / dq)
+            padding = db * math.ceil(batch / db) * dh * math.ceil(heads / dh) - batch * heads
+            key = (work, padding, dq, -db)
+            if best is None or key < best[0]:
+                best = (key, (db, dh, dq))
     return best[1]
+
+
+def split_units(tiles: np.ndarray, parts: int) -> list[list[int]]:
+    """Units (q blocks) dealt to ``parts`` devices, longest first to the least loaded (each list sorted). Units
+    without tiles (causal rows that see no key) go to the device with the fewest units: they run no step but
+    still pass through the epilogue (O = 0, lse = +inf, as in the kernel)."""
+    loads = np.zeros(parts, dtype=np.int64)
+    out: list[list[int]] = [[] for _ in range(parts)]
+    for j in sorted(range(len(tiles)), key=lambda j: (-int(tiles[j]), j)):
+        if tiles[j] > 0:
+            i = int(np.argmin(loads))
+            loads[i] += int(tiles[j])
+        else:
+            i = int(np.argmin([len(u) for u in out]))
+        out[i].append(j)
+    return [sorted(u) for u in out]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -115,15 +136,26 @@ def _slot_state(state, xs):
     return m_run, l_lane, o_acc
 
 
-def _scores(static, scalars, ex2_arrays, qh, kh, state, xs):
-    """Steps 1-4 of one KV tile for every slot: S = Q K^T, mask, row max, alpha, p. Returns (p, alpha, m_new).
+def _local(x):
+    """Drop the device's blocks axis (axis 2, size 1 inside shard_map)."""
+    return x[:, :, 0]
 
-    A program of its own so that p is computed once (inside one program XLA would recompute it, table lookups
-    included, in each of its consumers)."""
+
+def _scores(static, scalars, ex2_arrays, qh, kh, state, xs):
+    """Steps 1-3 of one KV tile for every slot: S = Q K^T, mask, row max, alpha. Returns (s, m_new, alpha,
+    -m_scaled).
+
+    Steps 1-3, 4 and 5-7 are three programs, so that the per-row values and p are computed once: inside one
+    program XLA fuses a producer into each of its consumers, and would recompute the row values for every score
+    and p (table lookups included) for each use. Per device: qh (b, h, 1, units, BM, d), state
+    (b, h, 1, units + 1, ...), xs = (unit, tile, first, row0), each (1, S): local unit index, KV tile, first tile?,
+    first query row."""
     arch_spec, ex2_static, causal, pv_f16, bm, bc, d = static
     nq, nk = scalars[0].astype(jnp.int64), scalars[1].astype(jnp.int64)   # traced: no recompilation per shape
     sl2 = J.f32_from_bits(scalars[2])
-    unit, tile, first = xs                                     # (S,) each
+    qh, state = _local(qh), tuple(_local(x) for x in state)
+    unit, tile, first, row0 = (x[0] for x in xs)               # (S,) each
+    xs = (unit, tile, first)
     nqb = qh.shape[2]
 
     def ex2(x):
@@ -139,7 +171,7 @@ def _scores(static, scalars, ex2_arrays, qh, kh, state, xs):
 
     # 2. mask keys past nk and (causal) after the diagonal
     cols = tile[:, None] * bc + jnp.arange(bc)[None, :]       # (S, BC)
-    rows = unit[:, None] * bm + jnp.arange(bm)[None, :]       # (S, BM)
+    rows = row0[:, None] + jnp.arange(bm)[None, :]            # (S, BM) global query rows
     masked = jnp.broadcast_to(cols[:, None, :] >= nk, (unit.shape[0], bm, bc))
     if causal:
         masked = masked | (cols[:, None, :] > (rows[:, :, None] + nk - nq))
@@ -153,16 +185,25 @@ def _scores(static, scalars, ex2_arrays, qh, kh, state, xs):
     alpha = ex2(J.mul32(J.sub32(m_old, m_safe), jnp.full_like(m_old, sl2)))
     m_scaled = J.mul32(m_safe, jnp.full_like(m_safe, sl2))
 
-    # 4. p = ex2(fma(s, scale_log2, -m_scaled))
     neg_m = J.f32_from_bits(J.bits(m_scaled) ^ jnp.uint32(0x80000000))
-    p = ex2(J.fma32(s, jnp.full_like(s, sl2), jnp.broadcast_to(neg_m[..., None], s.shape)))
-    return p, alpha, m_new
+    return tuple(x[:, :, None] for x in (s, m_new, alpha, neg_m))
+
+
+def _probs(static, scalars, ex2_arrays, s, neg_m):
+    """Step 4: p = ex2(fma(s, scale_log2, -m_scaled)), one FFMA and the SFU per score."""
+    arch_spec, ex2_static = static[:2]
+    sl2 = J.f32_from_bits(scalars[2])
+    p = J.fma32(s, jnp.full_like(s, sl2), jnp.broadcast_to(neg_m[..., None], s.shape))
+    return J.Ex2.apply(ex2_static, ex2_arrays, p)
 
 
 def _accumulate(static, vh, state, xs, p, alpha, m_new):
     """Steps 5-7 of one KV tile for every slot: l, the rescale of O, O += P V; the new state scattered back."""
     arch_spec, ex2_static, causal, pv_f16, bm, bc, d = static
-    unit, tile, first = xs
+    state = tuple(_local(x) for x in state)
+    p, alpha, m_new = _local(p), _local(alpha), _local(m_new)
+    unit, tile, first, _ = (x[0] for x in xs)
+    xs = (unit, tile, first)
     _, l_lane, o_acc = _slot_state(state, xs)
     vt = jnp.take(vh, tile, axis=2)                            # (b, h, S, BC, d)
 
@@ -186,12 +227,12 @@ def _accumulate(static, vh, state, xs, p, alpha, m_new):
     vb = J.decode(J.bits(vt))
     o_acc = lax.bitcast_convert_type(J.mma_chain(pa, vb, J.bits(o_acc), pv_f16, arch_spec), o_acc.dtype)
 
-    # store each slot's unit state back (idle slots write the spare unit nqb)
-    return tuple(x.at[:, :, unit].set(y) for x, y in zip(state, (m_new, l_lane, o_acc)))
+    # store each slot's unit state back (idle slots write the spare unit)
+    return tuple(x.at[:, :, unit].set(y)[:, :, None] for x, y in zip(state, (m_new, l_lane, o_acc)))
 
 
 def _epilogue(pv_f16, scalars, fm, fl, fo):
-    """8. epilogue: quad-reduce l as (l0 + l1) + (l2 + l3), O * (1/l), LSE."""
+    """8. epilogue: quad-reduce l as (l0 + l1) + (l2 + l3), O * (1/l), LSE (elementwise: any layout)."""
     l = J.add32(J.add32(fl[..., 0], fl[..., 1]), J.add32(fl[..., 2], fl[..., 3]))
     lb = J.bits(l)
     empty = ((lb & 0x7FFFFFFF) == 0) | ((lb & 0x7FFFFFFF) > 0x7F800000)
@@ -224,20 +265,24 @@ class _Compiled:
 
     def __init__(self, mesh, static):
         from jax.sharding import PartitionSpec as P
-        dist, rep = P("batch", "heads"), P()
-        scores = _shard_map(partial(_scores, static), mesh, in_specs=(rep, rep, dist, dist, dist, rep),
-                            out_specs=(dist, dist, dist))
+        heads, blk, rep = P("batch", "heads"), P("batch", "heads", "blocks"), P()
+        per_dev = P("blocks")                                  # the schedule: one row per blocks-device
+        scores = _shard_map(partial(_scores, static), mesh, in_specs=(rep, rep, blk, heads, blk, per_dev),
+                            out_specs=(blk, blk, blk, blk))
         self.scores = jax.jit(scores)
-        acc = _shard_map(partial(_accumulate, static), mesh, in_specs=(dist, dist, rep, dist, dist, dist),
-                         out_specs=dist)
+        probs = _shard_map(partial(_probs, static), mesh, in_specs=(rep, rep, blk, blk), out_specs=blk)
+        self.probs = jax.jit(probs)
+        acc = _shard_map(partial(_accumulate, static), mesh, in_specs=(heads, blk, per_dev, blk, blk, blk),
+                         out_specs=blk)
         self.accumulate = jax.jit(acc, donate_argnums=(1,))
-        epi = _shard_map(partial(_epilogue, static[3]), mesh, in_specs=(rep, dist, dist, dist),
-                         out_specs=(dist, dist))
+        epi = _shard_map(partial(_epilogue, static[3]), mesh, in_specs=(rep, blk, blk, blk),
+                         out_specs=(blk, blk))
         self.epilogue = jax.jit(epi)
 
     def step(self, scalars, ex2_arrays, qh, kh, vh, state, xs):
-        """One KV tile for every slot: two programs, p materialised in between."""
-        p, alpha, m_new = self.scores(scalars, ex2_arrays, qh, kh, state, xs)
+        """One KV tile for every slot: three programs (see _scores)."""
+        s, m_new, alpha, neg_m = self.scores(scalars, ex2_arrays, qh, kh, state, xs)
+        p = self.probs(scalars, ex2_arrays, s, neg_m)
         return self.accumulate(vh, state, xs, p, alpha, m_new)
 
 
@@ -264,18 +309,34 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
 
     devices = list(devices) if devices is not None else jax.local_devices()
-    db, dh = mesh_shape(B, H, len(devices))
-    mesh = Mesh(np.array(devices).reshape(db, dh), ("batch", "heads"))
-    dist = NamedSharding(mesh, P("batch", "heads"))
+    db, dh, dq = mesh_shape(B, H, len(devices), int((tiles > 0).sum()))
+    mesh = Mesh(np.array(devices).reshape(db, dh, dq), ("batch", "heads", "blocks"))
+    heads = NamedSharding(mesh, P("batch", "heads"))
+    blk = NamedSharding(mesh, P("batch", "heads", "blocks"))
+    per_dev = NamedSharding(mesh, P("blocks"))                # a step's schedule: one row per blocks-device
     rep = NamedSharding(mesh, P())
 
-    # slots per head and heads per device per call, within the budget
-    slots = choose_slots(tiles, max(1, budget // (BM * BC)))
-    unit, tile, first = plan(tiles, slots)
-    per_dev = max(1, budget // (slots * BM * BC))
+    # q blocks dealt to the blocks-devices; on each, slots (the same number everywhere) and its plan
+    groups = split_units(tiles, dq)
+    upd = max(1, max(len(g) for g in groups))                  # units per device (+1 spare for idle slots)
+    slots = max(choose_slots(tiles[g], max(1, budget // (BM * BC))) if g else 1 for g in groups)
+    plans = [plan(tiles[g] if g else np.zeros(1, np.int64), slots) for g in groups]
+    steps = max(p[0].shape[0] for p in plans)
+    unit = np.full((steps, dq, slots), upd, np.int32)          # local unit index; upd = the spare (idle)
+    tile = np.zeros((steps, dq, slots), np.int32)
+    first = np.zeros((steps, dq, slots), bool)
+    row0 = np.zeros((steps, dq, slots), np.int32)
+    gid = np.full((dq, upd + 1), nqb, np.int64)                # local -> global q block (nqb: none)
+    for i, (g, (u, t, f)) in enumerate(zip(groups, plans)):
+        gid[i, :len(g)] = g
+        n = u.shape[0]
+        u = np.where(u >= len(g), upd, u)
+        unit[:n, i], tile[:n, i], first[:n, i] = u, t, f
+        row0[:n, i] = gid[i][u] * BM
+    per_call = max(1, budget // (slots * BM * BC))             # heads per device per call
     bl, hl = math.ceil(B / db), math.ceil(H / dh)
-    ch = min(hl, per_dev)
-    cb = min(bl, max(1, per_dev // ch))
+    ch = min(hl, per_call)
+    cb = min(bl, max(1, per_call // ch))
     call_b, call_h = db * cb, dh * ch                          # heads of one call, over the mesh
     Bp, Hp = call_b * math.ceil(B / call_b), call_h * math.ceil(H / call_h)
 
@@ -285,7 +346,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         out = np.zeros((Bp, Hp, row_pad, d), np.float16)
         out[:B, :H] = x
         return out
-    qp = padded(q, nq, nqb * BM).reshape(Bp, Hp, nqb, BM, d)
+    qp = padded(q, nq, (nqb + 1) * BM).reshape(Bp, Hp, nqb + 1, BM, d)   # block nqb: zeros for empty places
+    qp = qp[:, :, gid[:, :upd]]                                # (Bp, Hp, dq, upd, BM, d)
     kp = padded(k, nk, T * BC).reshape(Bp, Hp, T, BC, d)
     vp = padded(v, nk, T * BC).reshape(Bp, Hp, T, BC, d)
 
@@ -296,41 +358,43 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     scalars = jax.device_put(np.array([nq, nk] + f32_bits, np.int64).astype(np.uint32), rep)
     comp = _compiled(mesh, static)
     LAST_PLAN.clear()
-    LAST_PLAN.update(mesh=(db, dh), devices=len(devices), slots=slots, steps=int(unit.shape[0]),
+    LAST_PLAN.update(mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(steps),
                      calls=math.ceil(B / call_b) * math.ceil(H / call_h), heads_per_call=(call_b, call_h))
-    xs_all = [jax.device_put(jnp.asarray(a), rep) for a in (unit, tile, first)]
-    steps = unit.shape[0]
+    xs_all = [tuple(jax.device_put(a[i], per_dev) for a in (unit, tile, first, row0)) for i in range(steps)]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
 
-    o_out = np.empty((Bp, Hp, nqb * BM, d), np.float16)
-    lse_out = np.empty((Bp, Hp, nqb * BM), np.float32)
+    o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), np.float16)
+    lse_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
     acc_dt = jnp.float16 if pv_f16 else jnp.float32
     show = progress
     t_start = time.monotonic()
     total = steps * len(calls)
     for ci, (b0, h0) in enumerate(calls):
         sl = (slice(b0, b0 + call_b), slice(h0, h0 + call_h))
-        qh, kh, vh = (jax.device_put(x[sl], dist) for x in (qp, kp, vp))
-        # per unit (plus the spare unit nqb that idle slots write to): the kernel's initial state
-        state = (jnp.full((call_b, call_h, nqb + 1, BM), -jnp.inf, jnp.float32),
-                 jnp.zeros((call_b, call_h, nqb + 1, BM, 4), jnp.float32),
-                 jnp.zeros((call_b, call_h, nqb + 1, BM, d), acc_dt))
-        state = tuple(jax.device_put(x, dist) for x in state)
+        qh = jax.device_put(qp[sl], blk)
+        kh, vh = (jax.device_put(x[sl], heads) for x in (kp, vp))
+        # per unit (plus the spare that idle slots write to): the kernel's initial state
+        shape = (call_b, call_h, dq, upd + 1, BM)
+        state = (jnp.full(shape, -jnp.inf, jnp.float32), jnp.zeros(shape + (4,), jnp.float32),
+                 jnp.zeros(shape + (d,), acc_dt))
+        state = tuple(jax.device_put(x, blk) for x in state)
         for i in range(steps):
-            xs = tuple(a[i] for a in xs_all)
-            state = comp.step(scalars, ex2_arrays, qh, kh, vh, state, xs)
+            state = comp.step(scalars, ex2_arrays, qh, kh, vh, state, xs_all[i])
             if show is None and time.monotonic() - t_start > 1.0:
                 show = True
             if show and (i % 4 == 3 or i == steps - 1):
                 jax.block_until_ready(state)
                 _progress(ci * steps + i + 1, total, t_start)
-        fm, fl, fo = (x[:, :, :nqb] for x in state)
-        o_c, lse_c = comp.epilogue(scalars, fm, fl, fo)
-        o_out[sl] = np.asarray(o_c).reshape(call_b, call_h, nqb * BM, d)
-        lse_out[sl] = np.asarray(lse_c).reshape(call_b, call_h, nqb * BM)
+        o_c, lse_c = comp.epilogue(scalars, *(x[:, :, :, :upd] for x in state))
+        o_c, lse_c = np.asarray(o_c), np.asarray(lse_c)        # (call_b, call_h, dq, upd, BM[, d])
+        for i in range(dq):
+            o_out[sl][:, :, gid[i, :upd]] = o_c[:, :, i]
+            lse_out[sl][:, :, gid[i, :upd]] = lse_c[:, :, i]
     if show:
         sys.stderr.write("\n")
-    return o_out[:B, :H, :nq], lse_out[:B, :H, :nq]
+    o_out = o_out[:B, :H, :nqb].reshape(B, H, nqb * BM, d)[:, :, :nq]
+    lse_out = lse_out[:B, :H, :nqb].reshape(B, H, nqb * BM)[:, :, :nq]
+    return o_out, lse_out
 
 
 _CACHE: dict = {}
