@@ -28,6 +28,7 @@ except ImportError:  # run from a checkout without an install
 
 import sympy as sp
 
+from flashsim.budget.proofs import run_as_script, run_steps
 from flashsim.arch import ARCHS
 from flashsim.budget import symbols as S
 from flashsim.budget.occupancy import INT, SYM, limits
@@ -122,15 +123,7 @@ STEPS = (("closed form = kernel's smem", step_closed_form), ("fit region (sm_120
 
 
 def check():
-    lines, holds = [], True
-    for name, fn in STEPS:
-        try:
-            ok, detail = fn()
-        except Exception as e:  # a step that cannot run does not hold
-            ok, detail = False, f"error: {type(e).__name__}: {e}"
-        holds &= bool(ok)
-        lines.append(f"[{'holds' if ok else 'FAILS'}] {name}: {detail}")
-    return holds, "\n".join(lines)
+    return run_steps(STEPS)
 
 
 def test_budget_proof():
@@ -139,8 +132,4 @@ def test_budget_proof():
 
 
 if __name__ == "__main__":
-    holds, details = check()
-    print(TITLE)
-    print(details)
-    print("PROOF HOLDS" if holds else "PROOF FAILS")
-    sys.exit(0 if holds else 1)
+    run_as_script(TITLE, check)

@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import itertools
 import random
-import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import sympy as sp
+from flashsim.budget.proofs import run_as_script, run_steps
 
 TITLE = "online softmax: rescaled (m, l, O) recurrence equals softmax(S) V; -inf guard has no NaN"
 
@@ -432,15 +432,7 @@ STEPS = (
 
 def check():
     """Run every step: (holds, details), details one line per step."""
-    lines, holds = [], True
-    for name, fn in STEPS:
-        try:
-            ok, detail = fn()
-        except Exception as e:  # a step that cannot run does not hold
-            ok, detail = False, f"error: {type(e).__name__}: {e}"
-        holds &= bool(ok)
-        lines.append(f"[{'holds' if ok else 'FAILS'}] {name}: {detail}")
-    return holds, "\n".join(lines)
+    return run_steps(STEPS)
 
 
 def test_online_softmax():
@@ -449,8 +441,4 @@ def test_online_softmax():
 
 
 if __name__ == "__main__":
-    holds, details = check()
-    print(TITLE)
-    print(details)
-    print("PROOF HOLDS" if holds else "PROOF FAILS")
-    sys.exit(0 if holds else 1)
+    run_as_script(TITLE, check)

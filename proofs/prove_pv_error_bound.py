@@ -42,6 +42,7 @@ import numpy as np
 import sympy as sp
 
 from flashsim.arch import get_arch
+from flashsim.budget.proofs import run_as_script, run_steps
 
 TITLE = "P@V error bound: f16 vs f32 accumulation under the tensor-core model, checked on flashsim.mma"
 
@@ -204,15 +205,7 @@ STEPS = (("induction (sympy)", step_induction), ("gamma per arch", step_numbers)
 
 
 def check():
-    lines, holds = [], True
-    for name, fn in STEPS:
-        try:
-            ok, detail = fn()
-        except Exception as e:  # a step that cannot run does not hold
-            ok, detail = False, f"error: {type(e).__name__}: {e}"
-        holds &= bool(ok)
-        lines.append(f"[{'holds' if ok else 'FAILS'}] {name}: {detail}")
-    return holds, "\n".join(lines)
+    return run_steps(STEPS)
 
 
 def test_pv_error_bound():
@@ -221,8 +214,4 @@ def test_pv_error_bound():
 
 
 if __name__ == "__main__":
-    holds, details = check()
-    print(TITLE)
-    print(details)
-    print("PROOF HOLDS" if holds else "PROOF FAILS")
-    sys.exit(0 if holds else 1)
+    run_as_script(TITLE, check)

@@ -26,13 +26,13 @@ and run by ``flashsim prove`` through ``check()``.
 """
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 import sympy as sp
 
 from flashsim import layout
 from flashsim.layout import fragments as F
+from flashsim.budget.proofs import run_as_script, run_steps
 
 TITLE = "S -> P repack: C fragments of S tiles 2j, 2j+1 are the A fragment of P slice j, lane for lane"
 MAX_SLICES = 16                       # Bc = 256, the largest kv_tile KernelConfig allows
@@ -139,15 +139,7 @@ STEPS = (
 
 def check():
     """Run every step: (holds, details), one line per step."""
-    lines, holds = [], True
-    for name, fn in STEPS:
-        try:
-            ok, detail = fn()
-        except Exception as e:  # a step that cannot run does not hold
-            ok, detail = False, f"error: {type(e).__name__}: {e}"
-        holds &= bool(ok)
-        lines.append(f"[{'holds' if ok else 'FAILS'}] {name}: {detail}")
-    return holds, "\n".join(lines)
+    return run_steps(STEPS)
 
 
 def test_repack():
@@ -156,8 +148,4 @@ def test_repack():
 
 
 if __name__ == "__main__":
-    holds, details = check()
-    print(TITLE)
-    print(details)
-    print("PROOF HOLDS" if holds else "PROOF FAILS")
-    sys.exit(0 if holds else 1)
+    run_as_script(TITLE, check)

@@ -79,3 +79,28 @@ def run_all(names=None) -> dict[str, ProofResult]:
             raise ValueError(f"unknown proof(s) {', '.join(unknown)}; known: {', '.join(found)}")
         found = {k: v for k, v in found.items() if k in names}
     return {name: run(name, path) for name, path in found.items()}
+
+
+def run_steps(steps) -> tuple[bool, str]:
+    """Run a proof's (name, fn) steps, each fn() -> (ok, detail): (holds, one line per step).
+
+    A step that raises does not hold (its error is the detail), so a broken proof can never pass.
+    """
+    lines, holds = [], True
+    for name, fn in steps:
+        try:
+            ok, detail = fn()
+        except Exception as e:  # noqa: BLE001 - any failure of a step is a failed step
+            ok, detail = False, f"error: {type(e).__name__}: {e}"
+        holds &= bool(ok)
+        lines.append(f"[{'holds' if ok else 'FAILS'}] {name}: {detail}")
+    return holds, "\n".join(lines)
+
+
+def run_as_script(title: str, check) -> None:
+    """The ``python3 proofs/prove_x.py`` entry: print the steps and the verdict, exit 0 iff the proof holds."""
+    holds, details = check()
+    print(title)
+    print(details)
+    print("PROOF HOLDS" if holds else "PROOF FAILS")
+    sys.exit(0 if holds else 1)
