@@ -2,6 +2,8 @@
 
 Usage (GPU machine with jax[cuda] and cuda-python, repo root):
     PYTHONPATH=. python3 tools/jax_gpu_bench.py [--n 16384] [--d 128] [--reps 20] [--json FILE] [--skip-check]
+Without a GPU, the two emulator backends side by side on whatever device jax has (one head, d=128):
+    PYTHONPATH=. python3 tools/jax_gpu_bench.py --vs-numpy 1024 4096
 
 Phases, each reported on its own lines:
   1. check: flashsim.attention(backend="jax") on the GPU against backend="numpy" on the CPU, bit for bit, on small
@@ -112,6 +114,38 @@ def phase_emulation(q, k, v, report):
     return o2, lse2, t2 - t1
 
 
+def vs_numpy(ns, d, report) -> int:
+    """The numpy backend against the JAX backend on the same input: seconds, speedup, bit identity."""
+    import warnings
+    import jax
+    import flashsim
+    from flashsim.numerics import sfu
+    warnings.simplefilter("ignore")
+    t0 = time.perf_counter()
+    sfu.load_tables("sm_90")                 # shared by both backends: loaded before either is timed
+    print(f"jax {jax.__version__} on {jax.devices()}; SFU tables loaded in {time.perf_counter() - t0:.1f} s",
+          flush=True)
+    print(f"{'N':>6} {'numpy s':>9} {'jax 1st s':>10} {'jax s':>8} {'speedup':>8} {'1st':>6}  bits", flush=True)
+    status = 0
+    for n in ns:
+        rng = np.random.default_rng(0)
+        q, k, v = (rng.standard_normal((1, 1, n, d)).astype(np.float16) for _ in range(3))
+        times = []
+        for backend in ("numpy", "jax", "jax"):
+            t0 = time.perf_counter()
+            out = flashsim.attention(q, k, v, backend=backend, progress=False)
+            times.append(time.perf_counter() - t0)
+            if backend == "numpy":
+                ref = out
+        same = equal_fraction(out[0], ref[0]) == 1.0 and equal_fraction(out[1], ref[1]) == 1.0
+        status |= not same
+        print(f"{n:6d} {times[0]:9.2f} {times[1]:10.2f} {times[2]:8.2f} {times[0] / times[2]:7.2f}x "
+              f"{times[0] / times[1]:5.2f}x  {'equal' if same else 'DIFFER'}", flush=True)
+        report.setdefault("vs_numpy", []).append(dict(n=n, numpy_s=times[0], jax_first_s=times[1],
+                                                      jax_s=times[2], bits_equal=same))
+    return int(status)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=16384, help="sequence length (Nq = Nk)")
@@ -120,8 +154,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the figures to this file")
     ap.add_argument("--skip-check", action="store_true", help="skip phase 1 (bit-identity with numpy)")
+    ap.add_argument("--vs-numpy", type=int, nargs="+", metavar="N",
+                    help="only compare the jax and numpy emulator backends at these N (no GPU needed)")
     args = ap.parse_args(argv)
     report: dict = {"n": args.n, "d": args.d}
+    if args.vs_numpy:
+        status = vs_numpy(args.vs_numpy, args.d, report)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(report, fh, indent=1)
+        return status
     status = 0
     try:
         import jax
