@@ -47,29 +47,25 @@ class Arch:
         return int(digits[:-1]), int(digits[-1])
 
 
-def _ampere_like(name: str, family: str, smem_per_sm: int, optin: int, warps: int, blocks: int) -> Arch:
-    return Arch(name, family, mma_block_k=8, mma_fraction_bits=24,
-                mma_zero_exponent_f32=-132, mma_zero_exponent_f16=-20,
-                smem_per_sm=smem_per_sm, smem_per_block_optin=optin, smem_reserved_per_block=1 * KB,
-                smem_alloc_unit=128, regs_per_sm=64 * 1024, regs_per_thread_max=255, reg_alloc_unit=256,
-                warp_alloc_sub_partitions=4, max_warps_per_sm=warps, max_blocks_per_sm=blocks)
+# Tensor-core model of a generation: (products per fused block, fraction bits, zero exponent f32 / f16 accumulation)
+_AMPERE_TC = dict(mma_block_k=8, mma_fraction_bits=24, mma_zero_exponent_f32=-132, mma_zero_exponent_f16=-20)
+_HOPPER_TC = dict(mma_block_k=16, mma_fraction_bits=25, mma_zero_exponent_f32=-133, mma_zero_exponent_f16=-21)
 
 
-def _hopper_like(name: str, family: str, smem_per_sm: int, optin: int, warps: int, blocks: int) -> Arch:
-    return Arch(name, family, mma_block_k=16, mma_fraction_bits=25,
-                mma_zero_exponent_f32=-133, mma_zero_exponent_f16=-21,
-                smem_per_sm=smem_per_sm, smem_per_block_optin=optin, smem_reserved_per_block=1 * KB,
-                smem_alloc_unit=128, regs_per_sm=64 * 1024, regs_per_thread_max=255, reg_alloc_unit=256,
-                warp_alloc_sub_partitions=4, max_warps_per_sm=warps, max_blocks_per_sm=blocks)
+def _arch(name: str, family: str, tc: dict, smem_per_sm: int, optin: int, warps: int, blocks: int) -> Arch:
+    return Arch(name, family, **tc, smem_per_sm=smem_per_sm, smem_per_block_optin=optin,
+                smem_reserved_per_block=1 * KB, smem_alloc_unit=128, regs_per_sm=64 * 1024,
+                regs_per_thread_max=255, reg_alloc_unit=256, warp_alloc_sub_partitions=4,
+                max_warps_per_sm=warps, max_blocks_per_sm=blocks)
 
 
 ARCHS: dict[str, Arch] = {a.name: a for a in (
-    _ampere_like("sm_80", "Ampere (A100)", 164 * KB, 163 * KB, 64, 32),
-    _ampere_like("sm_86", "Ampere (RTX 30xx)", 100 * KB, 99 * KB, 48, 16),
-    _ampere_like("sm_89", "Ada Lovelace (RTX 40xx)", 100 * KB, 99 * KB, 48, 24),
-    _hopper_like("sm_90", "Hopper (H100/H200)", 228 * KB, 227 * KB, 64, 32),
-    _hopper_like("sm_100", "Blackwell (B200)", 228 * KB, 227 * KB, 64, 32),
-    _hopper_like("sm_120", "consumer Blackwell (RTX 50xx)", 100 * KB, 99 * KB, 48, 24),
+    _arch("sm_80", "Ampere (A100)", _AMPERE_TC, 164 * KB, 163 * KB, 64, 32),
+    _arch("sm_86", "Ampere (RTX 30xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 16),
+    _arch("sm_89", "Ada Lovelace (RTX 40xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 24),
+    _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32),
+    _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32),
+    _arch("sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24),
 )}
 
 
