@@ -1,22 +1,24 @@
 """The kernel of kernel/flash_fwd.cu emulated with JAX: kernel_program.py's steps, jit-compiled (CPU or GPU) and
-spread over all local devices with a jax.sharding.Mesh over (batch, heads).
+spread over all local devices with a jax.sharding.Mesh over (batch, heads [, q blocks]).
 
 Same Problem, same steps, same order of operations as the numpy backend (kernel_program.py); the numbered
 comments below are the kernel's steps.  The float arithmetic goes through flashsim.numerics.jax_ops, which is
 bit-exact whatever XLA's float modes (flush-to-zero on the CPU, FMA contraction): results are bit-identical to
-the numpy backend.
+the numpy backend.  64-bit types are switched on for the duration of a run only (jax_ops.enable_x64).
 
 Work layout.  One unit = one CUDA block (one q block of one head).  All heads of a call share the tiling, so a
-unit's work is its q block's list of KV tiles.  ``plan`` packs the units of one head into S "slots" that run side
-by side; a slot runs its units one after the other, tile by tile, so a causal problem (units with 1 .. T tiles)
-costs about the sum of its tiles instead of units x T.  A Python loop over steps calls one jitted step that
-advances every slot of every head of the call by one KV tile: it gathers each slot's unit state (m, l, O), resets
-it at the unit's first tile, and scatters it back.  Memory per step is bounded by ``max_tile_elems`` (score elements per device per step),
-which fixes the number of slots and how many heads one call takes (further heads run in further calls).
+unit's work is its q block's list of KV tiles.  ``plan`` packs the units into S "slots" that run side by side; a
+slot runs its units one after the other, tile by tile, so a causal problem (units with 1 .. T tiles) costs about
+the sum of its tiles instead of units x T (no Python-level dynamic shapes: idle slots compute on a spare unit).
+A Python loop over steps advances every slot of every head of the call by one KV tile with three jitted programs
+(scores and row values; p; l, O and P V): each gathers the slots' unit state (m, l, O), resets it at a unit's first
+tile, and the last scatters it back.  Memory per step is bounded by ``max_tile_elems`` (score elements per device
+per step), which fixes the number of slots and how many heads one call takes (further heads: further calls).
 
-Devices.  ``mesh_shape`` factors the local devices into (batch, heads) so every device gets whole heads; the
-arrays are padded to a multiple of the mesh (padding heads are computed on zeros and dropped) and each device
-runs the step on its own heads through shard_map: no communication at all.
+Devices.  ``mesh_shape`` factors the devices into (batch, heads, blocks): whole heads per device first, and the
+devices left over split each head's q blocks (``split_units``), each such device holding its heads' whole K and
+V.  Arrays are padded to the mesh (padding heads are computed on zeros and dropped) and every device runs the
+programs on its own part through shard_map: no communication at all.
 """
 from __future__ import annotations
 
@@ -299,7 +301,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     from ..arch import get_arch
     cfg = prob.config
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
-    W, BM, BC = cfg.block_m // 16, cfg.block_m, cfg.kv_tile   # m16 row tiles per block (warps x m_tiles)
+    BM, BC = cfg.block_m, cfg.kv_tile                           # a block's rows: warps x m_tiles x 16
     pv_f16 = cfg.pv_accum == "f16"
     nqb = prob.q_blocks
     tiles = prob.kv_tiles()
