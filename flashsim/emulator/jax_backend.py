@@ -290,8 +290,10 @@ class _Compiled:
 
 def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, max_tile_elems=None):
     """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d) with JAX; returns (o f16, lse f32), bit for bit
-    what the numpy backend returns. ``devices``: the devices to spread (batch, heads) over (default: all local
-    devices of the default backend); ``max_tile_elems``: score elements per device per step (memory bound)."""
+    what the numpy backend returns. ``devices``: the devices of the mesh (default: jax.devices(), every device of
+    the default backend; after jax.distributed.initialize() that is every process's devices, and every process
+    must then call with the same inputs: each gets the whole result); ``max_tile_elems``: score elements per
+    device per step (the memory bound)."""
     with J.enable_x64():
         return _run(q, k, v, prob, progress, devices, max_tile_elems)
 
@@ -310,7 +312,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     if budget < 1:
         raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
 
-    devices = list(devices) if devices is not None else jax.local_devices()
+    devices = list(devices) if devices is not None else jax.devices()   # multi-host: every process's devices
     db, dh, dq = mesh_shape(B, H, len(devices), int((tiles > 0).sum()))
     mesh = Mesh(np.array(devices).reshape(db, dh, dq), ("batch", "heads", "blocks"))
     heads = NamedSharding(mesh, P("batch", "heads"))
@@ -354,32 +356,31 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     vp = padded(v, nk, T * BC).reshape(Bp, Hp, T, BC, d)
 
     ex2 = J.Ex2(prob.arch)
-    ex2_arrays = tuple(jax.device_put(a, rep) for a in ex2.arrays) or ()
+    ex2_arrays = tuple(_put(a, rep) for a in ex2.arrays)
     static = (get_arch(prob.arch), ex2.static, cfg.causal, pv_f16, BM, BC, d)
     f32_bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.softmax_scale)]
-    scalars = jax.device_put(np.array([nq, nk] + f32_bits, np.int64).astype(np.uint32), rep)
+    scalars = _put(np.array([nq, nk] + f32_bits, np.int64).astype(np.uint32), rep)
     comp = _compiled(mesh, static)
     LAST_PLAN.clear()
     LAST_PLAN.update(mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(steps),
                      calls=math.ceil(B / call_b) * math.ceil(H / call_h), heads_per_call=(call_b, call_h))
-    xs_all = [tuple(jax.device_put(a[i], per_dev) for a in (unit, tile, first, row0)) for i in range(steps)]
+    xs_all = [tuple(_put(a[i], per_dev) for a in (unit, tile, first, row0)) for i in range(steps)]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
 
     o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), np.float16)
     lse_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
-    acc_dt = jnp.float16 if pv_f16 else jnp.float32
     show = progress
     t_start = time.monotonic()
     total = steps * len(calls)
     for ci, (b0, h0) in enumerate(calls):
         sl = (slice(b0, b0 + call_b), slice(h0, h0 + call_h))
-        qh = jax.device_put(qp[sl], blk)
-        kh, vh = (jax.device_put(x[sl], heads) for x in (kp, vp))
+        qh = _put(qp[sl], blk)
+        kh, vh = (_put(x[sl], heads) for x in (kp, vp))
         # per unit (plus the spare that idle slots write to): the kernel's initial state
         shape = (call_b, call_h, dq, upd + 1, BM)
-        state = (jnp.full(shape, -jnp.inf, jnp.float32), jnp.zeros(shape + (4,), jnp.float32),
-                 jnp.zeros(shape + (d,), acc_dt))
-        state = tuple(jax.device_put(x, blk) for x in state)
+        state = (np.full(shape, -np.inf, np.float32), np.zeros(shape + (4,), np.float32),
+                 np.zeros(shape + (d,), np.float16 if pv_f16 else np.float32))
+        state = tuple(_put(x, blk) for x in state)
         for i in range(steps):
             state = comp.step(scalars, ex2_arrays, qh, kh, vh, state, xs_all[i])
             if show is None and time.monotonic() - t_start > 1.0:
@@ -387,8 +388,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
             if show and (i % 4 == 3 or i == steps - 1):
                 jax.block_until_ready(state)
                 _progress(ci * steps + i + 1, total, t_start)
-        o_c, lse_c = comp.epilogue(scalars, *(x[:, :, :, :upd] for x in state))
-        o_c, lse_c = np.asarray(o_c), np.asarray(lse_c)        # (call_b, call_h, dq, upd, BM[, d])
+        o_c, lse_c = (_fetch(x)[:, :, :, :upd] for x in comp.epilogue(scalars, *state))
+        # (call_b, call_h, dq, upd, BM[, d]) -> the q blocks' places
         for i in range(dq):
             o_out[sl][:, :, gid[i, :upd]] = o_c[:, :, i]
             lse_out[sl][:, :, gid[i, :upd]] = lse_c[:, :, i]
@@ -397,6 +398,20 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     o_out = o_out[:B, :H, :nqb].reshape(B, H, nqb * BM, d)[:, :, :nq]
     lse_out = lse_out[:B, :H, :nqb].reshape(B, H, nqb * BM)[:, :, :nq]
     return o_out, lse_out
+
+
+def _put(x: np.ndarray, sharding):
+    """A global array from host data that every process holds in full (single- and multi-host alike)."""
+    x = np.asarray(x)
+    return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+
+def _fetch(x) -> np.ndarray:
+    """A global array back on the host of every process (gathered across processes when it spans hosts)."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    from jax.experimental import multihost_utils
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
 _CACHE: dict = {}
