@@ -159,18 +159,24 @@ def run(q, k, v, prob: Problem, progress: bool | None = None):
     if show:
         sys.stderr.write("\n")
 
-    # 8. epilogue: quad-reduce l as (l0 + l1) + (l2 + l3), O * (1/l), LSE
+    # 8. epilogue
+    o_out, lse = epilogue(l_lane, _tiles_to_rows(o_acc), m_run, prob.softmax_scale)
+
+    o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)
+    lse = lse.astype(F32).reshape(B * H, nqb * BM)[:, :nq].reshape(B, H, nq)
+    return o_out, lse
+
+
+def epilogue(l_lane, o_rows, m_run, softmax_scale):
+    """Step 8 on the final state (shared by the numpy and JAX backends): quad-reduce l as (l0 + l1) + (l2 + l3),
+    O * (1/l) rounded to f16, LSE. l_lane (..., 4) f32, o_rows (..., d) f32 or f16, m_run (...) f32."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         l = (l_lane[..., 0] + l_lane[..., 1]) + (l_lane[..., 2] + l_lane[..., 3])
         empty = (l == 0) | np.isnan(l)
         inv = np.where(empty, F32(1), F32(1) / np.where(empty, F32(1), l))
-        o_rows = _tiles_to_rows(o_acc).astype(F32)
-        o_out = (o_rows * inv[..., None]).astype(F16)
+        o_out = (o_rows.astype(F32) * inv[..., None]).astype(F16)
         ln = log_exact_ops(np.where(empty, F32(1), l))
-        lse = np.where(empty, F32(np.inf), ieee32.fma(m_run, np.full_like(m_run, prob.softmax_scale), ln))
-
-    o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)
-    lse = lse.astype(F32).reshape(B * H, nqb * BM)[:, :nq].reshape(B, H, nq)
+        lse = np.where(empty, F32(np.inf), ieee32.fma(m_run, np.full_like(m_run, softmax_scale), ln))
     return o_out, lse
 
 
