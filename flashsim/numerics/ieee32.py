@@ -102,39 +102,58 @@ def div(x, y, ftz: bool = False) -> np.ndarray:
 
 
 _FMA_CHUNK = 1 << 14   # elements per chunk: the float64 temporaries stay in the L1/L2 cache
+_HALF_F32_ULP = np.int64(1 << 28)      # in float64 bits: half an f32 ulp below the f32 significand
+_LOW29 = np.int64((1 << 29) - 1)
+
+
+def _fma_round_to_odd(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """x * y + z rounded once to float32 by TwoSum + round-to-odd (the proof in the module docstring)."""
+    p = x.astype(np.float64) * y.astype(np.float64)
+    zd = z.astype(np.float64)
+    s = p + zd
+    bp = s - zd
+    e = (p - bp) + (zd - (s - bp))        # TwoSum: (p + z) - s, exactly
+    inexact = (e != 0) & np.isfinite(s)
+    sb = s.view(np.int64)
+    sb -= (inexact & ((e < 0) != (s < 0))).astype(np.int64)   # |s| > |p + z|: one ulp toward zero
+    sb |= inexact.astype(np.int64)                            # round to odd: last bit set when inexact
+    return s.astype(np.float32)
 
 
 def _fma64(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """x * y + z with one rounding to float32 (see the module docstring for the proof), in cache-sized chunks."""
+    """x * y + z with one rounding to float32, in cache-sized chunks.
+
+    Fast path: s = fl64(x*y + z) rounded to float32.  RN32(RN64(v)) differs from RN32(v) only when RN64(v) is
+    itself a float32 midpoint (every f32 midpoint is a float64, and RN64 is monotonic, so s cannot cross one), so
+    only elements whose s is a midpoint (low 29 bits of the float64 significand = 2^28), or lies in the f32
+    subnormal range, go through the exact round-to-odd path.  (s == 0 means x*y + z == 0 exactly: a float64 sum
+    that rounds to zero is zero, and its sign follows the IEEE rules already.)
+    """
     shape = x.shape
     x, y, z = (np.ascontiguousarray(a).reshape(-1) for a in (x, y, z))
     n = x.size
     out = np.empty(n, np.float32)
     m = min(n, _FMA_CHUNK)
-    p, zd, s, t, e = (np.empty(m, np.float64) for _ in range(5))
-    flag = np.empty(m, bool)
+    s, t = np.empty(m, np.float64), np.empty(m, np.float64)
+    bits = np.empty(m, np.int64)
+    flag, flag2 = np.empty(m, bool), np.empty(m, bool)
     for lo in range(0, n, _FMA_CHUNK):
         hi = min(n, lo + _FMA_CHUNK)
         k = hi - lo
-        pk, zk, sk, tk, ek, fk = p[:k], zd[:k], s[:k], t[:k], e[:k], flag[:k]
-        np.multiply(x[lo:hi], y[lo:hi], out=pk, dtype=np.float64)   # exact product
-        zk[...] = z[lo:hi]
-        np.add(pk, zk, out=sk)
-        np.subtract(sk, zk, out=tk)       # bp = s - z
-        np.subtract(pk, tk, out=ek)       # p - bp
-        np.subtract(sk, tk, out=tk)       # s - bp
-        np.subtract(zk, tk, out=tk)       # z - (s - bp)
-        np.add(ek, tk, out=ek)            # e: (p + z) - s, exactly
-        np.not_equal(ek, 0, out=fk)
+        sk, tk, bk, fk, gk = s[:k], t[:k], bits[:k], flag[:k], flag2[:k]
+        np.multiply(x[lo:hi], y[lo:hi], out=sk, dtype=np.float64)   # exact product
+        tk[...] = z[lo:hi]
+        np.add(sk, tk, out=sk)
+        np.copyto(out[lo:hi], sk, casting="same_kind")
+        np.bitwise_and(sk.view(np.int64), _LOW29, out=bk)
+        np.equal(bk, _HALF_F32_ULP, out=fk)                            # an f32 midpoint (normal range)
+        np.abs(sk, out=tk)
+        np.less(tk, 2.0 ** -126, out=gk)                               # f32 subnormal range ...
+        gk &= tk != 0                                                  # ... (an exact 0 is already right)
+        fk |= gk
         if fk.any():
-            fk &= np.isfinite(sk)
-            sb = sk.view(np.int64)
-            # toward zero when e and s have opposite signs: |s| > |p + z|
-            opp = (ek < 0) != (sk < 0)
-            opp &= fk
-            np.subtract(sb, opp, out=sb, casting="unsafe")
-            np.bitwise_or(sb, fk, out=sb, casting="unsafe")
-        out[lo:hi] = sk
+            idx = np.flatnonzero(fk) + lo
+            out[idx] = _fma_round_to_odd(x[idx], y[idx], z[idx])
     return out.reshape(shape)
 
 
