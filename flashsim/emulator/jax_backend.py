@@ -12,7 +12,8 @@ slot runs its units one after the other, tile by tile, so a causal problem (unit
 the sum of its tiles instead of units x T (no Python-level dynamic shapes: idle slots compute on a spare unit).
 A Python loop over steps advances every slot of every head of the call by one KV tile with three jitted programs
 (scores and row values; p; l, O and P V): each gathers the slots' unit state (m, l, O), resets it at a unit's first
-tile, and the last scatters it back.  Memory per step is bounded by ``max_tile_elems`` (score elements per device
+tile, and the last scatters it back.  The epilogue (step 8, O(rows) work) is the numpy backend's own function,
+applied to the final state on the host.  Memory per step is bounded by ``max_tile_elems`` (score elements per device
 per step), which fixes the number of slots and how many heads one call takes (further heads: further calls).
 
 Devices.  ``mesh_shape`` factors the devices into (batch, heads, blocks): whole heads per device first, and the
@@ -31,7 +32,7 @@ import numpy as np
 
 from ..numerics import jax_ops as J
 from ..problem import Problem
-from .kernel_program import _pad_rows, _progress
+from .kernel_program import _pad_rows, _progress, epilogue
 
 jax, jnp, lax = J.jax, J.jnp, J.lax
 
@@ -233,21 +234,6 @@ def _accumulate(static, vh, state, xs, p, alpha, m_new):
     return tuple(x.at[:, :, unit].set(y)[:, :, None] for x, y in zip(state, (m_new, l_lane, o_acc)))
 
 
-def _epilogue(pv_f16, scalars, fm, fl, fo):
-    """8. epilogue: quad-reduce l as (l0 + l1) + (l2 + l3), O * (1/l), LSE (elementwise: any layout)."""
-    l = J.add32(J.add32(fl[..., 0], fl[..., 1]), J.add32(fl[..., 2], fl[..., 3]))
-    lb = J.bits(l)
-    empty = ((lb & 0x7FFFFFFF) == 0) | ((lb & 0x7FFFFFFF) > 0x7F800000)
-    one = jnp.ones_like(l)
-    inv = jnp.where(empty, one, J.div32(one, jnp.where(empty, one, l)))
-    o_rows = J.f16_to_f32(fo) if pv_f16 else fo
-    o_out = J.f32_to_f16(J.mul32(o_rows, jnp.broadcast_to(inv[..., None], o_rows.shape)))
-    ln = J.log_exact_ops(jnp.where(empty, one, l))
-    scale = jnp.full_like(fm, J.f32_from_bits(scalars[3]))
-    lse = jnp.where(empty, jnp.float32(jnp.inf), J.fma32(fm, scale, ln))
-    return o_out, lse
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # driver
 
@@ -263,7 +249,7 @@ def _shard_map(f, mesh, in_specs, out_specs):
 
 
 class _Compiled:
-    """The jitted, sharded step and epilogue for one (mesh, static configuration)."""
+    """The jitted, sharded programs of a step for one (mesh, static configuration)."""
 
     def __init__(self, mesh, static):
         from jax.sharding import PartitionSpec as P
@@ -277,9 +263,6 @@ class _Compiled:
         acc = _shard_map(partial(_accumulate, static), mesh, in_specs=(heads, blk, per_dev, blk, blk, blk),
                          out_specs=blk)
         self.accumulate = jax.jit(acc, donate_argnums=(1,))
-        epi = _shard_map(partial(_epilogue, static[3]), mesh, in_specs=(rep, blk, blk, blk),
-                         out_specs=(blk, blk))
-        self.epilogue = jax.jit(epi)
 
     def step(self, scalars, ex2_arrays, qh, kh, vh, state, xs):
         """One KV tile for every slot: three programs (see _scores)."""
@@ -358,8 +341,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     ex2 = J.Ex2(prob.arch)
     ex2_arrays = tuple(_put(a, rep) for a in ex2.arrays)
     static = (get_arch(prob.arch), ex2.static, cfg.causal, pv_f16, BM, BC, d)
-    f32_bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.softmax_scale)]
-    scalars = _put(np.array([nq, nk] + f32_bits, np.int64).astype(np.uint32), rep)
+    sl2_bits = int(np.asarray(prob.scale_log2, np.float32).view(np.uint32))
+    scalars = _put(np.array([nq, nk, sl2_bits], np.int64).astype(np.uint32), rep)
     comp = _compiled(mesh, static)
     LAST_PLAN.clear()
     LAST_PLAN.update(mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(steps),
@@ -388,8 +371,9 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
             if show and (i % 4 == 3 or i == steps - 1):
                 jax.block_until_ready(state)
                 _progress(ci * steps + i + 1, total, t_start)
-        o_c, lse_c = (_fetch(x)[:, :, :, :upd] for x in comp.epilogue(scalars, *state))
-        # (call_b, call_h, dq, upd, BM[, d]) -> the q blocks' places
+        # 8. epilogue: the numpy backend's own (O(rows) work, bit-identical by construction, nothing to compile)
+        m, l, o = (_fetch(x)[:, :, :, :upd] for x in state)
+        o_c, lse_c = epilogue(l, o, m, prob.softmax_scale)   # (call_b, call_h, dq, upd, BM[, d])
         for i in range(dq):
             o_out[sl][:, :, gid[i, :upd]] = o_c[:, :, i]
             lse_out[sl][:, :, gid[i, :upd]] = lse_c[:, :, i]

@@ -665,30 +665,3 @@ class Ex2:
 
 
 _ex2_jit = jax.jit(Ex2.apply, static_argnums=0)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# the kernel's log from IEEE-exact operations (flashsim.emulator.kernel_math.log_exact_ops, line for line)
-
-def log_exact_ops(x):
-    """kernel_math.log_exact_ops in jnp: float32 positive normal numbers -> ln(x), bit for bit."""
-    from ..emulator.kernel_math import LOG_CONSTANTS
-    c = {k: jnp.float32(v) for k, v in LOG_CONSTANTS.items()}
-
-    def full(v):
-        return jnp.full(x.shape, v, F32)
-    b = bits(x).astype(I64)
-    e = ((b >> 23) & 0xFF) - 127
-    m = f32_from_bits((b & 0x7FFFFF) | 0x3F800000)
-    big = f32_key(m) > f32_key(full(c["SQRT2"]))
-    m = jnp.where(big, mul32(m, full(0.5)), m)
-    e = e + big
-    f = sub32(m, full(1.0))
-    s = div32(f, add32(full(2.0), f))
-    z = mul32(s, s)
-    poly = fma32(z, full(c["C9"]), full(c["C7"]))
-    poly = fma32(z, poly, full(c["C5"]))
-    poly = fma32(z, poly, full(c["C3"]))
-    t = mul32(mul32(z, s), poly)
-    ln1p = fma32(full(2.0), s, mul32(full(2.0), t))
-    return fma32(f64_to_f32(e.astype(F64)), full(c["LN2"]), ln1p)
