@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from flashsim.gpu.capture import mma as cap
+from flashsim.numerics import tensorcore as _tc
 from flashsim.numerics.tensorcore import mma
 
 CAPTURE = pathlib.Path(__file__).parent / "data" / "mma_sm90.npz"
@@ -71,18 +72,88 @@ def test_capture_kernels_compile(arch):
         assert entry.spill_stores == 0 and entry.spill_loads == 0
 
 
-def test_generator_is_frozen():
-    """Stored captures regenerate their inputs from the seed: the generator must not drift. If this fails after
-    an intended change, bump GENERATOR_VERSION, update the digests here and re-capture on the GPU."""
-    digests = {name: cap.input_digest(*(cap.generate(name, scale=0.01)[k] for k in "abc")) for name in cap.TYPES}
-    assert digests == FROZEN_DIGESTS
+@pytest.mark.parametrize("version", cap.SUPPORTED_VERSIONS)
+def test_generator_is_frozen(version):
+    """Stored captures regenerate their inputs from the seed: no generator version may drift. A new probe goes into
+    a new GENERATOR_VERSION (with its digests here); the old versions must keep their digests."""
+    digests = {name: cap.input_digest(*(cap.generate(name, scale=0.01, version=version)[k] for k in "abc"))
+               for name in cap.TYPES}
+    assert digests == FROZEN_DIGESTS[version]
 
 
 FROZEN_DIGESTS = {
-    "f32.f16.f16.f32": "1350fb5901c09a737b0cc3f28f3342eb67bcb2ae6258ebff55d9b9dfbbf7d723",
-    "f16.f16.f16.f16": "12123b0e6d28cc8fa04423a14fea96a23ceec9c8da051df97a0328b6fa7e6f3b",
-    "f32.bf16.bf16.f32": "d04eee973b817101b48d60c79fbafdb1c29ea99511f216ecb0d033471d91ee6f",
+    1: {"f32.f16.f16.f32": "1350fb5901c09a737b0cc3f28f3342eb67bcb2ae6258ebff55d9b9dfbbf7d723",
+        "f16.f16.f16.f16": "12123b0e6d28cc8fa04423a14fea96a23ceec9c8da051df97a0328b6fa7e6f3b",
+        "f32.bf16.bf16.f32": "d04eee973b817101b48d60c79fbafdb1c29ea99511f216ecb0d033471d91ee6f"},
+    2: {"f32.f16.f16.f32": "1bc18b4d57adc3cdce5ffaf744d471742336fde3b75dc33ee07a6fbc7681c22d",
+        "f16.f16.f16.f16": "643a0ece1d83531b81943147d829be5e9c7fb74b8bfec9ee6a498ec58b9da281",
+        "f32.bf16.bf16.f32": "7ffd7114f05c62af0f5d70a49c59d9eb52c63a57a6a7ef85b7cdf89032549a96"},
 }
+
+
+# ------------------------------------------------------------ the capture tells the model from its neighbours
+
+def _round_subnormal(kind):
+    """A variant of tensorcore._round_into: f32 subnormal results rounded to nearest ("rne") or down ("floor")."""
+    fn = np.rint if kind == "rne" else np.floor
+
+    def round_into(v, d):
+        if d.dtype != np.float32:
+            return ORIGINAL_ROUND(v, d)
+        tiny = np.abs(v) < 2.0 ** -126
+        v.view(np.int64)[...] &= ~np.int64((1 << 29) - 1)
+        v[tiny] = fn(v[tiny] * 2.0 ** 149) * 2.0 ** -149
+        v += 0.0
+        np.copyto(d, v, casting="same_kind")
+    return round_into
+
+
+def _subnormal_c_exponent_127(c, e_zero):
+    cv, e, special = ORIGINAL_ACC(c, e_zero)
+    if c.dtype == np.float32:
+        e = np.where((cv != 0) & (np.abs(cv) < 2.0 ** -126), -127, e).astype(np.int32)
+    return cv, e, special
+
+
+def _normalised_bf16_inputs(x16, is_bf16, pdt):
+    vals, e, special = ORIGINAL_INPUTS(x16, is_bf16, pdt)
+    if is_bf16:
+        v = np.abs(np.asarray(vals, np.float64))
+        sub = (v != 0) & (v < 2.0 ** -126)
+        e = np.where(sub, np.floor(np.log2(np.where(sub, v, 1.0))), e).astype(np.int16)
+    return vals, e, special
+
+
+ORIGINAL_ROUND, ORIGINAL_ACC, ORIGINAL_INPUTS = _tc._round_into, _tc._accumulator_terms, _tc._inputs
+VARIANTS = {   # name -> (arch field changes, tensorcore function replacements, type to check)
+    "F = 24": (dict(mma_fraction_bits=24), {}, "f32.f16.f16.f32"),
+    "F = 26": (dict(mma_fraction_bits=26), {}, "f32.f16.f16.f32"),
+    "two blocks of 8": (dict(mma_block_k=8), {}, "f16.f16.f16.f16"),
+    "f32 zero exponent -132": (dict(mma_zero_exponent_f32=-132), {}, "f32.bf16.bf16.f32"),
+    "f32 zero exponent -134": (dict(mma_zero_exponent_f32=-134), {}, "f32.bf16.bf16.f32"),
+    "subnormal c takes exponent -127 (H1)": ({}, {"_accumulator_terms": _subnormal_c_exponent_127},
+                                             "f32.bf16.bf16.f32"),
+    "subnormal results to nearest (H3)": ({}, {"_round_into": _round_subnormal("rne")}, "f32.bf16.bf16.f32"),
+    "subnormal results floored (H4)": ({}, {"_round_into": _round_subnormal("floor")}, "f32.bf16.bf16.f32"),
+    "bf16 subnormal inputs normalised (H5)": ({}, {"_inputs": _normalised_bf16_inputs}, "f32.bf16.bf16.f32"),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_capture_refutes_neighbouring_models(capture, variant, monkeypatch):
+    """Each nearby model (one parameter off, or one of the bf16-subnormal hypotheses of the capture module)
+    disagrees with the silicon somewhere: the capture pins the model, it does not merely fail to contradict it."""
+    import dataclasses
+
+    from flashsim.arch import get_arch
+    fields, patches, type_name = VARIANTS[variant]
+    for name, fn in patches.items():
+        monkeypatch.setattr(_tc, name, fn)
+    arch = dataclasses.replace(get_arch("sm_90"), **fields)
+    res = capture[type_name]
+    t = cap.TYPES[type_name]
+    d = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch=arch)
+    assert (d.view(t.fc.uint) != res["d"]).sum() > 0
 
 
 def test_fake_capture_round_trip(tmp_path):
