@@ -547,16 +547,18 @@ def ex2_table_bits(xb, table, params):
     xb = xb.astype(U32)
     e = (xb >> 23) & 0xFF
     special = e == 255
-    x = f32_to_f64(f32_from_bits(jnp.where((e == 0) | special, jnp.uint32(0), xb)))
-    x = jnp.clip(x, -255.0, 255.0)
+    # float32 is exact here (and 8 lanes wide): x is normal or 0 (ftz), |x| * 2^23 <= 255 * 2^23 < 2^31 is a
+    # power-of-two scaling, and trunc/floor/ceil/rint of a float32 are exact
+    x = f32_from_bits(jnp.where((e == 0) | special, jnp.uint32(0), xb))
+    x = jnp.clip(x, jnp.float32(-255.0), jnp.float32(255.0))
     rnd = _ROUND[params["rounding"]]
     if params["neg_mode"] == "twos":
-        n = rnd(x * float(1 << 23)).astype(I64)
+        n = rnd(x * jnp.float32(1 << 23)).astype(I32)
         k, f = n >> 23, n & _MASK23
-        r = table[f].astype(I64) + (k << 23)
+        r = table[f].astype(I64) + (k.astype(I64) << 23)
     else:
-        n = rnd(jnp.abs(x) * float(1 << 23)).astype(I64)
-        k, f = n >> 23, n & _MASK23
+        n = rnd(jnp.abs(x) * jnp.float32(1 << 23)).astype(I32)
+        k, f = (n >> 23).astype(I64), n & _MASK23
         negative = (xb >> 31) == 1
         g = table[f + jnp.where(negative, 1 << 23, 0)].astype(I64)
         r = jnp.where(negative, g - (k << 23), g + (k << 23))
