@@ -6,7 +6,8 @@ numpy does: on the CPU it executes with the flush-to-zero and denormals-are-zero
 result becomes 0), and on CPU and GPU alike it contracts ``a * b + c`` into one fused multiply-add.  Either one
 changes bits.  So every float32 operation here is done in a way neither can touch:
 
-* values move between formats through their bit patterns (integer operations only);
+* format conversions use the hardware conversion only where FTZ/DAZ cannot touch it (normal numbers) and integer
+  arithmetic on the bit patterns for the rest (subnormals); the f16 conversions are integer-only;
 * add / sub / mul / div of float32 are computed in float64 from the exact float64 images of the operands, then
   rounded to float32 by integer operations.  A product of two float32 is exact in float64, so a contracted FMA
   gives the same result as a separate multiply and add; every float64 value that arises is a multiple of 2^-298
@@ -48,7 +49,6 @@ F32, F64 = jnp.float32, jnp.float64
 
 F32_DEFAULT_NAN = 0xFFC00000          # x86 SSE "real indefinite": the NaN an invalid operation produces
 F32_QUIET = 0x00400000
-F64_QUIET = 1 << 51
 
 
 def enable_x64():
