@@ -1,0 +1,110 @@
+"""flashsim.mma vs mmasim, per mma, on the same inputs, in one run.
+
+    python3 benchmarks/bench_mma.py [--batch 2048 8192] [--mmasim-mmas 24] [--repeats 7]
+
+For each type (f32.f16.f16.f32, f16.f16.f16.f16, f32.bf16.bf16.f32) and each batch size: flashsim.mma on the whole
+batch (best of --repeats, wall clock), mmasim (one mma per call, its only form) on the first --mmasim-mmas mmas of
+the same batch, checked bit for bit against flashsim on those, and the ratio of the per-mma times.
+mmasim runs twice: with torch's default intra-op threads and with torch.set_num_threads(1). Its tensors are tiny,
+so on a small or busy machine the thread hand-offs dominate and the single-thread run is several times faster:
+both are reported, the single-thread one is the fair baseline.
+Inputs: N(0,1) values rounded to the input type, c N(0,1) (the normal attention-like case).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import ml_dtypes
+import numpy as np
+
+import flashsim
+
+TYPES = {"f32.f16.f16.f32": (np.float16, np.float32), "f16.f16.f16.f16": (np.float16, np.float16),
+         "f32.bf16.bf16.f32": (ml_dtypes.bfloat16, np.float32)}
+
+
+def cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def to_torch(x, torch):
+    x = np.ascontiguousarray(x)
+    if x.dtype == np.dtype(ml_dtypes.bfloat16):
+        return torch.from_numpy(x.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(x.copy())
+
+
+def time_mmasim(type_name, a, b, c, arch_name, threads=None):
+    import torch
+    from mmasim.nv_ptx.sim import MMA
+    saved = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        op = MMA(arch_name, "m16n8k16." + type_name)
+        ta = [to_torch(x, torch) for x in a]
+        tb = [to_torch(x, torch) for x in b]
+        tc = [to_torch(x, torch) for x in c]
+        op(ta[0], tb[0], tc[0])                        # warm-up
+        out = []
+        t0 = time.perf_counter()
+        for i in range(len(ta)):
+            out.append(op(ta[i], tb[i], tc[i]))
+        dt = (time.perf_counter() - t0) / len(ta)
+    finally:
+        torch.set_num_threads(saved)
+    res = np.stack([(o.view(torch.int16).numpy() if o.dtype == torch.bfloat16 else o.numpy()) for o in out])
+    return dt, res
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--batch", type=int, nargs="+", default=[2048, 8192])
+    p.add_argument("--mmasim-mmas", type=int, default=24)
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--arch", default="sm_90")
+    args = p.parse_args()
+    mmasim_arch = {"sm_80": "Ampere", "sm_86": "Ampere", "sm_89": "Ada Lovelace", "sm_90": "Hopper",
+                   "sm_100": "Blackwell", "sm_120": "RTX Blackwell"}[args.arch]
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; numpy {np.__version__}; python "
+          f"{platform.python_version()}; arch {args.arch}")
+    import torch
+    print(f"torch {torch.__version__}, default intra-op threads {torch.get_num_threads()}")
+    print(f"{'type':20s} {'batch':>6s} {'flashsim us/mma':>16s} {'mmasim us/mma':>14s} {'ratio':>8s} "
+          f"{'mmasim 1 thread':>16s} {'ratio':>8s}")
+    rng = np.random.default_rng(0)
+    for type_name, (adt, cdt) in TYPES.items():
+        nmax = max(args.batch)
+        a = rng.standard_normal((nmax, 16, 16)).astype(adt)
+        b = rng.standard_normal((nmax, 16, 8)).astype(adt)
+        c = rng.standard_normal((nmax, 16, 8)).astype(cdt)
+        m = args.mmasim_mmas
+        t_sim, d_sim = time_mmasim(type_name, a[:m], b[:m], c[:m], mmasim_arch)
+        t_sim1, d_sim1 = time_mmasim(type_name, a[:m], b[:m], c[:m], mmasim_arch, threads=1)
+        d_fs = flashsim.mma(a[:m], b[:m], c[:m], arch=args.arch)
+        u = np.uint16 if cdt is np.float16 else np.uint32
+        if not (np.array_equal(d_fs.view(u), d_sim.view(u)) and np.array_equal(d_fs.view(u), d_sim1.view(u))):
+            raise SystemExit(f"{type_name}: flashsim.mma and mmasim disagree on the benchmark inputs")
+        for n in args.batch:
+            flashsim.mma(a[:n], b[:n], c[:n], arch=args.arch)   # warm-up
+            best = float("inf")
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                flashsim.mma(a[:n], b[:n], c[:n], arch=args.arch)
+                best = min(best, time.perf_counter() - t0)
+            t_fs = best / n
+            print(f"{type_name:20s} {n:6d} {t_fs * 1e6:16.2f} {t_sim * 1e6:14.0f} {t_sim / t_fs:7.0f}x "
+                  f"{t_sim1 * 1e6:16.0f} {t_sim1 / t_fs:7.0f}x")
+
+
+if __name__ == "__main__":
+    main()
