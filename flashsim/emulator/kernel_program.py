@@ -174,7 +174,9 @@ def epilogue(l_lane, o_rows, m_run, softmax_scale):
         l = (l_lane[..., 0] + l_lane[..., 1]) + (l_lane[..., 2] + l_lane[..., 3])
         empty = (l == 0) | np.isnan(l)
         inv = np.where(empty, F32(1), F32(1) / np.where(empty, F32(1), l))
-        o_out = (o_rows.astype(F32) * inv[..., None]).astype(F16)
+        # cvt.rn.f16x2.f32 turns every NaN into 0x7FFF (seen on the H200, tests/data/layout_sm90.npz); numpy's
+        # astype would keep the sign and payload of x86's default NaN
+        o_out = ieee32.cvt_f32_to_f16(o_rows.astype(F32) * inv[..., None])
         ln = log_exact_ops(np.where(empty, F32(1), l))
         lse = np.where(empty, F32(np.inf), ieee32.fma(m_run, np.full_like(m_run, softmax_scale), ln))
     return o_out, lse
