@@ -24,7 +24,7 @@ DEFAULT_SHAPES = [
     (1, 2, 190, 190, 128, True),
     (1, 1, 300, 100, 128, True),
 ]
-INPUT_KINDS = ("normal", "wide", "adversarial")
+INPUT_KINDS = ("normal", "wide", "adversarial", "specials")
 
 
 def add_arguments(p):
@@ -45,7 +45,8 @@ def add_arguments(p):
 
 def make_case_inputs(kind, b, h, nq, nk, d, seed):
     """Inputs of one kind: normal N(0,1); wide (per-row scales over 2^-8..2^6: exp2 underflow/overflow paths);
-    adversarial (large equal scores, NaN and inf in a few places, all-equal rows, zeros)."""
+    adversarial (large equal scores, NaN and inf in a few places, all-equal rows, zeros); specials (+-inf in q, k
+    and v, +-65504, f16 subnormals and rows of them, -0)."""
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((b, h, nq, d))
     k = rng.standard_normal((b, h, nk, d))
@@ -64,11 +65,18 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed):
         flat_v[rng.integers(0, flat_v.size, 2)] = np.inf
         if nq > 3:
             q[..., 3, :] = 0.0                     # a row of equal scores
+    elif kind == "specials":
+        # +-inf scores (inf in q and in k), the f16 range's edges, f16 subnormals, -0
+        flat = [x.reshape(-1) for x in (q, k, v)]
+        for x in flat:
+            idx = rng.integers(0, x.size, 6)
+            x[idx] = (np.inf, -np.inf, 65504.0, -65504.0, 2.0 ** -24, -0.0)
+        q[..., :: max(nq // 4, 1), :] *= 2.0 ** -20      # whole rows of f16 subnormals
     elif kind != "normal":
         raise ValueError(f"unknown input kind {kind!r}; known: {INPUT_KINDS}")
     with np.errstate(over="ignore", invalid="ignore"):
-        return tuple(np.clip(x, -65504, 65504).astype(np.float16) if kind != "adversarial" else x.astype(np.float16)
-                     for x in (q, k, v))
+        keep_specials = kind in ("adversarial", "specials")
+        return tuple((x if keep_specials else np.clip(x, -65504, 65504)).astype(np.float16) for x in (q, k, v))
 
 
 def inputs_sha256(q, k, v) -> str:
