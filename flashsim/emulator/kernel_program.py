@@ -182,9 +182,17 @@ def epilogue(l_lane, o_rows, m_run, softmax_scale):
     return o_out, lse
 
 
+_last_draw = [0.0]
+
+
 def _progress(done, total, t0):
+    """Redraw the progress bar at most 4 times a second (and at the end), so logs stay short."""
+    now = time.monotonic()
+    if done < total and now - _last_draw[0] < 0.25:
+        return
+    _last_draw[0] = now
     width = 30
     frac = done / max(total, 1)
     bar = "#" * int(width * frac) + "." * (width - int(width * frac))
-    sys.stderr.write(f"\r  emulating KV tiles [{bar}] {done}/{total}  {time.monotonic() - t0:5.1f}s")
+    sys.stderr.write(f"\r  emulating KV tiles [{bar}] {done}/{total}  {now - t0:5.1f}s")
     sys.stderr.flush()
