@@ -514,3 +514,18 @@ def test_ex2_fallback_matches_numpy(no_tables, monkeypatch, hard_ulps, n):
     ex = J.Ex2("sm_90")
     assert ex.static[0] == "fallback"
     same_bits(np.asarray(ex(x)), sfu.ex2(x))
+
+
+@pytest.mark.parametrize("a_dt, c_dt", [(np.float16, np.float32), (np.float16, np.float16),
+                                        (ml_dtypes.bfloat16, np.float32)])
+def test_public_mma_jax_backend_is_bit_identical(a_dt, c_dt):
+    """flashsim.mma(..., backend="jax") against the numpy backend, broadcasting batch dims included."""
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((3, 5, 16, 16)) * 2.0 ** rng.integers(-12, 12, (3, 5, 16, 16))).astype(a_dt)
+    b = (rng.standard_normal((1, 5, 16, 8)) * 4).astype(a_dt)
+    c = rng.standard_normal((3, 5, 16, 8)).astype(c_dt)
+    ref = flashsim.mma(a, b, c, arch="sm_90")
+    got = flashsim.mma(a, b, c, arch="sm_90", backend="jax")
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    u = np.uint16 if c_dt == np.float16 else np.uint32
+    assert np.array_equal(got.view(u), ref.view(u))

@@ -85,14 +85,17 @@ def _check_array(name: str, x, dtypes: tuple, shape: tuple) -> None:
         raise ValueError(f"{name} must have shape (..., {shape[0]}, {shape[1]}), got {x.shape}")
 
 
-def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90") -> np.ndarray:
+def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90", backend: str = "numpy") -> np.ndarray:
     """d = a @ b + c as ``mma.sync.aligned.m16n8k16.row.col`` computes it on ``arch``, bit for bit.
 
     a: (..., 16, 16) float16 or bfloat16 (row-major M x K); b: (..., 16, 8) of a's dtype (K x N); c: (..., 16, 8)
     float32, or float16 with float16 inputs.  Returns d with c's dtype and shape.  The leading (batch) dimensions of
     a and b must broadcast to c's batch shape (numpy rules), so that one B can serve many A's; d always has c's shape.
     Nothing is cast: a wrong dtype, shape or arch raises ValueError naming the argument.
+    backend: "numpy" (default) or "jax" (flashsim.numerics.jax_ops, jit-compiled, bit-identical; needs jax).
     """
+    if backend not in ("numpy", "jax"):
+        raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
     spec = get_arch(arch)
     _check_array("a", a, (F16, BF16), (16, 16))
     _check_array("b", b, (a.dtype,), (16, 8))
@@ -107,6 +110,13 @@ def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90")
         if not ok:
             raise ValueError(f"{name}'s batch dimensions {x.shape[:-2]} do not broadcast to c's batch "
                              f"dimensions {batch}")
+    if backend == "jax":
+        try:
+            from . import jax_ops
+        except ImportError as e:
+            raise ValueError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
+        return np.asarray(jax_ops.mma(np.broadcast_to(a, batch + (16, 16)), np.broadcast_to(b, batch + (16, 8)), c,
+                                      arch=spec))
     n = math.prod(batch)
     a2 = np.broadcast_to(a, batch + (16, 16)).reshape(n, 16, 16)
     b2 = np.broadcast_to(b, batch + (16, 8)).reshape(n, 16, 8)
