@@ -35,6 +35,7 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 import flashsim  # noqa: E402
 from flashsim import KernelConfig  # noqa: E402
+from flashsim.commands.verify import trouble_heads  # noqa: E402
 from flashsim.emulator import jax_backend as JB  # noqa: E402
 from flashsim.numerics import ieee32, sfu  # noqa: E402
 from flashsim.numerics import jax_ops as J  # noqa: E402
@@ -64,33 +65,6 @@ def jnp_call(fn, *args):
 
 # ----------------------------------------------------------------------------------------------------------------
 # attention: one problem per configuration, one kind of trouble per head
-
-def trouble_heads(rng, b, h, nq, nk, d):
-    """q, k, v (b, h, N, d) f16 whose heads cycle through: normal, large (exp overflows without the max
-    subtraction), NaN/inf sprinkled, tiny (subnormal products), exact zeros, wide exponent spread."""
-    q = rng.standard_normal((b, h, nq, d))
-    k = rng.standard_normal((b, h, nk, d))
-    v = rng.standard_normal((b, h, nk, d))
-    for i in range(b * h):
-        bi, hi = divmod(i, h)
-        kind = i % 6
-        if kind == 1:
-            q[bi, hi] *= 40
-            k[bi, hi] *= 40
-        elif kind == 2:
-            for x in (q, k, v):
-                idx = rng.integers(0, x.shape[2], 3)
-                x[bi, hi, idx, rng.integers(0, d, 3)] = [np.nan, np.inf, -np.inf]
-        elif kind == 3:
-            q[bi, hi] *= 1e-4
-            k[bi, hi] *= 1e-3
-        elif kind == 4:
-            k[bi, hi, : nk // 2] = 0
-            v[bi, hi, ::3] = 0
-        elif kind == 5:
-            for x in (q, k, v):
-                x[bi, hi] *= 2.0 ** rng.integers(-12, 8, size=x.shape[2:])
-    return tuple(x.astype(np.float16) for x in (q, k, v))
 
 
 def both_backends(q, k, v, **kw):

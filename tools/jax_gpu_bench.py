@@ -30,29 +30,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np  # noqa: E402
 
-
-def trouble_heads(rng, b, h, nq, nk, d):
-    """Heads cycling through: normal, large (exp overflow without the max), NaN/inf, tiny, zeros, wide spread."""
-    q, k, v = (rng.standard_normal((b, h, n, d)) for n in (nq, nk, nk))
-    for i in range(b * h):
-        bi, hi = divmod(i, h)
-        kind = i % 6
-        if kind == 1:
-            q[bi, hi] *= 40
-            k[bi, hi] *= 40
-        elif kind == 2:
-            for x in (q, k, v):
-                x[bi, hi, rng.integers(0, x.shape[2], 3), rng.integers(0, d, 3)] = [np.nan, np.inf, -np.inf]
-        elif kind == 3:
-            q[bi, hi] *= 1e-4
-            k[bi, hi] *= 1e-3
-        elif kind == 4:
-            k[bi, hi, : nk // 2] = 0
-            v[bi, hi, ::3] = 0
-        elif kind == 5:
-            for x in (q, k, v):
-                x[bi, hi] *= 2.0 ** rng.integers(-12, 8, size=x.shape[2:])
-    return tuple(x.astype(np.float16) for x in (q, k, v))
+from flashsim.commands.verify import trouble_heads  # noqa: E402
 
 
 def equal_fraction(a, b):

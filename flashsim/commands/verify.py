@@ -79,6 +79,34 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed):
         return tuple((x if keep_specials else np.clip(x, -65504, 65504)).astype(np.float16) for x in (q, k, v))
 
 
+def trouble_heads(rng, b, h, nq, nk, d):
+    """q, k, v (b, h, N, d) f16 whose heads cycle through: normal, large (exp overflows without the max
+    subtraction), NaN/inf sprinkled, tiny (subnormal products), exact zeros, wide exponent spread."""
+    q = rng.standard_normal((b, h, nq, d))
+    k = rng.standard_normal((b, h, nk, d))
+    v = rng.standard_normal((b, h, nk, d))
+    for i in range(b * h):
+        bi, hi = divmod(i, h)
+        kind = i % 6
+        if kind == 1:
+            q[bi, hi] *= 40
+            k[bi, hi] *= 40
+        elif kind == 2:
+            for x in (q, k, v):
+                idx = rng.integers(0, x.shape[2], 3)
+                x[bi, hi, idx, rng.integers(0, d, 3)] = [np.nan, np.inf, -np.inf]
+        elif kind == 3:
+            q[bi, hi] *= 1e-4
+            k[bi, hi] *= 1e-3
+        elif kind == 4:
+            k[bi, hi, : nk // 2] = 0
+            v[bi, hi, ::3] = 0
+        elif kind == 5:
+            for x in (q, k, v):
+                x[bi, hi] *= 2.0 ** rng.integers(-12, 8, size=x.shape[2:])
+    return tuple(x.astype(np.float16) for x in (q, k, v))
+
+
 def inputs_sha256(q, k, v) -> str:
     """Fingerprint of a case's inputs, so that saved outputs are only compared with the very same inputs."""
     import hashlib
