@@ -22,17 +22,9 @@ import pytest
 import flashsim
 from flashsim import KernelConfig
 from flashsim.commands.emulate import make_inputs
+from flashsim.emulator.reference import error_bound
 
-U16 = 2.0 ** -11
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-
-def error_bound(o_ref, v, nk, kv_tile, acc):
-    vmax = np.abs(v.astype(np.float64)).max(axis=2, keepdims=True)          # (B, H, 1, d)
-    if acc == "f32":
-        return 2 * U16 * vmax + U16 * np.abs(o_ref) + nk * 2.0 ** -25 * vmax
-    n_tiles = -(-nk // kv_tile)
-    return (nk / 16 + 2 * n_tiles + 2) * U16 * vmax + U16 * np.abs(o_ref)
 
 
 CASES = [  # B, H, Nq, Nk, d, causal

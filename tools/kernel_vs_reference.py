@@ -1,8 +1,8 @@
 """GPU: run kernel/flash_fwd.cu on many shapes and configurations and compare with the float64 reference.
 
 Usage (on a GPU machine, repo root): PYTHONPATH=. python3 tools/kernel_vs_reference.py [--quick]
-Prints one line per case and exits non-zero if any case exceeds the error bound of
-tests/test_emulator_reference.py (the same bound the emulator is held to).
+Prints one line per case and exits non-zero if any case exceeds flashsim.emulator.reference.error_bound
+(the same bound tests/test_emulator.py holds the emulator to).
 """
 import itertools
 import sys
@@ -11,18 +11,8 @@ import numpy as np
 
 from flashsim import KernelConfig
 from flashsim.emulator import reference_attention
+from flashsim.emulator.reference import error_bound
 from flashsim.gpu import attention, runtime as rt
-
-
-def bound(o_ref, v, nk, kv_tile, acc):
-    """Derived in tests/test_emulator_reference.py: f16 rounding of P and of O dominate (f32), plus the f16
-    accumulation steps (f16)."""
-    vmax = np.abs(v.astype(np.float64)).max(axis=2, keepdims=True)       # (B,H,1,d)
-    u16 = 2.0 ** -11
-    if acc == "f32":
-        return 2 * u16 * vmax + u16 * np.abs(o_ref) + 1e-6
-    steps = nk / 16 + nk / kv_tile + 2
-    return (steps + 2) * u16 * vmax + u16 * np.abs(o_ref) + 1e-6
 
 
 def main():
@@ -43,7 +33,7 @@ def main():
         for cfg in cfgs:
             o, lse = attention(q, k, v, config=cfg, causal=causal, pv_accum=acc)
             err = np.abs(o.astype(np.float64) - o_ref)
-            ok_o = bool(np.all(err <= bound(o_ref, v, nk, cfg.kv_tile, acc)))
+            ok_o = bool(np.all(err <= error_bound(o_ref, v, nk, cfg.kv_tile, acc)))
             fin = np.isfinite(lse_ref)
             ok_l = bool(np.array_equal(np.isinf(lse), ~fin)) and bool(
                 np.all(np.abs(lse[fin] - lse_ref[fin]) <= 1e-4 * (1 + np.abs(lse_ref[fin]))))

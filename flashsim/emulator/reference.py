@@ -28,3 +28,18 @@ def reference_attention(q, k, v, *, causal=False, softmax_scale=None):
         o = np.einsum("bhij,bhjd->bhid", e, v64) / np.where(l == 0, 1.0, l)
         lse = np.where(l == 0, np.inf, m_safe + np.log(np.where(l == 0, 1.0, l)))[..., 0]
     return o, lse
+
+
+U16 = 2.0 ** -11   # half an f16 ulp, relative
+
+
+def error_bound(o_ref, v, nk: int, kv_tile: int, pv_accum: str):
+    """Per-element bound on |O_kernel - O_float64| derived from the kernel's program (tests/test_emulator.py has
+    the derivation): with V = max_j |v_j| per column, f32 P@V: 2u V + u |O*| + Nk 2^-25 V (P rounded to f16,
+    O rounded to f16, subnormal p); f16 P@V: (Nk/16 + 2 n_tiles + 2) u V + u |O*| (one f16 rounding of the
+    unnormalised O per k16 step, two per tile)."""
+    vmax = np.abs(np.asarray(v, dtype=np.float64)).max(axis=2, keepdims=True)    # (B, H, 1, d)
+    if pv_accum == "f32":
+        return 2 * U16 * vmax + U16 * np.abs(o_ref) + nk * 2.0 ** -25 * vmax
+    n_tiles = -(-nk // kv_tile)
+    return (nk / 16 + 2 * n_tiles + 2) * U16 * vmax + U16 * np.abs(o_ref)
