@@ -387,6 +387,17 @@ def _warn_unvalidated(tables: SfuTables, fn: str) -> None:
                               "result when captured (see their summary): not bit-exact")
 
 
+def model_status(arch="sm_90") -> str:
+    """One line for reports: which ex2 model the emulator uses for ``arch`` and whether it was exact on silicon."""
+    tables = load_tables(arch)
+    if tables is None:
+        return "no calibration table: correctly rounded exp2 (NOT bit-exact; run `flashsim calibrate` on the GPU)"
+    exact = tables.meta.get("exact", {}).get("ex2")
+    verdict = {True: "reproduced every checked GPU result", False: "did NOT reproduce every GPU result"}.get(
+        exact, "validation unknown")
+    return f"{tables.arch} table from {tables.source}: {verdict}"
+
+
 def reload() -> None:
     """Forget loaded tables (after ``flashsim calibrate`` wrote new ones in this process)."""
     _LOADED.clear()
