@@ -139,9 +139,8 @@ class KernelConfig:
         """The default configuration for an arch; keyword overrides win over it.
 
         sm_90 / sm_100 (227 KB per block): the tile shapes that were fastest on the H200
-        (benchmarks/RESULTS.md, "tile shapes"): 4 warps x 2 m16 tiles; d=128 with kv_tile 32 (3 ring stages with
-        f16 P@V, 2 with f32, where a third stage would spill), d=64 with kv_tile 64 and 2 stages (sm_100 is
-        untested and takes sm_90's choice).
+        (benchmarks/RESULTS.md, "tile shapes"): 4 warps x 2 m16 tiles and a 2-stage ring; kv_tile 64, except 32
+        for d=128 with f32 P@V (kv_tile 64 spills there). sm_100 is untested and takes sm_90's choice.
         Elsewhere (sm_120, sm_8x: about 99 KB) the seed's block: 8 warps x 16 rows, kv_tile 64, 2 stages =
         96 KB at d=128, with a third stage where the cap allows it.
         """
@@ -149,8 +148,8 @@ class KernelConfig:
         head_dim = overrides.get("head_dim", cls.head_dim)
         if a.smem_per_block_optin > 200 * 1024:
             f16 = overrides.get("pv_accum", cls.pv_accum) == "f16"
-            # d=128 with f32 P@V and 3 stages needs 12 B of spills at 255 registers: 2 stages there (no spill)
-            tuned = dict(warps=4, m_tiles=2, kv_tile=32, stages=3 if f16 else 2) if head_dim == 128 else \
+            # d=128: f32 P@V needs kv_tile 32 to stay under 255 registers without spills; f16 P@V fits kv_tile 64
+            tuned = dict(warps=4, m_tiles=2, kv_tile=64 if f16 else 32, stages=2) if head_dim == 128 else \
                 dict(warps=4, m_tiles=2, kv_tile=64, stages=2)
             return cls(**{**tuned, **overrides})
         base = cls(**{k: v for k, v in overrides.items() if k != "stages"})
