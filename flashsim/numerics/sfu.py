@@ -430,25 +430,24 @@ def _fallback_rcp(b: np.ndarray) -> np.ndarray:
 
 # -- public API ------------------------------------------------------------------------------------
 
-def ex2(x, arch="sm_90"):
-    """The bits of ``ex2.approx.ftz.f32`` on ``arch``: float32 numpy array (any shape) in, float32 out."""
+def _apply(x, arch, name: str, fallback, what: str):
+    """The table model ``name`` ("ex2" / "rcp") of ``arch`` on float32 ``x``; without tables, the correctly
+    rounded ``fallback`` with a one-time warning."""
     b = _bits_of(_as_f32(x))
     tables = load_tables(arch)
     if tables is None:
-        calibration.warn_once(("fallback", "ex2"), "ex2 model: no calibration table, using correctly rounded "
-                              "exp2: not bit-exact (run `flashsim calibrate` on the GPU)")
-        return _wrap(_fallback_ex2(b), x)
-    _warn_unvalidated(tables, "ex2")
-    return _wrap(tables.ex2.bits(b), x)
+        calibration.warn_once(("fallback", name), f"{name} model: no calibration table, using correctly rounded "
+                              f"{what}: not bit-exact (run `flashsim calibrate` on the GPU)")
+        return _wrap(fallback(b), x)
+    _warn_unvalidated(tables, name)
+    return _wrap(getattr(tables, name).bits(b), x)
+
+
+def ex2(x, arch="sm_90"):
+    """The bits of ``ex2.approx.ftz.f32`` on ``arch``: float32 numpy array (any shape) in, float32 out."""
+    return _apply(x, arch, "ex2", _fallback_ex2, "exp2")
 
 
 def rcp(x, arch="sm_90"):
     """The bits of ``rcp.approx.ftz.f32`` on ``arch``: float32 numpy array (any shape) in, float32 out."""
-    b = _bits_of(_as_f32(x))
-    tables = load_tables(arch)
-    if tables is None:
-        calibration.warn_once(("fallback", "rcp"), "rcp model: no calibration table, using correctly rounded "
-                              "1/x: not bit-exact (run `flashsim calibrate` on the GPU)")
-        return _wrap(_fallback_rcp(b), x)
-    _warn_unvalidated(tables, "rcp")
-    return _wrap(tables.rcp.bits(b), x)
+    return _apply(x, arch, "rcp", _fallback_rcp, "1/x")
