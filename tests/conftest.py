@@ -43,3 +43,28 @@ def cuda_compile():
     """flashsim.gpu.build.compile_cuda (cached in-process: one NVRTC run per distinct source/arch/defines)."""
     from flashsim.gpu.build import compile_cuda
     return compile_cuda
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Print the kernel's real build numbers (NVRTC, no GPU needed) for every default configuration, so CI's log
+    shows registers, spills and shared memory of what ships. Builds come from the in-process cache when the tests
+    already compiled them. Only in CI (CI set, as .ci/run's environment has it) or with FLASHSIM_PRINT_BUILDS=1,
+    so that a quick local run of one file does not pay for 16 compiles."""
+    import itertools
+    import os
+    if not (os.environ.get("CI") or os.environ.get("FLASHSIM_PRINT_BUILDS")):
+        return
+    tr = terminalreporter
+    tr.section("kernel builds (NVRTC, ptxas -v)")
+    try:
+        from flashsim import KernelConfig
+        from flashsim.gpu.attention import build_kernel
+        for arch in ("sm_120", "sm_90"):
+            for d, acc, causal in itertools.product((64, 128), ("f32", "f16"), (False, True)):
+                cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, causal=causal)
+                b = build_kernel(cfg, arch)
+                tr.write_line(f"{arch:7} d={d:<3} {acc} {'causal' if causal else 'full  '} warps={cfg.warps} "
+                              f"m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}: {b.registers} registers, "
+                              f"spills {b.spill_stores}/{b.spill_loads} B, {cfg.smem_bytes // 1024} KB shared memory")
+    except Exception as e:  # noqa: BLE001 - a summary must never fail the run; say why it is missing
+        tr.write_line(f"not available: {type(e).__name__}: {e}")
