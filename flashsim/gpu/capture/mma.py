@@ -50,6 +50,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from ...numerics.formats import BF16, F16, F32, Format
+
 GENERATOR_VERSION = 2              # new captures; every version in SUPPORTED_VERSIONS still loads
 SUPPORTED_VERSIONS = (1, 2)
 DEFAULT_SEED = 20261129
@@ -58,38 +60,9 @@ THREADS = 128                      # 4 warps per block, one mma per warp per loo
 
 # -------------------------------------------------------------------------------------------- types
 
-@dataclass(frozen=True)
-class Fmt:
-    """Just enough of a binary format to build bit patterns (kept here so the generator is frozen)."""
-    name: str
-    bits: int
-    exp_bits: int
-    frac_bits: int
-
-    @property
-    def bias(self) -> int:
-        return (1 << (self.exp_bits - 1)) - 1
-
-    @property
-    def field_max(self) -> int:          # the inf / NaN field
-        return (1 << self.exp_bits) - 1
-
-    @property
-    def sign(self) -> int:
-        return 1 << (self.bits - 1)
-
-    @property
-    def inf(self) -> int:
-        return self.field_max << self.frac_bits
-
-    @property
-    def uint(self):
-        return np.uint32 if self.bits == 32 else np.uint16
-
-
-F16 = Fmt("f16", 16, 5, 10)
-BF16 = Fmt("bf16", 16, 8, 7)
-F32 = Fmt("f32", 32, 8, 23)
+# The formats are flashsim.numerics.formats' records: pure functions of (exp_bits, frac_bits), so reusing them
+# cannot change what the frozen generator produces (test_generator_is_frozen checks its sha256).
+Fmt = Format
 
 
 @dataclass(frozen=True)
@@ -175,7 +148,7 @@ def band(r: Rand, f: Fmt, shape, elo, ehi, p_zero=0.0, frac_keep=None, sign=None
     gives a subnormal with random fraction), random fraction (only the top ``frac_keep`` bits when given),
     random sign (or ``sign``), and signed zeros with probability p_zero."""
     e = r.ints(elo, ehi, shape)
-    field = np.clip(e + f.bias, 0, f.field_max - 1)
+    field = np.clip(e + f.bias, 0, f.exp_field_max - 1)
     frac = r.ints(0, (1 << f.frac_bits) - 1, shape)
     if frac_keep is not None:
         frac = (frac >> (f.frac_bits - frac_keep)) << (f.frac_bits - frac_keep)
@@ -197,8 +170,9 @@ def subnormals(r: Rand, f: Fmt, shape, p_zero=0.0) -> np.ndarray:
 def special_values(f: Fmt) -> np.ndarray:
     """inf, -inf, the canonical NaN, quiet and signalling NaNs with payloads, negative NaNs."""
     q = 1 << (f.frac_bits - 1)
-    return np.array([f.inf, f.inf | f.sign, f.sign - 1, f.inf | q, f.inf | 1, f.inf | q | 3,
-                     f.inf | f.sign | q, f.inf | f.sign | 5], np.int64)
+    inf, sign = f.inf_bits, f.sign_mask
+    return np.array([inf, inf | sign, sign - 1, inf | q, inf | 1, inf | q | 3, inf | sign | q, inf | sign | 5],
+                    np.int64)
 
 
 def _shapes(n):
@@ -262,7 +236,7 @@ def cat_cancel(r, t, n):
     sa, sb, sc = _shapes(n)
     a = band(r, t.fin, sa, -4, 4)
     b = band(r, t.fin, sb, -4, 4)
-    a[:, :, 1::2] = a[:, :, 0::2] ^ t.fin.sign                 # product k+1 = -product k
+    a[:, :, 1::2] = a[:, :, 0::2] ^ t.fin.sign_mask                 # product k+1 = -product k
     b[:, 1::2, :] = b[:, 0::2, :]
     near = r.coin(0.5, (n, 1, 1))                                # or a residue of one last bit
     a[:, :, 1::2] = np.where(near, a[:, :, 1::2] ^ 1, a[:, :, 1::2])
@@ -299,8 +273,8 @@ def cat_overflow(r, t, n):
     a = band(r, fi, sa, lo, fi.bias)
     b = band(r, fi, sb, lo if fi is F16 else 30, fi.bias)
     same_sign = r.coin(0.5, (n, 1, 1))
-    a = np.where(same_sign, a & ~fi.sign, a)
-    b = np.where(same_sign, b & ~fi.sign, b)
+    a = np.where(same_sign, a & ~fi.sign_mask, a)
+    b = np.where(same_sign, b & ~fi.sign_mask, b)
     c = np.where(r.coin(0.5, sc), band(r, fc, sc, fc.bias - 2, fc.bias), band(r, fc, sc, -4, 4))
     return a, b, c
 
@@ -347,7 +321,7 @@ def cat_negzero(r, t, n):
     mode = r.ints(0, 3, (n, 16, 1))
     a_zero = r.ints(0, 1, sa) << (fi.bits - 1)                      # +-0 everywhere
     a_cancel = band(r, fi, sa, -3, 3)
-    a_cancel[:, :, 1::2] = a_cancel[:, :, 0::2] ^ fi.sign
+    a_cancel[:, :, 1::2] = a_cancel[:, :, 0::2] ^ fi.sign_mask
     tiny_e = (-80 if fi is BF16 else -14)
     a_tiny = band(r, fi, sa, tiny_e - 2, tiny_e, sign=1)           # negative, tiny
     a_mixed = band(r, fi, sa, -3, 3, p_zero=0.5)
@@ -356,7 +330,7 @@ def cat_negzero(r, t, n):
     b[:, 1::2, :] = b[:, 0::2, :]
     b_tiny = band(r, fi, sb, tiny_e - 2, tiny_e, sign=0)
     b = np.where((mode == 2)[:, :1, :].repeat(16, 1)[:, :, :8] & r.coin(0.5, (n, 1, 1)), b_tiny, b)
-    c = np.where(r.coin(0.8, sc), fc.sign, 0)                       # mostly -0
+    c = np.where(r.coin(0.8, sc), fc.sign_mask, 0)                       # mostly -0
     return a, b, c
 
 
@@ -400,7 +374,7 @@ def cat_bf16_sub_x_big(r, t, n):
 
 def cat_bf16_sub_out_c0(r, t, n):
     a, b = _subnormal_result_products(r, t, n)
-    return a, b, np.where(r.coin(0.5, _shapes(n)[2]), t.fc.sign, 0)
+    return a, b, np.where(r.coin(0.5, _shapes(n)[2]), t.fc.sign_mask, 0)
 
 
 def cat_bf16_sub_out_csub(r, t, n):
