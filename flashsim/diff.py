@@ -11,27 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .config import KernelConfig
+from .numerics.formats import NAN_DISTANCE, ulp_distance
 
 _UINT = {2: np.uint16, 4: np.uint32}
-
-
-def ordered_bits(x: np.ndarray) -> np.ndarray:
-    """Map float bits to integers whose order is the float order (-0 and +0 adjacent), as int64."""
-    x = np.ascontiguousarray(x)
-    nbits = x.dtype.itemsize * 8
-    u = x.view(_UINT[x.dtype.itemsize]).astype(np.int64)
-    sign = np.int64(1) << (nbits - 1)
-    return np.where(u & sign, -(u & (sign - 1)) - 1, u)
-
-
-def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Units in the last place between same-dtype float arrays; 0 where both are NaN, -1 where exactly one is."""
-    if a.dtype != b.dtype:
-        raise ValueError(f"ulp_distance needs one dtype, got {a.dtype} and {b.dtype}")
-    d = np.abs(ordered_bits(a) - ordered_bits(b))
-    na, nb = np.isnan(a), np.isnan(b)
-    d = np.where(na & nb, 0, d)
-    return np.where(na ^ nb, -1, d)
 
 
 def kernel_coordinates(config: KernelConfig, b, h, row, col, register_kind="o"):
@@ -82,13 +64,14 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray) -> TensorDiff:
     ut = _UINT[got.dtype.itemsize]
     gb, eb = np.ascontiguousarray(got).view(ut), np.ascontiguousarray(expected).view(ut)
     same = gb == eb
-    u = ulp_distance(got, expected)
+    u = ulp_distance(got, expected)                  # +-0 equal; NaN vs a number: NAN_DISTANCE
+    nan_vs_number = u == NAN_DISTANCE
     hist = {}
     for label, sel in (("0", u == 0), ("1", u == 1), ("2", u == 2), ("3-15", (u >= 3) & (u < 16)),
-                       (">=16", u >= 16), ("nan-vs-number", u < 0)):
+                       (">=16", (u >= 16) & ~nan_vs_number), ("nan-vs-number", nan_vs_number)):
         hist[label] = int(sel.sum())
-    diff = TensorDiff(name, int(same.size), int(same.sum()), int(u.max(initial=0)), ulp_hist=hist,
-                      nan_mismatch=int((u < 0).sum()))
+    diff = TensorDiff(name, int(same.size), int(same.sum()), int(np.where(nan_vs_number, 0, u).max(initial=0)),
+                      ulp_hist=hist, nan_mismatch=int(nan_vs_number.sum()))
     if not same.all():
         idx = tuple(int(i) for i in np.argwhere(~same)[0])
         diff.first_index = idx

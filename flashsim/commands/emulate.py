@@ -55,8 +55,9 @@ def error_summary(o, lse, o_ref, lse_ref):
     finite = np.isfinite(o_ref)
     err = np.abs(o32 - o_ref)
     rel_l2 = float(np.linalg.norm((o32 - o_ref)[finite]) / max(np.linalg.norm(o_ref[finite]), 1e-300))
-    from ..diff import ulp_distance
+    from ..numerics.formats import NAN_DISTANCE, ulp_distance
     ulps = ulp_distance(o, o_ref.astype(np.float16))
+    ulps = np.where(ulps == NAN_DISTANCE, -1, ulps)         # -1: NaN against a number
     lse_fin = np.isfinite(lse_ref)
     return {
         "max_abs": float(err[finite].max(initial=0.0)),
