@@ -59,12 +59,6 @@ def _tiles_to_rows(x):
     return x.transpose(0, 1, 3, 2, 4).reshape(u, w * 16, nt * 8)
 
 
-def _rows_to_tiles(x, w):
-    """(U, W*16, NT*8) -> (U, W, NT, 16, 8)."""
-    u, rows, cols = x.shape
-    return x.reshape(u, w, 16, cols // 8, 8).transpose(0, 1, 3, 2, 4)
-
-
 def run(q, k, v, prob: Problem, progress: bool | None = None):
     """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d); returns (o f16, lse f32)."""
     cfg, arch = prob.config, prob.arch

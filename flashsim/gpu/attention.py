@@ -51,23 +51,21 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, pv_accum="f32", arch
     rt.DeviceArray outputs (DLPack-exportable). ``arch`` defaults to, and must equal, the current GPU's."""
     rt.require_gpu()
     gpu_arch = rt.current_arch()
-    if arch is not None and arch != gpu_arch:
+    if arch is not None:
         from ..arch import get_arch
         if get_arch(arch).name != gpu_arch:
             raise ValueError(f"arch={arch!r} but the current GPU is {gpu_arch}")
-    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=gpu_arch,
-                   config=config)
-    host = all(isinstance(x, np.ndarray) for x in (q, k, v))
-    dq, dk, dv = (rt.to_device(x) for x in (q, k, v))
-    kern, grid, block, smem, args, do, dl = _launch_problem(prob, dq, dk, dv)
-    rt.launch(kern, grid, block, *args, smem_bytes=smem)
-    if host:
+    go, (do, dl), _ = prepared_launch(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum,
+                                      config=config)
+    go()
+    if all(isinstance(x, np.ndarray) for x in (q, k, v)):
         return do.to_numpy(), dl.to_numpy()
     return do, dl
 
 
 def prepared_launch(q, k, v, **kw):
-    """(launch(), outputs) for timing: inputs already on the device, no host copies inside launch()."""
+    """(launch, (o, lse) device outputs, Problem) with the inputs already on the device, so that ``launch()`` does
+    no host work but the launch itself (``flashsim bench`` times it). kw: as ``attention`` (not arch)."""
     rt.require_gpu()
     prob = prepare(q, k, v, arch=rt.current_arch(), **kw)
     dq, dk, dv = (rt.to_device(x) for x in (q, k, v))
