@@ -1,16 +1,16 @@
 """One record per GPU architecture: the tensor-core model parameters and the SM limits.
 
 An architecture is a handful of numbers, not a code path: the tensor-core model
-(flashsim.numerics.tensorcore) and the budget model (flashsim.budget) read them from here.
+(flashsim.numerics.tensorcore) and the resource model (flashsim.resources) read them from here.
 
 Sources
 - Tensor-core model: MMA-Sim (Xie et al., arXiv:2511.10909) and Khattak & Mikaitis
-  (arXiv:2512.07004), checked on the H200 by this project (ANCHORS section 1). ``mma_block_k`` is
+  (arXiv:2512.07004), checked on the H200 by this project (tests/data/mma_sm90.npz). ``mma_block_k`` is
   how many products are fused per block (16 = one block for k16; 8 = two chained blocks);
   ``mma_fraction_bits`` is the number of fraction bits kept after alignment to the largest exponent;
   ``mma_zero_exponent_*`` is the exponent a zero term takes part in the alignment with (MMA-Sim's e_zero).
-- SM limits: CUDA C++ Programming Guide, compute-capability tables; NVIDIA CCCL arch_traits.h
-  (ANCHORS section 4). Occupancy rules: cuda_occupancy.h.
+- SM limits: CUDA C++ Programming Guide, compute-capability tables ("Technical Specifications per
+  Compute Capability"); NVIDIA CCCL arch_traits.h. Occupancy rules: cuda_occupancy.h.
   sm_120 max blocks/SM = 24 confirmed by CUDA 13.0 cuda_occupancy.h (cudaOccMaxBlocksPerMultiprocessor: major 12 -> 24).
 """
 from __future__ import annotations

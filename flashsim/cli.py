@@ -2,6 +2,8 @@
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int`` (the exit status)
 and a module docstring whose first line is the help text. Only commands that exist are listed.
+A command that needs a GPU or the gpu extra and finds none (flashsim.gpu.errors.GPUError) ends with the
+reason as a one-line error, no traceback, and exit status 1.
 """
 from __future__ import annotations
 
@@ -35,11 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from .gpu.errors import GPUError
     args = build_parser().parse_args(argv)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except GPUError as e:  # no GPU, no driver, no cuda-python, a failed build: the reason, not a traceback
+        print(f"flashsim {args.command}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

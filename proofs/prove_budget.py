@@ -6,7 +6,7 @@
 2. fit region    on sm_120 (99 KB opt-in cap) with d = 128 and 8 warps, solving the inequality for B_c gives
                  B_c <= 67 for 2 stages and B_c <= 134/3 (44.7) for 3 stages: with B_c a multiple of 16, the
                  deepest ring at B_c = 64 is 2 stages and 3 stages need B_c <= 32;
-3. occupancy     the sympy form of the cuda_occupancy.h rules (flashsim.budget.occupancy, SYM ops) equals the
+3. occupancy     the sympy form of the cuda_occupancy.h rules (flashsim.resources.occupancy, SYM ops) equals the
                  integer form (INT ops) on a grid of threads x registers x shared memory for every arch, and
                  blocks/SM never increases with registers or shared memory (monotone);
 4. registers     the O accumulator's registers per thread are d e_acc / 8: f16 is exactly half of f32 for every
@@ -28,10 +28,10 @@ except ImportError:  # run from a checkout without an install
 
 import sympy as sp
 
-from flashsim.budget.proofs import run_as_script, run_steps
+from flashsim.prove.runner import run_as_script, run_steps
 from flashsim.arch import ARCHS
-from flashsim.budget import symbols as S
-from flashsim.budget.occupancy import INT, SYM, limits
+from flashsim.resources import symbols as S
+from flashsim.resources.occupancy import INT, SYM, limits
 from flashsim.config import SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
 
 TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupancy rules (sympy = integer)"

@@ -47,7 +47,7 @@ from fractions import Fraction
 
 import numpy as np
 import sympy as sp
-from flashsim.budget.proofs import run_as_script, run_steps
+from flashsim.prove.runner import run_as_script, run_steps
 
 TITLE = "online softmax: rescaled (m, l, O) recurrence equals softmax(S) V; -inf guard has no NaN"
 

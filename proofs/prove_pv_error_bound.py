@@ -1,6 +1,8 @@
 """A-priori error bound of O = sum_t (rescale) + P_t V_t accumulated by mma.sync in f16 versus f32.
 
-The model (ANCHORS section 1; flashsim.arch: F fraction bits, block size): one fused block computes
+The model (MMA-Sim, arXiv:2511.10909; Khattak & Mikaitis, arXiv:2512.07004; Fasi et al., PeerJ Comput. Sci.
+7:e330; checked against the H200 capture tests/data/mma_sm90.npz; flashsim.arch: F fraction bits, block size):
+one fused block computes
 D = round(trunc(c) + sum_k trunc(a_k b_k)) where every term is truncated toward zero to F fraction bits below
 2^E, E the largest term exponent, and the sum is rounded once (f32: toward zero, f16: to nearest even).
 
@@ -42,7 +44,7 @@ import numpy as np
 import sympy as sp
 
 from flashsim.arch import get_arch
-from flashsim.budget.proofs import run_as_script, run_steps
+from flashsim.prove.runner import run_as_script, run_steps
 
 TITLE = "P@V error bound: f16 vs f32 accumulation under the tensor-core model, checked on flashsim.mma"
 

@@ -1,8 +1,9 @@
 """The S -> P register repack needs no data movement: the C fragments of S's n8 tiles 2j and 2j+1 hold exactly
 the elements the A fragment of P's k16 slice j needs, lane for lane and register for register.
 
-Claim (ANCHORS section 2; the seed's claim 6). For every lane (groupID g = lane >> 2, tid t = lane & 3) and every
-slice j, with pack(x, y) putting x in bits 0..15:
+Claim (claim 6 of the seed design note (README, 'The seed's claims'); fragments: PTX ISA, "Matrix fragments
+for mma.m16n8k16"). For every lane (groupID g = lane >> 2, tid t = lane & 3) and every slice j, with pack(x, y)
+putting x in bits 0..15:
     P reg 4j+0 = pack(c0, c1) of S tile 2j      P reg 4j+2 = pack(c0, c1) of S tile 2j+1
     P reg 4j+1 = pack(c2, c3) of S tile 2j      P reg 4j+3 = pack(c2, c3) of S tile 2j+1
 where S tile k is columns 8k .. 8k+7 of the 16 x Bc score block and P's slice j is columns 16j .. 16j+15.
@@ -32,7 +33,7 @@ import sympy as sp
 
 from flashsim import layout
 from flashsim.layout import fragments as F
-from flashsim.budget.proofs import run_as_script, run_steps
+from flashsim.prove.runner import run_as_script, run_steps
 
 TITLE = "S -> P repack: C fragments of S tiles 2j, 2j+1 are the A fragment of P slice j, lane for lane"
 MAX_SLICES = 16                       # Bc = 256, the largest kv_tile KernelConfig allows

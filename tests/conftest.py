@@ -58,7 +58,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.section("kernel builds (NVRTC, ptxas -v)")
     try:
         from flashsim import KernelConfig
-        from flashsim.gpu.attention import build_kernel
+        from flashsim.gpu.launch import build_kernel
         for arch in ("sm_120", "sm_90"):
             for d, acc, causal in itertools.product((64, 128), ("f32", "f16"), (False, True)):
                 cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, causal=causal)

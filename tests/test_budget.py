@@ -1,4 +1,5 @@
-"""flashsim.budget: occupancy rules, the symbolic model, the compiled kernel's resources, the budget command."""
+"""flashsim.budget (flashsim.resources): occupancy rules, the symbolic model, the compiled kernel's resources, the
+budget command."""
 from __future__ import annotations
 
 import functools
@@ -10,10 +11,10 @@ from hypothesis import given, settings, strategies as st
 
 import flashsim
 from flashsim.arch import ARCHS, get_arch
-from flashsim.budget import budget, occupancy, occupancy_expressions
-from flashsim.budget import registers as R
-from flashsim.budget import symbols as S
-from flashsim.budget.occupancy import INT, limits
+from flashsim.resources import budget, occupancy, occupancy_expressions
+from flashsim.resources import registers as R
+from flashsim.resources import symbols as S
+from flashsim.resources.occupancy import INT, limits
 from flashsim.config import KernelConfig
 
 KB = 1024
@@ -140,7 +141,7 @@ def test_register_estimate_is_labelled_and_bounded():
 
 
 def test_what_ifs():
-    from flashsim.budget.whatif import WHAT_IFS, what_if
+    from flashsim.resources.whatif import WHAT_IFS, what_if
     w3 = what_if("3-stage", registers="estimate")
     assert w3.budgets[0].config.stages == 3 and not w3.budgets[0].fits and "128.0 KB" in w3.answer
     wsp = what_if("f16-sp", registers="estimate")

@@ -1,14 +1,14 @@
-"""The seed's claims (flashsim.budget.claims), the proof registry and ``flashsim prove``."""
+"""The seed's claims (flashsim.prove.claims), the proof registry and ``flashsim prove``."""
 from __future__ import annotations
 
 import pathlib
 
 import pytest
 
-from flashsim.budget import claims as C
-from flashsim.budget import proofs as P
-from flashsim.budget.model import budget
-from flashsim.budget.proofs import ProofResult
+from flashsim.prove import claims as C
+from flashsim.prove import runner as P
+from flashsim.resources.model import budget
+from flashsim.prove.runner import ProofResult
 from flashsim.config import KernelConfig
 
 KB = 1024
@@ -73,7 +73,7 @@ def test_claim7_accumulator_halves_and_says_what_it_could_not_check():
 
 
 def test_claim7_without_nvrtc(monkeypatch):
-    from flashsim.budget import registers as R
+    from flashsim.resources import registers as R
 
     def no_nvrtc(*a, **k):
         raise R._unavailable(ModuleNotFoundError("No module named 'cuda'", name="cuda"))

@@ -5,6 +5,8 @@ Also the DLPack exporter of flashsim.gpu (exercised on host memory, which numpy 
 from __future__ import annotations
 
 import gc
+import os
+import pathlib
 import time
 
 import numpy as np
@@ -13,10 +15,11 @@ import pytest
 from flashsim.arch import get_arch
 from flashsim.gpu import _dlpack
 from flashsim.gpu import build as B
-from flashsim.gpu._testkernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE
 from flashsim.gpu.build import compile_cuda, kernel_path, parse_ptxas_log
 from flashsim.gpu.errors import CompileError, GPUError
 from flashsim.gpu.runtime import cubin_runs_on, gpu_available
+
+from cuda_kernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE  # tests/cuda_kernels.py
 
 pytest.importorskip("cuda.core", reason="cuda-core is not installed: pip install 'flashsim[gpu]'")
 
@@ -149,11 +152,13 @@ def test_every_compile_reports_resources_even_when_nvrtc_could_cache():
     """A fresh process compiling a source already compiled before must still get the ptxas report."""
     import subprocess
     import sys
-    script = ("from flashsim.gpu.build import compile_cuda; from flashsim.gpu._testkernels import MISC_SOURCE; "
+    script = ("from flashsim.gpu.build import compile_cuda; from cuda_kernels import MISC_SOURCE; "
               "b = compile_cuda(MISC_SOURCE, arch='sm_90'); print(b.resources_known, b.entry('axpb').registers)")
     root = str(B._PACKAGE_DIR.parent.parent)
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120)
-            for _ in range(2)]
+    tests = str(pathlib.Path(__file__).resolve().parent)   # cuda_kernels.py lives with the tests
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])))
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120,
+                           env=env) for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stderr
         known, regs = r.stdout.split()

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from flashsim.gpu import runtime as rt
-from flashsim.gpu._testkernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE
 from flashsim.gpu.errors import GPUError, UnsupportedConfig
+
+from cuda_kernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE  # tests/cuda_kernels.py
 
 pytestmark = pytest.mark.gpu
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -167,7 +168,7 @@ def test_a_sticky_fault_is_reported_and_blocks_later_calls():
         import numpy as np
         from flashsim.gpu import runtime as rt
         from flashsim.gpu.build import compile_cuda
-        from flashsim.gpu._testkernels import MISC_SOURCE
+        from cuda_kernels import MISC_SOURCE
         from flashsim.gpu.errors import GPUError
         k = rt.load(compile_cuda(MISC_SOURCE, arch=rt.current_arch()), "poke")
         buf = rt.empty((4,), np.float32)
@@ -185,7 +186,8 @@ def test_a_sticky_fault_is_reported_and_blocks_later_calls():
         import os
         os._exit(0)  # skip interpreter teardown on a dead context
     """)
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), str(REPO / "tests"),
+                                                           os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     lines = dict(line.split(":", 1) for line in proc.stdout.splitlines() if ":" in line)

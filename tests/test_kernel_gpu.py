@@ -99,7 +99,7 @@ def test_kernel_errors_are_clear(gpu):
 
 def test_every_default_configuration_builds_without_spills_for_this_gpu(gpu):
     from flashsim.gpu import runtime as rt
-    from flashsim.gpu.attention import build_kernel
+    from flashsim.gpu.launch import build_kernel
     arch = rt.current_arch()
     for d, acc, causal in itertools.product((64, 128), ("f32", "f16"), (False, True)):
         build = build_kernel(_config(arch, d, causal, acc, {}), arch)

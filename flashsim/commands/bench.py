@@ -2,7 +2,7 @@
 
 kernel:   TFLOP/s (4*B*H*Nq*Nk*d, halved for causal) of kernel/flash_fwd.cu for both P@V accumulators beside
           torch's FLASH (FlashAttention-2) and cuDNN SDPA backends, median of CUDA-event timings, on the shapes
-          of ANCHORS section 5 (or --shape). Needs a GPU; torch only for the comparison columns.
+          of benchmarks/RESULTS.md (or --shape). Needs a GPU; torch only for the comparison columns.
 emulator: seconds of flashsim.attention against a plain float64 numpy attention on the same CPU (one head).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..config import KernelConfig
 
-ANCHOR_SHAPES = [  # (B, H, N, d, causal): ANCHORS section 5
+DEFAULT_SHAPES = [  # (B, H, N, d, causal): the shapes of benchmarks/RESULTS.md
     (4, 16, 4096, 128, False),
     (4, 16, 4096, 128, True),
     (4, 16, 4096, 64, False),
@@ -42,7 +42,7 @@ def _flops(b, h, n, d, causal):
 
 def _shapes(args):
     if not args.shape:
-        return ANCHOR_SHAPES
+        return DEFAULT_SHAPES
     out = []
     for s in args.shape:
         parts = s.split(",")
@@ -74,7 +74,7 @@ def bench_kernel(args) -> int:
     except ImportError as e:
         raise SystemExit(f"flashsim bench kernel needs torch with CUDA for the comparison: {e}")
     from ..gpu import runtime as rt
-    from ..gpu.attention import prepared_launch
+    from ..gpu.launch import prepared_launch
     rt.require_gpu()
     arch = rt.current_arch()
     dev_name = torch.cuda.get_device_name()

@@ -47,8 +47,8 @@ def config_from_args(args) -> KernelConfig:
 
 
 def run(args) -> int:
-    from ..budget import budget
-    from ..budget.whatif import WHAT_IFS, what_if
+    from ..resources import budget
+    from ..resources.whatif import WHAT_IFS, what_if
     try:
         arch = get_arch(args.arch).name
         config = config_from_args(args)
@@ -65,7 +65,7 @@ def run(args) -> int:
         print(w)
         shown += [b for b in w.budgets if b.label != "base configuration"]
     if args.plot:
-        from ..budget.report import plot
+        from ..resources.report import plot
         try:
             plot(shown, args.plot)
         except RuntimeError as e:

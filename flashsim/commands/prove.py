@@ -1,9 +1,10 @@
 """Run every proof (proofs/prove_*.py) and check the seed's claims; exit 0 iff every proof holds.
 
 Proofs: the online-softmax identity and -inf guard (sympy), the S -> P register repack, the resource budget,
-the P@V error bound. Claims: the seed's eight claims (ANCHORS section 7) with a verdict each; a claim that does
-not hold is a finding and does not change the exit status. Register counts come from NVRTC builds when the
-gpu extra is installed (else those parts say "not checked").
+the P@V error bound. Claims: the eight claims of the seed design note (README, 'The seed's claims') with a
+verdict each; a claim that does not hold is a finding and does not change the exit status. Register counts come
+from NVRTC builds when the gpu extra is installed; without it the claims use the register estimate and say so
+in one line.
 
 examples:
   flashsim prove
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from ..budget.proofs import run_all
+    from ..prove.runner import run_all
     t0 = time.perf_counter()
     try:
         results = run_all(args.only)
@@ -40,7 +41,7 @@ def run(args) -> int:
             print("      " + r.details.replace("\n", "\n      "))
     all_hold = all(r.holds for r in results.values()) and bool(results)
     if not args.no_claims:
-        from ..budget.claims import check_claims
+        from ..prove.claims import check_claims
         print("\nTHE SEED'S CLAIMS (a claim that does not hold is a finding, not a failure)")
         for c in check_claims(results if not args.only else None, registers=args.registers):
             print()

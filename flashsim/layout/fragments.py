@@ -1,6 +1,6 @@
 """Element <-> (lane, register, half) maps of the mma.m16n8k16 operands A, B and C/D.
 
-Source: PTX ISA, "Matrix fragments for mma.m16n8k16" (ANCHORS section 2). With ``g = lane >> 2``
+Source: PTX ISA, "Matrix fragments for mma.m16n8k16". With ``g = lane >> 2``
 (groupID) and ``t = lane % 4`` (thread in group), element i of a lane's fragment sits at
 
     A (16 x 16, M x K, row)    a0..a7:  row = g + 8*((i>>1)&1)   col = 2t + (i&1) + 8*(i>>2)

@@ -1,6 +1,6 @@
 """ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16, as vectorised gathers.
 
-Semantics (PTX ISA, "ldmatrix"; ANCHORS section 2): each of the 8*num address-giving lanes points at one
+Semantics (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): each of the 8*num address-giving lanes points at one
 16-byte row of eight b16 elements; lanes 8j..8j+7 give rows 0..7 of matrix j. Destination register d_j
 of lane l holds matrix j's row l >> 2, columns 2(l % 4) and 2(l % 4) + 1 (the lower column in bits
 0..15). ``.trans`` delivers the transposed matrix: row 2(l % 4) + {0, 1}, column l >> 2.

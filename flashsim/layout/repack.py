@@ -1,7 +1,7 @@
 """The S -> P repack: score accumulators (f32 C fragments) become the A operand of P @ V in registers.
 
 For k16 slice j of P, the A fragment's four registers are built from the C fragments of S's n8 tiles
-2j and 2j+1 (ANCHORS section 2; proved lane by lane in proofs/prove_repack.py):
+2j and 2j+1 (PTX ISA, "Matrix fragments for mma.m16n8k16"; proved lane by lane in proofs/prove_repack.py):
 
     P reg 4j+0 = pack(c0, c1) of S tile 2j       P reg 4j+2 = pack(c0, c1) of S tile 2j+1
     P reg 4j+1 = pack(c2, c3) of S tile 2j       P reg 4j+3 = pack(c2, c3) of S tile 2j+1
@@ -12,7 +12,7 @@ between lanes or reorders registers; it only rounds f32 pairs to a 16-bit type a
 
 The kernel does it with ``cvt.rn.f16x2.f32 d, hi, lo`` (PTX: the first source goes to the upper half),
 i.e. ``__floats2half2_rn(lo, hi)``. Rounding is to nearest even, f16 subnormals kept, overflow to inf.
-NaN gives the canonical NaN 0x7FFF here (the mma's canonical f16 NaN, ANCHORS section 1); the H200
+NaN gives the canonical NaN 0x7FFF here (the mma's canonical f16 NaN, tests/data/mma_sm90.npz); the H200
 capture (flashsim/gpu/capture/layout.py) checks this and the rest of the conversion on silicon.
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ def repack_s_to_p(s_regs, dtype=np.float16) -> np.ndarray:
 def repack_sources() -> np.ndarray:
     """For P register r of one k16 slice (r = 0..3): (S tile in the pair, c index of lo, c index of hi).
 
-    The table of ANCHORS section 2, as data: row r = (r >> 1, 2 (r & 1), 2 (r & 1) + 1).
+    The table in the module docstring, as data: row r = (r >> 1, 2 (r & 1), 2 (r & 1) + 1).
     """
     r = np.arange(4)
     return np.stack([r >> 1, 2 * (r & 1), 2 * (r & 1) + 1], axis=1)

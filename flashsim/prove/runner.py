@@ -2,7 +2,7 @@
 
 proofs/ is not a package: each file runs alone (``python3 proofs/prove_x.py``) and under pytest. The folder is
 found next to the flashsim package (a checkout or an editable install) or, in a regular install, as the
-package data ``flashsim/budget/_proofs`` (a link to proofs/ that the build turns into files).
+package data ``flashsim/prove/_proofs`` (a link to proofs/ that the build turns into files).
 """
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
-"""``budget(config, arch)``: shared memory, registers and occupancy of one kernel configuration on one arch."""
+"""``budget(config, arch)``: shared memory, registers and occupancy of one kernel configuration on one arch.
+
+The shared memory is evaluated from sympy expressions (symbols.py), so ``budget()`` imports sympy when it is
+called; importing this module does not (``import flashsim`` stays cheap).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy as sp
-
 from ..arch import Arch, get_arch
 from ..config import KernelConfig
-from . import symbols
 from .occupancy import Occupancy, occupancy, occupancy_expressions
 from .registers import RegisterCount, registers as count_registers
 
@@ -16,7 +17,7 @@ KB = 1024
 
 @dataclass(frozen=True)
 class Budget:
-    """The resource budget of one configuration on one arch (the DESIGN.md contract).
+    """The resource budget of one configuration on one arch (``flashsim.budget``'s public contract).
 
     smem_bytes      dynamic + static shared memory of one block (the 1 KB the runtime reserves is not in it)
     breakdown       buffer name -> bytes (dynamic shared memory)
@@ -70,6 +71,7 @@ class Budget:
     @property
     def fragment_registers(self) -> dict:
         """Registers per thread of the live fragments (O, S, Q, m/l): the floor under ptxas's count."""
+        from . import symbols
         return symbols.evaluate(symbols.fragment_register_expressions(), self.config)
 
     def table(self) -> str:
@@ -86,8 +88,11 @@ def budget(config: KernelConfig | None = None, arch="sm_120", *, registers="auto
 
     registers: "auto" (ptxas count of an NVRTC build when possible, else the documented estimate),
     "compile" (a build is required), "estimate", or an int to use as is.
-    extra_buffers: name -> sympy expression in flashsim.budget.symbols (what-ifs, e.g. the seed's S/P buffer).
+    extra_buffers: name -> sympy expression in flashsim.resources.symbols (what-ifs, e.g. the seed's S/P buffer).
     """
+    import sympy as sp
+
+    from . import symbols
     a = get_arch(arch)
     if config is None:
         config = KernelConfig.default(a.name)

@@ -10,7 +10,7 @@ def _kb(n: int) -> str:
 
 
 def table(b) -> str:
-    """The budget ``b`` (flashsim.budget.Budget) as a text table."""
+    """The budget ``b`` (flashsim.resources.Budget) as a text table."""
     c, a, o = b.config, b.arch, b.occ
     title = f"{b.label}: " if b.label else ""
     lines = [f"{title}{a.name} ({a.family}); {c.describe()}",
@@ -32,7 +32,7 @@ def table(b) -> str:
         f"  fits: {'yes' if b.fits else 'NO'}",
         f"  registers/thread: {b.registers} [{b.registers_source}]"
         + (f", spills {b.reg.spill_stores}/{b.reg.spill_loads} B" if b.reg.compiled else ""),
-        f"    live fragments: " + ", ".join(f"{k} {v}" for k, v in frag.items()),
+        "    live fragments: " + ", ".join(f"{k} {v}" for k, v in frag.items()),
         f"  blocks/SM: {o.blocks_per_sm} (limited by {o.limiter}; "
         + ", ".join(f"{k} {v}" for k, v in o.limits.items()) + ")",
         f"  occupancy: {o.warps_per_sm}/{o.max_warps_per_sm} warps = {100 * b.occupancy:.1f}%",

@@ -1,7 +1,8 @@
 """Blocks per SM and occupancy by the rules of CUDA's cuda_occupancy.h, written once for ints and sympy.
 
 The rules (cuda_occupancy.h of CUDA 13.0: cudaOccMaxBlocksPerSMWarpsLimit, ...RegsLimit, ...SmemLimit,
-cudaOccMaxBlocksPerMultiprocessor; ANCHORS section 4):
+cudaOccMaxBlocksPerMultiprocessor; the per-arch numbers in flashsim.arch come from the CUDA C++ Programming
+Guide's compute-capability tables):
 
 - warps:     floor(max_warps_per_sm / W), W = ceil(threads / 32)
 - registers: a warp gets roundup(regs * 32, 256) registers; each of the 4 sub-partitions holds
@@ -16,14 +17,13 @@ limit of the header (16 named barriers per block slot) never binds for a kernel 
 partitioned global caching (cc 5.2/6.x only) does not apply to any arch modelled here.
 
 ``limits(..., ops=INT)`` gives Python ints; ``limits(..., ops=SYM)`` the same rules as sympy expressions
-(floor / ceiling / Min / Piecewise), so the symbolic model and the numbers cannot drift apart.
+(floor / ceiling / Min / Piecewise), so the symbolic model and the numbers cannot drift apart. The integer rules
+need no sympy: SYM imports it when it is first used, so ``occupancy()`` stays cheap.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-
-import sympy as sp
 
 from ..arch import Arch, get_arch
 
@@ -52,28 +52,42 @@ class _IntOps:
     def zero_unless(cond, value):
         return value if cond else 0
 
+    @staticmethod
+    def all_of(*conds):
+        return all(conds)
+
+    @staticmethod
+    def const(x):
+        return x
+
 
 class _SymOps:
-    """The same rules as sympy expressions."""
-    @staticmethod
-    def ceil_div(x, y):
-        return sp.ceiling(sp.Rational(1, 1) * x / y)
+    """The same rules as sympy expressions (sympy is imported on first use, not with this module)."""
+    @property
+    def sp(self):
+        import sympy
+        return sympy
 
-    @staticmethod
-    def floor_div(x, y):
-        return sp.floor(sp.Rational(1, 1) * x / y)
+    def ceil_div(self, x, y):
+        return self.sp.ceiling(self.sp.Rational(1, 1) * x / y)
 
-    @staticmethod
-    def minimum(*xs):
-        return sp.Min(*xs)
+    def floor_div(self, x, y):
+        return self.sp.floor(self.sp.Rational(1, 1) * x / y)
 
-    @staticmethod
-    def maximum(*xs):
-        return sp.Max(*xs)
+    def minimum(self, *xs):
+        return self.sp.Min(*xs)
 
-    @staticmethod
-    def zero_unless(cond, value):
-        return sp.Piecewise((value, cond), (0, True))
+    def maximum(self, *xs):
+        return self.sp.Max(*xs)
+
+    def zero_unless(self, cond, value):
+        return self.sp.Piecewise((value, cond), (0, True))
+
+    def all_of(self, *conds):
+        return self.sp.And(*conds)
+
+    def const(self, x):
+        return self.sp.Integer(x)
 
 
 INT = _IntOps()
@@ -91,18 +105,16 @@ def limits(arch: Arch, threads, registers, smem_dynamic, smem_static=0, ops=INT)
     regs_per_warp = round_up(ops.maximum(registers, 1) * WARP, arch.reg_alloc_unit, ops)
     warps_per_subpartition = ops.floor_div(arch.regs_per_sm // arch.warp_alloc_sub_partitions, regs_per_warp)
     by_regs = ops.floor_div(warps_per_subpartition * arch.warp_alloc_sub_partitions, warps)
-    regs_launchable = sp.And(
+    regs_launchable = ops.all_of(
         regs_per_warp * round_up(warps, arch.warp_alloc_sub_partitions, ops) <= arch.regs_per_sm,
         registers <= arch.regs_per_thread_max)
-    if ops is INT:
-        regs_launchable = bool(regs_launchable)
     smem_block = round_up(smem_static + smem_dynamic + arch.smem_reserved_per_block, arch.smem_alloc_unit, ops)
     smem_launchable = smem_block <= arch.smem_per_block_optin + arch.smem_reserved_per_block
     return {
         "warps": ops.floor_div(arch.max_warps_per_sm, warps),
         "registers": ops.zero_unless(regs_launchable, by_regs),
         "shared memory": ops.zero_unless(smem_launchable, ops.floor_div(arch.smem_per_sm, smem_block)),
-        "block limit": arch.max_blocks_per_sm if ops is INT else sp.Integer(arch.max_blocks_per_sm),
+        "block limit": ops.const(arch.max_blocks_per_sm),
     }
 
 
@@ -158,6 +170,7 @@ def occupancy_expressions(arch) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _occupancy_expressions(arch: str) -> dict:
+    import sympy as sp
     a = get_arch(arch)
     t, r, sd, ss = sp.symbols("threads registers smem_dynamic smem_static", integer=True, nonnegative=True)
     lim = limits(a, t, r, sd, ss, SYM)

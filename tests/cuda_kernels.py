@@ -1,4 +1,7 @@
-"""Small CUDA sources for the flashsim.gpu tests (tests/test_gpu_*.py): an mma.sync kernel, scalar args, smem."""
+"""Small CUDA sources for the flashsim.gpu tests (tests/test_gpu_*.py): an mma.sync kernel, scalar args, smem.
+
+Test data, not part of the package: the tests import it as ``cuda_kernels`` (pytest puts tests/ on sys.path).
+"""
 
 # One warp computes D = A @ B + C with mma.sync.m16n8k16 (f16 inputs, f32 accumulators), reading plain
 # row-major matrices and building the fragments with the PTX ISA's index formulas. MMA_BF16 switches the

@@ -1,8 +1,9 @@
 """Registers per thread of the flash_fwd kernel: ptxas's count from an NVRTC build, else an estimate.
 
 The build is ``compile_cuda(kernel/flash_fwd.cu, arch, defines)`` with the kernel's own defines
-(flashsim.gpu.attention.build_defines: config.defines(), FS_EXPECTED_SMEM = config.smem_bytes, math constants). The kernel static_asserts that its own shared-memory layout equals FS_EXPECTED_SMEM,
-so every successful build is also the check "symbolic shared memory == the compiled kernel's".
+(flashsim.gpu.launch.build_defines: config.defines(), FS_EXPECTED_SMEM = config.smem_bytes, math constants).
+The kernel static_asserts that its own shared-memory layout equals FS_EXPECTED_SMEM, so every successful build
+is also the check "symbolic shared memory == the compiled kernel's".
 
 The estimate (used only when no build is possible) is the live-fragment floor of
 ``symbols.fragment_register_expressions`` plus the P operand of one k16 step (B_c / 4 registers: it is
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 
 from ..arch import get_arch
 from ..config import KernelConfig
-from . import symbols
 
 KERNEL_FILE = "flash_fwd.cu"
 KERNEL_ENTRY = "flash_fwd"
@@ -41,6 +41,7 @@ class RegisterCount:
 
 def estimate(config: KernelConfig) -> int:
     """The documented estimate of registers per thread (see the module docstring)."""
+    from . import symbols  # sympy: loaded with the first estimate, not with the module
     floor = sum(symbols.evaluate(symbols.fragment_register_expressions(), config).values())
     return min(floor + config.kv_tile // 4 + ESTIMATE_OVERHEAD, get_arch("sm_120").regs_per_thread_max)
 
@@ -72,10 +73,10 @@ def kernel_source() -> str:
 
 
 def build_defines(config: KernelConfig, expected_smem: int | None = None) -> dict:
-    """Every define of the kernel build (flashsim.gpu.attention.build_defines), optionally with another
+    """Every define of the kernel build (flashsim.gpu.launch.build_defines), optionally with another
     FS_EXPECTED_SMEM (the negative test: a wrong value must make the kernel's static_assert fail)."""
     try:
-        from ..gpu.attention import build_defines as kernel_build_defines
+        from ..gpu.launch import build_defines as kernel_build_defines
     except ImportError as e:
         raise _unavailable(e) from None
     defines = dict(kernel_build_defines(config))
@@ -91,12 +92,19 @@ def compile_kernel(config: KernelConfig, arch: str, expected_smem: int | None = 
     defines = build_defines(config, expected_smem)
     try:
         from ..gpu.build import compile_cuda
+        from ..gpu.errors import CompileError
     except ImportError as e:
         raise _unavailable(e) from None
     try:
         return compile_cuda(source, arch=get_arch(arch).name, defines=defines)
     except ImportError as e:  # cuda.core imported lazily inside compile_cuda
         raise _unavailable(e) from None
+    except CompileError:
+        raise
+    except Exception as e:  # compile_cuda wraps a failed cuda.core import in a GPUError: NVRTC is not installed
+        if isinstance(e.__cause__, ImportError):
+            raise _unavailable(e.__cause__) from None
+        raise
 
 
 def registers(config: KernelConfig, arch="sm_120", mode: str = "auto") -> RegisterCount:
