@@ -1,12 +1,20 @@
 """The emulator against outputs of the real kernel captured on the H200, bit for bit, with no GPU.
 
-tests/data/attn_sm90_*.npz were written by `flashsim verify --save-cases FILE` on the H200 (tools/device_verify.sh
-with the 8-warp x 1-tile shape, tools/device_final.sh with the sm_90 defaults, 4 warps x 2 m16 tiles):
-per case the configuration, the kernel's O and LSE, and the (kind, shape, seed) that regenerate its inputs
-(checked against a sha256 of the inputs the GPU saw). flashsim.attention must reproduce every bit.
+tests/data/attn_sm90_*.npz were written by `flashsim verify --save-cases FILE` on the H200 and are re-captured case
+for case by `flashsim verify --replay FILE --save-cases FILE` (tools/device_round.sh captures):
+  attn_sm90_defaults  the sm_90 defaults (4 warps x 2 m16 tiles), 8 shapes x f32/f16 x normal, wide, adversarial
+                      (first made with `verify --kinds normal,wide,adversarial`);
+  attn_sm90_w8m1      the same cases on the 8-warp x 1-tile shape, kv_tile 64, 3 stages (first made when that shape
+                      was the sm_90 default; today `--warps 8 --m-tiles 1 --kv-tile 64 --stages 3`);
+  attn_sm90_specials  the 'specials' kind, seeds 0 and 1 (first made with `verify --kinds specials --seeds 2`; its
+                      f16 d=128 cases ran with kv_tile 32 and 3 stages, the default of that day).
+Per case: the configuration, the kernel's O and LSE, the (kind, shape, seed) that regenerate its inputs (checked
+against a sha256 of the inputs the GPU saw) and, since flashsim.provenance, the fingerprint of the kernel build
+(tests/test_drift.py checks that it is the current one). flashsim.attention must reproduce every bit.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import pathlib
 
@@ -20,28 +28,69 @@ from flashsim.commands.verify import inputs_sha256, make_case_inputs
 DATA = pathlib.Path(__file__).parent / "data"
 
 
+def _case_keys(path):
+    with np.load(path) as z:
+        keys = {key.split("_")[0] for key in z.files}
+    return sorted(keys, key=lambda c: int(c[1:]))
+
+
 def _cases():
-    out = []
-    for path in sorted(DATA.glob("attn_sm90_*.npz")):
-        keys = {key.split("_")[0] for key in np.load(path).files}
-        out += [(path.name, c) for c in sorted(keys, key=lambda c: int(c[1:]))]
-    return out
+    return [(path.name, c) for path in sorted(DATA.glob("attn_sm90_*.npz")) for c in _case_keys(path)]
 
 
 CASES = _cases()
 
 
-@pytest.mark.skipif(not CASES, reason="no H200 attention captures in tests/data/attn_sm90_*.npz yet")
-@pytest.mark.parametrize("file, case", CASES, ids=[f"{f[10:-4]}-{c}" for f, c in CASES])
-def test_emulator_reproduces_the_h200_bits(file, case):
-    z = np.load(DATA / file)
-    meta = json.loads(str(z[f"{case}_meta"]))
+def check_case(path, case):
+    """Regenerate the inputs of ``case`` in the capture ``path``, run the emulator, compare every bit."""
+    with np.load(path) as z:
+        meta = json.loads(str(z[f"{case}_meta"]))
+        o_gpu, lse_gpu = z[f"{case}_o"], z[f"{case}_lse"]
     cfg = KernelConfig(**meta["config"])
     q, k, v = make_case_inputs(meta["kind"], *meta["shape"], meta["seed"])
     assert inputs_sha256(q, k, v) == meta["inputs_sha256"], "regenerated inputs differ from those the GPU saw"
     o, lse = flashsim.attention(q, k, v, config=cfg, causal=cfg.causal,
                                 pv_accum=cfg.pv_accum, arch=meta["arch"], progress=False)
-    o_bad = np.count_nonzero(o.view(np.uint16) != z[f"{case}_o"].view(np.uint16))
-    lse_bad = np.count_nonzero(lse.view(np.uint32) != z[f"{case}_lse"].view(np.uint32))
+    o_bad = np.count_nonzero(o.view(np.uint16) != o_gpu.view(np.uint16))
+    lse_bad = np.count_nonzero(lse.view(np.uint32) != lse_gpu.view(np.uint32))
     assert (o_bad, lse_bad) == (0, 0), (f"{meta['name']}: {o_bad} of {o.size} O and {lse_bad} of {lse.size} "
                                         "LSE elements differ")
+    return meta
+
+
+@pytest.mark.skipif(not CASES, reason="no H200 attention captures in tests/data/attn_sm90_*.npz yet")
+@pytest.mark.parametrize("file, case", CASES, ids=[f"{f[10:-4]}-{c}" for f, c in CASES])
+def test_emulator_reproduces_the_h200_bits(file, case):
+    check_case(DATA / file, case)
+
+
+def test_replay_recaptures_the_same_cases_with_provenance(tmp_path, monkeypatch):
+    """`flashsim verify --replay F --save-cases G` on a mocked GPU (the emulator plays the kernel): G holds the cases
+    of F (same configurations, shapes, kinds, seeds and inputs), each with the current build's provenance, and the
+    reader above accepts it."""
+    from flashsim import gpu, provenance
+    from flashsim.commands import verify
+    from flashsim.gpu import runtime as rt
+    src = DATA / "attn_sm90_specials.npz"
+    if not src.is_file():
+        pytest.skip("no tests/data/attn_sm90_specials.npz")
+    monkeypatch.setattr(rt, "require_gpu", lambda: None)
+    monkeypatch.setattr(rt, "current_arch", lambda: "sm_90")
+    monkeypatch.setattr(gpu, "attention", lambda q, k, v, **kw: flashsim.attention(q, k, v, arch="sm_90",
+                                                                                    progress=False, **kw))
+    out = tmp_path / "attn_sm90_specials.npz"
+    parser = argparse.ArgumentParser()
+    verify.add_arguments(parser)
+    assert verify.run(parser.parse_args(["--replay", str(src), "--save-cases", str(out)])) == 0
+    old_keys, new_keys = _case_keys(src), _case_keys(out)
+    assert new_keys == old_keys
+    with np.load(src) as a, np.load(out) as b:
+        for case in new_keys:
+            old, new = json.loads(str(a[f"{case}_meta"])), json.loads(str(b[f"{case}_meta"]))
+            record = new.pop("provenance")
+            old.pop("provenance", None)
+            assert new == old
+            assert record == provenance.fingerprint("flash_fwd", KernelConfig(**new["config"]))
+            assert np.array_equal(a[f"{case}_o"].view(np.uint16), b[f"{case}_o"].view(np.uint16))
+    for case in new_keys[:3]:
+        check_case(out, case)

@@ -1,11 +1,14 @@
 """flashsim.layout against the H200: the raw register dump of kernel/capture/layout.cu (tests/data/layout_sm90.npz,
-made by ``python3 -m flashsim.gpu.capture.layout --out DIR`` on the GPU). Also, with no GPU: the capture's host
-logic against a lane-by-lane stand-in, and the capture kernel compiling for sm_90 and sm_120."""
+made by ``python3 -m flashsim.gpu.capture.layout --out DIR`` on the GPU; its provenance entry is checked by
+tests/test_drift.py). Also, with no GPU: the capture's host logic against a lane-by-lane stand-in, and the capture
+kernel compiling for sm_90 and sm_120."""
+import json
 import pathlib
 
 import numpy as np
 import pytest
 
+from flashsim import provenance
 from flashsim.gpu.capture import layout as capture
 from flashsim.layout import silicon
 
@@ -42,6 +45,8 @@ def test_host_logic_against_a_lane_by_lane_stand_in(tmp_path):
     assert path.stat().st_size < 1_000_000
     inputs, out, slots, arch, _ = capture.load(path)
     assert arch == "fake" and all(c.ok for c in silicon.compare(inputs, out, slots))
+    with np.load(path) as z:     # the provenance of the build, as every capture file carries it
+        assert json.loads(str(z["provenance"])) == provenance.fingerprint(capture.PROVENANCE_NAME)
 
 
 def swap_two_registers(out, off):
@@ -85,7 +90,7 @@ def test_capture_kernel_compiles(arch):
     from flashsim.gpu import build
     from flashsim.gpu.errors import CompileError, GPUError
     try:
-        b = build.compile_file(capture.KERNEL, arch=arch, defines=silicon.defines())
+        b = build.compile_file(capture.KERNEL, arch=arch, defines=provenance.build_defines(capture.PROVENANCE_NAME))
     except GPUError as exc:  # no cuda-python / NVRTC here: say so; a CompileError is a failure
         if isinstance(exc, CompileError):
             raise

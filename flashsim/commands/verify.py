@@ -3,6 +3,12 @@
 For each case (shape, seed, configuration, input kind) it reports the fraction of bit-equal elements of
 O and LSE, the max ulp distance, and for the first mismatch its (batch, head, row, column) and the kernel's
 (block, warp, lane, register) that produced it. Exit status 0 only if every bit of every case agrees.
+
+--save-cases FILE.npz keeps, per case i, the GPU outputs (c<i>_o, c<i>_lse) and c<i>_meta (json: name, arch,
+config, shape, kind, seed, inputs_sha256, and provenance: the kernel source's hash and the build's defines, see
+flashsim.provenance). --replay FILE.npz runs exactly the cases of such a file again (same configurations, shapes,
+kinds and seeds; the regenerated inputs must hash as recorded), which is how tests/data/attn_sm90_*.npz are
+re-captured (tools/device_round.sh captures).
 """
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import time
 
 import numpy as np
 
+from .. import provenance
 from ..config import KernelConfig
 
 # (B, H, Nq, Nk, d, causal): odd lengths, N = 1, Nq != Nk both ways, both head dims, batch and heads > 1.
@@ -41,6 +48,9 @@ def add_arguments(p):
     p.add_argument("--json", metavar="FILE", help="write the per-case results as JSON")
     p.add_argument("--save-cases", metavar="FILE.npz",
                    help="save every case's GPU outputs and how to regenerate its inputs in one .npz (offline bit tests)")
+    p.add_argument("--replay", action="append", default=[], metavar="FILE.npz",
+                   help="run the cases saved in FILE by --save-cases (their configurations, shapes, kinds, seeds) instead "
+                        "of the default set (repeatable; --shape cases are added with the other options)")
 
 
 def make_case_inputs(kind, b, h, nq, nk, d, seed):
@@ -135,50 +145,82 @@ def verify_case(q, k, v, config, arch):
     return compare("O", o_g, o_e), compare("LSE", lse_g, lse_e), (o_g, lse_g), (t1 - t0, t2 - t1)
 
 
+def case_meta(name, arch, cfg, shape, kind, seed, q, k, v) -> dict:
+    """What --save-cases stores beside a case's outputs: enough to regenerate its inputs (checked by hash) and
+    the provenance of the kernel build that ran it (flashsim.provenance, checked by tests/test_drift.py)."""
+    return dict(name=name, arch=arch, config=cfg.__dict__, shape=list(shape), kind=kind, seed=seed,
+                inputs_sha256=inputs_sha256(q, k, v), provenance=provenance.fingerprint("flash_fwd", cfg))
+
+
+def replay_cases(path) -> list[tuple]:
+    """(shape (b, h, nq, nk, d), KernelConfig, kind, seed, inputs_sha256) of every case saved in ``path``, in order."""
+    out = []
+    with np.load(path) as z:
+        metas = sorted((k for k in z.files if k.endswith("_meta")), key=lambda k: int(k[1:-5]))
+        for key in metas:
+            meta = json.loads(str(z[key]))
+            out.append((tuple(meta["shape"]), KernelConfig(**meta["config"]), meta["kind"], int(meta["seed"]),
+                        meta.get("inputs_sha256")))
+    return out
+
+
+def _cases(args, arch) -> list[tuple]:
+    """Every case to run: (shape, config, kind, seed, expected inputs sha256 or None)."""
+    cases = []
+    for path in args.replay:
+        cases += replay_cases(path)
+    shapes = [] if (args.only or args.replay) else list(DEFAULT_SHAPES)
+    shapes += [parse_shape(s) for s in args.shape]
+    accs = ("f32", "f16") if args.pv_accum == "both" else (args.pv_accum,)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
+                                      ("stages", args.stages)) if val is not None}
+    for (b, h, nq, nk, d, causal) in shapes:
+        for acc in accs:
+            cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
+            cases += [((b, h, nq, nk, d), cfg, kind, seed, None) for kind in kinds for seed in range(args.seeds)]
+    return cases
+
+
 def run(args) -> int:
     from ..diff import kernel_coordinates
     from ..gpu import runtime as rt
     rt.require_gpu()
     arch = rt.current_arch()
-    shapes = [] if args.only else list(DEFAULT_SHAPES)
-    shapes += [parse_shape(s) for s in args.shape]
-    accs = ("f32", "f16") if args.pv_accum == "both" else (args.pv_accum,)
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    cases = _cases(args, arch)
+    for (b, h, nq, nk, d), cfg, kind, seed, want_sha in cases:   # before any GPU work: replayed inputs must match
+        if want_sha is not None and inputs_sha256(*make_case_inputs(kind, b, h, nq, nk, d, seed)) != want_sha:
+            raise SystemExit(f"--replay: the inputs of {b}x{h}x{nq}x{nk}x{d} {kind} s{seed} no longer regenerate "
+                             "as recorded (make_case_inputs changed): this file cannot be re-captured case for case")
     results, all_ok, saved = [], True, {}
-    print(f"flashsim verify on {arch}: {len(shapes)} shapes x {len(accs)} accumulators x {len(kinds)} kinds "
-          f"x {args.seeds} seeds")
+    count = lambda i: len({c[i] if i != 1 else c[1].pv_accum for c in cases})
+    print(f"flashsim verify on {arch}: {count(0)} shapes x {count(1)} accumulators x {count(2)} kinds x {count(3)} "
+          f"seeds" + (f" ({len(cases)} cases replayed from {', '.join(args.replay)})" if args.replay else ""))
     print(f"{'case':44} {'O equal':>9} {'O ulp':>6} {'LSE equal':>10} {'LSE ulp':>8}  first mismatch")
-    for (b, h, nq, nk, d, causal) in shapes:
-        for acc in accs:
-            over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
-                                              ("stages", args.stages)) if val is not None}
-            cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
-            for kind in kinds:
-                for seed in range(args.seeds):
-                    q, k, v = make_case_inputs(kind, b, h, nq, nk, d, seed)
-                    od, ld, outs, times = verify_case(q, k, v, cfg, arch)
-                    name = f"{b}x{h}x{nq}x{nk}x{d}{' causal' if causal else ''} {acc} {kind} s{seed}"
-                    where = ""
-                    for diff, kindname in ((od, "o"), (ld, "lse")):
-                        if diff.first_index is not None and not where:
-                            idx = diff.first_index
-                            col = idx[3] if kindname == "o" else 0
-                            blk, warp, lane, reg = kernel_coordinates(cfg, idx[0], idx[1], idx[2], col, kindname)
-                            where = (f"{diff.name}{list(idx)} gpu {diff.first_values[0]} emu {diff.first_values[1]}"
-                                     f" <- block {blk} warp {warp} lane {lane} {reg}")
-                    ok = od.ok and ld.ok
-                    all_ok &= ok
-                    print(f"{name:44} {od.bit_equal_fraction:9.4%} {od.max_ulp:6d} {ld.bit_equal_fraction:10.4%} "
-                          f"{ld.max_ulp:8d}  {where or '-'}")
-                    results.append(dict(case=name, o_equal=od.bit_equal_fraction, o_max_ulp=od.max_ulp,
-                                        o_hist=od.ulp_hist, lse_equal=ld.bit_equal_fraction, lse_max_ulp=ld.max_ulp,
-                                        first_mismatch=where, gpu_s=times[0], emu_s=times[1]))
-                    if args.save_cases:
-                        # outputs only: the inputs are regenerated from (kind, shape, seed) and checked by hash
-                        i = len(saved) // 3
-                        saved.update({f"c{i}_o": outs[0], f"c{i}_lse": outs[1], f"c{i}_meta": json.dumps(dict(
-                            name=name, arch=arch, config=cfg.__dict__, shape=[b, h, nq, nk, d], kind=kind,
-                            seed=seed, inputs_sha256=inputs_sha256(q, k, v)))})
+    for (b, h, nq, nk, d), cfg, kind, seed, _ in cases:
+        q, k, v = make_case_inputs(kind, b, h, nq, nk, d, seed)
+        od, ld, outs, times = verify_case(q, k, v, cfg, arch)
+        name = f"{b}x{h}x{nq}x{nk}x{d}{' causal' if cfg.causal else ''} {cfg.pv_accum} {kind} s{seed}"
+        where = ""
+        for diff, kindname in ((od, "o"), (ld, "lse")):
+            if diff.first_index is not None and not where:
+                idx = diff.first_index
+                col = idx[3] if kindname == "o" else 0
+                blk, warp, lane, reg = kernel_coordinates(cfg, idx[0], idx[1], idx[2], col, kindname)
+                where = (f"{diff.name}{list(idx)} gpu {diff.first_values[0]} emu {diff.first_values[1]}"
+                         f" <- block {blk} warp {warp} lane {lane} {reg}")
+        ok = od.ok and ld.ok
+        all_ok &= ok
+        print(f"{name:44} {od.bit_equal_fraction:9.4%} {od.max_ulp:6d} {ld.bit_equal_fraction:10.4%} "
+              f"{ld.max_ulp:8d}  {where or '-'}")
+        results.append(dict(case=name, config=cfg.__dict__, o_equal=od.bit_equal_fraction, o_max_ulp=od.max_ulp,
+                            o_hist=od.ulp_hist, lse_equal=ld.bit_equal_fraction, lse_max_ulp=ld.max_ulp,
+                            first_mismatch=where, gpu_s=times[0], emu_s=times[1]))
+        if args.save_cases:
+            # outputs only: the inputs are regenerated from (kind, shape, seed) and checked by hash
+            i = len(saved) // 3
+            saved.update({f"c{i}_o": outs[0], f"c{i}_lse": outs[1], f"c{i}_meta": json.dumps(
+                case_meta(name, arch, cfg, (b, h, nq, nk, d), kind, seed, q, k, v))})
     from ..numerics import sfu
     note = getattr(sfu, "model_status", lambda arch: "")(arch)
     if note:

@@ -3,8 +3,9 @@
 Runs kernel/capture/layout.cu (one warp: ldmatrix .x1/.x2/.x4 with and without .trans, mma.m16n8k16 with f32
 and f16 accumulation and bf16 inputs, the S -> P repack, P @ V, cvt.rn.{f16,bf16}x2.f32, shfl.sync in every
 mode), compares every lane's raw registers with flashsim.layout (flashsim/layout/silicon.py), prints
-PASS/FAIL per map and writes ``layout_<arch>.npz`` (inputs, the raw (32, NOUT) dump, the slot table, the
-device name): copy it to tests/data/layout_sm90.npz for tests/test_layout_silicon.py.
+PASS/FAIL per map and writes ``layout_sm90.npz`` (named after the arch: inputs, the raw (32, NOUT) dump, the slot
+table, the device name, and the provenance of the build: flashsim.provenance): copy it to tests/data/ for
+tests/test_layout_silicon.py (tools/device_round.sh captures does it all).
 
 Exit status: 0 when every map matches, 2 when some did not (the npz is still written), 1 on an error.
 ``--fake`` runs the host logic against a scalar, lane-by-lane Python stand-in for the GPU (no GPU needed).
@@ -18,9 +19,11 @@ import sys
 import ml_dtypes
 import numpy as np
 
+from ... import provenance
 from ...layout import silicon
 
 KERNEL = "capture/layout.cu"
+PROVENANCE_NAME = "layout_capture"     # flashsim.provenance: this kernel's define set and fingerprint
 
 
 class GpuDevice:
@@ -33,7 +36,7 @@ class GpuDevice:
         dev = rt.require_gpu()
         self.arch = rt.current_arch()
         self.name = str(getattr(dev, "name", "GPU"))
-        build = compile_file(KERNEL, arch=self.arch, defines=silicon.defines())
+        build = compile_file(KERNEL, arch=self.arch, defines=provenance.build_defines(PROVENANCE_NAME))
         self.kernel = rt.load(build, "layout_capture")
 
     def run(self, inputs: dict) -> np.ndarray:
@@ -209,10 +212,13 @@ class FakeDevice:
 
 
 def save(path: pathlib.Path, inputs: dict, out: np.ndarray, device) -> None:
+    """The capture, with ``provenance`` (json: the kernel source's hash and the build's defines)."""
     names = np.array([n for n, _ in silicon.SLOTS])
     sizes = np.array([n for _, n in silicon.SLOTS], np.int32)
+    record = provenance.to_json(provenance.fingerprint(PROVENANCE_NAME))
     np.savez_compressed(path, out=out, slot_names=names, slot_sizes=sizes, arch=np.array(device.arch),
-                        device=np.array(device.name), **{f"in_{k}": v for k, v in inputs.items()})
+                        device=np.array(device.name), provenance=np.array(record),
+                        **{f"in_{k}": v for k, v in inputs.items()})
 
 
 def load(path) -> tuple[dict, np.ndarray, tuple, str, str]:
@@ -225,7 +231,7 @@ def load(path) -> tuple[dict, np.ndarray, tuple, str, str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m flashsim.gpu.capture.layout", description=__doc__.splitlines()[0],
-                                     epilog="Writes layout_<arch>.npz into DIR.")
+                                     epilog="Writes layout_<arch>.npz (e.g. layout_sm90.npz) into DIR.")
     parser.add_argument("--out", required=True, help="folder for the output file (created if missing)")
     parser.add_argument("--fake", action="store_true", help="scalar Python stand-in for the GPU (tests the host logic)")
     parser.add_argument("--seed", type=int, default=2026)
@@ -238,7 +244,7 @@ def main(argv=None) -> int:
         checks = silicon.compare(inputs, out)
         out_dir = pathlib.Path(args.out)
         out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / f"layout_{device.arch}.npz"
+        path = out_dir / f"layout_{device.arch.replace('_', '')}.npz"
         save(path, inputs, out, device)
     except Exception as exc:  # GPUError, CompileError, OSError...: say what failed and exit non-zero
         print(f"layout capture failed: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -4,7 +4,8 @@ For each of f32.f16.f16.f32, f16.f16.f16.f16 and f32.bf16.bf16.f32 the tool gene
 (ANCHORS section 1, plus boundary, -0, zero-exponent and truncation probes, plus a large varied bf16
 subnormal set), runs them through kernel/capture/mma.cu (one warp per mma, fragments loaded with the PTX
 formulas), runs flashsim.mma on the same inputs for the device's arch, prints the mismatching output elements
-per type and category, and writes DIR/mma_sm90.npz and DIR/mma_sm90_summary.json (named after the arch).
+per type and category, and writes DIR/mma_sm90.npz and DIR/mma_sm90_summary.json (named after the arch; both
+carry the build's provenance, flashsim.provenance: the source hash and defines that tests/test_drift.py checks).
 
 Compact storage (the whole capture is a few MB).  Inputs are not stored: they are regenerated from the stored
 seed by ``generate`` below, a counter-based splitmix64 generator and integer bit arithmetic only, so that
@@ -50,12 +51,15 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from ... import provenance
 from ...numerics.formats import BF16, F16, F32, Format
 
 GENERATOR_VERSION = 2              # new captures; every version in SUPPORTED_VERSIONS still loads
 SUPPORTED_VERSIONS = (1, 2)
 DEFAULT_SEED = 20261129
 THREADS = 128                      # 4 warps per block, one mma per warp per loop trip
+KERNEL = "capture/mma.cu"
+PROVENANCE_NAME = "mma_capture"    # flashsim.provenance: this kernel's define set and fingerprint
 
 
 # -------------------------------------------------------------------------------------------- types
@@ -603,7 +607,7 @@ class GpuRunner:
         self.rt = rt
         rt.require_gpu()
         self.arch = rt.current_arch()
-        self.build = compile_file("capture/mma.cu", arch=self.arch)
+        self.build = compile_file(KERNEL, arch=self.arch, defines=provenance.build_defines(PROVENANCE_NAME))
         self.kernels = {name: rt.load(self.build, t.kernel) for name, t in TYPES.items()}
 
     def device_info(self) -> dict:
@@ -646,6 +650,8 @@ def save_capture(path: pathlib.Path, results: dict, meta: dict) -> None:
                             "d_sha256": hashlib.sha256(np.ascontiguousarray(res["d"]).tobytes()).hexdigest()}
                      for name, res in results.items()}
     arrays["meta_json"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    if "provenance" in meta:     # also on its own, as in every capture file (tests/test_drift.py reads it)
+        arrays["provenance"] = np.array(provenance.to_json(meta["provenance"]))
     np.savez_compressed(path, **arrays)
 
 
@@ -739,7 +745,8 @@ def main(argv=None) -> int:
                 print(f"  first mismatching mma indices: {v['bad_mma_examples']}")
         meta = {"generator_version": GENERATOR_VERSION, "seed": args.seed, "scale": args.scale, "device": info,
                 "arch": arch, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "numpy": np.__version__,
-                "python": platform.python_version(), "verdict": verdicts}
+                "python": platform.python_version(), "verdict": verdicts,
+                "provenance": provenance.fingerprint(PROVENANCE_NAME)}
         npz = out_dir / f"mma_{arch.replace('_', '')}.npz"
         save_capture(npz, results, meta)
         back = load_capture(npz)                                   # the file must reproduce what we saw

@@ -12,7 +12,8 @@ One run, in order (kernels in kernel/capture/sfu.cu):
    the numpy model; (c) the specials;
 5. files: ``sfu_tables_<tag>.npz`` (compact tables + parameters + summary: the package data, see
    flashsim.calibration) and ``sfu_sample_<tag>.npz`` (GPU input/output samples for the CPU test,
-   the summary, per-exponent histograms and up to 50k mismatching triples per function).
+   the summary, per-exponent histograms and up to 50k mismatching triples per function); both record the
+   build's provenance (flashsim.provenance: source hash and defines, checked by tests/test_drift.py).
 
 Exit status: 0 when both models reproduce every checked output, 2 when some did not (files still
 written), 1 on an error. ``--fake`` runs the host logic on a numpy stand-in for the GPU (no GPU needed).
@@ -27,7 +28,7 @@ import time
 
 import numpy as np
 
-from ... import calibration
+from ... import calibration, provenance
 from ...numerics import sfu
 from ...numerics.sfu import MASK, TABLE_SIZE, Ex2Model, RcpModel
 
@@ -35,6 +36,8 @@ MISMATCH_CAP = 50_000            # recorded mismatching triples per function
 SAMPLE_EX2 = 1 << 18             # GPU (input, output) pairs kept for the CPU test
 SAMPLE_RCP = 1 << 16
 SWEEP_CHUNK = 1 << 28
+KERNEL = "capture/sfu.cu"
+PROVENANCE_NAME = "sfu_capture"     # flashsim.provenance: this kernel's define set and fingerprint
 SELECT_EXPONENTS = range(96, 131)   # |x| in [2^-31, 16): where the fixed-point rule shows
 EX2_KEYS = ("neg_mode", "rounding", "nan_mode", "nan_bits", "underflow_bits", "overflow_bits",
             "pinf_bits", "ninf_bits")
@@ -160,7 +163,8 @@ class GpuDevice:
         dev = rt.require_gpu()
         self.arch = rt.current_arch()
         self.name = str(getattr(dev, "name", "GPU"))
-        build = compile_cuda(kernel_path("capture/sfu.cu").read_text(), arch=self.arch, name="capture/sfu.cu")
+        build = compile_cuda(kernel_path(KERNEL).read_text(), arch=self.arch, name=KERNEL,
+                             defines=provenance.build_defines(PROVENANCE_NAME))
         self.k = {name: rt.load(build, name) for name in ("ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply",
                                                           "rcp_model_apply", "ex2_sweep", "rcp_sweep")}
         try:
@@ -317,7 +321,8 @@ class Capture:
         self.dev, self.quick, self.scale, self.log = device, quick, random_scale, log
         self.rng = np.random.default_rng(seed)
         self.summary: dict = {"arch": device.arch, "device": device.name, "quick": quick,
-                              "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+                              "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                              "provenance": provenance.fingerprint(PROVENANCE_NAME)}
         self.sample: dict = {}
 
     # each step fills self.summary[fn] and self.sample
@@ -463,7 +468,8 @@ class Capture:
         self.log(f"tables: {size / 1e6:.2f} MB" + ("" if size <= 4_000_000 else
                                                   " (over the 4 MB package-data budget: needs a better codec)"))
         sample = out_dir / f"sfu_sample_{tag}.npz"
-        np.savez_compressed(sample, summary=np.array(json.dumps(self.summary)), **self.sample)
+        np.savez_compressed(sample, summary=np.array(json.dumps(self.summary)),
+                            provenance=np.array(provenance.to_json(self.summary["provenance"])), **self.sample)
         return [tables, sample]
 
 

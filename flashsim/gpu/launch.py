@@ -1,14 +1,15 @@
 """Run kernel/flash_fwd.cu on the current GPU: the same contract as flashsim.attention.
 
 The kernel is built with NVRTC for the GPU's own arch from the shared KernelConfig (its defines) plus the
-scalar-math constants of flashsim.emulator.kernel_math, so the emulator and the kernel read one description.
+scalar-math constants of flashsim.emulator.kernel_math, so the emulator and the kernel read one description; the
+define set is flashsim.provenance.build_defines, which the captures' fingerprints hash too.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import provenance
 from ..config import KernelConfig
-from ..emulator.kernel_math import kernel_defines
 from ..problem import prepare
 from . import runtime as rt
 from .build import compile_cuda, kernel_path
@@ -19,8 +20,9 @@ KERNEL_NAME = "flash_fwd"
 
 
 def build_defines(config: KernelConfig) -> dict:
-    """Every define the kernel build receives: configuration, expected shared memory, math constants."""
-    return {**config.defines(), "FS_EXPECTED_SMEM": config.smem_bytes, **kernel_defines()}
+    """Every define the kernel build receives: configuration, expected shared memory, math constants (computed
+    in flashsim.provenance.build_defines, the one place the build and the captures' fingerprints share)."""
+    return provenance.build_defines(KERNEL_NAME, config)
 
 
 def build_kernel(config: KernelConfig, arch: str):

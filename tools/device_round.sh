@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# One device round on the H200, from the repository root:
+#
+#     OUT=<dir> tools/device_round.sh [STEP ...]        steps: captures verify tests sanitize bench (default: all five)
+#
+# Then, back on the development machine: tools/collect_device_round.sh <the files that came back from OUT>
+# (captures -> tests/data, logs -> benchmarks/logs/<date>/, and tests/test_drift.py run on the result).
+#
+# Steps, in the order given (default order below). Times: the old scripts (tools/device_*.sh, deleted with this
+# one) logged no durations, so these are estimates from their timeouts (120..500 s per command) and from the CPU
+# side measured locally (emulator, NVRTC, mma/SFU host work: seconds); summary.txt records the measured time of
+# every step: update the numbers here after a round.
+#   captures  ~2.5-4 min  re-capture every GPU capture of tests/data, each with its provenance (flashsim.provenance:
+#                         sha256 of the kernel source + the build's defines, checked by tests/test_drift.py):
+#                           layout_sm90.npz                python3 -m flashsim.gpu.capture.layout   (~10 s)
+#                           mma_sm90.npz + _summary.json   python3 -m flashsim.gpu.capture.mma      (~30-60 s)
+#                           attn_sm90_{defaults,w8m1,specials}.npz
+#                                                          flashsim verify --replay tests/data/<f> --save-cases:
+#                                                          the very cases of the stored file (configs, shapes, kinds,
+#                                                          seeds; the regenerated inputs must hash as recorded)
+#                                                          (~20-40 s each; without the stored file: the commands
+#                                                          that first made them, see capture_attn below)
+#                           sfu_sample_sm90.npz (+ sfu_tables_sm90.npz)  python3 -m flashsim.gpu.capture.sfu (~1 min)
+#                         -> tests/data/ (sfu_tables only with collect --sfu-tables, -> flashsim/data/sfu/)
+#   verify    ~0.5 min    flashsim verify, default shapes and kinds: kernel vs emulator bit for bit (JSON + text)
+#                         -> benchmarks/logs/<date>/verify.txt, verify.json
+#   tests     ~2-3 min    python3 -m pytest -q -ra -m gpu tests      -> benchmarks/logs/<date>/tests.txt
+#   sanitize  ~2-4 min    compute-sanitizer memcheck and racecheck over every default kernel variant
+#                         (tools/sanitize_kernel.py: 16 configurations); fails on any error or hazard
+#                         -> benchmarks/logs/<date>/sanitize.txt
+#   bench     ~2-3 min    flashsim bench kernel --reps 10 (the anchor shapes, beside torch FA2 and cuDNN) and
+#                         tools/jax_gpu_bench.py --n 16384 (the JAX backend on the GPU beside the kernel)
+#                         -> benchmarks/logs/<date>/bench.txt, jax_gpu.json
+# All five take about 10-12 min, more than one 10-minute device call: run two calls,
+#     OUT=$OUT tools/device_round.sh captures verify tests       (~5-7 min)
+#     OUT=$OUT tools/device_round.sh sanitize bench              (~4-7 min)
+# and collect each call's files (tools/collect_device_round.sh DIR1, then DIR2: one summary_<steps>.txt per call).
+# The round stops by itself before BUDGET seconds (default 540): a step that cannot finish in the time left is
+# not started (exit status 3, the summary names the steps still to run); a step past the time left is killed.
+# Not in the round any more (run by hand when needed): the tile-shape sweep of device_tiles.sh (flashsim bench kernel
+# --warps/--m-tiles/--kv-tile/--stages), `flashsim calibrate --quick` (the sfu capture and test_sfu's GPU test cover
+# it), tools/kernel_vs_reference.py (tests/test_kernel_gpu.py checks the same float64 reference bound).
+#
+# What comes back (the device returns at most 8 files, each under 16 MB, at most 2 folders deep):
+#   $OUT/summary.txt          environment, one line per step (status, seconds), what is left to run
+#   $OUT/logs/<step>.txt      each step's full log
+#   $OUT/round.tar            captures/ (every capture file, ~11 MB) and json/ (verify.json, jax_gpu.json,
+#                             captures_attn_*.json), re-packed after every step so a killed round keeps its results
+# The loose files behind round.tar stay in $STAGE (default: a fresh folder under /tmp).
+#
+# The device has python3 with torch, cupy, jax (CUDA), cuda-python, compute-sanitizer; flashsim is not installed:
+# PYTHONPATH=$PWD. If ml_dtypes or hypothesis is missing there, put wheels in .whl/ here (pip download ml_dtypes
+# hypothesis -d .whl --only-binary=:all: --python-version 3.12) and carry .whl: they are installed from it.
+# Exit status: 0 every step passed; 1 a step failed (the first failure stops the round); 2 bad usage; 3 out of time.
+set -euo pipefail
+
+ALL_STEPS=(captures verify tests sanitize bench)
+declare -A ESTIMATE=([captures]=240 [verify]=45 [tests]=180 [sanitize]=240 [bench]=180)   # seconds, to plan
+declare -A CAP=([captures]=420 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420)        # seconds, to kill
+
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && usage 0
+STEPS=("$@")
+[[ ${#STEPS[@]} -eq 0 ]] && STEPS=("${ALL_STEPS[@]}")
+for s in "${STEPS[@]}"; do
+  [[ -v "ESTIMATE[$s]" ]] || { echo "unknown step '$s'; steps: ${ALL_STEPS[*]}" >&2; exit 2; }
+done
+[[ -f flashsim/__init__.py && -d kernel ]] || { echo "run from the repository root" >&2; exit 2; }
+[[ -n ${OUT:-} ]] || { echo "set OUT to the folder for the results: OUT=<dir> $0 ${STEPS[*]}" >&2; exit 2; }
+
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export XLA_PYTHON_CLIENT_PREALLOCATE=false            # JAX beside cuda.core / torch in one process
+BUDGET=${BUDGET:-540}
+START=$(date +%s)
+STAGE=${STAGE:-$(mktemp -d /tmp/device_round.XXXXXX)}
+mkdir -p "$OUT/logs" "$STAGE/captures" "$STAGE/json"
+export FLASHSIM_CACHE=$STAGE/cache                      # no stale user calibration on the device
+SUMMARY=$OUT/summary.txt
+PY=python3
+
+DEADLINE=$(( START + BUDGET ))
+STEP_END=$DEADLINE
+left() {   # seconds left for the running step (its cap, and the round's budget)
+  local end=$(( STEP_END < DEADLINE ? STEP_END : DEADLINE ))
+  echo $(( end - $(date +%s) ))
+}
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+pack() {   # round.tar from the staged captures and JSON (cheap: ~11 MB)
+  tar -C "$STAGE" -cf "$OUT/round.tar.tmp" captures json && mv "$OUT/round.tar.tmp" "$OUT/round.tar"
+}
+
+# run LOG LIMIT CMD...: CMD with its output appended to LOG (and shown), killed after LIMIT seconds.
+# Step functions run where bash ignores set -e (in an if), so every call below ends in || return.
+run() {
+  local log=$1 limit=$2; shift 2
+  (( limit > 0 )) || { echo "out of time before: $*" | tee -a "$log"; return 124; }
+  echo "\$ $*" | tee -a "$log"
+  local rc=0
+  timeout --kill-after=15 "$limit" "$@" 2>&1 | tee -a "$log" || rc=${PIPESTATUS[0]}
+  [[ $rc -eq 124 || $rc -eq 137 ]] && echo "(killed after $limit s)" | tee -a "$log"
+  return "$rc"
+}
+
+need_modules() {   # need_modules MOD...: import them, installing from .whl/ if carried and one is missing
+  local missing=()
+  for m in "$@"; do $PY -c "import $m" 2>/dev/null || missing+=("$m"); done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  if [[ -d .whl ]]; then
+    $PY -m pip install -q --no-index --find-links .whl "${missing[@]}" || true
+    missing=(); for m in "$@"; do $PY -c "import $m" 2>/dev/null || missing+=("$m"); done
+  fi
+  [[ ${#missing[@]} -eq 0 ]] || { echo "missing python modules: ${missing[*]} (see the header: .whl/)"; return 1; }
+}
+
+# -- the steps: each writes $OUT/logs/<step>.txt; a failing command fails the step --------------------------------
+
+capture_attn() {   # capture_attn SET LOG LIMIT: tests/data/attn_sm90_SET.npz again, case for case
+  local set=$1 log=$2 limit=$3 stored=tests/data/attn_sm90_$1.npz how
+  if [[ -f $stored ]]; then
+    how=(--replay "$stored")
+  else                                  # how the files were first made (tools/device_{final,verify,last}.sh)
+    case $set in
+      defaults) how=(--kinds normal,wide,adversarial) ;;
+      w8m1)     how=(--kinds normal,wide,adversarial --warps 8 --m-tiles 1 --kv-tile 64 --stages 3) ;;
+      specials) how=(--kinds specials --seeds 2) ;;
+    esac
+  fi
+  run "$log" "$limit" $PY -m flashsim.cli verify "${how[@]}" --save-cases "$STAGE/captures/attn_sm90_$set.npz" \
+      --json "$STAGE/json/captures_attn_$set.json" || return
+}
+
+step_captures() {
+  local log=$1 c=$STAGE/captures
+  need_modules numpy ml_dtypes cuda.core || return
+  run "$log" "$(left)" $PY -m flashsim.gpu.capture.layout --out "$c" || return
+  run "$log" "$(left)" $PY -m flashsim.gpu.capture.mma --out "$c" || return
+  for set in defaults w8m1 specials; do capture_attn "$set" "$log" "$(left)" || return; done
+  run "$log" "$(left)" $PY -m flashsim.gpu.capture.sfu --out "$c" || return
+  local want=(layout_sm90.npz mma_sm90.npz mma_sm90_summary.json attn_sm90_defaults.npz attn_sm90_w8m1.npz
+              attn_sm90_specials.npz sfu_sample_sm90.npz sfu_tables_sm90.npz)
+  for f in "${want[@]}"; do [[ -f $c/$f ]] || { echo "missing capture $f" | tee -a "$log"; return 1; }; done
+  ( cd "$c" && ls -l "${want[@]}" ) | tee -a "$log" || return
+  RESULT="${#want[@]} capture files"
+}
+
+step_verify() {
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core || return
+  run "$log" "$(left)" $PY -m flashsim.cli verify --json "$STAGE/json/verify.json" || return
+  RESULT=$(grep -m1 '^verdict:' "$log" || echo "no verdict line")
+}
+
+step_tests() {
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core pytest hypothesis || return
+  run "$log" "$(left)" $PY -m pytest -q -ra -m gpu -p no:cacheprovider tests || return
+  RESULT=$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1)
+}
+
+sanitizer_clean() {   # sanitizer_clean LOG FROM_LINE: a "SUMMARY: 0 ..." line and no "SUMMARY: <nonzero>" line
+  local part; part=$(tail -n +"$2" "$1")
+  grep -Eq 'SUMMARY: [1-9]' <<<"$part" && { echo "sanitizer reported problems (above)" | tee -a "$1"; return 1; }
+  grep -Eq 'SUMMARY: 0 (errors|hazards)' <<<"$part" || { echo "no sanitizer summary line found" | tee -a "$1"; return 1; }
+}
+
+step_sanitize() {
+  local log=$1 cs from
+  need_modules numpy ml_dtypes cuda.core || return
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  [[ -x $cs ]] || { echo "compute-sanitizer not found" | tee -a "$log"; return 1; }
+  $PY tools/sanitize_kernel.py --list | tee -a "$log" || return
+  from=$(( $(wc -l < "$log") + 1 ))
+  run "$log" "$(left)" "$cs" --tool memcheck --leak-check no --error-exitcode 1 $PY tools/sanitize_kernel.py || return
+  sanitizer_clean "$log" "$from" || return
+  from=$(( $(wc -l < "$log") + 1 ))
+  run "$log" "$(left)" "$cs" --tool racecheck --error-exitcode 1 $PY tools/sanitize_kernel.py || return
+  sanitizer_clean "$log" "$from" || return
+  RESULT="memcheck and racecheck clean on $($PY tools/sanitize_kernel.py --list | wc -l) variants"
+}
+
+step_bench() {
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core torch jax || return
+  run "$log" "$(left)" $PY -m flashsim.cli bench kernel --reps 10 || return
+  run "$log" "$(left)" $PY tools/jax_gpu_bench.py --n 16384 --json "$STAGE/json/jax_gpu.json" || return
+  RESULT="kernel and JAX benchmarks written"
+}
+
+# -- the round -----------------------------------------------------------------------------------------------------
+
+{
+  echo "device round $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "date: $(date -u +%Y-%m-%d)"
+  echo "steps: ${STEPS[*]} (budget ${BUDGET} s)"
+  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
+  echo "python: $($PY -c 'import sys; print(sys.version.split()[0])') $($PY - <<'EOF' 2>/dev/null
+import importlib
+out = []
+for m in ("numpy", "ml_dtypes", "hypothesis", "torch", "jax", "cuda.core", "cuda.bindings"):
+    try:
+        out.append(f"{m} {getattr(importlib.import_module(m), '__version__', '?')}")
+    except Exception:
+        out.append(f"{m} missing")
+print(", ".join(out))
+EOF
+)"
+  echo "staging: $STAGE"
+} > "$SUMMARY"
+cat "$SUMMARY"
+
+done_steps=()
+finish() {
+  local rc=$?
+  pack || true
+  local todo=()
+  for s in "${STEPS[@]}"; do [[ " ${done_steps[*]} " == *" $s "* ]] || todo+=("$s"); done
+  [[ ${#todo[@]} -gt 0 ]] && note "not run: ${todo[*]} -> OUT=\$OUT tools/device_round.sh ${todo[*]}"
+  local n; n=$(find "$OUT" -type f | wc -l)
+  [[ $n -le 8 ]] || note "warning: $n files under \$OUT; the device returns 8 at most"
+  find "$OUT" -type f -size +15M -printf 'warning: %p is over 15 MB\n' | tee -a "$SUMMARY"
+  note "round: exit $rc after $(( $(date +%s) - START )) s"
+  echo "== summary"; grep -E '^(captures|verify|tests|sanitize|bench|not run|round):' "$SUMMARY" || true
+  exit "$rc"
+}
+trap finish EXIT
+trap 'exit 143' TERM INT      # killed from outside: still pack and summarise
+
+for s in "${STEPS[@]}"; do
+  if (( $(left) < ESTIMATE[$s] )); then
+    note "$s: not started: $(left) s left, it needs about ${ESTIMATE[$s]} s"
+    exit 3
+  fi
+  log=$OUT/logs/$s.txt
+  : > "$log"
+  t0=$(date +%s)
+  RESULT=""
+  STEP_END=$(( t0 + CAP[$s] ))
+  echo "== $s (at most $(left) s) -> $log"
+  if "step_$s" "$log"; then rc=0; else rc=$?; fi
+  STEP_END=$DEADLINE
+  dt=$(( $(date +%s) - t0 ))
+  done_steps+=("$s")
+  pack
+  if [[ $rc -ne 0 ]]; then
+    note "$s: FAILED (exit $rc) after $dt s: see logs/$s.txt"
+    tail -n 15 "$log"
+    exit 1
+  fi
+  note "$s: ok in $dt s: $RESULT"
+done
