@@ -2,7 +2,8 @@
 
 Data round trips bit for bit, kernels with scalar arguments of every width, an mma.sync kernel against exact
 integer arithmetic, dynamic shared memory beyond 48 KB up to the device's opt-in maximum, DLPack with torch and
-cupy in both directions, and errors: bad arguments, launch failures, a sticky fault in a child process.
+cupy in both directions, launches on a caller's stream (torch's, as a handle, as a cuda.core Stream) and from a
+new thread, and errors: bad arguments, launch failures, a sticky fault in a child process.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 
 import ml_dtypes
 import numpy as np
@@ -265,3 +267,49 @@ def test_cupy_both_directions(gpu):
     assert dy.ptr == int(y.data.ptr) and np.array_equal(dy.to_numpy(), y.get())
     with pytest.raises(ValueError, match="C-contiguous"):
         rt.to_device(y.T)
+
+
+# -- streams and threads ------------------------------------------------------------------------------------
+
+def _axpb_args(n):
+    src = np.linspace(-3, 3, n, dtype=np.float32)
+    out, x, tag = rt.empty((n,), np.float32).zero_(), rt.to_device(src), rt.empty((1,), np.int64)
+    rt.synchronize()
+    want = np.float32(2) * src + np.float32(1)
+    return (out, x, np.float32(2), np.int32(n), np.float64(1), np.uint64(0), tag), out, want
+
+
+@pytest.mark.parametrize("form", ["torch", "handle", "cuda.core"])
+def test_a_launch_goes_on_the_callers_stream_without_waiting(misc, form):
+    """Behind a long sleep on a torch stream: the launch must be queued there (the stream still busy right after,
+    the result right once it is drained)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device")
+    args, out, want = _axpb_args(256)
+    s = torch.cuda.Stream()
+    stream = {"torch": s, "handle": s.cuda_stream, "cuda.core": rt.as_stream(s)}[form]
+    assert rt.stream_handle(stream) == s.cuda_stream
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(100_000_000)
+    rt.launch(misc["axpb"], (1,), (256,), *args, stream=stream, sync=False)
+    assert not s.query(), "the launch waited for the stream"
+    s.synchronize()
+    assert np.array_equal(out.to_numpy().view(np.uint32), want.view(np.uint32))
+
+
+def test_a_launch_from_a_new_thread(misc):
+    """A thread that never touched CUDA has no current context; the runtime makes the device's current there."""
+    args, out, want = _axpb_args(128)
+    errors = []
+
+    def work():
+        try:
+            rt.launch(misc["axpb"], (1,), (128,), *args)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(60)
+    assert not errors, errors
+    assert np.array_equal(out.to_numpy().view(np.uint32), want.view(np.uint32))

@@ -1,12 +1,19 @@
 """Benchmarks: the kernel beside torch SDPA on this GPU (`kernel`), or the emulator against numpy (`emulator`).
 
-kernel:   TFLOP/s (4*B*H*Nq*Nk*d, halved for causal) of kernel/flash_fwd.cu for both P@V accumulators beside
-          torch's FLASH (FlashAttention-2) and cuDNN SDPA backends, median of CUDA-event timings, on the shapes
-          of benchmarks/RESULTS.md (or --shape). Needs a GPU; torch only for the comparison columns.
+kernel:   TFLOP/s (4*B*H*Nq*Nk*d, halved for causal) of kernel/flash_fwd.cu for both P@V accumulators, two ways:
+          the kernel alone (launches of flashsim.gpu.prepared_launch) and the public call with torch tensors
+          (flashsim.gpu.attention(q, k, v, ...): key lookup, output allocation, launch), side by side with their
+          ratio, beside torch's FLASH (FlashAttention-2) and cuDNN SDPA backends. Each figure is the median over
+          --rounds of CUDA-event time around --reps back-to-back calls on torch's current stream, divided by
+          --reps; "host us" is the host time a call takes (to enqueue) in the same loop. The call's output is
+          checked bit for bit against the kernel-alone output. On the shapes of benchmarks/RESULTS.md (or --shape);
+          --json FILE keeps every figure. Needs a GPU and torch.
 emulator: seconds of flashsim.attention against a plain float64 numpy attention on the same CPU (one head).
 """
 from __future__ import annotations
 
+import json
+import statistics
 import time
 
 import numpy as np
@@ -21,12 +28,15 @@ DEFAULT_SHAPES = [  # (B, H, N, d, causal): the shapes of benchmarks/RESULTS.md
     (16, 16, 1024, 128, False),
     (8, 32, 2048, 64, True),
 ]
+TARGET_RATIO = 0.97   # the public call's throughput over the kernel alone's
 
 
 def add_arguments(p):
     p.add_argument("what", choices=("kernel", "emulator"), help="what to benchmark")
     p.add_argument("--shape", action="append", default=[], metavar="B,H,N,D[,causal]")
-    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--reps", type=int, default=20, help="kernel: back-to-back calls per timing")
+    p.add_argument("--rounds", type=int, default=5, help="kernel: timings per figure (the median is reported)")
+    p.add_argument("--json", metavar="FILE", help="kernel: write every figure as JSON")
     p.add_argument("--warps", type=int, default=None)
     p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 or 2)")
     p.add_argument("--kv-tile", type=int, default=None)
@@ -51,59 +61,126 @@ def _shapes(args):
     return out
 
 
-def _event_median_ms(fn, reps, warmup=3):
+def _time(fn, reps, rounds, warmup=3):
+    """(device ms per call, host us per call): medians over ``rounds`` of CUDA events around ``reps`` back-to-back
+    calls of ``fn`` on torch's current stream, and of the host time the loop took."""
     import torch
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return float(np.median(times))
+    dev_ms, host_us = [], []
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        t1 = time.perf_counter()
+        end.record()
+        end.synchronize()
+        dev_ms.append(start.elapsed_time(end) / reps)
+        host_us.append((t1 - t0) / reps * 1e6)
+    return statistics.median(dev_ms), statistics.median(host_us)
+
+
+def _tiles(cfg):
+    return f"warps={cfg.warps} m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}"
+
+
+def _bench_shape(shape, arch, over, reps, rounds, report):
+    """One row: both accumulators, kernel alone and public call, then torch SDPA; returns the printed line and the
+    lowest call/kernel ratio."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import flashsim.gpu
+    from ..gpu.launch import prepared_launch
+    b, h, n, d, causal = shape
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn((b, h, n, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
+    flops = _flops(b, h, n, d, causal)
+    cells, hosts, configs, worst = {}, [], [], float("inf")
+    for acc in ("f32", "f16"):
+        cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
+        go, (o_k, lse_k), _ = prepared_launch(q, k, v, config=cfg)
+        k_ms, k_host = _time(lambda: go(sync=False), reps, rounds)
+
+        def call(cfg=cfg):
+            return flashsim.gpu.attention(q, k, v, config=cfg)
+        c_ms, c_host = _time(call, reps, rounds)
+        o_c, lse_c = call()
+        go(sync=False)
+        torch.cuda.synchronize()
+        same = bool(torch.equal(o_c.view(torch.int16), o_k.view(torch.int16))
+                    and torch.equal(lse_c.view(torch.int32), lse_k.view(torch.int32)))
+        ratio = k_ms / c_ms
+        worst = min(worst, ratio)
+        cells[acc] = (flops / k_ms / 1e9, flops / c_ms / 1e9, ratio)
+        hosts.append(f"{c_host:.0f}/{k_host:.0f}")
+        configs.append(f"{acc}: {_tiles(cfg)}")
+        report["rows"].append(dict(shape=[b, h, n, d], causal=causal, pv_accum=acc, config=cfg.describe(),
+                                   kernel_ms=k_ms, call_ms=c_ms, kernel_tflops=cells[acc][0],
+                                   call_tflops=cells[acc][1], ratio=ratio, kernel_host_us=k_host,
+                                   call_host_us=c_host, same_bits=same))
+        if not same:
+            print(f"  ERROR: the call's output differs from the kernel alone's ({acc}, {b},{h},{n},{d})")
+    sdpa = {}
+    for name, backend in (("FA2", SDPBackend.FLASH_ATTENTION), ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
+        try:
+            with sdpa_kernel(backend):
+                def fn():
+                    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                fn()
+                sdpa[name] = flops / _time(fn, reps, rounds)[0] / 1e9
+        except RuntimeError:  # backend unavailable for this shape
+            sdpa[name] = float("nan")
+    report["rows"].append(dict(shape=[b, h, n, d], causal=causal, sdpa_tflops=sdpa))
+    f32, f16 = cells["f32"], cells["f16"]
+    line = (f"{f'{b},{h},{n},{d}':16} {str(causal):6} | {f32[0]:10.1f} {f32[1]:7.1f} {f32[2]:6.3f} | "
+            f"{f16[0]:10.1f} {f16[1]:7.1f} {f16[2]:6.3f} | {sdpa['FA2']:6.1f} {sdpa['cuDNN']:6.1f} | "
+            f"{' '.join(hosts):>19}   {'; '.join(configs)}")
+    return line, worst
 
 
 def bench_kernel(args) -> int:
     try:
         import torch
-        from torch.nn.attention import SDPBackend, sdpa_kernel
+        import torch.nn.attention  # noqa: F401 - SDPA backends for the comparison columns
     except ImportError as e:
-        raise SystemExit(f"flashsim bench kernel needs torch with CUDA for the comparison: {e}")
+        raise SystemExit(f"flashsim bench kernel needs torch with CUDA: {e}")
     from ..gpu import runtime as rt
-    from ..gpu.launch import prepared_launch
     rt.require_gpu()
     arch = rt.current_arch()
     dev_name = torch.cuda.get_device_name()
-    print(f"flashsim bench kernel on {dev_name} ({arch}); TFLOP/s, median of {args.reps} CUDA-event timings")
-    print(f"{'B,H,N,d':18} {'causal':6} {'ours f32':>9} {'ours f16':>9} {'FA2':>7} {'cuDNN':>7}  config")
-    for (b, h, n, d, causal) in _shapes(args):
-        g = torch.Generator(device="cuda").manual_seed(0)
-        q, k, v = (torch.randn((b, h, n, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
-        row = {}
-        over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
-                                          ("stages", args.stages)) if val is not None}
-        for acc in ("f32", "f16"):
-            cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
-            go, _, _ = prepared_launch(q, k, v, config=cfg, causal=causal, pv_accum=acc)
-            torch.cuda.synchronize()
-            ms = rt.timed(lambda: go(sync=False), warmup=3, reps=args.reps)   # events on the kernel's own stream
-            row[acc] = _flops(b, h, n, d, causal) / ms / 1e9
-        for name, backend in (("FA2", SDPBackend.FLASH_ATTENTION), ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
-            try:
-                with sdpa_kernel(backend):
-                    fn = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                    fn()
-                    row[name] = _flops(b, h, n, d, causal) / _event_median_ms(fn, args.reps) / 1e9
-            except RuntimeError as e:  # backend unavailable for this shape
-                row[name] = float("nan")
-        print(f"{f'{b},{h},{n},{d}':18} {str(causal):6} {row['f32']:9.1f} {row['f16']:9.1f} {row['FA2']:7.1f} "
-              f"{row['cuDNN']:7.1f}  warps={cfg.warps} m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}")
-        del q, k, v
-        torch.cuda.empty_cache()
+    reps, rounds = args.reps, args.rounds
+    if reps < 1 or rounds < 1:
+        raise SystemExit(f"--reps and --rounds must be >= 1, got {reps}, {rounds}")
+    print(f"flashsim bench kernel on {dev_name} ({arch}); TFLOP/s, median of {rounds} CUDA-event timings of {reps} "
+          "back-to-back calls; kernel = prepared launch, call = flashsim.gpu.attention(torch tensors)")
+    print(f"{'B,H,N,d':16} {'causal':6} | {'f32 kernel':>10} {'call':>7} {'ratio':>6} | {'f16 kernel':>10} "
+          f"{'call':>7} {'ratio':>6} | {'FA2':>6} {'cuDNN':>6} | {'host us call/kernel':>19}")
+    report = dict(device=dev_name, arch=arch, reps=reps, rounds=rounds, torch=torch.__version__,
+                  target_ratio=TARGET_RATIO, rows=[])
+    try:
+        import cuda.core
+        report["cuda_core"] = cuda.core.__version__
+    except Exception:  # noqa: BLE001 - the version is only a label
+        pass
+    over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
+                                      ("stages", args.stages)) if val is not None}
+    worst = float("inf")
+    with torch.no_grad():
+        for shape in _shapes(args):
+            line, low = _bench_shape(shape, arch, over, reps, rounds, report)
+            worst = min(worst, low)
+            print(line, flush=True)
+            torch.cuda.empty_cache()
+    verdict = "meets" if worst >= TARGET_RATIO else "MISSES"
+    print(f"lowest call/kernel ratio {worst:.3f}: {verdict} the target {TARGET_RATIO}")
+    report["lowest_ratio"] = worst
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+        print(f"wrote {args.json}")
     return 0
 
 

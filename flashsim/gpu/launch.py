@@ -1,22 +1,55 @@
-"""Run kernel/flash_fwd.cu on the current GPU: the same contract as flashsim.attention.
+"""Run kernel/flash_fwd.cu on the GPU: the same contract as flashsim.attention, at the kernel's speed.
 
 The kernel is built with NVRTC for the GPU's own arch from the shared KernelConfig (its defines) plus the
 scalar-math constants of flashsim.emulator.kernel_math, so the emulator and the kernel read one description; the
 define set is flashsim.provenance.build_defines, which the captures' fingerprints hash too.
+
+``attention(q, k, v, ...)`` returns what it is given:
+
+* torch tensors -> torch tensors, through the custom op ``torch.ops.flashsim.attention`` (flashsim.gpu.torch_op,
+  registered on the first call with a torch tensor; ``import flashsim.gpu.torch_op`` registers it up front). CUDA
+  tensors: the launch goes on torch's current stream (or ``stream=``), the outputs come from torch's caching
+  allocator, and nothing waits for the GPU, so the call works under torch.compile(fullgraph=True) and inside
+  torch.cuda.graph capture. CPU tensors are copied through the GPU synchronously.
+* cupy arrays -> cupy arrays: cupy's current stream (or ``stream=``), outputs from cupy's memory pool, no wait.
+* numpy arrays -> numpy arrays (copied to the GPU and back; synchronous). Other GPU arrays with DLPack (and
+  flashsim.gpu.runtime.DeviceArray) -> DeviceArray outputs (synchronous).
+
+Caching. Everything a launch needs for one Problem (flashsim.problem.prepare: shapes, config, arch, scales) is
+built once: the compiled and loaded kernel with its shared-memory attribute set (per (KernelConfig, arch)), the
+cuda.core LaunchConfig and the scalar arguments (per Problem). The torch and cupy paths look the Problem up by a
+key of what the checks depend on (shapes, dtypes, devices, contiguity, options), so a repeated call does a key
+lookup, an alignment test of the three data pointers, two output allocations and the launch. The first call for
+a key validates everything and raises ValueError naming the argument before anything is launched.
+
+CUDA graphs. Capture is legal once the shape has been called before outside capture (the cache then holds the
+loaded kernel; a first call inside a capture raises GPUError instead of loading a module mid-capture).
+
+Safety. GPU inputs must be C-contiguous and 16-byte aligned (the kernel reads them with 16-byte cp.async; a
+misaligned address would fault and poison the CUDA context), all on the device flashsim.gpu.runtime uses; ``arch``
+must name that device's architecture; ``causal``, ``pv_accum`` and ``config.head_dim`` must agree with ``config``.
 """
 from __future__ import annotations
+
+import math
+import sys
 
 import numpy as np
 
 from .. import provenance
-from ..config import KernelConfig
+from ..arch import get_arch
+from ..config import KernelConfig, SUPPORTED_PV_ACCUM
 from ..problem import prepare
 from . import runtime as rt
 from .build import compile_cuda, kernel_path
-from .errors import UnsupportedConfig
+from .errors import GPUError, UnsupportedConfig
 
 KERNEL_FILE = "flash_fwd.cu"
 KERNEL_NAME = "flash_fwd"
+ALIGNMENT = 16            # bytes: cp.async.cg 16-byte copies from q, k, v
+_INT32_MAX = 2 ** 31 - 1
+_GRID_YZ_MAX = 65535
+MAX_KEYS = 4096           # entries per fast-key cache before it is emptied (plans and kernels stay)
 
 
 def build_defines(config: KernelConfig) -> dict:
@@ -30,49 +63,292 @@ def build_kernel(config: KernelConfig, arch: str):
     return compile_cuda(kernel_path(KERNEL_FILE).read_text(), arch=arch, defines=build_defines(config))
 
 
-def _launch_problem(prob, dq, dk, dv):
+# -- plans: what one launch needs, built once ----------------------------------------------------------
+
+_KERNELS: dict = {}       # (KernelConfig, arch) -> rt.Kernel, dynamic shared memory attribute already set
+_PLANS: dict = {}         # Problem -> Plan
+_CUPY_KEYS: dict = {}     # cupy fast key -> Plan
+_core_launch = None       # cuda.core.launch, bound by the first plan
+_STATE = rt._state        # runtime's state dict (read for the sticky-error flag on every launch)
+
+
+def clear_caches() -> None:
+    """Forget loaded kernels, plans and fast keys (after editing kernel/ behind the build cache's back; tests)."""
+    _KERNELS.clear()
+    _PLANS.clear()
+    _CUPY_KEYS.clear()
+    mod = sys.modules.get(__package__ + ".torch_op")
+    if mod is not None:
+        mod._KEYS.clear()
+
+
+class Plan:
+    """One Problem's launch: the loaded kernel, the cuda.core LaunchConfig, the scalar arguments (nq, nk,
+    softmax_scale, scale_log2 with the kernel's widths) and the output shapes."""
+    __slots__ = ("problem", "kernel", "launch_config", "scalars", "o_shape", "lse_shape", "what")
+
+    def __init__(self, problem, kernel, launch_config, scalars, what):
+        self.problem = problem
+        self.kernel = kernel
+        self.launch_config = launch_config
+        self.scalars = scalars
+        p = problem
+        self.o_shape = (p.batch, p.heads, p.nq, p.head_dim)
+        self.lse_shape = (p.batch, p.heads, p.nq)
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"Plan({self.what})"
+
+
+def _kernel_for(config: KernelConfig, arch: str):
+    key = (config, arch)
+    kern = _KERNELS.get(key)
+    if kern is None:
+        kern = rt.load(build_kernel(config, arch), KERNEL_NAME)
+        rt.set_dynamic_smem(kern, config.smem_bytes)
+        _KERNELS[key] = kern
+    return kern
+
+
+def plan_for(prob) -> Plan:
+    """The cached Plan of ``prob`` (a flashsim.problem.Problem for the current GPU): compiles and loads the kernel
+    the first time. UnsupportedConfig when the device cannot run it."""
+    global _core_launch
+    plan = _PLANS.get(prob)
+    if plan is not None:
+        return plan
     cfg = prob.config
-    from ..arch import get_arch
     cap = get_arch(prob.arch).smem_per_block_optin
     if cfg.smem_bytes > cap:
         raise UnsupportedConfig(f"configuration needs {cfg.smem_bytes} B of shared memory per block; "
                                 f"{prob.arch} allows {cap} B ({cfg.describe()})")
-    build = build_kernel(cfg, prob.arch)
-    kern = rt.load(build, KERNEL_NAME)
-    do = rt.empty((prob.batch, prob.heads, prob.nq, prob.head_dim), np.float16)
-    dl = rt.empty((prob.batch, prob.heads, prob.nq), np.float32)
-    grid = (prob.q_blocks, prob.heads, prob.batch)
-    if prob.heads > 65535 or prob.batch > 65535:
-        raise UnsupportedConfig(f"grid y/z limited to 65535: heads={prob.heads}, batch={prob.batch}")
-    args = (dq, dk, dv, do, dl, np.int32(prob.nq), np.int32(prob.nk), prob.softmax_scale, prob.scale_log2)
-    return kern, grid, (cfg.threads, 1, 1), cfg.smem_bytes, args, do, dl
+    if prob.heads > _GRID_YZ_MAX or prob.batch > _GRID_YZ_MAX:
+        raise UnsupportedConfig(f"grid y/z limited to {_GRID_YZ_MAX}: heads={prob.heads}, batch={prob.batch}")
+    if prob.nq > _INT32_MAX or prob.nk > _INT32_MAX:
+        raise UnsupportedConfig(f"sequence lengths must fit int32: Nq={prob.nq}, Nk={prob.nk}")
+    if _core_launch is None:
+        from cuda.core import launch as core_launch
+        _core_launch = core_launch
+    kern = _kernel_for(cfg, prob.arch)
+    grid, block = (prob.q_blocks, prob.heads, prob.batch), (cfg.threads, 1, 1)
+    what = (f"kernel {KERNEL_NAME} (grid {grid}, block {block}, {cfg.smem_bytes} B dynamic smem; "
+            f"{cfg.describe()})")
+    plan = Plan(prob, kern, rt.launch_config(grid, block, cfg.smem_bytes),
+                (np.int32(prob.nq), np.int32(prob.nk), np.float32(prob.softmax_scale), np.float32(prob.scale_log2)),
+                what)
+    _PLANS[prob] = plan
+    return plan
 
 
-def attention(q, k, v, *, causal=False, softmax_scale=None, pv_accum="f32", arch=None, config=None):
-    """Run the real kernel. Numpy inputs give numpy outputs; GPU tensors (DLPack: torch, cupy) give
-    rt.DeviceArray outputs (DLPack-exportable). ``arch`` defaults to, and must equal, the current GPU's."""
-    rt.require_gpu()
+def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: int, lse_ptr: int) -> None:
+    """Enqueue the kernel on ``stream`` (a cuda.core Stream); no host synchronisation. GPUError naming the kernel
+    if the launch fails, and before it if the context is unusable after an earlier sticky error."""
+    if _STATE["sticky"]:
+        raise GPUError(f"the CUDA context of this process is unusable after an earlier error ({_STATE['sticky']}); "
+                       "restart the process")
+    try:
+        _core_launch(stream, plan.launch_config, plan.kernel.kernel, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
+                     *plan.scalars)
+    except Exception as exc:
+        rt.launch_failed(plan.what, exc)
+
+
+def sync_stream(stream, what: str) -> None:
+    """Wait for ``stream``; GPUError naming ``what`` on an asynchronous failure."""
+    rt._checked(f"running {what}", stream.sync)
+
+
+def misaligned(**ptrs) -> None:
+    """Raise ValueError naming the first argument whose data pointer is not ALIGNMENT-byte aligned."""
+    for name, ptr in ptrs.items():
+        if ptr % ALIGNMENT:
+            raise ValueError(f"{name}'s data pointer 0x{ptr:x} is not {ALIGNMENT}-byte aligned (the kernel copies "
+                             f"{ALIGNMENT}-byte chunks with cp.async); pass a freshly allocated or .clone()d tensor")
+
+
+# -- options shared by every path -------------------------------------------------------------------------
+
+def resolve_options(causal, pv_accum, config, softmax_scale):
+    """(causal, pv_accum, config, softmax_scale) with the defaults filled in: explicit ``causal`` / ``pv_accum``
+    must agree with ``config`` (ValueError otherwise); softmax_scale becomes a float or stays None. The same rules
+    as flashsim.problem.prepare (causal a bool: TypeError otherwise), applied before the fast paths' cache keys."""
+    if causal is not None and causal is not True and causal is not False and not isinstance(causal, np.bool_):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
+    if pv_accum is not None and (not isinstance(pv_accum, str) or pv_accum not in SUPPORTED_PV_ACCUM):
+        raise ValueError(f"pv_accum must be one of {SUPPORTED_PV_ACCUM}, got {pv_accum!r}")
+    if config is not None:
+        if not isinstance(config, KernelConfig):
+            raise ValueError(f"config must be a flashsim.KernelConfig, got {type(config).__name__}")
+        if causal is not None and bool(causal) != config.causal:
+            raise ValueError(f"causal={causal!r} contradicts config.causal={config.causal!r} "
+                             "(leave causal out, or pass the config's value)")
+        if pv_accum is not None and pv_accum != config.pv_accum:
+            raise ValueError(f"pv_accum={pv_accum!r} contradicts config.pv_accum={config.pv_accum!r} "
+                             "(leave pv_accum out, or pass the config's value)")
+        causal, pv_accum = config.causal, config.pv_accum
+    else:
+        causal = False if causal is None else bool(causal)
+        pv_accum = "f32" if pv_accum is None else pv_accum
+    if softmax_scale is not None:
+        try:
+            softmax_scale = float(softmax_scale)
+        except (TypeError, ValueError):
+            raise ValueError(f"softmax_scale must be a positive finite number, got {softmax_scale!r}") from None
+        if not math.isfinite(softmax_scale) or softmax_scale <= 0:
+            raise ValueError(f"softmax_scale must be a positive finite number, got {softmax_scale!r}")
+    return causal, pv_accum, config, softmax_scale
+
+
+def check_arch(arch) -> str:
+    """The current GPU's arch; ValueError if ``arch`` (when given) names another one."""
     gpu_arch = rt.current_arch()
-    if arch is not None:
-        from ..arch import get_arch
-        if get_arch(arch).name != gpu_arch:
-            raise ValueError(f"arch={arch!r} but the current GPU is {gpu_arch}")
-    go, (do, dl), _ = prepared_launch(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum,
-                                      config=config)
-    go()
+    if arch is not None and get_arch(arch).name != gpu_arch:
+        raise ValueError(f"arch={arch!r} but the current GPU (device {rt.device_id()}) is {gpu_arch}")
+    return gpu_arch
+
+
+_TORCH_OP = __package__ + ".torch_op"
+
+
+# -- the public call --------------------------------------------------------------------------------------
+
+def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None, stream=None):
+    """Run the real kernel: (o, lse) with o float16 shaped like q and lse float32 (B, H, Nq), natural log.
+
+    q (B, H, Nq, d), k and v (B, H, Nk, d), float16. causal (default False) and pv_accum ("f32" or "f16", default
+    "f32") come from ``config`` when it is given (explicit values must then agree with it); softmax_scale defaults
+    to 1/sqrt(d). arch: must name the GPU's architecture (default: it). stream: where the launch goes (a torch or
+    cupy stream, a cuda.core Stream, a raw handle or any __cuda_stream__ object; default: torch's or cupy's
+    current stream for their arrays, flashsim.gpu.runtime's stream otherwise); the inputs must be ready on it.
+    Output types follow the inputs (module docstring): torch and cupy calls return without waiting for the GPU.
+    """
+    torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
+    if torch is not None and isinstance(q, torch.Tensor):
+        api = sys.modules.get(_TORCH_OP)
+        if api is None:
+            from . import torch_op as api       # registers the op
+        return api.attention(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=arch,
+                             config=config, stream=stream)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(q, cupy.ndarray):
+        return _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+    go, (do, dl), _ = _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+    go(sync=True)
     if all(isinstance(x, np.ndarray) for x in (q, k, v)):
         return do.to_numpy(), dl.to_numpy()
     return do, dl
 
 
-def prepared_launch(q, k, v, **kw):
-    """(launch, (o, lse) device outputs, Problem) with the inputs already on the device, so that ``launch()`` does
-    no host work but the launch itself (``flashsim bench`` times it). kw: as ``attention`` (not arch)."""
+def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, config=None, stream=None,
+                    arch=None):
+    """(launch, (o, lse), Problem): inputs checked and on the device, outputs allocated (torch / cupy / DeviceArray
+    like ``attention``), the launch cached, so that ``launch(sync=True)`` does no host work but the launch (and
+    the wait, with sync=True). The stream is fixed now: ``stream=``, else torch's / cupy's current stream for
+    their arrays, else flashsim.gpu.runtime's stream. ``flashsim bench kernel`` times ``launch(sync=False)``."""
+    torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
+    if torch is not None and isinstance(q, torch.Tensor):
+        api = sys.modules.get(_TORCH_OP)
+        if api is None:
+            from . import torch_op as api       # registers the op
+        return api.prepared_launch(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum,
+                                   arch=arch, config=config, stream=stream)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(q, cupy.ndarray):
+        return _cupy_prepared(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+    return _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+
+
+# -- numpy, DeviceArray, other DLPack arrays: synchronous ------------------------------------------------------
+
+def _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
+    causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
     rt.require_gpu()
-    prob = prepare(q, k, v, arch=rt.current_arch(), **kw)
-    dq, dk, dv = (rt.to_device(x) for x in (q, k, v))
-    kern, grid, block, smem, args, do, dl = _launch_problem(prob, dq, dk, dv)
+    gpu_arch = check_arch(arch)
+    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=gpu_arch,
+                   config=config)
+    dq, dk, dv = (rt.to_device(x) for x in (q, k, v))   # host arrays copied; GPU arrays borrowed (C-contiguous)
+    misaligned(q=dq.ptr, k=dk.ptr, v=dv.ptr)
+    plan = plan_for(prob)
+    do, dl = rt.empty(plan.o_shape, np.float16), rt.empty(plan.lse_shape, np.float32)
+    s = rt.as_stream(stream)
+    args = (dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr)
+    keep = (dq, dk, dv, do, dl)                          # the memory stays alive as long as the launch
 
     def go(sync=True):
-        rt.launch(kern, grid, block, *args, smem_bytes=smem, sync=sync)
+        if s is not _STATE["stream"]:
+            rt.synchronize()                             # copies / DLPack imports ran on the module's stream
+        rt.bind_thread()
+        launch_plan(plan, s, *args)
+        if sync:
+            sync_stream(s, plan.what)
+        return keep
     return go, (do, dl), prob
+
+
+# -- cupy: asynchronous on cupy's stream --------------------------------------------------------------------
+
+def _cupy_key(q, k, v, causal, softmax_scale, pv_accum, arch, config):
+    return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device.id, k.device.id, v.device.id,
+            q.flags.c_contiguous, k.flags.c_contiguous, v.flags.c_contiguous, causal, softmax_scale, pv_accum,
+            config, arch)
+
+
+def _cupy_miss(cupy, key, q, k, v, causal, softmax_scale, pv_accum, arch, config):
+    for name, x in (("k", k), ("v", v)):
+        if not isinstance(x, cupy.ndarray):
+            raise ValueError(f"{name} must be a cupy array like q, got {type(x).__name__}")
+        if x.device.id != q.device.id:
+            raise ValueError(f"{name} is on device {x.device.id} but q is on device {q.device.id}: "
+                             "q, k and v must be on one device")
+    rt.require_gpu()
+    if q.device.id != rt.device_id():
+        raise ValueError(f"q is on device {q.device.id}, but flashsim.gpu runs on device {rt.device_id()}")
+    gpu_arch = check_arch(arch)
+    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=gpu_arch,
+                   config=config)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous, got strides {x.strides} for shape {x.shape} "
+                             "(cupy.ascontiguousarray first)")
+    plan = plan_for(prob)
+    if len(_CUPY_KEYS) >= MAX_KEYS:
+        _CUPY_KEYS.clear()
+    _CUPY_KEYS[key] = plan
+    return plan
+
+
+def _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
+    causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
+    key = _cupy_key(q, k, v, causal, softmax_scale, pv_accum, arch, config)
+    plan = _CUPY_KEYS.get(key)
+    if plan is None:
+        plan = _cupy_miss(cupy, key, q, k, v, causal, softmax_scale, pv_accum, arch, config)
+    qp, kp, vp = q.data.ptr, k.data.ptr, v.data.ptr
+    if (qp | kp | vp) % ALIGNMENT:
+        misaligned(q=qp, k=kp, v=vp)
+    with q.device:
+        o = cupy.empty(plan.o_shape, dtype=cupy.float16)
+        lse = cupy.empty(plan.lse_shape, dtype=cupy.float32)
+        handle = cupy.cuda.get_current_stream().ptr if stream is None else rt.stream_handle(stream)
+    return plan, rt.stream_from_handle(handle), (qp, kp, vp, o.data.ptr, lse.data.ptr), o, lse
+
+
+def _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
+    plan, s, args, o, lse = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+    rt.bind_thread()
+    launch_plan(plan, s, *args)
+    return o, lse
+
+
+def _cupy_prepared(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
+    plan, s, args, o, lse = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+    keep = (q, k, v, o, lse)
+
+    def go(sync=True):
+        rt.bind_thread()
+        launch_plan(plan, s, *args)
+        if sync:
+            sync_stream(s, plan.what)
+        return keep
+    return go, (o, lse), plan.problem

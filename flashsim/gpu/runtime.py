@@ -1,13 +1,15 @@
 """Drive the GPU through cuda.core: pick the device, load cubins, move arrays, launch, time.
 
-One device (the current one, ordinal 0 unless CUDA_VISIBLE_DEVICES says otherwise) and one stream per process:
-every copy, launch and timing goes on that stream, so launches are ordered without extra work. Every call is
+One device (ordinal 0 unless CUDA_VISIBLE_DEVICES says otherwise) and one stream of this module per process:
+every copy, launch and timing goes on that stream unless a caller names another one (``as_stream``: a cuda.core
+Stream, a raw handle, a torch or cupy stream), so launches are ordered without extra work. Every call is
 checked; failures raise GPUError naming the call or kernel. After a sticky error (illegal address, trap, ...)
 the CUDA context is unusable: the error says so and later calls refuse to run instead of failing obscurely.
 """
 from __future__ import annotations
 
 import statistics
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +26,7 @@ _STICKY = ("ILLEGAL_ADDRESS", "ILLEGAL_MEMORY_ACCESS", "UNSPECIFIED_LAUNCH_FAILU
            "TENSOR_MEMORY_LEAK")
 
 _state: dict = {"device": None, "stream": None, "sticky": None}
+_TLS = threading.local()     # per thread: .bound once a context is known to be current there
 
 
 # -- device ----------------------------------------------------------------------------------------
@@ -52,12 +55,16 @@ def gpu_available() -> tuple[bool, str]:
 
 
 def require_gpu():
-    """The current cuda.core Device (made current on first use); GPUError saying what is missing otherwise."""
+    """The current cuda.core Device (made current on first use, and in each new thread that has no current
+    context); GPUError saying what is missing otherwise."""
     if _state["sticky"]:
         raise GPUError(f"the CUDA context of this process is unusable after an earlier error ({_state['sticky']}); "
                        "restart the process")
-    if _state["device"] is not None:
-        return _state["device"]
+    dev = _state["device"]
+    if dev is not None:
+        if not getattr(_TLS, "bound", False):
+            _bind_thread(dev)
+        return dev
     ok, why = gpu_available()
     if not ok:
         raise GPUError(f"no usable GPU: {why}")
@@ -69,12 +76,39 @@ def require_gpu():
     except Exception as exc:
         raise GPUError(f"could not open the GPU through cuda.core: {exc}") from exc
     _state["device"] = dev
+    _TLS.bound = True
     return dev
+
+
+def _bind_thread(dev) -> None:
+    from cuda.bindings import driver
+    ctx = _driver("cuCtxGetCurrent", driver.cuCtxGetCurrent())
+    if ctx is None or int(ctx) == 0:     # a thread that never touched CUDA: a launch there would fail
+        _checked("making the device current in this thread", dev.set_current)
+    _TLS.bound = True
 
 
 def current_arch() -> str:
     """Architecture of the current GPU, e.g. "sm_90" (GPUError without a GPU)."""
-    return f"sm_{require_gpu().arch}"
+    dev = require_gpu()
+    arch = _state.get("arch")
+    if arch is None:
+        arch = _state["arch"] = f"sm_{dev.arch}"
+    return arch
+
+
+def device_id() -> int:
+    """Ordinal of the device this module runs on (the one ``require_gpu`` opened)."""
+    dev = require_gpu()
+    ordinal = _state.get("device_id")
+    if ordinal is None:
+        ordinal = _state["device_id"] = int(dev.device_id)
+    return ordinal
+
+
+def sticky_error() -> str | None:
+    """The sticky error that made this process's CUDA context unusable, or None."""
+    return _state["sticky"]
 
 
 def default_stream():
@@ -99,7 +133,11 @@ def _context_broken() -> str | None:
     try:
         from cuda.bindings import driver
         (err,) = driver.cuCtxSynchronize()
-        return None if err == driver.CUresult.CUDA_SUCCESS else _result_name(err)
+        if err == driver.CUresult.CUDA_SUCCESS:
+            return None
+        # only the sticky kinds: e.g. a failed stream capture also fails this call, and leaves the context usable
+        name = _result_name(err)
+        return name if any(s in name for s in _STICKY) else None
     except Exception:
         return None
 
@@ -131,6 +169,85 @@ def _driver(what: str, result):
         _, text = driver.cuGetErrorString(err)
         _raise(what, f"{_result_name(err)}: {text.decode() if isinstance(text, bytes) else text}")
     return None if not rest else rest[0] if len(rest) == 1 else tuple(rest)
+
+
+# -- streams ---------------------------------------------------------------------------------------
+
+_STREAMS: dict[int, object] = {}     # raw handle -> cuda.core Stream wrapping it (no ownership)
+_MAX_STREAMS = 256
+
+
+def stream_handle(stream) -> int:
+    """The raw CUstream address of ``stream``: an int, a cuda.core Stream, a torch.cuda.Stream (``cuda_stream``),
+    a cupy Stream (``ptr``) or any object with ``__cuda_stream__``. ValueError for anything else."""
+    if isinstance(stream, (int, np.integer)) and not isinstance(stream, bool):
+        if stream < 0:
+            raise ValueError(f"stream handle must be a non-negative int, got {stream}")
+        return int(stream)
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        info = proto() if callable(proto) else proto
+        return int(info[1])
+    for attr in ("cuda_stream", "ptr"):       # torch.cuda.Stream, cupy.cuda.Stream
+        value = getattr(stream, attr, None)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return int(value)
+    raise ValueError(f"stream must be a cuda.core Stream, a torch or cupy stream, an object with __cuda_stream__ "
+                     f"or a raw CUstream handle (int), got {type(stream).__name__}")
+
+
+def stream_from_handle(handle: int):
+    """A cuda.core Stream for the raw handle (cached; it borrows the stream: its owner must keep it alive while
+    work is enqueued). 0, the legacy default stream of torch and cupy, maps to cuda.core's LEGACY_DEFAULT_STREAM;
+    2, cudaStreamPerThread, to PER_THREAD_DEFAULT_STREAM."""
+    s = _STREAMS.get(handle)
+    if s is None:
+        from cuda.core import LEGACY_DEFAULT_STREAM, PER_THREAD_DEFAULT_STREAM, Stream
+        if handle in (0, 1):        # NULL and CU_STREAM_LEGACY: the legacy default stream
+            s = LEGACY_DEFAULT_STREAM
+        elif handle == 2:           # CU_STREAM_PER_THREAD
+            s = PER_THREAD_DEFAULT_STREAM
+        else:
+            s = _checked("wrapping a stream handle", lambda: Stream.from_handle(int(handle)))
+        if len(_STREAMS) >= _MAX_STREAMS:
+            _STREAMS.clear()
+        _STREAMS[handle] = s
+    return s
+
+
+def as_stream(stream=None):
+    """A cuda.core Stream for ``stream`` (None: this module's stream; see ``stream_handle`` for the forms)."""
+    if stream is None:
+        return default_stream()
+    try:
+        from cuda.core import Stream
+    except ImportError as exc:
+        raise GPUError(f"cuda-python is not installed ({exc}); {_INSTALL}") from exc
+    if isinstance(stream, Stream):
+        return stream
+    return stream_from_handle(stream_handle(stream))
+
+
+def bind_thread() -> None:
+    """Make sure this thread can launch: the device's primary context is made current here if no context is (a
+    thread that never touched CUDA has none). Cheap after the first call in a thread."""
+    require_gpu()
+
+
+def launch_config(grid, block, smem_bytes: int = 0):
+    """A cuda.core LaunchConfig (validated dims), to build once and reuse for launches of the same shape."""
+    from cuda.core import LaunchConfig
+    g, b = _dims(grid, "grid"), _dims(block, "block")
+    if not isinstance(smem_bytes, (int, np.integer)) or smem_bytes < 0:
+        raise ValueError(f"smem_bytes must be a non-negative int, got {smem_bytes!r}")
+    return LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes))
+
+
+def launch_failed(what: str, exc: BaseException):
+    """Turn an exception from a launch into GPUError naming ``what`` (sticky errors are recorded)."""
+    if isinstance(exc, GPUError):
+        raise exc
+    _raise(f"launching {what}", f"{type(exc).__name__}: {exc}", exc)
 
 
 # -- memory ----------------------------------------------------------------------------------------
@@ -358,6 +475,12 @@ def _kernel_args(kernel: Kernel, args) -> list:
     return out
 
 
+def set_dynamic_smem(kernel: Kernel, smem_bytes: int) -> None:
+    """Allow ``kernel`` ``smem_bytes`` of dynamic shared memory (the opt-in attribute above 48 KB); UnsupportedConfig
+    beyond the device's limit. Launches do it themselves; callers that cache a launch do it once up front."""
+    _set_dynamic_smem(kernel, int(smem_bytes))
+
+
 def _set_dynamic_smem(kernel: Kernel, smem_bytes: int) -> None:
     from cuda.bindings import driver
     dev = require_gpu()
@@ -381,8 +504,9 @@ def _set_dynamic_smem(kernel: Kernel, smem_bytes: int) -> None:
 def launch(kernel: Kernel, grid, block, *args, smem_bytes: int = 0, stream=None, sync: bool = True) -> None:
     """Launch ``kernel`` on ``grid`` x ``block`` with ``args`` (DeviceArray -> pointer, numpy scalars by value).
 
-    smem_bytes: dynamic shared memory per block (the opt-in attribute is set when above 48 KB). stream: a cuda.core
-    Stream (default: the module's). sync: wait for completion, so that errors surface here naming the kernel.
+    smem_bytes: dynamic shared memory per block (the opt-in attribute is set when above 48 KB). stream: anything
+    ``as_stream`` takes (default: the module's). sync: wait for completion, so that errors surface here naming the
+    kernel.
     """
     from cuda.core import LaunchConfig
     from cuda.core import launch as _launch
@@ -394,7 +518,7 @@ def launch(kernel: Kernel, grid, block, *args, smem_bytes: int = 0, stream=None,
         raise ValueError(f"smem_bytes must be a non-negative int, got {smem_bytes!r}")
     kargs = _kernel_args(kernel, args)
     _set_dynamic_smem(kernel, int(smem_bytes))
-    s = stream if stream is not None else _state["stream"]
+    s = as_stream(stream)
     what = f"kernel {kernel.name} (grid {g}, block {b}, {int(smem_bytes)} B dynamic smem)"
     _checked(f"launching {what}",
              lambda: _launch(s, LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes)), kernel.kernel, *kargs))

@@ -1,0 +1,274 @@
+"""flashsim.gpu.attention for torch tensors: the custom op ``torch.ops.flashsim.attention``.
+
+Importing this module imports torch and registers the op (flashsim.gpu.attention imports it on its first call
+with a torch tensor; flashsim.gpu itself imports neither torch nor cuda-python)::
+
+    flashsim::attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None,
+                        str pv_accum="f32", int[] tiles=[], str? arch=None) -> (Tensor o, Tensor lse)
+
+``tiles`` is [] for the arch's default tiling, else [head_dim, warps, m_tiles, kv_tile, stages] of a KernelConfig
+(whose causal and pv_accum are the op's own arguments). A fake (meta) implementation gives the output shapes, so
+the op traces under torch.compile(fullgraph=True); it is defined with torch.library.Library rather than
+torch.library.custom_op, whose Python wrapper costs about 20 us a call.
+
+CUDA tensors: the kernel is enqueued on torch's current stream of q's device, o and lse come from torch's caching
+allocator (torch.empty), and nothing synchronises with the host, so the op can be captured in a CUDA graph
+(torch.cuda.graph) and replayed. A repeated call does: a key lookup (shapes, dtypes, devices, contiguity,
+options), a 16-byte alignment test of the three data pointers, two allocations and the cuda.core launch. The first
+call for a key checks everything and raises ValueError (naming the argument) before anything is launched; it also
+compiles and loads the kernel, which must not happen during a capture: call the same shapes once before
+capturing (a first call inside a capture raises GPUError saying so). CPU tensors run through the GPU
+synchronously and come back as CPU tensors.
+
+The op has no backward: flashsim.gpu.attention raises ValueError when an input requires grad with grad mode on
+(use torch.no_grad() or .detach()), instead of returning outputs that autograd would silently treat as constants.
+"""
+from __future__ import annotations
+
+import torch
+from torch.library import Library
+
+from ..arch import get_arch
+from ..config import KernelConfig
+from ..problem import prepare
+from . import launch as _launch
+from . import runtime as rt
+from .errors import GPUError
+
+NAME = "flashsim::attention"
+SCHEMA = ('attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None, '
+          'str pv_accum="f32", int[] tiles=[], str? arch=None) -> (Tensor o, Tensor lse)')
+
+_F16, _F32 = torch.float16, torch.float32
+_KEYS: dict = {}          # fast key -> flashsim.gpu.launch.Plan
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+if _raw_stream is None:   # CPU-only builds; CUDA builds have the raw getter inductor uses
+    def _raw_stream(device_index):
+        return torch.cuda.current_stream(device_index).cuda_stream
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+
+def tiles_of(config: KernelConfig | None) -> list:
+    """The op's ``tiles`` argument for ``config`` ([] for the arch default)."""
+    if config is None:
+        return []
+    return [config.head_dim, config.warps, config.m_tiles, config.kv_tile, config.stages]
+
+
+def _config_of(tiles, causal, pv_accum) -> KernelConfig | None:
+    if not tiles:
+        return None
+    if len(tiles) != 5:
+        raise ValueError(f"tiles must be [] or [head_dim, warps, m_tiles, kv_tile, stages], got {list(tiles)}")
+    d, warps, m_tiles, kv_tile, stages = (int(t) for t in tiles)
+    return KernelConfig(head_dim=d, warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages,
+                        pv_accum=pv_accum, causal=bool(causal))
+
+
+# -- the CUDA implementation: the hot path -------------------------------------------------------------
+
+def _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch):
+    return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
+            q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), causal, softmax_scale, pv_accum, tuple(tiles),
+            arch)
+
+
+def _capturing() -> bool:
+    try:
+        return bool(torch.cuda.is_current_stream_capturing())
+    except Exception:       # no CUDA in this torch build
+        return False
+
+
+def _not_warm(what: str):
+    raise GPUError(f"flashsim.gpu.attention: the first call for these shapes and options happens inside a CUDA graph "
+                   f"capture, where {what} is not allowed; call it once with the same shapes before capturing")
+
+
+def _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch):
+    """First call for ``key``: every check (ValueError naming the argument), then the plan (cached)."""
+    for name, x in (("k", k), ("v", v)):
+        if x.device != q.device:
+            raise ValueError(f"{name} is on {x.device} but q is on {q.device}: q, k and v must be on one device")
+    if rt._state["device"] is None and _capturing():
+        _not_warm("opening the GPU")
+    rt.require_gpu()
+    dev = rt.device_id()
+    if q.get_device() != dev:
+        raise ValueError(f"q is on {q.device}, but flashsim.gpu runs on device {dev} "
+                         "(the first visible GPU: set CUDA_VISIBLE_DEVICES to choose it)")
+    gpu_arch = _launch.check_arch(arch)
+    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=gpu_arch,
+                   config=_config_of(tiles, causal, pv_accum))
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not x.is_contiguous():
+            raise ValueError(f"{name} must be contiguous, got strides {tuple(x.stride())} for shape "
+                             f"{tuple(x.shape)} (call .contiguous() first)")
+    if prob not in _launch._PLANS and _capturing():
+        _not_warm("compiling and loading the kernel")
+    plan = _launch.plan_for(prob)
+    if len(_KEYS) >= _launch.MAX_KEYS:
+        _KEYS.clear()
+    _KEYS[key] = plan
+    return plan
+
+
+def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp) -> None:
+    stream = rt.stream_from_handle(_raw_stream(dev))
+    rt.bind_thread()
+    if _current_device() == dev:
+        _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr())
+    else:                   # the launch goes into the current context: make it q's device's
+        with torch.cuda.device(dev):
+            _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr())
+
+
+def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None):
+    key = (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
+           q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), causal, softmax_scale, pv_accum, tuple(tiles),
+           arch)
+    plan = _KEYS.get(key)
+    if plan is None:
+        plan = _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
+    qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
+    if (qp | kp | vp) & 15:
+        _launch.misaligned(q=qp, k=kp, v=vp)
+    o = q.new_empty(plan.o_shape)                    # float16 like q (checked), contiguous like the fake's
+    lse = q.new_empty(plan.lse_shape, dtype=_F32)
+    _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp)
+    return o, lse
+
+
+# -- CPU tensors: through the GPU, synchronously ---------------------------------------------------------
+
+def _host_arrays(q, k, v) -> tuple:
+    """numpy views of CPU tensors q, k, v (after the device and dtype checks numpy cannot do itself)."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.device != q.device:
+            raise ValueError(f"{name} is on {x.device} but q is on {q.device}: q, k and v must be on one device")
+        if x.dtype != _F16:
+            raise ValueError(f"{name} must be float16, got {str(x.dtype).replace('torch.', '')} "
+                             "(nothing is cast silently)")
+    return tuple(x.detach().numpy() for x in (q, k, v))
+
+
+def _impl_cpu(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None):
+    o, lse = _launch.attention(*_host_arrays(q, k, v), causal=causal, softmax_scale=softmax_scale,
+                               pv_accum=pv_accum, arch=arch, config=_config_of(tiles, causal, pv_accum))
+    return torch.from_numpy(o), torch.from_numpy(lse)
+
+
+def _cpu_kernel(*args, **kwargs):
+    return _impl_cpu(*args, **kwargs)    # looked up at call time (tests route it to the CUDA path with mocks)
+
+
+# -- fake (meta) implementation: shapes for torch.compile -----------------------------------------------
+
+def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None):
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.dim() != 4:
+            raise ValueError(f"{name} must have 4 dimensions (B, H, N, d), got shape {tuple(x.shape)}")
+        if x.dtype != _F16:
+            raise ValueError(f"{name} must be float16, got {str(x.dtype).replace('torch.', '')} "
+                             "(nothing is cast silently)")
+        if x.device != q.device:
+            raise ValueError(f"{name} is on {x.device} but q is on {q.device}: q, k and v must be on one device")
+        if q.device.type == "cuda" and not x.is_contiguous():
+            raise ValueError(f"{name} must be contiguous (call .contiguous() first)")
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    if (k.shape[0], k.shape[1], k.shape[3]) != (q.shape[0], q.shape[1], q.shape[3]):
+        raise ValueError(f"k must be (B, H, Nk, d) with B, H, d of q {tuple(q.shape)}, got {tuple(k.shape)}")
+    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=_F32)
+
+
+# -- registration ------------------------------------------------------------------------------------------
+
+def _register():
+    lib = Library("flashsim", "DEF")
+    tag = getattr(torch.Tag, "needs_fixed_stride_order", None)   # inductor: pass the strides eager would
+    lib.define(SCHEMA, tags=(tag,) if tag is not None else ())
+    lib.impl("attention", _impl_cuda, "CUDA")
+    lib.impl("attention", _cpu_kernel, "CPU")
+    torch.library.register_fake(NAME, _fake, lib=lib)
+    return lib
+
+
+_LIB = _register()
+OP = torch.ops.flashsim.attention.default
+
+
+# -- the Python entry points (flashsim.gpu.attention / prepared_launch with torch tensors) ----------------------
+
+def _on_host(t) -> bool:
+    return not t.is_cuda
+
+
+def _check_inputs(q, k, v):
+    for name, x in (("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor):
+            raise ValueError(f"{name} must be a torch tensor like q, got {type(x).__name__}")
+    if torch.is_grad_enabled():
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            if x.requires_grad:
+                raise ValueError(f"{name} requires grad, but flashsim.gpu.attention has no backward; call it under "
+                                 "torch.no_grad() or pass detached tensors")
+
+
+def _torch_stream(stream, q):
+    if isinstance(stream, torch.cuda.Stream):
+        return stream
+    handle = rt.stream_handle(stream)
+    if handle == 0:
+        return torch.cuda.default_stream(q.device)
+    return torch.cuda.ExternalStream(handle, device=q.device)
+
+
+def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None, stream=None):
+    """flashsim.gpu.attention for torch tensors (see there): the op on torch's current stream, or on ``stream``
+    (made torch's current stream for the call, so the outputs are allocated on it too)."""
+    _check_inputs(q, k, v)
+    causal, pv_accum, config, softmax_scale = _launch.resolve_options(causal, pv_accum, config, softmax_scale)
+    if arch is not None and not isinstance(arch, str):
+        arch = get_arch(arch).name
+    if stream is None:
+        return OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch)
+    with torch.cuda.stream(_torch_stream(stream, q)):
+        return OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch)
+
+
+def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None,
+                    stream=None):
+    """flashsim.gpu.prepared_launch for torch tensors: CUDA tensors get torch outputs and a launch on ``stream`` (or
+    torch's current stream now); CPU tensors go the numpy way (DeviceArray outputs)."""
+    _check_inputs(q, k, v)
+    if _on_host(q):
+        return _launch._generic_prepared(*_host_arrays(q, k, v), causal, softmax_scale, pv_accum, arch, config,
+                                         stream)
+    causal, pv_accum, config, softmax_scale = _launch.resolve_options(causal, pv_accum, config, softmax_scale)
+    if arch is not None and not isinstance(arch, str):
+        arch = get_arch(arch).name
+    tiles = tiles_of(config)
+    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
+    plan = _KEYS.get(key) or _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
+    qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
+    _launch.misaligned(q=qp, k=kp, v=vp)
+    if stream is None:
+        o, lse = q.new_empty(plan.o_shape), q.new_empty(plan.lse_shape, dtype=_F32)
+        s = rt.stream_from_handle(_raw_stream(q.get_device()))
+    else:                                            # allocated on the stream that writes them
+        with torch.cuda.stream(_torch_stream(stream, q)):
+            o, lse = q.new_empty(plan.o_shape), q.new_empty(plan.lse_shape, dtype=_F32)
+        s = rt.stream_from_handle(rt.stream_handle(stream))
+    args = (qp, kp, vp, o.data_ptr(), lse.data_ptr())
+    keep = (q, k, v, o, lse)                         # the launch writes o, lse: they live as long as it
+
+    def go(sync=True):
+        rt.bind_thread()
+        _launch.launch_plan(plan, s, *args)
+        if sync:
+            _launch.sync_stream(s, plan.what)
+        return keep
+    return go, (o, lse), plan.problem
+
