@@ -1,6 +1,7 @@
-"""flashsim.mma vs mmasim, per mma, on the same inputs, in one run.
+"""flashsim.mma vs mmasim, per mma, on the same inputs, in one run; and the tensor-core engines on kernel-sized chains.
 
     python3 benchmarks/bench_mma.py [--batch 2048 8192] [--mmasim-mmas 24] [--repeats 7]
+    python3 benchmarks/bench_mma.py --engines [--units 64] [--repeats 3] [--no-generic] [--no-jax]
 
 For each type (f32.f16.f16.f32, f16.f16.f16.f16, f32.bf16.bf16.f32) and each batch size: flashsim.mma on the whole
 batch (best of --repeats, wall clock), mmasim (one mma per call, its only form) on the first --mmasim-mmas mmas of
@@ -9,6 +10,13 @@ mmasim runs twice: with torch's default intra-op threads and with torch.set_num_
 so on a small or busy machine the thread hand-offs dominate and the single-thread run is several times faster:
 both are reported, the single-thread one is the fair baseline.
 Inputs: N(0,1) values rounded to the input type, c N(0,1) (the normal attention-like case).
+
+--engines: flashsim.numerics.tensorcore.mma_chain on the emulator's two chains, S = Q K^T (a (U, 128, 128) f16,
+b = K^T (U, 128, 64) as a transposed view, c f32 zeros) and O += P V (a = P (U, 128, 64), b = V (U, 64, 128),
+c = O f32 or f16), by each engine: the numpy fast path, the generic routine on numpy, and the generic routine
+under jax.jit on the CPU (compiled once, not timed). ns per product = time / (outputs x K); "cpu" is the process's
+CPU time (all threads: what a busy shared machine does not distort), "wall" the elapsed time; best of --repeats.
+Every engine's result is checked bit for bit against the fast path's.
 """
 from __future__ import annotations
 
@@ -66,13 +74,73 @@ def time_mmasim(type_name, a, b, c, arch_name, threads=None):
     return dt, res
 
 
+def _best(fn, repeats):
+    """(best CPU seconds, best wall seconds) of ``repeats`` calls, after one warm-up call; the last result."""
+    out = fn()
+    cpu = wall = float("inf")
+    for _ in range(repeats):
+        c0, w0 = time.process_time(), time.perf_counter()
+        out = fn()
+        cpu, wall = min(cpu, time.process_time() - c0), min(wall, time.perf_counter() - w0)
+    return cpu, wall, out
+
+
+def engines(args) -> None:
+    from flashsim.numerics import tensorcore as tc
+    from flashsim.numerics.xp import enable_x64
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; numpy {np.__version__}; python "
+          f"{platform.python_version()}; arch {args.arch}")
+    jax = None
+    if not args.no_jax:
+        try:
+            import jax
+            import jax.numpy as jnp
+            print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
+        except ImportError:
+            print("jax not installed: no jax column")
+    rng = np.random.default_rng(0)
+    u = args.units
+    q = rng.standard_normal((u, 128, 128)).astype(np.float16)
+    k = rng.standard_normal((u, 64, 128)).astype(np.float16)
+    v = rng.standard_normal((u, 64, 128)).astype(np.float16)
+    p = rng.random((u, 128, 64)).astype(np.float16)
+    o = rng.standard_normal((u, 128, 128)).astype(np.float32)
+    cases = [("S = Q K^T, f32", q, np.swapaxes(k, -1, -2), np.zeros((u, 128, 64), np.float32)),
+             ("O += P V, f32", p, v, o), ("O += P V, f16", p, v, o.astype(np.float16))]
+    print(f"{'chain':16s} {'engine':22s} {'cpu ns/product':>15s} {'wall ns/product':>16s}")
+    for name, a, b, c in cases:
+        products = a.shape[0] * a.shape[1] * b.shape[-1] * a.shape[-1]
+        cpu, wall, ref = _best(lambda: tc.mma_chain(a, b, c, args.arch), args.repeats)
+        rows = [("numpy fast path", cpu, wall)]
+        if not args.no_generic:
+            cpu, wall, d = _best(lambda: tc.mma_chain_generic(a, b, c, args.arch), 1)
+            assert np.array_equal(d.view(np.uint8), ref.view(np.uint8)), "generic numpy differs"
+            rows.append(("numpy generic", cpu, wall))
+        if jax is not None:
+            with enable_x64():
+                fn = jax.jit(lambda a, b, c: tc.mma_chain(a, b, c, args.arch))
+                ja, jb, jc = jnp.asarray(a), jnp.asarray(b), jnp.asarray(c)
+                cpu, wall, d = _best(lambda: fn(ja, jb, jc).block_until_ready(), args.repeats)
+            assert np.array_equal(np.asarray(d).view(np.uint8), ref.view(np.uint8)), "jax differs"
+            rows.append(("jax generic (jit, CPU)", cpu, wall))
+        for engine, cpu, wall in rows:
+            print(f"{name:16s} {engine:22s} {cpu / products * 1e9:15.3f} {wall / products * 1e9:16.3f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--batch", type=int, nargs="+", default=[2048, 8192])
     p.add_argument("--mmasim-mmas", type=int, default=24)
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--arch", default="sm_90")
+    p.add_argument("--engines", action="store_true", help="time the tensor-core engines on kernel-sized chains")
+    p.add_argument("--units", type=int, default=64, help="--engines: CUDA blocks (batch) per chain")
+    p.add_argument("--no-generic", action="store_true", help="--engines: skip the (slow) generic numpy run")
+    p.add_argument("--no-jax", action="store_true", help="--engines: skip JAX")
     args = p.parse_args()
+    if args.engines:
+        engines(args)
+        return
     mmasim_arch = {"sm_80": "Ampere", "sm_86": "Ampere", "sm_89": "Ada Lovelace", "sm_90": "Hopper",
                    "sm_100": "Blackwell", "sm_120": "RTX Blackwell"}[args.arch]
     print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; numpy {np.__version__}; python "

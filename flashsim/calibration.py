@@ -10,15 +10,21 @@ Measured tables (the SFU's ex2/rcp tables, captured by ``flashsim calibrate``) a
    "no calibration for sm_120: using sm_90 data".
 
 ``locate`` returns None when none of these exists; the caller decides what to fall back to.
+
+Data derived from a calibration file (the SFU's decoded tables) is cached under ``<cache root>/derived/``
+(``derived_path``), named by the sha256 of the file it came from, written atomically and memory-mapped on load.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
 import shutil
 import tempfile
 import warnings
 from dataclasses import dataclass
+
+import numpy as np
 
 from .arch import get_arch
 
@@ -121,3 +127,53 @@ def install(src, kind: str, arch) -> pathlib.Path:
         pathlib.Path(tmp).unlink(missing_ok=True)
         raise
     return dest
+
+
+# -- derived data ------------------------------------------------------------------------------------
+
+def file_sha256(path) -> str:
+    """sha256 (hex) of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def derived_path(name: str) -> pathlib.Path:
+    """Where data derived from calibration files is cached: ``<cache root>/derived/<name>`` (not created here).
+    ``name`` should carry the sha256 of its source file, so that a changed source never meets a stale entry."""
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(f"name must be a plain file name, got {name!r}")
+    return cache_root() / "derived" / name
+
+
+def load_array(path, *, shape, dtype) -> np.ndarray | None:
+    """The .npy array at ``path`` memory-mapped read-only, or None if it is missing, unreadable or not of the
+    expected ``shape`` and ``dtype``."""
+    try:
+        a = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if a.shape != tuple(shape) or a.dtype != np.dtype(dtype):
+        return None
+    return a
+
+
+def save_array(path, a: np.ndarray) -> bool:
+    """Write ``a`` to ``path`` as .npy atomically (a temporary file in the same folder, then os.replace), so that
+    a concurrent reader sees the old file or the new one, never a part. False (and nothing left behind) when the
+    folder cannot be written."""
+    path = pathlib.Path(path)
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(a), allow_pickle=False)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            pathlib.Path(tmp).unlink(missing_ok=True)
+        return False

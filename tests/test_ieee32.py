@@ -160,3 +160,26 @@ def test_cvt_f32_to_f16_rounds_once_to_nearest(data):
     else:
         want = round_fraction(v, F16, "rne", negative_zero=bool(x >> 31))
     assert r == want, (hex(x), hex(r), hex(want))
+
+
+def test_fmax_rules_and_row_max():
+    """fmaxf: a NaN operand is ignored, two NaNs give the canonical NaN, -0 < +0 in either order; the row max
+    ignores NaNs and gives -inf for an all-NaN or empty row."""
+    x = f32(0x7FC00000, 0xFFC00001, 0x80000000, 0x00000000, 0x80000000, 0xFF800000, 0x3F800000)
+    y = f32(0x3F800000, 0x7F800001, 0x00000000, 0x80000000, 0x80000000, 0x7FC00000, 0x00000001)
+    got = [out_bits(ieee32.fmax(a, b)) for a, b in zip(x, y)]
+    assert got == [0x3F800000, 0x7FFFFFFF, 0, 0, 0x80000000, 0xFF800000, 0x3F800000]
+    rows = np.array([[np.nan, -1.0, 2.0], [np.nan] * 3, [-0.0, 0.0, -0.0], [-0.0, -0.0, -np.inf]], np.float32)
+    assert list(ieee32.fmax_reduce(rows, axis=-1).view(np.uint32)) == [0x40000000, 0xFF800000, 0, 0x80000000]
+    assert list(ieee32.fmax_reduce(rows, axis=0).view(np.uint32)) == [0x80000000, 0, 0x40000000]
+    assert ieee32.fmax_reduce(np.zeros((2, 0), np.float32)).view(np.uint32).tolist() == [0xFF800000] * 2
+
+
+def test_mul_f16_rounds_once_and_canonicalises_nan():
+    h = np.array([0x3C01, 0x7C00, 0x0001, 0x7BFF, 0x7E01], np.uint16).view(np.float16)   # 1+2^-10, inf, tiny, max
+    k = np.array([0x3C01, 0x0000, 0x3800, 0x4000, 0x3C00], np.uint16).view(np.float16)   # 1+2^-10, 0, 0.5, 2, 1
+    got = ieee32.mul_f16(h, k).view(np.uint16).tolist()
+    # (1+2^-10)^2 = 1 + 2^-9 + 2^-20 -> 1 + 2^-9; inf * 0 -> NaN; 2^-24 / 2 is a tie -> 0 (even); overflow -> inf
+    assert got == [0x3C02, 0x7FFF, 0x0000, 0x7C00, 0x7FFF]
+    with pytest.raises(ValueError, match="y must be a float16"):
+        ieee32.mul_f16(h, k.astype(np.float32))

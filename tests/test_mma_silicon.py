@@ -1,5 +1,6 @@
 """flashsim.mma against mma.sync captured on an H200 (tests/data/mma_sm90.npz, made by
-``python3 -m flashsim.gpu.capture.mma --out DIR``), and the capture tool's host logic (no GPU needed)."""
+``python3 -m flashsim.gpu.capture.mma --out DIR``; its provenance is checked by tests/test_drift.py), and the capture
+tool's host logic (no GPU needed)."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
+from flashsim import provenance
 from flashsim.gpu.capture import mma as cap
 from flashsim.numerics import tensorcore as _tc
 from flashsim.numerics.tensorcore import mma
@@ -38,6 +40,19 @@ def test_model_reproduces_every_captured_bit(capture, type_name):
                     f"d[{i},{j}] silicon 0x{int(res['d'][m, i, j]):x} model 0x{int(d.view(t.fc.uint)[m, i, j]):x}")
 
 
+@pytest.mark.parametrize("type_name", list(cap.TYPES))
+def test_jax_backend_reproduces_every_captured_bit(capture, type_name):
+    """The generic routine under jax.jit (``mma(..., backend="jax")``) on the whole capture as well."""
+    pytest.importorskip("jax", reason="backend='jax' needs jax: pip install 'flashsim[jax]'")
+    res = capture[type_name]
+    t = cap.TYPES[type_name]
+    d = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch="sm_90",
+            backend="jax")
+    bad = d.view(t.fc.uint) != res["d"]
+    per_cat = {name: int(bad[res["category"] == i].sum()) for i, name in enumerate(res["names"])}
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} outputs differ; per category {per_cat}"
+
+
 def test_capture_is_a_real_sm90_capture(capture):
     meta = next(iter(capture.values()))["meta"]
     assert meta["arch"] == "sm_90" and "fake" not in str(meta["device"].get("name", ""))
@@ -66,7 +81,7 @@ def test_fragment_formulas_of_the_kernel_match_flashsim_layout():
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80", "sm_120"])
 def test_capture_kernels_compile(arch):
     from flashsim.gpu.build import compile_file
-    build = compile_file("capture/mma.cu", arch=arch)
+    build = compile_file(cap.KERNEL, arch=arch, defines=provenance.build_defines(cap.PROVENANCE_NAME))
     assert {t.kernel for t in cap.TYPES.values()} <= set(build.entry_points)
     for entry in build.entry_points.values():
         assert entry.spill_stores == 0 and entry.spill_loads == 0
@@ -94,25 +109,25 @@ FROZEN_DIGESTS = {
 # ------------------------------------------------------------ the capture tells the model from its neighbours
 
 def _round_subnormal(kind):
-    """A variant of tensorcore._round_into: f32 subnormal results rounded to nearest ("rne") or down ("floor")."""
+    """A variant of tensorcore._round: f32 subnormal results rounded to nearest ("rne") or down ("floor")."""
     fn = np.rint if kind == "rne" else np.floor
 
-    def round_into(v, d):
-        if d.dtype != np.float32:
-            return ORIGINAL_ROUND(v, d)
-        tiny = np.abs(v) < 2.0 ** -126
-        v.view(np.int64)[...] &= ~np.int64((1 << 29) - 1)
-        v[tiny] = fn(v[tiny] * 2.0 ** 149) * 2.0 ** -149
-        v += 0.0
-        np.copyto(d, v, casting="same_kind")
-    return round_into
+    def round_(v, acc16, tiny=True, big=True):
+        if acc16:
+            return ORIGINAL_ROUND(v, acc16, tiny, big)
+        small = np.abs(v) < 2.0 ** -126
+        sub = fn(v[small] * 2.0 ** 149) * 2.0 ** -149 + 0.0
+        r = ORIGINAL_ROUND(v, acc16, tiny, big)
+        r[small] = sub
+        return r
+    return round_
 
 
-def _subnormal_c_exponent_127(c, e_zero):
-    cv, e, special = ORIGINAL_ACC(c, e_zero)
-    if c.dtype == np.float32:
-        e = np.where((cv != 0) & (np.abs(cv) < 2.0 ** -126), -127, e).astype(np.int32)
-    return cv, e, special
+def _subnormal_c_exponent_127(c32, acc16, e_zero, zero_fix):
+    e = ORIGINAL_ACC(c32, acc16, e_zero, zero_fix)
+    if not acc16:
+        e = np.where((c32 != 0) & (np.abs(c32) < 2.0 ** -126), -127, e).astype(np.int32)
+    return e
 
 
 def _normalised_bf16_inputs(x16, is_bf16, pdt):
@@ -124,7 +139,7 @@ def _normalised_bf16_inputs(x16, is_bf16, pdt):
     return vals, e, special
 
 
-ORIGINAL_ROUND, ORIGINAL_ACC, ORIGINAL_INPUTS = _tc._round_into, _tc._accumulator_terms, _tc._inputs
+ORIGINAL_ROUND, ORIGINAL_ACC, ORIGINAL_INPUTS = _tc._round, _tc._accumulator_terms, _tc._inputs
 VARIANTS = {   # name -> (arch field changes, tensorcore function replacements, type to check)
     "F = 24": (dict(mma_fraction_bits=24), {}, "f32.f16.f16.f32"),
     "F = 26": (dict(mma_fraction_bits=26), {}, "f32.f16.f16.f32"),
@@ -133,8 +148,8 @@ VARIANTS = {   # name -> (arch field changes, tensorcore function replacements, 
     "f32 zero exponent -134": (dict(mma_zero_exponent_f32=-134), {}, "f32.bf16.bf16.f32"),
     "subnormal c takes exponent -127 (H1)": ({}, {"_accumulator_terms": _subnormal_c_exponent_127},
                                              "f32.bf16.bf16.f32"),
-    "subnormal results to nearest (H3)": ({}, {"_round_into": _round_subnormal("rne")}, "f32.bf16.bf16.f32"),
-    "subnormal results floored (H4)": ({}, {"_round_into": _round_subnormal("floor")}, "f32.bf16.bf16.f32"),
+    "subnormal results to nearest (H3)": ({}, {"_round": _round_subnormal("rne")}, "f32.bf16.bf16.f32"),
+    "subnormal results floored (H4)": ({}, {"_round": _round_subnormal("floor")}, "f32.bf16.bf16.f32"),
     "bf16 subnormal inputs normalised (H5)": ({}, {"_inputs": _normalised_bf16_inputs}, "f32.bf16.bf16.f32"),
 }
 
@@ -171,6 +186,10 @@ def test_fake_capture_round_trip(tmp_path):
         assert len(res["names"]) == len(cap.categories(t))
     summary = json.loads((tmp_path / "mma_sm90_summary.json").read_text())
     assert all(v["total_bad"] == 0 for v in summary["verdict"].values())
+    current = provenance.fingerprint(cap.PROVENANCE_NAME)       # the build's provenance, in both files
+    assert summary["provenance"] == current and next(iter(back.values()))["meta"]["provenance"] == current
+    with np.load(tmp_path / "mma_sm90.npz") as z:
+        assert json.loads(str(z["provenance"])) == current
 
 
 def test_fake_capture_reports_mismatches(tmp_path, capsys):

@@ -64,7 +64,7 @@ def phase_check(report):
 
 def phase_kernel(q, k, v, reps, report):
     from flashsim.gpu import runtime as rt
-    from flashsim.gpu.attention import prepared_launch
+    from flashsim.gpu import prepared_launch
     go, (do, dl), prob = prepared_launch(q, k, v)
     ms = rt.timed(lambda: go(sync=False), warmup=3, reps=reps)
     go()
@@ -78,7 +78,7 @@ def phase_kernel(q, k, v, reps, report):
 
 def phase_emulation(q, k, v, report):
     import flashsim
-    from flashsim.emulator import jax_backend
+    from flashsim.emulator import engine_jax as jax_backend
     t0 = time.perf_counter()
     o, lse = flashsim.attention(q, k, v, backend="jax", progress=True)
     t1 = time.perf_counter()

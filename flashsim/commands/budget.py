@@ -13,7 +13,6 @@ examples:
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..arch import ARCHS, get_arch
 from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_STAGES, KernelConfig
@@ -47,15 +46,16 @@ def config_from_args(args) -> KernelConfig:
 
 
 def run(args) -> int:
+    """Bad options (ValueError) and a --plot that cannot be written (no matplotlib, no such folder) are raised
+    before any work: flashsim.cli prints them in one line with exit status 2."""
     from ..resources import budget
     from ..resources.whatif import WHAT_IFS, what_if
-    try:
-        arch = get_arch(args.arch).name
-        config = config_from_args(args)
-        main = budget(config, arch, registers=args.registers, label="configuration")
-    except ValueError as e:
-        print(f"flashsim budget: {e}", file=sys.stderr)
-        return 2
+    from .emulate import check_plot_path
+    arch = get_arch(args.arch).name
+    config = config_from_args(args)
+    if args.plot:
+        check_plot_path(args.plot)
+    main = budget(config, arch, registers=args.registers, label="configuration")
     print(main.table())
     shown = [main]
     names = WHAT_IFS if "all" in args.what_if else list(dict.fromkeys(args.what_if))
@@ -66,10 +66,6 @@ def run(args) -> int:
         shown += [b for b in w.budgets if b.label != "base configuration"]
     if args.plot:
         from ..resources.report import plot
-        try:
-            plot(shown, args.plot)
-        except RuntimeError as e:
-            print(f"flashsim budget: {e}", file=sys.stderr)
-            return 2
+        plot(shown, args.plot)
         print(f"\nplot written to {args.plot}")
     return 0 if main.fits else 1

@@ -5,7 +5,8 @@ checks the models against the GPU on every one of the 2^32 inputs, on > 10 milli
 kernel's range and on the special values. Tables whose ex2 model reproduced every result are installed in
 the user cache for this GPU's architecture ($FLASHSIM_CACHE/<arch>/, else ~/.cache/flashsim/<arch>/), where
 flashsim.sfu and the emulator find them. Then runs flashsim.gpu.capture.mma (when installed) into
-<cache>/<arch>/mma/. Exit status 0 only when every model reproduced every checked result.
+<cache>/<arch>/mma/. Exit status 0 only when every model reproduced every checked result, 1 when one did not,
+2 on a bad option or without a GPU (one line, before any work).
 """
 from __future__ import annotations
 
@@ -46,32 +47,36 @@ def _mma_check(arch: str) -> int | None:
     return rc
 
 
+def check_arguments(args) -> None:
+    """Argument errors before any GPU work: ValueError naming the option."""
+    if not (args.random_scale > 0 and args.random_scale < float("inf")):
+        raise ValueError(f"--random-scale must be a positive number, got {args.random_scale}")
+    if args.keep:
+        keep = pathlib.Path(args.keep)
+        if keep.exists() and not keep.is_dir():
+            raise ValueError(f"--keep {args.keep}: exists and is not a folder")
+        parent = keep if keep.exists() else keep.parent
+        if not parent.is_dir():
+            raise FileNotFoundError(2, "--keep: no such folder", str(parent.resolve()))
+
+
 def run(args) -> int:
+    """Errors (a bad option, no GPU or cuda-python, a failed CUDA call) are raised: flashsim.cli prints them in one
+    line with exit status 2."""
     from .. import calibration
     from ..arch import get_arch
     from ..gpu import runtime as rt
-    from ..gpu.capture.sfu import Capture, GpuDevice
-    from ..gpu.errors import GPUError
     from ..numerics import sfu
 
-    if args.random_scale <= 0:
-        print("calibrate: --random-scale must be positive", file=sys.stderr)
-        return 2
-    try:
-        rt.require_gpu()
-        arch = get_arch(rt.current_arch()).name
-    except (GPUError, ValueError) as exc:
-        print(f"calibrate: {exc}", file=sys.stderr)
-        return 1
+    check_arguments(args)
+    rt.require_gpu()
+    arch = get_arch(rt.current_arch()).name
+    from ..gpu.capture.sfu import Capture, GpuDevice
     work = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp(prefix="flashsim-calibrate-"))
-    try:
-        device = GpuDevice()
-        print(f"calibrating {device.name} ({arch})", flush=True)
-        capture = Capture(device, quick=args.quick, random_scale=args.random_scale, log=lambda m: print(m, flush=True))
-        status = capture.run(work)
-    except GPUError as exc:
-        print(f"calibrate: {exc}", file=sys.stderr)
-        return 1
+    device = GpuDevice()
+    print(f"calibrating {device.name} ({arch})", flush=True)
+    capture = Capture(device, quick=args.quick, random_scale=args.random_scale, log=lambda m: print(m, flush=True))
+    status = capture.run(work)
     exact = capture.summary["exact"]
     if exact["ex2"]:
         dest = calibration.install(work / calibration.filename("sfu", arch), "sfu", arch)

@@ -1,16 +1,29 @@
 """Emulate the kernel on the CPU and report its error against the float64 reference (f32 and f16 P@V side by side).
 
 With no options it runs an embedded default problem in a few seconds. Inputs are seeded random normals
-(or your .npy files); the report gives, per accumulator, the max absolute error of O, its relative L2
-error, the distribution of ulp distances to the reference rounded to f16, and the LSE error.
+(or your .npy files); the report gives, per accumulator, the max absolute error of O (also relative to max |O|),
+its relative L2 error, the distribution of ulp distances to the reference rounded to f16, and the LSE error.
+Every argument, input file, optional dependency (--backend jax, --plot) and the memory the problem needs are
+checked before any work starts.
+
+examples:
+  flashsim emulate
+  flashsim emulate --heads 4 --nq 1000 --nk 777 --causal --plot error.png
+  flashsim emulate --q q.npy --k k.npy --v v.npy --pv-accum f32
 """
 from __future__ import annotations
 
+import math
+import os
 import time
+import types
+import warnings
 
 import numpy as np
 
 DEFAULT = dict(batch=1, heads=2, nq=256, nk=256, head_dim=128)
+PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg")
+MAX_HEADS_SHOWN = 8          # --plot: every head up to this many, else the worst head
 
 
 def add_arguments(p):
@@ -25,10 +38,11 @@ def add_arguments(p):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scale", type=float, default=1.0, help="standard deviation of the random inputs")
     p.add_argument("--q", help="q.npy (B,H,Nq,d) float16; with --k and --v replaces the random inputs")
-    p.add_argument("--k")
-    p.add_argument("--v")
+    p.add_argument("--k", help="k.npy (B,H,Nk,d) float16")
+    p.add_argument("--v", help="v.npy (B,H,Nk,d) float16")
     p.add_argument("--backend", choices=("numpy", "jax"), default="numpy")
-    p.add_argument("--plot", metavar="FILE.png", help="draw the |error| map of O and the ulp histogram")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the |error| map of O per head (the worst head past 8) and the ulp histogram")
 
 
 def make_inputs(batch, heads, nq, nk, d, seed=0, scale=1.0):
@@ -40,50 +54,150 @@ def make_inputs(batch, heads, nq, nk, d, seed=0, scale=1.0):
     return q, k, v
 
 
+def _load_array(flag: str, path: str) -> np.ndarray:
+    """One input file: an existing .npy holding a float16 array (no pickles, no casting)."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, f"{flag}: no such file", path)
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise ValueError(f"{flag} {path}: not a .npy array file ({str(e).splitlines()[0] if str(e) else e})") from None
+    if not isinstance(x, np.ndarray):
+        if hasattr(x, "close"):
+            x.close()
+        raise ValueError(f"{flag} {path}: an .npz archive, not one array: save it with np.save")
+    if x.dtype != np.float16:
+        raise ValueError(f"{flag} {path}: the array is {x.dtype}; the kernel takes float16 and nothing is cast "
+                         "silently (convert it with x.astype(np.float16) if that is what you mean)")
+    if x.ndim != 4:
+        raise ValueError(f"{flag} {path}: shape {x.shape}; expected 4 dimensions (B, H, N, d)")
+    return x
+
+
 def load_inputs(args):
     if args.q or args.k or args.v:
         if not (args.q and args.k and args.v):
-            raise SystemExit("flashsim emulate: give all of --q, --k and --v, or none")
-        return tuple(np.load(path) for path in (args.q, args.k, args.v))
+            raise ValueError("give all of --q, --k and --v, or none")
+        return tuple(_load_array(f"--{n}", path) for n, path in (("q", args.q), ("k", args.k), ("v", args.v)))
     nk = args.nk if args.nk is not None else args.nq
     return make_inputs(args.batch, args.heads, args.nq, nk, args.head_dim, args.seed, args.scale)
+
+
+def check_arguments(args) -> None:
+    """Every check that needs no input data, before anything is computed: ValueError / ImportError naming the
+    option."""
+    from ..arch import get_arch
+    get_arch(args.arch)
+    if args.q or args.k or args.v:
+        random_only = {"batch": DEFAULT["batch"], "heads": DEFAULT["heads"], "nq": DEFAULT["nq"], "nk": None,
+                       "head_dim": DEFAULT["head_dim"], "seed": 0, "scale": 1.0}
+        given = [f"--{n.replace('_', '-')}" for n, default in random_only.items() if getattr(args, n) != default]
+        if given:
+            raise ValueError(f"{', '.join(given)} describe the random inputs: with --q, --k and --v files, "
+                             "the files give the shapes (leave those options out)")
+    else:
+        for name in ("batch", "heads", "nq") + (("nk",) if args.nk is not None else ()):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
+        if not (math.isfinite(args.scale) and args.scale > 0):
+            raise ValueError(f"--scale must be a positive finite number, got {args.scale}")
+    if args.backend == "jax":
+        try:
+            import jax  # noqa: F401
+        except ImportError as e:
+            raise ModuleNotFoundError(f"--backend jax needs jax, which is not installed ({e}): "
+                                      "pip install 'flashsim[jax]'", name="jax") from None
+    if args.plot:
+        check_plot_path(args.plot)
+
+
+def check_plot_path(path: str) -> None:
+    """--plot FILE: matplotlib importable, a format it writes, a folder that exists (checked before the work)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        raise ModuleNotFoundError(f"--plot needs matplotlib, which is not installed ({e}): "
+                                  "pip install 'flashsim[plot]'", name="matplotlib") from None
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in PLOT_FORMATS:
+        raise ValueError(f"--plot {path}: the file name must end in one of .{', .'.join(PLOT_FORMATS)}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, "--plot: no such folder", folder)
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(13, "--plot: folder not writable", folder)
+
+
+def check_problem(shapes, args, accs) -> None:
+    """The problem's checks (flashsim.problem.prepare) and its memory, from the shapes alone: before any input is
+    generated or any reference computed."""
+    from ..problem import check_emulator_memory, check_reference_memory, prepare
+    stand_ins = [types.SimpleNamespace(shape=s, dtype=np.dtype(np.float16)) for s in shapes]
+    prob = None
+    for acc in accs:
+        prob = prepare(*stand_ins, causal=args.causal, pv_accum=acc, arch=args.arch)
+        check_emulator_memory(prob, args.backend)
+    check_reference_memory(prob)
 
 
 def error_summary(o, lse, o_ref, lse_ref):
     """Errors of one emulated run against the float64 reference."""
     o32 = o.astype(np.float64)
     finite = np.isfinite(o_ref)
-    err = np.abs(o32 - o_ref)
+    with np.errstate(invalid="ignore"):
+        err = np.abs(o32 - o_ref)
     rel_l2 = float(np.linalg.norm((o32 - o_ref)[finite]) / max(np.linalg.norm(o_ref[finite]), 1e-300))
     from ..numerics.formats import NAN_DISTANCE, ulp_distance
     ulps = ulp_distance(o, o_ref.astype(np.float16))
     ulps = np.where(ulps == NAN_DISTANCE, -1, ulps)         # -1: NaN against a number
     lse_fin = np.isfinite(lse_ref)
+    with np.errstate(invalid="ignore"):
+        lse_err = np.abs(lse.astype(np.float64) - lse_ref)[lse_fin]
+    max_abs = float(err[finite].max(initial=0.0))
+    max_ref = float(np.abs(o_ref[finite]).max(initial=0.0))
     return {
-        "max_abs": float(err[finite].max(initial=0.0)),
+        "max_abs": max_abs,
+        "max_abs_rel": max_abs / max_ref if max_ref > 0 else (0.0 if max_abs == 0 else math.inf),
         "rel_l2": rel_l2,
         "ulp": ulps,
-        "lse_max_abs": float(np.abs(lse.astype(np.float64) - lse_ref)[lse_fin].max(initial=0.0)),
+        "lse_max_abs": float(lse_err.max(initial=0.0)),
         "lse_inf_match": bool(np.array_equal(np.isinf(lse), ~lse_fin)),
     }
 
 
+ULP_NOTE = ("ulp = distance from O to the float64 reference rounded to f16, in f16 units in the last place.\n"
+            "Elements of O near zero have tiny ulps: a large ulp count there can be a tiny error (see max |error| / "
+            "max |O|).")
+
+
 def run(args) -> int:
     from ..emulator import attention, reference_attention
-    q, k, v = load_inputs(args)
     accs = ("f32", "f16") if args.pv_accum == "both" else (args.pv_accum,)
+    check_arguments(args)
+    if not (args.q or args.k or args.v):     # random inputs: check the problem before generating them
+        nk = args.nk if args.nk is not None else args.nq
+        check_problem([(args.batch, args.heads, args.nq, args.head_dim),
+                       (args.batch, args.heads, nk, args.head_dim), (args.batch, args.heads, nk, args.head_dim)],
+                      args, accs)
+    q, k, v = load_inputs(args)
+    check_problem([q.shape, k.shape, v.shape], args, accs)
     print(f"flashsim emulate: q {q.shape}, k {k.shape}, causal={args.causal}, arch={args.arch}, "
           f"backend={args.backend}")
-    t0 = time.perf_counter()
-    o_ref, lse_ref = reference_attention(q, k, v, causal=args.causal)
-    t_ref = time.perf_counter() - t0
-    results = {}
-    for acc in accs:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         t0 = time.perf_counter()
-        o, lse = attention(q, k, v, causal=args.causal, pv_accum=acc, arch=args.arch, backend=args.backend)
-        results[acc] = (time.perf_counter() - t0, o, lse, error_summary(o, lse, o_ref, lse_ref))
+        o_ref, lse_ref = reference_attention(q, k, v, causal=args.causal)
+        t_ref = time.perf_counter() - t0
+        results = {}
+        for acc in accs:
+            t0 = time.perf_counter()
+            # progress=None: the bar shows only on a terminal, and only once the run takes more than a second
+            o, lse = attention(q, k, v, causal=args.causal, pv_accum=acc, arch=args.arch, backend=args.backend,
+                               progress=None)
+            results[acc] = (time.perf_counter() - t0, o, lse, error_summary(o, lse, o_ref, lse_ref))
     rows = [("emulation time (s)", lambda r: f"{r[0]:.2f}"),
             ("O max |error|", lambda r: f"{r[3]['max_abs']:.3e}"),
+            ("O max |error| / max |O|", lambda r: f"{r[3]['max_abs_rel']:.3e}"),
             ("O relative L2 error", lambda r: f"{r[3]['rel_l2']:.3e}"),
             ("O ulp = 0 (of f16(ref))", lambda r: f"{np.mean(r[3]['ulp'] == 0):.2%}"),
             ("O ulp <= 1", lambda r: f"{np.mean((r[3]['ulp'] >= 0) & (r[3]['ulp'] <= 1)):.2%}"),
@@ -96,33 +210,88 @@ def run(args) -> int:
     print(header)
     for label, fmt in rows:
         print(f"{label:32}" + "".join(f"{fmt(results[a]):>16}" for a in accs))
+    nan_vs_number = {a: int((results[a][3]["ulp"] < 0).sum()) for a in accs}
+    if any(nan_vs_number.values()):
+        print("NaN where the reference is a number (or the reverse): "
+              + ", ".join(f"P@V {a}: {n}" for a, n in nan_vs_number.items()))
+    print(ULP_NOTE)
+    for message in dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, RuntimeWarning)):
+        print(f"note: {message}")           # e.g. no SFU calibration for this arch
     if args.plot:
-        _plot(args.plot, results, o_ref)
+        _plot(args.plot, results, o_ref, args, nk=k.shape[2])
         print(f"plot written to {args.plot}")
     bad = [a for a in accs if not np.isfinite(results[a][3]["max_abs"])]
     return 1 if bad else 0
 
 
-def _plot(path, results, o_ref):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise SystemExit(f"--plot needs matplotlib (pip install 'flashsim[plot]'): {e}")
-    accs = list(results)
-    fig, axes = plt.subplots(2, len(accs), figsize=(6 * len(accs), 8), squeeze=False)
-    for i, acc in enumerate(accs):
-        o = results[acc][1].astype(np.float64)
-        err = np.abs(o - o_ref)[0, 0]
-        im = axes[0, i].imshow(np.log10(err + 1e-12), aspect="auto", cmap="magma")
-        axes[0, i].set_title(f"log10 |O - ref|, batch 0 head 0, P@V {acc}")
-        axes[0, i].set_xlabel("head dim column")
-        axes[0, i].set_ylabel("query row")
-        fig.colorbar(im, ax=axes[0, i])
+def _heads_to_show(results, o_ref):
+    """[(acc, [(b, h, err (Nq, d)), ...])]: every head up to MAX_HEADS_SHOWN, else each accumulator's worst head."""
+    out = []
+    for acc, r in results.items():
+        with np.errstate(invalid="ignore"):
+            err = np.abs(r[1].astype(np.float64) - o_ref)                 # (B, H, Nq, d); NaN where either is
+        B, H = err.shape[:2]
+        if B * H <= MAX_HEADS_SHOWN:
+            heads = [(b, h) for b in range(B) for h in range(H)]
+        else:
+            finite = np.where(np.isfinite(err), err, -1.0)
+            worst = np.argmax(finite.reshape(B * H, -1).max(axis=1))
+            heads = [divmod(int(worst), H)]
+        out.append((acc, [(b, h, err[b, h]) for b, h in heads]))
+    return out
+
+
+def _plot(path, results, o_ref, args, nk):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import Normalize
+
+    shown = _heads_to_show(results, o_ref)
+    B, H, nq, d = o_ref.shape
+    n_rows = len(shown[0][1])
+    n_cols = len(shown)
+    all_err = np.concatenate([e[np.isfinite(e)].ravel() for _, heads in shown for _, _, e in heads] + [np.zeros(1)])
+    top = float(np.log10(max(all_err.max(), 1e-30)))
+    positive = all_err[all_err > 0]
+    floor = max(top - 6.0, float(np.log10(positive.min())) if positive.size else top - 6.0)
+    norm = Normalize(vmin=floor, vmax=max(top, floor + 1e-6))
+    cmap = matplotlib.colormaps["magma"].with_extremes(bad="cyan")
+
+    fig = plt.figure(figsize=(max(8.5, 6.2 * n_cols), 2.9 * n_rows + 3.8), layout="constrained")
+    grid = fig.add_gridspec(n_rows + 1, n_cols, height_ratios=[1.0] * n_rows + [1.25])
+    past = B * H > MAX_HEADS_SHOWN
+    fig.suptitle(f"flashsim emulate: error of the emulated kernel's O against the float64 reference\n"
+                 f"B={B} H={H} Nq={nq} Nk={nk} d={d}{' causal' if args.causal else ''}, arch {args.arch}"
+                 + (f"\n{B * H} heads: the worst head (largest |error|) of each accumulator is shown" if past else ""),
+                 fontsize=11)
+    image = None
+    for col, (acc, heads) in enumerate(shown):
+        for row, (b, h, err) in enumerate(heads):
+            ax = fig.add_subplot(grid[row, col])
+            with np.errstate(divide="ignore"):
+                img = np.log10(np.where(np.isfinite(err), np.maximum(err, 10.0 ** floor), np.nan))
+            image = ax.imshow(np.ma.masked_invalid(img), aspect="auto", cmap=cmap, norm=norm,
+                              interpolation="nearest")
+            finite = np.isfinite(err)
+            n_bad = int((~finite).sum())
+            worst = float(err[finite].max(initial=0.0))
+            ax.set_title(f"P@V {acc}: batch {b}, head {h}{' (worst)' if past else ''}: max |error| {worst:.2e}"
+                         + (f"; {n_bad} not finite in O or the reference (cyan)" if n_bad else ""), fontsize=9)
+            ax.set_ylabel("query row")
+            ax.set_xlabel("head-dim column" if row == n_rows - 1 else "")
+        hist = fig.add_subplot(grid[n_rows, col])
         u = results[acc][3]["ulp"].ravel()
+        n_nan = int((u < 0).sum())
         u = u[u >= 0]
-        axes[1, i].hist(np.minimum(u, 16), bins=np.arange(18) - 0.5, log=True)
-        axes[1, i].set_title(f"ulp distance to f16(reference), P@V {acc} (16 = 16 or more)")
-    fig.tight_layout()
+        hist.hist(np.minimum(u, 16), bins=np.arange(18) - 0.5, log=True, color="tab:blue", edgecolor="black")
+        hist.set_xticks(range(0, 17, 2), [str(t) for t in range(0, 16, 2)] + ["16+"])
+        hist.set_xlabel("ulp distance to the f16-rounded float64 reference")
+        hist.set_ylabel("elements of O (log scale)")
+        hist.set_title(f"P@V {acc}: ulp distances, all {u.size + n_nan} elements"
+                       + (f" ({n_nan} NaN vs a number, not shown)" if n_nan else ""), fontsize=9)
+    bar = fig.colorbar(image, ax=[a for a in fig.axes if a.get_images()], shrink=0.9)
+    bar.set_label(f"log10 |O - O_ref|  (absolute error, units of V)\nexact elements are drawn at the bottom, {floor:.1f}")
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+

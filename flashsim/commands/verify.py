@@ -2,7 +2,8 @@
 
 For each case (shape, seed, configuration, input kind) it reports the fraction of bit-equal elements of
 O and LSE, the max ulp distance, and for the first mismatch its (batch, head, row, column) and the kernel's
-(block, warp, lane, register) that produced it. Exit status 0 only if every bit of every case agrees.
+(block, warp, lane, register) that produced it. Exit status 0 only if every bit of every case agrees, 1 on a
+mismatch, 2 on a bad option or without a GPU (one line, before any case runs).
 
 --save-cases FILE.npz keeps, per case i, the GPU outputs (c<i>_o, c<i>_lse) and c<i>_meta (json: name, arch,
 config, shape, kind, seed, inputs_sha256, and provenance: the kernel source's hash and the build's defines, see
@@ -13,12 +14,14 @@ re-captured (tools/device_round.sh captures).
 from __future__ import annotations
 
 import json
+import os
 import time
+import types
 
 import numpy as np
 
 from .. import provenance
-from ..config import KernelConfig
+from ..config import SUPPORTED_HEAD_DIMS, KernelConfig
 
 # (B, H, Nq, Nk, d, causal): odd lengths, N = 1, Nq != Nk both ways, both head dims, batch and heads > 1.
 DEFAULT_SHAPES = [
@@ -123,12 +126,63 @@ def inputs_sha256(q, k, v) -> str:
     return hashlib.sha256(b"".join(np.ascontiguousarray(x).tobytes() for x in (q, k, v))).hexdigest()
 
 
+CAUSAL_WORDS = {"causal": True, "1": True, "true": True, "yes": True,
+                "noncausal": False, "0": False, "false": False, "no": False}
+
+
 def parse_shape(text):
-    parts = text.split(",")
+    """'B,H,NQ,NK,D[,causal]' -> (b, h, nq, nk, d, causal); ValueError naming what is wrong."""
+    parts = [p.strip() for p in text.split(",")]
     if len(parts) not in (5, 6):
-        raise SystemExit(f"--shape {text!r}: expected B,H,NQ,NK,D[,causal]")
-    causal = len(parts) == 6 and parts[5].strip().lower() in ("causal", "1", "true", "yes")
-    return tuple(int(x) for x in parts[:5]) + (causal,)
+        raise ValueError(f"--shape {text!r}: expected B,H,NQ,NK,D[,causal] (5 or 6 fields), got {len(parts)}")
+    try:
+        dims = tuple(int(x) for x in parts[:5])
+    except ValueError:
+        raise ValueError(f"--shape {text!r}: B, H, NQ, NK and D must be integers") from None
+    if min(dims) < 1:
+        raise ValueError(f"--shape {text!r}: B, H, NQ, NK and D must be >= 1")
+    if dims[4] not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"--shape {text!r}: D={dims[4]} is not a head dim the kernel supports {SUPPORTED_HEAD_DIMS}")
+    if len(parts) == 6 and parts[5].lower() not in CAUSAL_WORDS:
+        raise ValueError(f"--shape {text!r}: the 6th field must be 'causal' (or one of "
+                         f"{', '.join(sorted(CAUSAL_WORDS))}), got {parts[5]!r}")
+    return dims + (len(parts) == 6 and CAUSAL_WORDS[parts[5].lower()],)
+
+
+def check_arguments(args) -> None:
+    """Every argument error before the GPU is asked for: ValueError / FileNotFoundError naming the option."""
+    for s in args.shape:
+        parse_shape(s)
+    if args.only and not args.shape and not args.replay:
+        raise ValueError("--only runs only the --shape cases: give at least one --shape")
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in INPUT_KINDS]
+    if not kinds or unknown:
+        raise ValueError(f"--kinds {args.kinds!r}: give one or more of {','.join(INPUT_KINDS)}")
+    for name, value in (("warps", args.warps), ("m-tiles", args.m_tiles), ("kv-tile", args.kv_tile),
+                        ("stages", args.stages)):
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be >= 1, got {value}")
+    for path in args.replay:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(2, "--replay: no such file", path)
+    for flag, path in (("--json", args.json), ("--save-cases", args.save_cases)):
+        if path:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise FileNotFoundError(2, f"{flag}: no such folder", folder)
+
+
+def check_cases(cases, arch) -> None:
+    """Every case's configuration fits ``arch`` and its emulation fits this machine's memory (checked before the
+    first launch, not when the case comes)."""
+    from ..problem import check_emulator_memory, prepare
+    for (b, h, nq, nk, d), cfg, kind, seed, _ in cases:
+        stand_in = [types.SimpleNamespace(shape=s, dtype=np.dtype(np.float16)) for s in
+                    ((b, h, nq, d), (b, h, nk, d), (b, h, nk, d))]
+        check_emulator_memory(prepare(*stand_in, arch=arch, config=cfg))
 
 
 def verify_case(q, k, v, config, arch):
@@ -185,9 +239,11 @@ def _cases(args, arch) -> list[tuple]:
 def run(args) -> int:
     from ..diff import kernel_coordinates
     from ..gpu import runtime as rt
+    check_arguments(args)
     rt.require_gpu()
     arch = rt.current_arch()
     cases = _cases(args, arch)
+    check_cases(cases, arch)
     for (b, h, nq, nk, d), cfg, kind, seed, want_sha in cases:   # before any GPU work: replayed inputs must match
         if want_sha is not None and inputs_sha256(*make_case_inputs(kind, b, h, nq, nk, d, seed)) != want_sha:
             raise SystemExit(f"--replay: the inputs of {b}x{h}x{nq}x{nk}x{d} {kind} s{seed} no longer regenerate "

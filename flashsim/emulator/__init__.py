@@ -1,21 +1,27 @@
-"""The kernel emulated on the CPU (``attention``) and the float64 reference (``reference_attention``)."""
+"""The kernel emulated on the CPU (``attention``) and the float64 reference (``reference_attention``).
+
+kernel_program.py is the kernel's program, written once against an array namespace; engine_numpy.py runs it
+eagerly (the default), engine_jax.py jit-compiles it for JAX's CPU or GPU devices and shards it over a Mesh.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from ..problem import prepare
+from ..problem import check_emulator_memory, prepare
 from .reference import reference_attention
 
 __all__ = ["attention", "reference_attention"]
 
 
-def attention(q, k, v, *, causal=False, softmax_scale=None, pv_accum="f32", arch="sm_90", config=None,
+def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm_90", config=None,
               backend="numpy", progress=None):
     """What kernel/flash_fwd.cu returns on ``arch``, bit for bit: (o float16 (B,H,Nq,d), lse float32 (B,H,Nq)).
 
     q (B,H,Nq,d), k and v (B,H,Nk,d): float16 numpy arrays. ``config`` (flashsim.KernelConfig) fixes the
-    tiling; by default the arch's default configuration with the given causal / pv_accum. ``backend``:
-    "numpy" (default) or "jax".
+    tiling; by default the arch's default configuration with the given causal / pv_accum. ``causal`` and
+    ``pv_accum`` left out (None) take the config's values, or False and "f32"; given, they must agree with it.
+    ``backend``: "numpy" (default) or "jax". A problem whose emulation would not fit in memory is refused first
+    (flashsim.problem.check_emulator_memory).
     """
     prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=arch,
                    config=config)
@@ -23,9 +29,10 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, pv_accum="f32", arch
         if not isinstance(x, np.ndarray):
             raise ValueError(f"{name} must be a numpy array (the emulator runs on the CPU), got {type(x).__name__}")
     if backend == "numpy":
-        from .kernel_program import run
+        from .engine_numpy import run
     elif backend == "jax":
-        from .jax_backend import run
+        from .engine_jax import run
     else:
         raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
+    check_emulator_memory(prob, backend)
     return run(q, k, v, prob, progress=progress)

@@ -25,23 +25,30 @@ def kernel_defines() -> dict[str, int]:
     return {f"FS_LOG_{k}": int(np.asarray(v, np.float32).view(np.uint32)) for k, v in LOG_CONSTANTS.items()}
 
 
-def log_exact_ops(x: np.ndarray) -> np.ndarray:
-    """The kernel's log_exact_ops on float32 arrays of positive normal numbers, bit for bit."""
+def log_exact_ops(x):
+    """The kernel's log_exact_ops on float32 arrays of positive normal numbers, bit for bit (numpy or JAX).
+
+    Range reduction to m in [sqrt(1/2), sqrt(2)) through the bits (e = the exponent, m = the significand with
+    exponent 0, halved when above sqrt(2)), then ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), as the odd series to
+    s^9, then e * ln 2 + ln(m): every operation an exactly rounded flashsim.numerics.ieee32 one, in the kernel's
+    order."""
     from ..numerics import ieee32   # deferred: the kernel build needs only the constants
-    c = LOG_CONSTANTS
-    x = np.asarray(x, dtype=np.float32)
-    bits = x.view(np.uint32).astype(np.int64)
-    e = ((bits >> 23) & 0xFF) - 127
-    m = ((bits & 0x7FFFFF) | 0x3F800000).astype(np.uint32).view(np.float32)
+    from ..numerics.xp import bitcast, namespace
+    xp = namespace(x)
+    f32 = xp.float32
+    c = {k: xp.asarray(v, dtype=f32) for k, v in LOG_CONSTANTS.items()}
+    bits = bitcast(xp.asarray(x, dtype=f32), np.uint32)
+    e = ((bits >> 23) & 0xFF).astype(xp.int32) - 127
+    m = bitcast((bits & 0x7FFFFF) | 0x3F800000, np.float32)
     big = m > c["SQRT2"]
-    m = np.where(big, m * np.float32(0.5), m)
-    e = e + big
-    f = m - np.float32(1.0)
-    s = f / (np.float32(2.0) + f)
-    z = s * s
-    poly = ieee32.fma(z, np.full_like(z, c["C9"]), np.full_like(z, c["C7"]))
-    poly = ieee32.fma(z, poly, np.full_like(z, c["C5"]))
-    poly = ieee32.fma(z, poly, np.full_like(z, c["C3"]))
-    t = (z * s) * poly
-    ln1p = ieee32.fma(np.full_like(s, 2.0), s, np.float32(2.0) * t)
-    return ieee32.fma(e.astype(np.float32), np.full_like(s, c["LN2"]), ln1p)
+    m = xp.where(big, ieee32.mul(m, xp.asarray(0.5, dtype=f32)), m)
+    e = e + big.astype(xp.int32)
+    f = ieee32.sub(m, xp.asarray(1.0, dtype=f32))
+    s = ieee32.div(f, ieee32.add(xp.asarray(2.0, dtype=f32), f))
+    z = ieee32.mul(s, s)
+    poly = ieee32.fma(z, c["C9"], c["C7"])
+    poly = ieee32.fma(z, poly, c["C5"])
+    poly = ieee32.fma(z, poly, c["C3"])
+    t = ieee32.mul(ieee32.mul(z, s), poly)
+    ln1p = ieee32.fma(xp.asarray(2.0, dtype=f32), s, ieee32.mul(xp.asarray(2.0, dtype=f32), t))
+    return ieee32.fma(e.astype(f32), c["LN2"], ln1p)

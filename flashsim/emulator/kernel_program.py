@@ -1,192 +1,117 @@
-"""The kernel of kernel/flash_fwd.cu, emulated step for step on the CPU, every warp of every block at once.
+"""The program of kernel/flash_fwd.cu, written once against an array namespace: every engine runs these functions.
 
-Each numbered step below is the same step of the CUDA source, with the same operation order and the same
-roundings: Q K^T and P V through the tensor-core model (flashsim.mma, k16 steps chained in the kernel's
-order), masking to -inf, the lane-local then quad row max, the -inf guard, alpha and p through the SFU model
-(flashsim.sfu.ex2) with the scale folded into one FMA (ieee32.fma), the lane-partial row sums added in the
-lane's own column order and quad-reduced in the epilogue, the per-tile rescale of O, P rounded to f16, and the
-epilogue's IEEE reciprocal, f16 conversion and LSE.
+Each numbered step is the same step of the CUDA source, with the same operation order and the same roundings:
+Q K^T and P V through the tensor-core model (k16 steps chained in the kernel's order), masking to -inf, the
+row max (lane-local then quad: order-free), the -inf guard, alpha and p through the SFU model with the scale
+folded into one FMA, the lane-partial row sums added in the lane's own column order, the per-tile rescale of O in
+the accumulator's type, P rounded to f16 by the register repack, and the epilogue's IEEE reciprocal, f16
+conversion and LSE. Every float operation outside the tensor cores goes through flashsim.numerics.ieee32 (exactly
+rounded whatever the engine's float modes), every special function through flashsim.numerics.sfu.
 
-Vectorisation: the state of all query blocks of all heads lives in arrays with a leading "unit" axis
-(one unit = one CUDA block); the only Python loops are over KV tiles and over the kernel's k16 steps, as in
-the kernel. The fragment layout does not change the arithmetic of an element, so tiles are kept as matrices;
-flashsim.layout maps an element back to (lane, register) for reports.
+Shapes: any leading batch axes ``...`` (the engines put CUDA blocks there: numpy the active blocks of a KV step,
+JAX the slots of a step, per device); a block's rows are one axis of BM = warps x m_tiles x 16 rows (the m16
+tiles of the warps, in order), a KV tile one axis of BC keys. The fragment layout does not change the arithmetic
+of an element, so tiles stay matrices; flashsim.layout maps an element back to (warp, lane, register) for
+reports. The state of a block between KV tiles is (m, l, o): the running row max (BM,), the lane-partial row sums
+(BM, 4) (one per lane of the quad that owns the row) and the O accumulator (BM, d), f32 or f16.
+
+Steps 1-3, 4 and 5-7 are separate functions so that an engine can keep their results apart (JAX puts an
+optimisation barrier between them: fused into one program, XLA would recompute the row values and p for every
+consumer).
 """
 from __future__ import annotations
 
-import sys
-import time
-
 import numpy as np
 
+from ..masking import key_visible
 from ..numerics import ieee32, sfu
-from ..numerics.tensorcore import mma
-from ..problem import Problem
+from ..numerics.tensorcore import mma_chain
+from ..numerics.xp import bitcast, namespace
 from .kernel_math import log_exact_ops
 
-F16, F32 = np.float16, np.float32
+__all__ = ["initial_state", "scores", "probabilities", "accumulate", "epilogue"]
+
+NEG_INF_BITS = 0xFF800000
+SIGN_BIT = 0x80000000
 
 
-def _pad_rows(x: np.ndarray, rows: int) -> np.ndarray:
-    """(BH, N, d) -> (BH, rows, d), zero rows appended: the kernel's cp.async zero-fill past N."""
-    bh, n, d = x.shape
-    out = np.zeros((bh, rows, d), dtype=x.dtype)
-    out[:, :n] = x
-    return out
+def initial_state(xp, lead: tuple, bm: int, d: int, pv_f16: bool):
+    """The kernel's state before the first KV tile: m = -inf, l = 0, O = 0, for blocks of shape ``lead``."""
+    m = xp.full(lead + (bm,), -np.inf, dtype=xp.float32)
+    l = xp.zeros(lead + (bm, 4), dtype=xp.float32)
+    o = xp.zeros(lead + (bm, d), dtype=xp.float16 if pv_f16 else xp.float32)
+    return m, l, o
 
 
-def _mma_chain(a_tiles, b_tiles, c, arch):
-    """D = A B + C over k16 steps in order: a_tiles (..., M, K) f16, b_tiles (..., K, N) f16, c (..., M, N).
-
-    The kernel's loops: for each k16 step, every (m16, n8) tile; here (m16 = warp, n8 = tile) are batch axes.
-    Shapes: a (U, W, 16, K), b (U, K, N) -> c (U, W, N//8, 16, 8).
-    """
-    k = a_tiles.shape[-1]
-    u, w = a_tiles.shape[:2]
-    nt = b_tiles.shape[-1] // 8
-    for ks in range(k // 16):
-        a = a_tiles[:, :, :, ks * 16:(ks + 1) * 16][:, :, None]                       # (U, W, 1, 16, 16)
-        b = b_tiles[:, ks * 16:(ks + 1) * 16].reshape(u, 16, nt, 8).transpose(0, 2, 1, 3)[:, None]  # (U,1,NT,16,8)
-        a = np.broadcast_to(a, (u, w, nt, 16, 16))
-        b = np.broadcast_to(b, (u, w, nt, 16, 8))
-        c = mma(a, b, c, arch=arch)
-    return c
+def _negate(x):
+    """-x by flipping the sign bit (exact for every input; XLA's float negation would flush a subnormal)."""
+    xp = namespace(x)
+    return bitcast(bitcast(x, np.uint32) ^ xp.asarray(SIGN_BIT, dtype=xp.uint32), np.float32)
 
 
-def _tiles_to_rows(x):
-    """(U, W, NT, 16, 8) -> (U, W*16, NT*8): accumulator tiles back to the block's row-major matrix."""
-    u, w, nt = x.shape[:3]
-    return x.transpose(0, 1, 3, 2, 4).reshape(u, w * 16, nt * 8)
+def scores(q, k, m_old, rows, cols, nq, nk, scale_log2, *, causal: bool, arch):
+    """Steps 1-3 of one KV tile: S = Q K^T, the mask, the row max, the -inf guard, alpha.
+
+    q (..., BM, d) and k (..., BC, d) f16; m_old (..., BM) f32; rows (..., BM) and cols (..., BC) the global query
+    and key indices; nq, nk, scale_log2 scalars. Returns (s (..., BM, BC), m_new, alpha, -m_new * scale_log2) with
+    the -inf guard applied to the last (a row with no visible key yet subtracts 0)."""
+    xp = namespace(q, k, m_old)
+    # 1. S = Q K^T, f32 accumulators from zero, k16 steps over d in order
+    zeros = xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.float32)
+    s = mma_chain(q, xp.swapaxes(k, -1, -2), zeros, arch)
+    # 2. mask keys past nk and (causal) after the diagonal
+    visible = key_visible(rows[..., :, None], cols[..., None, :], nq, nk, causal)
+    s = xp.where(visible, s, xp.asarray(-np.inf, dtype=xp.float32))
+    # 3. row max (fmax ignores NaN; order-free), the -inf guard, alpha, the scaled max
+    m_new = ieee32.fmax(m_old, ieee32.fmax_reduce(s, axis=-1))
+    no_key = bitcast(m_new, np.uint32) == xp.asarray(NEG_INF_BITS, dtype=xp.uint32)
+    m_safe = xp.where(no_key, xp.asarray(0.0, dtype=xp.float32), m_new)
+    sl2 = xp.asarray(scale_log2, dtype=xp.float32)
+    alpha = sfu.ex2(ieee32.mul(ieee32.sub(m_old, m_safe), sl2), arch=arch)
+    neg_m_scaled = _negate(ieee32.mul(m_safe, sl2))
+    return s, m_new, alpha, neg_m_scaled
 
 
-def run(q, k, v, prob: Problem, progress: bool | None = None):
-    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d); returns (o f16, lse f32)."""
-    cfg, arch = prob.config, prob.arch
-    B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
-    # W counts m16 row tiles of a block (warps x m_tiles): each is emulated like a one-tile warp, since a warp's
-    # second m16 tile runs the same per-row program on its own rows.
-    W, BM, BC = cfg.block_m // 16, cfg.block_m, cfg.kv_tile
-    pv_f16 = cfg.pv_accum == "f16"
-    nqb = prob.q_blocks
-    tiles_per_block = prob.kv_tiles()                     # (nqb,)
-    max_tiles = int(tiles_per_block.max(initial=0))
+def probabilities(s, neg_m_scaled, scale_log2, *, arch):
+    """Step 4: p = ex2(fma(s, scale_log2, -m * scale_log2)), one FFMA and the SFU per score."""
+    xp = namespace(s)
+    return sfu.ex2(ieee32.fma(s, xp.asarray(scale_log2, dtype=xp.float32), neg_m_scaled[..., None]), arch=arch)
 
-    qh = _pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM)
-    kh = _pad_rows(np.ascontiguousarray(k).reshape(B * H, nk, d), max(max_tiles, 1) * BC)
-    vh = _pad_rows(np.ascontiguousarray(v).reshape(B * H, nk, d), max(max_tiles, 1) * BC)
 
-    # units = (bh, q block), in the order of the CUDA grid's flattening (x fastest)
-    U = B * H * nqb
-    unit_bh = np.repeat(np.arange(B * H), nqb)
-    unit_qb = np.tile(np.arange(nqb), B * H)
-    unit_tiles = tiles_per_block[unit_qb]
-    q_units = qh.reshape(B * H, nqb, W, 16, d).reshape(U, W, 16, d)
-    rows = unit_qb[:, None] * BM + np.arange(BM)[None, :]          # (U, BM) global query row
+def accumulate(l_lane, o, p, alpha, v, *, arch):
+    """Steps 5-7 of one KV tile: l = l * alpha + the lane's p (in the lane's column order), O rescaled by alpha in
+    the accumulator's type, then O += P V with P rounded to f16 (the S -> P register repack). Returns (l, o)."""
+    xp = namespace(l_lane, o, p)
+    bc = p.shape[-1]
+    # 5. lane-partial row sums: a lane holds columns 8n + 2 t4 + e of each n8 tile; it adds them n-major, e-minor
+    l_lane = ieee32.mul(l_lane, alpha[..., None])
+    p_lane = xp.reshape(p, p.shape[:-1] + (bc // 8, 4, 2))            # [..., n, t4, e]
+    for n in range(bc // 8):
+        for e in range(2):
+            l_lane = ieee32.add(l_lane, p_lane[..., n, :, e])
+    # 6. rescale O per row, in the accumulator's type (f16: alpha rounded to f16, then mul.rn.f16x2)
+    if o.dtype == xp.float16:
+        o = ieee32.mul_f16(o, ieee32.cvt_f32_to_f16(alpha)[..., None])
+    else:
+        o = ieee32.mul(o, alpha[..., None])
+    # 7. O += P V, P rounded to f16 (cvt.rn.f16x2.f32 of the S accumulator registers), k16 slices in order
+    o = mma_chain(ieee32.cvt_f32_to_f16(p), v, o, arch)
+    return l_lane, o
 
-    sl2 = prob.scale_log2
-    m_run = np.full((U, BM), -np.inf, dtype=F32)
-    l_lane = np.zeros((U, BM, 4), dtype=F32)                      # per row, per lane of the quad (t4)
-    o_acc = np.zeros((U, W, d // 8, 16, 8), dtype=F16 if pv_f16 else F32)
 
-    show = progress if progress is not None else None
-    t_start = time.monotonic()
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for t in range(max_tiles):
-            act = np.nonzero(unit_tiles > t)[0]
-            full = act.size == U
-            sel = slice(None) if full else act
-            bh = unit_bh[sel]
-            kt = kh[bh, t * BC:(t + 1) * BC]                             # (A, BC, d)
-            vt = vh[bh, t * BC:(t + 1) * BC]
-            a_cnt = U if full else act.size
-
-            # 1. S = Q K^T, f32 accumulators from zero
-            s = np.zeros((a_cnt, W, BC // 8, 16, 8), dtype=F32)
-            s = _mma_chain(q_units[sel], kt.transpose(0, 2, 1), s, arch)
-            s = _tiles_to_rows(s)                                         # (A, BM, BC)
-
-            # 2. mask keys past nk and (causal) after the diagonal
-            cols = t * BC + np.arange(BC)
-            r = rows[sel]
-            masked = cols[None, None, :] >= nk
-            if cfg.causal:
-                masked = masked | (cols[None, None, :] > (r[:, :, None] + nk - nq))
-            s = np.where(masked, F32(-np.inf), s)
-
-            # 3. row max (fmax ignores NaN; order-free), guard, alpha, scaled max
-            mt = np.fmax.reduce(s, axis=-1, initial=-np.inf).astype(F32)
-            m_old = m_run[sel]
-            m_new = np.fmax(m_old, mt)
-            m_safe = np.where(m_new == -np.inf, F32(0), m_new)
-            alpha = sfu.ex2((m_old - m_safe) * sl2, arch=arch)
-            m_scaled = m_safe * sl2
-            m_run[sel] = m_new
-
-            # 4. p = ex2(fma(s, scale_log2, -m_scaled))
-            p = sfu.ex2(ieee32.fma(s, np.full_like(s, sl2), np.broadcast_to(-m_scaled[..., None], s.shape)),
-                        arch=arch)
-
-            # 5. lane-partial row sums: l = l*alpha, then + p over the lane's columns in (n, e) order
-            lq = l_lane[sel] * alpha[..., None]
-            p_lane = p.reshape(a_cnt, BM, BC // 8, 4, 2)                  # [..., n, t4, e]
-            for n in range(BC // 8):
-                for e in range(2):
-                    lq = lq + p_lane[:, :, n, :, e]
-            l_lane[sel] = lq
-
-            # 6. rescale O per row, in the accumulator's type
-            o = o_acc[sel]
-            a_rows = alpha.reshape(a_cnt, W, 1, 16, 1)                   # per row of each warp
-            if pv_f16:
-                o = o * a_rows.astype(F16)
-            else:
-                o = o * a_rows
-
-            # 7. O += P V, P rounded to f16 (the register repack), k16 slices in order
-            pf = p.astype(F16).reshape(a_cnt, W, 16, BC)
-            o = _mma_chain(pf, vt, o, arch)
-            o_acc[sel] = o
-            if show is None and time.monotonic() - t_start > 1.0:
-                show = True
-            if show:
-                _progress(t + 1, max_tiles, t_start)
-    if show:
-        sys.stderr.write("\n")
-
-    # 8. epilogue
-    o_out, lse = epilogue(l_lane, _tiles_to_rows(o_acc), m_run, prob.softmax_scale)
-
-    o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)
-    lse = lse.astype(F32).reshape(B * H, nqb * BM)[:, :nq].reshape(B, H, nq)
+def epilogue(l_lane, o, m, softmax_scale):
+    """Step 8 on the final state: l = (l0 + l1) + (l2 + l3) over the quad (shfl.xor 1, then 2), O * rcp.rn(l)
+    rounded to f16, LSE = fma(m, softmax_scale, ln(l)). Rows with l = 0 or NaN keep O (0 or NaN) and get +inf."""
+    xp = namespace(l_lane, o, m)
+    f32 = xp.float32
+    l = ieee32.add(ieee32.add(l_lane[..., 0], l_lane[..., 1]), ieee32.add(l_lane[..., 2], l_lane[..., 3]))
+    lb = bitcast(l, np.uint32)
+    empty = ((lb & xp.asarray(0x7FFFFFFF, dtype=xp.uint32)) == 0) | xp.isnan(l)
+    one = xp.asarray(1.0, dtype=f32)
+    l_safe = xp.where(empty, one, l)
+    inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe))     # rcp.rn.f32: IEEE 1 / l
+    o32 = ieee32.cvt_f16_to_f32(o) if o.dtype == xp.float16 else o
+    o_out = ieee32.cvt_f32_to_f16(ieee32.mul(o32, inv[..., None]))
+    lse = ieee32.fma(m, xp.asarray(softmax_scale, dtype=f32), log_exact_ops(l_safe))
+    lse = xp.where(empty, xp.asarray(np.inf, dtype=f32), lse)
     return o_out, lse
-
-
-def epilogue(l_lane, o_rows, m_run, softmax_scale):
-    """Step 8 on the final state (shared by the numpy and JAX backends): quad-reduce l as (l0 + l1) + (l2 + l3),
-    O * (1/l) rounded to f16, LSE. l_lane (..., 4) f32, o_rows (..., d) f32 or f16, m_run (...) f32."""
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        l = (l_lane[..., 0] + l_lane[..., 1]) + (l_lane[..., 2] + l_lane[..., 3])
-        empty = (l == 0) | np.isnan(l)
-        inv = np.where(empty, F32(1), F32(1) / np.where(empty, F32(1), l))
-        # cvt.rn.f16x2.f32 turns every NaN into 0x7FFF (seen on the H200, tests/data/layout_sm90.npz); numpy's
-        # astype would keep the sign and payload of x86's default NaN
-        o_out = ieee32.cvt_f32_to_f16(o_rows.astype(F32) * inv[..., None])
-        ln = log_exact_ops(np.where(empty, F32(1), l))
-        lse = np.where(empty, F32(np.inf), ieee32.fma(m_run, np.full_like(m_run, softmax_scale), ln))
-    return o_out, lse
-
-
-_last_draw = [0.0]
-
-
-def _progress(done, total, t0):
-    """Redraw the progress bar at most 4 times a second (and at the end), so logs stay short."""
-    now = time.monotonic()
-    if done < total and now - _last_draw[0] < 0.25:
-        return
-    _last_draw[0] = now
-    width = 30
-    frac = done / max(total, 1)
-    bar = "#" * int(width * frac) + "." * (width - int(width * frac))
-    sys.stderr.write(f"\r  emulating KV tiles [{bar}] {done}/{total}  {now - t0:5.1f}s")
-    sys.stderr.flush()

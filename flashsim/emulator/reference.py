@@ -3,22 +3,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..problem import prepare
+from ..masking import key_visible
+from ..problem import check_reference_memory, prepare
 
 
-def reference_attention(q, k, v, *, causal=False, softmax_scale=None):
+def reference_attention(q, k, v, *, causal=None, softmax_scale=None):
     """softmax(q k^T * scale) v in float64; returns (o float64 (B,H,Nq,d), lse float64 (B,H,Nq), natural log).
 
     Causal masks are aligned bottom-right (key j visible to query i iff j <= i + Nk - Nq). Rows with no
-    visible key get o = 0 and lse = +inf, as the kernel does.
+    visible key get o = 0 and lse = +inf, as the kernel does. ``causal`` left out (None) means False. A problem
+    whose float64 score arrays would not fit in memory is refused first (flashsim.problem.check_reference_memory).
     """
     p = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale)
+    check_reference_memory(p)
     q64, k64, v64 = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     s = np.einsum("bhid,bhjd->bhij", q64, k64) * float(p.softmax_scale)
-    if causal:
-        i = np.arange(p.nq)[:, None]
-        j = np.arange(p.nk)[None, :]
-        s = np.where(j <= i + p.nk - p.nq, s, -np.inf)
+    visible = key_visible(np.arange(p.nq)[:, None], np.arange(p.nk)[None, :], p.nq, p.nk, p.config.causal)
+    s = np.where(visible, s, -np.inf)
     m = s.max(axis=-1, keepdims=True)
     empty = ~np.isfinite(m) & (m < 0)
     m_safe = np.where(empty, 0.0, m)

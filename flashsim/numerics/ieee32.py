@@ -1,13 +1,21 @@
 """IEEE 754 binary32 arithmetic as the GPU's PTX instructions do it: add / sub / mul / div / fma (.rn), with
-optional .ftz, and cvt.rn.f16.f32 / cvt.f32.f16. Every function takes and returns float32 (or float16) numpy
-arrays, broadcasts, and gives NaN results as the canonical NaN 0x7FFFFFFF (0x7FFF for f16), as NVIDIA GPUs do.
+optional .ftz, mul.rn.f16, fmaxf and a NaN-ignoring row max, cvt.rn.f16.f32 / cvt.f32.f16. Every function takes
+float32 (float16) numpy or JAX arrays, broadcasts, returns the inputs' library, and gives NaN results as the
+canonical NaN 0x7FFFFFFF (0x7FFF for f16), as NVIDIA GPUs do.
 
-add, sub, mul, div: numpy's float32 operations are IEEE 754 correctly rounded (one rounding, to nearest even,
-gradual underflow), so they are used directly; only NaNs are canonicalised. That presumes the CPU's
-flush-to-zero / denormals-are-zero modes are off (numpy's default): ``_check_fp_environment`` refuses to run
-otherwise.
+Each operation is written once against the array namespace ``xp`` (flashsim.numerics.xp): numpy runs it eagerly,
+JAX under jit (with 64-bit types: ``xp.enable_x64()``). XLA does not run float32 arithmetic the way IEEE says: on
+the CPU it flushes subnormal inputs and results to zero, and it contracts ``a * b + c`` into one fused
+multiply-add. So the generic routines never let a float32 operation produce a result that could be subnormal:
 
-fma (one rounding), computed in float64:
+* add, sub, mul, div: computed in float64 on the exact float64 images of the operands (flashsim.numerics.rounding,
+  integer conversions), then rounded to float32 by the integer rounding core. A product of two float32 is exact in
+  float64 (so a contracted FMA changes nothing); every float64 value that arises is a nonzero multiple of 2^-298
+  or zero, hence normal (FTZ/DAZ cannot touch it) and far from overflow; rounding the correctly rounded float64
+  result once more to float32 is innocuous for +, -, *, / because 53 >= 2*24 + 2 (Figueroa, "When is double
+  rounding innocuous?", SIGNUM 1995). Where the float32 result is subnormal, the exact sum / product is a multiple
+  of 2^-149 and so is itself representable; the quotient is checked against IEEE hardware division in the tests.
+* fma (one rounding):
   1. p = x * y is exact in float64: 24 + 24 significant bits <= 53, exponents >= -298 stay normal.
   2. s = fl(p + z) and e = (p + z) - s exactly (TwoSum, Knuth): exact in float64 because nothing overflows
      (|p| <= 2^256) and p + z is a multiple of 2^-298, so s and e are normal or zero.
@@ -17,91 +25,155 @@ fma (one rounding), computed in float64:
   4. Round t to float32 to nearest even. Boldo & Melquiond (IEEE Trans. Computers 57(4), 2008): rounding to odd
      with at least p + 2 bits, then to nearest at p bits, equals one rounding to nearest at p bits. Here 53 >=
      24 + 2, and for f32 subnormal results the f32 grid is coarser still, so the margin only grows.
-  Speed: steps 2-4 run only where they can matter, where fl64(x*y + z) is an f32 midpoint or lies in the f32
-  subnormal range (``_fma64``); elsewhere fl64 then fl32 is already the single rounding. About 6 ns per element
-  on this project's CPU (11.6 ns with round-to-odd everywhere).
-Signed zeros follow from float64's own rules (exact zero sums are +0 unless both terms are -0), which are the
-IEEE rules for binary32 too. Infinities and NaNs pass through float64 unchanged in meaning.
+  Signed zeros follow from float64's own rules (exact zero sums are +0 unless both terms are -0), which are the
+  IEEE rules for binary32 too. Infinities and NaNs pass through float64 unchanged in meaning.
+* mul_f16: the float32 product of two float16 is exact (11 + 11 bits) and normal (>= 2^-48), then one integer
+  rounding to float16.
+* fmax, fmax_reduce: integer comparisons of order-preserving keys of the bits (no float compare at all).
+
+numpy fast paths (measured, and held bit for bit equal to the generic routine in tests/test_numerics_engines.py):
+numpy's float32 +, -, *, / are IEEE correctly rounded with gradual underflow, so add / sub / mul / div use them
+and only canonicalise NaNs (``_check_fp_environment`` refuses to run when the CPU flushes subnormals); fma keeps
+the float64 fast path ``_fma64``; the conversions use rounding's own fast paths. ``generic=True`` forces the
+portable routine on numpy. Best of 5 on this project's 2-core CPU (shared), 1e6 elements, numpy 2.4 (generic ->
+fast path, ms): add 107 -> 0.8, sub 106 -> 0.8, mul 106 -> 0.7, div 104 -> 0.8, fma 145 -> 2.8, mul_f16 76 -> 4.1
+(numpy's float16 multiply rounds the exact float32 product once). fmax (3-9 ms) and fmax_reduce (1.1 ms over rows of
+64) are generic only: np.fmax (0.1 / 0.5 ms) orders -0 and +0 by operand position, so it would need the key work
+anyway, and the kernel calls them on one value per row per tile.
 
 .ftz (PTX): subnormal inputs are replaced by zero of the same sign before the operation, and a subnormal result
 by zero of its sign after rounding.
-
-cvt.rn.f16.f32: numpy's float32 -> float16 conversion rounds once to nearest even (checked against the exact
-oracle in tests); NaN -> 0x7FFF. cvt.f32.f16 is exact; NaN -> 0x7FFFFFFF (canonical, assumed from the PTX rule
-that NaN results are canonical; not yet checked on silicon).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["add", "sub", "mul", "div", "fma", "cvt_f32_to_f16", "cvt_f16_to_f32", "flush_subnormals",
-           "CANONICAL_NAN_F32", "CANONICAL_NAN_F16"]
+from . import rounding
+from .rounding import check_fp_environment as _check_fp_environment
+from .xp import bitcast, errstate, is_numpy, namespace, require_x64
+
+__all__ = ["add", "sub", "mul", "div", "fma", "mul_f16", "fmax", "fmax_reduce", "cvt_f32_to_f16",
+           "cvt_f16_to_f32", "flush_subnormals", "CANONICAL_NAN_F32", "CANONICAL_NAN_F16"]
 
 CANONICAL_NAN_F32 = np.uint32(0x7FFFFFFF)
 CANONICAL_NAN_F16 = np.uint16(0x7FFF)
-_TINY = np.array([1.0e-45], np.float32)   # the smallest subnormal: DAZ would read it as 0
+_SIGN = 0x80000000
+_NEG_INF = 0xFF800000
 
 
-def _check_fp_environment() -> None:
-    with np.errstate(all="ignore"):
-        if (_TINY * np.float32(1.0))[0] == 0 or (np.float32(2.0 ** -126) * np.array([0.5], np.float32))[0] == 0:
-            raise RuntimeError("the CPU flushes float32 subnormals (FTZ/DAZ is on, e.g. torch.set_flush_denormal"
-                               "(True)): IEEE binary32 emulation needs it off")
+def _checked(name: str, x, dtype):
+    """``x`` if it is a numpy or JAX array (or numpy scalar) of ``dtype``; ValueError naming ``name`` otherwise.
+    Only the dtype is looked at, so the check is free under jit."""
+    dtype = np.dtype(dtype)
+    is_np = isinstance(x, (np.ndarray, np.generic))
+    is_jax = not is_np and not is_numpy(namespace(x))
+    if not (is_np or is_jax) or np.dtype(x.dtype) != dtype:
+        kind = "array" if is_jax else "numpy array"
+        raise ValueError(f"{name} must be a {dtype.name} {kind}, got {getattr(x, 'dtype', type(x).__name__)}")
+    return np.asarray(x) if is_np else x
 
 
-def _f32(name: str, x) -> np.ndarray:
-    if not isinstance(x, (np.ndarray, np.floating)) or np.asarray(x).dtype != np.float32:
-        raise ValueError(f"{name} must be a float32 numpy array, got "
-                         f"{getattr(x, 'dtype', type(x).__name__)}")
-    return np.asarray(x)
+def _f32(name: str, x):
+    return _checked(name, x, np.float32)
 
 
-def _canonical(r: np.ndarray) -> np.ndarray:
-    r = np.array(r, dtype=np.float32, copy=True) if np.ndim(r) == 0 else r
-    nan = np.isnan(r)
-    if nan.any():
-        r.view(np.uint32)[nan] = CANONICAL_NAN_F32
-    return r
+def _canonical(xp, r):
+    """float32 ``r`` with every NaN replaced by 0x7FFFFFFF (integer test and select on the bits)."""
+    b = bitcast(r, np.uint32)
+    return bitcast(xp.where((b & 0x7FFFFFFF) > 0x7F800000, CANONICAL_NAN_F32, b), np.float32)
 
 
-def flush_subnormals(x: np.ndarray) -> np.ndarray:
+def flush_subnormals(x):
     """float32 subnormals replaced by zero of the same sign (PTX .ftz); other values unchanged (a new array)."""
     x = _f32("x", x)
-    bits = np.array(x, copy=True).view(np.uint32)
-    sub = (bits & 0x7F800000) == 0
-    bits[sub] &= np.uint32(0x80000000)
-    return bits.view(np.float32)
+    xp = namespace(x)
+    b = bitcast(x, np.uint32)
+    return bitcast(xp.where((b & 0x7F800000) == 0, b & _SIGN, b), np.float32)
 
 
-def _run(op, args, ftz: bool) -> np.ndarray:
-    _check_fp_environment()
+def _run(fast, generic_fn, args, ftz: bool, generic: bool):
+    """Apply the operation to float32 ``args`` with the .ftz rule around it; numpy takes ``fast`` unless
+    ``generic``."""
+    xp = namespace(*args)
     if ftz:
         args = [flush_subnormals(a) for a in args]
-    with np.errstate(all="ignore"):
-        r = np.asarray(op(*args), dtype=np.float32)
-    if ftz:
-        r = flush_subnormals(r)
-    return _canonical(r)
+    if is_numpy(xp) and not generic:
+        _check_fp_environment()
+        with np.errstate(all="ignore"):
+            r = np.asarray(fast(*args), dtype=np.float32)
+        r = _canonical(np, r)
+    else:
+        r = generic_fn(*[xp.asarray(a) for a in args])
+    return flush_subnormals(r) if ftz else r
 
 
-def add(x, y, ftz: bool = False) -> np.ndarray:
+def _f64(x):
+    return rounding.f32_to_f64(x, generic=True)
+
+
+def _to_f32(v):
+    return rounding.f64_to_f32(v, generic=True)
+
+
+def _add_generic(x, y):
+    require_x64(namespace(x, y))
+    with errstate():
+        return _to_f32(_f64(x) + _f64(y))
+
+
+def _sub_generic(x, y):
+    require_x64(namespace(x, y))
+    with errstate():
+        return _to_f32(_f64(x) - _f64(y))
+
+
+def _mul_generic(x, y):
+    require_x64(namespace(x, y))
+    with errstate():
+        return _to_f32(_f64(x) * _f64(y))
+
+
+def _div_generic(x, y):
+    require_x64(namespace(x, y))
+    with errstate():
+        return _to_f32(_f64(x) / _f64(y))
+
+
+def add(x, y, ftz: bool = False, *, generic: bool = False):
     """add.rn{.ftz}.f32: x + y."""
-    return _run(np.add, [_f32("x", x), _f32("y", y)], ftz)
+    return _run(np.add, _add_generic, [_f32("x", x), _f32("y", y)], ftz, generic)
 
 
-def sub(x, y, ftz: bool = False) -> np.ndarray:
+def sub(x, y, ftz: bool = False, *, generic: bool = False):
     """sub.rn{.ftz}.f32: x - y."""
-    return _run(np.subtract, [_f32("x", x), _f32("y", y)], ftz)
+    return _run(np.subtract, _sub_generic, [_f32("x", x), _f32("y", y)], ftz, generic)
 
 
-def mul(x, y, ftz: bool = False) -> np.ndarray:
+def mul(x, y, ftz: bool = False, *, generic: bool = False):
     """mul.rn{.ftz}.f32: x * y."""
-    return _run(np.multiply, [_f32("x", x), _f32("y", y)], ftz)
+    return _run(np.multiply, _mul_generic, [_f32("x", x), _f32("y", y)], ftz, generic)
 
 
-def div(x, y, ftz: bool = False) -> np.ndarray:
+def div(x, y, ftz: bool = False, *, generic: bool = False):
     """div.rn{.ftz}.f32: x / y, correctly rounded (IEEE division, not div.approx / div.full)."""
-    return _run(np.divide, [_f32("x", x), _f32("y", y)], ftz)
+    return _run(np.divide, _div_generic, [_f32("x", x), _f32("y", y)], ftz, generic)
+
+
+def _fma_generic(x, y, z):
+    """x * y + z rounded once to float32 by TwoSum + round-to-odd (the proof in the module docstring)."""
+    xp = namespace(x, y, z)
+    require_x64(xp)
+    with errstate():
+        a, b, c = _f64(x), _f64(y), _f64(z)
+        p = a * b
+        s = p + c
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)                  # TwoSum: (p + c) - s, exactly
+        sb = bitcast(s, np.uint64)
+        inexact = xp.isfinite(s) & xp.isfinite(err) & (err != 0)
+        toward_zero = (err < 0) != (s < 0)               # |s| > |p + c|: one ulp toward zero
+        odd = (sb - toward_zero.astype(xp.uint64)) | 1   # round to odd: last bit set when inexact
+        return _to_f32(bitcast(xp.where(inexact, odd, sb), np.float64))
 
 
 _FMA_CHUNK = 1 << 14   # elements per chunk: the float64 temporaries stay in the L1/L2 cache
@@ -109,29 +181,16 @@ _HALF_F32_ULP = np.int64(1 << 28)      # in float64 bits: half an f32 ulp below 
 _LOW29 = np.int64((1 << 29) - 1)
 
 
-def _fma_round_to_odd(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """x * y + z rounded once to float32 by TwoSum + round-to-odd (the proof in the module docstring)."""
-    p = x.astype(np.float64) * y.astype(np.float64)
-    zd = z.astype(np.float64)
-    s = p + zd
-    bp = s - zd
-    e = (p - bp) + (zd - (s - bp))        # TwoSum: (p + z) - s, exactly
-    inexact = (e != 0) & np.isfinite(s)
-    sb = s.view(np.int64)
-    sb -= (inexact & ((e < 0) != (s < 0))).astype(np.int64)   # |s| > |p + z|: one ulp toward zero
-    sb |= inexact.astype(np.int64)                            # round to odd: last bit set when inexact
-    return s.astype(np.float32)
-
-
 def _fma64(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """x * y + z with one rounding to float32, in cache-sized chunks.
+    """numpy fast path of fma: x * y + z with one rounding to float32, in cache-sized chunks.
 
-    Fast path: s = fl64(x*y + z) rounded to float32.  RN32(RN64(v)) differs from RN32(v) only when RN64(v) is
-    itself a float32 midpoint (every f32 midpoint is a float64, and RN64 is monotonic, so s cannot cross one), so
-    only elements whose s is a midpoint (low 29 bits of the float64 significand = 2^28), or lies in the f32
-    subnormal range, go through the exact round-to-odd path.  (s == 0 means x*y + z == 0 exactly: a float64 sum
-    that rounds to zero is zero, and its sign follows the IEEE rules already.)
+    s = fl64(x*y + z) rounded to float32.  RN32(RN64(v)) differs from RN32(v) only when RN64(v) is itself a
+    float32 midpoint (every f32 midpoint is a float64, and RN64 is monotonic, so s cannot cross one), so only
+    elements whose s is a midpoint (low 29 bits of the float64 significand = 2^28), or lies in the f32 subnormal
+    range, go through the generic round-to-odd routine.  (s == 0 means x*y + z == 0 exactly: a float64 sum that
+    rounds to zero is zero, and its sign follows the IEEE rules already.)
     """
+    x, y, z = np.broadcast_arrays(x, y, z)
     shape = x.shape
     x, y, z = (np.ascontiguousarray(a).reshape(-1) for a in (x, y, z))
     n = x.size
@@ -156,32 +215,79 @@ def _fma64(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         fk |= gk
         if fk.any():
             idx = np.flatnonzero(fk) + lo
-            out[idx] = _fma_round_to_odd(x[idx], y[idx], z[idx])
+            out[idx] = _fma_generic(x[idx], y[idx], z[idx])
     return out.reshape(shape)
 
 
-def fma(x, y, z, ftz: bool = False) -> np.ndarray:
+def fma(x, y, z, ftz: bool = False, *, generic: bool = False):
     """fma.rn{.ftz}.f32: x * y + z with a single rounding to nearest even."""
-    x, y, z = _f32("x", x), _f32("y", y), _f32("z", z)
-    x, y, z = np.broadcast_arrays(x, y, z)
-    return _run(_fma64, [x, y, z], ftz)
+    return _run(_fma64, _fma_generic, [_f32("x", x), _f32("y", y), _f32("z", z)], ftz, generic)
 
 
-def cvt_f32_to_f16(x) -> np.ndarray:
-    """cvt.rn.f16.f32: float32 -> float16 to nearest even; overflow -> inf; NaN -> 0x7FFF."""
+def _mul_f16_generic(x, y):
+    xp = namespace(x, y)
+    with errstate():
+        p = rounding.f16_to_f32(x, generic=True) * rounding.f16_to_f32(y, generic=True)   # exact, never subnormal
+    return rounding.f32_to_f16(xp.asarray(p), generic=True)
+
+
+def mul_f16(x, y, *, generic: bool = False):
+    """mul.rn.f16: x * y for float16 arrays, rounded once to nearest even; NaN -> 0x7FFF. (numpy's float16
+    multiply rounds the exact float32 product once: the fast path, NaNs canonicalised.)"""
+    x, y = _checked("x", x, np.float16), _checked("y", y, np.float16)
+    xp = namespace(x, y)
+    if is_numpy(xp) and not generic:
+        _check_fp_environment()
+        with np.errstate(all="ignore"):
+            r = np.asarray(np.multiply(x, y), dtype=np.float16)
+        b = r.view(np.uint16)
+        return np.where((b & 0x7FFF) > 0x7C00, CANONICAL_NAN_F16, b).view(np.float16)
+    return _mul_f16_generic(xp.asarray(x), xp.asarray(y))
+
+
+def _key(xp, x):
+    """Order-preserving uint32 key of float32 ``x`` (-0 below +0; a NaN gets the key of -inf): a negative number
+    has all its bits flipped, a positive one its sign bit (branch-free: the mask is the sign spread by an
+    arithmetic shift)."""
+    b = bitcast(x, np.uint32)
+    b = xp.where((b & 0x7FFFFFFF) > 0x7F800000, np.uint32(_NEG_INF), b)
+    return b ^ (bitcast(bitcast(b, np.int32) >> 31, np.uint32) | _SIGN)
+
+
+def _from_key(xp, k):
+    """The float32 whose key is ``k`` (the inverse of ``_key``)."""
+    return bitcast(k ^ (~bitcast(bitcast(k, np.int32) >> 31, np.uint32) | _SIGN), np.float32)
+
+
+def fmax(x, y):
+    """fmaxf (max.f32): the larger of x and y; a NaN operand is ignored; both NaN -> 0x7FFFFFFF.
+
+    Signed zeros: -0 counts as smaller than +0 (IEEE 754-2019 maximumNumber), so fmax(-0, +0) is +0 in either
+    operand order. We chose the total order because it makes the result independent of operand and reduction
+    order, which the emulator needs (the kernel's max runs in lane and shuffle order); the GPU's choice between
+    equal zeros has not been measured (the kernel's scores have never been -0: README)."""
+    x, y = _f32("x", x), _f32("y", y)
+    xp = namespace(x, y)
+    r = _from_key(xp, xp.maximum(_key(xp, x), _key(xp, y)))
+    both = xp.isnan(x) & xp.isnan(y)
+    return bitcast(xp.where(both, CANONICAL_NAN_F32, bitcast(r, np.uint32)), np.float32)
+
+
+def fmax_reduce(x, axis: int = -1):
+    """The fmaxf reduction of float32 ``x`` over ``axis`` from -inf: NaNs are ignored, an all-NaN or empty row
+    gives -inf, -0 < +0 as in ``fmax``; any order of reduction gives the same bits."""
     x = _f32("x", x)
-    _check_fp_environment()
-    with np.errstate(all="ignore"):
-        h = np.asarray(x.astype(np.float16))
-    h = np.array(h, copy=True)
-    nan = np.isnan(h)
-    if nan.any():
-        h.view(np.uint16)[nan] = CANONICAL_NAN_F16
-    return h
+    xp = namespace(x)
+    k = xp.max(_key(xp, x), axis=axis, initial=np.uint32(~_NEG_INF & 0xFFFFFFFF))
+    return _from_key(xp, xp.asarray(k))
 
 
-def cvt_f16_to_f32(h) -> np.ndarray:
-    """cvt.f32.f16: exact widening; NaN -> 0x7FFFFFFF."""
-    if not isinstance(h, (np.ndarray, np.floating)) or np.asarray(h).dtype != np.float16:
-        raise ValueError(f"h must be a float16 numpy array, got {getattr(h, 'dtype', type(h).__name__)}")
-    return _canonical(np.asarray(h).astype(np.float32))
+def cvt_f32_to_f16(x, *, generic: bool = False):
+    """cvt.rn.f16.f32: float32 -> float16 to nearest even; overflow -> inf; NaN -> 0x7FFF."""
+    return rounding.f32_to_f16(_f32("x", x), generic=generic)
+
+
+def cvt_f16_to_f32(h, *, generic: bool = False):
+    """cvt.f32.f16: exact widening; NaN -> 0x7FFFFFFF (canonical, assumed from the PTX rule that NaN results are
+    canonical; not yet checked on silicon)."""
+    return rounding.f16_to_f32(_checked("h", h, np.float16), generic=generic)

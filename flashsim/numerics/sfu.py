@@ -11,14 +11,26 @@ Model (ANCHORS section 3, pinned down on the GPU by ``python -m flashsim.gpu.cap
 - rcp: the mantissa of 1/x depends on the mantissa of x only: a table of 2^23 results over [1, 2),
   the exponent shifted by 127 - e; zero, inf, NaN and underflowed results are measured constants.
 
+The models are written once against the array namespace ``xp`` (flashsim.numerics.xp): ``ex2(x)`` / ``rcp(x)`` on
+a numpy array (or numpy scalar) return numpy, on a JAX array (inside jit too) JAX. The float32 steps are exact and
+never subnormal (x is normal or 0 after the ftz, |x| * 2^23 < 2^31 is a power-of-two scaling, trunc / floor / ceil /
+rint of a float32 are exact), so XLA's flush-to-zero cannot change them; the rest is integer work on the bits and a
+table gather (``xp.take``). JAX reads device copies of the tables, made once per model; inside jit they become
+constants of the compiled program unless the caller passes them in as jit arguments (``table_arrays``, then
+``bound_tables`` or the ``arrays`` argument of ``ex2`` / ``rcp``).
+
 Tables ship as package data (``flashsim/data/sfu/sfu_tables_sm90.npz``) or come from the user cache
 (``flashsim calibrate``), see flashsim.calibration. Each table is stored as its signed difference
 from the correctly rounded function (a few distinct small integers), lzma- or zlib-compressed, with
-a sha256 of the decoded bits that is checked on load. Without any table the functions fall back to
-the correctly rounded result (with the same ftz/special rules) and warn once: not bit-exact.
+a sha256 of the decoded bits that is checked when it is decoded. Decoding recomputes the correctly
+rounded references, so the decoded tables are cached on disk (``read_tables``). Without any table the
+functions fall back to the correctly rounded result (with the same ftz/special rules) and warn once: not
+bit-exact.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import zlib
@@ -30,6 +42,8 @@ import numpy as np
 
 from .. import calibration
 from ..arch import get_arch
+from .rounding import f32_to_f64, f64_to_f32
+from .xp import bitcast, errstate, is_numpy, namespace, require_x64
 
 TABLE_BITS = 23
 TABLE_SIZE = 1 << TABLE_BITS
@@ -42,54 +56,43 @@ QUIET_BIT = 0x00400000
 NEG_MODES = ("twos", "signmag")
 ROUNDINGS = ("rz", "rd", "ru", "rn")
 NAN_MODES = ("const", "quiet")
-_ROUND = {"rz": np.trunc, "rd": np.floor, "ru": np.ceil, "rn": np.rint}
+_ROUND = {"rz": "trunc", "rd": "floor", "ru": "ceil", "rn": "round"}   # xp functions; round: half to even
 
-__all__ = ["ex2", "rcp", "Ex2Model", "RcpModel", "SfuTables", "load_tables", "reload",
+# exp2 estimates within HARD_ULPS float64 ulps of an f32 rounding midpoint are settled exactly (Decimal, on the
+# host); libm's and XLA's float64 exp2 are a few ulps off at most. HARD_SLOTS: hard cases resolved per JAX call
+# without shipping the whole array to the host.
+HARD_ULPS = 1 << 12
+HARD_SLOTS = 256
+
+__all__ = ["ex2", "rcp", "Ex2Model", "RcpModel", "SfuTables", "load_tables", "reload", "table_arrays", "bound_tables",
            "exp2_correctly_rounded", "rcp_correctly_rounded", "ex2_table_inputs", "rcp_table_inputs", "reference_table",
            "encode_table", "decode_table", "write_tables", "read_tables"]
 
 
 # -- input checking --------------------------------------------------------------------------------
 
-def _as_f32(x, name: str = "x") -> np.ndarray:
-    """x as a float32 ndarray (0-d for a numpy scalar); ValueError for anything else."""
+def _as_f32(x, name: str = "x"):
+    """x as a float32 array (numpy: ndarray, 0-d for a numpy scalar; JAX: as is); ValueError for anything else."""
     if isinstance(x, np.generic) and x.dtype == np.float32:
         return np.asarray(x)
-    if not isinstance(x, np.ndarray):
+    if not isinstance(x, np.ndarray) and is_numpy(namespace(x)):
         raise ValueError(f"{name} must be a float32 numpy array, got {type(x).__name__}")
     if x.dtype != np.float32:
         raise ValueError(f"{name} must have dtype float32 (the SFU works on f32), got {x.dtype}")
     return x
 
 
-def _bits_of(x: np.ndarray) -> np.ndarray:
-    """The uint32 bit patterns of float32 ``x``, same shape (0-d stays 0-d)."""
-    return np.ascontiguousarray(x).reshape(x.shape).view(np.uint32)
-
-
-def _wrap(bits: np.ndarray, like) -> np.ndarray | np.float32:
-    out = bits.astype(np.uint32, copy=False).view(np.float32)
+def _wrap(bits, like):
+    """Result bits as float32 in ``like``'s library (a numpy scalar for a numpy scalar)."""
+    out = bitcast(bits, np.float32)
     return out[()] if isinstance(like, np.generic) else out
 
 
-# -- correctly rounded references (deterministic on every platform) --------------------------------
+def _u32(xp, v):
+    return xp.asarray(v, dtype=xp.uint32)
 
-def _round_f64_to_f32(v: np.ndarray, exact_value) -> np.ndarray:
-    """Correctly rounded f32 bits of exact values approximated by finite positive f64 ``v``.
 
-    A libm result can be a few f64 ulps off, which matters only where v lies near an f32 rounding
-    boundary (its 29 low mantissa bits near 2^28); there ``exact_value(i) -> Decimal`` settles the
-    rounding. Only normal f32 results are meant (callers flush or clamp the rest).
-    """
-    with np.errstate(over="ignore", under="ignore"):
-        r = v.astype(np.float32).view(np.uint32)          # round to nearest even
-    low = (v.view(np.uint64) & np.uint64((1 << 29) - 1)).astype(np.int64) - (1 << 28)
-    for i in np.flatnonzero(np.abs(low) < (1 << 9)):
-        down = int(r[i]) - (1 if float(r.view(np.float32)[i]) > v[i] else 0)
-        lo, hi = np.array([down, down + 1], dtype=np.uint32).view(np.float32).astype(np.float64)
-        r[i] = down + (exact_value(int(i)) > Decimal((lo + hi) / 2))
-    return r
-
+# -- correctly rounded exp2 (deterministic on every platform) --------------------------------------
 
 def _exp2_decimal(y: float) -> Decimal:
     with localcontext() as ctx:
@@ -97,29 +100,56 @@ def _exp2_decimal(y: float) -> Decimal:
         return (Decimal(y) * Decimal(2).ln()).exp()
 
 
+def _exp2_estimate(xp, xs, generic: bool = False):
+    """(bits, hard) for float64 xs in [-200, 200]: the f32 bits (uint32) of 2^xs rounded from a float64 estimate,
+    and where that estimate lies within HARD_ULPS of an f32 rounding midpoint (there the few ulps a float64 exp2
+    may be off could tip the rounding). 2^xs = 2^(xs - k) * 2^k with k = floor(xs): xs - k is exact and the
+    scaling by 2^k is done on the exponent bits. Meant for normal f32 results (callers flush or clamp the rest)."""
+    k = xp.floor(xs)
+    v = xp.exp2(xs - k)
+    vb = bitcast(v, np.int64) + (k.astype(xp.int64) << 52)
+    low = (vb & ((1 << 29) - 1)) - (1 << 28)
+    bits = bitcast(f64_to_f32(bitcast(vb, np.float64), generic=generic), np.uint32)
+    return bits, (low < HARD_ULPS) & (low > -HARD_ULPS)
+
+
+def _settle(bits: np.ndarray, xs: np.ndarray, hard: np.ndarray) -> np.ndarray:
+    """numpy: the f32 bits of 2^xs where ``hard``, decided against the exact value (Decimal): of the two f32
+    neighbours around the estimate, the one on the exact value's side of their midpoint (no ties: 2^x is
+    irrational for the non-integer x that can be hard)."""
+    bits = np.array(bits, dtype=np.uint32, copy=True)
+    for i in np.flatnonzero(hard):
+        x = float(xs.flat[i])
+        exact = _exp2_decimal(x)
+        r = int(bits.flat[i])
+        down = r - (1 if Decimal(float(np.uint32(r).view(np.float32))) > exact else 0)
+        lo, hi = np.array([down, down + 1], dtype=np.uint32).view(np.float32).astype(np.float64)
+        bits.flat[i] = down + (exact > Decimal((lo + hi) / 2))
+    return bits
+
+
 def exp2_correctly_rounded(x: np.ndarray) -> np.ndarray:
-    """Bits (uint32) of 2^x correctly rounded to f32, x float32 or float64 (exactly representable).
+    """Bits (uint32) of 2^x correctly rounded to f32, x float32 or float64 (exactly representable), numpy.
 
-    Results outside the normal f32 range are not special-cased here (see ``_fallback_ex2``).
+    Meant for normal f32 results: x is clamped to [-200, 200] and results outside the normal f32 range are not
+    special-cased here (see ``_fallback_ex2``).
     """
-    x64 = np.asarray(x, dtype=np.float64).ravel()
-    with np.errstate(over="ignore", under="ignore"):
-        v = np.exp2(np.clip(x64, -1000.0, 1000.0))
-    ok = np.isfinite(v) & (v > 0)
-    safe = np.where(ok, v, 1.0)
-    bits = _round_f64_to_f32(safe, lambda i: _exp2_decimal(float(x64[i])))
-    return bits.reshape(np.shape(x))
+    xs = np.clip(np.asarray(x, dtype=np.float64), -200.0, 200.0)
+    xs = np.where(np.isnan(xs), 0.0, xs)
+    bits, hard = _exp2_estimate(np, xs)
+    return _settle(bits, xs, hard).reshape(np.shape(x))
 
 
-def rcp_correctly_rounded(x: np.ndarray) -> np.ndarray:
-    """Bits (uint32) of 1/x correctly rounded to f32 for float32 x.
+def rcp_correctly_rounded(x) -> np.ndarray:
+    """Bits (uint32) of 1/x correctly rounded to f32 for float32 x (numpy or JAX).
 
     One f64 division suffices: for a 24-bit significand the exact quotient is never within 2^-53
     (relative) of an f32 rounding boundary unless it is exact, so rounding twice cannot go wrong.
     """
-    x64 = np.asarray(x, dtype=np.float32).astype(np.float64)
-    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
-        return (1.0 / x64).astype(np.float32).view(np.uint32)
+    xp = namespace(x)
+    x = xp.asarray(x, dtype=xp.float32)
+    with errstate():
+        return bitcast(f64_to_f32(1.0 / f32_to_f64(x)), np.uint32)
 
 
 def ex2_table_inputs(negative: bool = False) -> np.ndarray:
@@ -218,14 +248,37 @@ def _check_choice(params: dict, key: str, choices) -> None:
         raise ValueError(f"params[{key!r}] must be one of {choices}, got {params.get(key)!r}")
 
 
-def _nan_result(bits: np.ndarray, params: dict) -> np.ndarray:
+def _nan_result(xp, b, params: dict):
     if params["nan_mode"] == "quiet":
-        return bits | np.uint32(QUIET_BIT)
-    return np.full(bits.shape, params["nan_bits"], dtype=np.uint32)
+        return b | QUIET_BIT
+    return _u32(xp, params["nan_bits"])
 
 
-@dataclass
-class Ex2Model:
+def _input_bits(xbits, arrays):
+    """(xp, uint32 bits) of the model input (numpy: anything array-like)."""
+    xp = namespace(xbits, *arrays)
+    return xp, (np.asarray(xbits, dtype=np.uint32) if is_numpy(xp) else xp.asarray(xbits).astype(xp.uint32))
+
+
+class _Tables:
+    """Mixin: the model's tables in a given array library; JAX device copies are made once (eagerly, even when
+    first asked for inside a jit trace) and kept on the model."""
+
+    def arrays(self, xp) -> tuple:
+        """The tables the model reads (``_tables()`` order) as arrays of ``xp``."""
+        host = self._tables()
+        if is_numpy(xp):
+            return host
+        cache = self.__dict__.setdefault("_device", {})
+        if "jax" not in cache:
+            import jax
+            with jax.ensure_compile_time_eval():
+                cache["jax"] = tuple(xp.asarray(np.asarray(t)) for t in host)
+        return cache["jax"]
+
+
+@dataclass(eq=False)
+class Ex2Model(_Tables):
     """ex2.approx.ftz.f32 from a table of g over the 2^23 fractions (see the module docstring).
 
     params: neg_mode ("twos" | "signmag"), rounding ("rz" | "rd" | "ru" | "rn": of x * 2^23, of |x| * 2^23
@@ -247,46 +300,48 @@ class Ex2Model:
         if self.params["neg_mode"] == "signmag" and self.neg is None:
             raise ValueError("neg: signmag mode needs the negative table")
 
-    def bits(self, xbits: np.ndarray) -> np.ndarray:
-        """Result bits for input bits (uint32 array, any shape).
+    def _tables(self) -> tuple:
+        return (self.pos, self.neg) if self.params["neg_mode"] == "signmag" else (self.pos,)
 
-        Works in float32 / int32: x * 2^23 is exact for |x| <= 255, and the result is g's bits plus k in the
-        exponent field, with the biased exponent checked for flush (<= 0) and overflow (>= 255).
+    def bits(self, xbits, arrays=None):
+        """Result bits (uint32) for input bits (uint32 array, any shape; numpy or JAX). ``arrays``: the tables
+        as ``arrays(xp)`` gives them (e.g. passed through jit as arguments); default: the model's own.
+
+        x * 2^23 is exact in float32 for |x| <= 255, and the result is g's bits plus k in the exponent field, with
+        the biased exponent checked for flush (<= 0) and overflow (>= 255).
         """
         p = self.params
-        b = np.asarray(xbits, dtype=np.uint32)
-        expo = b & np.uint32(POS_INF)
+        xp, b = _input_bits(xbits, arrays or ())
+        tabs = arrays if arrays else self.arrays(xp)
+        pos, neg = tabs[0], tabs[-1]
+        expo = b & POS_INF
         special = expo == POS_INF
-        x = np.clip(b.view(np.float32), np.float32(-255), np.float32(255))
-        np.putmask(x, (expo == 0) | special, np.float32(0))          # ftz input; specials are patched below
+        x = bitcast(xp.where((expo == 0) | special, _u32(xp, 0), b), np.float32)   # ftz; specials patched below
+        x = xp.clip(x, np.float32(-255), np.float32(255))
         signmag = p["neg_mode"] == "signmag"
         if signmag:
-            np.abs(x, out=x)
-        x *= np.float32(TABLE_SIZE)
-        _ROUND[p["rounding"]](x, out=x)
-        n = x.astype(np.int32)
+            x = xp.abs(x)
+        n = getattr(xp, _ROUND[p["rounding"]])(x * np.float32(TABLE_SIZE)).astype(xp.int32)
         k = n >> TABLE_BITS
-        g = self.pos[n & MASK]
+        f = n & MASK
+        g = xp.take(pos, f)
         if signmag:
-            negative = b >= np.uint32(0x80000000)
-            g = np.where(negative, self.neg[n & MASK], g)
-            np.negative(k, out=k, where=negative)
-        exponent = (g >> TABLE_BITS).astype(np.int32) + k              # biased exponent of the result
-        out = g + (k << TABLE_BITS).view(np.uint32)                    # modulo 2^32: right wherever it is used
-        np.putmask(out, exponent <= 0, np.uint32(p["underflow_bits"]))
-        np.putmask(out, exponent >= 255, np.uint32(p["overflow_bits"]))
-        if special.any():
-            nan = special & ((b & MASK) != 0)
-            out = np.where(special, np.where(b >> 31, np.uint32(p["ninf_bits"]), np.uint32(p["pinf_bits"])), out)
-            out = np.where(nan, _nan_result(b, p), out)
-        return out
+            negative = (b >> 31) == 1
+            g = xp.where(negative, xp.take(neg, f), g)
+            k = xp.where(negative, -k, k)
+        exponent = (g >> TABLE_BITS).astype(xp.int32) + k              # biased exponent of the result
+        out = g + bitcast(k << TABLE_BITS, np.uint32)                  # modulo 2^32: right wherever it is used
+        out = xp.where(exponent <= 0, _u32(xp, p["underflow_bits"]), out)
+        out = xp.where(exponent >= 255, _u32(xp, p["overflow_bits"]), out)
+        out = xp.where(special, xp.where((b >> 31) == 1, _u32(xp, p["ninf_bits"]), _u32(xp, p["pinf_bits"])), out)
+        return xp.where(special & ((b & MASK) != 0), _nan_result(xp, b, p), out)
 
     def __call__(self, x):
-        return _wrap(self.bits(_bits_of(_as_f32(x))), x)
+        return _wrap(self.bits(bitcast(_as_f32(x), np.uint32)), x)
 
 
-@dataclass
-class RcpModel:
+@dataclass(eq=False)
+class RcpModel(_Tables):
     """rcp.approx.ftz.f32 from a table of the results over [1, 2) (see the module docstring).
 
     params: nan_mode, nan_bits, and the measured constants zero_pos_bits / zero_neg_bits (x = +-0 or
@@ -303,29 +358,34 @@ class RcpModel:
         self.params = {**self.DEFAULTS, **self.params}
         _check_choice(self.params, "nan_mode", NAN_MODES)
 
-    def bits(self, xbits: np.ndarray) -> np.ndarray:
-        """Result bits for input bits (uint32 array, any shape)."""
+    def _tables(self) -> tuple:
+        return (self.table,)
+
+    def bits(self, xbits, arrays=None):
+        """Result bits (uint32) for input bits (uint32 array, any shape; numpy or JAX); ``arrays`` as for
+        Ex2Model.bits."""
         p = self.params
-        b = np.asarray(xbits, dtype=np.uint32)
-        e = ((b >> 23) & 0xFF).astype(np.int32)
-        neg = b >= np.uint32(0x80000000)
-        g = self.table[b & MASK]
+        xp, b = _input_bits(xbits, arrays or ())
+        (table,) = arrays if arrays else self.arrays(xp)
+        e = ((b >> 23) & 0xFF).astype(xp.int32)
+        neg = (b >> 31) == 1
+        sign = b & 0x80000000
+        g = xp.take(table, b & MASK)
         shift = 127 - e
-        exponent = (g >> TABLE_BITS).astype(np.int32) + shift          # biased exponent of the result
-        out = (g + (shift << TABLE_BITS).view(np.uint32)) | (b & np.uint32(0x80000000))
-        np.putmask(out, exponent >= 255, (b & np.uint32(0x80000000)) | np.uint32(POS_INF))
-        np.putmask(out, exponent <= 0, np.where(neg, np.uint32(p["underflow_neg_bits"]),
-                                                np.uint32(p["underflow_pos_bits"])))
-        np.putmask(out, e == 0, np.where(neg, np.uint32(p["zero_neg_bits"]), np.uint32(p["zero_pos_bits"])))
+        exponent = (g >> TABLE_BITS).astype(xp.int32) + shift          # biased exponent of the result
+        out = (g + bitcast(shift << TABLE_BITS, np.uint32)) | sign
+
+        def by_sign(pos_key, neg_key):
+            return xp.where(neg, _u32(xp, p[neg_key]), _u32(xp, p[pos_key]))
+        out = xp.where(exponent >= 255, sign | POS_INF, out)
+        out = xp.where(exponent <= 0, by_sign("underflow_pos_bits", "underflow_neg_bits"), out)
+        out = xp.where(e == 0, by_sign("zero_pos_bits", "zero_neg_bits"), out)
         special = e == 255
-        if special.any():
-            np.putmask(out, special, np.where(neg, np.uint32(p["inf_neg_bits"]), np.uint32(p["inf_pos_bits"])))
-            nan = special & ((b & MASK) != 0)
-            out = np.where(nan, _nan_result(b, p), out)
-        return out
+        out = xp.where(special, by_sign("inf_pos_bits", "inf_neg_bits"), out)
+        return xp.where(special & ((b & MASK) != 0), _nan_result(xp, b, p), out)
 
     def __call__(self, x):
-        return _wrap(self.bits(_bits_of(_as_f32(x))), x)
+        return _wrap(self.bits(bitcast(_as_f32(x), np.uint32)), x)
 
 
 # -- table files -----------------------------------------------------------------------------------
@@ -354,17 +414,38 @@ def write_tables(path, ex2_model: Ex2Model, rcp_model: RcpModel, *, arch: str, m
         np.savez(fh, **entries)
 
 
-def read_tables(path, source: str = "") -> SfuTables:
-    """Read a file written by ``write_tables``; ValueError on a bad or corrupt file."""
+_DECODED_VERSION = 1     # bump when the decoded layout changes: old cache files are then never read
+
+
+def read_tables(path, source: str = "", *, cache: bool = False) -> SfuTables:
+    """Read a file written by ``write_tables``; ValueError on a bad or corrupt file.
+
+    Decoding recomputes the correctly rounded references (about 1.1 s and a 530 MB peak per process, measured
+    on this project's CPU), so the decoded uint32 tables are cached in the user cache
+    (flashsim.calibration.derived_path: ``$FLASHSIM_CACHE/derived/`` ...), one .npy named by the sha256 of the
+    file's bytes: a changed file never meets a stale cache. The first decode checks every table against the
+    sha256 stored in the file, then writes the cache atomically; later loads memory-map it (0.003 s and a 44 MB
+    peak RSS for the whole process, 43 MB of which is importing flashsim; the pages are read on demand).
+    ``load_tables`` (the calibration files) caches; a plain ``read_tables`` of some file does not unless
+    ``cache=True``. An unwritable cache only costs the decode.
+    """
+    digest = calibration.file_sha256(path)
+    cache_file = calibration.derived_path(f"sfu_decoded_v{FORMAT_VERSION}.{_DECODED_VERSION}_{digest}.npy")
     with np.load(path, allow_pickle=False) as z:
         if int(z["format"]) != FORMAT_VERSION:
             raise ValueError(f"{path}: table format {int(z['format'])}, this flashsim reads {FORMAT_VERSION}")
         params = json.loads(str(z["params"]))
-        pos = decode_table("ex2_pos", z)
-        neg = decode_table("ex2_neg", z) if "ex2_neg__data" in z.files else None
-        tables = SfuTables(Ex2Model(pos, neg, params["ex2"]), RcpModel(decode_table("rcp", z), params["rcp"]),
-                           arch=str(z["arch"]), source=source or str(path), meta=json.loads(str(z["meta"])))
-    return tables
+        names = ["ex2_pos"] + (["ex2_neg"] if "ex2_neg__data" in z.files else []) + ["rcp"]
+        stacked = calibration.load_array(cache_file, shape=(len(names), TABLE_SIZE), dtype=np.uint32) \
+            if cache else None
+        if stacked is None:
+            stacked = np.stack([decode_table(name, z) for name in names])
+            if cache:
+                calibration.save_array(cache_file, stacked)
+        tables = {name: np.asarray(stacked[i]) for i, name in enumerate(names)}
+        return SfuTables(Ex2Model(tables["ex2_pos"], tables.get("ex2_neg"), params["ex2"]),
+                         RcpModel(tables["rcp"], params["rcp"]), arch=str(z["arch"]), source=source or str(path),
+                         meta=json.loads(str(z["meta"])))
 
 
 _LOADED: dict = {}
@@ -375,7 +456,8 @@ def load_tables(arch="sm_90") -> SfuTables | None:
     name = get_arch(arch).name
     if name not in _LOADED:
         found = calibration.locate("sfu", name)
-        _LOADED[name] = None if found is None else read_tables(found.path, source=f"{found.source}:{found.path}")
+        _LOADED[name] = None if found is None else read_tables(found.path, source=f"{found.source}:{found.path}",
+                                                               cache=True)
         reference_table.cache_clear()             # 32 MB each; only decoding needs them
     return _LOADED[name]
 
@@ -405,49 +487,123 @@ def reload() -> None:
 
 # -- fallbacks: correctly rounded, same special rules ----------------------------------------------
 
-def _fallback_ex2(b: np.ndarray) -> np.ndarray:
+def _fallback_ex2(b, *, generic: bool = False):
+    """2^x correctly rounded, with ex2's ftz and special rules, for input bits ``b`` (uint32, numpy or JAX).
+    ``generic``: numpy without the conversions' hardware fast paths (the host callback runs on an XLA thread,
+    where the CPU flushes subnormals)."""
+    xp = namespace(b)
+    require_x64(xp)
+    b = np.asarray(b, dtype=np.uint32) if is_numpy(xp) else b.astype(xp.uint32)
     e = (b >> 23) & 0xFF
-    x = np.where(e == 0, np.float32(0), b.view(np.float32))
     finite = e != 255
-    xs = np.where(finite, np.clip(x, np.float32(-200), np.float32(200)), np.float32(0))
-    r = exp2_correctly_rounded(xs).astype(np.int64)
-    r = np.where(xs < -127, 0, np.where(xs >= 128, POS_INF, r))
-    r = np.where(r < (1 << 23), 0, np.minimum(r, POS_INF))
-    nan = ~finite & ((b & MASK) != 0)
-    r = np.where(~finite, np.where(b >> 31, 0, POS_INF), r)
-    return np.where(nan, CANONICAL_NAN, r).astype(np.uint32)
+    x = f32_to_f64(bitcast(xp.where((e == 0) | ~finite, _u32(xp, 0), b), np.float32), generic=generic)
+    xs = xp.clip(x, -200.0, 200.0)
+    est, hard = _exp2_estimate(xp, xs, generic)
+    r = est.astype(xp.int64)
+    r = xp.where(xs < -126, 0, xp.where(xs >= 128, POS_INF, r))
+    r = xp.where(r < (1 << 23), 0, xp.minimum(r, POS_INF))
+    r = xp.where(finite, r, xp.where((b >> 31) == 1, 0, POS_INF))
+    r = xp.where(~finite & ((b & MASK) != 0), CANONICAL_NAN, r).astype(xp.uint32)
+    hard = hard & finite & (xs >= -126) & (xs < 128)
+    if is_numpy(xp):
+        return _settle(r, xs, hard)
+    return _settle_on_host(xp, b, r, hard)
 
 
-def _fallback_rcp(b: np.ndarray) -> np.ndarray:
+def _settle_on_host(xp, b, r, hard):
+    """JAX: the hard cases of ``_fallback_ex2`` recomputed by the numpy routine on the host (jax.pure_callback),
+    so their bits are numpy's by construction: up to HARD_SLOTS of them gathered into a small buffer, or the whole
+    array when there are more. The callback runs on an XLA thread, whose CPU flags flush subnormals: hence the
+    generic (integer) conversions there."""
+    import jax
+    from jax import lax
+
+    def host(xb):
+        return _fallback_ex2(np.asarray(xb, dtype=np.uint32), generic=True)
+
+    flat_x, flat_r, flat_h = xp.reshape(b, (-1,)), xp.reshape(r, (-1,)), xp.reshape(hard, (-1,))
+    n = flat_x.shape[0]
+    if n == 0:
+        return r
+    slots = min(HARD_SLOTS, n)
+    count = xp.sum(flat_h.astype(xp.int32))
+
+    def few(rr):
+        idx = xp.nonzero(flat_h, size=slots, fill_value=n)[0]          # unused slots point past the end
+        fixed = jax.pure_callback(host, jax.ShapeDtypeStruct((slots,), xp.uint32), flat_x[xp.minimum(idx, n - 1)])
+        return rr.at[idx].set(fixed, mode="drop")
+
+    def every(rr):
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(rr.shape, xp.uint32), flat_x)
+
+    flat_r = lax.cond(count == 0, lambda rr: rr, lambda rr: lax.cond(count <= slots, few, every, rr), flat_r)
+    return xp.reshape(flat_r, b.shape)
+
+
+def _fallback_rcp(b):
+    """1/x correctly rounded, with rcp's ftz and special rules, for input bits ``b`` (uint32, numpy or JAX)."""
+    xp = namespace(b)
+    require_x64(xp)
+    b = np.asarray(b, dtype=np.uint32) if is_numpy(xp) else b.astype(xp.uint32)
     e = (b >> 23) & 0xFF
-    sign = b & np.uint32(0x80000000)
-    r = rcp_correctly_rounded(b.view(np.float32))
-    r = np.where((r & 0x7FFFFFFF) < (1 << 23), sign, r)              # ftz result (also +-inf -> +-0)
-    r = np.where(e == 0, sign | np.uint32(POS_INF), r)               # ftz input: +-0 -> +-inf
-    nan = (e == 255) & ((b & MASK) != 0)
-    return np.where(nan, np.uint32(CANONICAL_NAN), r).astype(np.uint32)
+    sign = b & 0x80000000
+    r = rcp_correctly_rounded(bitcast(b, np.float32))
+    r = xp.where((r & 0x7FFFFFFF) < (1 << 23), sign, r)              # ftz result (also +-inf -> +-0)
+    r = xp.where(e == 0, sign | POS_INF, r)                          # ftz input: +-0 -> +-inf
+    return xp.where((e == 255) & ((b & MASK) != 0), _u32(xp, CANONICAL_NAN), r)
 
 
 # -- public API ------------------------------------------------------------------------------------
 
-def _apply(x, arch, name: str, fallback, what: str):
+def table_arrays(arch="sm_90", name: str = "ex2", xp=np) -> tuple:
+    """The tables the ``name`` ("ex2" / "rcp") model of ``arch`` reads, as arrays of ``xp`` (numpy: the host
+    arrays; JAX: the model's cached device copies); () without tables (the fallback reads none)."""
+    if name not in ("ex2", "rcp"):
+        raise ValueError(f"name must be 'ex2' or 'rcp', got {name!r}")
+    tables = load_tables(arch)
+    return () if tables is None else getattr(tables, name).arrays(xp)
+
+
+_BOUND: contextvars.ContextVar = contextvars.ContextVar("flashsim_sfu_bound", default={})
+
+
+@contextlib.contextmanager
+def bound_tables(arch, tables: tuple, name: str = "ex2"):
+    """Within the body, ``ex2(x, arch)`` (``rcp`` with name="rcp") reads ``tables`` (as ``table_arrays`` gives
+    them, e.g. after passing them into a jitted function as arguments) instead of the model's own arrays: inside
+    jit the model's own arrays would become constants of the compiled program (32 MB each; measured here: 0.6 s
+    of compilation and a 134 MB program text against 0.05 s when passed in)."""
+    key = (get_arch(arch).name, name)
+    token = _BOUND.set({**_BOUND.get(), key: tuple(tables)})
+    try:
+        yield
+    finally:
+        _BOUND.reset(token)
+
+
+def _apply(x, arch, name: str, fallback, what: str, arrays):
     """The table model ``name`` ("ex2" / "rcp") of ``arch`` on float32 ``x``; without tables, the correctly
     rounded ``fallback`` with a one-time warning."""
-    b = _bits_of(_as_f32(x))
+    b = bitcast(_as_f32(x), np.uint32)
     tables = load_tables(arch)
     if tables is None:
         calibration.warn_once(("fallback", name), f"{name} model: no calibration table, using correctly rounded "
                               f"{what}: not bit-exact (run `flashsim calibrate` on the GPU)")
         return _wrap(fallback(b), x)
     _warn_unvalidated(tables, name)
-    return _wrap(getattr(tables, name).bits(b), x)
+    if arrays is None:
+        arrays = _BOUND.get().get((get_arch(arch).name, name))
+    return _wrap(getattr(tables, name).bits(b, arrays or None), x)
 
 
-def ex2(x, arch="sm_90"):
-    """The bits of ``ex2.approx.ftz.f32`` on ``arch``: float32 numpy array (any shape) in, float32 out."""
-    return _apply(x, arch, "ex2", _fallback_ex2, "exp2")
+def ex2(x, arch="sm_90", *, arrays=None):
+    """The bits of ``ex2.approx.ftz.f32`` on ``arch``: float32 in (numpy array or scalar, or JAX array; any
+    shape), float32 out in the same library. ``arrays``: the tables to read (``table_arrays``; see
+    ``bound_tables``), optional."""
+    return _apply(x, arch, "ex2", _fallback_ex2, "exp2", arrays)
 
 
-def rcp(x, arch="sm_90"):
-    """The bits of ``rcp.approx.ftz.f32`` on ``arch``: float32 numpy array (any shape) in, float32 out."""
-    return _apply(x, arch, "rcp", _fallback_rcp, "1/x")
+def rcp(x, arch="sm_90", *, arrays=None):
+    """The bits of ``rcp.approx.ftz.f32`` on ``arch``: float32 in (numpy array or scalar, or JAX array; any
+    shape), float32 out in the same library. ``arrays``: as for ``ex2``."""
+    return _apply(x, arch, "rcp", _fallback_rcp, "1/x", arrays)

@@ -1,0 +1,77 @@
+"""The numpy engine: kernel_program's steps run eagerly, every CUDA block of a chunk at once.
+
+One unit = one CUDA block (one q block of one head), in the CUDA grid's order. Units are taken in chunks whose
+score tile (units x BM x BC f32) stays under ``max_tile_elems`` elements, so memory is bounded whatever the
+problem size (a chunk runs from the initial state through the epilogue); within a chunk the only Python loop is
+over KV tiles (and, inside the steps, the kernel's own k16 and lane-column loops). Causal blocks that are done
+drop out of a step (their state is left as it is).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..numerics.xp import errstate
+from ..problem import Problem
+from . import kernel_program as K
+from .progress import Progress
+
+DEFAULT_MAX_TILE_ELEMS = 1 << 22      # score elements per step (~200 MB of float64/int temporaries at most)
+
+
+def pad_rows(x: np.ndarray, rows: int) -> np.ndarray:
+    """(BH, N, d) -> (BH, rows, d), zero rows appended: the kernel's cp.async zero-fill past N."""
+    bh, n, d = x.shape
+    out = np.zeros((bh, rows, d), dtype=x.dtype)
+    out[:, :n] = x
+    return out
+
+
+def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: int | None = None):
+    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d); returns (o f16, lse f32)."""
+    cfg, arch = prob.config, prob.arch
+    B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
+    BM, BC = cfg.block_m, cfg.kv_tile
+    nqb = prob.q_blocks
+    tiles_per_block = prob.kv_tiles()                                 # (nqb,)
+    T = max(int(tiles_per_block.max(initial=0)), 1)
+
+    qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM).reshape(B * H * nqb, BM, d)
+    kh = pad_rows(np.ascontiguousarray(k).reshape(B * H, nk, d), T * BC)
+    vh = pad_rows(np.ascontiguousarray(v).reshape(B * H, nk, d), T * BC)
+
+    U = B * H * nqb                                                   # units, x (q block) fastest
+    unit_bh = np.repeat(np.arange(B * H), nqb)
+    unit_qb = np.tile(np.arange(nqb), B * H)
+    unit_tiles = tiles_per_block[unit_qb]
+    rows_all = unit_qb[:, None] * BM + np.arange(BM)[None, :]        # (U, BM) global query rows
+
+    # Chunks of units, each run from the initial state to the epilogue before the next: memory is bounded by the
+    # chunk (its state and temporaries) plus the outputs, whatever the problem size. (Running chunks on threads was
+    # measured slower on the 2-core development machine: benchmarks/RESULTS.md.)
+    chunk = max(1, int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS) // (BM * BC))
+    o_out = np.empty((U, BM, d), np.float16)
+    lse = np.empty((U, BM), np.float32)
+    bar = Progress(int(unit_tiles.sum()), progress)
+    done = 0
+    with errstate():
+        for c0 in range(0, U, chunk):
+            units = np.arange(c0, min(U, c0 + chunk))
+            m, l, o = K.initial_state(np, (units.size,), BM, d, cfg.pv_accum == "f16")
+            for t in range(int(unit_tiles[units].max(initial=0))):
+                act = np.nonzero(unit_tiles[units] > t)[0]             # chunk-local indices of busy units
+                bh = unit_bh[units[act]]
+                kt = kh[bh, t * BC:(t + 1) * BC]                      # (A, BC, d)
+                vt = vh[bh, t * BC:(t + 1) * BC]
+                cols = t * BC + np.arange(BC)
+                s, m_new, alpha, neg_m = K.scores(qh[units[act]], kt, m[act], rows_all[units[act]], cols, nq, nk,
+                                                  prob.scale_log2, causal=cfg.causal, arch=arch)
+                p = K.probabilities(s, neg_m, prob.scale_log2, arch=arch)
+                l[act], o[act] = K.accumulate(l[act], o[act], p, alpha, vt, arch=arch)
+                m[act] = m_new
+                done += act.size
+                bar.update(done)
+            o_out[units], lse[units] = K.epilogue(l, o, m, prob.softmax_scale)
+    bar.close()
+    o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)
+    lse = lse.reshape(B * H, nqb * BM)[:, :nq].reshape(B, H, nq)
+    return o_out, lse

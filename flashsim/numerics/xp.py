@@ -1,0 +1,134 @@
+"""The array namespace the emulator is written against, and the few things the array API standard lacks.
+
+Every routine of the emulated kernel and of its numerics is written once, against ``xp``: the namespace of its
+inputs (``namespace(*arrays)``), numpy by default or ``jax.numpy`` when any input is a JAX array or tracer.  Both
+follow the Python array API standard for what the programs use (``xp.where``, ``xp.astype``,
+``xp.bitwise_left_shift``, ``xp.maximum``, reductions, ``xp.take``...), so the same function runs eagerly on numpy
+and under ``jax.jit`` (CPU, GPU, sharded).  The standard has no bit casts, no count-leading-zeros and no functional
+scatter; this module supplies them, one small function each, with one branch per library.  Nothing else in the
+emulator may test which library it runs on, except a fast path that is measured to pay and tested bit for bit
+against the generic routine (see ``is_numpy``).
+
+We use numpy's and jax.numpy's own namespaces (numpy >= 2 implements the standard's names) instead of
+``array_api_compat`` wrappers: the wrappers add a Python call per operation on the hot path and buy nothing here.
+
+Floating point: numpy runs IEEE binary32 with gradual underflow and no contraction; XLA flushes subnormals on the
+CPU and contracts ``a * b + c``.  Generic routines therefore never rely on float32 hardware arithmetic for results
+that could be subnormal or contracted: see flashsim.numerics.ieee32.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import numpy as np
+
+__all__ = ["namespace", "is_numpy", "bitcast", "shl", "shr", "bit_length", "set_at", "enable_x64", "errstate",
+           "asarray_like", "require_x64"]
+
+
+def _is_jax_array(x) -> bool:
+    mod = type(x).__module__
+    return mod.startswith("jax") or mod.startswith("jaxlib")
+
+
+def namespace(*arrays):
+    """numpy, or jax.numpy if any argument is a JAX array (or tracer). Scalars and None are ignored."""
+    for x in arrays:
+        if _is_jax_array(x):
+            import jax.numpy as jnp
+            return jnp
+    return np
+
+
+def is_numpy(xp) -> bool:
+    """True for the numpy namespace: the one test a measured fast path may make."""
+    return xp is np
+
+
+def bitcast(x, dtype):
+    """The bits of ``x`` reinterpreted as ``dtype`` of the same width (numpy ``view``, JAX ``bitcast_convert_type``)."""
+    dtype = np.dtype(dtype)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.asarray(x).view(dtype)
+    from jax import lax
+    return lax.bitcast_convert_type(x, dtype)
+
+
+def shl(x, s):
+    """x << s for unsigned or signed integers, s broadcast to x's dtype (numpy and JAX promote differently)."""
+    xp = namespace(x)
+    return xp.bitwise_left_shift(x, xp.asarray(s, dtype=x.dtype))
+
+
+def shr(x, s):
+    """x >> s: logical for unsigned dtypes, arithmetic for signed ones (both libraries' rule)."""
+    xp = namespace(x)
+    return xp.bitwise_right_shift(x, xp.asarray(s, dtype=x.dtype))
+
+
+def bit_length(x):
+    """Bit length of non-negative integers (0 for 0), as int32. JAX: count-leading-zeros; numpy: the exponent of
+    the float64 image (exact for x < 2^53) or of x >> 21 for wider values."""
+    if not isinstance(x, (np.ndarray, np.generic)):
+        from jax import lax
+        import jax.numpy as jnp
+        return (x.dtype.itemsize * 8 - lax.clz(x)).astype(jnp.int32)
+    x = np.asarray(x)
+    wide = x.dtype.itemsize == 8
+    hi = (x >> np.asarray(21, x.dtype)) if wide else x
+    e = ((hi.astype(np.float64).view(np.int64) >> 52) - 1022).astype(np.int32)
+    e = np.where(hi == 0, 0, e)
+    if wide:
+        lo = ((x.astype(np.float64).view(np.int64) >> 52) - 1022).astype(np.int32)
+        e = np.where(hi == 0, np.where(x == 0, 0, lo), e + 21)
+    return e
+
+
+def set_at(x, index, values):
+    """A copy of ``x`` with ``x[index] = values`` (JAX ``x.at[index].set``); numpy writes into a copy."""
+    if isinstance(x, np.ndarray):
+        out = x.copy()
+        out[index] = values
+        return out
+    return x.at[index].set(values)
+
+
+def asarray_like(value, like, dtype=None):
+    """``value`` as an array of ``like``'s namespace (and dtype, unless given)."""
+    xp = namespace(like)
+    return xp.asarray(value, dtype=dtype if dtype is not None else like.dtype)
+
+
+@contextlib.contextmanager
+def enable_x64():
+    """64-bit types for JAX (int64 sums, float64 intermediates) for the body only; a no-op without JAX loaded."""
+    if "jax" not in sys.modules:
+        yield
+        return
+    import jax
+    if hasattr(jax, "enable_x64"):
+        with jax.enable_x64(True):
+            yield
+        return
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", old)
+
+
+def require_x64(xp) -> None:
+    """RuntimeError unless ``xp`` has 64-bit types: JAX without x64 silently makes int64 / float64 32 bits wide,
+    which would change bits. A trace-time check (no array values), so it is safe under jit."""
+    if is_numpy(xp):
+        return
+    import jax
+    if jax.dtypes.canonicalize_dtype(np.int64) != np.int64:
+        raise RuntimeError("this routine needs 64-bit types in JAX: run it under flashsim.numerics.xp.enable_x64()")
+
+
+def errstate():
+    """numpy's floating-point warnings off for the body (overflow to inf, 0 * inf are intended); JAX has none."""
+    return np.errstate(all="ignore")
