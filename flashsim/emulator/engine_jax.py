@@ -38,6 +38,7 @@ from .progress import Progress
 
 DEFAULT_MAX_TILE_ELEMS = 1 << 21        # score elements per device per step (~100 MB of temporaries on the CPU)
 STEPS_PER_CALL = 16                     # KV steps per dispatch (one lax.scan)
+SCAN_UNROLL = 1                         # lax.scan's unroll of the KV steps
 LAST_PLAN: dict = {}                     # how the last run was laid out (mesh, slots, steps, calls): for reports
 
 
@@ -172,7 +173,7 @@ def _steps(static, scalars, tables, qh, kh, vh, state, xs):
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
-    state, _ = lax.scan(step, state, xs)
+    state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
     return tuple(x[:, :, None] for x in state)
 
 
