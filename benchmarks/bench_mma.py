@@ -13,14 +13,17 @@ Inputs: N(0,1) values rounded to the input type, c N(0,1) (the normal attention-
 
 --engines: flashsim.numerics.tensorcore.mma_chain on the emulator's two chains, S = Q K^T (a (U, 128, 128) f16,
 b = K^T (U, 128, 64) as a transposed view, c f32 zeros) and O += P V (a = P (U, 128, 64), b = V (U, 64, 128),
-c = O f32 or f16), by each engine: the numpy fast path, the generic routine on numpy, and the generic routine
-under jax.jit on the CPU (compiled once, not timed). ns per product = time / (outputs x K); "cpu" is the process's
-CPU time (all threads: what a busy shared machine does not distort), "wall" the elapsed time; best of --repeats.
-Every engine's result is checked bit for bit against the fast path's.
+c = O f32 or f16), by each engine: the numpy engine's fast path (the compiled numba kernel, on one thread and on
+the threads it takes by default: FLASHSIM_MMA_THREADS or the CPUs this process may use), the generic routine on
+numpy, and the generic routine under jax.jit on the CPU (compiled once, not timed; the numba kernel's compilation
+or cache load is not timed either). ns per product = time / (outputs x K); "cpu" is the process's CPU time (all
+threads: what a busy shared machine does not distort), "wall" the elapsed time; best of --repeats. Every engine's
+result is checked bit for bit against the fast path's.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import time
@@ -85,6 +88,20 @@ def _best(fn, repeats):
     return cpu, wall, out
 
 
+@contextlib.contextmanager
+def _threads_env(n: int):
+    """FLASHSIM_MMA_THREADS=n within the body (the numba kernel reads it per call)."""
+    saved = os.environ.get("FLASHSIM_MMA_THREADS")
+    os.environ["FLASHSIM_MMA_THREADS"] = str(n)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["FLASHSIM_MMA_THREADS"]
+        else:
+            os.environ["FLASHSIM_MMA_THREADS"] = saved
+
+
 def engines(args) -> None:
     from flashsim.numerics import tensorcore as tc
     from flashsim.numerics.xp import enable_x64
@@ -107,11 +124,21 @@ def engines(args) -> None:
     o = rng.standard_normal((u, 128, 128)).astype(np.float32)
     cases = [("S = Q K^T, f32", q, np.swapaxes(k, -1, -2), np.zeros((u, 128, 64), np.float32)),
              ("O += P V, f32", p, v, o), ("O += P V, f16", p, v, o.astype(np.float16))]
+    try:
+        import numba
+        print(f"numba {numba.__version__}")
+    except ImportError:
+        print("numba not installed: the 'numba' rows run the generic routine")
     print(f"{'chain':16s} {'engine':22s} {'cpu ns/product':>15s} {'wall ns/product':>16s}")
     for name, a, b, c in cases:
         products = a.shape[0] * a.shape[1] * b.shape[-1] * a.shape[-1]
-        cpu, wall, ref = _best(lambda: tc.mma_chain(a, b, c, args.arch), args.repeats)
-        rows = [("numpy fast path", cpu, wall)]
+        rows, ref = [], None
+        for threads in sorted({1, tc._threads()}):
+            with _threads_env(threads):
+                cpu, wall, d = _best(lambda: tc.mma_chain(a, b, c, args.arch), args.repeats)
+            assert ref is None or np.array_equal(d.view(np.uint8), ref.view(np.uint8)), "threads differ"
+            ref = d
+            rows.append((f"numba, {threads} thread{'s' if threads > 1 else ''}", cpu, wall))
         if not args.no_generic:
             cpu, wall, d = _best(lambda: tc.mma_chain_generic(a, b, c, args.arch), 1)
             assert np.array_equal(d.view(np.uint8), ref.view(np.uint8)), "generic numpy differs"

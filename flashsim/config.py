@@ -13,7 +13,7 @@ from .arch import get_arch
 F16_BYTES = 2
 MMA_M, MMA_N, MMA_K = 16, 8, 16          # mma.sync.m16n8k16
 SUPPORTED_HEAD_DIMS = (64, 128)
-SUPPORTED_PV_ACCUM = ("f32", "f16")
+SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
 SUPPORTED_STAGES = (2, 3)
 
 
@@ -43,7 +43,10 @@ class KernelConfig:
                traffic per flop); Q is then re-read from shared memory instead of held in registers.
     kv_tile    keys per KV tile (Bc), a multiple of 16 (pairs of n8 score tiles form one k16 P slice)
     stages     slots in the K/V cp.async ring (2 or 3)
-    pv_accum   accumulator type of the P@V mma: "f32" or "f16"
+    pv_accum   accumulation of P@V: "f32" (f32 mma accumulator), "f16" (the O accumulator is f16: half the
+               registers, and the f16 mma rate, 2x the f32 one on GeForce Blackwell), or "f16x2" (two levels: each KV
+               tile's P V is accumulated by the f16 mma from zero, then added to an f32 O: the f16 mma rate with f32
+               accuracy across tiles; O costs the f32 registers)
     causal     bottom-right aligned causal mask (as FlashAttention-2)
     """
     head_dim: int = 128
@@ -58,6 +61,16 @@ class KernelConfig:
         self.validate()
 
     # ---- derived -------------------------------------------------------------------------
+    @property
+    def o_f16(self) -> bool:
+        """The O accumulator is f16 (pv_accum "f16"); otherwise f32."""
+        return self.pv_accum == "f16"
+
+    @property
+    def pv_mma_f16(self) -> bool:
+        """The P@V mma accumulates in f16 (pv_accum "f16" or "f16x2"), so its result can overflow f16's range."""
+        return self.pv_accum in ("f16", "f16x2")
+
     @property
     def block_m(self) -> int:
         """Query rows per block."""
@@ -128,6 +141,7 @@ class KernelConfig:
             "FS_KV_TILE": self.kv_tile,
             "FS_STAGES": self.stages,
             "FS_PV_F16": int(self.pv_accum == "f16"),
+            "FS_PV_F16X2": int(self.pv_accum == "f16x2"),
             "FS_CAUSAL": int(self.causal),
         }
 
@@ -147,10 +161,17 @@ class KernelConfig:
         a = get_arch(arch)
         head_dim = overrides.get("head_dim", cls.head_dim)
         if a.smem_per_block_optin > 200 * 1024:
-            f16 = overrides.get("pv_accum", cls.pv_accum) == "f16"
-            # d=128: f32 P@V needs kv_tile 32 to stay under 255 registers without spills; f16 P@V fits kv_tile 64
-            tuned = dict(warps=4, m_tiles=2, kv_tile=64 if f16 else 32, stages=2) if head_dim == 128 else \
-                dict(warps=4, m_tiles=2, kv_tile=64, stages=2)
+            acc = overrides.get("pv_accum", cls.pv_accum)
+            # d=128: f32 P@V needs kv_tile 32 to stay under 255 registers without spills; f16 P@V fits kv_tile 64.
+            # f16x2 (f32 O plus the f16 tile accumulators) spills with 2 m16 tiles at kv_tile 64 (ptxas, NVRTC 13):
+            # 8 warps x 1 tile at d=128 (243 registers), kv_tile 32 at d=64 (218); not yet tuned on the H200.
+            if acc == "f16x2":
+                tuned = dict(warps=8, m_tiles=1, kv_tile=64, stages=2) if head_dim == 128 else \
+                    dict(warps=4, m_tiles=2, kv_tile=32, stages=2)
+            elif head_dim == 128:
+                tuned = dict(warps=4, m_tiles=2, kv_tile=64 if acc == "f16" else 32, stages=2)
+            else:
+                tuned = dict(warps=4, m_tiles=2, kv_tile=64, stages=2)
             return cls(**{**tuned, **overrides})
         base = cls(**{k: v for k, v in overrides.items() if k != "stages"})
         if "stages" in overrides:

@@ -30,9 +30,9 @@ def kernel_coordinates(config: KernelConfig, b, h, row, col, register_kind="o"):
     if register_kind == "lse":
         lane = (r16 % 8) * 4
         return block, warp, lane, f"lse_row[{r16 // 8}] (m tile {mt})"
-    loc = fragments.locate_c(r16, col, config.pv_accum)      # reg = ntile*4 + i (f32), ntile*2 + (i>>1) (f16x2)
+    loc = fragments.locate_c(r16, col, "f16" if config.o_f16 else "f32")   # reg = ntile*4 + i (f32), ntile*2 + (i>>1) (f16x2 regs)
     lane, reg, half = int(loc.lane), int(loc.reg), int(loc.half)
-    if config.pv_accum == "f16":
+    if config.o_f16:
         return block, warp, lane, f"o_acc16[{mt}][{reg // 2}][{reg % 2}].{'hi' if half else 'lo'}"
     return block, warp, lane, f"o_acc32[{mt}][{reg // 4}][{reg % 4}]"
 

@@ -54,14 +54,9 @@ def scales(softmax_scale, head_dim: int) -> tuple[np.float32, np.float32]:
     ``softmax_scale``: None (1/sqrt(head_dim)) or a real number (not a bool, not a string). It is checked after
     rounding to float32, as the kernel receives it: 1e-46 (0 in f32) and 1e39 (inf in f32) are refused, and so is
     a scale whose scale * log2(e) overflows f32."""
+    softmax_scale = resolve_options(None, None, None, softmax_scale)[3]
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(head_dim)
-    elif isinstance(softmax_scale, (bool, np.bool_)) or not (
-            isinstance(softmax_scale, numbers.Real)
-            or (isinstance(softmax_scale, np.ndarray) and softmax_scale.ndim == 0
-                and softmax_scale.dtype.kind in "iuf")):
-        raise TypeError(f"softmax_scale must be a real number (or None for 1/sqrt(d)), "
-                        f"got {type(softmax_scale).__name__} {softmax_scale!r}")
     s = float(softmax_scale)
     with np.errstate(over="ignore", under="ignore"):
         s32 = np.float32(s)
@@ -86,14 +81,39 @@ def _dtype_name(x) -> str:
     return str(dt).replace("torch.", "")
 
 
-def _check_causal(causal) -> None:
+def resolve_options(causal, pv_accum, config, softmax_scale=None):
+    """(causal, pv_accum, config, softmax_scale) with the defaults filled in, the one rule for every caller
+    (prepare, and the GPU runner's fast paths before their cache keys): ``causal`` a bool or None (TypeError
+    otherwise), ``pv_accum`` one of SUPPORTED_PV_ACCUM or None; None means "not given": the config's value, or
+    False / "f32" without a config; given values must agree with ``config`` (ValueError naming both).
+    ``softmax_scale``: None, or a real number (TypeError otherwise; its value is checked by ``scales``), returned
+    as a float."""
     if causal is not None and not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
-
-
-def _check_pv_accum(pv_accum) -> None:
     if pv_accum is not None and (not isinstance(pv_accum, str) or pv_accum not in SUPPORTED_PV_ACCUM):
         raise ValueError(f"pv_accum must be one of {SUPPORTED_PV_ACCUM}, got {pv_accum!r}")
+    if config is not None:
+        if not isinstance(config, KernelConfig):
+            raise ValueError(f"config must be a flashsim.KernelConfig, got {type(config).__name__}")
+        if causal is not None and bool(causal) != config.causal:
+            raise ValueError(f"causal={bool(causal)} contradicts config.causal={config.causal} "
+                             "(leave causal out, or pass the config's value)")
+        if pv_accum is not None and pv_accum != config.pv_accum:
+            raise ValueError(f"pv_accum={pv_accum!r} contradicts config.pv_accum={config.pv_accum!r} "
+                             "(leave pv_accum out, or pass the config's value)")
+        causal, pv_accum = config.causal, config.pv_accum
+    else:
+        causal = False if causal is None else bool(causal)
+        pv_accum = "f32" if pv_accum is None else pv_accum
+    if softmax_scale is not None:
+        if isinstance(softmax_scale, (bool, np.bool_)) or not (
+                isinstance(softmax_scale, numbers.Real)
+                or (isinstance(softmax_scale, np.ndarray) and softmax_scale.ndim == 0
+                    and softmax_scale.dtype.kind in "iuf")):
+            raise TypeError(f"softmax_scale must be a real number (or None for 1/sqrt(d)), "
+                            f"got {type(softmax_scale).__name__} {softmax_scale!r}")
+        softmax_scale = float(softmax_scale)
+    return causal, pv_accum, config, softmax_scale
 
 
 def prepare(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm_90", config=None) -> Problem:
@@ -105,8 +125,7 @@ def prepare(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm
     configuration must fit the arch's shared memory per block (the GPU could not launch it).
     """
     arch_name = get_arch(arch).name
-    _check_causal(causal)
-    _check_pv_accum(pv_accum)
+    causal, pv_accum, config, _ = resolve_options(causal, pv_accum, config)
     shapes = {}
     for name, x in (("q", q), ("k", k), ("v", v)):
         shape = _shape_of(x, name)
@@ -133,19 +152,9 @@ def prepare(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm
     if h > GRID_YZ_MAX or b > GRID_YZ_MAX:
         raise ValueError(f"heads H={h} and batch B={b} must each be <= {GRID_YZ_MAX} (the CUDA grid's y and z)")
     if config is None:
-        config = KernelConfig.default(arch_name, head_dim=d, causal=bool(causal),
-                                      pv_accum="f32" if pv_accum is None else pv_accum)
-    else:
-        if not isinstance(config, KernelConfig):
-            raise ValueError(f"config must be a flashsim.KernelConfig, got {type(config).__name__}")
-        if config.head_dim != d:
-            raise ValueError(f"config.head_dim={config.head_dim} does not match the inputs' head dim d={d}")
-        if causal is not None and bool(causal) != config.causal:
-            raise ValueError(f"causal={bool(causal)} contradicts config.causal={config.causal} "
-                             "(leave causal out, or pass the config's value)")
-        if pv_accum is not None and pv_accum != config.pv_accum:
-            raise ValueError(f"pv_accum={pv_accum!r} contradicts config.pv_accum={config.pv_accum!r} "
-                             "(leave pv_accum out, or pass the config's value)")
+        config = KernelConfig.default(arch_name, head_dim=d, causal=causal, pv_accum=pv_accum)
+    elif config.head_dim != d:
+        raise ValueError(f"config.head_dim={config.head_dim} does not match the inputs' head dim d={d}")
     cap = get_arch(arch_name).smem_per_block_optin
     if config.smem_bytes > cap:
         from .gpu.errors import UnsupportedConfig     # a ValueError; imported here (flashsim.gpu imports this module)

@@ -1,7 +1,8 @@
 // FlashAttention forward, raw mma.sync.m16n8k16, written for consumer Blackwell (sm_120), runs on sm_80+.
 //
 // The seed's design, for real:
-//   * O accumulates in registers for the whole KV loop (never in shared memory); f32 or f16 (FS_PV_F16).
+//   * O accumulates in registers for the whole KV loop (never in shared memory); f32 or f16 (FS_PV_F16), or f32
+//     with each KV tile's P V accumulated by the f16 mma from zero and then added in f32 (FS_PV_F16X2).
 //   * K and V stream through a ring of FS_STAGES shared-memory slots filled with cp.async.
 //   * Q, K are read with ldmatrix, V with ldmatrix.trans, all from XOR-swizzled shared memory (conflict free).
 //   * The S accumulator is repacked into the A operand of P@V in registers (no shared-memory round trip).
@@ -36,7 +37,9 @@ constexpr bool Q_IN_REGS = MT == 1;
 constexpr bool SKIP_UNIT_RESCALE = D >= 128;
 constexpr int BC = FS_KV_TILE;
 constexpr int STAGES = FS_STAGES;
-constexpr bool PV_F16 = FS_PV_F16 != 0;
+constexpr bool PV_F16 = FS_PV_F16 != 0;          // O accumulator in f16
+constexpr bool PV_F16X2 = FS_PV_F16X2 != 0;      // O in f32, each tile's P V through the f16 mma (two levels)
+static_assert(!(PV_F16 && PV_F16X2), "FS_PV_F16 and FS_PV_F16X2 exclude each other");
 constexpr bool CAUSAL = FS_CAUSAL != 0;
 
 constexpr int CHUNKS_PER_ROW = D / 8;          // 16-byte chunks in one row of a tile
@@ -110,6 +113,10 @@ __device__ __forceinline__ float f16_to_f32(uint32_t h) {
     return r;
 }
 
+__device__ __forceinline__ bool nonfinite(float x) {   // inf or NaN, from the bits (no float compare)
+    return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
+}
+
 // Natural log of a positive normal float from IEEE-exact operations only, so the emulator reproduces its bits:
 // x = m * 2^e with m in [sqrt(1/2), sqrt(2)); ln(m) = 2 atanh(s), s = (m-1)/(m+1); odd series to s^9.
 // The constants arrive as bit patterns from flashsim/emulator/kernel_math.py (FS_LOG_*).
@@ -163,10 +170,14 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restri
 }  // namespace fs
 
 // q, k, v: (B, H, N, D) f16 contiguous; o: like q; lse: (B, H, Nq) f32, natural log.
+// overflow: one u64 the host sets to ~0; with an f16 P@V mma (FS_PV_F16 / FS_PV_F16X2) the kernel lowers it to the
+// smallest (b * H + h) * nq + row whose unnormalised O holds an inf or NaN while its l is finite and non-zero: an
+// f16 accumulator that left the f16 range (or an inf / NaN value in v). Untouched with f32 P@V.
 // grid = (ceil(nq / BLOCK_M), H, B), block = THREADS, dynamic smem = SMEM_BYTES.
 extern "C" __global__ void __launch_bounds__(fs::THREADS, 1)
 flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs_half* __restrict__ v,
-          fs_half* __restrict__ o, float* __restrict__ lse, int nq, int nk, float softmax_scale, float scale_log2) {
+          fs_half* __restrict__ o, float* __restrict__ lse, unsigned long long* __restrict__ overflow, int nq, int nk,
+          float softmax_scale, float scale_log2) {
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
@@ -367,6 +378,46 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
         }
 
         // ---- O += P V: the S accumulators of n8 tiles 2j, 2j+1 are P's A fragment for k16 slice j ----------
+        if (PV_F16X2) {
+            // Two levels: for each pair of n8 tiles of O, this tile's P V by the f16 mma from +0 over the k16 slices
+            // in order, then added to the f32 O (rescaled above) element by element.
+            uint32_t pa[MT][PV_KS][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int j = 0; j < PV_KS; ++j) {
+                    pa[mt][j][0] = pack_f16x2(s_acc[mt][2 * j][0], s_acc[mt][2 * j][1]);
+                    pa[mt][j][1] = pack_f16x2(s_acc[mt][2 * j][2], s_acc[mt][2 * j][3]);
+                    pa[mt][j][2] = pack_f16x2(s_acc[mt][2 * j + 1][0], s_acc[mt][2 * j + 1][1]);
+                    pa[mt][j][3] = pack_f16x2(s_acc[mt][2 * j + 1][2], s_acc[mt][2 * j + 1][3]);
+                }
+#pragma unroll
+            for (int n = 0; n < O_NT; n += 2) {
+                uint32_t t16[MT][2][2];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) t16[mt][0][0] = t16[mt][0][1] = t16[mt][1][0] = t16[mt][1][1] = 0u;
+#pragma unroll
+                for (int j = 0; j < PV_KS; ++j) {
+                    uint32_t b[4];
+                    ldmatrix_x4_trans(b, vt + v_lane + j * 16 * ROW_BYTES + chunk_off(n, v_x));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_f16(t16[mt][0], pa[mt][j], b[0], b[1]);
+                        mma_f16(t16[mt][1], pa[mt][j], b[2], b[3]);
+                    }
+                }
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        float (&oo)[4] = o_acc32[PV_F16 ? 0 : mt][n + h];
+                        oo[0] = __fadd_rn(oo[0], f16_to_f32(t16[mt][h][0] & 0xffffu));
+                        oo[1] = __fadd_rn(oo[1], f16_to_f32(t16[mt][h][0] >> 16));
+                        oo[2] = __fadd_rn(oo[2], f16_to_f32(t16[mt][h][1] & 0xffffu));
+                        oo[3] = __fadd_rn(oo[3], f16_to_f32(t16[mt][h][1] >> 16));
+                    }
+            }
+        } else
 #pragma unroll
         for (int j = 0; j < PV_KS; ++j) {
             uint32_t pa[MT][4];
@@ -403,12 +454,14 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
         float inv[2], lse_row[2];
+        bool live[2], bad[2] = {false, false};     // live: l finite and non-zero; bad: a non-finite O element
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             float l = l_run[mt][r];
             l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 1));
             l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 2));
             const bool empty = (l == 0.f) || (l != l);     // no visible key, or NaN: O stays as is, lse = +inf
+            live[r] = !empty;
             inv[r] = empty ? 1.f : __frcp_rn(l);
             lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[mt][r], softmax_scale, log_exact_ops(l));
         }
@@ -424,6 +477,10 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
                 const float (&f)[4] = o_acc32[PV_F16 ? 0 : mt][n];
                 v0 = f[0]; v1 = f[1]; v2 = f[2]; v3 = f[3];
             }
+            if (PV_F16 || PV_F16X2) {
+                bad[0] |= nonfinite(v0) || nonfinite(v1);
+                bad[1] |= nonfinite(v2) || nonfinite(v3);
+            }
             const int col = n * 8 + 2 * t4;
             if (row0 < nq)
                 *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * D + col) =
@@ -435,6 +492,10 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
         if (t4 == 0) {
             if (row0 < nq) lh[row0] = lse_row[0];
             if (row1 < nq) lh[row1] = lse_row[1];
+        }
+        if (PV_F16 || PV_F16X2) {
+            if (bad[0] && live[0] && row0 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row0));
+            if (bad[1] && live[1] && row1 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row1));
         }
     }
 }

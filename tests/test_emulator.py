@@ -13,6 +13,8 @@ with u = 2^-11 (half an f16 ulp, relative), V = max_j |v_j| per column, O* the f
   With f16 accumulation every k16 step rounds the unnormalised O (magnitude <= l V) to f16, and every tile
   rounds alpha to f16 and the rescaled O: (Nk/16 + 2 tiles) roundings of u l V each, divided by l:
   bound_f16 = (Nk/16 + 2 n_tiles + 2) u V + u |O*|.
+  With f16x2 (each tile's P V by the f16 mma from zero, added to an f32 O) only a tile's partial sums are rounded
+  to f16, kv_tile/16 times: bound_f32 + (kv_tile/16) u V + n_tiles 2^-23 V.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ CASES = [  # B, H, Nq, Nk, d, causal
 ]
 
 
-@pytest.mark.parametrize("acc", ["f32", "f16"])
+@pytest.mark.parametrize("acc", ["f32", "f16", "f16x2"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:5])) + ("c" if c[5] else ""))
 def test_against_float64_reference(case, acc):
     b, h, nq, nk, d, causal = case
@@ -126,3 +128,32 @@ def test_bad_input_is_a_clear_error(bad, match):
     q, k, v = args.pop("q"), args.pop("k"), args.pop("v")
     with pytest.raises(ValueError, match=match):
         flashsim.attention(q, k, v, **args)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("acc", ["f16", "f16x2"])
+def test_an_overflowing_f16_accumulator_raises_naming_the_row(acc, backend):
+    """q = 0, Nk = 1024, v = 100: every p is 1, the answer is 100, but the unnormalised O reaches 102400 > 65504
+    with pv_accum="f16" (f16x2 only needs kv_tile * 100 = 6400 per tile: it answers 100). v = 3000 overflows a
+    tile too (64 * 3000). The error names (b, h, row) and the bound; check_overflow=False gives the kernel's inf."""
+    if backend == "jax":
+        pytest.importorskip("jax")
+    q = np.zeros((1, 2, 20, 64), np.float16)
+    k = make_inputs(1, 2, 20, 1024, 64, seed=1)[1]
+    big = 100.0 if acc == "f16" else 3000.0
+    v = np.full((1, 2, 1024, 64), big, np.float16)
+    v[0, 0] = 1.0                                       # head 0 is harmless: the first flagged row is in head 1
+    with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\).*65504"):
+        flashsim.attention(q, k, v, pv_accum=acc, backend=backend, progress=False)
+    o, _ = flashsim.attention(q, k, v, pv_accum=acc, backend=backend, progress=False, check_overflow=False)
+    assert np.isinf(o[0, 1]).all() and np.all(o[0, 0] == 1)
+    o, _ = flashsim.attention(q, k, v, pv_accum="f32", progress=False)
+    assert np.all(o[0, 1] == big)
+
+
+def test_f16x2_answers_where_f16_overflows():
+    q = np.zeros((1, 1, 16, 64), np.float16)
+    k = make_inputs(1, 1, 16, 1024, 64, seed=2)[1]
+    v = np.full((1, 1, 1024, 64), 100.0, np.float16)
+    o, _ = flashsim.attention(q, k, v, pv_accum="f16x2", progress=False)
+    assert np.all(o == 100)

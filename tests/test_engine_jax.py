@@ -49,8 +49,8 @@ def same_bits(a, b):
 
 
 def both_backends(q, k, v, **kw):
-    o0, l0 = flashsim.attention(q, k, v, **kw)
-    o1, l1 = flashsim.attention(q, k, v, backend="jax", **kw)
+    o0, l0 = flashsim.attention(q, k, v, check_overflow=False, **kw)     # trouble heads: inf / NaN in v
+    o1, l1 = flashsim.attention(q, k, v, backend="jax", check_overflow=False, **kw)
     same_bits(o1, o0)
     same_bits(l1, l0)
     return o0, l0
@@ -78,8 +78,8 @@ def test_attention_causal_f16_small_budget():
     memory budget so small that units share slots and heads run in several calls."""
     q, k, v = trouble_heads(np.random.default_rng(2), 1, 3, 200, 130, 128)
     cfg = KernelConfig(head_dim=128, warps=4, kv_tile=32, causal=True, pv_accum="f16")
-    o0, l0 = flashsim.attention(q, k, v, config=cfg)
-    o1, l1 = JB.run(q, k, v, prepare(q, k, v, config=cfg), max_tile_elems=2 * 64 * 32)
+    o0, l0 = flashsim.attention(q, k, v, config=cfg, check_overflow=False)
+    o1, l1, _ = JB.run(q, k, v, prepare(q, k, v, config=cfg), max_tile_elems=2 * 64 * 32)
     same_bits(o1, o0)
     same_bits(l1, l0)
     assert np.isinf(l0).any()
@@ -97,7 +97,7 @@ def test_attention_sharded_over_8_cpu_devices(tmp_path):
     """A causal f16 problem on a mesh of 8 CPU devices: 2 along batch, 2 along heads, and 2 splitting each head's
     q blocks (3 of them: 2 + 1): bit-identical to the numpy backend."""
     q, k, v = trouble_heads(np.random.default_rng(4), 2, 2, 300, 260, 64)
-    o0, l0 = flashsim.attention(q, k, v, causal=True, pv_accum="f16")
+    o0, l0 = flashsim.attention(q, k, v, causal=True, pv_accum="f16", check_overflow=False)
     np.savez(tmp_path / "in.npz", q=q, k=k, v=v)
     script = textwrap.dedent(f"""
         import json, numpy as np, jax, warnings
@@ -106,7 +106,8 @@ def test_attention_sharded_over_8_cpu_devices(tmp_path):
         from flashsim.emulator import engine_jax as JB
         assert jax.device_count() == 8, jax.devices()
         z = np.load({str(tmp_path / "in.npz")!r})
-        o, lse = flashsim.attention(z["q"], z["k"], z["v"], causal=True, pv_accum="f16", backend="jax")
+        o, lse = flashsim.attention(z["q"], z["k"], z["v"], causal=True, pv_accum="f16", backend="jax",
+                                    check_overflow=False)
         np.savez({str(tmp_path / "out.npz")!r}, o=o, lse=lse)
         print(json.dumps(JB.LAST_PLAN))
     """)
@@ -129,7 +130,7 @@ def test_attention_two_processes_jax_distributed(tmp_path):
     bit-identical to the numpy backend."""
     import socket
     q, k, v = trouble_heads(np.random.default_rng(4), 2, 2, 300, 260, 64)
-    o0, l0 = flashsim.attention(q, k, v, causal=True, pv_accum="f16")
+    o0, l0 = flashsim.attention(q, k, v, causal=True, pv_accum="f16", check_overflow=False)
     np.savez(tmp_path / "in.npz", q=q, k=k, v=v)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -144,7 +145,8 @@ def test_attention_two_processes_jax_distributed(tmp_path):
         import numpy as np, flashsim
         from flashsim.emulator import engine_jax as JB
         z = np.load({str(tmp_path / "in.npz")!r})
-        o, lse = flashsim.attention(z["q"], z["k"], z["v"], causal=True, pv_accum="f16", backend="jax")
+        o, lse = flashsim.attention(z["q"], z["k"], z["v"], causal=True, pv_accum="f16", backend="jax",
+                                    check_overflow=False)
         np.savez({str(tmp_path)!r} + f"/out{{sys.argv[1]}}.npz", o=o, lse=lse)
         print(json.dumps(dict(JB.LAST_PLAN, processes=jax.process_count())))
     """)

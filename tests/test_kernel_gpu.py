@@ -28,7 +28,7 @@ def _config(arch, d, causal, acc, tiles):
 
 
 @pytest.mark.parametrize("tiles", TILES, ids=["default", "w8m1"])
-@pytest.mark.parametrize("acc", ["f32", "f16"])
+@pytest.mark.parametrize("acc", ["f32", "f16", "f16x2"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_kernel_against_float64_reference(gpu, shape, causal, acc, tiles):
@@ -104,3 +104,27 @@ def test_every_default_configuration_builds_without_spills_for_this_gpu(gpu):
     for d, acc, causal in itertools.product((64, 128), ("f32", "f16"), (False, True)):
         build = build_kernel(_config(arch, d, causal, acc, {}), arch)
         assert build.spill_stores == 0 and build.spill_loads == 0, str(build)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("acc", ["f16", "f16x2"])
+def test_an_overflowing_f16_accumulator_raises_on_the_gpu_as_in_the_emulator(gpu, acc):
+    """The kernel's overflow flag names the same first row as the emulator's rule: q = 0, Nk = 1024, v = 100 (f16)
+    or 3000 (f16x2) in head 1; head 0 harmless. check_overflow=False returns the kernel's inf, bit for bit the
+    emulator's."""
+    q = np.zeros((1, 2, 20, 64), np.float16)
+    k = make_inputs(1, 2, 20, 1024, 64, seed=1)[1]
+    v = np.full((1, 2, 1024, 64), 100.0 if acc == "f16" else 3000.0, np.float16)
+    v[0, 0] = 1.0
+    with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\)"):
+        flashsim.gpu.attention(q, k, v, pv_accum=acc)
+    o, lse = flashsim.gpu.attention(q, k, v, pv_accum=acc, check_overflow=False)
+    o_e, lse_e = flashsim.attention(q, k, v, pv_accum=acc, check_overflow=False, progress=False)
+    assert np.array_equal(o.view(np.uint16), o_e.view(np.uint16))
+    assert np.array_equal(lse.view(np.uint32), lse_e.view(np.uint32))
+    import torch
+    tq, tk, tv = (torch.from_numpy(x).cuda() for x in (q, k, v))
+    with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\)"):
+        flashsim.gpu.attention(tq, tk, tv, pv_accum=acc)
+    to, _ = flashsim.gpu.attention(tq, tk, tv, pv_accum=acc, check_overflow=False)
+    assert np.array_equal(to.cpu().numpy().view(np.uint16), o_e.view(np.uint16))

@@ -12,6 +12,7 @@ import pytest
 from flashsim import provenance
 from flashsim.gpu.capture import mma as cap
 from flashsim.numerics import tensorcore as _tc
+from flashsim.numerics.formats import get_format
 from flashsim.numerics.tensorcore import mma
 
 CAPTURE = pathlib.Path(__file__).parent / "data" / "mma_sm90.npz"
@@ -108,67 +109,87 @@ FROZEN_DIGESTS = {
 
 # ------------------------------------------------------------ the capture tells the model from its neighbours
 
+# The variants patch the generic routine (``mma_chain_generic``: the reference every engine is tested against);
+# the numpy engine's compiled kernel has no Python hooks.
+
 def _round_subnormal(kind):
-    """A variant of tensorcore._round: f32 subnormal results rounded to nearest ("rne") or down ("floor")."""
+    """A variant of the generic routine's one rounding (rounding.round_scaled as tensorcore calls it): f32
+    subnormal results rounded to nearest ("rne") or down ("floor") instead of toward zero."""
     fn = np.rint if kind == "rne" else np.floor
 
-    def round_(v, acc16, tiny=True, big=True):
-        if acc16:
-            return ORIGINAL_ROUND(v, acc16, tiny, big)
+    def round_scaled(m, e, fmt, mode="rne", **kw):
+        r = ORIGINAL_ROUND(m, e, fmt, mode, **kw)
+        if get_format(fmt).name != "f32":
+            return r
+        v = np.ldexp(np.asarray(m, np.float64), np.asarray(e, np.int64))     # exact: |m| < 2^40
         small = np.abs(v) < 2.0 ** -126
-        sub = fn(v[small] * 2.0 ** 149) * 2.0 ** -149 + 0.0
-        r = ORIGINAL_ROUND(v, acc16, tiny, big)
-        r[small] = sub
+        r = np.array(r)
+        r[small] = (fn(v[small] * 2.0 ** 149) * 2.0 ** -149 + 0.0).astype(np.float32)
         return r
-    return round_
+    return round_scaled
 
 
-def _subnormal_c_exponent_127(c32, acc16, e_zero, zero_fix):
-    e = ORIGINAL_ACC(c32, acc16, e_zero, zero_fix)
+def _subnormal_c_exponent_127(xp, c_bits, acc16, e_zero):
+    neg, sig, c_x, ec = ORIGINAL_ACC(xp, c_bits, acc16, e_zero)
     if not acc16:
-        e = np.where((c32 != 0) & (np.abs(c32) < 2.0 ** -126), -127, e).astype(np.int32)
-    return e
+        ec = np.where((sig != 0) & (sig < (1 << 23)), -127, ec).astype(ec.dtype)
+    return neg, sig, c_x, ec
 
 
-def _normalised_bf16_inputs(x16, is_bf16, pdt):
-    vals, e, special = ORIGINAL_INPUTS(x16, is_bf16, pdt)
+def _normalised_bf16_inputs(xp, x, is_bf16):
+    vals, e = ORIGINAL_INPUTS(xp, x, is_bf16)
     if is_bf16:
         v = np.abs(np.asarray(vals, np.float64))
         sub = (v != 0) & (v < 2.0 ** -126)
-        e = np.where(sub, np.floor(np.log2(np.where(sub, v, 1.0))), e).astype(np.int16)
-    return vals, e, special
+        e = np.where(sub, np.floor(np.log2(np.where(sub, v, 1.0))), e).astype(e.dtype)
+    return vals, e
 
 
-ORIGINAL_ROUND, ORIGINAL_ACC, ORIGINAL_INPUTS = _tc._round, _tc._accumulator_terms, _tc._inputs
-VARIANTS = {   # name -> (arch field changes, tensorcore function replacements, type to check)
-    "F = 24": (dict(mma_fraction_bits=24), {}, "f32.f16.f16.f32"),
-    "F = 26": (dict(mma_fraction_bits=26), {}, "f32.f16.f16.f32"),
-    "two blocks of 8": (dict(mma_block_k=8), {}, "f16.f16.f16.f16"),
-    "f32 zero exponent -132": (dict(mma_zero_exponent_f32=-132), {}, "f32.bf16.bf16.f32"),
-    "f32 zero exponent -134": (dict(mma_zero_exponent_f32=-134), {}, "f32.bf16.bf16.f32"),
-    "subnormal c takes exponent -127 (H1)": ({}, {"_accumulator_terms": _subnormal_c_exponent_127},
+ORIGINAL_ROUND, ORIGINAL_ACC, ORIGINAL_INPUTS = (_tc.rounding.round_scaled, _tc._decode_acc_generic,
+                                                 _tc._decode_generic)
+VARIANTS = {   # name -> (arch field changes, (module, name, replacement) patches, type to check)
+    "F = 24": (dict(mma_fraction_bits=24), (), "f32.f16.f16.f32"),
+    "F = 26": (dict(mma_fraction_bits=26), (), "f32.f16.f16.f32"),
+    "two blocks of 8": (dict(mma_block_k=8), (), "f16.f16.f16.f16"),
+    "f32 zero exponent -132": (dict(mma_zero_exponent_f32=-132), (), "f32.bf16.bf16.f32"),
+    "f32 zero exponent -134": (dict(mma_zero_exponent_f32=-134), (), "f32.bf16.bf16.f32"),
+    "subnormal c takes exponent -127 (H1)": ({}, ((_tc, "_decode_acc_generic", _subnormal_c_exponent_127),),
                                              "f32.bf16.bf16.f32"),
-    "subnormal results to nearest (H3)": ({}, {"_round": _round_subnormal("rne")}, "f32.bf16.bf16.f32"),
-    "subnormal results floored (H4)": ({}, {"_round": _round_subnormal("floor")}, "f32.bf16.bf16.f32"),
-    "bf16 subnormal inputs normalised (H5)": ({}, {"_inputs": _normalised_bf16_inputs}, "f32.bf16.bf16.f32"),
+    "subnormal results to nearest (H3)": ({}, ((_tc.rounding, "round_scaled", _round_subnormal("rne")),),
+                                          "f32.bf16.bf16.f32"),
+    "subnormal results floored (H4)": ({}, ((_tc.rounding, "round_scaled", _round_subnormal("floor")),),
+                                       "f32.bf16.bf16.f32"),
+    "bf16 subnormal inputs normalised (H5)": ({}, ((_tc, "_decode_generic", _normalised_bf16_inputs),),
+                                              "f32.bf16.bf16.f32"),
 }
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_capture_refutes_neighbouring_models(capture, variant, monkeypatch):
     """Each nearby model (one parameter off, or one of the bf16-subnormal hypotheses of the capture module)
-    disagrees with the silicon somewhere: the capture pins the model, it does not merely fail to contradict it."""
+    disagrees with the silicon somewhere: the capture pins the model, it does not merely fail to contradict it.
+    Parameter variants run on the numpy engine's kernel, patched ones on the generic routine."""
     import dataclasses
 
     from flashsim.arch import get_arch
     fields, patches, type_name = VARIANTS[variant]
-    for name, fn in patches.items():
-        monkeypatch.setattr(_tc, name, fn)
+    for module, name, fn in patches:
+        monkeypatch.setattr(module, name, fn)
     arch = dataclasses.replace(get_arch("sm_90"), **fields)
     res = capture[type_name]
     t = cap.TYPES[type_name]
-    d = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch=arch)
+    a, b, c = res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype)
+    d = _tc.mma_chain_generic(a, b, c, arch) if patches else mma(a, b, c, arch=arch)
     assert (d.view(t.fc.uint) != res["d"]).sum() > 0
+
+
+def test_unpatched_generic_routine_reproduces_the_capture(capture):
+    """The routine the variants patch, unpatched, reproduces every captured bit (so each refutation above is the
+    patch's doing)."""
+    res = capture["f32.bf16.bf16.f32"]
+    t = cap.TYPES["f32.bf16.bf16.f32"]
+    d = _tc.mma_chain_generic(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype))
+    assert (d.view(t.fc.uint) == res["d"]).all()
 
 
 def test_fake_capture_round_trip(tmp_path):

@@ -297,20 +297,24 @@ def test_batch_dimensions_and_broadcast():
     assert flashsim.mma(a[:0], b, c[:0]).shape == (0, 3, 16, 8)
 
 
-def test_chunks_with_specials_and_wide_bf16_match_single_calls():
-    """A batch spanning several chunks, one with an inf, one with bf16 exponents far apart (float64 path)."""
+def test_threads_with_specials_and_wide_bf16_match_single_calls(monkeypatch):
+    """A batch split over two threads (at any size), one mma with an inf, one with bf16 exponents far apart."""
+    monkeypatch.setattr(tc, "_THREAD_MIN", 1)
+    monkeypatch.setenv("FLASHSIM_MMA_THREADS", "2")
     rng = np.random.default_rng(3)
-    n = 3 * tc._CHUNK + 5
+    n = 65
     for adt, cdt in TYPES:
         a = spread(rng, (n, 16, 16), adt, -3, 3)
         b = spread(rng, (n, 16, 8), adt, -3, 3)
         c = spread(rng, (n, 16, 8), cdt, -3, 3)
-        a[tc._CHUNK + 1, 2, 3] = np.inf
+        a[21, 2, 3] = np.inf
         if adt is bf16:
-            a[2 * tc._CHUNK + 2, 4, 4] = bf16(2.0 ** -120)
+            a[42, 4, 4] = bf16(2.0 ** -120)
+            b[43, 4, 4] = bf16(2.0 ** 120)
         d = flashsim.mma(a, b, c)
-        for t in (0, tc._CHUNK + 1, 2 * tc._CHUNK + 2, n - 1):
+        for t in (0, 21, 42, 43, n - 1):
             np.testing.assert_array_equal(bits(d[t]), bits(mma_ref(a[t], b[t], c[t])))
+        np.testing.assert_array_equal(bits(d), bits(tc.mma_chain_generic(a, b, c)))
 
 
 def test_every_arch_preset_runs():

@@ -1,11 +1,14 @@
 """The tensor-core model's engines, bit for bit (flashsim.numerics.tensorcore):
 
 * the generic routine on numpy (``mma_chain_generic``), the same routine under jax.jit, and the numpy engine's fast
-  path (``mma_chain`` on numpy arrays) agree with each other on raw bit patterns (hypothesis), for every arch
-  preset and every type, and with the Fraction oracle (numerics.reference) on sampled outputs;
+  path (``mma_chain`` on numpy arrays: the compiled numba kernel) agree with each other on raw bit patterns
+  (hypothesis), for every arch preset and every type, and with the Fraction oracle (numerics.reference) on sampled
+  outputs; the same for the kernel's transposed layout (narrow outputs, N < 16) against the generic routine;
 * the same on fixed batches by category (normal, wide exponents, large c, exact cancellation, one product,
-  subnormals, near overflow, tiny c against big products, inf / NaN, random bits; bf16 exponents that push the fast
-  path to float64; a fraction width that needs int64 sums);
+  subnormals, near overflow, tiny c against big products, inf / NaN, random bits); and the kernel's own edges:
+  a fraction width that needs int64 sums, exponent gaps past the shift width, subnormal and zero c, all-zero
+  rows and blocks, specials in B or c alone, threads, broadcasts, transposed views, block sizes it leaves to the
+  generic routine, and the generic routine standing in (with one warning) when numba cannot be imported;
 * ``mma_chain`` is the kernel's loop of single ``mma`` calls (k16 steps in order, every (m16, n8) tile);
 * the public ``flashsim.mma(..., backend="jax")`` and its errors; ``mma_chain``'s argument checks; JAX without 64-bit
   types is refused.
@@ -214,34 +217,164 @@ def test_engines_agree_by_category(type_name, arch):
     check_oracle(a, b, c, d, arch, rng, 12)
 
 
-def test_bf16_wide_exponents_take_float64_and_match():
-    """bf16 exponents beyond +-50 switch the fast path to float64 products for that chunk; the other chunks stay
-    float32; every chunk must agree with the generic routine (several chunks: _CHUNK tiles each)."""
+def test_threads_broadcast_and_views_match(monkeypatch):
+    """Batches split over threads (here 3, at any size), b broadcast over a's batch (an index, decoded once per run
+    of equal indices), operands given as transposed views (passed to the kernel untransposed, with a flag), bf16
+    exponents far apart: every split agrees with the generic routine."""
+    monkeypatch.setattr(tc, "_THREAD_MIN", 1)
+    monkeypatch.setenv("FLASHSIM_MMA_THREADS", "3")
     rng = np.random.default_rng(11)
-    n = 2 * tc._CHUNK + 3
-    a = (rng.standard_normal((n, 16, 16)) * 2.0 ** rng.integers(-20, 20, (n, 16, 16))).astype(bf16)
-    b = rng.standard_normal((n, 16, 8)).astype(bf16)
+    n = 40
+    a = (rng.standard_normal((n, 16, 32)) * 2.0 ** rng.integers(-20, 20, (n, 16, 32))).astype(bf16)
+    b = rng.standard_normal((n, 32, 8)).astype(bf16)
     c = rng.standard_normal((n, 16, 8)).astype(np.float32)
-    a[tc._CHUNK + 5, 3, 3] = ml_dtypes.bfloat16(2.0 ** -120)
-    b[2 * tc._CHUNK + 1, 2, 2] = ml_dtypes.bfloat16(2.0 ** 90)
+    a[9, 3, 3] = ml_dtypes.bfloat16(2.0 ** -120)
+    b[30, 2, 2] = ml_dtypes.bfloat16(2.0 ** 90)
+    a[17, 5, 20] = np.inf
+    at = np.swapaxes(np.ascontiguousarray(np.swapaxes(a, 1, 2)), 1, 2)       # A as a view of A^T
+    bt = np.swapaxes(np.ascontiguousarray(np.swapaxes(b, 1, 2)), 1, 2)
+    assert not at.flags.c_contiguous and not bt.flags.c_contiguous
     for arch in ("sm_90", "sm_80"):
         d = all_engines(a, b, c, arch, use_jax=False)
         check_oracle(a, b, c, d, arch, rng, 8)
+        same_bits(tc.mma_chain(at, bt, c, arch), d, "transposed views")
+        d = all_engines(a, b[:1], c, arch, use_jax=False)                    # b broadcast over a's batch
+        check_oracle(a, b[:1], c, d, arch, rng, 4)
+        same_bits(tc.mma_chain(at, bt[:1], c, arch), d, "transposed views, broadcast")
+    # read-only inputs and np.broadcast_to views (copied once into the one array type the kernel is compiled for)
+    ar, br, cr = a.copy(), b[:1].copy(), c[:1].copy()
+    for x in (ar, br, cr):
+        x.flags.writeable = False
+    same_bits(tc.mma_chain(ar, np.broadcast_to(br, (n, 32, 8)), np.broadcast_to(cr, (n, 16, 8)), "sm_90"),
+              tc.mma_chain_generic(a, b[:1], c[:1], "sm_90"), "read-only and broadcast_to inputs")
+    # wide outputs (not the transposed layout), a batch of 4 x 3 with a broadcast over the first axis
+    a4 = rng.standard_normal((4, 3, 32, 32)).astype(np.float16)
+    b4 = rng.standard_normal((1, 3, 32, 48)).astype(np.float16)
+    c4 = rng.standard_normal((4, 1, 32, 48)).astype(np.float16)
+    all_engines(a4, b4, c4, "sm_90", use_jax=False)
+    all_engines(a4, np.swapaxes(np.ascontiguousarray(np.swapaxes(b4, -1, -2)), -1, -2), c4, "sm_80",
+                use_jax=False)
 
 
-def test_wider_fraction_needs_int64_sums():
+@pytest.mark.parametrize("type_name", list(TYPES))
+def test_wider_fraction_needs_int64_sums(type_name):
     """A hypothetical F = 27 (and blocks of 16): the truncated products no longer fit an int32 sum. All engines
     switch to int64 and still agree with the oracle on products at the largest significands."""
     arch = dataclasses.replace(get_arch("sm_90"), mma_fraction_bits=27)
+    a_dt, c_dt = TYPES[type_name]
     assert tc._acc_int_dtype(np, arch, False) == np.int64
-    a = np.full((2, 16, 16), np.float16(-2047.0 / 1024))     # every product (2047 * 2^-10)^2, same sign
-    b = np.full((1, 16, 8), np.float16(-2047.0 / 1024))
-    c = np.full((2, 16, 8), np.float32(4.0))
+    top = -2047.0 / 1024 if a_dt != bf16 else -255.0 / 128
+    a = np.full((2, 16, 16), top).astype(a_dt)     # every product (2047 * 2^-10)^2 (bf16: 255 * 2^-7), same sign
+    b = np.full((1, 16, 8), top).astype(a_dt)
+    c = np.full((2, 16, 8), 4.0).astype(c_dt)
     d = all_engines(a, b, c, arch)
     check_oracle(a, b, c, d, arch, np.random.default_rng(0), 4)
     rng = np.random.default_rng(3)
-    a2, b2, c2 = category_inputs(rng, np.dtype(np.float16), np.dtype(np.float32), per=2, k=16)
+    a2, b2, c2 = category_inputs(rng, a_dt, c_dt, per=2, k=16)
     check_oracle(a2, b2, c2, all_engines(a2, b2, c2, arch), arch, rng, 8)
+
+
+def _vals(x, dt):
+    with np.errstate(all="ignore"):
+        return np.asarray(x, dtype=np.float64).astype(dt)
+
+
+@pytest.mark.parametrize("type_name", list(TYPES))
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_kernel_edges(type_name, arch):
+    """The compiled kernel's own edges against the generic routine and the oracle: exponent gaps past the 32-bit
+    shift (products far below E, c far above or below them), subnormal c, c zero with products at the zero
+    exponent, all-zero rows / columns / blocks with +-0 c, an inf or NaN only in B or only in c."""
+    a_dt, c_dt = TYPES[type_name]
+    fc = F16 if c_dt == np.float16 else F32
+    rng = np.random.default_rng(21)
+    n, k = 12, 32
+    big, small = (2.0 ** 120, 2.0 ** -120) if a_dt == bf16 else (2.0 ** 15, 2.0 ** -14)
+    a = rng.standard_normal((n, 16, k))
+    b = rng.standard_normal((n, k, 16))
+    c = rng.standard_normal((n, 16, 16))
+    a[0, :, ::2] *= big                             # gaps of 2 * log2(big) between products of one block
+    a[0, :, 1::2] *= small
+    c[1] *= 2.0 ** (127 if fc is F32 else 15)       # c far above every product
+    a[2] *= small                                   # products far below c
+    c[3] = rng.integers(-(1 << 10), 1 << 10, (16, 16)) * (2.0 ** -149 if fc is F32 else 2.0 ** -24)  # subnormal c
+    a[3] *= small
+    c[4] = 0.0                                      # zero c: products near the zero exponent
+    a[4] *= 2.0 ** -66 if a_dt == bf16 else 2.0 ** -7
+    b[4] *= 2.0 ** -66 if a_dt == bf16 else 2.0 ** -7
+    a[5, 3:7] = 0.0                                 # zero rows of A, zero columns of B, a zero block
+    b[5, :, 2:5] = 0.0
+    a[5, :, 16:24] = 0.0
+    c[5, 3:5] = -0.0
+    c[5, 5, 2:5] = -0.0
+    a[6] = 0.0                                      # everything zero, c of both signs
+    c[6] = np.where(rng.random((16, 16)) < 0.5, -0.0, 0.0)
+    b[7, 3, 5] = np.inf                             # specials in B only (row 3 meets a zero in some rows)
+    b[7, 20, 1] = np.nan
+    a[7, 2, 3] = 0.0
+    c[8, 4, 6] = -np.inf                            # specials in c only
+    c[8, 9, 9] = np.nan
+    b[9, 5, :] = -np.inf                            # +inf and -inf together
+    a[9, 1, 6] = np.inf
+    a[10, :, 0] = 1.0                               # sums that cancel to exactly zero, c = 0
+    a[10, :, 1] = -1.0
+    b[10, 0:2] = 1.0
+    a[10, :, 2:] = 0.0
+    c[10] = 0.0
+    a, b, c = _vals(a, a_dt), _vals(b, a_dt), _vals(c, c_dt)
+    d = all_engines(a, b, c, arch, use_jax=False)
+    check_oracle(a, b, c, d, arch, rng, 24)
+    for t in (0, 1, 2, 3, 4, 7, 8, 9):
+        for i, j in ((0, 0), (3, 5), (9, 9), (15, 15), (4, 6), (1, 6)):
+            want = oracle_chain_element(a[t], b[t], c[t], i, j, arch)
+            assert int(ubits(d)[t, i, j]) == want, (t, i, j)
+
+
+@pytest.mark.parametrize("type_name", list(TYPES))
+@HYP
+@given(data=st.data())
+def test_transposed_layout_matches_generic(type_name, data):
+    """Narrow outputs (N < 16 < M, as single mmas) run the kernel on d^T = B^T A^T + c^T; wider N does not. Both
+    against the generic routine on raw bits, shapes (M, N) = (32, 8), (16, 24), (16, 8)."""
+    a, b, c, rng = data.draw(chain_operands(type_name))
+    arch = data.draw(st.sampled_from(["sm_90", "sm_80"]))
+    for m, n in ((32, 8), (16, 24), (16, 8)):
+        aa = np.concatenate([a, a[:, ::-1]], axis=1)[:, :m]
+        bb = np.concatenate([b, b[..., ::-1]], axis=2)[..., :n]
+        cc = np.concatenate([c, c[..., ::-1]], axis=2)
+        cc = np.concatenate([cc, cc[:, ::-1]], axis=1)[:, :m, :n]
+        all_engines(aa, bb, cc, arch, use_jax=False)
+
+
+def test_block_sizes_the_kernel_leaves_to_the_generic_routine():
+    """The kernel fuses products four at a time: mma_block_k 4 runs it, a hypothetical 2 runs the generic routine;
+    both agree with the oracle."""
+    rng = np.random.default_rng(4)
+    a, b, c = category_inputs(rng, np.dtype(np.float16), np.dtype(np.float16), per=1, k=16)
+    for kb in (4, 2):
+        arch = dataclasses.replace(get_arch("sm_80"), mma_block_k=kb)
+        d = all_engines(a, b, c, arch, use_jax=False)
+        check_oracle(a, b, c, d, arch, rng, 12)
+
+
+def test_without_numba_the_generic_routine_runs(monkeypatch):
+    """numba missing: mma_chain on numpy arrays warns once and runs the generic routine (the same bits)."""
+    import sys
+    import warnings
+    rng = np.random.default_rng(2)
+    a, b, c = category_inputs(rng, np.dtype(np.float16), np.dtype(np.float32), per=1, k=16)
+    want = tc.mma_chain(a, b, c)
+    monkeypatch.setattr(tc, "_KERNEL", None)
+    monkeypatch.setitem(sys.modules, "numba", None)                    # import numba -> ImportError
+    monkeypatch.delitem(sys.modules, "flashsim.numerics._tensorcore_numba", raising=False)
+    monkeypatch.delattr(sys.modules["flashsim.numerics"], "_tensorcore_numba", raising=False)
+    with pytest.warns(RuntimeWarning, match="numba cannot be imported"):
+        got = tc.mma_chain(a, b, c)
+    same_bits(got, want, "generic stand-in")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                                 # once per process
+        same_bits(flashsim.mma(a[:, :, :16], b[:, :16], c), tc.mma_chain_generic(a[:, :, :16], b[:, :16], c),
+                  "second call")
 
 
 def test_overflow_and_specials_mid_chain():

@@ -28,7 +28,7 @@
 #   sanitize  ~2-4 min    compute-sanitizer memcheck and racecheck over every default kernel variant
 #                         (tools/sanitize_kernel.py: 16 configurations); fails on any error or hazard
 #                         -> benchmarks/logs/<date>/sanitize.txt
-#   bench     ~2-3 min    flashsim bench kernel --reps 10 (the anchor shapes, beside torch FA2 and cuDNN) and
+#   bench     ~2-3 min    flashsim bench kernel --reps 20 --rounds 7 (the anchor shapes, beside torch FA2 and cuDNN) and
 #                         tools/jax_gpu_bench.py --n 16384 (the JAX backend on the GPU beside the kernel)
 #                         -> benchmarks/logs/<date>/bench.txt, jax_gpu.json
 # All five take about 10-12 min, more than one 10-minute device call: run two calls,
@@ -124,6 +124,7 @@ capture_attn() {   # capture_attn SET LOG LIMIT: tests/data/attn_sm90_SET.npz ag
       defaults) how=(--kinds normal,wide,adversarial) ;;
       w8m1)     how=(--kinds normal,wide,adversarial --warps 8 --m-tiles 1 --kv-tile 64 --stages 3) ;;
       specials) how=(--kinds specials --seeds 2) ;;
+      f16x2)    how=(--pv-accum f16x2 --kinds normal,wide,adversarial,specials) ;;
     esac
   fi
   run "$log" "$limit" $PY -m flashsim.cli verify "${how[@]}" --save-cases "$STAGE/captures/attn_sm90_$set.npz" \
@@ -135,10 +136,10 @@ step_captures() {
   need_modules numpy ml_dtypes cuda.core || return
   run "$log" "$(left)" $PY -m flashsim.gpu.capture.layout --out "$c" || return
   run "$log" "$(left)" $PY -m flashsim.gpu.capture.mma --out "$c" || return
-  for set in defaults w8m1 specials; do capture_attn "$set" "$log" "$(left)" || return; done
+  for set in defaults w8m1 specials f16x2; do capture_attn "$set" "$log" "$(left)" || return; done
   run "$log" "$(left)" $PY -m flashsim.gpu.capture.sfu --out "$c" || return
   local want=(layout_sm90.npz mma_sm90.npz mma_sm90_summary.json attn_sm90_defaults.npz attn_sm90_w8m1.npz
-              attn_sm90_specials.npz sfu_sample_sm90.npz sfu_tables_sm90.npz)
+              attn_sm90_specials.npz attn_sm90_f16x2.npz sfu_sample_sm90.npz sfu_tables_sm90.npz)
   for f in "${want[@]}"; do [[ -f $c/$f ]] || { echo "missing capture $f" | tee -a "$log"; return 1; }; done
   ( cd "$c" && ls -l "${want[@]}" ) | tee -a "$log" || return
   RESULT="${#want[@]} capture files"
@@ -147,7 +148,7 @@ step_captures() {
 step_verify() {
   local log=$1
   need_modules numpy ml_dtypes cuda.core || return
-  run "$log" "$(left)" $PY -m flashsim.cli verify --json "$STAGE/json/verify.json" || return
+  run "$log" "$(left)" $PY -m flashsim.cli verify --fa2-rule gpu --json "$STAGE/json/verify.json" || return
   RESULT=$(grep -m1 '^verdict:' "$log" || echo "no verdict line")
 }
 
@@ -182,7 +183,7 @@ step_sanitize() {
 step_bench() {
   local log=$1
   need_modules numpy ml_dtypes cuda.core torch jax || return
-  run "$log" "$(left)" $PY -m flashsim.cli bench kernel --reps 10 || return
+  run "$log" "$(left)" $PY -m flashsim.cli bench kernel --reps 20 --rounds 7 --json "$STAGE/json/bench_kernel.json" || return
   run "$log" "$(left)" $PY tools/jax_gpu_bench.py --n 16384 --json "$STAGE/json/jax_gpu.json" || return
   RESULT="kernel and JAX benchmarks written"
 }

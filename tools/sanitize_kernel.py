@@ -4,7 +4,7 @@ Usage: compute-sanitizer --tool memcheck python3 tools/sanitize_kernel.py      (
        python3 tools/sanitize_kernel.py --list                                   (the variants; no GPU needed)
 Shapes have ragged tails (Nq, Nk not multiples of the tiles) so the zero-fill and masking paths run. The variants:
 every default configuration of sm_90 (4 warps x 2 m16 tiles) and of sm_120 (8 warps x 1 tile, the seed's block),
-for d 64 / 128 x causal or not x f32 / f16 P@V, each distinct configuration once.
+for d 64 / 128 x causal or not x every P@V accumulation (f32, f16, f16x2), each distinct configuration once.
 """
 import itertools
 import sys
@@ -12,11 +12,12 @@ import sys
 import numpy as np
 
 from flashsim import KernelConfig
+from flashsim.config import SUPPORTED_PV_ACCUM
 
 
 def variants():
     out = []
-    for arch, d, causal, acc in itertools.product(("sm_90", "sm_120"), (64, 128), (False, True), ("f32", "f16")):
+    for arch, d, causal, acc in itertools.product(("sm_90", "sm_120"), (64, 128), (False, True), SUPPORTED_PV_ACCUM):
         cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc)
         if cfg not in out:
             out.append(cfg)

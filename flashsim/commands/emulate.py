@@ -21,6 +21,8 @@ import warnings
 
 import numpy as np
 
+from ..config import SUPPORTED_PV_ACCUM
+
 DEFAULT = dict(batch=1, heads=2, nq=256, nk=256, head_dim=128)
 PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg")
 MAX_HEADS_SHOWN = 8          # --plot: every head up to this many, else the worst head
@@ -33,7 +35,8 @@ def add_arguments(p):
     p.add_argument("--nk", type=int, default=None, help="key length (default: nq)")
     p.add_argument("--head-dim", type=int, default=DEFAULT["head_dim"], choices=(64, 128))
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--pv-accum", choices=("f32", "f16", "both"), default="both")
+    p.add_argument("--pv-accum", choices=(*SUPPORTED_PV_ACCUM, "all"), default="all",
+                   help="P@V accumulation to emulate: %(choices)s (default: all, side by side)")
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scale", type=float, default=1.0, help="standard deviation of the random inputs")
@@ -172,7 +175,7 @@ ULP_NOTE = ("ulp = distance from O to the float64 reference rounded to f16, in f
 
 def run(args) -> int:
     from ..emulator import attention, reference_attention
-    accs = ("f32", "f16") if args.pv_accum == "both" else (args.pv_accum,)
+    accs = SUPPORTED_PV_ACCUM if args.pv_accum == "all" else (args.pv_accum,)
     check_arguments(args)
     if not (args.q or args.k or args.v):     # random inputs: check the problem before generating them
         nk = args.nk if args.nk is not None else args.nq

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..overflow import first_flagged, overflow_error
 from ..problem import check_emulator_memory, prepare
 from .reference import reference_attention
 
@@ -14,14 +15,16 @@ __all__ = ["attention", "reference_attention"]
 
 
 def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm_90", config=None,
-              backend="numpy", progress=None):
+              backend="numpy", progress=None, check_overflow=True):
     """What kernel/flash_fwd.cu returns on ``arch``, bit for bit: (o float16 (B,H,Nq,d), lse float32 (B,H,Nq)).
 
     q (B,H,Nq,d), k and v (B,H,Nk,d): float16 numpy arrays. ``config`` (flashsim.KernelConfig) fixes the
     tiling; by default the arch's default configuration with the given causal / pv_accum. ``causal`` and
     ``pv_accum`` left out (None) take the config's values, or False and "f32"; given, they must agree with it.
     ``backend``: "numpy" (default) or "jax". A problem whose emulation would not fit in memory is refused first
-    (flashsim.problem.check_emulator_memory).
+    (flashsim.problem.check_emulator_memory). With an f16 P@V mma (pv_accum "f16" or "f16x2") a row whose f16
+    accumulator overflowed raises FloatingPointError naming the row and the bound, as the GPU runner does
+    (flashsim.overflow); ``check_overflow=False`` returns the kernel's inf / NaN instead.
     """
     prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=arch,
                    config=config)
@@ -35,4 +38,12 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="
     else:
         raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
     check_emulator_memory(prob, backend)
-    return run(q, k, v, prob, progress=progress)
+    o, lse, rows = run(q, k, v, prob, progress=progress)
+    if check_overflow and prob.config.pv_mma_f16:
+        flat = first_flagged(rows.flag)
+        if flat is not None:
+            bh, row = divmod(flat, prob.nq)
+            b, h = divmod(bh, prob.heads)
+            raise overflow_error(prob, flat, float(np.abs(v[b, h].astype(np.float32)).max()),
+                                 float(rows.l[b, h, row]))
+    return o, lse

@@ -33,7 +33,7 @@ from ..numerics import sfu
 from ..numerics.xp import enable_x64
 from ..problem import Problem
 from . import kernel_program as K
-from .engine_numpy import pad_rows
+from .engine_numpy import Rows, pad_rows
 from .progress import Progress
 
 DEFAULT_MAX_TILE_ELEMS = 1 << 21        # score elements per device per step (~100 MB of temporaries on the CPU)
@@ -144,7 +144,7 @@ def _steps(static, scalars, tables, qh, kh, vh, state, xs):
     (unit, tile, first, row0), each (1, C, S): C steps of S slots. Returns the state after the C steps."""
     import jax.numpy as jnp
     from jax import lax
-    arch, causal, bm, bc = static
+    arch, causal, bm, bc, two_level = static
     nq, nk = scalars[0], scalars[1]
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
     qh = qh[:, :, 0]
@@ -169,7 +169,7 @@ def _steps(static, scalars, tables, qh, kh, vh, state, xs):
             s, neg_m = lax.optimization_barrier((s, neg_m))
             p = K.probabilities(s, neg_m, sl2, arch=arch)
             p, alpha = lax.optimization_barrier((p, alpha))
-            l, o = K.accumulate(l, o, p, alpha, vt, arch=arch)
+            l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level)
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
@@ -225,7 +225,7 @@ def jax_cache_dir() -> str | None:
 # driver
 
 def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, max_tile_elems=None):
-    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d) with JAX; returns (o f16, lse f32), bit for bit
+    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d) with JAX; returns (o f16, lse f32, Rows), bit for bit
     what the numpy engine returns. ``devices``: the devices of the mesh (default: jax.devices(), every device of
     the default backend; after jax.distributed.initialize() that is every process's devices, and every process
     must then call with the same inputs: each gets the whole result); ``max_tile_elems``: score elements per
@@ -242,7 +242,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     cfg = prob.config
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
     BM, BC = cfg.block_m, cfg.kv_tile
-    pv_f16 = cfg.pv_accum == "f16"
+    pv_f16 = cfg.o_f16
     nqb = prob.q_blocks
     tiles = prob.kv_tiles()
     T = max(int(tiles.max(initial=0)), 1)
@@ -294,7 +294,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     vp = padded(v, nk, T * BC).reshape(Bp, Hp, T, BC, d)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
-    static = (prob.arch, cfg.causal, BM, BC)
+    static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2")
     sl2_bits = int(np.asarray(prob.scale_log2, np.float32).view(np.uint32))
     scalars = _put(np.array([nq, nk, sl2_bits], np.int64), rep)
     comp = _compiled(mesh, static)
@@ -308,6 +308,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
 
     o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), np.float16)
     lse_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
+    l_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
+    flag_out = np.zeros((Bp, Hp, nqb + 1, BM), bool)
     bar = Progress(n_calls * len(calls), progress)
     for ci, (b0, h0) in enumerate(calls):
         sl = (slice(b0, b0 + call_b), slice(h0, h0 + call_h))
@@ -322,14 +324,15 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
                 bar.update(ci * n_calls + c + 1)
         # 8. epilogue on the final state (O(rows) work: numpy, nothing to compile)
         m, l, o = (_fetch(x)[:, :, :, :upd] for x in state)
-        o_c, lse_c = K.epilogue(l, o, m, prob.softmax_scale)   # (call_b, call_h, dq, upd, BM[, d])
+        outs = K.epilogue(l, o, m, prob.softmax_scale)        # (call_b, call_h, dq, upd, BM[, d]) each
         for i in range(dq):
-            o_out[sl][:, :, gid[i, :upd]] = o_c[:, :, i]
-            lse_out[sl][:, :, gid[i, :upd]] = lse_c[:, :, i]
+            for dst, src in zip((o_out, lse_out, l_out, flag_out), outs):
+                dst[sl][:, :, gid[i, :upd]] = src[:, :, i]
     bar.close()
     o_out = o_out[:B, :H, :nqb].reshape(B, H, nqb * BM, d)[:, :, :nq]
-    lse_out = lse_out[:B, :H, :nqb].reshape(B, H, nqb * BM)[:, :, :nq]
-    return o_out, lse_out
+    lse_out, l_out, flag_out = (x[:B, :H, :nqb].reshape(B, H, nqb * BM)[:, :, :nq]
+                                for x in (lse_out, l_out, flag_out))
+    return o_out, lse_out, Rows(l_out, flag_out)
 
 
 def _put(x: np.ndarray, sharding):

@@ -27,7 +27,7 @@ def pad_rows(x: np.ndarray, rows: int) -> np.ndarray:
 
 
 def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: int | None = None):
-    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d); returns (o f16, lse f32)."""
+    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d); returns (o f16, lse f32, Rows)."""
     cfg, arch = prob.config, prob.arch
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
     BM, BC = cfg.block_m, cfg.kv_tile
@@ -51,12 +51,14 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     chunk = max(1, int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS) // (BM * BC))
     o_out = np.empty((U, BM, d), np.float16)
     lse = np.empty((U, BM), np.float32)
+    l_out = np.empty((U, BM), np.float32)
+    flag = np.empty((U, BM), bool)
     bar = Progress(int(unit_tiles.sum()), progress)
     done = 0
     with errstate():
         for c0 in range(0, U, chunk):
             units = np.arange(c0, min(U, c0 + chunk))
-            m, l, o = K.initial_state(np, (units.size,), BM, d, cfg.pv_accum == "f16")
+            m, l, o = K.initial_state(np, (units.size,), BM, d, cfg.o_f16)
             for t in range(int(unit_tiles[units].max(initial=0))):
                 act = np.nonzero(unit_tiles[units] > t)[0]             # chunk-local indices of busy units
                 bh = unit_bh[units[act]]
@@ -66,12 +68,23 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
                 s, m_new, alpha, neg_m = K.scores(qh[units[act]], kt, m[act], rows_all[units[act]], cols, nq, nk,
                                                   prob.scale_log2, causal=cfg.causal, arch=arch)
                 p = K.probabilities(s, neg_m, prob.scale_log2, arch=arch)
-                l[act], o[act] = K.accumulate(l[act], o[act], p, alpha, vt, arch=arch)
+                l[act], o[act] = K.accumulate(l[act], o[act], p, alpha, vt, arch=arch,
+                                              two_level=cfg.pv_accum == "f16x2")
                 m[act] = m_new
                 done += act.size
                 bar.update(done)
-            o_out[units], lse[units] = K.epilogue(l, o, m, prob.softmax_scale)
+            o_out[units], lse[units], l_out[units], flag[units] = K.epilogue(l, o, m, prob.softmax_scale)
     bar.close()
+    rows = (B * H, nqb * BM)
     o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)
-    lse = lse.reshape(B * H, nqb * BM)[:, :nq].reshape(B, H, nq)
-    return o_out, lse
+    lse, l_out, flag = (x.reshape(rows)[:, :nq].reshape(B, H, nq) for x in (lse, l_out, flag))
+    return o_out, lse, Rows(l_out, flag)
+
+
+class Rows:
+    """Per-row values an engine returns beside (o, lse): l (the softmax denominator) and the overflow flag of
+    kernel_program.epilogue, both (B, H, Nq)."""
+    __slots__ = ("l", "flag")
+
+    def __init__(self, l, flag):
+        self.l, self.flag = l, flag

@@ -78,9 +78,11 @@ def probabilities(s, neg_m_scaled, scale_log2, *, arch):
     return sfu.ex2(ieee32.fma(s, xp.asarray(scale_log2, dtype=xp.float32), neg_m_scaled[..., None]), arch=arch)
 
 
-def accumulate(l_lane, o, p, alpha, v, *, arch):
+def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
     """Steps 5-7 of one KV tile: l = l * alpha + the lane's p (in the lane's column order), O rescaled by alpha in
-    the accumulator's type, then O += P V with P rounded to f16 (the S -> P register repack). Returns (l, o)."""
+    the accumulator's type, then O += P V with P rounded to f16 (the S -> P register repack). ``two_level``
+    (pv_accum "f16x2", O f32): the tile's P V is accumulated by the f16 mma from +0, then added to O in f32.
+    Returns (l, o)."""
     xp = namespace(l_lane, o, p)
     bc = p.shape[-1]
     # 5. lane-partial row sums: a lane holds columns 8n + 2 t4 + e of each n8 tile; it adds them n-major, e-minor
@@ -95,13 +97,18 @@ def accumulate(l_lane, o, p, alpha, v, *, arch):
     else:
         o = ieee32.mul(o, alpha[..., None])
     # 7. O += P V, P rounded to f16 (cvt.rn.f16x2.f32 of the S accumulator registers), k16 slices in order
-    o = mma_chain(ieee32.cvt_f32_to_f16(p), v, o, arch)
-    return l_lane, o
+    pf = ieee32.cvt_f32_to_f16(p)
+    if two_level:
+        tile = mma_chain(pf, v, xp.zeros(o.shape, dtype=xp.float16), arch)
+        return l_lane, ieee32.add(o, ieee32.cvt_f16_to_f32(tile))
+    return l_lane, mma_chain(pf, v, o, arch)
 
 
 def epilogue(l_lane, o, m, softmax_scale):
     """Step 8 on the final state: l = (l0 + l1) + (l2 + l3) over the quad (shfl.xor 1, then 2), O * rcp.rn(l)
-    rounded to f16, LSE = fma(m, softmax_scale, ln(l)). Rows with l = 0 or NaN keep O (0 or NaN) and get +inf."""
+    rounded to f16, LSE = fma(m, softmax_scale, ln(l)). Rows with l = 0 or NaN keep O (0 or NaN) and get +inf.
+    Returns (o, lse, l, flag): flag marks rows whose unnormalised O holds an inf or NaN while l is finite and
+    non-zero (the kernel's overflow flag; it matters with an f16 P@V mma: flashsim.overflow)."""
     xp = namespace(l_lane, o, m)
     f32 = xp.float32
     l = ieee32.add(ieee32.add(l_lane[..., 0], l_lane[..., 1]), ieee32.add(l_lane[..., 2], l_lane[..., 3]))
@@ -114,4 +121,6 @@ def epilogue(l_lane, o, m, softmax_scale):
     o_out = ieee32.cvt_f32_to_f16(ieee32.mul(o32, inv[..., None]))
     lse = ieee32.fma(m, xp.asarray(softmax_scale, dtype=f32), log_exact_ops(l_safe))
     lse = xp.where(empty, xp.asarray(np.inf, dtype=f32), lse)
-    return o_out, lse
+    o_bits = bitcast(o32, np.uint32) & xp.asarray(0x7F800000, dtype=xp.uint32)
+    flag = xp.any(o_bits == xp.asarray(0x7F800000, dtype=xp.uint32), axis=-1) & ~empty
+    return o_out, lse, l, flag

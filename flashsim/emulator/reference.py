@@ -38,9 +38,14 @@ def error_bound(o_ref, v, nk: int, kv_tile: int, pv_accum: str):
     """Per-element bound on |O_kernel - O_float64| derived from the kernel's program (tests/test_emulator.py has
     the derivation): with V = max_j |v_j| per column, f32 P@V: 2u V + u |O*| + Nk 2^-25 V (P rounded to f16,
     O rounded to f16, subnormal p); f16 P@V: (Nk/16 + 2 n_tiles + 2) u V + u |O*| (one f16 rounding of the
-    unnormalised O per k16 step, two per tile)."""
+    unnormalised O per k16 step, two per tile); f16x2: the f32 bound plus (kv_tile/16) u V (one f16 rounding of a
+    tile's partial sum, at most l_tile V, per k16 step of the tile; summed over tiles and divided by l) and
+    n_tiles 2^-23 V (the f32 addition of each tile)."""
     vmax = np.abs(np.asarray(v, dtype=np.float64)).max(axis=2, keepdims=True)    # (B, H, 1, d)
-    if pv_accum == "f32":
-        return 2 * U16 * vmax + U16 * np.abs(o_ref) + nk * 2.0 ** -25 * vmax
     n_tiles = -(-nk // kv_tile)
+    f32 = 2 * U16 * vmax + U16 * np.abs(o_ref) + nk * 2.0 ** -25 * vmax
+    if pv_accum == "f32":
+        return f32
+    if pv_accum == "f16x2":
+        return f32 + (kv_tile / 16) * U16 * vmax + n_tiles * 2.0 ** -23 * vmax
     return (nk / 16 + 2 * n_tiles + 2) * U16 * vmax + U16 * np.abs(o_ref)

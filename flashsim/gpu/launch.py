@@ -31,15 +31,14 @@ must name that device's architecture; ``causal``, ``pv_accum`` and ``config.head
 """
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
 
 from .. import provenance
 from ..arch import get_arch
-from ..config import KernelConfig, SUPPORTED_PV_ACCUM
-from ..problem import prepare
+from ..config import KernelConfig
+from ..problem import prepare, resolve_options
 from . import runtime as rt
 from .build import compile_cuda, kernel_path
 from .errors import GPUError, UnsupportedConfig
@@ -141,15 +140,20 @@ def plan_for(prob) -> Plan:
     return plan
 
 
-def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: int, lse_ptr: int) -> None:
+NO_OVERFLOW = 2 ** 64 - 1   # the overflow flag's initial value (kernel/flash_fwd.cu lowers it to a flagged row)
+
+
+def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: int, lse_ptr: int,
+                overflow_ptr: int = 0) -> None:
     """Enqueue the kernel on ``stream`` (a cuda.core Stream); no host synchronisation. GPUError naming the kernel
-    if the launch fails, and before it if the context is unusable after an earlier sticky error."""
+    if the launch fails, and before it if the context is unusable after an earlier sticky error. overflow_ptr:
+    a u64 set to NO_OVERFLOW, needed with an f16 P@V mma (config.pv_mma_f16); 0 otherwise (never touched)."""
     if _STATE["sticky"]:
         raise GPUError(f"the CUDA context of this process is unusable after an earlier error ({_STATE['sticky']}); "
                        "restart the process")
     try:
         _core_launch(stream, plan.launch_config, plan.kernel.kernel, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
-                     *plan.scalars)
+                     np.uint64(overflow_ptr), *plan.scalars)
     except Exception as exc:
         rt.launch_failed(plan.what, exc)
 
@@ -169,37 +173,6 @@ def misaligned(**ptrs) -> None:
 
 # -- options shared by every path -------------------------------------------------------------------------
 
-def resolve_options(causal, pv_accum, config, softmax_scale):
-    """(causal, pv_accum, config, softmax_scale) with the defaults filled in: explicit ``causal`` / ``pv_accum``
-    must agree with ``config`` (ValueError otherwise); softmax_scale becomes a float or stays None. The same rules
-    as flashsim.problem.prepare (causal a bool: TypeError otherwise), applied before the fast paths' cache keys."""
-    if causal is not None and causal is not True and causal is not False and not isinstance(causal, np.bool_):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
-    if pv_accum is not None and (not isinstance(pv_accum, str) or pv_accum not in SUPPORTED_PV_ACCUM):
-        raise ValueError(f"pv_accum must be one of {SUPPORTED_PV_ACCUM}, got {pv_accum!r}")
-    if config is not None:
-        if not isinstance(config, KernelConfig):
-            raise ValueError(f"config must be a flashsim.KernelConfig, got {type(config).__name__}")
-        if causal is not None and bool(causal) != config.causal:
-            raise ValueError(f"causal={causal!r} contradicts config.causal={config.causal!r} "
-                             "(leave causal out, or pass the config's value)")
-        if pv_accum is not None and pv_accum != config.pv_accum:
-            raise ValueError(f"pv_accum={pv_accum!r} contradicts config.pv_accum={config.pv_accum!r} "
-                             "(leave pv_accum out, or pass the config's value)")
-        causal, pv_accum = config.causal, config.pv_accum
-    else:
-        causal = False if causal is None else bool(causal)
-        pv_accum = "f32" if pv_accum is None else pv_accum
-    if softmax_scale is not None:
-        try:
-            softmax_scale = float(softmax_scale)
-        except (TypeError, ValueError):
-            raise ValueError(f"softmax_scale must be a positive finite number, got {softmax_scale!r}") from None
-        if not math.isfinite(softmax_scale) or softmax_scale <= 0:
-            raise ValueError(f"softmax_scale must be a positive finite number, got {softmax_scale!r}")
-    return causal, pv_accum, config, softmax_scale
-
-
 def check_arch(arch) -> str:
     """The current GPU's arch; ValueError if ``arch`` (when given) names another one."""
     gpu_arch = rt.current_arch()
@@ -213,7 +186,24 @@ _TORCH_OP = __package__ + ".torch_op"
 
 # -- the public call --------------------------------------------------------------------------------------
 
-def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None, stream=None):
+def raise_if_overflowed(prob, flag: int, v) -> None:
+    """FloatingPointError (flashsim.overflow) when the kernel's overflow flag names a row; ``v``: the values (numpy,
+    torch, cupy or DeviceArray) for the bound in the message (read only on this error path)."""
+    if int(flag) == NO_OVERFLOW or int(flag) < 0:
+        return
+    from ..overflow import overflow_error
+    bh, _ = divmod(int(flag), prob.nq)
+    b, h = divmod(bh, prob.heads)
+    head = v[b, h] if not hasattr(v, "to_numpy") else v.to_numpy()[b, h]
+    if hasattr(head, "detach"):
+        head = head.detach().float().abs().max().item()
+    elif hasattr(head, "get"):
+        head = head.get()
+    raise overflow_error(prob, int(flag), float(np.abs(np.asarray(head, np.float32)).max()))
+
+
+def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None, stream=None,
+              check_overflow=True):
     """Run the real kernel: (o, lse) with o float16 shaped like q and lse float32 (B, H, Nq), natural log.
 
     q (B, H, Nq, d), k and v (B, H, Nk, d), float16. causal (default False) and pv_accum ("f32" or "f16", default
@@ -222,6 +212,9 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=N
     cupy stream, a cuda.core Stream, a raw handle or any __cuda_stream__ object; default: torch's or cupy's
     current stream for their arrays, flashsim.gpu.runtime's stream otherwise); the inputs must be ready on it.
     Output types follow the inputs (module docstring): torch and cupy calls return without waiting for the GPU.
+    With an f16 P@V mma (pv_accum "f16" / "f16x2") a row whose f16 accumulator overflowed raises
+    FloatingPointError naming it (flashsim.overflow): that check waits for the GPU; check_overflow=False skips it
+    (no host synchronisation, the kernel's inf / NaN is returned; needed under torch.compile and CUDA graphs).
     """
     torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
     if torch is not None and isinstance(q, torch.Tensor):
@@ -229,12 +222,14 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=N
         if api is None:
             from . import torch_op as api       # registers the op
         return api.attention(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=arch,
-                             config=config, stream=stream)
+                             config=config, stream=stream, check_overflow=check_overflow)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(q, cupy.ndarray):
-        return _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
-    go, (do, dl), _ = _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
-    go(sync=True)
+        return _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream, check_overflow)
+    go, (do, dl), prob = _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+    keep = go(sync=True)
+    if check_overflow and prob.config.pv_mma_f16:
+        raise_if_overflowed(prob, keep[-1].to_numpy()[0], v)
     if all(isinstance(x, np.ndarray) for x in (q, k, v)):
         return do.to_numpy(), dl.to_numpy()
     return do, dl
@@ -272,8 +267,9 @@ def _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, st
     plan = plan_for(prob)
     do, dl = rt.empty(plan.o_shape, np.float16), rt.empty(plan.lse_shape, np.float32)
     s = rt.as_stream(stream)
-    args = (dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr)
-    keep = (dq, dk, dv, do, dl)                          # the memory stays alive as long as the launch
+    flag = rt.to_device(np.array([NO_OVERFLOW], np.uint64)) if prob.config.pv_mma_f16 else None
+    args = (dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr, flag.ptr if flag is not None else 0)
+    keep = (dq, dk, dv, do, dl, flag)                    # the memory stays alive as long as the launch
 
     def go(sync=True):
         if s is not _STATE["stream"]:
@@ -330,20 +326,24 @@ def _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, st
     with q.device:
         o = cupy.empty(plan.o_shape, dtype=cupy.float16)
         lse = cupy.empty(plan.lse_shape, dtype=cupy.float32)
+        flag = cupy.full((1,), NO_OVERFLOW, dtype=cupy.uint64) if plan.problem.config.pv_mma_f16 else None
         handle = cupy.cuda.get_current_stream().ptr if stream is None else rt.stream_handle(stream)
-    return plan, rt.stream_from_handle(handle), (qp, kp, vp, o.data.ptr, lse.data.ptr), o, lse
+    args = (qp, kp, vp, o.data.ptr, lse.data.ptr, flag.data.ptr if flag is not None else 0)
+    return plan, rt.stream_from_handle(handle), args, o, lse, flag
 
 
-def _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
-    plan, s, args, o, lse = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+def _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream, check_overflow=True):
+    plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
     rt.bind_thread()
     launch_plan(plan, s, *args)
+    if check_overflow and flag is not None:
+        raise_if_overflowed(plan.problem, int(flag.get()[0]), v)      # .get() waits for the stream
     return o, lse
 
 
 def _cupy_prepared(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
-    plan, s, args, o, lse = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
-    keep = (q, k, v, o, lse)
+    plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+    keep = (q, k, v, o, lse, flag)
 
     def go(sync=True):
         rt.bind_thread()

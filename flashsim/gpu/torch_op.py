@@ -4,7 +4,8 @@ Importing this module imports torch and registers the op (flashsim.gpu.attention
 with a torch tensor; flashsim.gpu itself imports neither torch nor cuda-python)::
 
     flashsim::attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None,
-                        str pv_accum="f32", int[] tiles=[], str? arch=None) -> (Tensor o, Tensor lse)
+                        str pv_accum="f32", int[] tiles=[], str? arch=None) -> (Tensor o, Tensor lse,
+                                                                               Tensor overflow)
 
 ``tiles`` is [] for the arch's default tiling, else [head_dim, warps, m_tiles, kv_tile, stages] of a KernelConfig
 (whose causal and pv_accum are the op's own arguments). A fake (meta) implementation gives the output shapes, so
@@ -25,19 +26,21 @@ The op has no backward: flashsim.gpu.attention raises ValueError when an input r
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch.library import Library
 
 from ..arch import get_arch
 from ..config import KernelConfig
-from ..problem import prepare
+from ..problem import prepare, resolve_options
 from . import launch as _launch
 from . import runtime as rt
 from .errors import GPUError
 
 NAME = "flashsim::attention"
 SCHEMA = ('attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None, '
-          'str pv_accum="f32", int[] tiles=[], str? arch=None) -> (Tensor o, Tensor lse)')
+          'str pv_accum="f32", int[] tiles=[], str? arch=None) -> (Tensor o, Tensor lse, Tensor overflow)')
+_FLAGGED = ("f16", "f16x2")     # pv_accum values with an f16 P@V mma: the op's overflow output has one element
 
 _F16, _F32 = torch.float16, torch.float32
 _KEYS: dict = {}          # fast key -> flashsim.gpu.launch.Plan
@@ -114,14 +117,14 @@ def _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch):
     return plan
 
 
-def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp) -> None:
+def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp, fp=0) -> None:
     stream = rt.stream_from_handle(_raw_stream(dev))
     rt.bind_thread()
     if _current_device() == dev:
-        _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr())
+        _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp)
     else:                   # the launch goes into the current context: make it q's device's
         with torch.cuda.device(dev):
-            _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr())
+            _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp)
 
 
 def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None):
@@ -136,8 +139,13 @@ def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=
         _launch.misaligned(q=qp, k=kp, v=vp)
     o = q.new_empty(plan.o_shape)                    # float16 like q (checked), contiguous like the fake's
     lse = q.new_empty(plan.lse_shape, dtype=_F32)
-    _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp)
-    return o, lse
+    if pv_accum in _FLAGGED:                          # the kernel's overflow flag: -1 is NO_OVERFLOW as u64
+        flag = torch.full((1,), -1, dtype=torch.int64, device=q.device)
+        _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp, flag.data_ptr())
+    else:
+        flag = q.new_empty((0,), dtype=torch.int64)
+        _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp)
+    return o, lse, flag
 
 
 # -- CPU tensors: through the GPU, synchronously ---------------------------------------------------------
@@ -154,9 +162,11 @@ def _host_arrays(q, k, v) -> tuple:
 
 
 def _impl_cpu(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None):
-    o, lse = _launch.attention(*_host_arrays(q, k, v), causal=causal, softmax_scale=softmax_scale,
-                               pv_accum=pv_accum, arch=arch, config=_config_of(tiles, causal, pv_accum))
-    return torch.from_numpy(o), torch.from_numpy(lse)
+    go, (do, dl), _ = _launch._generic_prepared(*_host_arrays(q, k, v), causal, softmax_scale, pv_accum, arch,
+                                                _config_of(tiles, causal, pv_accum), None)
+    flag = go(sync=True)[-1]
+    value = flag.to_numpy().view(np.int64).copy() if flag is not None else np.zeros(0, np.int64)
+    return torch.from_numpy(do.to_numpy()), torch.from_numpy(dl.to_numpy()), torch.from_numpy(value)
 
 
 def _cpu_kernel(*args, **kwargs):
@@ -180,7 +190,8 @@ def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), a
         raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}")
     if (k.shape[0], k.shape[1], k.shape[3]) != (q.shape[0], q.shape[1], q.shape[3]):
         raise ValueError(f"k must be (B, H, Nk, d) with B, H, d of q {tuple(q.shape)}, got {tuple(k.shape)}")
-    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=_F32)
+    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=_F32), \
+        q.new_empty((int(pv_accum in _FLAGGED),), dtype=torch.int64)
 
 
 # -- registration ------------------------------------------------------------------------------------------
@@ -225,17 +236,32 @@ def _torch_stream(stream, q):
     return torch.cuda.ExternalStream(handle, device=q.device)
 
 
-def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None, stream=None):
+def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None, stream=None,
+              check_overflow=True):
     """flashsim.gpu.attention for torch tensors (see there): the op on torch's current stream, or on ``stream``
-    (made torch's current stream for the call, so the outputs are allocated on it too)."""
+    (made torch's current stream for the call, so the outputs are allocated on it too). With an f16 P@V mma and
+    check_overflow, the op's overflow flag is read (a host synchronisation) and a flagged row raises."""
     _check_inputs(q, k, v)
-    causal, pv_accum, config, softmax_scale = _launch.resolve_options(causal, pv_accum, config, softmax_scale)
+    causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
     if arch is not None and not isinstance(arch, str):
         arch = get_arch(arch).name
     if stream is None:
-        return OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch)
-    with torch.cuda.stream(_torch_stream(stream, q)):
-        return OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch)
+        o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch)
+    else:
+        with torch.cuda.stream(_torch_stream(stream, q)):
+            o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch)
+    if check_overflow and flag.numel():
+        value = int(flag.item()) & _launch.NO_OVERFLOW          # int64 -1 is the u64 NO_OVERFLOW
+        if value != _launch.NO_OVERFLOW:
+            prob = _problem_of(q, k, v, causal, softmax_scale, pv_accum, config, arch)
+            _launch.raise_if_overflowed(prob, value, v)
+    return o, lse
+
+
+def _problem_of(q, k, v, causal, softmax_scale, pv_accum, config, arch):
+    """The Problem of a call (error path only: for the overflow message)."""
+    return prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum,
+                   arch=arch or rt.current_arch(), config=config)
 
 
 def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None,
@@ -246,7 +272,7 @@ def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, 
     if _on_host(q):
         return _launch._generic_prepared(*_host_arrays(q, k, v), causal, softmax_scale, pv_accum, arch, config,
                                          stream)
-    causal, pv_accum, config, softmax_scale = _launch.resolve_options(causal, pv_accum, config, softmax_scale)
+    causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
     if arch is not None and not isinstance(arch, str):
         arch = get_arch(arch).name
     tiles = tiles_of(config)

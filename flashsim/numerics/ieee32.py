@@ -101,7 +101,9 @@ def _run(fast, generic_fn, args, ftz: bool, generic: bool):
         _check_fp_environment()
         with np.errstate(all="ignore"):
             r = np.asarray(fast(*args), dtype=np.float32)
-        r = _canonical(np, r)
+            nan = np.isnan(np.add.reduce(r, axis=None))     # a NaN in r makes the sum NaN (one pass, no array)
+        if nan:
+            r = _canonical(np, r)
     else:
         r = generic_fn(*[xp.asarray(a) for a in args])
     return flush_subnormals(r) if ftz else r

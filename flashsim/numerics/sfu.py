@@ -324,11 +324,19 @@ class Ex2Model(_Tables):
         n = getattr(xp, _ROUND[p["rounding"]])(x * np.float32(TABLE_SIZE)).astype(xp.int32)
         k = n >> TABLE_BITS
         f = n & MASK
-        g = xp.take(pos, f)
         if signmag:
             negative = (b >> 31) == 1
-            g = xp.where(negative, xp.take(neg, f), g)
+            if is_numpy(xp):    # one lookup per element: the table lookups are cache misses (32 MB tables)
+                flat = f.reshape(-1)
+                g = np.take(neg, flat)
+                keep = np.flatnonzero(~negative)
+                g[keep] = np.take(pos, flat[keep])
+                g = g.reshape(f.shape)
+            else:
+                g = xp.where(negative, xp.take(neg, f), xp.take(pos, f))
             k = xp.where(negative, -k, k)
+        else:
+            g = xp.take(pos, f)
         exponent = (g >> TABLE_BITS).astype(xp.int32) + k              # biased exponent of the result
         out = g + bitcast(k << TABLE_BITS, np.uint32)                  # modulo 2^32: right wherever it is used
         out = xp.where(exponent <= 0, _u32(xp, p["underflow_bits"]), out)

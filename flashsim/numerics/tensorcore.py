@@ -60,53 +60,79 @@ CPU, a * b + c contracted to an FMA) alike:
   finite terms cannot overflow it (|products| <= 2^32 for f16, <= 2^256 in float64 for bf16; c + 2^36 rounds to
   at most FLT_MAX), in any order, fused into FMAs or not, and whatever FTZ does to small terms.
 
-The numpy engine's fast path (``_chain_fast``, taken by ``mma_chain`` / ``mma`` for numpy arrays): the same
-arithmetic, laid out for numpy. Outputs are cut into (16, 8) tiles whose index is the innermost axis of every array
-((K, 16, n) for A, (K, 8, n) for B, (16, 8, n) for d), so that every ufunc runs over long contiguous rows; a chunk
-of batch elements is transposed (as 2-D transposes of the raw bits) and decoded once, A is used in place for every
-n8 column block and B repeated over the m16 row blocks. Values are float32 (f16 by a bit trick that relies on
-gradual underflow; bf16 chunks whose exponents all lie within +-X, X = (125 - F) // 2 = 50 on sm_90, so that
-products >= 2^-100 and the scale <= 2^125 stay normal; other bf16 chunks use float64 products); exponents int8
-(f16) / int16 (bf16); the sum of the truncated products is int32 (16 * (2^27 - 2^17) < 2^31 at F = 25; int64 past
-that); c's term is trunc(c * 2^(F - E)) in float32 (exact: < 2^(F + 1), or below 1); the total (< 2^(F + 7)) and
-value = total * 2^(E - F) are exact in float64; outputs without a non-zero product (where the float32 scale could
-overflow) take c itself, which is what the model gives there (c has at most 24 <= F significant bits). The one
-rounding is done on that exact float64: f32 toward zero by clearing the low 29 bits of the significand (below
-2^-126: truncation to a multiple of 2^-149), after which the float32 cast is exact or gives inf exactly for |value|
->= 2^128; f16 by rint of the significand at the value's f16 exponent. Between blocks and k16 steps the accumulator
-stays a float32 array (f16 values are exact in it) and is never re-decoded from bits; checks for subnormal and
-overflowing results run only when the block's range of E allows one (a non-zero value lies in [2^(E - F), 2^(E +
-7))), and the inf / NaN pass only for chunks that hold an inf or NaN. Every one of these steps is checked bit for
-bit against the generic routine in tests/test_tensorcore_engines.py.
+The numpy engine's fast path (``_chain_fast``, taken by ``mma_chain`` / ``mma`` for numpy arrays): one compiled
+kernel (flashsim/numerics/_tensorcore_numba.py, numba, ``cache=True``, ``nogil``) for a whole batch of chains, in
+integer arithmetic only (no float operation touches a value, so no rounding mode, FTZ / DAZ or FMA contraction
+can act on it).  Per batch element it decodes both operands from their bits into int32 pairs (signed significand
+s, exponent e: value = s * 2^(e - p), p = 10 for f16, 7 for bf16; subnormals at the format minimum; zero and
+inf / NaN as codes below every real exponent, with s = 0), then per output element and fused block, with the
+arch's F:
+* E = max(c's exponent (e_zero for zero c), max over k of ea + eb): exactly the generic routine's E (a product
+  with a zero or special factor sits below every other term);
+* each product's term t = sign * ((|sa * sb| << L) >> min(E - ea - eb + R, 31)), L = max(F - 2p, 0), R =
+  max(2p - F, 0): |sa * sb| < 2^22 is exact, the shift is truncation toward zero of the magnitude at 2^(E - F),
+  and a clamped shift gives 0 exactly where the unclamped one would (the shifted value is below 2^(22 + L) <=
+  2^31); the block's terms are summed in int32 (int64 when ``_acc_int_dtype`` says int32 could overflow: F = 27
+  in the tests), then in int64 with c's term, c's significand shifted to units of 2^(E - F) (toward zero);
+* the one rounding from the exact int64 total: its bit length (count of leading zeros) gives the leading
+  exponent; f32: the top 24 bits (or the bits above 2^-149) kept, |v| >= 2^128 -> inf; f16: to nearest even
+  from the dropped bits against half; the carry moves into the exponent field by addition; a zero result is +0;
+* outputs that meet inf or NaN (flagged per block from the codes, and from c's bits) are redone by the specials
+  rule; the rounded bits are the next block's or k16 step's c, decoded again from the bits.
+The batch's broadcast dimensions become index arrays (nothing is materialised; an operand shared by consecutive
+batch elements is decoded once), a transposed view such as K^T is read through its C-contiguous base, and the
+accumulator is bits (uint32 / uint16) throughout: besides the output, memory is a few (M, K) / (K, N) scratch
+arrays per thread.  Layout for speed (AVX-512 on this machine): the loops over an output row's N columns run 16
+int32 lanes wide, two rows at a time (they share B's loads) and four products per pass; narrow outputs (N < 16 <
+M: single mmas) run as d^T = B^T A^T + c^T, the same arithmetic per element, so that the lanes run over M.
+Batches with enough work are split over threads (FLASHSIM_MMA_THREADS, default the CPUs this process may use, at
+most 8).  Block sizes other than 4, 8 and 16 (no preset has one) and a process without numba run the generic
+routine on numpy instead (numba missing: with one RuntimeWarning).  Every case is checked bit for bit against the
+generic routine in tests/test_tensorcore_engines.py (hypothesis on raw bits, categories, the kernel's own edges),
+and the H200 capture through ``mma``.
+
+Compilation: numba compiles the kernel (its decoder included) once per accumulator type (f32 / f16; an int64-sum
+variant only for a fraction width past the presets) on first use and caches the machine code on disk (``__pycache__``
+beside the module, or NUMBA_CACHE_DIR).  Measured on this machine with a fresh NUMBA_CACHE_DIR: the first f32 chain
+of a process takes 3.3 s (importing numba 0.2 s, compiling 3.1 s), the first f16 chain after it 2.6 s; with the
+cache, 0.30 s for the first call (importing numba and loading the cache) and 0.04 s for the other type.  So the
+first ``flashsim emulate`` ever (its default problem runs both types) takes 6.6 s where the numpy code took 0.37 s,
+and every later one 0.65 s.
 
 Checked against: the Fraction oracle (numerics.reference.mma_ref), mmasim on every arch it knows, and an H200
-capture of 6.6 million outputs (tests/test_mma_silicon.py, both engines), which also refutes every neighbouring
+capture of 7.2 million outputs (tests/test_mma_silicon.py, both engines), which also refutes every neighbouring
 model.
 
-Measured (``python3 benchmarks/bench_mma.py --engines``: AMD EPYC, 2 shared cores with AVX-512, numpy 2.4.6, jax
-0.10.2 on the CPU; the emulator's chains for 64 CUDA blocks of 128 query rows, d = 128, kv_tile 64; ns per
-product = CPU time / (outputs x K), best of 3-5, the range over four runs on the shared machine; "before" is the
-previous numpy code: one flashsim.mma per k16 step on broadcast (16, 16) x (16, 8) tiles, re-decoding both
-operands every step):
+Measured (``python3 benchmarks/bench_mma.py --engines``: AMD EPYC, 2 shared cores with AVX-512, numpy 2.4.6,
+numba 0.68.1, jax 0.10.2 on the CPU; the emulator's chains for 64 CUDA blocks of 128 query rows, d = 128, kv_tile
+64; ns per product = CPU time / (outputs x K), best of 5, best over 3-6 runs on the shared machine; "numpy passes"
+is the previous fast path (six numpy passes per product: numpy's floor), run from the parent commit in the same
+session; "2 threads" is wall time, when the second core happened to be free):
 
-    chain             numpy before   numpy fast path   numpy generic   jax generic (jit, CPU)
-    S = Q K^T, f32        1.23          0.74-0.78         4.0-4.2        0.21-0.26 (wall 0.12-0.15, 2 threads)
-    O += P V, f32         1.23          0.70-0.80         3.9-4.0        0.20-0.23
-    O += P V, f16         1.38          0.89-0.94         5.0-5.8        0.22-0.24
+    chain             numpy passes   numba 1 thread   numba 2 threads (wall)   numpy generic   jax generic (jit)
+    S = Q K^T, f32        0.76           0.16               0.083                   4.3            0.22
+    O += P V, f32         0.73           0.13               0.068                   4.0            0.21
+    O += P V, f16         0.90           0.15               0.074                   4.5            0.23
 
-Single instructions (``flashsim.mma`` on 8192 independent mmas; one k16 step, so per-output work weighs more):
-before 1.17 / 1.37 / 1.26 ns per product (f32.f16 / f16.f16 / f32.bf16), now 1.08 / 1.31 / 1.13.
+Per product the kernel spends about 0.08 ns on the products' terms (ten int32 operations per product, 16 lanes),
+0.025 on E, 0.035-0.05 on the rounding (int64 lanes; f16's is dearer) and 0.02 on the rest.  Single instructions
+(``python3 benchmarks/bench_mma.py --batch 8192``, ``flashsim.mma`` on 8192 independent mmas, the transposed
+layout): 2.3 / 2.8 / 2.5 us per mma before (f32.f16 / f16.f16 / f32.bf16), now 1.25 / 1.28 / 1.23 on one thread and
+0.65 / 0.67 / 0.63 on two.
 
-The fast path pays 5-6x over the generic routine on numpy, so numpy keeps it.  Where its time goes (S = Q K^T):
-about 0.6 ns per product in the block loop (per product six numpy passes: two int8 passes for E, the product,
-the scaling, the cast and the integer sum; per output and block about twenty more), 0.05 in the transposes, 0.04
-in decoding.  Under JAX (CPU time, one core): E 0.025, the products 0.09, round_scaled 0.03, the rest (c, the
-inf / NaN sum, E's assembly) 0.08.
+End to end (``python benchmarks/bench_emulator.py --n 2048 --jax-n 0 --reps 3``: flashsim.attention, one head,
+N = 2048, d = 128, against a plain float64 numpy attention in the same process, 0.042 s; best of 3 runs): before
+1.35 s (f32 P@V, 30x) and 1.39 s (f16 P@V, 31x); now 0.26 s (6.0x) and 0.39 s (8.6x) with two threads, 0.34 s
+(8.0x) and 0.38 s (9.0x) on one (FLASHSIM_MMA_THREADS=1).  The tensor cores are now about half of the time (0.17 s
+of 0.35 on one thread); the rest is the SFU model's table lookups (random reads of 32 MB tables), the f16
+conversions and the exact f32 ops (cProfile of flashsim.attention at that size).
 """
 from __future__ import annotations
 
 import functools
 import math
+import os
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -129,7 +155,6 @@ MMA_TYPES = {
     (BF16, F32): "f32.bf16.bf16.f32",
 }
 
-_CHUNK = 1024         # (16, 8) output tiles per chunk of the numpy fast path
 _ZERO_F16 = -64       # exponent of a zero f16 input (int8): ea + eb of a zero product <= -48 < -28
 _ZERO_BF16 = -1000    # exponent of a zero bf16 input (int16): ea + eb of a zero product <= -872 < -252
 
@@ -422,16 +447,68 @@ def _block_generic(xp, A, B, k0: int, kb: int, c_bits, acc16: bool, spec: Arch, 
 
 
 # ---------------------------------------------------------------------------------------------------------
-# the numpy engine's fast path
+# the numpy engine's fast path: the compiled kernel of flashsim/numerics/_tensorcore_numba.py
+
+_KERNEL = None           # the numba kernel module once imported; False when numba cannot be imported
+
+
+def _numba_kernel():
+    """flashsim.numerics._tensorcore_numba, or None (with one RuntimeWarning per process) if numba cannot be
+    imported: ``mma_chain`` / ``mma`` on numpy arrays then run the generic routine (same bits, ~25x slower)."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            from . import _tensorcore_numba as kernel
+        except ImportError as e:
+            warnings.warn(f"numba cannot be imported ({e}): flashsim's tensor-core model on numpy arrays runs its "
+                          f"generic routine, about 25x slower (pip install 'numba>=0.60')", RuntimeWarning,
+                          stacklevel=3)
+            kernel = False
+        _KERNEL = kernel
+    return _KERNEL or None
+
+
+_THREAD_MIN = 1 << 22    # products per thread below which the kernel runs on the calling thread alone
+
+
+def _threads() -> int:
+    """Threads for the kernel: FLASHSIM_MMA_THREADS, else the CPUs this process may use (at most 8)."""
+    env = os.environ.get("FLASHSIM_MMA_THREADS", "").strip()
+    if env:
+        if not env.isdigit():
+            raise ValueError(f"FLASHSIM_MMA_THREADS must be a positive integer, got {env!r}")
+        return max(1, int(env))
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+_POOL: dict = {}
+
+
+def _pool(n: int):
+    """A pool of n threads for this process (keyed by pid: a forked child must not reuse its parent's)."""
+    key = (os.getpid(), n)
+    pool = _POOL.get(key)
+    if pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+        pool = _POOL[key] = ThreadPoolExecutor(n, thread_name_prefix="flashsim-mma")
+    return pool
 
 
 def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.ndarray:
-    """``mma_chain`` for numpy arrays (shapes and dtypes already checked).
+    """``mma_chain`` for numpy arrays (shapes and dtypes already checked): the compiled kernel, or the generic
+    routine where numba is missing.
 
-    Output (16, 8) tiles are indexed (nt, mt, batch element); a chunk of n batch elements is transposed and decoded
-    once (A as (K, 16, MT * n), B as (K, NT, 8, n)); then for each nt the MT * n tiles of that column block run as
-    one chain, with A used in place and B's column block repeated over mt (a copy with long contiguous rows).
-    """
+    The kernel reads the inputs' bits (a transposed view, such as K^T, is passed as its C-contiguous base with a
+    flag rather than copied) and decodes each batch element's operands into its own scratch; broadcast batch
+    dimensions become index arrays (nothing is materialised); the accumulators are bits (uint32 / uint16)
+    throughout.  Batches with enough work are split over threads (the kernel releases the GIL)."""
+    kernel = _numba_kernel()
+    if kernel is None or spec.mma_block_k not in (4, 8, 16):     # the kernel fuses products four at a time
+        return _chain_generic(np, a, b, c, spec)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2])
     M, K = a.shape[-2:]
     N = b.shape[-1]
@@ -441,48 +518,50 @@ def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.n
     if K == 0:
         out[...] = c
         return out
-    rounding.check_fp_environment()         # the float32 tricks below need gradual underflow (no FTZ / DAZ)
     nb = math.prod(batch)
-    MT, NT = M // 16, N // 8
-    is_bf16 = a.dtype == BF16
-    a3, ia = _flat_batch(a, batch)          # a3 (nba, M, K), ia (nb,) row of a3 for each batch element
+    ubits = np.uint16 if c.dtype == F16 else np.uint32
+    a3, ia = _flat_batch(a, batch)
     b3, ib = _flat_batch(b, batch)
     c3, ic = _flat_batch(c, batch)
-    out3 = out.reshape(nb, M, N)
-    step = max(1, _CHUNK // MT)
-    with np.errstate(all="ignore"):
-        for s in range(0, nb, step):
-            e = min(nb, s + step)
-            n = e - s
-            # bits, batch last: (n, M, K) -> (M, K, n) -> (K, 16, MT, n); (n, K, N) -> (K, NT, 8, n)
-            ua = _batch_last(_take(a3, ia, s, e).view(np.uint16))
-            ua = ua.reshape(MT, 16, K, n).transpose(2, 1, 0, 3) if MT > 1 else ua.reshape(16, K, n).swapaxes(0, 1)
-            ua = np.ascontiguousarray(ua)
-            ub = _batch_last(_take(b3, ib, s, e).view(np.uint16)).reshape(K, NT, 8, n)
-            pdt = _product_dtype((ua, ub), is_bf16, spec.mma_fraction_bits)
-            av, ea, sa = _inputs(ua, is_bf16, pdt)
-            av, ea = av.reshape(K, 16, MT * n), ea.reshape(K, 16, MT * n)
-            bv, eb, sb = _inputs(ub, is_bf16, pdt)
-            cc = _batch_last(_take(c3, ic, s, e)).reshape(MT, 16, NT, 8, n)
-            dd = np.empty((MT, 16, NT, 8, n), c.dtype)
-            for nt in range(NT):
-                if MT == 1:
-                    bvn, ebn = bv[:, nt], eb[:, nt]
-                else:
-                    bvn = np.broadcast_to(bv[:, nt, :, None], (K, 8, MT, n)).reshape(K, 8, MT * n)
-                    ebn = np.broadcast_to(eb[:, nt, :, None], (K, 8, MT, n)).reshape(K, 8, MT * n)
-                ct = np.ascontiguousarray(cc[:, :, nt].transpose(1, 2, 0, 3)).reshape(16, 8, MT * n)
-                d = _chain_tiles(av, ea, sa, bvn, ebn, sb, ct, spec, is_bf16)
-                dd[:, :, nt] = d.reshape(16, 8, MT, n).transpose(2, 0, 1, 3)
-            out3[s:e] = dd.reshape(M * N, n).T.reshape(n, M, N)
+    ua, ta = _bits(a3)
+    ub, tb = _bits(b3)
+    cb = _plain(c3.view(ubits))
+    ia, ib, ic = (np.arange(nb) if x is None else _plain(x) for x in (ia, ib, ic))
+    out3 = out.reshape(nb, M, N).view(ubits)
+    # the kernel vectorises over the columns of its right operand: with narrow outputs (N = 8: single mmas) it runs
+    # d^T = B^T A^T + c^T instead, the same arithmetic per element
+    transposed = N < 16 and M > N
+    sum_dt = np.int32 if _acc_int_dtype(np, spec, a.dtype == BF16) == np.int32 else np.int64
+    e_zero = spec.mma_zero_exponent_f16 if ubits is np.uint16 else spec.mma_zero_exponent_f32
+
+    def run(lo, hi):
+        kernel.chain(ua, ta, ia, ub, tb, ib, cb, ic, out3, lo, hi, spec.mma_fraction_bits, spec.mma_block_k,
+                     e_zero, a.dtype == BF16, transposed, np.empty((2, M if transposed else N), sum_dt))
+    parts = min(_threads(), nb, max(1, nb * M * N * K // _THREAD_MIN))
+    if parts == 1:
+        run(0, nb)
+    else:
+        cuts = [nb * p // parts for p in range(parts + 1)]
+        for f in [_pool(parts).submit(run, cuts[p], cuts[p + 1]) for p in range(parts)]:
+            f.result()
     return out
 
 
-def _batch_last(x: np.ndarray) -> np.ndarray:
-    """(n, R, C) -> (R, C, n), contiguous: a 2-D transpose (several times faster in numpy than the same permutation
-    written as one strided copy of a 3-D view)."""
-    n = x.shape[0]
-    return np.ascontiguousarray(x.reshape(n, -1).T).reshape(x.shape[1:] + (n,))
+def _bits(x3: np.ndarray):
+    """The bits of an (n, R, C) f16 / bf16 operand for the kernel: (C-contiguous uint16 (n, R, C), False), or
+    (its transpose (n, C, R), True) when x3 is a transposed view of a C-contiguous array (K^T: no copy)."""
+    u = x3.view(np.uint16)
+    if not u.flags.c_contiguous:
+        t = u.swapaxes(1, 2)
+        if t.flags.c_contiguous and t.flags.writeable:
+            return t, True
+    return _plain(u), False
+
+
+def _plain(x: np.ndarray) -> np.ndarray:
+    """x as a C-contiguous writeable array (a copy only if it is not one): the one array type the kernel is
+    compiled for (numba compiles read-only and non-contiguous arrays as other types)."""
+    return x if x.flags.c_contiguous and x.flags.writeable else np.array(x, order="C")
 
 
 def _flat_batch(x: np.ndarray, batch: tuple):
@@ -495,269 +574,3 @@ def _flat_batch(x: np.ndarray, batch: tuple):
     pad = (1,) * (len(batch) - len(bx)) + bx
     idx = np.broadcast_to(np.arange(math.prod(bx)).reshape(pad), batch).ravel()
     return x3, idx
-
-
-def _take(x3: np.ndarray, idx, s: int, e: int) -> np.ndarray:
-    return x3[s:e] if idx is None else x3[idx[s:e]]
-
-
-def _product_dtype(bits: tuple, is_bf16: bool, F: int):
-    """float32 products, or float64 for bf16 operands with an exponent outside +-X, X = (125 - F) // 2 (there
-    float32 products could leave the normal range, or the scale 2^(F - E) overflow)."""
-    if not is_bf16:
-        return F32
-    x = (125 - F) // 2
-    lo, hi = (127 - x) << 7, (127 + x) << 7
-    for u in bits:
-        mag = u & 0x7FFF
-        if ((mag != 0) & ((mag < lo) | (mag >= hi + 128))).any():
-            return F64
-    return F32
-
-
-def _chain_tiles(av, ea, sa, bv, eb, sb, c, spec: Arch, is_bf16: bool) -> np.ndarray:
-    """The chain on one chunk of tiles: decoded A (K, 16, n), B (K, 8, n) (values, exponents, any non-finite),
-    c (16, 8, n) of the accumulator's dtype -> d (16, 8, n) of that dtype.
-
-    Between blocks the accumulator is a float32 array holding the rounded value exactly (f16 values are f32
-    values), with ec its exponent as the next block's E needs it."""
-    K = av.shape[0]
-    F = spec.mma_fraction_bits
-    acc16 = c.dtype == F16
-    e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
-    # a zero c must take e_zero unless every non-zero product's exponent (>= -28 for f16) is above the format's
-    # minimum anyway (f16 inputs, f32 accumulation: then min(-126, e_zero) never wins)
-    zero_fix = acc16 or is_bf16
-    c32 = _f16_to_f32(c) if acc16 else c          # c is a private array of _chain_fast
-    sc = bool((~np.isfinite(c32)).any())
-    ec = _accumulator_terms(c32, acc16, e_zero, zero_fix)
-    min_product_exp = 2 * (-126 if is_bf16 else -14)
-    block = spec.mma_block_k
-    idt = _acc_int_dtype(np, spec, is_bf16)
-    for k0 in range(0, K, block):
-        ks = slice(k0, k0 + block)
-        value, lo, hi = _block(av[ks], bv[ks], ea[ks], eb[ks], c32, ec, F, min_product_exp, idt)
-        if sa or sb or sc:
-            _specials(av[ks], bv[ks], c32, value)
-            sc = True                       # the accumulator may now hold inf / NaN
-        # bounds from E: a non-zero |value| lies in [2^(E - F), 2^(E + 7)) (|total| < 17 * 2^(F + 2))
-        big = hi + 7 > (15 if acc16 else 127)
-        c32 = _round(value, acc16, tiny=lo - F < (-25 if acc16 else -126), big=big)
-        if not sc and big:
-            sc = bool(np.isinf(c32).any())
-        ec = _accumulator_terms(c32, acc16, e_zero, zero_fix)
-    if acc16:
-        return _f32_to_f16_exact(c32, sc)
-    if sc:
-        c32.view(np.uint32)[np.isnan(c32)] = 0x7FFFFFFF
-    return c32
-
-
-# decoding (integer bit tricks: numpy's float16 -> float32 cast is slow on many builds)
-
-_TWO_112 = np.float32(2.0 ** 112)
-
-
-def _inputs(x16: np.ndarray, is_bf16: bool, pdt):
-    """f16/bf16 bits (any shape, contiguous) -> (values in pdt, exponents, any non-finite).
-
-    Values are exact, inf and NaN included.  Exponents: subnormals clamped to the format minimum; zeros get a
-    sentinel so low that a product with a zero factor is below every product of non-zero factors (int8 -64 for
-    f16, int16 -1000 for bf16).
-    """
-    u = x16.astype(np.uint32)
-    if is_bf16:
-        u <<= 16
-        vals = u.view(F32)
-        field = (u >> 23) & 0xFF
-        e = (np.maximum(field, _full(1, field)) - 127).astype(np.int16)
-        e[(u & 0x7FFFFFFF) == 0] = _ZERO_BF16
-        special = bool((field == 0xFF).any())
-        if pdt == F64:
-            vals = vals.astype(F64)
-        return vals, e, special
-    # f16: the magnitude bits shifted into a float32 are the value times 2^-112, subnormals included
-    mag = u & 0x7FFF
-    field = mag >> 10
-    e = (np.maximum(field, _full(1, field)).view(np.int32) - 15).astype(np.int8)
-    e[mag == 0] = _ZERO_F16
-    top = field == 0x1F
-    special = bool(top.any())
-    if special:
-        nan = top & (mag != 0x7C00)
-    u ^= mag                   # the sign bit alone
-    u <<= 16
-    mag <<= 13
-    u |= mag
-    vals = u.view(F32)
-    vals *= _TWO_112
-    if special:
-        vals[top] = np.copysign(np.float32(np.inf), vals[top])
-        vals[nan] = np.nan
-    return vals, e, special
-
-
-def _accumulator_terms(c32: np.ndarray, acc16: bool, e_zero: int, zero_fix: bool) -> np.ndarray:
-    """The exponent with which c (float32 array of exact f32 / f16 values) joins E: its own, clamped to the
-    format's minimum for subnormals (-126 / -14); e_zero for zero if ``zero_fix`` (else the clamp value)."""
-    e = (c32.view(np.int32) >> 23) & 0xFF
-    e -= 127
-    np.maximum(e, _full(-14 if acc16 else -126, e), out=e)
-    if zero_fix:
-        e[c32 == 0] = e_zero
-    return e
-
-
-_CONSTANTS: dict = {}
-
-
-def _full(value: int, like: np.ndarray) -> np.ndarray:
-    """A cached constant array shaped like ``like``: numpy's maximum / minimum against a scalar take a slow loop
-    (about ten times the instructions of the array-array loop)."""
-    key = (value, like.shape, like.dtype.str)
-    arr = _CONSTANTS.get(key)
-    if arr is None:
-        if len(_CONSTANTS) > 64:
-            _CONSTANTS.clear()
-        arr = _CONSTANTS[key] = np.full(like.shape, value, like.dtype)
-        arr.flags.writeable = False
-    return arr
-
-
-def _block(av, bv, ea, eb, c32, ec, F, min_product_exp, idt):
-    """One fused block: (the exact float64 value of the sum of truncated products and truncated c, before
-    rounding; min E; max E)."""
-    nk = av.shape[0]
-    shape = c32.shape
-    # E = max over the terms' exponents
-    emax = np.empty(shape, ea.dtype)
-    tmp = np.empty(shape, ea.dtype)
-    np.add(ea[0, :, None, :], eb[0, None, :, :], out=emax)
-    for k in range(1, nk):
-        np.add(ea[k, :, None, :], eb[k, None, :, :], out=tmp)
-        np.maximum(emax, tmp, out=emax)
-    none = emax.min() < min_product_exp           # some output has no non-zero product: E = ec there
-    E = emax.astype(np.int32)
-    if none:
-        nop = E < min_product_exp
-        E[nop] = -(1 << 20)
-    np.maximum(E, ec, out=E)
-    lo, hi = int(E.min()), int(E.max())
-    # products scaled to units of 2^(E - F), truncated toward zero (float -> int cast), summed in idt.  Only
-    # outputs without a non-zero product can push 2^(F - E) past float32's range; they take c's value below
-    if av.dtype == F32:
-        S = (F + 127) - E
-        if none:
-            np.minimum(S, _full(252, S), out=S)
-        S <<= 23
-        scale = S.view(F32)
-    else:
-        scale = _pow2_f64(F - E)
-    acc = np.empty(shape, idt)
-    prod = np.empty(shape, av.dtype)
-    term = np.empty(shape, idt)
-    for k in range(nk):
-        np.multiply(av[k, :, None, :], bv[k, None, :, :], out=prod)
-        np.multiply(prod, scale, out=prod)
-        if k == 0:
-            np.copyto(acc, prod, casting="unsafe")      # float -> int truncates toward zero
-        else:
-            np.copyto(term, prod, casting="unsafe")
-            np.add(acc, term, out=acc)
-    # c in the same units: c * 2^(F - E) < 2^(F + 1) is exact (or below 1, truncating to 0 anyway), trunc; the
-    # total (< 2^(F + 7)) and total * 2^(E - F) are exact in float64
-    if av.dtype == F32:
-        tc = c32 * scale
-        np.trunc(tc, out=tc)
-        unit = scale.astype(F64)
-    else:
-        tc = c32 * scale
-        np.trunc(tc, out=tc)
-        unit = scale
-    total = acc.astype(F64)
-    total += tc
-    total /= unit
-    if none:                   # no non-zero product: the result is c (exact at F >= 23 bits), -0 -> +0
-        total[nop] = c32[nop] + np.float32(0.0)
-    return total, lo, hi
-
-
-def _round(v: np.ndarray, acc16: bool, tiny: bool = True, big: bool = True) -> np.ndarray:
-    """Round the exact float64 values v once (v is consumed): f32 toward zero with |v| >= 2^128 -> inf, f16 to
-    nearest even (overflow -> inf); a zero result is +0; inf and NaN pass.  Returns float32 (f16 values are exact
-    in it).  ``tiny`` (f32) / ``big`` (f16): whether some |v| may lie in the f32 subnormal range / round past the
-    f16 range (False: skip that check; the f32 overflow needs none)."""
-    if not acc16:
-        v.view(np.int64)[...] &= ~np.int64((1 << 29) - 1)      # 24 significant bits, toward zero
-        if tiny:
-            small = np.abs(v) < 2.0 ** -126
-            if small.any():                                     # f32 subnormal range: multiples of 2^-149
-                v[small] = np.trunc(v[small] * 2.0 ** 149) * 2.0 ** -149 + 0.0
-        return v.astype(F32)                    # exact, or inf for |v| >= 2^128 (still >= 2^128 after the mask)
-    # f16: m = rint(|v| * 2^(10 - e)) at the value's f16 exponent e (>= -14), then m * 2^(e - 10)
-    a = np.abs(v)
-    e = (a.view(np.int64) >> 52) - 1023
-    np.maximum(e, _full(-14, e), out=e)
-    m = a * ((1033 - e) << 52).view(F64)
-    np.rint(m, out=m)
-    m *= ((e + 1013) << 52).view(F64)
-    if big:
-        m[m >= 65536.0] = np.inf
-    np.copysign(m, v, out=m)
-    m += 0.0
-    return m.astype(F32)
-
-
-def _pow2_f64(e: np.ndarray) -> np.ndarray:
-    """2.0**e for int arrays with -1022 <= e <= 1023, built from the bits (np.ldexp is slow)."""
-    return ((e.astype(np.int64) + 1023) << 52).view(F64)
-
-
-def _f16_to_f32(h: np.ndarray) -> np.ndarray:
-    """float16 -> float32 exactly, through the bits (numpy's own cast is a slow scalar loop): the magnitude bits
-    shifted into a float32 are the value times 2^-112 (subnormals included, by gradual underflow); inf / NaN
-    patched."""
-    u = h.view(np.uint16).astype(np.uint32)
-    mag = u & 0x7FFF
-    out = ((u ^ mag) << 16) | (mag << 13)
-    v = out.view(F32)
-    v *= _TWO_112
-    top = mag >= 0x7C00
-    if top.any():
-        v[top & (mag == 0x7C00)] = np.copysign(np.float32(np.inf), v[top & (mag == 0x7C00)])
-        v[mag > 0x7C00] = np.nan
-    return v
-
-
-def _f32_to_f16_exact(x: np.ndarray, special: bool) -> np.ndarray:
-    """float32 values exactly representable in f16 (or inf / NaN when ``special``) -> float16, through the bits:
-    normal f16 values re-biased, subnormal ones m * 2^-24 with m = |x| * 2^24; NaN -> 0x7FFF."""
-    b = x.view(np.uint32)
-    field = (b >> 23) & 0xFF
-    bits = ((field - 112) << 10) | ((b >> 13) & 0x3FF)
-    sub = field < 113
-    if sub.any():
-        bits[sub] = (np.abs(x[sub]) * np.float32(2.0 ** 24)).astype(np.uint32)
-    if special:
-        bits[field == 0xFF] = 0x7C00
-        bits[np.isnan(x)] = 0x7FFF
-    bits |= (b >> 16) & 0x8000
-    return bits.astype(np.uint16).view(F16)
-
-
-def _specials(av, bv, c32, value) -> None:
-    """Overwrite the values of outputs touched by inf / NaN with NaN or the signed inf (float64 products)."""
-    shape = value.shape
-    nan = np.isnan(c32)
-    pinf = c32 == np.inf
-    ninf = c32 == -np.inf
-    p = np.empty(shape, F64)
-    for k in range(av.shape[0]):
-        np.multiply(av[k, :, None, :], bv[k, None, :, :], out=p, dtype=F64)
-        nan |= np.isnan(p)
-        pinf |= p == np.inf
-        ninf |= p == -np.inf
-    nan |= pinf & ninf
-    value[pinf] = np.inf
-    value[ninf] = -np.inf
-    value[nan] = np.nan

@@ -26,7 +26,7 @@ LANES = 32
 def values(config: KernelConfig) -> dict:
     """Symbol -> number for one configuration."""
     return {warps: config.warps, m_tiles: config.m_tiles, kv_tile: config.kv_tile, head_dim: config.head_dim, stages: config.stages,
-            elem_bytes: F16_BYTES, acc_bytes: 4 if config.pv_accum == "f32" else 2}
+            elem_bytes: F16_BYTES, acc_bytes: 2 if config.o_f16 else 4}       # f16x2 keeps an f32 O
 
 
 def smem_expressions() -> dict:

@@ -1,0 +1,49 @@
+"""An f16 P@V accumulator that leaves the f16 range is never silently wrong: the rule and the error, written once
+for the emulator and the GPU runner.
+
+With pv_accum "f16" the unnormalised O (sum over keys of p * v, p <= 1) lives in f16 for the whole row; with
+"f16x2" each KV tile's part of it does. Either can exceed 65504 (e.g. q = 0, Nk = 1024, v = 100: O reaches
+102400 before the division by l = 1024, so the kernel returns inf where the answer is 100). The kernel flags a row
+whose final unnormalised O holds an inf or NaN while its l is finite and non-zero (kernel/flash_fwd.cu, the
+`overflow` argument); the emulator applies the same rule to the same values (kernel_program.epilogue), so both
+flag the same rows. An inf or NaN in v is flagged too: O is then not finite in any mode, and the error says so.
+``check_overflow=False`` skips the check (and, on the GPU, the host synchronisation it needs).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+F16_MAX = 65504.0
+
+__all__ = ["F16_MAX", "overflow_error", "first_flagged"]
+
+
+def first_flagged(flags) -> int | None:
+    """The smallest flat index (b * H + h) * Nq + row of a (B, H, Nq) boolean array that is set, or None."""
+    idx = np.flatnonzero(np.asarray(flags))
+    return int(idx[0]) if idx.size else None
+
+
+def overflow_error(prob, flat_row: int, vmax: float, l: float | None = None) -> FloatingPointError:
+    """The FloatingPointError for row ``flat_row`` ((b * H + h) * Nq + row) of ``prob``: where, and the bound that
+    was exceeded (``vmax`` = max |v| of that head; ``l`` the row's softmax denominator when known)."""
+    cfg = prob.config
+    bh, row = divmod(int(flat_row), prob.nq)
+    b, h = divmod(bh, prob.heads)
+    where = f"(b={b}, h={h}, row={row})"
+    if not np.isfinite(vmax):
+        return FloatingPointError(f"pv_accum={cfg.pv_accum!r}: the unnormalised O of row {where} is not finite "
+                                  "because v holds inf or NaN (pass check_overflow=False to get the IEEE result)")
+    if cfg.pv_accum == "f16x2":
+        bound, what = cfg.kv_tile * vmax, f"one KV tile's sum of p * v is at most kv_tile * max|v| = " \
+                                          f"{cfg.kv_tile} * {vmax:g} = {cfg.kv_tile * vmax:g}"
+    elif l is not None:
+        bound, what = l * vmax, f"its sum of p * v is at most l * max|v| = {l:g} * {vmax:g} = {l * vmax:g}"
+    else:
+        bound, what = prob.nk * vmax, f"its sum of p * v is at most Nk * max|v| = {prob.nk} * {vmax:g} = " \
+                                      f"{prob.nk * vmax:g}"
+    other = "'f32'" if cfg.pv_accum == "f16x2" else "'f32' or 'f16x2'"
+    return FloatingPointError(
+        f"pv_accum={cfg.pv_accum!r}: the f16 accumulator of P@V overflowed at row {where}: {what}, past f16's "
+        f"largest value {F16_MAX:g} (bound {bound:g}). Use pv_accum={other}, scale v down, or pass "
+        "check_overflow=False to get the inf the kernel computes")
