@@ -48,9 +48,9 @@ def phase_check(report):
         q, k, v = trouble_heads(np.random.default_rng(100 + i), b, h, nq, nk, d)
         kw = dict(causal=case["causal"], pv_accum=case["pv_accum"])
         t0 = time.perf_counter()
-        o0, l0 = flashsim.attention(q, k, v, **kw)
+        o0, l0 = flashsim.attention(q, k, v, check_overflow=False, **kw)   # trouble heads: inf / NaN in v
         t1 = time.perf_counter()
-        o1, l1 = flashsim.attention(q, k, v, backend="jax", **kw)
+        o1, l1 = flashsim.attention(q, k, v, backend="jax", check_overflow=False, **kw)
         t2 = time.perf_counter()
         fo, fl = equal_fraction(o1, o0), equal_fraction(l1, l0)
         ok &= fo == 1.0 and fl == 1.0

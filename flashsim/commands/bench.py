@@ -83,6 +83,17 @@ def _time(fn, reps, rounds, warmup=3):
     return statistics.median(dev_ms), statistics.median(host_us)
 
 
+def _time_pair(fn_a, fn_b, reps, rounds, warmup=3):
+    """``_time`` of two functions measured in alternating rounds (a, b, a, b, ...), so that clock and thermal drift
+    over the run weigh on both alike: ((ms, us) of a, (ms, us) of b)."""
+    a, b = [], []
+    for r in range(rounds):
+        a.append(_time(fn_a, reps, 1, warmup if r == 0 else 1))
+        b.append(_time(fn_b, reps, 1, warmup if r == 0 else 1))
+    med = statistics.median
+    return (med(x[0] for x in a), med(x[1] for x in a)), (med(x[0] for x in b), med(x[1] for x in b))
+
+
 def _tiles(cfg):
     return f"warps={cfg.warps} m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}"
 
@@ -102,11 +113,10 @@ def _bench_shape(shape, arch, over, reps, rounds, report):
     for acc in SUPPORTED_PV_ACCUM:
         cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
         go, (o_k, lse_k), _ = prepared_launch(q, k, v, config=cfg)
-        k_ms, k_host = _time(lambda: go(sync=False), reps, rounds)
 
         def call(cfg=cfg):      # f16 / f16x2: the no-sync path (the overflow check waits for the GPU)
             return flashsim.gpu.attention(q, k, v, config=cfg, check_overflow=False)
-        c_ms, c_host = _time(call, reps, rounds)
+        (k_ms, k_host), (c_ms, c_host) = _time_pair(lambda: go(sync=False), call, reps, rounds)
         o_c, lse_c = call()
         go(sync=False)
         torch.cuda.synchronize()
@@ -155,7 +165,8 @@ def bench_kernel(args) -> int:
     if reps < 1 or rounds < 1:
         raise SystemExit(f"--reps and --rounds must be >= 1, got {reps}, {rounds}")
     print(f"flashsim bench kernel on {dev_name} ({arch}); TFLOP/s, median of {rounds} CUDA-event timings of {reps} "
-          "back-to-back calls; kernel = prepared launch, call = flashsim.gpu.attention(torch tensors; f16 and f16x2 "
+          "back-to-back calls (kernel and call in alternating rounds); kernel = prepared launch, call = "
+          "flashsim.gpu.attention(torch tensors; f16 and f16x2 "
           "with check_overflow=False, the path without a host synchronisation)")
     print(f"{'B,H,N,d':16} {'causal':6} | {'f32 kernel':>10} {'call':>7} {'ratio':>6} | {'f16 kernel':>10} "
           f"{'call':>7} {'ratio':>6} | {'f16x2 kern':>10} {'call':>7} {'ratio':>6} | {'FA2':>6} {'cuDNN':>6} | "

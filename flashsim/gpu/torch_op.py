@@ -39,8 +39,10 @@ from .errors import GPUError
 
 NAME = "flashsim::attention"
 SCHEMA = ('attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None, '
-          'str pv_accum="f32", int[] tiles=[], str? arch=None) -> (Tensor o, Tensor lse, Tensor overflow)')
-_FLAGGED = ("f16", "f16x2")     # pv_accum values with an f16 P@V mma: the op's overflow output has one element
+          'str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True) -> (Tensor o, Tensor lse, '
+          'Tensor overflow)')
+_FLAGGED = ("f16", "f16x2")     # pv_accum values with an f16 P@V mma: the kernel takes an overflow flag
+_SINKS: dict = {}               # device -> a u64 the kernel may write when nobody reads the flag (flag=False)
 
 _F16, _F32 = torch.float16, torch.float32
 _KEYS: dict = {}          # fast key -> flashsim.gpu.launch.Plan
@@ -113,6 +115,8 @@ def _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch):
     plan = _launch.plan_for(prob)
     if len(_KEYS) >= _launch.MAX_KEYS:
         _KEYS.clear()
+    if q.device not in _SINKS:          # allocated here, outside any capture (a first call cannot be captured)
+        _SINKS[q.device] = torch.empty((1,), dtype=torch.int64, device=q.device)
     _KEYS[key] = plan
     return plan
 
@@ -127,7 +131,7 @@ def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp, fp=0) -> None:
             _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp)
 
 
-def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None):
+def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True):
     key = (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
            q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), causal, softmax_scale, pv_accum, tuple(tiles),
            arch)
@@ -139,13 +143,14 @@ def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=
         _launch.misaligned(q=qp, k=kp, v=vp)
     o = q.new_empty(plan.o_shape)                    # float16 like q (checked), contiguous like the fake's
     lse = q.new_empty(plan.lse_shape, dtype=_F32)
-    if pv_accum in _FLAGGED:                          # the kernel's overflow flag: -1 is NO_OVERFLOW as u64
-        flag = torch.full((1,), -1, dtype=torch.int64, device=q.device)
-        _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp, flag.data_ptr())
-    else:
-        flag = q.new_empty((0,), dtype=torch.int64)
-        _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp)
-    return o, lse, flag
+    if pv_accum in _FLAGGED and flag:                 # the kernel's overflow flag: -1 is NO_OVERFLOW as u64
+        out = torch.full((1,), -1, dtype=torch.int64, device=q.device)
+        _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp, out.data_ptr())
+        return o, lse, out
+    # f32 P@V never writes the flag (0 is never touched); f16 unchecked writes a sink no one reads: no fill kernel
+    sink = _SINKS[q.device].data_ptr() if pv_accum in _FLAGGED else 0
+    _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp, sink)
+    return o, lse, q.new_empty((0,), dtype=torch.int64)
 
 
 # -- CPU tensors: through the GPU, synchronously ---------------------------------------------------------
@@ -161,11 +166,11 @@ def _host_arrays(q, k, v) -> tuple:
     return tuple(x.detach().numpy() for x in (q, k, v))
 
 
-def _impl_cpu(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None):
+def _impl_cpu(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True):
     go, (do, dl), _ = _launch._generic_prepared(*_host_arrays(q, k, v), causal, softmax_scale, pv_accum, arch,
                                                 _config_of(tiles, causal, pv_accum), None)
-    flag = go(sync=True)[-1]
-    value = flag.to_numpy().view(np.int64).copy() if flag is not None else np.zeros(0, np.int64)
+    flag_dev = go(sync=True)[-1]
+    value = flag_dev.to_numpy().view(np.int64).copy() if flag and flag_dev is not None else np.zeros(0, np.int64)
     return torch.from_numpy(do.to_numpy()), torch.from_numpy(dl.to_numpy()), torch.from_numpy(value)
 
 
@@ -175,7 +180,7 @@ def _cpu_kernel(*args, **kwargs):
 
 # -- fake (meta) implementation: shapes for torch.compile -----------------------------------------------
 
-def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None):
+def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True):
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dim() != 4:
             raise ValueError(f"{name} must have 4 dimensions (B, H, N, d), got shape {tuple(x.shape)}")
@@ -191,7 +196,7 @@ def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), a
     if (k.shape[0], k.shape[1], k.shape[3]) != (q.shape[0], q.shape[1], q.shape[3]):
         raise ValueError(f"k must be (B, H, Nk, d) with B, H, d of q {tuple(q.shape)}, got {tuple(k.shape)}")
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=_F32), \
-        q.new_empty((int(pv_accum in _FLAGGED),), dtype=torch.int64)
+        q.new_empty((int(pv_accum in _FLAGGED and flag),), dtype=torch.int64)
 
 
 # -- registration ------------------------------------------------------------------------------------------
@@ -245,12 +250,13 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=N
     causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
     if arch is not None and not isinstance(arch, str):
         arch = get_arch(arch).name
+    check = bool(check_overflow)
     if stream is None:
-        o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch)
+        o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch, check)
     else:
         with torch.cuda.stream(_torch_stream(stream, q)):
-            o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch)
-    if check_overflow and flag.numel():
+            o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch, check)
+    if check and flag.numel():
         value = int(flag.item()) & _launch.NO_OVERFLOW          # int64 -1 is the u64 NO_OVERFLOW
         if value != _launch.NO_OVERFLOW:
             prob = _problem_of(q, k, v, causal, softmax_scale, pv_accum, config, arch)
@@ -287,7 +293,8 @@ def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, 
         with torch.cuda.stream(_torch_stream(stream, q)):
             o, lse = q.new_empty(plan.o_shape), q.new_empty(plan.lse_shape, dtype=_F32)
         s = rt.stream_from_handle(rt.stream_handle(stream))
-    args = (qp, kp, vp, o.data_ptr(), lse.data_ptr())
+    sink = _SINKS[q.device].data_ptr() if plan.problem.config.pv_mma_f16 else 0    # nobody reads the flag here
+    args = (qp, kp, vp, o.data_ptr(), lse.data_ptr(), sink)
     keep = (q, k, v, o, lse)                         # the launch writes o, lse: they live as long as it
 
     def go(sync=True):
