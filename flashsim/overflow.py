@@ -7,7 +7,8 @@ With pv_accum "f16" the unnormalised O (sum over keys of p * v, p <= 1) lives in
 whose final unnormalised O holds an inf or NaN while its l is finite and non-zero (kernel/flash_fwd.cu, the
 `overflow` argument); the emulator applies the same rule to the same values (kernel_program.epilogue), so both
 flag the same rows. An inf or NaN in v is flagged too: O is then not finite in any mode, and the error says so.
-``check_overflow=False`` skips the check (and, on the GPU, the host synchronisation it needs).
+``check_overflow=False`` skips the check (and, on the GPU, the host synchronisation it needs);
+``check_overflow="deferred"`` returns a third value, a callable that checks when the caller calls it.
 """
 from __future__ import annotations
 
@@ -15,7 +16,28 @@ import numpy as np
 
 F16_MAX = 65504.0
 
-__all__ = ["F16_MAX", "overflow_error", "first_flagged"]
+__all__ = ["F16_MAX", "overflow_error", "first_flagged", "check_mode", "OverflowCheck"]
+
+
+def check_mode(check_overflow):
+    """``check_overflow`` validated: True (check now), False (no check) or "deferred" (return a check to call
+    later); ValueError otherwise."""
+    if check_overflow is True or check_overflow is False or check_overflow == "deferred":
+        return check_overflow
+    raise ValueError(f"check_overflow must be True, False or 'deferred', got {check_overflow!r}")
+
+
+class OverflowCheck:
+    """What ``check_overflow="deferred"`` returns beside (o, lse): calling it reads the overflow flag (on the GPU the
+    host waits for the kernel then, not at the launch) and raises FloatingPointError if a row overflowed."""
+    __slots__ = ("_check",)
+
+    def __init__(self, check=None):
+        self._check = check
+
+    def __call__(self) -> None:
+        if self._check is not None:
+            self._check()
 
 
 def first_flagged(flags) -> int | None:

@@ -151,6 +151,20 @@ def test_an_overflowing_f16_accumulator_raises_naming_the_row(acc, backend):
     assert np.all(o[0, 1] == big)
 
 
+def test_a_deferred_check_raises_only_when_called():
+    q = np.zeros((1, 1, 16, 64), np.float16)
+    k = make_inputs(1, 1, 16, 1024, 64, seed=2)[1]
+    v = np.full((1, 1, 1024, 64), 100.0, np.float16)
+    o, lse, check = flashsim.attention(q, k, v, pv_accum="f16", check_overflow="deferred", progress=False)
+    assert np.isinf(o).all()
+    with pytest.raises(FloatingPointError, match=r"\(b=0, h=0, row=0\)"):
+        check()
+    o, lse, check = flashsim.attention(q, k, v, pv_accum="f16x2", check_overflow="deferred", progress=False)
+    check()                                             # nothing overflowed: returns quietly
+    with pytest.raises(ValueError, match="check_overflow"):
+        flashsim.attention(q, k, v, check_overflow="later")
+
+
 def test_f16x2_answers_where_f16_overflows():
     q = np.zeros((1, 1, 16, 64), np.float16)
     k = make_inputs(1, 1, 16, 1024, 64, seed=2)[1]

@@ -128,3 +128,12 @@ def test_an_overflowing_f16_accumulator_raises_on_the_gpu_as_in_the_emulator(gpu
         flashsim.gpu.attention(tq, tk, tv, pv_accum=acc)
     to, _ = flashsim.gpu.attention(tq, tk, tv, pv_accum=acc, check_overflow=False)
     assert np.array_equal(to.cpu().numpy().view(np.uint16), o_e.view(np.uint16))
+    to, _, check = flashsim.gpu.attention(tq, tk, tv, pv_accum=acc, check_overflow="deferred")
+    assert np.array_equal(to.cpu().numpy().view(np.uint16), o_e.view(np.uint16))
+    with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\)"):
+        check()
+    _, _, check = flashsim.gpu.attention(tq, tk, tv * 0, pv_accum=acc, check_overflow="deferred")
+    check()                                           # v = 0: nothing overflows
+    _, _, check = flashsim.gpu.attention(q, k, v, pv_accum=acc, check_overflow="deferred")   # numpy in
+    with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\)"):
+        check()

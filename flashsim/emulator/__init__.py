@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..overflow import first_flagged, overflow_error
+from ..overflow import OverflowCheck, check_mode, first_flagged, overflow_error
 from ..problem import check_emulator_memory, prepare
 from .reference import reference_attention
 
@@ -24,7 +24,8 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="
     ``backend``: "numpy" (default) or "jax". A problem whose emulation would not fit in memory is refused first
     (flashsim.problem.check_emulator_memory). With an f16 P@V mma (pv_accum "f16" or "f16x2") a row whose f16
     accumulator overflowed raises FloatingPointError naming the row and the bound, as the GPU runner does
-    (flashsim.overflow); ``check_overflow=False`` returns the kernel's inf / NaN instead.
+    (flashsim.overflow); ``check_overflow=False`` returns the kernel's inf / NaN instead; "deferred" returns
+    (o, lse, check) with ``check()`` raising the same error when called.
     """
     prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=arch,
                    config=config)
@@ -37,13 +38,19 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="
         from .engine_jax import run
     else:
         raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
+    mode = check_mode(check_overflow)
     check_emulator_memory(prob, backend)
     o, lse, rows = run(q, k, v, prob, progress=progress)
-    if check_overflow and prob.config.pv_mma_f16:
-        flat = first_flagged(rows.flag)
+
+    def check():
+        flat = first_flagged(rows.flag) if prob.config.pv_mma_f16 else None
         if flat is not None:
             bh, row = divmod(flat, prob.nq)
             b, h = divmod(bh, prob.heads)
             raise overflow_error(prob, flat, float(np.abs(v[b, h].astype(np.float32)).max()),
                                  float(rows.l[b, h, row]))
+    if mode == "deferred":
+        return o, lse, OverflowCheck(check)
+    if mode:
+        check()
     return o, lse

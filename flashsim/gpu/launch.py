@@ -38,6 +38,7 @@ import numpy as np
 from .. import provenance
 from ..arch import get_arch
 from ..config import KernelConfig
+from ..overflow import OverflowCheck, check_mode
 from ..problem import prepare, resolve_options
 from . import runtime as rt
 from .build import compile_cuda, kernel_path
@@ -214,8 +215,11 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=N
     Output types follow the inputs (module docstring): torch and cupy calls return without waiting for the GPU.
     With an f16 P@V mma (pv_accum "f16" / "f16x2") a row whose f16 accumulator overflowed raises
     FloatingPointError naming it (flashsim.overflow): that check waits for the GPU; check_overflow=False skips it
-    (no host synchronisation, the kernel's inf / NaN is returned; needed under torch.compile and CUDA graphs).
+    (no host synchronisation, the kernel's inf / NaN is returned; needed under torch.compile and CUDA graphs);
+    check_overflow="deferred" returns (o, lse, check): the flag is written by the kernel and ``check()`` reads it
+    when the caller chooses (it waits for the kernel then, and raises the same error).
     """
+    check_overflow = check_mode(check_overflow)
     torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
     if torch is not None and isinstance(q, torch.Tensor):
         api = sys.modules.get(_TORCH_OP)
@@ -228,8 +232,13 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=N
         return _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream, check_overflow)
     go, (do, dl), prob = _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
     keep = go(sync=True)
-    if check_overflow and prob.config.pv_mma_f16:
-        raise_if_overflowed(prob, keep[-1].to_numpy()[0], v)
+    flag = keep[-1]
+    if check_overflow is True and flag is not None:
+        raise_if_overflowed(prob, flag.to_numpy()[0], v)
+    if check_overflow == "deferred":
+        out = (do.to_numpy(), dl.to_numpy()) if all(isinstance(x, np.ndarray) for x in (q, k, v)) else (do, dl)
+        return (*out, OverflowCheck(None if flag is None else
+                                    (lambda: raise_if_overflowed(prob, flag.to_numpy()[0], v))))
     if all(isinstance(x, np.ndarray) for x in (q, k, v)):
         return do.to_numpy(), dl.to_numpy()
     return do, dl
@@ -336,8 +345,11 @@ def _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config
     plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
     rt.bind_thread()
     launch_plan(plan, s, *args)
-    if check_overflow and flag is not None:
+    if check_overflow is True and flag is not None:
         raise_if_overflowed(plan.problem, int(flag.get()[0]), v)      # .get() waits for the stream
+    if check_overflow == "deferred":
+        return o, lse, OverflowCheck(None if flag is None else
+                                     (lambda: raise_if_overflowed(plan.problem, int(flag.get()[0]), v)))
     return o, lse
 
 

@@ -32,6 +32,7 @@ from torch.library import Library
 
 from ..arch import get_arch
 from ..config import KernelConfig
+from ..overflow import OverflowCheck, check_mode
 from ..problem import prepare, resolve_options
 from . import launch as _launch
 from . import runtime as rt
@@ -245,17 +246,23 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=N
               check_overflow=True):
     """flashsim.gpu.attention for torch tensors (see there): the op on torch's current stream, or on ``stream``
     (made torch's current stream for the call, so the outputs are allocated on it too). With an f16 P@V mma and
-    check_overflow, the op's overflow flag is read (a host synchronisation) and a flagged row raises."""
+    check_overflow, the op's overflow flag is read (a host synchronisation) and a flagged row raises;
+    check_overflow="deferred" returns (o, lse, check) and ``check()`` reads the flag later."""
     _check_inputs(q, k, v)
     causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
     if arch is not None and not isinstance(arch, str):
         arch = get_arch(arch).name
-    check = bool(check_overflow)
+    mode = check_mode(check_overflow)
+    check = mode is not False
     if stream is None:
         o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch, check)
     else:
         with torch.cuda.stream(_torch_stream(stream, q)):
             o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch, check)
+    if mode == "deferred":
+        return o, lse, OverflowCheck(None if not flag.numel() else lambda: _launch.raise_if_overflowed(
+            _problem_of(q, k, v, causal, softmax_scale, pv_accum, config, arch),
+            int(flag.item()) & _launch.NO_OVERFLOW, v))
     if check and flag.numel():
         value = int(flag.item()) & _launch.NO_OVERFLOW          # int64 -1 is the u64 NO_OVERFLOW
         if value != _launch.NO_OVERFLOW:
