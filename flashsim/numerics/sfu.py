@@ -1,9 +1,10 @@
 """The special-function unit bit for bit: ``ex2.approx.ftz.f32`` and ``rcp.approx.ftz.f32``.
 
-Model (ANCHORS section 3, pinned down on the GPU by ``python -m flashsim.gpu.capture.sfu``):
+Model (PTX ISA, "ex2" / "rcp" for the interface; pinned down on the H200 by ``python -m flashsim.gpu.capture.sfu``:
+tests/data/sfu_sample_sm90.npz, flashsim/data/sfu/):
 
 - ex2: flush a subnormal x to 0, clamp to [-255, 255], turn x into a fixed-point integer
-  n = R(x * 2^23) (R, the rounding, is measured: toward zero on the H200 per ANCHORS); with
+  n = R(x * 2^23) (R, the rounding, is measured: toward zero on the H200); with
   k = n >> 23 and f = n mod 2^23 the result is 2^k * g[f], g the unit's value on [1, 2) read off a
   table of 2^23 captured results ("twos" mode). If the negative side turns out not to mirror the
   positive one, a second table over x = -f * 2^-23 is used instead ("signmag" mode). A biased result

@@ -1,6 +1,6 @@
 """Bit-exact model of ``mma.sync.aligned.m16n8k16.row.col`` (f16 / bf16 inputs): one routine for every engine.
 
-The model (ANCHORS section 1; MMA-Sim, arXiv:2511.10909; Khattak & Mikaitis, arXiv:2512.07004), per output
+The model (MMA-Sim, arXiv:2511.10909; Khattak & Mikaitis, arXiv:2512.07004; tests/data/mma_sm90.npz), per output
 element d[i, j] and per fused block of ``arch.mma_block_k`` products:
 
 * every product a[i,k] * b[k,j] is exact; its exponent is ea + eb, where a subnormal input keeps its value

@@ -5,7 +5,7 @@
 //   A: n x 16 x 16 (row-major M x K) 16-bit f16 / bf16     B: n x 16 x 8 (K x N, row-major) 16-bit
 //   C, D: n x 16 x 8 (row-major M x N), 32-bit f32 or 16-bit f16
 // Each warp takes mma m = warp, warp + nwarps, ...: every lane loads its fragment registers straight from
-// global memory with the PTX ISA formulas ("Matrix fragments for mma.m16n8k16", ANCHORS section 2), runs one
+// global memory with the PTX ISA formulas ("Matrix fragments for mma.m16n8k16"), runs one
 // mma.sync and stores its D fragment the same way. Values travel as bits: no float arithmetic touches them.
 
 typedef unsigned short u16;

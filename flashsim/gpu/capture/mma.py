@@ -1,7 +1,7 @@
 """Capture mma.sync.m16n8k16 on the GPU at hand and judge flashsim.mma: ``python3 -m flashsim.gpu.capture.mma --out DIR``.
 
 For each of f32.f16.f16.f32, f16.f16.f16.f16 and f32.bf16.bf16.f32 the tool generates mmas in categories
-(ANCHORS section 1, plus boundary, -0, zero-exponent and truncation probes, plus a large varied bf16
+(those of MMA-Sim, arXiv:2511.10909, and Khattak & Mikaitis, arXiv:2512.07004, plus boundary, -0, zero-exponent and truncation probes, plus a large varied bf16
 subnormal set), runs them through kernel/capture/mma.cu (one warp per mma, fragments loaded with the PTX
 formulas), runs flashsim.mma on the same inputs for the device's arch, prints the mismatching output elements
 per type and category, and writes DIR/mma_sm90.npz and DIR/mma_sm90_summary.json (named after the arch; both
@@ -15,8 +15,8 @@ summed in order, rounded to nearest): almost all differences are 0 or +-1 and co
 SHA-256 of D is stored and checked too.  ``load_capture(path)`` gives back the inputs and outputs.
 Changing the generator or the predictor invalidates existing captures (``GENERATOR_VERSION``).
 
-The bf16 subnormal question (ANCHORS: 5 of 65,536 f32 subnormal results of f32.bf16.bf16.f32 were 1 ulp off
-the published model).  Hypotheses, each with a category that isolates it:
+The bf16 subnormal question (an earlier, unpublished report: 5 of 65,536 f32 subnormal results of
+f32.bf16.bf16.f32 were 1 ulp off the published model; it did not reproduce here).  Hypotheses, each with a category that isolates it:
   H1  a subnormal c enters the alignment with exponent -127 (its raw field) instead of the clamped -126
       (bf16_sub_out_csub, bf16_sub_single with subnormal c);
   H2  the zero exponent for f32 accumulation with bf16 inputs is not MMA-Sim's -133 (bf16_sub_out_c0,
