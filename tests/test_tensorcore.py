@@ -102,7 +102,9 @@ def _fmts(types):
 
 
 def numpy_operand_bits(rng, fmt, shape, kind, center, width, p_zero, p_special):
-    """Raw bits of fmt: 'random' patterns, a 'cluster' of exponent fields around center, or 'tiny' numbers."""
+    """Raw bits of fmt (int64): 'random' patterns, a 'cluster' of exponent fields around center, or 'tiny' numbers
+    (subnormals and the smallest normals); then zeros of either sign and special values sprinkled in. Shared with
+    test_tensorcore_engines.py."""
     if kind == "random":
         out = rng.integers(0, 1 << fmt.bits, shape, dtype=np.int64)
     else:
@@ -110,7 +112,8 @@ def numpy_operand_bits(rng, fmt, shape, kind, center, width, p_zero, p_special):
         field = rng.integers(lo, hi + 1, shape)
         out = (rng.integers(0, 2, shape) << (fmt.bits - 1)) | (field << fmt.frac_bits) \
             | rng.integers(0, 1 << fmt.frac_bits, shape)
-    specials = np.array([fmt.inf_bits, fmt.inf_bits | fmt.sign_mask, fmt.canonical_nan, 1, fmt.max_finite_bits])
+    specials = np.array([fmt.inf_bits, fmt.inf_bits | fmt.sign_mask, fmt.canonical_nan, 1, fmt.max_finite_bits,
+                         fmt.max_finite_bits | fmt.sign_mask])
     u = rng.random(shape)
     out = np.where(u < p_zero, rng.integers(0, 2, shape) << (fmt.bits - 1), out)
     out = np.where(u > 1 - p_special, specials[rng.integers(0, len(specials), shape)], out)

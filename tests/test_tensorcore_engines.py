@@ -32,6 +32,7 @@ from flashsim.numerics import tensorcore as tc
 from flashsim.numerics.formats import BF16, F16, F32
 from flashsim.numerics.reference import mma_ref_element
 from flashsim.numerics.xp import enable_x64
+from test_tensorcore import numpy_operand_bits  # tests/ is on sys.path under pytest
 
 try:
     import jax
@@ -106,21 +107,8 @@ def check_oracle(a, b, c, d, arch, rng, count):
 # ------------------------------------------------------------------------------------------------- raw bits
 
 def operand_bits(rng, fmt, shape, kind, center, width, p_zero, p_special):
-    """Raw bits of fmt: 'random' patterns, a 'cluster' of exponent fields around center, or 'tiny' numbers
-    (subnormals and the smallest normals); then zeros of either sign and special values sprinkled in."""
-    if kind == "random":
-        out = rng.integers(0, 1 << fmt.bits, shape, dtype=np.int64)
-    else:
-        lo, hi = (0, 3) if kind == "tiny" else (max(0, center - width), min(fmt.exp_field_max - 1, center + width))
-        field = rng.integers(lo, hi + 1, shape)
-        out = (rng.integers(0, 2, shape) << (fmt.bits - 1)) | (field << fmt.frac_bits) \
-            | rng.integers(0, 1 << fmt.frac_bits, shape)
-    specials = np.array([fmt.inf_bits, fmt.inf_bits | fmt.sign_mask, fmt.canonical_nan, 1, fmt.max_finite_bits,
-                         fmt.max_finite_bits | fmt.sign_mask])
-    u = rng.random(shape)
-    out = np.where(u < p_zero, rng.integers(0, 2, shape) << (fmt.bits - 1), out)
-    out = np.where(u > 1 - p_special, specials[rng.integers(0, len(specials), shape)], out)
-    return out.astype(fmt.uint).view(fmt.dtype)
+    """test_tensorcore.numpy_operand_bits as values of fmt's dtype."""
+    return numpy_operand_bits(rng, fmt, shape, kind, center, width, p_zero, p_special).astype(fmt.uint).view(fmt.dtype)
 
 
 @st.composite
