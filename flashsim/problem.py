@@ -138,7 +138,7 @@ def prepare(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm
         if _dtype_name(x) != "float16":
             raise ValueError(f"{name} must be float16, got {_dtype_name(x)} (nothing is cast silently)")
         shapes[name] = shape
-    (b, h, nq, d), (bk, hk, nk, dk), (bv, hv, nv, dv) = shapes["q"], shapes["k"], shapes["v"]
+    (b, h, nq, d), (bk, hk, nk, dk), _ = shapes["q"], shapes["k"], shapes["v"]
     if shapes["k"] != shapes["v"]:
         raise ValueError(f"k and v must have the same shape, got k {shapes['k']} and v {shapes['v']}")
     if (bk, hk, dk) != (b, h, d):

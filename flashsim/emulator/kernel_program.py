@@ -4,8 +4,9 @@ Each numbered step is the same step of the CUDA source, with the same operation 
 Q K^T and P V through the tensor-core model (k16 steps chained in the kernel's order), masking to -inf, the
 row max (lane-local then quad: order-free), the -inf guard, alpha and p through the SFU model with the scale
 folded into one FMA, the lane-partial row sums added in the lane's own column order, the per-tile rescale of O in
-the accumulator's type, P rounded to f16 by the register repack, and the epilogue's IEEE reciprocal, f16
-conversion and LSE. Every float operation outside the tensor cores goes through flashsim.numerics.ieee32 (exactly
+the accumulator's type, P rounded to f16 by the register repack (with pv_accum "f16x2" each tile's P V through
+the f16 mma from zero, then added to the f32 O), and the epilogue's IEEE reciprocal, f16 conversion, LSE and
+overflow flag. Every float operation outside the tensor cores goes through flashsim.numerics.ieee32 (exactly
 rounded whatever the engine's float modes), every special function through flashsim.numerics.sfu.
 
 Shapes: any leading batch axes ``...`` (the engines put CUDA blocks there: numpy the active blocks of a KV step,
