@@ -32,7 +32,8 @@ TARGET_RATIO = 0.97   # the public call's throughput over the kernel alone's
 
 
 def add_arguments(p):
-    p.add_argument("what", choices=("kernel", "emulator"), help="what to benchmark")
+    p.add_argument("what", choices=("kernel", "emulator", "peak"),
+                   help="what to benchmark: kernel (GPU), emulator (CPU), peak (GPU: the mma.sync ceiling)")
     p.add_argument("--shape", action="append", default=[], metavar="B,H,N,D[,causal]")
     p.add_argument("--reps", type=int, default=20, help="kernel: back-to-back calls per timing")
     p.add_argument("--rounds", type=int, default=5, help="kernel: timings per figure (the median is reported)")
@@ -225,5 +226,11 @@ def _plain_attention(q, k, v):
     return (s / s.sum(axis=-1, keepdims=True)) @ v64
 
 
+def bench_peak(args) -> int:
+    """The mma.sync ceiling of this GPU for every instruction the kernels use (flashsim.gpu.peak)."""
+    from ..gpu import peak
+    return peak.main(["--json", args.json] if args.json else [])
+
+
 def run(args) -> int:
-    return bench_kernel(args) if args.what == "kernel" else bench_emulator(args)
+    return {"kernel": bench_kernel, "emulator": bench_emulator, "peak": bench_peak}[args.what](args)

@@ -1,0 +1,76 @@
+"""The mma.sync ceiling of this GPU: the rate of CHAINS independent mma.sync chains per warp on every SM, for each
+instruction the kernels use or will use. Every kernel figure can then be read as a fraction of it.
+
+    flashsim bench peak [--json out.json]          (or: python3 benchmarks/bench_peak.py [--chains 8] [--iters 4096])
+
+The kernel is kernel/bench/mma_peak.cu, built by NVRTC for the GPU's arch (flashsim.gpu.build.compile_cuda), one
+build per instruction (FS_PEAK_KIND). Operands live in registers, so nothing but the tensor cores is measured.
+Rate = 2 * M * N * K * mmas / time (TFLOP/s, TOPS for INT8), the median of CUDA-event timings of one launch of
+``blocks_per_sm * SMs`` blocks of 4 warps.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+KINDS = {  # FS_PEAK_KIND -> (name, M*N*K of one mma)
+    0: ("m16n8k16 f32.f16.f16.f32", 16 * 8 * 16),
+    1: ("m16n8k16 f16.f16.f16.f16", 16 * 8 * 16),
+    2: ("m16n8k32 s32.s8.s8.s32", 16 * 8 * 32),
+    3: ("m16n8k32 f32.e4m3.e4m3.f32", 16 * 8 * 32),
+    4: ("m16n8k32 f16.e4m3.e4m3.f16", 16 * 8 * 32),
+}
+WARPS = 4
+
+
+def build(kind: int, arch: str, chains: int, iters: int):
+    """The NVRTC build of mma_peak.cu for one instruction (works without a GPU)."""
+    from .build import compile_cuda, kernel_path
+    return compile_cuda(kernel_path("bench/mma_peak.cu").read_text(), arch=arch, name="mma_peak.cu",
+                        defines={"FS_PEAK_KIND": kind, "FS_PEAK_CHAINS": chains, "FS_PEAK_ITERS": iters})
+
+
+def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: int = 10) -> dict:
+    """{instruction: {"tflops": ..., "ms": ...}} on the current GPU."""
+    from . import runtime as rt
+    dev = rt.require_gpu()
+    arch = rt.current_arch()
+    sms = dev.properties.multiprocessor_count
+    grid, block = sms * blocks_per_sm, WARPS * 32
+    rng = np.random.default_rng(0)
+    # random bytes in [1, 31]: small non-zero f16 / e4m3 / s8 values (not zeros, which can run faster), so no
+    # accumulator overflows over the run
+    seed = rt.to_device(rng.integers(1, 32, 128, dtype=np.uint8).view(np.uint32).copy())
+    out = rt.empty((grid * block,), np.uint32)
+    result = {"arch": arch, "sms": sms, "grid": grid, "block": block, "chains": chains, "iters": iters}
+    for kind, (name, mnk) in KINDS.items():
+        kern = rt.load(build(kind, arch, chains, iters), "mma_peak")
+        ms = rt.timed(lambda: rt.launch(kern, (grid,), (block,), seed, out, sync=False), warmup=3, reps=reps)
+        mmas = grid * WARPS * chains * iters
+        result[name] = {"ms": ms, "tflops": 2.0 * mnk * mmas / (ms * 1e-3) / 1e12}
+    return result
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--chains", type=int, default=8)
+    p.add_argument("--iters", type=int, default=4096)
+    p.add_argument("--json")
+    a = p.parse_args(argv)
+    r = measure(a.chains, a.iters)
+    print(f"mma.sync ceiling on {r['arch']} ({r['sms']} SMs; {r['chains']} independent chains per warp, "
+          f"{r['grid']} blocks of {WARPS} warps, {r['iters']} steps)")
+    for name, _ in KINDS.values():
+        unit = "TOPS" if "s8" in name else "TFLOP/s"
+        print(f"  {name:28s} {r[name]['tflops']:8.1f} {unit}   ({r[name]['ms']:.3f} ms)")
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(r, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
