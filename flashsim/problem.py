@@ -54,7 +54,7 @@ def scales(softmax_scale, head_dim: int) -> tuple[np.float32, np.float32]:
     ``softmax_scale``: None (1/sqrt(head_dim)) or a real number (not a bool, not a string). It is checked after
     rounding to float32, as the kernel receives it: 1e-46 (0 in f32) and 1e39 (inf in f32) are refused, and so is
     a scale whose scale * log2(e) overflows f32."""
-    softmax_scale = resolve_options(None, None, None, softmax_scale)[3]
+    softmax_scale = _scale_value(softmax_scale)
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(head_dim)
     s = float(softmax_scale)
@@ -105,15 +105,21 @@ def resolve_options(causal, pv_accum, config, softmax_scale=None):
     else:
         causal = False if causal is None else bool(causal)
         pv_accum = "f32" if pv_accum is None else pv_accum
-    if softmax_scale is not None:
-        if isinstance(softmax_scale, (bool, np.bool_)) or not (
-                isinstance(softmax_scale, numbers.Real)
-                or (isinstance(softmax_scale, np.ndarray) and softmax_scale.ndim == 0
-                    and softmax_scale.dtype.kind in "iuf")):
-            raise TypeError(f"softmax_scale must be a real number (or None for 1/sqrt(d)), "
-                            f"got {type(softmax_scale).__name__} {softmax_scale!r}")
-        softmax_scale = float(softmax_scale)
-    return causal, pv_accum, config, softmax_scale
+    return causal, pv_accum, config, _scale_value(softmax_scale)
+
+
+def _scale_value(softmax_scale) -> float | None:
+    """``softmax_scale`` as a float (None stays None); TypeError for anything but a real number (bools and strings
+    included). Its value is checked by ``scales``, after rounding to float32."""
+    if softmax_scale is None:
+        return None
+    if isinstance(softmax_scale, (bool, np.bool_)) or not (
+            isinstance(softmax_scale, numbers.Real)
+            or (isinstance(softmax_scale, np.ndarray) and softmax_scale.ndim == 0
+                and softmax_scale.dtype.kind in "iuf")):
+        raise TypeError(f"softmax_scale must be a real number (or None for 1/sqrt(d)), "
+                        f"got {type(softmax_scale).__name__} {softmax_scale!r}")
+    return float(softmax_scale)
 
 
 def prepare(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm_90", config=None) -> Problem:

@@ -207,7 +207,7 @@ def bench_emulator(args) -> int:
     for n in ns:
         q, k, v = make_inputs(1, 1, n, n, 128, seed=0)
         t0 = time.perf_counter()
-        _plain_attention(q, k, v)
+        plain_attention(q, k, v)
         t_ref = time.perf_counter() - t0
         out = []
         for acc in ("f32", "f16"):
@@ -218,7 +218,7 @@ def bench_emulator(args) -> int:
     return 0
 
 
-def _plain_attention(q, k, v):
+def plain_attention(q, k, v):
     """The comparison baseline: softmax(q k^T / sqrt(d)) v in float64 numpy, nothing else."""
     q64, k64, v64 = (x[0, 0].astype(np.float64) for x in (q, k, v))
     s = q64 @ k64.T / np.sqrt(q64.shape[-1])

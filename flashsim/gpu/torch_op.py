@@ -133,9 +133,7 @@ def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp, fp=0) -> None:
 
 
 def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True):
-    key = (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
-           q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), causal, softmax_scale, pv_accum, tuple(tiles),
-           arch)
+    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
     plan = _KEYS.get(key)
     if plan is None:
         plan = _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
