@@ -18,42 +18,82 @@ import numpy as np
 
 from .arch import get_arch
 from .config import KernelConfig, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM
-from .masking import keys_visited
+from .masking import Window, key_range
 
 LOG2E = 1.4426950408889634  # log2(e) in float64
 GRID_YZ_MAX = 65535         # CUDA grid y (heads) and z (batch) limits
 INT32_MAX = 2 ** 31 - 1     # the kernel takes nq, nk as int and computes row indices in int
+LAYOUTS = ("bhnd", "bnhd")  # (B, H, N, d) as torch SDPA; (B, N, H, d) as flash_attn
+DTYPES = {"float16": "f16", "bfloat16": "bf16"}   # input dtype name -> KernelConfig.dtype
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options of one attention call, checked and with defaults filled in (``resolve_options``): what the
+    emulator and the GPU runner both run with, and part of the GPU runner's cache keys (hashable)."""
+    causal: bool = False
+    pv_accum: str = "f32"
+    config: KernelConfig | None = None
+    softmax_scale: float | None = None
+    window_size: tuple = (-1, -1)      # FlashAttention-2's (left, right), -1 unbounded; causal has right = 0
+    softcap: float = 0.0               # 0: off
+    layout: str = "bhnd"
+
+    @property
+    def local(self) -> bool:
+        """A sliding window beyond what causal masks: the kernel is built with window bounds (config.local)."""
+        left, right = self.window_size
+        return left >= 0 or (right >= 0 and not self.causal)
 
 
 @dataclass(frozen=True)
 class Problem:
     batch: int
-    heads: int
+    heads: int                     # query heads Hq
+    heads_kv: int                  # key / value heads Hkv (Hq % Hkv == 0; each serves Hq / Hkv query heads)
     nq: int
     nk: int
     head_dim: int
     config: KernelConfig
     arch: str
-    softmax_scale: np.float32      # what the kernel receives
-    scale_log2: np.float32         # softmax_scale * log2(e), rounded once to f32 on the host
+    softmax_scale: np.float32      # the score scale, as the kernel's float32
+    scale_log2: np.float32         # what scores are multiplied by inside ex2: softmax_scale (or softcap) * log2(e)
+    lse_scale: np.float32          # LSE = lse_scale * m + ln(l): softmax_scale, or softcap with soft-capping
+    cap_scale: np.float32          # softmax_scale / softcap (scores are tanh(q.k * cap_scale)); 0 without softcap
+    window: Window | None          # sliding window in kernel form (config.local), else None
+    layout: str = "bhnd"
 
     @property
     def q_blocks(self) -> int:
         return -(-self.nq // self.config.block_m)
 
-    def kv_tiles(self) -> np.ndarray:
-        """KV tiles each query block visits, (q_blocks,) int: the kernel's n_tiles, causal skipping included."""
+    @property
+    def group(self) -> int:
+        """Query heads per key / value head."""
+        return self.heads // self.heads_kv
+
+    def kv_tile_range(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first tile, number of tiles) each query block visits, (q_blocks,) int each: the kernel's loop bounds,
+        causal and window skipping included."""
         bm, bc = self.config.block_m, self.config.kv_tile
-        keys = keys_visited(np.arange(self.q_blocks) * bm, bm, self.nq, self.nk, self.config.causal)
-        return -(-keys // bc)
+        first, end = key_range(np.arange(self.q_blocks) * bm, bm, self.nq, self.nk, self.config.causal, self.window)
+        t0 = first // bc
+        return t0, np.maximum(0, -(-end // bc) - t0)
+
+    def kv_tiles(self) -> np.ndarray:
+        """KV tiles each query block visits, (q_blocks,) int."""
+        return self.kv_tile_range()[1]
 
 
-def scales(softmax_scale, head_dim: int) -> tuple[np.float32, np.float32]:
-    """(softmax_scale, scale_log2) as float32, the values the kernel is launched with.
+def scales(softmax_scale, head_dim: int, softcap: float = 0.0):
+    """(softmax_scale, scale_log2, lse_scale, cap_scale) as float32, the values the kernel is launched with.
 
     ``softmax_scale``: None (1/sqrt(head_dim)) or a real number (not a bool, not a string). It is checked after
     rounding to float32, as the kernel receives it: 1e-46 (0 in f32) and 1e39 (inf in f32) are refused, and so is
-    a scale whose scale * log2(e) overflows f32."""
+    a scale whose scale * log2(e) overflows f32. With ``softcap`` > 0 (FlashAttention-2's rule) the scores are
+    c * tanh(s / c) with s = softmax_scale * q.k: the kernel computes t = tanh(q.k * cap_scale), cap_scale =
+    softmax_scale / c rounded once from the float32 scale and cap, and runs the softmax on c * t (scale_log2 =
+    c * log2(e), lse_scale = c)."""
     softmax_scale = _scale_value(softmax_scale)
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(head_dim)
@@ -64,9 +104,22 @@ def scales(softmax_scale, head_dim: int) -> tuple[np.float32, np.float32]:
     if not (math.isfinite(s) and np.isfinite(s32) and s32 > 0):
         why = "" if not math.isfinite(s) or s <= 0 else f" (it is {float(s32)!r} as the kernel's float32)"
         raise ValueError(f"softmax_scale must be a positive finite number (as a float32), got {softmax_scale!r}{why}")
-    if not np.isfinite(s_log2):
-        raise ValueError(f"softmax_scale={softmax_scale!r} is too large: softmax_scale * log2(e) overflows float32")
-    return s32, s_log2
+    if not softcap:
+        if not np.isfinite(s_log2):
+            raise ValueError(f"softmax_scale={softmax_scale!r} is too large: softmax_scale * log2(e) overflows "
+                             "float32")
+        return s32, s_log2, s32, np.float32(0.0)
+    with np.errstate(over="ignore", under="ignore"):
+        c32 = np.float32(softcap)
+        c_log2 = np.float32(float(c32) * LOG2E)
+        cap = np.float32(float(s32) / float(c32)) if c32 > 0 else np.float32(np.inf)
+    if not (np.isfinite(c32) and c32 > 0 and np.isfinite(c_log2)):
+        raise ValueError(f"softcap={softcap!r} must be a positive finite float32 whose softcap * log2(e) is finite "
+                         f"(it is {float(c32)!r} as the kernel's float32)")
+    if not (np.isfinite(cap) and cap > 0):
+        raise ValueError(f"softmax_scale / softcap = {s} / {softcap!r} is {float(cap)!r} as a float32: choose "
+                         "values whose ratio is a normal float32")
+    return s32, c_log2, c32, cap
 
 
 def _shape_of(x, name):
@@ -81,17 +134,59 @@ def _dtype_name(x) -> str:
     return str(dt).replace("torch.", "")
 
 
-def resolve_options(causal, pv_accum, config, softmax_scale=None):
-    """(causal, pv_accum, config, softmax_scale) with the defaults filled in, the one rule for every caller
-    (prepare, and the GPU runner's fast paths before their cache keys): ``causal`` a bool or None (TypeError
-    otherwise), ``pv_accum`` one of SUPPORTED_PV_ACCUM or None; None means "not given": the config's value, or
-    False / "f32" without a config; given values must agree with ``config`` (ValueError naming both).
-    ``softmax_scale``: None, or a real number (TypeError otherwise; its value is checked by ``scales``), returned
-    as a float."""
+def _is_int(x) -> bool:
+    return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _window_value(window_size, causal: bool) -> tuple[int, int]:
+    """``window_size`` as (left, right) ints, causal's right bound applied (ValueError naming the argument)."""
+    if window_size is None:
+        window_size = (-1, -1)
+    if isinstance(window_size, (str, bytes)) or not hasattr(window_size, "__len__") or len(window_size) != 2 \
+            or not all(_is_int(w) for w in window_size):
+        raise ValueError(f"window_size must be a pair of ints (left, right), -1 for unbounded, got {window_size!r}")
+    left, right = (int(w) for w in window_size)
+    if left < -1 or right < -1:
+        raise ValueError(f"window_size values must be >= -1 (-1: unbounded), got {window_size!r}")
+    if causal:
+        if right > 0:
+            raise ValueError(f"window_size={window_size!r} with causal=True: a causal window's right bound is 0 "
+                             "(pass right 0 or -1, or causal=False)")
+        right = 0
+    return left, right
+
+
+def _softcap_value(softcap) -> float:
+    if softcap is None:
+        return 0.0
+    if isinstance(softcap, (bool, np.bool_)) or not (
+            isinstance(softcap, numbers.Real)
+            or (isinstance(softcap, np.ndarray) and softcap.ndim == 0 and softcap.dtype.kind in "iuf")):
+        raise TypeError(f"softcap must be a real number (0 for none), got {type(softcap).__name__} {softcap!r}")
+    value = float(softcap)
+    if not (value >= 0) or not math.isfinite(value):
+        raise ValueError(f"softcap must be a finite number >= 0 (0: no soft-capping), got {softcap!r}")
+    return value
+
+
+def resolve_options(causal=None, pv_accum=None, config=None, softmax_scale=None, window_size=None, softcap=None,
+                    layout=None) -> Options:
+    """The Options of a call with the defaults filled in, the one rule for every caller (prepare, and the GPU
+    runner's fast paths before their cache keys): ``causal`` a bool or None (TypeError otherwise), ``pv_accum`` one
+    of SUPPORTED_PV_ACCUM or None; None means "not given": the config's value, or False / "f32" without a config;
+    given values must agree with ``config`` (ValueError naming both), and so must the window (config.local) and the
+    soft-capping (config.softcap). ``softmax_scale``: None, or a real number (TypeError otherwise; its value is
+    checked by ``scales``), returned as a float. ``window_size`` (left, right) ints >= -1 (None: (-1, -1)),
+    right 0 under causal; ``softcap`` a real >= 0 (None: 0); ``layout`` "bhnd" (default) or "bnhd"."""
     if causal is not None and not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
     if pv_accum is not None and (not isinstance(pv_accum, str) or pv_accum not in SUPPORTED_PV_ACCUM):
         raise ValueError(f"pv_accum must be one of {SUPPORTED_PV_ACCUM}, got {pv_accum!r}")
+    if layout is None:
+        layout = "bhnd"
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    softcap = _softcap_value(softcap)
     if config is not None:
         if not isinstance(config, KernelConfig):
             raise ValueError(f"config must be a flashsim.KernelConfig, got {type(config).__name__}")
@@ -105,7 +200,18 @@ def resolve_options(causal, pv_accum, config, softmax_scale=None):
     else:
         causal = False if causal is None else bool(causal)
         pv_accum = "f32" if pv_accum is None else pv_accum
-    return causal, pv_accum, config, _scale_value(softmax_scale)
+    opts = Options(causal, pv_accum, config, _scale_value(softmax_scale), _window_value(window_size, causal),
+                   softcap, layout)
+    if config is not None:
+        if opts.local != config.local:
+            raise ValueError(f"window_size={opts.window_size} contradicts config.local={config.local} (a window "
+                             "beyond causal needs a config built with local=True, and only then)")
+        if (softcap > 0) != config.softcap:
+            raise ValueError(f"softcap={softcap!r} contradicts config.softcap={config.softcap}")
+        if layout != config.layout:
+            raise ValueError(f"layout={layout!r} contradicts config.layout={config.layout!r} (the kernel is built "
+                             "for one layout)")
+    return opts
 
 
 def _scale_value(softmax_scale) -> float | None:
@@ -122,55 +228,82 @@ def _scale_value(softmax_scale) -> float | None:
     return float(softmax_scale)
 
 
-def prepare(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm_90", config=None) -> Problem:
+def dims(shape, layout: str) -> tuple[int, int, int, int]:
+    """(B, H, N, d) of a 4-d shape in ``layout``."""
+    b, x, y, d = shape
+    return (b, x, y, d) if layout == "bhnd" else (b, y, x, d)
+
+
+def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) -> Problem:
     """Validate q, k, v and the options; return the Problem both executions run.
 
-    q (B, H, Nq, d), k and v (B, H, Nk, d), float16. ``causal`` (a bool) and ``pv_accum`` ("f32" or "f16"):
-    None means "not given": the config's value, or False / "f32" without a config. ``config`` (a KernelConfig)
-    fixes the tiling; its head_dim must be d, and a causal / pv_accum given here must agree with it. The
-    configuration must fit the arch's shared memory per block (the GPU could not launch it).
+    q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d) with Hq % Hkv == 0 (layout "bnhd": (B, N, H, d)); all float16 or all
+    bfloat16. ``opts``: resolved Options, or the keyword ``options`` of ``resolve_options`` (causal, pv_accum,
+    config, softmax_scale, window_size, softcap, layout). ``config`` (a KernelConfig) fixes the tiling; its
+    head_dim and dtype must be the inputs', and options given here must agree with it. The configuration must fit
+    the arch's shared memory per block (the GPU could not launch it).
     """
     arch_name = get_arch(arch).name
-    causal, pv_accum, config, _ = resolve_options(causal, pv_accum, config)
-    shapes = {}
+    if opts is None:
+        opts = resolve_options(**options)
+    elif options:
+        raise TypeError(f"prepare: pass Options or keyword options, not both ({', '.join(options)})")
+    layout = opts.layout
+    form = "(B, H, N, d)" if layout == "bhnd" else "(B, N, H, d)"
+    shapes, dtypes = {}, {}
     for name, x in (("q", q), ("k", k), ("v", v)):
         shape = _shape_of(x, name)
         if len(shape) != 4:
-            raise ValueError(f"{name} must have 4 dimensions (B, H, N, d), got shape {shape}")
+            raise ValueError(f"{name} must have 4 dimensions {form} (layout={layout!r}), got shape {shape}")
         dt = getattr(x, "dtype", None)
         if isinstance(dt, np.dtype) and dt.kind == "f" and dt.itemsize == 2 and not dt.isnative:
             raise ValueError(f"{name} is float16 in the other byte order ({dt.str}); the kernel reads native "
                              f"float16 bits: pass {name}.astype(np.float16)")
-        if _dtype_name(x) != "float16":
-            raise ValueError(f"{name} must be float16, got {_dtype_name(x)} (nothing is cast silently)")
-        shapes[name] = shape
+        if _dtype_name(x) not in DTYPES:
+            raise ValueError(f"{name} must be float16 or bfloat16, got {_dtype_name(x)} (nothing is cast silently)")
+        shapes[name], dtypes[name] = dims(shape, layout), _dtype_name(x)
+    if len(set(dtypes.values())) != 1:
+        raise ValueError(f"q, k and v must have one dtype, got q {dtypes['q']}, k {dtypes['k']}, v {dtypes['v']} "
+                         "(nothing is cast silently)")
+    dtype = DTYPES[dtypes["q"]]
     (b, h, nq, d), (bk, hk, nk, dk), _ = shapes["q"], shapes["k"], shapes["v"]
     if shapes["k"] != shapes["v"]:
-        raise ValueError(f"k and v must have the same shape, got k {shapes['k']} and v {shapes['v']}")
-    if (bk, hk, dk) != (b, h, d):
-        raise ValueError(f"k must be (B, H, Nk, d) with B={b}, H={h}, d={d} of q, got {shapes['k']}")
+        raise ValueError(f"k and v must have the same shape, got k {shapes['k']} and v {shapes['v']} (as {form})")
+    if (bk, dk) != (b, d):
+        raise ValueError(f"k must be {form} with B={b} and d={d} of q, got {_shape_of(k, 'k')}")
     if nq == 0 or nk == 0:
         raise ValueError(f"sequence lengths must be >= 1, got Nq={nq}, Nk={nk}")
-    if b == 0 or h == 0:
-        raise ValueError(f"batch and heads must be >= 1, got B={b}, H={h}")
+    if b == 0 or h == 0 or hk == 0:
+        raise ValueError(f"batch and heads must be >= 1, got B={b}, Hq={h}, Hkv={hk}")
+    if h % hk:
+        raise ValueError(f"the query heads Hq={h} must be a multiple of the key/value heads Hkv={hk} (MQA / GQA: "
+                         "each k/v head serves Hq / Hkv query heads)")
     if d not in SUPPORTED_HEAD_DIMS:
-        raise ValueError(f"head dim d={d} is not supported by the kernel; supported: {SUPPORTED_HEAD_DIMS}")
+        raise ValueError(f"head dim d={d} is not supported by the kernel: it must be a multiple of 32 from 32 to 256")
     if h > GRID_YZ_MAX or b > GRID_YZ_MAX:
         raise ValueError(f"heads H={h} and batch B={b} must each be <= {GRID_YZ_MAX} (the CUDA grid's y and z)")
+    if dtype == "bf16" and opts.pv_accum != "f32":
+        raise ValueError(f"pv_accum={opts.pv_accum!r} needs float16 inputs: mma.sync has no bf16 accumulator, so "
+                         "bfloat16 runs P@V with pv_accum='f32'")
+    config = opts.config
     if config is None:
-        config = KernelConfig.default(arch_name, head_dim=d, causal=causal, pv_accum=pv_accum)
+        config = KernelConfig.default(arch_name, head_dim=d, causal=opts.causal, pv_accum=opts.pv_accum, dtype=dtype,
+                                      local=opts.local, softcap=opts.softcap > 0, layout=layout)
     elif config.head_dim != d:
         raise ValueError(f"config.head_dim={config.head_dim} does not match the inputs' head dim d={d}")
+    elif config.dtype != dtype:
+        raise ValueError(f"config.dtype={config.dtype!r} does not match the inputs' dtype {dtypes['q']}")
     cap = get_arch(arch_name).smem_per_block_optin
     if config.smem_bytes > cap:
         from .gpu.errors import UnsupportedConfig     # a ValueError; imported here (flashsim.gpu imports this module)
         raise UnsupportedConfig(f"the configuration needs {config.smem_bytes} B of shared memory per block but "
                                 f"{arch_name} allows at most {cap} B ({config.describe()})")
-    if nq + nk + config.block_m > INT32_MAX:
-        raise ValueError(f"Nq={nq} and Nk={nk} are too long: Nq + Nk + {config.block_m} must be < 2^31 "
-                         "(the kernel computes row indices in 32-bit ints)")
-    s32, s_log2 = scales(softmax_scale, d)
-    return Problem(b, h, nq, nk, d, config, arch_name, s32, s_log2)
+    if nq + nk + config.block_m > INT32_MAX // 2:
+        raise ValueError(f"Nq={nq} and Nk={nk} are too long: Nq + Nk + {config.block_m} must be < 2^30 "
+                         "(the kernel computes row and window positions in 32-bit ints)")
+    s32, s_log2, lse_scale, cap_scale = scales(opts.softmax_scale, d, opts.softcap)
+    window = Window.from_user(opts.window_size, nq, nk) if config.local else None
+    return Problem(b, h, hk, nq, nk, d, config, arch_name, s32, s_log2, lse_scale, cap_scale, window, layout)
 
 
 # ---- memory: refuse a problem this machine cannot hold, before allocating it -----------------------------------

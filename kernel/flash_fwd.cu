@@ -1,4 +1,6 @@
 // FlashAttention forward, raw mma.sync.m16n8k16, written for consumer Blackwell (sm_120), runs on sm_80+.
+// f16 or bf16 (FS_BF16); head dims 32..256; MQA / GQA; causal and sliding-window masks; logit soft-capping;
+// (B, H, N, d) or (B, N, H, d) through strides.
 //
 // The seed's design, for real:
 //   * O accumulates in registers for the whole KV loop (never in shared memory); f32 or f16 (FS_PV_F16), or f32
@@ -19,7 +21,7 @@
 #error "build through flashsim.gpu: the configuration arrives as defines (FS_HEAD_DIM, FS_WARPS, ...)"
 #endif
 
-typedef unsigned short fs_half;   // raw f16 bits; no cuda_fp16.h needed
+typedef unsigned short fs_half;   // raw f16 or bf16 bits (FS_BF16); no cuda_fp16.h needed
 typedef unsigned int uint32_t;
 #define FS_INF __int_as_float(0x7f800000)   // NVRTC has no math.h INFINITY
 
@@ -31,7 +33,7 @@ constexpr int MT = FS_M_TILES;                 // m16 tiles (16 query rows each)
 constexpr int WARP_M = 16 * MT;
 constexpr int THREADS = 32 * WARPS;
 constexpr int BLOCK_M = WARP_M * WARPS;
-constexpr bool Q_IN_REGS = MT == 1;
+constexpr bool Q_IN_REGS = FS_Q_IN_REGS != 0;   // flashsim.config.KernelConfig.q_in_registers
 // Skip the O rescale when alpha is exactly 1 on the whole warp: measured on the H200 (benchmarks/RESULTS.md) to
 // gain 5-8% at d=128, where O is 64+ registers a lane, and to lose 5-9% at d=64, so only for the large O.
 constexpr bool SKIP_UNIT_RESCALE = D >= 128;
@@ -41,8 +43,15 @@ constexpr bool PV_F16 = FS_PV_F16 != 0;          // O accumulator in f16
 constexpr bool PV_F16X2 = FS_PV_F16X2 != 0;      // O in f32, each tile's P V through the f16 mma (two levels)
 static_assert(!(PV_F16 && PV_F16X2), "FS_PV_F16 and FS_PV_F16X2 exclude each other");
 constexpr bool CAUSAL = FS_CAUSAL != 0;
+constexpr bool LOCAL = FS_LOCAL != 0;            // sliding window (bounds are launch arguments)
+constexpr bool SOFTCAP = FS_SOFTCAP != 0;        // scores become tanh(s * cap_scale), softmax on softcap * tanh
+constexpr bool BF16 = FS_BF16 != 0;              // q, k, v, o and P in bf16 (P@V accumulates in f32 only)
+constexpr bool BNHD = FS_BNHD != 0;              // rows N apart by the row-stride arguments; else by D (constant)
+static_assert(!(BF16 && (PV_F16 || PV_F16X2)), "bf16 has no f16 accumulator: P@V in f32");
+static_assert(!Q_IN_REGS || MT == 1, "Q stays in registers only with one m16 tile per warp");
 
-constexpr int CHUNKS_PER_ROW = D / 8;          // 16-byte chunks in one row of a tile
+constexpr int CHUNKS_PER_ROW = D / 8;          // 16-byte chunks in one row of a tile (4 .. 32)
+static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
 constexpr int ROW_BYTES = D * 2;
 constexpr int Q_BYTES = BLOCK_M * ROW_BYTES;
 constexpr int KV_SLOT_BYTES = BC * ROW_BYTES;
@@ -80,8 +89,13 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
 }
 
 __device__ __forceinline__ void mma_f32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if FS_BF16
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+#else
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};\n"
+#endif
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
@@ -96,11 +110,26 @@ __device__ __forceinline__ float ex2(float x) {   // the SFU; flashsim.sfu.ex2 m
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
+__device__ __forceinline__ float rcp_approx(float x) {   // the SFU; flashsim.sfu.rcp models it bit for bit
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
 // Two f32 -> f16x2, round to nearest even; lo lands in the low 16 bits (the lower-indexed element).
 __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
     uint32_t r;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
+}
+// Two f32 -> the element type (f16x2 or bf16x2), round to nearest even: P for P V and the output O.
+__device__ __forceinline__ uint32_t pack_elem2(float lo, float hi) {
+#if FS_BF16
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
+    return pack_f16x2(lo, hi);
+#endif
 }
 __device__ __forceinline__ uint32_t mul_f16x2(uint32_t a, uint32_t b) {
     uint32_t r;
@@ -136,10 +165,27 @@ __device__ __forceinline__ float log_exact_ops(float x) {
     return __fmaf_rn(static_cast<float>(e), __int_as_float(FS_LOG_LN2), ln1p);
 }
 
-// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile: XOR with row%8 spreads the 8 rows an
-// ldmatrix reads (same logical chunk) over 8 distinct bank groups.
+// Soft-capping: tanh(y) = (1 - e) / (1 + e), e = 2^(-2|y| log2 e), with the SFU's ex2 and rcp (both modelled bit
+// for bit) and IEEE ops, y's sign put back. flashsim/emulator/kernel_math.py (softcap_tanh) says why not tanh.approx.
+__device__ __forceinline__ float softcap_tanh(float y) {
+    const uint32_t b = __float_as_uint(y);
+    const float a = __uint_as_float(b & 0x7fffffffu);
+    const float e = ex2(__fmul_rn(a, -__int_as_float(FS_TANH_TWO_LOG2E)));
+    const float t = __fmul_rn(__fsub_rn(1.f, e), rcp_approx(__fadd_rn(1.f, e)));
+    return __uint_as_float(__float_as_uint(t) | (b & 0x80000000u));
+}
+
+// Swizzle of a row: the 8 rows an ldmatrix reads (same logical chunk) land in 8 distinct bank groups (16-byte units
+// of a 128-byte line). Rows of 8k chunks start in the same group: XOR the chunk with row % 8. Rows of 8k + 4 chunks
+// (d = 32, 96, 160, 224) alternate between two half lines: XOR with (row / 2) % 4 (the chunk stays inside its
+// aligned group of 4, so inside the row). Rows 8 apart have the same swizzle either way.
+__device__ __forceinline__ int swz_bits(int row) {
+    return (CHUNKS_PER_ROW % 8 == 0) ? (row & 7) : ((row >> 1) & 3);
+}
+static_assert(CHUNKS_PER_ROW % 8 == 0 || CHUNKS_PER_ROW % 8 == 4, "rows of 8k or 8k + 4 chunks");
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
 __device__ __forceinline__ uint32_t swz(int row, int chunk) {
-    return static_cast<uint32_t>(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4));
+    return static_cast<uint32_t>(row * ROW_BYTES + ((chunk ^ swz_bits(row)) << 4));
 }
 
 // ldmatrix addresses: every lane's row is (its own row r_l) + (a multiple of 8), so row % 8 = r_l % 8 and the
@@ -150,9 +196,11 @@ __device__ __forceinline__ uint32_t chunk_off(int even_chunk, int lane_x) {
     return static_cast<uint32_t>((even_chunk ^ lane_x) << 4);
 }
 
-// Copy rows [row0, row0+ROWS) of a (n x D) f16 matrix into a swizzled tile; rows >= n are zero-filled.
+// Copy rows [row0, row0+ROWS) of an (n x D) matrix with row stride `rs` elements into a swizzled tile; rows >= n
+// are zero-filled.
 template <int ROWS>
-__device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restrict__ g, int row0, int n, int tid) {
+__device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restrict__ g, int row0, int n,
+                                          long long rs, int tid) {
     constexpr int CHUNKS = ROWS * CHUNKS_PER_ROW;
     constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
 #pragma unroll
@@ -161,7 +209,7 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restri
         if (CHUNKS % THREADS == 0 || i < CHUNKS) {
             int r = i / CHUNKS_PER_ROW, c = i % CHUNKS_PER_ROW;
             bool valid = row0 + r < n;
-            const fs_half* src = valid ? g + static_cast<long long>(row0 + r) * D + c * 8 : g;
+            const fs_half* src = valid ? g + static_cast<long long>(row0 + r) * rs + c * 8 : g;
             cp_async_16(tile + swz(r, c), src, valid ? 16 : 0);
         }
     }
@@ -169,7 +217,12 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restri
 
 }  // namespace fs
 
-// q, k, v: (B, H, N, D) f16 contiguous; o: like q; lse: (B, H, Nq) f32, natural log.
+// q: (B, Hq, Nq, D), k, v: (B, Hkv, Nk, D), f16 or bf16, addressed through element strides (batch, head, row) so
+// that (B, N, H, D) works too; the elements of a row are contiguous. o: like q (q's strides). lse: (B, Hq, Nq) f32
+// contiguous, natural log: lse_scale * m + ln(l). Query head h reads K / V head h / group (MQA / GQA).
+// scale_log2: the factor of the scores inside ex2; cap_scale (SOFTCAP): scores become tanh(s * cap_scale).
+// win_left, win_right (LOCAL): key j is visible to query i iff pos - win_left <= j <= pos + win_right, pos =
+// i + nk - nq (flashsim.masking; an unbounded side arrives as nq + nk).
 // overflow: one u64 the host sets to ~0; with an f16 P@V mma (FS_PV_F16 / FS_PV_F16X2) the kernel lowers it to the
 // smallest (b * H + h) * nq + row whose unnormalised O holds an inf or NaN while its l is finite and non-zero: an
 // f16 accumulator that left the f16 range (or an inf / NaN value in v). Untouched with f32 P@V.
@@ -177,7 +230,8 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restri
 extern "C" __global__ void __launch_bounds__(fs::THREADS, 1)
 flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs_half* __restrict__ v,
           fs_half* __restrict__ o, float* __restrict__ lse, unsigned long long* __restrict__ overflow, int nq, int nk,
-          float softmax_scale, float scale_log2) {
+          int group, long long q_bs, long long q_hs, long long q_rs, long long kv_bs, long long kv_hs,
+          long long kv_rs, float lse_scale, float scale_log2, float cap_scale, int win_left, int win_right) {
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
@@ -191,26 +245,32 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     const int g = lane >> 2;      // groupID: this lane's rows are g and g + 8 of the warp's 16
     const int t4 = lane & 3;      // thread in quad: columns 2*t4, 2*t4+1 of each n8 tile
 
-    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
-    const fs_half* qh = q + bh * nq * D;
-    const fs_half* kh = k + bh * nk * D;
-    const fs_half* vh = v + bh * nk * D;
+    const fs_half* qh = q + blockIdx.z * q_bs + blockIdx.y * q_hs;
+    const fs_half* kh = k + blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs;
+    const fs_half* vh = v + blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs;
     const int r0 = blockIdx.x * BLOCK_M;
+    const long long q_row = BNHD ? q_rs : D, kv_row = BNHD ? kv_rs : D;   // element distance of consecutive rows
+    const int off = nk - nq;      // query row i sits at key position i + off (bottom-right aligned)
 
-    // KV tiles this block visits. Causal: key j is visible to query i iff j <= i + nk - nq (bottom-right aligned);
-    // tiles entirely past the block's last visible key are skipped (the emulator skips the same ones).
-    int keys = nk;
-    if (CAUSAL) keys = min(nk, max(0, r0 + BLOCK_M + nk - nq));
-    const int n_tiles = (keys + BC - 1) / BC;
+    // KV tiles this block visits, [t_begin, t_begin + n_tiles): causal / the window bound the keys any of its rows
+    // sees; tiles wholly outside are skipped (flashsim.masking.key_range; the emulator skips the same ones).
+    int key_end = nk, key_begin = 0;
+    if (CAUSAL) key_end = min(key_end, max(0, r0 + BLOCK_M + off));
+    if (LOCAL) {
+        key_end = min(key_end, max(0, r0 + BLOCK_M + off + win_right));
+        key_begin = min(nk, max(0, r0 + off - win_left));
+    }
+    const int t_begin = key_begin / BC;
+    const int n_tiles = max(0, (key_end + BC - 1) / BC - t_begin);
 
     // ---- prologue: Q, then the first STAGES-1 KV tiles, one cp.async group each ---------------------------
-    load_tile<BLOCK_M>(s_q, qh, r0, nq, tid);
+    load_tile<BLOCK_M>(s_q, qh, r0, nq, q_row, tid);
     cp_async_commit();
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < n_tiles) {
-            load_tile<BC>(s_k + s * KV_SLOT_BYTES, kh, s * BC, nk, tid);
-            load_tile<BC>(s_v + s * KV_SLOT_BYTES, vh, s * BC, nk, tid);
+            load_tile<BC>(s_k + s * KV_SLOT_BYTES, kh, (t_begin + s) * BC, nk, kv_row, tid);
+            load_tile<BC>(s_v + s * KV_SLOT_BYTES, vh, (t_begin + s) * BC, nk, kv_row, tid);
         }
         cp_async_commit();
     }
@@ -223,13 +283,13 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     uint32_t qf[Q_IN_REGS ? MT : 1][Q_IN_REGS ? QK_KS : 1][4];
     const int q_row_lane = warp * WARP_M + (lane & 7) + ((lane >> 3) & 1) * 8;
     const uint32_t q_lane = s_q + q_row_lane * ROW_BYTES;
-    const int q_x = (lane >> 4) ^ (lane & 7);
+    const int q_x = (lane >> 4) ^ swz_bits(lane & 7);
     // K (no .trans): key = 8n + (lane & 7) + 8 (lane >> 4), chunk = 2 ks + ((lane >> 3) & 1)
     const uint32_t k_lane = ((lane & 7) + ((lane >> 4) << 3)) * ROW_BYTES;
-    const int k_x = ((lane >> 3) & 1) ^ (lane & 7);
+    const int k_x = ((lane >> 3) & 1) ^ swz_bits(lane & 7);
     // V (.trans): key = 16 j + (lane & 7) + 8 ((lane >> 3) & 1), chunk = n + (lane >> 4)
     const uint32_t v_lane = ((lane & 7) + (((lane >> 3) & 1) << 3)) * ROW_BYTES;
-    const int v_x = (lane >> 4) ^ (lane & 7);
+    const int v_x = (lane >> 4) ^ swz_bits(lane & 7);
     if (Q_IN_REGS) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
@@ -264,8 +324,8 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
             const int tn = t + STAGES - 1;
             if (tn < n_tiles) {
                 const int slot = tn % STAGES;
-                load_tile<BC>(s_k + slot * KV_SLOT_BYTES, kh, tn * BC, nk, tid);
-                load_tile<BC>(s_v + slot * KV_SLOT_BYTES, vh, tn * BC, nk, tid);
+                load_tile<BC>(s_k + slot * KV_SLOT_BYTES, kh, (t_begin + tn) * BC, nk, kv_row, tid);
+                load_tile<BC>(s_v + slot * KV_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row, tid);
             }
             cp_async_commit();
         }
@@ -302,9 +362,21 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
             }
         }
 
-        // ---- mask: keys past nk, and (causal) keys after the diagonal -> -inf ------------------------------
-        const int key0 = t * BC;
-        const bool need_mask = (key0 + BC > nk) || (CAUSAL && key0 + BC - 1 > r0 + nk - nq);
+        // ---- soft-capping: s = tanh(s * cap_scale) (the softmax then runs on softcap * s) --------------------
+        if (SOFTCAP) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int n = 0; n < S_NT; ++n)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) s_acc[mt][n][e] = softcap_tanh(__fmul_rn(s_acc[mt][n][e], cap_scale));
+        }
+
+        // ---- mask: keys past nk, (causal) after the diagonal, (window) outside the window -> -inf ------------
+        const int key0 = (t_begin + t) * BC;
+        const bool need_mask = (key0 + BC > nk) || (CAUSAL && key0 + BC - 1 > r0 + off)
+                               || (LOCAL && (key0 + BC - 1 > r0 + off + win_right
+                                             || key0 < r0 + BLOCK_M - 1 + off - win_left));
         if (need_mask) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
@@ -314,7 +386,9 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
                     for (int e = 0; e < 4; ++e) {
                         const int col = key0 + n * 8 + 2 * t4 + (e & 1);
                         const int row = row_base + mt * 16 + (e >> 1) * 8;
-                        if (col >= nk || (CAUSAL && col > row + nk - nq)) s_acc[mt][n][e] = -FS_INF;
+                        if (col >= nk || (CAUSAL && col > row + off)
+                            || (LOCAL && (col > row + off + win_right || col < row + off - win_left)))
+                            s_acc[mt][n][e] = -FS_INF;
                     }
                 }
         }
@@ -423,10 +497,10 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
             uint32_t pa[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
-                pa[mt][0] = pack_f16x2(s_acc[mt][2 * j][0], s_acc[mt][2 * j][1]);
-                pa[mt][1] = pack_f16x2(s_acc[mt][2 * j][2], s_acc[mt][2 * j][3]);
-                pa[mt][2] = pack_f16x2(s_acc[mt][2 * j + 1][0], s_acc[mt][2 * j + 1][1]);
-                pa[mt][3] = pack_f16x2(s_acc[mt][2 * j + 1][2], s_acc[mt][2 * j + 1][3]);
+                pa[mt][0] = pack_elem2(s_acc[mt][2 * j][0], s_acc[mt][2 * j][1]);
+                pa[mt][1] = pack_elem2(s_acc[mt][2 * j][2], s_acc[mt][2 * j][3]);
+                pa[mt][2] = pack_elem2(s_acc[mt][2 * j + 1][0], s_acc[mt][2 * j + 1][1]);
+                pa[mt][3] = pack_elem2(s_acc[mt][2 * j + 1][2], s_acc[mt][2 * j + 1][3]);
             }
 #pragma unroll
             for (int n = 0; n < O_NT; n += 2) {
@@ -449,7 +523,8 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     cp_async_wait<0>();   // nothing may be in flight when the block exits
 
     // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
-    fs_half* oh = o + bh * nq * D;
+    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    fs_half* oh = o + blockIdx.z * q_bs + blockIdx.y * q_hs;
     float* lh = lse + bh * nq;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -463,7 +538,7 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
             const bool empty = (l == 0.f) || (l != l);     // no visible key, or NaN: O stays as is, lse = +inf
             live[r] = !empty;
             inv[r] = empty ? 1.f : __frcp_rn(l);
-            lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[mt][r], softmax_scale, log_exact_ops(l));
+            lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[mt][r], lse_scale, log_exact_ops(l));
         }
         const int row0 = row_base + mt * 16, row1 = row0 + 8;
 #pragma unroll
@@ -483,11 +558,11 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
             }
             const int col = n * 8 + 2 * t4;
             if (row0 < nq)
-                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * D + col) =
-                    pack_f16x2(__fmul_rn(v0, inv[0]), __fmul_rn(v1, inv[0]));
+                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * q_row + col) =
+                    pack_elem2(__fmul_rn(v0, inv[0]), __fmul_rn(v1, inv[0]));
             if (row1 < nq)
-                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * D + col) =
-                    pack_f16x2(__fmul_rn(v2, inv[1]), __fmul_rn(v3, inv[1]));
+                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * q_row + col) =
+                    pack_elem2(__fmul_rn(v2, inv[1]), __fmul_rn(v3, inv[1]));
         }
         if (t4 == 0) {
             if (row0 < nq) lh[row0] = lse_row[0];

@@ -15,7 +15,7 @@ from flashsim.resources import budget, occupancy, occupancy_expressions
 from flashsim.resources import registers as R
 from flashsim.resources import symbols as S
 from flashsim.resources.occupancy import INT, limits
-from flashsim.config import KernelConfig
+from flashsim.config import MAX_DEFAULT_SPILL_BYTES, KernelConfig
 
 KB = 1024
 
@@ -104,13 +104,14 @@ def test_smem_comes_from_config_smem_buffers():
 def test_default_budget_on_sm120_fits_99_kb():
     b = flashsim.budget(registers="estimate")
     assert b.config == KernelConfig.default("sm_120")
+    # the predicted sm_120 tiling at d = 128 (config.DEFAULT_TILES): 8 warps x 2 m16 tiles, kv_tile 32, 2 stages
     assert b.smem_bytes == 96 * KB and b.cap_bytes == 99 * KB and b.fits
-    assert b.breakdown == {"Q tile": 32 * KB, "K ring": 32 * KB, "V ring": 32 * KB}
+    assert b.breakdown == {"Q tile": 64 * KB, "K ring": 16 * KB, "V ring": 16 * KB}
     assert b.free_bytes == 3 * KB
     assert b.blocks_per_sm == 1 and b.occupancy == pytest.approx(8 / 48)
     assert "estimate" in b.registers_source
     text = str(b)
-    for needle in ("Q tile", "32.0", "total", "cap", "free", "blocks/SM", "occupancy", "16.7%", "16*d*e_in*m_t*w"):
+    for needle in ("Q tile", "64.0", "total", "cap", "free", "blocks/SM", "occupancy", "16.7%", "16*d*e_in*m_t*w"):
         assert needle in text
     assert set(b.expressions) >= {"smem", "smem_total", "fragment_registers", "occupancy"}
 
@@ -196,6 +197,11 @@ def _configs():
     return list(dict.fromkeys(grid + defaults))
 
 
+def _defaults():
+    return {KernelConfig.default(arch, head_dim=d, pv_accum=pv, causal=c)
+            for arch in ("sm_90", "sm_120") for d, pv, c in itertools.product((64, 128), ("f32", "f16"), (False, True))}
+
+
 @functools.lru_cache(maxsize=None)
 def _build(config, arch):
     return R.compile_kernel(config, arch)
@@ -207,7 +213,10 @@ def _build(config, arch):
 def test_kernel_builds_match_the_budget(config, arch):
     _kernel_or_skip()
     build = _build(config, arch)           # compiles iff the kernel's smem layout == config.smem_buffers (static_assert)
-    assert build.spill_stores == 0 and build.spill_loads == 0, str(build)
+    if config in _defaults():   # a measured exception (config.DEFAULT_TILES) may spill a few bytes, no more
+        assert build.spill_stores + build.spill_loads <= MAX_DEFAULT_SPILL_BYTES, str(build)
+    else:
+        assert build.spill_stores == 0 and build.spill_loads == 0, str(build)
     assert 0 < build.registers <= 255
     assert build.static_smem_bytes == 0    # everything is dynamic: the budget's smem is the whole story
     b = budget(config, arch, registers=build.registers)

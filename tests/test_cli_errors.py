@@ -70,7 +70,7 @@ EMULATE = [
     ("--arch sm_75", lambda p: ["--arch", "sm_75"], ["unknown arch 'sm_75'"]),
     ("--plot into no folder", lambda p: ["--plot", "/nonexistent/dir/e.png"], ["--plot", "no such folder"]),
     ("--plot .xyz", lambda p: ["--plot", "e.xyz"], ["--plot", ".png"]),
-    ("k's heads differ", lambda p: ["--q", p["q"], "--k", p["k2"], "--v", p["k2"]], ["k must be (B, H, Nk, d)"]),
+    ("k's heads differ", lambda p: ["--q", p["q"], "--k", p["k2"], "--v", p["k2"]], ["must be a multiple of the key/value heads"]),
 ]
 
 
@@ -121,7 +121,7 @@ VERIFY = [
     ("--shape 3 fields", ["--shape", "1,2,3"], "5 or 6 fields"),
     ("--shape not ints", ["--shape", "1,1,a,64,64"], "must be integers"),
     ("--shape zero", ["--shape", "1,1,0,64,64"], "must be >= 1"),
-    ("--shape d=32", ["--shape", "1,1,64,64,32"], "D=32"),
+    ("--shape d=48", ["--shape", "1,1,64,64,48"], "D=48"),
     ("--shape causal typo", ["--shape", "1,1,64,64,64,caus"], "6th field"),
     ("--seeds 0", ["--seeds", "0"], "--seeds must be >= 1"),
     ("--kinds unknown", ["--kinds", "normal,weird"], "--kinds"),

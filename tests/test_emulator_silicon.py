@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from flashsim import KernelConfig
-from flashsim.commands.verify import emulator_outputs, inputs_sha256, make_case_inputs
+from flashsim.commands.verify import case_of_meta, emulator_outputs, inputs_sha256
 
 DATA = pathlib.Path(__file__).parent / "data"
 
@@ -45,10 +45,11 @@ def check_case(path, case):
     with np.load(path) as z:
         meta = json.loads(str(z[f"{case}_meta"]))
         o_gpu, lse_gpu = z[f"{case}_o"], z[f"{case}_lse"]
-    cfg = KernelConfig(**meta["config"])
-    q, k, v = make_case_inputs(meta["kind"], *meta["shape"], meta["seed"])
+    c = case_of_meta(meta)
+    q, k, v = c.inputs()
     assert inputs_sha256(q, k, v) == meta["inputs_sha256"], "regenerated inputs differ from those the GPU saw"
-    o, lse, flagged = emulator_outputs(q, k, v, cfg, meta["arch"])      # raw outputs, no overflow check
+    o, lse, flagged = emulator_outputs(q, k, v, c.config, meta["arch"], window_size=c.window, softcap=c.softcap,
+                                       layout=c.layout)                 # raw outputs, no overflow check
     if "overflow_row" in meta:                                          # the kernel's overflow flag
         assert flagged == meta["overflow_row"], (meta["name"], flagged, meta["overflow_row"])
     o_bad = np.count_nonzero(o.view(np.uint16) != o_gpu.view(np.uint16))
@@ -76,7 +77,8 @@ def test_replay_recaptures_the_same_cases_with_provenance(tmp_path, monkeypatch)
         pytest.skip("no tests/data/attn_sm90_specials.npz")
     monkeypatch.setattr(rt, "require_gpu", lambda: None)
     monkeypatch.setattr(rt, "current_arch", lambda: "sm_90")
-    monkeypatch.setattr(verify, "gpu_outputs", lambda q, k, v, config: emulator_outputs(q, k, v, config, "sm_90"))
+    monkeypatch.setattr(verify, "gpu_outputs", lambda q, k, v, config, **kw: emulator_outputs(q, k, v, config, "sm_90",
+                                                                                             **kw))
     out = tmp_path / "attn_sm90_specials.npz"
     parser = argparse.ArgumentParser()
     verify.add_arguments(parser)
@@ -89,6 +91,10 @@ def test_replay_recaptures_the_same_cases_with_provenance(tmp_path, monkeypatch)
             record = new.pop("provenance")
             old.pop("provenance", None)
             new.pop("overflow_row"), old.pop("overflow_row", None)      # new in this format; checked by check_case
+            for key in ("window", "softcap", "layout"):                  # new with the variants (defaults before)
+                if key not in old:
+                    new.pop(key)
+            old["config"] = KernelConfig(**old["config"]).__dict__       # fields added since keep their defaults
             assert new == old
             assert record == provenance.fingerprint("flash_fwd", KernelConfig(**new["config"]))
             assert np.array_equal(a[f"{case}_o"].view(np.uint16), b[f"{case}_o"].view(np.uint16))

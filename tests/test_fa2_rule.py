@@ -202,8 +202,8 @@ def test_verify_fa2_rule_gpu_is_a_report_not_the_exit_status(two_small_cases, mo
     monkeypatch.setattr(gpu, "attention", lambda q, k, v, **kw: flashsim.attention(q, k, v, arch="sm_90",
                                                                                     progress=False, **kw))
     if hasattr(verify, "gpu_outputs"):          # the bit checks' own GPU call
-        monkeypatch.setattr(verify, "gpu_outputs", lambda q, k, v, config: verify.emulator_outputs(q, k, v, config,
-                                                                                                   "sm_90"))
+        monkeypatch.setattr(verify, "gpu_outputs", lambda q, k, v, config, **kw: verify.emulator_outputs(
+            q, k, v, config, "sm_90", **kw))
     perfect = lambda q, k, v, causal: F.reference_f32(q, k, v, causal).astype(np.float16)
     monkeypatch.setattr(F, "out_pt_backend", lambda device_id=None: (perfect, "out_ref itself"))
     parser = argparse.ArgumentParser()

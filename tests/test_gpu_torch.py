@@ -106,10 +106,12 @@ def test_a_call_launches_once_with_the_right_arguments(fake_gpu):
     prob = flashsim.problem.prepare(q, k, v, causal=True, softmax_scale=0.3, arch="sm_90")
     cfg = prob.config
     assert type(args[5]) is np.uint64 and args[5] == 0          # f32 P@V: no overflow flag
-    assert [type(a) for a in args[6:]] == [np.int32, np.int32, np.float32, np.float32]
-    assert args[6:] == (40, 56, prob.softmax_scale, prob.scale_log2)
-    assert np.float32(args[8]).tobytes() == prob.softmax_scale.tobytes()
-    assert np.float32(args[9]).tobytes() == prob.scale_log2.tobytes()
+    # nq, nk, group; q's strides (batch, head, row); k / v's; lse_scale, scale_log2, cap_scale; the window (none)
+    assert [type(a) for a in args[6:]] == [np.int32] * 3 + [np.int64] * 6 + [np.float32] * 3 + [np.int32] * 2
+    assert args[6:15] == (40, 56, 1, 2 * 40 * 64, 40 * 64, 64, 2 * 56 * 64, 56 * 64, 64)
+    assert np.float32(args[15]).tobytes() == prob.softmax_scale.tobytes() == prob.lse_scale.tobytes()
+    assert np.float32(args[16]).tobytes() == prob.scale_log2.tobytes()
+    assert args[17:] == (0.0, 0, 0)
     assert tuple(config.grid) == (-(-40 // cfg.block_m), 2, 1)
     assert tuple(config.block) == (cfg.threads, 1, 1) and config.shmem_size == cfg.smem_bytes
 
@@ -155,9 +157,9 @@ def test_bad_tensors_raise_value_errors_before_any_launch(fake_gpu):
         flashsim.gpu.attention(q, k_t, v)
     with pytest.raises(ValueError, match="q must be contiguous"):
         flashsim.gpu.attention(torch.empty(1, 2, 80, 64, dtype=torch.float16)[:, :, ::2], k, v)
-    with pytest.raises(ValueError, match="q must be float16"):
+    with pytest.raises(ValueError, match="q must be float16 or bfloat16"):
         flashsim.gpu.attention(q.float(), k, v)
-    with pytest.raises(ValueError, match="k must be float16"):
+    with pytest.raises(ValueError, match="q, k and v must have one dtype, got q float16, k bfloat16"):
         flashsim.gpu.attention(q, k.to(torch.bfloat16), v)
     with pytest.raises(ValueError, match="4 dimensions"):
         flashsim.gpu.attention(q[0], k[0], v[0])
@@ -241,7 +243,7 @@ def test_the_fake_implementation_traces_under_torch_compile(fake_gpu):
     fq = torch.empty(1, 2, 40, 64, dtype=torch.float16, device="meta")
     o, lse, flag = torch_op.OP(fq, fq, fq)
     assert o.device.type == "meta" and o.shape == fq.shape and lse.shape == (1, 2, 40) and lse.dtype == torch.float32
-    with pytest.raises(ValueError, match="q must be float16"):
+    with pytest.raises(ValueError, match="q must be float16 or bfloat16"):
         torch_op.OP(fq.float(), fq, fq)
 
 
@@ -355,7 +357,7 @@ def test_cupy_path_with_a_stand_in(fake_gpu, fake_cupy):
         flashsim.gpu.attention(q, _FakeCupyArray(k.shape, np.float16, contiguous=False), v)
     with pytest.raises(ValueError, match="v is on device 3"):
         flashsim.gpu.attention(q, k, _FakeCupyArray(v.shape, np.float16, device=3))
-    with pytest.raises(ValueError, match="q must be float16"):
+    with pytest.raises(ValueError, match="q must be float16 or bfloat16"):
         flashsim.gpu.attention(_FakeCupyArray(q.shape, np.float32), k, v)
     assert len(fake_gpu.calls) == 2
 
@@ -563,7 +565,7 @@ def test_bad_tensors_are_refused_before_launch_and_the_context_survives(tgpu):
         flashsim.gpu.attention(q, torch.cat([k, k], dim=-1)[..., :64], v)
     with pytest.raises(ValueError, match="v is on cpu"):
         flashsim.gpu.attention(q, k, v.cpu())
-    with pytest.raises(ValueError, match="q must be float16"):
+    with pytest.raises(ValueError, match="q, k and v must have one dtype, got q bfloat16, k float16"):
         flashsim.gpu.attention(q.to(torch.bfloat16), k, v)
     other = next(a for a in ("sm_80", "sm_90", "sm_120") if a != rt.current_arch())
     with pytest.raises(ValueError, match="but the current GPU"):

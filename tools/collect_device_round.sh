@@ -38,7 +38,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 [[ -f $DIR/round.tar ]] && tar -C "$WORK" -xf "$DIR/round.tar"
 
-CAPTURES=(attn_sm90_defaults.npz attn_sm90_w8m1.npz attn_sm90_specials.npz attn_sm90_f16x2.npz mma_sm90.npz mma_sm90_summary.json
+CAPTURES=(attn_sm90_defaults.npz attn_sm90_w8m1.npz attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz mma_sm90.npz mma_sm90_summary.json
           layout_sm90.npz sfu_sample_sm90.npz)
 copied=()
 for f in "${CAPTURES[@]}"; do

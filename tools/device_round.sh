@@ -2,6 +2,7 @@
 # One device round on the H200, from the repository root:
 #
 #     OUT=<dir> tools/device_round.sh [STEP ...]        steps: captures verify tests sanitize bench (default: all five)
+#                                                       and attn (the attention captures alone, part of captures)
 #
 # Then, back on the development machine: tools/collect_device_round.sh <the files that came back from OUT>
 # (captures -> tests/data, logs -> benchmarks/logs/<date>/, and tests/test_drift.py run on the result).
@@ -55,8 +56,8 @@
 set -euo pipefail
 
 ALL_STEPS=(captures verify tests sanitize bench)
-declare -A ESTIMATE=([captures]=240 [verify]=45 [tests]=180 [sanitize]=240 [bench]=180)   # seconds, to plan
-declare -A CAP=([captures]=420 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420)        # seconds, to kill
+declare -A ESTIMATE=([captures]=240 [attn]=120 [verify]=45 [tests]=180 [sanitize]=240 [bench]=180)   # seconds, to plan
+declare -A CAP=([captures]=420 [attn]=300 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420)        # seconds, to kill
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && usage 0
@@ -125,6 +126,7 @@ capture_attn() {   # capture_attn SET LOG LIMIT: tests/data/attn_sm90_SET.npz ag
       w8m1)     how=(--kinds normal,wide,adversarial --warps 8 --m-tiles 1 --kv-tile 64 --stages 3) ;;
       specials) how=(--kinds specials --seeds 2) ;;
       f16x2)    how=(--pv-accum f16x2 --kinds normal,wide,adversarial,specials) ;;
+      variants) how=(--variants) ;;
     esac
   fi
   run "$log" "$limit" $PY -m flashsim.cli verify "${how[@]}" --save-cases "$STAGE/captures/attn_sm90_$set.npz" \
@@ -136,13 +138,24 @@ step_captures() {
   need_modules numpy ml_dtypes cuda.core || return
   run "$log" "$(left)" $PY -m flashsim.gpu.capture.layout --out "$c" || return
   run "$log" "$(left)" $PY -m flashsim.gpu.capture.mma --out "$c" || return
-  for set in defaults w8m1 specials f16x2; do capture_attn "$set" "$log" "$(left)" || return; done
+  for set in $ATTN_SETS; do capture_attn "$set" "$log" "$(left)" || return; done
   run "$log" "$(left)" $PY -m flashsim.gpu.capture.sfu --out "$c" || return
   local want=(layout_sm90.npz mma_sm90.npz mma_sm90_summary.json attn_sm90_defaults.npz attn_sm90_w8m1.npz
-              attn_sm90_specials.npz attn_sm90_f16x2.npz sfu_sample_sm90.npz sfu_tables_sm90.npz)
+              attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz sfu_sample_sm90.npz
+              sfu_tables_sm90.npz)
   for f in "${want[@]}"; do [[ -f $c/$f ]] || { echo "missing capture $f" | tee -a "$log"; return 1; }; done
   ( cd "$c" && ls -l "${want[@]}" ) | tee -a "$log" || return
   RESULT="${#want[@]} capture files"
+}
+
+ATTN_SETS="defaults w8m1 specials f16x2 variants"
+
+step_attn() {      # only the attention captures (after a change of kernel/flash_fwd.cu or its defines)
+  local log=$1 c=$STAGE/captures
+  need_modules numpy ml_dtypes cuda.core || return
+  for set in $ATTN_SETS; do capture_attn "$set" "$log" "$(left)" || return; done
+  for set in $ATTN_SETS; do [[ -f $c/attn_sm90_$set.npz ]] || { echo "missing attn_sm90_$set.npz" | tee -a "$log"; return 1; }; done
+  RESULT="$(echo $ATTN_SETS | wc -w) attention capture files ($(grep -c '^verdict: every bit agrees' "$log") sets bit-exact)"
 }
 
 step_verify() {

@@ -18,10 +18,12 @@ exit status, which reflects the bit-exactness checks alone. 'emulator' needs no 
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
 import types
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,10 +46,85 @@ DEFAULT_SHAPES = [
 INPUT_KINDS = ("normal", "wide", "adversarial", "specials")
 
 
+@dataclass(frozen=True)
+class Case:
+    """One verify case: shape (B, Hq, Hkv, Nq, Nk, d), the KernelConfig (dtype, causal, pv_accum, tiling), the input
+    kind and seed, the options beyond the config (window, softcap, layout) and, for replays, the inputs' sha256."""
+    shape: tuple
+    config: KernelConfig
+    kind: str
+    seed: int
+    sha: str | None = None
+    window: tuple = (-1, -1)
+    softcap: float = 0.0
+    layout: str = "bhnd"
+
+    @property
+    def options(self) -> dict:
+        return dict(config=self.config, window_size=self.window, softcap=self.softcap, layout=self.layout)
+
+    def name(self) -> str:
+        b, h, hk, nq, nk, d = self.shape
+        c = self.config
+        extra = [f"kv{hk}" if hk != h else "", c.dtype if c.dtype != "f16" else "", "causal" if c.causal else "",
+                 f"win{list(self.window)}" if self.window != (-1, -1) and c.local else "",
+                 f"cap{self.softcap:g}" if self.softcap else "", self.layout if self.layout != "bhnd" else ""]
+        return " ".join([f"{b}x{h}x{nq}x{nk}x{d}", *[e for e in extra if e], c.pv_accum, self.kind, f"s{self.seed}"])
+
+    def inputs(self):
+        b, h, hk, nq, nk, d = self.shape
+        return make_case_inputs(self.kind, b, h, nq, nk, d, self.seed, heads_kv=hk, dtype=self.config.dtype,
+                                layout=self.layout)
+
+
+def variant(shape, kinds=("normal", "adversarial"), arch="sm_90", window=(-1, -1), softcap=0.0, layout="bhnd",
+            causal=False, dtype="f16", accs=("f32",), seed=0):
+    """Cases of one variant: the arch's default configuration for its options, every kind and P@V accumulation."""
+    from ..problem import resolve_options
+    out = []
+    for acc in accs:
+        opts = resolve_options(causal, acc, None, None, window, softcap, layout)
+        cfg = KernelConfig.default(arch, head_dim=shape[-1], causal=opts.causal, pv_accum=acc, dtype=dtype,
+                                   local=opts.local, softcap=softcap > 0, layout=layout)
+        out += [Case(tuple(shape), cfg, kind, seed, None, opts.window_size, float(softcap), layout) for kind in kinds]
+    return out
+
+
+def variant_cases(arch: str) -> list[Case]:
+    """The attention variants (--variants): every head dim, bf16, MQA / GQA (groups 1, 2, 8; Hkv = 1), sliding
+    windows (rows that see no key included), soft-capping, the (B, N, H, d) layout, and their combinations, on normal
+    and adversarial inputs (and wide for a few)."""
+    v = functools.partial(variant, arch=arch)
+    cases = []
+    for i, d in enumerate(range(32, 257, 32)):              # every head dim, odd lengths, GQA group 2
+        cases += v((1, 2, 1, 77 + i, 93 + 2 * i, d), accs=("f32", "f16"), causal=bool(i % 2))
+    cases += v((1, 2, 2, 65, 130, 160), accs=("f16x2",))
+    cases += v((2, 4, 2, 130, 190, 128), dtype="bf16", causal=True, window=(64, 0), kinds=("normal", "adversarial",
+                                                                                           "wide"))
+    cases += v((1, 8, 1, 100, 100, 64), dtype="bf16")                       # MQA: Hkv = 1, group 8
+    cases += v((1, 8, 8, 64, 96, 64), dtype="bf16", causal=True)             # group 1
+    cases += v((2, 8, 4, 90, 90, 96), dtype="bf16", softcap=20.0, layout="bnhd")
+    cases += v((1, 2, 2, 150, 150, 64), window=(16, 8), accs=("f32", "f16"))
+    cases += v((1, 2, 2, 150, 150, 64), window=(0, 0))                       # the diagonal only
+    cases += v((1, 2, 1, 120, 200, 128), window=(3, -1))
+    cases += v((1, 2, 1, 120, 200, 128), window=(-1, 5))
+    cases += v((1, 2, 2, 200, 50, 64), window=(5, 5))                        # rows whose window holds no key
+    cases += v((1, 1, 1, 129, 257, 128), causal=True, window=(31, -1), accs=("f16x2",))
+    cases += v((1, 2, 2, 120, 150, 128), softcap=30.0, accs=("f16", "f32"), kinds=("normal", "adversarial", "wide"))
+    cases += v((1, 4, 2, 100, 333, 64), softcap=5.0, causal=True, window=(40, 0), accs=("f16x2",))
+    cases += v((2, 4, 2, 80, 120, 128), layout="bnhd", accs=("f32", "f16"))
+    cases += v((1, 4, 1, 70, 150, 256), layout="bnhd", dtype="bf16", window=(20, 20))
+    return cases
+
+
 def add_arguments(p):
     p.add_argument("--shape", action="append", default=[], metavar="B,H,NQ,NK,D[,causal]",
                    help="add a case (repeatable); 'causal' as a 6th field makes it causal")
     p.add_argument("--only", action="store_true", help="run only the --shape cases, not the default set")
+    p.add_argument("--variants", action="store_true",
+                   help="run the attention variants instead of the default set: every head dim, bf16, MQA/GQA, "
+                        "sliding windows, softcap, (B, N, H, d) and their combinations (flashsim.commands.verify."
+                        "variant_cases)")
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
     p.add_argument("--pv-accum", choices=(*SUPPORTED_PV_ACCUM, "all"), default="all",
                    help="P@V accumulation to run: %(choices)s (default: all)")
@@ -65,18 +142,20 @@ def add_arguments(p):
     fa2_rule.add_arguments(p)
 
 
-def make_case_inputs(kind, b, h, nq, nk, d, seed):
+def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16", layout="bhnd"):
     """Inputs of one kind: normal N(0,1); wide (per-row scales over 2^-8..2^6: exp2 underflow/overflow paths);
     adversarial (large equal scores, NaN and inf in a few places, all-equal rows, zeros); specials (+-inf in q, k
-    and v, +-65504, f16 subnormals and rows of them, -0)."""
+    and v, +-65504, f16 subnormals and rows of them, -0). q (B, H, Nq, d), k and v with ``heads_kv`` heads (default
+    H), rounded to ``dtype`` ("f16" or "bf16"), in ``layout``."""
     rng = np.random.default_rng(seed)
+    hk = h if heads_kv is None else heads_kv
     q = rng.standard_normal((b, h, nq, d))
-    k = rng.standard_normal((b, h, nk, d))
-    v = rng.standard_normal((b, h, nk, d))
+    k = rng.standard_normal((b, hk, nk, d))
+    v = rng.standard_normal((b, hk, nk, d))
     if kind == "wide":
         q *= 2.0 ** rng.integers(-8, 7, size=(b, h, nq, 1))
-        k *= 2.0 ** rng.integers(-4, 5, size=(b, h, nk, 1))
-        v *= 2.0 ** rng.integers(-10, 10, size=(b, h, nk, 1))
+        k *= 2.0 ** rng.integers(-4, 5, size=(b, hk, nk, 1))
+        v *= 2.0 ** rng.integers(-10, 10, size=(b, hk, nk, 1))
     elif kind == "adversarial":
         q *= 8.0                                   # scores in the thousands: exp overflows without the max shift
         if nk > 2:
@@ -96,9 +175,18 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed):
         q[..., :: max(nq // 4, 1), :] *= 2.0 ** -20      # whole rows of f16 subnormals
     elif kind != "normal":
         raise ValueError(f"unknown input kind {kind!r}; known: {INPUT_KINDS}")
+    if dtype == "bf16":
+        import ml_dtypes
+        elem = ml_dtypes.bfloat16
+    else:
+        elem = np.float16
     with np.errstate(over="ignore", invalid="ignore"):
         keep_specials = kind in ("adversarial", "specials")
-        return tuple((x if keep_specials else np.clip(x, -65504, 65504)).astype(np.float16) for x in (q, k, v))
+        out = tuple((x if keep_specials else np.clip(x, -65504, 65504)).astype(elem)
+                    for x in (q, k, v))
+    if layout == "bnhd":
+        out = tuple(np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in out)
+    return out
 
 
 def trouble_heads(rng, b, h, nq, nk, d):
@@ -188,59 +276,81 @@ def check_cases(cases, arch) -> None:
     """Every case's configuration fits ``arch`` and its emulation fits this machine's memory (checked before the
     first launch, not when the case comes)."""
     from ..problem import check_emulator_memory
-    for (b, h, nq, nk, d), cfg, kind, seed, _ in cases:
-        stand_in = [types.SimpleNamespace(shape=s, dtype=np.dtype(np.float16)) for s in
-                    ((b, h, nq, d), (b, h, nk, d), (b, h, nk, d))]
-        check_emulator_memory(prepare(*stand_in, arch=arch, config=cfg))
+    from ..problem import resolve_options
+    for c in cases:
+        b, h, hk, nq, nk, d = c.shape
+        dt = "bfloat16" if c.config.dtype == "bf16" else "float16"
+        shapes = ((b, h, nq, d), (b, hk, nk, d), (b, hk, nk, d))
+        if c.layout == "bnhd":
+            shapes = tuple((s[0], s[2], s[1], s[3]) for s in shapes)
+        stand_in = [types.SimpleNamespace(shape=s, dtype=dt) for s in shapes]
+        opts = resolve_options(config=c.config, window_size=c.window, softcap=c.softcap, layout=c.layout)
+        check_emulator_memory(prepare(*stand_in, opts, arch=arch))
 
 
-def gpu_outputs(q, k, v, config):
+def gpu_outputs(q, k, v, config, **options):
     """The kernel's raw (o, lse, overflow row) on the current GPU: no overflow check, so adversarial inputs give
-    their inf / NaN; the overflow row is the flag the kernel wrote (flashsim.overflow), None when unset."""
+    their inf / NaN; the overflow row is the flag the kernel wrote (flashsim.overflow), None when unset.
+    ``options``: window_size, softcap, layout."""
     from .. import gpu
     from ..gpu.launch import NO_OVERFLOW
-    go, (do, dl), _ = gpu.prepared_launch(q, k, v, config=config)
+    go, (do, dl), _ = gpu.prepared_launch(q, k, v, config=config, **options)
     flag = go(sync=True)[-1]
     value = None if flag is None else int(flag.to_numpy()[0])
     return do.to_numpy(), dl.to_numpy(), None if value in (None, NO_OVERFLOW) else value
 
 
-def emulator_outputs(q, k, v, config, arch):
+def emulator_outputs(q, k, v, config, arch, **options):
     """The emulator's (o, lse, overflow row): the same three values as ``gpu_outputs``, from the numpy engine."""
+    from ..emulator import to_bhnd
     from ..emulator.engine_numpy import run
     from ..overflow import first_flagged
-    o, lse, rows = run(q, k, v, prepare(q, k, v, config=config, arch=arch), progress=False)
-    return o, lse, first_flagged(rows.flag) if config.pv_mma_f16 else None
+    prob = prepare(q, k, v, config=config, arch=arch, **options)
+    o, lse, rows = run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=False)
+    return np.ascontiguousarray(to_bhnd(o, prob.layout)), lse, first_flagged(rows.flag) if config.pv_mma_f16 else None
 
 
-def verify_case(q, k, v, config, arch):
+def verify_case(q, k, v, config, arch, **options):
     """Run both executions; return (o_diff, lse_diff, gpu outputs (o, lse, overflow row), timings, overflow rows
-    (gpu, emulator))."""
+    (gpu, emulator)). O is compared as (B, H, N, d) whatever the layout (mismatch coordinates are the kernel's)."""
     from ..diff import compare
+    from ..emulator import to_bhnd
+    layout = options.get("layout") or "bhnd"
     t0 = time.perf_counter()
-    o_g, lse_g, f_g = gpu_outputs(q, k, v, config)
+    o_g, lse_g, f_g = gpu_outputs(q, k, v, config, **options)
     t1 = time.perf_counter()
-    o_e, lse_e, f_e = emulator_outputs(q, k, v, config, arch)
+    o_e, lse_e, f_e = emulator_outputs(q, k, v, config, arch, **options)
     t2 = time.perf_counter()
-    return compare("O", o_g, o_e), compare("LSE", lse_g, lse_e), (o_g, lse_g, f_g), (t1 - t0, t2 - t1), (f_g, f_e)
+    od = compare("O", np.ascontiguousarray(to_bhnd(o_g, layout)), np.ascontiguousarray(to_bhnd(o_e, layout)))
+    return od, compare("LSE", lse_g, lse_e), (o_g, lse_g, f_g), (t1 - t0, t2 - t1), (f_g, f_e)
 
 
-def case_meta(name, arch, cfg, shape, kind, seed, q, k, v) -> dict:
+def case_meta(name, arch, case: Case, q, k, v) -> dict:
     """What --save-cases stores beside a case's outputs: enough to regenerate its inputs (checked by hash) and
     the provenance of the kernel build that ran it (flashsim.provenance, checked by tests/test_drift.py)."""
-    return dict(name=name, arch=arch, config=cfg.__dict__, shape=list(shape), kind=kind, seed=seed,
+    cfg = case.config
+    return dict(name=name, arch=arch, config=cfg.__dict__, shape=list(case.shape), kind=case.kind, seed=case.seed,
+                window=list(case.window), softcap=case.softcap, layout=case.layout,
                 inputs_sha256=inputs_sha256(q, k, v), provenance=provenance.fingerprint("flash_fwd", cfg))
 
 
-def replay_cases(path) -> list[tuple]:
-    """(shape (b, h, nq, nk, d), KernelConfig, kind, seed, inputs_sha256) of every case saved in ``path``, in order."""
+def case_of_meta(meta: dict) -> Case:
+    """The Case a saved meta describes (shape (B, H, Nq, Nk, d) in files written before GQA: Hkv = H)."""
+    shape = tuple(meta["shape"])
+    if len(shape) == 5:
+        b, h, nq, nk, d = shape
+        shape = (b, h, h, nq, nk, d)
+    return Case(shape, KernelConfig(**meta["config"]), meta["kind"], int(meta["seed"]), meta.get("inputs_sha256"),
+                tuple(meta.get("window", (-1, -1))), float(meta.get("softcap", 0.0)), meta.get("layout", "bhnd"))
+
+
+def replay_cases(path) -> list[Case]:
+    """The Case of every case saved in ``path``, in order."""
     out = []
     with np.load(path) as z:
         metas = sorted((k for k in z.files if k.endswith("_meta")), key=lambda k: int(k[1:-5]))
         for key in metas:
-            meta = json.loads(str(z[key]))
-            out.append((tuple(meta["shape"]), KernelConfig(**meta["config"]), meta["kind"], int(meta["seed"]),
-                        meta.get("inputs_sha256")))
+            out.append(case_of_meta(json.loads(str(z[key]))))
     return out
 
 
@@ -249,7 +359,9 @@ def _cases(args, arch) -> list[tuple]:
     cases = []
     for path in args.replay:
         cases += replay_cases(path)
-    shapes = [] if (args.only or args.replay) else list(DEFAULT_SHAPES)
+    if getattr(args, "variants", False):
+        cases += variant_cases(arch)
+    shapes = [] if (args.only or args.replay or getattr(args, "variants", False)) else list(DEFAULT_SHAPES)
     shapes += [parse_shape(s) for s in args.shape]
     accs = SUPPORTED_PV_ACCUM if args.pv_accum == "all" else (args.pv_accum,)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
@@ -258,7 +370,7 @@ def _cases(args, arch) -> list[tuple]:
     for (b, h, nq, nk, d, causal) in shapes:
         for acc in accs:
             cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
-            cases += [((b, h, nq, nk, d), cfg, kind, seed, None) for kind in kinds for seed in range(args.seeds)]
+            cases += [Case((b, h, h, nq, nk, d), cfg, kind, seed) for kind in kinds for seed in range(args.seeds)]
     return cases
 
 
@@ -273,19 +385,23 @@ def run(args) -> int:
     arch = rt.current_arch()
     cases = _cases(args, arch)
     check_cases(cases, arch)
-    for (b, h, nq, nk, d), cfg, kind, seed, want_sha in cases:   # before any GPU work: replayed inputs must match
-        if want_sha is not None and inputs_sha256(*make_case_inputs(kind, b, h, nq, nk, d, seed)) != want_sha:
-            raise SystemExit(f"--replay: the inputs of {b}x{h}x{nq}x{nk}x{d} {kind} s{seed} no longer regenerate "
-                             "as recorded (make_case_inputs changed): this file cannot be re-captured case for case")
+    for c in cases:   # before any GPU work: replayed inputs must match
+        if c.sha is not None and inputs_sha256(*c.inputs()) != c.sha:
+            raise SystemExit(f"--replay: the inputs of {c.name()} no longer regenerate as recorded "
+                             "(make_case_inputs changed): this file cannot be re-captured case for case")
     results, all_ok, saved = [], True, {}
-    count = lambda i: len({c[i] if i != 1 else c[1].pv_accum for c in cases})
-    print(f"flashsim verify on {arch}: {count(0)} shapes x {count(1)} accumulators x {count(2)} kinds x {count(3)} "
-          f"seeds" + (f" ({len(cases)} cases replayed from {', '.join(args.replay)})" if args.replay else ""))
-    print(f"{'case':44} {'O equal':>9} {'O ulp':>6} {'LSE equal':>10} {'LSE ulp':>8}  first mismatch")
-    for (b, h, nq, nk, d), cfg, kind, seed, _ in cases:
-        q, k, v = make_case_inputs(kind, b, h, nq, nk, d, seed)
-        od, ld, outs, times, flags = verify_case(q, k, v, cfg, arch)
-        name = f"{b}x{h}x{nq}x{nk}x{d}{' causal' if cfg.causal else ''} {cfg.pv_accum} {kind} s{seed}"
+    count = lambda f: len({f(c) for c in cases})
+    print(f"flashsim verify on {arch}: {count(lambda c: c.shape)} shapes x {count(lambda c: c.config.pv_accum)} "
+          f"accumulators x {count(lambda c: c.kind)} kinds x {count(lambda c: c.seed)} seeds, {len(cases)} cases"
+          + (f" (replayed from {', '.join(args.replay)})" if args.replay else ""))
+    width = max([44] + [len(c.name()) + 1 for c in cases])
+    print(f"{'case':{width}} {'O equal':>9} {'O ulp':>6} {'LSE equal':>10} {'LSE ulp':>8}  first mismatch")
+    for case in cases:
+        cfg = case.config
+        q, k, v = case.inputs()
+        od, ld, outs, times, flags = verify_case(q, k, v, cfg, arch, window_size=case.window, softcap=case.softcap,
+                                                 layout=case.layout)
+        name = case.name()
         where = ""
         for diff, kindname in ((od, "o"), (ld, "lse")):
             if diff.first_index is not None and not where:
@@ -298,7 +414,7 @@ def run(args) -> int:
             where = f"overflow flag: gpu row {flags[0]}, emulator row {flags[1]}" + (f"; {where}" if where else "")
         ok = od.ok and ld.ok and flags[0] == flags[1]
         all_ok &= ok
-        print(f"{name:44} {od.bit_equal_fraction:9.4%} {od.max_ulp:6d} {ld.bit_equal_fraction:10.4%} "
+        print(f"{name:{width}} {od.bit_equal_fraction:9.4%} {od.max_ulp:6d} {ld.bit_equal_fraction:10.4%} "
               f"{ld.max_ulp:8d}  {where or '-'}")
         results.append(dict(case=name, config=cfg.__dict__, o_equal=od.bit_equal_fraction, o_max_ulp=od.max_ulp,
                             o_hist=od.ulp_hist, lse_equal=ld.bit_equal_fraction, lse_max_ulp=ld.max_ulp,
@@ -306,8 +422,9 @@ def run(args) -> int:
         if args.save_cases:
             # outputs only: the inputs are regenerated from (kind, shape, seed) and checked by hash
             i = len(saved) // 3
-            saved.update({f"c{i}_o": outs[0], f"c{i}_lse": outs[1], f"c{i}_meta": json.dumps(
-                dict(case_meta(name, arch, cfg, (b, h, nq, nk, d), kind, seed, q, k, v), overflow_row=outs[2]))})
+            o_saved = outs[0].view(np.uint16) if outs[0].dtype.name == "bfloat16" else outs[0]   # npz: no bf16
+            saved.update({f"c{i}_o": o_saved, f"c{i}_lse": outs[1], f"c{i}_meta": json.dumps(
+                dict(case_meta(name, arch, case, q, k, v), overflow_row=outs[2]))})
     from ..numerics import sfu
     note = getattr(sfu, "model_status", lambda arch: "")(arch)
     if note:

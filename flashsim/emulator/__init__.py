@@ -11,24 +11,32 @@ from ..overflow import OverflowCheck, check_mode, first_flagged, overflow_error
 from ..problem import check_emulator_memory, prepare
 from .reference import reference_attention
 
-__all__ = ["attention", "reference_attention"]
+__all__ = ["attention", "reference_attention", "to_bhnd"]
 
 
-def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="sm_90", config=None,
-              backend="numpy", progress=None, check_overflow=True):
-    """What kernel/flash_fwd.cu returns on ``arch``, bit for bit: (o float16 (B,H,Nq,d), lse float32 (B,H,Nq)).
+def to_bhnd(x, layout: str):
+    """(B, H, N, d) view of ``x`` given in ``layout`` (a transposed view for "bnhd"; numpy, JAX or torch)."""
+    return x if layout == "bhnd" else x.transpose(0, 2, 1, 3) if not hasattr(x, "permute") else x.permute(0, 2, 1, 3)
 
-    q (B,H,Nq,d), k and v (B,H,Nk,d): float16 numpy arrays. ``config`` (flashsim.KernelConfig) fixes the
-    tiling; by default the arch's default configuration with the given causal / pv_accum. ``causal`` and
-    ``pv_accum`` left out (None) take the config's values, or False and "f32"; given, they must agree with it.
-    ``backend``: "numpy" (default) or "jax". A problem whose emulation would not fit in memory is refused first
-    (flashsim.problem.check_emulator_memory). With an f16 P@V mma (pv_accum "f16" or "f16x2") a row whose f16
-    accumulator overflowed raises FloatingPointError naming the row and the bound, as the GPU runner does
-    (flashsim.overflow); ``check_overflow=False`` returns the kernel's inf / NaN instead; "deferred" returns
-    (o, lse, check) with ``check()`` raising the same error when called.
+
+def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
+              layout=None, arch="sm_90", config=None, backend="numpy", progress=None, check_overflow=True):
+    """What kernel/flash_fwd.cu returns on ``arch``, bit for bit: (o like q, lse float32 (B, Hq, Nq)).
+
+    q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), Hq a multiple of Hkv (MQA / GQA); ``layout="bnhd"``: (B, N, H, d) in
+    and out, as flash_attn (lse stays (B, Hq, Nq)). All float16 or all ``ml_dtypes.bfloat16`` numpy arrays; d a
+    multiple of 32 from 32 to 256. ``causal``: bottom-right aligned; ``window_size=(left, right)``: sliding window
+    (FlashAttention-2's meaning, -1 unbounded; flashsim.masking); ``softcap`` > 0: scores s become
+    softcap * tanh(s / softcap). ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's default
+    configuration for these options. Options left out (None) take the config's values, or the defaults; given,
+    they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default) or "jax". A problem
+    whose emulation would not fit in memory is refused first (flashsim.problem.check_emulator_memory). With an f16
+    P@V mma (pv_accum "f16" or "f16x2") a row whose f16 accumulator overflowed raises FloatingPointError naming the
+    row and the bound, as the GPU runner does (flashsim.overflow); ``check_overflow=False`` returns the kernel's
+    inf / NaN instead; "deferred" returns (o, lse, check) with ``check()`` raising the same error when called.
     """
-    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=arch,
-                   config=config)
+    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, window_size=window_size,
+                   softcap=softcap, layout=layout, arch=arch, config=config)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, np.ndarray):
             raise ValueError(f"{name} must be a numpy array (the emulator runs on the CPU), got {type(x).__name__}")
@@ -40,15 +48,16 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch="
         raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
     mode = check_mode(check_overflow)
     check_emulator_memory(prob, backend)
-    o, lse, rows = run(q, k, v, prob, progress=progress)
+    o, lse, rows = run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=progress)
+    o = np.ascontiguousarray(to_bhnd(o, prob.layout))
 
     def check():
         flat = first_flagged(rows.flag) if prob.config.pv_mma_f16 else None
         if flat is not None:
             bh, row = divmod(flat, prob.nq)
             b, h = divmod(bh, prob.heads)
-            raise overflow_error(prob, flat, float(np.abs(v[b, h].astype(np.float32)).max()),
-                                 float(rows.l[b, h, row]))
+            vh = to_bhnd(v, prob.layout)[b, h // prob.group]
+            raise overflow_error(prob, flat, float(np.abs(vh.astype(np.float32)).max()), float(rows.l[b, h, row]))
     if mode == "deferred":
         return o, lse, OverflowCheck(check)
     if mode:

@@ -29,6 +29,7 @@ from functools import partial
 
 import numpy as np
 
+from ..masking import Window
 from ..numerics import sfu
 from ..numerics.xp import enable_x64
 from ..problem import Problem
@@ -144,9 +145,11 @@ def _steps(static, scalars, tables, qh, kh, vh, state, xs):
     (unit, tile, first, row0), each (1, C, S): C steps of S slots. Returns the state after the C steps."""
     import jax.numpy as jnp
     from jax import lax
-    arch, causal, bm, bc, two_level = static
+    arch, causal, bm, bc, two_level, local, softcap = static
     nq, nk = scalars[0], scalars[1]
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
+    cap = lax.bitcast_convert_type(scalars[3].astype(jnp.uint32), jnp.float32) if softcap else None
+    window = Window(scalars[4], scalars[5]) if local else None
     qh = qh[:, :, 0]
     state = tuple(x[:, :, 0] for x in state)
     xs = tuple(x[0] for x in xs)
@@ -160,12 +163,13 @@ def _steps(static, scalars, tables, qh, kh, vh, state, xs):
         l = jnp.where(first[:, None, None], 0, l).astype(jnp.float32)
         o = jnp.where(first[:, None, None], 0, o).astype(o.dtype)
         qs = jnp.take(qh, jnp.minimum(unit, n_units - 1), axis=2)       # (b, h, S, BM, d)
-        kt = jnp.take(kh, tile, axis=2)                                 # (b, h, S, BC, d)
+        kt = jnp.take(kh, tile, axis=2)                                 # (b, h, S, BC, d); tile: the global index
         vt = jnp.take(vh, tile, axis=2)
         rows = row0[:, None] + jnp.arange(bm, dtype=jnp.int32)[None, :]   # (S, BM)
         cols = tile[:, None] * bc + jnp.arange(bc, dtype=jnp.int32)[None, :]
         with sfu.bound_tables(arch, tables):
-            s, m_new, alpha, neg_m = K.scores(qs, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch)
+            s, m_new, alpha, neg_m = K.scores(qs, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch,
+                                              window=window, cap_scale=cap)
             s, neg_m = lax.optimization_barrier((s, neg_m))
             p = K.probabilities(s, neg_m, sl2, arch=arch)
             p, alpha = lax.optimization_barrier((p, alpha))
@@ -225,8 +229,9 @@ def jax_cache_dir() -> str | None:
 # driver
 
 def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, max_tile_elems=None):
-    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d) with JAX; returns (o f16, lse f32, Rows), bit for bit
-    what the numpy engine returns. ``devices``: the devices of the mesh (default: jax.devices(), every device of
+    """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) (f16 or bf16) with JAX; returns (o like q, lse f32,
+    Rows), bit for bit what the numpy engine returns. GQA: the K / V heads are repeated to the query heads on the
+    host (each device then holds its heads' K and V; the arithmetic is unchanged). ``devices``: the devices of the mesh (default: jax.devices(), every device of
     the default backend; after jax.distributed.initialize() that is every process's devices, and every process
     must then call with the same inputs: each gets the whole result); ``max_tile_elems``: score elements per
     device per step (the memory bound)."""
@@ -244,8 +249,11 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     BM, BC = cfg.block_m, cfg.kv_tile
     pv_f16 = cfg.o_f16
     nqb = prob.q_blocks
-    tiles = prob.kv_tiles()
-    T = max(int(tiles.max(initial=0)), 1)
+    first_tile, tiles = prob.kv_tile_range()
+    first_tile = np.append(first_tile, 0)                      # index nqb: no block (idle slots)
+    T = max(int((first_tile[:nqb] + tiles).max(initial=0)), 1)
+    if prob.group > 1:
+        k, v = (np.repeat(x, prob.group, axis=1) for x in (k, v))
     budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)
     if budget < 1:
         raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
@@ -274,7 +282,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         gid[i, :len(g)] = g
         n = u.shape[0]
         u = np.where(u >= len(g), upd, u)
-        unit[i, :n], tile[i, :n], first[i, :n] = u, t, f
+        unit[i, :n], tile[i, :n], first[i, :n] = u, t + first_tile[gid[i][u]], f
         row0[i, :n] = gid[i][u] * BM
     per_call = max(1, budget // (slots * BM * BC))             # heads per device per call
     bl, hl = math.ceil(B / db), math.ceil(H / dh)
@@ -285,7 +293,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
 
     def padded(x, rows, row_pad):
         x = pad_rows(np.ascontiguousarray(x).reshape(B * H, rows, d), row_pad).reshape(B, H, row_pad, d)
-        out = np.zeros((Bp, Hp, row_pad, d), np.float16)
+        out = np.zeros((Bp, Hp, row_pad, d), q.dtype)
         out[:B, :H] = x
         return out
     qp = padded(q, nq, (nqb + 1) * BM).reshape(Bp, Hp, nqb + 1, BM, d)   # block nqb: zeros for empty places
@@ -294,9 +302,10 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     vp = padded(v, nk, T * BC).reshape(Bp, Hp, T, BC, d)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
-    static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2")
-    sl2_bits = int(np.asarray(prob.scale_log2, np.float32).view(np.uint32))
-    scalars = _put(np.array([nq, nk, sl2_bits], np.int64), rep)
+    static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.local, cfg.softcap)
+    bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.cap_scale)]
+    win = prob.window or Window(0, 0)
+    scalars = _put(np.array([nq, nk, *bits, win.left, win.right], np.int64), rep)
     comp = _compiled(mesh, static)
     n_calls = steps // STEPS_PER_CALL
     xs_all = [tuple(_put(a[:, c * STEPS_PER_CALL:(c + 1) * STEPS_PER_CALL], per_dev)
@@ -306,7 +315,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     LAST_PLAN.update(mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned), calls=len(calls),
                      dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
 
-    o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), np.float16)
+    o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), q.dtype)
     lse_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
     l_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
     flag_out = np.zeros((Bp, Hp, nqb + 1, BM), bool)
@@ -324,7 +333,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
                 bar.update(ci * n_calls + c + 1)
         # 8. epilogue on the final state (O(rows) work: numpy, nothing to compile)
         m, l, o = (_fetch(x)[:, :, :, :upd] for x in state)
-        outs = K.epilogue(l, o, m, prob.softmax_scale)        # (call_b, call_h, dq, upd, BM[, d]) each
+        outs = K.epilogue(l, o, m, prob.lse_scale, q.dtype)   # (call_b, call_h, dq, upd, BM[, d]) each
         for i in range(dq):
             for dst, src in zip((o_out, lse_out, l_out, flag_out), outs):
                 dst[sl][:, :, gid[i, :upd]] = src[:, :, i]

@@ -4,7 +4,8 @@ One unit = one CUDA block (one q block of one head), in the CUDA grid's order. U
 score tile (units x BM x BC f32) stays under ``max_tile_elems`` elements, so memory is bounded whatever the
 problem size (a chunk runs from the initial state through the epilogue); within a chunk the only Python loop is
 over KV tiles (and, inside the steps, the kernel's own k16 and lane-column loops). Causal blocks that are done
-drop out of a step (their state is left as it is).
+drop out of a step (their state is left as it is). A block starts at its first KV tile (a sliding window skips
+the tiles left of it, as the kernel does) and reads its K / V head (GQA: one head per group of query heads).
 """
 from __future__ import annotations
 
@@ -26,30 +27,41 @@ def pad_rows(x: np.ndarray, rows: int) -> np.ndarray:
     return out
 
 
+def step_options(prob: Problem) -> dict:
+    """The keyword options of kernel_program.scores for ``prob`` (mask and soft-cap): one place for every engine."""
+    cfg = prob.config
+    return dict(causal=cfg.causal, window=prob.window, cap_scale=prob.cap_scale if cfg.softcap else None)
+
+
 def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: int | None = None):
-    """Emulate the kernel on f16 numpy q (B,H,Nq,d), k, v (B,H,Nk,d); returns (o f16, lse f32, Rows)."""
+    """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) (f16 or bf16, layout (B, H, N, d)); returns
+    (o like q, lse f32, Rows)."""
     cfg, arch = prob.config, prob.arch
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
     BM, BC = cfg.block_m, cfg.kv_tile
     nqb = prob.q_blocks
-    tiles_per_block = prob.kv_tiles()                                 # (nqb,)
-    T = max(int(tiles_per_block.max(initial=0)), 1)
+    first_tile, tiles_per_block = prob.kv_tile_range()                # (nqb,) each
+    T = max(int((first_tile + tiles_per_block).max(initial=0)), 1)
+    Hk = prob.heads_kv
 
     qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM).reshape(B * H * nqb, BM, d)
-    kh = pad_rows(np.ascontiguousarray(k).reshape(B * H, nk, d), T * BC)
-    vh = pad_rows(np.ascontiguousarray(v).reshape(B * H, nk, d), T * BC)
+    kh = pad_rows(np.ascontiguousarray(k).reshape(B * Hk, nk, d), T * BC)
+    vh = pad_rows(np.ascontiguousarray(v).reshape(B * Hk, nk, d), T * BC)
 
     U = B * H * nqb                                                   # units, x (q block) fastest
     unit_bh = np.repeat(np.arange(B * H), nqb)
+    unit_kv = (unit_bh // H) * Hk + (unit_bh % H) // prob.group       # the K / V head a unit reads (GQA)
     unit_qb = np.tile(np.arange(nqb), B * H)
     unit_tiles = tiles_per_block[unit_qb]
+    unit_t0 = first_tile[unit_qb]
     rows_all = unit_qb[:, None] * BM + np.arange(BM)[None, :]        # (U, BM) global query rows
+    opts = step_options(prob)
 
     # Chunks of units, each run from the initial state to the epilogue before the next: memory is bounded by the
     # chunk (its state and temporaries) plus the outputs, whatever the problem size. (Running chunks on threads was
     # measured slower on the 2-core development machine: benchmarks/RESULTS.md.)
     chunk = max(1, int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS) // (BM * BC))
-    o_out = np.empty((U, BM, d), np.float16)
+    o_out = np.empty((U, BM, d), q.dtype)
     lse = np.empty((U, BM), np.float32)
     l_out = np.empty((U, BM), np.float32)
     flag = np.empty((U, BM), bool)
@@ -61,19 +73,20 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
             m, l, o = K.initial_state(np, (units.size,), BM, d, cfg.o_f16)
             for t in range(int(unit_tiles[units].max(initial=0))):
                 act = np.nonzero(unit_tiles[units] > t)[0]             # chunk-local indices of busy units
-                bh = unit_bh[units[act]]
-                kt = kh[bh, t * BC:(t + 1) * BC]                      # (A, BC, d)
-                vt = vh[bh, t * BC:(t + 1) * BC]
-                cols = t * BC + np.arange(BC)
-                s, m_new, alpha, neg_m = K.scores(qh[units[act]], kt, m[act], rows_all[units[act]], cols, nq, nk,
-                                                  prob.scale_log2, causal=cfg.causal, arch=arch)
+                u = units[act]
+                kv = unit_kv[u]
+                cols = (unit_t0[u] + t)[:, None] * BC + np.arange(BC)[None, :]   # (A, BC) global key indices
+                kt = kh[kv[:, None], cols]                              # (A, BC, d)
+                vt = vh[kv[:, None], cols]
+                s, m_new, alpha, neg_m = K.scores(qh[u], kt, m[act], rows_all[u], cols, nq, nk, prob.scale_log2,
+                                                  arch=arch, **opts)
                 p = K.probabilities(s, neg_m, prob.scale_log2, arch=arch)
                 l[act], o[act] = K.accumulate(l[act], o[act], p, alpha, vt, arch=arch,
                                               two_level=cfg.pv_accum == "f16x2")
                 m[act] = m_new
                 done += act.size
                 bar.update(done)
-            o_out[units], lse[units], l_out[units], flag[units] = K.epilogue(l, o, m, prob.softmax_scale)
+            o_out[units], lse[units], l_out[units], flag[units] = K.epilogue(l, o, m, prob.lse_scale, q.dtype)
     bar.close()
     rows = (B * H, nqb * BM)
     o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)

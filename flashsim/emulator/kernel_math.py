@@ -1,8 +1,18 @@
 """Scalar math of the kernel outside the tensor cores, shared bit for bit by the kernel build and the emulator.
 
 The kernel computes ln(l) for the LSE from IEEE-exact operations only (no SFU, no libdevice), so that
-the emulator can reproduce it with exactly rounded float32 arithmetic. Its constants live here once and
-reach kernel/flash_fwd.cu as the FS_LOG_* defines (bit patterns), see ``kernel_defines``.
+the emulator can reproduce it with exactly rounded float32 arithmetic; and the soft-capping tanh from the two SFU
+functions flashsim models bit for bit (ex2, rcp) and exactly rounded float32 operations. Their constants live here
+once and reach kernel/flash_fwd.cu as the FS_LOG_* / FS_TANH_* defines (bit patterns), see ``kernel_defines``.
+
+Why not ``tanh.approx.f32`` (FlashAttention-2's choice): its bits have no published model, it has no structure
+that a small table captures (ex2's result is a table over the fraction, shifted by the integer part; rcp's a table
+over the significand), and a table over all 2^32 inputs does not ship small. tanh(a) = (1 - 2^(-2a log2 e)) /
+(1 + 2^(-2a log2 e)) needs one ex2.approx and one rcp.approx (two MUFU operations instead of one) plus four FP32
+operations, and its absolute error is about 2^-22 (ex2's and rcp's relative errors are below 2^-22, the
+subtraction is exact near 1 by Sterbenz): soft-capped logits c * tanh(.) are then off by about c * 2^-22 in score
+units, below the float32 rounding of the scores themselves. Its cost is measured by ``flashsim bench kernel``
+(benchmarks/RESULTS.md, softcap rows).
 """
 from __future__ import annotations
 
@@ -20,9 +30,33 @@ LOG_CONSTANTS = {
 }
 
 
+# tanh(a) for a = |y| >= 0: e = ex2(a * -TWO_LOG2E) = exp(-2a); tanh(a) = (1 - e) * rcp(1 + e), then y's sign.
+TANH_CONSTANTS = {
+    "TWO_LOG2E": np.float32(2.0 / np.log(2.0)),
+}
+
+
 def kernel_defines() -> dict[str, int]:
-    """The FS_LOG_* defines: each constant as the bit pattern of its float32 (all positive, < 2^31)."""
-    return {f"FS_LOG_{k}": int(np.asarray(v, np.float32).view(np.uint32)) for k, v in LOG_CONSTANTS.items()}
+    """The FS_LOG_* and FS_TANH_* defines: each constant as the bit pattern of its float32 (all positive, < 2^31)."""
+    consts = {**{f"FS_LOG_{k}": v for k, v in LOG_CONSTANTS.items()},
+              **{f"FS_TANH_{k}": v for k, v in TANH_CONSTANTS.items()}}
+    return {k: int(np.asarray(v, np.float32).view(np.uint32)) for k, v in consts.items()}
+
+
+def softcap_tanh(y, arch):
+    """The kernel's softcap_tanh on float32 arrays (numpy or JAX), bit for bit: a = |y| (bits), e = ex2.approx.ftz(
+    a * -2 log2(e)), t = (1 - e) * rcp.approx.ftz(1 + e), y's sign bit put back on t. Any y: +-inf -> +-1, NaN ->
+    NaN with y's sign, +-0 -> +-0."""
+    from ..numerics import ieee32, sfu   # deferred: the kernel build needs only the constants
+    from ..numerics.xp import bitcast, namespace
+    xp = namespace(y)
+    f32, u32 = xp.float32, xp.uint32
+    b = bitcast(xp.asarray(y, dtype=f32), np.uint32)
+    a = bitcast(b & xp.asarray(0x7FFFFFFF, dtype=u32), np.float32)
+    e = sfu.ex2(ieee32.mul(a, xp.asarray(-TANH_CONSTANTS["TWO_LOG2E"], dtype=f32)), arch=arch)
+    one = xp.asarray(1.0, dtype=f32)
+    t = ieee32.mul(ieee32.sub(one, e), sfu.rcp(ieee32.add(one, e), arch=arch))
+    return bitcast(bitcast(t, np.uint32) | (b & xp.asarray(0x80000000, dtype=u32)), np.float32)
 
 
 def log_exact_ops(x):

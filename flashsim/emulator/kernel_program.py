@@ -4,9 +4,11 @@ Each numbered step is the same step of the CUDA source, with the same operation 
 Q K^T and P V through the tensor-core model (k16 steps chained in the kernel's order), masking to -inf, the
 row max (lane-local then quad: order-free), the -inf guard, alpha and p through the SFU model with the scale
 folded into one FMA, the lane-partial row sums added in the lane's own column order, the per-tile rescale of O in
-the accumulator's type, P rounded to f16 by the register repack (with pv_accum "f16x2" each tile's P V through
-the f16 mma from zero, then added to the f32 O), and the epilogue's IEEE reciprocal, f16 conversion, LSE and
-overflow flag. Every float operation outside the tensor cores goes through flashsim.numerics.ieee32 (exactly
+the accumulator's type, P rounded to the element type (f16 or bf16) by the register repack (with pv_accum "f16x2"
+each tile's P V through the f16 mma from zero, then added to the f32 O), and the epilogue's IEEE reciprocal,
+conversion to the element type, LSE and overflow flag. Options: soft-capping (step 1, kernel_math.softcap_tanh) and
+the causal / sliding-window mask (step 2, flashsim.masking); GQA and the (B, N, H, d) layout only change which
+rows the engines hand in, never the arithmetic. Every float operation outside the tensor cores goes through flashsim.numerics.ieee32 (exactly
 rounded whatever the engine's float modes), every special function through flashsim.numerics.sfu.
 
 Shapes: any leading batch axes ``...`` (the engines put CUDA blocks there: numpy the active blocks of a KV step,
@@ -28,7 +30,7 @@ from ..masking import key_visible
 from ..numerics import ieee32, sfu
 from ..numerics.tensorcore import mma_chain
 from ..numerics.xp import bitcast, namespace
-from .kernel_math import log_exact_ops
+from .kernel_math import log_exact_ops, softcap_tanh
 
 __all__ = ["initial_state", "scores", "probabilities", "accumulate", "epilogue"]
 
@@ -50,18 +52,21 @@ def _negate(x):
     return bitcast(bitcast(x, np.uint32) ^ xp.asarray(SIGN_BIT, dtype=xp.uint32), np.float32)
 
 
-def scores(q, k, m_old, rows, cols, nq, nk, scale_log2, *, causal: bool, arch):
-    """Steps 1-3 of one KV tile: S = Q K^T, the mask, the row max, the -inf guard, alpha.
+def scores(q, k, m_old, rows, cols, nq, nk, scale_log2, *, causal: bool, arch, window=None, cap_scale=None):
+    """Steps 1-3 of one KV tile: S = Q K^T, the soft-cap, the mask, the row max, the -inf guard, alpha.
 
-    q (..., BM, d) and k (..., BC, d) f16; m_old (..., BM) f32; rows (..., BM) and cols (..., BC) the global query
-    and key indices; nq, nk, scale_log2 scalars. Returns (s (..., BM, BC), m_new, alpha, -m_new * scale_log2) with
-    the -inf guard applied to the last (a row with no visible key yet subtracts 0)."""
+    q (..., BM, d) and k (..., BC, d) f16 or bf16; m_old (..., BM) f32; rows (..., BM) and cols (..., BC) the global
+    query and key indices; nq, nk, scale_log2 scalars; ``window`` a flashsim.masking.Window (config.local) or None;
+    ``cap_scale`` (config.softcap) the f32 softmax_scale / softcap, or None. Returns (s (..., BM, BC), m_new, alpha,
+    -m_new * scale_log2) with the -inf guard applied to the last (a row with no visible key yet subtracts 0)."""
     xp = namespace(q, k, m_old)
-    # 1. S = Q K^T, f32 accumulators from zero, k16 steps over d in order
+    # 1. S = Q K^T, f32 accumulators from zero, k16 steps over d in order; soft-capping: s = tanh(s * cap_scale)
     zeros = xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.float32)
     s = mma_chain(q, xp.swapaxes(k, -1, -2), zeros, arch)
-    # 2. mask keys past nk and (causal) after the diagonal
-    visible = key_visible(rows[..., :, None], cols[..., None, :], nq, nk, causal)
+    if cap_scale is not None:
+        s = softcap_tanh(ieee32.mul(s, xp.asarray(cap_scale, dtype=xp.float32)), arch)
+    # 2. mask keys past nk, (causal) after the diagonal and (window) outside the window
+    visible = key_visible(rows[..., :, None], cols[..., None, :], nq, nk, causal, window)
     s = xp.where(visible, s, xp.asarray(-np.inf, dtype=xp.float32))
     # 3. row max (fmax ignores NaN; order-free), the -inf guard, alpha, the scaled max
     m_new = ieee32.fmax(m_old, ieee32.fmax_reduce(s, axis=-1))
@@ -81,7 +86,8 @@ def probabilities(s, neg_m_scaled, scale_log2, *, arch):
 
 def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
     """Steps 5-7 of one KV tile: l = l * alpha + the lane's p (in the lane's column order), O rescaled by alpha in
-    the accumulator's type, then O += P V with P rounded to f16 (the S -> P register repack). ``two_level``
+    the accumulator's type, then O += P V with P rounded to v's type, f16 or bf16 (the S -> P register repack: cvt.rn
+    f16x2 / bf16x2). ``two_level``
     (pv_accum "f16x2", O f32): the tile's P V is accumulated by the f16 mma from +0, then added to O in f32.
     Returns (l, o)."""
     xp = namespace(l_lane, o, p)
@@ -97,17 +103,18 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
         o = ieee32.mul_f16(o, ieee32.cvt_f32_to_f16(alpha)[..., None])
     else:
         o = ieee32.mul(o, alpha[..., None])
-    # 7. O += P V, P rounded to f16 (cvt.rn.f16x2.f32 of the S accumulator registers), k16 slices in order
-    pf = ieee32.cvt_f32_to_f16(p)
+    # 7. O += P V, P rounded to v's type (cvt.rn.f16x2.f32 / bf16x2 of the S accumulator registers), k16 slices
+    pf = ieee32.cvt_f32_to(p, v.dtype)
     if two_level:
         tile = mma_chain(pf, v, xp.zeros(o.shape, dtype=xp.float16), arch)
         return l_lane, ieee32.add(o, ieee32.cvt_f16_to_f32(tile))
     return l_lane, mma_chain(pf, v, o, arch)
 
 
-def epilogue(l_lane, o, m, softmax_scale):
+def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16):
     """Step 8 on the final state: l = (l0 + l1) + (l2 + l3) over the quad (shfl.xor 1, then 2), O * rcp.rn(l)
-    rounded to f16, LSE = fma(m, softmax_scale, ln(l)). Rows with l = 0 or NaN keep O (0 or NaN) and get +inf.
+    rounded to ``out_dtype`` (f16 or bf16), LSE = fma(m, lse_scale, ln(l)) (lse_scale: softmax_scale, or softcap).
+    Rows with l = 0 or NaN keep O (0 or NaN) and get +inf.
     Returns (o, lse, l, flag): flag marks rows whose unnormalised O holds an inf or NaN while l is finite and
     non-zero (the kernel's overflow flag; it matters with an f16 P@V mma: flashsim.overflow)."""
     xp = namespace(l_lane, o, m)
@@ -119,8 +126,8 @@ def epilogue(l_lane, o, m, softmax_scale):
     l_safe = xp.where(empty, one, l)
     inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe))     # rcp.rn.f32: IEEE 1 / l
     o32 = ieee32.cvt_f16_to_f32(o) if o.dtype == xp.float16 else o
-    o_out = ieee32.cvt_f32_to_f16(ieee32.mul(o32, inv[..., None]))
-    lse = ieee32.fma(m, xp.asarray(softmax_scale, dtype=f32), log_exact_ops(l_safe))
+    o_out = ieee32.cvt_f32_to(ieee32.mul(o32, inv[..., None]), out_dtype)
+    lse = ieee32.fma(m, xp.asarray(lse_scale, dtype=f32), log_exact_ops(l_safe))
     lse = xp.where(empty, xp.asarray(np.inf, dtype=f32), lse)
     o_bits = bitcast(o32, np.uint32) & xp.asarray(0x7F800000, dtype=xp.uint32)
     flag = xp.any(o_bits == xp.asarray(0x7F800000, dtype=xp.uint32), axis=-1) & ~empty

@@ -7,18 +7,26 @@ from ..masking import key_visible
 from ..problem import check_reference_memory, prepare
 
 
-def reference_attention(q, k, v, *, causal=None, softmax_scale=None):
-    """softmax(q k^T * scale) v in float64; returns (o float64 (B,H,Nq,d), lse float64 (B,H,Nq), natural log).
+def reference_attention(q, k, v, *, causal=None, softmax_scale=None, window_size=None, softcap=None, layout=None,
+                        pv_accum=None, config=None):
+    """softmax(s) v in float64 with s = q k^T * scale (or softcap * tanh(q k^T * scale / softcap)); returns
+    (o float64 like q, lse float64 (B, Hq, Nq), natural log). Same arguments and checks as flashsim.attention
+    (GQA, layout, window; pv_accum and config are only checked: the mathematics has no accumulator).
 
-    Causal masks are aligned bottom-right (key j visible to query i iff j <= i + Nk - Nq). Rows with no
-    visible key get o = 0 and lse = +inf, as the kernel does. ``causal`` left out (None) means False. A problem
-    whose float64 score arrays would not fit in memory is refused first (flashsim.problem.check_reference_memory).
-    """
-    p = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale)
+    Masks are aligned bottom-right (flashsim.masking). Rows with no visible key get o = 0 and lse = +inf, as the
+    kernel does. A problem whose float64 score arrays would not fit in memory is refused first
+    (flashsim.problem.check_reference_memory)."""
+    from . import to_bhnd
+    p = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, window_size=window_size, softcap=softcap,
+                layout=layout, pv_accum=pv_accum, config=config)
     check_reference_memory(p)
-    q64, k64, v64 = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    q64, k64, v64 = (np.asarray(to_bhnd(x, p.layout), dtype=np.float64) for x in (q, k, v))
+    k64, v64 = (np.repeat(x, p.group, axis=1) for x in (k64, v64))
     s = np.einsum("bhid,bhjd->bhij", q64, k64) * float(p.softmax_scale)
-    visible = key_visible(np.arange(p.nq)[:, None], np.arange(p.nk)[None, :], p.nq, p.nk, p.config.causal)
+    if p.config.softcap:
+        c = float(p.lse_scale)                               # the softcap as the kernel's float32
+        s = c * np.tanh(s / c)
+    visible = key_visible(np.arange(p.nq)[:, None], np.arange(p.nk)[None, :], p.nq, p.nk, p.config.causal, p.window)
     s = np.where(visible, s, -np.inf)
     m = s.max(axis=-1, keepdims=True)
     empty = ~np.isfinite(m) & (m < 0)
@@ -28,7 +36,7 @@ def reference_attention(q, k, v, *, causal=None, softmax_scale=None):
         l = e.sum(axis=-1, keepdims=True)
         o = np.einsum("bhij,bhjd->bhid", e, v64) / np.where(l == 0, 1.0, l)
         lse = np.where(l == 0, np.inf, m_safe + np.log(np.where(l == 0, 1.0, l)))[..., 0]
-    return o, lse
+    return np.ascontiguousarray(to_bhnd(o, p.layout)), lse
 
 
 U16 = 2.0 ** -11   # half an f16 ulp, relative

@@ -39,7 +39,7 @@ from .. import provenance
 from ..arch import get_arch
 from ..config import KernelConfig
 from ..overflow import OverflowCheck, check_mode
-from ..problem import prepare, resolve_options
+from ..problem import Options, prepare, resolve_options
 from . import runtime as rt
 from .build import compile_cuda, kernel_path
 from .errors import GPUError, UnsupportedConfig
@@ -82,9 +82,42 @@ def clear_caches() -> None:
         mod._KEYS.clear()
 
 
+def strides(prob, which: str) -> tuple[int, int, int]:
+    """Element strides (batch, head, row) of q / o (``which`` "q") or k / v ("kv") in the problem's layout, C order."""
+    heads, n = (prob.heads, prob.nq) if which == "q" else (prob.heads_kv, prob.nk)
+    d = prob.head_dim
+    if prob.layout == "bhnd":
+        return heads * n * d, n * d, d
+    return n * heads * d, d, heads * d
+
+
+def kernel_scalars(prob) -> tuple:
+    """The scalar arguments of flash_fwd after the six pointers, with the kernel's widths: nq, nk, group, q's and
+    k / v's strides, lse_scale, scale_log2, cap_scale, the window's bounds (0 without one)."""
+    win = prob.window
+    return (np.int32(prob.nq), np.int32(prob.nk), np.int32(prob.group),
+            *(np.int64(x) for x in strides(prob, "q")), *(np.int64(x) for x in strides(prob, "kv")),
+            np.float32(prob.lse_scale), np.float32(prob.scale_log2), np.float32(prob.cap_scale),
+            np.int32(win.left if win else 0), np.int32(win.right if win else 0))
+
+
+def output_shape(prob) -> tuple:
+    """o's shape: q's, in the problem's layout."""
+    p = prob
+    return (p.batch, p.heads, p.nq, p.head_dim) if p.layout == "bhnd" else (p.batch, p.nq, p.heads, p.head_dim)
+
+
+def numpy_dtype(prob) -> np.dtype:
+    """The element type as a numpy dtype (float16, or ml_dtypes.bfloat16)."""
+    if prob.config.dtype == "bf16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(np.float16)
+
+
 class Plan:
-    """One Problem's launch: the loaded kernel, the cuda.core LaunchConfig, the scalar arguments (nq, nk,
-    softmax_scale, scale_log2 with the kernel's widths) and the output shapes."""
+    """One Problem's launch: the loaded kernel, the cuda.core LaunchConfig, the scalar arguments (``kernel_scalars``)
+    and the output shapes."""
     __slots__ = ("problem", "kernel", "launch_config", "scalars", "o_shape", "lse_shape", "what")
 
     def __init__(self, problem, kernel, launch_config, scalars, what):
@@ -93,7 +126,7 @@ class Plan:
         self.launch_config = launch_config
         self.scalars = scalars
         p = problem
-        self.o_shape = (p.batch, p.heads, p.nq, p.head_dim)
+        self.o_shape = output_shape(p)
         self.lse_shape = (p.batch, p.heads, p.nq)
         self.what = what
 
@@ -134,9 +167,7 @@ def plan_for(prob) -> Plan:
     grid, block = (prob.q_blocks, prob.heads, prob.batch), (cfg.threads, 1, 1)
     what = (f"kernel {KERNEL_NAME} (grid {grid}, block {block}, {cfg.smem_bytes} B dynamic smem; "
             f"{cfg.describe()})")
-    plan = Plan(prob, kern, rt.launch_config(grid, block, cfg.smem_bytes),
-                (np.int32(prob.nq), np.int32(prob.nk), np.float32(prob.softmax_scale), np.float32(prob.scale_log2)),
-                what)
+    plan = Plan(prob, kern, rt.launch_config(grid, block, cfg.smem_bytes), kernel_scalars(prob), what)
     _PLANS[prob] = plan
     return plan
 
@@ -195,7 +226,9 @@ def raise_if_overflowed(prob, flag: int, v) -> None:
     from ..overflow import overflow_error
     bh, _ = divmod(int(flag), prob.nq)
     b, h = divmod(bh, prob.heads)
-    head = v[b, h] if not hasattr(v, "to_numpy") else v.to_numpy()[b, h]
+    hk = h // prob.group
+    vv = v.to_numpy() if hasattr(v, "to_numpy") else v
+    head = vv[b, hk] if prob.layout == "bhnd" else vv[b, :, hk]
     if hasattr(head, "detach"):
         head = head.detach().float().abs().max().item()
     elif hasattr(head, "get"):
@@ -203,13 +236,13 @@ def raise_if_overflowed(prob, flag: int, v) -> None:
     raise overflow_error(prob, int(flag), float(np.abs(np.asarray(head, np.float32)).max()))
 
 
-def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None, stream=None,
-              check_overflow=True):
-    """Run the real kernel: (o, lse) with o float16 shaped like q and lse float32 (B, H, Nq), natural log.
+def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
+              layout=None, arch=None, config=None, stream=None, check_overflow=True):
+    """Run the real kernel: (o, lse) with o shaped like q, of q's dtype, and lse float32 (B, Hq, Nq), natural log.
 
-    q (B, H, Nq, d), k and v (B, H, Nk, d), float16. causal (default False) and pv_accum ("f32" or "f16", default
-    "f32") come from ``config`` when it is given (explicit values must then agree with it); softmax_scale defaults
-    to 1/sqrt(d). arch: must name the GPU's architecture (default: it). stream: where the launch goes (a torch or
+    The same inputs and options as flashsim.attention (q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), or (B, N, H, d)
+    with layout="bnhd"; float16 or bfloat16; causal, window_size, softcap, pv_accum, softmax_scale, config, checked
+    by flashsim.problem.resolve_options and prepare). arch: must name the GPU's architecture (default: it). stream: where the launch goes (a torch or
     cupy stream, a cuda.core Stream, a raw handle or any __cuda_stream__ object; default: torch's or cupy's
     current stream for their arrays, flashsim.gpu.runtime's stream otherwise); the inputs must be ready on it.
     Output types follow the inputs (module docstring): torch and cupy calls return without waiting for the GPU.
@@ -220,17 +253,17 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=N
     when the caller chooses (it waits for the kernel then, and raises the same error).
     """
     check_overflow = check_mode(check_overflow)
+    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout)
     torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
     if torch is not None and isinstance(q, torch.Tensor):
         api = sys.modules.get(_TORCH_OP)
         if api is None:
             from . import torch_op as api       # registers the op
-        return api.attention(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=arch,
-                             config=config, stream=stream, check_overflow=check_overflow)
+        return api.attention(q, k, v, opts, arch=arch, stream=stream, check_overflow=check_overflow)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(q, cupy.ndarray):
-        return _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream, check_overflow)
-    go, (do, dl), prob = _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+        return _cupy_attention(cupy, q, k, v, opts, arch, stream, check_overflow)
+    go, (do, dl), prob = _generic_prepared(q, k, v, opts, arch, stream)
     keep = go(sync=True)
     flag = keep[-1]
     if check_overflow is True and flag is not None:
@@ -244,37 +277,35 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=N
     return do, dl
 
 
-def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, config=None, stream=None,
-                    arch=None):
+def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
+                    layout=None, config=None, stream=None, arch=None):
     """(launch, (o, lse), Problem): inputs checked and on the device, outputs allocated (torch / cupy / DeviceArray
     like ``attention``), the launch cached, so that ``launch(sync=True)`` does no host work but the launch (and
     the wait, with sync=True). The stream is fixed now: ``stream=``, else torch's / cupy's current stream for
     their arrays, else flashsim.gpu.runtime's stream. ``flashsim bench kernel`` times ``launch(sync=False)``."""
+    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout)
     torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
     if torch is not None and isinstance(q, torch.Tensor):
         api = sys.modules.get(_TORCH_OP)
         if api is None:
             from . import torch_op as api       # registers the op
-        return api.prepared_launch(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum,
-                                   arch=arch, config=config, stream=stream)
+        return api.prepared_launch(q, k, v, opts, arch=arch, stream=stream)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(q, cupy.ndarray):
-        return _cupy_prepared(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
-    return _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+        return _cupy_prepared(cupy, q, k, v, opts, arch, stream)
+    return _generic_prepared(q, k, v, opts, arch, stream)
 
 
 # -- numpy, DeviceArray, other DLPack arrays: synchronous ------------------------------------------------------
 
-def _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
-    causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
+def _generic_prepared(q, k, v, opts: Options, arch, stream):
     rt.require_gpu()
     gpu_arch = check_arch(arch)
-    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=gpu_arch,
-                   config=config)
+    prob = prepare(q, k, v, opts, arch=gpu_arch)
     dq, dk, dv = (rt.to_device(x) for x in (q, k, v))   # host arrays copied; GPU arrays borrowed (C-contiguous)
     misaligned(q=dq.ptr, k=dk.ptr, v=dv.ptr)
     plan = plan_for(prob)
-    do, dl = rt.empty(plan.o_shape, np.float16), rt.empty(plan.lse_shape, np.float32)
+    do, dl = rt.empty(plan.o_shape, numpy_dtype(prob)), rt.empty(plan.lse_shape, np.float32)
     s = rt.as_stream(stream)
     flag = rt.to_device(np.array([NO_OVERFLOW], np.uint64)) if prob.config.pv_mma_f16 else None
     args = (dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr, flag.ptr if flag is not None else 0)
@@ -293,13 +324,12 @@ def _generic_prepared(q, k, v, causal, softmax_scale, pv_accum, arch, config, st
 
 # -- cupy: asynchronous on cupy's stream --------------------------------------------------------------------
 
-def _cupy_key(q, k, v, causal, softmax_scale, pv_accum, arch, config):
+def _cupy_key(q, k, v, opts, arch):
     return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device.id, k.device.id, v.device.id,
-            q.flags.c_contiguous, k.flags.c_contiguous, v.flags.c_contiguous, causal, softmax_scale, pv_accum,
-            config, arch)
+            q.flags.c_contiguous, k.flags.c_contiguous, v.flags.c_contiguous, opts, arch)
 
 
-def _cupy_miss(cupy, key, q, k, v, causal, softmax_scale, pv_accum, arch, config):
+def _cupy_miss(cupy, key, q, k, v, opts, arch):
     for name, x in (("k", k), ("v", v)):
         if not isinstance(x, cupy.ndarray):
             raise ValueError(f"{name} must be a cupy array like q, got {type(x).__name__}")
@@ -310,8 +340,7 @@ def _cupy_miss(cupy, key, q, k, v, causal, softmax_scale, pv_accum, arch, config
     if q.device.id != rt.device_id():
         raise ValueError(f"q is on device {q.device.id}, but flashsim.gpu runs on device {rt.device_id()}")
     gpu_arch = check_arch(arch)
-    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=gpu_arch,
-                   config=config)
+    prob = prepare(q, k, v, opts, arch=gpu_arch)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not x.flags.c_contiguous:
             raise ValueError(f"{name} must be C-contiguous, got strides {x.strides} for shape {x.shape} "
@@ -323,17 +352,16 @@ def _cupy_miss(cupy, key, q, k, v, causal, softmax_scale, pv_accum, arch, config
     return plan
 
 
-def _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
-    causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
-    key = _cupy_key(q, k, v, causal, softmax_scale, pv_accum, arch, config)
+def _cupy_setup(cupy, q, k, v, opts, arch, stream):
+    key = _cupy_key(q, k, v, opts, arch)
     plan = _CUPY_KEYS.get(key)
     if plan is None:
-        plan = _cupy_miss(cupy, key, q, k, v, causal, softmax_scale, pv_accum, arch, config)
+        plan = _cupy_miss(cupy, key, q, k, v, opts, arch)
     qp, kp, vp = q.data.ptr, k.data.ptr, v.data.ptr
     if (qp | kp | vp) % ALIGNMENT:
         misaligned(q=qp, k=kp, v=vp)
     with q.device:
-        o = cupy.empty(plan.o_shape, dtype=cupy.float16)
+        o = cupy.empty(plan.o_shape, dtype=q.dtype)
         lse = cupy.empty(plan.lse_shape, dtype=cupy.float32)
         flag = cupy.full((1,), NO_OVERFLOW, dtype=cupy.uint64) if plan.problem.config.pv_mma_f16 else None
         handle = cupy.cuda.get_current_stream().ptr if stream is None else rt.stream_handle(stream)
@@ -341,8 +369,8 @@ def _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, st
     return plan, rt.stream_from_handle(handle), args, o, lse, flag
 
 
-def _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream, check_overflow=True):
-    plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+def _cupy_attention(cupy, q, k, v, opts, arch, stream, check_overflow=True):
+    plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, opts, arch, stream)
     rt.bind_thread()
     launch_plan(plan, s, *args)
     if check_overflow is True and flag is not None:
@@ -353,8 +381,8 @@ def _cupy_attention(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config
     return o, lse
 
 
-def _cupy_prepared(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream):
-    plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, causal, softmax_scale, pv_accum, arch, config, stream)
+def _cupy_prepared(cupy, q, k, v, opts, arch, stream):
+    plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, opts, arch, stream)
     keep = (q, k, v, o, lse, flag)
 
     def go(sync=True):

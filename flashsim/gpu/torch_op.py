@@ -4,11 +4,12 @@ Importing this module imports torch and registers the op (flashsim.gpu.attention
 with a torch tensor; flashsim.gpu itself imports neither torch nor cuda-python)::
 
     flashsim::attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None,
-                        str pv_accum="f32", int[] tiles=[], str? arch=None) -> (Tensor o, Tensor lse,
-                                                                               Tensor overflow)
+                        str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True,
+                        int[] window=[-1, -1], float softcap=0.0, str layout="bhnd")
+                        -> (Tensor o, Tensor lse, Tensor overflow)
 
 ``tiles`` is [] for the arch's default tiling, else [head_dim, warps, m_tiles, kv_tile, stages] of a KernelConfig
-(whose causal and pv_accum are the op's own arguments). A fake (meta) implementation gives the output shapes, so
+(whose causal, pv_accum, dtype, window and soft-capping follow from the op's own arguments and q's dtype). A fake (meta) implementation gives the output shapes, so
 the op traces under torch.compile(fullgraph=True); it is defined with torch.library.Library rather than
 torch.library.custom_op, whose Python wrapper costs about 20 us a call.
 
@@ -26,6 +27,8 @@ The op has no backward: flashsim.gpu.attention raises ValueError when an input r
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 from torch.library import Library
@@ -33,19 +36,20 @@ from torch.library import Library
 from ..arch import get_arch
 from ..config import KernelConfig
 from ..overflow import OverflowCheck, check_mode
-from ..problem import prepare, resolve_options
+from ..problem import Options, prepare, resolve_options
 from . import launch as _launch
 from . import runtime as rt
 from .errors import GPUError
 
 NAME = "flashsim::attention"
 SCHEMA = ('attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None, '
-          'str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True) -> (Tensor o, Tensor lse, '
-          'Tensor overflow)')
+          'str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True, int[] window=[-1, -1], '
+          'float softcap=0.0, str layout="bhnd") -> (Tensor o, Tensor lse, Tensor overflow)')
 _FLAGGED = ("f16", "f16x2")     # pv_accum values with an f16 P@V mma: the kernel takes an overflow flag
 _SINKS: dict = {}               # device -> a u64 the kernel may write when nobody reads the flag (flag=False)
 
 _F16, _F32 = torch.float16, torch.float32
+_ELEMENT = {torch.float16: "f16", torch.bfloat16: "bf16"}
 _KEYS: dict = {}          # fast key -> flashsim.gpu.launch.Plan
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -62,22 +66,26 @@ def tiles_of(config: KernelConfig | None) -> list:
     return [config.head_dim, config.warps, config.m_tiles, config.kv_tile, config.stages]
 
 
-def _config_of(tiles, causal, pv_accum) -> KernelConfig | None:
+def _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout) -> Options:
+    """The Options of one op call (the KernelConfig rebuilt from ``tiles``, q's dtype and the options)."""
+    opts = resolve_options(bool(causal), pv_accum, None, softmax_scale, tuple(window), softcap, layout)
     if not tiles:
-        return None
+        return opts
     if len(tiles) != 5:
         raise ValueError(f"tiles must be [] or [head_dim, warps, m_tiles, kv_tile, stages], got {list(tiles)}")
     d, warps, m_tiles, kv_tile, stages = (int(t) for t in tiles)
-    return KernelConfig(head_dim=d, warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages,
-                        pv_accum=pv_accum, causal=bool(causal))
+    config = KernelConfig(head_dim=d, warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages,
+                          pv_accum=pv_accum, causal=bool(causal), dtype=_ELEMENT.get(q.dtype, "f16"),
+                          local=opts.local, softcap=opts.softcap > 0, layout=opts.layout)
+    return replace(opts, config=config)
 
 
 # -- the CUDA implementation: the hot path -------------------------------------------------------------
 
-def _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch):
+def _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout):
     return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
             q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), causal, softmax_scale, pv_accum, tuple(tiles),
-            arch)
+            arch, tuple(window), softcap, layout)
 
 
 def _capturing() -> bool:
@@ -92,7 +100,7 @@ def _not_warm(what: str):
                    f"capture, where {what} is not allowed; call it once with the same shapes before capturing")
 
 
-def _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch):
+def _miss(key, q, k, v, opts: Options, arch):
     """First call for ``key``: every check (ValueError naming the argument), then the plan (cached)."""
     for name, x in (("k", k), ("v", v)):
         if x.device != q.device:
@@ -105,8 +113,7 @@ def _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch):
         raise ValueError(f"q is on {q.device}, but flashsim.gpu runs on device {dev} "
                          "(the first visible GPU: set CUDA_VISIBLE_DEVICES to choose it)")
     gpu_arch = _launch.check_arch(arch)
-    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, arch=gpu_arch,
-                   config=_config_of(tiles, causal, pv_accum))
+    prob = prepare(q, k, v, opts, arch=gpu_arch)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not x.is_contiguous():
             raise ValueError(f"{name} must be contiguous, got strides {tuple(x.stride())} for shape "
@@ -132,15 +139,16 @@ def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp, fp=0) -> None:
             _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp)
 
 
-def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True):
-    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
+def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
+               window=(-1, -1), softcap=0.0, layout="bhnd"):
+    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout)
     plan = _KEYS.get(key)
     if plan is None:
-        plan = _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
+        plan = _miss(key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout), arch)
     qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
     if (qp | kp | vp) & 15:
         _launch.misaligned(q=qp, k=kp, v=vp)
-    o = q.new_empty(plan.o_shape)                    # float16 like q (checked), contiguous like the fake's
+    o = q.new_empty(plan.o_shape)                    # q's dtype (checked), contiguous like the fake's
     lse = q.new_empty(plan.lse_shape, dtype=_F32)
     if pv_accum in _FLAGGED and flag:                 # the kernel's overflow flag: -1 is NO_OVERFLOW as u64
         out = torch.full((1,), -1, dtype=torch.int64, device=q.device)
@@ -159,18 +167,33 @@ def _host_arrays(q, k, v) -> tuple:
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.device != q.device:
             raise ValueError(f"{name} is on {x.device} but q is on {q.device}: q, k and v must be on one device")
-        if x.dtype != _F16:
-            raise ValueError(f"{name} must be float16, got {str(x.dtype).replace('torch.', '')} "
+        if x.dtype not in _ELEMENT:
+            raise ValueError(f"{name} must be float16 or bfloat16, got {str(x.dtype).replace('torch.', '')} "
                              "(nothing is cast silently)")
-    return tuple(x.detach().numpy() for x in (q, k, v))
+    return tuple(_numpy_of(x) for x in (q, k, v))
 
 
-def _impl_cpu(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True):
-    go, (do, dl), _ = _launch._generic_prepared(*_host_arrays(q, k, v), causal, softmax_scale, pv_accum, arch,
-                                                _config_of(tiles, causal, pv_accum), None)
+def _numpy_of(x):
+    """A CPU tensor as numpy (bfloat16 through its bits, as ml_dtypes.bfloat16)."""
+    if x.dtype == torch.bfloat16:
+        import ml_dtypes
+        return x.detach().contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return x.detach().numpy()
+
+
+def _torch_of(a: np.ndarray):
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _impl_cpu(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
+              window=(-1, -1), softcap=0.0, layout="bhnd"):
+    go, (do, dl), _ = _launch._generic_prepared(*_host_arrays(q, k, v), _options(
+        q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout), arch, None)
     flag_dev = go(sync=True)[-1]
     value = flag_dev.to_numpy().view(np.int64).copy() if flag and flag_dev is not None else np.zeros(0, np.int64)
-    return torch.from_numpy(do.to_numpy()), torch.from_numpy(dl.to_numpy()), torch.from_numpy(value)
+    return _torch_of(do.to_numpy()), torch.from_numpy(dl.to_numpy()), torch.from_numpy(value)
 
 
 def _cpu_kernel(*args, **kwargs):
@@ -179,12 +202,15 @@ def _cpu_kernel(*args, **kwargs):
 
 # -- fake (meta) implementation: shapes for torch.compile -----------------------------------------------
 
-def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True):
+def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
+          window=(-1, -1), softcap=0.0, layout="bhnd"):
+    """Output shapes, with the shape checks of flashsim.problem.prepare (which runs on the real call)."""
+    from ..problem import dims
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dim() != 4:
-            raise ValueError(f"{name} must have 4 dimensions (B, H, N, d), got shape {tuple(x.shape)}")
-        if x.dtype != _F16:
-            raise ValueError(f"{name} must be float16, got {str(x.dtype).replace('torch.', '')} "
+            raise ValueError(f"{name} must have 4 dimensions, got shape {tuple(x.shape)}")
+        if x.dtype not in _ELEMENT or x.dtype != q.dtype:
+            raise ValueError(f"{name} must be float16 or bfloat16 like q, got {str(x.dtype).replace('torch.', '')} "
                              "(nothing is cast silently)")
         if x.device != q.device:
             raise ValueError(f"{name} is on {x.device} but q is on {q.device}: q, k and v must be on one device")
@@ -192,9 +218,12 @@ def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), a
             raise ValueError(f"{name} must be contiguous (call .contiguous() first)")
     if tuple(k.shape) != tuple(v.shape):
         raise ValueError(f"k and v must have the same shape, got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    if (k.shape[0], k.shape[1], k.shape[3]) != (q.shape[0], q.shape[1], q.shape[3]):
-        raise ValueError(f"k must be (B, H, Nk, d) with B, H, d of q {tuple(q.shape)}, got {tuple(k.shape)}")
-    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=_F32), \
+    b, h, nq, d = dims(tuple(q.shape), layout)
+    bk, hk, _, dk = dims(tuple(k.shape), layout)
+    if (bk, dk) != (b, d) or hk == 0 or h % hk:
+        raise ValueError(f"k {tuple(k.shape)} does not fit q {tuple(q.shape)} (layout {layout!r}: B and d equal, "
+                         "Hq a multiple of Hkv)")
+    return q.new_empty(q.shape), q.new_empty((b, h, nq), dtype=_F32), \
         q.new_empty((int(pv_accum in _FLAGGED and flag),), dtype=torch.int64)
 
 
@@ -240,55 +269,59 @@ def _torch_stream(stream, q):
     return torch.cuda.ExternalStream(handle, device=q.device)
 
 
-def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None, stream=None,
-              check_overflow=True):
+def _op_args(opts: Options) -> tuple:
+    """The op's arguments after q, k, v for ``opts`` (arch and flag apart)."""
+    return (opts.causal, opts.softmax_scale, opts.pv_accum, tiles_of(opts.config))
+
+
+def _op_tail(opts: Options) -> tuple:
+    return (list(opts.window_size), float(opts.softcap), opts.layout)
+
+
+def attention(q, k, v, opts: Options, *, arch=None, stream=None, check_overflow=True):
     """flashsim.gpu.attention for torch tensors (see there): the op on torch's current stream, or on ``stream``
     (made torch's current stream for the call, so the outputs are allocated on it too). With an f16 P@V mma and
     check_overflow, the op's overflow flag is read (a host synchronisation) and a flagged row raises;
     check_overflow="deferred" returns (o, lse, check) and ``check()`` reads the flag later."""
     _check_inputs(q, k, v)
-    causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
     if arch is not None and not isinstance(arch, str):
         arch = get_arch(arch).name
     mode = check_mode(check_overflow)
     check = mode is not False
+    args = (q, k, v, *_op_args(opts), arch, check, *_op_tail(opts))
     if stream is None:
-        o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch, check)
+        o, lse, flag = OP(*args)
     else:
         with torch.cuda.stream(_torch_stream(stream, q)):
-            o, lse, flag = OP(q, k, v, causal, softmax_scale, pv_accum, tiles_of(config), arch, check)
+            o, lse, flag = OP(*args)
     if mode == "deferred":
         return o, lse, OverflowCheck(None if not flag.numel() else lambda: _launch.raise_if_overflowed(
-            _problem_of(q, k, v, causal, softmax_scale, pv_accum, config, arch),
-            int(flag.item()) & _launch.NO_OVERFLOW, v))
+            _problem_of(q, k, v, opts, arch), int(flag.item()) & _launch.NO_OVERFLOW, v))
     if check and flag.numel():
         value = int(flag.item()) & _launch.NO_OVERFLOW          # int64 -1 is the u64 NO_OVERFLOW
         if value != _launch.NO_OVERFLOW:
-            prob = _problem_of(q, k, v, causal, softmax_scale, pv_accum, config, arch)
-            _launch.raise_if_overflowed(prob, value, v)
+            _launch.raise_if_overflowed(_problem_of(q, k, v, opts, arch), value, v)
     return o, lse
 
 
-def _problem_of(q, k, v, causal, softmax_scale, pv_accum, config, arch):
+def _problem_of(q, k, v, opts, arch):
     """The Problem of a call (error path only: for the overflow message)."""
-    return prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum,
-                   arch=arch or rt.current_arch(), config=config)
+    return prepare(q, k, v, opts, arch=arch or rt.current_arch())
 
 
-def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, arch=None, config=None,
-                    stream=None):
+def prepared_launch(q, k, v, opts: Options, *, arch=None, stream=None):
     """flashsim.gpu.prepared_launch for torch tensors: CUDA tensors get torch outputs and a launch on ``stream`` (or
     torch's current stream now); CPU tensors go the numpy way (DeviceArray outputs)."""
     _check_inputs(q, k, v)
     if _on_host(q):
-        return _launch._generic_prepared(*_host_arrays(q, k, v), causal, softmax_scale, pv_accum, arch, config,
-                                         stream)
-    causal, pv_accum, config, softmax_scale = resolve_options(causal, pv_accum, config, softmax_scale)
+        return _launch._generic_prepared(*_host_arrays(q, k, v), opts, arch, stream)
     if arch is not None and not isinstance(arch, str):
         arch = get_arch(arch).name
-    tiles = tiles_of(config)
-    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
-    plan = _KEYS.get(key) or _miss(key, q, k, v, causal, softmax_scale, pv_accum, tiles, arch)
+    causal, softmax_scale, pv_accum, tiles = _op_args(opts)
+    window, softcap, layout = _op_tail(opts)
+    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout)
+    plan = _KEYS.get(key) or _miss(key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap,
+                                                          layout), arch)
     qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
     _launch.misaligned(q=qp, k=kp, v=vp)
     if stream is None:

@@ -52,7 +52,7 @@ from . import rounding
 from .rounding import check_fp_environment as _check_fp_environment
 from .xp import bitcast, errstate, is_numpy, namespace, require_x64
 
-__all__ = ["add", "sub", "mul", "div", "fma", "mul_f16", "fmax", "fmax_reduce", "cvt_f32_to_f16",
+__all__ = ["add", "sub", "mul", "div", "fma", "mul_f16", "fmax", "fmax_reduce", "cvt_f32_to_f16", "cvt_f32_to_bf16", "cvt_f32_to",
            "cvt_f16_to_f32", "flush_subnormals", "CANONICAL_NAN_F32", "CANONICAL_NAN_F16"]
 
 CANONICAL_NAN_F32 = np.uint32(0x7FFFFFFF)
@@ -287,6 +287,20 @@ def fmax_reduce(x, axis: int = -1):
 def cvt_f32_to_f16(x, *, generic: bool = False):
     """cvt.rn.f16.f32: float32 -> float16 to nearest even; overflow -> inf; NaN -> 0x7FFF."""
     return rounding.f32_to_f16(_f32("x", x), generic=generic)
+
+
+def cvt_f32_to_bf16(x, *, generic: bool = False):
+    """cvt.rn.bf16.f32: float32 -> bfloat16 to nearest even; overflow -> inf; NaN -> 0x7FFF."""
+    return rounding.f32_to_bf16(_f32("x", x), generic=generic)
+
+
+def cvt_f32_to(x, dtype, *, generic: bool = False):
+    """cvt.rn to the kernel's element type ``dtype`` (float16 or bfloat16, numpy or JAX dtype)."""
+    if np.dtype(dtype) == np.dtype(np.float16):
+        return cvt_f32_to_f16(x, generic=generic)
+    if np.dtype(dtype).name == "bfloat16":
+        return cvt_f32_to_bf16(x, generic=generic)
+    raise ValueError(f"dtype must be float16 or bfloat16, got {dtype}")
 
 
 def cvt_f16_to_f32(h, *, generic: bool = False):

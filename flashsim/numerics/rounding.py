@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .formats import F16, F32, Format, get_format
+from .formats import BF16, F16, F32, Format, get_format
 from .xp import bit_length, bitcast, is_numpy, namespace, require_x64, shl, shr
 
 __all__ = ["round_scaled", "round_float64", "f64_to_f32", "f64_to_f32_rz", "f64_to_f16", "f32_to_f16",
@@ -179,6 +179,15 @@ def f32_to_f16(x, *, generic: bool = False):
     return _convert(x, F32, F16, "rne")
 
 
+def f32_to_bf16(x, *, generic: bool = False):
+    """float32 -> bfloat16 to nearest even, ``cvt.rn.bf16.f32`` (and each half of ``cvt.rn.bf16x2.f32``): overflow
+    -> inf, subnormals rounded (bf16 has f32's exponent range), signed zeros kept, NaN -> 0x7FFF."""
+    x = _float_input("x", x, np.float32)
+    if is_numpy(namespace(x)) and not generic:
+        return _np_f32_to_bf16(x)
+    return _convert(x, F32, BF16, "rne")
+
+
 def f16_to_f32(h, *, generic: bool = False):
     """float16 -> float32 exactly (``cvt.f32.f16``; NaN -> 0x7FFFFFFF). Generic: integer operations only, an f16
     subnormal m * 2**-24 becoming the normal f32 with m's bits shifted up to the leading position."""
@@ -273,6 +282,15 @@ def _np_f64_to_f32_rz(v: np.ndarray) -> np.ndarray:
         t += 0.0
         r = t.astype(np.float32)
     return _np_canonical(r, np.isnan(v), np.uint32, F32.canonical_nan)
+
+
+def _np_f32_to_bf16(x: np.ndarray) -> np.ndarray:
+    """Round the f32 bits at bit 16 to nearest even by integer addition: b + 0x7FFF + (bit 16 of b), then drop the
+    low half; a carry moves into the exponent (to inf past the largest finite). NaN is patched to 0x7FFF."""
+    b = np.asarray(x).view(np.uint32).astype(np.uint32)
+    r = ((b + np.uint32(0x7FFF) + ((b >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+    nan = (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    return _np_canonical(r.view(BF16.dtype), nan, np.uint16, BF16.canonical_nan)
 
 
 def _np_f64_to_f16(v: np.ndarray) -> np.ndarray:

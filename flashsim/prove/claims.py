@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arch import get_arch
-from ..config import KernelConfig
+from ..config import seed_config, KernelConfig
 from ..resources import symbols
 from ..resources.model import budget
 from ..resources.registers import BuildUnavailable, compile_kernel
@@ -234,14 +234,14 @@ def claim8(ours, registers) -> Claim:
 
 
 def check_claims(proofs: dict | None = None, config: KernelConfig | None = None, registers="auto") -> list[Claim]:
-    """Every claim for ``config`` (default: the sm_120 default configuration) on sm_120.
+    """Every claim for ``config`` (default: the design note's own block, flashsim.config.seed_config) on sm_120.
 
     ``proofs``: name -> flashsim.prove.runner.ProofResult (claims 1 and 6 reuse them; run here if None).
     """
     if proofs is None:
         from .runner import run_all
         proofs = run_all()
-    config = config or KernelConfig.default("sm_120")
+    config = config or seed_config()
     ours = budget(config, "sm_120", registers=registers, label="ours")
     return [claim1(proofs), claim2(), claim3(ours), claim4(ours, registers), claim5(ours), claim6(proofs),
             claim7(config), claim8(ours, registers)]

@@ -89,8 +89,10 @@ def _two_blocks(base: KernelConfig, arch, registers) -> WhatIf:
 
 
 def what_if(name: str, config: KernelConfig | None = None, arch="sm_120", registers="auto") -> WhatIf:
-    """Answer one of WHAT_IFS for ``config`` (default: KernelConfig.default(arch))."""
-    base = KernelConfig.default(get_arch(arch).name) if config is None else config
+    """Answer one of WHAT_IFS for ``config`` (default: the design note's block, flashsim.config.seed_config)."""
+    from ..config import seed_config
+    get_arch(arch)
+    base = seed_config() if config is None else config
     table = {"3-stage": _three_stage, "f16-sp": _f16_sp, "two-blocks": _two_blocks}
     if name not in table:
         raise ValueError(f"what-if must be one of {', '.join(WHAT_IFS)}, got {name!r}")
