@@ -197,8 +197,11 @@ step_bench() {
   local log=$1
   need_modules numpy ml_dtypes cuda.core torch jax || return
   run "$log" "$(left)" $PY -m flashsim.cli bench kernel --reps 20 --rounds 7 --json "$STAGE/json/bench_kernel.json" || return
-  run "$log" "$(left)" $PY tools/jax_gpu_bench.py --n 16384 --json "$STAGE/json/jax_gpu.json" || return
-  RESULT="kernel and JAX benchmarks written"
+  run "$log" "$(left)" $PY benchmarks/bench_variants.py --json "$STAGE/json/bench_variants.json" || return
+  if [[ ${JAX_BENCH:-0} == 1 ]]; then
+    run "$log" "$(left)" $PY tools/jax_gpu_bench.py --n 16384 --json "$STAGE/json/jax_gpu.json" || return
+  fi
+  RESULT="kernel and variant benchmarks written"
 }
 
 # -- the round -----------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Usage: compute-sanitizer --tool memcheck python3 tools/sanitize_kernel.py      (
        python3 tools/sanitize_kernel.py --list                                   (the variants; no GPU needed)
 Shapes have ragged tails (Nq, Nk not multiples of the tiles) so the zero-fill and masking paths run. The variants:
 every default configuration of sm_90 (4 warps x 2 m16 tiles) and of sm_120 (8 warps x 1 tile, the seed's block),
-for d 64 / 128 x causal or not x every P@V accumulation (f32, f16, f16x2), each distinct configuration once.
+for d 64 / 128 x causal or not x every P@V accumulation (f32, f16, f16x2), each distinct configuration once; then
+the attention variants (VARIANT_OPTIONS: every other head dim, bf16, GQA, windows, softcap, (B, N, H, d)).
 """
 import itertools
 import sys
@@ -15,31 +16,52 @@ from flashsim import KernelConfig
 from flashsim.config import SUPPORTED_PV_ACCUM
 
 
+# (head_dim, options) of the attention variants run besides the defaults: every head dim, bf16, GQA (the shapes
+# below use Hkv = 1 for them), windows, softcap, (B, N, H, d)
+VARIANT_OPTIONS = [(d, {}) for d in (32, 96, 160, 192, 224, 256)] + [
+    (128, dict(dtype="bf16", causal=True, window=(40, 0))),
+    (64, dict(dtype="bf16", softcap=20.0, layout="bnhd")),
+    (128, dict(window=(30, 17), pv_accum="f16", softcap=5.0)),
+    (256, dict(dtype="bf16", window=(20, 20), layout="bnhd")),
+    (96, dict(pv_accum="f16x2", causal=True, window=(50, 0))),
+]
+
+
 def variants():
+    """(config, options): every default configuration (d 64 / 128, causal or not, every P@V accumulation, sm_90 and
+    sm_120) with plain options, then VARIANT_OPTIONS on sm_90's defaults (GQA with one K/V head)."""
+    from flashsim.problem import resolve_options
     out = []
     for arch, d, causal, acc in itertools.product(("sm_90", "sm_120"), (64, 128), (False, True), SUPPORTED_PV_ACCUM):
         cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc)
-        if cfg not in out:
-            out.append(cfg)
+        if cfg not in [c for c, _ in out]:
+            out.append((cfg, {}))
+    for d, o in VARIANT_OPTIONS:
+        opts = resolve_options(o.get("causal", False), o.get("pv_accum", "f32"), None, None, o.get("window"),
+                               o.get("softcap"), o.get("layout"))
+        cfg = KernelConfig.default("sm_90", head_dim=d, causal=opts.causal, pv_accum=opts.pv_accum,
+                                   dtype=o.get("dtype", "f16"), local=opts.local, softcap=opts.softcap > 0,
+                                   layout=opts.layout)
+        out.append((cfg, dict(window_size=opts.window_size, softcap=opts.softcap, layout=opts.layout, gqa=True)))
     return out
 
 
 def main(argv):
     configs = variants()
     if "--list" in argv:
-        for cfg in configs:
-            print(cfg.describe())
+        for cfg, opts in configs:
+            print(cfg.describe(), opts or "")
         return 0
+    from flashsim.commands.verify import make_case_inputs
     from flashsim.gpu import attention
-    rng = np.random.default_rng(1)
-    for cfg in configs:
-        d = cfg.head_dim
-        q = rng.standard_normal((1, 2, 137, d)).astype(np.float16)
-        k = rng.standard_normal((1, 2, 201, d)).astype(np.float16)
-        v = rng.standard_normal((1, 2, 201, d)).astype(np.float16)
-        o, lse = attention(q, k, v, config=cfg, causal=cfg.causal, pv_accum=cfg.pv_accum)
-        assert np.isfinite(o).all(), f"non-finite output: {cfg.describe()}"
-        print(f"ran {cfg.describe()}", flush=True)
+    for cfg, opts in configs:
+        opts = dict(opts)
+        hk = 1 if opts.pop("gqa", False) else 2
+        q, k, v = make_case_inputs("normal", 1, 2, 137, 201, cfg.head_dim, 1, heads_kv=hk, dtype=cfg.dtype,
+                                   layout=cfg.layout)
+        o, lse = attention(q, k, v, config=cfg, **opts)
+        assert np.isfinite(np.asarray(o, np.float32)).all(), f"non-finite output: {cfg.describe()}"
+        print(f"ran {cfg.describe()} {opts or ''}", flush=True)
     print(f"sanitize_kernel: {len(configs)} variants launched")
     return 0
 
