@@ -8,9 +8,10 @@ visible to query i iff j < Nk and
 * sliding window ``(left, right)``: i + Nk - Nq - left <= j <= i + Nk - Nq + right, a negative bound meaning
   unbounded on that side (FlashAttention-2's ``window_size``; causal is the window's right bound 0).
 
-The kernel (kernel/flash_fwd.cu) receives the window as two non-negative ints, ``Window.kernel_bounds``: an
-unbounded side becomes Nq + Nk, which no query/key distance reaches, so the kernel's predicate has no special case
-and cannot overflow int32 (flashsim.problem limits Nq + Nk). tests/test_kernel_gpu.py and the H200 captures check
+The kernel (kernel/flash_fwd.cu) receives the window as two non-negative ints (``Window.from_user``): an
+unbounded side becomes Nq + Nk, which no distance between a query row (< Nq) and a key reaches, so the kernel's
+predicate has no special case and cannot overflow int32 (flashsim.problem limits Nq + Nk). The padding rows of the
+last query block (>= Nq, computed and dropped) may see fewer keys that way; the emulator runs the same predicate. tests/test_kernel_gpu.py and the H200 captures check
 that the kernel applies the same predicate.
 """
 from __future__ import annotations

@@ -66,7 +66,14 @@ EMULATE = [
     ("--nk 0", lambda p: ["--nk", "0"], ["--nk must be >= 1"]),
     ("--scale nan", lambda p: ["--scale", "nan"], ["--scale"]),
     ("--nq abc", lambda p: ["--nq", "abc"], ["--nq", "invalid int value"]),
-    ("--head-dim 32", lambda p: ["--head-dim", "32"], ["--head-dim", "invalid choice"]),
+    ("--head-dim 48", lambda p: ["--head-dim", "48"], ["--head-dim", "invalid choice"]),
+    ("--window 3", lambda p: ["--window", "3"], ["--window '3': expected LEFT,RIGHT"]),
+    ("--window=-2,4", lambda p: ["--window=-2,4"], ["window_size values must be >= -1"]),
+    ("--causal --window 4,2", lambda p: ["--causal", "--window", "4,2"], ["a causal window's right bound is 0"]),
+    ("--softcap -1", lambda p: ["--softcap", "-1"], ["softcap must be a finite number >= 0"]),
+    ("--kv-heads 3", lambda p: ["--heads", "4", "--kv-heads", "3"], ["Hq=4 must be a multiple of the key/value heads"]),
+    ("--kv-heads 0", lambda p: ["--kv-heads", "0"], ["--kv-heads must be >= 1"]),
+    ("--dtype bf16 --pv-accum f16", lambda p: ["--dtype", "bf16", "--pv-accum", "f16"], ["needs float16 inputs"]),
     ("--arch sm_75", lambda p: ["--arch", "sm_75"], ["unknown arch 'sm_75'"]),
     ("--plot into no folder", lambda p: ["--plot", "/nonexistent/dir/e.png"], ["--plot", "no such folder"]),
     ("--plot .xyz", lambda p: ["--plot", "e.xyz"], ["--plot", ".png"]),
@@ -97,7 +104,7 @@ def test_emulate_without_a_tty_draws_no_progress_bar(capsys, monkeypatch):
     assert main(["emulate", "--heads", "1", "--nq", "32", "--head-dim", "64", "--pv-accum", "f32"]) == 0
     out, err = capsys.readouterr()
     assert seen[-1] is None and err == ""          # the warm-up call before it passes progress=False
-    assert "ulp = distance from O to the float64 reference rounded to f16" in out
+    assert "ulp = distance from O to the float64 reference rounded to O's type" in out
     assert "O max |error| / max |O|" in out
 
 

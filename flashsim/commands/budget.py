@@ -9,6 +9,7 @@ examples:
   flashsim budget --arch sm_120
   flashsim budget --arch sm_120 --what-if 3-stage --what-if f16-sp --what-if two-blocks --plot budget.png
   flashsim budget --head-dim 64 --warps 4 --kv-tile 32 --stages 3 --arch sm_90
+  flashsim budget --arch sm_120 --every-head-dim        (the default configuration of every head dim, 32 to 256)
 """
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registers", default="auto", choices=("auto", "compile", "estimate"),
                    help="auto: compile with NVRTC when possible, else estimate (default)")
     p.add_argument("--plot", metavar="FILE.png", help="draw the shared-memory bar figure (needs matplotlib)")
+    p.add_argument("--every-head-dim", action="store_true",
+                   help="one line per head dim (32..256) and P@V accumulation: the arch's default configuration "
+                        "(flashsim.config.DEFAULT_TILES), its shared memory, registers and occupancy")
 
 
 def config_from_args(args) -> KernelConfig:
@@ -52,6 +56,8 @@ def run(args) -> int:
     from ..resources.whatif import WHAT_IFS, what_if
     from .emulate import check_plot_path
     arch = get_arch(args.arch).name
+    if args.every_head_dim:
+        return every_head_dim(arch, args.registers)
     config = config_from_args(args)
     if args.plot:
         check_plot_path(args.plot)
@@ -69,3 +75,30 @@ def run(args) -> int:
         plot(shown, args.plot)
         print(f"\nplot written to {args.plot}")
     return 0 if main.fits else 1
+
+
+def every_head_dim(arch: str, registers: str = "auto") -> int:
+    """The default configuration of every head dim and P@V accumulation on ``arch``, one line each; 0 when every one
+    fits the arch, 1 otherwise (a head dim with no fitting configuration is named)."""
+    from ..config import tile_class
+    from ..resources import budget
+    source = ("measured on the H200 (tools/tile_sweep.py)" if tile_class(arch) == "sm_90"
+              else "predicted from ptxas and occupancy (tools/choose_defaults.py; not run on this arch)")
+    print(f"{arch}: default configuration per head dim, {source}; cap {get_arch(arch).smem_per_block_optin} B per "
+          "block")
+    print(f"{'d':>4} {'P@V':6} {'warps x m16 x kv_tile, stages':30} {'smem KB':>8} {'fits':>5} {'regs':>5} "
+          f"{'spill B':>8} {'blocks/SM':>9} {'occupancy':>9}  registers from")
+    bad = []
+    for d in SUPPORTED_HEAD_DIMS:
+        for acc in SUPPORTED_PV_ACCUM:
+            cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc)
+            b = budget(cfg, arch, registers=registers)
+            spill = "-" if b.reg.spill_stores is None else str(b.reg.spill_stores + (b.reg.spill_loads or 0))
+            tiles = f"{cfg.warps} x {cfg.m_tiles} x {cfg.kv_tile}, {cfg.stages}"
+            print(f"{d:>4} {acc:6} {tiles:30} {b.smem_bytes / 1024:8.1f} {'yes' if b.fits else 'NO':>5} "
+                  f"{b.reg.registers:>5} {spill:>8} {b.blocks_per_sm:>9} {b.occupancy:>9.1%}  {b.registers_source}")
+            if not b.fits:
+                bad.append(f"d={d} {acc}")
+    if bad:
+        print(f"no fitting configuration on {arch}: {', '.join(bad)}")
+    return 1 if bad else 0

@@ -6,9 +6,13 @@ its relative L2 error, the distribution of ulp distances to the reference rounde
 Every argument, input file, optional dependency (--backend jax, --plot) and the memory the problem needs are
 checked before any work starts.
 
+The attention variants: --dtype bf16, --kv-heads (MQA / GQA), --head-dim 32..256, --window LEFT,RIGHT (sliding
+window, -1 unbounded), --softcap C, --layout bnhd (random inputs are made in that layout).
+
 examples:
   flashsim emulate
   flashsim emulate --heads 4 --nq 1000 --nk 777 --causal --plot error.png
+  flashsim emulate --dtype bf16 --heads 8 --kv-heads 2 --head-dim 256 --window 128,0 --softcap 30
   flashsim emulate --q q.npy --k k.npy --v v.npy --pv-accum f32
 """
 from __future__ import annotations
@@ -21,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from ..config import SUPPORTED_PV_ACCUM
+from ..config import SUPPORTED_DTYPES, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM
 
 DEFAULT = dict(batch=1, heads=2, nq=256, nk=256, head_dim=128)
 PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg")
@@ -33,10 +37,18 @@ def add_arguments(p):
     p.add_argument("--heads", type=int, default=DEFAULT["heads"])
     p.add_argument("--nq", type=int, default=DEFAULT["nq"], help="query length")
     p.add_argument("--nk", type=int, default=None, help="key length (default: nq)")
-    p.add_argument("--head-dim", type=int, default=DEFAULT["head_dim"], choices=(64, 128))
+    p.add_argument("--head-dim", type=int, default=DEFAULT["head_dim"], choices=SUPPORTED_HEAD_DIMS,
+                   metavar="{32,64,...,256}", help="head dimension d, a multiple of 32 from 32 to 256")
+    p.add_argument("--kv-heads", type=int, default=None, help="key/value heads (MQA / GQA; default: --heads)")
+    p.add_argument("--dtype", choices=SUPPORTED_DTYPES, default="f16", help="element type of the random inputs")
     p.add_argument("--causal", action="store_true")
+    p.add_argument("--window", default=None, metavar="LEFT,RIGHT",
+                   help="sliding window (FlashAttention-2's window_size; -1 for unbounded: --window=-1,0)")
+    p.add_argument("--softcap", type=float, default=0.0, help="logit soft-cap C > 0: scores become C tanh(s / C)")
+    p.add_argument("--layout", choices=("bhnd", "bnhd"), default="bhnd",
+                   help="memory layout of q, k, v and o: (B, H, N, d) or (B, N, H, d)")
     p.add_argument("--pv-accum", choices=(*SUPPORTED_PV_ACCUM, "all"), default="all",
-                   help="P@V accumulation to emulate: %(choices)s (default: all, side by side)")
+                   help="P@V accumulation to emulate: %(choices)s (default: all, side by side; bf16: f32 only)")
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scale", type=float, default=1.0, help="standard deviation of the random inputs")
@@ -48,13 +60,42 @@ def add_arguments(p):
                    help="draw the |error| map of O per head (the worst head past 8) and the ulp histogram")
 
 
-def make_inputs(batch, heads, nq, nk, d, seed=0, scale=1.0):
+def make_inputs(batch, heads, nq, nk, d, seed=0, scale=1.0, kv_heads=None, dtype="f16", layout="bhnd"):
+    """Seeded normal q (B, H, Nq, d), k and v (B, Hkv, Nk, d) times ``scale``, in ``dtype`` and ``layout``."""
+    from ..problem import dims
     rng = np.random.default_rng(seed)
-    shape_q, shape_k = (batch, heads, nq, d), (batch, heads, nk, d)
-    q = (rng.standard_normal(shape_q) * scale).astype(np.float16)
-    k = (rng.standard_normal(shape_k) * scale).astype(np.float16)
-    v = (rng.standard_normal(shape_k) * scale).astype(np.float16)
-    return q, k, v
+    hk = heads if kv_heads is None else kv_heads
+    shape_q, shape_k = (batch, heads, nq, d), (batch, hk, nk, d)
+    elem = _element(dtype)
+    out = [(rng.standard_normal(s) * scale).astype(elem) for s in (shape_q, shape_k, shape_k)]
+    if layout == "bnhd":
+        out = [np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in out]
+    assert dims(out[0].shape, layout) == shape_q
+    return tuple(out)
+
+
+def _element(dtype: str):
+    if dtype == "bf16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(np.float16)
+
+
+def parse_window(text):
+    """--window LEFT,RIGHT -> (left, right) ints (None: no window); ValueError naming the option."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    try:
+        left, right = (int(x) for x in parts)
+    except ValueError:
+        raise ValueError(f"--window {text!r}: expected LEFT,RIGHT (two ints, -1 for unbounded)") from None
+    return left, right
+
+
+def options(args) -> dict:
+    """The attention options the command line gives (flashsim.attention's keywords beside pv_accum)."""
+    return dict(causal=args.causal, window_size=parse_window(args.window), softcap=args.softcap, layout=args.layout)
 
 
 def _load_array(flag: str, path: str) -> np.ndarray:
@@ -83,7 +124,8 @@ def load_inputs(args):
             raise ValueError("give all of --q, --k and --v, or none")
         return tuple(_load_array(f"--{n}", path) for n, path in (("q", args.q), ("k", args.k), ("v", args.v)))
     nk = args.nk if args.nk is not None else args.nq
-    return make_inputs(args.batch, args.heads, args.nq, nk, args.head_dim, args.seed, args.scale)
+    return make_inputs(args.batch, args.heads, args.nq, nk, args.head_dim, args.seed, args.scale, args.kv_heads,
+                       args.dtype, args.layout)
 
 
 def check_arguments(args) -> None:
@@ -93,17 +135,20 @@ def check_arguments(args) -> None:
     get_arch(args.arch)
     if args.q or args.k or args.v:
         random_only = {"batch": DEFAULT["batch"], "heads": DEFAULT["heads"], "nq": DEFAULT["nq"], "nk": None,
-                       "head_dim": DEFAULT["head_dim"], "seed": 0, "scale": 1.0}
+                       "head_dim": DEFAULT["head_dim"], "seed": 0, "scale": 1.0, "kv_heads": None, "dtype": "f16"}
         given = [f"--{n.replace('_', '-')}" for n, default in random_only.items() if getattr(args, n) != default]
         if given:
             raise ValueError(f"{', '.join(given)} describe the random inputs: with --q, --k and --v files, "
                              "the files give the shapes (leave those options out)")
     else:
-        for name in ("batch", "heads", "nq") + (("nk",) if args.nk is not None else ()):
+        for name in ("batch", "heads", "nq") + (("nk",) if args.nk is not None else ()) + \
+                (("kv_heads",) if args.kv_heads is not None else ()):
             if getattr(args, name) < 1:
-                raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
         if not (math.isfinite(args.scale) and args.scale > 0):
             raise ValueError(f"--scale must be a positive finite number, got {args.scale}")
+    from ..problem import resolve_options
+    resolve_options(args.causal, None, None, None, parse_window(args.window), args.softcap, args.layout)
     if args.backend == "jax":
         try:
             import jax  # noqa: F401
@@ -135,10 +180,11 @@ def check_problem(shapes, args, accs) -> None:
     """The problem's checks (flashsim.problem.prepare) and its memory, from the shapes alone: before any input is
     generated or any reference computed."""
     from ..problem import check_emulator_memory, check_reference_memory, prepare
-    stand_ins = [types.SimpleNamespace(shape=s, dtype=np.dtype(np.float16)) for s in shapes]
+    dtype = "bfloat16" if args.dtype == "bf16" and not args.q else "float16"
+    stand_ins = [types.SimpleNamespace(shape=s, dtype=dtype) for s in shapes]
     prob = None
     for acc in accs:
-        prob = prepare(*stand_ins, causal=args.causal, pv_accum=acc, arch=args.arch)
+        prob = prepare(*stand_ins, pv_accum=acc, arch=args.arch, **options(args))
         check_emulator_memory(prob, args.backend)
     check_reference_memory(prob)
 
@@ -151,7 +197,7 @@ def error_summary(o, lse, o_ref, lse_ref):
         err = np.abs(o32 - o_ref)
     rel_l2 = float(np.linalg.norm((o32 - o_ref)[finite]) / max(np.linalg.norm(o_ref[finite]), 1e-300))
     from ..numerics.formats import NAN_DISTANCE, ulp_distance
-    ulps = ulp_distance(o, o_ref.astype(np.float16))
+    ulps = ulp_distance(o, o_ref.astype(o.dtype))
     ulps = np.where(ulps == NAN_DISTANCE, -1, ulps)         # -1: NaN against a number
     lse_fin = np.isfinite(lse_ref)
     with np.errstate(invalid="ignore"):
@@ -168,39 +214,46 @@ def error_summary(o, lse, o_ref, lse_ref):
     }
 
 
-ULP_NOTE = ("ulp = distance from O to the float64 reference rounded to f16, in f16 units in the last place.\n"
+ULP_NOTE = ("ulp = distance from O to the float64 reference rounded to O's type, in its units in the last place.\n"
             "Elements of O near zero have tiny ulps: a large ulp count there can be a tiny error (see max |error| / "
             "max |O|).")
 
 
 def run(args) -> int:
-    from ..emulator import attention, reference_attention
+    from ..emulator import attention, reference_attention, to_bhnd
+    from ..problem import dims
     accs = SUPPORTED_PV_ACCUM if args.pv_accum == "all" else (args.pv_accum,)
+    if args.pv_accum == "all" and args.dtype == "bf16" and not args.q:
+        accs = ("f32",)                      # mma.sync has no bf16 accumulator
     check_arguments(args)
+    opts = options(args)
     if not (args.q or args.k or args.v):     # random inputs: check the problem before generating them
         nk = args.nk if args.nk is not None else args.nq
-        check_problem([(args.batch, args.heads, args.nq, args.head_dim),
-                       (args.batch, args.heads, nk, args.head_dim), (args.batch, args.heads, nk, args.head_dim)],
-                      args, accs)
+        hk = args.kv_heads if args.kv_heads is not None else args.heads
+        shapes = [(args.batch, args.heads, args.nq, args.head_dim), (args.batch, hk, nk, args.head_dim),
+                  (args.batch, hk, nk, args.head_dim)]
+        check_problem([dims(s, args.layout) for s in shapes], args, accs)
     q, k, v = load_inputs(args)
     check_problem([q.shape, k.shape, v.shape], args, accs)
-    print(f"flashsim emulate: q {q.shape}, k {k.shape}, causal={args.causal}, arch={args.arch}, "
-          f"backend={args.backend}")
+    extra = ", ".join(f"{k_}={v_}" for k_, v_ in opts.items() if v_ not in (None, 0.0, False, "bhnd"))
+    print(f"flashsim emulate: q {q.shape} {q.dtype}, k {k.shape}, arch={args.arch}, backend={args.backend}"
+          + (f", {extra}" if extra else ""))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        o_ref, lse_ref = reference_attention(q, k, v, causal=args.causal)
+        o_ref, lse_ref = reference_attention(q, k, v, **opts)
         t_ref = time.perf_counter() - t0
         results, overflowed = {}, []
         for acc in accs:
             # one-time set-up (SFU tables, compiled kernels) on a one-row problem first: not in the timing
-            attention(q[:1, :1, :1], k[:1, :1, :1], v[:1, :1, :1], causal=args.causal, pv_accum=acc, arch=args.arch,
-                      backend=args.backend, progress=False, check_overflow=False)
+            attention(q[:1, :1, :1], k[:1, :1, :1], v[:1, :1, :1], pv_accum=acc, arch=args.arch,
+                      backend=args.backend, progress=False, check_overflow=False, **opts)
             t0 = time.perf_counter()
             # progress=None: the bar shows only on a terminal, and only once the run takes more than a second
-            o, lse, check = attention(q, k, v, causal=args.causal, pv_accum=acc, arch=args.arch,
-                                      backend=args.backend, progress=None, check_overflow="deferred")
-            results[acc] = (time.perf_counter() - t0, o, lse, error_summary(o, lse, o_ref, lse_ref))
+            o, lse, check = attention(q, k, v, pv_accum=acc, arch=args.arch, backend=args.backend, progress=None,
+                                      check_overflow="deferred", **opts)
+            o, o_ref_h = (np.ascontiguousarray(to_bhnd(x, args.layout)) for x in (o, o_ref))
+            results[acc] = (time.perf_counter() - t0, o, lse, error_summary(o, lse, o_ref_h, lse_ref))
             try:
                 check()
             except FloatingPointError as e:      # reported beside the table: the figures show what it does to O
@@ -209,7 +262,7 @@ def run(args) -> int:
             ("O max |error|", lambda r: f"{r[3]['max_abs']:.3e}"),
             ("O max |error| / max |O|", lambda r: f"{r[3]['max_abs_rel']:.3e}"),
             ("O relative L2 error", lambda r: f"{r[3]['rel_l2']:.3e}"),
-            ("O ulp = 0 (of f16(ref))", lambda r: f"{np.mean(r[3]['ulp'] == 0):.2%}"),
+            ("O ulp = 0 (of ref in O's type)", lambda r: f"{np.mean(r[3]['ulp'] == 0):.2%}"),
             ("O ulp <= 1", lambda r: f"{np.mean((r[3]['ulp'] >= 0) & (r[3]['ulp'] <= 1)):.2%}"),
             ("O ulp <= 4", lambda r: f"{np.mean((r[3]['ulp'] >= 0) & (r[3]['ulp'] <= 4)):.2%}"),
             ("O max ulp", lambda r: f"{int(r[3]['ulp'].max())}"),
@@ -230,7 +283,8 @@ def run(args) -> int:
     for message in dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, RuntimeWarning)):
         print(f"note: {message}")           # e.g. no SFU calibration for this arch
     if args.plot:
-        _plot(args.plot, results, o_ref, args, nk=k.shape[2])
+        _plot(args.plot, results, np.ascontiguousarray(to_bhnd(o_ref, args.layout)), args,
+              nk=dims(k.shape, args.layout)[2])
         print(f"plot written to {args.plot}")
     bad = [a for a in accs if not np.isfinite(results[a][3]["max_abs"])]
     return 1 if bad else 0
@@ -274,7 +328,9 @@ def _plot(path, results, o_ref, args, nk):
     grid = fig.add_gridspec(n_rows + 1, n_cols, height_ratios=[1.0] * n_rows + [1.25])
     past = B * H > MAX_HEADS_SHOWN
     fig.suptitle(f"flashsim emulate: error of the emulated kernel's O against the float64 reference\n"
-                 f"B={B} H={H} Nq={nq} Nk={nk} d={d}{' causal' if args.causal else ''}, arch {args.arch}"
+                 f"B={B} H={H} Nq={nq} Nk={nk} d={d} {args.dtype}{' causal' if args.causal else ''}"
+                 f"{f' Hkv={args.kv_heads}' if args.kv_heads else ''}{f' window ({args.window})' if args.window else ''}"
+                 f"{f' softcap {args.softcap:g}' if args.softcap else ''}, arch {args.arch}"
                  + (f"\n{B * H} heads: the worst head (largest |error|) of each accumulator is shown" if past else ""),
                  fontsize=11)
     image = None
@@ -298,7 +354,7 @@ def _plot(path, results, o_ref, args, nk):
         u = u[u >= 0]
         hist.hist(np.minimum(u, 16), bins=np.arange(18) - 0.5, log=True, color="tab:blue", edgecolor="black")
         hist.set_xticks(range(0, 17, 2), [str(t) for t in range(0, 16, 2)] + ["16+"])
-        hist.set_xlabel("ulp distance to the f16-rounded float64 reference")
+        hist.set_xlabel(f"ulp distance to the float64 reference rounded to {args.dtype}")
         hist.set_ylabel("elements of O (log scale)")
         hist.set_title(f"P@V {acc}: ulp distances, all {u.size + n_nan} elements"
                        + (f" ({n_nan} NaN vs a number, not shown)" if n_nan else ""), fontsize=9)

@@ -40,15 +40,21 @@ def reference_attention(q, k, v, *, causal=None, softmax_scale=None, window_size
 
 
 U16 = 2.0 ** -11   # half an f16 ulp, relative
+U_BF16 = 2.0 ** -8  # half a bf16 ulp, relative
 
 
-def error_bound(o_ref, v, nk: int, kv_tile: int, pv_accum: str):
+def error_bound(o_ref, v, nk: int, kv_tile: int, pv_accum: str, dtype: str = "f16"):
     """Per-element bound on |O_kernel - O_float64| derived from the kernel's program (tests/test_emulator.py has
     the derivation): with V = max_j |v_j| per column, f32 P@V: 2u V + u |O*| + Nk 2^-25 V (P rounded to f16,
     O rounded to f16, subnormal p); f16 P@V: (Nk/16 + 2 n_tiles + 2) u V + u |O*| (one f16 rounding of the
     unnormalised O per k16 step, two per tile); f16x2: the f32 bound plus (kv_tile/16) u V (one f16 rounding of a
     tile's partial sum, at most l_tile V, per k16 step of the tile; summed over tiles and divided by l) and
-    n_tiles 2^-23 V (the f32 addition of each tile)."""
+    n_tiles 2^-23 V (the f32 addition of each tile). bf16 (``dtype``, P and O rounded to bf16, f32 P@V only):
+    u = 2^-8 and the subnormal term 2^-133 (bf16 has f32's range). ``o_ref`` and ``v`` (B, H, N, d) with v's heads
+    those of o (repeat K / V heads for GQA first)."""
+    if dtype == "bf16":
+        vmax = np.abs(np.asarray(v, dtype=np.float64)).max(axis=2, keepdims=True)
+        return 2 * U_BF16 * vmax + U_BF16 * np.abs(o_ref) + nk * 2.0 ** -133 * vmax
     vmax = np.abs(np.asarray(v, dtype=np.float64)).max(axis=2, keepdims=True)    # (B, H, 1, d)
     n_tiles = -(-nk // kv_tile)
     f32 = 2 * U16 * vmax + U16 * np.abs(o_ref) + nk * 2.0 ** -25 * vmax
