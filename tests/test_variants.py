@@ -233,3 +233,40 @@ def test_kernel_scalars_carry_the_group_the_strides_and_the_window():
     assert float(s[9]) == 4.0 and float(s[11]) == np.float32(0.125 / 4.0)     # lse_scale = softcap; cap_scale
     assert [int(x) for x in s[12:]] == [5, 120]                                # unbounded right: nq + nk
     assert output_shape(p) == (2, 50, 8, 64)
+
+
+def test_verify_runs_shape_cases_with_the_variant_options(monkeypatch, tmp_path, capsys):
+    """`flashsim verify --shape ... --dtype bf16 --kv-heads 2 --window ... --softcap ... --layout bnhd` on a mocked GPU
+    (the emulator plays the kernel): the cases carry every option, and --save-cases writes them so that the
+    silicon replay (tests/test_emulator_silicon.py) can read them back."""
+    import argparse
+    import json
+    from flashsim.commands import verify
+    from flashsim.gpu import runtime as rt
+    monkeypatch.setattr(rt, "require_gpu", lambda: None)
+    monkeypatch.setattr(rt, "current_arch", lambda: "sm_90")
+    monkeypatch.setattr(verify, "gpu_outputs", lambda q, k, v, config, **kw: verify.emulator_outputs(
+        q, k, v, config, "sm_90", **kw))
+    parser = argparse.ArgumentParser()
+    verify.add_arguments(parser)
+    out = tmp_path / "cases.npz"
+    argv = ["--shape", "1,4,40,70,64,causal", "--only", "--dtype", "bf16", "--kv-heads", "2", "--window=20,-1",
+            "--softcap", "12", "--layout", "bnhd", "--kinds", "normal", "--save-cases", str(out)]
+    assert verify.run(parser.parse_args(argv)) == 0
+    assert "1x4x40x70x64 kv2 bf16 causal win[20, 0] cap12 bnhd f32 normal s0" in capsys.readouterr().out
+    with np.load(out) as z:
+        meta = json.loads(str(z["c0_meta"]))
+    case = verify.case_of_meta(meta)
+    assert case.shape == (1, 4, 2, 40, 70, 64) and case.window == (20, 0) and case.softcap == 12.0
+    assert case.config.dtype == "bf16" and case.config.local and case.config.layout == "bnhd"
+
+
+def test_verify_variant_options_need_shape_cases():
+    import argparse
+    from flashsim.commands import verify
+    parser = argparse.ArgumentParser()
+    verify.add_arguments(parser)
+    with pytest.raises(ValueError, match="apply to --shape cases"):
+        verify.check_arguments(parser.parse_args(["--dtype", "bf16"]))
+    with pytest.raises(ValueError, match="window_size values must be >= -1"):
+        verify.check_arguments(parser.parse_args(["--shape", "1,1,8,8,64", "--window=-3,1"]))

@@ -78,14 +78,15 @@ class Case:
 
 
 def variant(shape, kinds=("normal", "adversarial"), arch="sm_90", window=(-1, -1), softcap=0.0, layout="bhnd",
-            causal=False, dtype="f16", accs=("f32",), seed=0):
-    """Cases of one variant: the arch's default configuration for its options, every kind and P@V accumulation."""
+            causal=False, dtype="f16", accs=("f32",), seed=0, **tiling):
+    """Cases of one variant: the arch's default configuration for its options (``tiling``: warps, m_tiles, kv_tile,
+    stages overrides), every kind and P@V accumulation."""
     from ..problem import resolve_options
     out = []
     for acc in accs:
         opts = resolve_options(causal, acc, None, None, window, softcap, layout)
         cfg = KernelConfig.default(arch, head_dim=shape[-1], causal=opts.causal, pv_accum=acc, dtype=dtype,
-                                   local=opts.local, softcap=softcap > 0, layout=layout)
+                                   local=opts.local, softcap=softcap > 0, layout=layout, **tiling)
         out += [Case(tuple(shape), cfg, kind, seed, None, opts.window_size, float(softcap), layout) for kind in kinds]
     return out
 
@@ -126,6 +127,12 @@ def add_arguments(p):
                         "sliding windows, softcap, (B, N, H, d) and their combinations (flashsim.commands.verify."
                         "variant_cases)")
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
+    p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="element type of the --shape cases")
+    p.add_argument("--kv-heads", type=int, default=None, help="key/value heads of the --shape cases (MQA / GQA)")
+    p.add_argument("--window", default=None, metavar="LEFT,RIGHT",
+                   help="sliding window of the --shape cases (-1 unbounded: --window=-1,0)")
+    p.add_argument("--softcap", type=float, default=0.0, help="soft-cap of the --shape cases")
+    p.add_argument("--layout", choices=("bhnd", "bnhd"), default="bhnd", help="layout of the --shape cases")
     p.add_argument("--pv-accum", choices=(*SUPPORTED_PV_ACCUM, "all"), default="all",
                    help="P@V accumulation to run: %(choices)s (default: all)")
     p.add_argument("--kinds", default="normal,adversarial", help=f"input kinds, from {','.join(INPUT_KINDS)}")
@@ -250,6 +257,16 @@ def check_arguments(args) -> None:
     """Every argument error before the GPU is asked for: ValueError / FileNotFoundError naming the option."""
     for s in args.shape:
         parse_shape(s)
+    from ..problem import resolve_options
+    from .emulate import parse_window
+    resolve_options(None, None, None, None, parse_window(args.window), args.softcap, args.layout)
+    variant_options = args.dtype != "f16" or args.kv_heads is not None or args.window or args.softcap \
+        or args.layout != "bhnd"
+    if variant_options and not args.shape:
+        raise ValueError("--dtype, --kv-heads, --window, --softcap and --layout apply to --shape cases: give --shape "
+                         "(--variants runs the built-in set of variants)")
+    if args.kv_heads is not None and args.kv_heads < 1:
+        raise ValueError(f"--kv-heads must be >= 1, got {args.kv_heads}")
     if args.only and not args.shape and not args.replay:
         raise ValueError("--only runs only the --shape cases: give at least one --shape")
     if args.seeds < 1:
@@ -354,23 +371,34 @@ def replay_cases(path) -> list[Case]:
     return out
 
 
-def _cases(args, arch) -> list[tuple]:
-    """Every case to run: (shape, config, kind, seed, expected inputs sha256 or None)."""
+def _cases(args, arch) -> list[Case]:
+    """Every case to run: the replayed files', --variants', the default set (unless --only, --replay or
+    --variants), then the --shape cases with the variant options (--dtype, --kv-heads, --window, --softcap,
+    --layout); --warps / --m-tiles / --kv-tile / --stages override the default tiling of the last two."""
+    from .emulate import parse_window
     cases = []
     for path in args.replay:
         cases += replay_cases(path)
     if getattr(args, "variants", False):
         cases += variant_cases(arch)
-    shapes = [] if (args.only or args.replay or getattr(args, "variants", False)) else list(DEFAULT_SHAPES)
-    shapes += [parse_shape(s) for s in args.shape]
     accs = SUPPORTED_PV_ACCUM if args.pv_accum == "all" else (args.pv_accum,)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
                                       ("stages", args.stages)) if val is not None}
-    for (b, h, nq, nk, d, causal) in shapes:
-        for acc in accs:
-            cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
-            cases += [Case((b, h, h, nq, nk, d), cfg, kind, seed) for kind in kinds for seed in range(args.seeds)]
+    seeds = range(args.seeds)
+    if not (args.only or args.replay or getattr(args, "variants", False)):
+        for (b, h, nq, nk, d, causal) in DEFAULT_SHAPES:
+            for acc in accs:
+                cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
+                cases += [Case((b, h, h, nq, nk, d), cfg, kind, seed) for kind in kinds for seed in seeds]
+    if args.dtype == "bf16":
+        accs = tuple(a for a in accs if a == "f32") or ("f32",)     # mma.sync has no bf16 accumulator
+    for (b, h, nq, nk, d, causal) in [parse_shape(s) for s in args.shape]:
+        hk = args.kv_heads if args.kv_heads is not None else h
+        for seed in seeds:
+            cases += variant((b, h, hk, nq, nk, d), kinds=kinds, arch=arch, causal=causal, dtype=args.dtype,
+                             window=parse_window(args.window) or (-1, -1), softcap=args.softcap, layout=args.layout,
+                             accs=accs, seed=seed, **over)
     return cases
 
 
