@@ -24,6 +24,7 @@ import re
 KERNELS = {
     "flash_fwd": "flash_fwd.cu",
     "mma_capture": "capture/mma.cu",
+    "mma_k32_capture": "capture/mma_k32.cu",
     "layout_capture": "capture/layout.cu",
     "sfu_capture": "capture/sfu.cu",
 }

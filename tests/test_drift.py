@@ -31,6 +31,7 @@ CAPTURES = {
     "attn_sm90_*.npz": ("flash_fwd", "per case", "PYTHONPATH=. python3 -m flashsim.cli verify --replay tests/data/{name} "
                                                  "--save-cases tests/data/{name}"),
     "mma_sm90.npz": ("mma_capture", "npz", "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma --out tests/data"),
+    "mma_k32_sm90.npz": ("mma_k32_capture", "npz", "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma_k32 --out tests/data"),
     "mma_sm90_summary.json": ("mma_capture", "json", "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma --out tests/data"),
     "layout_sm90.npz": ("layout_capture", "npz", "PYTHONPATH=. python3 -m flashsim.gpu.capture.layout --out tests/data"),
     "sfu_sample_sm90.npz": ("sfu_capture", "npz", "PYTHONPATH=. python3 -m flashsim.gpu.capture.sfu --out /tmp/sfu && "
@@ -208,10 +209,10 @@ class _Device:
 
 @pytest.mark.parametrize("kernel", list(provenance.KERNELS))
 def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
-    """The NVRTC call of each build (flash_fwd and the three capture tools, GPU mocked, compile intercepted) gets
+    """The NVRTC call of each build (flash_fwd and the four capture tools, GPU mocked, compile intercepted) gets
     exactly provenance.build_defines: the fingerprint hashes what the kernel was built with."""
     from flashsim.gpu import build, runtime as rt
-    from flashsim.gpu.capture import layout, mma, sfu
+    from flashsim.gpu.capture import layout, mma, mma_k32, sfu
     launch = _launch_module()          # imported before compile_cuda is patched (it binds the name at import)
     seen = []
 
@@ -229,7 +230,8 @@ def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
         launch.build_kernel(cfg, "sm_90")
         want = provenance.build_defines(kernel, cfg)
     else:
-        {"mma_capture": mma.GpuRunner, "layout_capture": layout.GpuDevice, "sfu_capture": sfu.GpuDevice}[kernel]()
+        {"mma_capture": mma.GpuRunner, "layout_capture": layout.GpuDevice, "sfu_capture": sfu.GpuDevice,
+         "mma_k32_capture": mma_k32.GpuRunner}[kernel]()
         want = provenance.build_defines(kernel)
     assert seen == [want]
 

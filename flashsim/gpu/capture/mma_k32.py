@@ -1,0 +1,278 @@
+"""Capture mma.sync.m16n8k32 with 8-bit inputs on the GPU at hand, for the quantized-attention work (issue 12):
+``python3 -m flashsim.gpu.capture.mma_k32 --out DIR`` writes DIR/mma_k32_<arch>.npz (with the build's provenance).
+
+Types: s32.s8.s8.s32; f32.e4m3.e4m3.f32, f32.e5m2.e5m2.f32, f32.e4m3.e5m2.f32 (mixed), f16.e4m3.e4m3.f16,
+f16.e5m2.e5m2.f16 (kernel/capture/mma_k32.cu, fragments loaded with the PTX formulas). Each type runs every category
+of ``CATEGORIES`` (MMAS_PER_CATEGORY mmas each, numpy's PCG64 from the stored seed; the inputs are stored too, they
+are small). ``analyze`` then says, per type and category, how much of the capture each candidate model reproduces:
+
+* s8: the exact integer dot product plus c, wrapped to 32 bits (what the PTX ISA specifies without .satfinite);
+  any mismatch also means the fragment formulas are wrong;
+* FP8: MMA-Sim's fused-dot-product family (arXiv:2511.10909, the model flashsim.mma uses for m16n8k16): per block of
+  L products and c, every term truncated toward zero to F fraction bits below the largest exponent E, summed
+  exactly, rounded once (f32 toward zero, or to nearest; f16 to nearest even), blocks chained through the rounded
+  value; over L in {8, 16, 32}, F in 12..28, both f32 roundings. The PTX ISA and MMA-Sim give no model of Hopper's
+  mma.sync FP8; this says how far the known family gets (the category breakdown is the lead for the next model).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import pathlib
+import sys
+
+import ml_dtypes
+import numpy as np
+
+from ... import provenance
+
+KERNEL = "capture/mma_k32.cu"
+PROVENANCE_NAME = "mma_k32_capture"
+THREADS = 128
+MMAS_PER_CATEGORY = 64
+DEFAULT_SEED = 20261130
+E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+
+# name -> (kernel, a dtype, b dtype, accumulator dtype)
+TYPES = {
+    "s32.s8.s8.s32": ("mma_k32_s32_s8_s8_s32", np.dtype(np.int8), np.dtype(np.int8), np.dtype(np.int32)),
+    "f32.e4m3.e4m3.f32": ("mma_k32_f32_e4m3_e4m3_f32", E4M3, E4M3, np.dtype(np.float32)),
+    "f32.e5m2.e5m2.f32": ("mma_k32_f32_e5m2_e5m2_f32", E5M2, E5M2, np.dtype(np.float32)),
+    "f32.e4m3.e5m2.f32": ("mma_k32_f32_e4m3_e5m2_f32", E4M3, E5M2, np.dtype(np.float32)),
+    "f16.e4m3.e4m3.f16": ("mma_k32_f16_e4m3_e4m3_f16", E4M3, E4M3, np.dtype(np.float16)),
+    "f16.e5m2.e5m2.f16": ("mma_k32_f16_e5m2_e5m2_f16", E5M2, E5M2, np.dtype(np.float16)),
+}
+CATEGORIES = ("normal", "raw_bits", "single", "two_gap", "cancel", "big_c", "subnormal", "spread")
+
+
+def _finite_codes(dt) -> np.ndarray:
+    codes = np.arange(256, dtype=np.uint8)
+    return codes[np.isfinite(codes.view(dt).astype(np.float32))]
+
+
+def _fp8(rng, dt, shape, kind):
+    """Random 8-bit float bit patterns of ``kind``: "finite" (any finite code), "moderate" (exponent near 0),
+    "raw" (any code: NaN, inf, subnormals), "subnormal" (the exponent field 0)."""
+    if kind == "raw":
+        return rng.integers(0, 256, shape, dtype=np.uint8)
+    codes = _finite_codes(dt)
+    if kind == "subnormal":
+        mbits = 3 if dt == E4M3 else 2
+        codes = codes[((codes >> mbits) & ((1 << (7 - mbits)) - 1)) == 0]
+    elif kind == "moderate":
+        vals = np.abs(codes.view(dt).astype(np.float32))
+        codes = codes[(vals >= 2.0 ** -3) & (vals <= 8.0)]
+    return codes[rng.integers(0, codes.size, shape)]
+
+
+def _f32_bits(rng, shape, lo=-8, hi=8):
+    """Random normal f32 values 2^[lo, hi) with random signs, as bits."""
+    v = rng.uniform(1, 2, shape) * 2.0 ** rng.integers(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
+    return v.astype(np.float32).view(np.uint32)
+
+
+def generate(name: str, category: str, n: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A (n,16,32) uint8, B (n,32,8) uint8, C (n,16,8) accumulator bits) of one type and category."""
+    _, adt, bdt, cdt = TYPES[name]
+    if adt == np.int8:
+        a = rng.integers(0, 256, (n, 16, 32), dtype=np.uint8)
+        b = rng.integers(0, 256, (n, 32, 8), dtype=np.uint8)
+        if category in ("single", "spread", "subnormal"):
+            a[:] = np.where(rng.random(a.shape) < 0.5, 0x80, 0x7F).astype(np.uint8)    # -128 / 127 extremes
+        c = rng.integers(-2 ** 31, 2 ** 31, (n, 16, 8), dtype=np.int64).astype(np.int32).view(np.uint32)
+        if category == "big_c":
+            c = (np.int64(2 ** 31 - 1) - rng.integers(0, 1000, (n, 16, 8))).astype(np.int32).view(np.uint32)
+        return a, b, c
+    acc16 = cdt == np.float16
+    kind = {"normal": "moderate", "raw_bits": "raw", "subnormal": "subnormal"}.get(category, "finite")
+    a, b = _fp8(rng, adt, (n, 16, 32), kind), _fp8(rng, bdt, (n, 32, 8), kind)
+    c = _f32_bits(rng, (n, 16, 8), -6, 6)
+    if category == "single":                 # one product per output element (row i of A, column j of B: k = i+j)
+        a = np.where(np.arange(32)[None, None, :] == (np.arange(16)[None, :, None] % 32), a, 0).astype(np.uint8)
+        c = np.where(rng.random(c.shape) < 0.5, 0, c).astype(np.uint32)
+    elif category == "two_gap":              # two products, the second 2^-gap of the first: the alignment width
+        a[:] = 0
+        b = _fp8(rng, bdt, (n, 32, 8), "moderate")
+        one = np.float32(1.0)
+        a[:, :, 0] = np.asarray(one, np.float32).astype(adt).view(np.uint8)
+        gaps = rng.integers(0, 40, (n, 16))
+        small = (rng.uniform(1, 2, (n, 16)) * 2.0 ** -np.minimum(gaps, 17)).astype(np.float32)
+        a[:, :, 1] = small.astype(adt).view(np.uint8)
+        c = np.zeros_like(c)
+    elif category == "cancel":               # +x and -x in pairs plus small terms: cancellation, sign of zero
+        half = a[:, :, :16]
+        a[:, :, 16:] = half ^ np.uint8(0x80)
+        b[:, 16:, :] = b[:, :16, :]
+        c = np.where(rng.random(c.shape) < 0.5, 0, _f32_bits(rng, c.shape, -20, -10)).astype(np.uint32)
+    elif category == "big_c":                # c dwarfs the products: how many product bits survive
+        c = _f32_bits(rng, c.shape, 8, 20)
+    elif category == "spread":               # products spread over a wide exponent range
+        a = _fp8(rng, adt, (n, 16, 32), "finite")
+        b = _fp8(rng, bdt, (n, 32, 8), "finite")
+    if acc16:
+        cv = c.view(np.float32)
+        with np.errstate(over="ignore"):
+            c = np.clip(cv, -60000, 60000).astype(np.float16).view(np.uint16)
+    return a, b, c
+
+
+class GpuRunner:
+    """Runs the capture kernels on the current GPU through flashsim.gpu."""
+
+    def __init__(self):
+        from .. import runtime as rt
+        from ..build import compile_file
+        self.rt = rt
+        rt.require_gpu()
+        self.arch = rt.current_arch()
+        self.build = compile_file(KERNEL, arch=self.arch, defines=provenance.build_defines(PROVENANCE_NAME))
+        self.kernels = {name: rt.load(self.build, t[0]) for name, t in TYPES.items()}
+
+    def __call__(self, name, a, b, c):
+        rt = self.rt
+        n = a.shape[0]
+        da, db, dc = rt.to_device(a), rt.to_device(b), rt.to_device(c)
+        dd = rt.empty(c.shape, c.dtype)
+        dd.zero_()
+        blocks = max(1, min((n * 32 + THREADS - 1) // THREADS, 65535))
+        rt.launch(self.kernels[name], (blocks,), (THREADS,), da, db, dc, dd, np.int32(n))
+        return dd.to_numpy()
+
+
+def capture(runner, seed: int = DEFAULT_SEED, n: int = MMAS_PER_CATEGORY) -> dict:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name in TYPES:
+        for cat in CATEGORIES:
+            a, b, c = generate(name, cat, n, rng)
+            out[f"{name}|{cat}"] = (a, b, c, runner(name, a, b, c))
+    return out
+
+
+def save(path, data: dict, meta: dict) -> None:
+    arrays = {}
+    for key, (a, b, c, d) in data.items():
+        k = key.replace("|", "__").replace(".", "_")
+        arrays.update({f"{k}__a": a, f"{k}__b": b, f"{k}__c": c, f"{k}__d": d})
+    digest = hashlib.sha256(b"".join(np.ascontiguousarray(x).tobytes() for x in arrays.values())).hexdigest()
+    meta = dict(meta, keys=list(data), sha256=digest)
+    np.savez_compressed(path, meta=json.dumps(meta), provenance=json.dumps(meta.get("provenance")), **arrays)
+
+
+def load(path) -> tuple[dict, dict]:
+    with np.load(path) as z:
+        meta = json.loads(str(z["meta"]))
+        data = {}
+        for key in meta["keys"]:
+            k = key.replace("|", "__").replace(".", "_")
+            data[key] = tuple(z[f"{k}__{x}"] for x in "abcd")
+    digest = hashlib.sha256(b"".join(np.ascontiguousarray(x).tobytes() for v in data.values() for x in v)).hexdigest()
+    if digest != meta["sha256"]:
+        raise ValueError(f"{path}: the stored arrays do not hash as recorded")
+    return data, meta
+
+
+# --------------------------------------------------------------------------------- models
+
+def int8_reference(a, b, c) -> np.ndarray:
+    """s32 = wrap32(sum a b + c) over the 32 products (exact integers)."""
+    acc = np.einsum("nik,nkj->nij", a.view(np.int8).astype(np.int64), b.view(np.int8).astype(np.int64))
+    return (acc + c.view(np.int32).astype(np.int64)).astype(np.int32).view(np.uint32)
+
+
+def _frexp1(v):
+    """(s, e) with v = s 2^e, 1 <= |s| < 2 (0 -> e = -1000)."""
+    m, e = np.frexp(v)
+    return m * 2, np.where(v == 0, -1000, e - 1)
+
+
+def fdpa_family(a, b, c, adt, bdt, cdt, L: int, F: int, f32_round: str) -> np.ndarray:
+    """MMA-Sim's fused dot product on float64 (exact for 8-bit inputs): blocks of L products chained through the
+    rounded result; per block E = max exponent of the products and c, terms truncated toward zero to F fraction bits
+    below 2^E, summed, rounded (f32: "rz" or "rn"; f16: to nearest even). Returns d's bits."""
+    from ...numerics import rounding
+    av = a.view(adt).astype(np.float64)
+    bv = b.view(bdt).astype(np.float64)
+    d = c.view(cdt).astype(np.float64)
+    with np.errstate(all="ignore"):
+        for k0 in range(0, 32, L):
+            prods = av[:, :, None, k0:k0 + L] * np.swapaxes(bv[:, k0:k0 + L, :], 1, 2)[:, None, :, :]
+            _, ep = _frexp1(prods)
+            _, ec = _frexp1(d)
+            E = np.maximum(ep.max(axis=-1), ec)
+            scale = np.exp2((F - E).astype(np.float64))
+            total = np.trunc(prods * scale[..., None]).sum(axis=-1) + np.trunc(d * scale)
+            special = ~np.isfinite(prods).all(axis=-1) | ~np.isfinite(d)
+            v = np.where(special, prods.sum(axis=-1) + d, total / scale)
+            if cdt == np.float16:
+                d = rounding.f64_to_f16(v).astype(np.float64)
+            elif f32_round == "rz":
+                d = rounding.f64_to_f32_rz(v).astype(np.float64)
+            else:
+                d = rounding.f64_to_f32(v).astype(np.float64)
+    out = d.astype(cdt)
+    bits = out.view(np.uint16 if cdt == np.float16 else np.uint32).copy()
+    nan = np.isnan(out)
+    bits[nan] = 0x7FFF if cdt == np.float16 else 0x7FFFFFFF
+    return bits
+
+
+def analyze(data: dict) -> dict:
+    """Per type: s8 exactness; FP8: the best of the MMA-Sim family per category and overall."""
+    report = {}
+    for name, (kernel, adt, bdt, cdt) in TYPES.items():
+        keys = [k for k in data if k.startswith(name + "|")]
+        if adt == np.int8:
+            bad = {k.split("|")[1]: int(np.count_nonzero(int8_reference(*data[k][:3]) != data[k][3])) for k in keys}
+            report[name] = dict(model="exact integer, wrapped to 32 bits", mismatches=bad,
+                                outputs=int(sum(data[k][3].size for k in keys)))
+            continue
+        grid = []
+        for L, F, rnd in itertools.product((8, 16, 32), range(12, 29), ("rz", "rn") if cdt == np.float32 else ("rn",)):
+            per = {}
+            for k in keys:
+                a, b, c, d = data[k]
+                got = fdpa_family(a, b, c, adt, bdt, cdt, L, F, rnd)
+                per[k.split("|")[1]] = float(np.mean(got == d))
+            grid.append(dict(L=L, F=F, f32_round=rnd, overall=float(np.mean(list(per.values()))), per_category=per))
+        grid.sort(key=lambda r: -r["overall"])
+        report[name] = dict(model="MMA-Sim fused-dot-product family", best=grid[:5],
+                            outputs=int(sum(data[k][3].size for k in keys)))
+    return report
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=".", help="folder for mma_k32_<arch>.npz and its analysis JSON")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    p.add_argument("--analyze", metavar="FILE.npz", help="analyse an existing capture instead (no GPU)")
+    args = p.parse_args(argv)
+    out = pathlib.Path(args.out)
+    if args.analyze:
+        data, meta = load(args.analyze)
+        arch = meta["arch"]
+    else:
+        runner = GpuRunner()
+        data = capture(runner, args.seed)
+        arch = runner.arch
+        meta = dict(arch=arch, seed=args.seed, mmas_per_category=MMAS_PER_CATEGORY, categories=list(CATEGORIES),
+                    provenance=provenance.fingerprint(PROVENANCE_NAME))
+        save(out / f"mma_k32_{arch.replace('_', '')}.npz", data, meta)
+    report = analyze(data)
+    with open(out / f"mma_k32_{arch.replace('_', '')}_analysis.json", "w") as f:
+        json.dump(report, f, indent=1)
+    for name, r in report.items():
+        if "mismatches" in r:
+            print(f"{name}: {r['model']}: {sum(r['mismatches'].values())} of {r['outputs']} outputs differ")
+        else:
+            b = r["best"][0]
+            print(f"{name}: best of the family L={b['L']} F={b['F']} {b['f32_round']}: {b['overall']:.1%} of "
+                  f"{r['outputs']} outputs; by category " +
+                  ", ".join(f"{k} {v:.0%}" for k, v in b["per_category"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
