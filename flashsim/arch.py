@@ -40,6 +40,11 @@ class Arch:
     warp_alloc_sub_partitions: int  # register file split into this many sub-partitions
     max_warps_per_sm: int
     max_blocks_per_sm: int
+    # tensor-core model of mma.sync.m16n8k32 with FP8 inputs (e4m3 / e5m2); None: no model (see mma8_source)
+    mma8_block_k: int | None = None        # products fused per block (k = 32 runs 32 // mma8_block_k blocks)
+    mma8_fraction_bits: int | None = None  # F of the FP8 blocks
+    mma8_f32_result_frac_bits: int = 23    # f32 results truncated to this many fraction bits (Ada: 13, "FP22")
+    mma8_source: str = "mma.sync FP8 (m16n8k32 e4m3 / e5m2) exists from sm_89 on"
 
     @property
     def compute_capability(self) -> tuple[int, int]:
@@ -52,20 +57,34 @@ _AMPERE_TC = dict(mma_block_k=8, mma_fraction_bits=24, mma_zero_exponent_f32=-13
 _HOPPER_TC = dict(mma_block_k=16, mma_fraction_bits=25, mma_zero_exponent_f32=-133, mma_zero_exponent_f16=-21)
 
 
-def _arch(name: str, family: str, tc: dict, smem_per_sm: int, optin: int, warps: int, blocks: int) -> Arch:
+# FP8 m16n8k32 (MMA-Sim's parameters: its block is 16 bytes of inputs on Ada, 32 on RTX Blackwell, i.e. 16 / 32
+# one-byte products; Ada keeps F = 13 and truncates f32 results to 13 fraction bits)
+_ADA_FP8 = dict(mma8_block_k=16, mma8_fraction_bits=13, mma8_f32_result_frac_bits=13,
+                mma8_source="MMA-Sim (arXiv:2511.10909), Ada Lovelace: blocks of 16 products, F = 13, f32 results "
+                            "truncated to 13 fraction bits; checked against mmasim")
+_RTX_BLACKWELL_FP8 = dict(mma8_block_k=32, mma8_fraction_bits=25, mma8_f32_result_frac_bits=23,
+                          mma8_source="MMA-Sim (arXiv:2511.10909), RTX Blackwell: one block of 32 products, F = 25; "
+                                      "checked against mmasim")
+_HOPPER_FP8 = dict(mma8_source="Hopper's mma.sync FP8 is published nowhere and the fused family reproduces "
+                               "77-84% of the H200's outputs (tests/data/mma_k32_sm90.npz, benchmarks/RESULTS.md)")
+_BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
+
+
+def _arch(name: str, family: str, tc: dict, smem_per_sm: int, optin: int, warps: int, blocks: int,
+          fp8: dict | None = None) -> Arch:
     return Arch(name, family, **tc, smem_per_sm=smem_per_sm, smem_per_block_optin=optin,
                 smem_reserved_per_block=1 * KB, smem_alloc_unit=128, regs_per_sm=64 * 1024,
                 regs_per_thread_max=255, reg_alloc_unit=256, warp_alloc_sub_partitions=4,
-                max_warps_per_sm=warps, max_blocks_per_sm=blocks)
+                max_warps_per_sm=warps, max_blocks_per_sm=blocks, **(fp8 or {}))
 
 
 ARCHS: dict[str, Arch] = {a.name: a for a in (
     _arch("sm_80", "Ampere (A100)", _AMPERE_TC, 164 * KB, 163 * KB, 64, 32),
     _arch("sm_86", "Ampere (RTX 30xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 16),
-    _arch("sm_89", "Ada Lovelace (RTX 40xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 24),
-    _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32),
-    _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32),
-    _arch("sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24),
+    _arch("sm_89", "Ada Lovelace (RTX 40xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 24, _ADA_FP8),
+    _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, _HOPPER_FP8),
+    _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, _BLACKWELL_FP8),
+    _arch("sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24, _RTX_BLACKWELL_FP8),
 )}
 
 

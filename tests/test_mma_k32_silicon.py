@@ -35,3 +35,12 @@ def test_the_int8_reference_wraps_like_the_ptx_isa():
     c = np.full((1, 16, 8), 2 ** 31 - 1, np.int64).astype(np.int32).view(np.uint32)
     d = M.int8_reference(a, b, c).view(np.int32)
     assert d[0, 0, 0] == np.int32(np.int64(32 * 128 * 128 + 2 ** 31 - 1) - 2 ** 32)
+
+
+def test_flashsim_mma_reproduces_every_s8_output_of_the_h200():
+    import flashsim
+    data, _ = M.load(PATH)
+    for key, (a, b, c, d) in data.items():
+        if key.startswith("s32.s8.s8.s32|"):
+            out = flashsim.mma(a.view(np.int8), b.view(np.int8), c.view(np.int32), arch="sm_90")
+            assert np.array_equal(out.view(np.uint32), d), key

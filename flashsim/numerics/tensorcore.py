@@ -141,7 +141,7 @@ from ..arch import Arch, get_arch
 from . import formats, rounding
 from . import xp as X
 
-__all__ = ["mma", "mma_chain", "mma_chain_generic", "mma_unchecked", "mma_type", "MMA_TYPES"]
+__all__ = ["mma", "mma_chain", "mma_chain_generic", "mma_unchecked", "mma_type", "MMA_TYPES", "mma_k32", "k32_type"]
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16 = np.dtype(np.float16)
@@ -182,7 +182,9 @@ def _check_array(name: str, x, dtypes: tuple, shape: tuple) -> None:
 
 
 def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90", backend: str = "numpy") -> np.ndarray:
-    """d = a @ b + c as ``mma.sync.aligned.m16n8k16.row.col`` computes it on ``arch``, bit for bit.
+    """d = a @ b + c as ``mma.sync.aligned.m16n8k16.row.col`` computes it on ``arch``, bit for bit (8-bit inputs:
+    ``mma.sync.aligned.m16n8k32.row.col``, see ``mma_k32``: a (..., 16, 32) and b (..., 32, 8) int8 with c int32, or
+    float8_e4m3fn / float8_e5m2 with c float32 / float16).
 
     a: (..., 16, 16) float16 or bfloat16 (row-major M x K); b: (..., 16, 8) of a's dtype (K x N); c: (..., 16, 8)
     float32, or float16 with float16 inputs.  Returns d with c's dtype and shape.  The leading (batch) dimensions of
@@ -194,6 +196,18 @@ def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90",
     if backend not in ("numpy", "jax"):
         raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
     spec = get_arch(arch)
+    if isinstance(a, np.ndarray) and a.dtype in (S8, E4M3, E5M2):      # 8-bit inputs: m16n8k32
+        for name, x, dtypes, shape in (("a", a, (S8, E4M3, E5M2), (16, 32)), ("b", b, (S8, E4M3, E5M2), (32, 8)),
+                                       ("c", c, (S32, F32, F16), (16, 8))):
+            _check_array(name, x, dtypes, shape)
+        if backend == "jax":
+            try:
+                import jax.numpy as jnp
+            except ImportError as e:
+                raise ValueError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
+            with X.enable_x64():
+                return np.asarray(mma_k32(jnp.asarray(a), jnp.asarray(b), jnp.asarray(c), spec))
+        return mma_k32(a, b, c, spec)
     _check_array("a", a, (F16, BF16), (16, 16))
     _check_array("b", b, (a.dtype,), (16, 8))
     _check_array("c", c, (F32, F16), (16, 8))
@@ -399,9 +413,11 @@ def _k_slice(xp, x, start, size: int, axis: int):
     return lax.dynamic_slice_in_dim(x, start, size, axis=x.ndim + axis)
 
 
-def _block_generic(xp, A, B, k0: int, kb: int, c_bits, acc16: bool, spec: Arch, is_bf16: bool):
-    """One fused block of ``kb`` products (columns k0.. of A, rows k0.. of B) for every output: c bits -> d bits."""
-    F = spec.mma_fraction_bits
+def _block_generic(xp, A, B, k0: int, kb: int, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8=None):
+    """One fused block of ``kb`` products (columns k0.. of A, rows k0.. of B) for every output: c bits -> d bits.
+    ``fp8`` (m16n8k32 with 8-bit float inputs, ``_Fp8Block``) replaces the m16n8k16 parameters (F, the smallest
+    product exponent, the integer width) and may truncate f32 results further (Ada's 13 fraction bits)."""
+    F = spec.mma_fraction_bits if fp8 is None else fp8.F
     e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
     av, ae = A
     bv, be = B
@@ -412,7 +428,7 @@ def _block_generic(xp, A, B, k0: int, kb: int, c_bits, acc16: bool, spec: Arch, 
         ek = ae[..., :, k, None] + be[..., k, None, :]
         e0 = ek if e0 is None else xp.maximum(e0, ek)
     e0 = xp.astype(e0, xp.int32)
-    min_product_exp = 2 * (-126 if is_bf16 else -14)
+    min_product_exp = 2 * (-126 if is_bf16 else -14) if fp8 is None else fp8.min_product_exp
     E = xp.where(e0 < min_product_exp, ec, xp.maximum(e0, ec))
     # the products in units of 2^(E - F), truncated toward zero by the cast, summed exactly; the plain float sum of
     # c and the products tells inf and NaN (see the module docstring)
@@ -421,7 +437,7 @@ def _block_generic(xp, A, B, k0: int, kb: int, c_bits, acc16: bool, spec: Arch, 
         scale = _pow2(xp, xp.minimum(F - E, 125), np.float32)
     else:
         scale = _pow2(xp, F - E, np.float64)
-    idt = _acc_int_dtype(xp, spec, is_bf16)
+    idt = _acc_int_dtype(xp, spec, is_bf16) if fp8 is None else fp8.int_dtype(xp)
     fsum = xp.astype(X.bitcast(c_bits, np.float16 if acc16 else np.float32), vdt)
     acc = None
     for k in range(k0, k0 + kb):
@@ -440,10 +456,110 @@ def _block_generic(xp, A, B, k0: int, kb: int, c_bits, acc16: bool, spec: Arch, 
     ut = xp.uint16 if acc16 else xp.uint32
     d = X.bitcast(rounding.round_scaled(total, E - F, fmt, "rne" if acc16 else "rz", overflow="inf",
                                         signed_zero=False), fmt.uint)
+    if fp8 is not None and not acc16 and fp8.f32_result_frac_bits < 23:    # toward zero again, to fewer bits
+        keep = ~np.uint32((1 << (23 - fp8.f32_result_frac_bits)) - 1)
+        d = xp.where((d & 0x7F800000) == 0x7F800000, d, d & xp.asarray(keep, dtype=ut))
     inf_bits = xp.where(fsum < 0, xp.asarray(fmt.inf_bits | fmt.sign_mask, dtype=ut),
                         xp.asarray(fmt.inf_bits, dtype=ut))
     d = xp.where(xp.isinf(fsum), inf_bits, d)
     return xp.where(xp.isnan(fsum), xp.asarray(fmt.canonical_nan, dtype=ut), d)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# mma.sync.m16n8k32 with 8-bit inputs: s8 (exact) and FP8 (e4m3 / e5m2, mixed too) on the same generic block
+
+E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
+E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+S8, S32 = np.dtype(np.int8), np.dtype(np.int32)
+_FP8_FIELDS = {E4M3: (4, 3, 7), E5M2: (5, 2, 15)}     # exponent bits, fraction bits, bias
+_ZERO_FP8 = -64       # exponent of a zero FP8 input (int8): ea + eb of a zero product <= -64 + 15 < -28
+_K32_NAMES = {E4M3: "e4m3", E5M2: "e5m2", F32: "f32", F16: "f16"}
+
+
+def k32_type(a_dtype, b_dtype, c_dtype) -> str:
+    """PTX type string of mma.sync.m16n8k32 for these operand dtypes ("s32.s8.s8.s32", "f32.e4m3.e5m2.f32", ...)."""
+    a, b, c = (np.dtype(x) for x in (a_dtype, b_dtype, c_dtype))
+    if a == S8 and b == S8 and c == S32:
+        return "s32.s8.s8.s32"
+    if a in _FP8_FIELDS and b in _FP8_FIELDS and c in (F32, F16):
+        return f"{_K32_NAMES[c]}.{_K32_NAMES[a]}.{_K32_NAMES[b]}.{_K32_NAMES[c]}"
+    raise ValueError(f"no mma.sync m16n8k32 for a {a}, b {b}, c {c}: int8 x int8 + int32, or float8_e4m3fn / "
+                     "float8_e5m2 (mixed allowed) + float32 / float16")
+
+
+class _Fp8Block:
+    """The FP8 parameters ``_block_generic`` takes for m16n8k32 on an arch (flashsim.arch: mma8_*)."""
+
+    def __init__(self, spec: Arch, a_dt, b_dt):
+        ea, ma, ba = _FP8_FIELDS[a_dt]
+        eb, mb, bb = _FP8_FIELDS[b_dt]
+        self.F = spec.mma8_fraction_bits
+        self.block = spec.mma8_block_k
+        self.f32_result_frac_bits = spec.mma8_f32_result_frac_bits
+        self.min_product_exp = (1 - ba) + (1 - bb)            # the two formats' smallest exponents
+        self.max_term = ((1 << (ma + 1)) - 1) * ((1 << (mb + 1)) - 1) << max(self.F - ma - mb, 0)
+
+    def int_dtype(self, xp):
+        """int32 when a block's sum of truncated products provably fits, int64 otherwise."""
+        return xp.int32 if self.block * self.max_term < (1 << 31) else xp.int64
+
+
+def _decode_fp8(xp, x, dt):
+    """FP8 array -> (exact values as float32, inf / NaN kept; exponents int8, subnormals at the format minimum,
+    zeros at the sentinel). e4m3fn has no inf: S.1111.111 is NaN; e5m2 is IEEE-like."""
+    ebits, mbits, bias = _FP8_FIELDS[dt]
+    u = xp.astype(X.bitcast(x, np.uint8), xp.int32)
+    field, m = (u >> mbits) & ((1 << ebits) - 1), u & ((1 << mbits) - 1)
+    sig = xp.where(field == 0, m, m | (1 << mbits))
+    e = xp.maximum(field, 1) - bias
+    exp = xp.astype(xp.where(sig == 0, _ZERO_FP8, e), xp.int8)
+    val = xp.astype(sig, xp.float32) * _pow2(xp, e - mbits, np.float32)
+    top = (1 << ebits) - 1
+    if dt == E4M3:
+        val = xp.where((field == top) & (m == (1 << mbits) - 1), xp.asarray(np.nan, dtype=xp.float32), val)
+    else:
+        val = xp.where(field == top, xp.where(m == 0, xp.asarray(np.inf, dtype=xp.float32),
+                                              xp.asarray(np.nan, dtype=xp.float32)), val)
+    val = xp.where(u >= 0x80, -val, val)
+    return val, exp
+
+
+def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
+    """``mma.sync.aligned.m16n8k32.row.col`` with 8-bit inputs, bit for bit where flashsim has a model.
+
+    a (..., 16, 32), b (..., 32, 8), c (..., 16, 8), leading dimensions broadcast (numpy or JAX arrays):
+    * int8 x int8 + int32: the exact dot product plus c, wrapped to 32 bits (what the PTX ISA specifies without
+      .satfinite; the H200 does exactly this on all 65,536 captured outputs, tests/data/mma_k32_sm90.npz);
+    * float8_e4m3fn / float8_e5m2 (a and b may differ) + float32 / float16: the fused-block model with the arch's
+      FP8 parameters (flashsim.arch: ``mma8_*``, each saying where it comes from): sm_89 and sm_120 from MMA-Sim,
+      checked against ``mmasim``. An arch without an FP8 model (sm_90: not known yet; sm_80 / 86: no FP8 mma)
+      raises ValueError with the reason.
+    Returns d with c's dtype."""
+    spec = get_arch(arch)
+    for name, x in (("a", a), ("b", b), ("c", c)):
+        if not hasattr(x, "dtype") or not hasattr(x, "shape") or len(x.shape) < 2:
+            raise ValueError(f"{name} must be an array with at least 2 dimensions, got {type(x).__name__}")
+    ptx = k32_type(a.dtype, b.dtype, c.dtype)
+    for name, x, shape in (("a", a, (16, 32)), ("b", b, (32, 8)), ("c", c, (16, 8))):
+        if tuple(x.shape[-2:]) != shape:
+            raise ValueError(f"{name} must have shape (..., {shape[0]}, {shape[1]}) for m16n8k32, got {tuple(x.shape)}")
+    xp = X.namespace(a, b, c)
+    X.require_x64(xp) if not X.is_numpy(xp) else None
+    if ptx == "s32.s8.s8.s32":
+        total = xp.matmul(xp.astype(a, xp.int64), xp.astype(b, xp.int64)) + xp.astype(c, xp.int64)
+        return X.bitcast(xp.astype(total & 0xFFFFFFFF, xp.uint32), np.int32)
+    if spec.mma8_block_k is None:
+        raise ValueError(f"no model of mma.sync m16n8k32 {ptx} on {spec.name}: {spec.mma8_source}")
+    a_dt, b_dt = np.dtype(a.dtype), np.dtype(b.dtype)
+    acc16 = np.dtype(c.dtype) == F16
+    P = _Fp8Block(spec, a_dt, b_dt)
+    A, B = _decode_fp8(xp, a, a_dt), _decode_fp8(xp, b, b_dt)
+    out_shape = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2])) + (16, 8)
+    d = xp.broadcast_to(X.bitcast(c, np.uint16 if acc16 else np.uint32), out_shape)
+    with X.errstate():
+        for k0 in range(0, 32, P.block):
+            d = _block_generic(xp, A, B, k0, P.block, d, acc16, spec, False, fp8=P)
+    return X.bitcast(d, np.float16 if acc16 else np.float32)
 
 
 # ---------------------------------------------------------------------------------------------------------

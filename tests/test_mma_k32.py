@@ -1,0 +1,125 @@
+"""flashsim.mma for mma.sync.m16n8k32 with 8-bit inputs: s8 exact and wrapped (the H200's own bits in
+tests/test_mma_k32_silicon.py), FP8 on the archs with a model (sm_89 and sm_120, MMA-Sim's parameters) against the
+``mmasim`` oracle on raw bit patterns, the same bits from the JAX engine, and clear refusals where no model exists."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import flashsim
+from flashsim.numerics.tensorcore import k32_type, mma_k32
+
+E4, E5 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+NAMES = {E4: "e4m3", E5: "e5m2", np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
+SIM_ARCH = {"sm_89": "Ada Lovelace", "sm_120": "RTX Blackwell"}
+COMBOS = [(E4, E4, np.float32), (E5, E5, np.float32), (E4, E5, np.float32), (E5, E4, np.float16),
+          (E4, E4, np.float16)]
+
+
+def _oracle(arch, a, b, c):
+    torch = pytest.importorskip("torch")
+    sim = pytest.importorskip("mmasim.nv_ptx.sim")
+    td = {E4: torch.float8_e4m3fn, E5: torch.float8_e5m2}
+    cd = np.dtype(c.dtype)
+    op = sim.MMA(SIM_ARCH[arch], f"m16n8k32.{NAMES[cd]}.{NAMES[a.dtype]}.{NAMES[b.dtype]}.{NAMES[cd]}")
+    t = lambda x: torch.from_numpy(x.view(np.uint8).copy()).view(td[x.dtype])
+    return op(t(a), t(b), torch.from_numpy(c.copy())).numpy()
+
+
+def _same(x, y):
+    u = np.uint16 if x.dtype == np.float16 else np.uint32
+    both_nan = np.isnan(x) & np.isnan(y)
+    return np.array_equal(np.where(both_nan, 0, x.view(u)), np.where(both_nan, 0, y.view(u)))
+
+
+def _inputs(rng, adt, bdt, cdt, kind):
+    if kind == "raw":
+        a = rng.integers(0, 256, (16, 32), dtype=np.uint8).view(adt)
+        b = rng.integers(0, 256, (32, 8), dtype=np.uint8).view(bdt)
+    else:
+        a = (rng.standard_normal((16, 32)) * 2.0 ** rng.integers(-6, 5, (16, 32))).astype(adt)
+        b = (rng.standard_normal((32, 8)) * 2.0 ** rng.integers(-6, 5, (32, 8))).astype(bdt)
+    c = (rng.standard_normal((16, 8)) * 2.0 ** rng.integers(-10, 10, (16, 8))).astype(cdt)
+    if kind == "zero_c":
+        c[:] = 0
+    return a, b, c
+
+
+@pytest.mark.parametrize("arch", ["sm_89", "sm_120"])
+@pytest.mark.parametrize("adt, bdt, cdt", COMBOS, ids=lambda x: NAMES.get(np.dtype(x), str(x)))
+def test_fp8_matches_mmasim(arch, adt, bdt, cdt):
+    rng = np.random.default_rng(11)
+    for kind in ("values", "raw", "zero_c") * 8:
+        a, b, c = _inputs(rng, adt, bdt, cdt, kind)
+        assert _same(flashsim.mma(a, b, c, arch=arch), _oracle(arch, a, b, c)), kind
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(min_size=16 * 32 + 32 * 8, max_size=16 * 32 + 32 * 8), st.integers(0, 2 ** 32 - 1),
+       st.sampled_from(["sm_89", "sm_120"]), st.sampled_from(COMBOS))
+def test_fp8_matches_mmasim_on_raw_bits(raw, cbits, arch, combo):
+    adt, bdt, cdt = combo
+    buf = np.frombuffer(raw, np.uint8)
+    a, b = buf[:512].reshape(16, 32).view(adt), buf[512:].reshape(32, 8).view(bdt)
+    c = np.full((16, 8), cbits, np.uint32).view(np.float32)
+    c = np.where(np.isfinite(c), c, 1.0).astype(cdt)
+    assert _same(flashsim.mma(a, b, c, arch=arch), _oracle(arch, a, b, c))
+
+
+def test_ada_keeps_13_fraction_bits_of_f32_results():
+    rng = np.random.default_rng(2)
+    a, b, c = _inputs(rng, E4, E4, np.float32, "values")
+    d = flashsim.mma(a, b, c, arch="sm_89")
+    fin = np.isfinite(d)
+    assert np.all(d.view(np.uint32)[fin] & 0x3FF == 0)
+    assert np.any(flashsim.mma(a, b, c, arch="sm_120").view(np.uint32) & 0x3FF)
+
+
+def test_s8_wraps_and_batches():
+    a = np.full((3, 16, 32), -128, np.int8)
+    b = np.full((1, 32, 8), -128, np.int8)
+    c = np.full((3, 16, 8), 2 ** 31 - 1, np.int32)
+    d = flashsim.mma(a, b, c)
+    assert d.dtype == np.int32 and d.shape == (3, 16, 8)
+    assert np.all(d == np.int64(32 * 128 * 128 + 2 ** 31 - 1) - 2 ** 32)
+
+
+def test_the_jax_engine_gives_the_same_bits():
+    pytest.importorskip("jax")
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, (8, 16, 32), dtype=np.uint8).view(E5)
+    b = rng.integers(0, 256, (8, 32, 8), dtype=np.uint8).view(E4)
+    c = rng.standard_normal((8, 16, 8)).astype(np.float16)
+    for arch in ("sm_89", "sm_120"):
+        assert _same(flashsim.mma(a, b, c, arch=arch, backend="jax"), flashsim.mma(a, b, c, arch=arch))
+    s8 = rng.integers(-128, 128, (4, 16, 32)).astype(np.int8), rng.integers(-128, 128, (4, 32, 8)).astype(np.int8)
+    ci = rng.integers(-2 ** 31, 2 ** 31, (4, 16, 8)).astype(np.int32)
+    assert np.array_equal(flashsim.mma(*s8, ci, backend="jax"), flashsim.mma(*s8, ci))
+
+
+@pytest.mark.parametrize("arch, match", [("sm_90", "Hopper's mma.sync FP8 is published nowhere"),
+                                         ("sm_80", "exists from sm_89 on"), ("sm_100", "tcgen05")])
+def test_archs_without_an_fp8_model_say_why(arch, match):
+    a = np.zeros((16, 32), E4)
+    b = np.zeros((32, 8), E4)
+    with pytest.raises(ValueError, match=match):
+        flashsim.mma(a, b, np.zeros((16, 8), np.float32), arch=arch)
+
+
+@pytest.mark.parametrize("a, b, c, match", [
+    (np.zeros((16, 32), np.int8), np.zeros((32, 8), np.int8), np.zeros((16, 8), np.float32), "c must have dtype|no mma"),
+    (np.zeros((16, 32), np.int8), np.zeros((32, 8), E4), np.zeros((16, 8), np.int32), "no mma.sync m16n8k32"),
+    (np.zeros((16, 16), E4), np.zeros((16, 8), E4), np.zeros((16, 8), np.float32), r"shape \(\.\.\., 16, 32\)"),
+])
+def test_bad_operands_are_value_errors(a, b, c, match):
+    with pytest.raises(ValueError, match=match):
+        flashsim.mma(a, b, c, arch="sm_120")
+
+
+def test_type_strings():
+    assert k32_type(np.int8, np.int8, np.int32) == "s32.s8.s8.s32"
+    assert k32_type(E4, E5, np.float16) == "f16.e4m3.e5m2.f16"
+    with pytest.raises(ValueError):
+        mma_k32(np.zeros((16, 32), np.float16), np.zeros((32, 8), np.float16), np.zeros((16, 8), np.float32))
