@@ -529,7 +529,7 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
 
     a (..., 16, 32), b (..., 32, 8), c (..., 16, 8), leading dimensions broadcast (numpy or JAX arrays):
     * int8 x int8 + int32: the exact dot product plus c, wrapped to 32 bits (what the PTX ISA specifies without
-      .satfinite; the H200 does exactly this on all 65,536 captured outputs, tests/data/mma_k32_sm90.npz);
+      .satfinite; the H200 does exactly this on all 90,112 captured outputs, tests/data/mma_k32_sm90.npz);
     * float8_e4m3fn / float8_e5m2 (a and b may differ) + float32 / float16: the fused-block model with the arch's
       FP8 parameters (flashsim.arch: ``mma8_*``, each saying where it comes from): sm_89 and sm_120 from MMA-Sim,
       checked against ``mmasim``. An arch without an FP8 model (sm_90: not known yet; sm_80 / 86: no FP8 mma)

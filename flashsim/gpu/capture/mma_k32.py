@@ -45,7 +45,8 @@ TYPES = {
     "f16.e4m3.e4m3.f16": ("mma_k32_f16_e4m3_e4m3_f16", E4M3, E4M3, np.dtype(np.float16)),
     "f16.e5m2.e5m2.f16": ("mma_k32_f16_e5m2_e5m2_f16", E5M2, E5M2, np.dtype(np.float16)),
 }
-CATEGORIES = ("normal", "raw_bits", "single", "two_gap", "cancel", "big_c", "subnormal", "spread")
+CATEGORIES = ("normal", "raw_bits", "single", "two_gap", "cancel", "big_c", "subnormal", "spread", "big_pair",
+              "one_big_many_small", "scaled")
 
 
 def _finite_codes(dt) -> np.ndarray:
@@ -112,6 +113,27 @@ def generate(name: str, category: str, n: int, rng) -> tuple[np.ndarray, np.ndar
     elif category == "spread":               # products spread over a wide exponent range
         a = _fp8(rng, adt, (n, 16, 32), "finite")
         b = _fp8(rng, bdt, (n, 32, 8), "finite")
+    elif category in ("big_pair", "one_big_many_small"):
+        # product 0 = 2^k (k = 0..8 by row: is the alignment window relative to the largest product, whatever its
+        # size?); the others 2^-gap of it (one of them, or all 31), b = 1 in every column, c = 0
+        one = np.asarray(np.float32(1.0), np.float32).astype(bdt).view(np.uint8)
+        b = np.full((n, 32, 8), one, np.uint8)
+        k = np.arange(16) % 9
+        big = (2.0 ** k).astype(np.float32)
+        gaps = rng.integers(0, 30, (n, 16, 32))
+        small = (big[None, :, None] * rng.uniform(1, 2, (n, 16, 32)) * 2.0 ** -gaps).astype(np.float32)
+        small = np.where(rng.random(small.shape) < 0.5, -small, small)
+        a = small.astype(adt).view(np.uint8)
+        a[:, :, 0] = np.broadcast_to(big.astype(adt).view(np.uint8)[None, :], (n, 16))
+        if category == "big_pair":
+            a[:, :, 2:] = 0
+        c = np.zeros_like(c)
+    elif category == "scaled":               # full-range random inputs (as "spread") with a scaled by 2^s, s = 0..8
+        # by row (e4m3 values past 448 become NaN): the misses do not depend on s (26-29% of the finite outputs
+        # in rows with s = 0 and s = 1 alike), so they are not a matter of magnitude
+        vals = a.view(adt).astype(np.float32) * (2.0 ** (np.arange(16) % 9))[None, :, None]
+        a = vals.astype(adt).view(np.uint8)
+        c = np.zeros_like(c)
     if acc16:
         cv = c.view(np.float32)
         with np.errstate(over="ignore"):
