@@ -598,17 +598,19 @@ def run_fake(t: MmaType, a, b, c, arch="sm_90", corrupt: int = 0):
     return d
 
 
-class GpuRunner:
-    """Runs the capture kernels on the current GPU through flashsim.gpu (every call checked)."""
+class CaptureRunner:
+    """Runs capture kernels of the form ``kernel(A, B, C, D, n)`` (one warp per mma) on the current GPU through
+    flashsim.gpu, every call checked: ``kernel_file`` built with ``provenance_name``'s defines, ``names`` maps a key
+    to an extern "C" kernel name. Shared by the m16n8k16 and m16n8k32 capture tools."""
 
-    def __init__(self):
+    def __init__(self, kernel_file: str, provenance_name: str, names: dict):
         from .. import runtime as rt
         from ..build import compile_file
         self.rt = rt
         rt.require_gpu()
         self.arch = rt.current_arch()
-        self.build = compile_file(KERNEL, arch=self.arch, defines=provenance.build_defines(PROVENANCE_NAME))
-        self.kernels = {name: rt.load(self.build, t.kernel) for name, t in TYPES.items()}
+        self.build = compile_file(kernel_file, arch=self.arch, defines=provenance.build_defines(provenance_name))
+        self.kernels = {key: rt.load(self.build, kernel) for key, kernel in names.items()}
 
     def device_info(self) -> dict:
         dev = self.rt.require_gpu()
@@ -624,15 +626,26 @@ class GpuRunner:
             info["driver"] = f"unknown ({exc})"
         return info
 
-    def __call__(self, t: MmaType, a, b, c):
+    def run(self, key, a, b, c):
+        """D of the mmas (a, b, c) by kernel ``key``, as a numpy array shaped like c."""
         rt = self.rt
         n = a.shape[0]
         da, db, dc = rt.to_device(a), rt.to_device(b), rt.to_device(c)
         dd = rt.empty(c.shape, c.dtype)
         dd.zero_()
         blocks = max(1, min((n * 32 + THREADS - 1) // THREADS, 65535))
-        rt.launch(self.kernels[t.name], (blocks,), (THREADS,), da, db, dc, dd, np.int32(n))
+        rt.launch(self.kernels[key], (blocks,), (THREADS,), da, db, dc, dd, np.int32(n))
         return dd.to_numpy()
+
+
+class GpuRunner(CaptureRunner):
+    """The m16n8k16 capture kernels (kernel/capture/mma.cu), one per MmaType."""
+
+    def __init__(self):
+        super().__init__(KERNEL, PROVENANCE_NAME, {name: t.kernel for name, t in TYPES.items()})
+
+    def __call__(self, t: MmaType, a, b, c):
+        return self.run(t.name, a, b, c)
 
 
 # --------------------------------------------------------------------------------- save / load

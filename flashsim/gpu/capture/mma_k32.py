@@ -28,10 +28,10 @@ import ml_dtypes
 import numpy as np
 
 from ... import provenance
+from .mma import CaptureRunner
 
 KERNEL = "capture/mma_k32.cu"
 PROVENANCE_NAME = "mma_k32_capture"
-THREADS = 128
 MMAS_PER_CATEGORY = 64
 DEFAULT_SEED = 20261130
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
@@ -141,27 +141,14 @@ def generate(name: str, category: str, n: int, rng) -> tuple[np.ndarray, np.ndar
     return a, b, c
 
 
-class GpuRunner:
-    """Runs the capture kernels on the current GPU through flashsim.gpu."""
+class GpuRunner(CaptureRunner):
+    """The m16n8k32 capture kernels (kernel/capture/mma_k32.cu), one per type: ``runner(name, a, b, c)`` -> D."""
 
     def __init__(self):
-        from .. import runtime as rt
-        from ..build import compile_file
-        self.rt = rt
-        rt.require_gpu()
-        self.arch = rt.current_arch()
-        self.build = compile_file(KERNEL, arch=self.arch, defines=provenance.build_defines(PROVENANCE_NAME))
-        self.kernels = {name: rt.load(self.build, t[0]) for name, t in TYPES.items()}
+        super().__init__(KERNEL, PROVENANCE_NAME, {name: t[0] for name, t in TYPES.items()})
 
     def __call__(self, name, a, b, c):
-        rt = self.rt
-        n = a.shape[0]
-        da, db, dc = rt.to_device(a), rt.to_device(b), rt.to_device(c)
-        dd = rt.empty(c.shape, c.dtype)
-        dd.zero_()
-        blocks = max(1, min((n * 32 + THREADS - 1) // THREADS, 65535))
-        rt.launch(self.kernels[name], (blocks,), (THREADS,), da, db, dc, dd, np.int32(n))
-        return dd.to_numpy()
+        return self.run(name, a, b, c)
 
 
 def capture(runner, seed: int = DEFAULT_SEED, n: int = MMAS_PER_CATEGORY) -> dict:
