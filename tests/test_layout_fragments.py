@@ -173,3 +173,21 @@ def test_bad_input():
         F.locate_c(16, 0)
     with pytest.raises(ValueError, match="integers"):
         F.locate_c(0.5, 0)
+
+
+
+def test_m16n8k32_8bit_maps_match_cute_and_cover_the_tiles():
+    """The PTX formulas of the 8-bit m16n8k32 fragments (a8_coord, b8_coord) against CuTe's 16x8x32 integer TV
+    layouts, an independent statement; every element of each tile is held once; four bytes per register, the
+    lowest-indexed element in the lowest byte (pack8). The H200 check is tests/test_mma_k32_silicon.py."""
+    from flashsim.layout import A8, B8, CUTE_A8, CUTE_B8, cute_coords, pack8
+    r, c = cute_coords(CUTE_A8, 16)
+    assert np.array_equal(r, A8.row) and np.array_equal(c, A8.col)
+    n, k = cute_coords(CUTE_B8, 8)
+    assert np.array_equal(k, B8.row) and np.array_equal(n, B8.col)
+    for fmap, shape in ((A8, (16, 32)), (B8, (32, 8))):
+        assert fmap.regs * fmap.per_reg == fmap.elems and (fmap.lane_of >= 0).all()
+        tile = np.arange(shape[0] * shape[1], dtype=np.int64).reshape(shape)
+        assert np.array_equal(fmap.scatter(fmap.gather(tile)), tile)
+    words = pack8(np.array([[1, 2, 3, 4, 5, 6, 7, 8]], np.uint8))
+    assert words.tolist() == [[0x04030201, 0x08070605]]

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not PATH.is_file(), reason="no H200 m16n8k32 cap
 def test_the_capture_is_intact_and_covers_every_type_and_category():
     data, meta = M.load(PATH)             # raises if the arrays do not hash as recorded
     assert meta["arch"] == "sm_90"
-    assert set(data) == {f"{t}|{c}" for t in M.TYPES for c in M.CATEGORIES}
+    assert set(data) == {f"{t}|{c}" for t in M.TYPES for c in M.CATEGORIES} | {M.REGISTERS}
 
 
 def test_s8_is_the_exact_wrapped_integer_dot_product_on_every_output():
@@ -44,3 +44,13 @@ def test_flashsim_mma_reproduces_every_s8_output_of_the_h200():
         if key.startswith("s32.s8.s8.s32|"):
             out = flashsim.mma(a.view(np.int8), b.view(np.int8), c.view(np.int32), arch="sm_90")
             assert np.array_equal(out.view(np.uint32), d), key
+
+
+def test_flashsim_layout_m16n8k32_maps_are_the_h200s():
+    """The register-level probe: the H200 ran mma.sync on registers packed by flashsim.layout's A8 / B8 maps from
+    these tiles; reading D back through its C map gives the exact wrapped product of the tiles on every element,
+    so the maps are the hardware's (a wrong map would scramble rows or k)."""
+    data, _ = M.load(PATH)
+    a, b, c, rd = data[M.REGISTERS]
+    assert rd.shape == (a.shape[0], 32, 4)
+    assert np.array_equal(M.registers_to_tile(rd), M.int8_reference(a, b, c))

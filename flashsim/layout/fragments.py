@@ -56,6 +56,20 @@ def c_coord(g, t, i: int):
     return g + 8 * (i >> 1), 2 * t + (i & 1)
 
 
+# mma.m16n8k32 with 8-bit inputs (PTX ISA, "Matrix fragments for mma.m16n8k32"): four elements per register, the
+# lowest-indexed in the lowest byte; C / D as m16n8k16 (c_coord).
+#   A (16 x 32, row)   a0..a15: row = g + 8*((i>>2)&1)        col = 4t + (i&3) + 16*(i>>3)
+#   B (32 x 8, col)    b0..b7:  row = 4t + (i&3) + 16*(i>>2)   col = g
+def a8_coord(g, t, i: int):
+    """(row, col) in the 16x32 A tile of 8-bit element a_i (m16n8k32)."""
+    return g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)
+
+
+def b8_coord(g, t, i: int):
+    """(row k, col n) in the 32x8 B tile (K x N) of 8-bit element b_i (m16n8k32)."""
+    return 4 * t + (i & 3) + 16 * (i >> 2), g
+
+
 # ---- CuTe's thread-value layouts (cutlass include/cute/atom/mma_traits_sm80.hpp) -----------------
 # Convention: the layout maps (thread, value) -> linear index of the element in the operand tile,
 # column-major: A over M x K (index = m + 16 k), B over N x K (index = n + 8 k), C over M x N
@@ -64,6 +78,10 @@ def c_coord(g, t, i: int):
 CUTE_A = Layout(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128)))
 CUTE_B = Layout(((4, 8), (2, 2)), ((16, 1), (8, 64)))
 CUTE_C = Layout(((4, 8), (2, 2)), ((32, 1), (16, 8)))
+# m16n8k32 with 8-bit inputs (the same source's 16x8x32 integer traits): A over M x K (index = m + 16 k), B over
+# N x K (index = n + 8 k); C is CUTE_C
+CUTE_A8 = Layout(((4, 8), (4, 2, 2)), ((64, 1), (16, 8, 256)))
+CUTE_B8 = Layout(((4, 8), (4, 2)), ((32, 1), (8, 128)))
 
 
 def cute_coords(layout: Layout, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -210,6 +228,16 @@ A = FragmentMap.build("A (16x16 row)", MMA_M, MMA_K, 2, a_coord, 8)
 B = FragmentMap.build("B (16x8 col)", MMA_K, MMA_N, 2, b_coord, 4)
 C_F32 = FragmentMap.build("C/D f32 (16x8)", MMA_M, MMA_N, 1, c_coord, 4)
 C_F16 = FragmentMap.build("C/D f16x2 (16x8)", MMA_M, MMA_N, 2, c_coord, 4)
+A8 = FragmentMap.build("A (16x32 row, 8-bit)", MMA_M, 32, 4, a8_coord, 16)
+B8 = FragmentMap.build("B (32x8 col, 8-bit)", 32, MMA_N, 4, b8_coord, 8)
+
+
+def pack8(values: np.ndarray) -> np.ndarray:
+    """(..., 32, 4k) 8-bit element values (any 1-byte dtype) -> (..., 32, k) uint32 registers, element 4r + j in
+    byte j of register r (the lowest-indexed element in the lowest byte)."""
+    v = np.ascontiguousarray(values).view(np.uint8).astype(np.uint32)
+    v = v.reshape(v.shape[:-1] + (-1, 4))
+    return v[..., 0] | (v[..., 1] << 8) | (v[..., 2] << 16) | (v[..., 3] << 24)
 
 
 # ---- packing ----------------------------------------------------------------------------------

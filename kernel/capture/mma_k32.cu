@@ -87,3 +87,27 @@ K32_ACC32_KERNEL(mma_k32_f32_e5m2_e5m2_f32, "f32.e5m2.e5m2.f32")
 K32_ACC32_KERNEL(mma_k32_f32_e4m3_e5m2_f32, "f32.e4m3.e5m2.f32")
 K32_ACC16_KERNEL(mma_k32_f16_e4m3_e4m3_f16, "f16.e4m3.e4m3.f16")
 K32_ACC16_KERNEL(mma_k32_f16_e5m2_e5m2_f16, "f16.e5m2.e5m2.f16")
+
+// Register-level probe of the fragment layouts: the registers come straight from memory in register order
+// (RA: n x 32 lanes x 4 words, RB: n x 32 x 2, RC / RD: n x 32 x 4), so the host builds them with
+// flashsim.layout's m16n8k32 maps (A8, B8, C_F32) and the H200 checks those maps, not a formula of this file.
+extern "C" __global__ void mma_k32_regs_s32_s8_s8_s32(const u32* __restrict__ RA, const u32* __restrict__ RB,
+                                                     const u32* __restrict__ RC, u32* __restrict__ RD, int n) {
+    const int lane = threadIdx.x & 31;
+    const int warp = (int)((blockIdx.x * (unsigned)blockDim.x + threadIdx.x) >> 5);
+    const int nwarps = (int)((gridDim.x * (unsigned)blockDim.x) >> 5);
+    for (int m = warp; m < n; m += nwarps) {
+        const size_t at = (size_t)m * 32 + lane;
+        const u32* ra = RA + at * 4;
+        const u32* rb = RB + at * 2;
+        const u32* rc = RC + at * 4;
+        u32 rd[4];
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+                     : "=r"(rd[0]), "=r"(rd[1]), "=r"(rd[2]), "=r"(rd[3])
+                     : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]),
+                       "r"(rc[0]), "r"(rc[1]), "r"(rc[2]), "r"(rc[3]));
+#pragma unroll
+        for (int i = 0; i < 4; ++i) RD[at * 4 + i] = rd[i];
+    }
+}

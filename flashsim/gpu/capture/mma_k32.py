@@ -7,7 +7,9 @@ of ``CATEGORIES`` (MMAS_PER_CATEGORY mmas each, numpy's PCG64 from the stored se
 are small). ``analyze`` then says, per type and category, how much of the capture each candidate model reproduces:
 
 * s8: the exact integer dot product plus c, wrapped to 32 bits (what the PTX ISA specifies without .satfinite);
-  any mismatch also means the fragment formulas are wrong;
+  any mismatch also means the fragment formulas are wrong; and a register-level probe (``REGISTERS``): registers
+  packed from the tiles by flashsim.layout's m16n8k32 maps (A8, B8) and D read back through its C map, so the H200
+  checks the maps the project uses;
 * FP8: MMA-Sim's fused-dot-product family (arXiv:2511.10909, the model flashsim.mma uses for m16n8k16): per block of
   L products and c, every term truncated toward zero to F fraction bits below the largest exponent E, summed
   exactly, rounded once (f32 toward zero, or to nearest; f16 to nearest even), blocks chained through the rounded
@@ -141,11 +143,30 @@ def generate(name: str, category: str, n: int, rng) -> tuple[np.ndarray, np.ndar
     return a, b, c
 
 
+REGISTERS = "regs|s32.s8.s8.s32"      # the register-level probe of flashsim.layout's m16n8k32 maps
+REGISTER_KERNEL = "mma_k32_regs_s32_s8_s8_s32"
+
+
+def layout_registers(a, b, c):
+    """(RA (n,32,4), RB (n,32,2), RC (n,32,4)) uint32: int8 tiles a (n,16,32), b (n,32,8) and the int32 c (n,16,8)
+    packed into fragment registers by flashsim.layout's maps (A8, B8, C_F32)."""
+    from ...layout import A8, B8, C_F32, pack8
+    return pack8(A8.gather(a)), pack8(B8.gather(b)), C_F32.gather(c.view(np.uint32))
+
+
+def registers_to_tile(rd):
+    """D registers (n,32,4) -> the (n,16,8) tile by flashsim.layout's C map."""
+    from ...layout import C_F32
+    return C_F32.scatter(rd)
+
+
 class GpuRunner(CaptureRunner):
-    """The m16n8k32 capture kernels (kernel/capture/mma_k32.cu), one per type: ``runner(name, a, b, c)`` -> D."""
+    """The m16n8k32 capture kernels (kernel/capture/mma_k32.cu), one per type: ``runner(name, a, b, c)`` -> D;
+    ``runner(REGISTERS, ra, rb, rc)`` -> D's registers."""
 
     def __init__(self):
-        super().__init__(KERNEL, PROVENANCE_NAME, {name: t[0] for name, t in TYPES.items()})
+        names = {name: t[0] for name, t in TYPES.items()}
+        super().__init__(KERNEL, PROVENANCE_NAME, {**names, REGISTERS: REGISTER_KERNEL})
 
     def __call__(self, name, a, b, c):
         return self.run(name, a, b, c)
@@ -158,6 +179,8 @@ def capture(runner, seed: int = DEFAULT_SEED, n: int = MMAS_PER_CATEGORY) -> dic
         for cat in CATEGORIES:
             a, b, c = generate(name, cat, n, rng)
             out[f"{name}|{cat}"] = (a, b, c, runner(name, a, b, c))
+    a, b, c = generate("s32.s8.s8.s32", "raw_bits", n, rng)      # the layout probe: registers by flashsim.layout
+    out[REGISTERS] = (a, b, c, runner(REGISTERS, *layout_registers(a.view(np.int8), b.view(np.int8), c)))
     return out
 
 
@@ -268,6 +291,10 @@ def analyze(data: dict) -> dict:
         keys = [k for k in data if k.startswith(name + "|")]
         if adt == np.int8:
             bad = {k.split("|")[1]: int(np.count_nonzero(int8_reference(*data[k][:3]) != data[k][3])) for k in keys}
+            if REGISTERS in data:                # registers packed and read by flashsim.layout's maps
+                a, b, c, rd = data[REGISTERS]
+                bad["registers by flashsim.layout"] = int(np.count_nonzero(
+                    registers_to_tile(rd) != int8_reference(a, b, c)))
             report[name] = dict(model="exact integer, wrapped to 32 bits", mismatches=bad,
                                 outputs=int(sum(data[k][3].size for k in keys)))
             continue
