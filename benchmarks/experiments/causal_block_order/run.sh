@@ -3,7 +3,8 @@
 #   OUT=<dir> bash benchmarks/experiments/causal_block_order/run.sh
 # Runs flashsim bench kernel on causal shapes (and one non-causal control) with the kernel as committed, then with
 # kernel/flash_fwd.cu edited so that a causal block takes query block gridDim.x - 1 - blockIdx.x (same arithmetic
-# per block: the emulator is unaffected), and verifies the edited kernel bit for bit.
+# per block: the emulator is unaffected), and verifies the edited kernel bit for bit. It edits kernel/flash_fwd.cu in
+# the working tree: run it on a scratch copy (the device machine's), never in a checkout you commit from.
 set -uo pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 SHAPES=(--shape 4,16,4096,128,causal --shape 8,32,2048,64,causal --shape 16,16,1024,128,causal --shape 4,16,4096,128)
