@@ -40,8 +40,9 @@ def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES):
 # benchmarks/logs/2026-11-30b/ (register_sweep.json: ptxas registers and spills of every candidate for sm_90 and
 # sm_120; tile_sweep*.json: H200 timings at 4 x 16 x 4096 x d, f16, non-causal).
 # sm_90: the fastest measured tiling that builds without spills, or with a few spill bytes where measured more than
-#   3% faster (d=128 f32: 4x2x32 spills 8 B and runs 339 TFLOP/s against 294 for the best spill-free one); d=256
-#   with f32 (48 B) and f16x2 at d=192 and 256 (16 B) have no spill-free tiling on sm_90.
+#   3% faster (d=128 f32: 4x2x32 spills 8 B and runs 339 TFLOP/s against 294 for the best spill-free one; d=128
+#   f16x2: 8x2x64 spills 28 B and runs 304 against 286 for the best spill-free one); d=256 with f32 (48 B) and
+#   f16x2 at d=192 and 256 (16 B) have no spill-free tiling on sm_90.
 # sm_120 (a prediction: nothing runs here): the spill-free tiling (sm_120 ptxas) that fits 99 KB with the most warps
 #   per SM, then the most rows per block, the widest kv_tile, the fewest registers (tools/choose_defaults.py).
 DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
@@ -78,9 +79,9 @@ DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_ti
     ('sm_90', 'f16', 224): (8, 1, 64, 2),
     ('sm_90', 'f16', 256): (4, 1, 32, 2),
     ('sm_90', 'f16x2', 32): (4, 1, 128, 2),
-    ('sm_90', 'f16x2', 64): (4, 2, 32, 2),
+    ('sm_90', 'f16x2', 64): (8, 2, 64, 2),
     ('sm_90', 'f16x2', 96): (4, 1, 64, 2),
-    ('sm_90', 'f16x2', 128): (8, 1, 64, 2),
+    ('sm_90', 'f16x2', 128): (8, 2, 64, 2),
     ('sm_90', 'f16x2', 160): (8, 1, 64, 3),
     ('sm_90', 'f16x2', 192): (4, 1, 32, 3),
     ('sm_90', 'f16x2', 224): (4, 1, 32, 3),
