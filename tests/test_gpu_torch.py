@@ -609,3 +609,31 @@ def test_cupy_in_cupy_out(tgpu):
     assert o_c.get().tobytes() == want_o.tobytes() and l_c.get().tobytes() == want_l.tobytes()
     with pytest.raises(ValueError, match="q's data pointer"):
         flashsim.gpu.attention(cp.empty(src[0].size + 1, cp.float16)[1:].reshape(src[0].shape), *src[1:])
+
+
+def _torch_of(x: np.ndarray):
+    """A numpy f16 / bf16 array as a CUDA tensor (bf16 through its bits)."""
+    if x.dtype.name == "bfloat16":
+        return torch.from_numpy(x.view(np.int16).copy()).view(torch.bfloat16).cuda()
+    return torch.from_numpy(x.copy()).cuda()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kw", [
+    dict(dtype="bf16", heads_kv=2, causal=True, window_size=(40, 0), softcap=15.0, layout="bnhd"),
+    dict(dtype="f16", heads_kv=1, window_size=(17, 9), pv_accum="f16x2", layout="bhnd", d=96),
+    dict(dtype="f16", heads_kv=4, softcap=5.0, pv_accum="f16", layout="bnhd", d=256),
+])
+def test_torch_variants_equal_the_emulator_bit_for_bit(tgpu, kw):
+    """The attention variants through the torch op (bf16, GQA, windows, softcap, (B, N, H, d), other head dims):
+    torch tensors in, the kernel's outputs bit for bit the emulator's."""
+    from flashsim.commands.verify import make_case_inputs
+    kw = dict(kw)
+    dtype, hk, layout, d = kw.pop("dtype"), kw.pop("heads_kv"), kw["layout"], kw.pop("d", 64)
+    q, k, v = make_case_inputs("normal", 2, 4, 111, 150, d, 7, heads_kv=hk, dtype=dtype, layout=layout)
+    o_e, lse_e = flashsim.attention(q, k, v, arch="sm_90", check_overflow=False, **kw)
+    o, lse = flashsim.gpu.attention(*(_torch_of(x) for x in (q, k, v)), check_overflow=False, **kw)
+    torch.cuda.synchronize()
+    assert tuple(o.shape) == q.shape and tuple(lse.shape) == lse_e.shape
+    assert o.view(torch.int16).cpu().numpy().tobytes() == o_e.view(np.int16).tobytes()
+    assert lse.cpu().numpy().tobytes() == lse_e.tobytes()
