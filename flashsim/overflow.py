@@ -46,6 +46,14 @@ def first_flagged(flags) -> int | None:
     return int(idx[0]) if idx.size else None
 
 
+def v_head(prob, v, flat_row: int):
+    """The K / V head whose values row ``flat_row`` ((b * Hq + h) * Nq + row) of ``prob`` summed: v[b, h // group] in
+    the problem's layout (basic indexing, so numpy, torch and cupy arrays alike), for the bound in the message."""
+    b, h = divmod(int(flat_row) // prob.nq, prob.heads)
+    hk = h // prob.group
+    return v[b, hk] if prob.layout == "bhnd" else v[b, :, hk]
+
+
 def overflow_error(prob, flat_row: int, vmax: float, l: float | None = None) -> FloatingPointError:
     """The FloatingPointError for row ``flat_row`` ((b * H + h) * Nq + row) of ``prob``: where, and the bound that
     was exceeded (``vmax`` = max |v| of that head; ``l`` the row's softmax denominator when known)."""

@@ -45,6 +45,12 @@ class Options:
         left, right = self.window_size
         return left >= 0 or (right >= 0 and not self.causal)
 
+    def kernel_config(self, arch: str, head_dim: int, dtype: str, **tiling) -> KernelConfig:
+        """The arch's default KernelConfig for these options, head dim and element type ("f16" / "bf16"); ``tiling``
+        (warps, m_tiles, kv_tile, stages) overrides the default tiling. The one place options become a config."""
+        return KernelConfig.default(arch, head_dim=head_dim, causal=self.causal, pv_accum=self.pv_accum, dtype=dtype,
+                                    local=self.local, softcap=self.softcap > 0, layout=self.layout, **tiling)
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -287,8 +293,7 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
                          "bfloat16 runs P@V with pv_accum='f32'")
     config = opts.config
     if config is None:
-        config = KernelConfig.default(arch_name, head_dim=d, causal=opts.causal, pv_accum=opts.pv_accum, dtype=dtype,
-                                      local=opts.local, softcap=opts.softcap > 0, layout=layout)
+        config = opts.kernel_config(arch_name, d, dtype)
     elif config.head_dim != d:
         raise ValueError(f"config.head_dim={config.head_dim} does not match the inputs' head dim d={d}")
     elif config.dtype != dtype:

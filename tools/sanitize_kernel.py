@@ -39,9 +39,7 @@ def variants():
     for d, o in VARIANT_OPTIONS:
         opts = resolve_options(o.get("causal", False), o.get("pv_accum", "f32"), None, None, o.get("window"),
                                o.get("softcap"), o.get("layout"))
-        cfg = KernelConfig.default("sm_90", head_dim=d, causal=opts.causal, pv_accum=opts.pv_accum,
-                                   dtype=o.get("dtype", "f16"), local=opts.local, softcap=opts.softcap > 0,
-                                   layout=opts.layout)
+        cfg = opts.kernel_config("sm_90", d, o.get("dtype", "f16"))
         out.append((cfg, dict(window_size=opts.window_size, softcap=opts.softcap, layout=opts.layout, gqa=True)))
     return out
 

@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 from ..config import SUPPORTED_DTYPES, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM
+from ..numerics.formats import get_format
 
 DEFAULT = dict(batch=1, heads=2, nq=256, nk=256, head_dim=128)
 PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg")
@@ -62,23 +63,14 @@ def add_arguments(p):
 
 def make_inputs(batch, heads, nq, nk, d, seed=0, scale=1.0, kv_heads=None, dtype="f16", layout="bhnd"):
     """Seeded normal q (B, H, Nq, d), k and v (B, Hkv, Nk, d) times ``scale``, in ``dtype`` and ``layout``."""
-    from ..problem import dims
     rng = np.random.default_rng(seed)
     hk = heads if kv_heads is None else kv_heads
     shape_q, shape_k = (batch, heads, nq, d), (batch, hk, nk, d)
-    elem = _element(dtype)
+    elem = get_format(dtype).dtype
     out = [(rng.standard_normal(s) * scale).astype(elem) for s in (shape_q, shape_k, shape_k)]
     if layout == "bnhd":
         out = [np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in out]
-    assert dims(out[0].shape, layout) == shape_q
     return tuple(out)
-
-
-def _element(dtype: str):
-    if dtype == "bf16":
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(np.float16)
 
 
 def parse_window(text):
@@ -180,7 +172,7 @@ def check_problem(shapes, args, accs) -> None:
     """The problem's checks (flashsim.problem.prepare) and its memory, from the shapes alone: before any input is
     generated or any reference computed."""
     from ..problem import check_emulator_memory, check_reference_memory, prepare
-    dtype = "bfloat16" if args.dtype == "bf16" and not args.q else "float16"
+    dtype = get_format(args.dtype if not args.q else "f16").dtype
     stand_ins = [types.SimpleNamespace(shape=s, dtype=dtype) for s in shapes]
     prob = None
     for acc in accs:

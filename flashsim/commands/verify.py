@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import provenance
 from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, KernelConfig
+from ..numerics.formats import get_format
 from ..problem import prepare
 from . import fa2_rule
 
@@ -85,8 +86,7 @@ def variant(shape, kinds=("normal", "adversarial"), arch="sm_90", window=(-1, -1
     out = []
     for acc in accs:
         opts = resolve_options(causal, acc, None, None, window, softcap, layout)
-        cfg = KernelConfig.default(arch, head_dim=shape[-1], causal=opts.causal, pv_accum=acc, dtype=dtype,
-                                   local=opts.local, softcap=softcap > 0, layout=layout, **tiling)
+        cfg = opts.kernel_config(arch, shape[-1], dtype, **tiling)
         out += [Case(tuple(shape), cfg, kind, seed, None, opts.window_size, float(softcap), layout) for kind in kinds]
     return out
 
@@ -182,11 +182,7 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16",
         q[..., :: max(nq // 4, 1), :] *= 2.0 ** -20      # whole rows of f16 subnormals
     elif kind != "normal":
         raise ValueError(f"unknown input kind {kind!r}; known: {INPUT_KINDS}")
-    if dtype == "bf16":
-        import ml_dtypes
-        elem = ml_dtypes.bfloat16
-    else:
-        elem = np.float16
+    elem = get_format(dtype).dtype
     with np.errstate(over="ignore", invalid="ignore"):
         keep_specials = kind in ("adversarial", "specials")
         out = tuple((x if keep_specials else np.clip(x, -65504, 65504)).astype(elem)
@@ -296,7 +292,7 @@ def check_cases(cases, arch) -> None:
     from ..problem import resolve_options
     for c in cases:
         b, h, hk, nq, nk, d = c.shape
-        dt = "bfloat16" if c.config.dtype == "bf16" else "float16"
+        dt = get_format(c.config.dtype).dtype
         shapes = ((b, h, nq, d), (b, hk, nk, d), (b, hk, nk, d))
         if c.layout == "bnhd":
             shapes = tuple((s[0], s[2], s[1], s[3]) for s in shapes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..overflow import OverflowCheck, check_mode, first_flagged, overflow_error
+from ..overflow import OverflowCheck, check_mode, first_flagged, overflow_error, v_head
 from ..problem import check_emulator_memory, prepare
 from .reference import reference_attention
 
@@ -54,10 +54,8 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
     def check():
         flat = first_flagged(rows.flag) if prob.config.pv_mma_f16 else None
         if flat is not None:
-            bh, row = divmod(flat, prob.nq)
-            b, h = divmod(bh, prob.heads)
-            vh = to_bhnd(v, prob.layout)[b, h // prob.group]
-            raise overflow_error(prob, flat, float(np.abs(vh.astype(np.float32)).max()), float(rows.l[b, h, row]))
+            vh = v_head(prob, v, flat)
+            raise overflow_error(prob, flat, float(np.abs(vh.astype(np.float32)).max()), float(rows.l.flat[flat]))
     if mode == "deferred":
         return o, lse, OverflowCheck(check)
     if mode:

@@ -38,6 +38,7 @@ import numpy as np
 from .. import provenance
 from ..arch import get_arch
 from ..config import KernelConfig
+from ..numerics.formats import get_format
 from ..overflow import OverflowCheck, check_mode
 from ..problem import Options, prepare, resolve_options
 from . import runtime as rt
@@ -105,14 +106,6 @@ def output_shape(prob) -> tuple:
     """o's shape: q's, in the problem's layout."""
     p = prob
     return (p.batch, p.heads, p.nq, p.head_dim) if p.layout == "bhnd" else (p.batch, p.nq, p.heads, p.head_dim)
-
-
-def numpy_dtype(prob) -> np.dtype:
-    """The element type as a numpy dtype (float16, or ml_dtypes.bfloat16)."""
-    if prob.config.dtype == "bf16":
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(np.float16)
 
 
 class Plan:
@@ -223,12 +216,8 @@ def raise_if_overflowed(prob, flag: int, v) -> None:
     torch, cupy or DeviceArray) for the bound in the message (read only on this error path)."""
     if int(flag) == NO_OVERFLOW or int(flag) < 0:
         return
-    from ..overflow import overflow_error
-    bh, _ = divmod(int(flag), prob.nq)
-    b, h = divmod(bh, prob.heads)
-    hk = h // prob.group
-    vv = v.to_numpy() if hasattr(v, "to_numpy") else v
-    head = vv[b, hk] if prob.layout == "bhnd" else vv[b, :, hk]
+    from ..overflow import overflow_error, v_head
+    head = v_head(prob, v.to_numpy() if hasattr(v, "to_numpy") else v, int(flag))
     if hasattr(head, "detach"):
         head = head.detach().float().abs().max().item()
     elif hasattr(head, "get"):
@@ -305,7 +294,7 @@ def _generic_prepared(q, k, v, opts: Options, arch, stream):
     dq, dk, dv = (rt.to_device(x) for x in (q, k, v))   # host arrays copied; GPU arrays borrowed (C-contiguous)
     misaligned(q=dq.ptr, k=dk.ptr, v=dv.ptr)
     plan = plan_for(prob)
-    do, dl = rt.empty(plan.o_shape, numpy_dtype(prob)), rt.empty(plan.lse_shape, np.float32)
+    do, dl = rt.empty(plan.o_shape, get_format(prob.config.dtype).dtype), rt.empty(plan.lse_shape, np.float32)
     s = rt.as_stream(stream)
     flag = rt.to_device(np.array([NO_OVERFLOW], np.uint64)) if prob.config.pv_mma_f16 else None
     args = (dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr, flag.ptr if flag is not None else 0)

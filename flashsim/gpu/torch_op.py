@@ -74,9 +74,9 @@ def _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout)
     if len(tiles) != 5:
         raise ValueError(f"tiles must be [] or [head_dim, warps, m_tiles, kv_tile, stages], got {list(tiles)}")
     d, warps, m_tiles, kv_tile, stages = (int(t) for t in tiles)
-    config = KernelConfig(head_dim=d, warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages,
-                          pv_accum=pv_accum, causal=bool(causal), dtype=_ELEMENT.get(q.dtype, "f16"),
-                          local=opts.local, softcap=opts.softcap > 0, layout=opts.layout)
+    # every tiling field is given, so no arch default is left in the result (the arch named is immaterial)
+    config = opts.kernel_config("sm_90", d, _ELEMENT.get(q.dtype, "f16"), warps=warps, m_tiles=m_tiles,
+                                kv_tile=kv_tile, stages=stages)
     return replace(opts, config=config)
 
 

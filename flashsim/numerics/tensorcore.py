@@ -196,18 +196,12 @@ def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90",
     if backend not in ("numpy", "jax"):
         raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
     spec = get_arch(arch)
-    if isinstance(a, np.ndarray) and a.dtype in (S8, E4M3, E5M2):      # 8-bit inputs: m16n8k32
-        for name, x, dtypes, shape in (("a", a, (S8, E4M3, E5M2), (16, 32)), ("b", b, (S8, E4M3, E5M2), (32, 8)),
-                                       ("c", c, (S32, F32, F16), (16, 8))):
-            _check_array(name, x, dtypes, shape)
-        if backend == "jax":
-            try:
-                import jax.numpy as jnp
-            except ImportError as e:
-                raise ValueError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
-            with X.enable_x64():
-                return np.asarray(mma_k32(jnp.asarray(a), jnp.asarray(b), jnp.asarray(c), spec))
-        return mma_k32(a, b, c, spec)
+    if isinstance(a, np.ndarray) and a.dtype in (S8, E4M3, E5M2):      # 8-bit inputs: m16n8k32 (it checks them)
+        for name, x in (("b", b), ("c", c)):
+            if not isinstance(x, np.ndarray):
+                raise ValueError(f"{name} must be a numpy array, got {type(x).__name__}")
+        run = functools.partial(mma_k32, arch=spec)
+        return _on_jax(run, a, b, c) if backend == "jax" else run(a, b, c)
     _check_array("a", a, (F16, BF16), (16, 16))
     _check_array("b", b, (a.dtype,), (16, 8))
     _check_array("c", c, (F32, F16), (16, 8))
@@ -222,14 +216,18 @@ def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90",
             raise ValueError(f"{name}'s batch dimensions {x.shape[:-2]} do not broadcast to c's batch "
                              f"dimensions {batch}")
     if backend == "jax":
-        try:
-            import jax.numpy as jnp
-        except ImportError as e:
-            raise ValueError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
-        with X.enable_x64():
-            d = _jitted_chain(spec)(jnp.asarray(a), jnp.asarray(b), jnp.asarray(c))
-            return np.asarray(d)
+        return _on_jax(_jitted_chain(spec), a, b, c)
     return _chain_fast(a, b, c, spec)
+
+
+def _on_jax(fn, *arrays):
+    """``fn`` on JAX copies of numpy ``arrays`` with 64-bit types, the result back as numpy (``mma``'s jax backend)."""
+    try:
+        import jax.numpy as jnp
+    except ImportError as e:
+        raise ValueError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
+    with X.enable_x64():
+        return np.asarray(fn(*(jnp.asarray(x) for x in arrays)))
 
 
 _JITTED: dict = {}
@@ -318,12 +316,18 @@ def mma_chain_generic(a, b, c, arch: str | Arch = "sm_90"):
 # the generic routine
 
 
+def _sum_int_dtype(xp, block: int, F: int, ma: int, mb: int):
+    """int32 when a block of ``block`` truncated products provably sums in it, int64 otherwise: each |t| <=
+    (2^(ma+1) - 1)(2^(mb+1) - 1) 2^(F - ma - mb) for inputs of ma and mb fraction bits (f16: 16 terms of at most
+    2^27 (1 - 2^-10) at F = 25 fit)."""
+    max_term = ((1 << (ma + 1)) - 1) * ((1 << (mb + 1)) - 1) << max(F - ma - mb, 0)
+    return xp.int32 if block * max_term < (1 << 31) else xp.int64
+
+
 def _acc_int_dtype(xp, spec: Arch, is_bf16: bool):
-    """int32 when a block's sum of truncated products provably fits (each |t| <= (2^p - 1)^2 * 2^(F - 2 (p - 1)),
-    p = 11 (f16) or 8 (bf16) significand bits: 16 * 2^27 * (1 - 2^-10) < 2^31 at F = 25), int64 otherwise."""
+    """``_sum_int_dtype`` for the arch's m16n8k16 blocks of f16 (10 fraction bits) or bf16 (7) products."""
     mbits = 7 if is_bf16 else 10
-    max_term = ((1 << (mbits + 1)) - 1) ** 2 << max(spec.mma_fraction_bits - 2 * mbits, 0)
-    return xp.int32 if spec.mma_block_k * max_term < (1 << 31) else xp.int64
+    return _sum_int_dtype(xp, spec.mma_block_k, spec.mma_fraction_bits, mbits, mbits)
 
 
 def _pow2(xp, e, dtype):
@@ -497,11 +501,10 @@ class _Fp8Block:
         self.block = spec.mma8_block_k
         self.f32_result_frac_bits = spec.mma8_f32_result_frac_bits
         self.min_product_exp = (1 - ba) + (1 - bb)            # the two formats' smallest exponents
-        self.max_term = ((1 << (ma + 1)) - 1) * ((1 << (mb + 1)) - 1) << max(self.F - ma - mb, 0)
+        self.fraction_bits = (ma, mb)
 
     def int_dtype(self, xp):
-        """int32 when a block's sum of truncated products provably fits, int64 otherwise."""
-        return xp.int32 if self.block * self.max_term < (1 << 31) else xp.int64
+        return _sum_int_dtype(xp, self.block, self.F, *self.fraction_bits)
 
 
 def _decode_fp8(xp, x, dt):
@@ -544,7 +547,7 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
         if tuple(x.shape[-2:]) != shape:
             raise ValueError(f"{name} must have shape (..., {shape[0]}, {shape[1]}) for m16n8k32, got {tuple(x.shape)}")
     xp = X.namespace(a, b, c)
-    X.require_x64(xp) if not X.is_numpy(xp) else None
+    X.require_x64(xp)
     if ptx == "s32.s8.s8.s32":
         total = xp.matmul(xp.astype(a, xp.int64), xp.astype(b, xp.int64)) + xp.astype(c, xp.int64)
         return X.bitcast(xp.astype(total & 0xFFFFFFFF, xp.uint32), np.int32)
