@@ -66,7 +66,7 @@ _RTX_BLACKWELL_FP8 = dict(mma8_block_k=32, mma8_fraction_bits=25, mma8_f32_resul
                           mma8_source="MMA-Sim (arXiv:2511.10909), RTX Blackwell: one block of 32 products, F = 25; "
                                       "checked against mmasim")
 _HOPPER_FP8 = dict(mma8_source="Hopper's mma.sync FP8 is published nowhere and the fused family reproduces "
-                               "83-85% of the H200's outputs (tests/data/mma_k32_sm90.npz, benchmarks/RESULTS.md)")
+                               "80-85% of the H200's outputs (tests/data/mma_k32_sm90.npz, benchmarks/RESULTS.md)")
 _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
 
 

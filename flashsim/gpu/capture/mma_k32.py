@@ -12,31 +12,32 @@ are small). ``analyze`` then says, per type and category, how much of the captur
   checks the maps the project uses;
 * FP8: MMA-Sim's fused-dot-product family (arXiv:2511.10909, the model flashsim.mma uses for m16n8k16): per block of
   L products and c, every term truncated toward zero to F fraction bits below the largest exponent E, summed
-  exactly, rounded once (f32 toward zero, or to nearest; f16 to nearest even), blocks chained through the rounded
-  value; over L in {8, 16, 32}, F in 12..28, both f32 roundings. The PTX ISA and MMA-Sim give no model of Hopper's
+  exactly, rounded once (f32 toward zero; f16 to nearest even), blocks chained through the rounded value: flashsim.mma's
+  own FP8 routine with L in {8, 16, 32} and F in 12..28. The PTX ISA and MMA-Sim give no model of Hopper's
   mma.sync FP8; this says how far the known family gets (the category breakdown is the lead for the next model);
 * FP8, the lead found here (``products_then_c``): c is not part of the fused sum but added afterwards.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import itertools
 import json
 import pathlib
 import sys
 
-import ml_dtypes
 import numpy as np
 
 from ... import provenance
+from ...arch import get_arch
+from ...numerics.tensorcore import E4M3, E5M2, mma_k32
 from .mma import CaptureRunner
 
 KERNEL = "capture/mma_k32.cu"
 PROVENANCE_NAME = "mma_k32_capture"
 MMAS_PER_CATEGORY = 64
 DEFAULT_SEED = 20261130
-E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
 
 # name -> (kernel, a dtype, b dtype, accumulator dtype)
 TYPES = {
@@ -210,78 +211,33 @@ def load(path) -> tuple[dict, dict]:
 # --------------------------------------------------------------------------------- models
 
 def int8_reference(a, b, c) -> np.ndarray:
-    """s32 = wrap32(sum a b + c) over the 32 products (exact integers)."""
-    acc = np.einsum("nik,nkj->nij", a.view(np.int8).astype(np.int64), b.view(np.int8).astype(np.int64))
-    return (acc + c.view(np.int32).astype(np.int64)).astype(np.int32).view(np.uint32)
+    """s32 = wrap32(sum a b + c) over the 32 products: flashsim.mma's s8 model (``mma_k32``) on the stored bits."""
+    return mma_k32(a.view(np.int8), b.view(np.int8), c.view(np.int32)).view(np.uint32)
 
 
-def _frexp1(v):
-    """(s, e) with v = s 2^e, 1 <= |s| < 2 (0 -> e = -1000)."""
-    m, e = np.frexp(v)
-    return m * 2, np.where(v == 0, -1000, e - 1)
+def _fp8_arch(L: int, F: int):
+    """sm_120's arch record with FP8 blocks of L products and F fraction bits (f32 results kept to 23 bits)."""
+    return dataclasses.replace(get_arch("sm_120"), mma8_block_k=L, mma8_fraction_bits=F, mma8_f32_result_frac_bits=23)
 
 
-def fdpa_family(a, b, c, adt, bdt, cdt, L: int, F: int, f32_round: str) -> np.ndarray:
-    """MMA-Sim's fused dot product on float64 (exact for 8-bit inputs): blocks of L products chained through the
-    rounded result; per block E = max exponent of the products and c, terms truncated toward zero to F fraction bits
-    below 2^E, summed, rounded (f32: "rz" or "rn"; f16: to nearest even). Returns d's bits."""
-    from ...numerics import rounding
-    av = a.view(adt).astype(np.float64)
-    bv = b.view(bdt).astype(np.float64)
-    d = c.view(cdt).astype(np.float64)
-    with np.errstate(all="ignore"):
-        for k0 in range(0, 32, L):
-            prods = av[:, :, None, k0:k0 + L] * np.swapaxes(bv[:, k0:k0 + L, :], 1, 2)[:, None, :, :]
-            _, ep = _frexp1(prods)
-            _, ec = _frexp1(d)
-            E = np.maximum(ep.max(axis=-1), ec)
-            scale = np.exp2((F - E).astype(np.float64))
-            total = np.trunc(prods * scale[..., None]).sum(axis=-1) + np.trunc(d * scale)
-            special = ~np.isfinite(prods).all(axis=-1) | ~np.isfinite(d)
-            v = np.where(special, prods.sum(axis=-1) + d, total / scale)
-            if cdt == np.float16:
-                d = rounding.f64_to_f16(v).astype(np.float64)
-            elif f32_round == "rz":
-                d = rounding.f64_to_f32_rz(v).astype(np.float64)
-            else:
-                d = rounding.f64_to_f32(v).astype(np.float64)
-    out = d.astype(cdt)
-    bits = out.view(np.uint16 if cdt == np.float16 else np.uint32).copy()
-    nan = np.isnan(out)
-    bits[nan] = 0x7FFF if cdt == np.float16 else 0x7FFFFFFF
-    return bits
-
-
-_EMIN = {E4M3: -6, E5M2: -14}       # exponent of the smallest normal number
-
-
-def _input_exponents(v, dt):
-    """Exponents of 8-bit float values as MMA-Sim reads them: floor(log2 |v|), subnormals at the format minimum,
-    zero at a sentinel below every product."""
-    e = np.frexp(v)[1] - 1
-    return np.where(v == 0, -10000, np.maximum(e, _EMIN[dt]))
+def fdpa_family(a, b, c, adt, bdt, cdt, L: int, F: int) -> np.ndarray:
+    """MMA-Sim's fused dot product with blocks of L products and F fraction bits (c inside each block, f32 results
+    toward zero, f16 to nearest even): flashsim.mma's FP8 routine with those two parameters. Returns d's bits."""
+    d = mma_k32(a.view(adt), b.view(bdt), c.view(cdt), _fp8_arch(L, F))
+    return d.view(np.uint16 if cdt == np.float16 else np.uint32)
 
 
 def products_then_c(a, b, c, adt, bdt, cdt, F: int) -> np.ndarray:
-    """The best lead found on the H200 (2026-11-30): the 32 products fused as one block (E = the largest ea + eb,
-    every product truncated toward zero to F fraction bits below 2^E, summed exactly), that sum rounded toward zero
-    to f32, then c added with one rounding to nearest (f32, or f16 for f16 accumulation). Returns d's bits."""
-    from ...numerics import rounding
-    av, bv = a.view(adt).astype(np.float64), b.view(bdt).astype(np.float64)
-    cv = c.view(cdt).astype(np.float64)
-    ep = _input_exponents(av, adt)[:, :, None, :] + np.swapaxes(_input_exponents(bv, bdt), 1, 2)[:, None, :, :]
-    with np.errstate(all="ignore"):
-        prods = av[:, :, None, :] * np.swapaxes(bv, 1, 2)[:, None, :, :]
-        E = ep.max(axis=-1)
-        E = np.where(E < -5000, 0, E)
-        scale = np.exp2((F - E).astype(np.float64))
-        s = np.trunc(prods * scale[..., None]).sum(axis=-1) / scale
-        s = np.where(np.isfinite(prods).all(axis=-1), s, prods.sum(axis=-1))
-        s = rounding.f64_to_f32_rz(s).astype(np.float64)
-        out = rounding.f64_to_f16(s + cv) if cdt == np.float16 else rounding.f64_to_f32(s + cv)
-    bits = out.view(np.uint16 if cdt == np.float16 else np.uint32).copy()
-    bits[np.isnan(out)] = 0x7FFF if cdt == np.float16 else 0x7FFFFFFF
-    return bits
+    """The best lead found on the H200 (2026-11-30): the 32 products fused as one block with c = 0 (flashsim.mma's FP8
+    routine: E = the largest ea + eb, every product truncated toward zero to F fraction bits below 2^E, the sum
+    rounded toward zero to f32), then c added with one rounding to nearest (an IEEE f32 add, or to f16 for f16
+    accumulation). Returns d's bits."""
+    from ...numerics import ieee32, rounding
+    s = mma_k32(a.view(adt), b.view(bdt), np.zeros(c.shape, np.float32), _fp8_arch(32, F))
+    if cdt == np.float16:
+        with np.errstate(all="ignore"):
+            return rounding.f64_to_f16(s.astype(np.float64) + c.view(cdt).astype(np.float64)).view(np.uint16)
+    return ieee32.add(s, c.view(np.float32)).view(np.uint32)
 
 
 def analyze(data: dict) -> dict:
@@ -299,13 +255,12 @@ def analyze(data: dict) -> dict:
                                 outputs=int(sum(data[k][3].size for k in keys)))
             continue
         grid = []
-        for L, F, rnd in itertools.product((8, 16, 32), range(12, 29), ("rz", "rn") if cdt == np.float32 else ("rn",)):
+        for L, F in itertools.product((8, 16, 32), range(12, 29)):
             per = {}
             for k in keys:
                 a, b, c, d = data[k]
-                got = fdpa_family(a, b, c, adt, bdt, cdt, L, F, rnd)
-                per[k.split("|")[1]] = float(np.mean(got == d))
-            grid.append(dict(L=L, F=F, f32_round=rnd, overall=float(np.mean(list(per.values()))), per_category=per))
+                per[k.split("|")[1]] = float(np.mean(fdpa_family(a, b, c, adt, bdt, cdt, L, F) == d))
+            grid.append(dict(L=L, F=F, overall=float(np.mean(list(per.values()))), per_category=per))
         grid.sort(key=lambda r: -r["overall"])
         lead = []
         for F in range(22, 31):
@@ -343,7 +298,7 @@ def main(argv=None) -> int:
             print(f"{name}: {r['model']}: {sum(r['mismatches'].values())} of {r['outputs']} outputs differ")
         else:
             b = r["best"][0]
-            print(f"{name}: best of the family L={b['L']} F={b['F']} {b['f32_round']}: {b['overall']:.1%} of "
+            print(f"{name}: best of the family L={b['L']} F={b['F']}: {b['overall']:.1%} of "
                   f"{r['outputs']} outputs; by category " +
                   ", ".join(f"{k} {v:.0%}" for k, v in b["per_category"].items()))
             b = r["products_then_c"][0]
