@@ -46,7 +46,7 @@ def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES):
 # sm_120 (a prediction: nothing runs here): the spill-free tiling (sm_120 ptxas) that fits 99 KB with the most warps
 #   per SM, then the most rows per block, the widest kv_tile, the fewest registers (tools/choose_defaults.py).
 DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
-    ('sm_120', 'f16', 32): (8, 1, 32, 3),
+    ('sm_120', 'f16', 32): (4, 1, 32, 2),
     ('sm_120', 'f16', 64): (8, 1, 32, 3),
     ('sm_120', 'f16', 96): (8, 2, 64, 2),
     ('sm_120', 'f16', 128): (8, 2, 32, 2),

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import sys
 
-CAPS = {"sm_90": 232448, "sm_120": 101376}
+from flashsim.config import KernelConfig
+from flashsim.resources import budget
+
 MAX_SPILL = 32
 # Kept from an earlier measurement instead of this sweep's (none since tile_sweep_f16x2_d64_128.json timed them)
 PREVIOUS: dict = {}
@@ -48,51 +50,25 @@ def main(argv=None):
     print("}")
 
 
-SM120_SMEM_PER_SM, SM120_RESERVED, SM120_REGS = 102400, 1024, 65536    # per SM (RTX Blackwell, CUDA guide)
-
-
 def _predict_sm120(spill, acc, d):
     """The spill-free tiling that fits 99 KB with the most warps per SM (latency hiding: the 99 KB blocks leave
-    room for one or two per SM), then the most rows per block (K/V shared-memory reads per flop), the widest
-    kv_tile, the fewest registers; three stages when they keep the blocks per SM."""
+    room for one or two per SM; blocks per SM from flashsim.budget with ptxas's register count), then the most rows
+    per block (K/V shared-memory reads per flop), the widest kv_tile, the fewest registers; three stages when they
+    keep the blocks per SM."""
     best = None
     for r in spill.values():
         if r["arch"] != "sm_120" or r["pv_accum"] != acc or r["head_dim"] != d or r["spill_bytes"]:
             continue
-        w, mt, kv = r["warps"], r["m_tiles"], r["kv_tile"]
         for stages in (2, 3):
-            sm = _smem(d, w, mt, kv, stages)
-            if sm > CAPS["sm_120"]:
+            cfg = KernelConfig(head_dim=d, warps=r["warps"], m_tiles=r["m_tiles"], kv_tile=r["kv_tile"],
+                               stages=stages, pv_accum=acc)
+            if not cfg.fits("sm_120"):
                 continue
-            blocks = min(SM120_SMEM_PER_SM // (sm + SM120_RESERVED), SM120_REGS // (r["registers"] * 32 * w))
-            key = (blocks * w, 16 * mt * w, kv, -r["registers"], stages)
+            blocks = budget(cfg, "sm_120", registers=r["registers"]).blocks_per_sm
+            key = (blocks * cfg.warps, cfg.block_m, cfg.kv_tile, -r["registers"], stages)
             if blocks and (best is None or key > best[0]):
-                best = (key, (w, mt, kv, stages))
+                best = (key, (cfg.warps, cfg.m_tiles, cfg.kv_tile, stages))
     return best[1]
-
-
-def _smem(d, warps, mt, kv, stages):
-    return 2 * d * (16 * mt * warps + 2 * stages * kv)
-
-
-def _fallback(spill, arch, acc, d, prefer):
-    w, mt, kv, st = prefer
-    r = spill.get((arch, acc, d, w, mt, kv))
-    if r is not None and r["spill_bytes"] == 0 and _smem(d, w, mt, kv, 2) <= CAPS[arch]:
-        stages = st if _smem(d, w, mt, kv, st) <= CAPS[arch] else 2
-        if arch == "sm_120" and _smem(d, w, mt, kv, 3) <= CAPS[arch]:
-            stages = 3
-        return (w, mt, kv, stages)
-    ok = [r for r in spill.values() if r["arch"] == arch and r["pv_accum"] == acc and r["head_dim"] == d
-          and r["spill_bytes"] == 0 and _smem(d, r["warps"], r["m_tiles"], r["kv_tile"], 2) <= CAPS[arch]]
-    if not ok:
-        least = min(r["spill_bytes"] for r in spill.values() if r["arch"] == arch and r["pv_accum"] == acc
-                    and r["head_dim"] == d and _smem(d, r["warps"], r["m_tiles"], r["kv_tile"], 2) <= CAPS[arch])
-        ok = [r for r in spill.values() if r["arch"] == arch and r["pv_accum"] == acc and r["head_dim"] == d
-              and r["spill_bytes"] == least and _smem(d, r["warps"], r["m_tiles"], r["kv_tile"], 2) <= CAPS[arch]]
-    r = max(ok, key=lambda r: (16 * r["m_tiles"] * r["warps"], r["kv_tile"], -r["registers"]))
-    stages = 3 if _smem(d, r["warps"], r["m_tiles"], r["kv_tile"], 3) <= CAPS[arch] else 2
-    return (r["warps"], r["m_tiles"], r["kv_tile"], stages)
 
 
 if __name__ == "__main__":
