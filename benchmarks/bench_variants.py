@@ -15,46 +15,31 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+
+from flashsim.commands.bench import cuda_time, cuda_time_pair, sdpa_ms
 
 
-def _time(fn, reps=20, rounds=7):
-    import torch
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ms = []
-    for _ in range(rounds):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(reps):
-            fn()
-        b.record()
-        b.synchronize()
-        ms.append(a.elapsed_time(b) / reps)
-    return statistics.median(ms)
+REPS, ROUNDS = 20, 7
 
 
 def ours(q, k, v, **opts):
+    """(ms per launch, configuration) of the kernel alone on these tensors and options."""
     from flashsim import gpu
     go, _, prob = gpu.prepared_launch(q, k, v, **opts)
-    return _time(lambda: go(sync=False)), prob.config.describe()
+    return cuda_time(lambda: go(sync=False), REPS, ROUNDS)[0], prob.config.describe()
 
 
-def ours_pair(a, b, rounds=7):
-    """Two launches of ours timed in alternating rounds (a, b, a, b, ...) so that clock drift weighs on both:
-    ((ms, config) of a, (ms, config) of b); a and b are (q, k, v, options)."""
+def ours_pair(a, b):
+    """Two launches of ours timed in alternating rounds (flashsim.commands.bench.cuda_time_pair) so that clock drift
+    weighs on both: ((ms, config) of a, (ms, config) of b); a and b are (q, k, v, options)."""
     from flashsim import gpu
     gos, cfgs = [], []
     for q, k, v, opts in (a, b):
         go, _, prob = gpu.prepared_launch(q, k, v, **opts)
         gos.append(go)
         cfgs.append(prob.config.describe())
-    ms = [[], []]
-    for r in range(rounds):
-        for i in (0, 1):
-            ms[i].append(_time(lambda: gos[i](sync=False), rounds=1))
-    return [(statistics.median(ms[i]), cfgs[i]) for i in (0, 1)]
+    ta, tb = cuda_time_pair(lambda: gos[0](sync=False), lambda: gos[1](sync=False), REPS, ROUNDS)
+    return [(ta[0], cfgs[0]), (tb[0], cfgs[1])]
 
 
 def visited_keys(q, k, v, **opts):
@@ -67,19 +52,7 @@ def visited_keys(q, k, v, **opts):
 
 
 def sdpa(q, k, v, causal=False, gqa=False):
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    out = {}
-    for name, backend in (("FA2", SDPBackend.FLASH_ATTENTION), ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
-        try:
-            with sdpa_kernel(backend):
-                fn = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                                                              enable_gqa=gqa)
-                fn()
-                out[name] = _time(fn)
-        except RuntimeError:
-            out[name] = None
-    return out
+    return sdpa_ms(q, k, v, causal, REPS, ROUNDS, enable_gqa=gqa)
 
 
 def main(argv=None):

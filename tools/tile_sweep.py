@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 
@@ -32,10 +31,10 @@ def candidates(rows, arch, d, acc, cap, max_spill=0):
 
 
 def main(argv=None):
-    import numpy as np
     import torch
     from flashsim import gpu
     from flashsim.arch import get_arch
+    from flashsim.commands.bench import cuda_time
     from flashsim.config import KernelConfig
     from flashsim.gpu import runtime as rt
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -66,19 +65,7 @@ def main(argv=None):
                                                                ("warps", "m_tiles", "kv_tile", "stages")})
                 try:
                     go, _, _ = gpu.prepared_launch(q, k, v, config=cfg)
-                    for _ in range(2):
-                        go(sync=False)
-                    torch.cuda.synchronize()
-                    ms = []
-                    for _ in range(args.rounds):
-                        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        e0.record()
-                        for _ in range(args.reps):
-                            go(sync=False)
-                        e1.record()
-                        torch.cuda.synchronize()
-                        ms.append(e0.elapsed_time(e1) / args.reps)
-                    t = statistics.median(ms)
+                    t = cuda_time(lambda: go(sync=False), args.reps, args.rounds, warmup=2)[0]
                     tf = 4.0 * b * h * n * n * d / (t * 1e-3) / 1e12
                 except Exception as exc:   # a candidate that cannot launch is reported, not fatal
                     t, tf = None, None

@@ -62,7 +62,7 @@ def _shapes(args):
     return out
 
 
-def _time(fn, reps, rounds, warmup=3):
+def cuda_time(fn, reps, rounds, warmup=3):
     """(device ms per call, host us per call): medians over ``rounds`` of CUDA events around ``reps`` back-to-back
     calls of ``fn`` on torch's current stream, and of the host time the loop took."""
     import torch
@@ -84,15 +84,34 @@ def _time(fn, reps, rounds, warmup=3):
     return statistics.median(dev_ms), statistics.median(host_us)
 
 
-def _time_pair(fn_a, fn_b, reps, rounds, warmup=3):
-    """``_time`` of two functions measured in alternating rounds (a, b, a, b, ...), so that clock and thermal drift
+def cuda_time_pair(fn_a, fn_b, reps, rounds, warmup=3):
+    """``cuda_time`` of two functions measured in alternating rounds (a, b, a, b, ...), so that clock and thermal drift
     over the run weigh on both alike: ((ms, us) of a, (ms, us) of b)."""
     a, b = [], []
     for r in range(rounds):
-        a.append(_time(fn_a, reps, 1, warmup if r == 0 else 1))
-        b.append(_time(fn_b, reps, 1, warmup if r == 0 else 1))
+        a.append(cuda_time(fn_a, reps, 1, warmup if r == 0 else 1))
+        b.append(cuda_time(fn_b, reps, 1, warmup if r == 0 else 1))
     med = statistics.median
     return (med(x[0] for x in a), med(x[1] for x in a)), (med(x[0] for x in b), med(x[1] for x in b))
+
+
+def sdpa_ms(q, k, v, causal, reps, rounds, enable_gqa=False) -> dict:
+    """torch SDPA's FlashAttention-2 and cuDNN backends on the same tensors: {"FA2": ms, "cuDNN": ms}, None where a
+    backend cannot run the shape (``cuda_time`` medians)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    out = {}
+    for name, backend in (("FA2", SDPBackend.FLASH_ATTENTION), ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
+        try:
+            with sdpa_kernel(backend):
+                def fn():
+                    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                          enable_gqa=enable_gqa)
+                fn()
+                out[name] = cuda_time(fn, reps, rounds)[0]
+        except RuntimeError:  # backend unavailable for this shape
+            out[name] = None
+    return out
 
 
 def _tiles(cfg):
@@ -103,7 +122,6 @@ def _bench_shape(shape, arch, over, reps, rounds, report):
     """One row: both accumulators, kernel alone and public call, then torch SDPA; returns the printed line and the
     lowest call/kernel ratio."""
     import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     import flashsim.gpu
     from ..gpu.launch import prepared_launch
     b, h, n, d, causal = shape
@@ -117,7 +135,7 @@ def _bench_shape(shape, arch, over, reps, rounds, report):
 
         def call(cfg=cfg):      # f16 / f16x2: the no-sync path (the overflow check waits for the GPU)
             return flashsim.gpu.attention(q, k, v, config=cfg, check_overflow=False)
-        (k_ms, k_host), (c_ms, c_host) = _time_pair(lambda: go(sync=False), call, reps, rounds)
+        (k_ms, k_host), (c_ms, c_host) = cuda_time_pair(lambda: go(sync=False), call, reps, rounds)
         o_c, lse_c = call()
         go(sync=False)
         torch.cuda.synchronize()
@@ -134,16 +152,8 @@ def _bench_shape(shape, arch, over, reps, rounds, report):
                                    call_host_us=c_host, same_bits=same))
         if not same:
             print(f"  ERROR: the call's output differs from the kernel alone's ({acc}, {b},{h},{n},{d})")
-    sdpa = {}
-    for name, backend in (("FA2", SDPBackend.FLASH_ATTENTION), ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
-        try:
-            with sdpa_kernel(backend):
-                def fn():
-                    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                fn()
-                sdpa[name] = flops / _time(fn, reps, rounds)[0] / 1e9
-        except RuntimeError:  # backend unavailable for this shape
-            sdpa[name] = float("nan")
+    sdpa = {name: (flops / ms / 1e9 if ms else float("nan"))
+            for name, ms in sdpa_ms(q, k, v, causal, reps, rounds).items()}
     report["rows"].append(dict(shape=[b, h, n, d], causal=causal, sdpa_tflops=sdpa))
     f32, f16, x2 = cells["f32"], cells["f16"], cells["f16x2"]
     line = (f"{f'{b},{h},{n},{d}':16} {str(causal):6} | {f32[0]:10.1f} {f32[1]:7.1f} {f32[2]:6.3f} | "

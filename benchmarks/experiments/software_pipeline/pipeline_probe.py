@@ -22,21 +22,11 @@ CANDIDATES = {   # (d, pv_accum) -> tilings (warps, m_tiles, kv_tile) that build
 }
 
 
-def _time(go, reps=20):
-    import torch
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(reps):
-        go(sync=False)
-    b.record()
-    b.synchronize()
-    return a.elapsed_time(b) / reps
-
-
 def main(argv=None):
     import numpy as np
     import torch
     from flashsim import gpu
+    from flashsim.commands.bench import cuda_time
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -68,7 +58,7 @@ def main(argv=None):
                 ms = [[], [], []]
                 for _ in range(args.rounds):
                     for i, go in enumerate(gos):
-                        ms[i].append(_time(go))
+                        ms[i].append(cuda_time(lambda: go(sync=False), 20, 1, warmup=0)[0])
                 tf = [flops / (statistics.median(m) * 1e-3) / 1e12 for m in ms]
                 rows.append(dict(d=d, pv_accum=acc, causal=causal, tiling=[w, mt, kv], plain=tf[0], pipelined=tf[1],
                                  default=tf[2], default_config=default.describe(), bit_exact=same))
