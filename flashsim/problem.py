@@ -86,9 +86,10 @@ class Problem:
         t0 = first // bc
         return t0, np.maximum(0, -(-end // bc) - t0)
 
-    def kv_tiles(self) -> np.ndarray:
-        """KV tiles each query block visits, (q_blocks,) int."""
-        return self.kv_tile_range()[1]
+    def kv_span(self) -> int:
+        """KV tiles that K and V must be padded to (at least 1): the end of the furthest tile any block visits."""
+        first, n = self.kv_tile_range()
+        return max(int((first + n).max(initial=0)), 1)
 
 
 def scales(softmax_scale, head_dim: int, softcap: float = 0.0):
@@ -333,7 +334,7 @@ def emulator_peak_bytes(prob: Problem, max_tile_elems: int | None = None, backen
     bh, d, bm, bc = prob.batch * prob.heads, prob.head_dim, cfg.block_m, cfg.kv_tile
     units = bh * prob.q_blocks
     rows = units * bm                                         # padded query rows
-    tiles = max(int(prob.kv_tiles().max(initial=0)), 1)
+    tiles = prob.kv_span()
     inputs = 2 * bh * (prob.nq + 2 * prob.nk) * d             # the caller's f16 q, k, v
     padded = 2 * (rows * d + 2 * bh * tiles * bc * d)         # q, k, v padded to tiles (engine_numpy.pad_rows)
     outputs = 2 * bh * prob.nq * d + 4 * bh * prob.nq         # o f16 and lse f32 as returned

@@ -60,10 +60,6 @@ class Case:
     softcap: float = 0.0
     layout: str = "bhnd"
 
-    @property
-    def options(self) -> dict:
-        return dict(config=self.config, window_size=self.window, softcap=self.softcap, layout=self.layout)
-
     def name(self) -> str:
         b, h, hk, nq, nk, d = self.shape
         c = self.config

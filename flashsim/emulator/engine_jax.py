@@ -251,7 +251,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     nqb = prob.q_blocks
     first_tile, tiles = prob.kv_tile_range()
     first_tile = np.append(first_tile, 0)                      # index nqb: no block (idle slots)
-    T = max(int((first_tile[:nqb] + tiles).max(initial=0)), 1)
+    T = prob.kv_span()
     if prob.group > 1:
         k, v = (np.repeat(x, prob.group, axis=1) for x in (k, v))
     budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)

@@ -28,7 +28,8 @@ def pad_rows(x: np.ndarray, rows: int) -> np.ndarray:
 
 
 def step_options(prob: Problem) -> dict:
-    """The keyword options of kernel_program.scores for ``prob`` (mask and soft-cap): one place for every engine."""
+    """The keyword options of kernel_program.scores for ``prob`` (mask and soft-cap). The JAX engine passes the same
+    values into its compiled program as scalars (engine_jax._steps)."""
     cfg = prob.config
     return dict(causal=cfg.causal, window=prob.window, cap_scale=prob.cap_scale if cfg.softcap else None)
 
@@ -41,7 +42,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     BM, BC = cfg.block_m, cfg.kv_tile
     nqb = prob.q_blocks
     first_tile, tiles_per_block = prob.kv_tile_range()                # (nqb,) each
-    T = max(int((first_tile + tiles_per_block).max(initial=0)), 1)
+    T = prob.kv_span()
     Hk = prob.heads_kv
 
     qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM).reshape(B * H * nqb, BM, d)
