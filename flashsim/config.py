@@ -16,22 +16,33 @@ SUPPORTED_HEAD_DIMS = tuple(range(32, 257, 32))
 SUPPORTED_DTYPES = ("f16", "bf16")
 SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
 SUPPORTED_STAGES = (2, 3)
+# Quantized attention (SageAttention's recipe, flashsim.emulator.quantize): "none", or "int8" (Q and K quantized to
+# INT8 by kernel/quantize.cu, Q K^T by mma.sync.m16n8k32 s8 with exact s32 sums, P V as without quant).
+# "int8-fp8" (P V in FP8 e4m3) is not built: its sm_90 tensor-core model is not known yet (flashsim.mma refuses
+# FP8 on sm_90), so its kernel could not be verified bit for bit here.
+SUPPORTED_QUANT = ("none", "int8")
+QUANT_BLOCK = 16                         # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
+MEAN_SLICES = 16                         # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)
+INT8_BYTES = 1
 # Q fragments stay in registers for the whole KV loop only up to this head dim (d/16 x4 fragments = d/4 registers a
 # lane); above it O alone is d/2 f32 registers and Q is re-read from shared memory at each k16 step instead.
 Q_IN_REGISTERS_MAX_D = 128
 
 
-def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES):
+def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_bytes=None):
     """Shared-memory buffers of one block, name -> bytes.
+
+    ``qk_bytes``: bytes of a Q / K element in shared memory (default ``elem_bytes``; 1 with quant="int8").
 
     Works on ints and on sympy symbols alike (flashsim.budget uses the latter). The Q tile is
     staged once and read into registers with ldmatrix (its space is reused to stage O in the
     epilogue); K and V go through a ring of ``stages`` slots filled by cp.async. S/P never
     leaves registers and O accumulates in registers: neither has a buffer.
     """
+    qk_bytes = elem_bytes if qk_bytes is None else qk_bytes
     return {
-        "Q tile": block_m * head_dim * elem_bytes,
-        "K ring": stages * kv_tile * head_dim * elem_bytes,
+        "Q tile": block_m * head_dim * qk_bytes,
+        "K ring": stages * kv_tile * head_dim * qk_bytes,
         "V ring": stages * kv_tile * head_dim * elem_bytes,
     }
 
@@ -140,6 +151,10 @@ class KernelConfig:
                where the kernel has none to spare: with "bhnd" a row is d elements apart, a constant (ptxas: the
                d=128 f32 build spills 4 bytes with a runtime row stride, none without), "bnhd" reads the stride
                from the launch arguments. Batch and head strides are launch arguments either way.
+    quant      "none", or "int8": Q and K arrive as INT8 with per-16-row / per-16-key f32 scales (K smoothed by
+               its mean over tokens) from kernel/quantize.cu; Q K^T runs on mma.sync.m16n8k32 s8 (exact s32 sums),
+               each score is float(s32) * (q_scale * k_scale) (two IEEE multiplies), the LSE gets the smoothing's
+               q . mean(k) back. P V is unchanged. Not with softcap (tanh does not commute with the smoothing).
     """
     head_dim: int = 128
     warps: int = 8
@@ -152,6 +167,7 @@ class KernelConfig:
     local: bool = False
     softcap: bool = False
     layout: str = "bhnd"
+    quant: str = "none"
 
     def __post_init__(self):
         self.validate()
@@ -172,6 +188,16 @@ class KernelConfig:
         """Q's fragments stay in registers for the KV loop (one m16 tile per warp and d <= Q_IN_REGISTERS_MAX_D);
         otherwise they are re-read from shared memory at each k16 step."""
         return self.m_tiles == 1 and self.head_dim <= Q_IN_REGISTERS_MAX_D
+
+    @property
+    def int8(self) -> bool:
+        """Q K^T in INT8 (quant "int8")."""
+        return self.quant == "int8"
+
+    @property
+    def qk_bytes(self) -> int:
+        """Bytes of one Q / K element in shared memory: 1 with INT8 Q K^T, else the element type's 2."""
+        return INT8_BYTES if self.int8 else F16_BYTES
 
     @property
     def masked(self) -> bool:
@@ -204,8 +230,8 @@ class KernelConfig:
 
     @property
     def qk_ksteps(self) -> int:
-        """k16 steps of Q K^T (over the head dimension)."""
-        return self.head_dim // MMA_K
+        """k steps of Q K^T over the head dimension: k16 (f16 / bf16), or k32 (INT8, m16n8k32)."""
+        return self.head_dim * self.qk_bytes // (MMA_K * F16_BYTES)
 
     @property
     def pv_ksteps(self) -> int:
@@ -215,7 +241,8 @@ class KernelConfig:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory the kernel asks for at launch."""
-        return sum(smem_buffers(self.block_m, self.kv_tile, self.head_dim, self.stages).values())
+        return sum(smem_buffers(self.block_m, self.kv_tile, self.head_dim, self.stages,
+                                qk_bytes=self.qk_bytes).values())
 
     # ---- checks and build ----------------------------------------------------------------
     def validate(self) -> None:
@@ -239,6 +266,12 @@ class KernelConfig:
                              "bf16 runs P@V with pv_accum='f32'")
         if self.layout not in ("bhnd", "bnhd"):
             raise ValueError(f"layout must be 'bhnd' or 'bnhd', got {self.layout!r}")
+        if self.quant not in SUPPORTED_QUANT:
+            raise ValueError(f"quant must be one of {SUPPORTED_QUANT}, got {self.quant!r}")
+        if self.int8 and self.softcap:
+            raise ValueError("quant='int8' does not combine with softcap: K is smoothed by its mean over tokens, "
+                             "which shifts each row's scores by a constant; softmax ignores that shift, "
+                             "softcap's tanh does not")
         for name in ("causal", "local", "softcap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -263,7 +296,16 @@ class KernelConfig:
             "FS_SOFTCAP": int(self.softcap),
             "FS_Q_IN_REGS": int(self.q_in_registers),
             "FS_BNHD": int(self.layout == "bnhd"),
+            "FS_QUANT_INT8": int(self.int8),
+            "FS_QUANT_BLOCK": QUANT_BLOCK,
+            "FS_MEAN_SLICES": MEAN_SLICES,
         }
+
+    def quantize_defines(self) -> dict[str, int]:
+        """The defines of kernel/quantize.cu's build (a subset of ``defines``: the quantization pass depends on
+        the head dim, the element type and the two quantization constants only)."""
+        d = self.defines()
+        return {k: d[k] for k in ("FS_HEAD_DIM", "FS_BF16", "FS_QUANT_BLOCK", "FS_MEAN_SLICES")}
 
     def with_(self, **changes) -> "KernelConfig":
         return replace(self, **changes)

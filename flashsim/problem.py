@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arch import get_arch
-from .config import KernelConfig, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM
+from .config import KernelConfig, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT
 from .masking import Window, key_range
 
 LOG2E = 1.4426950408889634  # log2(e) in float64
@@ -38,6 +38,7 @@ class Options:
     window_size: tuple = (-1, -1)      # FlashAttention-2's (left, right), -1 unbounded; causal has right = 0
     softcap: float = 0.0               # 0: off
     layout: str = "bhnd"
+    quant: str = "none"                # "none" or "int8" (flashsim.config.SUPPORTED_QUANT)
 
     @property
     def local(self) -> bool:
@@ -49,7 +50,8 @@ class Options:
         """The arch's default KernelConfig for these options, head dim and element type ("f16" / "bf16"); ``tiling``
         (warps, m_tiles, kv_tile, stages) overrides the default tiling. The one place options become a config."""
         return KernelConfig.default(arch, head_dim=head_dim, causal=self.causal, pv_accum=self.pv_accum, dtype=dtype,
-                                    local=self.local, softcap=self.softcap > 0, layout=self.layout, **tiling)
+                                    local=self.local, softcap=self.softcap > 0, layout=self.layout, quant=self.quant,
+                                    **tiling)
 
 
 @dataclass(frozen=True)
@@ -176,15 +178,29 @@ def _softcap_value(softcap) -> float:
     return value
 
 
+def _quant_value(quant) -> str | None:
+    """``quant`` checked (None stays None: "not given"); ValueError naming it for anything but SUPPORTED_QUANT."""
+    if quant is None:
+        return None
+    if quant == "int8-fp8":
+        raise ValueError("quant='int8-fp8' (P@V in FP8 e4m3) is not available: flashsim has no model of the H200's "
+                         "FP8 mma.sync yet (flashsim.mma refuses FP8 on sm_90), so its kernel could not be verified "
+                         "bit for bit; quant='int8' quantizes Q K^T only")
+    if not isinstance(quant, str) or quant not in SUPPORTED_QUANT:
+        raise ValueError(f"quant must be one of {SUPPORTED_QUANT}, got {quant!r}")
+    return quant
+
+
 def resolve_options(causal=None, pv_accum=None, config=None, softmax_scale=None, window_size=None, softcap=None,
-                    layout=None) -> Options:
+                    layout=None, quant=None) -> Options:
     """The Options of a call with the defaults filled in, the one rule for every caller (prepare, and the GPU
     runner's fast paths before their cache keys): ``causal`` a bool or None (TypeError otherwise), ``pv_accum`` one
     of SUPPORTED_PV_ACCUM or None; None means "not given": the config's value, or False / "f32" without a config;
     given values must agree with ``config`` (ValueError naming both), and so must the window (config.local) and the
     soft-capping (config.softcap). ``softmax_scale``: None, or a real number (TypeError otherwise; its value is
     checked by ``scales``), returned as a float. ``window_size`` (left, right) ints >= -1 (None: (-1, -1)),
-    right 0 under causal; ``softcap`` a real >= 0 (None: 0); ``layout`` "bhnd" (default) or "bnhd"."""
+    right 0 under causal; ``softcap`` a real >= 0 (None: 0); ``layout`` "bhnd" (default) or "bnhd"; ``quant``
+    "none" or "int8" (None: the config's, else "none"), not with softcap."""
     if causal is not None and not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
     if pv_accum is not None and (not isinstance(pv_accum, str) or pv_accum not in SUPPORTED_PV_ACCUM):
@@ -194,6 +210,7 @@ def resolve_options(causal=None, pv_accum=None, config=None, softmax_scale=None,
     if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     softcap = _softcap_value(softcap)
+    quant = _quant_value(quant)
     if config is not None:
         if not isinstance(config, KernelConfig):
             raise ValueError(f"config must be a flashsim.KernelConfig, got {type(config).__name__}")
@@ -203,12 +220,19 @@ def resolve_options(causal=None, pv_accum=None, config=None, softmax_scale=None,
         if pv_accum is not None and pv_accum != config.pv_accum:
             raise ValueError(f"pv_accum={pv_accum!r} contradicts config.pv_accum={config.pv_accum!r} "
                              "(leave pv_accum out, or pass the config's value)")
-        causal, pv_accum = config.causal, config.pv_accum
+        if quant is not None and quant != config.quant:
+            raise ValueError(f"quant={quant!r} contradicts config.quant={config.quant!r} "
+                             "(leave quant out, or pass the config's value)")
+        causal, pv_accum, quant = config.causal, config.pv_accum, config.quant
     else:
         causal = False if causal is None else bool(causal)
         pv_accum = "f32" if pv_accum is None else pv_accum
+        quant = "none" if quant is None else quant
+    if quant != "none" and softcap > 0:
+        raise ValueError(f"quant={quant!r} does not combine with softcap={softcap!r}: K is smoothed by its mean over "
+                         "tokens, a per-row shift of the scores that softmax ignores and softcap's tanh does not")
     opts = Options(causal, pv_accum, config, _scale_value(softmax_scale), _window_value(window_size, causal),
-                   softcap, layout)
+                   softcap, layout, quant)
     if config is not None:
         if opts.local != config.local:
             raise ValueError(f"window_size={opts.window_size} contradicts config.local={config.local} (a window "
@@ -246,7 +270,7 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
 
     q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d) with Hq % Hkv == 0 (layout "bnhd": (B, N, H, d)); all float16 or all
     bfloat16. ``opts``: resolved Options, or the keyword ``options`` of ``resolve_options`` (causal, pv_accum,
-    config, softmax_scale, window_size, softcap, layout). ``config`` (a KernelConfig) fixes the tiling; its
+    config, softmax_scale, window_size, softcap, layout, quant). ``config`` (a KernelConfig) fixes the tiling; its
     head_dim and dtype must be the inputs', and options given here must agree with it. The configuration must fit
     the arch's shared memory per block (the GPU could not launch it).
     """

@@ -23,12 +23,17 @@ import re
 # name -> source file under kernel/
 KERNELS = {
     "flash_fwd": "flash_fwd.cu",
+    "quantize": "quantize.cu",
     "mma_capture": "capture/mma.cu",
     "mma_k32_capture": "capture/mma_k32.cu",
     "layout_capture": "capture/layout.cu",
     "sfu_capture": "capture/sfu.cu",
 }
-NEEDS_CONFIG = ("flash_fwd",)
+NEEDS_CONFIG = ("flash_fwd", "quantize")
+# Sources that run as part of another kernel's result: an attention capture comes from flash_fwd and, with
+# quant="int8", from the quantization pass before it, so flash_fwd's record covers quantize.cu too (its defines are
+# a subset of flash_fwd's: KernelConfig.quantize_defines).
+COMPANIONS = {"flash_fwd": ("quantize",)}
 
 
 def _kernel_name(kernel) -> str:
@@ -57,6 +62,8 @@ def build_defines(kernel, config=None) -> dict[str, int]:
     if name in NEEDS_CONFIG:
         if config is None:
             raise ValueError(f"{name}: build_defines needs the KernelConfig")
+        if name == "quantize":
+            return config.quantize_defines()
         from .emulator.kernel_math import kernel_defines
         return {**config.defines(), "FS_EXPECTED_SMEM": config.smem_bytes, **kernel_defines()}
     if config is not None:
@@ -87,13 +94,15 @@ def includes(text: str) -> list[str]:
 
 def source_files(kernel, root=None) -> dict[str, str]:
     """{path relative to kernel/'s parent ("kernel/..."): sha256 of its bytes} for the source of ``kernel`` and
-    every file it includes, transitively, that lies under kernel/ (as NVRTC resolves them: next to the including
+    its COMPANIONS and every file they include, transitively, that lies under kernel/ (as NVRTC resolves them: next to the including
     file, then kernel/). Headers outside kernel/ (cuda_fp16.h, ...) belong to the toolkit and are not listed."""
     root = pathlib.Path(root) if root is not None else _kernel_root()
-    main = root / KERNELS[_kernel_name(kernel)]
-    if not main.is_file():
-        raise FileNotFoundError(f"kernel source {main} not found")
-    out, todo, seen = {}, [main.resolve()], set()
+    name = _kernel_name(kernel)
+    mains = [root / KERNELS[n] for n in (name, *COMPANIONS.get(name, ()))]
+    for main in mains:
+        if not main.is_file():
+            raise FileNotFoundError(f"kernel source {main} not found")
+    out, todo, seen = {}, [m.resolve() for m in mains], set()
     root = root.resolve()
     while todo:
         path = todo.pop()

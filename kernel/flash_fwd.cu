@@ -1,6 +1,7 @@
 // FlashAttention forward, raw mma.sync.m16n8k16, written for consumer Blackwell (sm_120), runs on sm_80+.
 // f16 or bf16 (FS_BF16); head dims 32..256; MQA / GQA; causal and sliding-window masks; logit soft-capping;
-// (B, H, N, d) or (B, N, H, d) through strides.
+// (B, H, N, d) or (B, N, H, d) through strides; quantized Q K^T (FS_QUANT_INT8: INT8 Q and K from kernel/quantize.cu,
+// mma.sync.m16n8k32 s8, as SageAttention).
 //
 // The seed's design, for real:
 //   * O accumulates in registers for the whole KV loop (never in shared memory); f32 or f16 (FS_PV_F16), or f32
@@ -49,20 +50,29 @@ constexpr bool BF16 = FS_BF16 != 0;              // q, k, v, o and P in bf16 (P@
 constexpr bool BNHD = FS_BNHD != 0;              // rows N apart by the row-stride arguments; else by D (constant)
 static_assert(!(BF16 && (PV_F16 || PV_F16X2)), "bf16 has no f16 accumulator: P@V in f32");
 static_assert(!Q_IN_REGS || MT == 1, "Q stays in registers only with one m16 tile per warp");
+// INT8 Q K^T: Q and K are s8 with one f32 scale per QB query rows / keys (QB = 16: an m16 tile of Q, a k16 slice
+// of K); S = float(s32) * (q_scale * k_scale); the LSE gets q . mean(k) * lse_scale back (K was smoothed).
+constexpr bool QUANT = FS_QUANT_INT8 != 0;
+constexpr int QB = FS_QUANT_BLOCK;
+static_assert(!QUANT || QB == 16, "an INT8 scale covers one m16 tile of Q and one k16 slice of K");
+static_assert(!(QUANT && SOFTCAP), "INT8 Q K^T smooths K, which softcap's tanh does not allow");
 
-constexpr int CHUNKS_PER_ROW = D / 8;          // 16-byte chunks in one row of a tile (4 .. 32)
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
-constexpr int ROW_BYTES = D * 2;
-constexpr int Q_BYTES = BLOCK_M * ROW_BYTES;
-constexpr int KV_SLOT_BYTES = BC * ROW_BYTES;
+constexpr int QK_ROW_BYTES = D * (QUANT ? 1 : 2);   // a row of the Q / K tiles (s8, or f16 / bf16)
+constexpr int V_ROW_BYTES = D * 2;
+constexpr int QK_CHUNKS = QK_ROW_BYTES / 16;         // 16-byte chunks in a row: 2 .. 32
+constexpr int V_CHUNKS = V_ROW_BYTES / 16;
+constexpr int Q_BYTES = BLOCK_M * QK_ROW_BYTES;
+constexpr int K_SLOT_BYTES = BC * QK_ROW_BYTES;
+constexpr int V_SLOT_BYTES = BC * V_ROW_BYTES;
 constexpr int K_RING_OFFSET = Q_BYTES;
-constexpr int V_RING_OFFSET = Q_BYTES + STAGES * KV_SLOT_BYTES;
-constexpr int SMEM_BYTES = V_RING_OFFSET + STAGES * KV_SLOT_BYTES;
+constexpr int V_RING_OFFSET = Q_BYTES + STAGES * K_SLOT_BYTES;
+constexpr int SMEM_BYTES = V_RING_OFFSET + STAGES * V_SLOT_BYTES;
 static_assert(SMEM_BYTES == FS_EXPECTED_SMEM, "shared-memory layout differs from flashsim.config.smem_buffers");
 
 constexpr int S_NT = BC / 8;       // n8 tiles of S per warp
 constexpr int O_NT = D / 8;        // n8 tiles of O per warp
-constexpr int QK_KS = D / 16;      // k16 steps of Q K^T
+constexpr int QK_KS = QK_ROW_BYTES / 32;   // k steps of Q K^T: k16 (f16 / bf16) or k32 (s8), 32 bytes of a row each
 constexpr int PV_KS = BC / 16;     // k16 steps of P V
 static_assert(BC % 16 == 0 && D % 16 == 0, "tile shapes must be multiples of 16");
 
@@ -97,6 +107,13 @@ __device__ __forceinline__ void mma_f32(float (&d)[4], const uint32_t (&a)[4], u
                  "{%0,%1,%2,%3};\n"
 #endif
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// m16n8k32 s8: the same register layout as m16n8k16 byte for byte (a register holds 4 s8 where it held 2 f16).
+__device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 __device__ __forceinline__ void mma_f16(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -175,17 +192,21 @@ __device__ __forceinline__ float softcap_tanh(float y) {
     return __uint_as_float(__float_as_uint(t) | (b & 0x80000000u));
 }
 
-// Swizzle of a row: the 8 rows an ldmatrix reads (same logical chunk) land in 8 distinct bank groups (16-byte units
-// of a 128-byte line). Rows of 8k chunks start in the same group: XOR the chunk with row % 8. Rows of 8k + 4 chunks
-// (d = 32, 96, 160, 224) alternate between two half lines: XOR with (row / 2) % 4 (the chunk stays inside its
-// aligned group of 4, so inside the row). Rows 8 apart have the same swizzle either way.
+// Swizzle of a row of C 16-byte chunks: the 8 rows an ldmatrix reads (same logical chunk) land in 8 distinct bank
+// groups (16-byte units of a 128-byte line). Rows of 8k chunks start in the same group: XOR the chunk with row % 8.
+// Rows of 8k + 4 chunks (f16 d = 32, 96, 160, 224; s8 d = 64, 192) alternate between two half lines: XOR with
+// (row / 2) % 4. Rows of 4k + 2 chunks (s8 d = 32, 96, 160, 224) cycle through four quarter lines: XOR with
+// (row / 4) % 2. The chunk stays inside its aligned group of 4 or 2, so inside the row; rows 8 apart have the same
+// swizzle in every case.
+template <int C>
 __device__ __forceinline__ int swz_bits(int row) {
-    return (CHUNKS_PER_ROW % 8 == 0) ? (row & 7) : ((row >> 1) & 3);
+    static_assert(C % 8 == 0 || C % 8 == 4 || C % 4 == 2, "rows of 8k, 8k + 4 or 4k + 2 chunks");
+    return (C % 8 == 0) ? (row & 7) : (C % 8 == 4) ? ((row >> 1) & 3) : ((row >> 2) & 1);
 }
-static_assert(CHUNKS_PER_ROW % 8 == 0 || CHUNKS_PER_ROW % 8 == 4, "rows of 8k or 8k + 4 chunks");
-// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile of C-chunk rows.
+template <int C>
 __device__ __forceinline__ uint32_t swz(int row, int chunk) {
-    return static_cast<uint32_t>(row * ROW_BYTES + ((chunk ^ swz_bits(row)) << 4));
+    return static_cast<uint32_t>(row * C * 16 + ((chunk ^ swz_bits<C>(row)) << 4));
 }
 
 // ldmatrix addresses: every lane's row is (its own row r_l) + (a multiple of 8), so row % 8 = r_l % 8 and the
@@ -196,21 +217,21 @@ __device__ __forceinline__ uint32_t chunk_off(int even_chunk, int lane_x) {
     return static_cast<uint32_t>((even_chunk ^ lane_x) << 4);
 }
 
-// Copy rows [row0, row0+ROWS) of an (n x D) matrix with row stride `rs` elements into a swizzled tile; rows >= n
-// are zero-filled.
-template <int ROWS>
-__device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restrict__ g, int row0, int n,
+// Copy rows [row0, row0+ROWS) of an (n x D) matrix of C-chunk rows, row stride `rs` bytes, into a swizzled tile;
+// rows >= n are zero-filled.
+template <int ROWS, int C>
+__device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __restrict__ g, int row0, int n,
                                           long long rs, int tid) {
-    constexpr int CHUNKS = ROWS * CHUNKS_PER_ROW;
+    constexpr int CHUNKS = ROWS * C;
     constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
         int i = it * THREADS + tid;
         if (CHUNKS % THREADS == 0 || i < CHUNKS) {
-            int r = i / CHUNKS_PER_ROW, c = i % CHUNKS_PER_ROW;
+            int r = i / C, c = i % C;
             bool valid = row0 + r < n;
-            const fs_half* src = valid ? g + static_cast<long long>(row0 + r) * rs + c * 8 : g;
-            cp_async_16(tile + swz(r, c), src, valid ? 16 : 0);
+            const unsigned char* src = valid ? g + static_cast<long long>(row0 + r) * rs + c * 16 : g;
+            cp_async_16(tile + swz<C>(r, c), src, valid ? 16 : 0);
         }
     }
 }
@@ -226,12 +247,15 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const fs_half* __restri
 // overflow: one u64 the host sets to ~0; with an f16 P@V mma (FS_PV_F16 / FS_PV_F16X2) the kernel lowers it to the
 // smallest (b * H + h) * nq + row whose unnormalised O holds an inf or NaN while its l is finite and non-zero: an
 // f16 accumulator that left the f16 range (or an inf / NaN value in v). Untouched with f32 P@V.
+// QUANT: q and k are s8 with q's and k's element strides (kernel/quantize.cu writes them); q_scale (B, Hq,
+// ceil(nq / QB)), k_scale (B, Hkv, ceil(nk / QB)) and q_corr (B, Hq, nq), f32 contiguous. Unused (null) otherwise.
 // grid = (ceil(nq / BLOCK_M), H, B), block = THREADS, dynamic smem = SMEM_BYTES.
 extern "C" __global__ void __launch_bounds__(fs::THREADS, 1)
-flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs_half* __restrict__ v,
+flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half* __restrict__ v,
           fs_half* __restrict__ o, float* __restrict__ lse, unsigned long long* __restrict__ overflow, int nq, int nk,
           int group, long long q_bs, long long q_hs, long long q_rs, long long kv_bs, long long kv_hs,
-          long long kv_rs, float lse_scale, float scale_log2, float cap_scale, int win_left, int win_right) {
+          long long kv_rs, float lse_scale, float scale_log2, float cap_scale, int win_left, int win_right,
+          const float* __restrict__ q_scale, const float* __restrict__ k_scale, const float* __restrict__ q_corr) {
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
@@ -245,9 +269,12 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     const int g = lane >> 2;      // groupID: this lane's rows are g and g + 8 of the warp's 16
     const int t4 = lane & 3;      // thread in quad: columns 2*t4, 2*t4+1 of each n8 tile
 
-    const fs_half* qh = q + blockIdx.z * q_bs + blockIdx.y * q_hs;
-    const fs_half* kh = k + blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs;
-    const fs_half* vh = v + blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs;
+    constexpr int QK_EB = QK_ROW_BYTES / D;     // bytes of a Q / K element
+    const unsigned char* qh = static_cast<const unsigned char*>(q) + (blockIdx.z * q_bs + blockIdx.y * q_hs) * QK_EB;
+    const unsigned char* kh = static_cast<const unsigned char*>(k)
+                              + (blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs) * QK_EB;
+    const unsigned char* vh = reinterpret_cast<const unsigned char*>(v + blockIdx.z * kv_bs
+                                                                     + (blockIdx.y / group) * kv_hs);
     const int r0 = blockIdx.x * BLOCK_M;
     const long long q_row = BNHD ? q_rs : D, kv_row = BNHD ? kv_rs : D;   // element distance of consecutive rows
     const int off = nk - nq;      // query row i sits at key position i + off (bottom-right aligned)
@@ -264,13 +291,13 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     const int n_tiles = max(0, (key_end + BC - 1) / BC - t_begin);
 
     // ---- prologue: Q, then the first STAGES-1 KV tiles, one cp.async group each ---------------------------
-    load_tile<BLOCK_M>(s_q, qh, r0, nq, q_row, tid);
+    load_tile<BLOCK_M, QK_CHUNKS>(s_q, qh, r0, nq, q_row * QK_EB, tid);
     cp_async_commit();
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < n_tiles) {
-            load_tile<BC>(s_k + s * KV_SLOT_BYTES, kh, (t_begin + s) * BC, nk, kv_row, tid);
-            load_tile<BC>(s_v + s * KV_SLOT_BYTES, vh, (t_begin + s) * BC, nk, kv_row, tid);
+            load_tile<BC, QK_CHUNKS>(s_k + s * K_SLOT_BYTES, kh, (t_begin + s) * BC, nk, kv_row * QK_EB, tid);
+            load_tile<BC, V_CHUNKS>(s_v + s * V_SLOT_BYTES, vh, (t_begin + s) * BC, nk, kv_row * 2, tid);
         }
         cp_async_commit();
     }
@@ -282,21 +309,21 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     // from shared memory (it stays there) at each k16 step.
     uint32_t qf[Q_IN_REGS ? MT : 1][Q_IN_REGS ? QK_KS : 1][4];
     const int q_row_lane = warp * WARP_M + (lane & 7) + ((lane >> 3) & 1) * 8;
-    const uint32_t q_lane = s_q + q_row_lane * ROW_BYTES;
-    const int q_x = (lane >> 4) ^ swz_bits(lane & 7);
+    const uint32_t q_lane = s_q + q_row_lane * QK_ROW_BYTES;
+    const int q_x = (lane >> 4) ^ swz_bits<QK_CHUNKS>(lane & 7);
     // K (no .trans): key = 8n + (lane & 7) + 8 (lane >> 4), chunk = 2 ks + ((lane >> 3) & 1)
-    const uint32_t k_lane = ((lane & 7) + ((lane >> 4) << 3)) * ROW_BYTES;
-    const int k_x = ((lane >> 3) & 1) ^ swz_bits(lane & 7);
+    const uint32_t k_lane = ((lane & 7) + ((lane >> 4) << 3)) * QK_ROW_BYTES;
+    const int k_x = ((lane >> 3) & 1) ^ swz_bits<QK_CHUNKS>(lane & 7);
     // V (.trans): key = 16 j + (lane & 7) + 8 ((lane >> 3) & 1), chunk = n + (lane >> 4)
-    const uint32_t v_lane = ((lane & 7) + (((lane >> 3) & 1) << 3)) * ROW_BYTES;
-    const int v_x = (lane >> 4) ^ swz_bits(lane & 7);
+    const uint32_t v_lane = ((lane & 7) + (((lane >> 3) & 1) << 3)) * V_ROW_BYTES;
+    const int v_x = (lane >> 4) ^ swz_bits<V_CHUNKS>(lane & 7);
     if (Q_IN_REGS) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
             for (int ks = 0; ks < QK_KS; ++ks)
                 ldmatrix_x4(qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? ks : 0],
-                            q_lane + mt * 16 * ROW_BYTES + chunk_off(ks * 2, q_x));
+                            q_lane + mt * 16 * QK_ROW_BYTES + chunk_off(ks * 2, q_x));
     }
 
     float m_run[MT][2], l_run[MT][2];            // running row max (unscaled score units); lane-partial row sums
@@ -314,6 +341,16 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
     }
     // global query rows of this lane: m16 tile mt, row r (g or g + 8)
     const int row_base = r0 + warp * WARP_M + g;
+    // QUANT: the scale of each m16 tile's rows (one QB block; past nq the last block's, never stored) and of K.
+    const int nqb = (nq + QB - 1) / QB, nkb = (nk + QB - 1) / QB;
+    const long long bhq = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    const float* ksh = k_scale + (static_cast<long long>(blockIdx.z) * (gridDim.y / group) + blockIdx.y / group) * nkb;
+    float qsc[QUANT ? MT : 1];
+    if (QUANT) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+            qsc[QUANT ? mt : 0] = __ldg(q_scale + bhq * nqb + min((row_base - g + mt * 16) / QB, nqb - 1));
+    }
 
     for (int t = 0; t < n_tiles; ++t) {
         // Tile t's group is complete once at most STAGES-2 younger groups are pending; the barrier also tells
@@ -324,40 +361,70 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
             const int tn = t + STAGES - 1;
             if (tn < n_tiles) {
                 const int slot = tn % STAGES;
-                load_tile<BC>(s_k + slot * KV_SLOT_BYTES, kh, (t_begin + tn) * BC, nk, kv_row, tid);
-                load_tile<BC>(s_v + slot * KV_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row, tid);
+                load_tile<BC, QK_CHUNKS>(s_k + slot * K_SLOT_BYTES, kh, (t_begin + tn) * BC, nk, kv_row * QK_EB, tid);
+                load_tile<BC, V_CHUNKS>(s_v + slot * V_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row * 2, tid);
             }
             cp_async_commit();
         }
         const int slot = t % STAGES;
-        const uint32_t kt = s_k + slot * KV_SLOT_BYTES;
-        const uint32_t vt = s_v + slot * KV_SLOT_BYTES;
+        const uint32_t kt = s_k + slot * K_SLOT_BYTES;
+        const uint32_t vt = s_v + slot * V_SLOT_BYTES;
+        const int key0 = (t_begin + t) * BC;
 
-        // ---- S = Q K^T: f32 accumulators from zero, k16 steps in order; one K fragment feeds every m16 tile -----
+        // ---- S = Q K^T: accumulators from zero (f32, or s32 with QUANT), k steps in order; one K fragment feeds
+        // every m16 tile ------------------------------------------------------------------------------------------
         float s_acc[MT][S_NT][4];
+        int s_int[QUANT ? MT : 1][QUANT ? S_NT : 1][4];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int n = 0; n < S_NT; ++n) s_acc[mt][n][0] = s_acc[mt][n][1] = s_acc[mt][n][2] = s_acc[mt][n][3] = 0.f;
+            for (int n = 0; n < S_NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    if (QUANT) s_int[QUANT ? mt : 0][QUANT ? n : 0][e] = 0;
+                    else s_acc[mt][n][e] = 0.f;
+                }
 #pragma unroll
         for (int ks = 0; ks < QK_KS; ++ks) {
             uint32_t qs[Q_IN_REGS ? 1 : MT][4];
             if (!Q_IN_REGS) {
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt)
-                    ldmatrix_x4(qs[Q_IN_REGS ? 0 : mt], q_lane + mt * 16 * ROW_BYTES + chunk_off(ks * 2, q_x));
+                    ldmatrix_x4(qs[Q_IN_REGS ? 0 : mt], q_lane + mt * 16 * QK_ROW_BYTES + chunk_off(ks * 2, q_x));
             }
 #pragma unroll
             for (int n = 0; n < S_NT; n += 2) {
-                // matrices: keys [8n, 8n+8) x d [16ks, +8), [+8, +16); keys [8n+8, 8n+16) x the same
+                // matrices: keys [8n, 8n+8) x row bytes [32ks, +16), [+16, +32); keys [8n+8, 8n+16) x the same
                 uint32_t b[4];
-                ldmatrix_x4(b, kt + k_lane + n * 8 * ROW_BYTES + chunk_off(ks * 2, k_x));
+                ldmatrix_x4(b, kt + k_lane + n * 8 * QK_ROW_BYTES + chunk_off(ks * 2, k_x));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     const uint32_t (&a)[4] = Q_IN_REGS ? qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? ks : 0]
                                                        : qs[Q_IN_REGS ? 0 : mt];
-                    mma_f32(s_acc[mt][n], a, b[0], b[1]);
-                    mma_f32(s_acc[mt][n + 1], a, b[2], b[3]);
+                    if (QUANT) {
+                        mma_s8(s_int[QUANT ? mt : 0][QUANT ? n : 0], a, b[0], b[1]);
+                        mma_s8(s_int[QUANT ? mt : 0][QUANT ? n + 1 : 0], a, b[2], b[3]);
+                    } else {
+                        mma_f32(s_acc[mt][n], a, b[0], b[1]);
+                        mma_f32(s_acc[mt][n + 1], a, b[2], b[3]);
+                    }
+                }
+            }
+        }
+        // ---- QUANT: dequantise, s = float(s32) * (q_scale * k_scale) per m16 tile x k16 slice of keys ------------
+        if (QUANT) {
+#pragma unroll
+            for (int j = 0; j < PV_KS; ++j) {
+                const float ksc = __ldg(ksh + min(key0 / QB + j, nkb - 1));   // past nk: masked below anyway
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    const float f = __fmul_rn(qsc[QUANT ? mt : 0], ksc);
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            s_acc[mt][2 * j + h][e] = __fmul_rn(
+                                __int2float_rn(s_int[QUANT ? mt : 0][QUANT ? 2 * j + h : 0][e]), f);
                 }
             }
         }
@@ -373,7 +440,6 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
         }
 
         // ---- mask: keys past nk, (causal) after the diagonal, (window) outside the window -> -inf ------------
-        const int key0 = (t_begin + t) * BC;
         const bool need_mask = (key0 + BC > nk) || (CAUSAL && key0 + BC - 1 > r0 + off)
                                || (LOCAL && (key0 + BC - 1 > r0 + off + win_right
                                              || key0 < r0 + BLOCK_M - 1 + off - win_left));
@@ -473,7 +539,7 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
 #pragma unroll
                 for (int j = 0; j < PV_KS; ++j) {
                     uint32_t b[4];
-                    ldmatrix_x4_trans(b, vt + v_lane + j * 16 * ROW_BYTES + chunk_off(n, v_x));
+                    ldmatrix_x4_trans(b, vt + v_lane + j * 16 * V_ROW_BYTES + chunk_off(n, v_x));
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt) {
                         mma_f16(t16[mt][0], pa[mt][j], b[0], b[1]);
@@ -506,7 +572,7 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
             for (int n = 0; n < O_NT; n += 2) {
                 // matrices (.trans): keys [16j, +8) x d [8n, +8), keys [16j+8, +8) x d [8n, +8), then d [8n+8, +8)
                 uint32_t b[4];
-                ldmatrix_x4_trans(b, vt + v_lane + j * 16 * ROW_BYTES + chunk_off(n, v_x));
+                ldmatrix_x4_trans(b, vt + v_lane + j * 16 * V_ROW_BYTES + chunk_off(n, v_x));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     if (PV_F16) {
@@ -541,6 +607,10 @@ flash_fwd(const fs_half* __restrict__ q, const fs_half* __restrict__ k, const fs
             lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[mt][r], lse_scale, log_exact_ops(l));
         }
         const int row0 = row_base + mt * 16, row1 = row0 + 8;
+        if (QUANT) {   // the smoothing's row shift back: true scores = smoothed + q . mean(k)
+            if (row0 < nq) lse_row[0] = __fmaf_rn(__ldg(q_corr + bhq * nq + row0), lse_scale, lse_row[0]);
+            if (row1 < nq) lse_row[1] = __fmaf_rn(__ldg(q_corr + bhq * nq + row1), lse_scale, lse_row[1]);
+        }
 #pragma unroll
         for (int n = 0; n < O_NT; ++n) {
             float v0, v1, v2, v3;

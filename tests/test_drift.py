@@ -168,7 +168,7 @@ def test_kernel_names_and_paths():
 
 def test_the_fingerprint_needs_no_cuda_python():
     code = ("import sys, flashsim.provenance as p, flashsim\n"
-            "for k in p.KERNELS: p.fingerprint(k, flashsim.KernelConfig() if k == 'flash_fwd' else None)\n"
+            "for k in p.KERNELS: p.fingerprint(k, flashsim.KernelConfig() if k in p.NEEDS_CONFIG else None)\n"
             "bad = sorted(m for m in sys.modules if m == 'cuda' or m.startswith('cuda.'))\n"
             "assert not bad, bad\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -225,15 +225,32 @@ def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
     monkeypatch.setattr(rt, "current_arch", lambda: "sm_90")
     monkeypatch.setattr(rt, "load", lambda b, name: name)
     cfg = KernelConfig.default("sm_90", head_dim=64, pv_accum="f16", causal=True)
-    if kernel == "flash_fwd":
+    if kernel in ("flash_fwd", "quantize"):
         monkeypatch.setattr(launch, "compile_cuda", fake_compile)
-        launch.build_kernel(cfg, "sm_90")
+        if kernel == "quantize":
+            cfg = cfg.with_(quant="int8", dtype="bf16", pv_accum="f32", head_dim=96)
+        (launch.build_kernel if kernel == "flash_fwd" else launch.build_quantize)(cfg, "sm_90")
         want = provenance.build_defines(kernel, cfg)
     else:
         {"mma_capture": mma.GpuRunner, "layout_capture": layout.GpuDevice, "sfu_capture": sfu.GpuDevice,
          "mma_k32_capture": mma_k32.GpuRunner}[kernel]()
         want = provenance.build_defines(kernel)
     assert seen == [want]
+
+
+def test_an_attention_record_covers_the_quantization_pass(tmp_path):
+    """flash_fwd's record lists kernel/quantize.cu (quant="int8" results come from both), so an edit of the
+    quantization pass makes every attention capture stale; its build defines are a subset of flash_fwd's."""
+    import shutil as sh
+    root = tmp_path / "kernel"
+    sh.copytree(provenance._kernel_root(), root)
+    cfg = KernelConfig.default("sm_90", head_dim=128, quant="int8")
+    before = provenance.fingerprint("flash_fwd", cfg, root=root)
+    assert "kernel/quantize.cu" in before["files"]
+    assert provenance.build_defines("quantize", cfg).items() <= before["defines"].items()
+    (root / "quantize.cu").write_text((root / "quantize.cu").read_text() + "\n// edited\n")
+    why = provenance.compare(before, provenance.fingerprint("flash_fwd", cfg, root=root))
+    assert why == ["source changed: kernel/quantize.cu (edited)"]
 
 
 def test_the_compiled_flash_fwd_records_the_fingerprinted_defines():

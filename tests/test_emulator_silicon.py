@@ -7,7 +7,10 @@ for case by `flashsim verify --replay FILE --save-cases FILE` (tools/device_roun
   attn_sm90_w8m1      the same cases on the 8-warp x 1-tile shape, kv_tile 64, 3 stages (first made when that shape
                       was the sm_90 default; today `--warps 8 --m-tiles 1 --kv-tile 64 --stages 3`);
   attn_sm90_specials  the 'specials' kind, seeds 0 and 1 (first made with `verify --kinds specials --seeds 2`; its
-                      f16 d=128 cases ran with kv_tile 32 and 3 stages, the default of that day).
+                      f16 d=128 cases ran with kv_tile 32 and 3 stages, the default of that day);
+  attn_sm90_f16x2     pv_accum "f16x2" on the default shapes, every kind (`verify --pv-accum f16x2 --kinds ...`);
+  attn_sm90_variants  the attention variants of `verify --variants` (head dims, bf16, GQA, windows, softcap, bnhd);
+  attn_sm90_quant     INT8 attention, `verify --quant` (the quantization pass and the s8 Q K^T, every head dim).
 Per case: the configuration, the kernel's O and LSE, the (kind, shape, seed) that regenerate its inputs (checked
 against a sha256 of the inputs the GPU saw) and, since flashsim.provenance, the fingerprint of the kernel build
 (tests/test_drift.py checks that it is the current one). flashsim.attention must reproduce every bit.

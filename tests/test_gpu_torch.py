@@ -107,13 +107,42 @@ def test_a_call_launches_once_with_the_right_arguments(fake_gpu):
     cfg = prob.config
     assert type(args[5]) is np.uint64 and args[5] == 0          # f32 P@V: no overflow flag
     # nq, nk, group; q's strides (batch, head, row); k / v's; lse_scale, scale_log2, cap_scale; the window (none)
-    assert [type(a) for a in args[6:]] == [np.int32] * 3 + [np.int64] * 6 + [np.float32] * 3 + [np.int32] * 2
+    # then the three INT8 pointers (q_scale, k_scale, q_corr): null without quant
+    assert [type(a) for a in args[6:]] == [np.int32] * 3 + [np.int64] * 6 + [np.float32] * 3 + [np.int32] * 2 \
+        + [np.uint64] * 3
     assert args[6:15] == (40, 56, 1, 2 * 40 * 64, 40 * 64, 64, 2 * 56 * 64, 56 * 64, 64)
     assert np.float32(args[15]).tobytes() == prob.softmax_scale.tobytes() == prob.lse_scale.tobytes()
     assert np.float32(args[16]).tobytes() == prob.scale_log2.tobytes()
-    assert args[17:] == (0.0, 0, 0)
+    assert args[17:] == (0.0, 0, 0, 0, 0, 0)
     assert tuple(config.grid) == (-(-40 // cfg.block_m), 2, 1)
     assert tuple(config.block) == (cfg.threads, 1, 1) and config.shmem_size == cfg.smem_bytes
+
+
+def test_an_int8_call_launches_the_quantization_pass_then_the_kernel_on_its_scratch(fake_gpu, monkeypatch):
+    """quant="int8": k_mean, quantize_k, quantize_q, then flash_fwd, all on the call's stream; flash_fwd reads the
+    s8 q and k and the scales from the scratch (torch's allocator, aligned offsets of launch.scratch_layout)."""
+    quant_kernels = tuple(types.SimpleNamespace(kernel=object(), name=n) for n in ("k_mean", "quantize_k",
+                                                                                  "quantize_q"))
+    monkeypatch.setattr(gl, "_quant_kernels_for", lambda cfg, arch: quant_kernels)
+    q, k, v = _qkv(h=4, nq=40, nk=56)
+    k = k[:, :2].contiguous()
+    v = v[:, :2].contiguous()
+    flashsim.gpu.attention(q, k, v, quant="int8")
+    assert [c[2] for c in fake_gpu.calls] == [x.kernel for x in quant_kernels] + [fake_gpu.kernel.kernel]
+    assert all(c[0] == ("stream", 0xABC0) for c in fake_gpu.calls)
+    prob = flashsim.problem.prepare(q, k, v, quant="int8", arch="sm_90")
+    lay = gl.scratch_layout(prob)
+    assert [lay[n][1] for n in ("q8", "k8", "q_scale", "k_scale", "mean", "corr")] == [
+        (1, 4, 40, 64), (1, 2, 56, 64), (1, 4, 3), (1, 2, 4), (1, 2, 64), (1, 4, 40)]
+    offs = sorted(off for off, _, _ in lay.values())
+    assert all(o % gl.SCRATCH_ALIGN == 0 for o in offs)
+    ends = sorted((off, off + int(np.prod(sh)) * dt.itemsize) for off, sh, dt in lay.values())
+    assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:])) and ends[-1][1] == gl.scratch_bytes(prob)
+    base = int(fake_gpu.calls[0][3][1]) - lay["mean"][0]                # k_mean(k, mean, ...)
+    main = fake_gpu.calls[3][3]
+    assert (int(main[0]), int(main[1])) == (base + lay["q8"][0], base + lay["k8"][0])
+    assert [int(x) for x in main[-3:]] == [base + lay[n][0] for n in ("q_scale", "k_scale", "corr")]
+    assert main[2] == v.data_ptr()
 
 
 def test_repeated_calls_hit_the_cache_and_new_keys_miss(fake_gpu, monkeypatch):
@@ -623,13 +652,15 @@ def _torch_of(x: np.ndarray):
     dict(dtype="bf16", heads_kv=2, causal=True, window_size=(40, 0), softcap=15.0, layout="bnhd"),
     dict(dtype="f16", heads_kv=1, window_size=(17, 9), pv_accum="f16x2", layout="bhnd", d=96),
     dict(dtype="f16", heads_kv=4, softcap=5.0, pv_accum="f16", layout="bnhd", d=256),
+    dict(dtype="f16", heads_kv=2, quant="int8", causal=True, pv_accum="f16", d=128),
+    dict(dtype="bf16", heads_kv=1, quant="int8", window_size=(30, 5), layout="bnhd", d=96),
 ])
 def test_torch_variants_equal_the_emulator_bit_for_bit(tgpu, kw):
     """The attention variants through the torch op (bf16, GQA, windows, softcap, (B, N, H, d), other head dims):
     torch tensors in, the kernel's outputs bit for bit the emulator's."""
     from flashsim.commands.verify import make_case_inputs
     kw = dict(kw)
-    dtype, hk, layout, d = kw.pop("dtype"), kw.pop("heads_kv"), kw["layout"], kw.pop("d", 64)
+    dtype, hk, layout, d = kw.pop("dtype"), kw.pop("heads_kv"), kw.get("layout", "bhnd"), kw.pop("d", 64)
     q, k, v = make_case_inputs("normal", 2, 4, 111, 150, d, 7, heads_kv=hk, dtype=dtype, layout=layout)
     o_e, lse_e = flashsim.attention(q, k, v, arch="sm_90", check_overflow=False, **kw)
     o, lse = flashsim.gpu.attention(*(_torch_of(x) for x in (q, k, v)), check_overflow=False, **kw)

@@ -4,7 +4,7 @@
 #     tools/collect_device_round.sh DIR [--sfu-tables] [--date YYYY-MM-DD] [--no-check]
 #
 # DIR holds what came back from the device's $OUT: summary.txt, logs/<step>.txt, round.tar.
-#   captures (round.tar: captures/)      -> tests/data/   attn_sm90_{defaults,w8m1,specials,f16x2}.npz, mma_sm90.npz,
+#   captures (round.tar: captures/)      -> tests/data/   attn_sm90_{defaults,w8m1,specials,f16x2,variants,quant}.npz, mma_sm90.npz,
 #                                                          mma_sm90_summary.json, layout_sm90.npz, sfu_sample_sm90.npz
 #   sfu_tables_sm90.npz                  -> flashsim/data/sfu/ only with --sfu-tables (package data: ship new tables
 #                                           only when the calibration itself changed)
@@ -38,7 +38,8 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 [[ -f $DIR/round.tar ]] && tar -C "$WORK" -xf "$DIR/round.tar"
 
-CAPTURES=(attn_sm90_defaults.npz attn_sm90_w8m1.npz attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz mma_sm90.npz mma_sm90_summary.json
+CAPTURES=(attn_sm90_defaults.npz attn_sm90_w8m1.npz attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz attn_sm90_quant.npz
+          mma_sm90.npz mma_sm90_summary.json
           layout_sm90.npz sfu_sample_sm90.npz)
 copied=()
 for f in "${CAPTURES[@]}"; do

@@ -127,6 +127,7 @@ capture_attn() {   # capture_attn SET LOG LIMIT: tests/data/attn_sm90_SET.npz ag
       specials) how=(--kinds specials --seeds 2) ;;
       f16x2)    how=(--pv-accum f16x2 --kinds normal,wide,adversarial,specials) ;;
       variants) how=(--variants) ;;
+      quant)    how=(--quant) ;;
     esac
   fi
   run "$log" "$limit" $PY -m flashsim.cli verify "${how[@]}" --save-cases "$STAGE/captures/attn_sm90_$set.npz" \
@@ -141,14 +142,15 @@ step_captures() {
   for set in $ATTN_SETS; do capture_attn "$set" "$log" "$(left)" || return; done
   run "$log" "$(left)" $PY -m flashsim.gpu.capture.sfu --out "$c" || return
   local want=(layout_sm90.npz mma_sm90.npz mma_sm90_summary.json attn_sm90_defaults.npz attn_sm90_w8m1.npz
-              attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz sfu_sample_sm90.npz
+              attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz attn_sm90_quant.npz
+              sfu_sample_sm90.npz
               sfu_tables_sm90.npz)
   for f in "${want[@]}"; do [[ -f $c/$f ]] || { echo "missing capture $f" | tee -a "$log"; return 1; }; done
   ( cd "$c" && ls -l "${want[@]}" ) | tee -a "$log" || return
   RESULT="${#want[@]} capture files"
 }
 
-ATTN_SETS="defaults w8m1 specials f16x2 variants"
+ATTN_SETS="defaults w8m1 specials f16x2 variants quant"
 
 step_attn() {      # only the attention captures (after a change of kernel/flash_fwd.cu or its defines)
   local log=$1 c=$STAGE/captures

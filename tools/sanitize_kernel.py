@@ -5,7 +5,8 @@ Usage: compute-sanitizer --tool memcheck python3 tools/sanitize_kernel.py      (
 Shapes have ragged tails (Nq, Nk not multiples of the tiles) so the zero-fill and masking paths run. The variants:
 every default configuration of sm_90 (4 warps x 2 m16 tiles) and of sm_120 (8 warps x 1 tile, the seed's block),
 for d 64 / 128 x causal or not x every P@V accumulation (f32, f16, f16x2), each distinct configuration once; then
-the attention variants (VARIANT_OPTIONS: every other head dim, bf16, GQA, windows, softcap, (B, N, H, d)).
+the attention variants (VARIANT_OPTIONS: every other head dim, bf16, GQA, windows, softcap, (B, N, H, d), and
+quant="int8", whose quantization kernels run under the sanitizer too).
 """
 import itertools
 import sys
@@ -24,6 +25,13 @@ VARIANT_OPTIONS = [(d, {}) for d in (32, 96, 160, 192, 224, 256)] + [
     (128, dict(window=(30, 17), pv_accum="f16", softcap=5.0)),
     (256, dict(dtype="bf16", window=(20, 20), layout="bnhd")),
     (96, dict(pv_accum="f16x2", causal=True, window=(50, 0))),
+    # quant="int8" (kernel/quantize.cu before flash_fwd): s8 rows of 2 (d 32), 4, 8 and 16 chunks; bf16, windows
+    (32, dict(quant="int8")),
+    (64, dict(quant="int8", pv_accum="f16", causal=True)),
+    (128, dict(quant="int8")),
+    (128, dict(quant="int8", pv_accum="f16x2", layout="bnhd")),
+    (224, dict(quant="int8", dtype="bf16", window=(40, 10))),
+    (256, dict(quant="int8", pv_accum="f16")),
 ]
 
 
@@ -38,7 +46,7 @@ def variants():
             out.append((cfg, {}))
     for d, o in VARIANT_OPTIONS:
         opts = resolve_options(o.get("causal", False), o.get("pv_accum", "f32"), None, None, o.get("window"),
-                               o.get("softcap"), o.get("layout"))
+                               o.get("softcap"), o.get("layout"), o.get("quant"))
         cfg = opts.kernel_config("sm_90", d, o.get("dtype", "f16"))
         out.append((cfg, dict(window_size=opts.window_size, softcap=opts.softcap, layout=opts.layout, gqa=True)))
     return out

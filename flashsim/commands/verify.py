@@ -44,7 +44,7 @@ DEFAULT_SHAPES = [
     (1, 2, 190, 190, 128, True),
     (1, 1, 300, 100, 128, True),
 ]
-INPUT_KINDS = ("normal", "wide", "adversarial", "specials")
+INPUT_KINDS = ("normal", "wide", "adversarial", "specials", "offset")
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class Case:
         b, h, hk, nq, nk, d = self.shape
         c = self.config
         extra = [f"kv{hk}" if hk != h else "", c.dtype if c.dtype != "f16" else "", "causal" if c.causal else "",
+                 c.quant if c.quant != "none" else "",
                  f"win{list(self.window)}" if self.window != (-1, -1) and c.local else "",
                  f"cap{self.softcap:g}" if self.softcap else "", self.layout if self.layout != "bhnd" else ""]
         return " ".join([f"{b}x{h}x{nq}x{nk}x{d}", *[e for e in extra if e], c.pv_accum, self.kind, f"s{self.seed}"])
@@ -75,13 +76,13 @@ class Case:
 
 
 def variant(shape, kinds=("normal", "adversarial"), arch="sm_90", window=(-1, -1), softcap=0.0, layout="bhnd",
-            causal=False, dtype="f16", accs=("f32",), seed=0, **tiling):
+            causal=False, dtype="f16", accs=("f32",), seed=0, quant="none", **tiling):
     """Cases of one variant: the arch's default configuration for its options (``tiling``: warps, m_tiles, kv_tile,
     stages overrides), every kind and P@V accumulation."""
     from ..problem import resolve_options
     out = []
     for acc in accs:
-        opts = resolve_options(causal, acc, None, None, window, softcap, layout)
+        opts = resolve_options(causal, acc, None, None, window, softcap, layout, quant)
         cfg = opts.kernel_config(arch, shape[-1], dtype, **tiling)
         out += [Case(tuple(shape), cfg, kind, seed, None, opts.window_size, float(softcap), layout) for kind in kinds]
     return out
@@ -114,6 +115,26 @@ def variant_cases(arch: str) -> list[Case]:
     return cases
 
 
+def quant_cases(arch: str) -> list[Case]:
+    """INT8 attention (--quant): every head dim (s8 rows of 2 to 16 chunks) with f32 and f16 P@V, GQA and MQA,
+    causal, windows, bf16, f16x2, (B, N, H, d); keys with a large mean (the smoothing's reason: kind "offset"),
+    normal, wide, adversarial (NaN and inf) and specials (inf in q and k) inputs; lengths that are not multiples
+    of the 16-row quantization blocks, N = 1, and a long K (the mean's slices wrap many times)."""
+    v = functools.partial(variant, arch=arch, quant="int8")
+    cases = []
+    for i, d in enumerate(range(32, 257, 32)):
+        cases += v((1, 2, 1, 70 + 3 * i, 90 + 5 * i, d), accs=("f32", "f16"), causal=bool(i % 2),
+                   kinds=("normal", "offset"))
+    cases += v((2, 4, 2, 130, 190, 128), kinds=("normal", "offset", "wide", "adversarial", "specials"))
+    cases += v((1, 8, 1, 100, 100, 64), dtype="bf16", causal=True, kinds=("normal", "offset", "adversarial"))
+    cases += v((1, 4, 2, 150, 150, 96), window=(24, 8), accs=("f32", "f16x2"))
+    cases += v((2, 4, 4, 80, 120, 128), layout="bnhd", accs=("f32", "f16"))
+    cases += v((1, 4, 1, 70, 150, 256), layout="bnhd", dtype="bf16", window=(20, 20))
+    cases += v((1, 2, 2, 1, 1, 64), kinds=("normal",)) + v((1, 2, 2, 17, 1, 128), kinds=("normal",))
+    cases += v((1, 2, 1, 64, 3000, 128), kinds=("offset",), accs=("f32", "f16"))
+    return cases
+
+
 def add_arguments(p):
     p.add_argument("--shape", action="append", default=[], metavar="B,H,NQ,NK,D[,causal]",
                    help="add a case (repeatable); 'causal' as a 6th field makes it causal")
@@ -122,6 +143,9 @@ def add_arguments(p):
                    help="run the attention variants instead of the default set: every head dim, bf16, MQA/GQA, "
                         "sliding windows, softcap, (B, N, H, d) and their combinations (flashsim.commands.verify."
                         "variant_cases)")
+    p.add_argument("--quant", action="store_true",
+                   help="run the INT8 attention cases (flashsim.commands.verify.quant_cases) instead of the default "
+                        "set; with --shape: quantize those cases too")
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
     p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="element type of the --shape cases")
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads of the --shape cases (MQA / GQA)")
@@ -176,6 +200,8 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16",
             idx = rng.integers(0, x.size, 6)
             x[idx] = (np.inf, -np.inf, 65504.0, -65504.0, 2.0 ** -24, -0.0)
         q[..., :: max(nq // 4, 1), :] *= 2.0 ** -20      # whole rows of f16 subnormals
+    elif kind == "offset":
+        k += 4.0 * rng.standard_normal((b, hk, 1, d))   # a per-channel mean 4x the spread: what smoothing removes
     elif kind != "normal":
         raise ValueError(f"unknown input kind {kind!r}; known: {INPUT_KINDS}")
     elem = get_format(dtype).dtype
@@ -251,7 +277,8 @@ def check_arguments(args) -> None:
         parse_shape(s)
     from ..problem import resolve_options
     from .emulate import parse_window
-    resolve_options(None, None, None, None, parse_window(args.window), args.softcap, args.layout)
+    resolve_options(None, None, None, None, parse_window(args.window), args.softcap, args.layout,
+                    "int8" if getattr(args, "quant", False) else None)
     variant_options = args.dtype != "f16" or args.kv_heads is not None or args.window or args.softcap \
         or args.layout != "bhnd"
     if variant_options and not args.shape:
@@ -373,12 +400,15 @@ def _cases(args, arch) -> list[Case]:
         cases += replay_cases(path)
     if getattr(args, "variants", False):
         cases += variant_cases(arch)
+    quant = "int8" if getattr(args, "quant", False) else "none"
+    if quant != "none" and not args.shape:
+        cases += quant_cases(arch)
     accs = SUPPORTED_PV_ACCUM if args.pv_accum == "all" else (args.pv_accum,)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
                                       ("stages", args.stages)) if val is not None}
     seeds = range(args.seeds)
-    if not (args.only or args.replay or getattr(args, "variants", False)):
+    if not (args.only or args.replay or getattr(args, "variants", False) or getattr(args, "quant", False)):
         for (b, h, nq, nk, d, causal) in DEFAULT_SHAPES:
             for acc in accs:
                 cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
@@ -390,7 +420,7 @@ def _cases(args, arch) -> list[Case]:
         for seed in seeds:
             cases += variant((b, h, hk, nq, nk, d), kinds=kinds, arch=arch, causal=causal, dtype=args.dtype,
                              window=parse_window(args.window) or (-1, -1), softcap=args.softcap, layout=args.layout,
-                             accs=accs, seed=seed, **over)
+                             accs=accs, seed=seed, quant=quant, **over)
     return cases
 
 

@@ -20,14 +20,17 @@ def to_bhnd(x, layout: str):
 
 
 def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
-              layout=None, arch="sm_90", config=None, backend="numpy", progress=None, check_overflow=True):
+              layout=None, quant=None, arch="sm_90", config=None, backend="numpy", progress=None,
+              check_overflow=True):
     """What kernel/flash_fwd.cu returns on ``arch``, bit for bit: (o like q, lse float32 (B, Hq, Nq)).
 
     q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), Hq a multiple of Hkv (MQA / GQA); ``layout="bnhd"``: (B, N, H, d) in
     and out, as flash_attn (lse stays (B, Hq, Nq)). All float16 or all ``ml_dtypes.bfloat16`` numpy arrays; d a
     multiple of 32 from 32 to 256. ``causal``: bottom-right aligned; ``window_size=(left, right)``: sliding window
     (FlashAttention-2's meaning, -1 unbounded; flashsim.masking); ``softcap`` > 0: scores s become
-    softcap * tanh(s / softcap). ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's default
+    softcap * tanh(s / softcap); ``quant="int8"``: Q K^T in INT8 as SageAttention (K smoothed by its mean over
+    tokens, per-16-row / per-16-key symmetric scales: flashsim.emulator.quantize, kernel/quantize.cu), the LSE
+    still that of the unsmoothed scores. ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's default
     configuration for these options. Options left out (None) take the config's values, or the defaults; given,
     they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default) or "jax". A problem
     whose emulation would not fit in memory is refused first (flashsim.problem.check_emulator_memory). With an f16
@@ -36,7 +39,7 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
     inf / NaN instead; "deferred" returns (o, lse, check) with ``check()`` raising the same error when called.
     """
     prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, window_size=window_size,
-                   softcap=softcap, layout=layout, arch=arch, config=config)
+                   softcap=softcap, layout=layout, quant=quant, arch=arch, config=config)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, np.ndarray):
             raise ValueError(f"{name} must be a numpy array (the emulator runs on the CPU), got {type(x).__name__}")

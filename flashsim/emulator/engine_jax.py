@@ -35,6 +35,7 @@ from ..numerics.xp import enable_x64
 from ..problem import Problem
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
+from .quantize import per_row, quantize
 from .progress import Progress
 
 DEFAULT_MAX_TILE_ELEMS = 1 << 21        # score elements per device per step (~100 MB of temporaries on the CPU)
@@ -140,17 +141,19 @@ def split_units(tiles: np.ndarray, parts: int) -> list[list[int]]:
 # ------------------------------------------------------------------------------------------------------------------
 # the program of one dispatch: STEPS_PER_CALL KV steps of every slot, per device
 
-def _steps(static, scalars, tables, qh, kh, vh, state, xs):
+def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     """Per device: qh (b, h, 1, units, BM, d), kh / vh (b, h, T, BC, d), state (b, h, 1, units + 1, ...), xs =
-    (unit, tile, first, row0), each (1, C, S): C steps of S slots. Returns the state after the C steps."""
+    (unit, tile, first, row0), each (1, C, S): C steps of S slots; with INT8 Q K^T (static int8) the per-row
+    scales qsc (b, h, 1, units, BM) and per-key scales ksc (b, h, T, BC) (ignored otherwise). Returns the state
+    after the C steps."""
     import jax.numpy as jnp
     from jax import lax
-    arch, causal, bm, bc, two_level, local, softcap = static
+    arch, causal, bm, bc, two_level, local, softcap, int8 = static
     nq, nk = scalars[0], scalars[1]
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
     cap = lax.bitcast_convert_type(scalars[3].astype(jnp.uint32), jnp.float32) if softcap else None
     window = Window(scalars[4], scalars[5]) if local else None
-    qh = qh[:, :, 0]
+    qh, qsc = qh[:, :, 0], qsc[:, :, 0]
     state = tuple(x[:, :, 0] for x in state)
     xs = tuple(x[0] for x in xs)
     n_units = qh.shape[2]
@@ -165,11 +168,13 @@ def _steps(static, scalars, tables, qh, kh, vh, state, xs):
         qs = jnp.take(qh, jnp.minimum(unit, n_units - 1), axis=2)       # (b, h, S, BM, d)
         kt = jnp.take(kh, tile, axis=2)                                 # (b, h, S, BC, d); tile: the global index
         vt = jnp.take(vh, tile, axis=2)
+        scale_opts = dict(q_scale=jnp.take(qsc, jnp.minimum(unit, n_units - 1), axis=2),
+                          k_scale=jnp.take(ksc, tile, axis=2)) if int8 else {}
         rows = row0[:, None] + jnp.arange(bm, dtype=jnp.int32)[None, :]   # (S, BM)
         cols = tile[:, None] * bc + jnp.arange(bc, dtype=jnp.int32)[None, :]
         with sfu.bound_tables(arch, tables):
             s, m_new, alpha, neg_m = K.scores(qs, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch,
-                                              window=window, cap_scale=cap)
+                                              window=window, cap_scale=cap, **scale_opts)
             s, neg_m = lax.optimization_barrier((s, neg_m))
             p = K.probabilities(s, neg_m, sl2, arch=arch)
             p, alpha = lax.optimization_barrier((p, alpha))
@@ -203,9 +208,9 @@ def _compiled(mesh, static):
         jax = _jax()
         from jax.sharding import PartitionSpec as P
         heads, blk, rep = P("batch", "heads"), P("batch", "heads", "blocks"), P()
-        fn = _shard_map(partial(_steps, static), mesh, in_specs=(rep, rep, blk, heads, heads, blk, P("blocks")),
-                        out_specs=blk)
-        _COMPILED[key] = jax.jit(fn, donate_argnums=(5,))
+        fn = _shard_map(partial(_steps, static), mesh,
+                        in_specs=(rep, rep, blk, heads, heads, blk, heads, blk, P("blocks")), out_specs=blk)
+        _COMPILED[key] = jax.jit(fn, donate_argnums=(7,))
     return _COMPILED[key]
 
 
@@ -252,6 +257,10 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     first_tile, tiles = prob.kv_tile_range()
     first_tile = np.append(first_tile, 0)                      # index nqb: no block (idle slots)
     T = prob.kv_span()
+    out_dtype = v.dtype
+    quant = quantize(q, k, prob.group) if cfg.int8 else None     # kernel/quantize.cu's pass, on the host
+    if quant is not None:
+        q, k = quant.q8, quant.k8
     if prob.group > 1:
         k, v = (np.repeat(x, prob.group, axis=1) for x in (k, v))
     budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)
@@ -291,18 +300,26 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     call_b, call_h = db * cb, dh * ch                          # heads of one call, over the mesh
     Bp, Hp = call_b * math.ceil(B / call_b), call_h * math.ceil(H / call_h)
 
-    def padded(x, rows, row_pad):
-        x = pad_rows(np.ascontiguousarray(x).reshape(B * H, rows, d), row_pad).reshape(B, H, row_pad, d)
-        out = np.zeros((Bp, Hp, row_pad, d), q.dtype)
+    def padded(x, rows, row_pad, width=d):
+        x = pad_rows(np.ascontiguousarray(x).reshape(B * H, rows, width), row_pad).reshape(B, H, row_pad, width)
+        out = np.zeros((Bp, Hp, row_pad, width), x.dtype)
         out[:B, :H] = x
         return out
     qp = padded(q, nq, (nqb + 1) * BM).reshape(Bp, Hp, nqb + 1, BM, d)   # block nqb: zeros for empty places
     qp = qp[:, :, gid[:, :upd]]                                # (Bp, Hp, dq, upd, BM, d)
     kp = padded(k, nk, T * BC).reshape(Bp, Hp, T, BC, d)
     vp = padded(v, nk, T * BC).reshape(Bp, Hp, T, BC, d)
+    if quant is not None:                                      # per-row / per-key scales and LSE corrections
+        k_scale = np.repeat(quant.k_scale, prob.group, axis=1) if prob.group > 1 else quant.k_scale
+        qsp = padded(per_row(quant.q_scale, nq)[..., None], nq, (nqb + 1) * BM, 1).reshape(Bp, Hp, nqb + 1, BM)
+        qsp = qsp[:, :, gid[:, :upd]]
+        ksp = padded(per_row(k_scale, T * BC)[..., None], T * BC, T * BC, 1).reshape(Bp, Hp, T, BC)
+        corr = padded(quant.corr[..., None], nq, (nqb + 1) * BM, 1).reshape(Bp, Hp, nqb + 1, BM)
+    else:
+        qsp, ksp = np.zeros((Bp, Hp, dq, upd, 1), np.float32), np.zeros((Bp, Hp, 1, 1), np.float32)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
-    static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.local, cfg.softcap)
+    static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.local, cfg.softcap, cfg.int8)
     bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.cap_scale)]
     win = prob.window or Window(0, 0)
     scalars = _put(np.array([nq, nk, *bits, win.left, win.right], np.int64), rep)
@@ -315,7 +332,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     LAST_PLAN.update(mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned), calls=len(calls),
                      dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
 
-    o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), q.dtype)
+    o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), out_dtype)
     lse_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
     l_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
     flag_out = np.zeros((Bp, Hp, nqb + 1, BM), bool)
@@ -323,17 +340,19 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     for ci, (b0, h0) in enumerate(calls):
         sl = (slice(b0, b0 + call_b), slice(h0, h0 + call_h))
         qh = _put(qp[sl], blk)
-        kh, vh = (_put(x[sl], heads) for x in (kp, vp))
+        kh, vh, ksh = (_put(x[sl], heads) for x in (kp, vp, ksp))
+        qsh = _put(qsp[sl], blk)
         state = K.initial_state(np, (call_b, call_h, dq, upd + 1), BM, d, pv_f16)
         state = tuple(_put(x, blk) for x in state)
         for c in range(n_calls):
-            state = comp(scalars, tables, qh, kh, vh, state, xs_all[c])
+            state = comp(scalars, tables, qh, kh, vh, qsh, ksh, state, xs_all[c])
             if bar.show or bar.auto:
                 jax.block_until_ready(state)
                 bar.update(ci * n_calls + c + 1)
         # 8. epilogue on the final state (O(rows) work: numpy, nothing to compile)
         m, l, o = (_fetch(x)[:, :, :, :upd] for x in state)
-        outs = K.epilogue(l, o, m, prob.lse_scale, q.dtype)   # (call_b, call_h, dq, upd, BM[, d]) each
+        corr_c = None if quant is None else corr[sl][:, :, gid[:, :upd]]
+        outs = K.epilogue(l, o, m, prob.lse_scale, out_dtype, corr=corr_c)   # (call_b, call_h, dq, upd, BM[, d])
         for i in range(dq):
             for dst, src in zip((o_out, lse_out, l_out, flag_out), outs):
                 dst[sl][:, :, gid[i, :upd]] = src[:, :, i]

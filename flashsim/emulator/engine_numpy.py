@@ -14,6 +14,7 @@ import numpy as np
 from ..numerics.xp import errstate
 from ..problem import Problem
 from . import kernel_program as K
+from .quantize import per_row, quantize
 from .progress import Progress
 
 DEFAULT_MAX_TILE_ELEMS = 1 << 22      # score elements per step (~200 MB of float64/int temporaries at most)
@@ -44,6 +45,13 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     first_tile, tiles_per_block = prob.kv_tile_range()                # (nqb,) each
     T = prob.kv_span()
     Hk = prob.heads_kv
+    quant = None
+    if cfg.int8:                                  # kernel/quantize.cu's pass first; Q and K become int8
+        quant = quantize(q, k, prob.group)
+        q, k = quant.q8, quant.k8
+        q_sc = per_row(quant.q_scale, nqb * BM).reshape(B * H * nqb, BM)
+        k_sc = per_row(quant.k_scale, T * BC).reshape(B * Hk, T * BC)
+        corr = pad_rows(quant.corr.reshape(B * H, nq, 1), nqb * BM).reshape(B * H * nqb, BM)
 
     qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM).reshape(B * H * nqb, BM, d)
     kh = pad_rows(np.ascontiguousarray(k).reshape(B * Hk, nk, d), T * BC)
@@ -57,12 +65,13 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     unit_t0 = first_tile[unit_qb]
     rows_all = unit_qb[:, None] * BM + np.arange(BM)[None, :]        # (U, BM) global query rows
     opts = step_options(prob)
+    scale_opts: dict = {}
 
     # Chunks of units, each run from the initial state to the epilogue before the next: memory is bounded by the
     # chunk (its state and temporaries) plus the outputs, whatever the problem size. (Running chunks on threads was
     # measured slower on the 2-core development machine: benchmarks/RESULTS.md.)
     chunk = max(1, int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS) // (BM * BC))
-    o_out = np.empty((U, BM, d), q.dtype)
+    o_out = np.empty((U, BM, d), v.dtype)
     lse = np.empty((U, BM), np.float32)
     l_out = np.empty((U, BM), np.float32)
     flag = np.empty((U, BM), bool)
@@ -79,15 +88,18 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
                 cols = (unit_t0[u] + t)[:, None] * BC + np.arange(BC)[None, :]   # (A, BC) global key indices
                 kt = kh[kv[:, None], cols]                              # (A, BC, d)
                 vt = vh[kv[:, None], cols]
+                if quant is not None:
+                    scale_opts = dict(q_scale=q_sc[u], k_scale=k_sc[kv[:, None], cols])
                 s, m_new, alpha, neg_m = K.scores(qh[u], kt, m[act], rows_all[u], cols, nq, nk, prob.scale_log2,
-                                                  arch=arch, **opts)
+                                                  arch=arch, **opts, **scale_opts)
                 p = K.probabilities(s, neg_m, prob.scale_log2, arch=arch)
                 l[act], o[act] = K.accumulate(l[act], o[act], p, alpha, vt, arch=arch,
                                               two_level=cfg.pv_accum == "f16x2")
                 m[act] = m_new
                 done += act.size
                 bar.update(done)
-            o_out[units], lse[units], l_out[units], flag[units] = K.epilogue(l, o, m, prob.lse_scale, q.dtype)
+            o_out[units], lse[units], l_out[units], flag[units] = K.epilogue(
+                l, o, m, prob.lse_scale, v.dtype, corr=None if quant is None else corr[units])
     bar.close()
     rows = (B * H, nqb * BM)
     o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..masking import key_visible
 from ..numerics import ieee32, sfu
-from ..numerics.tensorcore import mma_chain
+from ..numerics.tensorcore import mma_chain, mma_chain_s8
 from ..numerics.xp import bitcast, namespace
 from .kernel_math import log_exact_ops, softcap_tanh
 
@@ -52,17 +52,25 @@ def _negate(x):
     return bitcast(bitcast(x, np.uint32) ^ xp.asarray(SIGN_BIT, dtype=xp.uint32), np.float32)
 
 
-def scores(q, k, m_old, rows, cols, nq, nk, scale_log2, *, causal: bool, arch, window=None, cap_scale=None):
+def scores(q, k, m_old, rows, cols, nq, nk, scale_log2, *, causal: bool, arch, window=None, cap_scale=None,
+           q_scale=None, k_scale=None):
     """Steps 1-3 of one KV tile: S = Q K^T, the soft-cap, the mask, the row max, the -inf guard, alpha.
 
-    q (..., BM, d) and k (..., BC, d) f16 or bf16; m_old (..., BM) f32; rows (..., BM) and cols (..., BC) the global
+    q (..., BM, d) and k (..., BC, d) f16 or bf16, or int8 (quant "int8", flashsim.emulator.quantize) with the
+    f32 scale of each row ``q_scale`` (..., BM) and of each key ``k_scale`` (..., BC); m_old (..., BM) f32; rows (..., BM) and cols (..., BC) the global
     query and key indices; nq, nk, scale_log2 scalars; ``window`` a flashsim.masking.Window (config.local) or None;
     ``cap_scale`` (config.softcap) the f32 softmax_scale / softcap, or None. Returns (s (..., BM, BC), m_new, alpha,
     -m_new * scale_log2) with the -inf guard applied to the last (a row with no visible key yet subtracts 0)."""
     xp = namespace(q, k, m_old)
-    # 1. S = Q K^T, f32 accumulators from zero, k16 steps over d in order; soft-capping: s = tanh(s * cap_scale)
-    zeros = xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.float32)
-    s = mma_chain(q, xp.swapaxes(k, -1, -2), zeros, arch)
+    # 1. S = Q K^T, f32 accumulators from zero, k16 steps over d in order (INT8: s32 accumulators, k32 steps, then
+    #    s = float(s32) * (q_scale * k_scale)); soft-capping: s = tanh(s * cap_scale)
+    if q.dtype == xp.int8:
+        acc = mma_chain_s8(q, xp.swapaxes(k, -1, -2), xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.int32))
+        f = ieee32.mul(q_scale[..., :, None], k_scale[..., None, :])
+        s = ieee32.mul(xp.astype(acc, xp.float32), f)     # cvt.rn.f32.s32: exact, |acc| <= 127^2 * 256 < 2^24
+    else:
+        zeros = xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.float32)
+        s = mma_chain(q, xp.swapaxes(k, -1, -2), zeros, arch)
     if cap_scale is not None:
         s = softcap_tanh(ieee32.mul(s, xp.asarray(cap_scale, dtype=xp.float32)), arch)
     # 2. mask keys past nk, (causal) after the diagonal and (window) outside the window
@@ -111,10 +119,11 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
     return l_lane, mma_chain(pf, v, o, arch)
 
 
-def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16):
+def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None):
     """Step 8 on the final state: l = (l0 + l1) + (l2 + l3) over the quad (shfl.xor 1, then 2), O * rcp.rn(l)
     rounded to ``out_dtype`` (f16 or bf16), LSE = fma(m, lse_scale, ln(l)) (lse_scale: softmax_scale, or softcap).
-    Rows with l = 0 or NaN keep O (0 or NaN) and get +inf.
+    Rows with l = 0 or NaN keep O (0 or NaN) and get +inf. ``corr`` (quant "int8"; (..., BM) f32): each row's
+    q . mean(k), added back as LSE = fma(corr, lse_scale, LSE) (the smoothed scores are the true ones minus it).
     Returns (o, lse, l, flag): flag marks rows whose unnormalised O holds an inf or NaN while l is finite and
     non-zero (the kernel's overflow flag; it matters with an f16 P@V mma: flashsim.overflow)."""
     xp = namespace(l_lane, o, m)
@@ -129,6 +138,8 @@ def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16):
     o_out = ieee32.cvt_f32_to(ieee32.mul(o32, inv[..., None]), out_dtype)
     lse = ieee32.fma(m, xp.asarray(lse_scale, dtype=f32), log_exact_ops(l_safe))
     lse = xp.where(empty, xp.asarray(np.inf, dtype=f32), lse)
+    if corr is not None:
+        lse = ieee32.fma(corr, xp.asarray(lse_scale, dtype=f32), lse)
     o_bits = bitcast(o32, np.uint32) & xp.asarray(0x7F800000, dtype=xp.uint32)
     flag = xp.any(o_bits == xp.asarray(0x7F800000, dtype=xp.uint32), axis=-1) & ~empty
     return o_out, lse, l, flag

@@ -47,6 +47,9 @@ from .errors import GPUError, UnsupportedConfig
 
 KERNEL_FILE = "flash_fwd.cu"
 KERNEL_NAME = "flash_fwd"
+QUANT_FILE = "quantize.cu"          # the quantization pass of quant="int8" (k_mean, quantize_k, quantize_q)
+QUANT_WARPS = 4                     # quantize_k / quantize_q: warps per block, one per 16-row block (fsq::WARPS)
+SCRATCH_ALIGN = 256                 # bytes: each scratch array's offset in the buffer (16-byte cp.async reads of s8)
 ALIGNMENT = 16            # bytes: cp.async.cg 16-byte copies from q, k, v
 _INT32_MAX = 2 ** 31 - 1
 _GRID_YZ_MAX = 65535
@@ -62,6 +65,12 @@ def build_defines(config: KernelConfig) -> dict:
 def build_kernel(config: KernelConfig, arch: str):
     """Compile the kernel for ``arch`` (works with no GPU); returns flashsim.gpu.build.Build."""
     return compile_cuda(kernel_path(KERNEL_FILE).read_text(), arch=arch, defines=build_defines(config))
+
+
+def build_quantize(config: KernelConfig, arch: str):
+    """Compile kernel/quantize.cu for ``config``'s head dim and element type (works with no GPU)."""
+    return compile_cuda(kernel_path(QUANT_FILE).read_text(), arch=arch, name=QUANT_FILE,
+                        defines=provenance.build_defines("quantize", config))
 
 
 # -- plans: what one launch needs, built once ----------------------------------------------------------
@@ -102,18 +111,73 @@ def kernel_scalars(prob) -> tuple:
             np.int32(win.left if win else 0), np.int32(win.right if win else 0))
 
 
+def scratch_layout(prob) -> dict:
+    """The scratch arrays of quant="int8", name -> (byte offset, shape, numpy dtype), in one buffer: q8 and k8 (s8,
+    q's and k's shapes and layout), q_scale (B, Hq, ceil(nq / 16)), k_scale (B, Hkv, ceil(nk / 16)), mean (B, Hkv,
+    d) and corr (B, Hq, nq), f32. Empty without quant."""
+    if not prob.config.int8:
+        return {}
+    from ..config import QUANT_BLOCK
+    p = prob
+    nqb, nkb = -(-p.nq // QUANT_BLOCK), -(-p.nk // QUANT_BLOCK)
+    q_shape = output_shape(p)
+    k_shape = (p.batch, p.heads_kv, p.nk, p.head_dim) if p.layout == "bhnd" else (p.batch, p.nk, p.heads_kv,
+                                                                                   p.head_dim)
+    arrays = (("q8", q_shape, np.int8), ("k8", k_shape, np.int8), ("q_scale", (p.batch, p.heads, nqb), np.float32),
+              ("k_scale", (p.batch, p.heads_kv, nkb), np.float32), ("mean", (p.batch, p.heads_kv, p.head_dim),
+                                                                     np.float32),
+              ("corr", (p.batch, p.heads, p.nq), np.float32))
+    out, off = {}, 0
+    for name, shape, dt in arrays:
+        out[name] = (off, shape, np.dtype(dt))
+        off += -(-int(np.prod(shape)) * np.dtype(dt).itemsize // SCRATCH_ALIGN) * SCRATCH_ALIGN
+    return out
+
+
+def scratch_bytes(prob) -> int:
+    """Bytes of the scratch buffer a launch of ``prob`` needs (0 without quant)."""
+    lay = scratch_layout(prob)
+    if not lay:
+        return 0
+    off, shape, dt = lay["corr"]
+    return off + int(np.prod(shape)) * dt.itemsize
+
+
 def output_shape(prob) -> tuple:
     """o's shape: q's, in the problem's layout."""
     p = prob
     return (p.batch, p.heads, p.nq, p.head_dim) if p.layout == "bhnd" else (p.batch, p.nq, p.heads, p.head_dim)
 
 
-class Plan:
-    """One Problem's launch: the loaded kernel, the cuda.core LaunchConfig, the scalar arguments (``kernel_scalars``)
-    and the output shapes."""
-    __slots__ = ("problem", "kernel", "launch_config", "scalars", "o_shape", "lse_shape", "what")
+class QuantPlan:
+    """The quantization pass of one Problem (quant="int8"): kernel/quantize.cu's three kernels with their launch
+    configurations and scalars, and the scratch layout they write (``scratch_layout``)."""
+    __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars")
 
-    def __init__(self, problem, kernel, launch_config, scalars, what):
+    def __init__(self, prob, kernels):
+        from ..config import MEAN_SLICES, QUANT_BLOCK
+        p = prob
+        self.kernels = kernels                                    # (k_mean, quantize_k, quantize_q)
+        self.layout = scratch_layout(p)
+        rows = QUANT_BLOCK * QUANT_WARPS                          # rows per quantize_k / quantize_q block
+        self.configs = (rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
+                        rt.launch_config((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
+                        rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)))
+        self.k_scalars = tuple(np.int64(x) for x in strides(p, "kv"))
+        self.q_scalars = tuple(np.int64(x) for x in strides(p, "q"))
+
+    def pointers(self, scratch_ptr: int) -> dict:
+        return {name: scratch_ptr + off for name, (off, _, _) in self.layout.items()}
+
+
+class Plan:
+    """One Problem's launch: the loaded kernel, the cuda.core LaunchConfig, the scalar arguments (``kernel_scalars``),
+    the output shapes, and with quant="int8" the quantization pass (``quant``, a QuantPlan) and the bytes of
+    scratch it needs (``scratch_bytes``; the caller allocates them with its own allocator)."""
+    __slots__ = ("problem", "kernel", "launch_config", "scalars", "o_shape", "lse_shape", "what", "quant",
+                 "scratch_bytes")
+
+    def __init__(self, problem, kernel, launch_config, scalars, what, quant=None):
         self.problem = problem
         self.kernel = kernel
         self.launch_config = launch_config
@@ -122,6 +186,8 @@ class Plan:
         self.o_shape = output_shape(p)
         self.lse_shape = (p.batch, p.heads, p.nq)
         self.what = what
+        self.quant = quant
+        self.scratch_bytes = scratch_bytes(p)
 
     def __repr__(self) -> str:
         return f"Plan({self.what})"
@@ -135,6 +201,16 @@ def _kernel_for(config: KernelConfig, arch: str):
         rt.set_dynamic_smem(kern, config.smem_bytes)
         _KERNELS[key] = kern
     return kern
+
+
+def _quant_kernels_for(config: KernelConfig, arch: str) -> tuple:
+    """kernel/quantize.cu's (k_mean, quantize_k, quantize_q), loaded once per (head dim, element type, arch)."""
+    key = ("quantize", tuple(sorted(config.quantize_defines().items())), arch)
+    kerns = _KERNELS.get(key)
+    if kerns is None:
+        build = build_quantize(config, arch)
+        kerns = _KERNELS[key] = tuple(rt.load(build, name) for name in ("k_mean", "quantize_k", "quantize_q"))
+    return kerns
 
 
 def plan_for(prob) -> Plan:
@@ -160,7 +236,11 @@ def plan_for(prob) -> Plan:
     grid, block = (prob.q_blocks, prob.heads, prob.batch), (cfg.threads, 1, 1)
     what = (f"kernel {KERNEL_NAME} (grid {grid}, block {block}, {cfg.smem_bytes} B dynamic smem; "
             f"{cfg.describe()})")
-    plan = Plan(prob, kern, rt.launch_config(grid, block, cfg.smem_bytes), kernel_scalars(prob), what)
+    quant = None
+    if cfg.int8:
+        quant = QuantPlan(prob, _quant_kernels_for(cfg, prob.arch))
+        what += "; after kernel/quantize.cu's k_mean, quantize_k, quantize_q"
+    plan = Plan(prob, kern, rt.launch_config(grid, block, cfg.smem_bytes), kernel_scalars(prob), what, quant)
     _PLANS[prob] = plan
     return plan
 
@@ -169,16 +249,39 @@ NO_OVERFLOW = 2 ** 64 - 1   # the overflow flag's initial value (kernel/flash_fw
 
 
 def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: int, lse_ptr: int,
-                overflow_ptr: int = 0) -> None:
+                overflow_ptr: int = 0, scratch_ptr: int = 0, *, quantize: bool = True, attend: bool = True) -> None:
     """Enqueue the kernel on ``stream`` (a cuda.core Stream); no host synchronisation. GPUError naming the kernel
     if the launch fails, and before it if the context is unusable after an earlier sticky error. overflow_ptr:
-    a u64 set to NO_OVERFLOW, needed with an f16 P@V mma (config.pv_mma_f16); 0 otherwise (never touched)."""
+    a u64 set to NO_OVERFLOW, needed with an f16 P@V mma (config.pv_mma_f16); 0 otherwise (never touched).
+    scratch_ptr: ``plan.scratch_bytes`` of device memory (ALIGNMENT-aligned) for quant="int8", whose pass runs
+    first on the same stream; 0 without quant. ``quantize`` / ``attend`` False leave out the quantization pass / the
+    attention kernel (benchmarks time them apart; the scratch then holds an earlier pass's result)."""
     if _STATE["sticky"]:
         raise GPUError(f"the CUDA context of this process is unusable after an earlier error ({_STATE['sticky']}); "
                        "restart the process")
+    qp = plan.quant
+    if qp is not None and (not scratch_ptr or scratch_ptr % ALIGNMENT):
+        raise ValueError(f"quant='int8' needs a {ALIGNMENT}-byte aligned scratch buffer of "
+                         f"{plan.scratch_bytes} B (got pointer {scratch_ptr:#x})")
     try:
-        _core_launch(stream, plan.launch_config, plan.kernel.kernel, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
-                     np.uint64(overflow_ptr), *plan.scalars)
+        if qp is None:
+            _core_launch(stream, plan.launch_config, plan.kernel.kernel, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
+                         np.uint64(overflow_ptr), *plan.scalars, np.uint64(0), np.uint64(0), np.uint64(0))
+            return
+        p = plan.problem
+        s = qp.pointers(scratch_ptr)
+        u = np.uint64
+        if quantize:
+            k_mean, quantize_k, quantize_q = (kern.kernel for kern in qp.kernels)
+            _core_launch(stream, qp.configs[0], k_mean, u(k_ptr), u(s["mean"]), np.int32(p.nk), *qp.k_scalars)
+            _core_launch(stream, qp.configs[1], quantize_k, u(k_ptr), u(s["mean"]), u(s["k8"]), u(s["k_scale"]),
+                         np.int32(p.nk), *qp.k_scalars)
+            _core_launch(stream, qp.configs[2], quantize_q, u(q_ptr), u(s["mean"]), u(s["q8"]), u(s["q_scale"]),
+                         u(s["corr"]), np.int32(p.nq), np.int32(p.group), *qp.q_scalars)
+        if attend:
+            _core_launch(stream, plan.launch_config, plan.kernel.kernel, u(s["q8"]), u(s["k8"]), v_ptr, o_ptr,
+                         lse_ptr, np.uint64(overflow_ptr), *plan.scalars, u(s["q_scale"]), u(s["k_scale"]),
+                         u(s["corr"]))
     except Exception as exc:
         rt.launch_failed(plan.what, exc)
 
@@ -226,11 +329,11 @@ def raise_if_overflowed(prob, flag: int, v) -> None:
 
 
 def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
-              layout=None, arch=None, config=None, stream=None, check_overflow=True):
+              layout=None, quant=None, arch=None, config=None, stream=None, check_overflow=True):
     """Run the real kernel: (o, lse) with o shaped like q, of q's dtype, and lse float32 (B, Hq, Nq), natural log.
 
     The same inputs and options as flashsim.attention (q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), or (B, N, H, d)
-    with layout="bnhd"; float16 or bfloat16; causal, window_size, softcap, pv_accum, softmax_scale, config, checked
+    with layout="bnhd"; float16 or bfloat16; causal, window_size, softcap, quant, pv_accum, softmax_scale, config, checked
     by flashsim.problem.resolve_options and prepare). arch: must name the GPU's architecture (default: it). stream: where the launch goes (a torch or
     cupy stream, a cuda.core Stream, a raw handle or any __cuda_stream__ object; default: torch's or cupy's
     current stream for their arrays, flashsim.gpu.runtime's stream otherwise); the inputs must be ready on it.
@@ -242,7 +345,7 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
     when the caller chooses (it waits for the kernel then, and raises the same error).
     """
     check_overflow = check_mode(check_overflow)
-    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout)
+    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
     if torch is not None and isinstance(q, torch.Tensor):
         api = sys.modules.get(_TORCH_OP)
@@ -267,12 +370,12 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
 
 
 def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
-                    layout=None, config=None, stream=None, arch=None):
+                    layout=None, quant=None, config=None, stream=None, arch=None):
     """(launch, (o, lse), Problem): inputs checked and on the device, outputs allocated (torch / cupy / DeviceArray
     like ``attention``), the launch cached, so that ``launch(sync=True)`` does no host work but the launch (and
     the wait, with sync=True). The stream is fixed now: ``stream=``, else torch's / cupy's current stream for
     their arrays, else flashsim.gpu.runtime's stream. ``flashsim bench kernel`` times ``launch(sync=False)``."""
-    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout)
+    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
     if torch is not None and isinstance(q, torch.Tensor):
         api = sys.modules.get(_TORCH_OP)
@@ -297,14 +400,16 @@ def _generic_prepared(q, k, v, opts: Options, arch, stream):
     do, dl = rt.empty(plan.o_shape, get_format(prob.config.dtype).dtype), rt.empty(plan.lse_shape, np.float32)
     s = rt.as_stream(stream)
     flag = rt.to_device(np.array([NO_OVERFLOW], np.uint64)) if prob.config.pv_mma_f16 else None
-    args = (dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr, flag.ptr if flag is not None else 0)
-    keep = (dq, dk, dv, do, dl, flag)                    # the memory stays alive as long as the launch
+    scratch = rt.empty((plan.scratch_bytes,), np.uint8) if plan.scratch_bytes else None
+    args = (dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr, flag.ptr if flag is not None else 0,
+            scratch.ptr if scratch is not None else 0)
+    keep = (dq, dk, dv, do, dl, scratch, flag)           # the memory stays alive as long as the launch
 
-    def go(sync=True):
+    def go(sync=True, **parts):
         if s is not _STATE["stream"]:
             rt.synchronize()                             # copies / DLPack imports ran on the module's stream
         rt.bind_thread()
-        launch_plan(plan, s, *args)
+        launch_plan(plan, s, *args, **parts)
         if sync:
             sync_stream(s, plan.what)
         return keep
@@ -353,13 +458,15 @@ def _cupy_setup(cupy, q, k, v, opts, arch, stream):
         o = cupy.empty(plan.o_shape, dtype=q.dtype)
         lse = cupy.empty(plan.lse_shape, dtype=cupy.float32)
         flag = cupy.full((1,), NO_OVERFLOW, dtype=cupy.uint64) if plan.problem.config.pv_mma_f16 else None
+        scratch = cupy.empty((plan.scratch_bytes,), dtype=cupy.uint8) if plan.scratch_bytes else None
         handle = cupy.cuda.get_current_stream().ptr if stream is None else rt.stream_handle(stream)
-    args = (qp, kp, vp, o.data.ptr, lse.data.ptr, flag.data.ptr if flag is not None else 0)
-    return plan, rt.stream_from_handle(handle), args, o, lse, flag
+    args = (qp, kp, vp, o.data.ptr, lse.data.ptr, flag.data.ptr if flag is not None else 0,
+            scratch.data.ptr if scratch is not None else 0)
+    return plan, rt.stream_from_handle(handle), args, o, lse, (flag, scratch)
 
 
 def _cupy_attention(cupy, q, k, v, opts, arch, stream, check_overflow=True):
-    plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, opts, arch, stream)
+    plan, s, args, o, lse, (flag, _scratch) = _cupy_setup(cupy, q, k, v, opts, arch, stream)
     rt.bind_thread()
     launch_plan(plan, s, *args)
     if check_overflow is True and flag is not None:
@@ -371,12 +478,12 @@ def _cupy_attention(cupy, q, k, v, opts, arch, stream, check_overflow=True):
 
 
 def _cupy_prepared(cupy, q, k, v, opts, arch, stream):
-    plan, s, args, o, lse, flag = _cupy_setup(cupy, q, k, v, opts, arch, stream)
-    keep = (q, k, v, o, lse, flag)
+    plan, s, args, o, lse, (flag, scratch) = _cupy_setup(cupy, q, k, v, opts, arch, stream)
+    keep = (q, k, v, o, lse, flag, scratch)
 
-    def go(sync=True):
+    def go(sync=True, **parts):
         rt.bind_thread()
-        launch_plan(plan, s, *args)
+        launch_plan(plan, s, *args, **parts)
         if sync:
             sync_stream(s, plan.what)
         return keep

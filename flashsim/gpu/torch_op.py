@@ -44,7 +44,7 @@ from .errors import GPUError
 NAME = "flashsim::attention"
 SCHEMA = ('attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None, '
           'str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True, int[] window=[-1, -1], '
-          'float softcap=0.0, str layout="bhnd") -> (Tensor o, Tensor lse, Tensor overflow)')
+          'float softcap=0.0, str layout="bhnd", str quant="none") -> (Tensor o, Tensor lse, Tensor overflow)')
 _FLAGGED = ("f16", "f16x2")     # pv_accum values with an f16 P@V mma: the kernel takes an overflow flag
 _SINKS: dict = {}               # device -> a u64 the kernel may write when nobody reads the flag (flag=False)
 
@@ -66,9 +66,9 @@ def tiles_of(config: KernelConfig | None) -> list:
     return [config.head_dim, config.warps, config.m_tiles, config.kv_tile, config.stages]
 
 
-def _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout) -> Options:
+def _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant="none") -> Options:
     """The Options of one op call (the KernelConfig rebuilt from ``tiles``, q's dtype and the options)."""
-    opts = resolve_options(bool(causal), pv_accum, None, softmax_scale, tuple(window), softcap, layout)
+    opts = resolve_options(bool(causal), pv_accum, None, softmax_scale, tuple(window), softcap, layout, quant)
     if not tiles:
         return opts
     if len(tiles) != 5:
@@ -82,10 +82,10 @@ def _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout)
 
 # -- the CUDA implementation: the hot path -------------------------------------------------------------
 
-def _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout):
+def _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout, quant):
     return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
             q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), causal, softmax_scale, pv_accum, tuple(tiles),
-            arch, tuple(window), softcap, layout)
+            arch, tuple(window), softcap, layout, quant)
 
 
 def _capturing() -> bool:
@@ -129,22 +129,30 @@ def _miss(key, q, k, v, opts: Options, arch):
     return plan
 
 
+def _scratch(plan, q):
+    """quant="int8"'s scratch from torch's caching allocator on q's device and current stream (None without)."""
+    return q.new_empty((plan.scratch_bytes,), dtype=torch.uint8) if plan.scratch_bytes else None
+
+
 def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp, fp=0) -> None:
     stream = rt.stream_from_handle(_raw_stream(dev))
     rt.bind_thread()
+    scratch = _scratch(plan, q)            # freed after the launch is enqueued: the caching allocator keeps it
+    sp = scratch.data_ptr() if scratch is not None else 0     # for this stream's later work, in stream order
     if _current_device() == dev:
-        _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp)
+        _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, sp)
     else:                   # the launch goes into the current context: make it q's device's
         with torch.cuda.device(dev):
-            _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp)
+            _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, sp)
 
 
 def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
-               window=(-1, -1), softcap=0.0, layout="bhnd"):
-    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout)
+               window=(-1, -1), softcap=0.0, layout="bhnd", quant="none"):
+    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout, quant)
     plan = _KEYS.get(key)
     if plan is None:
-        plan = _miss(key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout), arch)
+        plan = _miss(key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout,
+                                            quant), arch)
     qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
     if (qp | kp | vp) & 15:
         _launch.misaligned(q=qp, k=kp, v=vp)
@@ -188,9 +196,9 @@ def _torch_of(a: np.ndarray):
 
 
 def _impl_cpu(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
-              window=(-1, -1), softcap=0.0, layout="bhnd"):
+              window=(-1, -1), softcap=0.0, layout="bhnd", quant="none"):
     go, (do, dl), _ = _launch._generic_prepared(*_host_arrays(q, k, v), _options(
-        q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout), arch, None)
+        q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant), arch, None)
     flag_dev = go(sync=True)[-1]
     value = flag_dev.to_numpy().view(np.int64).copy() if flag and flag_dev is not None else np.zeros(0, np.int64)
     return _torch_of(do.to_numpy()), torch.from_numpy(dl.to_numpy()), torch.from_numpy(value)
@@ -203,7 +211,7 @@ def _cpu_kernel(*args, **kwargs):
 # -- fake (meta) implementation: shapes for torch.compile -----------------------------------------------
 
 def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
-          window=(-1, -1), softcap=0.0, layout="bhnd"):
+          window=(-1, -1), softcap=0.0, layout="bhnd", quant="none"):
     """Output shapes, with the shape checks of flashsim.problem.prepare (which runs on the real call)."""
     from ..problem import dims
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -275,7 +283,7 @@ def _op_args(opts: Options) -> tuple:
 
 
 def _op_tail(opts: Options) -> tuple:
-    return (list(opts.window_size), float(opts.softcap), opts.layout)
+    return (list(opts.window_size), float(opts.softcap), opts.layout, opts.quant)
 
 
 def attention(q, k, v, opts: Options, *, arch=None, stream=None, check_overflow=True):
@@ -318,26 +326,28 @@ def prepared_launch(q, k, v, opts: Options, *, arch=None, stream=None):
     if arch is not None and not isinstance(arch, str):
         arch = get_arch(arch).name
     causal, softmax_scale, pv_accum, tiles = _op_args(opts)
-    window, softcap, layout = _op_tail(opts)
-    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout)
+    window, softcap, layout, quant = _op_tail(opts)
+    key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout, quant)
     plan = _KEYS.get(key) or _miss(key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap,
-                                                          layout), arch)
+                                                          layout, quant), arch)
     qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
     _launch.misaligned(q=qp, k=kp, v=vp)
     if stream is None:
         o, lse = q.new_empty(plan.o_shape), q.new_empty(plan.lse_shape, dtype=_F32)
+        scratch = _scratch(plan, q)
         s = rt.stream_from_handle(_raw_stream(q.get_device()))
     else:                                            # allocated on the stream that writes them
         with torch.cuda.stream(_torch_stream(stream, q)):
             o, lse = q.new_empty(plan.o_shape), q.new_empty(plan.lse_shape, dtype=_F32)
+            scratch = _scratch(plan, q)
         s = rt.stream_from_handle(rt.stream_handle(stream))
     sink = _SINKS[q.device].data_ptr() if plan.problem.config.pv_mma_f16 else 0    # nobody reads the flag here
-    args = (qp, kp, vp, o.data_ptr(), lse.data_ptr(), sink)
-    keep = (q, k, v, o, lse)                         # the launch writes o, lse: they live as long as it
+    args = (qp, kp, vp, o.data_ptr(), lse.data_ptr(), sink, scratch.data_ptr() if scratch is not None else 0)
+    keep = (q, k, v, o, lse, scratch)                # the launch writes o, lse: they live as long as it
 
-    def go(sync=True):
+    def go(sync=True, **parts):
         rt.bind_thread()
-        _launch.launch_plan(plan, s, *args)
+        _launch.launch_plan(plan, s, *args, **parts)
         if sync:
             _launch.sync_stream(s, plan.what)
         return keep

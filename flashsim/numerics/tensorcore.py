@@ -141,7 +141,8 @@ from ..arch import Arch, get_arch
 from . import formats, rounding
 from . import xp as X
 
-__all__ = ["mma", "mma_chain", "mma_chain_generic", "mma_unchecked", "mma_type", "MMA_TYPES", "mma_k32", "k32_type"]
+__all__ = ["mma", "mma_chain", "mma_chain_generic", "mma_unchecked", "mma_type", "MMA_TYPES", "mma_k32", "k32_type",
+           "mma_chain_s8"]
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16 = np.dtype(np.float16)
@@ -563,6 +564,30 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
         for k0 in range(0, 32, P.block):
             d = _block_generic(xp, A, B, k0, P.block, d, acc16, spec, False, fp8=P)
     return X.bitcast(d, np.float16 if acc16 else np.float32)
+
+
+def mma_chain_s8(a, b, c):
+    """The kernel's loop of mma.sync.m16n8k32 s32.s8.s8.s32 on whole matrices: a (..., M, K) int8, b (..., K, N)
+    int8, c (..., M, N) int32, K % 32 == 0 -> d int32, bit for bit.
+
+    Each mma adds its exact dot product to c and wraps to 32 bits (``mma_k32``, all 90,112 H200 outputs), and
+    wrapping commutes with addition modulo 2^32, so the chain equals the exact c + a @ b wrapped once, in any order
+    of the k32 steps. Computed as a float64 matmul, exact while K * 127 * 128 < 2^53 (checked), so BLAS (numpy)
+    or XLA (JAX, inside enable_x64) does the work. tests/test_quant.py checks it against ``mma_k32`` step by step."""
+    xp = X.namespace(a, b, c)
+    for name, x, dt in (("a", a, np.int8), ("b", b, np.int8), ("c", c, np.int32)):
+        if np.dtype(x.dtype) != np.dtype(dt):
+            raise ValueError(f"mma_chain_s8: {name} must be {np.dtype(dt).name}, got {x.dtype}")
+    K = a.shape[-1]
+    if b.shape[-2] != K or K % 32 or a.shape[-2] % 16 or b.shape[-1] % 8:
+        raise ValueError(f"mma_chain_s8: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
+                         f"got {tuple(a.shape)} x {tuple(b.shape)}")
+    if K * 128 * 128 >= 1 << 53:
+        raise ValueError(f"mma_chain_s8: K={K} is too long for an exact float64 sum")
+    X.require_x64(xp)
+    total = xp.matmul(xp.astype(a, xp.float64), xp.astype(b, xp.float64))
+    total = xp.astype(total, xp.int64) + xp.astype(c, xp.int64)
+    return X.bitcast(xp.astype(total & 0xFFFFFFFF, xp.uint32), np.int32)
 
 
 # ---------------------------------------------------------------------------------------------------------

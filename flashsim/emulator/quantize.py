@@ -1,0 +1,127 @@
+"""The program of kernel/quantize.cu (INT8 attention's quantization pass), written once against an array namespace.
+
+SageAttention's recipe, made exact: K is smoothed by its mean over tokens (``k_mean``: FS_MEAN_SLICES interleaved
+partial sums in token order, the slices added in order, one IEEE division by nk), then K (smoothed) and Q are
+quantized per block of QUANT_BLOCK keys / rows to symmetric INT8 with one f32 scale per block
+(``quantize_blocks``), and each query row's q . mean(k) is kept for the LSE (``row_corrections``). Every float
+operation goes through flashsim.numerics.ieee32, in the kernel's order, so numpy and JAX give the kernel's bits.
+
+Inputs are (..., N, d) float16 / bfloat16 arrays (the leading axes: batch and heads). ``quantize`` returns the
+Quantized operands the attention program reads (kernel_program.scores with int8 q and k).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import MEAN_SLICES, QUANT_BLOCK
+from ..numerics import ieee32
+from ..numerics.xp import bitcast, namespace, shl
+
+__all__ = ["Quantized", "widen", "k_mean", "quantize_blocks", "row_corrections", "quantize", "per_row"]
+
+INT8_MAX = 127
+
+
+@dataclass
+class Quantized:
+    """The quantization pass's outputs, (B, H, ...) in (B, H, N, d) order: q8 (B, Hq, Nq, d) int8, q_scale
+    (B, Hq, ceil(Nq / QUANT_BLOCK)) f32, k8 (B, Hkv, Nk, d) int8, k_scale (B, Hkv, ceil(Nk / QUANT_BLOCK)) f32,
+    k_mean (B, Hkv, d) f32, corr (B, Hq, Nq) f32 (q . mean(k), added to the LSE times lse_scale)."""
+    q8: object
+    q_scale: object
+    k8: object
+    k_scale: object
+    k_mean: object
+    corr: object
+
+
+def widen(x):
+    """float16 / bfloat16 -> float32, exactly: f16 through cvt.f32.f16 (ieee32.cvt_f16_to_f32), bf16 by its bits
+    shifted up (the kernel's widen)."""
+    xp = namespace(x)
+    if np.dtype(x.dtype) == np.dtype(np.float16):
+        return ieee32.cvt_f16_to_f32(x)
+    if np.dtype(x.dtype).name != "bfloat16":
+        raise ValueError(f"widen: float16 or bfloat16 expected, got {x.dtype}")
+    return bitcast(shl(xp.astype(bitcast(x, np.uint16), xp.uint32), 16), np.float32)
+
+
+def k_mean(k32, slices: int = MEAN_SLICES):
+    """Mean over tokens of k32 (..., N, d) float32 -> (..., d), as k_mean sums it: slice s adds tokens s, s + slices,
+    ... in order from +0, then the slices are added in order 0, 1, ..., then divided by N (IEEE). The tokens are
+    padded with +0 to whole rounds of ``slices``: acc + 0 == acc for every acc a sum from +0 can reach (never -0)."""
+    xp = namespace(k32)
+    n, d = k32.shape[-2], k32.shape[-1]
+    rounds = -(-n // slices)
+    pad = rounds * slices - n
+    if pad:
+        k32 = xp.concat([k32, xp.zeros(k32.shape[:-2] + (pad, d), dtype=xp.float32)], axis=-2)
+    g = xp.reshape(k32, k32.shape[:-2] + (rounds, slices, d))
+    acc = xp.zeros(k32.shape[:-2] + (slices, d), dtype=xp.float32)
+    for i in range(rounds):
+        acc = ieee32.add(acc, g[..., i, :, :])
+    tot = acc[..., 0, :]
+    for s in range(1, slices):
+        tot = ieee32.add(tot, acc[..., s, :])
+    return ieee32.div(tot, xp.asarray(np.float32(n), dtype=xp.float32))
+
+
+def quantize_blocks(x32, block: int = QUANT_BLOCK):
+    """Symmetric INT8 per block of ``block`` rows of x32 (..., N, d) float32 -> (int8 (..., N, d), scale
+    (..., ceil(N / block)) f32): amax = max(0, max |x|) over the block (NaN ignored), scale = amax / 127,
+    inv = 127 / amax (0 where amax is 0), x_q = round-half-even(x * inv) clamped to [-127, 127], NaN -> 0."""
+    xp = namespace(x32)
+    n, d = x32.shape[-2], x32.shape[-1]
+    nb = -(-n // block)
+    pad = nb * block - n
+    xb = x32
+    if pad:
+        xb = xp.concat([x32, xp.zeros(x32.shape[:-2] + (pad, d), dtype=xp.float32)], axis=-2)
+    xb = xp.reshape(xb, x32.shape[:-2] + (nb, block * d))
+    mag = bitcast(bitcast(xb, np.uint32) & xp.asarray(0x7FFFFFFF, dtype=xp.uint32), np.float32)
+    zero = xp.asarray(0.0, dtype=xp.float32)
+    amax = ieee32.fmax(ieee32.fmax_reduce(mag, axis=-1), zero)
+    top = xp.asarray(np.float32(INT8_MAX), dtype=xp.float32)
+    scale = ieee32.div(amax, top)
+    live = amax > zero
+    inv = xp.where(live, ieee32.div(top, xp.where(live, amax, top)), zero)
+    y = ieee32.mul(xb, inv[..., None])
+    r = xp.where(xp.isnan(y), zero, xp.round(y))               # cvt.rni: half to even; NaN -> 0
+    r = xp.clip(r, -float(INT8_MAX), float(INT8_MAX))
+    xq = xp.reshape(xp.astype(r, xp.int8), x32.shape[:-2] + (nb * block, d))[..., :n, :]
+    return xq, scale
+
+
+def row_corrections(q32, mean):
+    """q . mean(k) per query row: q32 (..., Nq, d) f32, mean (..., d) f32 (one per row's K/V head, broadcast) ->
+    (..., Nq): fma over the channels in order, from +0."""
+    xp = namespace(q32, mean)
+    acc = xp.zeros(q32.shape[:-1], dtype=xp.float32)
+    for c in range(q32.shape[-1]):
+        acc = ieee32.fma(q32[..., c], mean[..., None, c], acc)
+    return acc
+
+
+def quantize(q, k, group: int = 1) -> Quantized:
+    """The whole pass on q (B, Hq, Nq, d) and k (B, Hkv, Nk, d), float16 or bfloat16, (B, H, N, d) order;
+    ``group`` = Hq / Hkv (query head h reads K/V head h // group)."""
+    xp = namespace(q, k)
+    k32 = widen(k)
+    mean = k_mean(k32)
+    ks = ieee32.sub(k32, mean[..., None, :])
+    k8, k_scale = quantize_blocks(ks)
+    q32 = widen(q)
+    q8, q_scale = quantize_blocks(q32)
+    mean_q = xp.repeat(mean, group, axis=1) if group > 1 else mean
+    corr = row_corrections(q32, mean_q)
+    return Quantized(q8, q_scale, k8, k_scale, mean, corr)
+
+
+def per_row(scale, rows: int, block: int = QUANT_BLOCK):
+    """Block scales (..., nb) -> one per row (..., rows), for rows 0 .. rows-1 padded past the data: row r takes
+    block min(r // block, nb - 1), the kernel's clamped read (padded rows are never stored or are masked)."""
+    xp = namespace(scale)
+    idx = np.minimum(np.arange(rows) // block, scale.shape[-1] - 1)
+    return xp.take(scale, xp.asarray(idx), axis=-1)

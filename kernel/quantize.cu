@@ -1,0 +1,167 @@
+// The quantization pass of INT8 attention (SageAttention's recipe), as a kernel of ours so that every bit of it is
+// emulated (flashsim/emulator/quantize.py is this file's program, step for step):
+//   k_mean      mean of K over its tokens, per (batch, K/V head, channel): FS_MEAN_SLICES interleaved partial
+//               sums (token j goes to slice j % FS_MEAN_SLICES, added in token order), the slices added in order,
+//               then one IEEE division by nk.
+//   quantize_k  K smoothed (k - mean, one IEEE subtraction) and quantized per block of FS_QUANT_BLOCK keys.
+//   quantize_q  Q quantized per block of FS_QUANT_BLOCK rows; the row's q . mean(k) (fma over the channels in
+//               order) for the LSE (flash_fwd adds it back).
+// Quantizing a block: amax = max |x| over the block, starting from 0 (fmaxf ignores NaN, so amax is never NaN; the
+// max is order-free), scale = amax / 127, inv = 127 / amax (0 when amax is 0), x_q = cvt.rni.s32(x * inv) clamped
+// to [-127, 127] (cvt.rni turns NaN into 0). An inf in a block makes scale inf and inv 0: every element of the
+// block becomes 0 (inf * 0 is NaN, then 0), and every score it touches is 0 * inf = NaN.
+// Every float operation is an explicitly rounded IEEE one (__fadd_rn, __fsub_rn, __fmul_rn, __fdiv_rn, __fmaf_rn).
+//
+// Element strides (batch, head, row) as flash_fwd's; x_q is written with x's strides (same shape, s8).
+// Scales: (B, H, ceil(n / FS_QUANT_BLOCK)) f32, mean (B, Hkv, D) f32, corr (B, Hq, nq) f32, all contiguous.
+
+#ifndef FS_HEAD_DIM
+#error "build through flashsim.gpu: the configuration arrives as defines (FS_HEAD_DIM, FS_BF16, ...)"
+#endif
+
+typedef unsigned short fs_half;   // raw f16 or bf16 bits (FS_BF16)
+
+namespace fsq {
+constexpr int D = FS_HEAD_DIM;
+constexpr int QB = FS_QUANT_BLOCK;
+constexpr int SLICES = FS_MEAN_SLICES;
+// quantize_k / quantize_q: one warp per block of QB = 16 rows, WARPS of them per CUDA block. Lane l holds half h = l & 1
+// of row l >> 1: channels [h D/2, (h + 1) D/2), read and written in 16-byte pieces (8 elements in, 16 s8 out).
+constexpr int WARPS = 4;
+constexpr int HALF = D / 2;                 // channels a lane holds
+constexpr int PIECES = HALF / 8;            // 16-byte loads a lane makes
+static_assert(QB == 16 && D % 32 == 0, "a warp holds 16 rows as 32 half rows of at least 16 channels");
+
+__device__ __forceinline__ float widen(unsigned int h) {   // exact: f16 through cvt.f32.f16, bf16 by its bits
+#if FS_BF16
+    return __uint_as_float(h << 16);
+#else
+    float r;
+    asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }\n" : "=f"(r) : "h"(static_cast<unsigned short>(h)));
+    return r;
+#endif
+}
+// element e (0..7) of a 16-byte piece
+__device__ __forceinline__ float elem(const uint4& p, int e) {
+    const unsigned int w = (e < 2) ? p.x : (e < 4) ? p.y : (e < 6) ? p.z : p.w;
+    return widen((e & 1) ? (w >> 16) : (w & 0xffffu));
+}
+
+// The warp's 16 rows [row0, row0 + 16) of x (rows >= n are zeros): this lane's pieces, smoothed by `mean` when given
+// (x - mean[c], one IEEE subtraction), quantized to s8 into xq (x's strides), the block's scale stored by lane 0.
+// `raw` keeps the lane's input for the caller (quantize_q's q . mean).
+__device__ __forceinline__ void quantize_rows(const fs_half* __restrict__ x, const float* __restrict__ mean,
+                                              signed char* __restrict__ xq, long long rs, int row0, int n,
+                                              float* __restrict__ scale, uint4 (&raw)[PIECES]) {
+    const int lane = threadIdx.x % 32, r = row0 + (lane >> 1), c0 = (lane & 1) * HALF;
+    const bool live = r < n;
+#pragma unroll
+    for (int i = 0; i < PIECES; ++i)
+        raw[i] = live ? *reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * rs + c0 + 8 * i)
+                      : make_uint4(0u, 0u, 0u, 0u);
+    // amax over the block, from 0 (fmaxf ignores NaN; the max is order-free); rows past n count as 0
+    float a = 0.f;
+#pragma unroll
+    for (int i = 0; i < PIECES; ++i)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            float v = elem(raw[i], e);
+            if (mean != nullptr) v = live ? __fsub_rn(v, mean[c0 + 8 * i + e]) : 0.f;
+            a = fmaxf(a, fabsf(v));
+        }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    const float inv = a > 0.f ? __fdiv_rn(127.f, a) : 0.f;
+    if (lane == 0) *scale = __fdiv_rn(a, 127.f);
+    if (!live) return;
+#pragma unroll
+    for (int i = 0; i < PIECES; i += 2) {      // 16 s8 per store (two pieces)
+        unsigned int w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+        for (int e = 0; e < 16; ++e) {
+            float v = elem(raw[i + e / 8], e % 8);
+            if (mean != nullptr) v = __fsub_rn(v, mean[c0 + 8 * i + e]);
+            const int qv = min(127, max(-127, __float2int_rn(__fmul_rn(v, inv))));
+            w[e / 4] |= (static_cast<unsigned int>(qv) & 0xffu) << (8 * (e % 4));
+        }
+        *reinterpret_cast<uint4*>(xq + static_cast<long long>(r) * rs + c0 + 8 * i) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+}  // namespace fsq
+
+// grid (D / 32, Hkv, B), block (32, FS_MEAN_SLICES)
+extern "C" __global__ void k_mean(const fs_half* __restrict__ k, float* __restrict__ mean, int nk, long long bs,
+                                  long long hs, long long rs) {
+    using namespace fsq;
+    __shared__ float part[SLICES][32];
+    const int c = blockIdx.x * 32 + threadIdx.x, s = threadIdx.y;
+    const fs_half* kh = k + blockIdx.z * bs + blockIdx.y * hs + c;
+    // The slice's tokens in order; UNROLL loads are issued before their adds (the adds keep the order), so a thread
+    // waits for one memory latency per UNROLL tokens instead of one per token.
+    constexpr int UNROLL = 8;
+    float acc = 0.f;
+    int j = s;
+    for (; j + (UNROLL - 1) * SLICES < nk; j += UNROLL * SLICES) {
+        fs_half x[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) x[u] = kh[static_cast<long long>(j + u * SLICES) * rs];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc = __fadd_rn(acc, widen(x[u]));
+    }
+    for (; j < nk; j += SLICES) acc = __fadd_rn(acc, widen(kh[static_cast<long long>(j) * rs]));
+    part[s][threadIdx.x] = acc;
+    __syncthreads();
+    if (s == 0) {
+        float tot = part[0][threadIdx.x];
+#pragma unroll
+        for (int i = 1; i < SLICES; ++i) tot = __fadd_rn(tot, part[i][threadIdx.x]);
+        mean[(static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * D + c] =
+            __fdiv_rn(tot, __int2float_rn(nk));
+    }
+}
+
+// grid (ceil(nk / (QB WARPS)), Hkv, B), block 32 WARPS
+extern "C" __global__ void __launch_bounds__(32 * fsq::WARPS)
+quantize_k(const fs_half* __restrict__ k, const float* __restrict__ mean, signed char* __restrict__ kq,
+           float* __restrict__ scale, int nk, long long bs, long long hs, long long rs) {
+    using namespace fsq;
+    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    const long long base = blockIdx.z * bs + blockIdx.y * hs;
+    const int qb = blockIdx.x * WARPS + threadIdx.x / 32, nb = (nk + QB - 1) / QB;
+    if (qb >= nb) return;
+    uint4 raw[PIECES];
+    quantize_rows(k + base, mean + bh * D, kq + base, rs, qb * QB, nk, scale + bh * nb + qb, raw);
+}
+
+// grid (ceil(nq / (QB WARPS)), Hq, B), block 32 WARPS; query head h uses K/V head h / group's mean. corr: each row's
+// q . mean, fma over the channels in order from 0: the even lane of the row's pair takes the first half, hands its
+// sum to the odd lane, which goes on with the second half.
+extern "C" __global__ void __launch_bounds__(32 * fsq::WARPS)
+quantize_q(const fs_half* __restrict__ q, const float* __restrict__ mean, signed char* __restrict__ qq,
+           float* __restrict__ scale, float* __restrict__ corr, int nq, int group, long long bs, long long hs,
+           long long rs) {
+    using namespace fsq;
+    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    const long long base = blockIdx.z * bs + blockIdx.y * hs;
+    const int qb = blockIdx.x * WARPS + threadIdx.x / 32, nb = (nq + QB - 1) / QB;
+    if (qb >= nb) return;
+    const float* mh = mean + (static_cast<long long>(blockIdx.z) * (gridDim.y / group) + blockIdx.y / group) * D;
+    uint4 raw[PIECES];
+    quantize_rows(q + base, nullptr, qq + base, rs, qb * QB, nq, scale + bh * nb + qb, raw);
+    const int lane = threadIdx.x % 32, r = qb * QB + (lane >> 1), c0 = (lane & 1) * HALF;
+    float acc = 0.f;
+    if (!(lane & 1)) {
+#pragma unroll
+        for (int i = 0; i < PIECES; ++i)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc = __fmaf_rn(elem(raw[i], e), mh[c0 + 8 * i + e], acc);
+    }
+    acc = __shfl_sync(0xffffffffu, acc, lane & ~1);   // the odd lane starts from its pair's first half
+    if (lane & 1) {
+#pragma unroll
+        for (int i = 0; i < PIECES; ++i)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc = __fmaf_rn(elem(raw[i], e), mh[c0 + 8 * i + e], acc);
+        if (r < nq) corr[bh * nq + r] = acc;
+    }
+}

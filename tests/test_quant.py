@@ -1,0 +1,200 @@
+"""INT8 attention (quant="int8"): the s8 Q K^T chain, the quantization pass against independent float64 oracles,
+numpy and JAX running the same program, the attention's accuracy and invariances, and the bad inputs.
+
+The bit-for-bit check against the GPU is tests/test_emulator_silicon.py on tests/data/attn_sm90_quant.npz (54 H200
+cases of `flashsim verify --quant`); the GPU tests (marked gpu) run the torch op in tests/test_gpu_torch.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import flashsim
+from flashsim import KernelConfig
+from flashsim.emulator import quantize as Q
+from flashsim.numerics.tensorcore import mma_chain_s8, mma_k32
+from flashsim.numerics.xp import enable_x64
+
+RNG = np.random.default_rng(12)
+
+
+# ---- the s8 chain -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [32, 128, 256])
+def test_the_s8_chain_is_mma_k32_step_by_step(k):
+    """mma_chain_s8 (one exact sum) equals the kernel's loop of m16n8k32 s8 mma's (flashsim.mma's model, which
+    reproduces all 90,112 H200 outputs), chained k32 step by k32 step, extremes -128 / 127 included."""
+    a = RNG.integers(-128, 128, (3, 16, k), dtype=np.int64).astype(np.int8)
+    b = RNG.integers(-128, 128, (3, k, 8), dtype=np.int64).astype(np.int8)
+    a[0] = -128
+    b[0] = -128
+    c = RNG.integers(-2 ** 31, 2 ** 31, (3, 16, 8), dtype=np.int64).astype(np.int32)
+    d = c
+    for s in range(0, k, 32):
+        d = mma_k32(a[..., s:s + 32], b[..., s:s + 32, :], d)
+    assert mma_chain_s8(a, b, c).tobytes() == d.tobytes()
+
+
+def test_the_s8_chain_refuses_other_types():
+    a = np.zeros((16, 32), np.int8)
+    with pytest.raises(ValueError, match="b must be int8"):
+        mma_chain_s8(a, np.zeros((32, 8), np.int16), np.zeros((16, 8), np.int32))
+    with pytest.raises(ValueError, match="K % 32"):
+        mma_chain_s8(np.zeros((16, 48), np.int8), np.zeros((48, 8), np.int8), np.zeros((16, 8), np.int32))
+
+
+# ---- the quantization pass against float64 oracles ------------------------------------------------------------
+
+def _f32(x):
+    return np.float32(x)
+
+
+def _oracle_block(x: np.ndarray):
+    """One block's (int8 values, scale) computed in float64 and rounded to float32 where the kernel rounds (a
+    correctly rounded f32 op of f32 inputs equals the f64 result rounded once to f32): not flashsim.numerics."""
+    mags = np.abs(x[~np.isnan(x)]).astype(np.float64)
+    amax = float(mags.max()) if mags.size else 0.0
+    scale = _f32(amax / 127.0) if np.isfinite(amax) else _f32(np.inf)
+    inv = _f32(127.0 / amax) if amax > 0 else _f32(0.0)
+    with np.errstate(invalid="ignore"):
+        y = (x.astype(np.float64) * np.float64(inv)).astype(np.float32)
+    q = np.where(np.isnan(y), 0, np.clip(np.round(y.astype(np.float64)), -127, 127)).astype(np.int8)
+    return q, scale
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 32 - 1), min_size=16 * 32, max_size=16 * 32), st.integers(-30, 30))
+def test_a_block_quantizes_as_the_float64_oracle_on_raw_bit_patterns(bits, shift):
+    """quantize_blocks on raw float32 bit patterns (NaN, inf, subnormals, -0 included), exponents clustered by
+    ``shift`` so that ordinary magnitudes dominate too, against the float64 oracle."""
+    x = np.array(bits, np.uint32).view(np.float32).reshape(16, 32)
+    keep = np.isfinite(x) & (np.abs(x) > 0)
+    x = np.where(keep, np.ldexp(np.frexp(x)[0], np.clip(np.frexp(x)[1] % 8 + shift, -149, 127)).astype(np.float32),
+                 x)
+    q, s = Q.quantize_blocks(x)
+    q_o, s_o = _oracle_block(x)
+    assert s.shape == (1,) and s.view(np.uint32)[0] == s_o.view(np.uint32)
+    assert q.dtype == np.int8 and q.tobytes() == q_o.tobytes()
+
+
+def test_blocks_split_every_16_rows_and_pad_with_zeros():
+    x = RNG.standard_normal((2, 37, 64)).astype(np.float32)
+    x[1, 32:] *= 1000.0                            # the last, partial block has its own scale
+    q, s = Q.quantize_blocks(x)
+    assert q.shape == x.shape and s.shape == (2, 3)
+    for h in range(2):
+        for b in range(3):
+            q_o, s_o = _oracle_block(x[h, 16 * b:16 * b + 16])
+            assert s[h, b] == s_o and q[h, 16 * b:16 * b + 16].tobytes() == q_o.tobytes()
+    assert Q.quantize_blocks(np.zeros((1, 16, 32), np.float32))[1].tolist() == [[0.0]]
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 1000])
+def test_the_mean_is_the_slices_in_order_and_close_to_the_exact_mean(n):
+    """k_mean equals its definition written as a plain loop over tokens (slice j % 16, in order, then the slices in
+    order, then / n), in float32 numpy scalars, and is within n ulps of the float64 mean."""
+    k = (RNG.standard_normal((n, 32)) * 3 + 5).astype(np.float32)
+    got = Q.k_mean(k[None])[0]
+    acc = np.zeros((16, 32), np.float32)
+    for j in range(n):
+        acc[j % 16] = acc[j % 16] + k[j]
+    tot = acc[0].copy()
+    for s in range(1, 16):
+        tot = tot + acc[s]
+    assert got.tobytes() == (tot / np.float32(n)).astype(np.float32).tobytes()
+    exact = k.astype(np.float64).mean(axis=0)
+    assert np.all(np.abs(got - exact) <= n * np.spacing(np.abs(exact).astype(np.float32)) + 1e-12)
+
+
+def test_the_correction_is_the_fma_chain_over_channels():
+    q = RNG.standard_normal((3, 64)).astype(np.float32)
+    mean = RNG.standard_normal(64).astype(np.float32)
+    got = Q.row_corrections(q[None], mean[None])[0]
+    want = []
+    for r in range(3):
+        acc = 0.0
+        for c in range(64):
+            acc = float(np.float32(np.float64(q[r, c]) * np.float64(mean[c]) + acc))   # exact product, one rounding
+        want.append(acc)
+    assert got.tolist() == want
+
+
+def test_the_pass_runs_the_same_on_jax():
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import ml_dtypes
+    for dt in (ml_dtypes.bfloat16,):            # f16's widening on JAX: tests/test_numerics_engines.py
+        q = (RNG.standard_normal((1, 4, 40, 32)) * 2).astype(dt)
+        k = (RNG.standard_normal((1, 2, 50, 32)) + 3).astype(dt)
+        want = Q.quantize(q, k, group=2)
+        with enable_x64():
+            got = Q.quantize(jnp.asarray(q), jnp.asarray(k), 2)          # eager: faster here than compiling
+        for name in ("q8", "q_scale", "k8", "k_scale", "k_mean", "corr"):
+            assert np.asarray(getattr(got, name)).tobytes() == getattr(want, name).tobytes(), name
+
+
+# ---- the attention ---------------------------------------------------------------------------------------------
+
+def _inputs(b=1, h=4, hk=2, nq=150, nk=170, d=64, offset=0.0, dtype=np.float16, seed=3):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((b, h, nq, d))
+    k = rng.standard_normal((b, hk, nk, d)) + offset * rng.standard_normal((b, hk, 1, d))
+    v = rng.standard_normal((b, hk, nk, d))
+    return tuple(x.astype(dtype) for x in (q, k, v))
+
+
+@pytest.mark.parametrize("offset", [0.0, 6.0])
+def test_int8_attention_is_close_to_float64_and_the_lse_is_the_unsmoothed_one(offset):
+    """Against float64 attention: O within a few hundredths (INT8 per-16 blocks), LSE within 0.02 although K was
+    smoothed by a mean up to 6x its spread (the correction q . mean(k) restores the true LSE)."""
+    q, k, v = _inputs(offset=offset)
+    o, lse = flashsim.attention(q, k, v, quant="int8")
+    o_ref, lse_ref = flashsim.reference_attention(q, k, v)
+    err = np.abs(o.astype(np.float64) - o_ref)
+    assert err.max() < 0.05 and err.mean() < 5e-3
+    assert np.abs(lse - lse_ref).max() < 0.02
+
+
+def test_gqa_int8_equals_mha_int8_with_repeated_heads():
+    q, k, v = _inputs(h=4, hk=1)
+    o1, l1 = flashsim.attention(q, k, v, quant="int8", causal=True)
+    o2, l2 = flashsim.attention(q, *(np.repeat(x, 4, axis=1) for x in (k, v)), quant="int8", causal=True)
+    assert o1.tobytes() == o2.tobytes() and l1.tobytes() == l2.tobytes()
+
+
+def test_numpy_and_jax_engines_agree_on_int8():
+    pytest.importorskip("jax")
+    q, k, v = _inputs(nq=70, nk=90, d=96)
+    for kw in (dict(causal=True, pv_accum="f16"), dict(window_size=(20, 5), pv_accum="f16x2")):
+        o1, l1 = flashsim.attention(q, k, v, quant="int8", **kw)
+        o2, l2 = flashsim.attention(q, k, v, quant="int8", backend="jax", **kw)
+        assert o1.tobytes() == o2.tobytes() and l1.tobytes() == l2.tobytes()
+
+
+def test_int8_shrinks_the_q_and_k_buffers():
+    f16 = KernelConfig.default("sm_90", head_dim=128)
+    i8 = f16.with_(quant="int8")
+    assert f16.smem_bytes - i8.smem_bytes == (f16.block_m + f16.stages * f16.kv_tile) * 128
+    assert i8.qk_ksteps == 4 and f16.qk_ksteps == 8
+    assert i8.defines()["FS_QUANT_INT8"] == 1 and f16.defines()["FS_QUANT_INT8"] == 0
+
+
+# ---- bad input ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(quant="int4"), "quant must be one of"),
+    (dict(quant="int8-fp8"), "quant='int8-fp8'.*not available"),
+    (dict(quant=8), "quant must be one of"),
+    (dict(quant="int8", softcap=10.0), "quant='int8' does not combine with softcap"),
+    (dict(quant="int8", config=KernelConfig.default("sm_90", head_dim=64)), "contradicts config.quant"),
+])
+def test_bad_quant_options_are_value_errors_naming_the_argument(kw, match):
+    q, k, v = _inputs(nq=20, nk=20)
+    with pytest.raises(ValueError, match=match):
+        flashsim.attention(q, k, v, **kw)
+
+
+def test_a_config_refuses_int8_with_softcap():
+    with pytest.raises(ValueError, match="does not combine with softcap"):
+        KernelConfig(quant="int8", softcap=True)
