@@ -108,6 +108,17 @@ DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_ti
 }
 
 
+# quant="int8" takes DEFAULT_TILES' tiling except where its own sweep chose another (benchmarks/logs/2026-11-30c:
+# register_sweep_int8.json, tile_sweep_int8*.json, attention kernel alone on the H200): d=64 f16, where the f16
+# table's 8x2x128 spills 60 B under int8 and 4x2x64 builds clean and ran 342 TFLOP/s against 332 (bench_quant).
+# At d = 64 / 128 with f32 and f16 P@V the sweep's best is the f16 table's tiling (within 1%); the other head dims
+# are not re-timed for int8 (the f16 table's tiling spills 16-48 B under int8 at sm_90 d=224/256 and sm_120 d=96
+# f32: flashsim budget --every-head-dim --quant int8).
+QUANT_TILES = {   # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
+    ("int8", "sm_90", "f16", 64): (4, 2, 64, 2),
+}
+
+
 # The most spill bytes (stores + loads) a default tiling may have: DEFAULT_TILES takes a spilling tiling only where
 # it was measured faster than every spill-free one, or where none builds without spills (see above).
 MAX_DEFAULT_SPILL_BYTES = 128
@@ -314,7 +325,8 @@ class KernelConfig:
     def default(cls, arch="sm_120", **overrides) -> "KernelConfig":
         """The default configuration for an arch; keyword overrides win over it.
 
-        The tiling (warps, m_tiles, kv_tile, stages) comes from DEFAULT_TILES for the arch's class (``tile_class``)
+        The tiling (warps, m_tiles, kv_tile, stages) comes from DEFAULT_TILES (QUANT_TILES first with a quant) for
+        the arch's class (``tile_class``)
         and the P@V accumulation (bf16 takes f32's) and head dim: measured on the H200 for sm_90 (sm_100, untested,
         takes sm_90's), predicted for sm_120 and sm_8x (about 99 KB per block), see DEFAULT_TILES.
         """
@@ -324,7 +336,8 @@ class KernelConfig:
         key = (tile_class(a.name), acc, head_dim)
         if key not in DEFAULT_TILES:
             return cls(**overrides)             # validate() names what is unsupported
-        warps, m_tiles, kv_tile, stages = DEFAULT_TILES[key]
+        warps, m_tiles, kv_tile, stages = QUANT_TILES.get((overrides.get("quant", cls.quant), *key),
+                                                          DEFAULT_TILES[key])
         tuned = dict(warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages)
         return cls(**{**tuned, **overrides})
 

@@ -111,7 +111,7 @@ def test_default_budget_on_sm120_fits_99_kb():
     assert b.blocks_per_sm == 1 and b.occupancy == pytest.approx(8 / 48)
     assert "estimate" in b.registers_source
     text = str(b)
-    for needle in ("Q tile", "64.0", "total", "cap", "free", "blocks/SM", "occupancy", "16.7%", "16*d*e_in*m_t*w"):
+    for needle in ("Q tile", "64.0", "total", "cap", "free", "blocks/SM", "occupancy", "16.7%", "16*d*e_qk*m_t*w"):
         assert needle in text
     assert set(b.expressions) >= {"smem", "smem_total", "fragment_registers", "occupancy"}
 

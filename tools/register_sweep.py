@@ -1,6 +1,6 @@
 """ptxas resources of every candidate tiling, per arch, head dim and P@V accumulation (no GPU needed: NVRTC only).
 
-    python tools/register_sweep.py [--out benchmarks/logs/DATE/register_sweep.json]
+    python tools/register_sweep.py [--out benchmarks/logs/DATE/register_sweep.json] [--quant int8] [--d 64,128]
 
 Candidates: warps 4 / 8, m16 tiles per warp 1 / 2, kv_tile 32 / 64 / 128, two stages (the ring depth changes shared
 memory, not registers). Writes, per candidate, registers and spill bytes; flashsim.config.KernelConfig.default's
@@ -19,11 +19,12 @@ from flashsim.config import SUPPORTED_HEAD_DIMS, KernelConfig
 
 
 def _one(args):
-    arch, d, acc, warps, mt, kv = args
+    arch, d, acc, warps, mt, kv, quant = args
     from flashsim.gpu.launch import build_kernel
-    cfg = KernelConfig(head_dim=d, warps=warps, m_tiles=mt, kv_tile=kv, stages=2, pv_accum=acc)
+    cfg = KernelConfig(head_dim=d, warps=warps, m_tiles=mt, kv_tile=kv, stages=2, pv_accum=acc, quant=quant)
     b = build_kernel(cfg, arch)
-    return dict(arch=arch, head_dim=d, pv_accum=acc, warps=warps, m_tiles=mt, kv_tile=kv, registers=b.registers,
+    return dict(arch=arch, head_dim=d, pv_accum=acc, quant=quant, warps=warps, m_tiles=mt, kv_tile=kv,
+                registers=b.registers,
                 spill_bytes=b.spill_stores + b.spill_loads, smem_stages2=cfg.smem_bytes,
                 smem_stages3=cfg.with_(stages=3).smem_bytes)
 
@@ -32,8 +33,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="-")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--quant", default="none", help="the configurations' quant (none, int8)")
+    p.add_argument("--d", default=",".join(map(str, SUPPORTED_HEAD_DIMS)), help="head dims, comma separated")
     args = p.parse_args(argv)
-    jobs = [(arch, d, acc, w, mt, kv) for arch in ("sm_90", "sm_120") for d in SUPPORTED_HEAD_DIMS
+    dims = [int(x) for x in args.d.split(",")]
+    jobs = [(arch, d, acc, w, mt, kv, args.quant) for arch in ("sm_90", "sm_120") for d in dims
             for acc in ("f32", "f16", "f16x2") for w, mt, kv in itertools.product((4, 8), (1, 2), (32, 64, 128))]
     with ProcessPoolExecutor(args.jobs) as ex:
         rows = list(ex.map(_one, jobs, chunksize=4))

@@ -15,8 +15,9 @@ import sys
 import time
 
 
-def candidates(rows, arch, d, acc, cap, max_spill=0):
-    mine = [r for r in rows if r["arch"] == arch and r["head_dim"] == d and r["pv_accum"] == acc]
+def candidates(rows, arch, d, acc, cap, max_spill=0, quant="none"):
+    mine = [r for r in rows if r["arch"] == arch and r["head_dim"] == d and r["pv_accum"] == acc
+            and r.get("quant", "none") == quant]
     clean = [r for r in mine if r["spill_bytes"] <= max_spill]
     if not clean:
         least = min(r["spill_bytes"] for r in mine)
@@ -47,6 +48,8 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--budget", type=float, default=240.0, help="seconds; stops (keeping results) past it")
     p.add_argument("--max-spill", type=int, default=0, help="also time tilings that spill at most this many bytes")
+    p.add_argument("--quant", default="none", help="quant of the configurations (int8: the attention kernel alone "
+                                                   "is timed, the quantization pass left out)")
     args = p.parse_args(argv)
     rows = json.load(open(args.sweep))
     arch = rt.current_arch()
@@ -57,20 +60,23 @@ def main(argv=None):
     for d in (int(x) for x in args.d.split(",")):
         q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
         for acc in args.accs.split(","):
-            for c in candidates(rows, arch, d, acc, cap, args.max_spill):
+            for c in candidates(rows, arch, d, acc, cap, args.max_spill, args.quant):
                 if time.time() - t_start > args.budget:
                     print("budget reached", file=sys.stderr)
                     break
-                cfg = KernelConfig(head_dim=d, pv_accum=acc, **{k_: c[k_] for k_ in
-                                                               ("warps", "m_tiles", "kv_tile", "stages")})
+                cfg = KernelConfig(head_dim=d, pv_accum=acc, quant=args.quant,
+                                   **{k_: c[k_] for k_ in ("warps", "m_tiles", "kv_tile", "stages")})
                 try:
                     go, _, _ = gpu.prepared_launch(q, k, v, config=cfg)
-                    t = cuda_time(lambda: go(sync=False), args.reps, args.rounds, warmup=2)[0]
+                    go(sync=True)                 # with int8 the scratch now holds a pass's result
+                    part = dict(quantize=False) if args.quant != "none" else {}
+                    t = cuda_time(lambda: go(sync=False, **part), args.reps, args.rounds, warmup=2)[0]
                     tf = 4.0 * b * h * n * n * d / (t * 1e-3) / 1e12
                 except Exception as exc:   # a candidate that cannot launch is reported, not fatal
                     t, tf = None, None
                     c["error"] = str(exc)[:200]
-                results.append(dict(arch=arch, head_dim=d, pv_accum=acc, shape=[b, h, n], ms=t, tflops=tf, **c))
+                results.append(dict(arch=arch, head_dim=d, pv_accum=acc, quant=args.quant, shape=[b, h, n], ms=t,
+                                    tflops=tf, **c))
                 print(f"d={d} {acc} {c['warps']}x{c['m_tiles']}x{c['kv_tile']} s{c['stages']} "
                       f"(spill {c['spill_bytes']}): " + (f"{tf:.1f} TFLOP/s" if tf else c.get("error", "?")),
                       flush=True)

@@ -10,13 +10,14 @@ examples:
   flashsim budget --arch sm_120 --what-if 3-stage --what-if f16-sp --what-if two-blocks --plot budget.png
   flashsim budget --head-dim 64 --warps 4 --kv-tile 32 --stages 3 --arch sm_90
   flashsim budget --arch sm_120 --every-head-dim        (the default configuration of every head dim, 32 to 256)
+  flashsim budget --arch sm_120 --every-head-dim --quant int8    (INT8 attention: s8 Q and K tiles)
 """
 from __future__ import annotations
 
 import argparse
 
 from ..arch import ARCHS, get_arch
-from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_STAGES, KernelConfig
+from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, SUPPORTED_STAGES, KernelConfig
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stages", type=int, choices=SUPPORTED_STAGES, help="K/V ring stages")
     p.add_argument("--pv-accum", choices=SUPPORTED_PV_ACCUM, help="P@V accumulator type")
     p.add_argument("--causal", action="store_true", help="causal mask (changes registers, not shared memory)")
+    p.add_argument("--quant", choices=SUPPORTED_QUANT, default="none",
+                   help="quantized attention: int8 holds Q and K as s8 in shared memory (half their bytes)")
     p.add_argument("--what-if", action="append", default=[], metavar="NAME",
                    choices=("3-stage", "f16-sp", "two-blocks", "all"),
                    help="3-stage, f16-sp (an f16 S/P buffer in shared memory, as the seed assumes), two-blocks, "
@@ -46,6 +49,8 @@ def config_from_args(args) -> KernelConfig:
                                    ("stages", args.stages), ("pv_accum", args.pv_accum)) if v is not None}
     if args.causal:
         overrides["causal"] = True
+    if args.quant != "none":
+        overrides["quant"] = args.quant
     return KernelConfig.default(get_arch(args.arch).name, **overrides)
 
 
@@ -57,7 +62,7 @@ def run(args) -> int:
     from .emulate import check_plot_path
     arch = get_arch(args.arch).name
     if args.every_head_dim:
-        return every_head_dim(arch, args.registers)
+        return every_head_dim(arch, args.registers, args.quant)
     config = config_from_args(args)
     if args.plot:
         check_plot_path(args.plot)
@@ -77,21 +82,21 @@ def run(args) -> int:
     return 0 if main.fits else 1
 
 
-def every_head_dim(arch: str, registers: str = "auto") -> int:
-    """The default configuration of every head dim and P@V accumulation on ``arch``, one line each; 0 when every one
-    fits the arch, 1 otherwise (a head dim with no fitting configuration is named)."""
+def every_head_dim(arch: str, registers: str = "auto", quant: str = "none") -> int:
+    """The default configuration of every head dim and P@V accumulation on ``arch`` (with ``quant``), one line each;
+    0 when every one fits the arch, 1 otherwise (a head dim with no fitting configuration is named)."""
     from ..config import tile_class
     from ..resources import budget
     source = ("measured on the H200 (tools/tile_sweep.py)" if tile_class(arch) == "sm_90"
               else "predicted from ptxas and occupancy (tools/choose_defaults.py; not run on this arch)")
-    print(f"{arch}: default configuration per head dim, {source}; cap {get_arch(arch).smem_per_block_optin} B per "
-          "block")
+    print(f"{arch}: default configuration per head dim{f', quant={quant}' if quant != 'none' else ''}, {source}; "
+          f"cap {get_arch(arch).smem_per_block_optin} B per block")
     print(f"{'d':>4} {'P@V':6} {'warps x m16 x kv_tile, stages':30} {'smem KB':>8} {'fits':>5} {'regs':>5} "
           f"{'spill B':>8} {'blocks/SM':>9} {'occupancy':>9}  registers from")
     bad = []
     for d in SUPPORTED_HEAD_DIMS:
         for acc in SUPPORTED_PV_ACCUM:
-            cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc)
+            cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant)
             b = budget(cfg, arch, registers=registers)
             spill = "-" if b.reg.spill_stores is None else str(b.reg.spill_stores + (b.reg.spill_loads or 0))
             tiles = f"{cfg.warps} x {cfg.m_tiles} x {cfg.kv_tile}, {cfg.stages}"

@@ -9,11 +9,17 @@ checked before any work starts.
 The attention variants: --dtype bf16, --kv-heads (MQA / GQA), --head-dim 32..256, --window LEFT,RIGHT (sliding
 window, -1 unbounded), --softcap C, --layout bnhd (random inputs are made in that layout).
 
+--quant int8: INT8 attention (Q K^T in INT8 as SageAttention, flashsim.emulator.quantize) beside the unquantized
+kernel, each with every P@V accumulation: the table adds the cosine similarity of O to the reference, and --plot
+draws every run's error map side by side. --k-mean M adds M times a random per-channel mean to the random keys (the
+offset that K's smoothing removes; real models' keys have one).
+
 examples:
   flashsim emulate
   flashsim emulate --heads 4 --nq 1000 --nk 777 --causal --plot error.png
   flashsim emulate --dtype bf16 --heads 8 --kv-heads 2 --head-dim 256 --window 128,0 --softcap 30
   flashsim emulate --q q.npy --k k.npy --v v.npy --pv-accum f32
+  flashsim emulate --quant int8 --k-mean 4 --plot int8.png
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ import warnings
 
 import numpy as np
 
-from ..config import SUPPORTED_DTYPES, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM
+from ..config import SUPPORTED_DTYPES, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT
 from ..numerics.formats import get_format
 
 DEFAULT = dict(batch=1, heads=2, nq=256, nk=256, head_dim=128)
@@ -50,6 +56,10 @@ def add_arguments(p):
                    help="memory layout of q, k, v and o: (B, H, N, d) or (B, N, H, d)")
     p.add_argument("--pv-accum", choices=(*SUPPORTED_PV_ACCUM, "all"), default="all",
                    help="P@V accumulation to emulate: %(choices)s (default: all, side by side; bf16: f32 only)")
+    p.add_argument("--quant", choices=[x for x in SUPPORTED_QUANT if x != "none"], default=None,
+                   help="also run the quantized kernel (beside the unquantized one, every P@V accumulation)")
+    p.add_argument("--k-mean", type=float, default=0.0, metavar="M",
+                   help="random keys get M x a random per-channel mean (what INT8's smoothing removes)")
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scale", type=float, default=1.0, help="standard deviation of the random inputs")
@@ -61,13 +71,18 @@ def add_arguments(p):
                    help="draw the |error| map of O per head (the worst head past 8) and the ulp histogram")
 
 
-def make_inputs(batch, heads, nq, nk, d, seed=0, scale=1.0, kv_heads=None, dtype="f16", layout="bhnd"):
-    """Seeded normal q (B, H, Nq, d), k and v (B, Hkv, Nk, d) times ``scale``, in ``dtype`` and ``layout``."""
+def make_inputs(batch, heads, nq, nk, d, seed=0, scale=1.0, kv_heads=None, dtype="f16", layout="bhnd",
+                k_mean=0.0):
+    """Seeded normal q (B, H, Nq, d), k and v (B, Hkv, Nk, d) times ``scale``, in ``dtype`` and ``layout``; the keys
+    plus ``k_mean`` x scale x a normal per-(head, channel) offset."""
     rng = np.random.default_rng(seed)
     hk = heads if kv_heads is None else kv_heads
     shape_q, shape_k = (batch, heads, nq, d), (batch, hk, nk, d)
     elem = get_format(dtype).dtype
-    out = [(rng.standard_normal(s) * scale).astype(elem) for s in (shape_q, shape_k, shape_k)]
+    x = [rng.standard_normal(s) * scale for s in (shape_q, shape_k, shape_k)]
+    if k_mean:
+        x[1] = x[1] + k_mean * scale * rng.standard_normal((batch, hk, 1, d))
+    out = [a.astype(elem) for a in x]
     if layout == "bnhd":
         out = [np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in out]
     return tuple(out)
@@ -117,7 +132,7 @@ def load_inputs(args):
         return tuple(_load_array(f"--{n}", path) for n, path in (("q", args.q), ("k", args.k), ("v", args.v)))
     nk = args.nk if args.nk is not None else args.nq
     return make_inputs(args.batch, args.heads, args.nq, nk, args.head_dim, args.seed, args.scale, args.kv_heads,
-                       args.dtype, args.layout)
+                       args.dtype, args.layout, args.k_mean)
 
 
 def check_arguments(args) -> None:
@@ -127,7 +142,8 @@ def check_arguments(args) -> None:
     get_arch(args.arch)
     if args.q or args.k or args.v:
         random_only = {"batch": DEFAULT["batch"], "heads": DEFAULT["heads"], "nq": DEFAULT["nq"], "nk": None,
-                       "head_dim": DEFAULT["head_dim"], "seed": 0, "scale": 1.0, "kv_heads": None, "dtype": "f16"}
+                       "head_dim": DEFAULT["head_dim"], "seed": 0, "scale": 1.0, "kv_heads": None, "dtype": "f16",
+                       "k_mean": 0.0}
         given = [f"--{n.replace('_', '-')}" for n, default in random_only.items() if getattr(args, n) != default]
         if given:
             raise ValueError(f"{', '.join(given)} describe the random inputs: with --q, --k and --v files, "
@@ -139,8 +155,10 @@ def check_arguments(args) -> None:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
         if not (math.isfinite(args.scale) and args.scale > 0):
             raise ValueError(f"--scale must be a positive finite number, got {args.scale}")
+        if not math.isfinite(args.k_mean):
+            raise ValueError(f"--k-mean must be a finite number, got {args.k_mean}")
     from ..problem import resolve_options
-    resolve_options(args.causal, None, None, None, parse_window(args.window), args.softcap, args.layout)
+    resolve_options(args.causal, None, None, None, parse_window(args.window), args.softcap, args.layout, args.quant)
     if args.backend == "jax":
         try:
             import jax  # noqa: F401
@@ -168,6 +186,14 @@ def check_plot_path(path: str) -> None:
         raise PermissionError(13, "--plot: folder not writable", folder)
 
 
+def runs(args, accs) -> list[tuple[str, str, str]]:
+    """(label, pv_accum, quant) of every emulated run: each accumulation, then with --quant each again quantized."""
+    out = [(f"P@V {a}", a, "none") for a in accs]
+    if getattr(args, "quant", None):
+        out += [(f"{args.quant} P@V {a}", a, args.quant) for a in accs]
+    return out
+
+
 def check_problem(shapes, args, accs) -> None:
     """The problem's checks (flashsim.problem.prepare) and its memory, from the shapes alone: before any input is
     generated or any reference computed."""
@@ -175,8 +201,8 @@ def check_problem(shapes, args, accs) -> None:
     dtype = get_format(args.dtype if not args.q else "f16").dtype
     stand_ins = [types.SimpleNamespace(shape=s, dtype=dtype) for s in shapes]
     prob = None
-    for acc in accs:
-        prob = prepare(*stand_ins, pv_accum=acc, arch=args.arch, **options(args))
+    for _, acc, quant in runs(args, accs):
+        prob = prepare(*stand_ins, pv_accum=acc, quant=quant, arch=args.arch, **options(args))
         check_emulator_memory(prob, args.backend)
     check_reference_memory(prob)
 
@@ -188,6 +214,9 @@ def error_summary(o, lse, o_ref, lse_ref):
     with np.errstate(invalid="ignore"):
         err = np.abs(o32 - o_ref)
     rel_l2 = float(np.linalg.norm((o32 - o_ref)[finite]) / max(np.linalg.norm(o_ref[finite]), 1e-300))
+    both = finite & np.isfinite(o32)
+    norms = float(np.linalg.norm(o32[both]) * np.linalg.norm(o_ref[both]))
+    cosine = float(np.dot(o32[both], o_ref[both]) / norms) if norms > 0 else math.nan
     from ..numerics.formats import NAN_DISTANCE, ulp_distance
     ulps = ulp_distance(o, o_ref.astype(o.dtype))
     ulps = np.where(ulps == NAN_DISTANCE, -1, ulps)         # -1: NaN against a number
@@ -200,6 +229,7 @@ def error_summary(o, lse, o_ref, lse_ref):
         "max_abs": max_abs,
         "max_abs_rel": max_abs / max_ref if max_ref > 0 else (0.0 if max_abs == 0 else math.inf),
         "rel_l2": rel_l2,
+        "cosine": cosine,
         "ulp": ulps,
         "lse_max_abs": float(lse_err.max(initial=0.0)),
         "lse_inf_match": bool(np.array_equal(np.isinf(lse), ~lse_fin)),
@@ -236,16 +266,16 @@ def run(args) -> int:
         o_ref, lse_ref = reference_attention(q, k, v, **opts)
         t_ref = time.perf_counter() - t0
         results, overflowed = {}, []
-        for acc in accs:
+        for label, acc, quant in runs(args, accs):
             # one-time set-up (SFU tables, compiled kernels) on a one-row problem first: not in the timing
-            attention(q[:1, :1, :1], k[:1, :1, :1], v[:1, :1, :1], pv_accum=acc, arch=args.arch,
+            attention(q[:1, :1, :1], k[:1, :1, :1], v[:1, :1, :1], pv_accum=acc, quant=quant, arch=args.arch,
                       backend=args.backend, progress=False, check_overflow=False, **opts)
             t0 = time.perf_counter()
             # progress=None: the bar shows only on a terminal, and only once the run takes more than a second
-            o, lse, check = attention(q, k, v, pv_accum=acc, arch=args.arch, backend=args.backend, progress=None,
-                                      check_overflow="deferred", **opts)
+            o, lse, check = attention(q, k, v, pv_accum=acc, quant=quant, arch=args.arch, backend=args.backend,
+                                      progress=None, check_overflow="deferred", **opts)
             o, o_ref_h = (np.ascontiguousarray(to_bhnd(x, args.layout)) for x in (o, o_ref))
-            results[acc] = (time.perf_counter() - t0, o, lse, error_summary(o, lse, o_ref_h, lse_ref))
+            results[label] = (time.perf_counter() - t0, o, lse, error_summary(o, lse, o_ref_h, lse_ref))
             try:
                 check()
             except FloatingPointError as e:      # reported beside the table: the figures show what it does to O
@@ -254,6 +284,7 @@ def run(args) -> int:
             ("O max |error|", lambda r: f"{r[3]['max_abs']:.3e}"),
             ("O max |error| / max |O|", lambda r: f"{r[3]['max_abs_rel']:.3e}"),
             ("O relative L2 error", lambda r: f"{r[3]['rel_l2']:.3e}"),
+            ("O cosine similarity", lambda r: f"{r[3]['cosine']:.8f}"),
             ("O ulp = 0 (of ref in O's type)", lambda r: f"{np.mean(r[3]['ulp'] == 0):.2%}"),
             ("O ulp <= 1", lambda r: f"{np.mean((r[3]['ulp'] >= 0) & (r[3]['ulp'] <= 1)):.2%}"),
             ("O ulp <= 4", lambda r: f"{np.mean((r[3]['ulp'] >= 0) & (r[3]['ulp'] <= 4)):.2%}"),
@@ -261,14 +292,16 @@ def run(args) -> int:
             ("LSE max |error|", lambda r: f"{r[3]['lse_max_abs']:.3e}"),
             ("empty rows (lse=+inf) agree", lambda r: str(r[3]['lse_inf_match']))]
     print(f"float64 reference: {t_ref:.2f}s")
-    header = f"{'':32}" + "".join(f"{'P@V ' + a:>16}" for a in accs)
+    labels = list(results)
+    width = max(16, max(len(a) for a in labels) + 2)
+    header = f"{'':32}" + "".join(f"{a:>{width}}" for a in labels)
     print(header)
     for label, fmt in rows:
-        print(f"{label:32}" + "".join(f"{fmt(results[a]):>16}" for a in accs))
-    nan_vs_number = {a: int((results[a][3]["ulp"] < 0).sum()) for a in accs}
+        print(f"{label:32}" + "".join(f"{fmt(results[a]):>{width}}" for a in labels))
+    nan_vs_number = {a: int((results[a][3]["ulp"] < 0).sum()) for a in labels}
     if any(nan_vs_number.values()):
         print("NaN where the reference is a number (or the reverse): "
-              + ", ".join(f"P@V {a}: {n}" for a, n in nan_vs_number.items()))
+              + ", ".join(f"{a}: {n}" for a, n in nan_vs_number.items()))
     print(ULP_NOTE)
     for message in overflowed:
         print(f"overflow: {message}")       # flashsim.overflow: the kernel would flag the same row
@@ -278,7 +311,7 @@ def run(args) -> int:
         _plot(args.plot, results, np.ascontiguousarray(to_bhnd(o_ref, args.layout)), args,
               nk=dims(k.shape, args.layout)[2])
         print(f"plot written to {args.plot}")
-    bad = [a for a in accs if not np.isfinite(results[a][3]["max_abs"])]
+    bad = [a for a in labels if not np.isfinite(results[a][3]["max_abs"])]
     return 1 if bad else 0
 
 
@@ -322,7 +355,9 @@ def _plot(path, results, o_ref, args, nk):
     fig.suptitle(f"flashsim emulate: error of the emulated kernel's O against the float64 reference\n"
                  f"B={B} H={H} Nq={nq} Nk={nk} d={d} {args.dtype}{' causal' if args.causal else ''}"
                  f"{f' Hkv={args.kv_heads}' if args.kv_heads else ''}{f' window ({args.window})' if args.window else ''}"
-                 f"{f' softcap {args.softcap:g}' if args.softcap else ''}, arch {args.arch}"
+                 f"{f' softcap {args.softcap:g}' if args.softcap else ''}"
+                 f"{f' keys with a mean {args.k_mean:g}x their spread' if getattr(args, 'k_mean', 0) else ''}"
+                 f", arch {args.arch}"
                  + (f"\n{B * H} heads: the worst head (largest |error|) of each accumulator is shown" if past else ""),
                  fontsize=11)
     image = None
@@ -336,7 +371,7 @@ def _plot(path, results, o_ref, args, nk):
             finite = np.isfinite(err)
             n_bad = int((~finite).sum())
             worst = float(err[finite].max(initial=0.0))
-            ax.set_title(f"P@V {acc}: batch {b}, head {h}{' (worst)' if past else ''}: max |error| {worst:.2e}"
+            ax.set_title(f"{acc}: batch {b}, head {h}{' (worst)' if past else ''}: max |error| {worst:.2e}"
                          + (f"; {n_bad} not finite in O or the reference (cyan)" if n_bad else ""), fontsize=9)
             ax.set_ylabel("query row")
             ax.set_xlabel("head-dim column" if row == n_rows - 1 else "")
@@ -348,7 +383,7 @@ def _plot(path, results, o_ref, args, nk):
         hist.set_xticks(range(0, 17, 2), [str(t) for t in range(0, 16, 2)] + ["16+"])
         hist.set_xlabel(f"ulp distance to the float64 reference rounded to {args.dtype}")
         hist.set_ylabel("elements of O (log scale)")
-        hist.set_title(f"P@V {acc}: ulp distances, all {u.size + n_nan} elements"
+        hist.set_title(f"{acc}: ulp distances, all {u.size + n_nan} elements"
                        + (f" ({n_nan} NaN vs a number, not shown)" if n_nan else ""), fontsize=9)
     bar = fig.colorbar(image, ax=[a for a in fig.axes if a.get_images()], shrink=0.9)
     bar.set_label(f"log10 |O - O_ref|  (absolute error, units of V)\nexact elements are drawn at the bottom, {floor:.1f}")

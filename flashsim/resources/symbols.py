@@ -13,11 +13,11 @@ import sympy as sp
 from ..config import F16_BYTES, MMA_M, KernelConfig, smem_buffers
 
 # The configuration as symbols: warps (w), m16 tiles per warp (m_t), KV tile Bc, head dim d, ring stages,
-# element bytes.
+# element bytes (of V, and of Q and K: e_qk, 1 with quant="int8").
 warps, m_tiles, kv_tile, head_dim, stages = sp.symbols("w m_t B_c d stages", integer=True, positive=True)
-elem_bytes, acc_bytes = sp.symbols("e_in e_acc", integer=True, positive=True)
+elem_bytes, acc_bytes, qk_bytes = sp.symbols("e_in e_acc e_qk", integer=True, positive=True)
 block_m = MMA_M * m_tiles * warps       # B_r: 16 query rows per m16 tile, m_t tiles per warp
-SYMBOLS = (warps, m_tiles, kv_tile, head_dim, stages, elem_bytes, acc_bytes)
+SYMBOLS = (warps, m_tiles, kv_tile, head_dim, stages, elem_bytes, acc_bytes, qk_bytes)
 
 REG_BYTES = 4                           # one 32-bit register
 LANES = 32
@@ -26,12 +26,13 @@ LANES = 32
 def values(config: KernelConfig) -> dict:
     """Symbol -> number for one configuration."""
     return {warps: config.warps, m_tiles: config.m_tiles, kv_tile: config.kv_tile, head_dim: config.head_dim, stages: config.stages,
-            elem_bytes: F16_BYTES, acc_bytes: 2 if config.o_f16 else 4}       # f16x2 keeps an f32 O
+            elem_bytes: F16_BYTES, acc_bytes: 2 if config.o_f16 else 4,       # f16x2 keeps an f32 O
+            qk_bytes: config.qk_bytes}
 
 
 def smem_expressions() -> dict:
     """Buffer name -> bytes, as sympy expressions (from config.smem_buffers)."""
-    return dict(smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes))
+    return dict(smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes, qk_bytes))
 
 
 def sp_buffer_expression():
@@ -53,7 +54,7 @@ def fragment_register_expressions() -> dict:
     return {
         "O accumulator": _per_lane(rows, head_dim, acc_bytes),         # 16 m_t x d, f32 or f16x2
         "S accumulator (f32)": _per_lane(rows, kv_tile, 4),             # 16 m_t x Bc scores
-        "Q fragments (f16)": sp.Piecewise((_per_lane(MMA_M, head_dim, elem_bytes), sp.Eq(m_tiles, 1)),
+        "Q fragments": sp.Piecewise((_per_lane(MMA_M, head_dim, qk_bytes), sp.Eq(m_tiles, 1)),
                                           (0, True)),                   # A operand of Q K^T, kept for the loop
         "row max, row sum": 2 * 2 * m_tiles,                            # m and l of the lane's 2 m_t rows
     }
