@@ -612,6 +612,18 @@ def test_bad_tensors_are_refused_before_launch_and_the_context_survives(tgpu):
 
 
 @pytest.mark.gpu
+def test_cupy_int8_equals_the_emulator_bit_for_bit(tgpu):
+    """quant="int8" through the cupy path (scratch from cupy's pool, cupy's stream): the emulator's bits."""
+    cp = pytest.importorskip("cupy", reason="cupy is not installed")
+    from flashsim.commands.verify import make_case_inputs
+    q, k, v = make_case_inputs("offset", 1, 4, 130, 170, 64, 5, heads_kv=2)
+    o_e, lse_e = flashsim.attention(q, k, v, quant="int8", pv_accum="f16", causal=True, arch="sm_90")
+    o, lse = flashsim.gpu.attention(*(cp.asarray(x) for x in (q, k, v)), quant="int8", pv_accum="f16", causal=True)
+    assert isinstance(o, cp.ndarray)
+    assert o.get().tobytes() == o_e.tobytes() and lse.get().tobytes() == lse_e.tobytes()
+
+
+@pytest.mark.gpu
 def test_cupy_in_cupy_out(tgpu):
     cp = pytest.importorskip("cupy", reason="cupy is not installed")
     x = _inputs(2, 2, 150, 211, 128, seed=13)
