@@ -44,6 +44,8 @@ class Arch:
     mma8_block_k: int | None = None        # products fused per block (k = 32 runs 32 // mma8_block_k blocks)
     mma8_fraction_bits: int | None = None  # F of the FP8 blocks
     mma8_f32_result_frac_bits: int = 23    # f32 results truncated to this many fraction bits (Ada: 13, "FP22")
+    mma8_k_order: tuple | None = None      # the order the 32 products enter the blocks (None: k = 0..31)
+    mma8_c_last: bool = False              # blocks run from +0 and c is added last, rounded to nearest (sm_90)
     mma8_source: str = "mma.sync FP8 (m16n8k32 e4m3 / e5m2) exists from sm_89 on"
 
     @property
@@ -65,8 +67,16 @@ _ADA_FP8 = dict(mma8_block_k=16, mma8_fraction_bits=13, mma8_f32_result_frac_bit
 _RTX_BLACKWELL_FP8 = dict(mma8_block_k=32, mma8_fraction_bits=25, mma8_f32_result_frac_bits=23,
                           mma8_source="MMA-Sim (arXiv:2511.10909), RTX Blackwell: one block of 32 products, F = 25; "
                                       "checked against mmasim")
-_HOPPER_FP8 = dict(mma8_source="Hopper's mma.sync FP8 is published nowhere and the fused family reproduces "
-                               "80-85% of the H200's outputs (tests/data/mma_k32_sm90.npz, benchmarks/RESULTS.md)")
+# Hopper (found on the H200 by this project, 2026-11-30): the 32 products go into two blocks of 16 by the register
+# layout: k % 4 in {0, 1} first (the low halves of a lane's 8-bit registers), then k % 4 in {2, 3}; each block is
+# MMA-Sim's fused block with F = 25 (the accumulator aligned with its products, the result to the accumulator's type:
+# f32 toward zero, f16 to nearest even), starting from +0; c is added after both blocks with one rounding to nearest.
+_HOPPER_K_ORDER = tuple(k for k in range(32) if k % 4 < 2) + tuple(k for k in range(32) if k % 4 >= 2)
+_HOPPER_FP8 = dict(mma8_block_k=16, mma8_fraction_bits=25, mma8_f32_result_frac_bits=23,
+                   mma8_k_order=_HOPPER_K_ORDER, mma8_c_last=True,
+                   mma8_source="measured on the H200 by this project: two fused blocks of 16 products (k % 4 in "
+                               "{0, 1}, then {2, 3}), F = 25, from +0, then + c rounded to nearest; every bit of "
+                               "tests/data/mma_k32_sm90.npz (5 FP8 types x 11 categories) and of a held-out capture")
 _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
 
 

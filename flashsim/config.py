@@ -18,8 +18,8 @@ SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
 SUPPORTED_STAGES = (2, 3)
 # Quantized attention (SageAttention's recipe, flashsim.emulator.quantize): "none", or "int8" (Q and K quantized to
 # INT8 by kernel/quantize.cu, Q K^T by mma.sync.m16n8k32 s8 with exact s32 sums, P V as without quant).
-# "int8-fp8" (P V in FP8 e4m3) is not built: its sm_90 tensor-core model is not known yet (flashsim.mma refuses
-# FP8 on sm_90), so its kernel could not be verified bit for bit here.
+# "int8-fp8" (P V in FP8 e4m3) is not built yet (flashsim.mma has the FP8 model of sm_89, sm_90 and sm_120; the
+# kernel's FP8 P@V, V's transposed FP8 layout and P's e4m3 repack are the missing pieces).
 SUPPORTED_QUANT = ("none", "int8")
 QUANT_BLOCK = 16                         # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
 MEAN_SLICES = 16                         # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)

@@ -183,9 +183,8 @@ def _quant_value(quant) -> str | None:
     if quant is None:
         return None
     if quant == "int8-fp8":
-        raise ValueError("quant='int8-fp8' (P@V in FP8 e4m3) is not available: flashsim has no model of the H200's "
-                         "FP8 mma.sync yet (flashsim.mma refuses FP8 on sm_90), so its kernel could not be verified "
-                         "bit for bit; quant='int8' quantizes Q K^T only")
+        raise ValueError("quant='int8-fp8' (P@V in FP8 e4m3) is not built yet: flashsim.mma models the FP8 mma.sync "
+                         "of sm_89, sm_90 and sm_120, but no kernel runs P@V in FP8; quant='int8' quantizes Q K^T only")
     if not isinstance(quant, str) or quant not in SUPPORTED_QUANT:
         raise ValueError(f"quant must be one of {SUPPORTED_QUANT}, got {quant!r}")
     return quant

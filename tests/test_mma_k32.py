@@ -92,15 +92,14 @@ def test_the_jax_engine_gives_the_same_bits():
     a = rng.integers(0, 256, (8, 16, 32), dtype=np.uint8).view(E5)
     b = rng.integers(0, 256, (8, 32, 8), dtype=np.uint8).view(E4)
     c = rng.standard_normal((8, 16, 8)).astype(np.float16)
-    for arch in ("sm_89", "sm_120"):
+    for arch in ("sm_89", "sm_90", "sm_120"):
         assert _same(flashsim.mma(a, b, c, arch=arch, backend="jax"), flashsim.mma(a, b, c, arch=arch))
     s8 = rng.integers(-128, 128, (4, 16, 32)).astype(np.int8), rng.integers(-128, 128, (4, 32, 8)).astype(np.int8)
     ci = rng.integers(-2 ** 31, 2 ** 31, (4, 16, 8)).astype(np.int32)
     assert np.array_equal(flashsim.mma(*s8, ci, backend="jax"), flashsim.mma(*s8, ci))
 
 
-@pytest.mark.parametrize("arch, match", [("sm_90", "Hopper's mma.sync FP8 is published nowhere"),
-                                         ("sm_80", "exists from sm_89 on"), ("sm_100", "tcgen05")])
+@pytest.mark.parametrize("arch, match", [("sm_80", "exists from sm_89 on"), ("sm_100", "tcgen05")])
 def test_archs_without_an_fp8_model_say_why(arch, match):
     a = np.zeros((16, 32), E4)
     b = np.zeros((32, 8), E4)
@@ -116,6 +115,34 @@ def test_archs_without_an_fp8_model_say_why(arch, match):
 def test_bad_operands_are_value_errors(a, b, c, match):
     with pytest.raises(ValueError, match=match):
         flashsim.mma(a, b, c, arch="sm_120")
+
+
+def test_sm90_fp8_is_two_blocks_in_register_order_then_c():
+    """The sm_90 model written out with sm_120's single-block routine (flashsim.mma's FP8 path, a different arch
+    record): k % 4 in {0, 1} as one block of 16 from +0, then k % 4 in {2, 3} with that result as the accumulator,
+    then + c with one IEEE rounding; equal to flashsim.mma(arch="sm_90") on random bit patterns of every FP8 type."""
+    import dataclasses
+    from flashsim.arch import get_arch
+    from flashsim.numerics import ieee32, rounding
+    block = dataclasses.replace(get_arch("sm_120"), mma8_block_k=16, mma8_fraction_bits=25)
+    g1 = [k for k in range(32) if k % 4 < 2]
+    g2 = [k for k in range(32) if k % 4 >= 2]
+    rng = np.random.default_rng(90)
+    for adt, bdt, cdt in ((E4, E4, np.float32), (E5, E4, np.float32), (E5, E5, np.float16)):
+        a = rng.integers(0, 256, (64, 16, 32), dtype=np.uint8).view(adt)
+        b = rng.integers(0, 256, (64, 32, 8), dtype=np.uint8).view(bdt)
+        c = (rng.standard_normal((64, 16, 8)) * 4).astype(cdt)
+        zero16 = lambda x, g: np.concatenate([x[..., g] if x.shape[-1] == 32 else x[..., g, :],
+                                              np.zeros_like(x[..., :16] if x.shape[-1] == 32 else x[..., :16, :])],
+                                             axis=-1 if x.shape[-1] == 32 else -2)
+        with np.errstate(all="ignore"):
+            d1 = mma_k32(zero16(a, g1), zero16(b, g1), np.zeros(c.shape, cdt), block)
+            d2 = mma_k32(zero16(a, g2), zero16(b, g2), d1, block)
+            want = (rounding.f64_to_f16(d2.astype(np.float64) + c.astype(np.float64)) if cdt == np.float16
+                    else ieee32.add(d2, c))
+            got = flashsim.mma(a, b, c, arch="sm_90")
+        assert got.view(np.uint16 if cdt == np.float16 else np.uint32).tobytes() == \
+            want.view(np.uint16 if cdt == np.float16 else np.uint32).tobytes()
 
 
 def test_type_strings():

@@ -184,7 +184,7 @@ def test_int8_shrinks_the_q_and_k_buffers():
 
 @pytest.mark.parametrize("kw, match", [
     (dict(quant="int4"), "quant must be one of"),
-    (dict(quant="int8-fp8"), "quant='int8-fp8'.*not available"),
+    (dict(quant="int8-fp8"), "quant='int8-fp8'.*not built yet"),
     (dict(quant=8), "quant must be one of"),
     (dict(quant="int8", softcap=10.0), "quant='int8' does not combine with softcap"),
     (dict(quant="int8", config=KernelConfig.default("sm_90", head_dim=64)), "contradicts config.quant"),

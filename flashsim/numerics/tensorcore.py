@@ -138,7 +138,7 @@ import ml_dtypes
 import numpy as np
 
 from ..arch import Arch, get_arch
-from . import formats, rounding
+from . import formats, ieee32, rounding
 from . import xp as X
 
 __all__ = ["mma", "mma_chain", "mma_chain_generic", "mma_unchecked", "mma_type", "MMA_TYPES", "mma_k32", "k32_type",
@@ -557,13 +557,22 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
     a_dt, b_dt = np.dtype(a.dtype), np.dtype(b.dtype)
     acc16 = np.dtype(c.dtype) == F16
     P = _Fp8Block(spec, a_dt, b_dt)
+    if spec.mma8_k_order is not None:          # the products enter the blocks in the arch's order (sm_90)
+        order = xp.asarray(np.asarray(spec.mma8_k_order))
+        a, b = xp.take(a, order, axis=-1), xp.take(b, order, axis=-2)
     A, B = _decode_fp8(xp, a, a_dt), _decode_fp8(xp, b, b_dt)
     out_shape = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2])) + (16, 8)
-    d = xp.broadcast_to(X.bitcast(c, np.uint16 if acc16 else np.uint32), out_shape)
+    bits = np.uint16 if acc16 else np.uint32
+    d = xp.zeros(out_shape, dtype=bits) if spec.mma8_c_last else xp.broadcast_to(X.bitcast(c, bits), out_shape)
     with X.errstate():
         for k0 in range(0, 32, P.block):
             d = _block_generic(xp, A, B, k0, P.block, d, acc16, spec, False, fp8=P)
-    return X.bitcast(d, np.float16 if acc16 else np.float32)
+    d = X.bitcast(d, np.float16 if acc16 else np.float32)
+    if spec.mma8_c_last:                        # c last, one rounding to nearest in the accumulator's type
+        if acc16:   # the sum of two f16 values is exact in float64: one rounding to f16
+            return rounding.f64_to_f16(xp.astype(d, xp.float64) + xp.astype(c, xp.float64))
+        return ieee32.add(d, xp.broadcast_to(c, out_shape))
+    return d
 
 
 def mma_chain_s8(a, b, c):
