@@ -5,8 +5,8 @@ mma.sync ceilings measured in the same run (flashsim bench peak). CUDA events, m
 
 Rows (TFLOP/s = 4 B H Nq Nk d / time, halved for causal):
   peak      the mma.sync ceilings (m16n8k16 f16 with f32 / f16 accumulation, m16n8k32 s8, e4m3 f32 / f16)
-  quant     at 4 x 16 x 4096 x {64, 128} (non-causal and causal at d = 128): f16 against int8 with the same P@V
-            accumulation, timed in alternating rounds; int8 three ways: the whole call (quantization pass + attention),
+  quant     at 4 x 16 x 4096 x {64, 128} (non-causal and causal at d = 128): f16 against int8 (f32 and f16 P@V) and
+            int8-fp8 (FP8 P@V, f32) with the same P@V accumulation, timed in alternating rounds; each three ways: the whole call (quantization pass + attention),
             the attention kernel alone (the scratch holding a pass's result) and the pass alone
   sdpa      FlashAttention-2 and cuDNN (torch SDPA) on the same f16 inputs
 """
@@ -48,20 +48,20 @@ def main(argv=None):
         q, k, v = rnd(b, h, n, d), rnd(b, h, n, d), rnd(b, h, n, d)
         k = k + 2.0 * torch.randn(b, h, 1, d, device="cuda", dtype=torch.float16)   # keys with a mean
         tag = f"d {d}{' causal' if causal else ''}"
-        for acc in ("f32", "f16"):
+        for quant, acc in (("int8", "f32"), ("int8", "f16"), ("int8-fp8", "f32")):
             g16, _, p16 = gpu.prepared_launch(q, k, v, causal=causal, pv_accum=acc)
-            g8, _, p8 = gpu.prepared_launch(q, k, v, causal=causal, pv_accum=acc, quant="int8")
+            g8, _, p8 = gpu.prepared_launch(q, k, v, causal=causal, pv_accum=acc, quant=quant)
             g8(sync=True)                                  # the scratch holds a pass's result from here on
             t16, t8 = cuda_time_pair(lambda: g16(sync=False), lambda: g8(sync=False), REPS, ROUNDS)
             row("quant", f"{tag} f16 {acc} P@V (alternating)", flops, t16[0], p16.config.describe())
-            row("quant", f"{tag} int8 {acc} P@V, pass + kernel (alternating)", flops, t8[0], p8.config.describe(),
-                speedup=t16[0] / t8[0])
+            row("quant", f"{tag} {quant} {acc} P@V, pass + kernel (alternating)", flops, t8[0],
+                p8.config.describe(), speedup=t16[0] / t8[0])
             ms_k = cuda_time(lambda: g8(sync=False, quantize=False), REPS, ROUNDS)[0]
-            row("quant", f"{tag} int8 {acc} P@V, kernel alone", flops, ms_k, p8.config.describe(),
+            row("quant", f"{tag} {quant} {acc} P@V, kernel alone", flops, ms_k, p8.config.describe(),
                 speedup=t16[0] / ms_k)
             ms_q = cuda_time(lambda: g8(sync=False, attend=False), REPS, ROUNDS)[0]
-            rows.append(dict(group="quant", name=f"{tag} quantization pass alone", ms=ms_q))
-            print(f"quant  {tag + ' quantization pass alone':52} {ms_q:8.3f} ms", flush=True)
+            rows.append(dict(group="quant", name=f"{tag} {quant} quantization pass alone", ms=ms_q))
+            print(f"quant  {tag + ' ' + quant + ' quantization pass alone':52} {ms_q:8.3f} ms", flush=True)
         for backend, ms in sdpa_ms(q, k, v, causal, REPS, ROUNDS).items():
             if ms:
                 row("sdpa", f"{tag} {backend}", flops, ms)

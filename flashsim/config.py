@@ -18,9 +18,10 @@ SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
 SUPPORTED_STAGES = (2, 3)
 # Quantized attention (SageAttention's recipe, flashsim.emulator.quantize): "none", or "int8" (Q and K quantized to
 # INT8 by kernel/quantize.cu, Q K^T by mma.sync.m16n8k32 s8 with exact s32 sums, P V as without quant).
-# "int8-fp8" (P V in FP8 e4m3) is not built yet (flashsim.mma has the FP8 model of sm_89, sm_90 and sm_120; the
-# kernel's FP8 P@V, V's transposed FP8 layout and P's e4m3 repack are the missing pieces).
-SUPPORTED_QUANT = ("none", "int8")
+# "int8-fp8": INT8 Q K^T as "int8", and P V in FP8 e4m3 (P * 448, V per channel; mma.sync.m16n8k32 e4m3, f32
+# accumulation): f16 inputs, pv_accum "f32", kv_tile a multiple of 32.
+SUPPORTED_QUANT = ("none", "int8", "int8-fp8")
+FP8_P_SCALE = 448.0                      # P in [0, 1] times this into e4m3 (e4m3's largest finite value)
 QUANT_BLOCK = 16                         # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
 MEAN_SLICES = 16                         # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)
 INT8_BYTES = 1
@@ -29,10 +30,11 @@ INT8_BYTES = 1
 Q_IN_REGISTERS_MAX_D = 128
 
 
-def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_bytes=None):
+def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_bytes=None, v_bytes=None):
     """Shared-memory buffers of one block, name -> bytes.
 
-    ``qk_bytes``: bytes of a Q / K element in shared memory (default ``elem_bytes``; 1 with quant="int8").
+    ``qk_bytes``: bytes of a Q / K element in shared memory (default ``elem_bytes``; 1 with quant="int8");
+    ``v_bytes``: of a V element (default ``elem_bytes``; 1 with quant="int8-fp8").
 
     Works on ints and on sympy symbols alike (flashsim.budget uses the latter). The Q tile is
     staged once and read into registers with ldmatrix (its space is reused to stage O in the
@@ -40,10 +42,11 @@ def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_by
     leaves registers and O accumulates in registers: neither has a buffer.
     """
     qk_bytes = elem_bytes if qk_bytes is None else qk_bytes
+    v_bytes = elem_bytes if v_bytes is None else v_bytes
     return {
         "Q tile": block_m * head_dim * qk_bytes,
         "K ring": stages * kv_tile * head_dim * qk_bytes,
-        "V ring": stages * kv_tile * head_dim * elem_bytes,
+        "V ring": stages * kv_tile * head_dim * v_bytes,
     }
 
 
@@ -114,8 +117,18 @@ DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_ti
 # At d = 64 / 128 with f32 and f16 P@V the sweep's best is the f16 table's tiling (within 1%); the other head dims
 # are not re-timed for int8 (the f16 table's tiling spills 16-48 B under int8 at sm_90 d=224/256 and sm_120 d=96
 # f32: flashsim budget --every-head-dim --quant int8).
+# quant="int8-fp8" (f32 P@V): the f32 table's tiling where it builds without spills under FP8 P@V, else (ptxas,
+# register_sweep_int8_fp8.json) the same warps x m16 tiles with the largest kv_tile that does; at d = 64 and 128 the
+# fastest timed on the H200 (tile_sweep_int8_fp8.txt: 272.0 and 325.0 TFLOP/s, kernel alone), elsewhere a prediction.
 QUANT_TILES = {   # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
     ("int8", "sm_90", "f16", 64): (4, 2, 64, 2),
+    ("int8-fp8", "sm_90", "f32", 32): (4, 2, 64, 2),
+    ("int8-fp8", "sm_90", "f32", 64): (4, 2, 64, 2),
+    ("int8-fp8", "sm_90", "f32", 96): (8, 1, 64, 3),
+    ("int8-fp8", "sm_90", "f32", 128): (4, 2, 32, 2),
+    ("int8-fp8", "sm_90", "f32", 160): (4, 1, 32, 2),
+    ("int8-fp8", "sm_90", "f32", 192): (8, 1, 32, 3),
+    ("int8-fp8", "sm_120", "f32", 96): (8, 2, 32, 2),
 }
 
 
@@ -203,7 +216,17 @@ class KernelConfig:
     @property
     def int8(self) -> bool:
         """Q K^T in INT8 (quant "int8")."""
-        return self.quant == "int8"
+        return self.quant in ("int8", "int8-fp8")
+
+    @property
+    def fp8_pv(self) -> bool:
+        """P V in FP8 e4m3 (quant "int8-fp8")."""
+        return self.quant == "int8-fp8"
+
+    @property
+    def v_bytes(self) -> int:
+        """Bytes of one V element in shared memory: 1 with FP8 P V (e4m3, stored transposed), else 2."""
+        return 1 if self.fp8_pv else F16_BYTES
 
     @property
     def qk_bytes(self) -> int:
@@ -253,7 +276,7 @@ class KernelConfig:
     def smem_bytes(self) -> int:
         """Dynamic shared memory the kernel asks for at launch."""
         return sum(smem_buffers(self.block_m, self.kv_tile, self.head_dim, self.stages,
-                                qk_bytes=self.qk_bytes).values())
+                                qk_bytes=self.qk_bytes, v_bytes=self.v_bytes).values())
 
     # ---- checks and build ----------------------------------------------------------------
     def validate(self) -> None:
@@ -279,8 +302,11 @@ class KernelConfig:
             raise ValueError(f"layout must be 'bhnd' or 'bnhd', got {self.layout!r}")
         if self.quant not in SUPPORTED_QUANT:
             raise ValueError(f"quant must be one of {SUPPORTED_QUANT}, got {self.quant!r}")
+        if self.fp8_pv and (self.dtype != "f16" or self.pv_accum != "f32" or self.kv_tile % 32):
+            raise ValueError(f"quant='int8-fp8' needs f16 inputs, pv_accum='f32' and a kv_tile that is a multiple of "
+                             f"32 (got dtype={self.dtype!r}, pv_accum={self.pv_accum!r}, kv_tile={self.kv_tile})")
         if self.int8 and self.softcap:
-            raise ValueError("quant='int8' does not combine with softcap: K is smoothed by its mean over tokens, "
+            raise ValueError(f"quant={self.quant!r} does not combine with softcap: K is smoothed by its mean over tokens, "
                              "which shifts each row's scores by a constant; softmax ignores that shift, "
                              "softcap's tanh does not")
         for name in ("causal", "local", "softcap"):
@@ -308,6 +334,7 @@ class KernelConfig:
             "FS_Q_IN_REGS": int(self.q_in_registers),
             "FS_BNHD": int(self.layout == "bnhd"),
             "FS_QUANT_INT8": int(self.int8),
+            "FS_QUANT_FP8": int(self.fp8_pv),
             "FS_QUANT_BLOCK": QUANT_BLOCK,
             "FS_MEAN_SLICES": MEAN_SLICES,
         }

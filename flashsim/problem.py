@@ -182,9 +182,6 @@ def _quant_value(quant) -> str | None:
     """``quant`` checked (None stays None: "not given"); ValueError naming it for anything but SUPPORTED_QUANT."""
     if quant is None:
         return None
-    if quant == "int8-fp8":
-        raise ValueError("quant='int8-fp8' (P@V in FP8 e4m3) is not built yet: flashsim.mma models the FP8 mma.sync "
-                         "of sm_89, sm_90 and sm_120, but no kernel runs P@V in FP8; quant='int8' quantizes Q K^T only")
     if not isinstance(quant, str) or quant not in SUPPORTED_QUANT:
         raise ValueError(f"quant must be one of {SUPPORTED_QUANT}, got {quant!r}")
     return quant
@@ -312,6 +309,9 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
         raise ValueError(f"head dim d={d} is not supported by the kernel: it must be a multiple of 32 from 32 to 256")
     if h > GRID_YZ_MAX or b > GRID_YZ_MAX:
         raise ValueError(f"heads H={h} and batch B={b} must each be <= {GRID_YZ_MAX} (the CUDA grid's y and z)")
+    if opts.quant == "int8-fp8" and (dtype != "f16" or opts.pv_accum != "f32"):
+        raise ValueError(f"quant='int8-fp8' runs P@V in FP8 with f32 accumulation on float16 inputs: got "
+                         f"{dtypes['q']} inputs and pv_accum={opts.pv_accum!r} (use quant='int8' for the others)")
     if dtype == "bf16" and opts.pv_accum != "f32":
         raise ValueError(f"pv_accum={opts.pv_accum!r} needs float16 inputs: mma.sync has no bf16 accumulator, so "
                          "bfloat16 runs P@V with pv_accum='f32'")

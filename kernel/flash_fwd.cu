@@ -56,15 +56,24 @@ constexpr bool QUANT = FS_QUANT_INT8 != 0;
 constexpr int QB = FS_QUANT_BLOCK;
 static_assert(!QUANT || QB == 16, "an INT8 scale covers one m16 tile of Q and one k16 slice of K");
 static_assert(!(QUANT && SOFTCAP), "INT8 Q K^T smooths K, which softcap's tanh does not allow");
+// FP8 P@V (quant "int8-fp8"): P * 448 to e4m3 (cvt.rn.satfinite), V per channel to e4m3 by kernel/quantize.cu, stored
+// transposed (d rows x keys) with each 32-key block's keys in the A fragment's slot order (slot s holds key
+// 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2, what a lane's S registers give), P V on
+// mma.sync.m16n8k32 e4m3 with f32 accumulation; O * v_deq[c] in the epilogue (v_deq = amax_c / 448^2).
+constexpr bool FP8_PV = FS_QUANT_FP8 != 0;
+static_assert(!FP8_PV || QUANT, "FP8 P@V comes with INT8 Q K^T");
+static_assert(!FP8_PV || (!PV_F16 && !PV_F16X2 && !BF16), "FP8 P@V: f16 inputs, f32 accumulation");
+static_assert(!FP8_PV || FS_KV_TILE % 32 == 0, "FP8 P@V: kv_tile a multiple of 32 (k32 slices)");
 
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
 constexpr int QK_ROW_BYTES = D * (QUANT ? 1 : 2);   // a row of the Q / K tiles (s8, or f16 / bf16)
-constexpr int V_ROW_BYTES = D * 2;
+// V rows: keys x d (f16 / bf16), or with FP8_PV d x keys (e4m3, transposed)
+constexpr int V_ROW_BYTES = FP8_PV ? FS_KV_TILE : D * 2;
 constexpr int QK_CHUNKS = QK_ROW_BYTES / 16;         // 16-byte chunks in a row: 2 .. 32
 constexpr int V_CHUNKS = V_ROW_BYTES / 16;
 constexpr int Q_BYTES = BLOCK_M * QK_ROW_BYTES;
 constexpr int K_SLOT_BYTES = BC * QK_ROW_BYTES;
-constexpr int V_SLOT_BYTES = BC * V_ROW_BYTES;
+constexpr int V_SLOT_BYTES = FP8_PV ? D * V_ROW_BYTES : BC * V_ROW_BYTES;
 constexpr int K_RING_OFFSET = Q_BYTES;
 constexpr int V_RING_OFFSET = Q_BYTES + STAGES * K_SLOT_BYTES;
 constexpr int SMEM_BYTES = V_RING_OFFSET + STAGES * V_SLOT_BYTES;
@@ -115,6 +124,19 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint
                  "{%0,%1,%2,%3};\n"
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Four f32 -> four e4m3 bytes (cvt.rn.satfinite: to nearest even, clamped to +-448, NaN -> 0x7f), x0 in the low byte.
+__device__ __forceinline__ uint32_t pack_e4m3x4(float x0, float x1, float x2, float x3) {
+    unsigned short lo, hi;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(x1), "f"(x0));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(x3), "f"(x2));
+    return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 __device__ __forceinline__ void mma_f16(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
@@ -236,6 +258,28 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __
     }
 }
 
+// One KV tile of V: keys [key0, key0 + BC) x d as f16 / bf16 rows (row stride kv_row elements, keys >= nk zero), or
+// with FP8_PV the transposed e4m3 tile: D rows of BC keys (row stride nkp bytes; 16-key chunks at or past nkp zero).
+__device__ __forceinline__ void load_v_tile(uint32_t tile, const unsigned char* __restrict__ vh, int key0, int nk,
+                                            long long kv_row, int nkp, int tid) {
+    if (!FP8_PV) {
+        load_tile<BC, V_CHUNKS>(tile, vh, key0, nk, kv_row * 2, tid);
+        return;
+    }
+    constexpr int CHUNKS = D * V_CHUNKS;
+    constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        int i = it * THREADS + tid;
+        if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+            int r = i / V_CHUNKS, c = i % V_CHUNKS;
+            bool valid = key0 + 16 * c < nkp;
+            const unsigned char* src = valid ? vh + static_cast<long long>(r) * nkp + key0 + 16 * c : vh;
+            cp_async_16(tile + swz<V_CHUNKS>(r, c), src, valid ? 16 : 0);
+        }
+    }
+}
+
 }  // namespace fs
 
 // q: (B, Hq, Nq, D), k, v: (B, Hkv, Nk, D), f16 or bf16, addressed through element strides (batch, head, row) so
@@ -249,13 +293,15 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __
 // f16 accumulator that left the f16 range (or an inf / NaN value in v). Untouched with f32 P@V.
 // QUANT: q and k are s8 with q's and k's element strides (kernel/quantize.cu writes them); q_scale (B, Hq,
 // ceil(nq / QB)), k_scale (B, Hkv, ceil(nk / QB)) and q_corr (B, Hq, nq), f32 contiguous. Unused (null) otherwise.
+// FP8_PV: v is V^T in e4m3, (B, Hkv, D, nkp), keys in slot order per 32 (see FP8_PV above); v_deq (B, Hkv, D) f32.
 // grid = (ceil(nq / BLOCK_M), H, B), block = THREADS, dynamic smem = SMEM_BYTES.
 extern "C" __global__ void __launch_bounds__(fs::THREADS, 1)
 flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half* __restrict__ v,
           fs_half* __restrict__ o, float* __restrict__ lse, unsigned long long* __restrict__ overflow, int nq, int nk,
           int group, long long q_bs, long long q_hs, long long q_rs, long long kv_bs, long long kv_hs,
           long long kv_rs, float lse_scale, float scale_log2, float cap_scale, int win_left, int win_right,
-          const float* __restrict__ q_scale, const float* __restrict__ k_scale, const float* __restrict__ q_corr) {
+          const float* __restrict__ q_scale, const float* __restrict__ k_scale, const float* __restrict__ q_corr,
+          const float* __restrict__ v_deq, int nkp) {
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
@@ -273,8 +319,11 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const unsigned char* qh = static_cast<const unsigned char*>(q) + (blockIdx.z * q_bs + blockIdx.y * q_hs) * QK_EB;
     const unsigned char* kh = static_cast<const unsigned char*>(k)
                               + (blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs) * QK_EB;
-    const unsigned char* vh = reinterpret_cast<const unsigned char*>(v + blockIdx.z * kv_bs
-                                                                     + (blockIdx.y / group) * kv_hs);
+    // FP8_PV: v is (B, Hkv, D, nkp) e4m3, keys padded to nkp (a multiple of 32) with zeros
+    const unsigned char* vh = FP8_PV
+        ? reinterpret_cast<const unsigned char*>(v) + (static_cast<long long>(blockIdx.z) * (gridDim.y / group)
+                                                      + blockIdx.y / group) * D * static_cast<long long>(nkp)
+        : reinterpret_cast<const unsigned char*>(v + blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs);
     const int r0 = blockIdx.x * BLOCK_M;
     const long long q_row = BNHD ? q_rs : D, kv_row = BNHD ? kv_rs : D;   // element distance of consecutive rows
     const int off = nk - nq;      // query row i sits at key position i + off (bottom-right aligned)
@@ -297,7 +346,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < n_tiles) {
             load_tile<BC, QK_CHUNKS>(s_k + s * K_SLOT_BYTES, kh, (t_begin + s) * BC, nk, kv_row * QK_EB, tid);
-            load_tile<BC, V_CHUNKS>(s_v + s * V_SLOT_BYTES, vh, (t_begin + s) * BC, nk, kv_row * 2, tid);
+            load_v_tile(s_v + s * V_SLOT_BYTES, vh, (t_begin + s) * BC, nk, kv_row, nkp, tid);
         }
         cp_async_commit();
     }
@@ -317,6 +366,9 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     // V (.trans): key = 16 j + (lane & 7) + 8 ((lane >> 3) & 1), chunk = n + (lane >> 4)
     const uint32_t v_lane = ((lane & 7) + (((lane >> 3) & 1) << 3)) * V_ROW_BYTES;
     const int v_x = (lane >> 4) ^ swz_bits<V_CHUNKS>(lane & 7);
+    // V^T (FP8_PV, no .trans, like K): d = 8n + (lane & 7) + 8 (lane >> 4), chunk = 2 j + ((lane >> 3) & 1)
+    const uint32_t k_vlane = ((lane & 7) + ((lane >> 4) << 3)) * V_ROW_BYTES;
+    const int kv_x = ((lane >> 3) & 1) ^ swz_bits<V_CHUNKS>(lane & 7);
     if (Q_IN_REGS) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
@@ -362,7 +414,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             if (tn < n_tiles) {
                 const int slot = tn % STAGES;
                 load_tile<BC, QK_CHUNKS>(s_k + slot * K_SLOT_BYTES, kh, (t_begin + tn) * BC, nk, kv_row * QK_EB, tid);
-                load_tile<BC, V_CHUNKS>(s_v + slot * V_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row * 2, tid);
+                load_v_tile(s_v + slot * V_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row, nkp, tid);
             }
             cp_async_commit();
         }
@@ -518,7 +570,38 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         }
 
         // ---- O += P V: the S accumulators of n8 tiles 2j, 2j+1 are P's A fragment for k16 slice j ----------
-        if (PV_F16X2) {
+        if (FP8_PV) {
+            // k32 slice j: n8 tiles 4j .. 4j+3 of S; a lane's (row, tile, e) values go to slots in its own order
+            // (V^T's keys were stored in that order by kernel/quantize.cu): a0 = row g, tiles 4j, 4j+1; a1 = row
+            // g + 8; a2, a3 = tiles 4j+2, 4j+3. P is scaled by 448 into e4m3's range.
+#pragma unroll
+            for (int j = 0; j < BC / 32; ++j) {
+                uint32_t pa[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int r = 0; r < 2; ++r) {
+                            const float (&t0)[4] = s_acc[mt][4 * j + 2 * h];
+                            const float (&t1)[4] = s_acc[mt][4 * j + 2 * h + 1];
+                            pa[mt][2 * h + r] = pack_e4m3x4(
+                                __fmul_rn(t0[2 * r], 448.f), __fmul_rn(t0[2 * r + 1], 448.f),
+                                __fmul_rn(t1[2 * r], 448.f), __fmul_rn(t1[2 * r + 1], 448.f));
+                        }
+#pragma unroll
+                for (int n = 0; n < O_NT; n += 2) {
+                    // matrices: d [8n, 8n+8) x slots [32j, +16), [+16, +32); d [8n+8, +8) x the same
+                    uint32_t b[4];
+                    ldmatrix_x4(b, vt + k_vlane + n * 8 * V_ROW_BYTES + chunk_off(j * 2, kv_x));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_fp8(o_acc32[PV_F16 ? 0 : mt][n], pa[mt], b[0], b[1]);
+                        mma_fp8(o_acc32[PV_F16 ? 0 : mt][n + 1], pa[mt], b[2], b[3]);
+                    }
+                }
+            }
+        } else if (PV_F16X2) {
             // Two levels: for each pair of n8 tiles of O, this tile's P V by the f16 mma from +0 over the k16 slices
             // in order, then added to the f32 O (rescaled above) element by element.
             uint32_t pa[MT][PV_KS][4];
@@ -592,6 +675,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
     fs_half* oh = o + blockIdx.z * q_bs + blockIdx.y * q_hs;
     float* lh = lse + bh * nq;
+    const float* vdq = FP8_PV ? v_deq + (static_cast<long long>(blockIdx.z) * (gridDim.y / group)
+                                         + blockIdx.y / group) * D : nullptr;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
         float inv[2], lse_row[2];
@@ -627,12 +712,16 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 bad[1] |= nonfinite(v2) || nonfinite(v3);
             }
             const int col = n * 8 + 2 * t4;
+            v0 = __fmul_rn(v0, inv[0]); v1 = __fmul_rn(v1, inv[0]);
+            v2 = __fmul_rn(v2, inv[1]); v3 = __fmul_rn(v3, inv[1]);
+            if (FP8_PV) {      // O = (O / l) * amax_c / 448^2: P's 448 and V's per-channel scale back
+                const float d0 = __ldg(vdq + col), d1 = __ldg(vdq + col + 1);
+                v0 = __fmul_rn(v0, d0); v1 = __fmul_rn(v1, d1); v2 = __fmul_rn(v2, d0); v3 = __fmul_rn(v3, d1);
+            }
             if (row0 < nq)
-                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * q_row + col) =
-                    pack_elem2(__fmul_rn(v0, inv[0]), __fmul_rn(v1, inv[0]));
+                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * q_row + col) = pack_elem2(v0, v1);
             if (row1 < nq)
-                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * q_row + col) =
-                    pack_elem2(__fmul_rn(v2, inv[1]), __fmul_rn(v3, inv[1]));
+                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * q_row + col) = pack_elem2(v2, v3);
         }
         if (t4 == 0) {
             if (row0 < nq) lh[row0] = lse_row[0];

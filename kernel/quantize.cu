@@ -6,6 +6,11 @@
 //   quantize_k  K smoothed (k - mean, one IEEE subtraction) and quantized per block of FS_QUANT_BLOCK keys.
 //   quantize_q  Q quantized per block of FS_QUANT_BLOCK rows; the row's q . mean(k) (fma over the channels in
 //               order) for the LSE (flash_fwd adds it back).
+//   v_absmax    (FP8 P@V) per (batch, K/V head, channel): amax = max |v| over the tokens (from 0, order-free),
+//               v_inv = 448 / amax (0 when amax is 0), v_deq = amax / 448^2 (flash_fwd's epilogue factor).
+//   quantize_v  (FP8 P@V) V^T in e4m3: v8t[c][32 b + s] = e4m3(v[32 b + key(s)][c] * v_inv[c]) (cvt.rn.satfinite),
+//               keys past nk zero, key(s) = 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2 (the order of
+//               flash_fwd's P fragment slots).
 // Quantizing a block: amax = max |x| over the block, starting from 0 (fmaxf ignores NaN, so amax is never NaN; the
 // max is order-free), scale = amax / 127, inv = 127 / amax (0 when amax is 0), x_q = cvt.rni.s32(x * inv) clamped
 // to [-127, 127] (cvt.rni turns NaN into 0). An inf in a block makes scale inf and inv 0: every element of the
@@ -163,5 +168,44 @@ quantize_q(const fs_half* __restrict__ q, const float* __restrict__ mean, signed
 #pragma unroll
             for (int e = 0; e < 8; ++e) acc = __fmaf_rn(elem(raw[i], e), mh[c0 + 8 * i + e], acc);
         if (r < nq) corr[bh * nq + r] = acc;
+    }
+}
+
+// grid (D / 32, Hkv, B), block (32, FS_MEAN_SLICES)
+extern "C" __global__ void v_absmax(const fs_half* __restrict__ v, float* __restrict__ v_inv,
+                                    float* __restrict__ v_deq, int nk, long long bs, long long hs, long long rs) {
+    using namespace fsq;
+    __shared__ float part[SLICES][32];
+    const int c = blockIdx.x * 32 + threadIdx.x, s = threadIdx.y;
+    const fs_half* vh = v + blockIdx.z * bs + blockIdx.y * hs + c;
+    float a = 0.f;
+    for (int j = s; j < nk; j += SLICES) a = fmaxf(a, fabsf(widen(vh[static_cast<long long>(j) * rs])));
+    part[s][threadIdx.x] = a;
+    __syncthreads();
+    if (s == 0) {
+        float m = part[0][threadIdx.x];
+#pragma unroll
+        for (int i = 1; i < SLICES; ++i) m = fmaxf(m, part[i][threadIdx.x]);
+        const long long o = (static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * D + c;
+        v_inv[o] = m > 0.f ? __fdiv_rn(448.f, m) : 0.f;
+        v_deq[o] = __fdiv_rn(m, 200704.f);
+    }
+}
+
+// grid (nkp / 32, Hkv, B), block 256
+extern "C" __global__ void __launch_bounds__(256)
+quantize_v(const fs_half* __restrict__ v, const float* __restrict__ v_inv, unsigned char* __restrict__ v8t, int nk,
+           int nkp, long long bs, long long hs, long long rs) {
+    using namespace fsq;
+    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    const fs_half* vh = v + blockIdx.z * bs + blockIdx.y * hs;
+    const int b0 = blockIdx.x * 32;
+    for (int e = threadIdx.x; e < 32 * D; e += 256) {
+        const int c = e / 32, slot = e % 32;
+        const int key = b0 + 16 * (slot / 16) + 8 * ((slot % 4) / 2) + 2 * ((slot % 16) / 4) + slot % 2;
+        const float x = key < nk ? __fmul_rn(widen(vh[static_cast<long long>(key) * rs + c]), v_inv[bh * D + c]) : 0.f;
+        unsigned short pair;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(pair) : "f"(0.f), "f"(x));
+        v8t[(bh * D + c) * static_cast<long long>(nkp) + b0 + slot] = static_cast<unsigned char>(pair & 0xffu);
     }
 }

@@ -40,18 +40,20 @@ TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupanc
 def step_closed_form():
     total = sp.Add(*S.smem_expressions().values())
     closed = S.head_dim * (S.qk_bytes * (16 * S.m_tiles * S.warps + S.stages * S.kv_tile)
-                           + S.elem_bytes * S.stages * S.kv_tile)
+                           + S.v_bytes * S.stages * S.kv_tile)
     if sp.simplify(total - closed) != 0:
         return False, f"smem total {total} != {closed}"
     count = 0
     for d, w, mt, bc, st, quant in itertools.product(SUPPORTED_HEAD_DIMS, range(1, 17), (1, 2), range(16, 257, 16),
-                                                     SUPPORTED_STAGES, ("none", "int8")):
+                                                     SUPPORTED_STAGES, ("none", "int8", "int8-fp8")):
+        if quant == "int8-fp8" and bc % 32:
+            continue                                  # FP8 P@V takes k32 slices of the KV tile
         cfg = KernelConfig(head_dim=d, warps=w, m_tiles=mt, kv_tile=bc, stages=st, quant=quant)
         if int(total.subs(S.values(cfg))) != cfg.smem_bytes:
             return False, f"symbolic {total.subs(S.values(cfg))} != smem_bytes {cfg.smem_bytes} at {cfg.describe()}"
         count += 1
-    return True, (f"Q + K + V = d (e_qk (16 m_t w + stages B_c) + e_in stages B_c) bytes (e_qk = e_in, or 1 with "
-                  f"INT8 Q K^T); equals KernelConfig.smem_bytes on {count} configs")
+    return True, (f"Q + K + V = d (e_qk (16 m_t w + stages B_c) + e_v stages B_c) bytes (e_qk, e_v = e_in, or 1 with "
+                  f"INT8 Q K^T, FP8 P@V); equals KernelConfig.smem_bytes on {count} configs")
 
 
 def step_fit_region():
@@ -60,7 +62,7 @@ def step_fit_region():
     bc = sp.Symbol("B_c", positive=True)          # solved over the reals
     out, ok = [], True
     for stages, want in ((2, 64), (3, 32)):
-        expr = total.subs({S.head_dim: 128, S.warps: 8, S.m_tiles: 1, S.elem_bytes: 2, S.qk_bytes: 2,
+        expr = total.subs({S.head_dim: 128, S.warps: 8, S.m_tiles: 1, S.elem_bytes: 2, S.qk_bytes: 2, S.v_bytes: 2,
                            S.stages: stages}).subs(S.kv_tile, bc)
         bound = sp.solve(expr - cap, bc)[0]      # total is increasing in B_c: fits iff B_c <= bound
         largest = int(sp.floor(bound / 16) * 16)

@@ -107,13 +107,13 @@ def test_a_call_launches_once_with_the_right_arguments(fake_gpu):
     cfg = prob.config
     assert type(args[5]) is np.uint64 and args[5] == 0          # f32 P@V: no overflow flag
     # nq, nk, group; q's strides (batch, head, row); k / v's; lse_scale, scale_log2, cap_scale; the window (none)
-    # then the three INT8 pointers (q_scale, k_scale, q_corr): null without quant
+    # then the INT8 pointers (q_scale, k_scale, q_corr), FP8's v_deq and nkp: null / 0 without quant
     assert [type(a) for a in args[6:]] == [np.int32] * 3 + [np.int64] * 6 + [np.float32] * 3 + [np.int32] * 2 \
-        + [np.uint64] * 3
+        + [np.uint64] * 4 + [np.int32]
     assert args[6:15] == (40, 56, 1, 2 * 40 * 64, 40 * 64, 64, 2 * 56 * 64, 56 * 64, 64)
     assert np.float32(args[15]).tobytes() == prob.softmax_scale.tobytes() == prob.lse_scale.tobytes()
     assert np.float32(args[16]).tobytes() == prob.scale_log2.tobytes()
-    assert args[17:] == (0.0, 0, 0, 0, 0, 0)
+    assert args[17:] == (0.0, 0, 0, 0, 0, 0, 0, 0)
     assert tuple(config.grid) == (-(-40 // cfg.block_m), 2, 1)
     assert tuple(config.block) == (cfg.threads, 1, 1) and config.shmem_size == cfg.smem_bytes
 
@@ -122,13 +122,14 @@ def test_an_int8_call_launches_the_quantization_pass_then_the_kernel_on_its_scra
     """quant="int8": k_mean, quantize_k, quantize_q, then flash_fwd, all on the call's stream; flash_fwd reads the
     s8 q and k and the scales from the scratch (torch's allocator, aligned offsets of launch.scratch_layout)."""
     quant_kernels = tuple(types.SimpleNamespace(kernel=object(), name=n) for n in ("k_mean", "quantize_k",
-                                                                                  "quantize_q"))
+                                                                                  "quantize_q", "v_absmax",
+                                                                                  "quantize_v"))
     monkeypatch.setattr(gl, "_quant_kernels_for", lambda cfg, arch: quant_kernels)
     q, k, v = _qkv(h=4, nq=40, nk=56)
     k = k[:, :2].contiguous()
     v = v[:, :2].contiguous()
     flashsim.gpu.attention(q, k, v, quant="int8")
-    assert [c[2] for c in fake_gpu.calls] == [x.kernel for x in quant_kernels] + [fake_gpu.kernel.kernel]
+    assert [c[2] for c in fake_gpu.calls] == [x.kernel for x in quant_kernels[:3]] + [fake_gpu.kernel.kernel]
     assert all(c[0] == ("stream", 0xABC0) for c in fake_gpu.calls)
     prob = flashsim.problem.prepare(q, k, v, quant="int8", arch="sm_90")
     lay = gl.scratch_layout(prob)
@@ -141,7 +142,8 @@ def test_an_int8_call_launches_the_quantization_pass_then_the_kernel_on_its_scra
     base = int(fake_gpu.calls[0][3][1]) - lay["mean"][0]                # k_mean(k, mean, ...)
     main = fake_gpu.calls[3][3]
     assert (int(main[0]), int(main[1])) == (base + lay["q8"][0], base + lay["k8"][0])
-    assert [int(x) for x in main[-3:]] == [base + lay[n][0] for n in ("q_scale", "k_scale", "corr")]
+    assert [int(x) for x in main[-5:-2]] == [base + lay[n][0] for n in ("q_scale", "k_scale", "corr")]
+    assert int(main[-2]) == 0 and int(main[-1]) == 0                   # no FP8 P@V
     assert main[2] == v.data_ptr()
 
 
@@ -666,6 +668,7 @@ def _torch_of(x: np.ndarray):
     dict(dtype="f16", heads_kv=4, softcap=5.0, pv_accum="f16", layout="bnhd", d=256),
     dict(dtype="f16", heads_kv=2, quant="int8", causal=True, pv_accum="f16", d=128),
     dict(dtype="bf16", heads_kv=1, quant="int8", window_size=(30, 5), layout="bnhd", d=96),
+    dict(dtype="f16", heads_kv=2, quant="int8-fp8", causal=True, d=128),
 ])
 def test_torch_variants_equal_the_emulator_bit_for_bit(tgpu, kw):
     """The attention variants through the torch op (bf16, GQA, windows, softcap, (B, N, H, d), other head dims):

@@ -166,9 +166,11 @@ def test_gqa_int8_equals_mha_int8_with_repeated_heads():
 def test_numpy_and_jax_engines_agree_on_int8():
     pytest.importorskip("jax")
     q, k, v = _inputs(nq=70, nk=90, d=96)
-    for kw in (dict(causal=True, pv_accum="f16"), dict(window_size=(20, 5), pv_accum="f16x2")):
-        o1, l1 = flashsim.attention(q, k, v, quant="int8", **kw)
-        o2, l2 = flashsim.attention(q, k, v, quant="int8", backend="jax", **kw)
+    for kw in (dict(quant="int8", causal=True, pv_accum="f16"), dict(quant="int8", window_size=(20, 5),
+                                                                     pv_accum="f16x2"),
+               dict(quant="int8-fp8", causal=True)):
+        o1, l1 = flashsim.attention(q, k, v, **kw)
+        o2, l2 = flashsim.attention(q, k, v, backend="jax", **kw)
         assert o1.tobytes() == o2.tobytes() and l1.tobytes() == l2.tobytes()
 
 
@@ -184,7 +186,7 @@ def test_int8_shrinks_the_q_and_k_buffers():
 
 @pytest.mark.parametrize("kw, match", [
     (dict(quant="int4"), "quant must be one of"),
-    (dict(quant="int8-fp8"), "quant='int8-fp8'.*not built yet"),
+    (dict(quant="int8-fp8", pv_accum="f16"), "quant='int8-fp8' runs P@V in FP8 with f32 accumulation"),
     (dict(quant=8), "quant must be one of"),
     (dict(quant="int8", softcap=10.0), "quant='int8' does not combine with softcap"),
     (dict(quant="int8", config=KernelConfig.default("sm_90", head_dim=64)), "contradicts config.quant"),
@@ -195,6 +197,44 @@ def test_bad_quant_options_are_value_errors_naming_the_argument(kw, match):
         flashsim.attention(q, k, v, **kw)
 
 
+def test_a_config_refuses_fp8_pv_on_kv_tiles_that_are_not_multiples_of_32():
+    with pytest.raises(ValueError, match="kv_tile that is a multiple of 32"):
+        KernelConfig(quant="int8-fp8", kv_tile=48)
+
+
 def test_a_config_refuses_int8_with_softcap():
     with pytest.raises(ValueError, match="does not combine with softcap"):
         KernelConfig(quant="int8", softcap=True)
+
+
+def test_int8_fp8_refuses_bf16():
+    import ml_dtypes
+    q, k, v = _inputs(nq=20, nk=20, dtype=ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match="float16 inputs"):
+        flashsim.attention(q, k, v, quant="int8-fp8")
+
+
+def test_e4m3_conversion_is_round_to_nearest_even_with_saturation_on_raw_bit_patterns():
+    """to_e4m3 (cvt.rn.satfinite.e4m3x2.f32) against a brute-force oracle over e4m3's 256 codes: the nearest finite
+    value (ties to the even code), +-448 past the range, NaN -> 0x7F; random float32 bit patterns and the midpoints."""
+    import ml_dtypes
+    codes = np.arange(256, dtype=np.uint8)
+    vals = codes.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    finite = np.isfinite(vals)
+    fv, fc = vals[finite], codes[finite]
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 2 ** 32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = np.where(np.abs(x) < 1e6, x, x * 1e-30).astype(np.float32)                     # mostly in range
+    mids = ((np.sort(fv)[1:] + np.sort(fv)[:-1]) / 2).astype(np.float32)
+    x = np.concatenate([x, mids, -mids, np.float32([500.0, -1e9, np.nan, -np.nan, 0.0, -0.0])])
+    got = Q.to_e4m3(x).view(np.uint8)
+    for xi, gi in zip(x.astype(np.float64), got):
+        if np.isnan(xi):
+            assert gi == 0x7F
+            continue
+        y = min(max(xi, -448.0), 448.0)
+        dist = np.abs(fv - y)
+        best = fc[dist == dist.min()]
+        if len(best) > 1:                                   # a tie: the even code (or +-0's sign)
+            best = best[(best & 1) == 0] if y != 0 else best[(best >> 7) == (np.signbit(y))]
+        assert gi in best, (xi, hex(gi), [hex(b) for b in best])

@@ -37,8 +37,9 @@ def main(argv=None):
     p.add_argument("--d", default=",".join(map(str, SUPPORTED_HEAD_DIMS)), help="head dims, comma separated")
     args = p.parse_args(argv)
     dims = [int(x) for x in args.d.split(",")]
+    accs = ("f32",) if args.quant == "int8-fp8" else ("f32", "f16", "f16x2")      # FP8 P@V accumulates in f32
     jobs = [(arch, d, acc, w, mt, kv, args.quant) for arch in ("sm_90", "sm_120") for d in dims
-            for acc in ("f32", "f16", "f16x2") for w, mt, kv in itertools.product((4, 8), (1, 2), (32, 64, 128))]
+            for acc in accs for w, mt, kv in itertools.product((4, 8), (1, 2), (32, 64, 128))]
     with ProcessPoolExecutor(args.jobs) as ex:
         rows = list(ex.map(_one, jobs, chunksize=4))
     text = json.dumps(rows, indent=0)

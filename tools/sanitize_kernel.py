@@ -32,6 +32,9 @@ VARIANT_OPTIONS = [(d, {}) for d in (32, 96, 160, 192, 224, 256)] + [
     (128, dict(quant="int8", pv_accum="f16x2", layout="bnhd")),
     (224, dict(quant="int8", dtype="bf16", window=(40, 10))),
     (256, dict(quant="int8", pv_accum="f16")),
+    (64, dict(quant="int8-fp8", causal=True, layout="bnhd")),      # FP8 P@V: V^T rows of 2 .. 8 chunks
+    (128, dict(quant="int8-fp8", window=(40, 10))),
+    (256, dict(quant="int8-fp8")),
 ]
 
 

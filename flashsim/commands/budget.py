@@ -95,7 +95,7 @@ def every_head_dim(arch: str, registers: str = "auto", quant: str = "none") -> i
           f"{'spill B':>8} {'blocks/SM':>9} {'occupancy':>9}  registers from")
     bad = []
     for d in SUPPORTED_HEAD_DIMS:
-        for acc in SUPPORTED_PV_ACCUM:
+        for acc in (("f32",) if quant == "int8-fp8" else SUPPORTED_PV_ACCUM):     # FP8 P@V accumulates in f32
             cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant)
             b = budget(cfg, arch, registers=registers)
             spill = "-" if b.reg.spill_stores is None else str(b.reg.spill_stores + (b.reg.spill_loads or 0))

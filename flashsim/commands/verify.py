@@ -116,7 +116,8 @@ def variant_cases(arch: str) -> list[Case]:
 
 
 def quant_cases(arch: str) -> list[Case]:
-    """INT8 attention (--quant): every head dim (s8 rows of 2 to 16 chunks) with f32 and f16 P@V, GQA and MQA,
+    """INT8 attention (--quant), then INT8 with FP8 P@V (quant "int8-fp8"): every head dim (s8 rows of 2 to 16
+    chunks) with f32 and f16 P@V, GQA and MQA,
     causal, windows, bf16, f16x2, (B, N, H, d); keys with a large mean (the smoothing's reason: kind "offset"),
     normal, wide, adversarial (NaN and inf) and specials (inf in q and k) inputs; lengths that are not multiples
     of the 16-row quantization blocks, N = 1, and a long K (the mean's slices wrap many times)."""
@@ -132,6 +133,13 @@ def quant_cases(arch: str) -> list[Case]:
     cases += v((1, 4, 1, 70, 150, 256), layout="bnhd", dtype="bf16", window=(20, 20))
     cases += v((1, 2, 2, 1, 1, 64), kinds=("normal",)) + v((1, 2, 2, 17, 1, 128), kinds=("normal",))
     cases += v((1, 2, 1, 64, 3000, 128), kinds=("offset",), accs=("f32", "f16"))
+    # FP8 P@V (quant "int8-fp8", f16 inputs, f32 accumulation): head dims, GQA, causal, windows, bnhd, every kind
+    f = functools.partial(variant, arch=arch, quant="int8-fp8", accs=("f32",))
+    for i, d in enumerate((32, 64, 96, 128, 192, 256)):
+        cases += f((1, 2, 1, 70 + 5 * i, 90 + 7 * i, d), causal=bool(i % 2), kinds=("normal", "offset"))
+    cases += f((2, 4, 2, 130, 190, 128), kinds=("normal", "wide", "adversarial", "specials"))
+    cases += f((1, 4, 2, 150, 150, 64), window=(24, 8), layout="bnhd", kinds=("normal", "adversarial"))
+    cases += f((1, 2, 2, 1, 1, 64), kinds=("normal",)) + f((1, 2, 1, 64, 3000, 128), kinds=("offset",))
     return cases
 
 

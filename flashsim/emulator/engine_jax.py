@@ -258,9 +258,11 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     first_tile = np.append(first_tile, 0)                      # index nqb: no block (idle slots)
     T = prob.kv_span()
     out_dtype = v.dtype
-    quant = quantize(q, k, prob.group) if cfg.int8 else None     # kernel/quantize.cu's pass, on the host
+    quant = quantize(q, k, prob.group, v if cfg.fp8_pv else None) if cfg.int8 else None   # the pass, on the host
     if quant is not None:
         q, k = quant.q8, quant.k8
+        if cfg.fp8_pv:
+            v = quant.v8                                       # e4m3, keys padded to 32; O gets v_deq per column
     if prob.group > 1:
         k, v = (np.repeat(x, prob.group, axis=1) for x in (k, v))
     budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)
@@ -308,7 +310,12 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     qp = padded(q, nq, (nqb + 1) * BM).reshape(Bp, Hp, nqb + 1, BM, d)   # block nqb: zeros for empty places
     qp = qp[:, :, gid[:, :upd]]                                # (Bp, Hp, dq, upd, BM, d)
     kp = padded(k, nk, T * BC).reshape(Bp, Hp, T, BC, d)
-    vp = padded(v, nk, T * BC).reshape(Bp, Hp, T, BC, d)
+    vp = padded(v, v.shape[2], T * BC).reshape(Bp, Hp, T, BC, d)
+    v_deq = None
+    if quant is not None and cfg.fp8_pv:
+        vd = np.repeat(quant.v_deq, prob.group, axis=1) if prob.group > 1 else quant.v_deq
+        v_deq = np.zeros((Bp, Hp, 1, 1, d), np.float32)
+        v_deq[:B, :H, 0, 0] = vd
     if quant is not None:                                      # per-row / per-key scales and LSE corrections
         k_scale = np.repeat(quant.k_scale, prob.group, axis=1) if prob.group > 1 else quant.k_scale
         qsp = padded(per_row(quant.q_scale, nq)[..., None], nq, (nqb + 1) * BM, 1).reshape(Bp, Hp, nqb + 1, BM)
@@ -352,7 +359,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         # 8. epilogue on the final state (O(rows) work: numpy, nothing to compile)
         m, l, o = (_fetch(x)[:, :, :, :upd] for x in state)
         corr_c = None if quant is None else corr[sl][:, :, gid[:, :upd]]
-        outs = K.epilogue(l, o, m, prob.lse_scale, out_dtype, corr=corr_c)   # (call_b, call_h, dq, upd, BM[, d])
+        outs = K.epilogue(l, o, m, prob.lse_scale, out_dtype, corr=corr_c,   # (call_b, call_h, dq, upd, BM[, d])
+                          v_deq=None if v_deq is None else v_deq[sl])
         for i in range(dq):
             for dst, src in zip((o_out, lse_out, l_out, flag_out), outs):
                 dst[sl][:, :, gid[i, :upd]] = src[:, :, i]

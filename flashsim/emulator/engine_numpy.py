@@ -45,17 +45,20 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     first_tile, tiles_per_block = prob.kv_tile_range()                # (nqb,) each
     T = prob.kv_span()
     Hk = prob.heads_kv
+    out_dtype = v.dtype
     quant = None
     if cfg.int8:                                  # kernel/quantize.cu's pass first; Q and K become int8
-        quant = quantize(q, k, prob.group)
+        quant = quantize(q, k, prob.group, v if cfg.fp8_pv else None)
         q, k = quant.q8, quant.k8
+        if cfg.fp8_pv:                            # V becomes e4m3 (keys padded to 32), O gets v_deq per column
+            v = quant.v8
         q_sc = per_row(quant.q_scale, nqb * BM).reshape(B * H * nqb, BM)
         k_sc = per_row(quant.k_scale, T * BC).reshape(B * Hk, T * BC)
         corr = pad_rows(quant.corr.reshape(B * H, nq, 1), nqb * BM).reshape(B * H * nqb, BM)
 
     qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM).reshape(B * H * nqb, BM, d)
     kh = pad_rows(np.ascontiguousarray(k).reshape(B * Hk, nk, d), T * BC)
-    vh = pad_rows(np.ascontiguousarray(v).reshape(B * Hk, nk, d), T * BC)
+    vh = pad_rows(np.ascontiguousarray(v).reshape(B * Hk, v.shape[2], d), T * BC)
 
     U = B * H * nqb                                                   # units, x (q block) fastest
     unit_bh = np.repeat(np.arange(B * H), nqb)
@@ -71,7 +74,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     # chunk (its state and temporaries) plus the outputs, whatever the problem size. (Running chunks on threads was
     # measured slower on the 2-core development machine: benchmarks/RESULTS.md.)
     chunk = max(1, int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS) // (BM * BC))
-    o_out = np.empty((U, BM, d), v.dtype)
+    o_out = np.empty((U, BM, d), out_dtype)
     lse = np.empty((U, BM), np.float32)
     l_out = np.empty((U, BM), np.float32)
     flag = np.empty((U, BM), bool)
@@ -99,7 +102,8 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
                 done += act.size
                 bar.update(done)
             o_out[units], lse[units], l_out[units], flag[units] = K.epilogue(
-                l, o, m, prob.lse_scale, v.dtype, corr=None if quant is None else corr[units])
+                l, o, m, prob.lse_scale, out_dtype, corr=None if quant is None else corr[units],
+                v_deq=quant.v_deq.reshape(B * Hk, d)[unit_kv[units]] if cfg.fp8_pv else None)
     bar.close()
     rows = (B * H, nqb * BM)
     o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..masking import key_visible
 from ..numerics import ieee32, sfu
-from ..numerics.tensorcore import mma_chain, mma_chain_s8
+from ..numerics.tensorcore import mma_chain, mma_chain_k32, mma_chain_s8
 from ..numerics.xp import bitcast, namespace
 from .kernel_math import log_exact_ops, softcap_tanh
 
@@ -111,7 +111,14 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
         o = ieee32.mul_f16(o, ieee32.cvt_f32_to_f16(alpha)[..., None])
     else:
         o = ieee32.mul(o, alpha[..., None])
-    # 7. O += P V, P rounded to v's type (cvt.rn.f16x2.f32 / bf16x2 of the S accumulator registers), k16 slices
+    # 7. O += P V, P rounded to v's type (cvt.rn.f16x2.f32 / bf16x2 of the S accumulator registers), k16 slices;
+    #    FP8 (v e4m3, quant "int8-fp8"): P * 448 to e4m3, keys in the fragment's slot order, k32 slices
+    if str(v.dtype) == "float8_e4m3fn":
+        from ..config import FP8_P_SCALE
+        from .quantize import slot_keys, to_e4m3
+        order = xp.asarray(slot_keys(p.shape[-1]))
+        p8 = to_e4m3(ieee32.mul(p, xp.asarray(np.float32(FP8_P_SCALE), dtype=xp.float32)))
+        return l_lane, mma_chain_k32(xp.take(p8, order, axis=-1), xp.take(v, order, axis=-2), o, arch)
     pf = ieee32.cvt_f32_to(p, v.dtype)
     if two_level:
         tile = mma_chain(pf, v, xp.zeros(o.shape, dtype=xp.float16), arch)
@@ -119,11 +126,12 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
     return l_lane, mma_chain(pf, v, o, arch)
 
 
-def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None):
+def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None, v_deq=None):
     """Step 8 on the final state: l = (l0 + l1) + (l2 + l3) over the quad (shfl.xor 1, then 2), O * rcp.rn(l)
     rounded to ``out_dtype`` (f16 or bf16), LSE = fma(m, lse_scale, ln(l)) (lse_scale: softmax_scale, or softcap).
     Rows with l = 0 or NaN keep O (0 or NaN) and get +inf. ``corr`` (quant "int8"; (..., BM) f32): each row's
     q . mean(k), added back as LSE = fma(corr, lse_scale, LSE) (the smoothed scores are the true ones minus it).
+    ``v_deq`` (FP8 P@V; (..., d) f32): O / l is multiplied by it per column (P's 448 and V's scale back).
     Returns (o, lse, l, flag): flag marks rows whose unnormalised O holds an inf or NaN while l is finite and
     non-zero (the kernel's overflow flag; it matters with an f16 P@V mma: flashsim.overflow)."""
     xp = namespace(l_lane, o, m)
@@ -135,7 +143,10 @@ def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None):
     l_safe = xp.where(empty, one, l)
     inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe))     # rcp.rn.f32: IEEE 1 / l
     o32 = ieee32.cvt_f16_to_f32(o) if o.dtype == xp.float16 else o
-    o_out = ieee32.cvt_f32_to(ieee32.mul(o32, inv[..., None]), out_dtype)
+    o_scaled = ieee32.mul(o32, inv[..., None])
+    if v_deq is not None:
+        o_scaled = ieee32.mul(o_scaled, v_deq[..., None, :])
+    o_out = ieee32.cvt_f32_to(o_scaled, out_dtype)
     lse = ieee32.fma(m, xp.asarray(lse_scale, dtype=f32), log_exact_ops(l_safe))
     lse = xp.where(empty, xp.asarray(np.inf, dtype=f32), lse)
     if corr is not None:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import MEAN_SLICES, QUANT_BLOCK
+from ..config import FP8_P_SCALE, MEAN_SLICES, QUANT_BLOCK
 from ..numerics import ieee32
 from ..numerics.xp import bitcast, namespace, shl
 
-__all__ = ["Quantized", "widen", "k_mean", "quantize_blocks", "row_corrections", "quantize", "per_row"]
+__all__ = ["Quantized", "widen", "k_mean", "quantize_blocks", "row_corrections", "quantize", "per_row", "to_e4m3",
+           "quantize_v", "slot_keys"]
 
 INT8_MAX = 127
 
@@ -28,13 +29,16 @@ INT8_MAX = 127
 class Quantized:
     """The quantization pass's outputs, (B, H, ...) in (B, H, N, d) order: q8 (B, Hq, Nq, d) int8, q_scale
     (B, Hq, ceil(Nq / QUANT_BLOCK)) f32, k8 (B, Hkv, Nk, d) int8, k_scale (B, Hkv, ceil(Nk / QUANT_BLOCK)) f32,
-    k_mean (B, Hkv, d) f32, corr (B, Hq, Nq) f32 (q . mean(k), added to the LSE times lse_scale)."""
+    k_mean (B, Hkv, d) f32, corr (B, Hq, Nq) f32 (q . mean(k), added to the LSE times lse_scale); with FP8 P@V
+    also v8 (B, Hkv, nkp, d) e4m3 in key order (nkp = Nk rounded up to 32, zeros past Nk) and v_deq (B, Hkv, d) f32."""
     q8: object
     q_scale: object
     k8: object
     k_scale: object
     k_mean: object
     corr: object
+    v8: object = None
+    v_deq: object = None
 
 
 def widen(x):
@@ -104,9 +108,9 @@ def row_corrections(q32, mean):
     return acc
 
 
-def quantize(q, k, group: int = 1) -> Quantized:
+def quantize(q, k, group: int = 1, v=None) -> Quantized:
     """The whole pass on q (B, Hq, Nq, d) and k (B, Hkv, Nk, d), float16 or bfloat16, (B, H, N, d) order;
-    ``group`` = Hq / Hkv (query head h reads K/V head h // group)."""
+    ``group`` = Hq / Hkv (query head h reads K/V head h // group); ``v`` (FP8 P@V): V's e4m3 form too."""
     xp = namespace(q, k)
     k32 = widen(k)
     mean = k_mean(k32)
@@ -116,7 +120,10 @@ def quantize(q, k, group: int = 1) -> Quantized:
     q8, q_scale = quantize_blocks(q32)
     mean_q = xp.repeat(mean, group, axis=1) if group > 1 else mean
     corr = row_corrections(q32, mean_q)
-    return Quantized(q8, q_scale, k8, k_scale, mean, corr)
+    v8 = v_deq = None
+    if v is not None:
+        v8, v_deq = quantize_v(v, -(-v.shape[-2] // 32) * 32)
+    return Quantized(q8, q_scale, k8, k_scale, mean, corr, v8, v_deq)
 
 
 def per_row(scale, rows: int, block: int = QUANT_BLOCK):
@@ -125,3 +132,49 @@ def per_row(scale, rows: int, block: int = QUANT_BLOCK):
     xp = namespace(scale)
     idx = np.minimum(np.arange(rows) // block, scale.shape[-1] - 1)
     return xp.take(scale, xp.asarray(idx), axis=-1)
+
+
+E4M3_MAX = 448.0
+
+
+def to_e4m3(x32):
+    """cvt.rn.satfinite.e4m3x2.f32 on float32 values: to nearest even e4m3, finite values past +-448 clamped to
+    +-448, NaN -> 0x7F (the canonical NaN, whatever the sign). (Clamping first gives the same bits: every value in
+    (448, 464) rounds to 448 anyway.)"""
+    import ml_dtypes
+    xp = namespace(x32)
+    e4 = np.dtype(ml_dtypes.float8_e4m3fn)
+    y = xp.clip(x32, -E4M3_MAX, E4M3_MAX)
+    out = xp.astype(y, e4)
+    canon = xp.asarray(np.uint8(0x7F), dtype=xp.uint8)
+    return bitcast(xp.where(xp.isnan(x32), canon, bitcast(out, np.uint8)), e4)
+
+
+def quantize_v(v, nkp: int, slices: int = MEAN_SLICES):
+    """V (..., Nk, d) f16 -> (v8 (..., nkp, d) e4m3 in key order, zeros past Nk; v_deq (..., d) f32): amax = max |v|
+    over the tokens (from 0: NaN ignored), v_inv = 448 / amax (0 where amax is 0), v8 = e4m3(v * v_inv),
+    v_deq = amax / 448^2 (the epilogue's factor: P was scaled by 448 too). kernel/quantize.cu v_absmax, quantize_v."""
+    xp = namespace(v)
+    v32 = widen(v)
+    mag = bitcast(bitcast(v32, np.uint32) & xp.asarray(0x7FFFFFFF, dtype=xp.uint32), np.float32)
+    zero = xp.asarray(0.0, dtype=xp.float32)
+    amax = ieee32.fmax(ieee32.fmax_reduce(xp.swapaxes(mag, -1, -2), axis=-1), zero)
+    top = xp.asarray(np.float32(E4M3_MAX), dtype=xp.float32)
+    live = amax > zero
+    inv = xp.where(live, ieee32.div(top, xp.where(live, amax, top)), zero)
+    deq = ieee32.div(amax, xp.asarray(np.float32(FP8_P_SCALE * E4M3_MAX), dtype=xp.float32))
+    v8 = to_e4m3(ieee32.mul(v32, inv[..., None, :]))
+    n = v.shape[-2]
+    if nkp > n:
+        pad = xp.zeros(v8.shape[:-2] + (nkp - n, v8.shape[-1]), dtype=xp.uint8)
+        v8 = bitcast(xp.concat([bitcast(v8, np.uint8), pad], axis=-2), v8.dtype)
+    return v8, deq
+
+
+def slot_keys(bc: int) -> np.ndarray:
+    """The key each slot of flash_fwd's FP8 P fragments holds, for a KV tile of ``bc`` keys (a multiple of 32):
+    slot s of each 32-key block holds key 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2 of the block (what
+    a lane's S registers give; kernel/quantize.cu stores V^T in this order)."""
+    s = np.arange(32)
+    block = 16 * (s // 16) + 8 * ((s % 4) // 2) + 2 * ((s % 16) // 4) + s % 2
+    return (np.arange(bc // 32)[:, None] * 32 + block[None, :]).reshape(-1)

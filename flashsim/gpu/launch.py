@@ -127,6 +127,10 @@ def scratch_layout(prob) -> dict:
               ("k_scale", (p.batch, p.heads_kv, nkb), np.float32), ("mean", (p.batch, p.heads_kv, p.head_dim),
                                                                      np.float32),
               ("corr", (p.batch, p.heads, p.nq), np.float32))
+    if prob.config.fp8_pv:        # V^T in e4m3 (keys padded to 32), and the per-channel factors
+        arrays += (("v8t", (p.batch, p.heads_kv, p.head_dim, nkp_of(p)), np.uint8),
+                   ("v_inv", (p.batch, p.heads_kv, p.head_dim), np.float32),
+                   ("v_deq", (p.batch, p.heads_kv, p.head_dim), np.float32))
     out, off = {}, 0
     for name, shape, dt in arrays:
         out[name] = (off, shape, np.dtype(dt))
@@ -134,13 +138,17 @@ def scratch_layout(prob) -> dict:
     return out
 
 
+def nkp_of(prob) -> int:
+    """Nk rounded up to a multiple of 32: the key length of FP8 P@V's V^T (zeros past Nk)."""
+    return -(-prob.nk // 32) * 32
+
+
 def scratch_bytes(prob) -> int:
     """Bytes of the scratch buffer a launch of ``prob`` needs (0 without quant)."""
     lay = scratch_layout(prob)
     if not lay:
         return 0
-    off, shape, dt = lay["corr"]
-    return off + int(np.prod(shape)) * dt.itemsize
+    return max(off + int(np.prod(shape)) * dt.itemsize for off, shape, dt in lay.values())
 
 
 def output_shape(prob) -> tuple:
@@ -152,17 +160,20 @@ def output_shape(prob) -> tuple:
 class QuantPlan:
     """The quantization pass of one Problem (quant="int8"): kernel/quantize.cu's three kernels with their launch
     configurations and scalars, and the scratch layout they write (``scratch_layout``)."""
-    __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars")
+    __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars", "nkp")
 
     def __init__(self, prob, kernels):
         from ..config import MEAN_SLICES, QUANT_BLOCK
         p = prob
-        self.kernels = kernels                                    # (k_mean, quantize_k, quantize_q)
+        self.kernels = kernels                      # (k_mean, quantize_k, quantize_q, v_absmax, quantize_v)
         self.layout = scratch_layout(p)
         rows = QUANT_BLOCK * QUANT_WARPS                          # rows per quantize_k / quantize_q block
         self.configs = (rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
                         rt.launch_config((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
-                        rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)))
+                        rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)),
+                        rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
+                        rt.launch_config((nkp_of(p) // 32, p.heads_kv, p.batch), (256, 1, 1)))
+        self.nkp = nkp_of(p)
         self.k_scalars = tuple(np.int64(x) for x in strides(p, "kv"))
         self.q_scalars = tuple(np.int64(x) for x in strides(p, "q"))
 
@@ -209,7 +220,8 @@ def _quant_kernels_for(config: KernelConfig, arch: str) -> tuple:
     kerns = _KERNELS.get(key)
     if kerns is None:
         build = build_quantize(config, arch)
-        kerns = _KERNELS[key] = tuple(rt.load(build, name) for name in ("k_mean", "quantize_k", "quantize_q"))
+        kerns = _KERNELS[key] = tuple(rt.load(build, name) for name in ("k_mean", "quantize_k", "quantize_q",
+                                                                         "v_absmax", "quantize_v"))
     return kerns
 
 
@@ -266,22 +278,30 @@ def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: i
     try:
         if qp is None:
             _core_launch(stream, plan.launch_config, plan.kernel.kernel, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
-                         np.uint64(overflow_ptr), *plan.scalars, np.uint64(0), np.uint64(0), np.uint64(0))
+                         np.uint64(overflow_ptr), *plan.scalars, np.uint64(0), np.uint64(0), np.uint64(0),
+                         np.uint64(0), np.int32(0))
             return
         p = plan.problem
         s = qp.pointers(scratch_ptr)
         u = np.uint64
+        fp8 = p.config.fp8_pv
         if quantize:
-            k_mean, quantize_k, quantize_q = (kern.kernel for kern in qp.kernels)
+            k_mean, quantize_k, quantize_q, v_absmax, quantize_v = (kern.kernel for kern in qp.kernels)
             _core_launch(stream, qp.configs[0], k_mean, u(k_ptr), u(s["mean"]), np.int32(p.nk), *qp.k_scalars)
             _core_launch(stream, qp.configs[1], quantize_k, u(k_ptr), u(s["mean"]), u(s["k8"]), u(s["k_scale"]),
                          np.int32(p.nk), *qp.k_scalars)
             _core_launch(stream, qp.configs[2], quantize_q, u(q_ptr), u(s["mean"]), u(s["q8"]), u(s["q_scale"]),
                          u(s["corr"]), np.int32(p.nq), np.int32(p.group), *qp.q_scalars)
+            if fp8:
+                _core_launch(stream, qp.configs[3], v_absmax, u(v_ptr), u(s["v_inv"]), u(s["v_deq"]),
+                             np.int32(p.nk), *qp.k_scalars)
+                _core_launch(stream, qp.configs[4], quantize_v, u(v_ptr), u(s["v_inv"]), u(s["v8t"]),
+                             np.int32(p.nk), np.int32(qp.nkp), *qp.k_scalars)
         if attend:
-            _core_launch(stream, plan.launch_config, plan.kernel.kernel, u(s["q8"]), u(s["k8"]), v_ptr, o_ptr,
-                         lse_ptr, np.uint64(overflow_ptr), *plan.scalars, u(s["q_scale"]), u(s["k_scale"]),
-                         u(s["corr"]))
+            _core_launch(stream, plan.launch_config, plan.kernel.kernel, u(s["q8"]), u(s["k8"]),
+                         u(s["v8t"]) if fp8 else v_ptr, o_ptr, lse_ptr, np.uint64(overflow_ptr), *plan.scalars,
+                         u(s["q_scale"]), u(s["k_scale"]), u(s["corr"]), u(s["v_deq"]) if fp8 else u(0),
+                         np.int32(qp.nkp if fp8 else 0))
     except Exception as exc:
         rt.launch_failed(plan.what, exc)
 

@@ -142,7 +142,7 @@ from . import formats, ieee32, rounding
 from . import xp as X
 
 __all__ = ["mma", "mma_chain", "mma_chain_generic", "mma_unchecked", "mma_type", "MMA_TYPES", "mma_k32", "k32_type",
-           "mma_chain_s8"]
+           "mma_chain_s8", "mma_chain_k32"]
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16 = np.dtype(np.float16)
@@ -573,6 +573,26 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
             return rounding.f64_to_f16(xp.astype(d, xp.float64) + xp.astype(c, xp.float64))
         return ieee32.add(d, xp.broadcast_to(c, out_shape))
     return d
+
+
+def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
+    """The kernel's loop of mma.sync.m16n8k32 with FP8 inputs on whole matrices: for each k32 step s in order, every
+    (m16, n8) tile of d gets d = mma_k32(a_tile[:, 32s:32s+32], b_tile[32s:32s+32, :], d), starting from d = c.
+    a (..., M, K) and b (..., K, N) float8 (e4m3 / e5m2), c (..., M, N) float32 or float16; M % 16, N % 8, K % 32
+    == 0. The k order inside a step is the operands' (the caller puts its keys in the fragment's slot order)."""
+    xp = X.namespace(a, b, c)
+    M, K = a.shape[-2], a.shape[-1]
+    N = b.shape[-1]
+    if b.shape[-2] != K or K % 32 or M % 16 or N % 8:
+        raise ValueError(f"mma_chain_k32: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
+                         f"got {tuple(a.shape)} x {tuple(b.shape)}")
+    lead = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2]))
+    at = xp.reshape(xp.broadcast_to(a, lead + (M, K)), lead + (M // 16, 1, 16, K))
+    bt = xp.swapaxes(xp.reshape(xp.broadcast_to(b, lead + (K, N)), lead + (1, K, N // 8, 8)), -3, -2)
+    d = xp.swapaxes(xp.reshape(xp.broadcast_to(c, lead + (M, N)), lead + (M // 16, 16, N // 8, 8)), -3, -2)
+    for s in range(0, K, 32):
+        d = mma_k32(at[..., s:s + 32], bt[..., s:s + 32, :], d, arch)
+    return xp.reshape(xp.swapaxes(d, -3, -2), lead + (M, N))
 
 
 def mma_chain_s8(a, b, c):
