@@ -30,7 +30,7 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
     (FlashAttention-2's meaning, -1 unbounded; flashsim.masking); ``softcap`` > 0: scores s become
     softcap * tanh(s / softcap); ``quant="int8"``: Q K^T in INT8 as SageAttention (K smoothed by its mean over
     tokens, per-16-row / per-16-key symmetric scales: flashsim.emulator.quantize, kernel/quantize.cu), the LSE
-    still that of the unsmoothed scores. ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's default
+    still that of the unsmoothed scores; ``quant="int8-fp8"``: that and P V in FP8 e4m3 (f16 inputs, f32 accumulation). ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's default
     configuration for these options. Options left out (None) take the config's values, or the defaults; given,
     they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default) or "jax". A problem
     whose emulation would not fit in memory is refused first (flashsim.problem.check_emulator_memory). With an f16

@@ -47,8 +47,9 @@ from .errors import GPUError, UnsupportedConfig
 
 KERNEL_FILE = "flash_fwd.cu"
 KERNEL_NAME = "flash_fwd"
-QUANT_FILE = "quantize.cu"          # the quantization pass of quant="int8" (k_mean, quantize_k, quantize_q)
+QUANT_FILE = "quantize.cu"          # the quantization pass of quant "int8" / "int8-fp8"
 QUANT_WARPS = 4                     # quantize_k / quantize_q: warps per block, one per 16-row block (fsq::WARPS)
+QUANT_V_THREADS = 256               # quantize_v's block (its __launch_bounds__ and loop stride in kernel/quantize.cu)
 SCRATCH_ALIGN = 256                 # bytes: each scratch array's offset in the buffer (16-byte cp.async reads of s8)
 ALIGNMENT = 16            # bytes: cp.async.cg 16-byte copies from q, k, v
 _INT32_MAX = 2 ** 31 - 1
@@ -112,7 +113,7 @@ def kernel_scalars(prob) -> tuple:
 
 
 def scratch_layout(prob) -> dict:
-    """The scratch arrays of quant="int8", name -> (byte offset, shape, numpy dtype), in one buffer: q8 and k8 (s8,
+    """The scratch arrays of a quant, name -> (byte offset, shape, numpy dtype), in one buffer: q8 and k8 (s8,
     q's and k's shapes and layout), q_scale (B, Hq, ceil(nq / 16)), k_scale (B, Hkv, ceil(nk / 16)), mean (B, Hkv,
     d) and corr (B, Hq, nq), f32. Empty without quant."""
     if not prob.config.int8:
@@ -158,8 +159,9 @@ def output_shape(prob) -> tuple:
 
 
 class QuantPlan:
-    """The quantization pass of one Problem (quant="int8"): kernel/quantize.cu's three kernels with their launch
-    configurations and scalars, and the scratch layout they write (``scratch_layout``)."""
+    """The quantization pass of one Problem (quant "int8" / "int8-fp8"): kernel/quantize.cu's kernels (k_mean,
+    quantize_k, quantize_q; with FP8 P@V also v_absmax, quantize_v) with their launch configurations and scalars,
+    and the scratch layout they write (``scratch_layout``)."""
     __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars", "nkp")
 
     def __init__(self, prob, kernels):
@@ -172,7 +174,7 @@ class QuantPlan:
                         rt.launch_config((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
                         rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)),
                         rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
-                        rt.launch_config((nkp_of(p) // 32, p.heads_kv, p.batch), (256, 1, 1)))
+                        rt.launch_config((nkp_of(p) // 32, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)))
         self.nkp = nkp_of(p)
         self.k_scalars = tuple(np.int64(x) for x in strides(p, "kv"))
         self.q_scalars = tuple(np.int64(x) for x in strides(p, "q"))
@@ -183,7 +185,7 @@ class QuantPlan:
 
 class Plan:
     """One Problem's launch: the loaded kernel, the cuda.core LaunchConfig, the scalar arguments (``kernel_scalars``),
-    the output shapes, and with quant="int8" the quantization pass (``quant``, a QuantPlan) and the bytes of
+    the output shapes, and with a quant the quantization pass (``quant``, a QuantPlan) and the bytes of
     scratch it needs (``scratch_bytes``; the caller allocates them with its own allocator)."""
     __slots__ = ("problem", "kernel", "launch_config", "scalars", "o_shape", "lse_shape", "what", "quant",
                  "scratch_bytes")
@@ -265,7 +267,7 @@ def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: i
     """Enqueue the kernel on ``stream`` (a cuda.core Stream); no host synchronisation. GPUError naming the kernel
     if the launch fails, and before it if the context is unusable after an earlier sticky error. overflow_ptr:
     a u64 set to NO_OVERFLOW, needed with an f16 P@V mma (config.pv_mma_f16); 0 otherwise (never touched).
-    scratch_ptr: ``plan.scratch_bytes`` of device memory (ALIGNMENT-aligned) for quant="int8", whose pass runs
+    scratch_ptr: ``plan.scratch_bytes`` of device memory (ALIGNMENT-aligned) with a quant, whose pass runs
     first on the same stream; 0 without quant. ``quantize`` / ``attend`` False leave out the quantization pass / the
     attention kernel (benchmarks time them apart; the scratch then holds an earlier pass's result)."""
     if _STATE["sticky"]:
@@ -273,7 +275,7 @@ def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: i
                        "restart the process")
     qp = plan.quant
     if qp is not None and (not scratch_ptr or scratch_ptr % ALIGNMENT):
-        raise ValueError(f"quant='int8' needs a {ALIGNMENT}-byte aligned scratch buffer of "
+        raise ValueError(f"quant={plan.problem.config.quant!r} needs a {ALIGNMENT}-byte aligned scratch buffer of "
                          f"{plan.scratch_bytes} B (got pointer {scratch_ptr:#x})")
     try:
         if qp is None:
