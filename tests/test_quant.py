@@ -238,3 +238,17 @@ def test_e4m3_conversion_is_round_to_nearest_even_with_saturation_on_raw_bit_pat
         if len(best) > 1:                                   # a tie: the even code (or +-0's sign)
             best = best[(best & 1) == 0] if y != 0 else best[(best >> 7) == (np.signbit(y))]
         assert gi in best, (xi, hex(gi), [hex(b) for b in best])
+
+
+@pytest.mark.parametrize("special", [np.nan, np.inf])
+def test_a_nan_or_inf_in_v_makes_its_column_nan_with_fp8_pv(special):
+    """FP8 P@V: a NaN in v stays NaN in e4m3 and reaches every row whose tiles hold the key (p = 0 * NaN is NaN, so
+    causal rows before it too); an inf makes its channel's factor inf and itself NaN. Only that column of O."""
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((1, 1, 40, 32)).astype(np.float16)
+    k, v = (rng.standard_normal((1, 1, 70, 32)).astype(np.float16) for _ in range(2))
+    v[0, 0, 5, 3] = special
+    o, _ = flashsim.attention(q, k, v, quant="int8-fp8", causal=True)
+    o = o.astype(np.float32)[0, 0]
+    assert np.isnan(o[:, 3]).all()
+    assert np.isfinite(np.delete(o, 3, axis=1)).all()
