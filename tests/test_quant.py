@@ -242,8 +242,8 @@ def test_e4m3_conversion_is_round_to_nearest_even_with_saturation_on_raw_bit_pat
 
 @pytest.mark.parametrize("special", [np.nan, np.inf])
 def test_a_nan_or_inf_in_v_makes_its_column_nan_with_fp8_pv(special):
-    """FP8 P@V: a NaN in v stays NaN in e4m3 and reaches every row whose tiles hold the key (p = 0 * NaN is NaN, so
-    causal rows before it too); an inf makes its channel's factor inf and itself NaN. Only that column of O."""
+    """FP8 P@V: a NaN in v stays NaN in e4m3 and reaches every row whose tiles hold the key (even where p = 0:
+    0 * NaN is NaN); an inf makes its channel's factor inf and itself NaN. Only that column of O."""
     rng = np.random.default_rng(1)
     q = rng.standard_normal((1, 1, 40, 32)).astype(np.float16)
     k, v = (rng.standard_normal((1, 1, 70, 32)).astype(np.float16) for _ in range(2))
