@@ -252,3 +252,18 @@ def test_a_nan_or_inf_in_v_makes_its_column_nan_with_fp8_pv(special):
     o = o.astype(np.float32)[0, 0]
     assert np.isnan(o[:, 3]).all()
     assert np.isfinite(np.delete(o, 3, axis=1)).all()
+
+
+def test_verify_quant_selects_the_quantized_cases():
+    """`flashsim verify --quant` runs the quantized set (INT8 and FP8 P@V); `--quant int8-fp8 --shape ...` quantizes
+    the shape's cases with FP8 P@V (f32 accumulation only); a bare `--quant --shape` means int8."""
+    import argparse
+    from flashsim.commands import verify
+    p = argparse.ArgumentParser()
+    verify.add_arguments(p)
+    cases = verify._cases(p.parse_args(["--quant"]), "sm_90")
+    assert {c.config.quant for c in cases} == {"int8", "int8-fp8"} and len(cases) == len(verify.quant_cases("sm_90"))
+    fp8 = verify._cases(p.parse_args(["--quant", "int8-fp8", "--shape", "1,2,50,60,64", "--only"]), "sm_90")
+    assert [(c.config.quant, c.config.pv_accum) for c in fp8] == [("int8-fp8", "f32")] * 2     # two kinds
+    bare = verify._cases(p.parse_args(["--shape", "1,2,50,60,64", "--only", "--quant"]), "sm_90")
+    assert {c.config.quant for c in bare} == {"int8"}

@@ -189,8 +189,10 @@ def check_plot_path(path: str) -> None:
 def runs(args, accs) -> list[tuple[str, str, str]]:
     """(label, pv_accum, quant) of every emulated run: each accumulation, then with --quant each again quantized."""
     out = [(f"P@V {a}", a, "none") for a in accs]
-    if getattr(args, "quant", None):
-        out += [(f"{args.quant} P@V {a}", a, args.quant) for a in accs]
+    quant = getattr(args, "quant", None)
+    if quant:                       # FP8 P@V accumulates in f32 only: with --pv-accum all its f32 run alone
+        qaccs = [a for a in accs if a == "f32"] if quant == "int8-fp8" and args.pv_accum == "all" else accs
+        out += [(f"{quant} P@V {a}", a, quant) for a in qaccs]
     return out
 
 

@@ -151,9 +151,9 @@ def add_arguments(p):
                    help="run the attention variants instead of the default set: every head dim, bf16, MQA/GQA, "
                         "sliding windows, softcap, (B, N, H, d) and their combinations (flashsim.commands.verify."
                         "variant_cases)")
-    p.add_argument("--quant", action="store_true",
-                   help="run the INT8 attention cases (flashsim.commands.verify.quant_cases) instead of the default "
-                        "set; with --shape: quantize those cases too")
+    p.add_argument("--quant", nargs="?", const="cases", default=None, choices=("cases", "int8", "int8-fp8"),
+                   help="alone: run the quantized-attention cases (flashsim.commands.verify.quant_cases) instead of "
+                        "the default set; with --shape: quantize those cases (int8, the default, or int8-fp8)")
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
     p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="element type of the --shape cases")
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads of the --shape cases (MQA / GQA)")
@@ -286,7 +286,7 @@ def check_arguments(args) -> None:
     from ..problem import resolve_options
     from .emulate import parse_window
     resolve_options(None, None, None, None, parse_window(args.window), args.softcap, args.layout,
-                    "int8" if getattr(args, "quant", False) else None)
+                    shape_quant(args))
     variant_options = args.dtype != "f16" or args.kv_heads is not None or args.window or args.softcap \
         or args.layout != "bhnd"
     if variant_options and not args.shape:
@@ -314,6 +314,12 @@ def check_arguments(args) -> None:
             folder = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(folder):
                 raise FileNotFoundError(2, f"{flag}: no such folder", folder)
+
+
+def shape_quant(args):
+    """The quant of the --shape cases: None without --quant, "int8" for a bare --quant, else the value given."""
+    q = getattr(args, "quant", None)
+    return None if q is None else ("int8" if q == "cases" else q)
 
 
 def check_cases(cases, arch) -> None:
@@ -408,7 +414,7 @@ def _cases(args, arch) -> list[Case]:
         cases += replay_cases(path)
     if getattr(args, "variants", False):
         cases += variant_cases(arch)
-    quant = "int8" if getattr(args, "quant", False) else "none"
+    quant = shape_quant(args) or "none"
     if quant != "none" and not args.shape:
         cases += quant_cases(arch)
     accs = SUPPORTED_PV_ACCUM if args.pv_accum == "all" else (args.pv_accum,)
@@ -421,8 +427,8 @@ def _cases(args, arch) -> list[Case]:
             for acc in accs:
                 cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
                 cases += [Case((b, h, h, nq, nk, d), cfg, kind, seed) for kind in kinds for seed in seeds]
-    if args.dtype == "bf16":
-        accs = tuple(a for a in accs if a == "f32") or ("f32",)     # mma.sync has no bf16 accumulator
+    if args.dtype == "bf16" or quant == "int8-fp8":   # no bf16 accumulator; FP8 P@V accumulates in f32
+        accs = tuple(a for a in accs if a == "f32") or ("f32",)
     for (b, h, nq, nk, d, causal) in [parse_shape(s) for s in args.shape]:
         hk = args.kv_heads if args.kv_heads is not None else h
         for seed in seeds:
