@@ -267,3 +267,22 @@ def test_verify_quant_selects_the_quantized_cases():
     assert [(c.config.quant, c.config.pv_accum) for c in fp8] == [("int8-fp8", "f32")] * 2     # two kinds
     bare = verify._cases(p.parse_args(["--shape", "1,2,50,60,64", "--only", "--quant"]), "sm_90")
     assert {c.config.quant for c in bare} == {"int8"}
+
+
+def test_fp8_slot_order_is_what_the_registers_give():
+    """slot_keys (the order kernel/quantize.cu stores V^T's keys in) from the fragment maps flashsim.layout checks on
+    the H200: flash_fwd packs byte u of A register 2h + r of k32 slice j from S tile 4j + 2h + (u >> 1), accumulator
+    element 2r + (u & 1); that element's column (c_coord) is the key, and a8_coord says which k slot the byte is."""
+    from flashsim.layout.fragments import a8_coord, c_coord
+    want = np.empty(32, int)
+    for g in range(8):
+        for t in range(4):
+            for i in range(16):
+                reg, u = i // 4, i % 4
+                h, r = reg >> 1, reg & 1
+                row_a, slot = a8_coord(g, t, i)
+                row_c, col = c_coord(g, t, 2 * r + (u & 1))
+                assert row_a == row_c                          # the byte comes from the row it is used for
+                want[slot] = 8 * (2 * h + (u >> 1)) + col
+    assert np.array_equal(Q.slot_keys(32), want)
+    assert np.array_equal(Q.slot_keys(96), np.concatenate([want, want + 32, want + 64]))
