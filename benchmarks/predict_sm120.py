@@ -1,0 +1,85 @@
+"""Predict the kernel's rate on an RTX 5090 (sm_120, the seed's GPU; nothing runs here) from H200 measurements.
+
+    python benchmarks/predict_sm120.py benchmarks/logs/2026-11-30c/bench_quant_fp8.json
+
+The model (issue 14's, benchmarks/RESULTS.md): the time of a KV tile is its tensor-core time plus the non-tensor
+time that does not overlap it (FP32, SFU, shuffles, ldmatrix, conversions), the latter the same number of clocks per
+SM on both GPUs (4 sub-partitions, 128 FP32 lanes, 16 SFU lanes per SM on sm_90 and sm_120). Half the flops are
+Q K^T, half P V, each at its instruction's rate. From a measured H200 rate R and the H200's ceiling C for the same
+mix, the non-overlapped time is (C / R - 1) times the tensor time; on the 5090 the tensor time of the same tile is
+scaled by the per-SM, per-clock rates, the rest is kept. Cross-check (RESULTS, issue 14): the model puts FA2 at 85%
+of the 5090's f32 ceiling where FA2 measures 91%, so it is about 7% pessimistic.
+
+Inputs: the H200 ceilings and kernel rates of benchmarks/bench_quant.py's JSON (same run), the H200's and the
+5090's SM counts and boost clocks, and the 5090's dense tensor rates (RTX Blackwell whitepaper, shared/ANCHORS.md
+section 8). Prints one line per kernel and writes nothing else.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+# (SMs, boost clock in Hz): H200 SXM (132 SMs, cudaDeviceProp on the machine; 1.98 GHz boost, NVIDIA's spec) and
+# RTX 5090 (170 SMs, 2.41 GHz boost: NVIDIA's spec, not a measurement)
+H200 = (132, 1.98e9)
+RTX5090 = (170, 2.41e9)
+# RTX 5090 dense mma rates, TFLOP/s (TOPS for s8), RTX Blackwell whitepaper (ANCHORS section 8)
+RTX5090_RATES = {"f16.f32": 209.5, "f16.f16": 419.0, "s8": 838.0, "e4m3.f32": 419.0, "e4m3.f16": 838.0}
+# the H200 ceiling rows of bench_quant.py's JSON (flashsim bench peak's probe), by the same keys
+PEAK_ROWS = {"f16.f32": "m16n8k16 f32.f16.f16.f32", "f16.f16": "m16n8k16 f16.f16.f16.f16",
+             "s8": "m16n8k32 s32.s8.s8.s32", "e4m3.f32": "m16n8k32 f32.e4m3.e4m3.f32",
+             "e4m3.f16": "m16n8k32 f16.e4m3.e4m3.f16"}
+# kernel -> (bench row with its H200 rate, Q K^T instruction, P V instruction)
+KERNELS = {
+    "f16, f32 P@V": ("d 128 f16 f32 P@V (alternating)", "f16.f32", "f16.f32"),
+    "f16, f16 P@V": ("d 128 f16 f16 P@V (alternating)", "f16.f32", "f16.f16"),
+    "int8, f32 P@V": ("d 128 int8 f32 P@V, kernel alone", "s8", "f16.f32"),
+    "int8, f16 P@V": ("d 128 int8 f16 P@V, kernel alone", "s8", "f16.f16"),
+    "int8-fp8 (f32)": ("d 128 int8-fp8 f32 P@V, kernel alone", "s8", "e4m3.f32"),
+}
+
+
+def per_sm_clock(rate_tflops: float, gpu) -> float:
+    """flops per SM per clock of a rate in TFLOP/s."""
+    sms, clock = gpu
+    return rate_tflops * 1e12 / (sms * clock)
+
+
+def mix_time(qk: float, pv: float) -> float:
+    """Clocks per flop of half the flops at rate qk and half at rate pv (flops per SM per clock)."""
+    return 0.5 / qk + 0.5 / pv
+
+
+def predict(h200_rate: float, h200_peaks: dict, qk: str, pv: str) -> tuple[float, float, float]:
+    """(the H200 ceiling of the mix, the 5090's ceiling of it, the predicted 5090 rate), TFLOP/s."""
+    th = mix_time(per_sm_clock(h200_peaks[qk], H200), per_sm_clock(h200_peaks[pv], H200))
+    t5 = mix_time(per_sm_clock(RTX5090_RATES[qk], RTX5090), per_sm_clock(RTX5090_RATES[pv], RTX5090))
+    ceiling_h = 1.0 / th * H200[0] * H200[1] / 1e12
+    other = th * (ceiling_h / h200_rate - 1.0)              # non-overlapped clocks per flop, kept on the 5090
+    ceiling_5 = 1.0 / t5 * RTX5090[0] * RTX5090[1] / 1e12
+    return ceiling_h, ceiling_5, 1.0 / (t5 + other) * RTX5090[0] * RTX5090[1] / 1e12
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print(__doc__.split("\n\n")[1].strip(), file=sys.stderr)
+        return 2
+    rows = json.load(open(argv[0]))["rows"]
+    peaks = {k: next(r["tflops"] for r in rows if r["group"] == "peak" and r["name"] == name)
+             for k, name in PEAK_ROWS.items()}
+    rate = {r["name"]: r["tflops"] for r in rows if r["group"] == "quant" and r.get("tflops")}
+    print(f"H200 ceilings from {argv[0]}: " + ", ".join(f"{k} {v:.1f}" for k, v in peaks.items()))
+    print(f"{'kernel (d = 128, 4 x 16 x 4096, non-causal)':44} {'H200':>7} {'of ceiling':>10} "
+          f"{'5090 ceiling':>12} {'5090 predicted':>14} {'x f16 kernel, same P@V accumulator':>36}")
+    base = {}
+    for name, (row, qk, pv) in KERNELS.items():
+        ch, c5, p5 = predict(rate[row], peaks, qk, pv)
+        acc = "f32" if pv.endswith("f32") else "f16"
+        base.setdefault(acc, p5)
+        print(f"{name:44} {rate[row]:7.1f} {rate[row] / ch:10.1%} {c5:12.1f} {p5:14.1f} {p5 / base[acc]:36.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
