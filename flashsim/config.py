@@ -12,6 +12,7 @@ from .arch import get_arch
 
 F16_BYTES = 2                            # f16 and bf16 elements alike
 MMA_M, MMA_N, MMA_K = 16, 8, 16          # mma.sync.m16n8k16
+MMA8_K = 32                              # mma.sync.m16n8k32 (8-bit inputs): keys per FP8 P@V step
 SUPPORTED_HEAD_DIMS = tuple(range(32, 257, 32))
 SUPPORTED_DTYPES = ("f16", "bf16")
 SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
@@ -22,6 +23,17 @@ SUPPORTED_STAGES = (2, 3)
 # accumulation): f16 inputs, pv_accum "f32", kv_tile a multiple of 32.
 SUPPORTED_QUANT = ("none", "int8", "int8-fp8")
 FP8_P_SCALE = 448.0                      # P in [0, 1] times this into e4m3 (e4m3's largest finite value)
+
+
+def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
+    """The P@V accumulations a kernel of element type ``dtype`` and ``quant`` can run: f32 only with bf16 (mma.sync
+    has no bf16 accumulator) and with FP8 P@V (f32 accumulation is what is built), else SUPPORTED_PV_ACCUM."""
+    return ("f32",) if dtype == "bf16" or quant == "int8-fp8" else SUPPORTED_PV_ACCUM
+
+
+def fp8_keys(nk: int) -> int:
+    """Keys of FP8 P@V's V^T (kernel/quantize.cu): nk rounded up to whole k32 steps, zeros past nk."""
+    return -(-nk // MMA8_K) * MMA8_K
 QUANT_BLOCK = 16                         # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
 MEAN_SLICES = 16                         # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)
 INT8_BYTES = 1
@@ -295,14 +307,15 @@ class KernelConfig:
             raise ValueError(f"pv_accum must be one of {SUPPORTED_PV_ACCUM}, got {self.pv_accum!r}")
         if self.dtype not in SUPPORTED_DTYPES:
             raise ValueError(f"dtype must be one of {SUPPORTED_DTYPES}, got {self.dtype!r}")
-        if self.dtype == "bf16" and self.pv_accum != "f32":
+        if self.dtype == "bf16" and self.pv_accum not in pv_accums(self.dtype):
             raise ValueError(f"pv_accum={self.pv_accum!r} needs f16 inputs: mma.sync has no bf16 accumulator, so "
                              "bf16 runs P@V with pv_accum='f32'")
         if self.layout not in ("bhnd", "bnhd"):
             raise ValueError(f"layout must be 'bhnd' or 'bnhd', got {self.layout!r}")
         if self.quant not in SUPPORTED_QUANT:
             raise ValueError(f"quant must be one of {SUPPORTED_QUANT}, got {self.quant!r}")
-        if self.fp8_pv and (self.dtype != "f16" or self.pv_accum != "f32" or self.kv_tile % 32):
+        if self.fp8_pv and (self.dtype != "f16" or self.pv_accum not in pv_accums(self.dtype, self.quant)
+                            or self.kv_tile % MMA8_K):
             raise ValueError(f"quant='int8-fp8' needs f16 inputs, pv_accum='f32' and a kv_tile that is a multiple of "
                              f"32 (got dtype={self.dtype!r}, pv_accum={self.pv_accum!r}, kv_tile={self.kv_tile})")
         if self.int8 and self.softcap:

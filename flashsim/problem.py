@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arch import get_arch
-from .config import KernelConfig, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT
+from .config import KernelConfig, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, pv_accums
 from .masking import Window, key_range
 
 LOG2E = 1.4426950408889634  # log2(e) in float64
@@ -309,10 +309,10 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
         raise ValueError(f"head dim d={d} is not supported by the kernel: it must be a multiple of 32 from 32 to 256")
     if h > GRID_YZ_MAX or b > GRID_YZ_MAX:
         raise ValueError(f"heads H={h} and batch B={b} must each be <= {GRID_YZ_MAX} (the CUDA grid's y and z)")
-    if opts.quant == "int8-fp8" and (dtype != "f16" or opts.pv_accum != "f32"):
+    if opts.quant == "int8-fp8" and (dtype != "f16" or opts.pv_accum not in pv_accums(dtype, opts.quant)):
         raise ValueError(f"quant='int8-fp8' runs P@V in FP8 with f32 accumulation on float16 inputs: got "
                          f"{dtypes['q']} inputs and pv_accum={opts.pv_accum!r} (use quant='int8' for the others)")
-    if dtype == "bf16" and opts.pv_accum != "f32":
+    if opts.pv_accum not in pv_accums(dtype):
         raise ValueError(f"pv_accum={opts.pv_accum!r} needs float16 inputs: mma.sync has no bf16 accumulator, so "
                          "bfloat16 runs P@V with pv_accum='f32'")
     config = opts.config

@@ -34,6 +34,9 @@ def test_the_s8_chain_is_mma_k32_step_by_step(k):
     for s in range(0, k, 32):
         d = mma_k32(a[..., s:s + 32], b[..., s:s + 32, :], d)
     assert mma_chain_s8(a, b, c).tobytes() == d.tobytes()
+    # and both against integer arithmetic written here (mma_k32's s8 step is the chain's one-step case)
+    exact = a.astype(np.int64) @ b.astype(np.int64) + c.astype(np.int64)
+    assert d.tobytes() == ((exact + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32).tobytes()
 
 
 def test_the_s8_chain_refuses_other_types():
@@ -286,3 +289,19 @@ def test_fp8_slot_order_is_what_the_registers_give():
                 want[slot] = 8 * (2 * h + (u >> 1)) + col
     assert np.array_equal(Q.slot_keys(32), want)
     assert np.array_equal(Q.slot_keys(96), np.concatenate([want, want + 32, want + 64]))
+
+
+def test_fabs_and_the_widenings_on_raw_bit_patterns():
+    """ieee32.fabs clears the sign bit of any float32 (NaN payloads kept); cvt_to_f32 widens f16 through cvt.f32.f16
+    and bf16 by its bits, exactly (every bf16 pattern; NaN keeps its payload, as the kernel's shift does)."""
+    import ml_dtypes
+    from flashsim.numerics import ieee32
+    x = np.arange(0, 2 ** 32, 65537, dtype=np.uint64).astype(np.uint32)
+    assert np.array_equal(ieee32.fabs(x.view(np.float32)).view(np.uint32), x & np.uint32(0x7FFFFFFF))
+    b = np.arange(2 ** 16, dtype=np.uint16)
+    w = ieee32.cvt_to_f32(b.view(ml_dtypes.bfloat16)).view(np.uint32)
+    assert np.array_equal(w, b.astype(np.uint32) << 16)
+    h = np.arange(2 ** 16, dtype=np.uint16).view(np.float16)
+    assert ieee32.cvt_to_f32(h).tobytes() == ieee32.cvt_f16_to_f32(h).tobytes()
+    with pytest.raises(ValueError, match="float16 or bfloat16"):
+        ieee32.cvt_to_f32(np.zeros(2, np.float32))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from ..arch import ARCHS, get_arch
-from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, SUPPORTED_STAGES, KernelConfig
+from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, SUPPORTED_STAGES, KernelConfig, pv_accums
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -95,7 +95,7 @@ def every_head_dim(arch: str, registers: str = "auto", quant: str = "none") -> i
           f"{'spill B':>8} {'blocks/SM':>9} {'occupancy':>9}  registers from")
     bad = []
     for d in SUPPORTED_HEAD_DIMS:
-        for acc in (("f32",) if quant == "int8-fp8" else SUPPORTED_PV_ACCUM):     # FP8 P@V accumulates in f32
+        for acc in pv_accums("f16", quant):
             cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant)
             b = budget(cfg, arch, registers=registers)
             spill = "-" if b.reg.spill_stores is None else str(b.reg.spill_stores + (b.reg.spill_loads or 0))

@@ -31,7 +31,7 @@ import warnings
 
 import numpy as np
 
-from ..config import SUPPORTED_DTYPES, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT
+from ..config import SUPPORTED_DTYPES, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, pv_accums
 from ..numerics.formats import get_format
 
 DEFAULT = dict(batch=1, heads=2, nq=256, nk=256, head_dim=128)
@@ -190,8 +190,8 @@ def runs(args, accs) -> list[tuple[str, str, str]]:
     """(label, pv_accum, quant) of every emulated run: each accumulation, then with --quant each again quantized."""
     out = [(f"P@V {a}", a, "none") for a in accs]
     quant = getattr(args, "quant", None)
-    if quant:                       # FP8 P@V accumulates in f32 only: with --pv-accum all its f32 run alone
-        qaccs = [a for a in accs if a == "f32"] if quant == "int8-fp8" and args.pv_accum == "all" else accs
+    if quant:                       # with --pv-accum all, the quantized runs take the accumulations it has
+        qaccs = [a for a in accs if a in pv_accums(args.dtype, quant)] if args.pv_accum == "all" else accs
         out += [(f"{quant} P@V {a}", a, quant) for a in qaccs]
     return out
 

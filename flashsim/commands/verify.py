@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import provenance
-from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, KernelConfig
+from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, KernelConfig, pv_accums
 from ..numerics.formats import get_format
 from ..problem import prepare
 from . import fa2_rule
@@ -427,8 +427,7 @@ def _cases(args, arch) -> list[Case]:
             for acc in accs:
                 cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
                 cases += [Case((b, h, h, nq, nk, d), cfg, kind, seed) for kind in kinds for seed in seeds]
-    if args.dtype == "bf16" or quant == "int8-fp8":   # no bf16 accumulator; FP8 P@V accumulates in f32
-        accs = tuple(a for a in accs if a == "f32") or ("f32",)
+    accs = tuple(a for a in accs if a in pv_accums(args.dtype, quant)) or ("f32",)
     for (b, h, nq, nk, d, causal) in [parse_shape(s) for s in args.shape]:
         hk = args.kv_heads if args.kv_heads is not None else h
         for seed in seeds:

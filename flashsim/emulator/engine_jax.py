@@ -35,7 +35,7 @@ from ..numerics.xp import enable_x64
 from ..problem import Problem
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
-from .quantize import per_row, quantize
+from .quantize import per_row, quantized_operands
 from .progress import Progress
 
 DEFAULT_MAX_TILE_ELEMS = 1 << 21        # score elements per device per step (~100 MB of temporaries on the CPU)
@@ -258,11 +258,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     first_tile = np.append(first_tile, 0)                      # index nqb: no block (idle slots)
     T = prob.kv_span()
     out_dtype = v.dtype
-    quant = quantize(q, k, prob.group, v if cfg.fp8_pv else None) if cfg.int8 else None   # the pass, on the host
-    if quant is not None:
-        q, k = quant.q8, quant.k8
-        if cfg.fp8_pv:
-            v = quant.v8                                       # e4m3, keys padded to 32; O gets v_deq per column
+    q, k, v, quant = quantized_operands(q, k, v, cfg, prob.group)     # kernel/quantize.cu's pass, on the host
     if prob.group > 1:
         k, v = (np.repeat(x, prob.group, axis=1) for x in (k, v))
     budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)

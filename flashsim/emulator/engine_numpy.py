@@ -14,7 +14,7 @@ import numpy as np
 from ..numerics.xp import errstate
 from ..problem import Problem
 from . import kernel_program as K
-from .quantize import per_row, quantize
+from .quantize import per_row, quantized_operands
 from .progress import Progress
 
 DEFAULT_MAX_TILE_ELEMS = 1 << 22      # score elements per step (~200 MB of float64/int temporaries at most)
@@ -46,12 +46,8 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     T = prob.kv_span()
     Hk = prob.heads_kv
     out_dtype = v.dtype
-    quant = None
-    if cfg.int8:                                  # kernel/quantize.cu's pass first; Q and K become int8
-        quant = quantize(q, k, prob.group, v if cfg.fp8_pv else None)
-        q, k = quant.q8, quant.k8
-        if cfg.fp8_pv:                            # V becomes e4m3 (keys padded to 32), O gets v_deq per column
-            v = quant.v8
+    q, k, v, quant = quantized_operands(q, k, v, cfg, prob.group)     # kernel/quantize.cu's pass, with a quant
+    if quant is not None:
         q_sc = per_row(quant.q_scale, nqb * BM).reshape(B * H * nqb, BM)
         k_sc = per_row(quant.k_scale, T * BC).reshape(B * Hk, T * BC)
         corr = pad_rows(quant.corr.reshape(B * H, nq, 1), nqb * BM).reshape(B * H * nqb, BM)

@@ -52,7 +52,7 @@ def softcap_tanh(y, arch):
     xp = namespace(y)
     f32, u32 = xp.float32, xp.uint32
     b = bitcast(xp.asarray(y, dtype=f32), np.uint32)
-    a = bitcast(b & xp.asarray(0x7FFFFFFF, dtype=u32), np.float32)
+    a = ieee32.fabs(xp.asarray(y, dtype=f32))
     e = sfu.ex2(ieee32.mul(a, xp.asarray(-TANH_CONSTANTS["TWO_LOG2E"], dtype=f32)), arch=arch)
     one = xp.asarray(1.0, dtype=f32)
     t = ieee32.mul(ieee32.sub(one, e), sfu.rcp(ieee32.add(one, e), arch=arch))

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import FP8_P_SCALE
 from ..masking import key_visible
 from ..numerics import ieee32, sfu
 from ..numerics.tensorcore import mma_chain, mma_chain_k32, mma_chain_s8
 from ..numerics.xp import bitcast, namespace
 from .kernel_math import log_exact_ops, softcap_tanh
+from .quantize import slot_keys, to_e4m3
 
 __all__ = ["initial_state", "scores", "probabilities", "accumulate", "epilogue"]
 
@@ -114,8 +116,6 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
     # 7. O += P V, P rounded to v's type (cvt.rn.f16x2.f32 / bf16x2 of the S accumulator registers), k16 slices;
     #    FP8 (v e4m3, quant "int8-fp8"): P * 448 to e4m3, keys in the fragment's slot order, k32 slices
     if str(v.dtype) == "float8_e4m3fn":
-        from ..config import FP8_P_SCALE
-        from .quantize import slot_keys, to_e4m3
         order = xp.asarray(slot_keys(p.shape[-1]))
         p8 = to_e4m3(ieee32.mul(p, xp.asarray(np.float32(FP8_P_SCALE), dtype=xp.float32)))
         return l_lane, mma_chain_k32(xp.take(p8, order, axis=-1), xp.take(v, order, axis=-2), o, arch)

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import FP8_P_SCALE, MEAN_SLICES, QUANT_BLOCK
+from ..config import FP8_P_SCALE, MEAN_SLICES, MMA8_K, QUANT_BLOCK, fp8_keys
 from ..numerics import ieee32
-from ..numerics.xp import bitcast, namespace, shl
+from ..numerics.xp import bitcast, namespace
 
-__all__ = ["Quantized", "widen", "k_mean", "quantize_blocks", "row_corrections", "quantize", "per_row", "to_e4m3",
-           "quantize_v", "slot_keys"]
+__all__ = ["Quantized", "k_mean", "quantize_blocks", "row_corrections", "quantize", "quantized_operands", "per_row",
+           "to_e4m3", "quantize_v", "slot_keys"]
 
 INT8_MAX = 127
 
@@ -41,15 +41,15 @@ class Quantized:
     v_deq: object = None
 
 
-def widen(x):
-    """float16 / bfloat16 -> float32, exactly: f16 through cvt.f32.f16 (ieee32.cvt_f16_to_f32), bf16 by its bits
-    shifted up (the kernel's widen)."""
-    xp = namespace(x)
-    if np.dtype(x.dtype) == np.dtype(np.float16):
-        return ieee32.cvt_f16_to_f32(x)
-    if np.dtype(x.dtype).name != "bfloat16":
-        raise ValueError(f"widen: float16 or bfloat16 expected, got {x.dtype}")
-    return bitcast(shl(xp.astype(bitcast(x, np.uint16), xp.uint32), 16), np.float32)
+def _amax_inv(x32, top):
+    """(amax, inv) of quantization blocks along the last axis: amax = max(0, max |x|) (fmaxf ignores NaN, the max is
+    order-free), inv = top / amax, 0 where amax is 0 (kernel/quantize.cu's quantize_rows and v_absmax)."""
+    xp = namespace(x32)
+    zero = xp.asarray(0.0, dtype=xp.float32)
+    top = xp.asarray(np.float32(top), dtype=xp.float32)
+    amax = ieee32.fmax(ieee32.fmax_reduce(ieee32.fabs(x32), axis=-1), zero)
+    live = amax > zero
+    return amax, xp.where(live, ieee32.div(top, xp.where(live, amax, top)), zero)
 
 
 def k_mean(k32, slices: int = MEAN_SLICES):
@@ -84,13 +84,9 @@ def quantize_blocks(x32, block: int = QUANT_BLOCK):
     if pad:
         xb = xp.concat([x32, xp.zeros(x32.shape[:-2] + (pad, d), dtype=xp.float32)], axis=-2)
     xb = xp.reshape(xb, x32.shape[:-2] + (nb, block * d))
-    mag = bitcast(bitcast(xb, np.uint32) & xp.asarray(0x7FFFFFFF, dtype=xp.uint32), np.float32)
+    amax, inv = _amax_inv(xb, INT8_MAX)
+    scale = ieee32.div(amax, xp.asarray(np.float32(INT8_MAX), dtype=xp.float32))
     zero = xp.asarray(0.0, dtype=xp.float32)
-    amax = ieee32.fmax(ieee32.fmax_reduce(mag, axis=-1), zero)
-    top = xp.asarray(np.float32(INT8_MAX), dtype=xp.float32)
-    scale = ieee32.div(amax, top)
-    live = amax > zero
-    inv = xp.where(live, ieee32.div(top, xp.where(live, amax, top)), zero)
     y = ieee32.mul(xb, inv[..., None])
     r = xp.where(xp.isnan(y), zero, xp.round(y))               # cvt.rni: half to even; NaN -> 0
     r = xp.clip(r, -float(INT8_MAX), float(INT8_MAX))
@@ -112,18 +108,28 @@ def quantize(q, k, group: int = 1, v=None) -> Quantized:
     """The whole pass on q (B, Hq, Nq, d) and k (B, Hkv, Nk, d), float16 or bfloat16, (B, H, N, d) order;
     ``group`` = Hq / Hkv (query head h reads K/V head h // group); ``v`` (FP8 P@V): V's e4m3 form too."""
     xp = namespace(q, k)
-    k32 = widen(k)
+    k32 = ieee32.cvt_to_f32(k)
     mean = k_mean(k32)
     ks = ieee32.sub(k32, mean[..., None, :])
     k8, k_scale = quantize_blocks(ks)
-    q32 = widen(q)
+    q32 = ieee32.cvt_to_f32(q)
     q8, q_scale = quantize_blocks(q32)
     mean_q = xp.repeat(mean, group, axis=1) if group > 1 else mean
     corr = row_corrections(q32, mean_q)
     v8 = v_deq = None
     if v is not None:
-        v8, v_deq = quantize_v(v, -(-v.shape[-2] // 32) * 32)
+        v8, v_deq = quantize_v(v, fp8_keys(v.shape[-2]))
     return Quantized(q8, q_scale, k8, k_scale, mean, corr, v8, v_deq)
+
+
+def quantized_operands(q, k, v, config, group: int = 1):
+    """What the attention program reads under ``config.quant``: (q, k, v, Quantized or None), q and k in s8 (INT8
+    Q K^T) and v in e4m3 with its keys padded (FP8 P@V), or the inputs unchanged without quant. Both engines take
+    their operands from here."""
+    if not config.int8:
+        return q, k, v, None
+    quant = quantize(q, k, group, v if config.fp8_pv else None)
+    return quant.q8, quant.k8, (quant.v8 if config.fp8_pv else v), quant
 
 
 def per_row(scale, rows: int, block: int = QUANT_BLOCK):
@@ -150,18 +156,13 @@ def to_e4m3(x32):
     return bitcast(xp.where(xp.isnan(x32), canon, bitcast(out, np.uint8)), e4)
 
 
-def quantize_v(v, nkp: int, slices: int = MEAN_SLICES):
+def quantize_v(v, nkp: int):
     """V (..., Nk, d) f16 -> (v8 (..., nkp, d) e4m3 in key order, zeros past Nk; v_deq (..., d) f32): amax = max |v|
     over the tokens (from 0: NaN ignored), v_inv = 448 / amax (0 where amax is 0), v8 = e4m3(v * v_inv),
     v_deq = amax / 448^2 (the epilogue's factor: P was scaled by 448 too). kernel/quantize.cu v_absmax, quantize_v."""
     xp = namespace(v)
-    v32 = widen(v)
-    mag = bitcast(bitcast(v32, np.uint32) & xp.asarray(0x7FFFFFFF, dtype=xp.uint32), np.float32)
-    zero = xp.asarray(0.0, dtype=xp.float32)
-    amax = ieee32.fmax(ieee32.fmax_reduce(xp.swapaxes(mag, -1, -2), axis=-1), zero)
-    top = xp.asarray(np.float32(E4M3_MAX), dtype=xp.float32)
-    live = amax > zero
-    inv = xp.where(live, ieee32.div(top, xp.where(live, amax, top)), zero)
+    v32 = ieee32.cvt_to_f32(v)
+    amax, inv = _amax_inv(xp.swapaxes(v32, -1, -2), E4M3_MAX)     # per channel, over the tokens
     deq = ieee32.div(amax, xp.asarray(np.float32(FP8_P_SCALE * E4M3_MAX), dtype=xp.float32))
     v8 = to_e4m3(ieee32.mul(v32, inv[..., None, :]))
     n = v.shape[-2]
@@ -175,6 +176,6 @@ def slot_keys(bc: int) -> np.ndarray:
     """The key each slot of flash_fwd's FP8 P fragments holds, for a KV tile of ``bc`` keys (a multiple of 32):
     slot s of each 32-key block holds key 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2 of the block (what
     a lane's S registers give; kernel/quantize.cu stores V^T in this order)."""
-    s = np.arange(32)
+    s = np.arange(MMA8_K)
     block = 16 * (s // 16) + 8 * ((s % 4) // 2) + 2 * ((s % 16) // 4) + s % 2
-    return (np.arange(bc // 32)[:, None] * 32 + block[None, :]).reshape(-1)
+    return (np.arange(bc // MMA8_K)[:, None] * MMA8_K + block[None, :]).reshape(-1)

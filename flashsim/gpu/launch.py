@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import provenance
 from ..arch import get_arch
-from ..config import KernelConfig
+from ..config import KernelConfig, fp8_keys
 from ..numerics.formats import get_format
 from ..overflow import OverflowCheck, check_mode
 from ..problem import Options, prepare, resolve_options
@@ -129,7 +129,7 @@ def scratch_layout(prob) -> dict:
                                                                      np.float32),
               ("corr", (p.batch, p.heads, p.nq), np.float32))
     if prob.config.fp8_pv:        # V^T in e4m3 (keys padded to 32), and the per-channel factors
-        arrays += (("v8t", (p.batch, p.heads_kv, p.head_dim, nkp_of(p)), np.uint8),
+        arrays += (("v8t", (p.batch, p.heads_kv, p.head_dim, fp8_keys(p.nk)), np.uint8),
                    ("v_inv", (p.batch, p.heads_kv, p.head_dim), np.float32),
                    ("v_deq", (p.batch, p.heads_kv, p.head_dim), np.float32))
     out, off = {}, 0
@@ -137,11 +137,6 @@ def scratch_layout(prob) -> dict:
         out[name] = (off, shape, np.dtype(dt))
         off += -(-int(np.prod(shape)) * np.dtype(dt).itemsize // SCRATCH_ALIGN) * SCRATCH_ALIGN
     return out
-
-
-def nkp_of(prob) -> int:
-    """Nk rounded up to a multiple of 32: the key length of FP8 P@V's V^T (zeros past Nk)."""
-    return -(-prob.nk // 32) * 32
 
 
 def scratch_bytes(prob) -> int:
@@ -165,7 +160,7 @@ class QuantPlan:
     __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars", "nkp")
 
     def __init__(self, prob, kernels):
-        from ..config import MEAN_SLICES, QUANT_BLOCK
+        from ..config import MEAN_SLICES, MMA8_K, QUANT_BLOCK
         p = prob
         self.kernels = kernels                      # (k_mean, quantize_k, quantize_q, v_absmax, quantize_v)
         self.layout = scratch_layout(p)
@@ -174,8 +169,8 @@ class QuantPlan:
                         rt.launch_config((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
                         rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)),
                         rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
-                        rt.launch_config((nkp_of(p) // 32, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)))
-        self.nkp = nkp_of(p)
+                        rt.launch_config((fp8_keys(p.nk) // MMA8_K, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)))
+        self.nkp = fp8_keys(p.nk)
         self.k_scalars = tuple(np.int64(x) for x in strides(p, "kv"))
         self.q_scalars = tuple(np.int64(x) for x in strides(p, "q"))
 
@@ -259,6 +254,10 @@ def plan_for(prob) -> Plan:
     return plan
 
 
+# flash_fwd's trailing arguments without a quant: q_scale, k_scale, q_corr, v_deq (null) and nkp (0); built once, not
+# per launch
+_NO_QUANT_ARGS = (np.uint64(0),) * 4 + (np.int32(0),)
+
 NO_OVERFLOW = 2 ** 64 - 1   # the overflow flag's initial value (kernel/flash_fwd.cu lowers it to a flagged row)
 
 
@@ -280,8 +279,7 @@ def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: i
     try:
         if qp is None:
             _core_launch(stream, plan.launch_config, plan.kernel.kernel, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
-                         np.uint64(overflow_ptr), *plan.scalars, np.uint64(0), np.uint64(0), np.uint64(0),
-                         np.uint64(0), np.int32(0))
+                         np.uint64(overflow_ptr), *plan.scalars, *_NO_QUANT_ARGS)
             return
         p = plan.problem
         s = qp.pointers(scratch_ptr)

@@ -50,10 +50,11 @@ import numpy as np
 
 from . import rounding
 from .rounding import check_fp_environment as _check_fp_environment
-from .xp import bitcast, errstate, is_numpy, namespace, require_x64
+from .xp import bitcast, errstate, is_numpy, namespace, require_x64, shl
 
-__all__ = ["add", "sub", "mul", "div", "fma", "mul_f16", "fmax", "fmax_reduce", "cvt_f32_to_f16", "cvt_f32_to_bf16", "cvt_f32_to",
-           "cvt_f16_to_f32", "flush_subnormals", "CANONICAL_NAN_F32", "CANONICAL_NAN_F16"]
+__all__ = ["add", "sub", "mul", "div", "fma", "mul_f16", "fmax", "fmax_reduce", "fabs", "cvt_f32_to_f16",
+           "cvt_f32_to_bf16", "cvt_f32_to", "cvt_f16_to_f32", "cvt_bf16_to_f32", "cvt_to_f32", "flush_subnormals",
+           "CANONICAL_NAN_F32", "CANONICAL_NAN_F16"]
 
 CANONICAL_NAN_F32 = np.uint32(0x7FFFFFFF)
 CANONICAL_NAN_F16 = np.uint16(0x7FFF)
@@ -301,6 +302,31 @@ def cvt_f32_to(x, dtype, *, generic: bool = False):
     if np.dtype(dtype).name == "bfloat16":
         return cvt_f32_to_bf16(x, generic=generic)
     raise ValueError(f"dtype must be float16 or bfloat16, got {dtype}")
+
+
+def fabs(x):
+    """|x| of float32 values by clearing the sign bit (fabsf / abs.f32: exact for every input, NaN payload kept)."""
+    x = _f32("x", x)
+    xp = namespace(x)
+    return bitcast(bitcast(x, np.uint32) & xp.asarray(_SIGN - 1, dtype=xp.uint32), np.float32)
+
+
+def cvt_bf16_to_f32(b):
+    """bfloat16 -> float32 exactly: the bits shifted up 16 (what a kernel does with ``x << 16``; NaN payload kept)."""
+    xp = namespace(b)
+    if np.dtype(b.dtype).name != "bfloat16":
+        raise ValueError(f"b must be bfloat16, got {b.dtype}")
+    return bitcast(shl(xp.astype(bitcast(b, np.uint16), xp.uint32), 16), np.float32)
+
+
+def cvt_to_f32(x):
+    """The kernel's exact widening of its element type (float16: ``cvt_f16_to_f32``, bfloat16: ``cvt_bf16_to_f32``)
+    to float32; the inverse direction of ``cvt_f32_to``."""
+    if np.dtype(x.dtype) == np.dtype(np.float16):
+        return cvt_f16_to_f32(x)
+    if np.dtype(x.dtype).name == "bfloat16":
+        return cvt_bf16_to_f32(x)
+    raise ValueError(f"x must be float16 or bfloat16, got {x.dtype}")
 
 
 def cvt_f16_to_f32(h, *, generic: bool = False):

@@ -549,9 +549,8 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
             raise ValueError(f"{name} must have shape (..., {shape[0]}, {shape[1]}) for m16n8k32, got {tuple(x.shape)}")
     xp = X.namespace(a, b, c)
     X.require_x64(xp)
-    if ptx == "s32.s8.s8.s32":
-        total = xp.matmul(xp.astype(a, xp.int64), xp.astype(b, xp.int64)) + xp.astype(c, xp.int64)
-        return X.bitcast(xp.astype(total & 0xFFFFFFFF, xp.uint32), np.int32)
+    if ptx == "s32.s8.s8.s32":                 # exact and wrapped: one k32 step of the chain
+        return mma_chain_s8(a, b, c)
     if spec.mma8_block_k is None:
         raise ValueError(f"no model of mma.sync m16n8k32 {ptx} on {spec.name}: {spec.mma8_source}")
     a_dt, b_dt = np.dtype(a.dtype), np.dtype(b.dtype)
