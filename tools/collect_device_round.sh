@@ -3,7 +3,7 @@
 #
 #     tools/collect_device_round.sh DIR [--sfu-tables] [--date YYYY-MM-DD] [--no-check]
 #
-# DIR holds what came back from the device's $OUT: summary.txt, logs/<step>.txt, round.tar.
+# DIR holds what came back from the device's $OUT: summary.txt, logs/<step>.txt, round.tar (round_2.tar, ...).
 #   captures (round.tar: captures/)      -> tests/data/   attn_sm90_{defaults,w8m1,specials,f16x2,variants,quant}.npz, mma_sm90.npz,
 #                                                          mma_sm90_summary.json, layout_sm90.npz, sfu_sample_sm90.npz
 #   sfu_tables_sm90.npz                  -> flashsim/data/sfu/ only with --sfu-tables (package data: ship new tables
@@ -36,7 +36,9 @@ fi
 LOGS=benchmarks/logs/$DATE
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-[[ -f $DIR/round.tar ]] && tar -C "$WORK" -xf "$DIR/round.tar"
+for t in "$DIR"/round*.tar "$DIR"/captures*.tar "$DIR"/json*.tar; do   # round.tar, round_2.tar, ... (pack in device_round.sh)
+  [[ -f $t ]] && tar -C "$WORK" -xf "$t"
+done
 
 CAPTURES=(attn_sm90_defaults.npz attn_sm90_w8m1.npz attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz attn_sm90_quant.npz
           mma_sm90.npz mma_sm90_summary.json

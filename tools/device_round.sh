@@ -36,6 +36,8 @@
 #     OUT=$OUT tools/device_round.sh captures verify tests       (~5-7 min)
 #     OUT=$OUT tools/device_round.sh sanitize bench              (~4-7 min)
 # and collect each call's files (tools/collect_device_round.sh DIR1, then DIR2: one summary_<steps>.txt per call).
+# FRESH_SETS="quant ..." re-makes those attention sets from the command that defines them (below: capture_attn)
+# instead of replaying the stored file's cases: after cases were added to a set (flashsim verify's case lists).
 # The round stops by itself before BUDGET seconds (default 540): a step that cannot finish in the time left is
 # not started (exit status 3, the summary names the steps still to run); a step past the time left is killed.
 # Not in the round any more (run by hand when needed): the tile-shape sweep of device_tiles.sh (flashsim bench kernel
@@ -45,8 +47,9 @@
 # What comes back (the device returns at most 8 files, each under 16 MB, at most 2 folders deep):
 #   $OUT/summary.txt          environment, one line per step (status, seconds), what is left to run
 #   $OUT/logs/<step>.txt      each step's full log
-#   $OUT/round.tar            captures/ (every capture file, ~11 MB) and json/ (verify.json, jax_gpu.json,
-#                             captures_attn_*.json), re-packed after every step so a killed round keeps its results
+#   $OUT/round.tar, round_2.tar, ...   captures/ (every capture file, ~19 MB) and json/ (verify.json, jax_gpu.json,
+#                             captures_attn_*.json), each under PACK_MB (default 14) MB, re-packed after every step so a
+#                             killed round keeps its results
 # The loose files behind round.tar stay in $STAGE (default: a fresh folder under /tmp).
 #
 # The device has python3 with torch, cupy, jax (CUDA), cuda-python, compute-sanitizer; flashsim is not installed:
@@ -56,7 +59,9 @@
 set -euo pipefail
 
 ALL_STEPS=(captures verify tests sanitize bench)
-declare -A ESTIMATE=([captures]=240 [attn]=120 [verify]=45 [tests]=180 [sanitize]=240 [bench]=180)   # seconds, to plan
+# ESTIMATE: measured in the 2026-11-30 rounds (summary_*.txt: attn 77-114 s, verify 38-45, tests 59-78, sanitize
+# 74-86), with a margin
+declare -A ESTIMATE=([captures]=240 [attn]=150 [verify]=60 [tests]=100 [sanitize]=120 [bench]=180)   # seconds, to plan
 declare -A CAP=([captures]=420 [attn]=300 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420)        # seconds, to kill
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
@@ -87,8 +92,18 @@ left() {   # seconds left for the running step (its cap, and the round's budget)
 }
 note() { echo "$*" | tee -a "$SUMMARY"; }
 
-pack() {   # round.tar from the staged captures and JSON (cheap: ~11 MB)
-  tar -C "$STAGE" -cf "$OUT/round.tar.tmp" captures json && mv "$OUT/round.tar.tmp" "$OUT/round.tar"
+pack() {   # round.tar (json/ and the first captures), round_2.tar, ...: each under PACK_MB (the device returns files
+           # under 16 MB; the captures are ~19 MB since the FP8 cases)
+  local limit=$(( ${PACK_MB:-14} * 1024 * 1024 )) n=1 size=0 files=(json) f sz
+  rm -f "$OUT"/round*.tar
+  for f in $(cd "$STAGE" && ls captures/* 2>/dev/null); do
+    sz=$(stat -c %s "$STAGE/$f")
+    if (( size + sz > limit && ${#files[@]} > 0 )); then
+      tar -C "$STAGE" -cf "$OUT/round$([[ $n -gt 1 ]] && echo _$n).tar" "${files[@]}"; n=$(( n + 1 )); files=(); size=0
+    fi
+    files+=("$f"); size=$(( size + sz ))
+  done
+  tar -C "$STAGE" -cf "$OUT/round$([[ $n -gt 1 ]] && echo _$n).tar" "${files[@]}"
 }
 
 # run LOG LIMIT CMD...: CMD with its output appended to LOG (and shown), killed after LIMIT seconds.
@@ -118,7 +133,7 @@ need_modules() {   # need_modules MOD...: import them, installing from .whl/ if 
 
 capture_attn() {   # capture_attn SET LOG LIMIT: tests/data/attn_sm90_SET.npz again, case for case
   local set=$1 log=$2 limit=$3 stored=tests/data/attn_sm90_$1.npz how
-  if [[ -f $stored ]]; then
+  if [[ -f $stored && " ${FRESH_SETS:-} " != *" $set "* ]]; then
     how=(--replay "$stored")
   else                                  # how the files were first made (tools/device_{final,verify,last}.sh)
     case $set in

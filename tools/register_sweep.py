@@ -15,7 +15,7 @@ import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from flashsim.config import SUPPORTED_HEAD_DIMS, KernelConfig
+from flashsim.config import SUPPORTED_HEAD_DIMS, KernelConfig, pv_accums
 
 
 def _one(args):
@@ -33,11 +33,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="-")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--quant", default="none", help="the configurations' quant (none, int8)")
+    p.add_argument("--quant", default="none", help="the configurations' quant (none, int8, int8-fp8)")
+    p.add_argument("--accs", default=None, help="P@V accumulations, comma separated (default: every one the quant "
+                                                "can run, config.pv_accums)")
     p.add_argument("--d", default=",".join(map(str, SUPPORTED_HEAD_DIMS)), help="head dims, comma separated")
     args = p.parse_args(argv)
     dims = [int(x) for x in args.d.split(",")]
-    accs = ("f32",) if args.quant == "int8-fp8" else ("f32", "f16", "f16x2")      # FP8 P@V accumulates in f32
+    accs = args.accs.split(",") if args.accs else pv_accums("f16", args.quant)
     jobs = [(arch, d, acc, w, mt, kv, args.quant) for arch in ("sm_90", "sm_120") for d in dims
             for acc in accs for w, mt, kv in itertools.product((4, 8), (1, 2), (32, 64, 128))]
     with ProcessPoolExecutor(args.jobs) as ex:
