@@ -6,7 +6,8 @@ mma.sync ceilings measured in the same run (flashsim bench peak). CUDA events, m
 Rows (TFLOP/s = 4 B H Nq Nk d / time, halved for causal):
   peak      the mma.sync ceilings (m16n8k16 f16 with f32 / f16 accumulation, m16n8k32 s8, e4m3 f32 / f16)
   quant     at 4 x 16 x 4096 x {64, 128} (non-causal and causal at d = 128): f16 against int8 (f32 and f16 P@V) and
-            int8-fp8 (FP8 P@V, f32) with the same P@V accumulation, timed in alternating rounds; each three ways: the whole call (quantization pass + attention),
+            int8-fp8 (FP8 P@V, f32 and two-level f16) with the same P@V accumulation, timed in alternating rounds;
+            each three ways: the whole call (quantization pass + attention),
             the attention kernel alone (the scratch holding a pass's result) and the pass alone
   sdpa      FlashAttention-2 and cuDNN (torch SDPA) on the same f16 inputs
 """
@@ -48,7 +49,7 @@ def main(argv=None):
         q, k, v = rnd(b, h, n, d), rnd(b, h, n, d), rnd(b, h, n, d)
         k = k + 2.0 * torch.randn(b, h, 1, d, device="cuda", dtype=torch.float16)   # keys with a mean
         tag = f"d {d}{' causal' if causal else ''}"
-        for quant, acc in (("int8", "f32"), ("int8", "f16"), ("int8-fp8", "f32")):
+        for quant, acc in (("int8", "f32"), ("int8", "f16"), ("int8-fp8", "f32"), ("int8-fp8", "f16x2")):
             g16, _, p16 = gpu.prepared_launch(q, k, v, causal=causal, pv_accum=acc)
             g8, _, p8 = gpu.prepared_launch(q, k, v, causal=causal, pv_accum=acc, quant=quant)
             g8(sync=True)                                  # the scratch holds a pass's result from here on

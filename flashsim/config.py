@@ -19,16 +19,40 @@ SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
 SUPPORTED_STAGES = (2, 3)
 # Quantized attention (SageAttention's recipe, flashsim.emulator.quantize): "none", or "int8" (Q and K quantized to
 # INT8 by kernel/quantize.cu, Q K^T by mma.sync.m16n8k32 s8 with exact s32 sums, P V as without quant).
-# "int8-fp8": INT8 Q K^T as "int8", and P V in FP8 e4m3 (P * 448, V per channel; mma.sync.m16n8k32 e4m3, f32
-# accumulation): f16 inputs, pv_accum "f32", kv_tile a multiple of 32.
+# "int8-fp8": INT8 Q K^T as "int8", and P V in FP8 e4m3 (P * 448, V per channel; mma.sync.m16n8k32 e4m3): f16
+# inputs, kv_tile a multiple of 32, pv_accum "f32" (f32 accumulation) or "f16x2" (f16 accumulation from zero over
+# FP8_F16_KEYS keys, then added to the f32 O; V in the narrower range FP8_V_RANGE["f16x2"] so no sum can overflow).
 SUPPORTED_QUANT = ("none", "int8", "int8-fp8")
-FP8_P_SCALE = 448.0                      # P in [0, 1] times this into e4m3 (e4m3's largest finite value)
+E4M3_MAX = 448.0                         # e4m3's largest finite value (cvt.rn.satfinite clamps to it)
+F16_MAX = 65504.0                        # f16's largest finite value
+FP8_P_SCALE = E4M3_MAX                   # P in [0, 1] times this into e4m3
+# FP8 P@V with f16 accumulation (pv_accum "f16x2"): the f16 mma sums FP8_F16_KEYS keys (two k32 mma's, as
+# SageAttention2++'s delayed FP32 buffering) from zero, then the sum is added to the f32 O. Every product is at most
+# FP8_P_SCALE * v_range, so V is quantized into the largest e4m3 range v_range with FP8_F16_KEYS * FP8_P_SCALE *
+# v_range <= F16_MAX: 2.25 (64 * 448 * 2.25 = 64512; SageAttention2++ narrows P and V to the same end).
+# proofs/prove_fp8_f16_range.py proves that no f16 sum the mma makes can then reach inf, rounding included.
+FP8_F16_KEYS = 64
+
+
+def e4m3_floor(x: float) -> float:
+    """The largest finite e4m3 value <= x (x >= 0), from the format's 256 bit patterns."""
+    import ml_dtypes
+    import numpy as np
+    vals = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    return float(vals[np.isfinite(vals) & (vals <= x)].max())
+
+
+# V's e4m3 range per P@V accumulation (kernel/quantize.cu's v_absmax receives it): v8 = e4m3(v * range / amax).
+FP8_V_RANGE = {"f32": E4M3_MAX, "f16x2": e4m3_floor(F16_MAX / (FP8_F16_KEYS * FP8_P_SCALE))}
 
 
 def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
     """The P@V accumulations a kernel of element type ``dtype`` and ``quant`` can run: f32 only with bf16 (mma.sync
-    has no bf16 accumulator) and with FP8 P@V (f32 accumulation is what is built), else SUPPORTED_PV_ACCUM."""
-    return ("f32",) if dtype == "bf16" or quant == "int8-fp8" else SUPPORTED_PV_ACCUM
+    has no bf16 accumulator); FP8 P@V those of FP8_V_RANGE (an f16 O over the whole row, pv_accum "f16", has no
+    bound: it sums up to Nk products); else SUPPORTED_PV_ACCUM."""
+    if dtype == "bf16":
+        return ("f32",)
+    return tuple(FP8_V_RANGE) if quant == "int8-fp8" else SUPPORTED_PV_ACCUM
 
 
 def fp8_keys(nk: int) -> int:
@@ -36,6 +60,8 @@ def fp8_keys(nk: int) -> int:
     return -(-nk // MMA8_K) * MMA8_K
 QUANT_BLOCK = 16                         # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
 MEAN_SLICES = 16                         # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)
+QUANT_WARPS = 4                          # quantize_k / quantize_q: warps per block, one per 16-row block
+QUANT_V_THREADS = 256                    # quantize_v's block (its __launch_bounds__ and loop stride)
 INT8_BYTES = 1
 # Q fragments stay in registers for the whole KV loop only up to this head dim (d/16 x4 fragments = d/4 registers a
 # lane); above it O alone is d/2 f32 registers and Q is re-read from shared memory at each k16 step instead.
@@ -132,6 +158,10 @@ DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_ti
 # quant="int8-fp8" (f32 P@V): the f32 table's tiling where it builds without spills under FP8 P@V, else (ptxas,
 # register_sweep_int8_fp8.json) the same warps x m16 tiles with the largest kv_tile that does; at d = 64 and 128 the
 # fastest timed on the H200 (tile_sweep_int8_fp8.txt: 272.0 and 325.0 TFLOP/s, kernel alone), elsewhere a prediction.
+# quant="int8-fp8" with f16x2 (two-level f16 accumulation, O still f32): the f32 row's tiling, which builds without
+# spills under f16x2 everywhere (benchmarks/logs/2026-11-30d/register_sweep_int8_fp8_f16x2.json) but at sm_90 d=64
+# (52 B: 4x2x32 instead, the same warps x m16 tiles with the widest spill-free kv_tile) and sm_90 d=224 (16 B, as
+# with f32: no spill-free tiling there). Not timed on the H200 beyond bench_quant's d=128 (a prediction elsewhere).
 QUANT_TILES = {   # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
     ("int8", "sm_90", "f16", 64): (4, 2, 64, 2),
     ("int8-fp8", "sm_90", "f32", 32): (4, 2, 64, 2),
@@ -141,6 +171,7 @@ QUANT_TILES = {   # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, 
     ("int8-fp8", "sm_90", "f32", 160): (4, 1, 32, 2),
     ("int8-fp8", "sm_90", "f32", 192): (8, 1, 32, 3),
     ("int8-fp8", "sm_120", "f32", 96): (8, 2, 32, 2),
+    ("int8-fp8", "sm_90", "f16x2", 64): (4, 2, 32, 2),
 }
 
 
@@ -216,8 +247,21 @@ class KernelConfig:
 
     @property
     def pv_mma_f16(self) -> bool:
-        """The P@V mma accumulates in f16 (pv_accum "f16" or "f16x2"), so its result can overflow f16's range."""
-        return self.pv_accum in ("f16", "f16x2")
+        """The P@V mma accumulates in f16 (pv_accum "f16" or "f16x2") on f16 P and V, so its result can overflow
+        f16's range (the kernel's overflow flag is live). Not with FP8 P@V: V's range makes every f16 sum finite
+        (FP8_V_RANGE, proofs/prove_fp8_f16_range.py)."""
+        return self.pv_accum in ("f16", "f16x2") and not self.fp8_pv
+
+    @property
+    def fp8_group_keys(self) -> int:
+        """FP8 P@V with pv_accum "f16x2": keys per f16 sum before it is added to the f32 O, min(kv_tile,
+        FP8_F16_KEYS) (a KV tile holds whole groups); MMA8_K otherwise (unused there)."""
+        return min(self.kv_tile, FP8_F16_KEYS) if self.fp8_pv and self.pv_accum == "f16x2" else MMA8_K
+
+    @property
+    def fp8_v_range(self) -> float:
+        """FP8 P@V: the e4m3 range V is quantized into (FP8_V_RANGE of the P@V accumulation)."""
+        return FP8_V_RANGE[self.pv_accum]
 
     @property
     def q_in_registers(self) -> bool:
@@ -315,9 +359,11 @@ class KernelConfig:
         if self.quant not in SUPPORTED_QUANT:
             raise ValueError(f"quant must be one of {SUPPORTED_QUANT}, got {self.quant!r}")
         if self.fp8_pv and (self.dtype != "f16" or self.pv_accum not in pv_accums(self.dtype, self.quant)
-                            or self.kv_tile % MMA8_K):
-            raise ValueError(f"quant='int8-fp8' needs f16 inputs, pv_accum='f32' and a kv_tile that is a multiple of "
-                             f"32 (got dtype={self.dtype!r}, pv_accum={self.pv_accum!r}, kv_tile={self.kv_tile})")
+                            or self.kv_tile % MMA8_K or self.kv_tile % self.fp8_group_keys):
+            raise ValueError(f"quant='int8-fp8' needs f16 inputs, pv_accum in {pv_accums('f16', self.quant)} (an f16 "
+                             f"O over the whole row has no overflow bound) and a kv_tile that is a multiple of 32 "
+                             f"(with 'f16x2': at most {FP8_F16_KEYS} or a multiple of it) (got dtype={self.dtype!r}, "
+                             f"pv_accum={self.pv_accum!r}, kv_tile={self.kv_tile})")
         if self.int8 and self.softcap:
             raise ValueError(f"quant={self.quant!r} does not combine with softcap: K is smoothed by its mean over tokens, "
                              "which shifts each row's scores by a constant; softmax ignores that shift, "
@@ -350,13 +396,18 @@ class KernelConfig:
             "FS_QUANT_FP8": int(self.fp8_pv),
             "FS_QUANT_BLOCK": QUANT_BLOCK,
             "FS_MEAN_SLICES": MEAN_SLICES,
+            "FS_FP8_P_SCALE": int(FP8_P_SCALE),
+            "FS_FP8_GROUP_KEYS": self.fp8_group_keys,
+            "FS_QUANT_WARPS": QUANT_WARPS,            # kernel/quantize.cu's block shapes (flash_fwd ignores them; here
+            "FS_QUANT_V_THREADS": QUANT_V_THREADS,    # so that an attention capture's record covers the whole pass)
         }
 
     def quantize_defines(self) -> dict[str, int]:
         """The defines of kernel/quantize.cu's build (a subset of ``defines``: the quantization pass depends on
-        the head dim, the element type and the two quantization constants only)."""
+        the head dim, the element type, the two quantization constants and its own block shapes)."""
         d = self.defines()
-        return {k: d[k] for k in ("FS_HEAD_DIM", "FS_BF16", "FS_QUANT_BLOCK", "FS_MEAN_SLICES")}
+        return {k: d[k] for k in ("FS_HEAD_DIM", "FS_BF16", "FS_QUANT_BLOCK", "FS_MEAN_SLICES", "FS_QUANT_WARPS",
+                                  "FS_QUANT_V_THREADS")}
 
     def with_(self, **changes) -> "KernelConfig":
         return replace(self, **changes)
@@ -373,11 +424,14 @@ class KernelConfig:
         a = get_arch(arch)
         head_dim = overrides.get("head_dim", cls.head_dim)
         acc = overrides.get("pv_accum", cls.pv_accum)
+        quant = overrides.get("quant", cls.quant)
         key = (tile_class(a.name), acc, head_dim)
         if key not in DEFAULT_TILES:
             return cls(**overrides)             # validate() names what is unsupported
-        warps, m_tiles, kv_tile, stages = QUANT_TILES.get((overrides.get("quant", cls.quant), *key),
-                                                          DEFAULT_TILES[key])
+        # FP8 P@V keeps O in f32 with either accumulation: f16x2 takes f32's tiling unless QUANT_TILES says otherwise
+        base = (key[0], "f32", head_dim) if quant == "int8-fp8" else key
+        warps, m_tiles, kv_tile, stages = QUANT_TILES.get((quant, *key), QUANT_TILES.get((quant, *base),
+                                                                                          DEFAULT_TILES[base]))
         tuned = dict(warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages)
         return cls(**{**tuned, **overrides})
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-F16_MAX = 65504.0
+from .config import F16_MAX
 
 __all__ = ["F16_MAX", "overflow_error", "first_flagged", "check_mode", "OverflowCheck"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arch import get_arch
-from .config import KernelConfig, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, pv_accums
+from .config import FP8_F16_KEYS, KernelConfig, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, pv_accums
 from .masking import Window, key_range
 
 LOG2E = 1.4426950408889634  # log2(e) in float64
@@ -310,8 +310,10 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
     if h > GRID_YZ_MAX or b > GRID_YZ_MAX:
         raise ValueError(f"heads H={h} and batch B={b} must each be <= {GRID_YZ_MAX} (the CUDA grid's y and z)")
     if opts.quant == "int8-fp8" and (dtype != "f16" or opts.pv_accum not in pv_accums(dtype, opts.quant)):
-        raise ValueError(f"quant='int8-fp8' runs P@V in FP8 with f32 accumulation on float16 inputs: got "
-                         f"{dtypes['q']} inputs and pv_accum={opts.pv_accum!r} (use quant='int8' for the others)")
+        raise ValueError(f"quant='int8-fp8' runs P@V in FP8 on float16 inputs with pv_accum in "
+                         f"{pv_accums('f16', opts.quant)} (f32, or f16 over {FP8_F16_KEYS} keys at a time then f32; "
+                         f"an f16 O over the whole row has no overflow bound): got {dtypes['q']} inputs and "
+                         f"pv_accum={opts.pv_accum!r} (use quant='int8' for the others)")
     if opts.pv_accum not in pv_accums(dtype):
         raise ValueError(f"pv_accum={opts.pv_accum!r} needs float16 inputs: mma.sync has no bf16 accumulator, so "
                          "bfloat16 runs P@V with pv_accum='f32'")

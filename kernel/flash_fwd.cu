@@ -1,7 +1,8 @@
 // FlashAttention forward, raw mma.sync.m16n8k16, written for consumer Blackwell (sm_120), runs on sm_80+.
 // f16 or bf16 (FS_BF16); head dims 32..256; MQA / GQA; causal and sliding-window masks; logit soft-capping;
 // (B, H, N, d) or (B, N, H, d) through strides; quantized Q K^T (FS_QUANT_INT8: INT8 Q and K from kernel/quantize.cu,
-// mma.sync.m16n8k32 s8, as SageAttention).
+// mma.sync.m16n8k32 s8, as SageAttention) and P V (FS_QUANT_FP8: e4m3 P and V, mma.sync.m16n8k32 e4m3, f32 or
+// two-level f16 accumulation, as SageAttention2 / 2++).
 //
 // The seed's design, for real:
 //   * O accumulates in registers for the whole KV loop (never in shared memory); f32 or f16 (FS_PV_F16), or f32
@@ -56,14 +57,22 @@ constexpr bool QUANT = FS_QUANT_INT8 != 0;
 constexpr int QB = FS_QUANT_BLOCK;
 static_assert(!QUANT || QB == 16, "an INT8 scale covers one m16 tile of Q and one k16 slice of K");
 static_assert(!(QUANT && SOFTCAP), "INT8 Q K^T smooths K, which softcap's tanh does not allow");
-// FP8 P@V (quant "int8-fp8"): P * 448 to e4m3 (cvt.rn.satfinite), V per channel to e4m3 by kernel/quantize.cu, stored
-// transposed (d rows x keys) with each 32-key block's keys in the A fragment's slot order (slot s holds key
-// 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2, what a lane's S registers give), P V on
-// mma.sync.m16n8k32 e4m3 with f32 accumulation; O * v_deq[c] in the epilogue (v_deq = amax_c / 448^2).
+// FP8 P@V (quant "int8-fp8"): P * FP8_P_SCALE (448) to e4m3 (cvt.rn.satfinite), V per channel to e4m3 by
+// kernel/quantize.cu, stored transposed (d rows x keys) with each 32-key block's keys in the A fragment's slot order
+// (slot s holds key 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2, what a lane's S registers give), P V
+// on mma.sync.m16n8k32 e4m3, O * v_deq[c] in the epilogue (v_deq = amax_c / (448 v_range), v_range V's e4m3 range).
+// Accumulation in f32 (O directly), or with FS_PV_F16X2 in f16: each group of FS_FP8_GROUP_KEYS keys' P V by the
+// f16 mma from +0 over its k32 slices in order, then added to the f32 O (V's narrow range keeps every f16 sum
+// finite: flashsim.config.FP8_V_RANGE, proofs/prove_fp8_f16_range.py).
 constexpr bool FP8_PV = FS_QUANT_FP8 != 0;
+constexpr float FP8_P_SCALE = static_cast<float>(FS_FP8_P_SCALE);
+constexpr int FP8_GROUP = FS_FP8_GROUP_KEYS / 32;   // k32 slices per f16 group (FS_PV_F16X2)
 static_assert(!FP8_PV || QUANT, "FP8 P@V comes with INT8 Q K^T");
-static_assert(!FP8_PV || (!PV_F16 && !PV_F16X2 && !BF16), "FP8 P@V: f16 inputs, f32 accumulation");
-static_assert(!FP8_PV || FS_KV_TILE % 32 == 0, "FP8 P@V: kv_tile a multiple of 32 (k32 slices)");
+static_assert(!FP8_PV || (!PV_F16 && !BF16), "FP8 P@V: f16 inputs, f32 or two-level f16 accumulation");
+static_assert(!FP8_PV || (FS_KV_TILE % 32 == 0 && FP8_GROUP >= 1 && FS_KV_TILE % (32 * FP8_GROUP) == 0),
+              "FP8 P@V: kv_tile a multiple of 32 (k32 slices) and of the f16 group");
+// The overflow flag (see flash_fwd's arguments) is live with an f16 P@V mma on f16 P and V.
+constexpr bool OVERFLOW_FLAG = (PV_F16 || PV_F16X2) && !FP8_PV;
 
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
 constexpr int QK_ROW_BYTES = D * (QUANT ? 1 : 2);   // a row of the Q / K tiles (s8, or f16 / bf16)
@@ -131,12 +140,31 @@ __device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], u
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+__device__ __forceinline__ void mma_fp8_f16(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+                 : "+r"(d[0]), "+r"(d[1])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 // Four f32 -> four e4m3 bytes (cvt.rn.satfinite: to nearest even, clamped to +-448, NaN -> 0x7f), x0 in the low byte.
 __device__ __forceinline__ uint32_t pack_e4m3x4(float x0, float x1, float x2, float x3) {
     unsigned short lo, hi;
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(x1), "f"(x0));
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(x3), "f"(x2));
     return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+// P's A fragment of k32 slice j of one m16 tile, from its S accumulators s (n8 tiles 4j .. 4j+3): a0 = row g, tiles
+// 4j, 4j+1; a1 = row g + 8; a2, a3 = tiles 4j+2, 4j+3 (a lane's values in its own slot order: V^T's keys were stored
+// in that order by kernel/quantize.cu), each P * FP8_P_SCALE to e4m3.
+__device__ __forceinline__ void pack_p_fp8(uint32_t (&a)[4], const float (&s)[S_NT][4], int j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float (&t0)[4] = s[4 * j + 2 * h];
+            const float (&t1)[4] = s[4 * j + 2 * h + 1];
+            a[2 * h + r] = pack_e4m3x4(__fmul_rn(t0[2 * r], FP8_P_SCALE), __fmul_rn(t0[2 * r + 1], FP8_P_SCALE),
+                                       __fmul_rn(t1[2 * r], FP8_P_SCALE), __fmul_rn(t1[2 * r + 1], FP8_P_SCALE));
+        }
 }
 __device__ __forceinline__ void mma_f16(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
@@ -183,6 +211,14 @@ __device__ __forceinline__ float f16_to_f32(uint32_t h) {
 
 __device__ __forceinline__ bool nonfinite(float x) {   // inf or NaN, from the bits (no float compare)
     return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
+}
+
+// Two levels: an n8 tile's f16 accumulator (two f16x2 registers) added to its f32 one, element by element.
+__device__ __forceinline__ void add_f16_tile(float (&o)[4], const uint32_t (&t)[2]) {
+    o[0] = __fadd_rn(o[0], f16_to_f32(t[0] & 0xffffu));
+    o[1] = __fadd_rn(o[1], f16_to_f32(t[0] >> 16));
+    o[2] = __fadd_rn(o[2], f16_to_f32(t[1] & 0xffffu));
+    o[3] = __fadd_rn(o[3], f16_to_f32(t[1] >> 16));
 }
 
 // Natural log of a positive normal float from IEEE-exact operations only, so the emulator reproduces its bits:
@@ -239,11 +275,12 @@ __device__ __forceinline__ uint32_t chunk_off(int even_chunk, int lane_x) {
     return static_cast<uint32_t>((even_chunk ^ lane_x) << 4);
 }
 
-// Copy rows [row0, row0+ROWS) of an (n x D) matrix of C-chunk rows, row stride `rs` bytes, into a swizzled tile;
-// rows >= n are zero-filled.
+// Copy rows [row0, row0 + ROWS) of a matrix of C-chunk rows (row stride `rs` bytes), starting `col0` bytes into each
+// row, into a swizzled tile; a 16-byte chunk is zero-filled when its row is at or past n or its first byte at or
+// past ncol (a column bound only V^T's key padding needs).
 template <int ROWS, int C>
 __device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __restrict__ g, int row0, int n,
-                                          long long rs, int tid) {
+                                          long long rs, int tid, int col0 = 0, int ncol = 0x7fffffff) {
     constexpr int CHUNKS = ROWS * C;
     constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
 #pragma unroll
@@ -251,8 +288,8 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __
         int i = it * THREADS + tid;
         if (CHUNKS % THREADS == 0 || i < CHUNKS) {
             int r = i / C, c = i % C;
-            bool valid = row0 + r < n;
-            const unsigned char* src = valid ? g + static_cast<long long>(row0 + r) * rs + c * 16 : g;
+            bool valid = row0 + r < n && col0 + 16 * c < ncol;
+            const unsigned char* src = valid ? g + static_cast<long long>(row0 + r) * rs + col0 + c * 16 : g;
             cp_async_16(tile + swz<C>(r, c), src, valid ? 16 : 0);
         }
     }
@@ -262,22 +299,10 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __
 // with FP8_PV the transposed e4m3 tile: D rows of BC keys (row stride nkp bytes; 16-key chunks at or past nkp zero).
 __device__ __forceinline__ void load_v_tile(uint32_t tile, const unsigned char* __restrict__ vh, int key0, int nk,
                                             long long kv_row, int nkp, int tid) {
-    if (!FP8_PV) {
+    if (FP8_PV)
+        load_tile<D, V_CHUNKS>(tile, vh, 0, D, nkp, tid, key0, nkp);
+    else
         load_tile<BC, V_CHUNKS>(tile, vh, key0, nk, kv_row * 2, tid);
-        return;
-    }
-    constexpr int CHUNKS = D * V_CHUNKS;
-    constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-        int i = it * THREADS + tid;
-        if (CHUNKS % THREADS == 0 || i < CHUNKS) {
-            int r = i / V_CHUNKS, c = i % V_CHUNKS;
-            bool valid = key0 + 16 * c < nkp;
-            const unsigned char* src = valid ? vh + static_cast<long long>(r) * nkp + key0 + 16 * c : vh;
-            cp_async_16(tile + swz<V_CHUNKS>(r, c), src, valid ? 16 : 0);
-        }
-    }
 }
 
 }  // namespace fs
@@ -570,25 +595,13 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         }
 
         // ---- O += P V: the S accumulators of n8 tiles 2j, 2j+1 are P's A fragment for k16 slice j ----------
-        if (FP8_PV) {
-            // k32 slice j: n8 tiles 4j .. 4j+3 of S; a lane's (row, tile, e) values go to slots in its own order
-            // (V^T's keys were stored in that order by kernel/quantize.cu): a0 = row g, tiles 4j, 4j+1; a1 = row
-            // g + 8; a2, a3 = tiles 4j+2, 4j+3. P is scaled by 448 into e4m3's range.
+        if (FP8_PV && !PV_F16X2) {
+            // k32 slice j: P's fragment from n8 tiles 4j .. 4j+3 of S (pack_p_fp8), V^T's slots [32j, +32)
 #pragma unroll
             for (int j = 0; j < BC / 32; ++j) {
                 uint32_t pa[MT][4];
 #pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h)
-#pragma unroll
-                        for (int r = 0; r < 2; ++r) {
-                            const float (&t0)[4] = s_acc[mt][4 * j + 2 * h];
-                            const float (&t1)[4] = s_acc[mt][4 * j + 2 * h + 1];
-                            pa[mt][2 * h + r] = pack_e4m3x4(
-                                __fmul_rn(t0[2 * r], 448.f), __fmul_rn(t0[2 * r + 1], 448.f),
-                                __fmul_rn(t1[2 * r], 448.f), __fmul_rn(t1[2 * r + 1], 448.f));
-                        }
+                for (int mt = 0; mt < MT; ++mt) pack_p_fp8(pa[mt], s_acc[mt], j);
 #pragma unroll
                 for (int n = 0; n < O_NT; n += 2) {
                     // matrices: d [8n, 8n+8) x slots [32j, +16), [+16, +32); d [8n+8, +8) x the same
@@ -598,6 +611,38 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                     for (int mt = 0; mt < MT; ++mt) {
                         mma_fp8(o_acc32[PV_F16 ? 0 : mt][n], pa[mt], b[0], b[1]);
                         mma_fp8(o_acc32[PV_F16 ? 0 : mt][n + 1], pa[mt], b[2], b[3]);
+                    }
+                }
+            }
+        } else if (FP8_PV) {
+            // Two levels: per group of FP8_GROUP k32 slices, for each pair of n8 tiles of O, the group's P V by the
+            // f16 mma from +0 over its slices in order, then added to the f32 O (rescaled above) element by element.
+#pragma unroll
+            for (int g = 0; g < BC / 32 / FP8_GROUP; ++g) {
+                uint32_t pa[MT][FP8_GROUP][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int jj = 0; jj < FP8_GROUP; ++jj) pack_p_fp8(pa[mt][jj], s_acc[mt], g * FP8_GROUP + jj);
+#pragma unroll
+                for (int n = 0; n < O_NT; n += 2) {
+                    uint32_t t16[MT][2][2];
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) t16[mt][0][0] = t16[mt][0][1] = t16[mt][1][0] = t16[mt][1][1] = 0u;
+#pragma unroll
+                    for (int jj = 0; jj < FP8_GROUP; ++jj) {
+                        uint32_t b[4];
+                        ldmatrix_x4(b, vt + k_vlane + n * 8 * V_ROW_BYTES + chunk_off((g * FP8_GROUP + jj) * 2, kv_x));
+#pragma unroll
+                        for (int mt = 0; mt < MT; ++mt) {
+                            mma_fp8_f16(t16[mt][0], pa[mt][jj], b[0], b[1]);
+                            mma_fp8_f16(t16[mt][1], pa[mt][jj], b[2], b[3]);
+                        }
+                    }
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        add_f16_tile(o_acc32[PV_F16 ? 0 : mt][n], t16[mt][0]);
+                        add_f16_tile(o_acc32[PV_F16 ? 0 : mt][n + 1], t16[mt][1]);
                     }
                 }
             }
@@ -630,15 +675,10 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                     }
                 }
 #pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        float (&oo)[4] = o_acc32[PV_F16 ? 0 : mt][n + h];
-                        oo[0] = __fadd_rn(oo[0], f16_to_f32(t16[mt][h][0] & 0xffffu));
-                        oo[1] = __fadd_rn(oo[1], f16_to_f32(t16[mt][h][0] >> 16));
-                        oo[2] = __fadd_rn(oo[2], f16_to_f32(t16[mt][h][1] & 0xffffu));
-                        oo[3] = __fadd_rn(oo[3], f16_to_f32(t16[mt][h][1] >> 16));
-                    }
+                for (int mt = 0; mt < MT; ++mt) {
+                    add_f16_tile(o_acc32[PV_F16 ? 0 : mt][n], t16[mt][0]);
+                    add_f16_tile(o_acc32[PV_F16 ? 0 : mt][n + 1], t16[mt][1]);
+                }
             }
         } else
 #pragma unroll
@@ -707,14 +747,14 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 const float (&f)[4] = o_acc32[PV_F16 ? 0 : mt][n];
                 v0 = f[0]; v1 = f[1]; v2 = f[2]; v3 = f[3];
             }
-            if (PV_F16 || PV_F16X2) {
+            if (OVERFLOW_FLAG) {
                 bad[0] |= nonfinite(v0) || nonfinite(v1);
                 bad[1] |= nonfinite(v2) || nonfinite(v3);
             }
             const int col = n * 8 + 2 * t4;
             v0 = __fmul_rn(v0, inv[0]); v1 = __fmul_rn(v1, inv[0]);
             v2 = __fmul_rn(v2, inv[1]); v3 = __fmul_rn(v3, inv[1]);
-            if (FP8_PV) {      // O = (O / l) * amax_c / 448^2: P's 448 and V's per-channel scale back
+            if (FP8_PV) {      // O = (O / l) * amax_c / (448 v_range): P's scale and V's per-channel scale back
                 const float d0 = __ldg(vdq + col), d1 = __ldg(vdq + col + 1);
                 v0 = __fmul_rn(v0, d0); v1 = __fmul_rn(v1, d1); v2 = __fmul_rn(v2, d0); v3 = __fmul_rn(v3, d1);
             }
@@ -727,7 +767,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             if (row0 < nq) lh[row0] = lse_row[0];
             if (row1 < nq) lh[row1] = lse_row[1];
         }
-        if (PV_F16 || PV_F16X2) {
+        if (OVERFLOW_FLAG) {
             if (bad[0] && live[0] && row0 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row0));
             if (bad[1] && live[1] && row1 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row1));
         }

@@ -7,7 +7,8 @@
 //   quantize_q  Q quantized per block of FS_QUANT_BLOCK rows; the row's q . mean(k) (fma over the channels in
 //               order) for the LSE (flash_fwd adds it back).
 //   v_absmax    (FP8 P@V) per (batch, K/V head, channel): amax = max |v| over the tokens (from 0, order-free),
-//               v_inv = 448 / amax (0 when amax is 0), v_deq = amax / 448^2 (flash_fwd's epilogue factor).
+//               v_inv = v_range / amax (0 when amax is 0), v_deq = amax / deq_div (flash_fwd's epilogue factor;
+//               v_range and deq_div = P's scale * v_range are launch arguments: flashsim.config.FP8_V_RANGE).
 //   quantize_v  (FP8 P@V) V^T in e4m3: v8t[c][32 b + s] = e4m3(v[32 b + key(s)][c] * v_inv[c]) (cvt.rn.satfinite),
 //               keys past nk zero, key(s) = 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2 (the order of
 //               flash_fwd's P fragment slots).
@@ -32,7 +33,8 @@ constexpr int QB = FS_QUANT_BLOCK;
 constexpr int SLICES = FS_MEAN_SLICES;
 // quantize_k / quantize_q: one warp per block of QB = 16 rows, WARPS of them per CUDA block. Lane l holds half h = l & 1
 // of row l >> 1: channels [h D/2, (h + 1) D/2), read and written in 16-byte pieces (8 elements in, 16 s8 out).
-constexpr int WARPS = 4;
+constexpr int WARPS = FS_QUANT_WARPS;
+constexpr int V_THREADS = FS_QUANT_V_THREADS;
 constexpr int HALF = D / 2;                 // channels a lane holds
 constexpr int PIECES = HALF / 8;            // 16-byte loads a lane makes
 static_assert(QB == 16 && D % 32 == 0, "a warp holds 16 rows as 32 half rows of at least 16 channels");
@@ -92,37 +94,47 @@ __device__ __forceinline__ void quantize_rows(const fs_half* __restrict__ x, con
         *reinterpret_cast<uint4*>(xq + static_cast<long long>(r) * rs + c0 + 8 * i) = make_uint4(w[0], w[1], w[2], w[3]);
     }
 }
+
+// Per-channel fold over the tokens, for k_mean (a sum) and v_absmax (a max of |x|): thread (x, s) folds channel
+// c = 32 blockIdx.x + x of tokens s, s + SLICES, ... in order from `init` with op(acc, x); then the SLICES partial
+// results are folded in order 0, 1, ... Every thread returns the total. UNROLL loads are issued before their ops
+// (which keep the order), so a thread waits one memory latency per UNROLL tokens instead of one per token.
+struct AddOp { __device__ float operator()(float acc, float x) const { return __fadd_rn(acc, x); } };
+struct AbsMaxOp {   // fmaxf ignores NaN; the partial results are >= 0, so folding them with |.| changes nothing
+    __device__ float operator()(float acc, float x) const { return fmaxf(acc, fabsf(x)); }
+};
+template <typename Op>
+__device__ __forceinline__ float fold_tokens(const fs_half* __restrict__ xh, int n, long long rs, Op op) {
+    __shared__ float part[SLICES][32];
+    constexpr int UNROLL = 8;
+    const int s = threadIdx.y;
+    float acc = 0.f;
+    int j = s;
+    for (; j + (UNROLL - 1) * SLICES < n; j += UNROLL * SLICES) {
+        fs_half x[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) x[u] = xh[static_cast<long long>(j + u * SLICES) * rs];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc = op(acc, widen(x[u]));
+    }
+    for (; j < n; j += SLICES) acc = op(acc, widen(xh[static_cast<long long>(j) * rs]));
+    part[s][threadIdx.x] = acc;
+    __syncthreads();
+    float tot = part[0][threadIdx.x];
+#pragma unroll
+    for (int i = 1; i < SLICES; ++i) tot = op(tot, part[i][threadIdx.x]);
+    return tot;
+}
 }  // namespace fsq
 
 // grid (D / 32, Hkv, B), block (32, FS_MEAN_SLICES)
 extern "C" __global__ void k_mean(const fs_half* __restrict__ k, float* __restrict__ mean, int nk, long long bs,
                                   long long hs, long long rs) {
     using namespace fsq;
-    __shared__ float part[SLICES][32];
-    const int c = blockIdx.x * 32 + threadIdx.x, s = threadIdx.y;
-    const fs_half* kh = k + blockIdx.z * bs + blockIdx.y * hs + c;
-    // The slice's tokens in order; UNROLL loads are issued before their adds (the adds keep the order), so a thread
-    // waits for one memory latency per UNROLL tokens instead of one per token.
-    constexpr int UNROLL = 8;
-    float acc = 0.f;
-    int j = s;
-    for (; j + (UNROLL - 1) * SLICES < nk; j += UNROLL * SLICES) {
-        fs_half x[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) x[u] = kh[static_cast<long long>(j + u * SLICES) * rs];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) acc = __fadd_rn(acc, widen(x[u]));
-    }
-    for (; j < nk; j += SLICES) acc = __fadd_rn(acc, widen(kh[static_cast<long long>(j) * rs]));
-    part[s][threadIdx.x] = acc;
-    __syncthreads();
-    if (s == 0) {
-        float tot = part[0][threadIdx.x];
-#pragma unroll
-        for (int i = 1; i < SLICES; ++i) tot = __fadd_rn(tot, part[i][threadIdx.x]);
-        mean[(static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * D + c] =
-            __fdiv_rn(tot, __int2float_rn(nk));
-    }
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    const float tot = fold_tokens(k + blockIdx.z * bs + blockIdx.y * hs + c, nk, rs, AddOp());
+    if (threadIdx.y == 0)
+        mean[(static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * D + c] = __fdiv_rn(tot, __int2float_rn(nk));
 }
 
 // grid (ceil(nk / (QB WARPS)), Hkv, B), block 32 WARPS
@@ -173,39 +185,52 @@ quantize_q(const fs_half* __restrict__ q, const float* __restrict__ mean, signed
 
 // grid (D / 32, Hkv, B), block (32, FS_MEAN_SLICES)
 extern "C" __global__ void v_absmax(const fs_half* __restrict__ v, float* __restrict__ v_inv,
-                                    float* __restrict__ v_deq, int nk, long long bs, long long hs, long long rs) {
+                                    float* __restrict__ v_deq, int nk, long long bs, long long hs, long long rs,
+                                    float v_range, float deq_div) {
     using namespace fsq;
-    __shared__ float part[SLICES][32];
-    const int c = blockIdx.x * 32 + threadIdx.x, s = threadIdx.y;
-    const fs_half* vh = v + blockIdx.z * bs + blockIdx.y * hs + c;
-    float a = 0.f;
-    for (int j = s; j < nk; j += SLICES) a = fmaxf(a, fabsf(widen(vh[static_cast<long long>(j) * rs])));
-    part[s][threadIdx.x] = a;
-    __syncthreads();
-    if (s == 0) {
-        float m = part[0][threadIdx.x];
-#pragma unroll
-        for (int i = 1; i < SLICES; ++i) m = fmaxf(m, part[i][threadIdx.x]);
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    const float m = fold_tokens(v + blockIdx.z * bs + blockIdx.y * hs + c, nk, rs, AbsMaxOp());
+    if (threadIdx.y == 0) {
         const long long o = (static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * D + c;
-        v_inv[o] = m > 0.f ? __fdiv_rn(448.f, m) : 0.f;
-        v_deq[o] = __fdiv_rn(m, 200704.f);
+        v_inv[o] = m > 0.f ? __fdiv_rn(v_range, m) : 0.f;
+        v_deq[o] = __fdiv_rn(m, deq_div);
     }
 }
 
-// grid (nkp / 32, Hkv, B), block 256
-extern "C" __global__ void __launch_bounds__(256)
+// grid (nkp / 32, Hkv, B), block V_THREADS. The block's 32 keys are read row by row in 16-byte pieces (keys past nk
+// as zeros) into shared memory, then each thread writes 4 slots (one u32) of one channel's row of V^T: a warp
+// writes 4 channels x 32 contiguous bytes, and no global read is strided by a row.
+extern "C" __global__ void __launch_bounds__(fsq::V_THREADS)
 quantize_v(const fs_half* __restrict__ v, const float* __restrict__ v_inv, unsigned char* __restrict__ v8t, int nk,
            int nkp, long long bs, long long hs, long long rs) {
     using namespace fsq;
+    constexpr int ROW_PIECES = D / 8;                       // 16-byte pieces of a row of V
+    constexpr int PITCH = ROW_PIECES + 1;                   // a padding piece per row: key rows start in other banks
+    __shared__ uint4 tile[32][PITCH];
     const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
     const fs_half* vh = v + blockIdx.z * bs + blockIdx.y * hs;
     const int b0 = blockIdx.x * 32;
-    for (int e = threadIdx.x; e < 32 * D; e += 256) {
-        const int c = e / 32, slot = e % 32;
-        const int key = b0 + 16 * (slot / 16) + 8 * ((slot % 4) / 2) + 2 * ((slot % 16) / 4) + slot % 2;
-        const float x = key < nk ? __fmul_rn(widen(vh[static_cast<long long>(key) * rs + c]), v_inv[bh * D + c]) : 0.f;
-        unsigned short pair;
-        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(pair) : "f"(0.f), "f"(x));
-        v8t[(bh * D + c) * static_cast<long long>(nkp) + b0 + slot] = static_cast<unsigned char>(pair & 0xffu);
+    for (int e = threadIdx.x; e < 32 * ROW_PIECES; e += V_THREADS) {
+        const int key = b0 + e / ROW_PIECES, p = e % ROW_PIECES;
+        tile[e / ROW_PIECES][p] = key < nk ? *reinterpret_cast<const uint4*>(vh + static_cast<long long>(key) * rs + 8 * p)
+                                           : make_uint4(0u, 0u, 0u, 0u);
+    }
+    __syncthreads();
+    const fs_half* t = reinterpret_cast<const fs_half*>(&tile[0][0]);
+    for (int e = threadIdx.x; e < 8 * D; e += V_THREADS) {
+        const int c = e / 8, s0 = 4 * (e % 8);
+        const float inv = v_inv[bh * D + c];
+        float x[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int slot = s0 + u;
+            const int key = 16 * (slot / 16) + 8 * ((slot % 4) / 2) + 2 * ((slot % 16) / 4) + slot % 2;
+            x[u] = __fmul_rn(widen(t[key * 8 * PITCH + c]), inv);   // rows past nk: +0 (inv is finite)
+        }
+        unsigned short lo, hi;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(x[1]), "f"(x[0]));
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(x[3]), "f"(x[2]));
+        *reinterpret_cast<unsigned int*>(v8t + (bh * D + c) * static_cast<long long>(nkp) + b0 + s0) =
+            static_cast<unsigned int>(lo) | (static_cast<unsigned int>(hi) << 16);
     }
 }

@@ -171,10 +171,52 @@ def test_numpy_and_jax_engines_agree_on_int8():
     q, k, v = _inputs(nq=70, nk=90, d=96)
     for kw in (dict(quant="int8", causal=True, pv_accum="f16"), dict(quant="int8", window_size=(20, 5),
                                                                      pv_accum="f16x2"),
-               dict(quant="int8-fp8", causal=True)):
+               dict(quant="int8-fp8", causal=True), dict(quant="int8-fp8", pv_accum="f16x2", window_size=(30, 10))):
         o1, l1 = flashsim.attention(q, k, v, **kw)
         o2, l2 = flashsim.attention(q, k, v, backend="jax", **kw)
         assert o1.tobytes() == o2.tobytes() and l1.tobytes() == l2.tobytes()
+
+
+def test_fp8_pv_with_f16_accumulation_is_as_accurate_as_f32_accumulation():
+    """Two-level f16 accumulation (groups of FP8_F16_KEYS keys, V in [-2.25, 2.25]) against f32 accumulation (V in
+    [-448, 448]) on the same inputs: both within the e4m3 quantization's few percent of float64, and their errors
+    within 10% of each other (the f16 sums of at most 64 products add ~2^-11 relative, far below e4m3's 2^-4
+    spacing, whose relative size is the same in both ranges)."""
+    q, k, v = _inputs(nq=120, nk=300, d=64)
+    ref = flashsim.reference_attention(q, k, v)[0]
+    rel = {}
+    for acc in ("f32", "f16x2"):
+        o = flashsim.attention(q, k, v, quant="int8-fp8", pv_accum=acc)[0].astype(np.float64)
+        rel[acc] = np.linalg.norm(o - ref) / np.linalg.norm(ref)
+    assert rel["f32"] < 0.06 and rel["f16x2"] < 0.06
+    assert abs(rel["f16x2"] - rel["f32"]) < 0.1 * rel["f32"], rel
+
+
+@pytest.mark.parametrize("kv_tile", [32, 64, 128])
+def test_fp8_f16_accumulation_reaches_its_bound_and_stays_finite(kv_tile):
+    """The proved worst case (proofs/prove_fp8_f16_range.py) through the whole program: q = 0 (every p = 1) and equal
+    rows of v (each channel at its max): every f16 group sum is 64 * 448 * 2.25 = 64512 (or half that in 32-key
+    groups), and O is v again, finite. v of 60000 with 4096 keys, which overflows the unquantized f16x2 kernel's f16
+    tile sums, is fine: V is rescaled into the proved range, so the overflow check has nothing to check."""
+    from flashsim.config import FP8_V_RANGE
+    rng = np.random.default_rng(4)
+    nk = 512
+    q = np.zeros((1, 1, 20, 64), np.float16)
+    k = rng.standard_normal((1, 1, nk, 64)).astype(np.float16)
+    row = (rng.standard_normal(64) * 100).astype(np.float16)
+    v = np.broadcast_to(row, (1, 1, nk, 64)).copy()
+    cfg = KernelConfig.default("sm_90", head_dim=64, quant="int8-fp8", pv_accum="f16x2").with_(
+        warps=4, m_tiles=1, kv_tile=kv_tile)
+    o, _ = flashsim.attention(q, k, v, config=cfg)
+    assert np.isfinite(o.astype(np.float32)).all()
+    np.testing.assert_allclose(o[0, 0].astype(np.float64), np.broadcast_to(row, (20, 64)), rtol=2e-3)
+    assert FP8_V_RANGE["f16x2"] == 2.25
+    big = np.full((1, 1, 4096, 64), 60000.0, np.float16)
+    qb, kb = np.zeros((1, 1, 16, 64), np.float16), np.zeros((1, 1, 4096, 64), np.float16)
+    with pytest.raises(FloatingPointError, match="overflowed"):
+        flashsim.attention(qb, kb, big, pv_accum="f16x2")
+    o8, _ = flashsim.attention(qb, kb, big, quant="int8-fp8", pv_accum="f16x2")
+    assert (o8.astype(np.float32) == 60000.0).all()
 
 
 def test_int8_shrinks_the_q_and_k_buffers():
@@ -189,7 +231,7 @@ def test_int8_shrinks_the_q_and_k_buffers():
 
 @pytest.mark.parametrize("kw, match", [
     (dict(quant="int4"), "quant must be one of"),
-    (dict(quant="int8-fp8", pv_accum="f16"), "quant='int8-fp8' runs P@V in FP8 with f32 accumulation"),
+    (dict(quant="int8-fp8", pv_accum="f16"), r"quant='int8-fp8' runs P@V in FP8 .* \('f32', 'f16x2'\)"),
     (dict(quant=8), "quant must be one of"),
     (dict(quant="int8", softcap=10.0), "quant='int8' does not combine with softcap"),
     (dict(quant="int8", config=KernelConfig.default("sm_90", head_dim=64)), "contradicts config.quant"),
@@ -259,7 +301,8 @@ def test_a_nan_or_inf_in_v_makes_its_column_nan_with_fp8_pv(special):
 
 def test_verify_quant_selects_the_quantized_cases():
     """`flashsim verify --quant` runs the quantized set (INT8 and FP8 P@V); `--quant int8-fp8 --shape ...` quantizes
-    the shape's cases with FP8 P@V (f32 accumulation only); a bare `--quant --shape` means int8."""
+    the shape's cases with FP8 P@V (f32 and two-level f16 accumulation, two kinds each); a bare `--quant --shape`
+    means int8."""
     import argparse
     from flashsim.commands import verify
     p = argparse.ArgumentParser()
@@ -267,7 +310,7 @@ def test_verify_quant_selects_the_quantized_cases():
     cases = verify._cases(p.parse_args(["--quant"]), "sm_90")
     assert {c.config.quant for c in cases} == {"int8", "int8-fp8"} and len(cases) == len(verify.quant_cases("sm_90"))
     fp8 = verify._cases(p.parse_args(["--quant", "int8-fp8", "--shape", "1,2,50,60,64", "--only"]), "sm_90")
-    assert [(c.config.quant, c.config.pv_accum) for c in fp8] == [("int8-fp8", "f32")] * 2     # two kinds
+    assert [(c.config.quant, c.config.pv_accum) for c in fp8] == [("int8-fp8", "f32")] * 2 + [("int8-fp8", "f16x2")] * 2
     bare = verify._cases(p.parse_args(["--shape", "1,2,50,60,64", "--only", "--quant"]), "sm_90")
     assert {c.config.quant for c in bare} == {"int8"}
 

@@ -6,7 +6,7 @@ Shapes have ragged tails (Nq, Nk not multiples of the tiles) so the zero-fill an
 every default configuration of sm_90 (4 warps x 2 m16 tiles) and of sm_120 (8 warps x 1 tile, the seed's block),
 for d 64 / 128 x causal or not x every P@V accumulation (f32, f16, f16x2), each distinct configuration once; then
 the attention variants (VARIANT_OPTIONS: every other head dim, bf16, GQA, windows, softcap, (B, N, H, d), and
-quant="int8", whose quantization kernels run under the sanitizer too).
+quant="int8" / "int8-fp8", f32 and f16x2 P@V, whose quantization kernels run under the sanitizer too).
 """
 import itertools
 import sys
@@ -35,6 +35,10 @@ VARIANT_OPTIONS = [(d, {}) for d in (32, 96, 160, 192, 224, 256)] + [
     (64, dict(quant="int8-fp8", causal=True, layout="bnhd")),      # FP8 P@V: V^T rows of 2 .. 8 chunks
     (128, dict(quant="int8-fp8", window=(40, 10))),
     (256, dict(quant="int8-fp8")),
+    # FP8 P@V with two-level f16 accumulation: groups of 64 keys (d 32's kv_tile 64) and 32 (d 128 / 256's kv_tile 32)
+    (32, dict(quant="int8-fp8", pv_accum="f16x2", causal=True)),
+    (128, dict(quant="int8-fp8", pv_accum="f16x2", layout="bnhd")),
+    (256, dict(quant="int8-fp8", pv_accum="f16x2", window=(40, 10))),
 ]
 
 

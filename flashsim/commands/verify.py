@@ -44,7 +44,7 @@ DEFAULT_SHAPES = [
     (1, 2, 190, 190, 128, True),
     (1, 1, 300, 100, 128, True),
 ]
-INPUT_KINDS = ("normal", "wide", "adversarial", "specials", "offset")
+INPUT_KINDS = ("normal", "wide", "adversarial", "specials", "offset", "flat")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,8 @@ def variant_cases(arch: str) -> list[Case]:
 
 
 def quant_cases(arch: str) -> list[Case]:
-    """INT8 attention (--quant), then INT8 with FP8 P@V (quant "int8-fp8"): every head dim (s8 rows of 2 to 16
+    """INT8 attention (--quant), then INT8 with FP8 P@V (quant "int8-fp8", f32 and two-level f16 accumulation):
+    every head dim (s8 rows of 2 to 16
     chunks) with f32 and f16 P@V, GQA and MQA,
     causal, windows, bf16, f16x2, (B, N, H, d); keys with a large mean (the smoothing's reason: kind "offset"),
     normal, wide, adversarial (NaN and inf) and specials (inf in q and k) inputs; lengths that are not multiples
@@ -140,6 +141,15 @@ def quant_cases(arch: str) -> list[Case]:
     cases += f((2, 4, 2, 130, 190, 128), kinds=("normal", "wide", "adversarial", "specials"))
     cases += f((1, 4, 2, 150, 150, 64), window=(24, 8), layout="bnhd", kinds=("normal", "adversarial"))
     cases += f((1, 2, 2, 1, 1, 64), kinds=("normal",)) + f((1, 2, 1, 64, 3000, 128), kinds=("offset",))
+    # FP8 P@V with two-level f16 accumulation: head dims (groups of 32 and 64 keys, the default tilings' kv_tile, and
+    # two groups per 128-key tile), flat inputs (every f16 group sum at 64512, the proved bound), GQA, causal, windows, bnhd
+    f = functools.partial(variant, arch=arch, quant="int8-fp8", accs=("f16x2",))
+    for i, d in enumerate((32, 64, 128, 256)):
+        cases += f((1, 2, 1, 70 + 5 * i, 130 + 7 * i, d), causal=bool(i % 2), kinds=("normal", "flat"))
+    cases += f((1, 2, 2, 60, 200, 128), warps=8, m_tiles=1, kv_tile=128, kinds=("normal", "flat"))
+    cases += f((2, 4, 2, 130, 190, 128), kinds=("wide", "adversarial", "specials", "offset"))
+    cases += f((1, 4, 2, 150, 150, 64), window=(24, 8), layout="bnhd", kinds=("normal", "flat"))
+    cases += f((1, 2, 1, 64, 3000, 128), causal=True, kinds=("flat",))
     return cases
 
 
@@ -179,6 +189,7 @@ def add_arguments(p):
 
 def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16", layout="bhnd"):
     """Inputs of one kind: normal N(0,1); wide (per-row scales over 2^-8..2^6: exp2 underflow/overflow paths);
+    offset (keys with a per-channel mean 4x their spread); flat (q = 0 and equal rows of v: P@V's largest sums);
     adversarial (large equal scores, NaN and inf in a few places, all-equal rows, zeros); specials (+-inf in q, k
     and v, +-65504, f16 subnormals and rows of them, -0). q (B, H, Nq, d), k and v with ``heads_kv`` heads (default
     H), rounded to ``dtype`` ("f16" or "bf16"), in ``layout``."""
@@ -210,6 +221,11 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16",
         q[..., :: max(nq // 4, 1), :] *= 2.0 ** -20      # whole rows of f16 subnormals
     elif kind == "offset":
         k += 4.0 * rng.standard_normal((b, hk, 1, d))   # a per-channel mean 4x the spread: what smoothing removes
+    elif kind == "flat":
+        # q = 0: every visible key gets p = 1; every row of v is the same, so each channel's |v| is its max: P@V's
+        # sums reach their bound (with FP8 P@V and f16 accumulation, FP8_F16_KEYS * 448 * v_range = 64512 per group)
+        q[:] = 0.0
+        v[:] = v[..., :1, :]
     elif kind != "normal":
         raise ValueError(f"unknown input kind {kind!r}; known: {INPUT_KINDS}")
     elem = get_format(dtype).dtype

@@ -148,7 +148,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     after the C steps."""
     import jax.numpy as jnp
     from jax import lax
-    arch, causal, bm, bc, two_level, local, softcap, int8 = static
+    arch, causal, bm, bc, two_level, group_keys, local, softcap, int8 = static
     nq, nk = scalars[0], scalars[1]
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
     cap = lax.bitcast_convert_type(scalars[3].astype(jnp.uint32), jnp.float32) if softcap else None
@@ -178,7 +178,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
             s, neg_m = lax.optimization_barrier((s, neg_m))
             p = K.probabilities(s, neg_m, sl2, arch=arch)
             p, alpha = lax.optimization_barrier((p, alpha))
-            l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level)
+            l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level, group_keys=group_keys)
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
@@ -322,7 +322,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         qsp, ksp = np.zeros((Bp, Hp, dq, upd, 1), np.float32), np.zeros((Bp, Hp, 1, 1), np.float32)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
-    static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.local, cfg.softcap, cfg.int8)
+    static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.fp8_group_keys, cfg.local, cfg.softcap,
+              cfg.int8)
     bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.cap_scale)]
     win = prob.window or Window(0, 0)
     scalars = _put(np.array([nq, nk, *bits, win.left, win.right], np.int64), rep)

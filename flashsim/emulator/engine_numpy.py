@@ -93,7 +93,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
                                                   arch=arch, **opts, **scale_opts)
                 p = K.probabilities(s, neg_m, prob.scale_log2, arch=arch)
                 l[act], o[act] = K.accumulate(l[act], o[act], p, alpha, vt, arch=arch,
-                                              two_level=cfg.pv_accum == "f16x2")
+                                              two_level=cfg.pv_accum == "f16x2", group_keys=cfg.fp8_group_keys)
                 m[act] = m_new
                 done += act.size
                 bar.update(done)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import FP8_P_SCALE
+from ..config import FP8_P_SCALE, MMA8_K
 from ..masking import key_visible
 from ..numerics import ieee32, sfu
 from ..numerics.tensorcore import mma_chain, mma_chain_k32, mma_chain_s8
@@ -94,12 +94,12 @@ def probabilities(s, neg_m_scaled, scale_log2, *, arch):
     return sfu.ex2(ieee32.fma(s, xp.asarray(scale_log2, dtype=xp.float32), neg_m_scaled[..., None]), arch=arch)
 
 
-def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
+def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False, group_keys: int = MMA8_K):
     """Steps 5-7 of one KV tile: l = l * alpha + the lane's p (in the lane's column order), O rescaled by alpha in
     the accumulator's type, then O += P V with P rounded to v's type, f16 or bf16 (the S -> P register repack: cvt.rn
-    f16x2 / bf16x2). ``two_level``
-    (pv_accum "f16x2", O f32): the tile's P V is accumulated by the f16 mma from +0, then added to O in f32.
-    Returns (l, o)."""
+    f16x2 / bf16x2), or with e4m3 v (FP8 P@V) P * FP8_P_SCALE to e4m3. ``two_level`` (pv_accum "f16x2", O f32): the
+    tile's P V (FP8: each group of ``group_keys`` keys') is accumulated by the f16 mma from +0, then added to O in
+    f32. Returns (l, o)."""
     xp = namespace(l_lane, o, p)
     bc = p.shape[-1]
     # 5. lane-partial row sums: a lane holds columns 8n + 2 t4 + e of each n8 tile; it adds them n-major, e-minor
@@ -115,10 +115,19 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False):
         o = ieee32.mul(o, alpha[..., None])
     # 7. O += P V, P rounded to v's type (cvt.rn.f16x2.f32 / bf16x2 of the S accumulator registers), k16 slices;
     #    FP8 (v e4m3, quant "int8-fp8"): P * 448 to e4m3, keys in the fragment's slot order, k32 slices
+    #    with ``two_level``: per group of ``group_keys`` keys (config.fp8_group_keys), the f16 mma from +0 over the
+    #    group's k32 slices, then added to the f32 O
     if str(v.dtype) == "float8_e4m3fn":
         order = xp.asarray(slot_keys(p.shape[-1]))
-        p8 = to_e4m3(ieee32.mul(p, xp.asarray(np.float32(FP8_P_SCALE), dtype=xp.float32)))
-        return l_lane, mma_chain_k32(xp.take(p8, order, axis=-1), xp.take(v, order, axis=-2), o, arch)
+        p8 = xp.take(to_e4m3(ieee32.mul(p, xp.asarray(np.float32(FP8_P_SCALE), dtype=xp.float32))), order, axis=-1)
+        v8 = xp.take(v, order, axis=-2)
+        if not two_level:
+            return l_lane, mma_chain_k32(p8, v8, o, arch)
+        zeros = xp.zeros(o.shape, dtype=xp.float16)
+        for g0 in range(0, bc, group_keys):
+            part = mma_chain_k32(p8[..., g0:g0 + group_keys], v8[..., g0:g0 + group_keys, :], zeros, arch)
+            o = ieee32.add(o, ieee32.cvt_f16_to_f32(part))
+        return l_lane, o
     pf = ieee32.cvt_f32_to(p, v.dtype)
     if two_level:
         tile = mma_chain(pf, v, xp.zeros(o.shape, dtype=xp.float16), arch)

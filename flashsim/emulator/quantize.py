@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import FP8_P_SCALE, MEAN_SLICES, MMA8_K, QUANT_BLOCK, fp8_keys
+from ..config import E4M3_MAX, FP8_P_SCALE, MEAN_SLICES, MMA8_K, QUANT_BLOCK, fp8_keys
 from ..numerics import ieee32
 from ..numerics.xp import bitcast, namespace
 
 __all__ = ["Quantized", "k_mean", "quantize_blocks", "row_corrections", "quantize", "quantized_operands", "per_row",
-           "to_e4m3", "quantize_v", "slot_keys"]
+           "to_e4m3", "quantize_v", "v_scalars", "slot_keys"]
 
 INT8_MAX = 127
 
@@ -104,9 +104,10 @@ def row_corrections(q32, mean):
     return acc
 
 
-def quantize(q, k, group: int = 1, v=None) -> Quantized:
+def quantize(q, k, group: int = 1, v=None, v_range: float = E4M3_MAX) -> Quantized:
     """The whole pass on q (B, Hq, Nq, d) and k (B, Hkv, Nk, d), float16 or bfloat16, (B, H, N, d) order;
-    ``group`` = Hq / Hkv (query head h reads K/V head h // group); ``v`` (FP8 P@V): V's e4m3 form too."""
+    ``group`` = Hq / Hkv (query head h reads K/V head h // group); ``v`` (FP8 P@V): V's e4m3 form too, in the range
+    ``v_range`` (config.fp8_v_range)."""
     xp = namespace(q, k)
     k32 = ieee32.cvt_to_f32(k)
     mean = k_mean(k32)
@@ -118,7 +119,7 @@ def quantize(q, k, group: int = 1, v=None) -> Quantized:
     corr = row_corrections(q32, mean_q)
     v8 = v_deq = None
     if v is not None:
-        v8, v_deq = quantize_v(v, fp8_keys(v.shape[-2]))
+        v8, v_deq = quantize_v(v, fp8_keys(v.shape[-2]), v_range)
     return Quantized(q8, q_scale, k8, k_scale, mean, corr, v8, v_deq)
 
 
@@ -128,7 +129,7 @@ def quantized_operands(q, k, v, config, group: int = 1):
     their operands from here."""
     if not config.int8:
         return q, k, v, None
-    quant = quantize(q, k, group, v if config.fp8_pv else None)
+    quant = quantize(q, k, group, v if config.fp8_pv else None, config.fp8_v_range if config.fp8_pv else E4M3_MAX)
     return quant.q8, quant.k8, (quant.v8 if config.fp8_pv else v), quant
 
 
@@ -140,7 +141,13 @@ def per_row(scale, rows: int, block: int = QUANT_BLOCK):
     return xp.take(scale, xp.asarray(idx), axis=-1)
 
 
-E4M3_MAX = 448.0
+def v_scalars(v_range: float):
+    """v_absmax's two f32 arguments: (v_range, FP8_P_SCALE * v_range), the product exact in f32 (checked)."""
+    r = np.float32(v_range)
+    div = np.float32(FP8_P_SCALE) * r
+    if float(div) != FP8_P_SCALE * float(v_range) or float(r) != v_range:
+        raise ValueError(f"v_range {v_range!r}: {FP8_P_SCALE:g} * v_range must be exact in f32")
+    return r, div
 
 
 def to_e4m3(x32):
@@ -156,14 +163,16 @@ def to_e4m3(x32):
     return bitcast(xp.where(xp.isnan(x32), canon, bitcast(out, np.uint8)), e4)
 
 
-def quantize_v(v, nkp: int):
+def quantize_v(v, nkp: int, v_range: float = E4M3_MAX):
     """V (..., Nk, d) f16 -> (v8 (..., nkp, d) e4m3 in key order, zeros past Nk; v_deq (..., d) f32): amax = max |v|
-    over the tokens (from 0: NaN ignored), v_inv = 448 / amax (0 where amax is 0), v8 = e4m3(v * v_inv),
-    v_deq = amax / 448^2 (the epilogue's factor: P was scaled by 448 too). kernel/quantize.cu v_absmax, quantize_v."""
+    over the tokens (from 0: NaN ignored), v_inv = v_range / amax (0 where amax is 0), v8 = e4m3(v * v_inv),
+    v_deq = amax / (FP8_P_SCALE * v_range) (the epilogue's factor: P was scaled by FP8_P_SCALE).
+    kernel/quantize.cu v_absmax (which receives v_range and FP8_P_SCALE * v_range, ``v_scalars``) and quantize_v."""
     xp = namespace(v)
     v32 = ieee32.cvt_to_f32(v)
-    amax, inv = _amax_inv(xp.swapaxes(v32, -1, -2), E4M3_MAX)     # per channel, over the tokens
-    deq = ieee32.div(amax, xp.asarray(np.float32(FP8_P_SCALE * E4M3_MAX), dtype=xp.float32))
+    v_range, deq_div = v_scalars(v_range)
+    amax, inv = _amax_inv(xp.swapaxes(v32, -1, -2), v_range)     # per channel, over the tokens
+    deq = ieee32.div(amax, xp.asarray(deq_div, dtype=xp.float32))
     v8 = to_e4m3(ieee32.mul(v32, inv[..., None, :]))
     n = v.shape[-2]
     if nkp > n:

@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import provenance
 from ..arch import get_arch
-from ..config import KernelConfig, fp8_keys
+from ..config import QUANT_V_THREADS, QUANT_WARPS, KernelConfig, fp8_keys
 from ..numerics.formats import get_format
 from ..overflow import OverflowCheck, check_mode
 from ..problem import Options, prepare, resolve_options
@@ -48,8 +48,6 @@ from .errors import GPUError, UnsupportedConfig
 KERNEL_FILE = "flash_fwd.cu"
 KERNEL_NAME = "flash_fwd"
 QUANT_FILE = "quantize.cu"          # the quantization pass of quant "int8" / "int8-fp8"
-QUANT_WARPS = 4                     # quantize_k / quantize_q: warps per block, one per 16-row block (fsq::WARPS)
-QUANT_V_THREADS = 256               # quantize_v's block (its __launch_bounds__ and loop stride in kernel/quantize.cu)
 SCRATCH_ALIGN = 256                 # bytes: each scratch array's offset in the buffer (16-byte cp.async reads of s8)
 ALIGNMENT = 16            # bytes: cp.async.cg 16-byte copies from q, k, v
 _INT32_MAX = 2 ** 31 - 1
@@ -157,10 +155,11 @@ class QuantPlan:
     """The quantization pass of one Problem (quant "int8" / "int8-fp8"): kernel/quantize.cu's kernels (k_mean,
     quantize_k, quantize_q; with FP8 P@V also v_absmax, quantize_v) with their launch configurations and scalars,
     and the scratch layout they write (``scratch_layout``)."""
-    __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars", "nkp")
+    __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars", "v_scalars", "nkp")
 
     def __init__(self, prob, kernels):
         from ..config import MEAN_SLICES, MMA8_K, QUANT_BLOCK
+        from ..emulator.quantize import v_scalars
         p = prob
         self.kernels = kernels                      # (k_mean, quantize_k, quantize_q, v_absmax, quantize_v)
         self.layout = scratch_layout(p)
@@ -173,6 +172,7 @@ class QuantPlan:
         self.nkp = fp8_keys(p.nk)
         self.k_scalars = tuple(np.int64(x) for x in strides(p, "kv"))
         self.q_scalars = tuple(np.int64(x) for x in strides(p, "q"))
+        self.v_scalars = v_scalars(p.config.fp8_v_range) if p.config.fp8_pv else ()   # v_absmax's range arguments
 
     def pointers(self, scratch_ptr: int) -> dict:
         return {name: scratch_ptr + off for name, (off, _, _) in self.layout.items()}
@@ -294,7 +294,7 @@ def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: i
                          u(s["corr"]), np.int32(p.nq), np.int32(p.group), *qp.q_scalars)
             if fp8:
                 _core_launch(stream, qp.configs[3], v_absmax, u(v_ptr), u(s["v_inv"]), u(s["v_deq"]),
-                             np.int32(p.nk), *qp.k_scalars)
+                             np.int32(p.nk), *qp.k_scalars, *qp.v_scalars)
                 _core_launch(stream, qp.configs[4], quantize_v, u(v_ptr), u(s["v_inv"]), u(s["v8t"]),
                              np.int32(p.nk), np.int32(qp.nkp), *qp.k_scalars)
         if attend:
