@@ -3,14 +3,16 @@
     python benchmarks/fp8_accumulator_study.py --json benchmarks/logs/DATE/fp8_accumulator_study.json
 
 P@V as SageAttention2 quantizes it: P (softmax rows of scores N(0, 1) x 4, row max 1) times 448 into e4m3; V (N(0,1))
-with per-channel scales into e4m3 (max |v| -> 448). D = P8 @ V8 is then computed the way the tensor cores
+with per-channel scales into e4m3 (max |v| -> 448; 2.25 for f16 accumulation). The quantization here is float64's
+(the kernel's pass, flashsim.emulator.quantize, rounds its scales in f32: the study is about the accumulators). D = P8 @ V8 is then computed the way the tensor cores
 accumulate it, m16n8k32 step after step over the keys:
 
 * f32 chain: one f32 accumulator through all the keys (d = mma(p, v, d));
 * two-level: each tile of 64 keys accumulated by the mma from zero, then added to an f32 O with an IEEE add (what
   SageAttention does to work around short accumulators);
-* f16 two-level (SageAttention2++'s f16-accumulate FP8 mma): P scaled into [0, 2^4] and V into |v| <= 2^6 so that a
-  64-key tile stays far below 65504, each tile from zero in f16, then added in f32.
+* f16 two-level (SageAttention2++'s f16-accumulate FP8 mma, what quant="int8-fp8" runs with pv_accum="f16x2"): P
+  times FP8_P_SCALE and V into FP8_V_RANGE["f16x2"] (2.25) so that a group of FP8_F16_KEYS (64) keys cannot overflow
+  f16 (proofs/prove_fp8_f16_range.py), each group from zero in f16, then added in f32.
 
 The error reported is the accumulator's alone: D against the exact (float64) product of the same quantized
 P8 and V8, relative L2 over O and the largest relative error of a row's norm; beside it, for scale, the error of
@@ -27,11 +29,12 @@ import json
 import ml_dtypes
 import numpy as np
 
+from flashsim.config import FP8_F16_KEYS, FP8_P_SCALE, FP8_V_RANGE
 from flashsim.numerics import ieee32
 from flashsim.numerics.tensorcore import mma_k32
 
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
-ROWS, D, TILE = 64, 128, 64
+ROWS, D, TILE = 64, 128, FP8_F16_KEYS     # TILE: keys per accumulation from zero in the two-level modes
 
 
 def inputs(n: int, seed: int):
@@ -71,10 +74,7 @@ def to_matrix(d):
 
 def run(arch: str, n: int, mode: str, seed: int = 0) -> dict:
     p, v = inputs(n, seed)
-    if mode == "f16 two-level":
-        p8, v8, deq = quantize(p, v, 16.0, 64.0)
-    else:
-        p8, v8, deq = quantize(p, v, 448.0, 448.0)
+    p8, v8, deq = quantize(p, v, FP8_P_SCALE, FP8_V_RANGE["f16x2" if mode == "f16 two-level" else "f32"])
     exact = p8.astype(np.float64) @ v8.astype(np.float64)
     truth = p @ v
     quant = float(np.linalg.norm(exact * deq - truth) / np.linalg.norm(truth))   # quantization alone, for scale

@@ -134,7 +134,7 @@ def quant_cases(arch: str) -> list[Case]:
     cases += v((1, 4, 1, 70, 150, 256), layout="bnhd", dtype="bf16", window=(20, 20))
     cases += v((1, 2, 2, 1, 1, 64), kinds=("normal",)) + v((1, 2, 2, 17, 1, 128), kinds=("normal",))
     cases += v((1, 2, 1, 64, 3000, 128), kinds=("offset",), accs=("f32", "f16"))
-    # FP8 P@V (quant "int8-fp8", f16 inputs, f32 accumulation): head dims, GQA, causal, windows, bnhd, every kind
+    # FP8 P@V (quant "int8-fp8", f16 inputs) with f32 accumulation: head dims, GQA, causal, windows, bnhd, every kind
     f = functools.partial(variant, arch=arch, quant="int8-fp8", accs=("f32",))
     for i, d in enumerate((32, 64, 96, 128, 192, 256)):
         cases += f((1, 2, 1, 70 + 5 * i, 90 + 7 * i, d), causal=bool(i % 2), kinds=("normal", "offset"))

@@ -30,13 +30,16 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
     (FlashAttention-2's meaning, -1 unbounded; flashsim.masking); ``softcap`` > 0: scores s become
     softcap * tanh(s / softcap); ``quant="int8"``: Q K^T in INT8 as SageAttention (K smoothed by its mean over
     tokens, per-16-row / per-16-key symmetric scales: flashsim.emulator.quantize, kernel/quantize.cu), the LSE
-    still that of the unsmoothed scores; ``quant="int8-fp8"``: that and P V in FP8 e4m3 (f16 inputs, f32 accumulation). ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's default
-    configuration for these options. Options left out (None) take the config's values, or the defaults; given,
-    they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default) or "jax". A problem
-    whose emulation would not fit in memory is refused first (flashsim.problem.check_emulator_memory). With an f16
-    P@V mma (pv_accum "f16" or "f16x2") a row whose f16 accumulator overflowed raises FloatingPointError naming the
-    row and the bound, as the GPU runner does (flashsim.overflow); ``check_overflow=False`` returns the kernel's
-    inf / NaN instead; "deferred" returns (o, lse, check) with ``check()`` raising the same error when called.
+    still that of the unsmoothed scores; ``quant="int8-fp8"``: that and P V in FP8 e4m3 (f16 inputs; pv_accum
+    "f32", or "f16x2": f16 sums of 64 keys from zero added to an f32 O, V in the range that keeps them finite:
+    flashsim.config.FP8_V_RANGE). ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's
+    default configuration for these options. Options left out (None) take the config's values, or the defaults;
+    given, they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default) or "jax". A
+    problem whose emulation would not fit in memory is refused first (flashsim.problem.check_emulator_memory).
+    With an f16 P@V mma on f16 P and V (pv_accum "f16" or "f16x2" without FP8) a row whose f16 accumulator
+    overflowed raises FloatingPointError naming the row and the bound, as the GPU runner does (flashsim.overflow);
+    ``check_overflow=False`` returns the kernel's inf / NaN instead; "deferred" returns (o, lse, check) with
+    ``check()`` raising the same error when called.
     """
     prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, window_size=window_size,
                    softcap=softcap, layout=layout, quant=quant, arch=arch, config=config)
