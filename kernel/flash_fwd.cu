@@ -275,6 +275,35 @@ __device__ __forceinline__ uint32_t chunk_off(int even_chunk, int lane_x) {
     return static_cast<uint32_t>((even_chunk ^ lane_x) << 4);
 }
 
+// Two-level P V (pv_accum f16x2, f16 or FP8 P): for each pair of n8 tiles of O, STEPS mma's into f16 accumulators
+// from +0, in step order, then each added to the f32 O (already rescaled) element by element. load_b(b, step, n)
+// loads the step's B fragments of O tiles n, n + 1; mma(d, mt, step, b0, b1) is the step's f16-accumulate mma of
+// m16 tile mt. o is the f32 O accumulator (index [mt][n]: MT x O_NT when this path is built).
+template <int STEPS, typename O, typename LoadB, typename Mma>
+__device__ __forceinline__ void pv_two_level(O& o, LoadB load_b, Mma mma) {
+#pragma unroll
+    for (int n = 0; n < O_NT; n += 2) {
+        uint32_t t16[MT][2][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) t16[mt][0][0] = t16[mt][0][1] = t16[mt][1][0] = t16[mt][1][1] = 0u;
+#pragma unroll
+        for (int j = 0; j < STEPS; ++j) {
+            uint32_t b[4];
+            load_b(b, j, n);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma(t16[mt][0], mt, j, b[0], b[1]);
+                mma(t16[mt][1], mt, j, b[2], b[3]);
+            }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            add_f16_tile(o[PV_F16 ? 0 : mt][n], t16[mt][0]);
+            add_f16_tile(o[PV_F16 ? 0 : mt][n + 1], t16[mt][1]);
+        }
+    }
+}
+
 // Copy rows [row0, row0 + ROWS) of a matrix of C-chunk rows (row stride `rs` bytes), starting `col0` bytes into each
 // row, into a swizzled tile; a 16-byte chunk is zero-filled when its row is at or past n or its first byte at or
 // past ncol (a column bound only V^T's key padding needs).
@@ -615,8 +644,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 }
             }
         } else if (FP8_PV) {
-            // Two levels: per group of FP8_GROUP k32 slices, for each pair of n8 tiles of O, the group's P V by the
-            // f16 mma from +0 over its slices in order, then added to the f32 O (rescaled above) element by element.
+            // Two levels per group of FP8_GROUP k32 slices (pv_two_level), P's fragments packed per group.
 #pragma unroll
             for (int g = 0; g < BC / 32 / FP8_GROUP; ++g) {
                 uint32_t pa[MT][FP8_GROUP][4];
@@ -624,31 +652,17 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                     for (int jj = 0; jj < FP8_GROUP; ++jj) pack_p_fp8(pa[mt][jj], s_acc[mt], g * FP8_GROUP + jj);
-#pragma unroll
-                for (int n = 0; n < O_NT; n += 2) {
-                    uint32_t t16[MT][2][2];
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) t16[mt][0][0] = t16[mt][0][1] = t16[mt][1][0] = t16[mt][1][1] = 0u;
-#pragma unroll
-                    for (int jj = 0; jj < FP8_GROUP; ++jj) {
-                        uint32_t b[4];
+                pv_two_level<FP8_GROUP>(
+                    o_acc32,
+                    [&](uint32_t (&b)[4], int jj, int n) {
                         ldmatrix_x4(b, vt + k_vlane + n * 8 * V_ROW_BYTES + chunk_off((g * FP8_GROUP + jj) * 2, kv_x));
-#pragma unroll
-                        for (int mt = 0; mt < MT; ++mt) {
-                            mma_fp8_f16(t16[mt][0], pa[mt][jj], b[0], b[1]);
-                            mma_fp8_f16(t16[mt][1], pa[mt][jj], b[2], b[3]);
-                        }
-                    }
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        add_f16_tile(o_acc32[PV_F16 ? 0 : mt][n], t16[mt][0]);
-                        add_f16_tile(o_acc32[PV_F16 ? 0 : mt][n + 1], t16[mt][1]);
-                    }
-                }
+                    },
+                    [&](uint32_t (&d)[2], int mt, int jj, uint32_t b0, uint32_t b1) {
+                        mma_fp8_f16(d, pa[mt][jj], b0, b1);
+                    });
             }
         } else if (PV_F16X2) {
-            // Two levels: for each pair of n8 tiles of O, this tile's P V by the f16 mma from +0 over the k16 slices
-            // in order, then added to the f32 O (rescaled above) element by element.
+            // Two levels over the tile's k16 slices (pv_two_level), P rounded to f16 as below.
             uint32_t pa[MT][PV_KS][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
@@ -659,27 +673,12 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                     pa[mt][j][2] = pack_f16x2(s_acc[mt][2 * j + 1][0], s_acc[mt][2 * j + 1][1]);
                     pa[mt][j][3] = pack_f16x2(s_acc[mt][2 * j + 1][2], s_acc[mt][2 * j + 1][3]);
                 }
-#pragma unroll
-            for (int n = 0; n < O_NT; n += 2) {
-                uint32_t t16[MT][2][2];
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) t16[mt][0][0] = t16[mt][0][1] = t16[mt][1][0] = t16[mt][1][1] = 0u;
-#pragma unroll
-                for (int j = 0; j < PV_KS; ++j) {
-                    uint32_t b[4];
+            pv_two_level<PV_KS>(
+                o_acc32,
+                [&](uint32_t (&b)[4], int j, int n) {
                     ldmatrix_x4_trans(b, vt + v_lane + j * 16 * V_ROW_BYTES + chunk_off(n, v_x));
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        mma_f16(t16[mt][0], pa[mt][j], b[0], b[1]);
-                        mma_f16(t16[mt][1], pa[mt][j], b[2], b[3]);
-                    }
-                }
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    add_f16_tile(o_acc32[PV_F16 ? 0 : mt][n], t16[mt][0]);
-                    add_f16_tile(o_acc32[PV_F16 ? 0 : mt][n + 1], t16[mt][1]);
-                }
-            }
+                },
+                [&](uint32_t (&d)[2], int mt, int j, uint32_t b0, uint32_t b1) { mma_f16(d, pa[mt][j], b0, b1); });
         } else
 #pragma unroll
         for (int j = 0; j < PV_KS; ++j) {
