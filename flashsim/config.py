@@ -161,7 +161,9 @@ DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_ti
 # quant="int8-fp8" with f16x2 (two-level f16 accumulation, O still f32): the f32 row's tiling, which builds without
 # spills under f16x2 everywhere (benchmarks/logs/2026-11-30d/register_sweep_int8_fp8_f16x2.json) but at sm_90 d=64
 # (52 B: 4x2x32 instead, the same warps x m16 tiles with the widest spill-free kv_tile) and sm_90 d=224 (16 B, as
-# with f32: no spill-free tiling there). Not timed on the H200 beyond bench_quant's d=128 (a prediction elsewhere).
+# with f32: no spill-free tiling there). Timed on the H200 at d = 64 and 128 (tile_sweep_int8_fp8_f16x2.txt, every
+# spill-free candidate): these two are within 1% of the fastest (239.7 vs 241.7, 306.8 vs 308.6 TFLOP/s), run-to-run
+# noise, so they stay; the other head dims are a prediction.
 QUANT_TILES = {   # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
     ("int8", "sm_90", "f16", 64): (4, 2, 64, 2),
     ("int8-fp8", "sm_90", "f32", 32): (4, 2, 64, 2),
