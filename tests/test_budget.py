@@ -207,6 +207,24 @@ def _build(config, arch):
     return R.compile_kernel(config, arch)
 
 
+def _quant_defaults():
+    """The quantized defaults at d 64 / 128 on both arch classes, every P@V accumulation each quant runs."""
+    from flashsim.config import pv_accums
+    return [(KernelConfig.default(arch, head_dim=d, pv_accum=pv, quant=q), arch)
+            for arch in ("sm_90", "sm_120") for d in (64, 128) for q in ("int8", "int8-fp8")
+            for pv in pv_accums("f16", q)]
+
+
+@pytest.mark.parametrize("config, arch", _quant_defaults(),
+                         ids=lambda x: x if isinstance(x, str) else f"d{x.head_dim}-{x.quant}-{x.pv_accum}")
+def test_quantized_defaults_do_not_spill_past_the_limit(config, arch):
+    """A kernel edit can make a tuned quantized tiling spill (it happened: the generic load_tile once cost the
+    int8-fp8 d = 64 default 140 spill bytes); the defaults stay within MAX_DEFAULT_SPILL_BYTES, as the f16 ones."""
+    _kernel_or_skip()
+    build = _build(config, arch)
+    assert build.spill_stores + build.spill_loads <= MAX_DEFAULT_SPILL_BYTES, str(build)
+
+
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 @pytest.mark.parametrize("config", _configs(), ids=lambda c: f"d{c.head_dim}-{c.pv_accum}-{'causal' if c.causal else 'full'}"
                          f"-s{c.stages}-w{c.warps}-m{c.m_tiles}-bc{c.kv_tile}")
