@@ -3,7 +3,8 @@
 #
 #     tools/collect_device_round.sh DIR [--sfu-tables] [--date YYYY-MM-DD] [--no-check]
 #
-# DIR holds what came back from the device's $OUT: summary.txt, logs/<step>.txt, round.tar (round_2.tar, ...).
+# DIR holds what came back from the device's $OUT: summary.txt and round.tar (logs/<step>.txt, json/, captures/),
+# round_2.tar, ... (older rounds: logs/ loose beside them).
 #   captures (round.tar: captures/)      -> tests/data/   attn_sm90_{defaults,w8m1,specials,f16x2,variants,quant}.npz, mma_sm90.npz,
 #                                                          mma_sm90_summary.json, layout_sm90.npz, sfu_sample_sm90.npz
 #   sfu_tables_sm90.npz                  -> flashsim/data/sfu/ only with --sfu-tables (package data: ship new tables
@@ -67,7 +68,7 @@ if [[ -f $DIR/summary.txt ]]; then   # one summary per device call: summary_<its
   steps=$(sed -n 's/^steps: \([a-z ]*\) (budget.*$/\1/p' "$DIR/summary.txt" | head -1 | tr ' ' '-')
   cp "$DIR/summary.txt" "$LOGS/summary_${steps:-round}.txt" && copied+=("$LOGS/summary_${steps:-round}.txt")
 fi
-for f in "$DIR"/logs/*.txt "$WORK"/json/*.json; do
+for f in "$DIR"/logs/*.txt "$WORK"/logs/*.txt "$WORK"/json/*.json; do   # logs: in round.tar (older rounds: loose)
   [[ -f $f ]] && cp "$f" "$LOGS/" && copied+=("$LOGS/$(basename "$f")")
 done
 [[ ${#copied[@]} -gt 0 ]] || { echo "nothing to copy in $DIR"; exit 1; }

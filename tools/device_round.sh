@@ -2,7 +2,8 @@
 # One device round on the H200, from the repository root:
 #
 #     OUT=<dir> tools/device_round.sh [STEP ...]        steps: captures verify tests sanitize bench (default: all five)
-#                                                       and attn (the attention captures alone, part of captures)
+#                                                       and attn (the attention captures alone, part of captures),
+#                                                       quantbench (benchmarks/bench_quant.py, ~30 s)
 #
 # Then, back on the development machine: tools/collect_device_round.sh <the files that came back from OUT>
 # (captures -> tests/data, logs -> benchmarks/logs/<date>/, and tests/test_drift.py run on the result).
@@ -29,6 +30,8 @@
 #   sanitize  ~2-4 min    compute-sanitizer memcheck and racecheck over every default kernel variant
 #                         (tools/sanitize_kernel.py: 16 configurations); fails on any error or hazard
 #                         -> benchmarks/logs/<date>/sanitize.txt
+#   quantbench ~0.5 min   benchmarks/bench_quant.py: INT8 / FP8 attention beside the f16 kernel and the ceilings
+#                         -> benchmarks/logs/<date>/quantbench.txt, bench_quant.json
 #   bench     ~2-3 min    flashsim bench kernel --reps 20 --rounds 7 (the anchor shapes, beside torch FA2 and cuDNN) and
 #                         tools/jax_gpu_bench.py --n 16384 (the JAX backend on the GPU beside the kernel)
 #                         -> benchmarks/logs/<date>/bench.txt, jax_gpu.json
@@ -46,7 +49,7 @@
 #
 # What comes back (the device returns at most 8 files, each under 16 MB, at most 2 folders deep):
 #   $OUT/summary.txt          environment, one line per step (status, seconds), what is left to run
-#   $OUT/logs/<step>.txt      each step's full log
+#   logs/<step>.txt           each step's full log (inside round.tar)
 #   $OUT/round.tar, round_2.tar, ...   captures/ (every capture file, ~19 MB) and json/ (verify.json, jax_gpu.json,
 #                             captures_attn_*.json), each under PACK_MB (default 14) MB, re-packed after every step so a
 #                             killed round keeps its results
@@ -58,11 +61,13 @@
 # Exit status: 0 every step passed; 1 a step failed (the first failure stops the round); 2 bad usage; 3 out of time.
 set -euo pipefail
 
-ALL_STEPS=(captures verify tests sanitize bench)
+ALL_STEPS=(captures verify tests sanitize bench)   # and, by name only: attn, quantbench
 # ESTIMATE: measured in the 2026-11-30 rounds (summary_*.txt: attn 77-114 s, verify 38-45, tests 59-78, sanitize
 # 74-86), with a margin
-declare -A ESTIMATE=([captures]=240 [attn]=150 [verify]=60 [tests]=100 [sanitize]=120 [bench]=180)   # seconds, to plan
-declare -A CAP=([captures]=420 [attn]=300 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420)        # seconds, to kill
+declare -A ESTIMATE=([captures]=240 [attn]=150 [verify]=60 [tests]=100 [sanitize]=120 [bench]=180
+                     [quantbench]=60)                                                             # seconds, to plan
+declare -A CAP=([captures]=420 [attn]=300 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420
+                [quantbench]=240)                                                                 # seconds, to kill
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && usage 0
@@ -79,7 +84,7 @@ export XLA_PYTHON_CLIENT_PREALLOCATE=false            # JAX beside cuda.core / t
 BUDGET=${BUDGET:-540}
 START=$(date +%s)
 STAGE=${STAGE:-$(mktemp -d /tmp/device_round.XXXXXX)}
-mkdir -p "$OUT/logs" "$STAGE/captures" "$STAGE/json"
+mkdir -p "$OUT" "$STAGE/captures" "$STAGE/json" "$STAGE/logs"
 export FLASHSIM_CACHE=$STAGE/cache                      # no stale user calibration on the device
 SUMMARY=$OUT/summary.txt
 PY=python3
@@ -92,9 +97,9 @@ left() {   # seconds left for the running step (its cap, and the round's budget)
 }
 note() { echo "$*" | tee -a "$SUMMARY"; }
 
-pack() {   # round.tar (json/ and the first captures), round_2.tar, ...: each under PACK_MB (the device returns files
-           # under 16 MB; the captures are ~19 MB since the FP8 cases)
-  local limit=$(( ${PACK_MB:-14} * 1024 * 1024 )) n=1 size=0 files=(json) f sz
+pack() {   # round.tar (logs/, json/ and the first captures), round_2.tar, ...: each under PACK_MB (the device returns
+           # at most 8 files, each under 16 MB; the captures are ~19 MB since the FP8 cases)
+  local limit=$(( ${PACK_MB:-14} * 1024 * 1024 )) n=1 size=0 files=(logs json) f sz
   rm -f "$OUT"/round*.tar
   for f in $(cd "$STAGE" && ls captures/* 2>/dev/null); do
     sz=$(stat -c %s "$STAGE/$f")
@@ -129,7 +134,7 @@ need_modules() {   # need_modules MOD...: import them, installing from .whl/ if 
   [[ ${#missing[@]} -eq 0 ]] || { echo "missing python modules: ${missing[*]} (see the header: .whl/)"; return 1; }
 }
 
-# -- the steps: each writes $OUT/logs/<step>.txt; a failing command fails the step --------------------------------
+# -- the steps: each writes $STAGE/logs/<step>.txt (packed into round.tar); a failing command fails the step ------
 
 capture_attn() {   # capture_attn SET LOG LIMIT: tests/data/attn_sm90_SET.npz again, case for case
   local set=$1 log=$2 limit=$3 stored=tests/data/attn_sm90_$1.npz how
@@ -210,6 +215,13 @@ step_sanitize() {
   RESULT="memcheck and racecheck clean on $($PY tools/sanitize_kernel.py --list | wc -l) variants"
 }
 
+step_quantbench() {   # the quantized kernels beside the f16 one and the ceilings, same run (benchmarks/bench_quant.py)
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core torch || return
+  run "$log" "$(left)" $PY benchmarks/bench_quant.py --json "$STAGE/json/bench_quant.json" || return
+  RESULT="quantized attention benchmark written"
+}
+
 step_bench() {
   local log=$1
   need_modules numpy ml_dtypes cuda.core torch jax || return
@@ -254,7 +266,7 @@ finish() {
   [[ $n -le 8 ]] || note "warning: $n files under \$OUT; the device returns 8 at most"
   find "$OUT" -type f -size +15M -printf 'warning: %p is over 15 MB\n' | tee -a "$SUMMARY"
   note "round: exit $rc after $(( $(date +%s) - START )) s"
-  echo "== summary"; grep -E '^(captures|verify|tests|sanitize|bench|not run|round):' "$SUMMARY" || true
+  echo "== summary"; grep -E '^(captures|attn|verify|tests|sanitize|bench|quantbench|not run|round):' "$SUMMARY" || true
   exit "$rc"
 }
 trap finish EXIT
@@ -265,7 +277,7 @@ for s in "${STEPS[@]}"; do
     note "$s: not started: $(left) s left, it needs about ${ESTIMATE[$s]} s"
     exit 3
   fi
-  log=$OUT/logs/$s.txt
+  log=$STAGE/logs/$s.txt
   : > "$log"
   t0=$(date +%s)
   RESULT=""
@@ -277,7 +289,7 @@ for s in "${STEPS[@]}"; do
   done_steps+=("$s")
   pack
   if [[ $rc -ne 0 ]]; then
-    note "$s: FAILED (exit $rc) after $dt s: see logs/$s.txt"
+    note "$s: FAILED (exit $rc) after $dt s: see logs/$s.txt in round.tar"
     tail -n 15 "$log"
     exit 1
   fi
