@@ -4,8 +4,8 @@
 
 P@V as SageAttention2 quantizes it: P (softmax rows of scores N(0, 1) x 4, row max 1) times 448 into e4m3; V (N(0,1))
 with per-channel scales into e4m3 (max |v| -> 448; 2.25 for f16 accumulation). The quantization here is float64's
-(the kernel's pass, flashsim.emulator.quantize, rounds its scales in f32: the study is about the accumulators). D = P8 @ V8 is then computed the way the tensor cores
-accumulate it, m16n8k32 step after step over the keys:
+(the kernel's pass, flashsim.emulator.quantize, rounds its scales in f32: the study is about the accumulators).
+D = P8 @ V8 is then computed the way the tensor cores accumulate it, m16n8k32 step after step over the keys:
 
 * f32 chain: one f32 accumulator through all the keys (d = mma(p, v, d));
 * two-level: each tile of 64 keys accumulated by the mma from zero, then added to an f32 O with an IEEE add (what

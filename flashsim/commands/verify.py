@@ -142,7 +142,8 @@ def quant_cases(arch: str) -> list[Case]:
     cases += f((1, 4, 2, 150, 150, 64), window=(24, 8), layout="bnhd", kinds=("normal", "adversarial"))
     cases += f((1, 2, 2, 1, 1, 64), kinds=("normal",)) + f((1, 2, 1, 64, 3000, 128), kinds=("offset",))
     # FP8 P@V with two-level f16 accumulation: head dims (groups of 32 and 64 keys, the default tilings' kv_tile, and
-    # two groups per 128-key tile), flat inputs (every f16 group sum at 64512, the proved bound), GQA, causal, windows, bnhd
+    # two groups per 128-key tile), flat inputs (every f16 group sum at 64512, the proved bound), GQA, causal,
+    # windows, bnhd
     f = functools.partial(variant, arch=arch, quant="int8-fp8", accs=("f16x2",))
     for i, d in enumerate((32, 64, 128, 256)):
         cases += f((1, 2, 1, 70 + 5 * i, 130 + 7 * i, d), causal=bool(i % 2), kinds=("normal", "flat"))
