@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import flashsim
 from flashsim.numerics.tensorcore import k32_type, mma_k32
@@ -66,6 +66,56 @@ def test_fp8_matches_mmasim_on_raw_bits(raw, cbits, arch, combo):
     c = np.full((16, 8), cbits, np.uint32).view(np.float32)
     c = np.where(np.isfinite(c), c, 1.0).astype(cdt)
     assert _same(flashsim.mma(a, b, c, arch=arch), _oracle(arch, a, b, c))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+@given(st.binary(min_size=16 * 32 + 32 * 8 + 16 * 8 * 4, max_size=16 * 32 + 32 * 8 + 16 * 8 * 4),
+       st.sampled_from(["sm_89", "sm_90", "sm_120"]), st.sampled_from(COMBOS))
+def test_the_compiled_fp8_kernel_equals_the_generic_routine_on_raw_bits(raw, arch, combo):
+    """numpy's fast path (tensorcore._chain_k32_fast, the numba kernel with FP8 decoding) against the generic
+    routine the JAX engine runs, one mma of raw bit patterns (NaN, inf, subnormals, every c, inf and NaN c too):
+    bit for bit, or None where the kernel does not apply (Ada's shortened f32 results)."""
+    from flashsim.arch import get_arch
+    from flashsim.numerics import tensorcore as T
+    adt, bdt, cdt = combo
+    buf = np.frombuffer(raw, np.uint8)
+    a = buf[:512].reshape(16, 32).view(adt)
+    b = buf[512:768].reshape(32, 8).view(bdt)
+    c32 = buf[768:].copy().view(np.uint32).reshape(16, 8)
+    c = c32.view(np.float32) if cdt == np.float32 else (c32 & 0xFFFF).astype(np.uint16).view(np.float16)
+    spec = get_arch(arch)
+    fast = T._chain_k32_fast(a, b, c, spec)
+    if fast is None:
+        assert arch == "sm_89" and cdt == np.float32
+        return
+    with np.errstate(all="ignore"):
+        want = T._k32_fp8_generic(np, a, b, c, spec)
+    u = np.uint16 if cdt == np.float16 else np.uint32
+    assert np.array_equal(fast.view(u), want.view(u))
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
+def test_the_compiled_fp8_chain_equals_the_generic_chain(arch):
+    """mma_chain_k32 on numpy (one kernel call over K = 128, or one per k32 step with sm_90's c added last) against
+    the chain of generic single mmas over the same (m16, n8) tiles, e4m3 x e4m3 as FP8 P@V has it, f32 and f16 c."""
+    from flashsim.numerics import tensorcore as T
+    from flashsim.arch import get_arch
+    rng = np.random.default_rng(5)
+    spec = get_arch(arch)
+    for cdt in (np.float32, np.float16):
+        a = rng.integers(0, 256, (2, 32, 128), dtype=np.uint8).view(E4)
+        b = rng.integers(0, 256, (2, 128, 16), dtype=np.uint8).view(E4)
+        c = (rng.standard_normal((2, 32, 16)) * 100).astype(cdt)
+        got = T.mma_chain_k32(a, b, c, arch)
+        d = c
+        with np.errstate(all="ignore"):
+            for s in range(0, 128, 32):
+                at = np.broadcast_to(a[..., s:s + 32].reshape(2, 2, 1, 16, 32), (2, 2, 2, 16, 32))
+                bt = np.broadcast_to(b[..., s:s + 32, :].reshape(2, 1, 32, 2, 8).swapaxes(-3, -2), (2, 2, 2, 32, 8))
+                dt = T._k32_fp8_generic(np, at, bt, d.reshape(2, 2, 16, 2, 8).swapaxes(-3, -2), spec)
+                d = dt.swapaxes(-3, -2).reshape(2, 32, 16)
+        u = np.uint16 if cdt == np.float16 else np.uint32
+        assert np.array_equal(got.view(u), d.view(u))
 
 
 def test_ada_keeps_13_fraction_bits_of_f32_results():

@@ -1,4 +1,6 @@
-"""The numpy engine's fast path of ``tensorcore.mma_chain``: one compiled kernel (numba) for a whole batch of chains.
+"""The numpy engine's fast path of ``tensorcore.mma_chain`` (m16n8k16, f16 / bf16 inputs) and of
+``mma_chain_k32`` / ``mma_k32`` with FP8 inputs (e4m3 / e5m2): one compiled kernel (numba) for a whole batch of
+chains, the input format a parameter.
 
 Integer arithmetic only, the model of ``flashsim.numerics.tensorcore`` term for term (that module's docstring has
 the design, the exactness argument and the measurements).  Imported lazily by ``tensorcore``: numba is a
@@ -75,22 +77,40 @@ def _f16_bits_overload(x):
 
 # ------------------------------------------------------------------------------------------------ decoding
 
-@njit(nogil=True)
-def _decode_into(u, transpose, is_bf16, sig, exp, tmp_s, tmp_e):
-    """f16 / bf16 bits u (R, C) uint16 -> signed integer significands sig and exponents exp, int32 (R, C), or
-    (C, R) with ``transpose`` (then decoded into the flat scratch tmp_s / tmp_e first, vectorised, and transposed).
+# The input formats, by code (flashsim.numerics.tensorcore picks it from the dtype): F16 and BF16 are the m16n8k16
+# inputs, E4M3 (finite-only e4m3fn: no inf, NaN only where exponent and fraction are all ones) and E5M2 the m16n8k32
+# FP8 ones. _decode_into holds each format's fields.
+F16, BF16, E4M3, E5M2 = 0, 1, 2, 3
 
-    value = sig * 2^(exp - mbits) (mbits = 10 for f16, 7 for bf16), subnormals with exp at the format minimum;
+
+@njit(inline="always")
+def _fraction_bits(fmt):
+    """Stored fraction bits of input format ``fmt``."""
+    return 10 if fmt == F16 else (7 if fmt == BF16 else (3 if fmt == E4M3 else 2))
+
+
+@njit(nogil=True)
+def _decode_into(u, transpose, fmt, sig, exp, tmp_s, tmp_e):
+    """Input bits u (R, C) (uint16 f16 / bf16, uint8 e4m3 / e5m2; ``fmt`` its code) -> signed integer significands
+    sig and exponents exp, int32 (R, C), or (C, R) with ``transpose`` (then decoded into the flat scratch tmp_s /
+    tmp_e first, vectorised, and transposed).
+
+    value = sig * 2^(exp - mbits) (mbits the format's fraction bits), subnormals with exp at the format minimum;
     zeros: sig 0, exp ZERO; inf / NaN: sig 0, exp POS_INF / NEG_INF / NAN."""
-    if is_bf16:
-        fshift, fmask, mmask, bias = 7, 0xFF, 0x7F, 127
+    if fmt == F16:
+        fshift, fmask, bias, sbit, fn = 10, 0x1F, 15, 15, False
+    elif fmt == BF16:
+        fshift, fmask, bias, sbit, fn = 7, 0xFF, 127, 15, False
+    elif fmt == E4M3:
+        fshift, fmask, bias, sbit, fn = 3, 0xF, 7, 7, True
     else:
-        fshift, fmask, mmask, bias = 10, 0x1F, 0x3FF, 15
+        fshift, fmask, bias, sbit, fn = 2, 0x1F, 15, 7, False
+    mmask = (1 << fshift) - 1
     R, C = u.shape
     flat = u.reshape(R * C)
     ds, de = (tmp_s, tmp_e) if transpose else (sig.reshape(R * C), exp.reshape(R * C))
     for i in range(R * C):                          # one long loop: vectorised
-        ds[i], de[i] = _decode1(flat[i], fshift, fmask, mmask, bias)
+        ds[i], de[i] = _decode1(flat[i], fshift, fmask, mmask, bias, sbit, fn)
     if transpose:
         for q in range(C):
             for r in range(R):
@@ -99,15 +119,15 @@ def _decode_into(u, transpose, is_bf16, sig, exp, tmp_s, tmp_e):
 
 
 @njit(inline="always")
-def _decode1(bits, fshift, fmask, mmask, bias):
+def _decode1(bits, fshift, fmask, mmask, bias, sbit, fn):
     """One input's (signed significand, exponent), in int32 masks and no branch (so that LLVM vectorises the loop
-    above and scalar code does not mispredict on signs)."""
+    above and scalar code does not mispredict on signs). ``fn``: finite-only format (only all ones is NaN)."""
     i32 = np.int32
     b = i32(bits)
     field = (b >> fshift) & fmask
     m = b & mmask
-    negbit = b >> 15
-    top = -i32(field == fmask)                             # inf / NaN: -1
+    negbit = b >> sbit
+    top = -i32((field == fmask) & ((m == mmask) | (not fn)))   # inf / NaN: -1
     s = (m | (i32(field != 0) << fshift)) & ~top           # significand (implicit bit at 2^mbits); 0 for inf / NaN
     e = i32(ZERO) + ((max(field, 1) - bias - ZERO) & -i32(s != 0))
     nan = -i32(m != 0)
@@ -119,12 +139,13 @@ def _decode1(bits, fshift, fmask, mmask, bias):
 # ------------------------------------------------------------------------------------------------ the kernel
 
 @njit(cache=True, nogil=True)
-def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, is_bf16, transposed, acc):
+def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, fa, fb, transposed, acc):
     """The chains of batch elements b0..b1-1: out[b] = chain(A[ia[b]], B[ib[b]], c[ic[b]]).
 
-    ua (nA, M, K) and ub (nB, K, N): the inputs' bits (uint16), or with ``ta`` / ``tb`` their transposes (nA, K, M)
-    / (nB, N, K); cb (nC, M, N) and out (nb, M, N): accumulator bits (uint32 f32 / uint16 f16); F, block, e_zero:
-    the arch's parameters.  ``transposed``: compute d^T = B^T A^T + c^T, the same arithmetic per element (products
+    ua (nA, M, K) and ub (nB, K, N): the inputs' bits (uint16 f16 / bf16, uint8 FP8; formats ``fa``, ``fb``: the
+    codes above), or with ``ta`` / ``tb`` their transposes (nA, K, M) / (nB, N, K); cb (nC, M, N) and out (nb, M, N):
+    accumulator bits (uint32 f32 / uint16 f16); F, block, e_zero: the arch's parameters (m16n8k16's, or its
+    m16n8k32 FP8 ones: blocks in the order of the columns given, c included in the first block).  ``transposed``: compute d^T = B^T A^T + c^T, the same arithmetic per element (products
     commute, the sum is exact), so that the vectorised loops run over M (for narrow outputs).  acc: scratch (2, .)
     of the products' sum type (int32, or int64 where int32 could overflow), which selects the specialisation.
 
@@ -133,12 +154,12 @@ def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, is_bf16
     time (block % 4 == 0: the caller sends other block sizes to the generic routine), so that each vectorised loop
     over the N columns does enough work to pay its set-up."""
     acc16 = _f16_bits(out)                  # a constant: one specialisation per accumulator type
-    mbits = 7 if is_bf16 else 10
+    mab = _fraction_bits(fa) + _fraction_bits(fb)
     M, N = (out.shape[2], out.shape[1]) if transposed else (out.shape[1], out.shape[2])
     K = ua.shape[1] if ta else ua.shape[2]
-    # a product's term: t = trunc(|sa sb| * 2^(F - 2 mbits - (E - pe))) = (|sa sb| << L) >> (E - pe + R)
-    L = max(F - 2 * mbits, 0)
-    R = max(2 * mbits - F, 0)
+    # a product's term: t = trunc(|sa sb| * 2^(F - (ma + mb) - (E - pe))) = (|sa sb| << L) >> (E - pe + R)
+    L = max(F - mab, 0)
+    R = max(mab - F, 0)
     i32 = np.int32
     aE, aS = np.empty((M, K), i32), np.empty((M, K), i32)        # the left operand (A, or B^T), decoded
     bE, bS = np.empty((K, N), i32), np.empty((K, N), i32)        # the right operand (B, or A^T), decoded
@@ -152,14 +173,14 @@ def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, is_bf16
         xa, xb = ia[b], ib[b]
         if xa != last_a:
             if transposed:
-                _decode_into(ua[xa], not ta, is_bf16, bS, bE, tmp_s, tmp_e)
+                _decode_into(ua[xa], not ta, fa, bS, bE, tmp_s, tmp_e)
             else:
-                _decode_into(ua[xa], ta, is_bf16, aS, aE, tmp_s, tmp_e)
+                _decode_into(ua[xa], ta, fa, aS, aE, tmp_s, tmp_e)
         if xb != last_b:
             if transposed:
-                _decode_into(ub[xb], not tb, is_bf16, aS, aE, tmp_s, tmp_e)
+                _decode_into(ub[xb], not tb, fb, aS, aE, tmp_s, tmp_e)
             else:
-                _decode_into(ub[xb], tb, is_bf16, bS, bE, tmp_s, tmp_e)
+                _decode_into(ub[xb], tb, fb, bS, bE, tmp_s, tmp_e)
         last_a, last_b = xa, xb
         c = cb[ic[b]]
         if transposed:

@@ -536,8 +536,9 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
       .satfinite; the H200 does exactly this on all 90,112 captured outputs, tests/data/mma_k32_sm90.npz);
     * float8_e4m3fn / float8_e5m2 (a and b may differ) + float32 / float16: the fused-block model with the arch's
       FP8 parameters (flashsim.arch: ``mma8_*``, each saying where it comes from): sm_89 and sm_120 from MMA-Sim,
-      checked against ``mmasim``. An arch without an FP8 model (sm_90: not known yet; sm_80 / 86: no FP8 mma)
-      raises ValueError with the reason.
+      checked against ``mmasim``; sm_90's found on the H200. An arch without an FP8 model (sm_80 / 86: no FP8
+      mma) raises ValueError with the reason. On numpy the compiled kernel runs it (``_chain_k32_fast``) where it
+      applies, tested bit for bit against the generic routine.
     Returns d with c's dtype."""
     spec = get_arch(arch)
     for name, x in (("a", a), ("b", b), ("c", c)):
@@ -553,6 +554,16 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
         return mma_chain_s8(a, b, c)
     if spec.mma8_block_k is None:
         raise ValueError(f"no model of mma.sync m16n8k32 {ptx} on {spec.name}: {spec.mma8_source}")
+    if X.is_numpy(xp):
+        fast = _chain_k32_fast(a, b, c, spec)
+        if fast is not None:
+            return fast
+    return _k32_fp8_generic(xp, a, b, c, spec)
+
+
+def _k32_fp8_generic(xp, a, b, c, spec: Arch):
+    """One FP8 mma.sync.m16n8k32 on any array namespace (shapes and dtypes checked by ``mma_k32``): the arch's k
+    order, its fused blocks, and with mma8_c_last c added at the end with one rounding to nearest."""
     a_dt, b_dt = np.dtype(a.dtype), np.dtype(b.dtype)
     acc16 = np.dtype(c.dtype) == F16
     P = _Fp8Block(spec, a_dt, b_dt)
@@ -585,6 +596,11 @@ def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
     if b.shape[-2] != K or K % 32 or M % 16 or N % 8:
         raise ValueError(f"mma_chain_k32: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
                          f"got {tuple(a.shape)} x {tuple(b.shape)}")
+    if X.is_numpy(xp) and np.dtype(a.dtype) in _FP8_FIELDS and np.dtype(b.dtype) in _FP8_FIELDS \
+            and np.dtype(c.dtype) in (F32, F16) and get_arch(arch).mma8_block_k is not None:
+        fast = _chain_k32_fast(a, b, c, get_arch(arch))
+        if fast is not None:
+            return fast
     lead = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2]))
     at = xp.reshape(xp.broadcast_to(a, lead + (M, K)), lead + (M // 16, 1, 16, K))
     bt = xp.swapaxes(xp.reshape(xp.broadcast_to(b, lead + (K, N)), lead + (1, K, N // 8, 8)), -3, -2)
@@ -670,17 +686,62 @@ def _pool(n: int):
     return pool
 
 
+# the kernel's code of each input format (flashsim/numerics/_tensorcore_numba.py: F16, BF16, E4M3, E5M2)
+_KERNEL_FORMATS = {F16: 0, BF16: 1, E4M3: 2, E5M2: 3}
+
+
 def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.ndarray:
     """``mma_chain`` for numpy arrays (shapes and dtypes already checked): the compiled kernel, or the generic
-    routine where numba is missing.
+    routine where numba is missing."""
+    kernel = _numba_kernel()
+    if kernel is None or spec.mma_block_k not in (4, 8, 16):     # the kernel fuses products four at a time
+        return _chain_generic(np, a, b, c, spec)
+    e_zero = spec.mma_zero_exponent_f16 if c.dtype == F16 else spec.mma_zero_exponent_f32
+    return _run_kernel(kernel, a, b, c, spec.mma_fraction_bits, spec.mma_block_k, e_zero,
+                       _acc_int_dtype(np, spec, a.dtype == BF16))
+
+
+def _chain_k32_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch):
+    """``mma_chain_k32`` (K a multiple of 32; one step is ``mma_k32``) with FP8 inputs on numpy arrays: the compiled
+    kernel with the arch's FP8 parameters, the products of each k32 step in the arch's k order; with mma8_c_last,
+    each step's blocks from +0 and c added after them as ``_k32_fp8_generic`` does (f16 through an exact float64
+    sum, f32 with an IEEE add). None where the kernel does not apply (numba missing, a block size that is not a
+    multiple of 4, or Ada's shortened f32 results): the caller runs the generic routine."""
+    kernel = _numba_kernel()
+    acc16 = c.dtype == F16
+    if kernel is None or spec.mma8_block_k % 4 or (not acc16 and spec.mma8_f32_result_frac_bits < 23):
+        return None
+    K = a.shape[-1]
+    if spec.mma8_k_order is not None:
+        order = (np.arange(0, K, 32)[:, None] + np.asarray(spec.mma8_k_order)[None, :]).ravel()
+        a, b = a[..., order], b[..., order, :]
+    ma, mb = _FP8_FIELDS[np.dtype(a.dtype)][1], _FP8_FIELDS[np.dtype(b.dtype)][1]
+    F, block = spec.mma8_fraction_bits, spec.mma8_block_k
+    e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
+    sum_dt = _sum_int_dtype(np, block, F, ma, mb)
+    if not spec.mma8_c_last:
+        return _run_kernel(kernel, a, b, c, F, block, e_zero, sum_dt)
+    zero = np.zeros(c.shape[-2:], c.dtype)
+    d = c
+    for s in range(0, K, 32):
+        part = _run_kernel(kernel, a[..., s:s + 32], b[..., s:s + 32, :], zero, F, block, e_zero, sum_dt)
+        with X.errstate():
+            if acc16:   # the sum of two f16 values is exact in float64: one rounding to f16
+                d = rounding.f64_to_f16(part.astype(np.float64) + np.asarray(d, np.float64))
+            else:
+                d = ieee32.add(part, np.broadcast_to(d, part.shape))
+    return d
+
+
+def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: int, block: int, e_zero: int,
+                sum_dtype) -> np.ndarray:
+    """The compiled chain on numpy operands (f16 / bf16 or FP8; shapes already checked) with fraction bits F, the
+    block size and c's zero exponent.
 
     The kernel reads the inputs' bits (a transposed view, such as K^T, is passed as its C-contiguous base with a
     flag rather than copied) and decodes each batch element's operands into its own scratch; broadcast batch
     dimensions become index arrays (nothing is materialised); the accumulators are bits (uint32 / uint16)
     throughout.  Batches with enough work are split over threads (the kernel releases the GIL)."""
-    kernel = _numba_kernel()
-    if kernel is None or spec.mma_block_k not in (4, 8, 16):     # the kernel fuses products four at a time
-        return _chain_generic(np, a, b, c, spec)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2])
     M, K = a.shape[-2:]
     N = b.shape[-1]
@@ -703,12 +764,12 @@ def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.n
     # the kernel vectorises over the columns of its right operand: with narrow outputs (N = 8: single mmas) it runs
     # d^T = B^T A^T + c^T instead, the same arithmetic per element
     transposed = N < 16 and M > N
-    sum_dt = np.int32 if _acc_int_dtype(np, spec, a.dtype == BF16) == np.int32 else np.int64
-    e_zero = spec.mma_zero_exponent_f16 if ubits is np.uint16 else spec.mma_zero_exponent_f32
+    sum_dt = np.int32 if sum_dtype == np.int32 else np.int64
+    fa, fb = _KERNEL_FORMATS[np.dtype(a.dtype)], _KERNEL_FORMATS[np.dtype(b.dtype)]
 
     def run(lo, hi):
-        kernel.chain(ua, ta, ia, ub, tb, ib, cb, ic, out3, lo, hi, spec.mma_fraction_bits, spec.mma_block_k,
-                     e_zero, a.dtype == BF16, transposed, np.empty((2, M if transposed else N), sum_dt))
+        kernel.chain(ua, ta, ia, ub, tb, ib, cb, ic, out3, lo, hi, F, block, e_zero, fa, fb, transposed,
+                     np.empty((2, M if transposed else N), sum_dt))
     parts = min(_threads(), nb, max(1, nb * M * N * K // _THREAD_MIN))
     if parts == 1:
         run(0, nb)
@@ -720,9 +781,9 @@ def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.n
 
 
 def _bits(x3: np.ndarray):
-    """The bits of an (n, R, C) f16 / bf16 operand for the kernel: (C-contiguous uint16 (n, R, C), False), or
-    (its transpose (n, C, R), True) when x3 is a transposed view of a C-contiguous array (K^T: no copy)."""
-    u = x3.view(np.uint16)
+    """The bits of an (n, R, C) f16 / bf16 / FP8 operand for the kernel: (C-contiguous uint16 or uint8 (n, R, C),
+    False), or (its transpose (n, C, R), True) when x3 is a transposed view of a C-contiguous array (K^T: no copy)."""
+    u = x3.view(np.uint16 if x3.itemsize == 2 else np.uint8)
     if not u.flags.c_contiguous:
         t = u.swapaxes(1, 2)
         if t.flags.c_contiguous and t.flags.writeable:
