@@ -38,7 +38,7 @@ class Options:
     window_size: tuple = (-1, -1)      # FlashAttention-2's (left, right), -1 unbounded; causal has right = 0
     softcap: float = 0.0               # 0: off
     layout: str = "bhnd"
-    quant: str = "none"                # "none" or "int8" (flashsim.config.SUPPORTED_QUANT)
+    quant: str = "none"                # flashsim.config.SUPPORTED_QUANT: "none", "int8" or "int8-fp8"
 
     @property
     def local(self) -> bool:
@@ -196,7 +196,7 @@ def resolve_options(causal=None, pv_accum=None, config=None, softmax_scale=None,
     soft-capping (config.softcap). ``softmax_scale``: None, or a real number (TypeError otherwise; its value is
     checked by ``scales``), returned as a float. ``window_size`` (left, right) ints >= -1 (None: (-1, -1)),
     right 0 under causal; ``softcap`` a real >= 0 (None: 0); ``layout`` "bhnd" (default) or "bnhd"; ``quant``
-    "none" or "int8" (None: the config's, else "none"), not with softcap."""
+    one of SUPPORTED_QUANT (None: the config's, else "none"), not with softcap."""
     if causal is not None and not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
     if pv_accum is not None and (not isinstance(pv_accum, str) or pv_accum not in SUPPORTED_PV_ACCUM):

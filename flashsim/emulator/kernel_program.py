@@ -114,25 +114,22 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False, group_k
     else:
         o = ieee32.mul(o, alpha[..., None])
     # 7. O += P V, P rounded to v's type (cvt.rn.f16x2.f32 / bf16x2 of the S accumulator registers), k16 slices;
-    #    FP8 (v e4m3, quant "int8-fp8"): P * 448 to e4m3, keys in the fragment's slot order, k32 slices
-    #    with ``two_level``: per group of ``group_keys`` keys (config.fp8_group_keys), the f16 mma from +0 over the
-    #    group's k32 slices, then added to the f32 O
+    #    FP8 (v e4m3, quant "int8-fp8"): P * 448 to e4m3, keys in the fragment's slot order, k32 slices.
+    #    ``two_level``: per group of keys (the tile; FP8: ``group_keys``, config.fp8_group_keys), the f16 mma from +0
+    #    over the group's slices, then added to the f32 O (the kernel's pv_two_level)
     if str(v.dtype) == "float8_e4m3fn":
-        order = xp.asarray(slot_keys(p.shape[-1]))
-        p8 = xp.take(to_e4m3(ieee32.mul(p, xp.asarray(np.float32(FP8_P_SCALE), dtype=xp.float32))), order, axis=-1)
-        v8 = xp.take(v, order, axis=-2)
-        if not two_level:
-            return l_lane, mma_chain_k32(p8, v8, o, arch)
-        zeros = xp.zeros(o.shape, dtype=xp.float16)
-        for g0 in range(0, bc, group_keys):
-            part = mma_chain_k32(p8[..., g0:g0 + group_keys], v8[..., g0:g0 + group_keys, :], zeros, arch)
-            o = ieee32.add(o, ieee32.cvt_f16_to_f32(part))
-        return l_lane, o
-    pf = ieee32.cvt_f32_to(p, v.dtype)
-    if two_level:
-        tile = mma_chain(pf, v, xp.zeros(o.shape, dtype=xp.float16), arch)
-        return l_lane, ieee32.add(o, ieee32.cvt_f16_to_f32(tile))
-    return l_lane, mma_chain(pf, v, o, arch)
+        order = xp.asarray(slot_keys(bc))
+        pv = xp.take(to_e4m3(ieee32.mul(p, xp.asarray(np.float32(FP8_P_SCALE), dtype=xp.float32))), order, axis=-1)
+        v, chain, group = xp.take(v, order, axis=-2), mma_chain_k32, group_keys
+    else:
+        pv, chain, group = ieee32.cvt_f32_to(p, v.dtype), mma_chain, bc
+    if not two_level:
+        return l_lane, chain(pv, v, o, arch)
+    zeros = xp.zeros(o.shape, dtype=xp.float16)
+    for g0 in range(0, bc, group):
+        part = chain(pv[..., g0:g0 + group], v[..., g0:g0 + group, :], zeros, arch)
+        o = ieee32.add(o, ieee32.cvt_f16_to_f32(part))
+    return l_lane, o
 
 
 def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None, v_deq=None):

@@ -37,7 +37,8 @@ import numpy as np
 
 from .. import provenance
 from ..arch import get_arch
-from ..config import QUANT_V_THREADS, QUANT_WARPS, KernelConfig, fp8_keys
+from ..config import MEAN_SLICES, MMA8_K, QUANT_BLOCK, QUANT_V_THREADS, QUANT_WARPS, KernelConfig, fp8_keys
+from ..emulator.quantize import v_scalars
 from ..numerics.formats import get_format
 from ..overflow import OverflowCheck, check_mode
 from ..problem import Options, prepare, resolve_options
@@ -116,7 +117,6 @@ def scratch_layout(prob) -> dict:
     d) and corr (B, Hq, nq), f32. Empty without quant."""
     if not prob.config.int8:
         return {}
-    from ..config import QUANT_BLOCK
     p = prob
     nqb, nkb = -(-p.nq // QUANT_BLOCK), -(-p.nk // QUANT_BLOCK)
     q_shape = output_shape(p)
@@ -158,18 +158,16 @@ class QuantPlan:
     __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars", "v_scalars", "nkp")
 
     def __init__(self, prob, kernels):
-        from ..config import MEAN_SLICES, MMA8_K, QUANT_BLOCK
-        from ..emulator.quantize import v_scalars
         p = prob
         self.kernels = kernels                      # (k_mean, quantize_k, quantize_q, v_absmax, quantize_v)
         self.layout = scratch_layout(p)
         rows = QUANT_BLOCK * QUANT_WARPS                          # rows per quantize_k / quantize_q block
+        self.nkp = fp8_keys(p.nk)                   # V^T's padded key count (FP8 P@V: a kernel argument)
         self.configs = (rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
                         rt.launch_config((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
                         rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)),
                         rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
-                        rt.launch_config((fp8_keys(p.nk) // MMA8_K, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)))
-        self.nkp = fp8_keys(p.nk)
+                        rt.launch_config((self.nkp // MMA8_K, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)))
         self.k_scalars = tuple(np.int64(x) for x in strides(p, "kv"))
         self.q_scalars = tuple(np.int64(x) for x in strides(p, "q"))
         self.v_scalars = v_scalars(p.config.fp8_v_range) if p.config.fp8_pv else ()   # v_absmax's range arguments

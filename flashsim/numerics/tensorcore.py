@@ -528,6 +528,23 @@ def _decode_fp8(xp, x, dt):
     return val, exp
 
 
+def _k_order(spec: Arch, K: int):
+    """The column order of K products (K a multiple of 32) in which the arch's FP8 blocks take them: each k32 step's
+    32 in ``mma8_k_order`` (sm_90: the register layout's), or None where they enter in order."""
+    if spec.mma8_k_order is None:
+        return None
+    return (np.arange(0, K, 32)[:, None] + np.asarray(spec.mma8_k_order)[None, :]).ravel()
+
+
+def _add_c_last(xp, d, c):
+    """An mma8_c_last step's result: its blocks' sum d (from +0) plus c with one rounding to nearest in the
+    accumulator's type (f16: the sum of two f16 values is exact in float64, then one rounding; f32: an IEEE add)."""
+    with X.errstate():
+        if np.dtype(d.dtype) == F16:
+            return rounding.f64_to_f16(xp.astype(d, xp.float64) + xp.astype(c, xp.float64))
+        return ieee32.add(d, xp.broadcast_to(c, d.shape))
+
+
 def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
     """``mma.sync.aligned.m16n8k32.row.col`` with 8-bit inputs, bit for bit where flashsim has a model.
 
@@ -567,9 +584,9 @@ def _k32_fp8_generic(xp, a, b, c, spec: Arch):
     a_dt, b_dt = np.dtype(a.dtype), np.dtype(b.dtype)
     acc16 = np.dtype(c.dtype) == F16
     P = _Fp8Block(spec, a_dt, b_dt)
-    if spec.mma8_k_order is not None:          # the products enter the blocks in the arch's order (sm_90)
-        order = xp.asarray(np.asarray(spec.mma8_k_order))
-        a, b = xp.take(a, order, axis=-1), xp.take(b, order, axis=-2)
+    order = _k_order(spec, 32)
+    if order is not None:                      # the products enter the blocks in the arch's order (sm_90)
+        a, b = xp.take(a, xp.asarray(order), axis=-1), xp.take(b, xp.asarray(order), axis=-2)
     A, B = _decode_fp8(xp, a, a_dt), _decode_fp8(xp, b, b_dt)
     out_shape = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2])) + (16, 8)
     bits = np.uint16 if acc16 else np.uint32
@@ -578,11 +595,7 @@ def _k32_fp8_generic(xp, a, b, c, spec: Arch):
         for k0 in range(0, 32, P.block):
             d = _block_generic(xp, A, B, k0, P.block, d, acc16, spec, False, fp8=P)
     d = X.bitcast(d, np.float16 if acc16 else np.float32)
-    if spec.mma8_c_last:                        # c last, one rounding to nearest in the accumulator's type
-        if acc16:   # the sum of two f16 values is exact in float64: one rounding to f16
-            return rounding.f64_to_f16(xp.astype(d, xp.float64) + xp.astype(c, xp.float64))
-        return ieee32.add(d, xp.broadcast_to(c, out_shape))
-    return d
+    return _add_c_last(xp, d, c) if spec.mma8_c_last else d
 
 
 def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
@@ -596,9 +609,9 @@ def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
     if b.shape[-2] != K or K % 32 or M % 16 or N % 8:
         raise ValueError(f"mma_chain_k32: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
                          f"got {tuple(a.shape)} x {tuple(b.shape)}")
-    if X.is_numpy(xp) and np.dtype(a.dtype) in _FP8_FIELDS and np.dtype(b.dtype) in _FP8_FIELDS \
-            and np.dtype(c.dtype) in (F32, F16) and get_arch(arch).mma8_block_k is not None:
-        fast = _chain_k32_fast(a, b, c, get_arch(arch))
+    spec = get_arch(arch)
+    if X.is_numpy(xp) and spec.mma8_block_k is not None and k32_type(a.dtype, b.dtype, c.dtype) != "s32.s8.s8.s32":
+        fast = _chain_k32_fast(a, b, c, spec)      # FP8 on numpy: the compiled kernel; else one mma_k32 per step
         if fast is not None:
             return fast
     lead = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2]))
@@ -606,7 +619,7 @@ def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
     bt = xp.swapaxes(xp.reshape(xp.broadcast_to(b, lead + (K, N)), lead + (1, K, N // 8, 8)), -3, -2)
     d = xp.swapaxes(xp.reshape(xp.broadcast_to(c, lead + (M, N)), lead + (M // 16, 16, N // 8, 8)), -3, -2)
     for s in range(0, K, 32):
-        d = mma_k32(at[..., s:s + 32], bt[..., s:s + 32, :], d, arch)
+        d = mma_k32(at[..., s:s + 32], bt[..., s:s + 32, :], d, spec)
     return xp.reshape(xp.swapaxes(d, -3, -2), lead + (M, N))
 
 
@@ -704,16 +717,15 @@ def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.n
 def _chain_k32_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch):
     """``mma_chain_k32`` (K a multiple of 32; one step is ``mma_k32``) with FP8 inputs on numpy arrays: the compiled
     kernel with the arch's FP8 parameters, the products of each k32 step in the arch's k order; with mma8_c_last,
-    each step's blocks from +0 and c added after them as ``_k32_fp8_generic`` does (f16 through an exact float64
-    sum, f32 with an IEEE add). None where the kernel does not apply (numba missing, a block size that is not a
+    each step's blocks from +0 and c added after them (``_add_c_last``, as ``_k32_fp8_generic``). None where the kernel does not apply (numba missing, a block size that is not a
     multiple of 4, or Ada's shortened f32 results): the caller runs the generic routine."""
     kernel = _numba_kernel()
     acc16 = c.dtype == F16
     if kernel is None or spec.mma8_block_k % 4 or (not acc16 and spec.mma8_f32_result_frac_bits < 23):
         return None
     K = a.shape[-1]
-    if spec.mma8_k_order is not None:
-        order = (np.arange(0, K, 32)[:, None] + np.asarray(spec.mma8_k_order)[None, :]).ravel()
+    order = _k_order(spec, K)
+    if order is not None:
         a, b = a[..., order], b[..., order, :]
     ma, mb = _FP8_FIELDS[np.dtype(a.dtype)][1], _FP8_FIELDS[np.dtype(b.dtype)][1]
     F, block = spec.mma8_fraction_bits, spec.mma8_block_k
@@ -725,18 +737,14 @@ def _chain_k32_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch):
     d = c
     for s in range(0, K, 32):
         part = _run_kernel(kernel, a[..., s:s + 32], b[..., s:s + 32, :], zero, F, block, e_zero, sum_dt)
-        with X.errstate():
-            if acc16:   # the sum of two f16 values is exact in float64: one rounding to f16
-                d = rounding.f64_to_f16(part.astype(np.float64) + np.asarray(d, np.float64))
-            else:
-                d = ieee32.add(part, np.broadcast_to(d, part.shape))
+        d = _add_c_last(np, part, d)
     return d
 
 
 def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: int, block: int, e_zero: int,
                 sum_dtype) -> np.ndarray:
     """The compiled chain on numpy operands (f16 / bf16 or FP8; shapes already checked) with fraction bits F, the
-    block size and c's zero exponent.
+    block size, c's zero exponent and the products' sum type (np.int32 / np.int64, ``_sum_int_dtype``).
 
     The kernel reads the inputs' bits (a transposed view, such as K^T, is passed as its C-contiguous base with a
     flag rather than copied) and decodes each batch element's operands into its own scratch; broadcast batch
@@ -764,12 +772,11 @@ def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: int, blo
     # the kernel vectorises over the columns of its right operand: with narrow outputs (N = 8: single mmas) it runs
     # d^T = B^T A^T + c^T instead, the same arithmetic per element
     transposed = N < 16 and M > N
-    sum_dt = np.int32 if sum_dtype == np.int32 else np.int64
     fa, fb = _KERNEL_FORMATS[np.dtype(a.dtype)], _KERNEL_FORMATS[np.dtype(b.dtype)]
 
     def run(lo, hi):
         kernel.chain(ua, ta, ia, ub, tb, ib, cb, ic, out3, lo, hi, F, block, e_zero, fa, fb, transposed,
-                     np.empty((2, M if transposed else N), sum_dt))
+                     np.empty((2, M if transposed else N), sum_dtype))
     parts = min(_threads(), nb, max(1, nb * M * N * K // _THREAD_MIN))
     if parts == 1:
         run(0, nb)
