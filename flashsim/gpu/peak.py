@@ -54,12 +54,36 @@ def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: in
     return result
 
 
+def sweep(warps_per_scheduler=(1, 2, 4, 8), chains=(4, 8, 16), iters: int = 2048) -> list[dict]:
+    """The ceiling against how many warps each scheduler holds (blocks of 4 warps: one warp per scheduler each) and
+    how many independent chains a warp runs: what one warp alone can draw from the tensor pipe, the question a
+    ping-pong schedule (one warp of a scheduler in its mma phase at a time) raises."""
+    rows = []
+    for wps in warps_per_scheduler:
+        for c in chains:
+            r = measure(c, iters, blocks_per_sm=wps)
+            rows.append({"warps_per_scheduler": wps, "chains": c,
+                         **{name: r[name]["tflops"] for name, _ in KINDS.values()}})
+            print(f"  {wps} warp(s) per scheduler, {c:2d} chains: "
+                  + "  ".join(f"{name} {r[name]['tflops']:7.1f}" for name, _ in KINDS.values()), flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--chains", type=int, default=8)
     p.add_argument("--iters", type=int, default=4096)
     p.add_argument("--json")
+    p.add_argument("--sweep", action="store_true",
+                   help="the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp")
     a = p.parse_args(argv)
+    if a.sweep:
+        print("mma.sync rate (TFLOP/s; TOPS for s8) against warps per scheduler and chains per warp")
+        rows = sweep()
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(rows, fh, indent=1)
+        return 0
     r = measure(a.chains, a.iters)
     print(f"mma.sync ceiling on {r['arch']} ({r['sms']} SMs; {r['chains']} independent chains per warp, "
           f"{r['grid']} blocks of {WARPS} warps, {r['iters']} steps)")

@@ -1,0 +1,805 @@
+// FlashAttention forward, raw mma.sync.m16n8k16, written for consumer Blackwell (sm_120), runs on sm_80+.
+// f16 or bf16 (FS_BF16); head dims 32..256; MQA / GQA; causal and sliding-window masks; logit soft-capping;
+// (B, H, N, d) or (B, N, H, d) through strides; quantized Q K^T (FS_QUANT_INT8: INT8 Q and K from kernel/quantize.cu,
+// mma.sync.m16n8k32 s8, as SageAttention) and P V (FS_QUANT_FP8: e4m3 P and V, mma.sync.m16n8k32 e4m3, f32 or
+// two-level f16 accumulation, as SageAttention2 / 2++).
+//
+// The seed's design, for real:
+//   * O accumulates in registers for the whole KV loop (never in shared memory); f32 or f16 (FS_PV_F16), or f32
+//     with each KV tile's P V accumulated by the f16 mma from zero and then added in f32 (FS_PV_F16X2).
+//   * K and V stream through a ring of FS_STAGES shared-memory slots filled with cp.async.
+//   * Q, K are read with ldmatrix, V with ldmatrix.trans, all from XOR-swizzled shared memory (conflict free).
+//   * The S accumulator is repacked into the A operand of P@V in registers (no shared-memory round trip).
+//   * Online softmax with exp2: softmax_scale*log2(e) is folded into one FFMA per score.
+//
+// Bit-exactness contract with flashsim.emulator: every floating-point operation outside the tensor cores is an
+// explicitly rounded IEEE op (__fadd_rn, __fmul_rn, __fmaf_rn, __frcp_rn, __fdiv_rn: the compiler can neither
+// contract nor reorder them) or ex2.approx.ftz.f32 (modelled by flashsim.sfu). Every reduction has a fixed order,
+// written out below and mirrored step for step by flashsim/emulator/kernel_program.py.
+//
+// Compile-time configuration: the defines of flashsim.config.KernelConfig.defines() (never edit numbers here).
+
+#ifndef FS_PINGPONG   // the experiment's switch (benchmarks/experiments/pingpong/pingpong_probe.py sets it)
+#define FS_PINGPONG 0
+#endif
+#ifndef FS_HEAD_DIM
+#error "build through flashsim.gpu: the configuration arrives as defines (FS_HEAD_DIM, FS_WARPS, ...)"
+#endif
+
+typedef unsigned short fs_half;   // raw f16 or bf16 bits (FS_BF16); no cuda_fp16.h needed
+typedef unsigned int uint32_t;
+#define FS_INF __int_as_float(0x7f800000)   // NVRTC has no math.h INFINITY
+
+namespace fs {
+
+constexpr int D = FS_HEAD_DIM;
+constexpr int WARPS = FS_WARPS;
+constexpr int MT = FS_M_TILES;                 // m16 tiles (16 query rows each) per warp
+constexpr int WARP_M = 16 * MT;
+constexpr int THREADS = 32 * WARPS;
+constexpr int BLOCK_M = WARP_M * WARPS;
+constexpr bool Q_IN_REGS = FS_Q_IN_REGS != 0;   // flashsim.config.KernelConfig.q_in_registers
+// Ping-pong (flashsim.config.KernelConfig.pingpong): the block's warps are two groups (the first and the second half;
+// warp w and w + WARPS / 2 share a scheduler) that take turns on the tensor cores, in the order group 0's Q K^T,
+// group 1's Q K^T, group 0's P V, group 1's P V: one group's softmax runs while the other's mma's issue. Named
+// barriers 1 (group 0's turn) and 2 (group 1's) hand the turn over; the arithmetic of every element is unchanged.
+constexpr bool PINGPONG = FS_PINGPONG != 0;
+static_assert(!PINGPONG || WARPS % 2 == 0, "ping-pong: two groups of warps");
+// Skip the O rescale when alpha is exactly 1 on the whole warp: measured on the H200 (benchmarks/RESULTS.md) to
+// gain 5-8% at d=128, where O is 64+ registers a lane, and to lose 5-9% at d=64, so only for the large O.
+constexpr bool SKIP_UNIT_RESCALE = D >= 128;
+constexpr int BC = FS_KV_TILE;
+constexpr int STAGES = FS_STAGES;
+constexpr bool PV_F16 = FS_PV_F16 != 0;          // O accumulator in f16
+constexpr bool PV_F16X2 = FS_PV_F16X2 != 0;      // O in f32, each tile's P V through the f16 mma (two levels)
+static_assert(!(PV_F16 && PV_F16X2), "FS_PV_F16 and FS_PV_F16X2 exclude each other");
+constexpr bool CAUSAL = FS_CAUSAL != 0;
+constexpr bool LOCAL = FS_LOCAL != 0;            // sliding window (bounds are launch arguments)
+constexpr bool SOFTCAP = FS_SOFTCAP != 0;        // scores become tanh(s * cap_scale), softmax on softcap * tanh
+constexpr bool BF16 = FS_BF16 != 0;              // q, k, v, o and P in bf16 (P@V accumulates in f32 only)
+constexpr bool BNHD = FS_BNHD != 0;              // rows N apart by the row-stride arguments; else by D (constant)
+static_assert(!(BF16 && (PV_F16 || PV_F16X2)), "bf16 has no f16 accumulator: P@V in f32");
+static_assert(!Q_IN_REGS || MT == 1, "Q stays in registers only with one m16 tile per warp");
+// INT8 Q K^T: Q and K are s8 with one f32 scale per QB query rows / keys (QB = 16: an m16 tile of Q, a k16 slice
+// of K); S = float(s32) * (q_scale * k_scale); the LSE gets q . mean(k) * lse_scale back (K was smoothed).
+constexpr bool QUANT = FS_QUANT_INT8 != 0;
+constexpr int QB = FS_QUANT_BLOCK;
+static_assert(!QUANT || QB == 16, "an INT8 scale covers one m16 tile of Q and one k16 slice of K");
+static_assert(!(QUANT && SOFTCAP), "INT8 Q K^T smooths K, which softcap's tanh does not allow");
+// FP8 P@V (quant "int8-fp8"): P * FP8_P_SCALE (448) to e4m3 (cvt.rn.satfinite), V per channel to e4m3 by
+// kernel/quantize.cu, stored transposed (d rows x keys) with each 32-key block's keys in the A fragment's slot order
+// (slot s holds key 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2, what a lane's S registers give), P V
+// on mma.sync.m16n8k32 e4m3, O * v_deq[c] in the epilogue (v_deq = amax_c / (448 v_range), v_range V's e4m3 range).
+// Accumulation in f32 (O directly), or with FS_PV_F16X2 in f16: each group of FS_FP8_GROUP_KEYS keys' P V by the
+// f16 mma from +0 over its k32 slices in order, then added to the f32 O (V's narrow range keeps every f16 sum
+// finite: flashsim.config.FP8_V_RANGE, proofs/prove_fp8_f16_range.py).
+constexpr bool FP8_PV = FS_QUANT_FP8 != 0;
+constexpr float FP8_P_SCALE = static_cast<float>(FS_FP8_P_SCALE);
+constexpr int FP8_GROUP = FS_FP8_GROUP_KEYS / 32;   // k32 slices per f16 group (FS_PV_F16X2)
+static_assert(!FP8_PV || QUANT, "FP8 P@V comes with INT8 Q K^T");
+static_assert(!FP8_PV || (!PV_F16 && !BF16), "FP8 P@V: f16 inputs, f32 or two-level f16 accumulation");
+static_assert(!FP8_PV || (FS_KV_TILE % 32 == 0 && FP8_GROUP >= 1 && FS_KV_TILE % (32 * FP8_GROUP) == 0),
+              "FP8 P@V: kv_tile a multiple of 32 (k32 slices) and of the f16 group");
+// The overflow flag (see flash_fwd's arguments) is live with an f16 P@V mma on f16 P and V.
+constexpr bool OVERFLOW_FLAG = (PV_F16 || PV_F16X2) && !FP8_PV;
+
+static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
+constexpr int QK_ROW_BYTES = D * (QUANT ? 1 : 2);   // a row of the Q / K tiles (s8, or f16 / bf16)
+// V rows: keys x d (f16 / bf16), or with FP8_PV d x keys (e4m3, transposed)
+constexpr int V_ROW_BYTES = FP8_PV ? FS_KV_TILE : D * 2;
+constexpr int QK_CHUNKS = QK_ROW_BYTES / 16;         // 16-byte chunks in a row: 2 .. 32
+constexpr int V_CHUNKS = V_ROW_BYTES / 16;
+constexpr int Q_BYTES = BLOCK_M * QK_ROW_BYTES;
+constexpr int K_SLOT_BYTES = BC * QK_ROW_BYTES;
+constexpr int V_SLOT_BYTES = FP8_PV ? D * V_ROW_BYTES : BC * V_ROW_BYTES;
+constexpr int K_RING_OFFSET = Q_BYTES;
+constexpr int V_RING_OFFSET = Q_BYTES + STAGES * K_SLOT_BYTES;
+constexpr int SMEM_BYTES = V_RING_OFFSET + STAGES * V_SLOT_BYTES;
+static_assert(SMEM_BYTES == FS_EXPECTED_SMEM, "shared-memory layout differs from flashsim.config.smem_buffers");
+
+constexpr int S_NT = BC / 8;       // n8 tiles of S per warp
+constexpr int O_NT = D / 8;        // n8 tiles of O per warp
+constexpr int QK_KS = QK_ROW_BYTES / 32;   // k steps of Q K^T: k16 (f16 / bf16) or k32 (s8), 32 bytes of a row each
+constexpr int PV_KS = BC / 16;     // k16 steps of P V
+static_assert(BC % 16 == 0 && D % 16 == 0, "tile shapes must be multiples of 16");
+
+// ---- PTX wrappers ------------------------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+    // src_bytes = 0 zero-fills the 16 bytes: out-of-range rows of Q, K and V become zeros.
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_f32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if FS_BF16
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+#endif
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// m16n8k32 s8: the same register layout as m16n8k16 byte for byte (a register holds 4 s8 where it held 2 f16).
+__device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_fp8_f16(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+                 : "+r"(d[0]), "+r"(d[1])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Four f32 -> four e4m3 bytes (cvt.rn.satfinite: to nearest even, clamped to +-448, NaN -> 0x7f), x0 in the low byte.
+__device__ __forceinline__ uint32_t pack_e4m3x4(float x0, float x1, float x2, float x3) {
+    unsigned short lo, hi;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(x1), "f"(x0));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(x3), "f"(x2));
+    return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+// P's A fragment of k32 slice j of one m16 tile, from its S accumulators s (n8 tiles 4j .. 4j+3): a0 = row g, tiles
+// 4j, 4j+1; a1 = row g + 8; a2, a3 = tiles 4j+2, 4j+3 (a lane's values in its own slot order: V^T's keys were stored
+// in that order by kernel/quantize.cu), each P * FP8_P_SCALE to e4m3.
+__device__ __forceinline__ void pack_p_fp8(uint32_t (&a)[4], const float (&s)[S_NT][4], int j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float (&t0)[4] = s[4 * j + 2 * h];
+            const float (&t1)[4] = s[4 * j + 2 * h + 1];
+            a[2 * h + r] = pack_e4m3x4(__fmul_rn(t0[2 * r], FP8_P_SCALE), __fmul_rn(t0[2 * r + 1], FP8_P_SCALE),
+                                       __fmul_rn(t1[2 * r], FP8_P_SCALE), __fmul_rn(t1[2 * r + 1], FP8_P_SCALE));
+        }
+}
+__device__ __forceinline__ void mma_f16(uint32_t (&d)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+                 : "+r"(d[0]), "+r"(d[1])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Named barriers over the whole block: wait for group g's turn (its own threads sync, the other group's arrive).
+__device__ __forceinline__ void turn_wait(int g) {
+    asm volatile("bar.sync %0, %1;\n" :: "r"(1 + g), "n"(THREADS) : "memory");
+}
+__device__ __forceinline__ void turn_pass(int g) {   // give group g the turn
+    asm volatile("bar.arrive %0, %1;\n" :: "r"(1 + g), "n"(THREADS) : "memory");
+}
+
+__device__ __forceinline__ float ex2(float x) {   // the SFU; flashsim.sfu.ex2 models it bit for bit
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float rcp_approx(float x) {   // the SFU; flashsim.sfu.rcp models it bit for bit
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+// Two f32 -> f16x2, round to nearest even; lo lands in the low 16 bits (the lower-indexed element).
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+// Two f32 -> the element type (f16x2 or bf16x2), round to nearest even: P for P V and the output O.
+__device__ __forceinline__ uint32_t pack_elem2(float lo, float hi) {
+#if FS_BF16
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
+    return pack_f16x2(lo, hi);
+#endif
+}
+__device__ __forceinline__ uint32_t mul_f16x2(uint32_t a, uint32_t b) {
+    uint32_t r;
+    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ float f16_to_f32(uint32_t h) {
+    float r;
+    asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }\n" : "=f"(r) : "h"((unsigned short)h));
+    return r;
+}
+
+__device__ __forceinline__ bool nonfinite(float x) {   // inf or NaN, from the bits (no float compare)
+    return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
+}
+
+// Two levels: an n8 tile's f16 accumulator (two f16x2 registers) added to its f32 one, element by element.
+__device__ __forceinline__ void add_f16_tile(float (&o)[4], const uint32_t (&t)[2]) {
+    o[0] = __fadd_rn(o[0], f16_to_f32(t[0] & 0xffffu));
+    o[1] = __fadd_rn(o[1], f16_to_f32(t[0] >> 16));
+    o[2] = __fadd_rn(o[2], f16_to_f32(t[1] & 0xffffu));
+    o[3] = __fadd_rn(o[3], f16_to_f32(t[1] >> 16));
+}
+
+// Natural log of a positive normal float from IEEE-exact operations only, so the emulator reproduces its bits:
+// x = m * 2^e with m in [sqrt(1/2), sqrt(2)); ln(m) = 2 atanh(s), s = (m-1)/(m+1); odd series to s^9.
+// The constants arrive as bit patterns from flashsim/emulator/kernel_math.py (FS_LOG_*).
+__device__ __forceinline__ float log_exact_ops(float x) {
+    int bits = __float_as_int(x);
+    int e = ((bits >> 23) & 0xff) - 127;
+    float m = __int_as_float((bits & 0x7fffff) | 0x3f800000);
+    if (m > __int_as_float(FS_LOG_SQRT2)) { m = __fmul_rn(m, 0.5f); e += 1; }
+    float f = __fsub_rn(m, 1.0f);
+    float s = __fdiv_rn(f, __fadd_rn(2.0f, f));
+    float z = __fmul_rn(s, s);
+    float poly = __fmaf_rn(z, __int_as_float(FS_LOG_C9), __int_as_float(FS_LOG_C7));
+    poly = __fmaf_rn(z, poly, __int_as_float(FS_LOG_C5));
+    poly = __fmaf_rn(z, poly, __int_as_float(FS_LOG_C3));
+    float t = __fmul_rn(__fmul_rn(z, s), poly);
+    float ln1p = __fmaf_rn(2.0f, s, __fmul_rn(2.0f, t));
+    return __fmaf_rn(static_cast<float>(e), __int_as_float(FS_LOG_LN2), ln1p);
+}
+
+// Soft-capping: tanh(y) = (1 - e) / (1 + e), e = 2^(-2|y| log2 e), with the SFU's ex2 and rcp (both modelled bit
+// for bit) and IEEE ops, y's sign put back. flashsim/emulator/kernel_math.py (softcap_tanh) says why not tanh.approx.
+__device__ __forceinline__ float softcap_tanh(float y) {
+    const uint32_t b = __float_as_uint(y);
+    const float a = __uint_as_float(b & 0x7fffffffu);
+    const float e = ex2(__fmul_rn(a, -__int_as_float(FS_TANH_TWO_LOG2E)));
+    const float t = __fmul_rn(__fsub_rn(1.f, e), rcp_approx(__fadd_rn(1.f, e)));
+    return __uint_as_float(__float_as_uint(t) | (b & 0x80000000u));
+}
+
+// Swizzle of a row of C 16-byte chunks: the 8 rows an ldmatrix reads (same logical chunk) land in 8 distinct bank
+// groups (16-byte units of a 128-byte line). Rows of 8k chunks start in the same group: XOR the chunk with row % 8.
+// Rows of 8k + 4 chunks (f16 d = 32, 96, 160, 224; s8 d = 64, 192) alternate between two half lines: XOR with
+// (row / 2) % 4. Rows of 4k + 2 chunks (s8 d = 32, 96, 160, 224) cycle through four quarter lines: XOR with
+// (row / 4) % 2. The chunk stays inside its aligned group of 4 or 2, so inside the row; rows 8 apart have the same
+// swizzle in every case.
+template <int C>
+__device__ __forceinline__ int swz_bits(int row) {
+    static_assert(C % 8 == 0 || C % 8 == 4 || C % 4 == 2, "rows of 8k, 8k + 4 or 4k + 2 chunks");
+    return (C % 8 == 0) ? (row & 7) : (C % 8 == 4) ? ((row >> 1) & 3) : ((row >> 2) & 1);
+}
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile of C-chunk rows.
+template <int C>
+__device__ __forceinline__ uint32_t swz(int row, int chunk) {
+    return static_cast<uint32_t>(row * C * 16 + ((chunk ^ swz_bits<C>(row)) << 4));
+}
+
+// ldmatrix addresses: every lane's row is (its own row r_l) + (a multiple of 8), so row % 8 = r_l % 8 and the
+// swizzled chunk of an even logical chunk c plus the lane's 0/1 offset h is c ^ (h ^ r_l % 8). The lane part is
+// computed once; each k16 step / n8 pair only XORs in its even chunk number (and adds an immediate row offset),
+// so the compiler does not keep dozens of precomputed addresses alive in registers.
+__device__ __forceinline__ uint32_t chunk_off(int even_chunk, int lane_x) {
+    return static_cast<uint32_t>((even_chunk ^ lane_x) << 4);
+}
+
+// Two-level P V (pv_accum f16x2, f16 or FP8 P): for each pair of n8 tiles of O, STEPS mma's into f16 accumulators
+// from +0, in step order, then each added to the f32 O (already rescaled) element by element. load_b(b, step, n)
+// loads the step's B fragments of O tiles n, n + 1; mma(d, mt, step, b0, b1) is the step's f16-accumulate mma of
+// m16 tile mt. o is the f32 O accumulator (index [mt][n]: MT x O_NT when this path is built).
+template <int STEPS, typename O, typename LoadB, typename Mma>
+__device__ __forceinline__ void pv_two_level(O& o, LoadB load_b, Mma mma) {
+#pragma unroll
+    for (int n = 0; n < O_NT; n += 2) {
+        uint32_t t16[MT][2][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) t16[mt][0][0] = t16[mt][0][1] = t16[mt][1][0] = t16[mt][1][1] = 0u;
+#pragma unroll
+        for (int j = 0; j < STEPS; ++j) {
+            uint32_t b[4];
+            load_b(b, j, n);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma(t16[mt][0], mt, j, b[0], b[1]);
+                mma(t16[mt][1], mt, j, b[2], b[3]);
+            }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            add_f16_tile(o[PV_F16 ? 0 : mt][n], t16[mt][0]);
+            add_f16_tile(o[PV_F16 ? 0 : mt][n + 1], t16[mt][1]);
+        }
+    }
+}
+
+// Copy rows [row0, row0 + ROWS) of a matrix of C-chunk rows (row stride `rs` bytes), starting `col0` bytes into each
+// row, into a swizzled tile; a 16-byte chunk is zero-filled when its row is at or past n or its first byte at or
+// past ncol (a column bound only V^T's key padding needs).
+template <int ROWS, int C>
+__device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __restrict__ g, int row0, int n,
+                                          long long rs, int tid, int col0 = 0, int ncol = 0x7fffffff) {
+    constexpr int CHUNKS = ROWS * C;
+    constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+    // col0 is folded into the base pointer and the bound once, outside the loop: with col0 added per chunk ptxas
+    // gave the int8-fp8 d = 64 default 140 spill bytes (tests/test_budget.py keeps the quantized defaults in check)
+    const unsigned char* base = g + col0;
+    const int cols = ncol - col0;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        int i = it * THREADS + tid;
+        if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+            int r = i / C, c = i % C;
+            bool valid = row0 + r < n && 16 * c < cols;
+            const unsigned char* src = valid ? base + static_cast<long long>(row0 + r) * rs + c * 16 : g;
+            cp_async_16(tile + swz<C>(r, c), src, valid ? 16 : 0);
+        }
+    }
+}
+
+// One KV tile of V: keys [key0, key0 + BC) x d as f16 / bf16 rows (row stride kv_row elements, keys >= nk zero), or
+// with FP8_PV the transposed e4m3 tile: D rows of BC keys (row stride nkp bytes; 16-key chunks at or past nkp zero).
+__device__ __forceinline__ void load_v_tile(uint32_t tile, const unsigned char* __restrict__ vh, int key0, int nk,
+                                            long long kv_row, int nkp, int tid) {
+    if (FP8_PV)
+        load_tile<D, V_CHUNKS>(tile, vh, 0, D, nkp, tid, key0, nkp);
+    else
+        load_tile<BC, V_CHUNKS>(tile, vh, key0, nk, kv_row * 2, tid);
+}
+
+}  // namespace fs
+
+// q: (B, Hq, Nq, D), k, v: (B, Hkv, Nk, D), f16 or bf16, addressed through element strides (batch, head, row) so
+// that (B, N, H, D) works too; the elements of a row are contiguous. o: like q (q's strides). lse: (B, Hq, Nq) f32
+// contiguous, natural log: lse_scale * m + ln(l). Query head h reads K / V head h / group (MQA / GQA).
+// scale_log2: the factor of the scores inside ex2; cap_scale (SOFTCAP): scores become tanh(s * cap_scale).
+// win_left, win_right (LOCAL): key j is visible to query i iff pos - win_left <= j <= pos + win_right, pos =
+// i + nk - nq (flashsim.masking; an unbounded side arrives as nq + nk).
+// overflow: one u64 the host sets to ~0; with an f16 P@V mma (FS_PV_F16 / FS_PV_F16X2) the kernel lowers it to the
+// smallest (b * H + h) * nq + row whose unnormalised O holds an inf or NaN while its l is finite and non-zero: an
+// f16 accumulator that left the f16 range (or an inf / NaN value in v). Untouched with f32 P@V.
+// QUANT: q and k are s8 with q's and k's element strides (kernel/quantize.cu writes them); q_scale (B, Hq,
+// ceil(nq / QB)), k_scale (B, Hkv, ceil(nk / QB)) and q_corr (B, Hq, nq), f32 contiguous. Unused (null) otherwise.
+// FP8_PV: v is V^T in e4m3, (B, Hkv, D, nkp), keys in slot order per 32 (see FP8_PV above); v_deq (B, Hkv, D) f32.
+// grid = (ceil(nq / BLOCK_M), H, B), block = THREADS, dynamic smem = SMEM_BYTES.
+extern "C" __global__ void __launch_bounds__(fs::THREADS, 1)
+flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half* __restrict__ v,
+          fs_half* __restrict__ o, float* __restrict__ lse, unsigned long long* __restrict__ overflow, int nq, int nk,
+          int group, long long q_bs, long long q_hs, long long q_rs, long long kv_bs, long long kv_hs,
+          long long kv_rs, float lse_scale, float scale_log2, float cap_scale, int win_left, int win_right,
+          const float* __restrict__ q_scale, const float* __restrict__ k_scale, const float* __restrict__ q_corr,
+          const float* __restrict__ v_deq, int nkp) {
+    using namespace fs;
+    extern __shared__ __align__(128) unsigned char smem[];
+    const uint32_t s_base = smem_addr(smem);
+    const uint32_t s_q = s_base;
+    const uint32_t s_k = s_base + K_RING_OFFSET;
+    const uint32_t s_v = s_base + V_RING_OFFSET;
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32;
+    const int lane = tid % 32;
+    const int g = lane >> 2;      // groupID: this lane's rows are g and g + 8 of the warp's 16
+    const int t4 = lane & 3;      // thread in quad: columns 2*t4, 2*t4+1 of each n8 tile
+
+    constexpr int QK_EB = QK_ROW_BYTES / D;     // bytes of a Q / K element
+    const unsigned char* qh = static_cast<const unsigned char*>(q) + (blockIdx.z * q_bs + blockIdx.y * q_hs) * QK_EB;
+    const unsigned char* kh = static_cast<const unsigned char*>(k)
+                              + (blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs) * QK_EB;
+    // FP8_PV: v is (B, Hkv, D, nkp) e4m3, keys padded to nkp (a multiple of 32) with zeros
+    const unsigned char* vh = FP8_PV
+        ? reinterpret_cast<const unsigned char*>(v) + (static_cast<long long>(blockIdx.z) * (gridDim.y / group)
+                                                      + blockIdx.y / group) * D * static_cast<long long>(nkp)
+        : reinterpret_cast<const unsigned char*>(v + blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs);
+    const int r0 = blockIdx.x * BLOCK_M;
+    const long long q_row = BNHD ? q_rs : D, kv_row = BNHD ? kv_rs : D;   // element distance of consecutive rows
+    const int off = nk - nq;      // query row i sits at key position i + off (bottom-right aligned)
+
+    // KV tiles this block visits, [t_begin, t_begin + n_tiles): causal / the window bound the keys any of its rows
+    // sees; tiles wholly outside are skipped (flashsim.masking.key_range; the emulator skips the same ones).
+    int key_end = nk, key_begin = 0;
+    if (CAUSAL) key_end = min(key_end, max(0, r0 + BLOCK_M + off));
+    if (LOCAL) {
+        key_end = min(key_end, max(0, r0 + BLOCK_M + off + win_right));
+        key_begin = min(nk, max(0, r0 + off - win_left));
+    }
+    const int t_begin = key_begin / BC;
+    const int n_tiles = max(0, (key_end + BC - 1) / BC - t_begin);
+
+    // ---- prologue: Q, then the first STAGES-1 KV tiles, one cp.async group each ---------------------------
+    load_tile<BLOCK_M, QK_CHUNKS>(s_q, qh, r0, nq, q_row * QK_EB, tid);
+    cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < n_tiles) {
+            load_tile<BC, QK_CHUNKS>(s_k + s * K_SLOT_BYTES, kh, (t_begin + s) * BC, nk, kv_row * QK_EB, tid);
+            load_v_tile(s_v + s * V_SLOT_BYTES, vh, (t_begin + s) * BC, nk, kv_row, nkp, tid);
+        }
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 1>();   // the Q group is complete
+    __syncthreads();
+
+    // Q fragments (A operand of Q K^T, one x4 per k16 step and m16 tile). With one m16 tile per warp they stay
+    // in registers for the whole loop; with two, registers go to the second tile's S and O, and Q is re-read
+    // from shared memory (it stays there) at each k16 step.
+    uint32_t qf[Q_IN_REGS ? MT : 1][Q_IN_REGS ? QK_KS : 1][4];
+    const int q_row_lane = warp * WARP_M + (lane & 7) + ((lane >> 3) & 1) * 8;
+    const uint32_t q_lane = s_q + q_row_lane * QK_ROW_BYTES;
+    const int q_x = (lane >> 4) ^ swz_bits<QK_CHUNKS>(lane & 7);
+    // K (no .trans): key = 8n + (lane & 7) + 8 (lane >> 4), chunk = 2 ks + ((lane >> 3) & 1)
+    const uint32_t k_lane = ((lane & 7) + ((lane >> 4) << 3)) * QK_ROW_BYTES;
+    const int k_x = ((lane >> 3) & 1) ^ swz_bits<QK_CHUNKS>(lane & 7);
+    // V (.trans): key = 16 j + (lane & 7) + 8 ((lane >> 3) & 1), chunk = n + (lane >> 4)
+    const uint32_t v_lane = ((lane & 7) + (((lane >> 3) & 1) << 3)) * V_ROW_BYTES;
+    const int v_x = (lane >> 4) ^ swz_bits<V_CHUNKS>(lane & 7);
+    // V^T (FP8_PV, no .trans, like K): d = 8n + (lane & 7) + 8 (lane >> 4), chunk = 2 j + ((lane >> 3) & 1)
+    const uint32_t k_vlane = ((lane & 7) + ((lane >> 4) << 3)) * V_ROW_BYTES;
+    const int kv_x = ((lane >> 3) & 1) ^ swz_bits<V_CHUNKS>(lane & 7);
+    if (Q_IN_REGS) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int ks = 0; ks < QK_KS; ++ks)
+                ldmatrix_x4(qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? ks : 0],
+                            q_lane + mt * 16 * QK_ROW_BYTES + chunk_off(ks * 2, q_x));
+    }
+
+    float m_run[MT][2], l_run[MT][2];            // running row max (unscaled score units); lane-partial row sums
+    float o_acc32[PV_F16 ? 1 : MT][PV_F16 ? 1 : O_NT][4];
+    uint32_t o_acc16[PV_F16 ? MT : 1][PV_F16 ? O_NT : 1][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        m_run[mt][0] = m_run[mt][1] = -FS_INF;
+        l_run[mt][0] = l_run[mt][1] = 0.f;
+#pragma unroll
+        for (int n = 0; n < O_NT; ++n) {
+            if (PV_F16) { o_acc16[mt][n][0] = 0u; o_acc16[mt][n][1] = 0u; }
+            else { o_acc32[mt][n][0] = o_acc32[mt][n][1] = o_acc32[mt][n][2] = o_acc32[mt][n][3] = 0.f; }
+        }
+    }
+    // global query rows of this lane: m16 tile mt, row r (g or g + 8)
+    const int row_base = r0 + warp * WARP_M + g;
+    // QUANT: the scale of each m16 tile's rows (one QB block; past nq the last block's, never stored) and of K.
+    const int nqb = (nq + QB - 1) / QB, nkb = (nk + QB - 1) / QB;
+    const long long bhq = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    const float* ksh = k_scale + (static_cast<long long>(blockIdx.z) * (gridDim.y / group) + blockIdx.y / group) * nkb;
+    float qsc[QUANT ? MT : 1];
+    if (QUANT) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+            qsc[QUANT ? mt : 0] = __ldg(q_scale + bhq * nqb + min((row_base - g + mt * 16) / QB, nqb - 1));
+    }
+
+    // ping-pong: group 0 has the first turn (group 1 hands it over once; group 0 takes the last hand-over back after
+    // the loop, so that every barrier completes as often as it is entered)
+    const int pp_group = warp / (WARPS / 2);
+    if (PINGPONG && pp_group == 1) turn_pass(0);
+
+    for (int t = 0; t < n_tiles; ++t) {
+        // Tile t's group is complete once at most STAGES-2 younger groups are pending; the barrier also tells
+        // every warp that all warps are done with tile t-1, whose slot the next load overwrites.
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int tn = t + STAGES - 1;
+            if (tn < n_tiles) {
+                const int slot = tn % STAGES;
+                load_tile<BC, QK_CHUNKS>(s_k + slot * K_SLOT_BYTES, kh, (t_begin + tn) * BC, nk, kv_row * QK_EB, tid);
+                load_v_tile(s_v + slot * V_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row, nkp, tid);
+            }
+            cp_async_commit();
+        }
+        const int slot = t % STAGES;
+        const uint32_t kt = s_k + slot * K_SLOT_BYTES;
+        const uint32_t vt = s_v + slot * V_SLOT_BYTES;
+        const int key0 = (t_begin + t) * BC;
+
+        if (PINGPONG) turn_wait(pp_group);
+        // ---- S = Q K^T: accumulators from zero (f32, or s32 with QUANT), k steps in order; one K fragment feeds
+        // every m16 tile ------------------------------------------------------------------------------------------
+        float s_acc[MT][S_NT][4];
+        int s_int[QUANT ? MT : 1][QUANT ? S_NT : 1][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < S_NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    if (QUANT) s_int[QUANT ? mt : 0][QUANT ? n : 0][e] = 0;
+                    else s_acc[mt][n][e] = 0.f;
+                }
+#pragma unroll
+        for (int ks = 0; ks < QK_KS; ++ks) {
+            uint32_t qs[Q_IN_REGS ? 1 : MT][4];
+            if (!Q_IN_REGS) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+                    ldmatrix_x4(qs[Q_IN_REGS ? 0 : mt], q_lane + mt * 16 * QK_ROW_BYTES + chunk_off(ks * 2, q_x));
+            }
+#pragma unroll
+            for (int n = 0; n < S_NT; n += 2) {
+                // matrices: keys [8n, 8n+8) x row bytes [32ks, +16), [+16, +32); keys [8n+8, 8n+16) x the same
+                uint32_t b[4];
+                ldmatrix_x4(b, kt + k_lane + n * 8 * QK_ROW_BYTES + chunk_off(ks * 2, k_x));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    const uint32_t (&a)[4] = Q_IN_REGS ? qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? ks : 0]
+                                                       : qs[Q_IN_REGS ? 0 : mt];
+                    if (QUANT) {
+                        mma_s8(s_int[QUANT ? mt : 0][QUANT ? n : 0], a, b[0], b[1]);
+                        mma_s8(s_int[QUANT ? mt : 0][QUANT ? n + 1 : 0], a, b[2], b[3]);
+                    } else {
+                        mma_f32(s_acc[mt][n], a, b[0], b[1]);
+                        mma_f32(s_acc[mt][n + 1], a, b[2], b[3]);
+                    }
+                }
+            }
+        }
+        if (PINGPONG) turn_pass(1 - pp_group);
+        // ---- QUANT: dequantise, s = float(s32) * (q_scale * k_scale) per m16 tile x k16 slice of keys ------------
+        if (QUANT) {
+#pragma unroll
+            for (int j = 0; j < PV_KS; ++j) {
+                const float ksc = __ldg(ksh + min(key0 / QB + j, nkb - 1));   // past nk: masked below anyway
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    const float f = __fmul_rn(qsc[QUANT ? mt : 0], ksc);
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            s_acc[mt][2 * j + h][e] = __fmul_rn(
+                                __int2float_rn(s_int[QUANT ? mt : 0][QUANT ? 2 * j + h : 0][e]), f);
+                }
+            }
+        }
+
+        // ---- soft-capping: s = tanh(s * cap_scale) (the softmax then runs on softcap * s) --------------------
+        if (SOFTCAP) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int n = 0; n < S_NT; ++n)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) s_acc[mt][n][e] = softcap_tanh(__fmul_rn(s_acc[mt][n][e], cap_scale));
+        }
+
+        // ---- mask: keys past nk, (causal) after the diagonal, (window) outside the window -> -inf ------------
+        const bool need_mask = (key0 + BC > nk) || (CAUSAL && key0 + BC - 1 > r0 + off)
+                               || (LOCAL && (key0 + BC - 1 > r0 + off + win_right
+                                             || key0 < r0 + BLOCK_M - 1 + off - win_left));
+        if (need_mask) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int n = 0; n < S_NT; ++n) {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int col = key0 + n * 8 + 2 * t4 + (e & 1);
+                        const int row = row_base + mt * 16 + (e >> 1) * 8;
+                        if (col >= nk || (CAUSAL && col > row + off)
+                            || (LOCAL && (col > row + off + win_right || col < row + off - win_left)))
+                            s_acc[mt][n][e] = -FS_INF;
+                    }
+                }
+        }
+
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            // ---- online softmax, rows r = 0 (g) and 1 (g + 8) of m16 tile mt ------------------------------------
+            float alpha[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float mx = -FS_INF;                  // lane-local max over (n, e) in order; fmax ignores NaN
+#pragma unroll
+                for (int n = 0; n < S_NT; ++n) {
+                    mx = fmaxf(mx, s_acc[mt][n][2 * r]);
+                    mx = fmaxf(mx, s_acc[mt][n][2 * r + 1]);
+                }
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));   // quad all-reduce
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float m_new = fmaxf(m_run[mt][r], mx);
+                // -inf guard: a row with no visible key so far subtracts 0 instead of -inf (no inf - inf = NaN).
+                const float m_safe = (m_new == -FS_INF) ? 0.f : m_new;
+                alpha[r] = ex2(__fmul_rn(__fsub_rn(m_run[mt][r], m_safe), scale_log2));
+                const float m_scaled = __fmul_rn(m_safe, scale_log2);
+                m_run[mt][r] = m_new;
+                // p = 2^(s*scale_log2 - m*scale_log2): one FFMA per score, then the SFU.
+                float l = __fmul_rn(l_run[mt][r], alpha[r]);
+#pragma unroll
+                for (int n = 0; n < S_NT; ++n) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = ex2(__fmaf_rn(s_acc[mt][n][2 * r + e], scale_log2, -m_scaled));
+                        s_acc[mt][n][2 * r + e] = p;
+                        l = __fadd_rn(l, p);           // l sums the f32 p, before rounding to f16
+                    }
+                }
+                l_run[mt][r] = l;
+            }
+
+            // ---- rescale O by alpha (per row), in registers -----------------------------------------------
+            // With SKIP_UNIT_RESCALE, skipped warp-uniformly when every row's factor is exactly 1 (the running max
+            // did not move): x * 1 == x bit for bit (O's NaNs come canonical from the mma), so nothing changes.
+            if (PV_F16) {
+                const uint32_t a0 = pack_f16x2(alpha[0], alpha[0]);
+                const uint32_t a1 = pack_f16x2(alpha[1], alpha[1]);
+                if (!SKIP_UNIT_RESCALE || __any_sync(0xffffffffu, (a0 != 0x3c003c00u) || (a1 != 0x3c003c00u)))
+#pragma unroll
+                for (int n = 0; n < O_NT; ++n) {
+                    o_acc16[PV_F16 ? mt : 0][n][0] = mul_f16x2(o_acc16[PV_F16 ? mt : 0][n][0], a0);
+                    o_acc16[PV_F16 ? mt : 0][n][1] = mul_f16x2(o_acc16[PV_F16 ? mt : 0][n][1], a1);
+                }
+            } else if (!SKIP_UNIT_RESCALE || __any_sync(0xffffffffu, (alpha[0] != 1.f) || (alpha[1] != 1.f))) {
+#pragma unroll
+                for (int n = 0; n < O_NT; ++n) {
+                    float (&o)[4] = o_acc32[PV_F16 ? 0 : mt][n];
+                    o[0] = __fmul_rn(o[0], alpha[0]);
+                    o[1] = __fmul_rn(o[1], alpha[0]);
+                    o[2] = __fmul_rn(o[2], alpha[1]);
+                    o[3] = __fmul_rn(o[3], alpha[1]);
+                }
+            }
+        }
+
+        if (PINGPONG) turn_wait(pp_group);
+        // ---- O += P V: the S accumulators of n8 tiles 2j, 2j+1 are P's A fragment for k16 slice j ----------
+        if (FP8_PV && !PV_F16X2) {
+            // k32 slice j: P's fragment from n8 tiles 4j .. 4j+3 of S (pack_p_fp8), V^T's slots [32j, +32)
+#pragma unroll
+            for (int j = 0; j < BC / 32; ++j) {
+                uint32_t pa[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) pack_p_fp8(pa[mt], s_acc[mt], j);
+#pragma unroll
+                for (int n = 0; n < O_NT; n += 2) {
+                    // matrices: d [8n, 8n+8) x slots [32j, +16), [+16, +32); d [8n+8, +8) x the same
+                    uint32_t b[4];
+                    ldmatrix_x4(b, vt + k_vlane + n * 8 * V_ROW_BYTES + chunk_off(j * 2, kv_x));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_fp8(o_acc32[PV_F16 ? 0 : mt][n], pa[mt], b[0], b[1]);
+                        mma_fp8(o_acc32[PV_F16 ? 0 : mt][n + 1], pa[mt], b[2], b[3]);
+                    }
+                }
+            }
+        } else if (FP8_PV) {
+            // Two levels per group of FP8_GROUP k32 slices (pv_two_level), P's fragments packed per group.
+#pragma unroll
+            for (int g = 0; g < BC / 32 / FP8_GROUP; ++g) {
+                uint32_t pa[MT][FP8_GROUP][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int jj = 0; jj < FP8_GROUP; ++jj) pack_p_fp8(pa[mt][jj], s_acc[mt], g * FP8_GROUP + jj);
+                pv_two_level<FP8_GROUP>(
+                    o_acc32,
+                    [&](uint32_t (&b)[4], int jj, int n) {
+                        ldmatrix_x4(b, vt + k_vlane + n * 8 * V_ROW_BYTES + chunk_off((g * FP8_GROUP + jj) * 2, kv_x));
+                    },
+                    [&](uint32_t (&d)[2], int mt, int jj, uint32_t b0, uint32_t b1) {
+                        mma_fp8_f16(d, pa[mt][jj], b0, b1);
+                    });
+            }
+        } else if (PV_F16X2) {
+            // Two levels over the tile's k16 slices (pv_two_level), P rounded to f16 as below.
+            uint32_t pa[MT][PV_KS][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int j = 0; j < PV_KS; ++j) {
+                    pa[mt][j][0] = pack_f16x2(s_acc[mt][2 * j][0], s_acc[mt][2 * j][1]);
+                    pa[mt][j][1] = pack_f16x2(s_acc[mt][2 * j][2], s_acc[mt][2 * j][3]);
+                    pa[mt][j][2] = pack_f16x2(s_acc[mt][2 * j + 1][0], s_acc[mt][2 * j + 1][1]);
+                    pa[mt][j][3] = pack_f16x2(s_acc[mt][2 * j + 1][2], s_acc[mt][2 * j + 1][3]);
+                }
+            pv_two_level<PV_KS>(
+                o_acc32,
+                [&](uint32_t (&b)[4], int j, int n) {
+                    ldmatrix_x4_trans(b, vt + v_lane + j * 16 * V_ROW_BYTES + chunk_off(n, v_x));
+                },
+                [&](uint32_t (&d)[2], int mt, int j, uint32_t b0, uint32_t b1) { mma_f16(d, pa[mt][j], b0, b1); });
+        } else
+#pragma unroll
+        for (int j = 0; j < PV_KS; ++j) {
+            uint32_t pa[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                pa[mt][0] = pack_elem2(s_acc[mt][2 * j][0], s_acc[mt][2 * j][1]);
+                pa[mt][1] = pack_elem2(s_acc[mt][2 * j][2], s_acc[mt][2 * j][3]);
+                pa[mt][2] = pack_elem2(s_acc[mt][2 * j + 1][0], s_acc[mt][2 * j + 1][1]);
+                pa[mt][3] = pack_elem2(s_acc[mt][2 * j + 1][2], s_acc[mt][2 * j + 1][3]);
+            }
+#pragma unroll
+            for (int n = 0; n < O_NT; n += 2) {
+                // matrices (.trans): keys [16j, +8) x d [8n, +8), keys [16j+8, +8) x d [8n, +8), then d [8n+8, +8)
+                uint32_t b[4];
+                ldmatrix_x4_trans(b, vt + v_lane + j * 16 * V_ROW_BYTES + chunk_off(n, v_x));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    if (PV_F16) {
+                        mma_f16(o_acc16[PV_F16 ? mt : 0][n], pa[mt], b[0], b[1]);
+                        mma_f16(o_acc16[PV_F16 ? mt : 0][n + 1], pa[mt], b[2], b[3]);
+                    } else {
+                        mma_f32(o_acc32[PV_F16 ? 0 : mt][n], pa[mt], b[0], b[1]);
+                        mma_f32(o_acc32[PV_F16 ? 0 : mt][n + 1], pa[mt], b[2], b[3]);
+                    }
+                }
+            }
+        }
+        if (PINGPONG) turn_pass(1 - pp_group);
+    }
+    if (PINGPONG && pp_group == 0) turn_wait(0);
+    cp_async_wait<0>();   // nothing may be in flight when the block exits
+
+    // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
+    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    fs_half* oh = o + blockIdx.z * q_bs + blockIdx.y * q_hs;
+    float* lh = lse + bh * nq;
+    const float* vdq = FP8_PV ? v_deq + (static_cast<long long>(blockIdx.z) * (gridDim.y / group)
+                                         + blockIdx.y / group) * D : nullptr;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        float inv[2], lse_row[2];
+        bool live[2], bad[2] = {false, false};     // live: l finite and non-zero; bad: a non-finite O element
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float l = l_run[mt][r];
+            l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 1));
+            l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 2));
+            const bool empty = (l == 0.f) || (l != l);     // no visible key, or NaN: O stays as is, lse = +inf
+            live[r] = !empty;
+            inv[r] = empty ? 1.f : __frcp_rn(l);
+            lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[mt][r], lse_scale, log_exact_ops(l));
+        }
+        const int row0 = row_base + mt * 16, row1 = row0 + 8;
+        if (QUANT) {   // the smoothing's row shift back: true scores = smoothed + q . mean(k)
+            if (row0 < nq) lse_row[0] = __fmaf_rn(__ldg(q_corr + bhq * nq + row0), lse_scale, lse_row[0]);
+            if (row1 < nq) lse_row[1] = __fmaf_rn(__ldg(q_corr + bhq * nq + row1), lse_scale, lse_row[1]);
+        }
+#pragma unroll
+        for (int n = 0; n < O_NT; ++n) {
+            float v0, v1, v2, v3;
+            if (PV_F16) {
+                const uint32_t (&h)[2] = o_acc16[PV_F16 ? mt : 0][n];
+                v0 = f16_to_f32(h[0] & 0xffffu); v1 = f16_to_f32(h[0] >> 16);
+                v2 = f16_to_f32(h[1] & 0xffffu); v3 = f16_to_f32(h[1] >> 16);
+            } else {
+                const float (&f)[4] = o_acc32[PV_F16 ? 0 : mt][n];
+                v0 = f[0]; v1 = f[1]; v2 = f[2]; v3 = f[3];
+            }
+            if (OVERFLOW_FLAG) {
+                bad[0] |= nonfinite(v0) || nonfinite(v1);
+                bad[1] |= nonfinite(v2) || nonfinite(v3);
+            }
+            const int col = n * 8 + 2 * t4;
+            v0 = __fmul_rn(v0, inv[0]); v1 = __fmul_rn(v1, inv[0]);
+            v2 = __fmul_rn(v2, inv[1]); v3 = __fmul_rn(v3, inv[1]);
+            if (FP8_PV) {      // O = (O / l) * amax_c / (448 v_range): P's scale and V's per-channel scale back
+                const float d0 = __ldg(vdq + col), d1 = __ldg(vdq + col + 1);
+                v0 = __fmul_rn(v0, d0); v1 = __fmul_rn(v1, d1); v2 = __fmul_rn(v2, d0); v3 = __fmul_rn(v3, d1);
+            }
+            if (row0 < nq)
+                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * q_row + col) = pack_elem2(v0, v1);
+            if (row1 < nq)
+                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * q_row + col) = pack_elem2(v2, v3);
+        }
+        if (t4 == 0) {
+            if (row0 < nq) lh[row0] = lse_row[0];
+            if (row1 < nq) lh[row1] = lse_row[1];
+        }
+        if (OVERFLOW_FLAG) {
+            if (bad[0] && live[0] && row0 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row0));
+            if (bad[1] && live[1] && row1 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row1));
+        }
+    }
+}

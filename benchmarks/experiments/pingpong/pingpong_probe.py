@@ -1,0 +1,119 @@
+"""Ping-pong (two warp groups taking turns on the tensor cores) against the plain loop, same tiling, on this GPU.
+
+    PYTHONPATH=. python3 benchmarks/experiments/pingpong/pingpong_probe.py --json OUT.json
+
+flash_fwd_pingpong.cu is kernel/flash_fwd.cu plus the turn-taking (named barriers around Q K^T and P V), switched
+on by FS_PINGPONG=1. For each (head dim, P@V accumulation, quant, causal) and each 8-warp tiling, three builds are
+timed in alternating rounds at 4 x 16 x 4096 x d (the attention kernel alone): the default configuration, the plain
+loop with the tiling and the ping-pong build with it. Each ping-pong build is first checked bit for bit against the
+emulator (ragged, causal and adversarial problems): the turn-taking must not change a bit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPS = 20
+B, H, N = 4, 16, 4096
+# (head dim, pv_accum, quant, causal) -> 8-warp tilings (warps, m_tiles, kv_tile, stages)
+CASES = {
+    (128, "f16", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2), (8, 2, 32, 3), (8, 2, 64, 3)],
+    (128, "f32", "none", False): [(8, 2, 32, 2), (8, 2, 32, 3), (8, 1, 64, 2)],
+    (128, "f16x2", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2)],
+    (128, "f16", "none", True): [(8, 2, 64, 2), (8, 2, 32, 2)],
+    (128, "f32", "none", True): [(8, 2, 32, 2)],
+    (64, "f16", "none", False): [(8, 2, 64, 2), (8, 2, 128, 2)],
+    (64, "f32", "none", False): [(8, 2, 64, 2), (8, 2, 32, 3)],
+    (128, "f16", "int8", False): [(8, 2, 64, 2)],
+    (128, "f32", "int8-fp8", False): [(8, 2, 32, 2)],
+    (128, "f16x2", "int8-fp8", False): [(8, 2, 32, 2)],
+}
+CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", True),
+          ((1, 3, 517, 260), "wide", True))
+
+
+def main(argv=None):
+    import numpy as np
+    import torch
+    from flashsim.commands.bench import cuda_time
+    from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
+    from flashsim.config import KernelConfig
+    from flashsim.gpu import launch
+    from flashsim.gpu.build import compile_cuda
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", required=True)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--one", action="store_true",
+                   help="only one small ping-pong launch per P@V accumulation, checked (for compute-sanitizer)")
+    args = p.parse_args(argv)
+    plain_build = launch.build_kernel
+    pp_source = (HERE / "flash_fwd_pingpong.cu").read_text()
+
+    def pp_build(config, arch):
+        return compile_cuda(pp_source, arch=arch, defines={**launch.build_defines(config), "FS_PINGPONG": 1})
+
+    def use(build):
+        launch.build_kernel = build
+        launch.clear_caches()
+
+    if args.one:
+        use(pp_build)
+        for acc, tiling in (("f16", (8, 2, 64, 2)), ("f32", (8, 2, 32, 2))):
+            c = KernelConfig.default("sm_90", head_dim=128, pv_accum=acc, causal=True).with_(
+                warps=tiling[0], m_tiles=tiling[1], kv_tile=tiling[2], stages=tiling[3])
+            qq, kk, vv = make_case_inputs("normal", 1, 2, 300, 333, 128, 7)
+            og, lg, _ = gpu_outputs(qq, kk, vv, c)
+            oe, le, _ = emulator_outputs(qq, kk, vv, c, "sm_90")
+            print(c.describe(), "bit-exact" if np.array_equal(og.view(np.uint16), oe.view(np.uint16)) else "DIFFERS")
+        return
+    result = dict(gpu=torch.cuda.get_device_name(), checks=[], rows=[])
+    rnd = lambda d: torch.randn(B, H, N, d, device="cuda", dtype=torch.float16)
+    for (d, acc, quant, causal), tilings in CASES.items():
+        default = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, quant=quant, causal=causal)
+        q, k, v = rnd(d), rnd(d), rnd(d)
+        k = k + 2.0 * torch.randn(B, H, 1, d, device="cuda", dtype=torch.float16)   # keys with a mean
+        flops = 4.0 * B * H * N * N * d / (2 if causal else 1)
+        for tiling in tilings:
+            cfg = default.with_(warps=tiling[0], m_tiles=tiling[1], kv_tile=tiling[2], stages=tiling[3])
+            use(pp_build)
+            same = True
+            for (b, h, nq, nk), kind, cz in CHECKS:
+                c = cfg.with_(causal=cz or causal)
+                qq, kk, vv = make_case_inputs(kind, b, h, nq, nk, d, 7)
+                og, lg, _ = gpu_outputs(qq, kk, vv, c)
+                oe, le, _ = emulator_outputs(qq, kk, vv, c, "sm_90")
+                ok = bool(np.array_equal(og.view(np.uint16), oe.view(np.uint16))
+                          and np.array_equal(lg.view(np.uint32), le.view(np.uint32)))
+                result["checks"].append(dict(config=c.describe(), kind=kind, shape=[b, h, nq, nk], bit_exact=ok))
+                same &= ok
+            gos = {}
+            for name, build, c in (("default", plain_build, default), ("plain", plain_build, cfg),
+                                   ("pingpong", pp_build, cfg)):
+                use(build)
+                go = launch.prepared_launch(q, k, v, config=c)[0]
+                go(sync=True)                              # a quant's scratch holds its pass's result from here
+                gos[name] = (lambda go=go: go(sync=False, quantize=False)) if quant != "none" else \
+                    (lambda go=go: go(sync=False))
+            ms = {name: [] for name in gos}
+            for r in range(args.rounds):
+                for name, fn in gos.items():
+                    ms[name].append(cuda_time(fn, REPS, 1, 3 if r == 0 else 1)[0])
+            tf = {name: flops / (float(np.median(x)) * 1e-3) / 1e12 for name, x in ms.items()}
+            row = dict(head_dim=d, pv_accum=acc, quant=quant, causal=causal, tiling=list(tiling),
+                       default=default.describe(), tflops=tf, bit_exact=same,
+                       pingpong_vs_plain=tf["pingpong"] / tf["plain"], pingpong_vs_default=tf["pingpong"] / tf["default"])
+            result["rows"].append(row)
+            print(f"d {d:3} {acc:5} {quant:8} {'causal' if causal else 'full  '} {'x'.join(map(str, tiling)):9} "
+                  f"default {tf['default']:6.1f}  plain {tf['plain']:6.1f}  pingpong {tf['pingpong']:6.1f} "
+                  f"({row['pingpong_vs_plain']:.3f}x plain, {row['pingpong_vs_default']:.3f}x default)  "
+                  f"{'bit-exact' if same else 'DIFFERS'}", flush=True)
+    use(plain_build)
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
