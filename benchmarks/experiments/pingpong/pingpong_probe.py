@@ -1,9 +1,12 @@
 """Ping-pong (two warp groups taking turns on the tensor cores) against the plain loop, same tiling, on this GPU.
 
-    PYTHONPATH=. python3 benchmarks/experiments/pingpong/pingpong_probe.py --json OUT.json
+    mkdir -p /tmp/pp/kernel && cp kernel/flash_fwd.cu /tmp/pp/kernel/ && \
+        (cd /tmp/pp && git apply $OLDPWD/benchmarks/experiments/pingpong/pingpong.patch)     (kernel of 7286d43)
+    PYTHONPATH=. python3 benchmarks/experiments/pingpong/pingpong_probe.py --source /tmp/pp/kernel/flash_fwd.cu \
+        --json OUT.json
 
-flash_fwd_pingpong.cu is kernel/flash_fwd.cu plus the turn-taking (named barriers around Q K^T and P V), switched
-on by FS_PINGPONG=1. For each (head dim, P@V accumulation, quant, causal) and each 8-warp tiling, three builds are
+pingpong.patch adds to kernel/flash_fwd.cu the turn-taking (named barriers around Q K^T and P V), switched on by
+FS_PINGPONG=1. For each (head dim, P@V accumulation, quant, causal) and each 8-warp tiling, three builds are
 timed in alternating rounds at 4 x 16 x 4096 x d (the attention kernel alone): the default configuration, the plain
 loop with the tiling and the ping-pong build with it. Each ping-pong build is first checked bit for bit against the
 emulator (ragged, causal and adversarial problems): the turn-taking must not change a bit.
@@ -14,7 +17,6 @@ import argparse
 import json
 import pathlib
 
-HERE = pathlib.Path(__file__).resolve().parent
 REPS = 20
 B, H, N = 4, 16, 4096
 # (head dim, pv_accum, quant, causal) -> 8-warp tilings (warps, m_tiles, kv_tile, stages)
@@ -45,12 +47,13 @@ def main(argv=None):
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True)
+    p.add_argument("--source", required=True, help="kernel/flash_fwd.cu with pingpong.patch applied")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--one", action="store_true",
                    help="only one small ping-pong launch per P@V accumulation, checked (for compute-sanitizer)")
     args = p.parse_args(argv)
     plain_build = launch.build_kernel
-    pp_source = (HERE / "flash_fwd_pingpong.cu").read_text()
+    pp_source = pathlib.Path(args.source).read_text()
 
     def pp_build(config, arch):
         return compile_cuda(pp_source, arch=arch, defines={**launch.build_defines(config), "FS_PINGPONG": 1})

@@ -4,6 +4,15 @@ alternating rounds on this GPU, each candidate first checked bit for bit against
     PYTHONPATH=. python3 benchmarks/experiments/softmax_chains/ab_probe.py --json OUT.json \\
         --source before=PATH_A.cu --source after=kernel/flash_fwd.cu [--check after]
 
+This round (ab.txt): before = kernel/flash_fwd.cu of 7286d43; permt = that kernel with tree_per_tile.patch applied
+(the patch also changes the emulator's row sum to the same tree, hence --check); joint = permt with
+joint_vs_per_tile.diff applied (every row's softmax before one rescale for the warp):
+
+    git show 7286d43:kernel/flash_fwd.cu > /tmp/before.cu && git apply softmax_chains/tree_per_tile.patch
+    cp kernel/flash_fwd.cu /tmp/permt.cu && patch -o /tmp/joint.cu /tmp/permt.cu softmax_chains/joint_vs_per_tile.diff
+    PYTHONPATH=. python3 .../ab_probe.py --json ab.json --source before=/tmp/before.cu --source joint=/tmp/joint.cu \\
+        --source permt=/tmp/permt.cu --check joint --check permt --rounds 5
+
 The first source is the baseline (speed-ups are against it). Only the sources named by --check are compared with
 the emulator (an older source follows an older emulator). Times: CUDA events, the attention kernel alone (a
 quantized configuration's pass is run once beforehand and its scratch kept), medians over alternating rounds.
