@@ -1,15 +1,19 @@
-"""Ping-pong (two warp groups taking turns on the tensor cores) against the plain loop, same tiling, on this GPU.
+"""A kernel variant (a patched kernel/flash_fwd.cu, switched on by a define) against the plain loop, same tiling.
 
-    mkdir -p /tmp/pp/kernel && cp kernel/flash_fwd.cu /tmp/pp/kernel/ && \
-        (cd /tmp/pp && git apply $OLDPWD/benchmarks/experiments/pingpong/pingpong.patch)     (kernel of 7286d43)
-    PYTHONPATH=. python3 benchmarks/experiments/pingpong/pingpong_probe.py --source /tmp/pp/kernel/flash_fwd.cu \
-        --json OUT.json
+    mkdir -p /tmp/v/kernel && cp kernel/flash_fwd.cu /tmp/v/kernel/ && (cd /tmp/v && git apply $OLDPWD/PATCH)
+    PYTHONPATH=. python3 benchmarks/experiments/kernel_variant_probe.py --source /tmp/v/kernel/flash_fwd.cu \
+        --define FS_X=1 --cases SET --json OUT.json
 
-pingpong.patch adds to kernel/flash_fwd.cu the turn-taking (named barriers around Q K^T and P V), switched on by
-FS_PINGPONG=1. For each (head dim, P@V accumulation, quant, causal) and each 8-warp tiling, three builds are
-timed in alternating rounds at 4 x 16 x 4096 x d (the attention kernel alone): the default configuration, the plain
-loop with the tiling and the ping-pong build with it. Each ping-pong build is first checked bit for bit against the
-emulator (ragged, causal and adversarial problems): the turn-taking must not change a bit.
+Variants so far (each folder holds its patch, made against the kernel of commit 7286d43, and its logs):
+  pingpong/        pingpong.patch, --define FS_PINGPONG=1 --cases eight_warps: two warp groups take turns on the
+                   tensor cores (named barriers around Q K^T and P V)
+  mbarrier_ring/   mbarrier_ring.patch, --define FS_MBAR=1 --cases defaults: the K / V ring synchronised by
+                   mbarriers (full / empty per slot) instead of a block barrier per tile
+
+For each (head dim, P@V accumulation, quant, causal) of the case set and each tiling, three builds are timed in
+alternating rounds at 4 x 16 x 4096 x d (the attention kernel alone): the default configuration, the plain loop
+with the tiling and the variant with it. Each variant build is first checked bit for bit against the emulator
+(ragged, causal and adversarial problems): a change of schedule must not change a bit.
 """
 from __future__ import annotations
 
@@ -19,8 +23,8 @@ import pathlib
 
 REPS = 20
 B, H, N = 4, 16, 4096
-# (head dim, pv_accum, quant, causal) -> 8-warp tilings (warps, m_tiles, kv_tile, stages)
-CASES = {
+# case set -> {(head dim, pv_accum, quant, causal) -> tilings (warps, m_tiles, kv_tile, stages); None: the default}
+CASES = {"eight_warps": {
     (128, "f16", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2), (8, 2, 32, 3), (8, 2, 64, 3)],
     (128, "f32", "none", False): [(8, 2, 32, 2), (8, 2, 32, 3), (8, 1, 64, 2)],
     (128, "f16x2", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2)],
@@ -31,7 +35,18 @@ CASES = {
     (128, "f16", "int8", False): [(8, 2, 64, 2)],
     (128, "f32", "int8-fp8", False): [(8, 2, 32, 2)],
     (128, "f16x2", "int8-fp8", False): [(8, 2, 32, 2)],
-}
+}, "defaults": {
+    (128, "f16", "none", False): [None],
+    (128, "f32", "none", False): [None, (4, 2, 32, 2)],
+    (128, "f16x2", "none", False): [None],
+    (128, "f16", "none", True): [None],
+    (128, "f32", "none", True): [None],
+    (64, "f16", "none", False): [None],
+    (64, "f32", "none", False): [None],
+    (128, "f16", "int8", False): [None],
+    (128, "f32", "int8-fp8", False): [None],
+    (128, "f16x2", "int8-fp8", False): [None],
+}}
 CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", True),
           ((1, 3, 517, 260), "wide", True))
 
@@ -47,41 +62,47 @@ def main(argv=None):
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True)
-    p.add_argument("--source", required=True, help="kernel/flash_fwd.cu with pingpong.patch applied")
+    p.add_argument("--source", required=True, help="kernel/flash_fwd.cu with the variant's patch applied")
+    p.add_argument("--define", required=True, help="NAME=VALUE that switches the variant on")
+    p.add_argument("--cases", required=True, choices=sorted(CASES))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--one", action="store_true",
-                   help="only one small ping-pong launch per P@V accumulation, checked (for compute-sanitizer)")
+                   help="only one small launch of the variant per P@V accumulation, checked (for compute-sanitizer)")
     args = p.parse_args(argv)
     plain_build = launch.build_kernel
-    pp_source = pathlib.Path(args.source).read_text()
+    source = pathlib.Path(args.source).read_text()
+    name, value = args.define.split("=")
 
-    def pp_build(config, arch):
-        return compile_cuda(pp_source, arch=arch, defines={**launch.build_defines(config), "FS_PINGPONG": 1})
+    def variant_build(config, arch):
+        return compile_cuda(source, arch=arch, defines={**launch.build_defines(config), name: int(value)})
 
     def use(build):
         launch.build_kernel = build
         launch.clear_caches()
 
     if args.one:
-        use(pp_build)
-        for acc, tiling in (("f16", (8, 2, 64, 2)), ("f32", (8, 2, 32, 2))):
-            c = KernelConfig.default("sm_90", head_dim=128, pv_accum=acc, causal=True).with_(
-                warps=tiling[0], m_tiles=tiling[1], kv_tile=tiling[2], stages=tiling[3])
+        use(variant_build)
+        for acc in ("f16", "f32"):
+            c = KernelConfig.default("sm_90", head_dim=128, pv_accum=acc, causal=True)
+            tiling = next(iter(CASES[args.cases].get((128, acc, "none", False), [None])))
+            if tiling:
+                c = c.with_(warps=tiling[0], m_tiles=tiling[1], kv_tile=tiling[2], stages=tiling[3])
             qq, kk, vv = make_case_inputs("normal", 1, 2, 300, 333, 128, 7)
             og, lg, _ = gpu_outputs(qq, kk, vv, c)
             oe, le, _ = emulator_outputs(qq, kk, vv, c, "sm_90")
             print(c.describe(), "bit-exact" if np.array_equal(og.view(np.uint16), oe.view(np.uint16)) else "DIFFERS")
         return
-    result = dict(gpu=torch.cuda.get_device_name(), checks=[], rows=[])
+    result = dict(gpu=torch.cuda.get_device_name(), define=args.define, cases=args.cases, checks=[], rows=[])
     rnd = lambda d: torch.randn(B, H, N, d, device="cuda", dtype=torch.float16)
-    for (d, acc, quant, causal), tilings in CASES.items():
+    for (d, acc, quant, causal), tilings in CASES[args.cases].items():
         default = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, quant=quant, causal=causal)
         q, k, v = rnd(d), rnd(d), rnd(d)
         k = k + 2.0 * torch.randn(B, H, 1, d, device="cuda", dtype=torch.float16)   # keys with a mean
         flops = 4.0 * B * H * N * N * d / (2 if causal else 1)
         for tiling in tilings:
-            cfg = default.with_(warps=tiling[0], m_tiles=tiling[1], kv_tile=tiling[2], stages=tiling[3])
-            use(pp_build)
+            cfg = default if tiling is None else default.with_(warps=tiling[0], m_tiles=tiling[1],
+                                                                 kv_tile=tiling[2], stages=tiling[3])
+            use(variant_build)
             same = True
             for (b, h, nq, nk), kind, cz in CHECKS:
                 c = cfg.with_(causal=cz or causal)
@@ -94,7 +115,7 @@ def main(argv=None):
                 same &= ok
             gos = {}
             for name, build, c in (("default", plain_build, default), ("plain", plain_build, cfg),
-                                   ("pingpong", pp_build, cfg)):
+                                   ("variant", variant_build, cfg)):
                 use(build)
                 go = launch.prepared_launch(q, k, v, config=c)[0]
                 go(sync=True)                              # a quant's scratch holds its pass's result from here
@@ -105,13 +126,13 @@ def main(argv=None):
                 for name, fn in gos.items():
                     ms[name].append(cuda_time(fn, REPS, 1, 3 if r == 0 else 1)[0])
             tf = {name: flops / (float(np.median(x)) * 1e-3) / 1e12 for name, x in ms.items()}
-            row = dict(head_dim=d, pv_accum=acc, quant=quant, causal=causal, tiling=list(tiling),
+            row = dict(head_dim=d, pv_accum=acc, quant=quant, causal=causal, tiling=list(tiling or (cfg.warps, cfg.m_tiles, cfg.kv_tile, cfg.stages)),
                        default=default.describe(), tflops=tf, bit_exact=same,
-                       pingpong_vs_plain=tf["pingpong"] / tf["plain"], pingpong_vs_default=tf["pingpong"] / tf["default"])
+                       variant_vs_plain=tf["variant"] / tf["plain"], variant_vs_default=tf["variant"] / tf["default"])
             result["rows"].append(row)
-            print(f"d {d:3} {acc:5} {quant:8} {'causal' if causal else 'full  '} {'x'.join(map(str, tiling)):9} "
-                  f"default {tf['default']:6.1f}  plain {tf['plain']:6.1f}  pingpong {tf['pingpong']:6.1f} "
-                  f"({row['pingpong_vs_plain']:.3f}x plain, {row['pingpong_vs_default']:.3f}x default)  "
+            print(f"d {d:3} {acc:5} {quant:8} {'causal' if causal else 'full  '} {'x'.join(map(str, row['tiling'])):9} "
+                  f"default {tf['default']:6.1f}  plain {tf['plain']:6.1f}  variant {tf['variant']:6.1f} "
+                  f"({row['variant_vs_plain']:.3f}x plain, {row['variant_vs_default']:.3f}x default)  "
                   f"{'bit-exact' if same else 'DIFFERS'}", flush=True)
     use(plain_build)
     with open(args.json, "w") as f:
