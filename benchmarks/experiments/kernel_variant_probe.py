@@ -9,6 +9,9 @@ Variants so far (each folder holds its patch, made against the kernel of commit 
                    tensor cores (named barriers around Q K^T and P V)
   mbarrier_ring/   mbarrier_ring.patch, --define FS_MBAR=1 --cases defaults: the K / V ring synchronised by
                    mbarriers (full / empty per slot) instead of a block barrier per tile
+  min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
+                   __launch_bounds__ asks ptxas for 3 blocks per SM (at most 168 registers a thread at 128 threads),
+                   3 warps per scheduler where the tilings' 170-195 registers gave 2
 
 For each (head dim, P@V accumulation, quant, causal) of the case set and each tiling, three builds are timed in
 alternating rounds at 4 x 16 x 4096 x d (the attention kernel alone): the default configuration, the plain loop
@@ -35,6 +38,12 @@ CASES = {"eight_warps": {
     (128, "f16", "int8", False): [(8, 2, 64, 2)],
     (128, "f32", "int8-fp8", False): [(8, 2, 32, 2)],
     (128, "f16x2", "int8-fp8", False): [(8, 2, 32, 2)],
+}, "min_blocks": {
+    (128, "f16", "none", False): [(4, 1, 32, 2), (4, 2, 16, 2), (4, 2, 32, 2)],
+    (128, "f32", "none", False): [(4, 1, 64, 2), (4, 1, 32, 2)],
+    (128, "f16x2", "none", False): [(4, 1, 32, 2)],
+    (64, "f16", "none", False): [(4, 2, 64, 3), (4, 2, 64, 2)],
+    (64, "f32", "none", False): [(4, 2, 32, 2), (4, 1, 128, 2)],
 }, "defaults": {
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None, (4, 2, 32, 2)],
