@@ -44,6 +44,8 @@ def add_arguments(p):
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--n", type=int, action="append", default=[], help="emulator: sequence lengths (default 1024)")
     p.add_argument("--backend", choices=("numpy", "jax"), default="numpy", help="emulator backend")
+    p.add_argument("--sweep", action="store_true",
+                   help="peak: the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp")
 
 
 def _flops(b, h, n, d, causal):
@@ -239,7 +241,7 @@ def plain_attention(q, k, v):
 def bench_peak(args) -> int:
     """The mma.sync ceiling of this GPU for every instruction the kernels use (flashsim.gpu.peak)."""
     from ..gpu import peak
-    return peak.main(["--json", args.json] if args.json else [])
+    return peak.main((["--json", args.json] if args.json else []) + (["--sweep"] if args.sweep else []))
 
 
 def run(args) -> int:
