@@ -63,7 +63,7 @@ CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", 
 def main(argv=None):
     import numpy as np
     import torch
-    from flashsim.commands.bench import cuda_time
+    from flashsim.commands.bench import cuda_time_alternating, kernel_alone
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
     from flashsim.gpu import launch
@@ -126,16 +126,11 @@ def main(argv=None):
             for name, build, c in (("default", plain_build, default), ("plain", plain_build, cfg),
                                    ("variant", variant_build, cfg)):
                 use(build)
-                go = launch.prepared_launch(q, k, v, config=c)[0]
-                go(sync=True)                              # a quant's scratch holds its pass's result from here
-                gos[name] = (lambda go=go: go(sync=False, quantize=False)) if quant != "none" else \
-                    (lambda go=go: go(sync=False))
-            ms = {name: [] for name in gos}
-            for r in range(args.rounds):
-                for name, fn in gos.items():
-                    ms[name].append(cuda_time(fn, REPS, 1, 3 if r == 0 else 1)[0])
-            tf = {name: flops / (float(np.median(x)) * 1e-3) / 1e12 for name, x in ms.items()}
-            row = dict(head_dim=d, pv_accum=acc, quant=quant, causal=causal, tiling=list(tiling or (cfg.warps, cfg.m_tiles, cfg.kv_tile, cfg.stages)),
+                gos[name] = kernel_alone(launch.prepared_launch(q, k, v, config=c)[0], quant != "none")
+            ms = cuda_time_alternating(gos, REPS, args.rounds)
+            tf = {name: flops / (t[0] * 1e-3) / 1e12 for name, t in ms.items()}
+            tiling = tiling or (cfg.warps, cfg.m_tiles, cfg.kv_tile, cfg.stages)
+            row = dict(head_dim=d, pv_accum=acc, quant=quant, causal=causal, tiling=list(tiling),
                        default=default.describe(), tflops=tf, bit_exact=same,
                        variant_vs_plain=tf["variant"] / tf["plain"], variant_vs_default=tf["variant"] / tf["default"])
             result["rows"].append(row)

@@ -86,15 +86,28 @@ def cuda_time(fn, reps, rounds, warmup=3):
     return statistics.median(dev_ms), statistics.median(host_us)
 
 
-def cuda_time_pair(fn_a, fn_b, reps, rounds, warmup=3):
-    """``cuda_time`` of two functions measured in alternating rounds (a, b, a, b, ...), so that clock and thermal drift
-    over the run weigh on both alike: ((ms, us) of a, (ms, us) of b)."""
-    a, b = [], []
+def cuda_time_alternating(fns: dict, reps, rounds, warmup=3) -> dict:
+    """``cuda_time`` of several functions measured in alternating rounds (a, b, c, a, b, c, ...), so that clock and
+    thermal drift over the run weigh on all alike: {name: (ms, us)}, medians over the rounds."""
+    runs = {name: [] for name in fns}
     for r in range(rounds):
-        a.append(cuda_time(fn_a, reps, 1, warmup if r == 0 else 1))
-        b.append(cuda_time(fn_b, reps, 1, warmup if r == 0 else 1))
+        for name, fn in fns.items():
+            runs[name].append(cuda_time(fn, reps, 1, warmup if r == 0 else 1))
     med = statistics.median
-    return (med(x[0] for x in a), med(x[1] for x in a)), (med(x[0] for x in b), med(x[1] for x in b))
+    return {name: (med(x[0] for x in t), med(x[1] for x in t)) for name, t in runs.items()}
+
+
+def cuda_time_pair(fn_a, fn_b, reps, rounds, warmup=3):
+    """``cuda_time_alternating`` of two functions: ((ms, us) of a, (ms, us) of b)."""
+    t = cuda_time_alternating({"a": fn_a, "b": fn_b}, reps, rounds, warmup)
+    return t["a"], t["b"]
+
+
+def kernel_alone(go, quantized: bool):
+    """The attention kernel of a prepared launch (``prepared_launch``'s first value), without a quantization pass:
+    run once in full first, so that the scratch holds the pass's result the kernel then reads at every call."""
+    go(sync=True)
+    return (lambda: go(sync=False, quantize=False)) if quantized else (lambda: go(sync=False))
 
 
 def sdpa_ms(q, k, v, causal, reps, rounds, enable_gqa=False) -> dict:

@@ -46,7 +46,7 @@ CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 200, 130), "adversarial", 
 def main(argv=None):
     import numpy as np
     import torch
-    from flashsim.commands.bench import cuda_time
+    from flashsim.commands.bench import cuda_time_alternating, kernel_alone
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
     from flashsim.gpu import launch
@@ -94,15 +94,8 @@ def main(argv=None):
         gos = {}
         for name in sources:
             use(name)
-            go = launch.prepared_launch(q, k, v, config=cfg)[0]
-            go(sync=True)                                  # a quant's scratch holds its pass's result from here
-            gos[name] = (lambda go=go: go(sync=False, quantize=False)) if quant != "none" else \
-                (lambda go=go: go(sync=False))
-        ms = {name: [] for name in sources}
-        for r in range(args.rounds):
-            for name, fn in gos.items():
-                ms[name].append(cuda_time(fn, REPS, 1, 3 if r == 0 else 1)[0])
-        med = {name: float(np.median(x)) for name, x in ms.items()}
+            gos[name] = kernel_alone(launch.prepared_launch(q, k, v, config=cfg)[0], quant != "none")
+        med = {name: t[0] for name, t in cuda_time_alternating(gos, REPS, args.rounds).items()}
         base = med[next(iter(sources))]
         row = dict(label=f"d {d} {label}", config=cfg.describe(),
                    ms=med, tflops={n: flops / (m * 1e-3) / 1e12 for n, m in med.items()},
