@@ -400,6 +400,7 @@ class KernelConfig:
             "FS_MEAN_SLICES": MEAN_SLICES,
             "FS_FP8_P_SCALE": int(FP8_P_SCALE),
             "FS_FP8_GROUP_KEYS": self.fp8_group_keys,
+            "FS_OVERFLOW_FLAG": int(self.pv_mma_f16),   # the kernel lowers the overflow flag (flashsim.overflow)
             "FS_QUANT_WARPS": QUANT_WARPS,            # kernel/quantize.cu's block shapes (flash_fwd ignores them; here
             "FS_QUANT_V_THREADS": QUANT_V_THREADS,    # so that an attention capture's record covers the whole pass)
         }

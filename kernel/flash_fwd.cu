@@ -71,8 +71,10 @@ static_assert(!FP8_PV || QUANT, "FP8 P@V comes with INT8 Q K^T");
 static_assert(!FP8_PV || (!PV_F16 && !BF16), "FP8 P@V: f16 inputs, f32 or two-level f16 accumulation");
 static_assert(!FP8_PV || (FS_KV_TILE % 32 == 0 && FP8_GROUP >= 1 && FS_KV_TILE % (32 * FP8_GROUP) == 0),
               "FP8 P@V: kv_tile a multiple of 32 (k32 slices) and of the f16 group");
-// The overflow flag (see flash_fwd's arguments) is live with an f16 P@V mma on f16 P and V.
-constexpr bool OVERFLOW_FLAG = (PV_F16 || PV_F16X2) && !FP8_PV;
+// The overflow flag (see flash_fwd's arguments) is live with an f16 P@V mma on f16 P and V
+// (flashsim.config.KernelConfig.pv_mma_f16; the host allocates the flag by the same rule).
+constexpr bool OVERFLOW_FLAG = FS_OVERFLOW_FLAG != 0;
+static_assert(!OVERFLOW_FLAG || PV_F16 || PV_F16X2, "the overflow flag watches an f16 P@V accumulator");
 
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
 constexpr int QK_ROW_BYTES = D * (QUANT ? 1 : 2);   // a row of the Q / K tiles (s8, or f16 / bf16)
