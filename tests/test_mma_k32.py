@@ -195,6 +195,38 @@ def test_sm90_fp8_is_two_blocks_in_register_order_then_c():
             want.view(np.uint16 if cdt == np.float16 else np.uint32).tobytes()
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+@given(st.binary(min_size=16 * 32 + 32 * 8 + 16 * 8 * 4, max_size=16 * 32 + 32 * 8 + 16 * 8 * 4),
+       st.sampled_from(COMBOS), st.booleans())
+def test_sm90_fp8_is_ptxas_lowering_onto_the_f16_mma(raw, combo, small):
+    """Hopper has no FP8 mma.sync in silicon: ptxas unpacks the 8-bit inputs to f16 and runs two HMMA.16816 (SASS:
+    tests/test_sass.py, benchmarks/logs/2026-11-30f/mma_k32_sass.txt): the low halves of the registers (k % 4 in
+    {0, 1}) from zero, the high halves (k % 4 in {2, 3}) on that result, then c added with FADD / HADD2. Written
+    with flashsim's m16n8k16 f16 model (checked on 7.2 million H200 outputs), this equals the sm_90 FP8 model found
+    on the H200 captures, bit for bit, on raw bit patterns (NaN, inf, subnormals) and on small finite values."""
+    from flashsim.numerics import ieee32, rounding
+    from flashsim.numerics.tensorcore import mma
+    adt, bdt, cdt = combo
+    buf = np.frombuffer(raw, np.uint8)
+    if small:       # finite values of every magnitude: the sums the attention kernel makes
+        buf = buf & np.uint8(0x77)
+    a = buf[:512].reshape(16, 32).view(adt)
+    b = buf[512:768].reshape(32, 8).view(bdt)
+    c32 = buf[768:].copy().view(np.uint32).reshape(16, 8)
+    c = c32.view(np.float32) if cdt == np.float32 else (c32 & 0xFFFF).astype(np.uint16).view(np.float16)
+    lo = [k for k in range(32) if k % 4 < 2]
+    hi = [k for k in range(32) if k % 4 >= 2]
+    with np.errstate(all="ignore"):
+        f16 = lambda x: x.astype(np.float32).astype(np.float16)          # F2FP.F16.E4M3 / E5M2: exact
+        d1 = mma(f16(a[:, lo]), f16(b[lo, :]), np.zeros(c.shape, cdt), arch="sm_90")
+        d2 = mma(f16(a[:, hi]), f16(b[hi, :]), d1, arch="sm_90")
+        want = (rounding.f64_to_f16(d2.astype(np.float64) + c.astype(np.float64)) if cdt == np.float16
+                else ieee32.add(d2, c))
+        got = flashsim.mma(a, b, c, arch="sm_90")
+    u = np.uint16 if cdt == np.float16 else np.uint32
+    assert np.array_equal(got.view(u), want.view(u))
+
+
 def test_type_strings():
     assert k32_type(np.int8, np.int8, np.int32) == "s32.s8.s8.s32"
     assert k32_type(E4, E5, np.float16) == "f16.e4m3.e5m2.f16"
