@@ -48,7 +48,8 @@ def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: in
     result = {"arch": arch, "sms": sms, "grid": grid, "block": block, "chains": chains, "iters": iters}
     for kind, (name, mnk) in KINDS.items():
         kern = rt.load(build(kind, arch, chains, iters), "mma_peak")
-        ms = rt.timed(lambda: rt.launch(kern, (grid,), (block,), seed, out, sync=False), warmup=3, reps=reps)
+        ms = rt.timed(lambda: rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False), warmup=3,
+                      reps=reps)
         mmas = grid * WARPS * chains * iters
         result[name] = {"ms": ms, "tflops": 2.0 * mnk * mmas / (ms * 1e-3) / 1e12}
     return result
