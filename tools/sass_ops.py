@@ -11,9 +11,9 @@ per configuration: the static count of each opcode (by its first dotted part) in
 another flash_fwd.cu (an experiment's patched kernel) built with the same defines. ``--peak``: the mma.sync ceiling
 probe instead (kernel/bench/mma_peak.cu, or ``--source``), per instruction: its mma opcodes by full name and the
 adds and conversions around them, which show whether ptxas kept the mma's in the timed loop. ``--file``: every
-kernel of another kernel/ file (the one-mma capture kernels show how ptxas lowers each mma.sync). The disassembler: cuobjdump or
-nvdisasm on PATH (the CUDA toolkit), else the nvdisasm of the pip package nvidia-cuda-nvdisasm (the test extra
-installs it), so that this runs on a machine without the toolkit's binaries.
+kernel of another kernel/ file (the one-mma capture kernels show how ptxas lowers each mma.sync). The disassembler:
+nvdisasm or cuobjdump on PATH (the CUDA toolkit), else the nvdisasm of the pip package nvidia-cuda-nvdisasm (the
+test extra installs it), so that this runs on a machine without the toolkit's binaries.
 """
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ def _value(text: str):
 
 
 def disassembler() -> list[str]:
-    """The command that prints a cubin's SASS: cuobjdump -sass or nvdisasm from PATH, else the pip package's
+    """The command that prints a cubin's SASS: nvdisasm or cuobjdump -sass from PATH, else the pip package's
     nvdisasm; FileNotFoundError naming the package when there is none."""
-    for name, args in (("cuobjdump", ["-sass"]), ("nvdisasm", ["-c"])):
+    for name, args in (("nvdisasm", ["-c"]), ("cuobjdump", ["-sass"])):
         found = shutil.which(name)
         if found:
             return [found, *args]
@@ -81,8 +81,11 @@ def sass_by_function(cubin: bytes) -> dict:
     """{kernel name: Counter of opcodes (sass_opcodes_full's naming)} for every function of a cubin."""
     out, cur = {}, None
     for line in _disassemble(cubin).splitlines():
-        if line.lstrip().startswith(".section") and ".text." in line:
-            cur = out.setdefault(line.split(".text.", 1)[1].split(",", 1)[0].strip('"'), collections.Counter())
+        head = line.strip()
+        if head.startswith(".section") and ".text." in head:              # nvdisasm
+            cur = out.setdefault(head.split(".text.", 1)[1].split(",", 1)[0].strip('"'), collections.Counter())
+        elif head.startswith("Function : "):                              # cuobjdump -sass
+            cur = out.setdefault(head[len("Function : "):].strip(), collections.Counter())
         elif cur is not None:
             op = _opcode(line)
             if op:
