@@ -4,21 +4,16 @@ tests/test_mma_k32.py composes from the m16n8k16 one), the ceiling probe keeps e
 flash_fwd issues exactly the mma's its tiling calls for per KV tile."""
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import pytest
 
-pytest.importorskip("cuda.bindings", reason="NVRTC (pip install 'flashsim[gpu]') builds the kernels")
+from tool_modules import load_tool  # tests/tool_modules.py
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+pytest.importorskip("cuda.bindings", reason="NVRTC (pip install 'flashsim[gpu]') builds the kernels")
 
 
 @pytest.fixture(scope="module")
 def sass_ops():
-    spec = importlib.util.spec_from_file_location("sass_ops", REPO / "tools" / "sass_ops.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_tool("sass_ops")
     try:
         mod.disassembler()
     except FileNotFoundError as exc:

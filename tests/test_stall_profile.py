@@ -1,20 +1,15 @@
 """tools/stall_profile.py's reading of Nsight Compute's source page: each SASS instruction once in a total or a region,
 under every line it belongs to in the per-line list (ncu repeats an inlined instruction under each of its lines)."""
 import csv
-import importlib.util
-import pathlib
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from tool_modules import load_tool  # tests/tool_modules.py
 
 
 @pytest.fixture(scope="module")
 def stall_profile():
-    spec = importlib.util.spec_from_file_location("stall_profile", REPO / "tools" / "stall_profile.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("stall_profile")
 
 
 HEADER = ["Line No", "Source", "Address", "Source", "Warp Stall Sampling (All Samples)",
