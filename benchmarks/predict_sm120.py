@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import sys
 
+from flashsim.arch import get_arch
+
 # (SMs, boost clock in Hz): H200 SXM (132 SMs, cudaDeviceProp on the machine; 1.98 GHz boost, NVIDIA's spec) and
 # RTX 5090 (170 SMs, 2.41 GHz boost: NVIDIA's spec, not a measurement)
 H200 = (132, 1.98e9)
@@ -79,7 +81,7 @@ def main(argv=None) -> int:
     # the f16 one of the same accumulation. The probe before 2026-11-30f let ptxas hoist those HMMA out of the timed
     # loop (kernel/bench/mma_peak.cu), so the JSONs' FP8 ceilings until then are too high: bound them.
     for fp8, f16 in (("e4m3.f32", "f16.f32"), ("e4m3.f16", "f16.f16")):
-        if peaks[fp8] > peaks[f16]:
+        if get_arch("sm_90").mma8_on_f16_mma and peaks[fp8] > peaks[f16]:
             print(f"  {fp8}: {peaks[fp8]:.1f} is above the HMMA rate it runs at on sm_90; {peaks[f16]:.1f} used")
             peaks[fp8] = peaks[f16]
     print(f"{'kernel (d = 128, 4 x 16 x 4096, non-causal)':44} {'H200':>7} {'of ceiling':>10} "

@@ -46,6 +46,7 @@ class Arch:
     mma8_f32_result_frac_bits: int = 23    # f32 results truncated to this many fraction bits (Ada: 13, "FP22")
     mma8_k_order: tuple | None = None      # the order the 32 products enter the blocks (None: k = 0..31)
     mma8_c_last: bool = False              # blocks run from +0 and c is added last, rounded to nearest (sm_90)
+    mma8_on_f16_mma: bool = False          # no FP8 mma in silicon: ptxas runs it as two f16 HMMA.16816 (sm_90)
     mma8_source: str = "mma.sync FP8 (m16n8k32 e4m3 / e5m2) exists from sm_89 on"
 
     @property
@@ -71,12 +72,16 @@ _RTX_BLACKWELL_FP8 = dict(mma8_block_k=32, mma8_fraction_bits=25, mma8_f32_resul
 # layout: k % 4 in {0, 1} first (the low halves of a lane's 8-bit registers), then k % 4 in {2, 3}; each block is
 # MMA-Sim's fused block with F = 25 (the accumulator aligned with its products, the result to the accumulator's type:
 # f32 toward zero, f16 to nearest even), starting from +0; c is added after both blocks with one rounding to nearest.
+# Why: sm_90 has no FP8 mma in silicon. ptxas unpacks the 8-bit registers to f16 and runs two HMMA.16816 (the low
+# halves from zero, the high halves on that result), then adds c with FADD / HADD2 (tools/sass_ops.py,
+# tests/test_sass.py): the blocks above are the f16 m16n8k16 model's (tests/test_mma_k32.py composes them so).
 _HOPPER_K_ORDER = tuple(k for k in range(32) if k % 4 < 2) + tuple(k for k in range(32) if k % 4 >= 2)
 _HOPPER_FP8 = dict(mma8_block_k=16, mma8_fraction_bits=25, mma8_f32_result_frac_bits=23,
-                   mma8_k_order=_HOPPER_K_ORDER, mma8_c_last=True,
+                   mma8_k_order=_HOPPER_K_ORDER, mma8_c_last=True, mma8_on_f16_mma=True,
                    mma8_source="measured on the H200 by this project: two fused blocks of 16 products (k % 4 in "
                                "{0, 1}, then {2, 3}), F = 25, from +0, then + c rounded to nearest; every bit of "
-                               "tests/data/mma_k32_sm90.npz (5 FP8 types x 11 categories) and of a held-out capture")
+                               "tests/data/mma_k32_sm90.npz (5 FP8 types x 11 categories) and of a held-out capture; "
+                               "it is ptxas's lowering onto two f16 HMMA.16816 (no FP8 mma in Hopper's silicon)")
 _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
 
 
