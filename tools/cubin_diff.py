@@ -3,23 +3,22 @@ revision and from the working tree, each with the defines of its own checkout, a
 
     python3 tools/cubin_diff.py [--rev HEAD] [--arch sm_90 --arch sm_120]
 
-No GPU needed (NVRTC). The revision's defines are this checkout's minus the defines its source never mentions (a
-define added with the edit). Prints one line per configuration that differs and a total; exit status 1 if any does.
+No GPU needed (NVRTC). Both get this checkout's defines (flashsim.gpu.launch.build_kernel); one the revision's
+source never mentions (a define added with the edit) does not change its build. Prints one line per configuration that differs and a total; exit status 1 if any does.
 Identical cubins run identically: an edit that keeps them (a comment, a rule moved into a define) changes no result,
 though the captures must still be re-taken for the drift guard (tests/test_drift.py hashes the source).
 """
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 
 
 def main(argv=None) -> int:
     from flashsim.config import KernelConfig, pv_accums
-    from flashsim.gpu.build import compile_cuda, kernel_path
-    from flashsim.gpu.launch import KERNEL_FILE, build_defines
+    from flashsim.gpu.build import kernel_path
+    from flashsim.gpu.launch import KERNEL_FILE, build_kernel
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rev", default="HEAD", help="the git revision to compare with (default HEAD)")
@@ -33,17 +32,13 @@ def main(argv=None) -> int:
     except (OSError, subprocess.CalledProcessError) as exc:
         print(f"cubin_diff: cannot read kernel/{KERNEL_FILE} at {a.rev}: {exc}", file=sys.stderr)
         return 2
-    new = path.read_text()
-    used = set(re.findall(r"\bFS_[A-Z0-9_]+\b", old))
     n = differ = 0
     for arch in a.arch or ["sm_90", "sm_120"]:
         for quant in ("none", "int8", "int8-fp8"):
             for acc in pv_accums("f16", quant):
                 for d in a.head_dim or range(32, 257, 32):
                     cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant)
-                    defs = build_defines(cfg)
-                    b_old = compile_cuda(old, arch=arch, defines={k: v for k, v in defs.items() if k in used})
-                    b_new = compile_cuda(new, arch=arch, defines=defs)
+                    b_old, b_new = build_kernel(cfg, arch, source=old), build_kernel(cfg, arch)
                     n += 1
                     if b_old.cubin != b_new.cubin:
                         differ += 1

@@ -1,5 +1,5 @@
 """SASS opcode counts of kernel/flash_fwd.cu for given configurations: the NVRTC build the launcher runs
-(flashsim.gpu.build.compile_cuda, no GPU), disassembled by cuobjdump or nvdisasm.
+(flashsim.gpu.launch.build_kernel, no GPU), disassembled by cuobjdump or nvdisasm.
 
     PYTHONPATH=. python3 tools/sass_ops.py [--arch sm_90] [--ops I2F,MUFU,F2FP,HMMA,IMMA,QMMA] [--source FILE] CONFIG...
 
@@ -28,8 +28,8 @@ import sys
 import tempfile
 
 from flashsim.config import KernelConfig
-from flashsim.gpu.build import compile_cuda, compile_file, kernel_path
-from flashsim.gpu.launch import build_defines
+from flashsim.gpu.build import compile_file
+from flashsim.gpu.launch import build_kernel
 
 
 def _value(text: str):
@@ -116,12 +116,9 @@ def file_report(relative: str, arch: str) -> list[str]:
 def peak_report(arch: str, source: str | None = None, chains: int = 8, iters: int = 4096) -> list[str]:
     """One line per instruction of the ceiling probe: mma opcodes by full name, FADD / HADD2 / F2FP / LOP3 counts."""
     from flashsim.gpu import peak
-    text = source if source is not None else kernel_path("bench/mma_peak.cu").read_text()
     lines = []
     for kind, (name, _) in peak.KINDS.items():
-        cubin = compile_cuda(text, arch=arch, name="mma_peak.cu", defines={
-            "FS_PEAK_KIND": kind, "FS_PEAK_CHAINS": chains, "FS_PEAK_ITERS": iters}).cubin
-        ops = sass_opcodes_full(cubin)
+        ops = sass_opcodes_full(peak.build(kind, arch, chains, iters, source).cubin)
         mma = ", ".join(f"{o} {n}" for o, n in sorted(ops.items()) if "MMA" in o)
         rest = ", ".join(f"{o} {ops[o]}" for o in ("FADD", "HADD2", "F2FP", "LOP3"))
         lines.append(f"{arch} {name:26} mma: {mma}; {rest}")
@@ -130,8 +127,7 @@ def peak_report(arch: str, source: str | None = None, chains: int = 8, iters: in
 
 def opcode_counts(cfg: KernelConfig, arch: str, source: str | None = None) -> collections.Counter:
     """sass_opcodes of flash_fwd.cu (or ``source``, its text) built for ``cfg`` and ``arch`` as the launcher does."""
-    text = source if source is not None else kernel_path("flash_fwd.cu").read_text()
-    return sass_opcodes(compile_cuda(text, arch=arch, defines=build_defines(cfg)).cubin)
+    return sass_opcodes(build_kernel(cfg, arch, source=source).cubin)
 
 
 def main(argv=None):

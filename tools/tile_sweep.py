@@ -35,7 +35,7 @@ def main(argv=None):
     import torch
     from flashsim import gpu
     from flashsim.arch import get_arch
-    from flashsim.commands.bench import cuda_time
+    from flashsim.commands.bench import cuda_time, kernel_alone
     from flashsim.config import KernelConfig
     from flashsim.gpu import runtime as rt
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -67,10 +67,8 @@ def main(argv=None):
                 cfg = KernelConfig(head_dim=d, pv_accum=acc, quant=args.quant,
                                    **{k_: c[k_] for k_ in ("warps", "m_tiles", "kv_tile", "stages")})
                 try:
-                    go, _, _ = gpu.prepared_launch(q, k, v, config=cfg)
-                    go(sync=True)                 # with int8 the scratch now holds a pass's result
-                    part = dict(quantize=False) if args.quant != "none" else {}
-                    t = cuda_time(lambda: go(sync=False, **part), args.reps, args.rounds, warmup=2)[0]
+                    go = kernel_alone(gpu.prepared_launch(q, k, v, config=cfg)[0], args.quant != "none")
+                    t = cuda_time(go, args.reps, args.rounds, warmup=2)[0]
                     tf = 4.0 * b * h * n * n * d / (t * 1e-3) / 1e12
                 except Exception as exc:   # a candidate that cannot launch is reported, not fatal
                     t, tf = None, None

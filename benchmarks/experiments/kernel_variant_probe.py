@@ -67,7 +67,6 @@ def main(argv=None):
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
     from flashsim.gpu import launch
-    from flashsim.gpu.build import compile_cuda
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True)
@@ -83,7 +82,7 @@ def main(argv=None):
     name, value = args.define.split("=")
 
     def variant_build(config, arch):
-        return compile_cuda(source, arch=arch, defines={**launch.build_defines(config), name: int(value)})
+        return plain_build(config, arch, source=source, extra_defines={name: int(value)})
 
     def use(build):
         launch.build_kernel = build

@@ -62,9 +62,15 @@ def build_defines(config: KernelConfig) -> dict:
     return provenance.build_defines(KERNEL_NAME, config)
 
 
-def build_kernel(config: KernelConfig, arch: str):
-    """Compile the kernel for ``arch`` (works with no GPU); returns flashsim.gpu.build.Build."""
-    return compile_cuda(kernel_path(KERNEL_FILE).read_text(), arch=arch, defines=build_defines(config))
+def build_kernel(config: KernelConfig, arch: str, *, source: str | None = None, extra_defines: dict | None = None,
+                 extra_options=()):
+    """Compile the kernel for ``arch`` (works with no GPU); returns flashsim.gpu.build.Build. ``source``: another
+    text of flash_fwd.cu (an experiment's patched kernel), ``extra_defines`` on top of the configuration's (its
+    switch), ``extra_options`` NVRTC options (compile_cuda's, e.g. "--generate-line-info"): the tools and probes
+    that build variants of the kernel go through here."""
+    text = kernel_path(KERNEL_FILE).read_text() if source is None else source
+    return compile_cuda(text, arch=arch, defines={**build_defines(config), **(extra_defines or {})},
+                        extra_options=extra_options)
 
 
 def build_quantize(config: KernelConfig, arch: str):

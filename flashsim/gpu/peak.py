@@ -28,10 +28,12 @@ KINDS = {  # FS_PEAK_KIND -> (name, M*N*K of one mma)
 WARPS = 4
 
 
-def build(kind: int, arch: str, chains: int, iters: int):
-    """The NVRTC build of mma_peak.cu for one instruction (works without a GPU)."""
+def build(kind: int, arch: str, chains: int, iters: int, source: str | None = None):
+    """The NVRTC build of mma_peak.cu (or ``source``, another text of it) for one instruction (works without a
+    GPU)."""
     from .build import compile_cuda, kernel_path
-    return compile_cuda(kernel_path("bench/mma_peak.cu").read_text(), arch=arch, name="mma_peak.cu",
+    text = kernel_path("bench/mma_peak.cu").read_text() if source is None else source
+    return compile_cuda(text, arch=arch, name="mma_peak.cu",
                         defines={"FS_PEAK_KIND": kind, "FS_PEAK_CHAINS": chains, "FS_PEAK_ITERS": iters})
 
 

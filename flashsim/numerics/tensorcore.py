@@ -699,10 +699,6 @@ def _pool(n: int):
     return pool
 
 
-# the kernel's code of each input format (flashsim/numerics/_tensorcore_numba.py: F16, BF16, E4M3, E5M2)
-_KERNEL_FORMATS = {F16: 0, BF16: 1, E4M3: 2, E5M2: 3}
-
-
 def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.ndarray:
     """``mma_chain`` for numpy arrays (shapes and dtypes already checked): the compiled kernel, or the generic
     routine where numba is missing."""
@@ -772,7 +768,8 @@ def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: int, blo
     # the kernel vectorises over the columns of its right operand: with narrow outputs (N = 8: single mmas) it runs
     # d^T = B^T A^T + c^T instead, the same arithmetic per element
     transposed = N < 16 and M > N
-    fa, fb = _KERNEL_FORMATS[np.dtype(a.dtype)], _KERNEL_FORMATS[np.dtype(b.dtype)]
+    codes = {F16: kernel.F16, BF16: kernel.BF16, E4M3: kernel.E4M3, E5M2: kernel.E5M2}     # the kernel's formats
+    fa, fb = codes[np.dtype(a.dtype)], codes[np.dtype(b.dtype)]
 
     def run(lo, hi):
         kernel.chain(ua, ta, ia, ub, tb, ib, cb, ic, out3, lo, hi, F, block, e_zero, fa, fb, transposed,

@@ -50,7 +50,6 @@ def main(argv=None):
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
     from flashsim.gpu import launch
-    from flashsim.gpu.build import kernel_path as real_kernel_path
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True)
@@ -60,9 +59,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     sources = dict(s.split("=", 1) for s in args.source)
 
+    plain_build = launch.build_kernel
+    texts = {name: pathlib.Path(path).read_text() for name, path in sources.items()}
+
     def use(name):
-        path = pathlib.Path(sources[name]).resolve()
-        launch.kernel_path = lambda rel: path if rel == launch.KERNEL_FILE else real_kernel_path(rel)
+        launch.build_kernel = lambda config, arch: plain_build(config, arch, source=texts[name])
         launch.clear_caches()
 
     result = dict(gpu=torch.cuda.get_device_name(), sources=sources, checks=[], rows=[])
