@@ -32,6 +32,10 @@
 #                         -> benchmarks/logs/<date>/sanitize.txt
 #   quantbench ~0.5 min   benchmarks/bench_quant.py: INT8 / FP8 attention beside the f16 kernel and the ceilings
 #                         -> benchmarks/logs/<date>/quantbench.txt, bench_quant.json
+#   peak      ~1 min      benchmarks/bench_peak.py (flashsim bench peak) and its --sweep, tests/test_gpu_peak.py
+#                         -> benchmarks/logs/<date>/peak.txt, bench_peak.json, bench_peak_sweep.json
+#   jax       ~2 min      tools/jax_gpu_bench.py --n 16384 and tools/jax_gpu_variants.py --n 16384 (the JAX engine
+#                         on the GPU beside the kernel; loop structures)  -> jax.txt, jax_gpu.json, jax_gpu_variants.json
 #   bench     ~2-3 min    flashsim bench kernel --reps 20 --rounds 7 (the anchor shapes, beside torch FA2 and cuDNN) and
 #                         tools/jax_gpu_bench.py --n 16384 (the JAX backend on the GPU beside the kernel)
 #                         -> benchmarks/logs/<date>/bench.txt, jax_gpu.json
@@ -61,13 +65,13 @@
 # Exit status: 0 every step passed; 1 a step failed (the first failure stops the round); 2 bad usage; 3 out of time.
 set -euo pipefail
 
-ALL_STEPS=(captures verify tests sanitize bench)   # and, by name only: attn, quantbench
+ALL_STEPS=(captures verify tests sanitize bench)   # and, by name only: attn, quantbench, peak, jax
 # ESTIMATE: measured in the 2026-11-30 rounds (summary_*.txt: attn 77-114 s, verify 38-45, tests 59-78, sanitize
 # 74-86), with a margin
 declare -A ESTIMATE=([captures]=240 [attn]=150 [verify]=60 [tests]=100 [sanitize]=120 [bench]=180
-                     [quantbench]=60)                                                             # seconds, to plan
+                     [quantbench]=60 [peak]=90 [jax]=150)                                                             # seconds, to plan
 declare -A CAP=([captures]=420 [attn]=300 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420
-                [quantbench]=240)                                                                 # seconds, to kill
+                [quantbench]=240 [peak]=240 [jax]=400)                                                                 # seconds, to kill
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && usage 0
@@ -231,6 +235,23 @@ step_bench() {
     run "$log" "$(left)" $PY tools/jax_gpu_bench.py --n 16384 --json "$STAGE/json/jax_gpu.json" || return
   fi
   RESULT="kernel and variant benchmarks written"
+}
+
+step_peak() {   # the mma.sync ceiling of every instruction (flashsim bench peak), its warps x chains sweep, its GPU test
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core pytest || return
+  run "$log" "$(left)" $PY benchmarks/bench_peak.py --json "$STAGE/json/bench_peak.json" || return
+  run "$log" "$(left)" $PY benchmarks/bench_peak.py --sweep --json "$STAGE/json/bench_peak_sweep.json" || return
+  run "$log" "$(left)" $PY -m pytest -q -ra -m gpu -p no:cacheprovider tests/test_gpu_peak.py || return
+  RESULT="ceilings measured; $(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1)"
+}
+
+step_jax() {   # the JAX engine on the GPU beside the kernel (tools/jax_gpu_bench.py), and its loop variants
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core jax || return
+  run "$log" "$(left)" $PY tools/jax_gpu_bench.py --n 16384 --json "$STAGE/json/jax_gpu.json" || return
+  run "$log" "$(left)" $PY tools/jax_gpu_variants.py --n 16384 --json "$STAGE/json/jax_gpu_variants.json" || return
+  RESULT=$(grep -m1 'emulation .* = .*x;' "$log" || echo "JAX engine measured")
 }
 
 # -- the round -----------------------------------------------------------------------------------------------------

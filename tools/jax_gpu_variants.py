@@ -4,11 +4,14 @@
 
 Times flashsim.attention(backend="jax") (one head, d=128, f32 P@V, the sm_90 default configuration) for loop
 structures that change no arithmetic (every variant's O and LSE are compared bit for bit with the first):
-  base      k16 steps of a chain in lax.fori_loop, KV steps in lax.scan (STEPS_PER_CALL per dispatch)
+  base      k16 steps of a chain in lax.fori_loop, KV steps in lax.scan (STEPS_PER_CALL per dispatch); the
+            uniform plan (engine_jax.UNIFORM_PATH: no gathers, one K / V tile for all slots)
+  gathering base with the uniform plan off: the state and Q gathered and scattered per step, K / V per slot
   unrolled  k16 steps unrolled in Python (straight-line fusions, no device loop per chain)
   unroll+2  unrolled, and lax.scan(unroll=2)
   calls64   base with 64 KV steps per dispatch
-Then the three parts of one KV step (scores, probabilities, accumulate), each jitted alone at the run's shapes.
+Then the three parts of one KV step (scores, probabilities, accumulate), each jitted alone at the run's shapes,
+with a K / V tile per slot and with one tile for all slots (the uniform plan's).
 """
 from __future__ import annotations
 
@@ -51,21 +54,25 @@ def main(argv=None) -> int:
         for i in range(n):
             x = body(i, x)
         return x
-    variants = [("base", base_fori, 1, 16), ("unrolled", unrolled, 1, 16), ("unroll+2", unrolled, 2, 16),
-                ("calls64", base_fori, 1, 64), ("unroll+8", unrolled, 8, 16), ("base+4", base_fori, 4, 16)]
+    variants = [("base", base_fori, 1, 16, True), ("gathering", base_fori, 1, 16, False),
+                ("unrolled", unrolled, 1, 16, True), ("unroll+2", unrolled, 2, 16, True),
+                ("calls64", base_fori, 1, 64, True), ("base+4", base_fori, 4, 16, True)]
     if a.only:
         variants = [x for x in variants if x[0] in a.only.split(",")]
     report, ref = {"n": a.n, "jax": jax.__version__, "variants": {}}, None
-    for name, fori, unroll, spc in variants:
+    for name, fori, unroll, spc, uniform in variants:
         tensorcore._fori, engine_jax.SCAN_UNROLL, engine_jax.STEPS_PER_CALL = fori, unroll, spc
+        engine_jax.UNIFORM_PATH = uniform
         engine_jax._COMPILED.clear()
         o, lse, first, second = timed_run(q, k, v)
         same = ref is None or (np.array_equal(o.view(np.uint16), ref[0].view(np.uint16))
                                and np.array_equal(lse.view(np.uint32), ref[1].view(np.uint32)))
         ref = ref or (o, lse)
-        report["variants"][name] = dict(first_s=first, second_s=second, bits_equal=bool(same))
+        report["variants"][name] = dict(first_s=first, second_s=second, bits_equal=bool(same),
+                                        uniform=engine_jax.LAST_PLAN["uniform"])
         print(f"{name:10s} first {first:6.2f} s  second {second:6.3f} s  bits equal {same}", flush=True)
     tensorcore._fori, engine_jax.SCAN_UNROLL, engine_jax.STEPS_PER_CALL = base_fori, 1, 16
+    engine_jax.UNIFORM_PATH = True
     if not a.no_parts:
         parts(report, q, k, v)
     if a.json:
@@ -110,19 +117,19 @@ def parts(report, q, k, v):
             with sfu.bound_tables("sm_90", tb):
                 return K.accumulate(l, o, p, alpha, vt, arch="sm_90")
         out = {}
-        for name, fn, args in (("scores (1-3)", f_scores, (tables, qs, kt, m, rows, cols)),):
-            jf = jax.jit(fn)
-            r = jax.block_until_ready(jf(*args))
-            out[name] = bench(jf, args)
-        s, m_new, alpha, nm = r
+        jf = jax.jit(f_scores)
+        s, m_new, alpha, nm = jax.block_until_ready(jf(tables, qs, kt, m, rows, cols))
+        out["scores (1-3)"] = bench(jf, (tables, qs, kt, m, rows, cols))
+        out["scores (1-3), one K tile"] = bench(jf, (tables, qs, kt[:, :, :1], m, rows, cols[:1]))
         jf = jax.jit(f_probs)
         p = jax.block_until_ready(jf(tables, s, nm))
         out["probabilities (4)"] = bench(jf, (tables, s, nm))
         jf = jax.jit(f_acc)
         jax.block_until_ready(jf(tables, l, o, p, alpha, vt))
         out["accumulate (5-7)"] = bench(jf, (tables, l, o, p, alpha, vt))
+        out["accumulate (5-7), one V tile"] = bench(jf, (tables, l, o, p, alpha, vt[:, :, :1]))
     for k_, ms in out.items():
-        print(f"one KV step, {k_:18s}: {ms:7.3f} ms", flush=True)
+        print(f"one KV step, {k_:29s}: {ms:7.3f} ms", flush=True)
     report["parts_ms"] = out
 
 
