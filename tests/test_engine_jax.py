@@ -71,18 +71,6 @@ def test_attention_noncausal_f32_trouble_heads(problem_a):
     same_bits(l1, l0)
     assert np.isnan(o0).any()                                   # the NaN head really produced NaNs
     assert JB.LAST_PLAN["slots"] == 2 and JB.LAST_PLAN["calls"] == 1
-    assert JB.LAST_PLAN["uniform"]                              # non-causal, every q block in a slot: no gathers
-
-
-def test_the_gathering_path_on_a_uniform_problem(problem_a, monkeypatch):
-    """The same problem through the general path (gather / scatter of the state, per-slot K / V tiles): the bits
-    of the uniform path's test above, i.e. of the numpy engine."""
-    (q, k, v), (o0, l0) = problem_a
-    monkeypatch.setattr(JB, "UNIFORM_PATH", False)
-    o1, l1 = flashsim.attention(q, k, v, backend="jax")
-    assert not JB.LAST_PLAN["uniform"]
-    same_bits(o1, o0)
-    same_bits(l1, l0)
 
 
 def test_attention_causal_f16_small_budget():
@@ -228,15 +216,6 @@ def test_plan_runs_every_tile_once_in_order(tiles, slots):
     done = {(int(u), int(t)) for u, t in zip(unit.ravel(), tile.ravel()) if u != n}
     assert done == {(j, t) for j in range(n) for t in range(tiles[j])}
     assert sum(1 for u in unit.ravel() if u != n) == tiles.sum()
-
-
-@pytest.mark.parametrize("tiles,slots,uniform", [([4] * 7, 7, True), ([4] * 7, 3, False), ([4] * 7, 8, False),
-                                                 ([2, 4, 6], 3, False), ([0, 3], 2, False), ([1], 1, True)])
-def test_uniform_plan(tiles, slots, uniform):
-    """Uniform: each unit alone in its slot for the whole run (no idle slot, equal tile counts)."""
-    tiles = np.array(tiles)
-    p = JB.plan(tiles, slots)
-    assert JB.uniform_plan([p], [list(range(len(tiles)))], p[0].shape[0]) == uniform
 
 
 def test_choose_slots_balances_causal_work():

@@ -32,8 +32,8 @@
 #                         -> benchmarks/logs/<date>/sanitize.txt
 #   quantbench ~0.5 min   benchmarks/bench_quant.py: INT8 / FP8 attention beside the f16 kernel and the ceilings
 #                         -> benchmarks/logs/<date>/quantbench.txt, bench_quant.json
-#   peak      ~1 min      benchmarks/bench_peak.py (flashsim bench peak) and its --sweep, tests/test_gpu_peak.py
-#                         -> benchmarks/logs/<date>/peak.txt, bench_peak.json, bench_peak_sweep.json
+#   peak      ~1 min      benchmarks/bench_peak.py (flashsim bench peak), with --vary all and --sweep,
+#                         tests/test_gpu_peak.py -> benchmarks/logs/<date>/peak.txt, bench_peak*.json
 #   jax       ~2 min      tools/jax_gpu_bench.py --n 16384 and tools/jax_gpu_variants.py --n 16384 (the JAX engine
 #                         on the GPU beside the kernel; loop structures)  -> jax.txt, jax_gpu.json, jax_gpu_variants.json
 #   bench     ~2-3 min    flashsim bench kernel --reps 20 --rounds 7 (the anchor shapes, beside torch FA2 and cuDNN) and
@@ -241,6 +241,7 @@ step_peak() {   # the mma.sync ceiling of every instruction (flashsim bench peak
   local log=$1
   need_modules numpy ml_dtypes cuda.core pytest || return
   run "$log" "$(left)" $PY benchmarks/bench_peak.py --json "$STAGE/json/bench_peak.json" || return
+  run "$log" "$(left)" $PY benchmarks/bench_peak.py --vary all --json "$STAGE/json/bench_peak_vary_all.json" || return
   run "$log" "$(left)" $PY benchmarks/bench_peak.py --sweep --json "$STAGE/json/bench_peak_sweep.json" || return
   run "$log" "$(left)" $PY -m pytest -q -ra -m gpu -p no:cacheprovider tests/test_gpu_peak.py || return
   RESULT="ceilings measured; $(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1)"

@@ -4,14 +4,14 @@
 
 Times flashsim.attention(backend="jax") (one head, d=128, f32 P@V, the sm_90 default configuration) for loop
 structures that change no arithmetic (every variant's O and LSE are compared bit for bit with the first):
-  base      k16 steps of a chain in lax.fori_loop, KV steps in lax.scan (STEPS_PER_CALL per dispatch); the
-            uniform plan (engine_jax.UNIFORM_PATH: no gathers, one K / V tile for all slots)
-  gathering base with the uniform plan off: the state and Q gathered and scattered per step, K / V per slot
+  base      k16 steps of a chain in lax.fori_loop, KV steps in lax.scan (STEPS_PER_CALL per dispatch)
   unrolled  k16 steps unrolled in Python (straight-line fusions, no device loop per chain)
   unroll+2  unrolled, and lax.scan(unroll=2)
   calls64   base with 64 KV steps per dispatch
 Then the three parts of one KV step (scores, probabilities, accumulate), each jitted alone at the run's shapes,
-with a K / V tile per slot and with one tile for all slots (the uniform plan's).
+with a K / V tile per slot (as the engine runs them) and with one tile broadcast over all slots (what a
+non-causal step could do: measured on the H200 with a whole engine path built on it, which did not pay:
+benchmarks/experiments/jax_uniform_plan/).
 """
 from __future__ import annotations
 
@@ -54,25 +54,21 @@ def main(argv=None) -> int:
         for i in range(n):
             x = body(i, x)
         return x
-    variants = [("base", base_fori, 1, 16, True), ("gathering", base_fori, 1, 16, False),
-                ("unrolled", unrolled, 1, 16, True), ("unroll+2", unrolled, 2, 16, True),
-                ("calls64", base_fori, 1, 64, True), ("base+4", base_fori, 4, 16, True)]
+    variants = [("base", base_fori, 1, 16), ("unrolled", unrolled, 1, 16), ("unroll+2", unrolled, 2, 16),
+                ("calls64", base_fori, 1, 64), ("unroll+8", unrolled, 8, 16), ("base+4", base_fori, 4, 16)]
     if a.only:
         variants = [x for x in variants if x[0] in a.only.split(",")]
     report, ref = {"n": a.n, "jax": jax.__version__, "variants": {}}, None
-    for name, fori, unroll, spc, uniform in variants:
+    for name, fori, unroll, spc in variants:
         tensorcore._fori, engine_jax.SCAN_UNROLL, engine_jax.STEPS_PER_CALL = fori, unroll, spc
-        engine_jax.UNIFORM_PATH = uniform
         engine_jax._COMPILED.clear()
         o, lse, first, second = timed_run(q, k, v)
         same = ref is None or (np.array_equal(o.view(np.uint16), ref[0].view(np.uint16))
                                and np.array_equal(lse.view(np.uint32), ref[1].view(np.uint32)))
         ref = ref or (o, lse)
-        report["variants"][name] = dict(first_s=first, second_s=second, bits_equal=bool(same),
-                                        uniform=engine_jax.LAST_PLAN["uniform"])
+        report["variants"][name] = dict(first_s=first, second_s=second, bits_equal=bool(same))
         print(f"{name:10s} first {first:6.2f} s  second {second:6.3f} s  bits equal {same}", flush=True)
     tensorcore._fori, engine_jax.SCAN_UNROLL, engine_jax.STEPS_PER_CALL = base_fori, 1, 16
-    engine_jax.UNIFORM_PATH = True
     if not a.no_parts:
         parts(report, q, k, v)
     if a.json:

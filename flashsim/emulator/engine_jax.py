@@ -41,7 +41,6 @@ from .progress import Progress
 DEFAULT_MAX_TILE_ELEMS = 1 << 21        # score elements per device per step (~100 MB of temporaries on the CPU)
 STEPS_PER_CALL = 16                     # KV steps per dispatch (one lax.scan)
 SCAN_UNROLL = 1                         # lax.scan's unroll of the KV steps
-UNIFORM_PATH = True                     # run a uniform plan without gathers (module docstring)
 LAST_PLAN: dict = {}                     # how the last run was laid out (mesh, slots, steps, calls): for reports
 
 
@@ -82,17 +81,6 @@ def plan(tiles: np.ndarray, slots: int):
             first[i, s] = True
             i += tj
     return unit, tile, first
-
-
-def uniform_plan(plans, groups, steps: int) -> bool:
-    """Whether every device's plan (``plan``'s (unit, tile, first)) keeps unit s in slot s for all ``steps`` steps
-    (as many slots as units, no idle step) with one tile index across the slots at each step."""
-    for (unit, tile, _), g in zip(plans, groups):
-        if unit.shape != (steps, len(g)) or not (unit == np.arange(len(g))).all():
-            return False
-        if not (tile == tile[:, :1]).all():
-            return False
-    return True
 
 
 def plan_steps(tiles: np.ndarray, slots: int) -> int:
@@ -160,7 +148,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     after the C steps."""
     import jax.numpy as jnp
     from jax import lax
-    arch, causal, bm, bc, two_level, group_keys, local, softcap, int8, uniform = static
+    arch, causal, bm, bc, two_level, group_keys, local, softcap, int8 = static
     nq, nk = scalars[0], scalars[1]
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
     cap = lax.bitcast_convert_type(scalars[3].astype(jnp.uint32), jnp.float32) if softcap else None
@@ -170,11 +158,18 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     xs = tuple(x[0] for x in xs)
     n_units = qh.shape[2]
 
-    def tile_step(m, l, o, qs, qs_scale, tile, row0):
-        """Steps 1-7 of one KV tile for the slots; ``tile`` (S,) per slot, or (1,) shared by all (uniform)."""
-        kt = jnp.take(kh, tile, axis=2)                                 # (b, h, S or 1, BC, d); the global index
+    def step(carry, x):
+        m_all, l_all, o_all = carry
+        unit, tile, first, row0 = x                                       # (S,) each
+        m, l, o = (jnp.take(a, unit, axis=2) for a in carry)
+        m = jnp.where(first[:, None], -jnp.inf, m).astype(jnp.float32)  # a unit's first tile: the initial state
+        l = jnp.where(first[:, None, None], 0, l).astype(jnp.float32)
+        o = jnp.where(first[:, None, None], 0, o).astype(o.dtype)
+        qs = jnp.take(qh, jnp.minimum(unit, n_units - 1), axis=2)       # (b, h, S, BM, d)
+        kt = jnp.take(kh, tile, axis=2)                                 # (b, h, S, BC, d); tile: the global index
         vt = jnp.take(vh, tile, axis=2)
-        scale_opts = dict(q_scale=qs_scale, k_scale=jnp.take(ksc, tile, axis=2)) if int8 else {}
+        scale_opts = dict(q_scale=jnp.take(qsc, jnp.minimum(unit, n_units - 1), axis=2),
+                          k_scale=jnp.take(ksc, tile, axis=2)) if int8 else {}
         rows = row0[:, None] + jnp.arange(bm, dtype=jnp.int32)[None, :]   # (S, BM)
         cols = tile[:, None] * bc + jnp.arange(bc, dtype=jnp.int32)[None, :]
         with sfu.bound_tables(arch, tables):
@@ -184,34 +179,10 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
             p = K.probabilities(s, neg_m, sl2, arch=arch)
             p, alpha = lax.optimization_barrier((p, alpha))
             l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level, group_keys=group_keys)
-        return m_new, l, o
-
-    def step(carry, x):
-        m_all, l_all, o_all = carry
-        unit, tile, first, row0 = x                                       # (S,) each
-        m, l, o = (jnp.take(a, unit, axis=2) for a in carry)
-        m = jnp.where(first[:, None], -jnp.inf, m).astype(jnp.float32)  # a unit's first tile: the initial state
-        l = jnp.where(first[:, None, None], 0, l).astype(jnp.float32)
-        o = jnp.where(first[:, None, None], 0, o).astype(o.dtype)
-        active = jnp.minimum(unit, n_units - 1)
-        m_new, l, o = tile_step(m, l, o, jnp.take(qh, active, axis=2), jnp.take(qsc, active, axis=2), tile, row0)
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
-    def uniform_step(carry, x):
-        """Slot s holds unit s for the whole run and every slot is at the same tile: no gather, no scatter, no
-        reset (the state starts as kernel_program.initial_state, which is what a first tile resets to). The idle
-        steps that round the run up to whole dispatches (unit = the spare) leave the state as it is."""
-        unit, tile, _, row0 = x
-        return lax.cond(unit[0] < n_units, lambda c: tile_step(*c, qh, qsc, tile[:1], row0), lambda c: c,
-                        carry), None
-
-    if uniform:
-        live = tuple(x[:, :, :n_units] for x in state)                 # the spare unit stays as it is
-        live, _ = lax.scan(uniform_step, live, xs, unroll=SCAN_UNROLL)
-        state = tuple(jnp.concatenate([a, x[:, :, n_units:]], axis=2) for a, x in zip(live, state))
-    else:
-        state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
+    state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
     return tuple(x[:, :, None] for x in state)
 
 
@@ -351,9 +322,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         qsp, ksp = np.zeros((Bp, Hp, dq, upd, 1), np.float32), np.zeros((Bp, Hp, 1, 1), np.float32)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
-    uniform = UNIFORM_PATH and uniform_plan(plans, groups, planned)
     static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.fp8_group_keys, cfg.local, cfg.softcap,
-              cfg.int8, uniform)
+              cfg.int8)
     bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.cap_scale)]
     win = prob.window or Window(0, 0)
     scalars = _put(np.array([nq, nk, *bits, win.left, win.right], np.int64), rep)
@@ -364,7 +334,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
     LAST_PLAN.clear()
     LAST_PLAN.update(mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned), calls=len(calls),
-                     dispatches_per_call=n_calls, heads_per_call=(call_b, call_h), uniform=bool(uniform))
+                     dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
 
     o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), out_dtype)
     lse_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)

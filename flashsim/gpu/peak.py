@@ -28,17 +28,27 @@ KINDS = {  # FS_PEAK_KIND -> (name, M*N*K of one mma)
 WARPS = 4
 
 
-def build(kind: int, arch: str, chains: int, iters: int, source: str | None = None):
+def must_vary(kind: int, arch: str) -> bool:
+    """Whether the probe must vary the instruction's operands step by step (FS_PEAK_VARY) to keep its products in
+    the loop: where the mma does not accumulate in place, i.e. FP8 on an arch that runs it as f16 HMMA from zero
+    plus an add (``Arch.mma8_on_f16_mma``). Elsewhere fixed operands are the cleaner probe (no extra instruction)."""
+    return "e4m3" in KINDS[kind][0] and get_arch(arch).mma8_on_f16_mma
+
+
+def build(kind: int, arch: str, chains: int, iters: int, source: str | None = None, vary: bool | None = None):
     """The NVRTC build of mma_peak.cu (or ``source``, another text of it) for one instruction (works without a
-    GPU)."""
+    GPU); ``vary`` None: ``must_vary``."""
     from .build import compile_cuda, kernel_path
     text = kernel_path("bench/mma_peak.cu").read_text() if source is None else source
+    vary = must_vary(kind, arch) if vary is None else vary
     return compile_cuda(text, arch=arch, name="mma_peak.cu",
-                        defines={"FS_PEAK_KIND": kind, "FS_PEAK_CHAINS": chains, "FS_PEAK_ITERS": iters})
+                        defines={"FS_PEAK_KIND": kind, "FS_PEAK_CHAINS": chains, "FS_PEAK_ITERS": iters,
+                                 "FS_PEAK_VARY": int(vary)})
 
 
-def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: int = 10) -> dict:
-    """{instruction: {"tflops": ..., "ms": ...}} on the current GPU."""
+def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: int = 10,
+            vary: bool | None = None) -> dict:
+    """{instruction: {"tflops": ..., "ms": ..., "vary": ...}} on the current GPU (``vary``: see ``build``)."""
     from . import runtime as rt
     dev = rt.require_gpu()
     arch = rt.current_arch()
@@ -51,22 +61,23 @@ def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: in
     out = rt.empty((grid * block,), np.uint32)
     result = {"arch": arch, "sms": sms, "grid": grid, "block": block, "chains": chains, "iters": iters}
     for kind, (name, mnk) in KINDS.items():
-        kern = rt.load(build(kind, arch, chains, iters), "mma_peak")
+        varied = must_vary(kind, arch) if vary is None else vary
+        kern = rt.load(build(kind, arch, chains, iters, vary=varied), "mma_peak")
         ms = rt.timed(lambda: rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False), warmup=3,
                       reps=reps)
         mmas = grid * WARPS * chains * iters
-        result[name] = {"ms": ms, "tflops": 2.0 * mnk * mmas / (ms * 1e-3) / 1e12}
+        result[name] = {"ms": ms, "tflops": 2.0 * mnk * mmas / (ms * 1e-3) / 1e12, "vary": varied}
     return result
 
 
-def sweep(warps_per_scheduler=(1, 2, 4, 8), chains=(4, 8, 16), iters: int = 2048) -> list[dict]:
+def sweep(warps_per_scheduler=(1, 2, 4, 8), chains=(4, 8, 16), iters: int = 2048, vary: bool | None = None) -> list[dict]:
     """The ceiling against how many warps each scheduler holds (blocks of 4 warps: one warp per scheduler each) and
     how many independent chains a warp runs: what one warp alone can draw from the tensor pipe, the question a
     ping-pong schedule (one warp of a scheduler in its mma phase at a time) raises."""
     rows = []
     for wps in warps_per_scheduler:
         for c in chains:
-            r = measure(c, iters, blocks_per_sm=wps)
+            r = measure(c, iters, blocks_per_sm=wps, vary=vary)
             rows.append({"warps_per_scheduler": wps, "chains": c,
                          **{name: r[name]["tflops"] for name, _ in KINDS.values()}})
             print(f"  {wps} warp(s) per scheduler, {c:2d} chains: "
@@ -81,21 +92,27 @@ def main(argv=None) -> int:
     p.add_argument("--json")
     p.add_argument("--sweep", action="store_true",
                    help="the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp")
+    p.add_argument("--vary", choices=("auto", "all", "none"), default="auto",
+                   help="operands varied step by step: where needed (auto: FP8 run as f16 HMMA), for every "
+                        "instruction (all: FP8 and f16 like for like), or nowhere (none)")
     a = p.parse_args(argv)
+    vary = {"auto": None, "all": True, "none": False}[a.vary]
     if a.sweep:
-        print("mma.sync rate (TFLOP/s; TOPS for s8) against warps per scheduler and chains per warp")
-        rows = sweep()
+        print(f"mma.sync rate (TFLOP/s; TOPS for s8) against warps per scheduler and chains per warp "
+              f"(operands varied: {a.vary})")
+        rows = sweep(vary=vary)
         if a.json:
             with open(a.json, "w") as fh:
                 json.dump(rows, fh, indent=1)
         return 0
-    r = measure(a.chains, a.iters)
+    r = measure(a.chains, a.iters, vary=vary)
     print(f"mma.sync ceiling on {r['arch']} ({r['sms']} SMs; {r['chains']} independent chains per warp, "
-          f"{r['grid']} blocks of {WARPS} warps, {r['iters']} steps)")
+          f"{r['grid']} blocks of {WARPS} warps, {r['iters']} steps; operands varied: {a.vary})")
     on_f16 = get_arch(r["arch"]).mma8_on_f16_mma
     for name, _ in KINDS.values():
         unit = "TOPS" if "s8" in name else "TFLOP/s"
         note = "   no FP8 mma in this GPU: ptxas runs two f16 HMMA.16816" if on_f16 and "e4m3" in name else ""
+        note += "   (operands varied per step)" if r[name]["vary"] else ""
         print(f"  {name:28s} {r[name]['tflops']:8.1f} {unit}   ({r[name]['ms']:.3f} ms){note}")
     if a.json:
         with open(a.json, "w") as fh:
