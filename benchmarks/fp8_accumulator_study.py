@@ -18,8 +18,9 @@ The error reported is the accumulator's alone: D against the exact (float64) pro
 P8 and V8, relative L2 over O and the largest relative error of a row's norm; beside it, for scale, the error of
 the e4m3 quantization itself (exact P8 @ V8, dequantized, against float64 P @ V). Archs: sm_89 (Ada: blocks of 16, 13
 fraction bits kept, f32 results truncated to 13 bits) and sm_120 (RTX Blackwell: one block of 32, 25 bits), both
-MMA-Sim's parameters as flashsim.arch holds them; sm_90 (Hopper: two blocks of 16 in the register layout's k order,
-25 bits, c added last to nearest), measured on the H200 (tests/data/mma_k32_sm90.npz and a held-out capture).
+MMA-Sim's parameters as flashsim.arch holds them; sm_90 (Hopper, no FP8 mma in silicon: ptxas's lowering onto two
+f16 m16n8k16 mma's, the low register halves then the high, c added last to nearest), every bit of the H200's
+captures (tests/data/mma_k32_sm90.npz and a held-out capture).
 """
 from __future__ import annotations
 

@@ -40,14 +40,19 @@ class Arch:
     warp_alloc_sub_partitions: int  # register file split into this many sub-partitions
     max_warps_per_sm: int
     max_blocks_per_sm: int
-    # tensor-core model of mma.sync.m16n8k32 with FP8 inputs (e4m3 / e5m2); None: no model (see mma8_source)
-    mma8_block_k: int | None = None        # products fused per block (k = 32 runs 32 // mma8_block_k blocks)
-    mma8_fraction_bits: int | None = None  # F of the FP8 blocks
+    # tensor-core model of mma.sync.m16n8k32 with FP8 inputs (e4m3 / e5m2): a native FP8 block (mma8_block_k), or
+    # ptxas's lowering onto the f16 m16n8k16 model above (mma8_on_f16_mma); neither: no model (see mma8_source)
+    mma8_block_k: int | None = None        # products fused per native block (k = 32 runs 32 // mma8_block_k blocks)
+    mma8_fraction_bits: int | None = None  # F of the native FP8 blocks
     mma8_f32_result_frac_bits: int = 23    # f32 results truncated to this many fraction bits (Ada: 13, "FP22")
-    mma8_k_order: tuple | None = None      # the order the 32 products enter the blocks (None: k = 0..31)
-    mma8_c_last: bool = False              # blocks run from +0 and c is added last, rounded to nearest (sm_90)
     mma8_on_f16_mma: bool = False          # no FP8 mma in silicon: ptxas runs it as two f16 HMMA.16816 (sm_90)
     mma8_source: str = "mma.sync FP8 (m16n8k32 e4m3 / e5m2) exists from sm_89 on"
+
+    @property
+    def has_fp8_model(self) -> bool:
+        """Whether flashsim models mma.sync.m16n8k32 with FP8 inputs on this arch (a native FP8 block, or the
+        lowering onto the f16 mma); flashsim.mma raises ValueError with ``mma8_source`` where it does not."""
+        return self.mma8_block_k is not None or self.mma8_on_f16_mma
 
     @property
     def compute_capability(self) -> tuple[int, int]:
@@ -68,20 +73,16 @@ _ADA_FP8 = dict(mma8_block_k=16, mma8_fraction_bits=13, mma8_f32_result_frac_bit
 _RTX_BLACKWELL_FP8 = dict(mma8_block_k=32, mma8_fraction_bits=25, mma8_f32_result_frac_bits=23,
                           mma8_source="MMA-Sim (arXiv:2511.10909), RTX Blackwell: one block of 32 products, F = 25; "
                                       "checked against mmasim")
-# Hopper (found on the H200 by this project, 2026-11-30): the 32 products go into two blocks of 16 by the register
-# layout: k % 4 in {0, 1} first (the low halves of a lane's 8-bit registers), then k % 4 in {2, 3}; each block is
-# MMA-Sim's fused block with F = 25 (the accumulator aligned with its products, the result to the accumulator's type:
-# f32 toward zero, f16 to nearest even), starting from +0; c is added after both blocks with one rounding to nearest.
-# Why: sm_90 has no FP8 mma in silicon. ptxas unpacks the 8-bit registers to f16 and runs two HMMA.16816 (the low
-# halves from zero, the high halves on that result), then adds c with FADD / HADD2 (tools/sass_ops.py,
-# tests/test_sass.py): the blocks above are the f16 m16n8k16 model's (tests/test_mma_k32.py composes them so).
-_HOPPER_K_ORDER = tuple(k for k in range(32) if k % 4 < 2) + tuple(k for k in range(32) if k % 4 >= 2)
-_HOPPER_FP8 = dict(mma8_block_k=16, mma8_fraction_bits=25, mma8_f32_result_frac_bits=23,
-                   mma8_k_order=_HOPPER_K_ORDER, mma8_c_last=True, mma8_on_f16_mma=True,
-                   mma8_source="measured on the H200 by this project: two fused blocks of 16 products (k % 4 in "
-                               "{0, 1}, then {2, 3}), F = 25, from +0, then + c rounded to nearest; every bit of "
-                               "tests/data/mma_k32_sm90.npz (5 FP8 types x 11 categories) and of a held-out capture; "
-                               "it is ptxas's lowering onto two f16 HMMA.16816 (no FP8 mma in Hopper's silicon)")
+# Hopper: no FP8 mma in silicon. ptxas unpacks the 8-bit registers to f16 (exact) and runs two HMMA.16816, the low
+# halves of the registers (k % 4 in {0, 1}) from zero, the high halves (k % 4 in {2, 3}) on that result, then adds
+# c with FADD / HADD2 (tools/sass_ops.py, tests/test_sass.py). So the model is that lowering onto this arch's f16
+# m16n8k16 model (flashsim.numerics.tensorcore._k32_on_f16_mma), which reproduces every bit of the H200's FP8
+# captures; the two-block FP8 model first fitted to them (blocks of 16 in that k order, F = 25, from +0, then c
+# rounded to nearest) is the same function (tests/test_mma_k32.py).
+_HOPPER_FP8 = dict(mma8_on_f16_mma=True,
+                   mma8_source="ptxas's lowering onto two f16 HMMA.16816 (no FP8 mma in Hopper's silicon), run on "
+                               "the f16 m16n8k16 model: every bit of tests/data/mma_k32_sm90.npz (5 FP8 types x 11 "
+                               "categories) and of a held-out capture")
 _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
 
 

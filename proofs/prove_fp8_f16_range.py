@@ -10,11 +10,13 @@ operands are bounded by construction:
 So every product is at most Pr Vr (Pr = FP8_P_SCALE, Vr = FP8_V_RANGE["f16x2"]) and a group's exact sum of
 magnitudes at most S = G Pr Vr <= FP8_F16_KEYS Pr Vr.
 
-The tensor-core model (flashsim.arch mma8_*, MMA-Sim's fused blocks; sm_90's found on the H200): each block
-truncates its terms toward zero (no magnitude grows) and rounds its result once, to nearest f16 with f16
-accumulation (relative error <= u = 2^-11 in the normal range, where overflow could happen); with mma8_c_last
-(sm_90) c is added afterwards with one more rounding. So an mma is at most R = 32 / mma8_block_k + mma8_c_last
-roundings of sums of magnitudes, and after the G / 32 mma's of a group every intermediate value is at most
+The tensor-core model (flashsim.arch): each fused block truncates its terms toward zero (no magnitude grows) and
+rounds its result once, to nearest f16 with f16 accumulation (relative error <= u = 2^-11 in the normal range, where
+overflow could happen). A native FP8 mma (sm_89, sm_120: MMA-Sim's blocks of mma8_block_k products) is
+R = 32 / mma8_block_k such roundings; sm_90's is ptxas's lowering onto the f16 mma (mma8_on_f16_mma): two
+HMMA.16816 of 16 / mma_block_k blocks each, then c added with one more rounding to nearest (HADD2), so
+R = 2 (16 / mma_block_k) + 1. Either way an mma is at most R roundings of sums of magnitudes, and after the G / 32
+mma's of a group every intermediate value is at most
 (1 + u)^(R G / 32) S. The proof checks, in exact rationals, that this is below 65504 for every arch with an FP8
 model, that Vr is the largest e4m3 value with FP8_F16_KEYS Pr Vr <= 65504 (the next one, 2.5, overflows), and runs
 the model on the worst case (every p8 = 448 and every v8 = +-Vr: each group's sum is exactly 64512, finite) and on
@@ -42,6 +44,7 @@ TITLE = "FP8 P@V with f16 accumulation: no group sum can overflow f16 (V's range
 
 FP8_ARCHES = ("sm_89", "sm_90", "sm_120")      # the presets with an FP8 mma.sync model
 U16 = sp.Rational(1, 2 ** 11)                  # f16's unit roundoff (round to nearest)
+HMMA_K = 16                                    # k of the f16 mma (m16n8k16, HMMA.16816) sm_90's FP8 mma lowers to
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 
 
@@ -70,13 +73,21 @@ def step_v8_stays_in_range():
     return ok, f"|v * v_inv| <= Vr (1 + 2^-24)^2 = {float(worst):.9g} < midpoint {(vr + nxt) / 2}: e4m3 gives <= Vr"
 
 
+def _roundings_per_mma(a) -> int:
+    """Roundings to nearest in one FP8 m16n8k32 of arch record ``a``: one per native FP8 block, or (the lowering onto
+    the f16 mma) one per block of each of its MMA8_K / HMMA_K HMMA.16816, and one for the add of c."""
+    if a.mma8_on_f16_mma:
+        return (MMA8_K // HMMA_K) * (HMMA_K // a.mma_block_k) + 1
+    return MMA8_K // a.mma8_block_k
+
+
 def step_no_overflow_per_arch():
     vr, pr = sp.Rational(FP8_V_RANGE["f16x2"]), sp.Rational(FP8_P_SCALE)
     s = FP8_F16_KEYS * pr * vr
     rows, ok = [], True
     for arch in FP8_ARCHES:
         a = get_arch(arch)
-        r = (MMA8_K // a.mma8_block_k + int(bool(a.mma8_c_last))) * (FP8_F16_KEYS // MMA8_K)
+        r = _roundings_per_mma(a) * (FP8_F16_KEYS // MMA8_K)
         bound = (1 + U16) ** r * s
         ok &= bool(bound < sp.Rational(F16_MAX))
         rows.append(f"{arch}: {r} roundings, (1 + 2^-11)^{r} * {s} = {float(bound):.6g}")

@@ -198,3 +198,27 @@ def test_round_float64_agrees_with_numpy_rne_in_bulk():
     np.testing.assert_array_equal(round_float64(small, "f16").view(np.uint16), want16)
     want_bf = small.astype(ml_dtypes.bfloat16).view(np.uint16)
     np.testing.assert_array_equal(round_float64(small, "bf16").view(np.uint16), want_bf)
+
+
+@pytest.mark.parametrize("dt", [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2])
+def test_fp8_to_f16_is_exact_on_every_bit_pattern(dt):
+    """Every e4m3 / e5m2 value widened to f16 keeps its value and sign (NaN stays NaN), from the bit patterns
+    (decoded here by hand, not through ml_dtypes), on numpy and under jax.jit alike."""
+    bits = np.arange(256, dtype=np.uint8)
+    ebits, mbits = (4, 3) if np.dtype(dt) == np.dtype(ml_dtypes.float8_e4m3fn) else (5, 2)
+    u = bits.astype(np.int64)
+    bias, field, m = (1 << (ebits - 1)) - 1, (u >> mbits) & ((1 << ebits) - 1), u & ((1 << mbits) - 1)
+    want = np.where(field == 0, m, m + (1 << mbits)) * np.exp2(np.maximum(field, 1) - bias - mbits)
+    want = np.where(bits >= 0x80, -want, want)
+    top = field == (1 << ebits) - 1
+    nan = top & (m == (1 << mbits) - 1) if ebits == 4 else top & (m != 0)
+    inf = top & (m == 0) if ebits == 5 else np.zeros(256, bool)
+    want = np.where(inf, np.where(bits >= 0x80, -np.inf, np.inf), want)
+    got = fm.fp8_to_f16(bits.view(dt).reshape(16, 16))
+    assert got.dtype == np.float16 and got.shape == (16, 16)
+    got = got.ravel().astype(np.float64)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan], want[~nan]) and np.array_equal(np.signbit(got[~nan]), np.signbit(want[~nan]))
+    jax = pytest.importorskip("jax")
+    jitted = jax.jit(fm.fp8_to_f16)(jax.numpy.asarray(bits.view(dt)))
+    assert np.array_equal(np.asarray(jitted).view(np.uint16), fm.fp8_to_f16(bits.view(dt)).view(np.uint16))

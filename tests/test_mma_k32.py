@@ -1,6 +1,7 @@
 """flashsim.mma for mma.sync.m16n8k32 with 8-bit inputs: s8 exact and wrapped (the H200's own bits in
-tests/test_mma_k32_silicon.py), FP8 on the archs with a model (sm_89 and sm_120, MMA-Sim's parameters) against the
-``mmasim`` oracle on raw bit patterns, the same bits from the JAX engine, and clear refusals where no model exists."""
+tests/test_mma_k32_silicon.py), FP8 on the archs with a native FP8 block (sm_89 and sm_120, MMA-Sim's parameters)
+against the ``mmasim`` oracle on raw bit patterns, sm_90's lowering onto the f16 mma against the two-block model
+first fitted to the H200, the same bits from the JAX engine, and clear refusals where no model exists."""
 from __future__ import annotations
 
 import ml_dtypes
@@ -70,11 +71,12 @@ def test_fp8_matches_mmasim_on_raw_bits(raw, cbits, arch, combo):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
 @given(st.binary(min_size=16 * 32 + 32 * 8 + 16 * 8 * 4, max_size=16 * 32 + 32 * 8 + 16 * 8 * 4),
-       st.sampled_from(["sm_89", "sm_90", "sm_120"]), st.sampled_from(COMBOS))
+       st.sampled_from(["sm_89", "sm_120"]), st.sampled_from(COMBOS))
 def test_the_compiled_fp8_kernel_equals_the_generic_routine_on_raw_bits(raw, arch, combo):
-    """numpy's fast path (tensorcore._chain_k32_fast, the numba kernel with FP8 decoding) against the generic
-    routine the JAX engine runs, one mma of raw bit patterns (NaN, inf, subnormals, every c, inf and NaN c too):
-    bit for bit, or None where the kernel does not apply (Ada's shortened f32 results)."""
+    """numpy's fast path of a native FP8 block (tensorcore._chain_k32_fast, the numba kernel with FP8 decoding)
+    against the generic routine the JAX engine runs, one mma of raw bit patterns (NaN, inf, subnormals, every c, inf
+    and NaN c too): bit for bit, or None where the kernel does not apply (Ada's shortened f32 results). sm_90 runs
+    the f16 m16n8k16 model, whose kernel tests/test_tensorcore_engines.py checks the same way."""
     from flashsim.arch import get_arch
     from flashsim.numerics import tensorcore as T
     adt, bdt, cdt = combo
@@ -96,12 +98,14 @@ def test_the_compiled_fp8_kernel_equals_the_generic_routine_on_raw_bits(raw, arc
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
 def test_the_compiled_fp8_chain_equals_the_generic_chain(arch):
-    """mma_chain_k32 on numpy (one kernel call over K = 128, or one per k32 step with sm_90's c added last) against
-    the chain of generic single mmas over the same (m16, n8) tiles, e4m3 x e4m3 as FP8 P@V has it, f32 and f16 c."""
+    """mma_chain_k32 on numpy over K = 128 (sm_120: one kernel call; sm_90: the lowering on whole matrices, c added
+    after each k32 step) against the chain of single mmas over the same (m16, n8) tiles (sm_120: the generic
+    routine; sm_90: mma_k32), e4m3 x e4m3 as FP8 P@V has it, f32 and f16 c."""
     from flashsim.numerics import tensorcore as T
     from flashsim.arch import get_arch
     rng = np.random.default_rng(5)
     spec = get_arch(arch)
+    single = T.mma_k32 if spec.mma8_on_f16_mma else lambda a, b, c, spec: T._k32_fp8_generic(np, a, b, c, spec)
     for cdt in (np.float32, np.float16):
         a = rng.integers(0, 256, (2, 32, 128), dtype=np.uint8).view(E4)
         b = rng.integers(0, 256, (2, 128, 16), dtype=np.uint8).view(E4)
@@ -112,7 +116,7 @@ def test_the_compiled_fp8_chain_equals_the_generic_chain(arch):
             for s in range(0, 128, 32):
                 at = np.broadcast_to(a[..., s:s + 32].reshape(2, 2, 1, 16, 32), (2, 2, 2, 16, 32))
                 bt = np.broadcast_to(b[..., s:s + 32, :].reshape(2, 1, 32, 2, 8).swapaxes(-3, -2), (2, 2, 2, 32, 8))
-                dt = T._k32_fp8_generic(np, at, bt, d.reshape(2, 2, 16, 2, 8).swapaxes(-3, -2), spec)
+                dt = single(at, bt, d.reshape(2, 2, 16, 2, 8).swapaxes(-3, -2), spec)
                 d = dt.swapaxes(-3, -2).reshape(2, 32, 16)
         u = np.uint16 if cdt == np.float16 else np.uint32
         assert np.array_equal(got.view(u), d.view(u))
@@ -167,45 +171,35 @@ def test_bad_operands_are_value_errors(a, b, c, match):
         flashsim.mma(a, b, c, arch="sm_120")
 
 
-def test_sm90_fp8_is_two_blocks_in_register_order_then_c():
-    """The sm_90 model written out with sm_120's single-block routine (flashsim.mma's FP8 path, a different arch
-    record): k % 4 in {0, 1} as one block of 16 from +0, then k % 4 in {2, 3} with that result as the accumulator,
-    then + c with one IEEE rounding; equal to flashsim.mma(arch="sm_90") on random bit patterns of every FP8 type."""
+# sm_90's k order, the low halves of the 8-bit registers first, as the model first fitted to the H200 had it
+LO = [k for k in range(32) if k % 4 < 2]
+HI = [k for k in range(32) if k % 4 >= 2]
+
+
+def _fitted_sm90(a, b, c, order):
+    """The two-block FP8 model first fitted to the H200's captures, on the native-block routine of another arch record
+    (sm_120's, with blocks of 16 and F = 25): the 32 products in ``order`` as two fused blocks from +0, then + c with
+    one rounding to nearest (f32: IEEE add; f16: the exact float64 sum rounded once)."""
     import dataclasses
     from flashsim.arch import get_arch
     from flashsim.numerics import ieee32, rounding
-    block = dataclasses.replace(get_arch("sm_120"), mma8_block_k=16, mma8_fraction_bits=25)
-    g1 = [k for k in range(32) if k % 4 < 2]
-    g2 = [k for k in range(32) if k % 4 >= 2]
-    rng = np.random.default_rng(90)
-    for adt, bdt, cdt in ((E4, E4, np.float32), (E5, E4, np.float32), (E5, E5, np.float16)):
-        a = rng.integers(0, 256, (64, 16, 32), dtype=np.uint8).view(adt)
-        b = rng.integers(0, 256, (64, 32, 8), dtype=np.uint8).view(bdt)
-        c = (rng.standard_normal((64, 16, 8)) * 4).astype(cdt)
-        zero16 = lambda x, g: np.concatenate([x[..., g] if x.shape[-1] == 32 else x[..., g, :],
-                                              np.zeros_like(x[..., :16] if x.shape[-1] == 32 else x[..., :16, :])],
-                                             axis=-1 if x.shape[-1] == 32 else -2)
-        with np.errstate(all="ignore"):
-            d1 = mma_k32(zero16(a, g1), zero16(b, g1), np.zeros(c.shape, cdt), block)
-            d2 = mma_k32(zero16(a, g2), zero16(b, g2), d1, block)
-            want = (rounding.f64_to_f16(d2.astype(np.float64) + c.astype(np.float64)) if cdt == np.float16
-                    else ieee32.add(d2, c))
-            got = flashsim.mma(a, b, c, arch="sm_90")
-        assert got.view(np.uint16 if cdt == np.float16 else np.uint32).tobytes() == \
-            want.view(np.uint16 if cdt == np.float16 else np.uint32).tobytes()
+    blocks = dataclasses.replace(get_arch("sm_120"), mma8_block_k=16, mma8_fraction_bits=25)
+    with np.errstate(all="ignore"):
+        d = mma_k32(a[..., order], b[..., order, :], np.zeros(c.shape, c.dtype), blocks)
+        if c.dtype == np.float16:
+            return rounding.f64_to_f16(d.astype(np.float64) + c.astype(np.float64))
+        return ieee32.add(d, c)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
 @given(st.binary(min_size=16 * 32 + 32 * 8 + 16 * 8 * 4, max_size=16 * 32 + 32 * 8 + 16 * 8 * 4),
        st.sampled_from(COMBOS), st.booleans())
-def test_sm90_fp8_is_ptxas_lowering_onto_the_f16_mma(raw, combo, small):
-    """Hopper has no FP8 mma.sync in silicon: ptxas unpacks the 8-bit inputs to f16 and runs two HMMA.16816 (SASS:
-    tests/test_sass.py, benchmarks/logs/2026-11-30f/mma_k32_sass.txt): the low halves of the registers (k % 4 in
-    {0, 1}) from zero, the high halves (k % 4 in {2, 3}) on that result, then c added with FADD / HADD2. Written
-    with flashsim's m16n8k16 f16 model (checked on 7.2 million H200 outputs), this equals the sm_90 FP8 model found
-    on the H200 captures, bit for bit, on raw bit patterns (NaN, inf, subnormals) and on small finite values."""
-    from flashsim.numerics import ieee32, rounding
-    from flashsim.numerics.tensorcore import mma
+def test_sm90_fp8_lowering_equals_the_fitted_two_block_model(raw, combo, small):
+    """flashsim.mma(arch="sm_90") is ptxas's lowering onto the f16 m16n8k16 model (tensorcore._k32_on_f16_mma: two
+    HMMA.16816, low register halves then high, then c; SASS in tests/test_sass.py). Independently of that code, the
+    FP8 block routine with the parameters first fitted to the H200 (blocks of 16 in that k order, F = 25, from +0,
+    then c rounded to nearest) gives the same bits on raw bit patterns (NaN, inf, subnormals, every c) and on small
+    finite values: the lowering is the fitted model, which reproduced every FP8 output of the captures."""
     adt, bdt, cdt = combo
     buf = np.frombuffer(raw, np.uint8)
     if small:       # finite values of every magnitude: the sums the attention kernel makes
@@ -214,17 +208,24 @@ def test_sm90_fp8_is_ptxas_lowering_onto_the_f16_mma(raw, combo, small):
     b = buf[512:768].reshape(32, 8).view(bdt)
     c32 = buf[768:].copy().view(np.uint32).reshape(16, 8)
     c = c32.view(np.float32) if cdt == np.float32 else (c32 & 0xFFFF).astype(np.uint16).view(np.float16)
-    lo = [k for k in range(32) if k % 4 < 2]
-    hi = [k for k in range(32) if k % 4 >= 2]
     with np.errstate(all="ignore"):
-        f16 = lambda x: x.astype(np.float32).astype(np.float16)          # F2FP.F16.E4M3 / E5M2: exact
-        d1 = mma(f16(a[:, lo]), f16(b[lo, :]), np.zeros(c.shape, cdt), arch="sm_90")
-        d2 = mma(f16(a[:, hi]), f16(b[hi, :]), d1, arch="sm_90")
-        want = (rounding.f64_to_f16(d2.astype(np.float64) + c.astype(np.float64)) if cdt == np.float16
-                else ieee32.add(d2, c))
         got = flashsim.mma(a, b, c, arch="sm_90")
     u = np.uint16 if cdt == np.float16 else np.uint32
-    assert np.array_equal(got.view(u), want.view(u))
+    assert np.array_equal(got.view(u), _fitted_sm90(a, b, c, LO + HI).view(u))
+
+
+@pytest.mark.parametrize("adt, bdt, cdt", COMBOS, ids=lambda x: NAMES.get(np.dtype(x), str(x)))
+def test_the_order_of_the_halves_matters(adt, bdt, cdt):
+    """The negative check: the same two blocks with the halves swapped (k % 4 in {2, 3} first) differ from sm_90's
+    model on random finite inputs, so the equality above pins the order down."""
+    rng = np.random.default_rng(90)
+    a = (rng.integers(0, 256, (64, 16, 32), dtype=np.uint8) & 0x77).view(adt)
+    b = (rng.integers(0, 256, (64, 32, 8), dtype=np.uint8) & 0x77).view(bdt)
+    c = (rng.standard_normal((64, 16, 8)) * 4).astype(cdt)
+    u = np.uint16 if cdt == np.float16 else np.uint32
+    got = flashsim.mma(a, b, c, arch="sm_90").view(u)
+    assert np.array_equal(got, _fitted_sm90(a, b, c, LO + HI).view(u))
+    assert not np.array_equal(got, _fitted_sm90(a, b, c, HI + LO).view(u))
 
 
 def test_type_strings():

@@ -1,9 +1,10 @@
 """The H200's mma.sync.m16n8k32 with 8-bit inputs (tests/data/mma_k32_sm90.npz, python3 -m flashsim.gpu.capture.mma_k32):
 the stored capture is intact, and s32.s8.s8.s32 is the exact integer dot product plus c wrapped to 32 bits on every
 output, which also confirms the m16n8k32 fragment formulas the capture kernel loads with; and flashsim.mma's sm_90
-FP8 model (two fused blocks of 16 in the register layout's k order, then c; flashsim.arch) reproduces every FP8
-output of every type and category (found on this capture; a held-out capture with another seed agrees too:
-benchmarks/logs/2026-11-30c/mma_k32_heldout_seed777.txt)."""
+FP8 model (ptxas's lowering onto the f16 m16n8k16 model: the low halves of the 8-bit registers, then the high
+halves, then c; flashsim.arch) reproduces every FP8 output of every type and category (a held-out capture with
+another seed agrees too: benchmarks/logs/2026-11-30c/mma_k32_heldout_seed777.txt), and the other order of the
+halves does not."""
 from __future__ import annotations
 
 import pathlib
@@ -57,9 +58,11 @@ def test_flashsim_layout_m16n8k32_maps_are_the_h200s():
     assert np.array_equal(M.registers_to_tile(rd), M.int8_reference(a, b, c))
 
 
-def test_flashsim_mma_reproduces_every_fp8_output_of_the_h200():
+def _fp8_mismatches() -> dict:
+    """Per FP8 type, how many of the capture's outputs flashsim.mma(arch="sm_90") gets wrong."""
     import flashsim
     data, _ = M.load(PATH)
+    bad = {}
     for key, (a, b, c, d) in data.items():
         name = key.split("|")[0]
         if name not in M.TYPES or M.TYPES[name][1] == np.int8:
@@ -67,4 +70,20 @@ def test_flashsim_mma_reproduces_every_fp8_output_of_the_h200():
         _, adt, bdt, cdt = M.TYPES[name]
         with np.errstate(all="ignore"):
             out = flashsim.mma(a.view(adt), b.view(bdt), c.view(cdt), arch="sm_90")
-        assert np.array_equal(out.view(d.dtype), d), key
+        bad[name] = bad.get(name, 0) + int(np.count_nonzero(out.view(d.dtype) != d))
+    return bad
+
+
+def test_flashsim_mma_reproduces_every_fp8_output_of_the_h200():
+    bad = _fp8_mismatches()
+    assert len(bad) == 5 and not any(bad.values()), bad
+
+
+def test_the_h200_refutes_the_other_order_of_the_halves(monkeypatch):
+    """The lowering's column order is not free: with the high halves of the registers (k % 4 in {2, 3}) in the first
+    HMMA the model misses outputs of every FP8 type."""
+    from flashsim.numerics import tensorcore as T
+    order = T._F16_MMA_K_ORDER
+    monkeypatch.setattr(T, "_F16_MMA_K_ORDER", order[16:] + order[:16])
+    bad = _fp8_mismatches()
+    assert len(bad) == 5 and all(bad.values()), bad

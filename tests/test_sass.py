@@ -1,6 +1,6 @@
 """What ptxas makes of the kernels, read from their SASS (NVRTC builds, no GPU; tools/sass_ops.py, the disassembler of
-the test extra's nvidia-cuda-nvdisasm): Hopper lowers mma.sync with FP8 inputs to two f16 HMMA.16816 (the model
-tests/test_mma_k32.py composes from the m16n8k16 one), the ceiling probe keeps every mma in its timed loop, and
+the test extra's nvidia-cuda-nvdisasm): Hopper lowers mma.sync with FP8 inputs to two f16 HMMA.16816 (flashsim's
+sm_90 FP8 model is that lowering on the m16n8k16 one), the ceiling probe keeps every mma in its timed loop, and
 flash_fwd issues exactly the mma's its tiling calls for per KV tile."""
 from __future__ import annotations
 

@@ -4,6 +4,7 @@
 integer significand (implicit bit included) and a class code; ``encode`` builds values back from the fields.
 ``ulp_distance`` counts representable values between two arrays of one format (ordered-integer trick).
 Everything is vectorised and works on raw bits, so NaN payloads and signed zeros survive.
+``fp8_to_f16`` widens e4m3 / e5m2 (ml_dtypes.float8_e4m3fn / float8_e5m2) to f16 exactly, on numpy or JAX arrays.
 """
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from typing import NamedTuple
 import ml_dtypes
 import numpy as np
 
+from . import xp as X
+
 __all__ = ["Format", "F16", "BF16", "F32", "FORMATS", "get_format", "Decoded", "decode", "encode",
-           "ZERO", "SUBNORMAL", "NORMAL", "INF", "NAN", "ulp_distance", "NAN_DISTANCE", "to_bits", "from_bits"]
+           "ZERO", "SUBNORMAL", "NORMAL", "INF", "NAN", "ulp_distance", "NAN_DISTANCE", "to_bits", "from_bits",
+           "fp8_to_f16"]
 
 # class codes returned by decode
 ZERO, SUBNORMAL, NORMAL, INF, NAN = 0, 1, 2, 3, 4
@@ -199,3 +203,17 @@ def ulp_distance(x: np.ndarray, y: np.ndarray, fmt=None) -> np.ndarray:
     ny = (by & (f.sign_mask - 1)) > f.inf_bits
     dist = np.where(nx | ny, np.where(nx & ny, 0, NAN_DISTANCE), dist)
     return dist.astype(np.int64)
+
+
+# The f16 bit pattern of each of the 256 bit patterns of e4m3 and e5m2 (through float32; every value of both formats
+# is an f16 value, so nothing rounds; e4m3's NaNs become f16 NaNs of their sign)
+_FP8_TO_F16 = {dt: np.arange(256, dtype=np.uint8).view(dt).astype(np.float32).astype(np.float16).view(np.uint16)
+               for dt in (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))}
+
+
+def fp8_to_f16(x):
+    """float8_e4m3fn / float8_e5m2 values (a numpy or JAX array) as float16, exactly: one lookup of x's bits in the
+    256-entry table of f16 bit patterns. What sm_90's F2FP.F16.E4M3 / E5M2.UNPACK_B do before the f16 mma."""
+    xp = X.namespace(x)
+    table = xp.asarray(_FP8_TO_F16[np.dtype(x.dtype)])
+    return X.bitcast(xp.take(table, X.bitcast(x, np.uint8)), np.float16)

@@ -471,7 +471,8 @@ def _block_generic(xp, A, B, k0: int, kb: int, c_bits, acc16: bool, spec: Arch, 
 
 
 # ---------------------------------------------------------------------------------------------------------
-# mma.sync.m16n8k32 with 8-bit inputs: s8 (exact) and FP8 (e4m3 / e5m2, mixed too) on the same generic block
+# mma.sync.m16n8k32 with 8-bit inputs: s8 (exact) and FP8 (e4m3 / e5m2, mixed too): a native FP8 block on the same
+# generic block routine, or (sm_90) ptxas's lowering onto the f16 m16n8k16 model
 
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 E5M2 = np.dtype(ml_dtypes.float8_e5m2)
@@ -528,21 +529,39 @@ def _decode_fp8(xp, x, dt):
     return val, exp
 
 
-def _k_order(spec: Arch, K: int):
-    """The column order of K products (K a multiple of 32) in which the arch's FP8 blocks take them: each k32 step's
-    32 in ``mma8_k_order`` (sm_90: the register layout's), or None where they enter in order."""
-    if spec.mma8_k_order is None:
-        return None
-    return (np.arange(0, K, 32)[:, None] + np.asarray(spec.mma8_k_order)[None, :]).ravel()
+# ptxas's lowering of an FP8 mma.sync.m16n8k32 onto the f16 mma (sm_90, ``Arch.mma8_on_f16_mma``): the column order
+# of its two HMMA.16816, the low halves of the lane's 8-bit registers (k % 4 in {0, 1}) in the first, the high
+# halves (k % 4 in {2, 3}) in the second (tools/sass_ops.py, tests/test_sass.py)
+_F16_MMA_K_ORDER = tuple(k for k in range(32) if k % 4 < 2) + tuple(k for k in range(32) if k % 4 >= 2)
+
+
+def _k32_on_f16_mma(xp, a, b, c, spec: Arch):
+    """FP8 m16n8k32 steps (a (..., M, K), b (..., K, N), K a multiple of 32; each step's d the next step's c) as
+    ptxas lowers them where the silicon has no FP8 mma (``Arch.mma8_on_f16_mma``, sm_90): the inputs unpacked to
+    f16 (exact), each step's 32 columns in ``_F16_MMA_K_ORDER`` through the arch's f16 m16n8k16 model
+    (``mma_chain``: two HMMA.16816, the second on the first's result) from +0, then the step's c added with one
+    rounding to nearest (FADD / HADD2). On numpy ``mma_chain`` runs the compiled kernel."""
+    K = a.shape[-1]
+    order = xp.asarray((np.arange(0, K, 32)[:, None] + np.asarray(_F16_MMA_K_ORDER)[None, :]).ravel())
+    a16 = formats.fp8_to_f16(xp.take(a, order, axis=-1))
+    b16 = formats.fp8_to_f16(xp.take(b, order, axis=-2))
+    zero = xp.zeros(tuple(c.shape[-2:]), dtype=c.dtype)
+    d = c
+    for s in range(0, K, 32):
+        d = _add_c_last(xp, mma_chain(a16[..., s:s + 32], b16[..., s:s + 32, :], zero, spec), d)
+    return d
 
 
 def _add_c_last(xp, d, c):
-    """An mma8_c_last step's result: its blocks' sum d (from +0) plus c with one rounding to nearest in the
-    accumulator's type (f16: the sum of two f16 values is exact in float64, then one rounding; f32: an IEEE add)."""
+    """The lowering's last instruction: c added to the HMMA result d with one rounding to nearest in the
+    accumulator's type (f16, HADD2: the sum of two f16 values is exact in float64, then one rounding; f32: FADD,
+    an IEEE add). d and c broadcast together."""
+    shape = np.broadcast_shapes(tuple(d.shape), tuple(c.shape))
+    d, c = xp.broadcast_to(d, shape), xp.broadcast_to(c, shape)
     with X.errstate():
         if np.dtype(d.dtype) == F16:
             return rounding.f64_to_f16(xp.astype(d, xp.float64) + xp.astype(c, xp.float64))
-        return ieee32.add(d, xp.broadcast_to(c, d.shape))
+        return ieee32.add(d, c)
 
 
 def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
@@ -551,11 +570,12 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
     a (..., 16, 32), b (..., 32, 8), c (..., 16, 8), leading dimensions broadcast (numpy or JAX arrays):
     * int8 x int8 + int32: the exact dot product plus c, wrapped to 32 bits (what the PTX ISA specifies without
       .satfinite; the H200 does exactly this on all 90,112 captured outputs, tests/data/mma_k32_sm90.npz);
-    * float8_e4m3fn / float8_e5m2 (a and b may differ) + float32 / float16: the fused-block model with the arch's
-      FP8 parameters (flashsim.arch: ``mma8_*``, each saying where it comes from): sm_89 and sm_120 from MMA-Sim,
-      checked against ``mmasim``; sm_90's found on the H200. An arch without an FP8 model (sm_80 / 86: no FP8
-      mma) raises ValueError with the reason. On numpy the compiled kernel runs it (``_chain_k32_fast``) where it
-      applies, tested bit for bit against the generic routine.
+    * float8_e4m3fn / float8_e5m2 (a and b may differ) + float32 / float16: sm_89 and sm_120, the fused-block
+      model with the arch's FP8 parameters (flashsim.arch: ``mma8_*``, from MMA-Sim, checked against ``mmasim``;
+      on numpy the compiled kernel, ``_chain_k32_fast``, where it applies, tested bit for bit against the generic
+      routine); sm_90, which has no FP8 mma in silicon, ptxas's lowering onto its f16 m16n8k16 model
+      (``_k32_on_f16_mma``; every FP8 output of the H200 captures). An arch without an FP8 model (sm_80 / 86: no
+      FP8 mma; sm_100) raises ValueError with the reason.
     Returns d with c's dtype."""
     spec = get_arch(arch)
     for name, x in (("a", a), ("b", b), ("c", c)):
@@ -569,8 +589,10 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
     X.require_x64(xp)
     if ptx == "s32.s8.s8.s32":                 # exact and wrapped: one k32 step of the chain
         return mma_chain_s8(a, b, c)
-    if spec.mma8_block_k is None:
+    if not spec.has_fp8_model:
         raise ValueError(f"no model of mma.sync m16n8k32 {ptx} on {spec.name}: {spec.mma8_source}")
+    if spec.mma8_on_f16_mma:
+        return _k32_on_f16_mma(xp, a, b, c, spec)
     if X.is_numpy(xp):
         fast = _chain_k32_fast(a, b, c, spec)
         if fast is not None:
@@ -579,30 +601,28 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
 
 
 def _k32_fp8_generic(xp, a, b, c, spec: Arch):
-    """One FP8 mma.sync.m16n8k32 on any array namespace (shapes and dtypes checked by ``mma_k32``): the arch's k
-    order, its fused blocks, and with mma8_c_last c added at the end with one rounding to nearest."""
+    """One FP8 mma.sync.m16n8k32 of a native FP8 block (``mma8_block_k``) on any array namespace (shapes and dtypes
+    checked by ``mma_k32``): the 32 products in order through the arch's fused blocks, c in the first."""
     a_dt, b_dt = np.dtype(a.dtype), np.dtype(b.dtype)
     acc16 = np.dtype(c.dtype) == F16
     P = _Fp8Block(spec, a_dt, b_dt)
-    order = _k_order(spec, 32)
-    if order is not None:                      # the products enter the blocks in the arch's order (sm_90)
-        a, b = xp.take(a, xp.asarray(order), axis=-1), xp.take(b, xp.asarray(order), axis=-2)
     A, B = _decode_fp8(xp, a, a_dt), _decode_fp8(xp, b, b_dt)
     out_shape = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2])) + (16, 8)
     bits = np.uint16 if acc16 else np.uint32
-    d = xp.zeros(out_shape, dtype=bits) if spec.mma8_c_last else xp.broadcast_to(X.bitcast(c, bits), out_shape)
+    d = xp.broadcast_to(X.bitcast(c, bits), out_shape)
     with X.errstate():
         for k0 in range(0, 32, P.block):
             d = _block_generic(xp, A, B, k0, P.block, d, acc16, spec, False, fp8=P)
-    d = X.bitcast(d, np.float16 if acc16 else np.float32)
-    return _add_c_last(xp, d, c) if spec.mma8_c_last else d
+    return X.bitcast(d, np.float16 if acc16 else np.float32)
 
 
 def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
     """The kernel's loop of mma.sync.m16n8k32 with FP8 inputs on whole matrices: for each k32 step s in order, every
     (m16, n8) tile of d gets d = mma_k32(a_tile[:, 32s:32s+32], b_tile[32s:32s+32, :], d), starting from d = c.
     a (..., M, K) and b (..., K, N) float8 (e4m3 / e5m2), c (..., M, N) float32 or float16; M % 16, N % 8, K % 32
-    == 0. The k order inside a step is the operands' (the caller puts its keys in the fragment's slot order)."""
+    == 0. The k order inside a step is the operands' (the caller puts its keys in the fragment's slot order). On
+    numpy a native FP8 block runs the compiled kernel over all of K; sm_90's lowering runs on whole matrices too
+    (``_k32_on_f16_mma``)."""
     xp = X.namespace(a, b, c)
     M, K = a.shape[-2], a.shape[-1]
     N = b.shape[-1]
@@ -610,7 +630,11 @@ def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
         raise ValueError(f"mma_chain_k32: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
                          f"got {tuple(a.shape)} x {tuple(b.shape)}")
     spec = get_arch(arch)
-    if X.is_numpy(xp) and spec.mma8_block_k is not None and k32_type(a.dtype, b.dtype, c.dtype) != "s32.s8.s8.s32":
+    fp8 = k32_type(a.dtype, b.dtype, c.dtype) != "s32.s8.s8.s32"
+    if fp8 and spec.mma8_on_f16_mma:               # sm_90: the lowering onto the f16 mma, on whole matrices
+        X.require_x64(xp)
+        return _k32_on_f16_mma(xp, a, b, c, spec)
+    if fp8 and X.is_numpy(xp) and spec.mma8_block_k is not None:
         fast = _chain_k32_fast(a, b, c, spec)      # FP8 on numpy: the compiled kernel; else one mma_k32 per step
         if fast is not None:
             return fast
@@ -711,30 +735,18 @@ def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.n
 
 
 def _chain_k32_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch):
-    """``mma_chain_k32`` (K a multiple of 32; one step is ``mma_k32``) with FP8 inputs on numpy arrays: the compiled
-    kernel with the arch's FP8 parameters, the products of each k32 step in the arch's k order; with mma8_c_last,
-    each step's blocks from +0 and c added after them (``_add_c_last``, as ``_k32_fp8_generic``). None where the kernel does not apply (numba missing, a block size that is not a
-    multiple of 4, or Ada's shortened f32 results): the caller runs the generic routine."""
+    """``mma_chain_k32`` (K a multiple of 32; one step is ``mma_k32``) with FP8 inputs on numpy arrays, for an arch
+    with a native FP8 block (``mma8_block_k``): the compiled kernel with the arch's FP8 parameters, as
+    ``_k32_fp8_generic``. None where the kernel does not apply (numba missing, a block size that is not a multiple
+    of 4, or Ada's shortened f32 results): the caller runs the generic routine."""
     kernel = _numba_kernel()
     acc16 = c.dtype == F16
     if kernel is None or spec.mma8_block_k % 4 or (not acc16 and spec.mma8_f32_result_frac_bits < 23):
         return None
-    K = a.shape[-1]
-    order = _k_order(spec, K)
-    if order is not None:
-        a, b = a[..., order], b[..., order, :]
     ma, mb = _FP8_FIELDS[np.dtype(a.dtype)][1], _FP8_FIELDS[np.dtype(b.dtype)][1]
     F, block = spec.mma8_fraction_bits, spec.mma8_block_k
     e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
-    sum_dt = _sum_int_dtype(np, block, F, ma, mb)
-    if not spec.mma8_c_last:
-        return _run_kernel(kernel, a, b, c, F, block, e_zero, sum_dt)
-    zero = np.zeros(c.shape[-2:], c.dtype)
-    d = c
-    for s in range(0, K, 32):
-        part = _run_kernel(kernel, a[..., s:s + 32], b[..., s:s + 32, :], zero, F, block, e_zero, sum_dt)
-        d = _add_c_last(np, part, d)
-    return d
+    return _run_kernel(kernel, a, b, c, F, block, e_zero, _sum_int_dtype(np, block, F, ma, mb))
 
 
 def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: int, block: int, e_zero: int,

@@ -15,9 +15,10 @@ are small). ``analyze`` then says, per type and category, how much of the captur
   exactly, rounded once (f32 toward zero; f16 to nearest even), blocks chained through the rounded value: flashsim.mma's
   own FP8 routine with L in {8, 16, 32} and F in 12..28, the k axis in order. It reproduces 80-85% of the H200's
   outputs; the PTX ISA and MMA-Sim give no model of Hopper's mma.sync FP8;
-* FP8, flashsim.mma's model of the capture's arch: on sm_90 (found with this capture) two blocks of 16 in the
-  register layout's order (k % 4 in {0, 1}, then {2, 3}), from +0, then c added with one rounding to nearest
-  (flashsim.arch, _HOPPER_FP8). ``--seed`` other than the stored one makes a held-out capture to check it on.
+* FP8, flashsim.mma's model of the capture's arch: on sm_90 ptxas's lowering onto the f16 m16n8k16 model (the low
+  halves of the 8-bit registers, k % 4 in {0, 1}, from +0, then the high halves, then c added with one rounding to
+  nearest; flashsim.arch, _HOPPER_FP8), the same function as the two blocks of 16 in that order first fitted to
+  this capture. ``--seed`` other than the stored one makes a held-out capture to check it on.
 """
 from __future__ import annotations
 
@@ -231,7 +232,7 @@ def fdpa_family(a, b, c, adt, bdt, cdt, L: int, F: int) -> np.ndarray:
 
 def analyze(data: dict, arch: str = "sm_90") -> dict:
     """Per type: s8 exactness; FP8: the mismatches of flashsim.mma's model for the capture's arch per category (sm_90:
-    two blocks by k % 4, then c; flashsim.arch), and for comparison the best of MMA-Sim's single-order family."""
+    the lowering onto the f16 mma; flashsim.arch), and for comparison the best of MMA-Sim's single-order family."""
     report = {}
     for name, (kernel, adt, bdt, cdt) in TYPES.items():
         keys = [k for k in data if k.startswith(name + "|")]
