@@ -306,6 +306,21 @@ __device__ __forceinline__ void pv_two_level(O& o, LoadB load_b, Mma mma) {
     }
 }
 
+// load_tile's fast path: thread (r, c) copies the chunks of column c in rows r, r + STEP, ... (STEP = THREADS / C)
+// from src onwards; RAGGED: a chunk at or past row n or column byte `cols` is zero-filled (a tile past the bounds).
+template <int ROWS, int C, bool RAGGED>
+__device__ __forceinline__ void load_rows(uint32_t tile, const unsigned char* src, const unsigned char* g, int row0,
+                                          int n, long long rs, int r, int c, int cols) {
+    constexpr int STEP = THREADS / C;
+    constexpr int CHUNKS = ROWS * C;
+#pragma unroll
+    for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it)
+        if (CHUNKS % THREADS == 0 || r + it * STEP < ROWS) {
+            const bool valid = !RAGGED || (row0 + r + it * STEP < n && 16 * c < cols);
+            cp_async_16(tile + swz<C>(r + it * STEP, c), valid ? src + it * STEP * rs : g, valid ? 16 : 0);
+        }
+}
+
 // Copy rows [row0, row0 + ROWS) of a matrix of C-chunk rows (row stride `rs` bytes), starting `col0` bytes into each
 // row, into a swizzled tile; a 16-byte chunk is zero-filled when its row is at or past n or its first byte at or
 // past ncol (a column bound only V^T's key padding needs).
@@ -323,24 +338,15 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __
         // bounds are tested only on a tile that reaches past them (block-uniform): on the others every chunk is a
         // plain 16-byte copy. Measured on the H200 (benchmarks/experiments/load_path/): the address and bound
         // arithmetic of the chunk loop below was a fifth of the f16 kernel's instructions (stall_profile.txt), and
-        // this path runs the d = 128 defaults 4-6% faster; the INT8 / FP8 builds ran 0-6% slower with it, so
-        // they keep the chunk loop.
-        constexpr int STEP = THREADS / C;
+        // this path runs the d = 128 defaults 1.02-1.06x as fast; the INT8 / FP8 builds ran 0-6% slower with it,
+        // so they keep the chunk loop. (Sending a ragged tile to the chunk loop instead of load_rows<true> raised
+        // the sm_120 registers, 213 -> 232 at d = 256 with f16 P@V: tools/cubin_diff.py.)
         const int r = tid / C, c = tid % C;
         const unsigned char* src = base + static_cast<long long>(row0 + r) * rs + c * 16;
-        if (row0 + ROWS <= n && 16 * C <= cols) {
-#pragma unroll
-            for (int it = 0; it < ITERS; ++it)
-                if (CHUNKS % THREADS == 0 || r + it * STEP < ROWS)
-                    cp_async_16(tile + swz<C>(r + it * STEP, c), src + it * STEP * rs, 16);
-        } else {
-#pragma unroll
-            for (int it = 0; it < ITERS; ++it)
-                if (CHUNKS % THREADS == 0 || r + it * STEP < ROWS) {
-                    const bool valid = row0 + r + it * STEP < n && 16 * c < cols;
-                    cp_async_16(tile + swz<C>(r + it * STEP, c), valid ? src + it * STEP * rs : g, valid ? 16 : 0);
-                }
-        }
+        if (row0 + ROWS <= n && 16 * C <= cols)
+            load_rows<ROWS, C, false>(tile, src, g, row0, n, rs, r, c, cols);
+        else
+            load_rows<ROWS, C, true>(tile, src, g, row0, n, rs, r, c, cols);
         return;
     }
 #pragma unroll
