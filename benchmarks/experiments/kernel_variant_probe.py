@@ -9,12 +9,14 @@ Variants so far (each folder holds its patch, made against the kernel of commit 
                    tensor cores (named barriers around Q K^T and P V)
   mbarrier_ring/   mbarrier_ring.patch, --define FS_MBAR=1 --cases defaults: the K / V ring synchronised by
                    mbarriers (full / empty per slot) instead of a block barrier per tile
+  lpt/             lpt.patch (against the kernel of a5da63c), --define FS_LPT=1 --cases causal --shape 4,16,4096 and
+                   8,32,2048: causal blocks longest first across the whole grid (run.sh, logs)
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
                    __launch_bounds__ asks ptxas for 3 blocks per SM (at most 168 registers a thread at 128 threads),
                    3 warps per scheduler where the tilings' 170-195 registers gave 2
 
 For each (head dim, P@V accumulation, quant, causal) of the case set and each tiling, three builds are timed in
-alternating rounds at 4 x 16 x 4096 x d (the attention kernel alone): the default configuration, the plain loop
+alternating rounds at 4 x 16 x 4096 x d (--shape; the attention kernel alone): the default configuration, the plain loop
 with the tiling and the variant with it. Each variant build is first checked bit for bit against the emulator
 (ragged, causal and adversarial problems): a change of schedule must not change a bit.
 """
@@ -25,7 +27,7 @@ import json
 import pathlib
 
 REPS = 20
-B, H, N = 4, 16, 4096
+SHAPE = "4,16,4096"     # B,H,N of the timed problem (--shape)
 # case set -> {(head dim, pv_accum, quant, causal) -> tilings (warps, m_tiles, kv_tile, stages); None: the default}
 CASES = {"eight_warps": {
     (128, "f16", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2), (8, 2, 32, 3), (8, 2, 64, 3)],
@@ -44,6 +46,14 @@ CASES = {"eight_warps": {
     (128, "f16x2", "none", False): [(4, 1, 32, 2)],
     (64, "f16", "none", False): [(4, 2, 64, 3), (4, 2, 64, 2)],
     (64, "f32", "none", False): [(4, 2, 32, 2), (4, 1, 128, 2)],
+}, "causal": {
+    (128, "f16", "none", True): [None],
+    (128, "f32", "none", True): [None],
+    (128, "f16x2", "none", True): [None],
+    (64, "f16", "none", True): [None],
+    (64, "f32", "none", True): [None],
+    (128, "f16", "int8", True): [None],
+    (128, "f16", "none", False): [None],
 }, "defaults": {
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None, (4, 2, 32, 2)],
@@ -74,6 +84,7 @@ def main(argv=None):
     p.add_argument("--define", required=True, help="NAME=VALUE that switches the variant on")
     p.add_argument("--cases", required=True, choices=sorted(CASES))
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--shape", default=SHAPE, help="B,H,N of the timed problem (default %(default)s)")
     p.add_argument("--one", action="store_true",
                    help="only one small launch of the variant per P@V accumulation, checked (for compute-sanitizer)")
     args = p.parse_args(argv)
@@ -100,7 +111,9 @@ def main(argv=None):
             oe, le, _ = emulator_outputs(qq, kk, vv, c, "sm_90")
             print(c.describe(), "bit-exact" if np.array_equal(og.view(np.uint16), oe.view(np.uint16)) else "DIFFERS")
         return
-    result = dict(gpu=torch.cuda.get_device_name(), define=args.define, cases=args.cases, checks=[], rows=[])
+    B, H, N = (int(x) for x in args.shape.split(","))
+    result = dict(gpu=torch.cuda.get_device_name(), define=args.define, cases=args.cases, shape=[B, H, N], checks=[],
+                  rows=[])
     rnd = lambda d: torch.randn(B, H, N, d, device="cuda", dtype=torch.float16)
     for (d, acc, quant, causal), tilings in CASES[args.cases].items():
         default = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, quant=quant, causal=causal)
