@@ -8,7 +8,8 @@ structures that change no arithmetic (every variant's O and LSE are compared bit
   unrolled  k16 steps unrolled in Python (straight-line fusions, no device loop per chain)
   unroll+2  unrolled, and lax.scan(unroll=2)
   calls64   base with 64 KV steps per dispatch
-Then the three parts of one KV step (scores, probabilities, accumulate), each jitted alone at the run's shapes,
+Then the three parts of one KV step (scores, probabilities, accumulate), each jitted alone at the run's shapes
+(and the two tensor-core chains alone, the part a fused kernel would replace),
 with a K / V tile per slot (as the engine runs them) and with one tile broadcast over all slots (what a
 non-causal step could do: measured on the H200 with a whole engine path built on it, which did not pay:
 benchmarks/experiments/jax_uniform_plan/).
@@ -124,6 +125,14 @@ def parts(report, q, k, v):
         jax.block_until_ready(jf(tables, l, o, p, alpha, vt))
         out["accumulate (5-7)"] = bench(jf, (tables, l, o, p, alpha, vt))
         out["accumulate (5-7), one V tile"] = bench(jf, (tables, l, o, p, alpha, vt[:, :, :1]))
+        # the two tensor-core chains alone (flashsim.numerics.tensorcore.mma_chain, the generic routine under jit)
+        from flashsim.numerics.tensorcore import mma_chain
+        jf = jax.jit(lambda a, b: mma_chain(a, jnp.swapaxes(b, -1, -2), jnp.zeros(a.shape[:-1] + (b.shape[-2],),
+                                                                                  jnp.float32), "sm_90"))
+        out["S = Q K^T chain alone"] = bench(jf, (qs, kt))
+        pv = p.astype(jnp.float16)
+        jf = jax.jit(lambda a, b, c: mma_chain(a, b, c, "sm_90"))
+        out["O += P V chain alone"] = bench(jf, (pv, vt, o))
     for k_, ms in out.items():
         print(f"one KV step, {k_:29s}: {ms:7.3f} ms", flush=True)
     report["parts_ms"] = out
