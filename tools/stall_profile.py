@@ -6,7 +6,8 @@ r"""GPU: where flash_fwd's warps stall, instruction by instruction (Nsight Compu
     python3 tools/stall_profile.py --summary stalls_source.csv [--region load=104,311-364,499-500]
                                         (no GPU: samples and instructions per reason, region and line)
 
-One launch per variant at 4 x 16 x 4096 x 128, non-causal, default tilings: f16 with f16 P@V, then f16 with f32 P@V.
+One launch per variant at 4 x 16 x 4096 x 128, non-causal, default tilings: f16 with f16 P@V, then f16 with f32 P@V
+(``--causal``: the same two, causal, after the non-causal f16 P@V one).
 The kernels are built with line information (NVRTC --generate-line-info, which leaves the code unchanged) so that
 each sampled SASS instruction names its line of kernel/flash_fwd.cu. ``--summary CSV`` (no GPU) adds the samples
 up per source line and per stall reason and prints the lines that hold most of them.
@@ -21,7 +22,7 @@ from collections import defaultdict
 VARIANTS = ("f16", "f32")
 
 
-def launch_all() -> None:
+def launch_all(causal: bool = False) -> None:
     import torch
     from flashsim import gpu
     from flashsim.gpu import launch
@@ -30,8 +31,9 @@ def launch_all() -> None:
     launch.build_kernel = lambda config, arch: plain(config, arch, extra_options=("--generate-line-info",))
     torch.manual_seed(0)
     q, k, v = (torch.randn(4, 16, 4096, 128, device="cuda", dtype=torch.float16) for _ in range(3))
-    for acc in VARIANTS:
-        run, _, plan = gpu.prepared_launch(q, k, v, pv_accum=acc)
+    variants = [("f16", False)] + [(acc, True) for acc in VARIANTS] if causal else [(acc, False) for acc in VARIANTS]
+    for acc, cz in variants:
+        run, _, plan = gpu.prepared_launch(q, k, v, pv_accum=acc, causal=cz)
         run(sync=True)
         print(acc, plan.config.describe(), flush=True)
 
@@ -113,6 +115,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summary", metavar="CSV", help="summarise an exported source page instead of launching")
     p.add_argument("--top", type=int, default=30)
+    p.add_argument("--causal", action="store_true", help="launch: the causal kernels too (module docstring)")
     p.add_argument("--kernel-source", help="the kernel/flash_fwd.cu the profile ran (default: this checkout's)")
     p.add_argument("--region", action="append", default=[], metavar="NAME=LINES",
                    help="a set of kernel lines to total, e.g. load=104,311-364,499-500 (repeatable)")
@@ -124,7 +127,7 @@ def main(argv=None) -> int:
             regions[name] = _parse_ranges(lines)
         summary(a.summary, a.top, a.kernel_source, regions)
     else:
-        launch_all()
+        launch_all(a.causal)
     return 0
 
 
