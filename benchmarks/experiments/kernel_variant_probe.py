@@ -9,6 +9,8 @@ Variants so far (each folder holds its patch, made against the kernel of commit 
                    tensor cores (named barriers around Q K^T and P V)
   mbarrier_ring/   mbarrier_ring.patch, --define FS_MBAR=1 --cases defaults: the K / V ring synchronised by
                    mbarriers (full / empty per slot) instead of a block barrier per tile
+  persistent/      persistent.patch (against the kernel of a5da63c), --define FS_PERSIST=264 --cases causal / defaults
+                   (run.sh): a persistent grid, 264 resident CTAs looping over the work items
   lpt/             lpt.patch (against the kernel of a5da63c), --define FS_LPT=1 --cases causal --shape 4,16,4096 and
                    8,32,2048: causal blocks longest first across the whole grid (run.sh, logs)
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
