@@ -46,6 +46,9 @@ def add_arguments(p):
     p.add_argument("--backend", choices=("numpy", "jax"), default="numpy", help="emulator backend")
     p.add_argument("--sweep", action="store_true",
                    help="peak: the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp")
+    p.add_argument("--vary", choices=("auto", "all", "none"), default="auto",
+                   help="peak: operands varied step by step where a product could leave the timed loop (auto), for "
+                        "every instruction (all: FP8 and f16 like for like) or nowhere (none)")
 
 
 def _flops(b, h, n, d, causal):
@@ -254,7 +257,8 @@ def plain_attention(q, k, v):
 def bench_peak(args) -> int:
     """The mma.sync ceiling of this GPU for every instruction the kernels use (flashsim.gpu.peak)."""
     from ..gpu import peak
-    return peak.main((["--json", args.json] if args.json else []) + (["--sweep"] if args.sweep else []))
+    return peak.main((["--json", args.json] if args.json else []) + (["--sweep"] if args.sweep else [])
+                     + ["--vary", args.vary])
 
 
 def run(args) -> int:
