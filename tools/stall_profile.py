@@ -22,6 +22,11 @@ from collections import defaultdict
 VARIANTS = ("f16", "f32")
 
 
+def launches(causal: bool = False) -> list[tuple[str, bool]]:
+    """(P@V accumulation, causal) of each launch, in order: the kernels of the profile."""
+    return [("f16", False)] + [(acc, True) for acc in VARIANTS] if causal else [(acc, False) for acc in VARIANTS]
+
+
 def launch_all(causal: bool = False) -> None:
     import torch
     from flashsim import gpu
@@ -31,8 +36,7 @@ def launch_all(causal: bool = False) -> None:
     launch.build_kernel = lambda config, arch: plain(config, arch, extra_options=("--generate-line-info",))
     torch.manual_seed(0)
     q, k, v = (torch.randn(4, 16, 4096, 128, device="cuda", dtype=torch.float16) for _ in range(3))
-    variants = [("f16", False)] + [(acc, True) for acc in VARIANTS] if causal else [(acc, False) for acc in VARIANTS]
-    for acc, cz in variants:
+    for acc, cz in launches(causal):
         run, _, plan = gpu.prepared_launch(q, k, v, pv_accum=acc, causal=cz)
         run(sync=True)
         print(acc, plan.config.describe(), flush=True)
@@ -76,18 +80,21 @@ def read_source_page(path: str) -> list[dict]:
     return kernels
 
 
-def summary(path: str, top: int, kernel_source: str | None = None, regions: dict | None = None) -> None:
+def summary(path: str, top: int, kernel_source: str | None = None, regions: dict | None = None,
+            causal: bool = False) -> None:
     """Stall samples and warp instructions executed per stall reason, per region of lines and per line of
     kernel/flash_fwd.cu, as shares of the kernel's totals (every SASS instruction counted once in a total or a
     region; in the per-line list an inlined instruction counts for each line it belongs to).
-    ``kernel_source``: the flash_fwd.cu the profile ran (default: this checkout's) for the lines' text."""
+    ``kernel_source``: the flash_fwd.cu the profile ran (default: this checkout's) for the lines' text; ``causal``:
+    the profile was launched with --causal (the kernels are named after ``launches``)."""
     from flashsim.gpu.build import kernel_path
     source = open(kernel_source or kernel_path("flash_fwd.cu")).read().splitlines()
+    names = [f"{acc} P@V{', causal' if cz else ''}" for acc, cz in launches(causal)]
     for n, k in enumerate(read_source_page(path)):
         ins = list(k["instructions"].values())
         samples = sum(i["samples"] for i in ins) or 1.0
         executed = sum(i["executed"] for i in ins) or 1.0
-        print(f"kernel {n} ({VARIANTS[n] if n < len(VARIANTS) else '?'} P@V): {samples:.0f} stall samples, "
+        print(f"kernel {n} ({names[n] if n < len(names) else '?'}): {samples:.0f} stall samples, "
               f"{executed:.0f} warp instructions executed")
         print("  by stall reason (share of the samples):")
         per_reason = defaultdict(float)
@@ -115,7 +122,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summary", metavar="CSV", help="summarise an exported source page instead of launching")
     p.add_argument("--top", type=int, default=30)
-    p.add_argument("--causal", action="store_true", help="launch: the causal kernels too (module docstring)")
+    p.add_argument("--causal", action="store_true",
+                   help="launch the causal kernels too (module docstring); with --summary: a profile launched so")
     p.add_argument("--kernel-source", help="the kernel/flash_fwd.cu the profile ran (default: this checkout's)")
     p.add_argument("--region", action="append", default=[], metavar="NAME=LINES",
                    help="a set of kernel lines to total, e.g. load=104,311-364,499-500 (repeatable)")
@@ -125,7 +133,7 @@ def main(argv=None) -> int:
         for r in a.region:
             name, _, lines = r.partition("=")
             regions[name] = _parse_ranges(lines)
-        summary(a.summary, a.top, a.kernel_source, regions)
+        summary(a.summary, a.top, a.kernel_source, regions, a.causal)
     else:
         launch_all(a.causal)
     return 0

@@ -13,7 +13,7 @@ if [[ " $STEPS " == *" profile "* ]]; then
       -o /tmp/stalls -f python3 tools/stall_profile.py --causal 2>&1 | tail -20 | tee "$OUT/ncu.txt"
   "$NCU" -i /tmp/stalls.ncu-rep --page source --csv --print-source cuda,sass > /tmp/stalls_source.csv
   gzip -c /tmp/stalls_source.csv > "$OUT/stalls_source.csv.gz"
-  python3 tools/stall_profile.py --summary /tmp/stalls_source.csv --top 25 > "$OUT/stall_profile.txt" 2>&1
+  python3 tools/stall_profile.py --summary /tmp/stalls_source.csv --causal --top 25 > "$OUT/stall_profile.txt" 2>&1
 fi
 # achieved occupancy and throughput of the same three launches (ncu's Occupancy and SpeedOfLight sections)
 if [[ " $STEPS " == *" occupancy "* ]]; then
