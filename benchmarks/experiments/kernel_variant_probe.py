@@ -11,6 +11,7 @@ Variants so far (each folder holds its patch, made against the kernel of commit 
                    mbarriers (full / empty per slot) instead of a block barrier per tile
   persistent/      persistent.patch (against the kernel of a5da63c), --define FS_PERSIST=264 --cases causal / defaults
                    (run.sh): a persistent grid, 264 resident CTAs looping over the work items
+  persistent_dynamic/  persistent_dynamic.patch (against a5da63c), the same with the items drawn from a counter
   lpt/             lpt.patch (against the kernel of a5da63c), --define FS_LPT=1 --cases causal --shape 4,16,4096 and
                    8,32,2048: causal blocks longest first across the whole grid (run.sh, logs)
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
