@@ -73,6 +73,22 @@ CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", 
           ((1, 3, 517, 260), "wide", True))
 
 
+def variant_builder(source: str, define: str, build_kernel):
+    """The variant's builder: ``build_kernel`` (flashsim.gpu.launch.build_kernel) on ``source`` with the switch
+    ``define`` ("NAME=VALUE") on top of the configuration's defines. The switch is bound here, once: until
+    2026-11-30 main() built it from a name that its timing loop reused as a loop variable, so every variant timed
+    (and every check after a probe's first case) was the patched source with the switch off
+    (benchmarks/RESULTS.md, sixth round; tests/test_variant_probe.py)."""
+    key, _, value = define.partition("=")
+    if not key or not value.lstrip("-").isdigit():
+        raise ValueError(f"--define must be NAME=INTEGER, got {define!r}")
+    switch = {key: int(value)}
+
+    def build(config, arch):
+        return build_kernel(config, arch, source=source, extra_defines=switch)
+    return build
+
+
 def main(argv=None):
     import numpy as np
     import torch
@@ -92,11 +108,7 @@ def main(argv=None):
                    help="only one small launch of the variant per P@V accumulation, checked (for compute-sanitizer)")
     args = p.parse_args(argv)
     plain_build = launch.build_kernel
-    source = pathlib.Path(args.source).read_text()
-    name, value = args.define.split("=")
-
-    def variant_build(config, arch):
-        return plain_build(config, arch, source=source, extra_defines={name: int(value)})
+    variant_build = variant_builder(pathlib.Path(args.source).read_text(), args.define, plain_build)
 
     def use(build):
         launch.build_kernel = build
@@ -138,10 +150,10 @@ def main(argv=None):
                 result["checks"].append(dict(config=c.describe(), kind=kind, shape=[b, h, nq, nk], bit_exact=ok))
                 same &= ok
             gos = {}
-            for name, build, c in (("default", plain_build, default), ("plain", plain_build, cfg),
-                                   ("variant", variant_build, cfg)):
+            for label, build, c in (("default", plain_build, default), ("plain", plain_build, cfg),
+                                    ("variant", variant_build, cfg)):
                 use(build)
-                gos[name] = kernel_alone(launch.prepared_launch(q, k, v, config=c)[0], quant != "none")
+                gos[label] = kernel_alone(launch.prepared_launch(q, k, v, config=c)[0], quant != "none")
             ms = cuda_time_alternating(gos, REPS, args.rounds)
             tf = {name: flops / (t[0] * 1e-3) / 1e12 for name, t in ms.items()}
             tiling = tiling or (cfg.warps, cfg.m_tiles, cfg.kv_tile, cfg.stages)
