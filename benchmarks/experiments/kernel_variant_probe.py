@@ -4,7 +4,9 @@
     PYTHONPATH=. python3 benchmarks/experiments/kernel_variant_probe.py --source /tmp/v/kernel/flash_fwd.cu \
         --define FS_X=1 --cases SET --json OUT.json
 
-Variants so far (each folder holds its patch, made against the kernel of commit 7286d43, and its logs):
+Variants so far (each folder holds its patch, made against the kernel of commit 7286d43 unless said, and its logs).
+Their speed figures until 2026-11-30's fix of ``variant_builder`` are void (the timed variant had its switch off;
+benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclusion.
   pingpong/        pingpong.patch, --define FS_PINGPONG=1 --cases eight_warps: two warp groups take turns on the
                    tensor cores (named barriers around Q K^T and P V)
   mbarrier_ring/   mbarrier_ring.patch, --define FS_MBAR=1 --cases defaults: the K / V ring synchronised by
@@ -12,6 +14,8 @@ Variants so far (each folder holds its patch, made against the kernel of commit 
   persistent/      persistent.patch (against the kernel of a5da63c), --define FS_PERSIST=264 --cases causal / defaults
                    (run.sh): a persistent grid, 264 resident CTAs looping over the work items
   persistent_dynamic/  persistent_dynamic.patch (against a5da63c), the same with the items drawn from a counter
+  persistent_prefetch/ persistent_prefetch.patch (against a5da63c), and the next item's Q and first tiles loaded
+                   under the current item's last tiles (run.sh; timing_check.py: persistence checked directly)
   lpt/             lpt.patch (against the kernel of a5da63c), --define FS_LPT=1 --cases causal --shape 4,16,4096 and
                    8,32,2048: causal blocks longest first across the whole grid (run.sh, logs)
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
