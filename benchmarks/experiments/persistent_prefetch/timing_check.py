@@ -1,5 +1,5 @@
 """Is the persistent build really persistent? Times one small problem (1 x 4 x 1024 x 128, 32 work items) with the
-plain kernel and with FS_PERSIST = 3 / 264 / 1 (run.sh's patched source at /tmp/pf), and compares O bit for bit:
+plain kernel and with FS_PERSIST = 3 / 264 / 1, and compares O bit for bit:
 3 resident CTAs must take many times as long as 32 CTAs.
 
     (after run.sh's patch step) PYTHONPATH=. python3 benchmarks/experiments/persistent_prefetch/timing_check.py
@@ -9,7 +9,7 @@ sys.path.insert(0, '.')
 from flashsim.config import KernelConfig
 from flashsim.gpu import launch
 from flashsim.commands.bench import cuda_time
-src = open('/tmp/pf/kernel/flash_fwd.cu').read()
+src = open('/tmp/variant_pf/kernel/flash_fwd.cu').read()     # run.sh's patched source
 plain = launch.build_kernel
 q, k, v = (torch.randn(1, 4, 1024, 128, device='cuda', dtype=torch.float16) for _ in range(3))
 cfg = KernelConfig.default('sm_90', head_dim=128, pv_accum='f16')
