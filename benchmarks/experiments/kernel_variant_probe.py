@@ -112,7 +112,12 @@ def main(argv=None):
                    help="only one small launch of the variant per P@V accumulation, checked (for compute-sanitizer)")
     args = p.parse_args(argv)
     plain_build = launch.build_kernel
-    variant_build = variant_builder(pathlib.Path(args.source).read_text(), args.define, plain_build)
+    source = pathlib.Path(args.source).read_text()
+    variant_build = variant_builder(source, args.define, plain_build)
+    probe_cfg = KernelConfig.default("sm_90", head_dim=128, pv_accum="f16", causal=True)
+    if variant_build(probe_cfg, "sm_90").cubin == plain_build(probe_cfg, "sm_90", source=source).cubin:
+        print(f"note: {args.define} does not change the build of {args.source}: the variant is that source as it is",
+              flush=True)
 
     def use(build):
         launch.build_kernel = build
