@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from ..config import SUPPORTED_PV_ACCUM, KernelConfig
+from ..gpu import peak
 
 DEFAULT_SHAPES = [  # (B, H, N, d, causal): the shapes of benchmarks/RESULTS.md
     (4, 16, 4096, 128, False),
@@ -44,11 +45,7 @@ def add_arguments(p):
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--n", type=int, action="append", default=[], help="emulator: sequence lengths (default 1024)")
     p.add_argument("--backend", choices=("numpy", "jax"), default="numpy", help="emulator backend")
-    p.add_argument("--sweep", action="store_true",
-                   help="peak: the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp")
-    p.add_argument("--vary", choices=("auto", "all", "none"), default="auto",
-                   help="peak: operands varied step by step where a product could leave the timed loop (auto), for "
-                        "every instruction (all: FP8 and f16 like for like) or nowhere (none)")
+    peak.add_probe_arguments(p, "peak: ")
 
 
 def _flops(b, h, n, d, causal):
@@ -256,7 +253,6 @@ def plain_attention(q, k, v):
 
 def bench_peak(args) -> int:
     """The mma.sync ceiling of this GPU for every instruction the kernels use (flashsim.gpu.peak)."""
-    from ..gpu import peak
     return peak.main((["--json", args.json] if args.json else []) + (["--sweep"] if args.sweep else [])
                      + ["--vary", args.vary])
 

@@ -85,18 +85,27 @@ def sweep(warps_per_scheduler=(1, 2, 4, 8), chains=(4, 8, 16), iters: int = 2048
     return rows
 
 
+VARY = {"auto": None, "all": True, "none": False}   # --vary -> ``measure``'s vary
+
+
+def add_probe_arguments(p, prefix: str = "") -> None:
+    """--sweep and --vary, for this module's command line and `flashsim bench peak` (``prefix`` starts the help)."""
+    p.add_argument("--sweep", action="store_true",
+                   help=prefix + "the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp")
+    p.add_argument("--vary", choices=tuple(VARY), default="auto",
+                   help=prefix + "operands varied step by step: where a product could leave the timed loop (auto: "
+                                 "FP8 run as f16 HMMA), for every instruction (all: FP8 and f16 like for like), or "
+                                 "nowhere (none)")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--chains", type=int, default=8)
     p.add_argument("--iters", type=int, default=4096)
     p.add_argument("--json")
-    p.add_argument("--sweep", action="store_true",
-                   help="the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp")
-    p.add_argument("--vary", choices=("auto", "all", "none"), default="auto",
-                   help="operands varied step by step: where needed (auto: FP8 run as f16 HMMA), for every "
-                        "instruction (all: FP8 and f16 like for like), or nowhere (none)")
+    add_probe_arguments(p)
     a = p.parse_args(argv)
-    vary = {"auto": None, "all": True, "none": False}[a.vary]
+    vary = VARY[a.vary]
     if a.sweep:
         print(f"mma.sync rate (TFLOP/s; TOPS for s8) against warps per scheduler and chains per warp "
               f"(operands varied: {a.vary})")

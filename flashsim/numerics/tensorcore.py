@@ -591,13 +591,19 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
         return mma_chain_s8(a, b, c)
     if not spec.has_fp8_model:
         raise ValueError(f"no model of mma.sync m16n8k32 {ptx} on {spec.name}: {spec.mma8_source}")
+    whole = _fp8_chain_whole(xp, a, b, c, spec)
+    return whole if whole is not None else _k32_fp8_generic(xp, a, b, c, spec)
+
+
+def _fp8_chain_whole(xp, a, b, c, spec: Arch):
+    """FP8 k32 steps (K a multiple of 32) computed on whole operands where the arch's model allows it, else None
+    (the caller runs ``_k32_fp8_generic`` one step and tile at a time): sm_90's lowering onto the f16 mma, or on
+    numpy the compiled kernel of a native FP8 block. The one place ``mma_k32`` and ``mma_chain_k32`` choose."""
     if spec.mma8_on_f16_mma:
         return _k32_on_f16_mma(xp, a, b, c, spec)
-    if X.is_numpy(xp):
-        fast = _chain_k32_fast(a, b, c, spec)
-        if fast is not None:
-            return fast
-    return _k32_fp8_generic(xp, a, b, c, spec)
+    if X.is_numpy(xp) and spec.mma8_block_k is not None:
+        return _chain_k32_fast(a, b, c, spec)
+    return None
 
 
 def _k32_fp8_generic(xp, a, b, c, spec: Arch):
@@ -620,9 +626,9 @@ def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
     """The kernel's loop of mma.sync.m16n8k32 with FP8 inputs on whole matrices: for each k32 step s in order, every
     (m16, n8) tile of d gets d = mma_k32(a_tile[:, 32s:32s+32], b_tile[32s:32s+32, :], d), starting from d = c.
     a (..., M, K) and b (..., K, N) float8 (e4m3 / e5m2), c (..., M, N) float32 or float16; M % 16, N % 8, K % 32
-    == 0. The k order inside a step is the operands' (the caller puts its keys in the fragment's slot order). On
-    numpy a native FP8 block runs the compiled kernel over all of K; sm_90's lowering runs on whole matrices too
-    (``_k32_on_f16_mma``)."""
+    == 0. The k order inside a step is the operands' (the caller puts its keys in the fragment's slot order). Whole
+    matrices where ``_fp8_chain_whole`` can (sm_90's lowering; a native block on numpy), else one ``mma_k32`` per
+    step and tile."""
     xp = X.namespace(a, b, c)
     M, K = a.shape[-2], a.shape[-1]
     N = b.shape[-1]
@@ -630,14 +636,10 @@ def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
         raise ValueError(f"mma_chain_k32: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
                          f"got {tuple(a.shape)} x {tuple(b.shape)}")
     spec = get_arch(arch)
-    fp8 = k32_type(a.dtype, b.dtype, c.dtype) != "s32.s8.s8.s32"
-    if fp8 and spec.mma8_on_f16_mma:               # sm_90: the lowering onto the f16 mma, on whole matrices
-        X.require_x64(xp)
-        return _k32_on_f16_mma(xp, a, b, c, spec)
-    if fp8 and X.is_numpy(xp) and spec.mma8_block_k is not None:
-        fast = _chain_k32_fast(a, b, c, spec)      # FP8 on numpy: the compiled kernel; else one mma_k32 per step
-        if fast is not None:
-            return fast
+    if k32_type(a.dtype, b.dtype, c.dtype) != "s32.s8.s8.s32":
+        whole = _fp8_chain_whole(xp, a, b, c, spec)
+        if whole is not None:
+            return whole
     lead = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2]))
     at = xp.reshape(xp.broadcast_to(a, lead + (M, K)), lead + (M // 16, 1, 16, K))
     bt = xp.swapaxes(xp.reshape(xp.broadcast_to(b, lead + (K, N)), lead + (1, K, N // 8, 8)), -3, -2)
