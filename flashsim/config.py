@@ -68,11 +68,17 @@ INT8_BYTES = 1
 Q_IN_REGISTERS_MAX_D = 128
 
 
-def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_bytes=None, v_bytes=None):
+MBARRIER_BYTES = 8                       # one mbarrier object (PTX: .b64 in shared memory)
+
+
+def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_bytes=None, v_bytes=None,
+                 ring_mbarrier=0):
     """Shared-memory buffers of one block, name -> bytes.
 
     ``qk_bytes``: bytes of a Q / K element in shared memory (default ``elem_bytes``; 1 with quant="int8");
-    ``v_bytes``: of a V element (default ``elem_bytes``; 1 with quant="int8-fp8").
+    ``v_bytes``: of a V element (default ``elem_bytes``; 1 with quant="int8-fp8");
+    ``ring_mbarrier``: 1 when the K / V ring is synchronised by mbarriers (KernelConfig.ring_mbarrier): a "full" and
+    an "empty" barrier per slot after the V ring, else 0.
 
     Works on ints and on sympy symbols alike (flashsim.budget uses the latter). The Q tile is
     staged once and read into registers with ldmatrix (its space is reused to stage O in the
@@ -85,6 +91,7 @@ def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_by
         "Q tile": block_m * head_dim * qk_bytes,
         "K ring": stages * kv_tile * head_dim * qk_bytes,
         "V ring": stages * kv_tile * head_dim * v_bytes,
+        "ring barriers": 2 * stages * MBARRIER_BYTES * ring_mbarrier,
     }
 
 
@@ -292,6 +299,14 @@ class KernelConfig:
         return INT8_BYTES if self.int8 else F16_BYTES
 
     @property
+    def ring_mbarrier(self) -> bool:
+        """The K / V ring is synchronised by mbarriers (a warp waits only for the tile it reads, and each slot is
+        refilled once every thread is done with it) instead of cp.async groups and a block barrier per tile. Measured
+        on the H200 against the block barrier (benchmarks/RESULTS.md, seventh round): 1.06x f16 P@V, 1.02-1.03x f32,
+        1.01x f16x2, 1.10x at d=64 with f16, and 0.94-0.98x with INT8 Q K^T, so every build but the quantized ones."""
+        return self.quant == "none"
+
+    @property
     def masked(self) -> bool:
         """Some keys below Nk can be invisible (causal or a sliding window): tiles may be skipped and masked."""
         return self.causal or self.local
@@ -334,7 +349,8 @@ class KernelConfig:
     def smem_bytes(self) -> int:
         """Dynamic shared memory the kernel asks for at launch."""
         return sum(smem_buffers(self.block_m, self.kv_tile, self.head_dim, self.stages,
-                                qk_bytes=self.qk_bytes, v_bytes=self.v_bytes).values())
+                                qk_bytes=self.qk_bytes, v_bytes=self.v_bytes,
+                                ring_mbarrier=int(self.ring_mbarrier)).values())
 
     # ---- checks and build ----------------------------------------------------------------
     def validate(self) -> None:
@@ -393,6 +409,7 @@ class KernelConfig:
             "FS_LOCAL": int(self.local),
             "FS_SOFTCAP": int(self.softcap),
             "FS_Q_IN_REGS": int(self.q_in_registers),
+            "FS_MBAR": int(self.ring_mbarrier),
             "FS_BNHD": int(self.layout == "bnhd"),
             "FS_QUANT_INT8": int(self.int8),
             "FS_QUANT_FP8": int(self.fp8_pv),

@@ -36,6 +36,11 @@ constexpr int WARP_M = 16 * MT;
 constexpr int THREADS = 32 * WARPS;
 constexpr int BLOCK_M = WARP_M * WARPS;
 constexpr bool Q_IN_REGS = FS_Q_IN_REGS != 0;   // flashsim.config.KernelConfig.q_in_registers
+// MBAR (flashsim.config.KernelConfig.ring_mbarrier): the K / V ring is synchronised by mbarriers instead of a block
+// barrier per tile: slot s is "full" when every thread's cp.async into it completed (cp.async.mbarrier.arrive),
+// "empty" when every thread is done reading it; a warp waits only for the tile it reads, and refills the slot of
+// tile t - 1 after its Q K^T of tile t. Otherwise: cp.async groups and one __syncthreads per tile.
+constexpr bool MBAR = FS_MBAR != 0;
 // Skip the O rescale when alpha is exactly 1 on the whole warp: measured on the H200 (benchmarks/RESULTS.md) to
 // gain 5-8% at d=128, where O is 64+ registers a lane, and to lose 5-9% at d=64, so only for the large O.
 constexpr bool SKIP_UNIT_RESCALE = D >= 128;
@@ -87,7 +92,8 @@ constexpr int K_SLOT_BYTES = BC * QK_ROW_BYTES;
 constexpr int V_SLOT_BYTES = FP8_PV ? D * V_ROW_BYTES : BC * V_ROW_BYTES;
 constexpr int K_RING_OFFSET = Q_BYTES;
 constexpr int V_RING_OFFSET = Q_BYTES + STAGES * K_SLOT_BYTES;
-constexpr int SMEM_BYTES = V_RING_OFFSET + STAGES * V_SLOT_BYTES;
+constexpr int BAR_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES;   // MBAR: full[s], then empty[s] (8 B each)
+constexpr int SMEM_BYTES = BAR_OFFSET + (MBAR ? 2 * STAGES * 8 : 0);
 static_assert(SMEM_BYTES == FS_EXPECTED_SMEM, "shared-memory layout differs from flashsim.config.smem_buffers");
 
 constexpr int S_NT = BC / 8;       // n8 tiles of S per warp
@@ -108,6 +114,28 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int s
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+// arrive on bar once every cp.async this thread issued so far has landed (.noinc: counted in the init count)
+__device__ __forceinline__ void mbar_arrive_cp(uint32_t bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    unsigned long long state;
+    asm volatile("mbarrier.arrive.shared.b64 %0, [%1];\n" : "=l"(state) : "r"(bar) : "memory");
+}
+// wait until the phase of the given parity has completed
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("{\n .reg .pred done;\n AGAIN:\n mbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
+                 " @!done bra AGAIN;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+#else
+    asm volatile("{\n .reg .pred done;\n AGAIN:\n mbarrier.test_wait.parity.shared.b64 done, [%0], %1;\n"
+                 " @!done bra AGAIN;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+#endif
+}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -396,6 +424,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
+    const uint32_t full_bar = s_base + BAR_OFFSET, empty_bar = full_bar + 8 * STAGES;
     const uint32_t s_q = s_base;
     const uint32_t s_k = s_base + K_RING_OFFSET;
     const uint32_t s_v = s_base + V_RING_OFFSET;
@@ -406,16 +435,29 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const int g = lane >> 2;      // groupID: this lane's rows are g and g + 8 of the warp's 16
     const int t4 = lane & 3;      // thread in quad: columns 2*t4, 2*t4+1 of each n8 tile
 
+    // The block's q block, head and batch. Causal: the blocks run longest first across the whole grid (the
+    // scheduler starts blocks in the order of their linear index): linear index L takes q block
+    // gridDim.x - 1 - L / (H B), so every head's last q block (the most KV tiles) starts before any shorter one.
+    // Measured 1.10-1.14x on causal 4 x 16 x 4096 on the H200 (benchmarks/RESULTS.md, seventh round).
+    unsigned qblk = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;     // blockIdx's type: the same arithmetic
+    if (CAUSAL) {
+        const unsigned bhn = gridDim.y * gridDim.z;
+        const unsigned lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+        qblk = gridDim.x - 1 - lin / bhn;
+        head = (lin % bhn) % gridDim.y;
+        batch = (lin % bhn) / gridDim.y;
+    }
+
     constexpr int QK_EB = QK_ROW_BYTES / D;     // bytes of a Q / K element
-    const unsigned char* qh = static_cast<const unsigned char*>(q) + (blockIdx.z * q_bs + blockIdx.y * q_hs) * QK_EB;
+    const unsigned char* qh = static_cast<const unsigned char*>(q) + (batch * q_bs + head * q_hs) * QK_EB;
     const unsigned char* kh = static_cast<const unsigned char*>(k)
-                              + (blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs) * QK_EB;
+                              + (batch * kv_bs + (head / group) * kv_hs) * QK_EB;
     // FP8_PV: v is (B, Hkv, D, nkp) e4m3, keys padded to nkp (a multiple of 32) with zeros
     const unsigned char* vh = FP8_PV
-        ? reinterpret_cast<const unsigned char*>(v) + (static_cast<long long>(blockIdx.z) * (gridDim.y / group)
-                                                      + blockIdx.y / group) * D * static_cast<long long>(nkp)
-        : reinterpret_cast<const unsigned char*>(v + blockIdx.z * kv_bs + (blockIdx.y / group) * kv_hs);
-    const int r0 = blockIdx.x * BLOCK_M;
+        ? reinterpret_cast<const unsigned char*>(v) + (static_cast<long long>(batch) * (gridDim.y / group)
+                                                      + head / group) * D * static_cast<long long>(nkp)
+        : reinterpret_cast<const unsigned char*>(v + batch * kv_bs + (head / group) * kv_hs);
+    const int r0 = qblk * BLOCK_M;
     const long long q_row = BNHD ? q_rs : D, kv_row = BNHD ? kv_rs : D;   // element distance of consecutive rows
     const int off = nk - nq;      // query row i sits at key position i + off (bottom-right aligned)
 
@@ -430,6 +472,15 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const int t_begin = key_begin / BC;
     const int n_tiles = max(0, (key_end + BC - 1) / BC - t_begin);
 
+    if (MBAR) {   // every thread arrives once per phase on both barriers of a slot
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < STAGES; ++s) {
+                mbar_init(full_bar + 8 * s, THREADS);
+                mbar_init(empty_bar + 8 * s, THREADS);
+            }
+        }
+        __syncthreads();
+    }
     // ---- prologue: Q, then the first STAGES-1 KV tiles, one cp.async group each ---------------------------
     load_tile<BLOCK_M, QK_CHUNKS>(s_q, qh, r0, nq, q_row * QK_EB, tid);
     cp_async_commit();
@@ -438,6 +489,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         if (s < n_tiles) {
             load_tile<BC, QK_CHUNKS>(s_k + s * K_SLOT_BYTES, kh, (t_begin + s) * BC, nk, kv_row * QK_EB, tid);
             load_v_tile(s_v + s * V_SLOT_BYTES, vh, (t_begin + s) * BC, nk, kv_row, nkp, tid);
+            if (MBAR) mbar_arrive_cp(full_bar + 8 * s);
         }
         cp_async_commit();
     }
@@ -486,8 +538,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const int row_base = r0 + warp * WARP_M + g;
     // QUANT: the scale of each m16 tile's rows (one QB block; past nq the last block's, never stored) and of K.
     const int nqb = (nq + QB - 1) / QB, nkb = (nk + QB - 1) / QB;
-    const long long bhq = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
-    const float* ksh = k_scale + (static_cast<long long>(blockIdx.z) * (gridDim.y / group) + blockIdx.y / group) * nkb;
+    const long long bhq = static_cast<long long>(batch) * gridDim.y + head;
+    const float* ksh = k_scale + (static_cast<long long>(batch) * (gridDim.y / group) + head / group) * nkb;
     float qsc[QUANT ? MT : 1];
     if (QUANT) {
 #pragma unroll
@@ -496,11 +548,14 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     }
 
     for (int t = 0; t < n_tiles; ++t) {
-        // Tile t's group is complete once at most STAGES-2 younger groups are pending; the barrier also tells
+        // MBAR: wait for tile t's full barrier; the slot of tile t - 1 is refilled after Q K^T below. Otherwise
+        // tile t's group is complete once at most STAGES-2 younger groups are pending, and the barrier also tells
         // every warp that all warps are done with tile t-1, whose slot the next load overwrites.
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        {
+        if (MBAR) {
+            mbar_wait(full_bar + 8 * (t % STAGES), (t / STAGES) & 1);   // tile t landed (its slot's phase t / STAGES)
+        } else {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();
             const int tn = t + STAGES - 1;
             if (tn < n_tiles) {
                 const int slot = tn % STAGES;
@@ -552,6 +607,16 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                         mma_f32(s_acc[mt][n + 1], a, b[2], b[3]);
                     }
                 }
+            }
+        }
+        if (MBAR) {   // refill the slot of tile t - 1 (tile tn = t + STAGES - 1) once every thread is done with it
+            const int tn = t + STAGES - 1;
+            if (tn < n_tiles) {
+                const int sl = tn % STAGES;
+                if (t >= 1) mbar_wait(empty_bar + 8 * sl, ((t - 1) / STAGES) & 1);
+                load_tile<BC, QK_CHUNKS>(s_k + sl * K_SLOT_BYTES, kh, (t_begin + tn) * BC, nk, kv_row * QK_EB, tid);
+                load_v_tile(s_v + sl * V_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row, nkp, tid);
+                mbar_arrive_cp(full_bar + 8 * sl);
             }
         }
         // ---- QUANT: dequantise, s = float(s32) * (q_scale * k_scale) per m16 tile x k16 slice of keys ------------
@@ -744,15 +809,16 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 }
             }
         }
+        if (MBAR) mbar_arrive(empty_bar + 8 * slot);
     }
     cp_async_wait<0>();   // nothing may be in flight when the block exits
 
     // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
-    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
-    fs_half* oh = o + blockIdx.z * q_bs + blockIdx.y * q_hs;
+    const long long bh = static_cast<long long>(batch) * gridDim.y + head;
+    fs_half* oh = o + batch * q_bs + head * q_hs;
     float* lh = lse + bh * nq;
-    const float* vdq = FP8_PV ? v_deq + (static_cast<long long>(blockIdx.z) * (gridDim.y / group)
-                                         + blockIdx.y / group) * D : nullptr;
+    const float* vdq = FP8_PV ? v_deq + (static_cast<long long>(batch) * (gridDim.y / group)
+                                         + head / group) * D : nullptr;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
         float inv[2], lse_row[2];

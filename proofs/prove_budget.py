@@ -1,10 +1,12 @@
 """The resource budget: the symbolic shared memory, the occupancy rules and the fit region, proved with sympy.
 
-1. closed form   config.smem_buffers on symbols sums to Q + K + V = e d (16 w + 2 stages B_c) bytes, and it
+1. closed form   config.smem_buffers on symbols sums to Q + K + V + the ring's mbarriers
+                 = e d (16 w + 2 stages B_c) + 16 stages r_mb bytes, and it
                  evaluates to KernelConfig.smem_bytes (the integer path of the same function) for every
                  supported configuration;
 2. fit region    on sm_120 (99 KB opt-in cap) with d = 128 and 8 warps, solving the inequality for B_c gives
-                 B_c <= 67 for 2 stages and B_c <= 134/3 (44.7) for 3 stages: with B_c a multiple of 16, the
+                 B_c <= 2143/32 (66.97) for 2 stages and B_c <= 4285/96 (44.6) for 3 stages (the default's mbarrier
+                 ring included): with B_c a multiple of 16, the
                  deepest ring at B_c = 64 is 2 stages and 3 stages need B_c <= 32;
 3. occupancy     the sympy form of the cuda_occupancy.h rules (flashsim.resources.occupancy, SYM ops) equals the
                  integer form (INT ops) on a grid of threads x registers x shared memory for every arch, and
@@ -39,8 +41,9 @@ TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupanc
 
 def step_closed_form():
     total = sp.Add(*S.smem_expressions().values())
-    closed = S.head_dim * (S.qk_bytes * (16 * S.m_tiles * S.warps + S.stages * S.kv_tile)
-                           + S.v_bytes * S.stages * S.kv_tile)
+    closed = (S.head_dim * (S.qk_bytes * (16 * S.m_tiles * S.warps + S.stages * S.kv_tile)
+                            + S.v_bytes * S.stages * S.kv_tile)
+              + 2 * 8 * S.stages * S.ring_mbarrier)      # a full and an empty mbarrier (8 B) per ring slot
     if sp.simplify(total - closed) != 0:
         return False, f"smem total {total} != {closed}"
     count = 0
@@ -52,8 +55,9 @@ def step_closed_form():
         if int(total.subs(S.values(cfg))) != cfg.smem_bytes:
             return False, f"symbolic {total.subs(S.values(cfg))} != smem_bytes {cfg.smem_bytes} at {cfg.describe()}"
         count += 1
-    return True, (f"Q + K + V = d (e_qk (16 m_t w + stages B_c) + e_v stages B_c) bytes (e_qk, e_v = e_in, or 1 with "
-                  f"INT8 Q K^T, FP8 P@V); equals KernelConfig.smem_bytes on {count} configs")
+    return True, (f"Q + K + V + barriers = d (e_qk (16 m_t w + stages B_c) + e_v stages B_c) + 16 stages r_mb bytes "
+                  f"(e_qk, e_v = e_in, or 1 with INT8 Q K^T, FP8 P@V; r_mb = 1 with the mbarrier ring); equals "
+                  f"KernelConfig.smem_bytes on {count} configs")
 
 
 def step_fit_region():
@@ -63,7 +67,7 @@ def step_fit_region():
     out, ok = [], True
     for stages, want in ((2, 64), (3, 32)):
         expr = total.subs({S.head_dim: 128, S.warps: 8, S.m_tiles: 1, S.elem_bytes: 2, S.qk_bytes: 2, S.v_bytes: 2,
-                           S.stages: stages}).subs(S.kv_tile, bc)
+                           S.stages: stages, S.ring_mbarrier: int(KernelConfig().ring_mbarrier)}).subs(S.kv_tile, bc)
         bound = sp.solve(expr - cap, bc)[0]      # total is increasing in B_c: fits iff B_c <= bound
         largest = int(sp.floor(bound / 16) * 16)
         ok &= largest == want and all(

@@ -95,19 +95,29 @@ def test_sm120_limits_confirmed():
 # ---- the symbolic model and the budget object ----------------------------------------------------------------
 def test_smem_comes_from_config_smem_buffers():
     exprs = S.smem_expressions()
-    assert set(exprs) == {"Q tile", "K ring", "V ring"}
+    assert set(exprs) == {"Q tile", "K ring", "V ring", "ring barriers"}
     assert all(isinstance(v, sp.Expr) and v.free_symbols for v in exprs.values())
-    for cfg in (KernelConfig(), KernelConfig(head_dim=64, warps=4, kv_tile=32, stages=3)):
+    for cfg in (KernelConfig(), KernelConfig(head_dim=64, warps=4, kv_tile=32, stages=3),
+                KernelConfig(quant="int8", kv_tile=32, stages=3)):
         assert sum(S.evaluate(exprs, cfg).values()) == cfg.smem_bytes
+
+
+def test_ring_barriers_only_with_the_mbarrier_ring():
+    """A full and an empty 8-byte mbarrier per slot when the ring runs on mbarriers (every build but the quantized
+    ones, KernelConfig.ring_mbarrier); none with the block-barrier ring."""
+    for cfg, want in ((KernelConfig(stages=3), 48), (KernelConfig(stages=2, dtype="bf16"), 32),
+                      (KernelConfig(quant="int8"), 0), (KernelConfig(quant="int8-fp8", kv_tile=32), 0)):
+        assert S.evaluate(S.smem_expressions(), cfg)["ring barriers"] == want
+        assert cfg.defines()["FS_MBAR"] == int(want > 0)
 
 
 def test_default_budget_on_sm120_fits_99_kb():
     b = flashsim.budget(registers="estimate")
     assert b.config == KernelConfig.default("sm_120")
     # the predicted sm_120 tiling at d = 128 (config.DEFAULT_TILES): 8 warps x 2 m16 tiles, kv_tile 32, 2 stages
-    assert b.smem_bytes == 96 * KB and b.cap_bytes == 99 * KB and b.fits
-    assert b.breakdown == {"Q tile": 64 * KB, "K ring": 16 * KB, "V ring": 16 * KB}
-    assert b.free_bytes == 3 * KB
+    assert b.smem_bytes == 96 * KB + 32 and b.cap_bytes == 99 * KB and b.fits
+    assert b.breakdown == {"Q tile": 64 * KB, "K ring": 16 * KB, "V ring": 16 * KB, "ring barriers": 32}
+    assert b.free_bytes == 3 * KB - 32
     assert b.blocks_per_sm == 1 and b.occupancy == pytest.approx(8 / 48)
     assert "estimate" in b.registers_source
     text = str(b)

@@ -123,7 +123,7 @@ REFUSED = [
     ("config a dict", dict(config={"head_dim": 64}), ValueError, r"config must be a flashsim\.KernelConfig"),
     # what the GPU could not launch is refused by the emulator too
     ("smem over sm_90's cap", dict(config=TOO_BIG_SMEM), UnsupportedConfig,
-     r"needs 262144 B of shared memory per block but sm_90 allows at most 232448 B"),
+     r"needs 262192 B of shared memory per block but sm_90 allows at most 232448 B"),   # 256 KB + 48 B barriers
     ("smem over sm_120's cap", dict(arch="sm_120", config=KernelConfig(head_dim=64, kv_tile=256)), UnsupportedConfig,
      r"shared memory .* sm_120 allows at most 101376 B"),
     ("unknown arch", dict(arch="sm_75"), ValueError, r"unknown arch 'sm_75'"),

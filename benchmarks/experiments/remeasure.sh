@@ -2,7 +2,9 @@
 # On the H200, from the repository root: the experiments whose timings the variant probe voided (it timed every
 # variant with its switch off until the sixth round's fix; benchmarks/RESULTS.md, sixth round), measured again:
 #     OUT=<dir> bash benchmarks/experiments/remeasure.sh [PART ...]     parts: mbarrier min_blocks lpt persistent
-# Each patch applies to the current kernel and its switch changes the build (checked without a GPU, 2026-11-30).
+# Measured on 2026-12-01 (each experiment's 2026-12-01/ folder; benchmarks/RESULTS.md, seventh round): the mbarrier
+# ring and the longest-first order paid and are now in kernel/flash_fwd.cu. The patches are against the kernel of
+# commit 1c63f30 (BASE), which this script takes from git, so they still apply; each switch changes its build.
 # About 1.5-2 min a part (persistent: its two variants, about 4 min); two device calls for all of them.
 set -euo pipefail
 : "${OUT:?set OUT}"
@@ -15,7 +17,7 @@ mkdir -p "$OUT"
 probe() {   # probe PATCH DEFINE TAG PROBE-ARGS...: the patched kernel against the plain one (kernel_variant_probe.py)
   local patch=$1 define=$2 tag=$3; shift 3
   local work=/tmp/remeasure_$tag
-  rm -rf "$work" && mkdir -p "$work/kernel" && cp kernel/flash_fwd.cu "$work/kernel/"
+  rm -rf "$work" && mkdir -p "$work/kernel" && git show "${BASE:-1c63f30}:kernel/flash_fwd.cu" > "$work/kernel/flash_fwd.cu"
   (cd "$work" && patch -s -p1 < "$OLDPWD/$patch")
   python3 $E/kernel_variant_probe.py --source "$work/kernel/flash_fwd.cu" --define "$define" "$@" 2>&1 \
       | tee -a "$OUT/${tag}_probe.txt"

@@ -13,7 +13,8 @@ set -euo pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 WORK=/tmp/variant_$TAG
 mkdir -p "$OUT" "$WORK/kernel"
-cp kernel/flash_fwd.cu "$WORK/kernel/flash_fwd.cu"
+# the patches are against the kernel of commit 1c63f30 (before the mbarrier ring and the longest-first order landed)
+git show "${BASE:-1c63f30}:kernel/flash_fwd.cu" > "$WORK/kernel/flash_fwd.cu"
 (cd "$WORK" && patch -s -p1 < "$OLDPWD/$PATCH")
 SRC=$WORK/kernel/flash_fwd.cu
 P=benchmarks/experiments/kernel_variant_probe.py

@@ -16,8 +16,9 @@ from ..config import F16_BYTES, MMA_M, KernelConfig, smem_buffers
 # element bytes (of the inputs; of Q and K in shared memory: e_qk, 1 with INT8; of V there: e_v, 1 with FP8 P@V).
 warps, m_tiles, kv_tile, head_dim, stages = sp.symbols("w m_t B_c d stages", integer=True, positive=True)
 elem_bytes, acc_bytes, qk_bytes, v_bytes = sp.symbols("e_in e_acc e_qk e_v", integer=True, positive=True)
+ring_mbarrier = sp.Symbol("r_mb", integer=True, nonnegative=True)    # 1: the ring's mbarriers (KernelConfig.ring_mbarrier)
 block_m = MMA_M * m_tiles * warps       # B_r: 16 query rows per m16 tile, m_t tiles per warp
-SYMBOLS = (warps, m_tiles, kv_tile, head_dim, stages, elem_bytes, acc_bytes, qk_bytes, v_bytes)
+SYMBOLS = (warps, m_tiles, kv_tile, head_dim, stages, elem_bytes, acc_bytes, qk_bytes, v_bytes, ring_mbarrier)
 
 REG_BYTES = 4                           # one 32-bit register
 LANES = 32
@@ -27,12 +28,12 @@ def values(config: KernelConfig) -> dict:
     """Symbol -> number for one configuration."""
     return {warps: config.warps, m_tiles: config.m_tiles, kv_tile: config.kv_tile, head_dim: config.head_dim, stages: config.stages,
             elem_bytes: F16_BYTES, acc_bytes: 2 if config.o_f16 else 4,       # f16x2 keeps an f32 O
-            qk_bytes: config.qk_bytes, v_bytes: config.v_bytes}
+            qk_bytes: config.qk_bytes, v_bytes: config.v_bytes, ring_mbarrier: int(config.ring_mbarrier)}
 
 
 def smem_expressions() -> dict:
     """Buffer name -> bytes, as sympy expressions (from config.smem_buffers)."""
-    return dict(smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes, qk_bytes, v_bytes))
+    return dict(smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes, qk_bytes, v_bytes, ring_mbarrier))
 
 
 def sp_buffer_expression():
