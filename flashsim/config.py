@@ -81,9 +81,9 @@ def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_by
     an "empty" barrier per slot after the V ring, else 0.
 
     Works on ints and on sympy symbols alike (flashsim.budget uses the latter). The Q tile is
-    staged once and read into registers with ldmatrix (its space is reused to stage O in the
-    epilogue); K and V go through a ring of ``stages`` slots filled by cp.async. S/P never
-    leaves registers and O accumulates in registers: neither has a buffer.
+    staged once and read with ldmatrix (into registers for the loop with one m16 tile per warp, at each k16 step
+    with two); K and V go through a ring of ``stages`` slots filled by cp.async. S/P never leaves registers, O
+    accumulates in registers and the epilogue stores it straight to global memory: neither has a buffer.
     """
     qk_bytes = elem_bytes if qk_bytes is None else qk_bytes
     v_bytes = elem_bytes if v_bytes is None else v_bytes
