@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# On the H200, from the repository root: one switch experiment on kernel/flash_fwd.cu, measured and checked.
+#     OUT=<dir> PATCH=<x.patch> DEFINE=<FS_NAME=1> TAG=<prefix> [BASE=<commit>] bash benchmarks/experiments/run_switch_variant.sh
+# (kv_split/run.sh and o_staging/run.sh call it with their patch). The patch applies to the kernel of commit BASE
+# (default 6ff1892), taken from git so that it applies whatever the kernel is now. kernel_variant_probe.py times the
+# patched source with the switch on against the same source with it off, in alternating rounds, each build first
+# checked bit for bit against the emulator: the default set at 4,16,4096 and 16,16,1024, the causal set at 4,16,4096.
+# Then compute-sanitizer memcheck and racecheck on the variant (the default and causal sets' first case each).
+# Results: $OUT/<TAG>_probe.txt, <TAG>_sanitize.txt and the probes' JSONs. About 2-3 min.
+set -euo pipefail
+: "${OUT:?set OUT}" "${PATCH:?set PATCH}" "${DEFINE:?set DEFINE}" "${TAG:?set TAG}"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+WORK=/tmp/variant_$TAG
+rm -rf "$WORK" && mkdir -p "$WORK/kernel" "$OUT"
+git show "${BASE:-6ff1892}:kernel/flash_fwd.cu" > "$WORK/kernel/flash_fwd.cu"
+(cd "$WORK" && patch -s -p1 < "$OLDPWD/$PATCH")
+SRC=$WORK/kernel/flash_fwd.cu
+P=benchmarks/experiments/kernel_variant_probe.py
+for run in "defaults 4,16,4096" "defaults 16,16,1024" "causal 4,16,4096"; do
+  set -- $run
+  python3 $P --source $SRC --define "$DEFINE" --cases $1 --shape $2 --json "$OUT/${TAG}_$1_${2//,/x}.json" 2>&1 \
+      | tee -a "$OUT/${TAG}_probe.txt"
+done
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck; do
+  for cases in defaults causal; do
+    "$CS" --tool $tool --error-exitcode 1 python3 $P --source $SRC --define "$DEFINE" --cases $cases --one \
+        --json /dev/null 2>&1 | tee -a "$OUT/${TAG}_sanitize.txt"
+  done
+done
