@@ -8,11 +8,9 @@
 # Then, back on the development machine: tools/collect_device_round.sh <the files that came back from OUT>
 # (captures -> tests/data, logs -> benchmarks/logs/<date>/, and tests/test_drift.py run on the result).
 #
-# Steps, in the order given (default order below). Times: the old scripts (tools/device_*.sh, deleted with this
-# one) logged no durations, so these are estimates from their timeouts (120..500 s per command) and from the CPU
-# side measured locally (emulator, NVRTC, mma/SFU host work: seconds); summary.txt records the measured time of
-# every step: update the numbers here after a round.
-#   captures  ~2.5-4 min  re-capture every GPU capture of tests/data, each with its provenance (flashsim.provenance:
+# Steps, in the order given (default order below). Times: measured on the H200 (summary_*.txt of the 2026-11-30 and
+# 2026-12-01 rounds; ESTIMATE below holds the round's own guesses); summary.txt records each step's time.
+#   captures  ~3-4 min    re-capture every GPU capture of tests/data, each with its provenance (flashsim.provenance:
 #                         sha256 of the kernel source + the build's defines, checked by tests/test_drift.py):
 #                           layout_sm90.npz                python3 -m flashsim.gpu.capture.layout   (~10 s)
 #                           mma_sm90.npz + _summary.json   python3 -m flashsim.gpu.capture.mma      (~30-60 s)
@@ -24,25 +22,25 @@
 #                                                          that first made them, see capture_attn below)
 #                           sfu_sample_sm90.npz (+ sfu_tables_sm90.npz)  python3 -m flashsim.gpu.capture.sfu (~1 min)
 #                         -> tests/data/ (sfu_tables only with collect --sfu-tables, -> flashsim/data/sfu/)
-#   verify    ~0.5 min    flashsim verify, default shapes and kinds: kernel vs emulator bit for bit (JSON + text)
+#   verify    37-45 s     flashsim verify, default shapes and kinds: kernel vs emulator bit for bit (JSON + text)
 #                         -> benchmarks/logs/<date>/verify.txt, verify.json
-#   tests     ~2-3 min    python3 -m pytest -q -ra -m gpu tests      -> benchmarks/logs/<date>/tests.txt
-#   sanitize  ~2-4 min    compute-sanitizer memcheck and racecheck over every default kernel variant
+#   tests     57-78 s     python3 -m pytest -q -ra -m gpu tests      -> benchmarks/logs/<date>/tests.txt
+#   sanitize  63-81 s     compute-sanitizer memcheck and racecheck over every default kernel variant
 #                         (tools/sanitize_kernel.py: 16 configurations); fails on any error or hazard
 #                         -> benchmarks/logs/<date>/sanitize.txt
-#   quantbench ~0.5 min   benchmarks/bench_quant.py: INT8 / FP8 attention beside the f16 kernel and the ceilings
+#   quantbench 29 s       benchmarks/bench_quant.py: INT8 / FP8 attention beside the f16 kernel and the ceilings
 #                         -> benchmarks/logs/<date>/quantbench.txt, bench_quant.json
-#   peak      ~1 min      benchmarks/bench_peak.py (flashsim bench peak), with --vary all and --sweep,
+#   peak      9-10 s      benchmarks/bench_peak.py (flashsim bench peak), with --vary all and --sweep,
 #                         tests/test_gpu_peak.py -> benchmarks/logs/<date>/peak.txt, bench_peak*.json
 #   jax       ~2 min      tools/jax_gpu_bench.py --n 16384 and tools/jax_gpu_variants.py --n 16384 (the JAX engine
 #                         on the GPU beside the kernel; loop structures)  -> jax.txt, jax_gpu.json, jax_gpu_variants.json
-#   bench     ~2-3 min    flashsim bench kernel --reps 20 --rounds 7 (the anchor shapes, beside torch FA2 and cuDNN) and
+#   bench     45-55 s     flashsim bench kernel --reps 20 --rounds 7 (the anchor shapes, beside torch FA2 and cuDNN) and
 #                         tools/jax_gpu_bench.py --n 16384 (the JAX backend on the GPU beside the kernel)
 #                         -> benchmarks/logs/<date>/bench.txt, jax_gpu.json
-# All five take about 10-12 min, more than one 10-minute device call: run two calls,
-#     OUT=$OUT tools/device_round.sh captures verify tests       (~5-7 min)
-#     OUT=$OUT tools/device_round.sh sanitize bench              (~4-7 min)
-# and collect each call's files (tools/collect_device_round.sh DIR1, then DIR2: one summary_<steps>.txt per call).
+# After a kernel change, `attn verify tests sanitize bench` fits one 10-minute device call (318 s on 2026-12-01: the
+# attention captures are the only ones that name flash_fwd.cu); the full `captures` step adds the mma, layout and SFU
+# captures. Collect each call's files into its own dated folder (tools/collect_device_round.sh DIR --date DATE: a second
+# collect into the same folder overwrites the logs of the same name).
 # FRESH_SETS="quant ..." re-makes those attention sets from the command that defines them (below: capture_attn)
 # instead of replaying the stored file's cases: after cases were added to a set (flashsim verify's case lists).
 # The round stops by itself before BUDGET seconds (default 540): a step that cannot finish in the time left is
