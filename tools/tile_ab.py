@@ -25,11 +25,6 @@ def parse_tiling(text: str) -> dict:
     return dict(warps=w, m_tiles=m, kv_tile=kv, stages=s)
 
 
-def flops(b, h, n, d, causal: bool) -> float:
-    """Q K^T and P V of the visible keys: 4 B H N^2 d, half of it causal (as flashsim bench kernel counts)."""
-    return 4.0 * b * h * n * n * d / (2 if causal else 1)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pair", action="append", required=True, help="d,acc,A,B with A and B as WxMxKVxS")
@@ -41,7 +36,7 @@ def main(argv=None) -> int:
 
     import torch
     from flashsim import gpu
-    from flashsim.commands.bench import cuda_time_pair, kernel_alone
+    from flashsim.commands.bench import attention_flops, cuda_time_pair, kernel_alone
     from flashsim.config import KernelConfig
 
     rows = []
@@ -64,7 +59,7 @@ def main(argv=None) -> int:
             same = (None if parse_tiling(ta)["kv_tile"] != parse_tiling(tb)["kv_tile"]
                     else all(torch.equal(x, y) for x, y in zip(*bits)))
             (ms_a, _), (ms_b, _) = cuda_time_pair(fns[0], fns[1], args.reps, args.rounds)
-            f = flops(b, h, n, d, causal)
+            f = attention_flops(b, h, n, d, causal)
             row = dict(head_dim=d, pv_accum=acc, a=ta, b=tb, shape=[b, h, n], causal=causal, ms_a=ms_a, ms_b=ms_b,
                        tflops_a=f / (ms_a * 1e-3) / 1e12, tflops_b=f / (ms_b * 1e-3) / 1e12, ratio=ms_a / ms_b,
                        bit_identical=same)

@@ -3,24 +3,26 @@
 # variant with its switch off until the sixth round's fix; benchmarks/RESULTS.md, sixth round), measured again:
 #     OUT=<dir> bash benchmarks/experiments/remeasure.sh [PART ...]     parts: mbarrier min_blocks lpt persistent
 # Measured on 2026-12-01 (each experiment's 2026-12-01/ folder; benchmarks/RESULTS.md, seventh round): the mbarrier
-# ring and the longest-first order paid and are now in kernel/flash_fwd.cu. The patches are against the kernel of
-# commit 1c63f30 (BASE), which this script takes from git, so they still apply; each switch changes its build.
+# ring and the longest-first order paid and are now in kernel/flash_fwd.cu. Each patch names the commit it applies to
+# on its first line (1c63f30 here); patched_kernel.sh unpacks that commit and each probe runs there, with the Python
+# side the patch was measured with (today's configuration builds a different kernel); each switch changes its build.
 # About 1.5-2 min a part (persistent: its two variants, about 4 min); two device calls for all of them.
 set -euo pipefail
 : "${OUT:?set OUT}"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+OUT=$(realpath -m "$OUT")
+export PYTHONUNBUFFERED=1
 PARTS=("$@")
 [[ ${#PARTS[@]} -eq 0 ]] && PARTS=(mbarrier min_blocks lpt persistent)
 E=benchmarks/experiments
+source $E/patched_kernel.sh
 mkdir -p "$OUT"
 
 probe() {   # probe PATCH DEFINE TAG PROBE-ARGS...: the patched kernel against the plain one (kernel_variant_probe.py)
   local patch=$1 define=$2 tag=$3; shift 3
-  local work=/tmp/remeasure_$tag
-  rm -rf "$work" && mkdir -p "$work/kernel" && git show "${BASE:-1c63f30}:kernel/flash_fwd.cu" > "$work/kernel/flash_fwd.cu"
-  (cd "$work" && patch -s -p1 < "$OLDPWD/$patch")
-  python3 $E/kernel_variant_probe.py --source "$work/kernel/flash_fwd.cu" --define "$define" "$@" 2>&1 \
-      | tee -a "$OUT/${tag}_probe.txt"
+  local src
+  src=$(patched_kernel "$patch" "/tmp/remeasure_$tag")
+  (cd "/tmp/remeasure_$tag/tree" && PYTHONPATH=$PWD python3 $E/kernel_variant_probe.py --source "$src" \
+      --define "$define" "$@") 2>&1 | tee -a "$OUT/${tag}_probe.txt"
 }
 
 for part in "${PARTS[@]}"; do

@@ -10,13 +10,11 @@
 # Results: $OUT/<TAG>_probe.txt, <TAG>_p3_checks.txt, <TAG>_sanitize.txt and the probes' JSONs.
 set -euo pipefail
 : "${OUT:?set OUT}" "${PATCH:?set PATCH}" "${TAG:?set TAG}"
+OUT=$(realpath -m "$OUT") && mkdir -p "$OUT"
+source benchmarks/experiments/patched_kernel.sh   # the patch on the kernel of the commit its first line names
+SRC=$(patched_kernel "$PATCH" "/tmp/variant_$TAG")
+cd "/tmp/variant_$TAG/tree"      # the patch's own commit: its flashsim builds the kernel the patch was made for
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-WORK=/tmp/variant_$TAG
-mkdir -p "$OUT" "$WORK/kernel"
-# the patches are against the kernel of commit 1c63f30 (before the mbarrier ring and the longest-first order landed)
-git show "${BASE:-1c63f30}:kernel/flash_fwd.cu" > "$WORK/kernel/flash_fwd.cu"
-(cd "$WORK" && patch -s -p1 < "$OLDPWD/$PATCH")
-SRC=$WORK/kernel/flash_fwd.cu
 P=benchmarks/experiments/kernel_variant_probe.py
 python3 $P --source $SRC --define FS_PERSIST=264 --cases causal --shape 4,16,4096 \
     --json "$OUT/${TAG}_causal_4x16x4096.json" 2>&1 | tee -a "$OUT/${TAG}_probe.txt"

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # On the H200, from the repository root: one switch experiment on kernel/flash_fwd.cu, measured and checked.
-#     OUT=<dir> PATCH=<x.patch> DEFINE=<FS_NAME=1> TAG=<prefix> [BASE=<commit>] bash benchmarks/experiments/run_switch_variant.sh
-# (kv_split/run.sh and o_staging/run.sh call it with their patch). The patch applies to the kernel of commit BASE
-# (default 6ff1892), taken from git so that it applies whatever the kernel is now. kernel_variant_probe.py times the
+#     OUT=<dir> PATCH=<x.patch> DEFINE=<FS_NAME=1> TAG=<prefix> bash benchmarks/experiments/run_switch_variant.sh
+# (kv_split/, o_staging/ and skip_rescale_d64/run.sh call it with their patch). The patch applies to the kernel of the
+# commit its first line names (patched_kernel.sh takes it from git). kernel_variant_probe.py times the
 # patched source with the switch on against the same source with it off, in alternating rounds, each build first
 # checked bit for bit against the emulator: the default set at 4,16,4096 and 16,16,1024, the causal set at 4,16,4096.
 # Then compute-sanitizer memcheck and racecheck on the variant (the default and causal sets' first case each).
 # Results: $OUT/<TAG>_probe.txt, <TAG>_sanitize.txt and the probes' JSONs. About 2-3 min.
 set -euo pipefail
 : "${OUT:?set OUT}" "${PATCH:?set PATCH}" "${DEFINE:?set DEFINE}" "${TAG:?set TAG}"
+OUT=$(realpath -m "$OUT") && mkdir -p "$OUT"
+source benchmarks/experiments/patched_kernel.sh
+SRC=$(patched_kernel "$PATCH" "/tmp/variant_$TAG")
+cd "/tmp/variant_$TAG/tree"      # the patch's own commit: its flashsim builds the kernel the patch was made for
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-WORK=/tmp/variant_$TAG
-rm -rf "$WORK" && mkdir -p "$WORK/kernel" "$OUT"
-git show "${BASE:-6ff1892}:kernel/flash_fwd.cu" > "$WORK/kernel/flash_fwd.cu"
-(cd "$WORK" && patch -s -p1 < "$OLDPWD/$PATCH")
-SRC=$WORK/kernel/flash_fwd.cu
 P=benchmarks/experiments/kernel_variant_probe.py
 for run in "defaults 4,16,4096" "defaults 16,16,1024" "causal 4,16,4096"; do
   set -- $run

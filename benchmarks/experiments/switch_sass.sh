@@ -2,24 +2,24 @@
 # No GPU needed: static SASS opcode counts of a switch experiment, off and on (tools/sass_ops.py on NVRTC builds),
 # then ptxas registers and spill bytes of the defaults at d = 64 / 96 / 128 (f16, f32, f16x2 P@V) on sm_90 and sm_120.
 #     bash benchmarks/experiments/switch_sass.sh PATCH NAME [OPS [CONFIG ...]]     (from the repository root)
-# PATCH applies to the kernel of commit BASE (default 6ff1892, from git); NAME is the switch (FS_...), defined to 1
+# PATCH applies to the kernel of the commit its first line names (patched_kernel.sh); NAME is the switch (FS_...), defined to 1
 # on top of the patched source for the "on" build. OPS: tools/sass_ops.py --ops (default STG,STS,LDS,LDSM,SYNCS,BAR,
 # HMMA,LDGSTS,STL,LDL); CONFIG: KernelConfig.default overrides (default d = 128 with f16 and f32 P@V), on sm_90.
 set -euo pipefail
 PATCH=${1:?patch} NAME=${2:?switch name} OPS=${3:-STG,STS,LDS,LDSM,SYNCS,BAR,HMMA,LDGSTS,STL,LDL}
 shift $(( $# < 3 ? $# : 3 ))
 CONFIGS=("$@"); [[ ${#CONFIGS[@]} -eq 0 ]] && CONFIGS=(head_dim=128,pv_accum=f16 head_dim=128,pv_accum=f32)
+source benchmarks/experiments/patched_kernel.sh
 WORK=$(mktemp -d)
-mkdir -p "$WORK/kernel"
-git show "${BASE:-6ff1892}:kernel/flash_fwd.cu" > "$WORK/kernel/flash_fwd.cu"
-(cd "$WORK" && patch -s -p1 < "$OLDPWD/$PATCH")
-{ echo "#define $NAME 1"; cat "$WORK/kernel/flash_fwd.cu"; } > "$WORK/on.cu"
+OFF=$(patched_kernel "$PATCH" "$WORK")
+cd "$WORK/tree"                  # the patch's own commit: its flashsim and tools/sass_ops.py build what the patch was made for
+{ echo "#define $NAME 1"; cat "$OFF"; } > "$WORK/on.cu"
 for side in off on; do
-  src=$WORK/kernel/flash_fwd.cu; [[ $side == on ]] && src=$WORK/on.cu
+  src=$OFF; [[ $side == on ]] && src=$WORK/on.cu
   echo "$NAME $side:"
   PYTHONPATH=$PWD python3 tools/sass_ops.py --arch sm_90 --ops "$OPS" --source "$src" "${CONFIGS[@]}"
 done
-PYTHONPATH=$PWD python3 - "$WORK/kernel/flash_fwd.cu" "$NAME" <<'PY'
+PYTHONPATH=$PWD python3 - "$OFF" "$NAME" <<'PY'
 import sys
 from flashsim.config import KernelConfig
 from flashsim.gpu.launch import build_kernel

@@ -48,7 +48,8 @@ def add_arguments(p):
     peak.add_probe_arguments(p, "peak: ")
 
 
-def _flops(b, h, n, d, causal):
+def attention_flops(b, h, n, d, causal):
+    """Q K^T and P V of the visible keys: 4 B H N^2 d, half of it causal (the FLOPs every TFLOP/s here counts)."""
     f = 4.0 * b * h * n * n * d
     return f / 2 if causal else f
 
@@ -142,7 +143,7 @@ def _bench_shape(shape, arch, over, reps, rounds, report):
     b, h, n, d, causal = shape
     g = torch.Generator(device="cuda").manual_seed(0)
     q, k, v = (torch.randn((b, h, n, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
-    flops = _flops(b, h, n, d, causal)
+    flops = attention_flops(b, h, n, d, causal)
     cells, hosts, configs, worst = {}, [], [], float("inf")
     for acc in SUPPORTED_PV_ACCUM:
         cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
