@@ -41,6 +41,13 @@ constexpr bool Q_IN_REGS = FS_Q_IN_REGS != 0;   // flashsim.config.KernelConfig.
 // "empty" when every thread is done reading it; a warp waits only for the tile it reads, and refills the slot of
 // tile t - 1 after its Q K^T of tile t. Otherwise: cp.async groups and one __syncthreads per tile.
 constexpr bool MBAR = FS_MBAR != 0;
+// OSTAGE (flashsim.config.KernelConfig.stage_o; never with QUANT, whose Q rows are half an O row): the epilogue
+// writes each warp's O into its own rows of the Q tile (the warp alone reads them, and is done with them), then stores
+// whole 16-byte chunks of rows to global memory instead of one 4-byte pair per lane and n8 tile. O is always
+// allocated by flashsim (gpu/launch.py, gpu/torch_op.py: 256-byte aligned) and its rows are D or q_rs = H * D
+// elements apart, so every chunk is 16-byte aligned.
+constexpr bool OSTAGE = FS_OSTAGE != 0;
+static_assert(!(OSTAGE && FS_QUANT_INT8), "FS_OSTAGE stages O in the Q tile, which INT8 Q K^T stores at 1 byte");
 // Skip the O rescale when alpha is exactly 1 on the whole warp: measured on the H200 (benchmarks/RESULTS.md) to
 // gain 5-8% at d=128, where O is 64+ registers a lane, and to lose 5-9% at d=64, so only for the large O.
 constexpr bool SKIP_UNIT_RESCALE = D >= 128;
@@ -135,6 +142,16 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     asm volatile("{\n .reg .pred done;\n AGAIN:\n mbarrier.test_wait.parity.shared.b64 done, [%0], %1;\n"
                  " @!done bra AGAIN;\n}\n" :: "r"(bar), "r"(parity) : "memory");
 #endif
+}
+
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+    asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
+}
+// one 16-byte chunk from shared to global memory (the global address 16-byte aligned)
+__device__ __forceinline__ void copy_chunk_to_global(void* dst, uint32_t src) {
+    uint32_t a, b, c, d;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(src) : "memory");
+    asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" :: "l"(dst), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -860,10 +877,16 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 const float d0 = __ldg(vdq + col), d1 = __ldg(vdq + col + 1);
                 v0 = __fmul_rn(v0, d0); v1 = __fmul_rn(v1, d1); v2 = __fmul_rn(v2, d0); v3 = __fmul_rn(v3, d1);
             }
-            if (row0 < nq)
-                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * q_row + col) = pack_elem2(v0, v1);
-            if (row1 < nq)
-                *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * q_row + col) = pack_elem2(v2, v3);
+            if (OSTAGE) {   // n8 tile n is 16-byte chunk n of the row; this lane's pair is its word t4
+                const int lr0 = warp * WARP_M + mt * 16 + g;
+                st_shared_b32(s_q + swz<QK_CHUNKS>(lr0, n) + 4 * t4, pack_elem2(v0, v1));
+                st_shared_b32(s_q + swz<QK_CHUNKS>(lr0 + 8, n) + 4 * t4, pack_elem2(v2, v3));
+            } else {
+                if (row0 < nq)
+                    *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * q_row + col) = pack_elem2(v0, v1);
+                if (row1 < nq)
+                    *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * q_row + col) = pack_elem2(v2, v3);
+            }
         }
         if (t4 == 0) {
             if (row0 < nq) lh[row0] = lse_row[0];
@@ -872,6 +895,16 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         if (OVERFLOW_FLAG) {
             if (bad[0] && live[0] && row0 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row0));
             if (bad[1] && live[1] && row1 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row1));
+        }
+    }
+    if (OSTAGE) {   // the warp's WARP_M rows, chunk by chunk: lane l takes chunks l, l + 32, ... (rows in order)
+        __syncwarp();
+        constexpr int WARP_CHUNKS = WARP_M * QK_CHUNKS;
+#pragma unroll
+        for (int c = lane; c < WARP_CHUNKS; c += 32) {
+            const int lr = warp * WARP_M + c / QK_CHUNKS, ch = c % QK_CHUNKS;
+            if (r0 + lr < nq)
+                copy_chunk_to_global(oh + static_cast<long long>(r0 + lr) * q_row + ch * 8, s_q + swz<QK_CHUNKS>(lr, ch));
         }
     }
 }

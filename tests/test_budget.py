@@ -235,6 +235,29 @@ def test_quantized_defaults_do_not_spill_past_the_limit(config, arch):
     assert build.spill_stores + build.spill_loads <= MAX_DEFAULT_SPILL_BYTES, str(build)
 
 
+def test_stage_o_only_where_the_staging_does_not_add_spill():
+    """KernelConfig.stage_o (O staged through the Q tile for 16-byte stores) is chosen by head dim and P@V
+    accumulation; at the d >= 128 f32-O defaults it takes, ptxas must not spill more with it than without it on
+    either arch (at d=256 with f16x2 it would: 8 -> 584 B on sm_90, which is why that build does not stage), and the
+    build it excludes really is the one the staging hurts."""
+    _kernel_or_skip()
+    from flashsim.gpu.build import compile_cuda
+
+    def spill(config, arch, on):
+        b = compile_cuda(R.kernel_source(), arch=arch, defines=dict(R.build_defines(config, None), FS_OSTAGE=on))
+        return b.spill_stores + b.spill_loads
+
+    for arch in ("sm_90", "sm_120"):
+        for d, pv in ((128, "f32"), (128, "f16x2"), (256, "f32")):
+            c = KernelConfig.default(arch, head_dim=d, pv_accum=pv)
+            assert c.stage_o and c.defines()["FS_OSTAGE"] == 1
+            assert spill(c, arch, 1) <= spill(c, arch, 0), (arch, c)
+    excluded = KernelConfig.default("sm_90", head_dim=256, pv_accum="f16x2")
+    assert not excluded.stage_o and spill(excluded, "sm_90", 1) > spill(excluded, "sm_90", 0)
+    assert not any(KernelConfig.default("sm_90", head_dim=d, pv_accum="f16", quant=q).stage_o
+                   for d in (64, 128) for q in ("none", "int8"))
+
+
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 @pytest.mark.parametrize("config", _configs(), ids=lambda c: f"d{c.head_dim}-{c.pv_accum}-{'causal' if c.causal else 'full'}"
                          f"-s{c.stages}-w{c.warps}-m{c.m_tiles}-bc{c.kv_tile}")

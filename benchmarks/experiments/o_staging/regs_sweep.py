@@ -1,0 +1,23 @@
+"""ptxas registers / spill bytes of every d >= 128 default with an f32 O (pv_accum f32, f16x2), O staging off and on
+(FS_OSTAGE forced), on sm_90 and sm_120: the evidence for KernelConfig.stage_o's head-dim rule. No GPU (NVRTC).
+    python benchmarks/experiments/o_staging/regs_sweep.py > benchmarks/experiments/o_staging/regs_sweep.txt"""
+import itertools
+
+from flashsim.config import KernelConfig
+from flashsim.gpu.build import compile_cuda
+from flashsim.resources.registers import build_defines, kernel_source
+
+src = kernel_source()
+print("arch d dtype pv_accum tiling(WxMxKVxS) | off: registers/spill | on: registers/spill | stage_o")
+for arch, d, dt, pv in itertools.product(("sm_90", "sm_120"), (128, 160, 192, 224, 256), ("f16", "bf16"),
+                                         ("f32", "f16x2")):
+    c = KernelConfig.default(arch, head_dim=d, pv_accum=pv, dtype=dt) if (dt, pv) != ("bf16", "f16x2") else None
+    if c is None:
+        continue
+    out = []
+    for on in (0, 1):
+        defines = dict(build_defines(c, None), FS_OSTAGE=on)
+        b = compile_cuda(src, arch=arch, defines=defines)
+        out.append(f"{b.registers}/{b.spill_stores + b.spill_loads}B")
+    print(arch, d, dt, pv, f"{c.warps}x{c.m_tiles}x{c.kv_tile}x{c.stages}", "| off", out[0], "| on", out[1],
+          "|", int(c.stage_o), flush=True)
