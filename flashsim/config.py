@@ -107,6 +107,9 @@ def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_by
 #   d=64 f16 8x2x128x2 -> 4x2x128x3 (1.032x at 4,16,4096, 1.086x causal, 1.056x at 16,16,1024; bit-identical O);
 #   d=128 f32 4x2x32x3 -> 4x2x64x2 (spills 48 B; 1.029x, 1.087x causal, 1.033x at 16,16,1024). d=64 f32 stays at
 #   4x2x64x3: 4x2x128x3 ran 1.054x full but 0.937x causal.
+#   Once O staging landed (KernelConfig.stage_o; benchmarks/logs/2026-12-01e/tile_ab.txt): d=128 f16x2 8x2x64x2 ->
+#   4x2x64x2 (no spill now: 1.095x, 1.150x causal, 1.101x at 16,16,1024; bit-identical O). d=128 f32 keeps 4x2x64x2
+#   (8x2x64x2 0.90-0.93x, 4x2x32x3 0.90-0.92x).
 # sm_120 (a prediction: nothing runs here): the spill-free tiling (sm_120 ptxas) that fits 99 KB with the most warps
 #   per SM, then the most rows per block, the widest kv_tile, the fewest registers (tools/choose_defaults.py).
 DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
@@ -145,7 +148,7 @@ DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_ti
     ('sm_90', 'f16x2', 32): (4, 1, 128, 2),
     ('sm_90', 'f16x2', 64): (8, 2, 64, 2),
     ('sm_90', 'f16x2', 96): (4, 1, 64, 2),
-    ('sm_90', 'f16x2', 128): (8, 2, 64, 2),
+    ('sm_90', 'f16x2', 128): (4, 2, 64, 2),
     ('sm_90', 'f16x2', 160): (8, 1, 64, 3),
     ('sm_90', 'f16x2', 192): (4, 1, 32, 3),
     ('sm_90', 'f16x2', 224): (4, 1, 32, 3),
