@@ -18,6 +18,9 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
                    under the current item's last tiles (run.sh; timing_check.py: persistence checked directly)
   lpt/             lpt.patch (against the kernel of a5da63c), --define FS_LPT=1 --cases causal --shape 4,16,4096 and
                    8,32,2048: causal blocks longest first across the whole grid (run.sh, logs)
+  stage_o_wider/   no patch: today's kernel with --define FS_OSTAGE=1 --cases stage_o_wider (run.sh): O staged for
+                   16-byte stores in the builds KernelConfig.stage_o leaves out, where ptxas says it removes spill or
+                   registers
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
                    __launch_bounds__ asks ptxas for 3 blocks per SM (at most 168 registers a thread at 128 threads),
                    3 warps per scheduler where the tilings' 170-195 registers gave 2
@@ -61,6 +64,14 @@ CASES = {"eight_warps": {
     (64, "f32", "none", True): [None],
     (128, "f16", "int8", True): [None],
     (128, "f16", "none", False): [None],
+}, "stage_o_wider": {    # FS_OSTAGE=1 on today's kernel where KernelConfig.stage_o is off (stage_o_wider/README.md)
+    (192, "f16", "none", False): [None],     # ptxas: 20 B of spill -> none
+    (192, "f16", "none", True): [None],
+    (224, "f16x2", "none", False): [None],   # 32 -> 16 B
+    (256, "f16", "none", False): [None],     # 246 -> 241 registers
+    (160, "f16x2", "none", False): [None],   # 255 -> 251
+    (64, "f32", "none", False): [None],      # 220 -> 212
+    (64, "f32", "none", True): [None],
 }, "defaults": {
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None, (4, 2, 32, 2)],
@@ -125,12 +136,18 @@ def main(argv=None):
 
     if args.one:
         use(variant_build)
-        for acc in ("f16", "f32"):
-            c = KernelConfig.default("sm_90", head_dim=128, pv_accum=acc, causal=True)
-            tiling = next(iter(CASES[args.cases].get((128, acc, "none", False), [None])))
+        # d = 128 with f16 and f32 P@V (the sets made for d = 128 changes), or the set's own (d, P@V) pairs when it has
+        # no d = 128 case; the tiling is the set's first one for that pair
+        pairs = [(128, acc) for acc in ("f16", "f32")]
+        own = list(dict.fromkeys((d, acc) for (d, acc, quant, _) in CASES[args.cases] if quant == "none"))
+        if not any(d == 128 for d, _ in own):
+            pairs = own
+        for d, acc in pairs:
+            c = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, causal=True)
+            tiling = next(iter(CASES[args.cases].get((d, acc, "none", False), [None])))
             if tiling:
                 c = c.with_(warps=tiling[0], m_tiles=tiling[1], kv_tile=tiling[2], stages=tiling[3])
-            qq, kk, vv = make_case_inputs("normal", 1, 2, 300, 333, 128, 7)
+            qq, kk, vv = make_case_inputs("normal", 1, 2, 300, 333, d, 7)
             og, lg, _ = gpu_outputs(qq, kk, vv, c)
             oe, le, _ = emulator_outputs(qq, kk, vv, c, "sm_90")
             print(c.describe(), "bit-exact" if np.array_equal(og.view(np.uint16), oe.view(np.uint16)) else "DIFFERS")
