@@ -160,7 +160,10 @@ def claim5(ours) -> Claim:
     has_o = any(n.lower().startswith("o") for n in names)
     frag = symbols.evaluate(symbols.fragment_register_expressions(), ours.config)
     ev = (f"shared-memory buffers of the kernel (flashsim.config.smem_buffers): {', '.join(names)}; no O buffer. "
-          f"The epilogue stores O from registers straight to global memory. Its cost is registers: "
+          + ("The epilogue passes O through the warp's own rows of the Q tile, done with by then (KernelConfig.stage_o:"
+             " 16-byte global stores), so O takes no byte of its own. " if ours.config.stage_o else
+             "The epilogue stores O from registers straight to global memory. ")
+          + f"Its cost is registers: "
           f"{frag['O accumulator']} per thread ({ours.config.pv_accum}, d={ours.config.head_dim}: 16 x d / 32 lanes"
           f"{' / 2 for f16x2' if ours.config.pv_accum == 'f16' else ''}).")
     return Claim(5, stmt, "does not hold: an O buffer exists" if has_o else "holds", ev)
