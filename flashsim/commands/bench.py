@@ -4,8 +4,9 @@ kernel:   TFLOP/s (4*B*H*Nq*Nk*d, halved for causal) of kernel/flash_fwd.cu for 
           the kernel alone (launches of flashsim.gpu.prepared_launch) and the public call with torch tensors
           (flashsim.gpu.attention(q, k, v, ...): key lookup, output allocation, launch), side by side with their
           ratio, beside torch's FLASH (FlashAttention-2) and cuDNN SDPA backends. Each figure is the median over
-          --rounds of CUDA-event time around --reps back-to-back calls on torch's current stream, divided by
-          --reps; "host us" is the host time a call takes (to enqueue) in the same loop. The call's output is
+          --rounds of CUDA-event time around --reps back-to-back calls on torch's current stream (more for short
+          launches: a round lasts at least --min-round-ms), divided by the calls; "host us" is the host time a call
+          takes (to enqueue) in the same loop. The call's output is
           checked bit for bit against the kernel-alone output. On the shapes of benchmarks/RESULTS.md (or --shape);
           --json FILE keeps every figure. Needs a GPU and torch.
 emulator: seconds of flashsim.attention against a plain float64 numpy attention on the same CPU (one head).
@@ -13,6 +14,7 @@ emulator: seconds of flashsim.attention against a plain float64 numpy attention 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 
@@ -30,6 +32,10 @@ DEFAULT_SHAPES = [  # (B, H, N, d, causal): the shapes of benchmarks/RESULTS.md
     (8, 32, 2048, 64, True),
 ]
 TARGET_RATIO = 0.97   # the public call's throughput over the kernel alone's
+# A timing round lasts at least this long (ms): --reps = 20 calls of a 0.4 ms launch (16,16,1024) are an 8 ms round,
+# where the 2026-12-01 runs put the kernel alone and the public call on the same launches 2-7% apart
+# (benchmarks/logs/2026-12-01e, f/bench.txt); launches of 1.25 ms or more keep --reps.
+MIN_ROUND_MS = 25.0
 
 
 def add_arguments(p):
@@ -38,6 +44,9 @@ def add_arguments(p):
     p.add_argument("--shape", action="append", default=[], metavar="B,H,N,D[,causal]")
     p.add_argument("--reps", type=int, default=20, help="kernel: back-to-back calls per timing")
     p.add_argument("--rounds", type=int, default=5, help="kernel: timings per figure (the median is reported)")
+    p.add_argument("--min-round-ms", type=float, default=MIN_ROUND_MS,
+                   help="kernel: a timing lasts at least this long; short launches get more than --reps calls "
+                        "(default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="kernel: write every figure as JSON")
     p.add_argument("--warps", type=int, default=None)
     p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 or 2)")
@@ -87,6 +96,21 @@ def cuda_time(fn, reps, rounds, warmup=3):
     return statistics.median(dev_ms), statistics.median(host_us)
 
 
+def reps_for(ms_per_call: float, reps: int, min_round_ms: float) -> int:
+    """Back-to-back calls per timing round: ``reps``, or more when ``reps`` calls of ``ms_per_call`` would make a
+    round shorter than ``min_round_ms``."""
+    if not ms_per_call > 0:
+        return reps
+    return max(reps, math.ceil(min_round_ms / ms_per_call))
+
+
+def calibrated_reps(fns, reps: int, min_round_ms: float) -> int:
+    """``reps_for`` the fastest of ``fns`` (its rounds would be the shortest), timed once: one warm-up call and one
+    round of ``reps`` calls each."""
+    fastest = min(cuda_time(fn, reps, 1, warmup=1)[0] for fn in fns)
+    return reps_for(fastest, reps, min_round_ms)
+
+
 def cuda_time_alternating(fns: dict, reps, rounds, warmup=3) -> dict:
     """``cuda_time`` of several functions measured in alternating rounds (a, b, c, a, b, c, ...), so that clock and
     thermal drift over the run weigh on all alike: {name: (ms, us)}, medians over the rounds."""
@@ -134,7 +158,7 @@ def _tiles(cfg):
     return f"warps={cfg.warps} m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}"
 
 
-def _bench_shape(shape, arch, over, reps, rounds, report):
+def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND_MS):
     """One row: both accumulators, kernel alone and public call, then torch SDPA; returns the printed line and the
     lowest call/kernel ratio."""
     import torch
@@ -151,7 +175,8 @@ def _bench_shape(shape, arch, over, reps, rounds, report):
 
         def call(cfg=cfg):      # f16 / f16x2: the no-sync path (the overflow check waits for the GPU)
             return flashsim.gpu.attention(q, k, v, config=cfg, check_overflow=False)
-        (k_ms, k_host), (c_ms, c_host) = cuda_time_pair(lambda: go(sync=False), call, reps, rounds)
+        n_reps = calibrated_reps((lambda: go(sync=False), call), reps, min_round_ms)
+        (k_ms, k_host), (c_ms, c_host) = cuda_time_pair(lambda: go(sync=False), call, n_reps, rounds)
         o_c, lse_c = call()
         go(sync=False)
         torch.cuda.synchronize()
@@ -165,11 +190,11 @@ def _bench_shape(shape, arch, over, reps, rounds, report):
         report["rows"].append(dict(shape=[b, h, n, d], causal=causal, pv_accum=acc, config=cfg.describe(),
                                    kernel_ms=k_ms, call_ms=c_ms, kernel_tflops=cells[acc][0],
                                    call_tflops=cells[acc][1], ratio=ratio, kernel_host_us=k_host,
-                                   call_host_us=c_host, same_bits=same))
+                                   call_host_us=c_host, same_bits=same, reps=n_reps))
         if not same:
             print(f"  ERROR: the call's output differs from the kernel alone's ({acc}, {b},{h},{n},{d})")
     sdpa = {name: (flops / ms / 1e9 if ms else float("nan"))
-            for name, ms in sdpa_ms(q, k, v, causal, reps, rounds).items()}
+            for name, ms in sdpa_ms(q, k, v, causal, n_reps, rounds).items()}   # the last accumulator's count
     report["rows"].append(dict(shape=[b, h, n, d], causal=causal, sdpa_tflops=sdpa))
     f32, f16, x2 = cells["f32"], cells["f16"], cells["f16x2"]
     line = (f"{f'{b},{h},{n},{d}':16} {str(causal):6} | {f32[0]:10.1f} {f32[1]:7.1f} {f32[2]:6.3f} | "
@@ -192,13 +217,15 @@ def bench_kernel(args) -> int:
     if reps < 1 or rounds < 1:
         raise SystemExit(f"--reps and --rounds must be >= 1, got {reps}, {rounds}")
     print(f"flashsim bench kernel on {dev_name} ({arch}); TFLOP/s, median of {rounds} CUDA-event timings of {reps} "
-          "back-to-back calls (kernel and call in alternating rounds); kernel = prepared launch, call = "
+          f"back-to-back calls or more (each timing at least {args.min_round_ms:g} ms; the JSON has each row's count) "
+          "(kernel and call in alternating rounds); kernel = prepared launch, call = "
           "flashsim.gpu.attention(torch tensors; f16 and f16x2 "
           "with check_overflow=False, the path without a host synchronisation)")
     print(f"{'B,H,N,d':16} {'causal':6} | {'f32 kernel':>10} {'call':>7} {'ratio':>6} | {'f16 kernel':>10} "
           f"{'call':>7} {'ratio':>6} | {'f16x2 kern':>10} {'call':>7} {'ratio':>6} | {'FA2':>6} {'cuDNN':>6} | "
           f"{'host us call/kernel':>27}")
-    report = dict(device=dev_name, arch=arch, reps=reps, rounds=rounds, torch=torch.__version__,
+    report = dict(device=dev_name, arch=arch, reps=reps, rounds=rounds, min_round_ms=args.min_round_ms,
+                  torch=torch.__version__,
                   target_ratio=TARGET_RATIO, rows=[])
     try:
         import cuda.core
@@ -210,7 +237,7 @@ def bench_kernel(args) -> int:
     worst = float("inf")
     with torch.no_grad():
         for shape in _shapes(args):
-            line, low = _bench_shape(shape, arch, over, reps, rounds, report)
+            line, low = _bench_shape(shape, arch, over, reps, rounds, report, args.min_round_ms)
             worst = min(worst, low)
             print(line, flush=True)
             torch.cuda.empty_cache()
