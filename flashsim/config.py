@@ -318,8 +318,9 @@ class KernelConfig:
     @property
     def stage_o(self) -> bool:
         """The epilogue stages O through the warp's own rows of the Q tile and stores whole 16-byte chunks, instead of
-        one 4-byte pair per lane and n8 tile from the accumulators. It frees the registers the direct stores' addresses
-        hold, which is what the large f32 O needs: measured on the H200 (benchmarks/RESULTS.md, eighth round) at
+        one 4-byte pair per lane and n8 tile from the accumulators. With it ptxas keeps the large f32 O without the
+        spill the direct stores' per-row addresses cost (ptxas, not a measured cause); measured on the H200
+        (benchmarks/RESULTS.md, eighth round) at
         d=128, 1.07-1.09x with f32 P@V (its 48 B of spill gone), 1.02-1.04x with f16x2, 1.01-1.03x causal; 0.99-1.00x
         with f16 P@V and at d=64 (no spill to remove). So f32 P@V at d >= 128 (ptxas: the sm_90 defaults' spill at
         d=128 / 224 / 256 goes, none comes on either arch) and f16x2 at d=128 only: at d=192 / 256 the staging's
