@@ -319,10 +319,9 @@ class KernelConfig:
     def stage_o(self) -> bool:
         """The epilogue stages O through the warp's own rows of the Q tile and stores whole 16-byte chunks, instead of
         one 4-byte pair per lane and n8 tile from the accumulators. With it ptxas keeps the large f32 O without the
-        spill the direct stores' per-row addresses cost (ptxas, not a measured cause); measured on the H200
-        (benchmarks/RESULTS.md, eighth round) at
-        d=128, 1.07-1.09x with f32 P@V (its 48 B of spill gone), 1.02-1.04x with f16x2, 1.01-1.03x causal; 0.99-1.00x
-        with f16 P@V and at d=64 (no spill to remove). So f32 P@V at d >= 128 (ptxas: the sm_90 defaults' spill at
+        spill the direct stores' per-row addresses cost (ptxas, not a measured cause). Measured on the H200
+        (benchmarks/RESULTS.md, eighth round) at d=128: 1.07-1.09x with f32 P@V (its 48 B of spill gone), 1.02-1.04x
+        with f16x2, 1.01-1.03x causal; 0.99-1.00x with f16 P@V and at d=64 (no spill to remove). So f32 P@V at d >= 128 (ptxas: the sm_90 defaults' spill at
         d=128 / 224 / 256 goes, none comes on either arch) and f16x2 at d=128 only: at d=192 / 256 the staging's
         addresses make the sm_90 f16x2 defaults spill more, 96 -> 104 B and 8 -> 584 B
         (benchmarks/experiments/o_staging/regs_sweep.txt). Never with INT8 Q K^T: its Q rows (1 byte an element)
