@@ -88,6 +88,13 @@ CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", 
           ((1, 3, 517, 260), "wide", True))
 
 
+def sanitize_pairs(cases: dict) -> list[tuple[int, str]]:
+    """(head dim, P@V) of --one's launches: d = 128 with f16 and f32 P@V (the sets made for d = 128 changes), or the
+    set's own unquantized pairs when it has no d = 128 case (the tiling is then the set's first for the pair)."""
+    own = list(dict.fromkeys((d, acc) for (d, acc, quant, _) in cases if quant == "none"))
+    return [(128, acc) for acc in ("f16", "f32")] if any(d == 128 for d, _ in own) or not own else own
+
+
 def variant_builder(source: str, define: str, build_kernel):
     """The variant's builder: ``build_kernel`` (flashsim.gpu.launch.build_kernel) on ``source`` with the switch
     ``define`` ("NAME=VALUE") on top of the configuration's defines. The switch is bound here, once: until
@@ -136,13 +143,7 @@ def main(argv=None):
 
     if args.one:
         use(variant_build)
-        # d = 128 with f16 and f32 P@V (the sets made for d = 128 changes), or the set's own (d, P@V) pairs when it has
-        # no d = 128 case; the tiling is the set's first one for that pair
-        pairs = [(128, acc) for acc in ("f16", "f32")]
-        own = list(dict.fromkeys((d, acc) for (d, acc, quant, _) in CASES[args.cases] if quant == "none"))
-        if not any(d == 128 for d, _ in own):
-            pairs = own
-        for d, acc in pairs:
+        for d, acc in sanitize_pairs(CASES[args.cases]):
             c = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, causal=True)
             tiling = next(iter(CASES[args.cases].get((d, acc, "none", False), [None])))
             if tiling:
