@@ -127,7 +127,8 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--shape", default=SHAPE, help="B,H,N of the timed problem (default %(default)s)")
     p.add_argument("--one", action="store_true",
-                   help="only one small launch of the variant per P@V accumulation, checked (for compute-sanitizer)")
+                   help="only one small causal launch of the variant per (head dim, P@V) of sanitize_pairs, checked "
+                        "(for compute-sanitizer)")
     args = p.parse_args(argv)
     plain_build = launch.build_kernel
     source = pathlib.Path(args.source).read_text()
