@@ -83,7 +83,8 @@ def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_by
     Works on ints and on sympy symbols alike (flashsim.budget uses the latter). The Q tile is
     staged once and read with ldmatrix (into registers for the loop with one m16 tile per warp, at each k16 step
     with two); K and V go through a ring of ``stages`` slots filled by cp.async. S/P never leaves registers, O
-    accumulates in registers and the epilogue stores it straight to global memory: neither has a buffer.
+    accumulates in registers and the epilogue stores it to global memory, straight from them or (``stage_o``)
+    through the warp's own rows of the Q tile: neither has a buffer.
     """
     qk_bytes = elem_bytes if qk_bytes is None else qk_bytes
     v_bytes = elem_bytes if v_bytes is None else v_bytes

@@ -32,3 +32,9 @@ def test_calibrated_reps_follows_the_fastest_function(monkeypatch):
     monkeypatch.setattr(bench, "cuda_time", fake_cuda_time)
     assert bench.calibrated_reps((lambda: "slow", lambda: "fast"), 20, 25.0) == 50
     assert seen == [("slow", 20, 1), ("fast", 20, 1)]
+
+
+def test_calibrated_reps_times_nothing_without_a_minimum(monkeypatch):
+    """sdpa_ms's other callers (bench_variants, bench_quant) keep their fixed count and pay no calibration run."""
+    monkeypatch.setattr(bench, "cuda_time", lambda *a, **k: pytest.fail("timed without a minimum round"))
+    assert bench.calibrated_reps((lambda: None,), 20, 0.0) == 20

@@ -241,10 +241,10 @@ def test_stage_o_only_where_the_staging_does_not_add_spill():
     either arch (at d=256 with f16x2 it would: 8 -> 584 B on sm_90, which is why that build does not stage), and the
     build it excludes really is the one the staging hurts."""
     _kernel_or_skip()
-    from flashsim.gpu.build import compile_cuda
+    from flashsim.gpu.launch import build_kernel
 
     def spill(config, arch, on):
-        b = compile_cuda(R.kernel_source(), arch=arch, defines=dict(R.build_defines(config, None), FS_OSTAGE=on))
+        b = build_kernel(config, arch, extra_defines={"FS_OSTAGE": on})
         return b.spill_stores + b.spill_loads
 
     for arch in ("sm_90", "sm_120"):

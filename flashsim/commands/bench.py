@@ -106,7 +106,9 @@ def reps_for(ms_per_call: float, reps: int, min_round_ms: float) -> int:
 
 def calibrated_reps(fns, reps: int, min_round_ms: float) -> int:
     """``reps_for`` the fastest of ``fns`` (its rounds would be the shortest), timed once: one warm-up call and one
-    round of ``reps`` calls each."""
+    round of ``reps`` calls each; no timing at all when ``min_round_ms`` asks for none."""
+    if min_round_ms <= 0:
+        return reps
     fastest = min(cuda_time(fn, reps, 1, warmup=1)[0] for fn in fns)
     return reps_for(fastest, reps, min_round_ms)
 
@@ -135,9 +137,9 @@ def kernel_alone(go, quantized: bool):
     return (lambda: go(sync=False, quantize=False)) if quantized else (lambda: go(sync=False))
 
 
-def sdpa_ms(q, k, v, causal, reps, rounds, enable_gqa=False) -> dict:
+def sdpa_ms(q, k, v, causal, reps, rounds, enable_gqa=False, min_round_ms=0.0) -> dict:
     """torch SDPA's FlashAttention-2 and cuDNN backends on the same tensors: {"FA2": ms, "cuDNN": ms}, None where a
-    backend cannot run the shape (``cuda_time`` medians)."""
+    backend cannot run the shape (``cuda_time`` medians; each backend's rounds at least ``min_round_ms`` long)."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     out = {}
@@ -148,7 +150,7 @@ def sdpa_ms(q, k, v, causal, reps, rounds, enable_gqa=False) -> dict:
                     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
                                                                           enable_gqa=enable_gqa)
                 fn()
-                out[name] = cuda_time(fn, reps, rounds)[0]
+                out[name] = cuda_time(fn, calibrated_reps((fn,), reps, min_round_ms), rounds)[0]
         except RuntimeError:  # backend unavailable for this shape
             out[name] = None
     return out
@@ -194,7 +196,7 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
         if not same:
             print(f"  ERROR: the call's output differs from the kernel alone's ({acc}, {b},{h},{n},{d})")
     sdpa = {name: (flops / ms / 1e9 if ms else float("nan"))
-            for name, ms in sdpa_ms(q, k, v, causal, n_reps, rounds).items()}   # the last accumulator's count
+            for name, ms in sdpa_ms(q, k, v, causal, reps, rounds, min_round_ms=min_round_ms).items()}
     report["rows"].append(dict(shape=[b, h, n, d], causal=causal, sdpa_tflops=sdpa))
     f32, f16, x2 = cells["f32"], cells["f16"], cells["f16x2"]
     line = (f"{f'{b},{h},{n},{d}':16} {str(causal):6} | {f32[0]:10.1f} {f32[1]:7.1f} {f32[2]:6.3f} | "

@@ -7,10 +7,8 @@ import itertools
 import sys
 
 from flashsim.config import KernelConfig
-from flashsim.gpu.build import compile_cuda
-from flashsim.resources.registers import build_defines, kernel_source
+from flashsim.gpu.launch import build_kernel
 
-src = kernel_source()
 print("arch d dtype pv_accum tiling(WxMxKVxS) | off: registers/spill | on: registers/spill | stage_o")
 ALL = "--all" in sys.argv[1:]
 dims = (32, 64, 96, 128, 160, 192, 224, 256) if ALL else (128, 160, 192, 224, 256)
@@ -21,8 +19,7 @@ for arch, d, dt, pv in itertools.product(("sm_90", "sm_120"), dims, dtypes, accs
         continue
     out = []
     for on in (0, 1):
-        defines = dict(build_defines(c, None), FS_OSTAGE=on)
-        b = compile_cuda(src, arch=arch, defines=defines)
+        b = build_kernel(c, arch, extra_defines={"FS_OSTAGE": on})
         out.append(f"{b.registers}/{b.spill_stores + b.spill_loads}B")
     print(arch, d, dt, pv, f"{c.warps}x{c.m_tiles}x{c.kv_tile}x{c.stages}", "| off", out[0], "| on", out[1],
           "|", int(c.stage_o), flush=True)

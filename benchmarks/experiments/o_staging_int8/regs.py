@@ -7,8 +7,7 @@ import sys
 import tempfile
 
 from flashsim.config import KernelConfig
-from flashsim.gpu.build import compile_cuda
-from flashsim.resources.registers import build_defines, kernel_source
+from flashsim.gpu.launch import build_kernel
 
 here = pathlib.Path(__file__).parent
 with tempfile.TemporaryDirectory() as tmp:
@@ -28,7 +27,7 @@ for arch in ("sm_90", "sm_120"):      # sm_90: the tilings above; sm_120: its de
         else:
             c = KernelConfig.default("sm_120", head_dim=128, pv_accum=pv, quant=quant)
         r = []
-        for src, on in ((kernel_source(), 0), (patched, 0), (patched, 1)):
-            b = compile_cuda(src, arch=arch, defines=dict(build_defines(c, None), **({"FS_OSTAGE_Q8": 1} if on else {})))
+        for src, on in ((None, 0), (patched, 0), (patched, 1)):
+            b = build_kernel(c, arch, source=src, extra_defines={"FS_OSTAGE_Q8": 1} if on else None)
             r.append(f"{b.registers}/{b.spill_stores + b.spill_loads}")
         print(arch, quant, pv, f"{c.warps}x{c.m_tiles}x{c.kv_tile}x{c.stages}", "|", " | ".join(r), flush=True)
