@@ -319,16 +319,20 @@ class KernelConfig:
     @property
     def stage_o(self) -> bool:
         """The epilogue stages O through the warp's own rows of the Q tile and stores whole 16-byte chunks, instead of
-        one 4-byte pair per lane and n8 tile from the accumulators. With it ptxas keeps the large f32 O without the
-        spill the direct stores' per-row addresses cost (ptxas, not a measured cause). Measured on the H200
-        (benchmarks/RESULTS.md, eighth round) at d=128: 1.07-1.09x with f32 P@V (its 48 B of spill gone), 1.02-1.04x
-        with f16x2, 1.01-1.03x causal; 0.99-1.00x with f16 P@V and at d=64 (no spill to remove). So f32 P@V at d >= 128 (ptxas: the sm_90 defaults' spill at
-        d=128 / 224 / 256 goes, none comes on either arch) and f16x2 at d=128 only: at d=192 / 256 the staging's
-        addresses make the sm_90 f16x2 defaults spill more, 96 -> 104 B and 8 -> 584 B
-        (benchmarks/experiments/o_staging/regs_sweep.txt). Never with INT8 Q K^T: its Q rows (1 byte an element)
-        are half an O row."""
-        return self.quant == "none" and self.head_dim >= 128 and (
-            self.pv_accum == "f32" or (self.pv_accum == "f16x2" and self.head_dim == 128))
+        one 4-byte pair per lane and n8 tile from the accumulators. With it ptxas holds the O of the wide builds in
+        fewer registers or without the spill the direct stores' per-row addresses cost (ptxas, not a measured cause).
+        Measured on the H200, in alternating rounds against the same build unstaged (benchmarks/RESULTS.md, eighth
+        and ninth rounds): at d=128 1.07-1.09x with f32 P@V (its 48 B of spill gone), 1.02-1.04x with f16x2, but
+        0.99-1.00x with f16 P@V (nothing to remove); at d=192 f16 1.02-1.07x (20 B of spill gone), d=256 f16
+        1.01-1.04x, d=160 f16x2 1.03-1.05x, d=224 f16x2 1.01-1.04x (32 -> 16 B); at d=64 f32 0.97-1.01x. So every
+        build from d=128 up but f16 P@V at d=128, and never f16x2 at d=192 / 256, where the staging's addresses make
+        the sm_90 defaults spill more: 96 -> 104 B and 8 -> 584 B (benchmarks/experiments/stage_o_wider/regs_all.txt).
+        Never with INT8 Q K^T: its Q rows (1 byte an element) are half an O row."""
+        if self.quant != "none" or self.head_dim < 128:
+            return False
+        if self.pv_accum == "f16":
+            return self.head_dim > 128
+        return self.pv_accum == "f32" or self.head_dim not in (192, 256)
 
     @property
     def masked(self) -> bool:

@@ -25,6 +25,12 @@ VARIANT_OPTIONS = [(d, {}) for d in (32, 96, 160, 192, 224, 256)] + [
     (128, dict(window=(30, 17), pv_accum="f16", softcap=5.0)),
     (256, dict(dtype="bf16", window=(20, 20), layout="bnhd")),
     (96, dict(pv_accum="f16x2", causal=True, window=(50, 0))),
+    # O staged through the Q tile (KernelConfig.stage_o) with a 16-bit O and with f16x2 beyond d = 128
+    (160, dict(pv_accum="f16", causal=True)),
+    (192, dict(pv_accum="f16", layout="bnhd")),
+    (256, dict(pv_accum="f16", window=(40, 10))),
+    (160, dict(pv_accum="f16x2")),
+    (224, dict(pv_accum="f16x2", causal=True)),
     # quant="int8" (kernel/quantize.cu before flash_fwd): s8 rows of 2 (d 32), 4, 8 and 16 chunks; bf16, windows
     (32, dict(quant="int8")),
     (64, dict(quant="int8", pv_accum="f16", causal=True)),
