@@ -488,6 +488,17 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     }
     const int t_begin = key_begin / BC;
     const int n_tiles = max(0, (key_end + BC - 1) / BC - t_begin);
+    // Fill ring slot `slot` with KV tile `tn` of this block's range (K, then V, as cp.async copies of this thread's
+    // chunks); MBAR: the copies arrive on the slot's full barrier when they land. The one fill, for the prologue and
+    // both refills. A macro, not a lambda or a function: those, however written, made ptxas schedule some defaults
+    // differently from the hand-inlined code (with [&] the 3-stage d = 64 builds, with [=] the INT8 builds, as a
+    // function the d = 128 f32 causal one); the macro's SASS is that code's, for every default on both arches.
+#define FS_FILL_SLOT(slot, tn)                                                                                     \
+    do {                                                                                                           \
+        load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * QK_EB, tid); \
+        load_v_tile(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row, nkp, tid);                 \
+        if (MBAR) mbar_arrive_cp(full_bar + 8 * (slot));                                                           \
+    } while (0)
 
     if (MBAR) {   // every thread arrives once per phase on both barriers of a slot
         if (threadIdx.x == 0) {
@@ -503,11 +514,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     cp_async_commit();
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < n_tiles) {
-            load_tile<BC, QK_CHUNKS>(s_k + s * K_SLOT_BYTES, kh, (t_begin + s) * BC, nk, kv_row * QK_EB, tid);
-            load_v_tile(s_v + s * V_SLOT_BYTES, vh, (t_begin + s) * BC, nk, kv_row, nkp, tid);
-            if (MBAR) mbar_arrive_cp(full_bar + 8 * s);
-        }
+        if (s < n_tiles) FS_FILL_SLOT(s, s);
         cp_async_commit();
     }
     cp_async_wait<STAGES - 1>();   // the Q group is complete
@@ -576,8 +583,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             const int tn = t + STAGES - 1;
             if (tn < n_tiles) {
                 const int slot = tn % STAGES;
-                load_tile<BC, QK_CHUNKS>(s_k + slot * K_SLOT_BYTES, kh, (t_begin + tn) * BC, nk, kv_row * QK_EB, tid);
-                load_v_tile(s_v + slot * V_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row, nkp, tid);
+                FS_FILL_SLOT(slot, tn);
             }
             cp_async_commit();
         }
@@ -631,9 +637,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             if (tn < n_tiles) {
                 const int sl = tn % STAGES;
                 if (t >= 1) mbar_wait(empty_bar + 8 * sl, ((t - 1) / STAGES) & 1);
-                load_tile<BC, QK_CHUNKS>(s_k + sl * K_SLOT_BYTES, kh, (t_begin + tn) * BC, nk, kv_row * QK_EB, tid);
-                load_v_tile(s_v + sl * V_SLOT_BYTES, vh, (t_begin + tn) * BC, nk, kv_row, nkp, tid);
-                mbar_arrive_cp(full_bar + 8 * sl);
+                FS_FILL_SLOT(sl, tn);
             }
         }
         // ---- QUANT: dequantise, s = float(s32) * (q_scale * k_scale) per m16 tile x k16 slice of keys ------------
@@ -828,6 +832,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         }
         if (MBAR) mbar_arrive(empty_bar + 8 * slot);
     }
+#undef FS_FILL_SLOT
     cp_async_wait<0>();   // nothing may be in flight when the block exits
 
     // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
@@ -900,11 +905,13 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     if (OSTAGE) {   // the warp's WARP_M rows, chunk by chunk: lane l takes chunks l, l + 32, ... (rows in order)
         __syncwarp();
         constexpr int WARP_CHUNKS = WARP_M * QK_CHUNKS;
+        constexpr int CHUNK_ELEMS = 16 / static_cast<int>(sizeof(fs_half));   // O elements in a 16-byte chunk
 #pragma unroll
         for (int c = lane; c < WARP_CHUNKS; c += 32) {
             const int lr = warp * WARP_M + c / QK_CHUNKS, ch = c % QK_CHUNKS;
             if (r0 + lr < nq)
-                copy_chunk_to_global(oh + static_cast<long long>(r0 + lr) * q_row + ch * 8, s_q + swz<QK_CHUNKS>(lr, ch));
+                copy_chunk_to_global(oh + static_cast<long long>(r0 + lr) * q_row + ch * CHUNK_ELEMS,
+                                     s_q + swz<QK_CHUNKS>(lr, ch));
         }
     }
 }

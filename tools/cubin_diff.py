@@ -1,5 +1,5 @@
 """Did a kernel edit change the machine code? Build every default configuration of kernel/flash_fwd.cu from a git
-revision and from the working tree, each with the defines of its own checkout, and compare the cubins byte for byte.
+revision and from the working tree (causal and not), each with the defines of its own checkout, and compare the cubins byte for byte.
 
     python3 tools/cubin_diff.py [--rev HEAD] [--arch sm_90 --arch sm_120]
 
@@ -11,6 +11,7 @@ though the captures must still be re-taken for the drift guard (tests/test_drift
 from __future__ import annotations
 
 import argparse
+import itertools
 import subprocess
 import sys
 
@@ -36,13 +37,13 @@ def main(argv=None) -> int:
     for arch in a.arch or ["sm_90", "sm_120"]:
         for quant in ("none", "int8", "int8-fp8"):
             for acc in pv_accums("f16", quant):
-                for d in a.head_dim or range(32, 257, 32):
-                    cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant)
+                for d, causal in itertools.product(a.head_dim or range(32, 257, 32), (False, True)):
+                    cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant, causal=causal)
                     b_old, b_new = build_kernel(cfg, arch, source=old), build_kernel(cfg, arch)
                     n += 1
                     if b_old.cubin != b_new.cubin:
                         differ += 1
-                        print(f"differs: {arch} quant={quant} pv_accum={acc} d={d}  registers "
+                        print(f"differs: {arch} quant={quant} pv_accum={acc} d={d} causal={causal}  registers "
                               f"{b_old.registers} -> {b_new.registers}, spill bytes "
                               f"{b_old.spill_stores + b_old.spill_loads} -> {b_new.spill_stores + b_new.spill_loads}")
     print(f"{n - differ} of {n} default builds have byte-identical cubins ({a.rev} against the working tree)")
