@@ -22,6 +22,10 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
                    16-byte stores in the builds KernelConfig.stage_o leaves out, where ptxas says it removes spill or
                    registers; run_off.sh: --define FS_OSTAGE=0 --cases stage_o_off, the staged defaults of the
                    ninth round's rule without a timing of their own, against themselves unstaged
+  ablation/        ablation.patch (against the kernel of 669fee1), --define FS_ABLATE=1..7 --cases ablation: the
+                   defaults with the softmax, the K / V refill copies or P V left out, timing only (wrong O)
+  mt_split/        mt_split.patch (against the kernel of 669fee1), --define FS_MT_SPLIT=1 --cases mt_split: P V of
+                   m16 tile mt - 1 written beside tile mt's softmax, in one basic block
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
                    __launch_bounds__ asks ptxas for 3 blocks per SM (at most 168 registers a thread at 128 threads),
                    3 warps per scheduler where the tilings' 170-195 registers gave 2
@@ -79,6 +83,17 @@ CASES = {"eight_warps": {
     (160, "f16", "none", True): [None],
     (224, "f16", "none", False): [None],     # 234 -> 230
     (192, "f16", "none", False): [None],     # a control: measured 1.025-1.034x staged (ninth round)
+}, "mt_split": {    # mt_split/: P V of m16 tile 0 beside tile 1's softmax (two-tile defaults, the plain P V paths)
+    (128, "f16", "none", False): [None],
+    (128, "f16", "none", True): [None],
+    (64, "f16", "none", False): [None],
+    (128, "f32", "none", False): [None],     # ptxas: 0 -> 48 B of spill with the switch
+    (128, "f16", "int8", False): [None],
+}, "ablation": {    # ablation/: the defaults with parts of the KV loop left out (timing only: "DIFFERS" expected)
+    (128, "f16", "none", False): [None],
+    (128, "f32", "none", False): [None],
+    (128, "f16", "none", True): [None],
+    (64, "f16", "none", False): [None],
 }, "defaults": {
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None, (4, 2, 32, 2)],
