@@ -327,7 +327,8 @@ class KernelConfig:
         1.01-1.04x, d=160 f16x2 1.03-1.05x, d=224 f16x2 1.01-1.04x (32 -> 16 B); at d=64 f32 0.97-1.01x. So every
         build from d=128 up but f16 P@V at d=128, and never f16x2 at d=192 / 256, where the staging's addresses make
         the sm_90 defaults spill more: 96 -> 104 B and 8 -> 584 B (benchmarks/experiments/stage_o_wider/regs_all.txt).
-        Never with INT8 Q K^T: its Q rows (1 byte an element) are half an O row."""
+        Never below d=128 (d=64 gains nothing; ptxas: sm_120's d=96 f32 default would spill 56 B) nor with INT8 Q K^T:
+        its Q rows (1 byte an element) are half an O row."""
         if self.quant != "none" or self.head_dim < 128:
             return False
         if self.pv_accum == "f16":

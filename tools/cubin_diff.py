@@ -1,10 +1,12 @@
 """Did a kernel edit change the machine code? Build every default configuration of kernel/flash_fwd.cu from a git
-revision and from the working tree (causal and not), each with the defines of its own checkout, and compare the cubins byte for byte.
+revision and from the working tree (causal and not), each with the defines of its own checkout, and compare the
+cubins byte for byte.
 
     python3 tools/cubin_diff.py [--rev HEAD] [--arch sm_90 --arch sm_120]
 
 No GPU needed (NVRTC). Both get this checkout's defines (flashsim.gpu.launch.build_kernel); one the revision's
-source never mentions (a define added with the edit) does not change its build. Prints one line per configuration that differs and a total; exit status 1 if any does.
+source never mentions (a define added with the edit) does not change its build. Prints one line per configuration
+that differs and a total; exit status 1 if any does.
 Identical cubins run identically: an edit that keeps them (a comment, a rule moved into a define) changes no result,
 though the captures must still be re-taken for the drift guard (tests/test_drift.py hashes the source).
 """

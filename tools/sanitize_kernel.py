@@ -5,8 +5,9 @@ Usage: compute-sanitizer --tool memcheck python3 tools/sanitize_kernel.py      (
 Shapes have ragged tails (Nq, Nk not multiples of the tiles) so the zero-fill and masking paths run. The variants:
 every default configuration of sm_90 (4 warps x 2 m16 tiles) and of sm_120 (8 warps x 1 tile, the seed's block),
 for d 64 / 128 x causal or not x every P@V accumulation (f32, f16, f16x2), each distinct configuration once; then
-the attention variants (VARIANT_OPTIONS: every other head dim, bf16, GQA, windows, softcap, (B, N, H, d), and
-quant="int8" / "int8-fp8", f32 and f16x2 P@V, whose quantization kernels run under the sanitizer too).
+the attention variants (VARIANT_OPTIONS: every other head dim, bf16, GQA, windows, softcap, (B, N, H, d), O staged
+with a 16-bit O and with f16x2 beyond d = 128, and quant="int8" / "int8-fp8", f32 and f16x2 P@V, whose
+quantization kernels run under the sanitizer too).
 """
 import itertools
 import sys
