@@ -1,18 +1,21 @@
 """Benchmarks: the kernel beside torch SDPA on this GPU (`kernel`), or the emulator against numpy (`emulator`).
 
-kernel:   TFLOP/s (4*B*H*Nq*Nk*d, halved for causal) of kernel/flash_fwd.cu for both P@V accumulators, two ways:
+kernel:   TFLOP/s (4*B*H*Nq*Nk*d, halved for causal) of kernel/flash_fwd.cu for every P@V accumulation, two ways:
           the kernel alone (launches of flashsim.gpu.prepared_launch) and the public call with torch tensors
           (flashsim.gpu.attention(q, k, v, ...): key lookup, output allocation, launch), side by side with their
           ratio, beside torch's FLASH (FlashAttention-2) and cuDNN SDPA backends. Each figure is the median over
           --rounds of CUDA-event time around --reps back-to-back calls on torch's current stream (more for short
           launches: a round lasts at least --min-round-ms), divided by the calls; "host us" is the host time a call
           takes (to enqueue) in the same loop. The call's output is
-          checked bit for bit against the kernel-alone output. On the shapes of benchmarks/RESULTS.md (or --shape);
-          --json FILE keeps every figure. Needs a GPU and torch.
+          checked bit for bit against the kernel-alone output. Each kernel figure is also printed as a percentage of
+          the mma.sync ceiling of its instruction mix, measured first in the same process (flashsim.gpu.peak;
+          kernel_ceiling; --no-ceiling skips it). On the shapes of benchmarks/RESULTS.md (or --shape); --json FILE
+          keeps every figure. Needs a GPU and torch.
 emulator: seconds of flashsim.attention against a plain float64 numpy attention on the same CPU (one head).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import statistics
@@ -36,6 +39,10 @@ TARGET_RATIO = 0.97   # the public call's throughput over the kernel alone's
 # where the 2026-12-01 runs put the kernel alone and the public call on the same launches 2-7% apart
 # (benchmarks/logs/2026-12-01e, f/bench.txt); launches of 1.25 ms or more keep --reps.
 MIN_ROUND_MS = 25.0
+# The mma.sync instruction of P V per accumulation (f16x2: each tile's P V by the f16 mma from zero); Q K^T always
+# accumulates in f32. Keys: the accumulators of flashsim.gpu.peak's m16n8k16 probes (KINDS 0 and 1).
+PV_MMA = {"f32": "f32", "f16": "f16", "f16x2": "f16"}
+CEILING_KINDS = {"f32": 0, "f16": 1}
 
 
 def add_arguments(p):
@@ -48,6 +55,9 @@ def add_arguments(p):
                    help="kernel: a timing lasts at least this long; short launches get more than --reps calls "
                         "(default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="kernel: write every figure as JSON")
+    p.add_argument("--ceiling", action=argparse.BooleanOptionalAction, default=True,
+                   help="kernel: measure the mma.sync ceiling first and print each kernel figure as a percentage of "
+                        "its instruction mix's ceiling (default: on)")
     p.add_argument("--warps", type=int, default=None)
     p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 or 2)")
     p.add_argument("--kv-tile", type=int, default=None)
@@ -55,6 +65,22 @@ def add_arguments(p):
     p.add_argument("--n", type=int, action="append", default=[], help="emulator: sequence lengths (default 1024)")
     p.add_argument("--backend", choices=("numpy", "jax"), default="numpy", help="emulator backend")
     peak.add_probe_arguments(p, "peak: ")
+
+
+def kernel_ceiling(pv_accum: str, ceilings: dict) -> float:
+    """The mma.sync ceiling (TFLOP/s) of an unquantized build's instruction mix: Q K^T runs on the f32-accumulating
+    mma and P V on its accumulation's (PV_MMA), each half of the FLOPs (attention_flops: 2 B H N^2 d each), so the
+    time at the ceiling is the sum of the halves' times and the ceiling is the two rates' harmonic mean.
+    ``ceilings``: {"f32": TFLOP/s, "f16": TFLOP/s} (measure_ceilings)."""
+    qk, pv = ceilings["f32"], ceilings[PV_MMA[pv_accum]]
+    return 2.0 / (1.0 / qk + 1.0 / pv)
+
+
+def measure_ceilings() -> dict:
+    """{"f32": TFLOP/s, "f16": TFLOP/s}: this GPU's m16n8k16 ceilings by accumulator (flashsim.gpu.peak, 8 chains
+    per warp, every SM), measured now, so that the kernel's figures and their ceiling come from one session."""
+    r = peak.measure(kinds=tuple(CEILING_KINDS.values()))
+    return {acc: r[peak.KINDS[kind][0]]["tflops"] for acc, kind in CEILING_KINDS.items()}
 
 
 def attention_flops(b, h, n, d, causal):
@@ -160,9 +186,19 @@ def _tiles(cfg):
     return f"warps={cfg.warps} m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}"
 
 
-def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND_MS):
-    """One row: both accumulators, kernel alone and public call, then torch SDPA; returns the printed line and the
-    lowest call/kernel ratio."""
+def _pct(tflops: float, pv_accum: str, ceilings: dict | None) -> float:
+    """``tflops`` as a percentage of its build's ceiling (kernel_ceiling); NaN without measured ceilings."""
+    return 100.0 * tflops / kernel_ceiling(pv_accum, ceilings) if ceilings else float("nan")
+
+
+def _pct_text(pct: float) -> str:
+    """A percentage cell, 6 wide; "-" where no ceiling was measured."""
+    return f"{'-':>6}" if math.isnan(pct) else f"{pct:5.1f}%"
+
+
+def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND_MS, ceilings=None):
+    """One row: every accumulation, kernel alone (and its percentage of the ceiling, with ``ceilings``) and public
+    call, then torch SDPA; returns the printed line and the lowest call/kernel ratio."""
     import torch
     import flashsim.gpu
     from ..gpu.launch import prepared_launch
@@ -186,23 +222,41 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
                     and torch.equal(lse_c.view(torch.int32), lse_k.view(torch.int32)))
         ratio = k_ms / c_ms
         worst = min(worst, ratio)
-        cells[acc] = (flops / k_ms / 1e9, flops / c_ms / 1e9, ratio)
+        cells[acc] = (flops / k_ms / 1e9, flops / c_ms / 1e9, ratio, _pct(flops / k_ms / 1e9, acc, ceilings))
         hosts.append(f"{c_host:.0f}/{k_host:.0f}")
         configs.append(f"{acc}: {_tiles(cfg)}")
         report["rows"].append(dict(shape=[b, h, n, d], causal=causal, pv_accum=acc, config=cfg.describe(),
                                    kernel_ms=k_ms, call_ms=c_ms, kernel_tflops=cells[acc][0],
                                    call_tflops=cells[acc][1], ratio=ratio, kernel_host_us=k_host,
-                                   call_host_us=c_host, same_bits=same, reps=n_reps))
+                                   call_host_us=c_host, same_bits=same, reps=n_reps,
+                                   **(dict(ceiling_tflops=kernel_ceiling(acc, ceilings),
+                                           kernel_pct_of_ceiling=cells[acc][3]) if ceilings else {})))
         if not same:
             print(f"  ERROR: the call's output differs from the kernel alone's ({acc}, {b},{h},{n},{d})")
     sdpa = {name: (flops / ms / 1e9 if ms else float("nan"))
             for name, ms in sdpa_ms(q, k, v, causal, reps, rounds, min_round_ms=min_round_ms).items()}
     report["rows"].append(dict(shape=[b, h, n, d], causal=causal, sdpa_tflops=sdpa))
-    f32, f16, x2 = cells["f32"], cells["f16"], cells["f16x2"]
-    line = (f"{f'{b},{h},{n},{d}':16} {str(causal):6} | {f32[0]:10.1f} {f32[1]:7.1f} {f32[2]:6.3f} | "
-            f"{f16[0]:10.1f} {f16[1]:7.1f} {f16[2]:6.3f} | {x2[0]:10.1f} {x2[1]:7.1f} {x2[2]:6.3f} | "
-            f"{sdpa['FA2']:6.1f} {sdpa['cuDNN']:6.1f} | {' '.join(hosts):>27}   {'; '.join(configs)}")
-    return line, worst
+    return _row_line(shape, cells, sdpa, hosts, configs), worst
+
+
+def _table_header() -> str:
+    """The column heads of bench_kernel's table (_row_line's rows)."""
+    heads = [f"{'B,H,N,d':16} {'causal':6}"]
+    heads += [f"{name:>10} {'%':>6} {'call':>7} {'ratio':>6}" for name in ("f32 kernel", "f16 kernel", "f16x2 kern")]
+    return " | ".join(heads + [f"{'FA2':>6} {'cuDNN':>6}", f"{'host us call/kernel':>27}"])
+
+
+def _row_line(shape, cells, sdpa, hosts, configs) -> str:
+    """The printed row of one shape: per accumulation (cells[acc] = kernel TFLOP/s, call TFLOP/s, kernel / call
+    time, percent of the ceiling), torch SDPA's two backends, host times and tilings (the header of bench_kernel)."""
+    b, h, n, d, causal = shape
+    parts = [f"{f'{b},{h},{n},{d}':16} {str(causal):6}"]
+    for acc in SUPPORTED_PV_ACCUM:
+        kern, call, ratio, pct = cells[acc]
+        parts.append(f"{kern:10.1f} {_pct_text(pct)} {call:7.1f} {ratio:6.3f}")
+    parts.append(f"{sdpa['FA2']:6.1f} {sdpa['cuDNN']:6.1f}")
+    parts.append(f"{' '.join(hosts):>27}   {'; '.join(configs)}")
+    return " | ".join(parts)
 
 
 def bench_kernel(args) -> int:
@@ -223,12 +277,16 @@ def bench_kernel(args) -> int:
           "(kernel and call in alternating rounds); kernel = prepared launch, call = "
           "flashsim.gpu.attention(torch tensors; f16 and f16x2 "
           "with check_overflow=False, the path without a host synchronisation)")
-    print(f"{'B,H,N,d':16} {'causal':6} | {'f32 kernel':>10} {'call':>7} {'ratio':>6} | {'f16 kernel':>10} "
-          f"{'call':>7} {'ratio':>6} | {'f16x2 kern':>10} {'call':>7} {'ratio':>6} | {'FA2':>6} {'cuDNN':>6} | "
-          f"{'host us call/kernel':>27}")
+    ceilings = measure_ceilings() if args.ceiling else None
+    if ceilings:
+        print(f"mma.sync ceiling of this GPU, measured now (m16n8k16, 8 chains per warp): f32 {ceilings['f32']:.1f}, "
+              f"f16 {ceilings['f16']:.1f} TFLOP/s; '%' = the kernel's share of its mix's ceiling (Q K^T on f32, P V on "
+              f"its accumulator: f32 {kernel_ceiling('f32', ceilings):.1f}, f16 and f16x2 "
+              f"{kernel_ceiling('f16', ceilings):.1f})")
+    print(_table_header())
     report = dict(device=dev_name, arch=arch, reps=reps, rounds=rounds, min_round_ms=args.min_round_ms,
                   torch=torch.__version__,
-                  target_ratio=TARGET_RATIO, rows=[])
+                  target_ratio=TARGET_RATIO, ceilings=ceilings, rows=[])
     try:
         import cuda.core
         report["cuda_core"] = cuda.core.__version__
@@ -239,7 +297,7 @@ def bench_kernel(args) -> int:
     worst = float("inf")
     with torch.no_grad():
         for shape in _shapes(args):
-            line, low = _bench_shape(shape, arch, over, reps, rounds, report, args.min_round_ms)
+            line, low = _bench_shape(shape, arch, over, reps, rounds, report, args.min_round_ms, ceilings)
             worst = min(worst, low)
             print(line, flush=True)
             torch.cuda.empty_cache()

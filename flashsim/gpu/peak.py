@@ -47,8 +47,9 @@ def build(kind: int, arch: str, chains: int, iters: int, source: str | None = No
 
 
 def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: int = 10,
-            vary: bool | None = None) -> dict:
-    """{instruction: {"tflops": ..., "ms": ..., "vary": ...}} on the current GPU (``vary``: see ``build``)."""
+            vary: bool | None = None, kinds=None) -> dict:
+    """{instruction: {"tflops": ..., "ms": ..., "vary": ...}} on the current GPU (``vary``: see ``build``), for the
+    FS_PEAK_KIND values ``kinds`` (default: every instruction of KINDS)."""
     from . import runtime as rt
     dev = rt.require_gpu()
     arch = rt.current_arch()
@@ -61,6 +62,8 @@ def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: in
     out = rt.empty((grid * block,), np.uint32)
     result = {"arch": arch, "sms": sms, "grid": grid, "block": block, "chains": chains, "iters": iters}
     for kind, (name, mnk) in KINDS.items():
+        if kinds is not None and kind not in kinds:
+            continue
         varied = must_vary(kind, arch) if vary is None else vary
         kern = rt.load(build(kind, arch, chains, iters, vary=varied), "mma_peak")
         ms = rt.timed(lambda: rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False), warmup=3,
