@@ -34,7 +34,7 @@ from flashsim.prove.runner import run_as_script, run_steps
 from flashsim.arch import ARCHS
 from flashsim.resources import symbols as S
 from flashsim.resources.occupancy import INT, SYM, limits
-from flashsim.config import SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
+from flashsim.config import MBARRIER_BYTES, SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
 
 TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupancy rules (sympy = integer)"
 
@@ -43,7 +43,7 @@ def step_closed_form():
     total = sp.Add(*S.smem_expressions().values())
     closed = (S.head_dim * (S.qk_bytes * (16 * S.m_tiles * S.warps + S.stages * S.kv_tile)
                             + S.v_bytes * S.stages * S.kv_tile)
-              + 2 * 8 * S.stages * S.ring_mbarrier)      # a full and an empty mbarrier (8 B) per ring slot
+              + 2 * MBARRIER_BYTES * S.stages * S.ring_mbarrier)      # a full and an empty mbarrier per ring slot
     if sp.simplify(total - closed) != 0:
         return False, f"smem total {total} != {closed}"
     count = 0

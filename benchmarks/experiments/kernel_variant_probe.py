@@ -38,7 +38,6 @@ with the tiling and the variant with it. Each variant build is first checked bit
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import pathlib
 
@@ -110,6 +109,13 @@ CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", 
           ((1, 3, 517, 260), "wide", True))
 
 
+def with_tiling(config, tiling):
+    """``config`` with a case set's tiling (warps, m_tiles, kv_tile, stages); ``tiling`` None: ``config`` itself."""
+    if tiling is None:
+        return config
+    return config.with_(**dict(zip(("warps", "m_tiles", "kv_tile", "stages"), tiling)))
+
+
 def sanitize_pairs(cases: dict) -> list[tuple[int, str]]:
     """(head dim, P@V) of --one's launches: d = 128 with f16 and f32 P@V (the sets made for d = 128 changes), or the
     set's own unquantized pairs when it has no d = 128 case (the tiling is then the set's first for the pair)."""
@@ -136,7 +142,7 @@ def variant_builder(source: str, define: str, build_kernel):
 def main(argv=None):
     import numpy as np
     import torch
-    from flashsim.commands.bench import cuda_time_alternating, kernel_alone
+    from flashsim.commands.bench import attention_flops, cuda_time_alternating, kernel_alone
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
     from flashsim.gpu import launch
@@ -157,9 +163,8 @@ def main(argv=None):
     variant_build = variant_builder(source, args.define, plain_build)
     # the set's first build: a switch the configuration already sets (FS_OSTAGE=0 where stage_o is off) is no variant
     (d0, acc0, quant0, causal0), tilings0 = next(iter(CASES[args.cases].items()))
-    probe_cfg = KernelConfig.default("sm_90", head_dim=d0, pv_accum=acc0, quant=quant0, causal=causal0)
-    if tilings0[0] is not None:
-        probe_cfg = dataclasses.replace(probe_cfg, **dict(zip(("warps", "m_tiles", "kv_tile", "stages"), tilings0[0])))
+    probe_cfg = with_tiling(KernelConfig.default("sm_90", head_dim=d0, pv_accum=acc0, quant=quant0, causal=causal0),
+                            tilings0[0])
     if variant_build(probe_cfg, "sm_90").cubin == plain_build(probe_cfg, "sm_90", source=source).cubin:
         print(f"note: {args.define} does not change the build of {args.source} for {probe_cfg.describe()}: the "
               f"variant is that source as it is", flush=True)
@@ -171,10 +176,8 @@ def main(argv=None):
     if args.one:
         use(variant_build)
         for d, acc in sanitize_pairs(CASES[args.cases]):
-            c = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, causal=True)
-            tiling = next(iter(CASES[args.cases].get((d, acc, "none", False), [None])))
-            if tiling:
-                c = c.with_(warps=tiling[0], m_tiles=tiling[1], kv_tile=tiling[2], stages=tiling[3])
+            c = with_tiling(KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, causal=True),
+                            CASES[args.cases].get((d, acc, "none", False), [None])[0])
             qq, kk, vv = make_case_inputs("normal", 1, 2, 300, 333, d, 7)
             og, lg, _ = gpu_outputs(qq, kk, vv, c)
             oe, le, _ = emulator_outputs(qq, kk, vv, c, "sm_90")
@@ -188,10 +191,9 @@ def main(argv=None):
         default = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, quant=quant, causal=causal)
         q, k, v = rnd(d), rnd(d), rnd(d)
         k = k + 2.0 * torch.randn(B, H, 1, d, device="cuda", dtype=torch.float16)   # keys with a mean
-        flops = 4.0 * B * H * N * N * d / (2 if causal else 1)
+        flops = attention_flops(B, H, N, d, causal)
         for tiling in tilings:
-            cfg = default if tiling is None else default.with_(warps=tiling[0], m_tiles=tiling[1],
-                                                                 kv_tile=tiling[2], stages=tiling[3])
+            cfg = with_tiling(default, tiling)
             use(variant_build)
             same = True
             for (b, h, nq, nk), kind, cz in CHECKS:

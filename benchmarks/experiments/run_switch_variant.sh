@@ -8,18 +8,15 @@
 # Then compute-sanitizer memcheck and racecheck on the variant (the default and causal sets' first case each).
 # Results: $OUT/<TAG>_probe.txt, <TAG>_sanitize.txt and the probes' JSONs. About 2-3 min.
 set -euo pipefail
-: "${OUT:?set OUT}" "${PATCH:?set PATCH}" "${DEFINE:?set DEFINE}" "${TAG:?set TAG}"
-OUT=$(realpath -m "$OUT") && mkdir -p "$OUT"
+: "${PATCH:?set PATCH}" "${DEFINE:?set DEFINE}" "${TAG:?set TAG}"
+source benchmarks/experiments/probe_shapes.sh      # OUT checked and made absolute; probe_shapes
 source benchmarks/experiments/patched_kernel.sh
 SRC=$(patched_kernel "$PATCH" "/tmp/variant_$TAG")
 cd "/tmp/variant_$TAG/tree"      # the patch's own commit: its flashsim builds the kernel the patch was made for
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD            # (probe_shapes.sh exported the checkout's)
 P=benchmarks/experiments/kernel_variant_probe.py
-for run in "defaults 4,16,4096" "defaults 16,16,1024" "causal 4,16,4096"; do
-  set -- $run
-  python3 $P --source $SRC --define "$DEFINE" --cases $1 --shape $2 --json "$OUT/${TAG}_$1_${2//,/x}.json" 2>&1 \
-      | tee -a "$OUT/${TAG}_probe.txt"
-done
+probe_shapes "$SRC" "$DEFINE" defaults "${TAG}_defaults" "$TAG" 4,16,4096 16,16,1024
+probe_shapes "$SRC" "$DEFINE" causal "${TAG}_causal" "$TAG" 4,16,4096
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck; do
   for cases in defaults causal; do
