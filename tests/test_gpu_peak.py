@@ -20,6 +20,6 @@ def test_every_instruction_builds_without_spills(arch, kind):
 
 @pytest.mark.gpu
 def test_the_probe_measures_every_instruction():
-    r = peak.measure(chains=8, iters=256, blocks_per_sm=2, reps=2)
+    r = peak.measure(chains=8, iters=256, blocks_per_sm=2, reps=2, warm_s=0.1)
     for name, _ in peak.KINDS.values():
         assert r[name]["tflops"] > 0 and r[name]["ms"] > 0

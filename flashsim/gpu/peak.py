@@ -46,10 +46,26 @@ def build(kind: int, arch: str, chains: int, iters: int, source: str | None = No
                                  "FS_PEAK_VARY": int(vary)})
 
 
+WARM_S = 2.0   # seconds of back-to-back launches before the first timing (``warm``)
+
+
+def warm(launch, seconds: float) -> None:
+    """Launch back to back for ``seconds`` of wall time, so that the GPU has left its idle clocks before anything is
+    timed: without it the first ceiling a process measured read 4-5% under the same probe a minute later
+    (benchmarks/logs/2026-12-01j/bench.txt against peak.txt; benchmarks/experiments/ceiling_warmup/)."""
+    import time
+    from . import runtime as rt
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        launch()
+        rt.synchronize()
+
+
 def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: int = 10,
-            vary: bool | None = None, kinds=None) -> dict:
+            vary: bool | None = None, kinds=None, warm_s: float = WARM_S) -> dict:
     """{instruction: {"tflops": ..., "ms": ..., "vary": ...}} on the current GPU (``vary``: see ``build``), for the
-    FS_PEAK_KIND values ``kinds`` (default: every instruction of KINDS)."""
+    FS_PEAK_KIND values ``kinds`` (default: every instruction of KINDS); the first instruction's launches run
+    ``warm_s`` seconds before its timing (``warm``)."""
     from . import runtime as rt
     dev = rt.require_gpu()
     arch = rt.current_arch()
@@ -66,8 +82,12 @@ def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: in
             continue
         varied = must_vary(kind, arch) if vary is None else vary
         kern = rt.load(build(kind, arch, chains, iters, vary=varied), "mma_peak")
-        ms = rt.timed(lambda: rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False), warmup=3,
-                      reps=reps)
+
+        def launch():
+            rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False)
+        warm(launch, warm_s)
+        warm_s = 0.0
+        ms = rt.timed(launch, warmup=3, reps=reps)
         mmas = grid * WARPS * chains * iters
         result[name] = {"ms": ms, "tflops": 2.0 * mnk * mmas / (ms * 1e-3) / 1e12, "vary": varied}
     return result
@@ -78,9 +98,11 @@ def sweep(warps_per_scheduler=(1, 2, 4, 8), chains=(4, 8, 16), iters: int = 2048
     how many independent chains a warp runs: what one warp alone can draw from the tensor pipe, the question a
     ping-pong schedule (one warp of a scheduler in its mma phase at a time) raises."""
     rows = []
+    warm_s = WARM_S
     for wps in warps_per_scheduler:
         for c in chains:
-            r = measure(c, iters, blocks_per_sm=wps, vary=vary)
+            r = measure(c, iters, blocks_per_sm=wps, vary=vary, warm_s=warm_s)
+            warm_s = 0.0
             rows.append({"warps_per_scheduler": wps, "chains": c,
                          **{name: r[name]["tflops"] for name, _ in KINDS.values()}})
             print(f"  {wps} warp(s) per scheduler, {c:2d} chains: "
