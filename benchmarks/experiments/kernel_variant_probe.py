@@ -26,6 +26,10 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
                    defaults with the softmax, the K / V refill copies or P V left out, timing only (wrong O)
   mt_split/        mt_split.patch (against the kernel of 669fee1), --define FS_MT_SPLIT=1 --cases mt_split: P V of
                    m16 tile mt - 1 written beside tile mt's softmax, in one basic block
+  exp_in_pv/       exp_in_pv.patch (against the kernel of a5e48f4), --define FS_EXP_IN_PV=1 --cases exp_in_pv: the
+                   max, alpha and O rescale first, then each k16 slice's exponentials beside its P V mma's
+                   (run.sh, run_more.sh); run_off.sh: --define FS_EXP_IN_PV=0 --cases exp_in_pv_off on the landed
+                   kernel, the builds its rule turns on that no probe had timed ("variant" there is the build without)
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
                    __launch_bounds__ asks ptxas for 3 blocks per SM (at most 168 registers a thread at 128 threads),
                    3 warps per scheduler where the tilings' 170-195 registers gave 2
@@ -88,6 +92,34 @@ CASES = {"eight_warps": {
     (64, "f16", "none", False): [None],
     (128, "f32", "none", False): [None],     # ptxas: 0 -> 48 B of spill with the switch
     (128, "f16", "int8", False): [None],
+}, "exp_in_pv": {    # exp_in_pv/: each k16 slice's exponentials beside the P V mma's (the builds with the rescale vote)
+    (128, "f16", "none", False): [None],
+    (128, "f16", "none", True): [None],
+    (128, "f32", "none", False): [None],
+    (128, "f32", "none", True): [None],      # ptxas: 0 -> 48 B of spill with the switch
+    (160, "f16", "none", False): [None],
+    (192, "f32", "none", False): [None],
+    (256, "f16", "none", False): [None],
+    (256, "f32", "none", False): [None],
+}, "exp_in_pv_more": {    # exp_in_pv/: the builds the first probe left out, and f32 d = 128 tilings without spill
+    (128, "f16", "none", False): [None],     # the first probe's gain again
+    (128, "f16", "none", True): [None],      # first probe: 1.023 at 4,16,4096, 0.971 at 16,16,1024
+    (128, "f32", "none", False): [(4, 2, 32, 2), (4, 2, 32, 3), (8, 1, 64, 2)],   # ptxas: no spill with the switch
+    (160, "f16", "none", True): [None],      # 0 -> 28 B of spill
+    (160, "f32", "none", False): [None],
+    (192, "f32", "none", True): [None],      # 0 -> 20 B
+    (224, "f16", "none", False): [None],
+    (224, "f32", "none", False): [None],
+    (256, "f16", "none", True): [None],
+    (160, "f16", "int8", False): [None],
+    (256, "f16", "int8", False): [None],     # 48 -> 0 B
+}, "exp_in_pv_off": {    # --define FS_EXP_IN_PV=0 on the landed kernel: builds the rule turns on that no probe timed
+    (224, "f16", "none", True): [None],
+    (160, "f32", "none", True): [None],
+    (224, "f32", "none", True): [None],      # ptxas: 20 -> 36 B of spill with it
+    (256, "f32", "none", True): [None],
+    (224, "f16", "int8", False): [None],
+    (192, "f32", "none", False): [None],     # a control: 1.041 / 1.056 with it in the first probe
 }, "ablation": {    # ablation/: the defaults with parts of the KV loop left out (timing only: "DIFFERS" expected)
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None],
