@@ -336,6 +336,31 @@ class KernelConfig:
         return self.pv_accum == "f32" or self.head_dim not in (192, 256)
 
     @property
+    def exp_in_pv(self) -> bool:
+        """The softmax's exponentials run inside the P V loop: every m16 tile's max, alpha and O rescale first, then
+        per k16 slice of P V its scores' exponentials (and row sums) beside its mma's, one basic block, so that ptxas
+        issues them together (the rescale's warp vote, from d=128 up, otherwise splits them). The same operations in
+        the same order for every element: the bits do not change. The plain f16 / f32 P V path only (f16x2 and FP8
+        P V pack all of P first). Measured on the H200 against the same build without it, at 4,16,4096 / 16,16,1024
+        (benchmarks/RESULTS.md, tenth round; benchmarks/experiments/exp_in_pv/): d=128 f16 P@V 1.018-1.021 /
+        1.014-1.016, d=160 f16 1.049 / 1.024, f32 1.046 / 1.046, d=192 f32 1.041 / 1.056, d=224 f16 1.046 / 1.008,
+        f32 1.050 / 1.053, d=256 f16 1.019 / 1.028, f32 1.018 / 1.017, causal d=160-256 1.015-1.042, INT8 d=160 f16
+        1.018 / 0.997, d=256 f16 1.056 / 1.045; timed after it landed, without it against with it (run_off.sh):
+        d=160-256 causal f32 / f16 and INT8 d=224 f16 ran 1.01-1.13x faster with it. Left out: f32 P@V at d=128
+        (255 registers: 8-88 B of spill with it and 0.94-0.97x; its tilings that do not spill run 0.90-0.93x the
+        default), masked builds at d=128 (causal f16: 1.018-1.023 at 4,16,4096 but 0.918-0.971 at 16,16,1024), f16
+        P@V at d=192 (ptxas: 32-152 B of spill with it) and INT8 but with f16 P@V from d=160 up (INT8 d=128: 240 B
+        of spill; INT8 f32 P@V unmeasured)."""
+        d, acc = self.head_dim, self.pv_accum
+        if d < 128 or acc not in ("f16", "f32") or self.fp8_pv:
+            return False
+        if self.quant != "none":
+            return acc == "f16" and d >= 160 and d != 192
+        if d == 128:
+            return acc == "f16" and not self.masked
+        return not (d == 192 and acc == "f16")
+
+    @property
     def masked(self) -> bool:
         """Some keys below Nk can be invisible (causal or a sliding window): tiles may be skipped and masked."""
         return self.causal or self.local
@@ -440,6 +465,7 @@ class KernelConfig:
             "FS_Q_IN_REGS": int(self.q_in_registers),
             "FS_MBAR": int(self.ring_mbarrier),
             "FS_OSTAGE": int(self.stage_o),
+            "FS_EXP_IN_PV": int(self.exp_in_pv),
             "FS_BNHD": int(self.layout == "bnhd"),
             "FS_QUANT_INT8": int(self.int8),
             "FS_QUANT_FP8": int(self.fp8_pv),

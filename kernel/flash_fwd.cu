@@ -77,6 +77,12 @@ static_assert(!(QUANT && SOFTCAP), "INT8 Q K^T smooths K, which softcap's tanh d
 // f16 mma from +0 over its k32 slices in order, then added to the f32 O (V's narrow range keeps every f16 sum
 // finite: flashsim.config.FP8_V_RANGE, proofs/prove_fp8_f16_range.py).
 constexpr bool FP8_PV = FS_QUANT_FP8 != 0;
+// EXP_IN_PV (flashsim.config.KernelConfig.exp_in_pv; the plain f16 / f32 P V path): every m16 tile's max, alpha and
+// O rescale (with its warp vote) come first; then, per k16 slice j of P V, the exponentials of S's n8 tiles 2j, 2j+1
+// with their row sums, the packing and the slice's mma's, in one basic block, so that ptxas issues slice j + 1's FFMA
+// and ex2 beside slice j's mma's (otherwise the vote's branch sits between the last exponential and the first mma).
+// Every p, every row sum (n8 tiles in order) and every O element see the same operations in the same order.
+constexpr bool EXP_IN_PV = FS_EXP_IN_PV != 0 && !FP8_PV && !PV_F16X2;
 constexpr float FP8_P_SCALE = static_cast<float>(FS_FP8_P_SCALE);
 constexpr int FP8_GROUP = FS_FP8_GROUP_KEYS / 32;   // k32 slices per f16 group (FS_PV_F16X2)
 static_assert(!FP8_PV || QUANT, "FP8 P@V comes with INT8 Q K^T");
@@ -99,8 +105,9 @@ constexpr int K_SLOT_BYTES = BC * QK_ROW_BYTES;
 constexpr int V_SLOT_BYTES = FP8_PV ? D * V_ROW_BYTES : BC * V_ROW_BYTES;
 constexpr int K_RING_OFFSET = Q_BYTES;
 constexpr int V_RING_OFFSET = Q_BYTES + STAGES * K_SLOT_BYTES;
-constexpr int BAR_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES;   // MBAR: full[s], then empty[s] (8 B each)
-constexpr int SMEM_BYTES = BAR_OFFSET + (MBAR ? 2 * STAGES * 8 : 0);
+enum : int { MBAR_BYTES = 8 };      // one mbarrier object (PTX: .b64 in shared memory); an enumerator, so no symbol
+constexpr int BAR_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES;   // MBAR: full[s], then empty[s]
+constexpr int SMEM_BYTES = BAR_OFFSET + (MBAR ? 2 * STAGES * MBAR_BYTES : 0);
 static_assert(SMEM_BYTES == FS_EXPECTED_SMEM, "shared-memory layout differs from flashsim.config.smem_buffers");
 
 constexpr int S_NT = BC / 8;       // n8 tiles of S per warp
@@ -223,6 +230,16 @@ __device__ __forceinline__ float ex2(float x) {   // the SFU; flashsim.sfu.ex2 m
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
+}
+// The softmax's exponentials of one n8 tile of S, row r (0: g, 1: g + 8): p = 2^(s*scale_log2 - m*scale_log2), one
+// FFMA per score and the SFU; each p replaces its score and joins the row sum l (the f32 p, before rounding to f16).
+__device__ __forceinline__ void exp_tile(float (&s)[4], float& l, int r, float scale_log2, float m_scaled) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        const float p = ex2(__fmaf_rn(s[2 * r + e], scale_log2, -m_scaled));
+        s[2 * r + e] = p;
+        l = __fadd_rn(l, p);
+    }
 }
 __device__ __forceinline__ float rcp_approx(float x) {   // the SFU; flashsim.sfu.rcp models it bit for bit
     float y;
@@ -441,7 +458,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
-    const uint32_t full_bar = s_base + BAR_OFFSET, empty_bar = full_bar + 8 * STAGES;
+    const uint32_t full_bar = s_base + BAR_OFFSET, empty_bar = full_bar + MBAR_BYTES * STAGES;
     const uint32_t s_q = s_base;
     const uint32_t s_k = s_base + K_RING_OFFSET;
     const uint32_t s_v = s_base + V_RING_OFFSET;
@@ -497,14 +514,14 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     do {                                                                                                           \
         load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * QK_EB, tid); \
         load_v_tile(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row, nkp, tid);                 \
-        if (MBAR) mbar_arrive_cp(full_bar + 8 * (slot));                                                           \
+        if (MBAR) mbar_arrive_cp(full_bar + MBAR_BYTES * (slot));                                                  \
     } while (0)
 
     if (MBAR) {   // every thread arrives once per phase on both barriers of a slot
         if (threadIdx.x == 0) {
             for (int s = 0; s < STAGES; ++s) {
-                mbar_init(full_bar + 8 * s, THREADS);
-                mbar_init(empty_bar + 8 * s, THREADS);
+                mbar_init(full_bar + MBAR_BYTES * s, THREADS);
+                mbar_init(empty_bar + MBAR_BYTES * s, THREADS);
             }
         }
         __syncthreads();
@@ -576,7 +593,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         // tile t's group is complete once at most STAGES-2 younger groups are pending, and the barrier also tells
         // every warp that all warps are done with tile t-1, whose slot the next load overwrites.
         if (MBAR) {
-            mbar_wait(full_bar + 8 * (t % STAGES), (t / STAGES) & 1);   // tile t landed (its slot's phase t / STAGES)
+            // tile t landed (its slot's phase t / STAGES)
+            mbar_wait(full_bar + MBAR_BYTES * (t % STAGES), (t / STAGES) & 1);
         } else {
             cp_async_wait<STAGES - 2>();
             __syncthreads();
@@ -636,7 +654,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             const int tn = t + STAGES - 1;
             if (tn < n_tiles) {
                 const int sl = tn % STAGES;
-                if (t >= 1) mbar_wait(empty_bar + 8 * sl, ((t - 1) / STAGES) & 1);
+                if (t >= 1) mbar_wait(empty_bar + MBAR_BYTES * sl, ((t - 1) / STAGES) & 1);
                 FS_FILL_SLOT(sl, tn);
             }
         }
@@ -688,6 +706,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 }
         }
 
+        float m_exp[MT][2];   // each row's m * scale_log2: the exponentials' offset (EXP_IN_PV: in the P V loop)
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
             // ---- online softmax, rows r = 0 (g) and 1 (g + 8) of m16 tile mt ------------------------------------
@@ -707,18 +726,11 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 const float m_safe = (m_new == -FS_INF) ? 0.f : m_new;
                 alpha[r] = ex2(__fmul_rn(__fsub_rn(m_run[mt][r], m_safe), scale_log2));
                 const float m_scaled = __fmul_rn(m_safe, scale_log2);
+                m_exp[mt][r] = m_scaled;
                 m_run[mt][r] = m_new;
-                // p = 2^(s*scale_log2 - m*scale_log2): one FFMA per score, then the SFU.
                 float l = __fmul_rn(l_run[mt][r], alpha[r]);
 #pragma unroll
-                for (int n = 0; n < S_NT; ++n) {
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const float p = ex2(__fmaf_rn(s_acc[mt][n][2 * r + e], scale_log2, -m_scaled));
-                        s_acc[mt][n][2 * r + e] = p;
-                        l = __fadd_rn(l, p);           // l sums the f32 p, before rounding to f16
-                    }
-                }
+                for (int n = 0; n < (EXP_IN_PV ? 0 : S_NT); ++n) exp_tile(s_acc[mt][n], l, r, scale_log2, m_scaled);
                 l_run[mt][r] = l;
             }
 
@@ -805,6 +817,15 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         } else
 #pragma unroll
         for (int j = 0; j < PV_KS; ++j) {
+            if (EXP_IN_PV) {   // the exponentials of n8 tiles 2j, 2j + 1 (each row's sum still runs over n in order)
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int r = 0; r < 2; ++r)
+#pragma unroll
+                        for (int n = 2 * j; n < 2 * j + 2; ++n)
+                            exp_tile(s_acc[mt][n], l_run[mt][r], r, scale_log2, m_exp[mt][r]);
+            }
             uint32_t pa[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
@@ -830,7 +851,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 }
             }
         }
-        if (MBAR) mbar_arrive(empty_bar + 8 * slot);
+        if (MBAR) mbar_arrive(empty_bar + MBAR_BYTES * slot);
     }
 #undef FS_FILL_SLOT
     cp_async_wait<0>();   // nothing may be in flight when the block exits

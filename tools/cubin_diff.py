@@ -9,6 +9,10 @@ source never mentions (a define added with the edit) does not change its build. 
 that differs and a total; exit status 1 if any does.
 Identical cubins run identically: an edit that keeps them (a comment, a rule moved into a define) changes no result,
 though the captures must still be re-taken for the drift guard (tests/test_drift.py hashes the source).
+Where the cubins differ, their code is compared too (the SASS text of every code section, tools/sass_ops.py's
+disassembler): NVRTC keeps a symbol for every namespace-scope constant of the kernel, so a new constexpr changes
+the cubin's bytes but not one instruction. Such builds count as the same machine code; only a build whose SASS
+differs is printed, and sets the exit status.
 """
 from __future__ import annotations
 
@@ -16,6 +20,14 @@ import argparse
 import itertools
 import subprocess
 import sys
+
+
+def sass_text(cubin: bytes) -> str:
+    """The SASS of every code section of ``cubin`` (tools/sass_ops.py: nvdisasm or cuobjdump)."""
+    import pathlib
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from sass_ops import disassemble
+    return disassemble(cubin)
 
 
 def main(argv=None) -> int:
@@ -35,7 +47,7 @@ def main(argv=None) -> int:
     except (OSError, subprocess.CalledProcessError) as exc:
         print(f"cubin_diff: cannot read kernel/{KERNEL_FILE} at {a.rev}: {exc}", file=sys.stderr)
         return 2
-    n = differ = 0
+    n = differ = same_code = 0
     for arch in a.arch or ["sm_90", "sm_120"]:
         for quant in ("none", "int8", "int8-fp8"):
             for acc in pv_accums("f16", quant):
@@ -43,12 +55,15 @@ def main(argv=None) -> int:
                     cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant, causal=causal)
                     b_old, b_new = build_kernel(cfg, arch, source=old), build_kernel(cfg, arch)
                     n += 1
-                    if b_old.cubin != b_new.cubin:
+                    if b_old.cubin != b_new.cubin and sass_text(b_old.cubin) == sass_text(b_new.cubin):
+                        same_code += 1
+                    elif b_old.cubin != b_new.cubin:
                         differ += 1
                         print(f"differs: {arch} quant={quant} pv_accum={acc} d={d} causal={causal}  registers "
                               f"{b_old.registers} -> {b_new.registers}, spill bytes "
                               f"{b_old.spill_stores + b_old.spill_loads} -> {b_new.spill_stores + b_new.spill_loads}")
-    print(f"{n - differ} of {n} default builds have byte-identical cubins ({a.rev} against the working tree)")
+    print(f"{n - differ - same_code} of {n} default builds have byte-identical cubins, {same_code} more the same "
+          f"machine code (SASS), {differ} different code ({a.rev} against the working tree)")
     return 1 if differ else 0
 
 

@@ -59,7 +59,8 @@ def sass_opcodes(cubin: bytes) -> collections.Counter:
     return ops
 
 
-def _disassemble(cubin: bytes) -> str:
+def disassemble(cubin: bytes) -> str:
+    """The SASS text of every code section of ``cubin`` (``disassembler``)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "k.cubin")
         with open(path, "wb") as f:
@@ -67,20 +68,30 @@ def _disassemble(cubin: bytes) -> str:
         return subprocess.run(disassembler() + [path], check=True, capture_output=True, text=True).stdout
 
 
-def _opcode(line: str) -> str | None:
-    """An instruction line's opcode, predicate dropped; the mma family keeps its full name (HMMA.16816.F32)."""
+def _full_opcode(line: str) -> str | None:
+    """An instruction line's full opcode (MUFU.EX2, HMMA.16816.F32, ...), predicate dropped; None for other lines."""
     parts = line.split("*/")
     if len(parts) < 2 or not line.strip().startswith("/*") or not parts[1].strip():
         return None
     words = parts[1].split()
-    op = (words[1] if words[0].startswith("@") and len(words) > 1 else words[0]).rstrip(";")
-    return op if "MMA" in op else op.split(".")[0]
+    return (words[1] if words[0].startswith("@") and len(words) > 1 else words[0]).rstrip(";")
+
+
+def _opcode(line: str) -> str | None:
+    """An instruction line's opcode, predicate dropped; the mma family keeps its full name (HMMA.16816.F32)."""
+    op = _full_opcode(line)
+    return op if op is None or "MMA" in op else op.split(".")[0]
+
+
+def sass_sequence(cubin: bytes) -> list[str]:
+    """Every instruction's full opcode (``_full_opcode``), in program order."""
+    return [op for op in map(_full_opcode, disassemble(cubin).splitlines()) if op]
 
 
 def sass_by_function(cubin: bytes) -> dict:
     """{kernel name: Counter of opcodes (sass_opcodes_full's naming)} for every function of a cubin."""
     out, cur = {}, None
-    for line in _disassemble(cubin).splitlines():
+    for line in disassemble(cubin).splitlines():
         head = line.strip()
         if head.startswith(".section") and ".text." in head:              # nvdisasm
             cur = out.setdefault(head.split(".text.", 1)[1].split(",", 1)[0].strip('"'), collections.Counter())

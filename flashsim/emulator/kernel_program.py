@@ -20,7 +20,9 @@ reports. The state of a block between KV tiles is (m, l, o): the running row max
 
 Steps 1-3, 4 and 5-7 are separate functions so that an engine can keep their results apart (JAX puts an
 optimisation barrier between them: fused into one program, XLA would recompute the row values and p for every
-consumer).
+consumer). Where the kernel interleaves them (KernelConfig.exp_in_pv: step 6's rescale before step 4's exponentials,
+which run k16 slice by slice inside step 7's loop), each value still sees the same operations in the same order: the
+rescale reads only alpha and O, and the row sum still adds the n8 tiles in order, so one program serves both.
 """
 from __future__ import annotations
 
