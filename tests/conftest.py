@@ -2,7 +2,8 @@
 
 The reason comes from flashsim.gpu.runtime.gpu_available() (missing cuda-python, missing driver, no device) and
 shows in ``pytest -ra``. ``gpu`` (fixture) is the cuda.core Device; ``cuda_compile`` compiles through the
-in-process build cache, so a source is compiled once per (source, arch, defines) for the whole session.
+in-process build cache, so a source is compiled once per (source, arch, defines) for the whole session; ``sass_ops``
+is tools/sass_ops.py, for the tests that read SASS.
 """
 from __future__ import annotations
 
@@ -36,6 +37,19 @@ def gpu(_gpu_status):
         pytest.skip(f"no usable GPU: {reason}")
     from flashsim.gpu import runtime as rt
     return rt.require_gpu()
+
+
+@pytest.fixture(scope="session")
+def sass_ops():
+    """tools/sass_ops.py as a module (SASS of NVRTC builds); skips the test, with the reason, where no disassembler
+    is installed (the test extra's nvidia-cuda-nvdisasm provides one)."""
+    from tool_modules import load_tool  # tests/tool_modules.py
+    mod = load_tool("sass_ops")
+    try:
+        mod.disassembler()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    return mod
 
 
 @pytest.fixture(scope="session")

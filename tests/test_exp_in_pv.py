@@ -7,19 +7,8 @@ from __future__ import annotations
 import pytest
 
 from flashsim.config import KernelConfig
-from tool_modules import load_tool  # tests/tool_modules.py
 
 pytest.importorskip("cuda.bindings", reason="NVRTC (pip install 'flashsim[gpu]') builds the kernels")
-
-
-@pytest.fixture(scope="module")
-def sass_ops():
-    mod = load_tool("sass_ops")
-    try:
-        mod.disassembler()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-    return mod
 
 
 def _build(config, on):

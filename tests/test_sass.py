@@ -6,19 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tool_modules import load_tool  # tests/tool_modules.py
 
 pytest.importorskip("cuda.bindings", reason="NVRTC (pip install 'flashsim[gpu]') builds the kernels")
-
-
-@pytest.fixture(scope="module")
-def sass_ops():
-    mod = load_tool("sass_ops")
-    try:
-        mod.disassembler()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-    return mod
 
 
 FP8_KERNELS = ("mma_k32_f32_e4m3_e4m3_f32", "mma_k32_f32_e5m2_e5m2_f32", "mma_k32_f32_e4m3_e5m2_f32",
