@@ -30,6 +30,8 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
                    max, alpha and O rescale first, then each k16 slice's exponentials beside its P V mma's
                    (run.sh, run_more.sh); run_off.sh: --define FS_EXP_IN_PV=0 --cases exp_in_pv_off on the landed
                    kernel, the builds its rule turns on that no probe had timed ("variant" there is the build without)
+  exp_from/        exp_from.patch (against the kernel of ca98cee), --define FS_EXP_FROM=1 or 3 --cases exp_from_1 /
+                   exp_from_3: exp_in_pv for the k16 slices from the given one on, the earlier ones before the vote
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
                    __launch_bounds__ asks ptxas for 3 blocks per SM (at most 168 registers a thread at 128 threads),
                    3 warps per scheduler where the tilings' 170-195 registers gave 2
@@ -120,6 +122,14 @@ CASES = {"eight_warps": {
     (256, "f32", "none", True): [None],
     (224, "f16", "int8", False): [None],
     (192, "f32", "none", False): [None],     # a control: 1.041 / 1.056 with it in the first probe
+}, "exp_from_1": {    # exp_from/ with FS_EXP_FROM=1: slice 0's exponentials before the vote, slices 1.. in the P V loop
+    (128, "f32", "none", False): [None],     # ptxas: 255 registers, no spill (full exp_in_pv: 8 B)
+    (128, "f16", "none", False): [None],     # against the landed full interleave: 248 -> 239 registers
+    (128, "f16", "none", True): [None],      # 241 -> 243 registers (full: 248)
+}, "exp_from_3": {    # exp_from/ with FS_EXP_FROM=3: only the last k16 slice's exponentials in the P V loop (kv_tile 64)
+    (128, "f32", "none", False): [None],     # no spill
+    (128, "f16", "int8", False): [None],     # no spill (full exp_in_pv: 240 B)
+    (128, "f16", "none", True): [None],      # 247 registers
 }, "ablation": {    # ablation/: the defaults with parts of the KV loop left out (timing only: "DIFFERS" expected)
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None],
