@@ -346,18 +346,20 @@ class KernelConfig:
         1.014-1.016, d=160 f16 1.049 / 1.024, f32 1.046 / 1.046, d=192 f32 1.041 / 1.056, d=224 f16 1.046 / 1.008,
         f32 1.050 / 1.053, d=256 f16 1.019 / 1.028, f32 1.018 / 1.017, causal d=160-256 1.015-1.042, INT8 d=160 f16
         1.018 / 0.997, d=256 f16 1.056 / 1.045; timed after it landed, without it against with it (run_off.sh):
-        d=160-256 causal f32 / f16 and INT8 d=224 f16 ran 1.01-1.13x faster with it. Left out: f32 P@V at d=128
-        (255 registers: 8-88 B of spill with it and 0.94-0.97x; its tilings that do not spill run 0.90-0.93x the
-        default), masked builds at d=128 (causal f16: 1.018-1.023 at 4,16,4096 but 0.918-0.971 at 16,16,1024), f16
-        P@V at d=192 (ptxas: 32-152 B of spill with it) and INT8 but with f16 P@V from d=160 up (INT8 d=128: 240 B
-        of spill; INT8 f32 P@V unmeasured)."""
+        d=160-256 causal f32 / f16 and INT8 d=224 f16 ran 1.01-1.13x faster with it; causal d=128 f16 over N
+        (run_causal.sh): 1.009, 1.007, 1.018, 1.015-1.024, 1.017 at N = 512 ... 8192 (two earlier readings at
+        N = 1024, 0.918 and 0.971, lie within the short launches' spread: the same build twice read 0.954 at N = 512).
+        Left out: f32 P@V at d=128 (255 registers: 8-88 B of spill with it and 0.94-0.97x; its tilings that do not
+        spill run 0.90-0.93x the default, and interleaving fewer slices without spill 0.96-0.99x), f16 P@V at d=192
+        (ptxas: 32-152 B of spill with it) and INT8 but with f16 P@V from d=160 up (INT8 d=128: 240 B of spill and
+        0.97-0.99x with fewer slices; INT8 f32 P@V unmeasured)."""
         d, acc = self.head_dim, self.pv_accum
         if d < 128 or acc not in ("f16", "f32") or self.fp8_pv:
             return False
         if self.quant != "none":
             return acc == "f16" and d >= 160 and d != 192
         if d == 128:
-            return acc == "f16" and not self.masked
+            return acc == "f16"
         return not (d == 192 and acc == "f16")
 
     @property

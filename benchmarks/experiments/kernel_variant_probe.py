@@ -29,7 +29,8 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
   exp_in_pv/       exp_in_pv.patch (against the kernel of a5e48f4), --define FS_EXP_IN_PV=1 --cases exp_in_pv: the
                    max, alpha and O rescale first, then each k16 slice's exponentials beside its P V mma's
                    (run.sh, run_more.sh); run_off.sh: --define FS_EXP_IN_PV=0 --cases exp_in_pv_off on the landed
-                   kernel, the builds its rule turns on that no probe had timed ("variant" there is the build without)
+                   kernel, the builds its rule turns on that no probe had timed ("variant" there is the build without);
+                   run_causal.sh: --define FS_EXP_IN_PV=1 --cases exp_in_pv_causal over N
   exp_from/        exp_from.patch (against the kernel of ca98cee), --define FS_EXP_FROM=1 or 3 --cases exp_from_1 /
                    exp_from_3: exp_in_pv for the k16 slices from the given one on, the earlier ones before the vote
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
@@ -130,6 +131,9 @@ CASES = {"eight_warps": {
     (128, "f32", "none", False): [None],     # no spill
     (128, "f16", "int8", False): [None],     # no spill (full exp_in_pv: 240 B)
     (128, "f16", "none", True): [None],      # 247 registers
+}, "exp_in_pv_causal": {    # --define FS_EXP_IN_PV=1 on the landed kernel, over N (exp_in_pv/run_causal.sh)
+    (128, "f16", "none", True): [None],      # left out by the rule: on only in the variant
+    (128, "f16", "none", False): [None],     # on in both builds: the probe's own spread
 }, "ablation": {    # ablation/: the defaults with parts of the KV loop left out (timing only: "DIFFERS" expected)
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None],
