@@ -18,19 +18,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import pathlib
 import subprocess
 import sys
 
 
-def sass_text(cubin: bytes) -> str:
-    """The SASS of every code section of ``cubin`` (tools/sass_ops.py: nvdisasm or cuobjdump)."""
-    import pathlib
+def main(argv=None) -> int:
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from sass_ops import disassemble
-    return disassemble(cubin)
-
-
-def main(argv=None) -> int:
     from flashsim.config import KernelConfig, pv_accums
     from flashsim.gpu.build import kernel_path
     from flashsim.gpu.launch import KERNEL_FILE, build_kernel
@@ -55,7 +50,7 @@ def main(argv=None) -> int:
                     cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant, causal=causal)
                     b_old, b_new = build_kernel(cfg, arch, source=old), build_kernel(cfg, arch)
                     n += 1
-                    if b_old.cubin != b_new.cubin and sass_text(b_old.cubin) == sass_text(b_new.cubin):
+                    if b_old.cubin != b_new.cubin and disassemble(b_old.cubin) == disassemble(b_new.cubin):
                         same_code += 1
                     elif b_old.cubin != b_new.cubin:
                         differ += 1
