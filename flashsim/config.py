@@ -17,6 +17,10 @@ SUPPORTED_HEAD_DIMS = tuple(range(32, 257, 32))
 SUPPORTED_DTYPES = ("f16", "bf16")
 SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
 SUPPORTED_STAGES = (2, 3)
+# m16 tiles (16 query rows each) per warp. Each warp reads the whole K and V tile from shared memory for its rows, so
+# more rows per warp means fewer shared-memory bytes per mma FLOP (the kernel is generic in FS_M_TILES); 3 and 4 fit
+# 255 registers only with a narrow kv_tile and an f16 O (ptxas: benchmarks/experiments/m_tiles/).
+SUPPORTED_M_TILES = (1, 2, 3, 4)
 # Quantized attention (SageAttention's recipe, flashsim.emulator.quantize): "none", or "int8" (Q and K quantized to
 # INT8 by kernel/quantize.cu, Q K^T by mma.sync.m16n8k32 s8 with exact s32 sums, P V as without quant).
 # "int8-fp8": INT8 Q K^T as "int8", and P V in FP8 e4m3 (P * 448, V per channel; mma.sync.m16n8k32 e4m3): f16
@@ -220,7 +224,7 @@ class KernelConfig:
     dtype      element type of q, k, v, o and of P in P@V: "f16" or "bf16" (bf16 has no f16 accumulator: pv_accum
                must be "f32" with it, since mma.sync has no bf16 accumulation)
     warps      warps per block
-    m_tiles    m16 tiles per warp (1 or 2): a warp owns 16 * m_tiles query rows, a block 16 * m_tiles * warps.
+    m_tiles    m16 tiles per warp (SUPPORTED_M_TILES): a warp owns 16 * m_tiles query rows, a block 16 * m_tiles * warps.
                Two tiles let one K / V fragment from shared memory feed two mma's (half the shared-memory
                traffic per flop); Q is then re-read from shared memory instead of held in registers.
     kv_tile    keys per KV tile (Bc), a multiple of 16 (pairs of n8 score tiles form one k16 P slice)
@@ -414,8 +418,8 @@ class KernelConfig:
             raise ValueError(f"head_dim must be a multiple of 32 from 32 to 256, got {self.head_dim!r}")
         if not (isinstance(self.warps, int) and 1 <= self.warps <= 16):
             raise ValueError(f"warps must be an int in 1..16, got {self.warps!r}")
-        if self.m_tiles not in (1, 2):
-            raise ValueError(f"m_tiles must be 1 or 2, got {self.m_tiles!r}")
+        if self.m_tiles not in SUPPORTED_M_TILES:
+            raise ValueError(f"m_tiles must be one of {SUPPORTED_M_TILES}, got {self.m_tiles!r}")
         if not (isinstance(self.kv_tile, int) and self.kv_tile >= 16 and self.kv_tile % 16 == 0
                 and self.kv_tile <= 256):
             raise ValueError(f"kv_tile must be a multiple of 16 in 16..256, got {self.kv_tile!r}")

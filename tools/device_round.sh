@@ -26,7 +26,7 @@
 #                         -> benchmarks/logs/<date>/verify.txt, verify.json
 #   tests     57-78 s     python3 -m pytest -q -ra -m gpu tests      -> benchmarks/logs/<date>/tests.txt
 #   sanitize  63-81 s     compute-sanitizer memcheck and racecheck over every default kernel variant
-#                         (tools/sanitize_kernel.py --list: 52 variants); fails on any error or hazard
+#                         (tools/sanitize_kernel.py --list: 54 variants); fails on any error or hazard
 #                         -> benchmarks/logs/<date>/sanitize.txt
 #   quantbench 29 s       benchmarks/bench_quant.py: INT8 / FP8 attention beside the f16 kernel and the ceilings
 #                         -> benchmarks/logs/<date>/quantbench.txt, bench_quant.json

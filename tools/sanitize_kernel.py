@@ -6,8 +6,8 @@ Shapes have ragged tails (Nq, Nk not multiples of the tiles) so the zero-fill an
 every default configuration of sm_90 (4 warps x 2 m16 tiles) and of sm_120 (8 warps x 1 tile, the seed's block),
 for d 64 / 128 x causal or not x every P@V accumulation (f32, f16, f16x2), each distinct configuration once; then
 the attention variants (VARIANT_OPTIONS: every other head dim, bf16, GQA, windows, softcap, (B, N, H, d), O staged
-with a 16-bit O and with f16x2 beyond d = 128, and quant="int8" / "int8-fp8", f32 and f16x2 P@V, whose
-quantization kernels run under the sanitizer too).
+with a 16-bit O and with f16x2 beyond d = 128, three and four m16 tiles per warp, and quant="int8" / "int8-fp8", f32
+and f16x2 P@V, whose quantization kernels run under the sanitizer too).
 """
 import itertools
 import sys
@@ -32,6 +32,9 @@ VARIANT_OPTIONS = [(d, {}) for d in (32, 96, 160, 192, 224, 256)] + [
     (256, dict(pv_accum="f16", window=(40, 10))),
     (160, dict(pv_accum="f16x2")),
     (224, dict(pv_accum="f16x2", causal=True)),
+    # three and four m16 tiles per warp (tiles: warps, m_tiles, kv_tile, stages; benchmarks/experiments/m_tiles/)
+    (128, dict(pv_accum="f16", causal=True, tiles=(4, 3, 32, 2))),
+    (64, dict(pv_accum="f16", window=(50, 0), tiles=(4, 4, 32, 3))),
     # quant="int8" (kernel/quantize.cu before flash_fwd): s8 rows of 2 (d 32), 4, 8 and 16 chunks; bf16, windows
     (32, dict(quant="int8")),
     (64, dict(quant="int8", pv_accum="f16", causal=True)),
@@ -61,7 +64,8 @@ def variants():
     for d, o in VARIANT_OPTIONS:
         opts = resolve_options(o.get("causal", False), o.get("pv_accum", "f32"), None, None, o.get("window"),
                                o.get("softcap"), o.get("layout"), o.get("quant"))
-        cfg = opts.kernel_config("sm_90", d, o.get("dtype", "f16"))
+        tiling = dict(zip(("warps", "m_tiles", "kv_tile", "stages"), o.get("tiles", ())))
+        cfg = opts.kernel_config("sm_90", d, o.get("dtype", "f16"), **tiling)
         out.append((cfg, dict(window_size=opts.window_size, softcap=opts.softcap, layout=opts.layout, gqa=True)))
     return out
 

@@ -59,7 +59,7 @@ def add_arguments(p):
                    help="kernel: measure the mma.sync ceiling first and print each kernel figure as a percentage of "
                         "its instruction mix's ceiling (default: on)")
     p.add_argument("--warps", type=int, default=None)
-    p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 or 2)")
+    p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 to 4)")
     p.add_argument("--kv-tile", type=int, default=None)
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--n", type=int, action="append", default=[], help="emulator: sequence lengths (default 1024)")

@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", default="sm_120", help=f"architecture ({', '.join(ARCHS)}); default sm_120")
     p.add_argument("--head-dim", type=int, choices=SUPPORTED_HEAD_DIMS, help="head dimension d")
     p.add_argument("--warps", type=int, help="warps per block")
-    p.add_argument("--m-tiles", type=int, help="m16 tiles (16 query rows each) per warp: 1 or 2")
+    p.add_argument("--m-tiles", type=int, help="m16 tiles (16 query rows each) per warp: 1 to 4")
     p.add_argument("--kv-tile", type=int, help="keys per KV tile (B_c), a multiple of 16")
     p.add_argument("--stages", type=int, choices=SUPPORTED_STAGES, help="K/V ring stages")
     p.add_argument("--pv-accum", choices=SUPPORTED_PV_ACCUM, help="P@V accumulator type")

@@ -1,0 +1,61 @@
+"""GPU: the d = 128 f16 P@V default at a long and at short sequences, for the short-launch question of issue 14.
+
+    python3 benchmarks/experiments/short_launch/launches.py --mode profile     (under ncu: one launch per shape)
+    python3 benchmarks/experiments/short_launch/launches.py --mode sustain --seconds 4 --json OUT.json
+
+--mode sustain launches each shape back to back for --seconds while nvidia-smi samples the SM clock and the power
+(run.sh starts it): whether the shapes run at different clocks, and their rate. Each shape's TFLOP/s is from CUDA
+events over the whole stretch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+SHAPES = ((4, 16, 4096), (16, 16, 1024), (64, 16, 512))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mode", choices=("profile", "sustain"), required=True)
+    p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--json")
+    args = p.parse_args()
+    import torch
+    from flashsim import gpu
+    from flashsim.commands.bench import attention_flops
+    rows = []
+    for b, h, n in SHAPES:
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(b, h, n, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+        go, _, plan = gpu.prepared_launch(q, k, v, pv_accum="f16")
+        go(sync=True)
+        if args.mode == "profile":
+            print(f"{b},{h},{n} {plan.config.describe()}", flush=True)
+            continue
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.time()
+        print(f"{t0:.3f} start {b},{h},{n}", flush=True)
+        start.record()
+        calls = 0
+        while time.time() - t0 < args.seconds:
+            for _ in range(20):
+                go(sync=False)
+            calls += 20
+            torch.cuda.synchronize()
+        end.record()
+        end.synchronize()
+        ms = start.elapsed_time(end) / calls
+        t1 = time.time()
+        tflops = attention_flops(b, h, n, 128, False) / ms / 1e9
+        print(f"{t1:.3f} end {b},{h},{n}: {calls} calls, {ms:.4f} ms a call, {tflops:.1f} TFLOP/s", flush=True)
+        rows.append(dict(shape=[b, h, n], t0=t0, t1=t1, calls=calls, ms=ms, tflops=tflops))
+        time.sleep(1.0)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
