@@ -233,10 +233,10 @@ __device__ __forceinline__ float ex2(float x) {   // the SFU; flashsim.sfu.ex2 m
 }
 // The softmax's exponentials of one n8 tile of S, row r (0: g, 1: g + 8): p = 2^(s*scale_log2 - m*scale_log2), one
 // FFMA per score and the SFU; each p replaces its score and joins the row sum l (the f32 p, before rounding to f16).
-__device__ __forceinline__ void exp_tile(float (&s)[4], float& l, int r, float scale_log2, float m_scaled) {
+__device__ __forceinline__ void exp_tile(float (&s)[4], float& l, int r, float scale_log2, float m_exp) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-        const float p = ex2(__fmaf_rn(s[2 * r + e], scale_log2, -m_scaled));
+        const float p = ex2(__fmaf_rn(s[2 * r + e], scale_log2, -m_exp));
         s[2 * r + e] = p;
         l = __fadd_rn(l, p);
     }
@@ -706,7 +706,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 }
         }
 
-        float m_exp[MT][2];   // each row's m * scale_log2: the exponentials' offset (EXP_IN_PV: in the P V loop)
+        float m_exp[MT][2];   // each row's m * scale_log2: the exponentials' offset, here or (EXP_IN_PV) in the P V loop
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
             // ---- online softmax, rows r = 0 (g) and 1 (g + 8) of m16 tile mt ------------------------------------
@@ -725,12 +725,11 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 // -inf guard: a row with no visible key so far subtracts 0 instead of -inf (no inf - inf = NaN).
                 const float m_safe = (m_new == -FS_INF) ? 0.f : m_new;
                 alpha[r] = ex2(__fmul_rn(__fsub_rn(m_run[mt][r], m_safe), scale_log2));
-                const float m_scaled = __fmul_rn(m_safe, scale_log2);
-                m_exp[mt][r] = m_scaled;
+                m_exp[mt][r] = __fmul_rn(m_safe, scale_log2);
                 m_run[mt][r] = m_new;
                 float l = __fmul_rn(l_run[mt][r], alpha[r]);
 #pragma unroll
-                for (int n = 0; n < (EXP_IN_PV ? 0 : S_NT); ++n) exp_tile(s_acc[mt][n], l, r, scale_log2, m_scaled);
+                for (int n = 0; n < (EXP_IN_PV ? 0 : S_NT); ++n) exp_tile(s_acc[mt][n], l, r, scale_log2, m_exp[mt][r]);
                 l_run[mt][r] = l;
             }
 

@@ -6,7 +6,7 @@ r"""GPU: where flash_fwd's warps stall, instruction by instruction (Nsight Compu
     python3 tools/stall_profile.py --summary stalls_source.csv [--region load=104,311-364,499-500]
                                         (no GPU: samples and instructions per reason, region and line)
 
-One launch per variant at 4 x 16 x 4096 x 128, non-causal, default tilings: f16 with f16 P@V, then f16 with f32 P@V
+One launch per variant at 4 x 16 x 4096 x 128 (``--head-dim``: another d), non-causal, default tilings: f16 with f16 P@V, then f16 with f32 P@V
 (``--causal``: the same two, causal, after the non-causal f16 P@V one).
 The kernels are built with line information (NVRTC --generate-line-info, which leaves the code unchanged) so that
 each sampled SASS instruction names its line of kernel/flash_fwd.cu. ``--summary CSV`` (no GPU) adds the samples
@@ -27,7 +27,7 @@ def launches(causal: bool = False) -> list[tuple[str, bool]]:
     return [("f16", False)] + [(acc, True) for acc in VARIANTS] if causal else [(acc, False) for acc in VARIANTS]
 
 
-def launch_all(causal: bool = False) -> None:
+def launch_all(causal: bool = False, head_dim: int = 128) -> None:
     import torch
     from flashsim import gpu
     from flashsim.gpu import launch
@@ -35,7 +35,7 @@ def launch_all(causal: bool = False) -> None:
     plain = launch.build_kernel
     launch.build_kernel = lambda config, arch: plain(config, arch, extra_options=("--generate-line-info",))
     torch.manual_seed(0)
-    q, k, v = (torch.randn(4, 16, 4096, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+    q, k, v = (torch.randn(4, 16, 4096, head_dim, device="cuda", dtype=torch.float16) for _ in range(3))
     for acc, cz in launches(causal):
         run, _, plan = gpu.prepared_launch(q, k, v, pv_accum=acc, causal=cz)
         run(sync=True)
@@ -124,6 +124,7 @@ def main(argv=None) -> int:
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--causal", action="store_true",
                    help="launch the causal kernels too (module docstring); with --summary: a profile launched so")
+    p.add_argument("--head-dim", type=int, default=128, help="d of the launches (default 128)")
     p.add_argument("--kernel-source", help="the kernel/flash_fwd.cu the profile ran (default: this checkout's)")
     p.add_argument("--region", action="append", default=[], metavar="NAME=LINES",
                    help="a set of kernel lines to total, e.g. load=104,311-364,499-500 (repeatable)")
@@ -135,7 +136,7 @@ def main(argv=None) -> int:
             regions[name] = _parse_ranges(lines)
         summary(a.summary, a.top, a.kernel_source, regions, a.causal)
     else:
-        launch_all(a.causal)
+        launch_all(a.causal, a.head_dim)
     return 0
 
 

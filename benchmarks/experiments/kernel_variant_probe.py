@@ -35,6 +35,8 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
                    exp_from_3: exp_in_pv for the k16 slices from the given one on, the earlier ones before the vote
   prefetch_all/    prefetch_all.patch (against the kernel of e3ca176), --define FS_PREFETCH_ALL=1 --cases defaults /
                    causal (run.sh): the prologue fills every ring slot, the last one too
+  prefetch_next/   prefetch_next.patch (against the kernel of 95f3766), --define FS_PREFETCH_NEXT=2 --cases defaults /
+                   causal (run.sh): each block prefetches into L2 the first tiles of the block 2 x SMs later
   min_blocks/      min_blocks.patch (against the kernel of 5cb28bf), --define FS_MIN_BLOCKS=3 --cases min_blocks:
                    __launch_bounds__ asks ptxas for 3 blocks per SM (at most 168 registers a thread at 128 threads),
                    3 warps per scheduler where the tilings' 170-195 registers gave 2
