@@ -224,9 +224,10 @@ class KernelConfig:
     dtype      element type of q, k, v, o and of P in P@V: "f16" or "bf16" (bf16 has no f16 accumulator: pv_accum
                must be "f32" with it, since mma.sync has no bf16 accumulation)
     warps      warps per block
-    m_tiles    m16 tiles per warp (SUPPORTED_M_TILES): a warp owns 16 * m_tiles query rows, a block 16 * m_tiles * warps.
-               Two tiles let one K / V fragment from shared memory feed two mma's (half the shared-memory
-               traffic per flop); Q is then re-read from shared memory instead of held in registers.
+    m_tiles    m16 tiles per warp (SUPPORTED_M_TILES, 1 to 4): a warp owns 16 * m_tiles query rows, a block
+               16 * m_tiles * warps. Two tiles let one K / V fragment from shared memory feed two mma's (half the
+               shared-memory traffic per flop); Q is then re-read from shared memory instead of held in registers.
+               Three and four are bit-exact too but slower on the H200 (benchmarks/experiments/m_tiles/).
     kv_tile    keys per KV tile (Bc), a multiple of 16 (pairs of n8 score tiles form one k16 P slice)
     stages     slots in the K/V cp.async ring (2 or 3)
     pv_accum   accumulation of P@V: "f32" (f32 mma accumulator), "f16" (the O accumulator is f16: half the

@@ -97,7 +97,8 @@ def test_bits_do_not_depend_on_pipeline_depth_or_block_rows():
     q, k, v = make_inputs(1, 2, 100, 150, 64, seed=11)
     base = flashsim.attention(q, k, v, config=KernelConfig(head_dim=64, stages=2, warps=8), progress=False)
     for cfg in (KernelConfig(head_dim=64, stages=3, warps=8), KernelConfig(head_dim=64, stages=2, warps=2),
-                KernelConfig(head_dim=64, stages=2, warps=2, m_tiles=3), KernelConfig(head_dim=64, stages=3, m_tiles=4)):
+                KernelConfig(head_dim=64, stages=2, warps=2, m_tiles=3),
+                KernelConfig(head_dim=64, stages=3, m_tiles=4)):
         o, lse = flashsim.attention(q, k, v, config=cfg, progress=False)
         assert np.array_equal(o.view(np.uint16), base[0].view(np.uint16))
         assert np.array_equal(lse.view(np.uint32), base[1].view(np.uint32))

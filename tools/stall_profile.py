@@ -6,8 +6,8 @@ r"""GPU: where flash_fwd's warps stall, instruction by instruction (Nsight Compu
     python3 tools/stall_profile.py --summary stalls_source.csv [--region load=104,311-364,499-500]
                                         (no GPU: samples and instructions per reason, region and line)
 
-One launch per variant at 4 x 16 x 4096 x 128 (``--head-dim``: another d), non-causal, default tilings: f16 with f16 P@V, then f16 with f32 P@V
-(``--causal``: the same two, causal, after the non-causal f16 P@V one).
+One launch per variant at 4 x 16 x 4096 x 128 (``--head-dim``: another d), non-causal, default tilings: f16 with
+f16 P@V, then f16 with f32 P@V (``--causal``: the same two, causal, after the non-causal f16 P@V one).
 The kernels are built with line information (NVRTC --generate-line-info, which leaves the code unchanged) so that
 each sampled SASS instruction names its line of kernel/flash_fwd.cu. ``--summary CSV`` (no GPU) adds the samples
 up per source line and per stall reason and prints the lines that hold most of them.

@@ -54,8 +54,8 @@ def main(folder: str) -> None:
         clk = [s[1] for s in sel]
         pw = [s[2] for s in sel]
         reasons = sorted({s[3] for s in sel})
-        print(f"  {','.join(map(str, row['shape'])):<11} {row['tflops']:6.1f} TFLOP/s  SM clock {min(clk):.0f}-{max(clk):.0f} "
-              f"MHz (mean {sum(clk) / len(clk):.0f}, {len(clk)} samples)  power {sum(pw) / len(pw):.0f} W  "
+        print(f"  {','.join(map(str, row['shape'])):<11} {row['tflops']:6.1f} TFLOP/s  "
+              f"SM clock {min(clk):.0f}-{max(clk):.0f} MHz (mean {sum(clk) / len(clk):.0f}, {len(clk)} samples)  power {sum(pw) / len(pw):.0f} W  "
               f"clock event reasons {', '.join(reasons)}")
     print("ncu, one launch each (--clock-control none):")
     for grid, m in ncu_kernels(f"{folder}/ncu.txt"):
