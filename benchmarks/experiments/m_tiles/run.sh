@@ -9,7 +9,8 @@ mkdir -p "$OUT"
 CANDIDATES=(128,f16,4x3x32x2 128,f16,4x3x32x3 128,f16,4x4x16x3 128,f16,4x4x32x2
             64,f16,4x3x64x2 64,f16,4x3x64x3 64,f16,4x4x32x3 64,f16,8x4x32x2)
 { echo "\$ PYTHONPATH=. python3 benchmarks/experiments/m_tiles/check_bits.py ${CANDIDATES[*]}"
-  PYTHONPATH=. python3 benchmarks/experiments/m_tiles/check_bits.py "${CANDIDATES[@]}"; } 2>&1 | tee "$OUT/check_bits.txt"
+  PYTHONPATH=. python3 benchmarks/experiments/m_tiles/check_bits.py "${CANDIDATES[@]}"
+} 2>&1 | tee "$OUT/check_bits.txt"
 PAIRS=()
 for c in "${CANDIDATES[@]}"; do
   d=${c%%,*}

@@ -16,7 +16,10 @@ SMI=$!
 python3 $L --mode sustain --seconds 4 --json "$OUT/sustain.json" 2>&1 | tee "$OUT/sustain.txt"
 kill $SMI
 METRICS=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__cycles_active.avg,sm__cycles_elapsed.avg
-METRICS+=,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active
-METRICS+=,launch__waves_per_multiprocessor,launch__grid_size,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active
+METRICS+=,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+METRICS+=,smsp__issue_active.avg.pct_of_peak_sustained_active
+METRICS+=,launch__waves_per_multiprocessor,launch__grid_size,launch__occupancy_limit_registers
+METRICS+=,sm__warps_active.avg.pct_of_peak_sustained_active
 { echo "\$ ncu --clock-control none --kernel-name flash_fwd --metrics $METRICS python3 $L --mode profile"
-  ncu --clock-control none --kernel-name flash_fwd --metrics "$METRICS" python3 $L --mode profile; } 2>&1 | tee "$OUT/ncu.txt"
+  ncu --clock-control none --kernel-name flash_fwd --metrics "$METRICS" python3 $L --mode profile
+} 2>&1 | tee "$OUT/ncu.txt"
