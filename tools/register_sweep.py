@@ -40,6 +40,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     dims = [int(x) for x in args.d.split(",")]
     accs = args.accs.split(",") if args.accs else pv_accums("f16", args.quant)
+    # one or two m16 tiles per warp: three and four (config.SUPPORTED_M_TILES) fit only narrow KV tiles with an f16 O
+    # and lost 10-28% against the defaults on the H200 (benchmarks/experiments/m_tiles/), so they are no candidates
     jobs = [(arch, d, acc, w, mt, kv, args.quant) for arch in ("sm_90", "sm_120") for d in dims
             for acc in accs for w, mt, kv in itertools.product((4, 8), (1, 2), (32, 64, 128))]
     with ProcessPoolExecutor(args.jobs) as ex:
