@@ -8,28 +8,17 @@ cycles per block-tile (active cycles x blocks per SM at once / the KV tiles the 
 """
 from __future__ import annotations
 
-import csv
-import json
+import pathlib
 import re
 import sys
-from datetime import datetime, timezone
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from smi_samples import stretches  # noqa: E402
 
 BLOCKS_PER_SM = 2      # the d = 128 f16 default on sm_90 (flashsim budget --arch sm_90 --pv-accum f16)
 SMS = 132
 BLOCK_M, KV_TILE = 128, 64
 UNIT_US = {"ms": 1000.0, "us": 1.0, "ns": 1e-3}     # gpu__time_duration's units, to microseconds
-
-
-def smi_rows(path):
-    with open(path, newline="") as fh:
-        rows = list(csv.reader(fh))
-    out = []
-    for r in rows[1:]:
-        if len(r) < 6:
-            continue
-        t = datetime.strptime(r[0].strip(), "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
-        out.append((t, float(r[1].split()[0]), float(r[3].split()[0]), r[5].strip()))
-    return out
 
 
 def ncu_kernels(path):
@@ -47,16 +36,12 @@ def ncu_kernels(path):
 
 
 def main(folder: str) -> None:
-    smi = smi_rows(f"{folder}/smi.csv")
     print("sustained launches (nvidia-smi every 100 ms; a run's first 0.5 s left out):")
-    for row in json.load(open(f"{folder}/sustain.json")):
-        sel = [s for s in smi if row["t0"] + 0.5 < s[0] < row["t1"]]
-        clk = [s[1] for s in sel]
-        pw = [s[2] for s in sel]
-        reasons = sorted({s[3] for s in sel})
+    for row in stretches(folder):
         print(f"  {','.join(map(str, row['shape'])):<11} {row['tflops']:6.1f} TFLOP/s  "
-              f"SM clock {min(clk):.0f}-{max(clk):.0f} MHz (mean {sum(clk) / len(clk):.0f}, {len(clk)} samples)  power {sum(pw) / len(pw):.0f} W  "
-              f"clock event reasons {', '.join(reasons)}")
+              f"SM clock {row['clock_min']:.0f}-{row['clock_max']:.0f} MHz (mean {row['clock_mean']:.0f}, "
+              f"{row['samples']} samples)  power {row['power_mean']:.0f} W  "
+              f"clock event reasons {', '.join(row['reasons'])}")
     print("ncu, one launch each (--clock-control none):")
     for grid, m in ncu_kernels(f"{folder}/ncu.txt"):
         blocks = grid[0] * grid[1] * grid[2]

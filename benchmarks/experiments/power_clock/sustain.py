@@ -1,0 +1,77 @@
+"""GPU: the mma.sync ceiling probe and the d = 128 kernels, each launched back to back for a few seconds, so that
+nvidia-smi (run.sh) can sample the SM clock and power under each: how much of the kernel's distance to the ceiling
+is the clock the power cap leaves it, and how much is per clock.
+
+    python3 benchmarks/experiments/power_clock/sustain.py --seconds 4 --json OUT.json
+
+Runs, in order: the ceiling probe (flashsim.gpu.peak's m16n8k16 f16 and f32 instructions, 8 chains per warp, its
+default operands, then every operand varied per step), the d = 128 defaults at 4 x 16 x 4096 with f16 and f32 P@V on
+standard-normal f16 input. Each run's TFLOP/s is from CUDA events over the whole stretch; one second of idle between.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def stretch(name, launch, flops_per_launch, seconds, rows):
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.time()
+    start.record()
+    calls = 0
+    while time.time() - t0 < seconds:
+        for _ in range(10):
+            launch()
+        calls += 10
+        torch.cuda.synchronize()
+    end.record()
+    end.synchronize()
+    ms = start.elapsed_time(end) / calls
+    t1 = time.time()
+    tflops = flops_per_launch / (ms * 1e-3) / 1e12
+    print(f"{name:<34} {calls:6d} launches, {ms:.4f} ms each, {tflops:6.1f} TFLOP/s", flush=True)
+    rows.append(dict(name=name, t0=t0, t1=t1, calls=calls, ms=ms, tflops=tflops))
+    time.sleep(1.0)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--json", required=True)
+    a = p.parse_args()
+    import torch
+    from flashsim import gpu
+    from flashsim.commands.bench import attention_flops
+    from flashsim.gpu import peak
+    from flashsim.gpu import runtime as rt
+    torch.zeros(1, device="cuda")
+    rows = []
+    dev = rt.require_gpu()
+    arch, sms = rt.current_arch(), dev.properties.multiprocessor_count
+    chains, iters, grid, block = 8, 4096, sms * 8, peak.WARPS * 32
+    seed = rt.to_device(np.random.default_rng(0).integers(1, 32, 128, dtype=np.uint8).view(np.uint32).copy())
+    out = rt.empty((grid * block,), np.uint32)
+    for kind, vary in ((1, None), (0, None), (1, True), (0, True)):
+        name, mnk = peak.KINDS[kind]
+        kern = rt.load(peak.build(kind, arch, chains, iters, vary=vary), "mma_peak")
+        flops = 2.0 * mnk * grid * peak.WARPS * chains * iters
+        label = f"ceiling {name}{' varied' if vary else ''}"
+        stretch(label, lambda: rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False), flops,
+                a.seconds, rows)
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(4, 16, 4096, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+    for acc in ("f16", "f32"):
+        go, _, plan = gpu.prepared_launch(q, k, v, pv_accum=acc)
+        go(sync=True)
+        stretch(f"kernel d=128 {acc} P@V 4,16,4096", lambda: go(sync=False), attention_flops(4, 16, 4096, 128, False),
+                a.seconds, rows)
+    with open(a.json, "w") as fh:
+        json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

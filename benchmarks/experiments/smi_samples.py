@@ -1,0 +1,36 @@
+"""nvidia-smi's samples (run.sh's `nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,
+clocks_event_reasons.active --format=csv -lms 100`) matched to timed stretches of launches (short_launch/,
+power_clock/): the SM clock and the power while each stretch ran. No GPU needed.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from datetime import datetime, timezone
+
+
+def smi_rows(path: str) -> list[tuple[float, float, float, str]]:
+    """(unix time, SM clock MHz, power W, clock event reasons) per sample."""
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    out = []
+    for r in rows[1:]:
+        if len(r) < 6:
+            continue
+        t = datetime.strptime(r[0].strip(), "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+        out.append((t, float(r[1].split()[0]), float(r[3].split()[0]), r[5].strip()))
+    return out
+
+
+def stretches(folder: str, skip_s: float = 0.5) -> list[dict]:
+    """sustain.json's stretches, each with the samples taken while it ran (its first ``skip_s`` seconds left out):
+    clock_min / clock_mean / clock_max (MHz), power_mean (W), samples, reasons."""
+    smi = smi_rows(f"{folder}/smi.csv")
+    out = []
+    for row in json.load(open(f"{folder}/sustain.json")):
+        sel = [s for s in smi if row["t0"] + skip_s < s[0] < row["t1"]]
+        clk, pw = [s[1] for s in sel], [s[2] for s in sel]
+        out.append(dict(row, samples=len(sel), clock_min=min(clk), clock_max=max(clk),
+                        clock_mean=sum(clk) / len(clk), power_mean=sum(pw) / len(pw),
+                        reasons=sorted({s[3] for s in sel})))
+    return out
