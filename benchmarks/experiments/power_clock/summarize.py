@@ -24,8 +24,10 @@ def main(folder: str) -> None:
               f"          {r['power_mean']:5.0f}   {r['tflops'] / (r['clock_mean'] / 1000):7.1f}   "
               f"reasons {', '.join(r['reasons'])}")
     for acc, probe in (("f16", "f16.f16.f16.f16"), ("f32", "f32.f16.f16.f32")):
-        k = next(r for r in rows if r["name"].startswith(f"kernel d=128 {acc}"))
-        c = next(r for n, r in by_name.items() if n.startswith("ceiling") and probe in n and "varied" not in n)
+        k = next((r for r in rows if r["name"] == f"kernel d=128 {acc} P@V 4,16,4096"), None)
+        c = next((r for n, r in by_name.items() if n.startswith("ceiling") and probe in n and "varied" not in n), None)
+        if k is None or c is None:
+            continue
         rate = k["tflops"] / c["tflops"]
         per_clock = (k["tflops"] / k["clock_mean"]) / (c["tflops"] / c["clock_mean"])
         print(f"kernel {acc} P@V / ceiling {probe}: {rate:.3f} as measured, {per_clock:.3f} at equal clocks "
