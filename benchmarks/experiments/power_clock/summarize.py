@@ -12,7 +12,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from smi_samples import stretches  # noqa: E402
+from sustained import stretches  # noqa: E402
 
 
 def main(folder: str) -> None:

@@ -13,30 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+import pathlib
+import sys
 
 import numpy as np
 
-
-def stretch(name, launch, flops_per_launch, seconds, rows):
-    import torch
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t0 = time.time()
-    start.record()
-    calls = 0
-    while time.time() - t0 < seconds:
-        for _ in range(10):
-            launch()
-        calls += 10
-        torch.cuda.synchronize()
-    end.record()
-    end.synchronize()
-    ms = start.elapsed_time(end) / calls
-    t1 = time.time()
-    tflops = flops_per_launch / (ms * 1e-3) / 1e12
-    print(f"{name:<34} {calls:6d} launches, {ms:.4f} ms each, {tflops:6.1f} TFLOP/s", flush=True)
-    rows.append(dict(name=name, t0=t0, t1=t1, calls=calls, ms=ms, tflops=tflops))
-    time.sleep(1.0)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from sustained import stretch  # noqa: E402
 
 
 def main() -> None:

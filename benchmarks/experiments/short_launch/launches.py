@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from sustained import stretch  # noqa: E402
 
 SHAPES = ((4, 16, 4096), (16, 16, 1024), (64, 16, 512))
 
@@ -34,24 +38,8 @@ def main() -> None:
         if args.mode == "profile":
             print(f"{b},{h},{n} {plan.config.describe()}", flush=True)
             continue
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        t0 = time.time()
-        print(f"{t0:.3f} start {b},{h},{n}", flush=True)
-        start.record()
-        calls = 0
-        while time.time() - t0 < args.seconds:
-            for _ in range(20):
-                go(sync=False)
-            calls += 20
-            torch.cuda.synchronize()
-        end.record()
-        end.synchronize()
-        ms = start.elapsed_time(end) / calls
-        t1 = time.time()
-        tflops = attention_flops(b, h, n, 128, False) / ms / 1e9
-        print(f"{t1:.3f} end {b},{h},{n}: {calls} calls, {ms:.4f} ms a call, {tflops:.1f} TFLOP/s", flush=True)
-        rows.append(dict(shape=[b, h, n], t0=t0, t1=t1, calls=calls, ms=ms, tflops=tflops))
-        time.sleep(1.0)
+        stretch(f"{b},{h},{n}", lambda: go(sync=False), attention_flops(b, h, n, 128, False), args.seconds, rows,
+                shape=[b, h, n])
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

@@ -13,7 +13,7 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from smi_samples import stretches  # noqa: E402
+from sustained import stretches  # noqa: E402
 
 BLOCKS_PER_SM = 2      # the d = 128 f16 default on sm_90 (flashsim budget --arch sm_90 --pv-accum f16)
 SMS = 132
