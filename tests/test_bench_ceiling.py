@@ -62,3 +62,41 @@ def test_a_row_lines_up_with_the_header():
     assert line.startswith("4,16,4096,128    False  |      367.5  58.1%   368.6  1.003 |      397.2  62.9%   395.8  "
                            "0.997 |      344.7      -   341.3  0.990 |  334.8  570.8 |")
     assert [i for i, c in enumerate(line) if c == "|"] == [i for i, c in enumerate(header) if c == "|"]
+
+
+def test_clock_table_gives_the_share_at_equal_clocks():
+    """The clocks after the main table: a kernel at 62.0% of its ceiling, at 1809 MHz against the probe's 1980, is at
+    62.0 * 1980 / 1809 = 67.9% per clock (experiments/power_clock/2026-12-01: 0.620 and 0.678); a cell without
+    samples prints dashes; without a sampler one line says why."""
+    ceiling = dict(sm_clock_mhz=1980.0, power_w=476.0)
+    rows = [dict(shape=[4, 16, 4096, 128], causal=False, pv_accum="f16", kernel_pct_of_ceiling=62.0,
+                 sm_clock_mhz=1809.0, power_w=671.0, power_capped=True),
+            dict(shape=[4, 16, 4096, 128], causal=False, pv_accum="f32", kernel_pct_of_ceiling=56.3,
+                 sm_clock_mhz=1870.0, power_w=669.0, power_capped=False),
+            dict(shape=[4, 16, 4096, 128], causal=False, sdpa_tflops={})]
+    report = dict(rows=rows, clocks=dict(available=True, why="", period_s=0.05, ceiling=ceiling))
+    lines = bench._clock_table(report)
+    assert "1980 MHz, 476 W" in lines[0]
+    assert lines[2].split(" | ")[1:] == ["      1870  669  no  59.6%", "      1809  671 yes  67.9%",
+                                         "         -    -   -      -"]
+    assert abs(bench.per_clock_pct(rows[0], 1980.0) - 62.0 * 1980 / 1809) < 1e-9
+    assert bench._clock_table(dict(rows=[], clocks=dict(available=False, why="no clock samples: no NVML"))) == [
+        "SM clocks: not sampled (no clock samples: no NVML)"]
+
+
+def test_the_clock_sampler_averages_its_window_and_is_inert_without_nvml():
+    from flashsim.gpu import clocks
+    w = clocks.summarize([(1.0, 1800.0, 600.0, 4), (1.1, 1900.0, 650.0, 0), (2.0, 1000.0, 1.0, 0)], 0.9, 1.2)
+    assert (w.mhz, w.mhz_min, w.mhz_max, w.watts, w.samples, w.power_capped) == (1850.0, 1800.0, 1900.0, 625.0, 2,
+                                                                                  True)
+    assert clocks.summarize([(5.0, 1.0, 1.0, 0)], 0.0, 1.0) is None
+    import time
+    with clocks.Sampler(period_s=0.01) as s:
+        t0 = time.time()
+        time.sleep(0.1)
+        t1 = time.time()
+    if s.available:                          # a GPU with NVML: samples in the window
+        w = s.window(t0, t1)
+        assert w is not None and w.samples >= 3 and w.mhz > 0
+    else:                                    # no NVML here: inert, and says why
+        assert s.why.startswith("no clock samples") and s.window(0.0, 1e12) is None

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ..config import SUPPORTED_PV_ACCUM, KernelConfig
-from ..gpu import peak
+from ..gpu import clocks, peak
 
 DEFAULT_SHAPES = [  # (B, H, N, d, causal): the shapes of benchmarks/RESULTS.md
     (4, 16, 4096, 128, False),
@@ -196,9 +196,10 @@ def _pct_text(pct: float) -> str:
     return f"{'-':>6}" if math.isnan(pct) else f"{pct:5.1f}%"
 
 
-def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND_MS, ceilings=None):
+def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND_MS, ceilings=None, sampler=None):
     """One row: every accumulation, kernel alone (and its percentage of the ceiling, with ``ceilings``) and public
-    call, then torch SDPA; returns the printed line and the lowest call/kernel ratio."""
+    call, then torch SDPA; returns the printed line and the lowest call/kernel ratio. ``sampler``
+    (flashsim.gpu.clocks.Sampler): each accumulation's JSON row gets the SM clock and power of its timing."""
     import torch
     import flashsim.gpu
     from ..gpu.launch import prepared_launch
@@ -214,7 +215,9 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
         def call(cfg=cfg):      # f16 / f16x2: the no-sync path (the overflow check waits for the GPU)
             return flashsim.gpu.attention(q, k, v, config=cfg, check_overflow=False)
         n_reps = calibrated_reps((lambda: go(sync=False), call), reps, min_round_ms)
+        t0 = time.time()
         (k_ms, k_host), (c_ms, c_host) = cuda_time_pair(lambda: go(sync=False), call, n_reps, rounds)
+        clock = sampler.window(t0, time.time()) if sampler is not None else None
         o_c, lse_c = call()
         go(sync=False)
         torch.cuda.synchronize()
@@ -229,6 +232,7 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
                                    kernel_ms=k_ms, call_ms=c_ms, kernel_tflops=cells[acc][0],
                                    call_tflops=cells[acc][1], ratio=ratio, kernel_host_us=k_host,
                                    call_host_us=c_host, same_bits=same, reps=n_reps,
+                                   **(_clock_fields(clock) if clock is not None else {}),
                                    **(dict(ceiling_tflops=kernel_ceiling(acc, ceilings),
                                            kernel_pct_of_ceiling=cells[acc][3]) if ceilings else {})))
         if not same:
@@ -237,6 +241,48 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
             for name, ms in sdpa_ms(q, k, v, causal, reps, rounds, min_round_ms=min_round_ms).items()}
     report["rows"].append(dict(shape=[b, h, n, d], causal=causal, sdpa_tflops=sdpa))
     return _row_line(shape, cells, sdpa, hosts, configs), worst
+
+
+def _clock_fields(w) -> dict:
+    """A flashsim.gpu.clocks.Window as JSON fields."""
+    return dict(sm_clock_mhz=w.mhz, sm_clock_min_mhz=w.mhz_min, sm_clock_max_mhz=w.mhz_max, power_w=w.watts,
+                power_capped=w.power_capped, clock_samples=w.samples)
+
+
+def per_clock_pct(row: dict, ceiling_mhz: float) -> float:
+    """A kernel row's share of its ceiling at equal clocks: its percentage times the ceiling probe's mean SM clock
+    over the kernel's (NaN without both)."""
+    pct, mhz = row.get("kernel_pct_of_ceiling"), row.get("sm_clock_mhz")
+    if pct is None or not mhz or not ceiling_mhz:
+        return float("nan")
+    return pct * ceiling_mhz / mhz
+
+
+def _clock_table(report: dict) -> list[str]:
+    """The clocks after the main table: per row and accumulation the mean SM clock (MHz), power (W) and the share of
+    the ceiling at equal clocks; one line saying why when nothing was sampled."""
+    clocks = report.get("clocks") or {}
+    if not clocks.get("available"):
+        return [f"SM clocks: not sampled ({clocks.get('why') or 'no sampler'})"]
+    ceil = clocks.get("ceiling") or {}
+    cmhz = ceil.get("sm_clock_mhz")
+    head = (f"SM clock and power during each kernel timing (NVML every {clocks['period_s'] * 1000:.0f} ms; 'cap' = the "
+            f"software power cap held the clock); '%/clk' = the share of the ceiling at equal clocks"
+            + (f" (the ceiling probe ran at {cmhz:.0f} MHz, {ceil['power_w']:.0f} W)" if cmhz else ""))
+    lines = [head, " | ".join([f"{'B,H,N,d':16} {'causal':6}"]
+                              + [f"{acc + ' MHz':>10} {'W':>4} {'cap':>3} {'%/clk':>6}" for acc in SUPPORTED_PV_ACCUM])]
+    rows = [r for r in report["rows"] if "pv_accum" in r]
+    for shape in dict.fromkeys((tuple(r["shape"]), r["causal"]) for r in rows):
+        cells = [f"{','.join(map(str, shape[0])):16} {str(shape[1]):6}"]
+        for acc in SUPPORTED_PV_ACCUM:
+            r = next((r for r in rows if (tuple(r["shape"]), r["causal"]) == shape and r["pv_accum"] == acc), {})
+            if "sm_clock_mhz" not in r:
+                cells.append(f"{'-':>10} {'-':>4} {'-':>3} {'-':>6}")
+                continue
+            cells.append(f"{r['sm_clock_mhz']:10.0f} {r['power_w']:4.0f} {'yes' if r['power_capped'] else 'no':>3} "
+                         f"{_pct_text(per_clock_pct(r, cmhz))}")
+        lines.append(" | ".join(cells))
+    return lines
 
 
 def _table_header() -> str:
@@ -277,30 +323,36 @@ def bench_kernel(args) -> int:
           "(kernel and call in alternating rounds); kernel = prepared launch, call = "
           "flashsim.gpu.attention(torch tensors; f16 and f16x2 "
           "with check_overflow=False, the path without a host synchronisation)")
-    ceilings = measure_ceilings() if args.ceiling else None
-    if ceilings:
-        print(f"mma.sync ceiling of this GPU, measured now (m16n8k16, 8 chains per warp): f32 {ceilings['f32']:.1f}, "
-              f"f16 {ceilings['f16']:.1f} TFLOP/s; '%' = the kernel's share of its mix's ceiling (Q K^T on f32, P V on "
-              f"its accumulator: f32 {kernel_ceiling('f32', ceilings):.1f}, f16 and f16x2 "
-              f"{kernel_ceiling('f16', ceilings):.1f})")
-    print(_table_header())
-    report = dict(device=dev_name, arch=arch, reps=reps, rounds=rounds, min_round_ms=args.min_round_ms,
-                  torch=torch.__version__,
-                  target_ratio=TARGET_RATIO, ceilings=ceilings, rows=[])
-    try:
-        import cuda.core
-        report["cuda_core"] = cuda.core.__version__
-    except Exception:  # noqa: BLE001 - the version is only a label
-        pass
-    over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
-                                      ("stages", args.stages)) if val is not None}
-    worst = float("inf")
-    with torch.no_grad():
-        for shape in _shapes(args):
-            line, low = _bench_shape(shape, arch, over, reps, rounds, report, args.min_round_ms, ceilings)
-            worst = min(worst, low)
-            print(line, flush=True)
-            torch.cuda.empty_cache()
+    with clocks.Sampler() as sampler:
+        t0 = time.time()
+        ceilings = measure_ceilings() if args.ceiling else None
+        ceiling_clock = sampler.window(t0, time.time()) if ceilings else None
+        if ceilings:
+            print(f"mma.sync ceiling of this GPU, measured now (m16n8k16, 8 chains per warp): f32 "
+                  f"{ceilings['f32']:.1f}, f16 {ceilings['f16']:.1f} TFLOP/s; '%' = the kernel's share of its mix's "
+                  f"ceiling (Q K^T on f32, P V on its accumulator: f32 {kernel_ceiling('f32', ceilings):.1f}, "
+                  f"f16 and f16x2 {kernel_ceiling('f16', ceilings):.1f})")
+        print(_table_header())
+        report = dict(device=dev_name, arch=arch, reps=reps, rounds=rounds, min_round_ms=args.min_round_ms,
+                      torch=torch.__version__, target_ratio=TARGET_RATIO, ceilings=ceilings, rows=[],
+                      clocks=dict(available=sampler.available, why=sampler.why, period_s=sampler.period_s,
+                                  ceiling=_clock_fields(ceiling_clock) if ceiling_clock is not None else None))
+        try:
+            import cuda.core
+            report["cuda_core"] = cuda.core.__version__
+        except Exception:  # noqa: BLE001 - the version is only a label
+            pass
+        over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
+                                          ("stages", args.stages)) if val is not None}
+        worst = float("inf")
+        with torch.no_grad():
+            for shape in _shapes(args):
+                line, low = _bench_shape(shape, arch, over, reps, rounds, report, args.min_round_ms, ceilings,
+                                         sampler)
+                worst = min(worst, low)
+                print(line, flush=True)
+                torch.cuda.empty_cache()
+    print("\n".join(_clock_table(report)))
     verdict = "meets" if worst >= TARGET_RATIO else "MISSES"
     print(f"lowest call/kernel ratio {worst:.3f}: {verdict} the target {TARGET_RATIO}")
     report["lowest_ratio"] = worst
