@@ -245,7 +245,7 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
 
 def _clock_fields(w) -> dict:
     """A flashsim.gpu.clocks.Window as JSON fields."""
-    return dict(sm_clock_mhz=w.mhz, sm_clock_min_mhz=w.mhz_min, sm_clock_max_mhz=w.mhz_max, power_w=w.watts,
+    return dict(sm_clock_mhz=w.mhz, sm_clock_min_mhz=w.mhz_min, sm_clock_max_mhz=w.mhz_max,
                 power_capped=w.power_capped, clock_samples=w.samples)
 
 
@@ -259,8 +259,8 @@ def per_clock_pct(row: dict, ceiling_mhz: float) -> float:
 
 
 def _clock_table(report: dict) -> list[str]:
-    """The clocks after the main table: per row and accumulation the mean SM clock (MHz), power (W) and the share of
-    the ceiling at equal clocks; one line saying why when nothing was sampled."""
+    """The clocks after the main table: per row and accumulation the mean SM clock (MHz), whether the software power
+    cap held it, and the share of the ceiling at equal clocks; one line saying why when nothing was sampled."""
     clocks = report.get("clocks") or {}
     if not clocks.get("available"):
         return [f"SM clocks: not sampled ({clocks.get('why') or 'no sampler'})"]
@@ -268,18 +268,19 @@ def _clock_table(report: dict) -> list[str]:
     cmhz = ceil.get("sm_clock_mhz")
     head = (f"SM clock and power during each kernel timing (NVML every {clocks['period_s'] * 1000:.0f} ms; 'cap' = the "
             f"software power cap held the clock); '%/clk' = the share of the ceiling at equal clocks"
-            + (f" (the ceiling probe ran at {cmhz:.0f} MHz, {ceil['power_w']:.0f} W)" if cmhz else ""))
+            + (f" (the ceiling probe ran at {cmhz:.0f} MHz{', power-capped' if ceil['power_capped'] else ''})"
+               if cmhz else ""))
     lines = [head, " | ".join([f"{'B,H,N,d':16} {'causal':6}"]
-                              + [f"{acc + ' MHz':>10} {'W':>4} {'cap':>3} {'%/clk':>6}" for acc in SUPPORTED_PV_ACCUM])]
+                              + [f"{acc + ' MHz':>10} {'cap':>3} {'%/clk':>6}" for acc in SUPPORTED_PV_ACCUM])]
     rows = [r for r in report["rows"] if "pv_accum" in r]
     for shape in dict.fromkeys((tuple(r["shape"]), r["causal"]) for r in rows):
         cells = [f"{','.join(map(str, shape[0])):16} {str(shape[1]):6}"]
         for acc in SUPPORTED_PV_ACCUM:
             r = next((r for r in rows if (tuple(r["shape"]), r["causal"]) == shape and r["pv_accum"] == acc), {})
             if "sm_clock_mhz" not in r:
-                cells.append(f"{'-':>10} {'-':>4} {'-':>3} {'-':>6}")
+                cells.append(f"{'-':>10} {'-':>3} {'-':>6}")
                 continue
-            cells.append(f"{r['sm_clock_mhz']:10.0f} {r['power_w']:4.0f} {'yes' if r['power_capped'] else 'no':>3} "
+            cells.append(f"{r['sm_clock_mhz']:10.0f} {'yes' if r['power_capped'] else 'no':>3} "
                          f"{_pct_text(per_clock_pct(r, cmhz))}")
         lines.append(" | ".join(cells))
     return lines

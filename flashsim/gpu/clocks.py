@@ -7,8 +7,11 @@ the clocks both ran at: ``flashsim bench kernel`` prints them, and the share at 
 
 ``Sampler`` (a context manager) reads the SM clock (MHz), the power (W) and the clock event reasons of the process's
 GPU every ``period_s`` seconds on a thread of its own, stamping each sample with time.time(); ``window(t0, t1)``
-averages the samples taken between two such times. Without NVML (no driver library, another vendor's GPU, a call
-that fails) the sampler is inert: ``available`` is False, ``why`` says why, and every window is None.
+averages the samples taken between two such times. The power is NVML's reading, which the driver averages over about a
+second on the H200: over a window of a few hundred milliseconds it lags (it read 262-599 W for timings that
+nvidia-smi's sustained samples put at 670 W), so flashsim bench reports the clock and the power-cap flag only.
+Without NVML (no driver library, another vendor's GPU, a call that fails) the sampler is inert: ``available`` is
+False, ``why`` says why, and every window is None.
 """
 from __future__ import annotations
 
