@@ -266,7 +266,7 @@ def _clock_table(report: dict) -> list[str]:
         return [f"SM clocks: not sampled ({clocks.get('why') or 'no sampler'})"]
     ceil = clocks.get("ceiling") or {}
     cmhz = ceil.get("sm_clock_mhz")
-    head = (f"SM clock and power during each kernel timing (NVML every {clocks['period_s'] * 1000:.0f} ms; 'cap' = the "
+    head = (f"SM clock during each kernel timing (NVML every {clocks['period_s'] * 1000:.0f} ms; 'cap' = the "
             f"software power cap held the clock); '%/clk' = the share of the ceiling at equal clocks"
             + (f" (the ceiling probe ran at {cmhz:.0f} MHz{', power-capped' if ceil['power_capped'] else ''})"
                if cmhz else ""))
