@@ -91,6 +91,7 @@ class Sampler:
             lib = _nvml()
             if lib.nvmlInit_v2() != 0:
                 raise OSError("nvmlInit failed")
+            self._lib = lib                     # initialised: __exit__ shuts NVML down again, whatever follows
             handle = ctypes.c_void_p()
             bus = _pci_bus_id()
             found = bus is not None and lib.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(handle)) == 0
@@ -100,7 +101,7 @@ class Sampler:
                     raise OSError(f"cannot tell which of the GPUs NVML lists is this process's (bus id {bus})")
                 if lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
                     raise OSError("nvmlDeviceGetHandleByIndex failed")
-            self._lib, self._handle = lib, handle
+            self._handle = handle
             self._read()                        # fails here, not in the thread, if a query is unsupported
         except Exception as e:  # noqa: BLE001 - clocks are context; a benchmark runs without them
             self.why = f"no clock samples: {e}"
