@@ -26,7 +26,7 @@ import sys
 def main(argv=None) -> int:
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from sass_ops import disassemble
-    from flashsim.config import KernelConfig, pv_accums
+    from flashsim.config import SUPPORTED_HEAD_DIMS, KernelConfig, pv_accums
     from flashsim.gpu.build import kernel_path
     from flashsim.gpu.launch import KERNEL_FILE, build_kernel
 
@@ -46,13 +46,15 @@ def main(argv=None) -> int:
     for arch in a.arch or ["sm_90", "sm_120"]:
         for quant in ("none", "int8", "int8-fp8"):
             for acc in pv_accums("f16", quant):
-                for d, causal in itertools.product(a.head_dim or range(32, 257, 32), (False, True)):
+                for d, causal in itertools.product(a.head_dim or SUPPORTED_HEAD_DIMS, (False, True)):
                     cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant, causal=causal)
                     b_old, b_new = build_kernel(cfg, arch, source=old), build_kernel(cfg, arch)
                     n += 1
-                    if b_old.cubin != b_new.cubin and disassemble(b_old.cubin) == disassemble(b_new.cubin):
+                    if b_old.cubin == b_new.cubin:
+                        continue
+                    if disassemble(b_old.cubin) == disassemble(b_new.cubin):
                         same_code += 1
-                    elif b_old.cubin != b_new.cubin:
+                    else:
                         differ += 1
                         print(f"differs: {arch} quant={quant} pv_accum={acc} d={d} causal={causal}  registers "
                               f"{b_old.registers} -> {b_new.registers}, spill bytes "

@@ -3,7 +3,9 @@
 ``stretch`` (GPU, torch): one function launched back to back for some seconds, timed by CUDA events over the whole
 stretch. ``smi_rows`` / ``stretches`` (no GPU): nvidia-smi's samples (run.sh's `nvidia-smi --query-gpu=timestamp,
 clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -lms 100`) matched to the
-stretches: the SM clock and the power while each ran.
+stretches: the SM clock and the power while each ran. (flashsim.gpu.clocks samples the clock through NVML inside
+`flashsim bench kernel`; these experiments keep nvidia-smi, whose power.draw holds over stretches of seconds and whose
+CSV is what their committed logs hold.)
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from ..config import SUPPORTED_PV_ACCUM, KernelConfig
+from ..config import SUPPORTED_M_TILES, SUPPORTED_PV_ACCUM, KernelConfig
 from ..gpu import clocks, peak
 
 DEFAULT_SHAPES = [  # (B, H, N, d, causal): the shapes of benchmarks/RESULTS.md
@@ -59,7 +59,7 @@ def add_arguments(p):
                    help="kernel: measure the mma.sync ceiling first and print each kernel figure as a percentage of "
                         "its instruction mix's ceiling (default: on)")
     p.add_argument("--warps", type=int, default=None)
-    p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 to 4)")
+    p.add_argument("--m-tiles", type=int, default=None, choices=SUPPORTED_M_TILES, help="m16 tiles per warp")
     p.add_argument("--kv-tile", type=int, default=None)
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--n", type=int, action="append", default=[], help="emulator: sequence lengths (default 1024)")

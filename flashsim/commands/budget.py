@@ -17,14 +17,15 @@ from __future__ import annotations
 import argparse
 
 from ..arch import ARCHS, get_arch
-from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, SUPPORTED_STAGES, KernelConfig, pv_accums
+from ..config import (SUPPORTED_HEAD_DIMS, SUPPORTED_M_TILES, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, SUPPORTED_STAGES,
+                      KernelConfig, pv_accums)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", default="sm_120", help=f"architecture ({', '.join(ARCHS)}); default sm_120")
     p.add_argument("--head-dim", type=int, choices=SUPPORTED_HEAD_DIMS, help="head dimension d")
     p.add_argument("--warps", type=int, help="warps per block")
-    p.add_argument("--m-tiles", type=int, help="m16 tiles (16 query rows each) per warp: 1 to 4")
+    p.add_argument("--m-tiles", type=int, choices=SUPPORTED_M_TILES, help="m16 tiles (16 query rows each) per warp")
     p.add_argument("--kv-tile", type=int, help="keys per KV tile (B_c), a multiple of 16")
     p.add_argument("--stages", type=int, choices=SUPPORTED_STAGES, help="K/V ring stages")
     p.add_argument("--pv-accum", choices=SUPPORTED_PV_ACCUM, help="P@V accumulator type")

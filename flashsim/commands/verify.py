@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import provenance
-from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, KernelConfig, pv_accums
+from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_M_TILES, SUPPORTED_PV_ACCUM, KernelConfig, pv_accums
 from ..numerics.formats import get_format
 from ..problem import prepare
 from . import fa2_rule
@@ -176,7 +176,7 @@ def add_arguments(p):
                    help="P@V accumulation to run: %(choices)s (default: all)")
     p.add_argument("--kinds", default="normal,adversarial", help=f"input kinds, from {','.join(INPUT_KINDS)}")
     p.add_argument("--warps", type=int, default=None)
-    p.add_argument("--m-tiles", type=int, default=None, help="m16 tiles per warp (1 or 2)")
+    p.add_argument("--m-tiles", type=int, default=None, choices=SUPPORTED_M_TILES, help="m16 tiles per warp")
     p.add_argument("--kv-tile", type=int, default=None)
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--json", metavar="FILE", help="write the per-case results as JSON")
