@@ -32,7 +32,7 @@ from ..config import FP8_P_SCALE, MMA8_K
 from ..masking import key_visible
 from ..numerics import ieee32, sfu
 from ..numerics.tensorcore import mma_chain, mma_chain_k32, mma_chain_s8
-from ..numerics.xp import bitcast, namespace
+from ..numerics.xp import bitcast, namespace, pieces
 from .kernel_math import log_exact_ops, softcap_tanh
 from .quantize import slot_keys, to_e4m3
 
@@ -106,10 +106,9 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False, group_k
     bc = p.shape[-1]
     # 5. lane-partial row sums: a lane holds columns 8n + 2 t4 + e of each n8 tile; it adds them n-major, e-minor
     l_lane = ieee32.mul(l_lane, alpha[..., None])
-    p_lane = xp.reshape(p, p.shape[:-1] + (bc // 8, 4, 2))            # [..., n, t4, e]
-    for n in range(bc // 8):
-        for e in range(2):
-            l_lane = ieee32.add(l_lane, p_lane[..., n, :, e])
+    for n8 in pieces(p, 8, -1):                                       # [..., BM, 8]: columns 2 t4 + e of n8 tile n
+        for p_e in pieces(xp.reshape(n8, n8.shape[:-1] + (4, 2)), 1, -1):
+            l_lane = ieee32.add(l_lane, xp.reshape(p_e, p_e.shape[:-1]))
     # 6. rescale O per row, in the accumulator's type (f16: alpha rounded to f16, then mul.rn.f16x2)
     if o.dtype == xp.float16:
         o = ieee32.mul_f16(o, ieee32.cvt_f32_to_f16(alpha)[..., None])
@@ -128,9 +127,8 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False, group_k
     if not two_level:
         return l_lane, chain(pv, v, o, arch)
     zeros = xp.zeros(o.shape, dtype=xp.float16)
-    for g0 in range(0, bc, group):
-        part = chain(pv[..., g0:g0 + group], v[..., g0:g0 + group, :], zeros, arch)
-        o = ieee32.add(o, ieee32.cvt_f16_to_f32(part))
+    for pv_g, v_g in zip(pieces(pv, group, -1), pieces(v, group, -2)):
+        o = ieee32.add(o, ieee32.cvt_f16_to_f32(chain(pv_g, v_g, zeros, arch)))
     return l_lane, o
 
 

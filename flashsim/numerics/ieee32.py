@@ -106,7 +106,8 @@ def _run(fast, generic_fn, args, ftz: bool, generic: bool):
         if nan:
             r = _canonical(np, r)
     else:
-        r = generic_fn(*[xp.asarray(a) for a in args])
+        # broadcast first: a fused (Triton) kernel's bit casts take no bare constant operand
+        r = generic_fn(*xp.broadcast_arrays(*[xp.asarray(a) for a in args]))
     return flush_subnormals(r) if ftz else r
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from .. import calibration
 from ..arch import get_arch
 from .rounding import f32_to_f64, f64_to_f32
-from .xp import bitcast, errstate, is_numpy, namespace, require_x64
+from .xp import bitcast, errstate, is_numpy, lookup, namespace, require_x64
 
 TABLE_BITS = 23
 TABLE_SIZE = 1 << TABLE_BITS
@@ -334,10 +334,10 @@ class Ex2Model(_Tables):
                 g[keep] = np.take(pos, flat[keep])
                 g = g.reshape(f.shape)
             else:
-                g = xp.where(negative, xp.take(neg, f), xp.take(pos, f))
+                g = xp.where(negative, lookup(neg, f), lookup(pos, f))
             k = xp.where(negative, -k, k)
         else:
-            g = xp.take(pos, f)
+            g = lookup(pos, f)
         exponent = (g >> TABLE_BITS).astype(xp.int32) + k              # biased exponent of the result
         out = g + bitcast(k << TABLE_BITS, np.uint32)                  # modulo 2^32: right wherever it is used
         out = xp.where(exponent <= 0, _u32(xp, p["underflow_bits"]), out)
@@ -379,7 +379,7 @@ class RcpModel(_Tables):
         e = ((b >> 23) & 0xFF).astype(xp.int32)
         neg = (b >> 31) == 1
         sign = b & 0x80000000
-        g = xp.take(table, b & MASK)
+        g = lookup(table, b & MASK)
         shift = 127 - e
         exponent = (g >> TABLE_BITS).astype(xp.int32) + shift          # biased exponent of the result
         out = (g + bitcast(shift << TABLE_BITS, np.uint32)) | sign

@@ -19,12 +19,13 @@ that could be subnormal or contracted: see flashsim.numerics.ieee32.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import sys
 
 import numpy as np
 
 __all__ = ["namespace", "is_numpy", "bitcast", "shl", "shr", "bit_length", "set_at", "enable_x64", "errstate",
-           "asarray_like", "require_x64"]
+           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "pieces", "lookup"]
 
 
 def _is_jax_array(x) -> bool:
@@ -51,8 +52,10 @@ def bitcast(x, dtype):
     dtype = np.dtype(dtype)
     if isinstance(x, (np.ndarray, np.generic)):
         return np.asarray(x).view(dtype)
-    from jax import lax
-    return lax.bitcast_convert_type(x, dtype)
+    import jax
+    if in_fused_kernel() and not isinstance(x, jax.core.Tracer):     # Triton lowers no bit cast of a constant
+        return jax.numpy.asarray(np.asarray(x).view(dtype))
+    return jax.lax.bitcast_convert_type(x, dtype)
 
 
 def shl(x, s):
@@ -68,21 +71,25 @@ def shr(x, s):
 
 
 def bit_length(x):
-    """Bit length of non-negative integers (0 for 0), as int32. JAX: count-leading-zeros; numpy: the exponent of
-    the float64 image (exact for x < 2^53) or of x >> 21 for wider values."""
-    if not isinstance(x, (np.ndarray, np.generic)):
+    """Bit length of non-negative integers (0 for 0), as int32. JAX: count-leading-zeros; numpy and fused kernels
+    (Triton has no count-leading-zeros): the exponent of the float64 image (exact for x < 2^53) or of x >> 21 for
+    wider values."""
+    numpy_in = isinstance(x, (np.ndarray, np.generic))
+    if not numpy_in and not in_fused_kernel():
         from jax import lax
         import jax.numpy as jnp
         return (x.dtype.itemsize * 8 - lax.clz(x)).astype(jnp.int32)
-    x = np.asarray(x)
+    xp = np if numpy_in else namespace(x)
+    x = xp.asarray(x)
     wide = x.dtype.itemsize == 8
-    hi = (x >> np.asarray(21, x.dtype)) if wide else x
-    e = ((hi.astype(np.float64).view(np.int64) >> 52) - 1022).astype(np.int32)
-    e = np.where(hi == 0, 0, e)
+
+    def exponent(v):      # floor(log2 v) + 1 for 0 < v < 2^53, from the float64 image's exponent field
+        return ((bitcast(xp.astype(v, xp.float64), np.int64) >> 52) - 1022).astype(xp.int32)
+    hi = (x >> xp.asarray(21, dtype=x.dtype)) if wide else x
+    e = xp.where(hi == 0, 0, exponent(hi))
     if wide:
-        lo = ((x.astype(np.float64).view(np.int64) >> 52) - 1022).astype(np.int32)
-        e = np.where(hi == 0, np.where(x == 0, 0, lo), e + 21)
-    return e
+        e = xp.where(hi == 0, xp.where(x == 0, 0, exponent(x)), e + 21)
+    return e.astype(xp.int32)
 
 
 def set_at(x, index, values):
@@ -132,3 +139,53 @@ def require_x64(xp) -> None:
 def errstate():
     """numpy's floating-point warnings off for the body (overflow to inf, 0 * inf are intended); JAX has none."""
     return np.errstate(all="ignore")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# fused GPU kernels (flashsim.emulator.engine_pallas): the same routines traced into one Pallas kernel for Triton,
+# which cannot slice a value, gather from one, or index one by a loop counter. Three small forms cover what the
+# emulator needs; outside a fused kernel each is the plain operation.
+
+_FUSED: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_kernel", default=False)
+
+
+@contextlib.contextmanager
+def fused_kernel():
+    """Trace the body as a fused (Pallas / Triton) kernel: ``pieces`` splits instead of slicing, ``lookup`` loads
+    from a table in memory, and loops over k16 steps are unrolled (tensorcore's chain)."""
+    token = _FUSED.set(True)
+    try:
+        yield
+    finally:
+        _FUSED.reset(token)
+
+
+def in_fused_kernel() -> bool:
+    """True while a fused kernel's body is traced (``fused_kernel``)."""
+    return _FUSED.get()
+
+
+def pieces(x, size: int, axis: int) -> list:
+    """``x`` cut into its consecutive slices of ``size`` along ``axis`` (the axis keeps its length ``size``): plain
+    slices, or in a fused kernel ``split`` (Triton lowers a split into a power-of-two number of equal parts)."""
+    n, r = divmod(x.shape[axis], size)
+    if r:
+        raise ValueError(f"axis {axis} of length {x.shape[axis]} is not a multiple of {size}")
+    if n == 1:
+        return [x]
+    if in_fused_kernel():
+        if n & (n - 1):
+            raise ValueError(f"a fused kernel splits an axis only into a power-of-two number of parts, not {n}")
+        import jax.numpy as jnp
+        return list(jnp.split(x, n, axis=axis))
+    ax = axis % x.ndim
+    lead = (slice(None),) * ax
+    return [x[lead + (slice(i * size, (i + 1) * size),)] for i in range(n)]
+
+
+def lookup(table, index):
+    """``table[index]`` for a 1-D table and an integer array ``index`` of any shape: ``take``, or in a fused kernel
+    a load from the table's Pallas reference (the tables stay in device memory)."""
+    if in_fused_kernel():
+        return table[index]
+    return namespace(table, index).take(table, index)
