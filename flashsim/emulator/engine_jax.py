@@ -17,6 +17,10 @@ devices left over split each head's q blocks (``split_units``), each such device
 V.  Arrays are padded to the mesh (padding heads are computed on zeros and dropped) and every device runs the
 program on its own part through shard_map: no communication at all.
 
+The fused path (opt-in, FLASHSIM_JAX_FUSED=1: measured slower).  On one GPU, a problem that engine_pallas covers
+can run there instead: one Pallas (Triton) kernel holds each block's state in registers across its whole KV loop,
+on the same kernel_program functions (``fused_choice`` says which engine runs and why; LAST_PLAN records it).
+
 Compilation.  Programs are cached per (mesh, configuration, shapes) in the process, and on disk through JAX's
 persistent compilation cache (``jax_cache_dir``: $JAX_COMPILATION_CACHE_DIR, else flashsim's user cache), so a
 second process skips XLA's compilation.
@@ -233,15 +237,37 @@ def jax_cache_dir() -> str | None:
 # ------------------------------------------------------------------------------------------------------------------
 # driver
 
+def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
+    """(whether ``run`` takes the fused kernel, why): only when asked for ($FLASHSIM_JAX_FUSED=1), on one GPU
+    device, for a problem engine_pallas covers. Opt-in because it does not pay: on the H200 it is 2.4x slower than
+    this module's scan (benchmarks/RESULTS.md, twelfth round); on the CPU Pallas could only interpret it."""
+    jax = _jax()
+    from . import engine_pallas
+    devices = list(devices) if devices is not None else jax.devices()
+    if os.environ.get("FLASHSIM_JAX_FUSED", "0") != "1":
+        return False, "scan engine (the fused kernel is opt-in: FLASHSIM_JAX_FUSED=1)"
+    if len(devices) != 1 or devices[0].platform != "gpu":
+        return False, f"{len(devices)} {devices[0].platform} device(s): the fused kernel runs on one GPU"
+    why = engine_pallas.unsupported(prob)
+    return (why is None), (why or "fused Pallas kernel")
+
+
 def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, max_tile_elems=None):
     """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) (f16 or bf16) with JAX; returns (o like q, lse f32,
-    Rows), bit for bit what the numpy engine returns. GQA: the K / V heads are repeated to the query heads on the
+    Rows), bit for bit what the numpy engine returns. The scan below, or engine_pallas's fused kernel where
+    ``fused_choice`` takes it (opt-in). GQA: the K / V heads are repeated to the query heads on the
     host (each device then holds its heads' K and V; the arithmetic is unchanged). ``devices``: the devices of the mesh (default: jax.devices(), every device of
     the default backend; after jax.distributed.initialize() that is every process's devices, and every process
     must then call with the same inputs: each gets the whole result); ``max_tile_elems``: score elements per
     device per step (the memory bound)."""
     _jax()
     jax_cache_dir()
+    fused, why = fused_choice(prob, devices)
+    LAST_PLAN.clear()
+    LAST_PLAN.update(fused=fused, engine=why)
+    if fused:
+        from . import engine_pallas
+        return engine_pallas.run(q, k, v, prob, progress, device=list(devices)[0] if devices is not None else None)
     with enable_x64():
         return _run(q, k, v, prob, progress, devices, max_tile_elems)
 
@@ -332,7 +358,6 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     xs_all = [tuple(_put(a[:, c * STEPS_PER_CALL:(c + 1) * STEPS_PER_CALL], per_dev)
                     for a in (unit, tile, first, row0)) for c in range(n_calls)]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
-    LAST_PLAN.clear()
     LAST_PLAN.update(mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned), calls=len(calls),
                      dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
 

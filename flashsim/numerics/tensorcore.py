@@ -428,8 +428,9 @@ def _over_k(xp, term, how: str, a, b, *per_output):
     """``how`` ("max" or "sum") over k of ``term(a_k, b_k, *per_output)`` for every output (..., M, N): a (..., M,
     kb) the block's columns of A, b (..., kb, N) its rows of B, ``per_output`` arrays (..., M, N). Structure only
     (the arithmetic is ``term``'s, and max and the integer sum are order-free): XLA gets one column and row at a time
-    (a (..., M, N) term per k: measured 3x faster on the CPU than the broadcast), a fused Triton kernel one (..., M,
-    N, kb) broadcast reduced over its last axis (it cannot index a column out of a value)."""
+    (a (..., M, N) term per k; the broadcast made the JAX engine about 3x slower on the CPU in a trial), a fused
+    Triton kernel one (..., M, N, kb) broadcast reduced over its last axis (it cannot index a column out of a
+    value)."""
     if X.in_fused_kernel():
         t = term(xp.expand_dims(a, axis=-2), xp.expand_dims(xp.swapaxes(b, -1, -2), axis=-3),
                  *(xp.expand_dims(x, axis=-1) for x in per_output))

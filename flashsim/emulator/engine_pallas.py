@@ -1,0 +1,192 @@
+"""The JAX engine's fused path on a GPU: one Pallas kernel (Triton) runs every query block's whole KV loop.
+
+Why it exists: the scan engine (engine_jax) runs each KV step as several XLA fusions plus the scan's gathers and
+scatters of the state; issue 10 asks for a fused kernel to reach 200x the CUDA kernel's time. Here the state (m, l,
+O) stays in registers across the KV loop and the operands are read once per tile.
+
+Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, twelfth round): bit-equal to the kernel in every
+bit of O and LSE, but 0.70 s against the scan engine's 0.29 s, after 38 s of Triton compilation. It does not pay, so
+it is opt-in (FLASHSIM_JAX_FUSED=1, engine_jax.fused_choice): one program carries 16 rows through 256 tiles in
+sequence with a large unrolled body, where XLA's per-step fusions spread every step over a million threads.
+
+The arithmetic is kernel_program's, unchanged: the body calls ``scores``, ``probabilities`` and ``accumulate``
+traced under ``flashsim.numerics.xp.fused_kernel()``, where the three things Triton cannot do with a value (slice
+it, gather from it, index it by a loop counter) take the forms it can (``pieces``, ``lookup`` of the SFU tables
+kept in device memory, unrolled k16 steps). The epilogue runs on the host (kernel_program.epilogue on numpy, O(rows)
+work), as in the scan engine.
+
+Layout: one program per (head, ``ROWS`` query rows). A program's rows lie in one CUDA block (``ROWS`` divides
+block_m) and visit exactly that block's KV tiles (Problem.kv_tile_range): a tile outside a row's keys still changes
+its state when V holds inf or NaN (0 * inf), as in the kernel, so the tile range is the CUDA block's, not the
+row's. Rows are independent otherwise, so the program's height is free: it is chosen for Triton's registers.
+
+Coverage (``unsupported`` says why, and engine_jax then runs the scan engine): head dims that are powers of two
+(Triton's tensors have power-of-two shapes: 32, 64, 128, 256), quant "none", an arch whose SFU tables ship.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..masking import Window
+from ..numerics import sfu
+from ..numerics.xp import enable_x64, fused_kernel
+from ..problem import Problem
+from . import kernel_program as K
+from .engine_numpy import Rows, pad_rows
+from .progress import Progress
+
+# Program shape: 16 rows (the chain's smallest M) and 16 warps, the fastest of 16 x {4, 8, 16, 32} on the H200 at
+# N = 16384: 1.27 / 1.10 / 0.70 / 0.80 s (tools/jax_fused_sweep.py; benchmarks/experiments/jax_fused/2026-12-01/
+# sweep_broadcast_form.txt and jax_fused_sweep.txt).
+ROWS = int(os.environ.get("FLASHSIM_PALLAS_ROWS", 16))        # query rows per program (a power of two, >= 16)
+NUM_WARPS = int(os.environ.get("FLASHSIM_PALLAS_WARPS", 16))  # Triton warps per program
+LAST_RUN: dict = {}                                           # the last run's layout (for reports)
+
+
+def unsupported(prob: Problem) -> str | None:
+    """Why the fused kernel cannot run ``prob`` (None: it can)."""
+    d, cfg = prob.head_dim, prob.config
+    if d & (d - 1):
+        return f"head dim {d} is not a power of two (Triton tensors are)"
+    if cfg.quant != "none":
+        return f"quant {cfg.quant!r} (the fused kernel covers quant 'none')"
+    if cfg.block_m % ROWS or ROWS & (ROWS - 1):
+        return f"{ROWS} rows per program do not divide the block's {cfg.block_m} rows"
+    if sfu.load_tables(prob.arch) is None:
+        return f"no SFU tables for {prob.arch}"
+    return None
+
+
+def _body(static, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
+    """One program: ROWS query rows of one head through their CUDA block's KV tiles; writes the final (m, l, O)."""
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.experimental import pallas as pl
+    arch, causal, bc, d, two_level, window, cap, nq, nk, sl2, o_f16, n_ex2 = static
+    *tables, m_ref, l_ref, o_ref = refs
+    j = pl.program_id(1)
+    t0, nt = t0_ref[j], nt_ref[j]
+    rows = j * ROWS + jnp.arange(ROWS, dtype=jnp.int32)
+    q = q_ref[...]
+
+    def tile(i, state):
+        m, l, o = state
+        t = t0 + i
+        kt = k_ref[pl.ds(t * bc, bc), :]
+        vt = v_ref[pl.ds(t * bc, bc), :]
+        cols = t * bc + jnp.arange(bc, dtype=jnp.int32)
+        s, m_new, alpha, neg_m = K.scores(q, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch,
+                                          window=window, cap_scale=cap)
+        p = K.probabilities(s, neg_m, sl2, arch=arch)
+        l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level)
+        return m_new, l, o
+
+    with fused_kernel(), sfu.bound_tables(arch, tables[:n_ex2]), sfu.bound_tables(arch, tables[n_ex2:], "rcp"):
+        state = K.initial_state(jnp, (), ROWS, d, o_f16)
+        m, l, o = lax.fori_loop(0, nt, tile, state)
+    m_ref[...] = m
+    l_ref[...] = l
+    o_ref[...] = o
+
+
+_COMPILED: dict = {}
+
+
+def _program(static, shapes, interpret: bool):
+    """The jitted pallas_call for one configuration and set of shapes (cached)."""
+    key = (static, shapes, interpret, ROWS, NUM_WARPS)
+    if key in _COMPILED:
+        return _COMPILED[key]
+    import jax
+    import jax.numpy as jnp
+    from functools import partial
+    from jax.experimental import pallas as pl
+    heads, rows_pad, keys, d, n_prog, table_shapes, o_dtype = shapes
+    full = lambda shape: pl.BlockSpec(shape, lambda h, j, _n=len(shape): (0,) * _n)   # noqa: E731
+    in_specs = [full((n_prog,)), full((n_prog,)),
+                pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
+                pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
+                pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0))] + [full(s) for s in table_shapes]
+    out_specs = [pl.BlockSpec((None, ROWS), lambda h, j: (h, j)),
+                 pl.BlockSpec((None, ROWS, 4), lambda h, j: (h, j, 0)),
+                 pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0))]
+    out_shape = [jax.ShapeDtypeStruct((heads, rows_pad), jnp.float32),
+                 jax.ShapeDtypeStruct((heads, rows_pad, 4), jnp.float32),
+                 jax.ShapeDtypeStruct((heads, rows_pad, d), o_dtype)]
+    extra = {}
+    if not interpret:
+        from jax.experimental.pallas import triton as pltriton
+        extra["compiler_params"] = pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=1)
+    call = pl.pallas_call(partial(_body, static), grid=(heads, n_prog), in_specs=in_specs, out_specs=out_specs,
+                          out_shape=out_shape, interpret=interpret, name="flashsim_fused", **extra)
+    _COMPILED[key] = fn = jax.jit(call)
+    return fn
+
+
+def inputs(q, k, v, prob: Problem):
+    """The host arrays of one call and its static configuration: (static, shapes, arrays)."""
+    cfg = prob.config
+    B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
+    BM, BC = cfg.block_m, cfg.kv_tile
+    nqb = prob.q_blocks
+    first_tile, tiles = prob.kv_tile_range()
+    T = prob.kv_span()
+    if prob.group > 1:                                       # GQA: K / V repeated to the query heads (as engine_jax)
+        k, v = (np.repeat(x, prob.group, axis=1) for x in (k, v))
+    qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM)
+    kh = pad_rows(np.ascontiguousarray(k).reshape(B * H, nk, d), T * BC)
+    vh = pad_rows(np.ascontiguousarray(v).reshape(B * H, v.shape[2], d), T * BC)
+    n_prog = nqb * BM // ROWS
+    parent = np.arange(n_prog) * ROWS // BM
+    t0 = first_tile[parent].astype(np.int32)
+    nt = tiles[parent].astype(np.int32)
+    ex2 = tuple(sfu.table_arrays(prob.arch, "ex2"))
+    rcp = tuple(sfu.table_arrays(prob.arch, "rcp")) if cfg.softcap else ()
+    window = Window(int(prob.window.left), int(prob.window.right)) if prob.window is not None else None
+    static = (prob.arch, cfg.causal, BC, d, cfg.pv_accum == "f16x2", window,
+              np.float32(prob.cap_scale) if cfg.softcap else None, nq, nk, np.float32(prob.scale_log2), cfg.o_f16,
+              len(ex2))
+    o_dtype = np.float16 if cfg.o_f16 else np.float32
+    shapes = (B * H, nqb * BM, T * BC, d, n_prog, tuple(t.shape for t in ex2 + rcp), o_dtype)
+    return static, shapes, (t0, nt, qh, kh, vh) + ex2 + rcp
+
+
+def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool = False, device=None):
+    """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) with one fused Pallas kernel; returns (o like q,
+    lse f32, Rows), bit for bit what the numpy engine returns. ``interpret``: Pallas's interpreter (any device: the
+    tests run it on the CPU); ``device``: the JAX device (default: the first of the default backend)."""
+    why = unsupported(prob)
+    if why is not None:
+        raise ValueError(f"the fused kernel cannot run this problem: {why}")
+    import jax
+    with enable_x64():
+        static, shapes, arrays = inputs(q, k, v, prob)
+        device = device if device is not None else jax.devices()[0]
+        bar = Progress(1, progress)
+        fn = _program(static, shapes, interpret)
+        m, l, o = (np.asarray(x) for x in fn(*(jax.device_put(a, device) for a in arrays)))
+        bar.update(1)
+        bar.close()
+    B, H, nq, d = prob.batch, prob.heads, prob.nq, prob.head_dim
+    LAST_RUN.clear()
+    LAST_RUN.update(programs=shapes[0] * shapes[4], rows=ROWS, warps=NUM_WARPS, interpret=interpret)
+    o_out, lse, l_row, flag = K.epilogue(l, o, m, prob.lse_scale, v.dtype)
+    o_out = o_out.reshape(B, H, -1, d)[:, :, :nq]
+    lse, l_row, flag = (x.reshape(B, H, -1)[:, :, :nq] for x in (lse, l_row, flag))
+    return o_out, lse, Rows(l_row, flag)
+
+
+def lower_for_gpu(q, k, v, prob: Problem) -> str:
+    """The StableHLO text of the fused kernel lowered for CUDA, without a GPU (jax's cross-platform lowering): the
+    Triton lowering rejects any operation it cannot compile, so CI checks the kernel's body on a CPU machine."""
+    import jax
+    why = unsupported(prob)
+    if why is not None:
+        raise ValueError(f"the fused kernel cannot run this problem: {why}")
+    with enable_x64():
+        static, shapes, arrays = inputs(q, k, v, prob)
+        fn = _program(static, shapes, interpret=False)
+        args = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays]
+        return fn.trace(*args).lower(lowering_platforms=("cuda",)).as_text()

@@ -1,0 +1,145 @@
+"""The JAX engine's fused Pallas kernel (flashsim.emulator.engine_pallas): bit for bit the numpy engine.
+
+* Pallas's interpreter runs the fused kernel's body on the CPU: kernel_program traced under
+  flashsim.numerics.xp.fused_kernel() (split pieces, table loads, the broadcast form of the mma block, unrolled k16
+  steps), on small problems with trouble heads, GQA, masks, soft-capping and every P@V accumulation; every bit of O,
+  LSE, l and the overflow flag against the numpy engine;
+* the body lowers for CUDA through Pallas's Triton lowering on this CPU machine (jax's cross-platform lowering), for
+  every head dim the fused kernel takes: an operation that lowering lacks fails here, in CI;
+* what the fused kernel refuses, and that engine_jax runs it only when asked;
+* the three shims it needs (bit_length's float form on raw bit patterns, pieces, lookup);
+* on a GPU (skipped elsewhere): the compiled kernel against the numpy engine.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+jax = pytest.importorskip("jax", reason="the fused kernel needs jax: pip install 'flashsim[jax]'")
+
+from flashsim.commands.verify import trouble_heads  # noqa: E402
+from flashsim.emulator import engine_jax, engine_numpy, engine_pallas  # noqa: E402
+from flashsim.numerics import xp as X  # noqa: E402
+from flashsim.problem import prepare  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def assert_same_run(a, b):
+    """Two engines' (o, lse, Rows) equal in every bit."""
+    (o0, l0, r0), (o1, l1, r1) = a, b
+    for x, y in ((o0, o1), (l0, l1), (r0.l, r1.l)):
+        u = {2: np.uint16, 4: np.uint32}[x.dtype.itemsize]
+        bad = x.view(u) != y.view(u)
+        assert x.shape == y.shape and not bad.any(), f"{bad.sum()} of {bad.size} differ"
+    np.testing.assert_array_equal(r0.flag, r1.flag)
+
+
+def problem(case, seed=1):
+    """(q, k, v, Problem) of a case: shape (B, Hq, Hkv, Nq, Nk, d), dtype, trouble heads or normal values."""
+    B, H, Hkv, nq, nk, d = case["shape"]
+    rng = np.random.default_rng(seed)
+    if case.get("trouble"):
+        q, k, v = trouble_heads(rng, B, H, nq, nk, d)
+        k, v = k[:, ::H // Hkv], v[:, ::H // Hkv]
+    else:
+        dt = ml_dtypes.bfloat16 if case.get("dtype") == "bf16" else np.float16
+        q = rng.standard_normal((B, H, nq, d)).astype(dt)
+        k, v = (rng.standard_normal((B, Hkv, nk, d)).astype(dt) for _ in range(2))
+    return q, k, v, prepare(q, k, v, **case.get("options", {}))
+
+
+CASES = {   # each costs a few seconds of interpretation: one per kind of option
+    "trouble-gqa-causal-f16": dict(shape=(2, 4, 2, 64, 64, 64), trouble=True,
+                                   options=dict(causal=True, pv_accum="f16")),
+    "softcap-f16x2-ragged": dict(shape=(1, 2, 2, 100, 130, 32), options=dict(pv_accum="f16x2", softcap=30.0)),
+    "bf16-window": dict(shape=(1, 1, 1, 70, 200, 128), dtype="bf16", options=dict(window_size=(40, 10))),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_interpreted_fused_kernel_equals_the_numpy_engine(name):
+    q, k, v, prob = problem(CASES[name])
+    assert engine_pallas.unsupported(prob) is None
+    assert_same_run(engine_pallas.run(q, k, v, prob, interpret=True), engine_numpy.run(q, k, v, prob))
+
+
+@pytest.mark.parametrize("d", [32, 64, 128, 256])
+def test_fused_kernel_lowers_for_cuda_through_triton(d):
+    pytest.importorskip("jax._src.pallas.triton.lowering", reason="this jaxlib has no Triton lowering")
+    q, k, v, prob = problem(dict(shape=(1, 2, 1, 96, 80, d), options=dict(causal=True)))
+    text = engine_pallas.lower_for_gpu(q, k, v, prob)
+    assert "xla.gpu.triton" in text and "flashsim_fused" in text
+
+
+def test_what_the_fused_kernel_refuses():
+    for case, why in ((dict(shape=(1, 1, 1, 32, 32, 96)), "power of two"),
+                      (dict(shape=(1, 1, 1, 32, 32, 64), options=dict(quant="int8")), "quant")):
+        q, k, v, prob = problem(case)
+        assert why in engine_pallas.unsupported(prob)
+        with pytest.raises(ValueError, match=why):
+            engine_pallas.run(q, k, v, prob, interpret=True)
+
+
+def test_engine_jax_takes_the_fused_kernel_only_when_asked(monkeypatch):
+    q, k, v, prob = problem(dict(shape=(1, 1, 1, 32, 32, 64)))
+    monkeypatch.delenv("FLASHSIM_JAX_FUSED", raising=False)
+    fused, why = engine_jax.fused_choice(prob)
+    assert not fused and "opt-in" in why
+    monkeypatch.setenv("FLASHSIM_JAX_FUSED", "1")
+    fused, why = engine_jax.fused_choice(prob)
+    assert fused == (jax.devices()[0].platform == "gpu"), why
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the shims
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 64 - 1), min_size=1, max_size=64))
+def test_bit_length_float_form_on_raw_uint64_patterns(values):
+    x = np.array(values, np.uint64)
+    want = np.array([v.bit_length() for v in values], np.int32)
+    np.testing.assert_array_equal(X.bit_length(x), want)
+    with X.enable_x64(), X.fused_kernel():
+        np.testing.assert_array_equal(np.asarray(X.bit_length(jax.numpy.asarray(x))), want)
+    small = x >> np.uint64(32)
+    with X.enable_x64(), X.fused_kernel():
+        got = np.asarray(X.bit_length(jax.numpy.asarray(small.astype(np.uint32))))
+    np.testing.assert_array_equal(got, [int(v).bit_length() for v in small])
+
+
+def test_pieces_and_lookup_agree_inside_and_outside_a_fused_kernel():
+    x = np.arange(4 * 64, dtype=np.int32).reshape(4, 64)
+    table = np.arange(1000, 1100, dtype=np.uint32)
+    idx = np.array([[3, 99], [0, 50]], np.int32)
+    plain = X.pieces(x, 16, -1)
+    assert [p.shape for p in plain] == [(4, 16)] * 4
+    np.testing.assert_array_equal(np.concatenate(plain, axis=-1), x)
+    with X.fused_kernel():
+        split = X.pieces(jax.numpy.asarray(x), 16, -1)
+        rows = X.pieces(jax.numpy.asarray(x), 2, 0)
+        looked = X.lookup(jax.numpy.asarray(table), jax.numpy.asarray(idx))
+        with pytest.raises(ValueError, match="power-of-two"):
+            X.pieces(jax.numpy.asarray(x[:, :48]), 16, -1)
+    for a, b in zip(plain, split):
+        np.testing.assert_array_equal(a, np.asarray(b))
+    np.testing.assert_array_equal(np.asarray(rows[1]), x[2:])
+    np.testing.assert_array_equal(np.asarray(looked), X.lookup(table, idx))
+    with pytest.raises(ValueError, match="multiple"):
+        X.pieces(x, 24, -1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the GPU
+
+
+@pytest.mark.gpu
+def test_compiled_fused_kernel_equals_the_numpy_engine_on_the_gpu():
+    if jax.default_backend() != "gpu":
+        pytest.skip(f"jax runs on {jax.default_backend()!r}, not a GPU: install jax[cuda]")
+    q, k, v, prob = problem(CASES["trouble-gqa-causal-f16"])
+    assert_same_run(engine_pallas.run(q, k, v, prob), engine_numpy.run(q, k, v, prob))
