@@ -28,7 +28,7 @@ from hypothesis import strategies as st  # noqa: E402
 from flashsim.numerics import ieee32, rounding, sfu  # noqa: E402
 from flashsim.numerics.formats import BF16, F16, F32  # noqa: E402
 from flashsim.numerics.reference import add_ref, div_ref, fma_ref, mul_ref, round_fraction, value_of  # noqa: E402
-from flashsim.numerics.xp import enable_x64  # noqa: E402
+from flashsim.numerics.xp import enable_x64, ieee_conversions  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 N = 32                                                   # elements per hypothesis example
@@ -317,6 +317,62 @@ def test_fma_three_ways_and_oracle(triples):
     for j, (x, y, z) in enumerate(triples):
         assert int(ubits(fused)[j]) == fma_ref(x, y, z), (hex(x), hex(y), hex(z))
         assert int(ubits(fused_ftz)[j]) == flush_bits(fma_ref(flush_bits(x), flush_bits(y), flush_bits(z)))
+
+
+def ieee_suite(generic, x, y, z):
+    return binary_suite(generic, x, y) + fma_suite(generic, x, y, z)
+
+
+@HYP
+@given(st.lists(fma_triples(), min_size=N, max_size=N))
+def test_native_conversion_form_equals_the_integer_form_on_numpy(triples):
+    """xp.ieee_conversions (the form the JAX engine traces for a GPU: the backend's own f32 <-> f64 conversions)
+    run on numpy, which is IEEE: the same bits as the integer conversions."""
+    args = [f32_array([t[i] for t in triples]) for i in range(3)]
+    plain = ieee_suite(True, *args)
+    with ieee_conversions():
+        native = ieee_suite(True, *args)
+    for i, (a, b) in enumerate(zip(native, plain)):
+        same_bits(a, b, f"ieee_suite[{i}] native vs integer conversions")
+
+
+def raw_triples(rng, n):
+    """n (x, y, z) float32 triples of raw bits for the GPU check: any pattern, subnormals, specials, mid-range; y
+    within 30 binades of x; z half the time -x*y rounded and nudged by up to 2 ulps (cancellation, ties)."""
+    kind = rng.integers(0, 4, n)
+    x = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    sub = (rng.integers(0, 2, n, dtype=np.uint32) << 31) | rng.integers(1, 1 << 23, n, dtype=np.uint32)
+    x = np.where(kind == 1, sub, x)
+    x = np.where(kind == 2, np.array(F32_SPECIALS, np.uint64).astype(np.uint32)[rng.integers(0, len(F32_SPECIALS),
+                                                                                             n)], x)
+    mid = (rng.integers(0, 2, n, dtype=np.uint32) << 31) | (rng.integers(100, 155, n, dtype=np.uint32) << 23) | \
+        rng.integers(0, 1 << 23, n, dtype=np.uint32)
+    x = np.where(kind == 3, mid, x)
+    field = np.clip(((x >> 23) & 0xFF).astype(np.int64) + rng.integers(-30, 31, n), 0, 254).astype(np.uint32)
+    y = (rng.integers(0, 2, n, dtype=np.uint32) << 31) | (field << 23) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
+    xf, yf = x.view(np.float32), y.view(np.float32)
+    with np.errstate(all="ignore"):
+        zc = (-(xf.astype(np.float64) * yf.astype(np.float64))).astype(np.float32).view(np.uint32)
+    zc = (zc.astype(np.int64) + rng.integers(-2, 3, n)).astype(np.uint64).astype(np.uint32)
+    z = np.where(rng.integers(0, 2, n) == 1, zc, rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32))
+    return xf, yf, z.view(np.float32)
+
+
+@pytest.mark.gpu
+def test_native_conversions_on_the_gpu_equal_the_numpy_fast_path():
+    """The form the JAX engine traces for a GPU (xp.ieee_conversions: XLA's own f32 <-> f64 conversions, which keep
+    subnormals there) against the numpy fast path, jitted on the GPU, on 2^16 raw-bit triples."""
+    if jax.default_backend() != "gpu":
+        pytest.skip(f"jax runs on {jax.default_backend()!r}, not a GPU: install jax[cuda]")
+    x, y, z = raw_triples(np.random.default_rng(7), 1 << 16)
+
+    def traced(*a):
+        with ieee_conversions():
+            return ieee_suite(True, *a)
+    with enable_x64():
+        on_gpu = jax.jit(traced)(*[jnp.asarray(a) for a in (x, y, z)])
+    for i, (g, f) in enumerate(zip(on_gpu, ieee_suite(False, x, y, z))):
+        same_bits(np.asarray(g), f, f"ieee_suite[{i}] GPU native conversions vs numpy fast path")
 
 
 def test_fma_double_rounding_case_and_signed_zeros_three_ways():

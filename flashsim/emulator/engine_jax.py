@@ -1,6 +1,8 @@
 """The JAX engine: kernel_program's steps jit-compiled (CPU or GPU) and spread over the devices of a Mesh.
 
-The arithmetic is kernel_program's, unchanged: this module only lays the work out.
+The arithmetic is kernel_program's, unchanged: this module only lays the work out. On GPU devices it traces the
+steps under ``flashsim.numerics.xp.ieee_conversions()`` (XLA keeps subnormals there, so ieee32's f32 <-> f64
+conversions are its own instructions: 9% faster on the H200, same bits; $FLASHSIM_JAX_IEEE_CVT=0 turns it off).
 
 Work layout.  One unit = one CUDA block (one q block of one head).  ``plan`` packs the units into S "slots" that
 run side by side; a slot runs its units one after the other, tile by tile, so a causal problem (units with 1 .. T
@@ -27,6 +29,7 @@ second process skips XLA's compilation.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from functools import partial
@@ -35,7 +38,7 @@ import numpy as np
 
 from ..masking import Window
 from ..numerics import sfu
-from ..numerics.xp import enable_x64
+from ..numerics.xp import enable_x64, ieee_conversions
 from ..problem import Problem
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
@@ -152,7 +155,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     after the C steps."""
     import jax.numpy as jnp
     from jax import lax
-    arch, causal, bm, bc, two_level, group_keys, local, softcap, int8 = static
+    arch, causal, bm, bc, two_level, group_keys, local, softcap, int8, gpu = static
     nq, nk = scalars[0], scalars[1]
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
     cap = lax.bitcast_convert_type(scalars[3].astype(jnp.uint32), jnp.float32) if softcap else None
@@ -186,7 +189,8 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
-    state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
+    with ieee_conversions() if gpu else contextlib.nullcontext():     # XLA's GPU keeps f32 subnormals
+        state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
     return tuple(x[:, :, None] for x in state)
 
 
@@ -239,8 +243,8 @@ def jax_cache_dir() -> str | None:
 
 def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
     """(whether ``run`` takes the fused kernel, why): only when asked for ($FLASHSIM_JAX_FUSED=1), on one GPU
-    device, for a problem engine_pallas covers. Opt-in because it does not pay: on the H200 it is 2.4x slower than
-    this module's scan (benchmarks/RESULTS.md, twelfth round); on the CPU Pallas could only interpret it."""
+    device, for a problem engine_pallas covers. Opt-in because it does not pay: on the H200 it is about 2.5x slower
+    than this module's scan (benchmarks/RESULTS.md, twelfth round); on the CPU Pallas could only interpret it."""
     jax = _jax()
     from . import engine_pallas
     devices = list(devices) if devices is not None else jax.devices()
@@ -348,8 +352,9 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         qsp, ksp = np.zeros((Bp, Hp, dq, upd, 1), np.float32), np.zeros((Bp, Hp, 1, 1), np.float32)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
+    gpu = all(dev.platform == "gpu" for dev in devices) and os.environ.get("FLASHSIM_JAX_IEEE_CVT", "1") != "0"
     static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.fp8_group_keys, cfg.local, cfg.softcap,
-              cfg.int8)
+              cfg.int8, gpu)
     bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.cap_scale)]
     win = prob.window or Window(0, 0)
     scalars = _put(np.array([nq, nk, *bits, win.left, win.right], np.int64), rep)
@@ -358,7 +363,8 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     xs_all = [tuple(_put(a[:, c * STEPS_PER_CALL:(c + 1) * STEPS_PER_CALL], per_dev)
                     for a in (unit, tile, first, row0)) for c in range(n_calls)]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
-    LAST_PLAN.update(mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned), calls=len(calls),
+    LAST_PLAN.update(ieee_conversions=gpu, mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned),
+                     calls=len(calls),
                      dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
 
     o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), out_dtype)

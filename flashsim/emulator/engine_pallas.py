@@ -5,23 +5,25 @@ scatters of the state; issue 10 asks for a fused kernel to reach 200x the CUDA k
 O) stays in registers across the KV loop and the operands are read once per tile.
 
 Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, twelfth round): bit-equal to the kernel in every
-bit of O and LSE, but 0.70 s against the scan engine's 0.29 s, after 38 s of Triton compilation. It does not pay, so
-it is opt-in (FLASHSIM_JAX_FUSED=1, engine_jax.fused_choice): one program carries 16 rows through 256 tiles in
-sequence with a large unrolled body, where XLA's per-step fusions spread every step over a million threads.
+bit of O and LSE, but 0.70 s against the scan engine's 0.26-0.30 s, after 38 s of Triton compilation. It does not
+pay, so it is opt-in (FLASHSIM_JAX_FUSED=1, engine_jax.fused_choice): one program carries 16 rows through 256
+tiles in sequence with a large unrolled body, where XLA's per-step fusions spread every step over a million
+threads.
 
 The arithmetic is kernel_program's, unchanged: the body calls ``scores``, ``probabilities`` and ``accumulate``
 traced under ``flashsim.numerics.xp.fused_kernel()``, where the three things Triton cannot do with a value (slice
 it, gather from it, index it by a loop counter) take the forms it can (``pieces``, ``lookup`` of the SFU tables
-kept in device memory, unrolled k16 steps). The epilogue runs on the host (kernel_program.epilogue on numpy, O(rows)
-work), as in the scan engine.
+kept in device memory, each mma block as one broadcast reduced over k, unrolled k16 steps). The epilogue runs on
+the host (kernel_program.epilogue on numpy, O(rows) work), as in the scan engine.
 
 Layout: one program per (head, ``ROWS`` query rows). A program's rows lie in one CUDA block (``ROWS`` divides
 block_m) and visit exactly that block's KV tiles (Problem.kv_tile_range): a tile outside a row's keys still changes
 its state when V holds inf or NaN (0 * inf), as in the kernel, so the tile range is the CUDA block's, not the
 row's. Rows are independent otherwise, so the program's height is free: it is chosen for Triton's registers.
 
-Coverage (``unsupported`` says why, and engine_jax then runs the scan engine): head dims that are powers of two
-(Triton's tensors have power-of-two shapes: 32, 64, 128, 256), quant "none", an arch whose SFU tables ship.
+Coverage (``unsupported`` says why; engine_jax then runs the scan engine even when asked): head dims that are
+powers of two (Triton's tensors have power-of-two shapes: 32, 64, 128, 256), quant "none", an arch whose SFU tables
+ship.
 """
 from __future__ import annotations
 

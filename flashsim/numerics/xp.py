@@ -25,7 +25,8 @@ import sys
 import numpy as np
 
 __all__ = ["namespace", "is_numpy", "bitcast", "shl", "shr", "bit_length", "set_at", "enable_x64", "errstate",
-           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "pieces", "lookup"]
+           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "pieces", "lookup", "ieee_conversions",
+           "ieee_conversions_on"]
 
 
 def _is_jax_array(x) -> bool:
@@ -189,3 +190,28 @@ def lookup(table, index):
     if in_fused_kernel():
         return table[index]
     return namespace(table, index).take(table, index)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# backends whose float32 <-> float64 conversions are IEEE's (XLA on an NVIDIA GPU: no flush to zero)
+
+_IEEE_CVT: contextvars.ContextVar = contextvars.ContextVar("flashsim_ieee_conversions", default=False)
+
+
+@contextlib.contextmanager
+def ieee_conversions():
+    """Trace the body for a backend whose float32 -> float64 widening is exact and float64 -> float32 narrowing
+    rounds to nearest even with gradual underflow (XLA on NVIDIA GPUs; not XLA's CPU, which flushes subnormals):
+    flashsim.numerics.ieee32's generic operations then convert natively instead of through integer operations
+    (division excepted: see ieee32._div_generic). tests/test_numerics_engines.py holds the two forms equal bit for
+    bit on the GPU."""
+    token = _IEEE_CVT.set(True)
+    try:
+        yield
+    finally:
+        _IEEE_CVT.reset(token)
+
+
+def ieee_conversions_on() -> bool:
+    """True inside ``ieee_conversions``."""
+    return _IEEE_CVT.get()
