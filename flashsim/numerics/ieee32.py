@@ -123,7 +123,7 @@ def _f64(x):
 def _to_f32(v):
     """float64 ``v`` rounded to float32 to nearest even, NaN canonical: the integer rounding core, or the backend's
     own narrowing where it is IEEE's (``xp.ieee_conversions``)."""
-    if ieee_conversions_on():
+    if ieee_conversions_on():     # through the bits (_canonical): XLA must not fuse this convert with a later one
         xp = namespace(v)
         return _canonical(xp, xp.astype(v, xp.float32))
     return rounding.f64_to_f32(v, generic=True)

@@ -204,7 +204,8 @@ def ieee_conversions():
     rounds to nearest even with gradual underflow (XLA on NVIDIA GPUs; not XLA's CPU, which flushes subnormals):
     flashsim.numerics.ieee32's generic operations then convert natively instead of through integer operations
     (division excepted: see ieee32._div_generic). tests/test_numerics_engines.py holds the two forms equal bit for
-    bit on the GPU."""
+    bit on the GPU. Every narrowed value must pass through its bits before it is widened again: XLA's GPU compiler
+    may drop a convert(convert(x)) pair (excess precision; benchmarks/experiments/jax_ieee_cvt/README.md)."""
     token = _IEEE_CVT.set(True)
     try:
         yield
