@@ -14,7 +14,6 @@ kernel in every bit, 1 when some bits differ, 2 when a run failed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -25,7 +24,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jax_gpu_bench import equal_fraction, phase_kernel  # noqa: E402
+from jax_gpu_bench import equal_fraction, finish, phase_kernel  # noqa: E402
 
 
 def timed_emulation(q, k, v):
@@ -83,11 +82,7 @@ def main(argv=None) -> int:
             report["runs"].append(dict(engine=engine, shape=shape, n=n, first_s=first, second_s=second,
                                        kernel_ms=ms, ratio=second * 1e3 / ms, equal_o=fo, equal_lse=fl,
                                        plan={k_: str(v_) for k_, v_ in plan.items()}))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=1)
-    print(f"status {status}", flush=True)
-    return status
+    return finish(report, args.json, status)
 
 
 if __name__ == "__main__":

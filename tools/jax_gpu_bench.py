@@ -137,11 +137,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     report: dict = {"n": args.n, "d": args.d}
     if args.vs_numpy:
-        status = vs_numpy(args.vs_numpy, args.d, report)
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(report, fh, indent=1)
-        return status
+        return finish(report, args.json, vs_numpy(args.vs_numpy, args.d, report))
     status = 0
     try:
         import jax
@@ -187,8 +183,13 @@ def main(argv=None) -> int:
         report.update(ratio=ratio, equal_o=fo, equal_lse=fl)
         if (fo, fl) != (1.0, 1.0) and status == 0:
             status = 1
-    if args.json:
-        with open(args.json, "w") as fh:
+    return finish(report, args.json, status)
+
+
+def finish(report: dict, path: str | None, status: int) -> int:
+    """Write ``report`` as JSON to ``path`` (if given), print the closing status line, return ``status``."""
+    if path:
+        with open(path, "w") as fh:
             json.dump(report, fh, indent=1)
     print(f"status {status}", flush=True)
     return status

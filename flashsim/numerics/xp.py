@@ -151,14 +151,19 @@ _FUSED: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_kernel",
 
 
 @contextlib.contextmanager
-def fused_kernel():
-    """Trace the body as a fused (Pallas / Triton) kernel: ``pieces`` splits instead of slicing, ``lookup`` loads
-    from a table in memory, and loops over k16 steps are unrolled (tensorcore's chain)."""
-    token = _FUSED.set(True)
+def _switched_on(flag: contextvars.ContextVar):
+    """``flag`` True for the body (a trace-time switch: it decides which form a routine is traced in)."""
+    token = flag.set(True)
     try:
         yield
     finally:
-        _FUSED.reset(token)
+        flag.reset(token)
+
+
+def fused_kernel():
+    """Trace the body as a fused (Pallas / Triton) kernel: ``pieces`` splits instead of slicing, ``lookup`` loads
+    from a table in memory, and loops over k16 steps are unrolled (tensorcore's chain)."""
+    return _switched_on(_FUSED)
 
 
 def in_fused_kernel() -> bool:
@@ -198,7 +203,6 @@ def lookup(table, index):
 _IEEE_CVT: contextvars.ContextVar = contextvars.ContextVar("flashsim_ieee_conversions", default=False)
 
 
-@contextlib.contextmanager
 def ieee_conversions():
     """Trace the body for a backend whose float32 -> float64 widening is exact and float64 -> float32 narrowing
     rounds to nearest even with gradual underflow (XLA on NVIDIA GPUs; not XLA's CPU, which flushes subnormals):
@@ -206,11 +210,7 @@ def ieee_conversions():
     (division excepted: see ieee32._div_generic). tests/test_numerics_engines.py holds the two forms equal bit for
     bit on the GPU. Every narrowed value must pass through its bits before it is widened again: XLA's GPU compiler
     may drop a convert(convert(x)) pair (excess precision; benchmarks/experiments/jax_ieee_cvt/README.md)."""
-    token = _IEEE_CVT.set(True)
-    try:
-        yield
-    finally:
-        _IEEE_CVT.reset(token)
+    return _switched_on(_IEEE_CVT)
 
 
 def ieee_conversions_on() -> bool:
