@@ -42,7 +42,8 @@ products in units of 2^(E - F), ``t = trunc(a * b * 2^(F - E))`` (a float produc
 an integer), summed in int32 (int64 if F or the block size could overflow it); c's term by integer shifts of its
 significand; the exact integer total rounded once by ``rounding.round_scaled`` (f32 toward zero with |value| >=
 2^128 -> inf, f16 to nearest even; zero -> +0); then the specials.  The k16 steps run in order, as a Python loop on
-numpy and as one compiled step in a ``lax.fori_loop`` under JAX (see ``_fori``: structure only).
+numpy and as one compiled step in a ``lax.fori_loop`` under JAX (see ``_fori``: structure only), unrolled on split
+pieces in a fused Triton kernel (``xp.fused_kernel``, whose blocks reduce one broadcast over k: ``_over_k``).
 
 Why this is exact on numpy (IEEE, gradual underflow) and under XLA (flush-to-zero / denormals-are-zero on the
 CPU, a * b + c contracted to an FMA) alike:
@@ -389,8 +390,8 @@ def _chain_generic(xp, a, b, c, spec: Arch):
         return d
 
     def step(i, d):             # k16 step i: columns 16 i .. 16 i + 15 of A, the same rows of B
-        return k16(tuple(_k_slice(xp, x, 16 * i, 16, -1) for x in A), tuple(_k_slice(xp, x, 16 * i, 16, -2) for x in B),
-                   d)
+        As = tuple(_k_slice(xp, x, 16 * i, 16, -1) for x in A)
+        return k16(As, tuple(_k_slice(xp, x, 16 * i, 16, -2) for x in B), d)
     with X.errstate():      # numpy: inf / NaN products cast to int are garbage by design (overwritten)
         if X.in_fused_kernel():     # Triton indexes no value by a loop counter: the steps unrolled on split pieces
             for As, Bs in zip(zip(*(X.pieces(x, 16, -1) for x in A)), zip(*(X.pieces(x, 16, -2) for x in B))):
