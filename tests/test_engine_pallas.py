@@ -98,7 +98,7 @@ def test_engine_jax_takes_the_fused_kernel_only_when_asked(monkeypatch):
 # the shims
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 2 ** 64 - 1), min_size=1, max_size=64))
 def test_bit_length_float_form_on_raw_uint64_patterns(values):
     x = np.array(values, np.uint64)
