@@ -245,11 +245,11 @@ def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
     """(whether ``run`` takes the fused kernel, why): only when asked for ($FLASHSIM_JAX_FUSED=1), on one GPU
     device, for a problem engine_pallas covers. Opt-in because it does not pay: on the H200 it is about 2.5x slower
     than this module's scan (benchmarks/RESULTS.md, twelfth round); on the CPU Pallas could only interpret it."""
+    if os.environ.get("FLASHSIM_JAX_FUSED", "0") != "1":
+        return False, "scan engine (the fused kernel is opt-in: FLASHSIM_JAX_FUSED=1)"
     jax = _jax()
     from . import engine_pallas
     devices = list(devices) if devices is not None else jax.devices()
-    if os.environ.get("FLASHSIM_JAX_FUSED", "0") != "1":
-        return False, "scan engine (the fused kernel is opt-in: FLASHSIM_JAX_FUSED=1)"
     if len(devices) != 1 or devices[0].platform != "gpu":
         return False, f"{len(devices)} {devices[0].platform} device(s): the fused kernel runs on one GPU"
     why = engine_pallas.unsupported(prob)

@@ -42,8 +42,17 @@ from .progress import Progress
 # Program shape: 16 rows (the chain's smallest M) and 16 warps, the fastest of 16 x {4, 8, 16, 32} on the H200 at
 # N = 16384: 1.27 / 1.10 / 0.70 / 0.80 s (tools/jax_fused_sweep.py; benchmarks/experiments/jax_fused/2026-12-01/
 # sweep_broadcast_form.txt and jax_fused_sweep.txt).
-ROWS = int(os.environ.get("FLASHSIM_PALLAS_ROWS", 16))        # query rows per program (a power of two, >= 16)
-NUM_WARPS = int(os.environ.get("FLASHSIM_PALLAS_WARPS", 16))  # Triton warps per program
+def _env_int(name: str, default: int) -> int:
+    """An integer setting from the environment; a ValueError naming the variable otherwise."""
+    text = os.environ.get(name, str(default))
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {text!r}") from None
+
+
+ROWS = _env_int("FLASHSIM_PALLAS_ROWS", 16)        # query rows per program (a power of two, >= 16)
+NUM_WARPS = _env_int("FLASHSIM_PALLAS_WARPS", 16)  # Triton warps per program
 LAST_RUN: dict = {}                                           # the last run's layout (for reports)
 
 
@@ -54,8 +63,9 @@ def unsupported(prob: Problem) -> str | None:
         return f"head dim {d} is not a power of two (Triton tensors are)"
     if cfg.quant != "none":
         return f"quant {cfg.quant!r} (the fused kernel covers quant 'none')"
-    if cfg.block_m % ROWS or ROWS & (ROWS - 1):
-        return f"{ROWS} rows per program do not divide the block's {cfg.block_m} rows"
+    if ROWS < 16 or ROWS & (ROWS - 1) or cfg.block_m % ROWS:
+        return (f"FLASHSIM_PALLAS_ROWS={ROWS}: rows per program must be a power of two from 16 (the mma's M) that "
+                f"divides the block's {cfg.block_m} rows")
     if sfu.load_tables(prob.arch) is None:
         return f"no SFU tables for {prob.arch}"
     return None
