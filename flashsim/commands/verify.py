@@ -231,7 +231,8 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16",
         raise ValueError(f"unknown input kind {kind!r}; known: {INPUT_KINDS}")
     elem = get_format(dtype).dtype
     # bf16 through float32: what ml_dtypes < 0.7 did with a float64 source and what the stored captures saw
-    # (ml_dtypes 0.7 rounds float64 to bf16 once: 5 in 10^6 values differ); f16 is numpy's own single rounding
+    # (ml_dtypes 0.7 rounds float64 to bf16 once, which differs at double-rounding ties); f16 is numpy's own
+    # single rounding
     via = np.float32 if dtype == "bf16" else np.float64
     with np.errstate(over="ignore", invalid="ignore"):
         keep_specials = kind in ("adversarial", "specials")
