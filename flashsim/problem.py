@@ -80,6 +80,10 @@ class Problem:
         """Query heads per key / value head."""
         return self.heads // self.heads_kv
 
+    def per_query_head(self, x: np.ndarray) -> np.ndarray:
+        """``x`` (B, Hkv, ...) with each key / value head repeated to the query heads it serves (B, Hq, ...)."""
+        return np.repeat(x, self.group, axis=1) if self.group > 1 else x
+
     def kv_tile_range(self) -> tuple[np.ndarray, np.ndarray]:
         """(first tile, number of tiles) each query block visits, (q_blocks,) int each: the kernel's loop bounds,
         causal and window skipping included."""

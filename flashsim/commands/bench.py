@@ -199,7 +199,8 @@ def _pct_text(pct: float) -> str:
 def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND_MS, ceilings=None, sampler=None):
     """One row: every accumulation, kernel alone (and its percentage of the ceiling, with ``ceilings``) and public
     call, then torch SDPA; returns the printed line and the lowest call/kernel ratio. ``sampler``
-    (flashsim.gpu.clocks.Sampler): each accumulation's JSON row gets the SM clock and power of its timing."""
+    (flashsim.gpu.clocks.Sampler): each accumulation's JSON row gets the SM clock of its timing and whether the
+    power cap held it."""
     import torch
     import flashsim.gpu
     from ..gpu.launch import prepared_launch

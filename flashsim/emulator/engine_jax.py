@@ -289,8 +289,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     T = prob.kv_span()
     out_dtype = v.dtype
     q, k, v, quant = quantized_operands(q, k, v, cfg, prob.group)     # kernel/quantize.cu's pass, on the host
-    if prob.group > 1:
-        k, v = (np.repeat(x, prob.group, axis=1) for x in (k, v))
+    k, v = (prob.per_query_head(x) for x in (k, v))
     budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)
     if budget < 1:
         raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
@@ -339,11 +338,10 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     vp = padded(v, v.shape[2], T * BC).reshape(Bp, Hp, T, BC, d)
     v_deq = None
     if quant is not None and cfg.fp8_pv:
-        vd = np.repeat(quant.v_deq, prob.group, axis=1) if prob.group > 1 else quant.v_deq
         v_deq = np.zeros((Bp, Hp, 1, 1, d), np.float32)
-        v_deq[:B, :H, 0, 0] = vd
+        v_deq[:B, :H, 0, 0] = prob.per_query_head(quant.v_deq)
     if quant is not None:                                      # per-row / per-key scales and LSE corrections
-        k_scale = np.repeat(quant.k_scale, prob.group, axis=1) if prob.group > 1 else quant.k_scale
+        k_scale = prob.per_query_head(quant.k_scale)
         qsp = padded(per_row(quant.q_scale, nq)[..., None], nq, (nqb + 1) * BM, 1).reshape(Bp, Hp, nqb + 1, BM)
         qsp = qsp[:, :, gid[:, :upd]]
         ksp = padded(per_row(k_scale, T * BC)[..., None], T * BC, T * BC, 1).reshape(Bp, Hp, T, BC)

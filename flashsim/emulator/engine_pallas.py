@@ -138,15 +138,18 @@ def _program(static, shapes, interpret: bool):
 
 
 def inputs(q, k, v, prob: Problem):
-    """The host arrays of one call and its static configuration: (static, shapes, arrays)."""
+    """The host arrays of one call and its static configuration: (static, shapes, arrays); ValueError with the
+    reason for a problem the fused kernel does not cover."""
+    why = unsupported(prob)
+    if why is not None:
+        raise ValueError(f"the fused kernel cannot run this problem: {why}")
     cfg = prob.config
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
     BM, BC = cfg.block_m, cfg.kv_tile
     nqb = prob.q_blocks
     first_tile, tiles = prob.kv_tile_range()
     T = prob.kv_span()
-    if prob.group > 1:                                       # GQA: K / V repeated to the query heads (as engine_jax)
-        k, v = (np.repeat(x, prob.group, axis=1) for x in (k, v))
+    k, v = (prob.per_query_head(x) for x in (k, v))       # GQA: as engine_jax
     qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM)
     kh = pad_rows(np.ascontiguousarray(k).reshape(B * H, nk, d), T * BC)
     vh = pad_rows(np.ascontiguousarray(v).reshape(B * H, v.shape[2], d), T * BC)
@@ -169,9 +172,6 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool
     """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) with one fused Pallas kernel; returns (o like q,
     lse f32, Rows), bit for bit what the numpy engine returns. ``interpret``: Pallas's interpreter (any device: the
     tests run it on the CPU); ``device``: the JAX device (default: the first of the default backend)."""
-    why = unsupported(prob)
-    if why is not None:
-        raise ValueError(f"the fused kernel cannot run this problem: {why}")
     import jax
     with enable_x64():
         static, shapes, arrays = inputs(q, k, v, prob)
@@ -194,9 +194,6 @@ def lower_for_gpu(q, k, v, prob: Problem) -> str:
     """The StableHLO text of the fused kernel lowered for CUDA, without a GPU (jax's cross-platform lowering): the
     Triton lowering rejects any operation it cannot compile, so CI checks the kernel's body on a CPU machine."""
     import jax
-    why = unsupported(prob)
-    if why is not None:
-        raise ValueError(f"the fused kernel cannot run this problem: {why}")
     with enable_x64():
         static, shapes, arrays = inputs(q, k, v, prob)
         fn = _program(static, shapes, interpret=False)

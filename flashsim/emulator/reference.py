@@ -21,7 +21,7 @@ def reference_attention(q, k, v, *, causal=None, softmax_scale=None, window_size
                 layout=layout, pv_accum=pv_accum, config=config)
     check_reference_memory(p)
     q64, k64, v64 = (np.asarray(to_bhnd(x, p.layout), dtype=np.float64) for x in (q, k, v))
-    k64, v64 = (np.repeat(x, p.group, axis=1) for x in (k64, v64))
+    k64, v64 = (p.per_query_head(x) for x in (k64, v64))
     s = np.einsum("bhid,bhjd->bhij", q64, k64) * float(p.softmax_scale)
     if p.config.softcap:
         c = float(p.lse_scale)                               # the softcap as the kernel's float32

@@ -53,10 +53,8 @@ def bitcast(x, dtype):
     dtype = np.dtype(dtype)
     if isinstance(x, (np.ndarray, np.generic)):
         return np.asarray(x).view(dtype)
-    import jax
-    if in_fused_kernel() and not isinstance(x, jax.core.Tracer):     # Triton lowers no bit cast of a constant
-        return jax.numpy.asarray(np.asarray(x).view(dtype))
-    return jax.lax.bitcast_convert_type(x, dtype)
+    from jax import lax
+    return lax.bitcast_convert_type(x, dtype)
 
 
 def shl(x, s):
