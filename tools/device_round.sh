@@ -25,6 +25,7 @@
 #   verify    37-45 s     flashsim verify, default shapes and kinds: kernel vs emulator bit for bit (JSON + text)
 #                         -> benchmarks/logs/<date>/verify.txt, verify.json
 #   tests     57-78 s     python3 -m pytest -q -ra -m gpu tests      -> benchmarks/logs/<date>/tests.txt
+#             (+ about 200 s since the thirteenth round: Triton compiles the fused kernel's GPU test case)
 #   sanitize  63-81 s     compute-sanitizer memcheck and racecheck over every default kernel variant
 #                         (tools/sanitize_kernel.py --list: 54 variants); fails on any error or hazard
 #                         -> benchmarks/logs/<date>/sanitize.txt

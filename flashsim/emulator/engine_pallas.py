@@ -4,17 +4,17 @@ Why it exists: the scan engine (engine_jax) runs each KV step as several XLA fus
 scatters of the state; issue 10 asks for a fused kernel to reach 200x the CUDA kernel's time. Here the state (m, l,
 O) stays in registers across the KV loop and the operands are read once per tile.
 
-Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, twelfth round): bit-equal to the kernel in every
-bit of O and LSE, but 0.70 s against the scan engine's 0.26-0.30 s, after 38 s of Triton compilation. It does not
-pay, so it is opt-in (FLASHSIM_JAX_FUSED=1, engine_jax.fused_choice): one program carries 16 rows through 256
-tiles in sequence with a large unrolled body, where XLA's per-step fusions spread every step over a million
-threads.
+Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, thirteenth round): bit-equal to the kernel in
+every bit of O and LSE, 0.265 s against the scan engine's 0.26-0.30 s, after about 200 s of Triton compilation
+(the scan compiles in 3 s). It does not pay yet, so it is opt-in (FLASHSIM_JAX_FUSED=1, engine_jax.fused_choice).
 
 The arithmetic is kernel_program's, unchanged: the body calls ``scores``, ``probabilities`` and ``accumulate``
 traced under ``flashsim.numerics.xp.fused_kernel()``, where the three things Triton cannot do with a value (slice
-it, gather from it, index it by a loop counter) take the forms it can (``pieces``, ``lookup`` of the SFU tables
-kept in device memory, each mma block as one broadcast reduced over k, unrolled k16 steps). The epilogue runs on
-the host (kernel_program.epilogue on numpy, O(rows) work), as in the scan engine.
+it, gather from it, index it by a loop counter) take the forms it can: ``pieces`` splits, ``lookup`` loads the SFU
+tables kept in device memory, and an mma chain writes its decoded operands into this program's scratch blocks and
+reads them back one column of A / row of B per k (``xp.staged``, supplied here by ``_staging``; the twelfth round's
+broadcast over k took 2.7x the instructions). The epilogue runs on the host (kernel_program.epilogue on numpy,
+O(rows) work), as in the scan engine.
 
 Layout: one program per (head, ``ROWS`` query rows). A program's rows lie in one CUDA block (``ROWS`` divides
 block_m) and visit exactly that block's KV tiles (Problem.kv_tile_range): a tile outside a row's keys still changes
@@ -28,6 +28,7 @@ ship.
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import numpy as np
 
@@ -39,9 +40,9 @@ from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
 from .progress import Progress
 
-# Program shape: 16 rows (the chain's smallest M) and 16 warps, the fastest of 16 x {4, 8, 16, 32} on the H200 at
-# N = 16384: 1.27 / 1.10 / 0.70 / 0.80 s (tools/jax_fused_sweep.py; benchmarks/experiments/jax_fused/2026-12-01/
-# sweep_broadcast_form.txt and jax_fused_sweep.txt).
+# Program shape: 16 rows (the chain's smallest M) and 8 warps, the faster of 16 x {4, 8} on the H200 at N = 16384
+# with the staged chains: 0.326 / 0.265 s (tools/jax_fused_sweep.py; benchmarks/experiments/jax_staged/2026-12-01/
+# sweep_int32_exponents.txt).
 def _env_int(name: str, default: int) -> int:
     """An integer setting from the environment; a ValueError naming the variable otherwise."""
     text = os.environ.get(name, str(default))
@@ -52,7 +53,7 @@ def _env_int(name: str, default: int) -> int:
 
 
 ROWS = _env_int("FLASHSIM_PALLAS_ROWS", 16)        # query rows per program (a power of two, >= 16)
-NUM_WARPS = _env_int("FLASHSIM_PALLAS_WARPS", 16)  # Triton warps per program
+NUM_WARPS = _env_int("FLASHSIM_PALLAS_WARPS", 8)  # Triton warps per program
 LAST_RUN: dict = {}                                           # the last run's layout (for reports)
 
 
@@ -71,13 +72,40 @@ def unsupported(prob: Problem) -> str | None:
     return None
 
 
-def _body(static, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
+def _staging(a_refs, b_refs, barrier):
+    """The fused kernel's ``stage`` (flashsim.numerics.xp.staged): an mma chain's decoded operands written into
+    this program's scratch blocks (the top-left corner of each), between two barriers (every read of the previous
+    chain done; every write visible), and read back one column of A / row of B at a time. The scratch lives in
+    device memory and stays in the SM's cache: a program writes about (ROWS + BC) x d elements per chain and reads
+    them back per k, where a value could not be indexed at all."""
+    from jax.experimental import pallas as pl
+
+    def column(ref, rows, k):
+        return ref[pl.ds(0, rows), pl.ds(k, 1)]
+
+    def row(ref, cols, k):
+        return ref[pl.ds(k, 1), pl.ds(0, cols)]
+
+    def stage(a_arrays, b_arrays):
+        barrier()
+        for arrays, refs in ((a_arrays, a_refs), (b_arrays, b_refs)):
+            for x, ref in zip(arrays, refs, strict=True):
+                if x.dtype != ref.dtype or x.ndim != 2:
+                    raise ValueError(f"staging a {x.dtype} {x.shape} operand into a {ref.dtype} scratch block")
+                ref[pl.ds(0, x.shape[0]), pl.ds(0, x.shape[1])] = x
+        barrier()
+        return (tuple(partial(column, ref, x.shape[0]) for x, ref in zip(a_arrays, a_refs)),
+                tuple(partial(row, ref, x.shape[1]) for x, ref in zip(b_arrays, b_refs)))
+    return stage
+
+
+def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
     """One program: ROWS query rows of one head through their CUDA block's KV tiles; writes the final (m, l, O)."""
     import jax.numpy as jnp
     from jax import lax
     from jax.experimental import pallas as pl
     arch, causal, bc, d, two_level, window, cap, nq, nk, sl2, o_f16, n_ex2 = static
-    *tables, m_ref, l_ref, o_ref = refs
+    *tables, m_ref, l_ref, o_ref, av_ref, ae_ref, bv_ref, be_ref = refs
     j = pl.program_id(1)
     t0, nt = t0_ref[j], nt_ref[j]
     rows = j * ROWS + jnp.arange(ROWS, dtype=jnp.int32)
@@ -95,7 +123,14 @@ def _body(static, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
         l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level)
         return m_new, l, o
 
-    with fused_kernel(), sfu.bound_tables(arch, tables[:n_ex2]), sfu.bound_tables(arch, tables[n_ex2:], "rcp"):
+    if interpret:       # the interpreter runs the program's threads as one: nothing to wait for
+        barrier = lambda: None      # noqa: E731
+    else:
+        from jax.experimental.pallas import triton as pltriton
+        barrier = pltriton.debug_barrier
+    stage = _staging((av_ref, ae_ref), (bv_ref, be_ref), barrier)
+    with fused_kernel(stage), sfu.bound_tables(arch, tables[:n_ex2]), \
+            sfu.bound_tables(arch, tables[n_ex2:], "rcp"):
         state = K.initial_state(jnp, (), ROWS, d, o_f16)
         m, l, o = lax.fori_loop(0, nt, tile, state)
     m_ref[...] = m
@@ -113,25 +148,32 @@ def _program(static, shapes, interpret: bool):
         return _COMPILED[key]
     import jax
     import jax.numpy as jnp
-    from functools import partial
     from jax.experimental import pallas as pl
-    heads, rows_pad, keys, d, n_prog, table_shapes, o_dtype = shapes
+    heads, rows_pad, keys, d, n_prog, table_shapes, o_dtype, bc, bf16 = shapes
     full = lambda shape: pl.BlockSpec(shape, lambda h, j, _n=len(shape): (0,) * _n)   # noqa: E731
     in_specs = [full((n_prog,)), full((n_prog,)),
                 pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
                 pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
                 pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0))] + [full(s) for s in table_shapes]
+    # the chains' scratch (xp.staged): decoded values and exponents of A (ROWS rows) and B (at most max(d, BC)
+    # rows), one block per program: values float32 for f16 operands, float64 for bf16 (tensorcore's decode), and
+    # exponents int32
+    w = max(d, bc)
+    vdt = jnp.float64 if bf16 else jnp.float32
+    scratch = [((ROWS, w), vdt), ((ROWS, w), jnp.int32), ((w, w), vdt), ((w, w), jnp.int32)]
     out_specs = [pl.BlockSpec((None, ROWS), lambda h, j: (h, j)),
                  pl.BlockSpec((None, ROWS, 4), lambda h, j: (h, j, 0)),
-                 pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0))]
+                 pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0))] + \
+        [pl.BlockSpec((None, None) + shape, lambda h, j: (h, j, 0, 0)) for shape, _ in scratch]
     out_shape = [jax.ShapeDtypeStruct((heads, rows_pad), jnp.float32),
                  jax.ShapeDtypeStruct((heads, rows_pad, 4), jnp.float32),
-                 jax.ShapeDtypeStruct((heads, rows_pad, d), o_dtype)]
+                 jax.ShapeDtypeStruct((heads, rows_pad, d), o_dtype)] + \
+        [jax.ShapeDtypeStruct((heads, n_prog) + shape, dt) for shape, dt in scratch]
     extra = {}
     if not interpret:
         from jax.experimental.pallas import triton as pltriton
         extra["compiler_params"] = pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=1)
-    call = pl.pallas_call(partial(_body, static), grid=(heads, n_prog), in_specs=in_specs, out_specs=out_specs,
+    call = pl.pallas_call(partial(_body, static, interpret), grid=(heads, n_prog), in_specs=in_specs, out_specs=out_specs,
                           out_shape=out_shape, interpret=interpret, name="flashsim_fused", **extra)
     _COMPILED[key] = fn = jax.jit(call)
     return fn
@@ -164,7 +206,8 @@ def inputs(q, k, v, prob: Problem):
               np.float32(prob.cap_scale) if cfg.softcap else None, nq, nk, np.float32(prob.scale_log2), cfg.o_f16,
               len(ex2))
     o_dtype = np.float16 if cfg.o_f16 else np.float32
-    shapes = (B * H, nqb * BM, T * BC, d, n_prog, tuple(t.shape for t in ex2 + rcp), o_dtype)
+    shapes = (B * H, nqb * BM, T * BC, d, n_prog, tuple(t.shape for t in ex2 + rcp), o_dtype, BC,
+              np.dtype(q.dtype) != np.float16)
     return static, shapes, (t0, nt, qh, kh, vh) + ex2 + rcp
 
 
@@ -178,7 +221,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool
         device = device if device is not None else jax.devices()[0]
         bar = Progress(1, progress)
         fn = _program(static, shapes, interpret)
-        m, l, o = (np.asarray(x) for x in fn(*(jax.device_put(a, device) for a in arrays)))
+        m, l, o = (np.asarray(x) for x in fn(*(jax.device_put(a, device) for a in arrays))[:3])
         bar.update(1)
         bar.close()
     B, H, nq, d = prob.batch, prob.heads, prob.nq, prob.head_dim

@@ -42,8 +42,9 @@ products in units of 2^(E - F), ``t = trunc(a * b * 2^(F - E))`` (a float produc
 an integer), summed in int32 (int64 if F or the block size could overflow it); c's term by integer shifts of its
 significand; the exact integer total rounded once by ``rounding.round_scaled`` (f32 toward zero with |value| >=
 2^128 -> inf, f16 to nearest even; zero -> +0); then the specials.  The k16 steps run in order, as a Python loop on
-numpy and as one compiled step in a ``lax.fori_loop`` under JAX (see ``_fori``: structure only), unrolled on split
-pieces in a fused Triton kernel (``xp.fused_kernel``, whose blocks reduce one broadcast over k: ``_over_k``).
+numpy and as one compiled step in a ``lax.fori_loop`` under JAX (see ``_fori``: structure only); in a fused Triton
+kernel (``xp.fused_kernel``) the step reads its columns of A and rows of B from the decoded operands staged in memory
+(``xp.staged``: Triton cannot index a value by k).
 
 Why this is exact on numpy (IEEE, gradual underflow) and under XLA (flush-to-zero / denormals-are-zero on the
 CPU, a * b + c contracted to an FMA) alike:
@@ -383,21 +384,25 @@ def _chain_generic(xp, a, b, c, spec: Arch):
     ubits = np.uint16 if acc16 else np.uint32
     d = xp.broadcast_to(X.bitcast(c, ubits), out_shape)
     kb = spec.mma_block_k
+    if X.in_fused_kernel():     # Triton cannot index a value by k: the decoded operands are read back from memory,
+        # exponents as int32 (the same values: Triton computes on int8 / int16 with a sign extension per operation)
+        read_a, read_b = X.staged(*((v, xp.astype(e, xp.int32)) for v, e in (A, B)))
 
-    def k16(As, Bs, d):         # one k16 step on A's 16 columns and B's 16 rows: its fused blocks in order
-        for Ab, Bb in zip(zip(*(X.pieces(x, kb, -1) for x in As)), zip(*(X.pieces(x, kb, -2) for x in Bs))):
-            d = _block_generic(xp, Ab, Bb, d, acc16, spec, is_bf16)
+    def columns(i):             # k16 step i: the 16 columns of A (..., M, 1) and rows of B (..., 1, N), per array
+        if X.in_fused_kernel():
+            return ([[r(16 * i + j) for j in range(16)] for r in read_a],
+                    [[r(16 * i + j) for j in range(16)] for r in read_b])
+        return ([X.pieces(_k_slice(xp, x, 16 * i, 16, -1), 1, -1) for x in A],
+                [X.pieces(_k_slice(xp, x, 16 * i, 16, -2), 1, -2) for x in B])
+
+    def step(i, d):             # k16 step i: its fused blocks in order
+        cols_a, rows_b = columns(i)
+        for k0 in range(0, 16, kb):
+            d = _block_generic(xp, tuple(c[k0:k0 + kb] for c in cols_a), tuple(r[k0:k0 + kb] for r in rows_b), d,
+                               acc16, spec, is_bf16)
         return d
-
-    def step(i, d):             # k16 step i: columns 16 i .. 16 i + 15 of A, the same rows of B
-        As = tuple(_k_slice(xp, x, 16 * i, 16, -1) for x in A)
-        return k16(As, tuple(_k_slice(xp, x, 16 * i, 16, -2) for x in B), d)
     with X.errstate():      # numpy: inf / NaN products cast to int are garbage by design (overwritten)
-        if X.in_fused_kernel():     # Triton indexes no value by a loop counter: the steps unrolled on split pieces
-            for As, Bs in zip(zip(*(X.pieces(x, 16, -1) for x in A)), zip(*(X.pieces(x, 16, -2) for x in B))):
-                d = k16(As, Bs, d)
-        else:
-            d = _fori(xp, a.shape[-1] // 16, step, d)
+        d = _fori(xp, a.shape[-1] // 16, step, d)
     return X.bitcast(d, np.float16 if acc16 else np.float32)
 
 
@@ -426,18 +431,14 @@ def _k_slice(xp, x, start, size: int, axis: int):
 
 
 def _over_k(xp, term, how: str, a, b, *per_output):
-    """``how`` ("max" or "sum") over k of ``term(a_k, b_k, *per_output)`` for every output (..., M, N): a (..., M,
-    kb) the block's columns of A, b (..., kb, N) its rows of B, ``per_output`` arrays (..., M, N). Structure only
-    (the arithmetic is ``term``'s, and max and the integer sum are order-free): XLA gets one column and row at a time
-    (a (..., M, N) term per k; the broadcast made the JAX engine about 3x slower on the CPU in a trial), a fused
-    Triton kernel one (..., M, N, kb) broadcast reduced over its last axis (it cannot index a column out of a
-    value)."""
-    if X.in_fused_kernel():
-        t = term(xp.expand_dims(a, axis=-2), xp.expand_dims(xp.swapaxes(b, -1, -2), axis=-3),
-                 *(xp.expand_dims(x, axis=-1) for x in per_output))
-        return xp.max(t, axis=-1) if how == "max" else xp.sum(t, axis=-1, dtype=t.dtype)
+    """``how`` ("max" or "sum") over k of ``term(a[k], b[k], *per_output)`` for every output (..., M, N): a the
+    block's columns of A, each (..., M, 1), b its rows of B, each (..., 1, N), ``per_output`` arrays (..., M, N).
+    Structure only (the arithmetic is ``term``'s, and max and the integer sum are order-free): one (..., M, N) term
+    per k, which XLA fuses into one loop over the outputs and a fused Triton kernel computes in registers from the
+    columns and rows it loads (a broadcast over k cost it about ten times the instructions: RESULTS.md, twelfth
+    and thirteenth rounds)."""
     out = None
-    for a_k, b_k in zip(X.pieces(a, 1, -1), X.pieces(b, 1, -2)):
+    for a_k, b_k in zip(a, b):
         t = term(a_k, b_k, *per_output)
         out = t if out is None else (xp.maximum(out, t) if how == "max" else out + t)
     return out
@@ -445,7 +446,7 @@ def _over_k(xp, term, how: str, a, b, *per_output):
 
 def _block_generic(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8=None):
     """One fused block of products for every output: c bits -> d bits. A = (values, exponents) of the block's
-    columns of A, each (..., M, kb); B the same of its rows of B, each (..., kb, N). ``fp8`` (m16n8k32 with 8-bit
+    columns of A, each a list of kb arrays (..., M, 1); B the same of its rows of B, each (..., 1, N). ``fp8`` (m16n8k32 with 8-bit
     float inputs, ``_Fp8Block``) replaces the m16n8k16 parameters (F, the smallest product exponent, the integer
     width) and may truncate f32 results further (Ada's 13 fraction bits)."""
     F = spec.mma_fraction_bits if fp8 is None else fp8.F
@@ -459,7 +460,7 @@ def _block_generic(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8
     E = xp.where(e0 < min_product_exp, ec, xp.maximum(e0, ec))
     # the products in units of 2^(E - F), truncated toward zero by the cast, summed exactly; the plain float sum of
     # c and the products tells inf and NaN (see the module docstring: in any order)
-    vdt = av.dtype
+    vdt = av[0].dtype
     if np.dtype(vdt) == F32:
         scale = _pow2(xp, xp.minimum(F - E, 125), np.float32)
     else:
@@ -630,14 +631,15 @@ def _k32_fp8_generic(xp, a, b, c, spec: Arch):
     a_dt, b_dt = np.dtype(a.dtype), np.dtype(b.dtype)
     acc16 = np.dtype(c.dtype) == F16
     P = _Fp8Block(spec, a_dt, b_dt)
-    A = tuple(X.pieces(x, P.block, -1) for x in _decode_fp8(xp, a, a_dt))
-    B = tuple(X.pieces(x, P.block, -2) for x in _decode_fp8(xp, b, b_dt))
+    A = tuple(X.pieces(x, 1, -1) for x in _decode_fp8(xp, a, a_dt))
+    B = tuple(X.pieces(x, 1, -2) for x in _decode_fp8(xp, b, b_dt))
     out_shape = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2])) + (16, 8)
     bits = np.uint16 if acc16 else np.uint32
     d = xp.broadcast_to(X.bitcast(c, bits), out_shape)
     with X.errstate():
-        for Ab, Bb in zip(zip(*A), zip(*B)):
-            d = _block_generic(xp, Ab, Bb, d, acc16, spec, False, fp8=P)
+        for k0 in range(0, 32, P.block):
+            d = _block_generic(xp, tuple(x[k0:k0 + P.block] for x in A), tuple(x[k0:k0 + P.block] for x in B), d,
+                               acc16, spec, False, fp8=P)
     return X.bitcast(d, np.float16 if acc16 else np.float32)
 
 

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 __all__ = ["namespace", "is_numpy", "bitcast", "shl", "shr", "bit_length", "set_at", "enable_x64", "errstate",
-           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "pieces", "lookup", "ieee_conversions",
+           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "staged", "pieces", "lookup", "ieee_conversions",
            "ieee_conversions_on"]
 
 
@@ -143,30 +143,47 @@ def errstate():
 # ------------------------------------------------------------------------------------------------------------------
 # fused GPU kernels (flashsim.emulator.engine_pallas): the same routines traced into one Pallas kernel for Triton,
 # which cannot slice a value, gather from one, or index one by a loop counter. Three small forms cover what the
-# emulator needs; outside a fused kernel each is the plain operation.
+# emulator needs (``pieces``, ``lookup``, ``staged``); outside a fused kernel the first two are the plain operation
+# and the third is not called.
 
 _FUSED: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_kernel", default=False)
+_STAGE: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_stage", default=None)
 
 
 @contextlib.contextmanager
-def _switched_on(flag: contextvars.ContextVar):
-    """``flag`` True for the body (a trace-time switch: it decides which form a routine is traced in)."""
-    token = flag.set(True)
+def _switched_on(flag: contextvars.ContextVar, value=True):
+    """``flag`` set to ``value`` for the body (a trace-time switch: it decides which form a routine is traced in)."""
+    token = flag.set(value)
     try:
         yield
     finally:
         flag.reset(token)
 
 
-def fused_kernel():
+@contextlib.contextmanager
+def fused_kernel(stage=None):
     """Trace the body as a fused (Pallas / Triton) kernel: ``pieces`` splits instead of slicing, ``lookup`` loads
-    from a table in memory, and loops over k16 steps are unrolled (tensorcore's chain)."""
-    return _switched_on(_FUSED)
+    from a table in memory, and an mma chain reads its decoded operands back from memory one k at a time through
+    ``stage`` (the engine's function behind ``staged``)."""
+    with _switched_on(_FUSED), _switched_on(_STAGE, stage):
+        yield
 
 
 def in_fused_kernel() -> bool:
     """True while a fused kernel's body is traced (``fused_kernel``)."""
     return _FUSED.get()
+
+
+def staged(a_arrays, b_arrays):
+    """In a fused kernel, the operands of an mma chain written to the kernel's own memory, so that the chain can
+    read column k of each (..., M, K) array of ``a_arrays`` and row k of each (..., K, N) array of ``b_arrays``
+    for a traced k (Triton can index memory, not a value). Returns (readers of a, readers of b): functions of k
+    giving (..., M, 1) and (..., 1, N). The engine supplies the memory (``fused_kernel(stage=...)``)."""
+    stage = _STAGE.get()
+    if stage is None:
+        raise RuntimeError("an mma chain in a fused kernel needs the engine's staging memory: "
+                           "trace it under fused_kernel(stage=...)")
+    return stage(tuple(a_arrays), tuple(b_arrays))
 
 
 def pieces(x, size: int, axis: int) -> list:
