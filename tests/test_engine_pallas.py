@@ -62,19 +62,25 @@ CASES = {   # each costs a few seconds of interpretation: one per kind of option
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_interpreted_fused_kernel_equals_the_numpy_engine(name):
+@pytest.mark.parametrize("name,ptx", [(name, False) for name in CASES] + [("trouble-gqa-causal-f16", True)])
+def test_interpreted_fused_kernel_equals_the_numpy_engine(name, ptx, monkeypatch):
+    """ptx: engine_pallas.PTX's packed staging (its inline PTX runs only when compiled for the GPU)."""
+    monkeypatch.setattr(engine_pallas, "PTX", ptx)
     q, k, v, prob = problem(CASES[name])
     assert engine_pallas.unsupported(prob) is None
     assert_same_run(engine_pallas.run(q, k, v, prob, interpret=True), engine_numpy.run(q, k, v, prob))
 
 
-@pytest.mark.parametrize("d", [32, 64, 128, 256])
-def test_fused_kernel_lowers_for_cuda_through_triton(d):
+@pytest.mark.parametrize("d,ptx", [(32, False), (64, False), (128, False), (256, False), (128, True)])
+def test_fused_kernel_lowers_for_cuda_through_triton(d, ptx, monkeypatch):
+    """Every head dim through Triton's lowering; with FLASHSIM_PALLAS_PTX the chains' casts are inline cvt.rzi."""
     pytest.importorskip("jax._src.pallas.triton.lowering", reason="this jaxlib has no Triton lowering")
+    monkeypatch.setattr(engine_pallas, "PTX", ptx)
     q, k, v, prob = problem(dict(shape=(1, 2, 1, 96, 80, d), options=dict(causal=True)))
     text = engine_pallas.lower_for_gpu(q, k, v, prob)
     assert "xla.gpu.triton" in text and "flashsim_fused" in text
+    for asm in ("cvt.rzi.s32.f32", "cvt.rz.f32.f64", "fma.rn.f32", "add.rn.f32"):     # chain terms and rounding,
+        assert (asm in text) == ptx, asm                                               # the softmax's f32 ops
 
 
 def test_what_the_fused_kernel_refuses():
@@ -189,3 +195,57 @@ def test_compiled_fused_kernel_equals_the_numpy_engine_on_the_gpu(case):
         pytest.skip(f"jax runs on {jax.default_backend()!r}, not a GPU: install jax[cuda]")
     q, k, v, prob = problem(CASES[case])
     assert_same_run(engine_pallas.run(q, k, v, prob), engine_numpy.run(q, k, v, prob))
+
+
+def _raw_f32(rng, n):
+    """float32 raw bit patterns, every class of value: uniform bits, and near 0, 1 and the overflow edge."""
+    u = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    edges = np.array([0x00000001, 0x007FFFFF, 0x00800000, 0x3F800000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000],
+                     np.uint32)
+    u[:len(edges)] = edges
+    u[len(edges):2 * len(edges)] = edges | 0x80000000
+    return u.view(np.float32)
+
+
+@pytest.mark.gpu
+def test_ptx_shims_equal_the_generic_routines_on_the_gpu():
+    """engine_pallas.PTX's inline instructions (xp.ptx_on) against the portable routines on raw bits, compiled by
+    Triton on the GPU: ieee32's add, sub, mul, div and fma (numpy's IEEE float32), the tensor cores' rounding toward
+    zero of an exact value (tensorcore._round_rz_ptx against rounding.round_scaled) and the cast of a chain term
+    (xp.trunc_to_int)."""
+    if jax.default_backend() != "gpu":
+        pytest.skip(f"jax runs on {jax.default_backend()!r}, not a GPU: install jax[cuda]")
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as pltriton
+    from flashsim.numerics import formats, ieee32, rounding, tensorcore
+    n = 1 << 16
+    rng = np.random.default_rng(11)
+    x, y, z = (_raw_f32(rng, n) for _ in range(3))
+    total = rng.integers(-(2 ** 33), 2 ** 33, n, dtype=np.int64) >> rng.integers(0, 33, n, dtype=np.int64)
+    e = rng.integers(-158, 110, n, dtype=np.int64).astype(np.int32)        # up to and past the f32 overflow edge
+    t = (rng.standard_normal(n) * np.exp2(rng.integers(0, 27, n))).astype(np.float32)   # |t| < 2^31
+
+    def body(x_ref, y_ref, z_ref, tot_ref, e_ref, t_ref, *outs):
+        with X.fused_kernel(ptx=True):
+            a, b, c = x_ref[...], y_ref[...], z_ref[...]
+            results = (ieee32.add(a, b), ieee32.sub(a, b), ieee32.mul(a, b), ieee32.div(a, b), ieee32.fma(a, b, c),
+                       tensorcore._round_rz_ptx(jax.numpy, tot_ref[...], e_ref[...]),
+                       X.trunc_to_int(t_ref[...], np.int32))
+        for ref, r in zip(outs, results):
+            ref[...] = r
+    block = 1024
+    spec = pl.BlockSpec((block,), lambda i: (i,))
+    shapes = [jax.ShapeDtypeStruct((n,), np.float32)] * 5 + [jax.ShapeDtypeStruct((n,), np.uint32),
+                                                              jax.ShapeDtypeStruct((n,), np.int32)]
+    with X.enable_x64():
+        got = jax.jit(pl.pallas_call(body, grid=(n // block,), in_specs=[spec] * 6, out_specs=[spec] * 7,
+                                     out_shape=shapes, compiler_params=pltriton.CompilerParams(num_warps=4)))(
+            x, y, z, total, e, t)
+        got = [np.asarray(g) for g in got]
+    want = [ieee32.add(x, y), ieee32.sub(x, y), ieee32.mul(x, y), ieee32.div(x, y), ieee32.fma(x, y, z)]
+    for name, g, w in zip(("add", "sub", "mul", "div", "fma"), got, want):
+        np.testing.assert_array_equal(g.view(np.uint32), w.view(np.uint32), err_msg=name)
+    f32 = formats.get_format("f32")
+    rz = rounding.round_scaled(total, e, f32, "rz", overflow="inf", signed_zero=False).view(np.uint32)
+    np.testing.assert_array_equal(got[5], rz, err_msg="tensor-core rounding")
+    np.testing.assert_array_equal(got[6], t.astype(np.int32), err_msg="trunc_to_int")

@@ -5,7 +5,8 @@ Usage (GPU machine with jax[cuda] and cuda-python, repo root):
     PYTHONPATH=. python3 tools/jax_fused_sweep.py [--n 16384] [--d 128] [--shapes 16x4 32x4 ...] [--scan]
         [--small 1024] [--json FILE]
 
-For each program shape ROWSxWARPS (query rows per program, Triton warps): flashsim.attention(backend="jax") twice
+For each program shape ROWSxWARPS (query rows per program, Triton warps; a trailing "p", as in 16x8p, turns on
+engine_pallas.PTX, the inline PTX shims): flashsim.attention(backend="jax") twice
 (first call: Triton compilation included; second: compiled), wall clock with host arrays in and out, and every bit
 of O and LSE against the kernel's. ``--small N`` runs each shape first at N (compile time and bits on a short
 problem); ``--scan`` times the scan engine too (FLASHSIM_JAX_FUSED=0). Exit status 0 when every run agrees with the
@@ -42,7 +43,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=16384)
     ap.add_argument("--d", type=int, default=128)
-    ap.add_argument("--shapes", nargs="+", default=["16x4"], help="ROWSxWARPS program shapes")
+    ap.add_argument("--shapes", nargs="+", default=["16x4"], help="ROWSxWARPS[p] program shapes (p: inline PTX)")
     ap.add_argument("--small", type=int, default=0, help="run each shape first at this N")
     ap.add_argument("--scan", action="store_true", help="time the scan engine too")
     ap.add_argument("--reps", type=int, default=20)
@@ -64,7 +65,8 @@ def main(argv=None) -> int:
     for engine, shape in runs:
         os.environ["FLASHSIM_JAX_FUSED"] = "1" if engine == "fused" else "0"
         if shape:
-            engine_pallas.ROWS, engine_pallas.NUM_WARPS = (int(x) for x in shape.split("x"))
+            engine_pallas.PTX = shape.endswith("p")
+            engine_pallas.ROWS, engine_pallas.NUM_WARPS = (int(x) for x in shape.rstrip("p").split("x"))
         for n in problems:
             q, k, v, ko, kl, ms = inputs[n]
             try:

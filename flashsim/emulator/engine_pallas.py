@@ -13,7 +13,10 @@ traced under ``flashsim.numerics.xp.fused_kernel()``, where the three things Tri
 it, gather from it, index it by a loop counter) take the forms it can: ``pieces`` splits, ``lookup`` loads the SFU
 tables kept in device memory, and an mma chain writes its decoded operands into this program's scratch blocks and
 reads them back one column of A / row of B per k (``xp.staged``, supplied here by ``_staging``; the twelfth round's
-broadcast over k took 2.7x the instructions). The epilogue runs on the host (kernel_program.epilogue on numpy,
+broadcast over k took 2.7x the instructions). With ``PTX`` (FLASHSIM_PALLAS_PTX=1; off until a GPU round holds
+its bits equal) the compiled kernel runs what PTX defines exactly as single inline instructions (``xp.ptx_on``:
+ieee32's f32 arithmetic, the chains' casts and f32 rounding) and stages each f16 element as one int64 word
+(``_packed``): 27.6 -> 14.1 thread instructions per emulated product in its static SASS (tools/fused_sass.py). The epilogue runs on the host (kernel_program.epilogue on numpy,
 O(rows) work), as in the scan engine.
 
 Layout: one program per (head, ``ROWS`` query rows). A program's rows lie in one CUDA block (``ROWS`` divides
@@ -34,7 +37,7 @@ import numpy as np
 
 from ..masking import Window
 from ..numerics import sfu
-from ..numerics.xp import enable_x64, fused_kernel
+from ..numerics.xp import bitcast, enable_x64, fused_kernel
 from ..problem import Problem
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
@@ -54,6 +57,17 @@ def _env_int(name: str, default: int) -> int:
 
 ROWS = _env_int("FLASHSIM_PALLAS_ROWS", 16)        # query rows per program (a power of two, >= 16)
 NUM_WARPS = _env_int("FLASHSIM_PALLAS_WARPS", 8)  # Triton warps per program
+# The prepared faster form: inline PTX for what PTX defines exactly (xp.ptx_on; compiled kernels only) and packed
+# staging (_packed). Off until a GPU round has held its bits equal (prepared in the thirteenth round without device
+# time; static SASS: benchmarks/experiments/jax_staged/README.md)
+PTX = os.environ.get("FLASHSIM_PALLAS_PTX", "0") == "1"
+
+
+def _packed(dtype) -> bool:
+    """Whether the chains' staged f16 operands share one int64 word per element (value and exponent; _staging):
+    part of the PTX form, which the thirteenth round prepared without device time (static SASS), so it goes with
+    that switch; Pallas's interpreter runs it too."""
+    return PTX and np.dtype(dtype) == np.float16
 LAST_RUN: dict = {}                                           # the last run's layout (for reports)
 
 
@@ -77,25 +91,39 @@ def _staging(a_refs, b_refs, barrier):
     this program's scratch blocks (the top-left corner of each), between two barriers (every read of the previous
     chain done; every write visible), and read back one column of A / row of B at a time. The scratch lives in
     device memory and stays in the SM's cache: a program writes about (ROWS + BC) x d elements per chain and reads
-    them back per k, where a value could not be indexed at all."""
+    them back per k, where a value could not be indexed at all. Where an operand's scratch is one int64 block (f16
+    inputs: a float32 value and an int32 exponent per element), the pair shares a word, exponent high and the
+    value's bits low, so that an element is one load (the loads were a quarter of the chains' instructions)."""
+    import jax.numpy as jnp
     from jax.experimental import pallas as pl
 
-    def column(ref, rows, k):
-        return ref[pl.ds(0, rows), pl.ds(k, 1)]
+    def read(ref, shape, axis, k):
+        if axis == -1:
+            return ref[pl.ds(0, shape[0]), pl.ds(k, 1)]
+        return ref[pl.ds(k, 1), pl.ds(0, shape[1])]
 
-    def row(ref, cols, k):
-        return ref[pl.ds(k, 1), pl.ds(0, cols)]
+    def readers(arrays, refs, axis):
+        if len(refs) == 2:
+            return tuple(partial(read, ref, x.shape, axis) for x, ref in zip(arrays, refs))
+        word = partial(read, refs[0], arrays[0].shape, axis)
+        return (lambda k: bitcast((word(k) & 0xFFFFFFFF).astype(jnp.uint32), np.float32),
+                lambda k: (word(k) >> 32).astype(jnp.int32))
+
+    def store(arrays, refs):
+        if len(refs) == 1:      # (float32 value, int32 exponent) -> one int64 word
+            v, e = arrays
+            arrays = ((e.astype(jnp.int64) << 32) | bitcast(v, np.uint32).astype(jnp.int64),)
+        for x, ref in zip(arrays, refs, strict=True):
+            if x.dtype != ref.dtype or x.ndim != 2:
+                raise ValueError(f"staging a {x.dtype} {x.shape} operand into a {ref.dtype} scratch block")
+            ref[pl.ds(0, x.shape[0]), pl.ds(0, x.shape[1])] = x
 
     def stage(a_arrays, b_arrays):
         barrier()
-        for arrays, refs in ((a_arrays, a_refs), (b_arrays, b_refs)):
-            for x, ref in zip(arrays, refs, strict=True):
-                if x.dtype != ref.dtype or x.ndim != 2:
-                    raise ValueError(f"staging a {x.dtype} {x.shape} operand into a {ref.dtype} scratch block")
-                ref[pl.ds(0, x.shape[0]), pl.ds(0, x.shape[1])] = x
+        store(a_arrays, a_refs)
+        store(b_arrays, b_refs)
         barrier()
-        return (tuple(partial(column, ref, x.shape[0]) for x, ref in zip(a_arrays, a_refs)),
-                tuple(partial(row, ref, x.shape[1]) for x, ref in zip(b_arrays, b_refs)))
+        return readers(a_arrays, a_refs, -1), readers(b_arrays, b_refs, -2)
     return stage
 
 
@@ -105,7 +133,9 @@ def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
     from jax import lax
     from jax.experimental import pallas as pl
     arch, causal, bc, d, two_level, window, cap, nq, nk, sl2, o_f16, n_ex2 = static
-    *tables, m_ref, l_ref, o_ref, av_ref, ae_ref, bv_ref, be_ref = refs
+    n_scratch = 2 if _packed(q_ref.dtype) else 4
+    *tables, m_ref, l_ref, o_ref = refs[:-n_scratch]
+    a_refs, b_refs = refs[-n_scratch:][:n_scratch // 2], refs[-n_scratch:][n_scratch // 2:]
     j = pl.program_id(1)
     t0, nt = t0_ref[j], nt_ref[j]
     rows = j * ROWS + jnp.arange(ROWS, dtype=jnp.int32)
@@ -128,8 +158,8 @@ def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
     else:
         from jax.experimental.pallas import triton as pltriton
         barrier = pltriton.debug_barrier
-    stage = _staging((av_ref, ae_ref), (bv_ref, be_ref), barrier)
-    with fused_kernel(stage), sfu.bound_tables(arch, tables[:n_ex2]), \
+    stage = _staging(a_refs, b_refs, barrier)
+    with fused_kernel(stage, ptx=PTX and not interpret), sfu.bound_tables(arch, tables[:n_ex2]), \
             sfu.bound_tables(arch, tables[n_ex2:], "rcp"):
         state = K.initial_state(jnp, (), ROWS, d, o_f16)
         m, l, o = lax.fori_loop(0, nt, tile, state)
@@ -143,7 +173,7 @@ _COMPILED: dict = {}
 
 def _program(static, shapes, interpret: bool):
     """The jitted pallas_call for one configuration and set of shapes (cached)."""
-    key = (static, shapes, interpret, ROWS, NUM_WARPS)
+    key = (static, shapes, interpret, ROWS, NUM_WARPS, PTX)
     if key in _COMPILED:
         return _COMPILED[key]
     import jax
@@ -155,12 +185,15 @@ def _program(static, shapes, interpret: bool):
                 pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
                 pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
                 pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0))] + [full(s) for s in table_shapes]
-    # the chains' scratch (xp.staged): decoded values and exponents of A (ROWS rows) and B (at most max(d, BC)
-    # rows), one block per program: values float32 for f16 operands, float64 for bf16 (tensorcore's decode), and
-    # exponents int32
+    # the chains' scratch (xp.staged): decoded values and int32 exponents of A (ROWS rows) and B (at most max(d, BC)
+    # rows), one block per program: a value block (float32 for f16 operands, float64 for bf16) and an exponent
+    # block, or with PTX for f16 operands one int64 word per element (see _staging)
     w = max(d, bc)
     vdt = jnp.float64 if bf16 else jnp.float32
-    scratch = [((ROWS, w), vdt), ((ROWS, w), jnp.int32), ((w, w), vdt), ((w, w), jnp.int32)]
+    if not _packed(jnp.bfloat16 if bf16 else jnp.float16):
+        scratch = [((ROWS, w), vdt), ((ROWS, w), jnp.int32), ((w, w), vdt), ((w, w), jnp.int32)]
+    else:
+        scratch = [((ROWS, w), jnp.int64), ((w, w), jnp.int64)]
     out_specs = [pl.BlockSpec((None, ROWS), lambda h, j: (h, j)),
                  pl.BlockSpec((None, ROWS, 4), lambda h, j: (h, j, 0)),
                  pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0))] + \

@@ -50,7 +50,7 @@ import numpy as np
 
 from . import rounding
 from .rounding import check_fp_environment as _check_fp_environment
-from .xp import bitcast, errstate, ieee_conversions_on, is_numpy, namespace, require_x64, shl
+from .xp import bitcast, errstate, ieee_conversions_on, is_numpy, namespace, ptx, ptx_on, require_x64, shl
 
 __all__ = ["add", "sub", "mul", "div", "fma", "mul_f16", "fmax", "fmax_reduce", "fabs", "cvt_f32_to_f16",
            "cvt_f32_to_bf16", "cvt_f32_to", "cvt_f16_to_f32", "cvt_bf16_to_f32", "cvt_to_f32", "flush_subnormals",
@@ -107,7 +107,11 @@ def _run(fast, generic_fn, args, ftz: bool, generic: bool):
             r = _canonical(np, r)
     else:
         # broadcast first: a fused (Triton) kernel's bit casts take no bare constant operand
-        r = generic_fn(*xp.broadcast_arrays(*[xp.asarray(a) for a in args]))
+        args = xp.broadcast_arrays(*[xp.asarray(a) for a in args])
+        if ptx_on() and generic_fn in _PTX_OPS:     # the PTX instruction the kernel runs, IEEE by definition
+            r = _canonical(xp, ptx(_PTX_OPS[generic_fn], np.float32, *args))
+        else:
+            r = generic_fn(*args)
     return flush_subnormals(r) if ftz else r
 
 
@@ -238,6 +242,13 @@ def _fma64(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
 def fma(x, y, z, ftz: bool = False, *, generic: bool = False):
     """fma.rn{.ftz}.f32: x * y + z with a single rounding to nearest even."""
     return _run(_fma64, _fma_generic, [_f32("x", x), _f32("y", y), _f32("z", z)], ftz, generic)
+
+
+# the operations a fused kernel compiled for the GPU runs as their own PTX instruction (xp.ptx_on): explicit
+# round-to-nearest, no .ftz (subnormals kept), never contracted; a NaN result is made canonical as everywhere here
+_PTX_OPS = {_add_generic: "add.rn.f32 $0, $1, $2;", _sub_generic: "sub.rn.f32 $0, $1, $2;",
+            _mul_generic: "mul.rn.f32 $0, $1, $2;", _div_generic: "div.rn.f32 $0, $1, $2;",
+            _fma_generic: "fma.rn.f32 $0, $1, $2, $3;"}
 
 
 def _mul_f16_generic(x, y):

@@ -44,7 +44,9 @@ significand; the exact integer total rounded once by ``rounding.round_scaled`` (
 2^128 -> inf, f16 to nearest even; zero -> +0); then the specials.  The k16 steps run in order, as a Python loop on
 numpy and as one compiled step in a ``lax.fori_loop`` under JAX (see ``_fori``: structure only); in a fused Triton
 kernel (``xp.fused_kernel``) the step reads its columns of A and rows of B from the decoded operands staged in memory
-(``xp.staged``: Triton cannot index a value by k).
+(``xp.staged``: Triton cannot index a value by k), and where that kernel is compiled for the GPU with inline PTX
+(``xp.ptx_on``, opt-in) a term's cast is one cvt.rzi and an f32 result's rounding one cvt.rz.f32.f64 of the exact
+float64 value (``_round_rz_ptx``), held equal to the integer forms on the GPU by tests/test_engine_pallas.py.
 
 Why this is exact on numpy (IEEE, gradual underflow) and under XLA (flush-to-zero / denormals-are-zero on the
 CPU, a * b + c contracted to an FMA) alike:
@@ -466,7 +468,7 @@ def _block_generic(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8
     else:
         scale = _pow2(xp, F - E, np.float64)
     idt = _acc_int_dtype(xp, spec, is_bf16) if fp8 is None else fp8.int_dtype(xp)
-    acc = _over_k(xp, lambda va, vb, sc: xp.astype(va * vb * sc, idt), "sum", av, bv, scale)
+    acc = _over_k(xp, lambda va, vb, sc: X.trunc_to_int(va * vb * sc, idt), "sum", av, bv, scale)
     fsum = xp.astype(X.bitcast(c_bits, np.float16 if acc16 else np.float32), vdt) + \
         _over_k(xp, lambda va, vb: va * vb, "sum", av, bv)
     # c in the same units (integer shifts of its significand: truncation toward zero of the magnitude)
@@ -478,8 +480,11 @@ def _block_generic(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8
     # one rounding: f32 toward zero with |value| >= 2^128 -> inf (the H200), f16 to nearest even; zero -> +0
     fmt = formats.get_format("f16" if acc16 else "f32")
     ut = xp.uint16 if acc16 else xp.uint32
-    d = X.bitcast(rounding.round_scaled(total, E - F, fmt, "rne" if acc16 else "rz", overflow="inf",
-                                        signed_zero=False), fmt.uint)
+    if X.ptx_on() and not acc16 and fp8 is None:    # a GPU's own f32 rounding toward zero of the exact value
+        d = _round_rz_ptx(xp, total, E - F)
+    else:
+        d = X.bitcast(rounding.round_scaled(total, E - F, fmt, "rne" if acc16 else "rz", overflow="inf",
+                                            signed_zero=False), fmt.uint)
     if fp8 is not None and not acc16 and fp8.f32_result_frac_bits < 23:    # toward zero again, to fewer bits
         keep = ~np.uint32((1 << (23 - fp8.f32_result_frac_bits)) - 1)
         d = xp.where((d & 0x7F800000) == 0x7F800000, d, d & xp.asarray(keep, dtype=ut))
@@ -487,6 +492,19 @@ def _block_generic(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8
                         xp.asarray(fmt.inf_bits, dtype=ut))
     d = xp.where(xp.isinf(fsum), inf_bits, d)
     return xp.where(xp.isnan(fsum), xp.asarray(fmt.canonical_nan, dtype=ut), d)
+
+
+def _round_rz_ptx(xp, total, e):
+    """f32 bits of total * 2^e rounded toward zero as the H200's tensor cores round (``round_scaled``'s "rz" with
+    overflow "inf" and an unsigned zero), in a fused kernel compiled for the GPU: total (int64; below 2^33 in
+    magnitude for every block of 16 f16 / bf16 products, far below 2^53) is exact in float64, and so is its product with 2^e (-158 <= e <= 230: normal);
+    ``cvt.rz.f32.f64`` rounds that once, keeping subnormals; |value| >= 2^128 becomes inf of its sign (the
+    conversion gives the largest finite number) and -0 becomes +0."""
+    v = xp.astype(total, xp.float64) * _pow2(xp, e, np.float64)
+    d = X.bitcast(X.ptx("cvt.rz.f32.f64 $0, $1;", np.float32, v), np.uint32)
+    inf = xp.where(v < 0, xp.asarray(0xFF800000, dtype=xp.uint32), xp.asarray(0x7F800000, dtype=xp.uint32))
+    d = xp.where(xp.abs(v) >= xp.asarray(2.0 ** 128, dtype=xp.float64), inf, d)
+    return xp.where(d == xp.asarray(0x80000000, dtype=xp.uint32), xp.zeros_like(d), d)
 
 
 # ---------------------------------------------------------------------------------------------------------

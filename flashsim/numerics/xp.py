@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 __all__ = ["namespace", "is_numpy", "bitcast", "shl", "shr", "bit_length", "set_at", "enable_x64", "errstate",
-           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "staged", "pieces", "lookup", "ieee_conversions",
+           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "staged", "ptx_on", "ptx", "trunc_to_int", "pieces", "lookup", "ieee_conversions",
            "ieee_conversions_on"]
 
 
@@ -160,12 +160,18 @@ def _switched_on(flag: contextvars.ContextVar, value=True):
         flag.reset(token)
 
 
+_PTX: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_ptx", default=False)
+
+
 @contextlib.contextmanager
-def fused_kernel(stage=None):
+def fused_kernel(stage=None, ptx: bool = False):
     """Trace the body as a fused (Pallas / Triton) kernel: ``pieces`` splits instead of slicing, ``lookup`` loads
     from a table in memory, and an mma chain reads its decoded operands back from memory one k at a time through
-    ``stage`` (the engine's function behind ``staged``)."""
-    with _switched_on(_FUSED), _switched_on(_STAGE, stage):
+    ``stage`` (the engine's function behind ``staged``). ``ptx``: the kernel is compiled for an NVIDIA GPU (not
+    run by Pallas's interpreter), so ``ptx_on()`` routines may use inline PTX, and float32 <-> float64 conversions
+    are Triton's own (``ieee_conversions``: a GPU keeps subnormals)."""
+    with _switched_on(_FUSED), _switched_on(_STAGE, stage), _switched_on(_PTX, ptx), \
+            _switched_on(_IEEE_CVT, ptx or _IEEE_CVT.get()):
         yield
 
 
@@ -184,6 +190,42 @@ def staged(a_arrays, b_arrays):
         raise RuntimeError("an mma chain in a fused kernel needs the engine's staging memory: "
                            "trace it under fused_kernel(stage=...)")
     return stage(tuple(a_arrays), tuple(b_arrays))
+
+
+_PTX_REG = {np.dtype(np.float32): "f", np.dtype(np.float64): "d", np.dtype(np.int32): "r", np.dtype(np.int64): "l"}
+
+
+def ptx_on() -> bool:
+    """True while a fused kernel compiled for an NVIDIA GPU is traced (``fused_kernel(ptx=True)``): an operation
+    that PTX defines exactly (IEEE arithmetic with an explicit rounding, conversions) may then be one inline
+    instruction (``ptx``) instead of its portable emulation, which Pallas's lowering makes long."""
+    return _FUSED.get() and _PTX.get()
+
+
+def ptx(asm: str, dtype, *args):
+    """One inline PTX instruction per element (``asm`` with $0 the result, $1... the operands) on arrays of float32,
+    float64, int32 or int64, broadcast together; the result has ``dtype``. Only inside ``ptx_on()``."""
+    if not ptx_on():
+        raise RuntimeError(f"inline PTX ({asm}) outside a fused kernel compiled for the GPU")
+    import jax
+    from jax.experimental.pallas import triton as pltriton
+    xp = namespace(*args)
+    args = xp.broadcast_arrays(*args)
+    regs = ",".join(_PTX_REG[np.dtype(a.dtype)] for a in args)
+    [out] = pltriton.elementwise_inline_asm(asm, args=list(args), constraints=f"={_PTX_REG[np.dtype(dtype)]},{regs}",
+                                            pack=1, result_shape_dtypes=[jax.ShapeDtypeStruct(args[0].shape, dtype)])
+    return out
+
+
+def trunc_to_int(x, dtype):
+    """Float ``x`` truncated toward zero to the integer ``dtype`` (int32 / int64), for finite values whose truncation
+    fits; any other value gives an unspecified result that the caller must overwrite (numpy and XLA wrap or saturate
+    differently). Under ``ptx_on()`` one ``cvt.rzi`` instruction: Pallas's cast clamps every value to the integer
+    range first, two more instructions per emulated product (benchmarks/experiments/jax_staged/README.md)."""
+    dtype = np.dtype(dtype)
+    if not ptx_on():
+        return namespace(x).astype(x, dtype)
+    return ptx(f"cvt.rzi.s{dtype.itemsize * 8}.f{np.dtype(x.dtype).itemsize * 8} $0, $1;", dtype, x)
 
 
 def pieces(x, size: int, axis: int) -> list:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# GPU: the fused kernel's prepared faster form (engine_pallas.PTX, FLASHSIM_PALLAS_PTX=1: inline PTX shims and packed
+# staging), prepared in the thirteenth round without device time (static SASS from tools/fused_sass.py: 27.6 -> 14.1
+# thread instructions per emulated product).
+# One call (about 8 minutes):
+#   1. tests/test_engine_pallas.py::test_ptx_shims_equal_the_generic_routines_on_the_gpu (2^16 raw-bit cases of
+#      add, sub, mul, div, fma, the tensor cores' rounding and the term's cast, against the portable routines);
+#   2. the compiled fused kernel with the shims against the numpy engine (the trouble-head case);
+#   3. tools/jax_fused_sweep.py at N = 16384 for $SHAPES (default 16x8p: the shims on) beside the kernel, every bit.
+# Usage (device, repo root): OUT=dir bash benchmarks/experiments/jax_staged/run_ptx.sh  -> $OUT/jax_ptx.tgz
+set -uo pipefail
+D=/tmp/jax_ptx; rm -rf $D; mkdir -p $D
+export PYTHONPATH=. XLA_PYTHON_CLIENT_PREALLOCATE=false
+step() { local name=$1 limit=$2; shift 2; echo "\$ $*" > $D/$name.txt
+         timeout $limit "$@" >> $D/$name.txt 2>&1; echo "exit $?" >> $D/$name.txt; tail -4 $D/$name.txt; }
+step pytest_ptx_shims 90 python3 -m pytest -q -ra tests/test_engine_pallas.py -k ptx_shims
+step pytest_fused_ptx ${PYTEST_S:-240} env FLASHSIM_PALLAS_PTX=1 python3 -m pytest -q -ra \
+     tests/test_engine_pallas.py -k "compiled_fused"
+step sweep ${SWEEP_S:-240} python3 tools/jax_fused_sweep.py --n 16384 --shapes ${SHAPES:-16x8p} --reps 10 \
+     --json $D/sweep.json
+tar czf ${OUT:-.}/jax_ptx.tgz -C /tmp jax_ptx
