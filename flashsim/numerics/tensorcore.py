@@ -364,15 +364,18 @@ def _decode_generic(xp, x, is_bf16: bool):
 
 def _decode_acc_generic(xp, c_bits, acc16: bool, e_zero: int):
     """Accumulator bits (uint32 f32 / uint16 f16) -> (negative, significand int64, exponent of its last bit,
-    exponent taking part in E: subnormals at the minimum, zero -> e_zero)."""
-    c = xp.astype(c_bits, xp.int64)
+    exponent taking part in E: subnormals at the minimum, zero -> e_zero). The fields in int32 (the bits as
+    unsigned values, so the shifts bring in zeros); only the significand is widened, for the shifts that align it."""
+    c = xp.astype(c_bits, xp.uint32)
     if acc16:
         field, m, bias, mbits, sbit = (c >> 10) & 0x1F, c & 0x3FF, 15, 10, 15
     else:
         field, m, bias, mbits, sbit = (c >> 23) & 0xFF, c & 0x7FFFFF, 127, 23, 31
+    field, m = xp.astype(field, xp.int32), xp.astype(m, xp.int32)
     sig = xp.where(field == 0, m, m | (1 << mbits))
-    e = xp.astype(xp.maximum(field, 1) - bias, xp.int32)
-    return (c >> sbit) == 1, sig, e - mbits, xp.where(sig == 0, xp.asarray(e_zero, dtype=xp.int32), e)
+    e = xp.maximum(field, 1) - bias
+    e_term = xp.where(sig == 0, xp.asarray(e_zero, dtype=xp.int32), e)
+    return (c >> sbit) == 1, xp.astype(sig, xp.int64), e - mbits, e_term
 
 
 def _chain_generic(xp, a, b, c, spec: Arch):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU: the fused kernel's prepared faster form (engine_pallas.PTX, FLASHSIM_PALLAS_PTX=1: inline PTX shims and packed
-# staging), prepared in the thirteenth round without device time (static SASS from tools/fused_sass.py: 27.6 -> 14.1
+# staging), prepared in the thirteenth round without device time (static SASS from tools/fused_sass.py: 27.6 -> 14.0
 # thread instructions per emulated product).
 # One call (about 8 minutes):
 #   1. tests/test_engine_pallas.py::test_ptx_shims_equal_the_generic_routines_on_the_gpu (2^16 raw-bit cases of
