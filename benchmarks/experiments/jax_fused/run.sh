@@ -6,10 +6,7 @@
 #   4. tools/jax_fused_sweep.py at N = 16384 for the program shapes in $SHAPES (default 16x32).
 # Usage (device, repo root): OUT=dir bash benchmarks/experiments/jax_fused/run.sh  -> $OUT/jax_fused.tgz
 set -uo pipefail
-D=/tmp/jax_fused; rm -rf $D; mkdir -p $D
-export PYTHONPATH=. XLA_PYTHON_CLIENT_PREALLOCATE=false
-step() { local name=$1 limit=$2; shift 2; echo "\$ $*" > $D/$name.txt
-         timeout $limit "$@" >> $D/$name.txt 2>&1; echo "exit $?" >> $D/$name.txt; tail -3 $D/$name.txt; }
+STEP_TAIL=3 source "$(dirname "$0")/../jax_steps.sh" jax_fused
 step pytest_engine_pallas 240 python3 -m pytest -q -ra tests/test_engine_pallas.py
 step jax_gpu_bench 200 python3 tools/jax_gpu_bench.py --n 16384 --json $D/jax_gpu.json
 step ncu_fused 240 ncu --clock-control none --kernel-name regex:flashsim_fused --launch-count 1 \

@@ -8,10 +8,7 @@
 #   4. tests/test_engine_jax.py on the GPU (every engine problem against the numpy engine), as time allows.
 # Usage (device, repo root): OUT=dir bash benchmarks/experiments/jax_ieee_cvt/run.sh  -> $OUT/jax_ieee_cvt.tgz
 set -uo pipefail
-D=/tmp/jax_ieee_cvt; rm -rf $D; mkdir -p $D
-export PYTHONPATH=. XLA_PYTHON_CLIENT_PREALLOCATE=false
-step() { local name=$1 limit=$2; shift 2; echo "\$ $*" > $D/$name.txt
-         timeout $limit "$@" >> $D/$name.txt 2>&1; echo "exit $?" >> $D/$name.txt; tail -2 $D/$name.txt; }
+STEP_TAIL=2 source "$(dirname "$0")/../jax_steps.sh" jax_ieee_cvt
 step pytest_native 90 python3 -m pytest -q -ra tests/test_numerics_engines.py -k native
 step bench_native 120 env FLASHSIM_JAX_IEEE_CVT=1 python3 tools/jax_gpu_bench.py --n 16384 --json $D/jax_gpu_native.json
 step bench_integer 90 env FLASHSIM_JAX_IEEE_CVT=0 python3 tools/jax_gpu_bench.py --n 16384 --skip-check \

@@ -5,13 +5,10 @@
 # the numpy engine, N = 16384 against the kernel), the patch taken out again.
 # Usage (device, repo root): OUT=dir bash benchmarks/experiments/jax_ieee_cvt/run_rz.sh  -> $OUT/jax_ieee_rz.tgz
 set -uo pipefail
-D=/tmp/jax_ieee_rz; rm -rf $D; mkdir -p $D
-export PYTHONPATH=. XLA_PYTHON_CLIENT_PREALLOCATE=false
+STEP_TAIL=2 source "$(dirname "$0")/../jax_steps.sh" jax_ieee_rz
 P=benchmarks/experiments/jax_ieee_cvt/native_rz.patch
 tail -n +2 $P | patch -p1 -s || exit 1
 trap 'tail -n +2 $P | patch -p1 -R -s' EXIT
-step() { local name=$1 limit=$2; shift 2; echo "\$ $*" > $D/$name.txt
-         timeout $limit "$@" >> $D/$name.txt 2>&1; echo "exit $?" >> $D/$name.txt; tail -2 $D/$name.txt; }
 step pytest_native_rz 100 python3 -m pytest -q -ra tests/test_tensorcore_engines.py tests/test_numerics_engines.py \
      -k "native"
 step bench_native_rz 120 python3 tools/jax_gpu_bench.py --n 16384 --json $D/jax_gpu_native_rz.json

@@ -6,10 +6,7 @@
 #   3. Nsight Compute on the fused kernel at N = 2048 ($NCU_SHAPE): instructions, issue, occupancy, stalls.
 # Usage (device, repo root): OUT=dir bash benchmarks/experiments/jax_staged/run.sh  -> $OUT/jax_staged.tgz
 set -uo pipefail
-D=/tmp/jax_staged; rm -rf $D; mkdir -p $D
-export PYTHONPATH=. XLA_PYTHON_CLIENT_PREALLOCATE=false
-step() { local name=$1 limit=$2; shift 2; echo "\$ $*" > $D/$name.txt
-         timeout $limit "$@" >> $D/$name.txt 2>&1; echo "exit $?" >> $D/$name.txt; tail -4 $D/$name.txt; }
+source "$(dirname "$0")/../jax_steps.sh" jax_staged
 step pytest_engine_pallas ${PYTEST_S:-150} python3 -m pytest -q -ra -x tests/test_engine_pallas.py
 step sweep ${SWEEP_S:-300} python3 tools/jax_fused_sweep.py --n 16384 --shapes ${SHAPES:-16x4 32x4 16x8} --scan \
      --reps 10 --json $D/sweep.json

@@ -9,10 +9,7 @@
 #   3. tools/jax_fused_sweep.py at N = 16384 for $SHAPES (default 16x8p: the shims on) beside the kernel, every bit.
 # Usage (device, repo root): OUT=dir bash benchmarks/experiments/jax_staged/run_ptx.sh  -> $OUT/jax_ptx.tgz
 set -uo pipefail
-D=/tmp/jax_ptx; rm -rf $D; mkdir -p $D
-export PYTHONPATH=. XLA_PYTHON_CLIENT_PREALLOCATE=false
-step() { local name=$1 limit=$2; shift 2; echo "\$ $*" > $D/$name.txt
-         timeout $limit "$@" >> $D/$name.txt 2>&1; echo "exit $?" >> $D/$name.txt; tail -4 $D/$name.txt; }
+source "$(dirname "$0")/../jax_steps.sh" jax_ptx
 step pytest_ptx_shims 90 python3 -m pytest -q -ra tests/test_engine_pallas.py -k ptx_shims
 step pytest_fused_ptx ${PYTEST_S:-240} env FLASHSIM_PALLAS_PTX=1 python3 -m pytest -q -ra \
      tests/test_engine_pallas.py -k "compiled_fused"
