@@ -2,8 +2,8 @@
 
 * Pallas's interpreter runs the fused kernel's body on the CPU: kernel_program traced under
   flashsim.numerics.xp.fused_kernel() (split pieces, table loads, mma chains reading their operands back from the
-  program's scratch memory one k at a time), on small problems with trouble heads, GQA, masks, soft-capping and every P@V accumulation; every bit of O,
-  LSE, l and the overflow flag against the numpy engine;
+  program's scratch memory one k at a time), on small problems with trouble heads, GQA, masks, soft-capping and
+  every P@V accumulation; every bit of O, LSE, l and the overflow flag against the numpy engine;
 * the body lowers for CUDA through Pallas's Triton lowering on this CPU machine (jax's cross-platform lowering), for
   every head dim the fused kernel takes: an operation that lowering lacks fails here, in CI;
 * what the fused kernel refuses, and that engine_jax runs it only when asked;

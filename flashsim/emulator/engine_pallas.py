@@ -16,8 +16,8 @@ reads them back one column of A / row of B per k (``xp.staged``, supplied here b
 broadcast over k took 2.7x the instructions). With ``PTX`` (FLASHSIM_PALLAS_PTX=1; off until a GPU round holds
 its bits equal) the compiled kernel runs what PTX defines exactly as single inline instructions (``xp.ptx_on``:
 ieee32's f32 arithmetic, the chains' casts and f32 rounding) and stages each f16 element as one int64 word
-(``_packed``): 27.6 -> 14.0 thread instructions per emulated product in its static SASS (tools/fused_sass.py). The epilogue runs on the host (kernel_program.epilogue on numpy,
-O(rows) work), as in the scan engine.
+(``_packed``): 27.6 -> 14.0 thread instructions per emulated product in its static SASS (tools/fused_sass.py).
+The epilogue runs on the host (kernel_program.epilogue on numpy, O(rows) work), as in the scan engine.
 
 Layout: one program per (head, ``ROWS`` query rows). A program's rows lie in one CUDA block (``ROWS`` divides
 block_m) and visit exactly that block's KV tiles (Problem.kv_tile_range): a tile outside a row's keys still changes
@@ -206,8 +206,8 @@ def _program(static, shapes, interpret: bool):
     if not interpret:
         from jax.experimental.pallas import triton as pltriton
         extra["compiler_params"] = pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=1)
-    call = pl.pallas_call(partial(_body, static, interpret), grid=(heads, n_prog), in_specs=in_specs, out_specs=out_specs,
-                          out_shape=out_shape, interpret=interpret, name="flashsim_fused", **extra)
+    call = pl.pallas_call(partial(_body, static, interpret), grid=(heads, n_prog), in_specs=in_specs,
+                          out_specs=out_specs, out_shape=out_shape, interpret=interpret, name="flashsim_fused", **extra)
     _COMPILED[key] = fn = jax.jit(call)
     return fn
 

@@ -440,8 +440,8 @@ def _over_k(xp, term, how: str, a, b, *per_output):
     block's columns of A, each (..., M, 1), b its rows of B, each (..., 1, N), ``per_output`` arrays (..., M, N).
     Structure only (the arithmetic is ``term``'s, and max and the integer sum are order-free): one (..., M, N) term
     per k, which XLA fuses into one loop over the outputs and a fused Triton kernel computes in registers from the
-    columns and rows it loads (a broadcast over k cost it about ten times the instructions: RESULTS.md, twelfth
-    and thirteenth rounds)."""
+    columns and rows it loads (a broadcast over k cost it 2.7 times the instructions per emulated product:
+    benchmarks/RESULTS.md, thirteenth round)."""
     out = None
     for a_k, b_k in zip(a, b):
         t = term(a_k, b_k, *per_output)
@@ -451,9 +451,9 @@ def _over_k(xp, term, how: str, a, b, *per_output):
 
 def _block_generic(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8=None):
     """One fused block of products for every output: c bits -> d bits. A = (values, exponents) of the block's
-    columns of A, each a list of kb arrays (..., M, 1); B the same of its rows of B, each (..., 1, N). ``fp8`` (m16n8k32 with 8-bit
-    float inputs, ``_Fp8Block``) replaces the m16n8k16 parameters (F, the smallest product exponent, the integer
-    width) and may truncate f32 results further (Ada's 13 fraction bits)."""
+    columns of A, each a list of kb arrays (..., M, 1); B the same of its rows of B, each (..., 1, N). ``fp8``
+    (m16n8k32 with 8-bit float inputs, ``_Fp8Block``) replaces the m16n8k16 parameters (F, the smallest product
+    exponent, the integer width) and may truncate f32 results further (Ada's 13 fraction bits)."""
     F = spec.mma_fraction_bits if fp8 is None else fp8.F
     e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
     av, ae = A
@@ -500,8 +500,8 @@ def _block_generic(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8
 def _round_rz_ptx(xp, total, e):
     """f32 bits of total * 2^e rounded toward zero as the H200's tensor cores round (``round_scaled``'s "rz" with
     overflow "inf" and an unsigned zero), in a fused kernel compiled for the GPU: total (int64; below 2^33 in
-    magnitude for every block of 16 f16 / bf16 products, far below 2^53) is exact in float64, and so is its product with 2^e (-158 <= e <= 230: normal);
-    ``cvt.rz.f32.f64`` rounds that once, keeping subnormals; |value| >= 2^128 becomes inf of its sign (the
+    magnitude for every block of 16 f16 / bf16 products, far below 2^53) is exact in float64, and so is its product
+    with 2^e (-158 <= e <= 230: normal); ``cvt.rz.f32.f64`` rounds that once, keeping subnormals; |value| >= 2^128 becomes inf of its sign (the
     conversion gives the largest finite number) and -0 becomes +0."""
     v = xp.astype(total, xp.float64) * _pow2(xp, e, np.float64)
     d = X.bitcast(X.ptx("cvt.rz.f32.f64 $0, $1;", np.float32, v), np.uint32)

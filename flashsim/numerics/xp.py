@@ -25,8 +25,8 @@ import sys
 import numpy as np
 
 __all__ = ["namespace", "is_numpy", "bitcast", "shl", "shr", "bit_length", "set_at", "enable_x64", "errstate",
-           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "staged", "ptx_on", "ptx", "trunc_to_int", "pieces", "lookup", "ieee_conversions",
-           "ieee_conversions_on"]
+           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "staged", "ptx_on", "ptx", "trunc_to_int",
+           "pieces", "lookup", "ieee_conversions", "ieee_conversions_on"]
 
 
 def _is_jax_array(x) -> bool:
@@ -144,7 +144,8 @@ def errstate():
 # fused GPU kernels (flashsim.emulator.engine_pallas): the same routines traced into one Pallas kernel for Triton,
 # which cannot slice a value, gather from one, or index one by a loop counter. Three small forms cover what the
 # emulator needs (``pieces``, ``lookup``, ``staged``); outside a fused kernel the first two are the plain operation
-# and the third is not called.
+# and the third is not called. A kernel compiled for the GPU may also run what PTX defines exactly as one inline
+# instruction (``ptx_on``, ``ptx``, ``trunc_to_int``).
 
 _FUSED: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_kernel", default=False)
 _STAGE: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_stage", default=None)
