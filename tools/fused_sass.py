@@ -9,13 +9,15 @@ its MLIR and jaxlib's must not share a process):
    bytecode; jaxlib's own MLIR (with its Triton dialect) prints it as text with its locations;
 2. every operation's location becomes its innermost frame in flashsim's numerics or program, coded into the line
    number (file index x 10000 + line: Triton keeps one file per kernel);
-3. pip's Triton compiles the text for sm_90 with the program's warps (3-4 minutes on two cores), and its bundled
-   nvdisasm / cuobjdump give the SASS with line information and the resource usage;
-4. the report: registers and stack; the KV-tile loop and the two chain loops inside it (Q K^T: d / 16 steps, then
-   P V: kv_tile / 16 steps, in program order); warp instructions per KV tile (each chain loop weighted by its trip
-   count), thread instructions per emulated product, and the weighted count per source line and per opcode.
+3. pip's Triton compiles the text for sm_90 with the program's warps (3-4 minutes on two cores for the landed
+   build, 20-25 s with --ptx), and its bundled nvdisasm / cuobjdump give the SASS with line information and the
+   resource usage;
+4. the report: Triton's compilation time, registers and stack; the KV-tile loop and the two chain loops inside it
+   (Q K^T: d / 16 steps, then P V: kv_tile / 16 steps, in program order); warp instructions per KV tile (each chain
+   loop weighted by its trip count), thread instructions per emulated product, and the weighted count per source
+   line and per opcode.
 
-What it measured (benchmarks/experiments/jax_staged/README.md): 28.3 K warp instructions per tile, 27.5 thread
+What it measured (benchmarks/experiments/jax_staged/README.md): 28.3 K warp instructions per tile, 27.6 thread
 instructions per product, for the build Nsight Compute counted at 26.8 on the H200 (XLA's bundled Triton there,
 pip's 3.9 here). Exit status 0 on success, 2 when a step fails (with its reason).
 """
@@ -29,6 +31,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -206,8 +209,11 @@ def main(argv=None) -> int:
         with open(ttir, "w") as f:
             f.write(relocate(module_text(data)))
         cubin = os.path.join(out, "kernel.cubin")
+        t0 = time.perf_counter()
         subprocess.run([args.triton_python, "-c", COMPILE, ttir, str(args.warps), str(args.arch), cubin],
-                       check=True, capture_output=True, text=True, env=dict(os.environ, TRITON_DEFAULT_FP_FUSION="1"))
+                       check=True, capture_output=True, text=True,
+                       env=dict(os.environ, TRITON_DEFAULT_FP_FUSION="1", TRITON_ALWAYS_COMPILE="1"))
+        compile_s = time.perf_counter() - t0
         tools = subprocess.run([args.triton_python, "-c", "import triton, os; print(os.path.join(os.path.dirname("
                                 "triton.__file__), 'backends', 'nvidia', 'bin'))"], check=True, capture_output=True,
                                text=True).stdout.strip()
@@ -227,6 +233,7 @@ def main(argv=None) -> int:
     products = 2 * args.rows * cfg.kv_tile * prob.head_dim            # Q K^T and P V of one KV tile, per program
     per_product = res["total"] * 32 / (products / args.warps)
     print(f"config {cfg}; program {args.rows} rows x {args.warps} warps, ptx {args.ptx}, sm_{args.arch}")
+    print(f"Triton's compilation (pip's triton, this machine): {compile_s:.1f} s")
     print(f"registers {m.group(1)}, stack {m.group(2)} B; KV-tile loop {res['outer']} instructions, chain loops "
           f"{res['loops']} (trips {trips[:len(res['loops'])]})")
     print(f"per KV tile and warp: {res['total']:,} warp instructions; {per_product:.1f} thread instructions per "
@@ -239,9 +246,9 @@ def main(argv=None) -> int:
         print(f"  {n:7,}  {name}:{line}  {source_line(name, line)[:90]}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(config=str(cfg), rows=args.rows, warps=args.warps, ptx=args.ptx, registers=int(m.group(1)),
-                           stack=int(m.group(2)), per_tile_warp=res["total"], per_product=per_product,
-                           loops=res["loops"], per_file=dict(res["per_file"]),
+            json.dump(dict(config=str(cfg), compile_s=compile_s, rows=args.rows, warps=args.warps, ptx=args.ptx,
+                           registers=int(m.group(1)), stack=int(m.group(2)), per_tile_warp=res["total"],
+                           per_product=per_product, loops=res["loops"], per_file=dict(res["per_file"]),
                            per_op=dict(res["per_op"].most_common(60))), f, indent=1)
     return 0
 
