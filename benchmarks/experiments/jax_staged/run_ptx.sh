@@ -7,7 +7,7 @@
 #      add, sub, mul, div, fma, the tensor cores' rounding and the term's cast, against the portable routines);
 #   2. the compiled fused kernel with the shims against the numpy engine (the trouble-head case);
 #   3. tools/jax_fused_sweep.py at N = 16384 for $SHAPES (default 16x8p 16x16p: the shims on; the fewest static
-#      instructions, and the one shape without spill at 128 registers) beside the kernel, every bit.
+#      instructions, and twice the warps per SM at 128 registers) beside the kernel, every bit.
 # Usage (device, repo root): OUT=dir bash benchmarks/experiments/jax_staged/run_ptx.sh  -> $OUT/jax_ptx.tgz
 set -uo pipefail
 source "$(dirname "$0")/../jax_steps.sh" jax_ptx
