@@ -169,10 +169,8 @@ def fused_kernel(stage=None, ptx: bool = False):
     """Trace the body as a fused (Pallas / Triton) kernel: ``pieces`` splits instead of slicing, ``lookup`` loads
     from a table in memory, and an mma chain reads its decoded operands back from memory one k at a time through
     ``stage`` (the engine's function behind ``staged``). ``ptx``: the kernel is compiled for an NVIDIA GPU (not
-    run by Pallas's interpreter), so ``ptx_on()`` routines may use inline PTX, and float32 <-> float64 conversions
-    are Triton's own (``ieee_conversions``: a GPU keeps subnormals)."""
-    with _switched_on(_FUSED), _switched_on(_STAGE, stage), _switched_on(_PTX, ptx), \
-            _switched_on(_IEEE_CVT, ptx or _IEEE_CVT.get()):
+    run by Pallas's interpreter), so ``ptx_on()`` routines may use inline PTX."""
+    with _switched_on(_FUSED), _switched_on(_STAGE, stage), _switched_on(_PTX, ptx):
         yield
 
 
