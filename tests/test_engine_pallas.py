@@ -124,9 +124,9 @@ def _stage_in_arrays(a_arrays, b_arrays):
     """A stand-in for engine_pallas's staging memory: the arrays themselves, read by a traced index."""
     from jax import lax
 
-    def reader(x, axis):
-        return lambda k: lax.dynamic_slice_in_dim(x, k, 1, axis=x.ndim + axis)
-    return tuple(reader(x, -1) for x in a_arrays), tuple(reader(x, -2) for x in b_arrays)
+    def reader(arrays, axis):
+        return lambda k: tuple(lax.dynamic_slice_in_dim(x, k, 1, axis=x.ndim + axis) for x in arrays)
+    return reader(a_arrays, -1), reader(b_arrays, -2)
 
 
 @pytest.mark.parametrize("types", [("f16", "f32"), ("f16", "f16"), ("bf16", "f32")])

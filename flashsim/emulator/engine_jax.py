@@ -19,9 +19,9 @@ devices left over split each head's q blocks (``split_units``), each such device
 V.  Arrays are padded to the mesh (padding heads are computed on zeros and dropped) and every device runs the
 program on its own part through shard_map: no communication at all.
 
-The fused path (opt-in, FLASHSIM_JAX_FUSED=1: measured slower).  On one GPU, a problem that engine_pallas covers
-can run there instead: one Pallas (Triton) kernel holds each block's state in registers across its whole KV loop,
-on the same kernel_program functions (``fused_choice`` says which engine runs and why; LAST_PLAN records it).
+The fused path (opt-in, FLASHSIM_JAX_FUSED=1: as fast as the scan on the H200, after about 200 s of compilation).
+On one GPU, a problem that engine_pallas covers can run there instead: one Pallas (Triton) kernel holds each
+block's state in registers across its whole KV loop, on the same kernel_program functions (``fused_choice`` says which engine runs and why; LAST_PLAN records it).
 
 Compilation.  Programs are cached per (mesh, configuration, shapes) in the process, and on disk through JAX's
 persistent compilation cache (``jax_cache_dir``: $JAX_COMPILATION_CACHE_DIR, else flashsim's user cache), so a
@@ -243,8 +243,9 @@ def jax_cache_dir() -> str | None:
 
 def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
     """(whether ``run`` takes the fused kernel, why): only when asked for ($FLASHSIM_JAX_FUSED=1), on one GPU
-    device, for a problem engine_pallas covers. Opt-in because it does not pay: on the H200 it is about 2.5x slower
-    than this module's scan (benchmarks/RESULTS.md, twelfth round); on the CPU Pallas could only interpret it."""
+    device, for a problem engine_pallas covers. Opt-in because it does not pay yet: on the H200 it runs as fast as
+    this module's scan (0.265 s at N = 16384) after about 200 s of Triton compilation (benchmarks/RESULTS.md,
+    thirteenth round); on the CPU Pallas could only interpret it."""
     if os.environ.get("FLASHSIM_JAX_FUSED", "0") != "1":
         return False, "scan engine (the fused kernel is opt-in: FLASHSIM_JAX_FUSED=1)"
     jax = _jax()
@@ -362,8 +363,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
                     for a in (unit, tile, first, row0)) for c in range(n_calls)]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
     LAST_PLAN.update(ieee_conversions=gpu, mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned),
-                     calls=len(calls),
-                     dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
+                     calls=len(calls), dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
 
     o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), out_dtype)
     lse_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)

@@ -68,6 +68,19 @@ def _packed(dtype) -> bool:
     part of the PTX form, which the thirteenth round prepared without device time (static SASS), so it goes with
     that switch; Pallas's interpreter runs it too."""
     return PTX and np.dtype(dtype) == np.float16
+
+
+def _scratch(d: int, bc: int, dtype) -> list:
+    """The chains' scratch blocks per program (xp.staged), as [(shape, dtype)], A's then B's: decoded values and
+    int32 exponents of A (ROWS rows) and B (at most max(d, BC) rows), a value block (float32 for f16 operands,
+    float64 for bf16) and an exponent block each, or one int64 word per element where ``_packed``."""
+    w = max(d, bc)
+    if _packed(dtype):
+        return [((ROWS, w), np.int64), ((w, w), np.int64)]
+    vdt = np.float32 if np.dtype(dtype) == np.float16 else np.float64
+    return [((ROWS, w), vdt), ((ROWS, w), np.int32), ((w, w), vdt), ((w, w), np.int32)]
+
+
 LAST_RUN: dict = {}                                           # the last run's layout (for reports)
 
 
@@ -93,7 +106,8 @@ def _staging(a_refs, b_refs, barrier):
     device memory and stays in the SM's cache: a program writes about (ROWS + BC) x d elements per chain and reads
     them back per k, where a value could not be indexed at all. Where an operand's scratch is one int64 block (f16
     inputs: a float32 value and an int32 exponent per element), the pair shares a word, exponent high and the
-    value's bits low, so that an element is one load (the loads were a quarter of the chains' instructions)."""
+    value's bits low, so that an element is one load (the loads were a quarter of the chains' instructions). A
+    reader gives an operand's arrays at k together, from one load per block."""
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
 
@@ -102,12 +116,14 @@ def _staging(a_refs, b_refs, barrier):
             return ref[pl.ds(0, shape[0]), pl.ds(k, 1)]
         return ref[pl.ds(k, 1), pl.ds(0, shape[1])]
 
-    def readers(arrays, refs, axis):
+    def reader(arrays, refs, axis):
         if len(refs) == 2:
-            return tuple(partial(read, ref, x.shape, axis) for x, ref in zip(arrays, refs))
-        word = partial(read, refs[0], arrays[0].shape, axis)
-        return (lambda k: bitcast((word(k) & 0xFFFFFFFF).astype(jnp.uint32), np.float32),
-                lambda k: (word(k) >> 32).astype(jnp.int32))
+            return lambda k: tuple(read(ref, x.shape, axis, k) for x, ref in zip(arrays, refs))
+
+        def unpacked(k):
+            word = read(refs[0], arrays[0].shape, axis, k)
+            return bitcast((word & 0xFFFFFFFF).astype(jnp.uint32), np.float32), (word >> 32).astype(jnp.int32)
+        return unpacked
 
     def store(arrays, refs):
         if len(refs) == 1:      # (float32 value, int32 exponent) -> one int64 word
@@ -123,7 +139,7 @@ def _staging(a_refs, b_refs, barrier):
         store(a_arrays, a_refs)
         store(b_arrays, b_refs)
         barrier()
-        return readers(a_arrays, a_refs, -1), readers(b_arrays, b_refs, -2)
+        return reader(a_arrays, a_refs, -1), reader(b_arrays, b_refs, -2)
     return stage
 
 
@@ -133,7 +149,7 @@ def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
     from jax import lax
     from jax.experimental import pallas as pl
     arch, causal, bc, d, two_level, window, cap, nq, nk, sl2, o_f16, n_ex2 = static
-    n_scratch = 2 if _packed(q_ref.dtype) else 4
+    n_scratch = len(_scratch(d, bc, q_ref.dtype))
     *tables, m_ref, l_ref, o_ref = refs[:-n_scratch]
     a_refs, b_refs = refs[-n_scratch:][:n_scratch // 2], refs[-n_scratch:][n_scratch // 2:]
     j = pl.program_id(1)
@@ -185,15 +201,7 @@ def _program(static, shapes, interpret: bool):
                 pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
                 pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
                 pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0))] + [full(s) for s in table_shapes]
-    # the chains' scratch (xp.staged): decoded values and int32 exponents of A (ROWS rows) and B (at most max(d, BC)
-    # rows), one block per program: a value block (float32 for f16 operands, float64 for bf16) and an exponent
-    # block, or with PTX for f16 operands one int64 word per element (see _staging)
-    w = max(d, bc)
-    vdt = jnp.float64 if bf16 else jnp.float32
-    if not _packed(jnp.bfloat16 if bf16 else jnp.float16):
-        scratch = [((ROWS, w), vdt), ((ROWS, w), jnp.int32), ((w, w), vdt), ((w, w), jnp.int32)]
-    else:
-        scratch = [((ROWS, w), jnp.int64), ((w, w), jnp.int64)]
+    scratch = _scratch(d, bc, jnp.bfloat16 if bf16 else np.float16)     # one block of each per program
     out_specs = [pl.BlockSpec((None, ROWS), lambda h, j: (h, j)),
                  pl.BlockSpec((None, ROWS, 4), lambda h, j: (h, j, 0)),
                  pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0))] + \

@@ -394,9 +394,9 @@ def _chain_generic(xp, a, b, c, spec: Arch):
         read_a, read_b = X.staged(*((v, xp.astype(e, xp.int32)) for v, e in (A, B)))
 
     def columns(i):             # k16 step i: the 16 columns of A (..., M, 1) and rows of B (..., 1, N), per array
-        if X.in_fused_kernel():
-            return ([[r(16 * i + j) for j in range(16)] for r in read_a],
-                    [[r(16 * i + j) for j in range(16)] for r in read_b])
+        if X.in_fused_kernel():     # per k a tuple (value, exponent): regrouped per array
+            return (list(zip(*(read_a(16 * i + j) for j in range(16)))),
+                    list(zip(*(read_b(16 * i + j) for j in range(16)))))
         return ([X.pieces(_k_slice(xp, x, 16 * i, 16, -1), 1, -1) for x in A],
                 [X.pieces(_k_slice(xp, x, 16 * i, 16, -2), 1, -2) for x in B])
 
@@ -501,8 +501,8 @@ def _round_rz_ptx(xp, total, e):
     """f32 bits of total * 2^e rounded toward zero as the H200's tensor cores round (``round_scaled``'s "rz" with
     overflow "inf" and an unsigned zero), in a fused kernel compiled for the GPU: total (int64; below 2^33 in
     magnitude for every block of 16 f16 / bf16 products, far below 2^53) is exact in float64, and so is its product
-    with 2^e (-158 <= e <= 230: normal); ``cvt.rz.f32.f64`` rounds that once, keeping subnormals; |value| >= 2^128 becomes inf of its sign (the
-    conversion gives the largest finite number) and -0 becomes +0."""
+    with 2^e (-158 <= e <= 230: normal); ``cvt.rz.f32.f64`` rounds that once, keeping subnormals; |value| >= 2^128
+    becomes inf of its sign (the conversion gives the largest finite number) and -0 becomes +0."""
     v = xp.astype(total, xp.float64) * _pow2(xp, e, np.float64)
     d = X.bitcast(X.ptx("cvt.rz.f32.f64 $0, $1;", np.float32, v), np.uint32)
     inf = xp.where(v < 0, xp.asarray(0xFF800000, dtype=xp.uint32), xp.asarray(0x7F800000, dtype=xp.uint32))

@@ -182,8 +182,9 @@ def in_fused_kernel() -> bool:
 def staged(a_arrays, b_arrays):
     """In a fused kernel, the operands of an mma chain written to the kernel's own memory, so that the chain can
     read column k of each (..., M, K) array of ``a_arrays`` and row k of each (..., K, N) array of ``b_arrays``
-    for a traced k (Triton can index memory, not a value). Returns (readers of a, readers of b): functions of k
-    giving (..., M, 1) and (..., 1, N). The engine supplies the memory (``fused_kernel(stage=...)``)."""
+    for a traced k (Triton can index memory, not a value). Returns (read_a, read_b): functions of k giving the
+    tuple of every array's (..., M, 1) column, and of every (..., 1, N) row. The engine supplies the memory
+    (``fused_kernel(stage=...)``)."""
     stage = _STAGE.get()
     if stage is None:
         raise RuntimeError("an mma chain in a fused kernel needs the engine's staging memory: "
