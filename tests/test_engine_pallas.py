@@ -92,14 +92,16 @@ def test_what_the_fused_kernel_refuses():
             engine_pallas.run(q, k, v, prob, interpret=True)
 
 
-def test_engine_jax_takes_the_fused_kernel_only_when_asked(monkeypatch):
+def test_engine_jax_takes_the_fused_kernel_on_one_gpu_unless_told_not_to(monkeypatch):
     q, k, v, prob = problem(dict(shape=(1, 1, 1, 32, 32, 64)))
     monkeypatch.delenv("FLASHSIM_JAX_FUSED", raising=False)
     fused, why = engine_jax.fused_choice(prob)
-    assert not fused and "opt-in" in why
-    monkeypatch.setenv("FLASHSIM_JAX_FUSED", "1")
-    fused, why = engine_jax.fused_choice(prob)
     assert fused == (jax.devices()[0].platform == "gpu"), why
+    fused, why = engine_jax.fused_choice(prob, devices=jax.devices("cpu"))
+    assert not fused and "one GPU" in why
+    monkeypatch.setenv("FLASHSIM_JAX_FUSED", "0")
+    fused, why = engine_jax.fused_choice(prob)
+    assert not fused and "FLASHSIM_JAX_FUSED=0" in why
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -3,11 +3,11 @@ real kernel and the scan engine, on the same input (issue 10).
 
 Usage (GPU machine with jax[cuda] and cuda-python, repo root):
     PYTHONPATH=. python3 tools/jax_fused_sweep.py [--n 16384] [--d 128] [--shapes 16x4 32x4 ...] [--scan]
-        [--small 1024] [--json FILE]
+        [--small 1024] [--emu-reps 3] [--json FILE]
 
 For each program shape ROWSxWARPS (query rows per program, Triton warps; a trailing "p", as in 16x8p, turns on
-engine_pallas.PTX, the inline PTX shims): flashsim.attention(backend="jax") twice
-(first call: Triton compilation included; second: compiled), wall clock with host arrays in and out, and every bit
+engine_pallas.PTX, the inline PTX shims): flashsim.attention(backend="jax") (the first call, Triton's compilation
+included; then the median of ``--emu-reps`` compiled calls), wall clock with host arrays in and out, and every bit
 of O and LSE against the kernel's. ``--small N`` runs each shape first at N (compile time and bits on a short
 problem); ``--scan`` times the scan engine too (FLASHSIM_JAX_FUSED=0). Exit status 0 when every run agrees with the
 kernel in every bit, 1 when some bits differ, 2 when a run failed.
@@ -28,15 +28,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jax_gpu_bench import equal_fraction, finish, phase_kernel  # noqa: E402
 
 
-def timed_emulation(q, k, v):
+def timed_emulation(q, k, v, reps: int = 1):
+    """(o, lse, first call's seconds, median seconds of ``reps`` further calls, the engine's plan)."""
     import flashsim
     from flashsim.emulator import engine_jax
     t0 = time.perf_counter()
     flashsim.attention(q, k, v, backend="jax", progress=False)
-    t1 = time.perf_counter()
-    o, lse = flashsim.attention(q, k, v, backend="jax", progress=False)
-    t2 = time.perf_counter()
-    return o, lse, t1 - t0, t2 - t1, dict(engine_jax.LAST_PLAN)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(max(1, reps)):
+        t1 = time.perf_counter()
+        o, lse = flashsim.attention(q, k, v, backend="jax", progress=False)
+        times.append(time.perf_counter() - t1)
+    return o, lse, first, float(np.median(times)), dict(engine_jax.LAST_PLAN)
 
 
 def main(argv=None) -> int:
@@ -46,7 +50,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", nargs="+", default=["16x4"], help="ROWSxWARPS[p] program shapes (p: inline PTX)")
     ap.add_argument("--small", type=int, default=0, help="run each shape first at this N")
     ap.add_argument("--scan", action="store_true", help="time the scan engine too")
-    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=20, help="timed runs of the CUDA kernel")
+    ap.add_argument("--emu-reps", type=int, default=1, help="timed (compiled) emulator runs after the first; median")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     import jax
@@ -70,7 +75,7 @@ def main(argv=None) -> int:
         for n in problems:
             q, k, v, ko, kl, ms = inputs[n]
             try:
-                o, lse, first, second, plan = timed_emulation(q, k, v)
+                o, lse, first, second, plan = timed_emulation(q, k, v, args.emu_reps)
             except Exception:
                 traceback.print_exc()
                 status = 2

@@ -19,9 +19,9 @@ devices left over split each head's q blocks (``split_units``), each such device
 V.  Arrays are padded to the mesh (padding heads are computed on zeros and dropped) and every device runs the
 program on its own part through shard_map: no communication at all.
 
-The fused path (opt-in, FLASHSIM_JAX_FUSED=1: as fast as the scan on the H200, after about 200 s of compilation).
-On one GPU, a problem that engine_pallas covers can run there instead: one Pallas (Triton) kernel holds each
-block's state in registers across its whole KV loop, on the same kernel_program functions (``fused_choice`` says which engine runs and why; LAST_PLAN records it).
+The fused path (the default on one GPU; FLASHSIM_JAX_FUSED=0 keeps the scan). A problem that engine_pallas covers
+runs there instead: one Pallas (Triton) kernel holds each block's state in registers across its whole KV loop, on
+the same kernel_program functions (``fused_choice`` says which engine runs and why; LAST_PLAN records it).
 
 Compilation.  Programs are cached per (mesh, configuration, shapes) in the process, and on disk through JAX's
 persistent compilation cache (``jax_cache_dir``: $JAX_COMPILATION_CACHE_DIR, else flashsim's user cache), so a
@@ -242,17 +242,17 @@ def jax_cache_dir() -> str | None:
 # driver
 
 def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
-    """(whether ``run`` takes the fused kernel, why): only when asked for ($FLASHSIM_JAX_FUSED=1), on one GPU
-    device, for a problem engine_pallas covers. Opt-in because it does not pay yet: on the H200 it runs as fast as
-    this module's scan (0.265 s at N = 16384) after about 200 s of Triton compilation (benchmarks/RESULTS.md,
-    thirteenth round); on the CPU Pallas could only interpret it."""
-    if os.environ.get("FLASHSIM_JAX_FUSED", "0") != "1":
-        return False, "scan engine (the fused kernel is opt-in: FLASHSIM_JAX_FUSED=1)"
+    """(whether ``run`` takes the fused kernel, why): on one GPU device, for a problem engine_pallas covers, unless
+    $FLASHSIM_JAX_FUSED=0 asks for the scan. The default since the fourteenth round: with inline PTX it runs
+    N = 16384 in well under the scan's time and compiles in seconds (benchmarks/RESULTS.md); on the CPU Pallas
+    could only interpret it, so the scan runs there."""
+    if os.environ.get("FLASHSIM_JAX_FUSED", "1") == "0":
+        return False, "scan engine (FLASHSIM_JAX_FUSED=0)"
     jax = _jax()
     from . import engine_pallas
     devices = list(devices) if devices is not None else jax.devices()
     if len(devices) != 1 or devices[0].platform != "gpu":
-        return False, f"{len(devices)} {devices[0].platform} device(s): the fused kernel runs on one GPU"
+        return False, f"scan engine: {len(devices)} {devices[0].platform} device(s) (the fused kernel runs on one GPU)"
     why = engine_pallas.unsupported(prob)
     return (why is None), (why or "fused Pallas kernel")
 
@@ -260,11 +260,14 @@ def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
 def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, max_tile_elems=None):
     """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) (f16 or bf16) with JAX; returns (o like q, lse f32,
     Rows), bit for bit what the numpy engine returns. The scan below, or engine_pallas's fused kernel where
-    ``fused_choice`` takes it (opt-in). GQA: the K / V heads are repeated to the query heads on the
-    host (each device then holds its heads' K and V; the arithmetic is unchanged). ``devices``: the devices of the mesh (default: jax.devices(), every device of
-    the default backend; after jax.distributed.initialize() that is every process's devices, and every process
-    must then call with the same inputs: each gets the whole result); ``max_tile_elems``: score elements per
-    device per step (the memory bound)."""
+    ``fused_choice`` takes it (one GPU). GQA: the K / V heads are repeated to the query heads on the host (each
+    device then holds its heads' K and V; the arithmetic is unchanged). ``devices``: the devices of the mesh
+    (default: jax.devices(), every device of the default backend; after jax.distributed.initialize() that is every
+    process's devices, and every process must then call with the same inputs: each gets the whole result);
+    ``max_tile_elems``: score elements per device per step, the scan's memory bound (the fused kernel holds no
+    scores in memory: its own are its inputs, outputs and a few scratch blocks per program)."""
+    if max_tile_elems is not None and int(max_tile_elems) < 1:
+        raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
     _jax()
     jax_cache_dir()
     fused, why = fused_choice(prob, devices)
@@ -292,8 +295,6 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     q, k, v, quant = quantized_operands(q, k, v, cfg, prob.group)     # kernel/quantize.cu's pass, on the host
     k, v = (prob.per_query_head(x) for x in (k, v))
     budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)
-    if budget < 1:
-        raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
 
     devices = list(devices) if devices is not None else jax.devices()
     db, dh, dq = mesh_shape(B, H, len(devices), int((tiles > 0).sum()))

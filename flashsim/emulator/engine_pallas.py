@@ -43,9 +43,6 @@ from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
 from .progress import Progress
 
-# Program shape: 16 rows (the chain's smallest M) and 8 warps, the faster of 16 x {4, 8} on the H200 at N = 16384
-# with the staged chains: 0.326 / 0.265 s (tools/jax_fused_sweep.py; benchmarks/experiments/jax_staged/2026-12-01/
-# sweep_int32_exponents.txt).
 def _env_int(name: str, default: int) -> int:
     """An integer setting from the environment; a ValueError naming the variable otherwise."""
     text = os.environ.get(name, str(default))
@@ -55,18 +52,21 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {text!r}") from None
 
 
+# Program shape: 16 rows (the chain's smallest M) and 16 warps (128 registers, 16 warps per SM), the fastest with
+# inline PTX on the H200 at N = 16384: 16 x 16 0.159 s, 32 x 16 0.171 s, 16 x 8 0.184 s, 32 x 8 0.205 s
+# (tools/jax_fused_sweep.py; benchmarks/experiments/jax_ptx/2026-12-01/)
 ROWS = _env_int("FLASHSIM_PALLAS_ROWS", 16)        # query rows per program (a power of two, >= 16)
-NUM_WARPS = _env_int("FLASHSIM_PALLAS_WARPS", 8)  # Triton warps per program
-# The prepared faster form: inline PTX for what PTX defines exactly (xp.ptx_on; compiled kernels only) and packed
-# staging (_packed). Off until a GPU round has held its bits equal (prepared in the thirteenth round without device
-# time; static SASS: benchmarks/experiments/jax_staged/README.md)
-PTX = os.environ.get("FLASHSIM_PALLAS_PTX", "0") == "1"
+NUM_WARPS = _env_int("FLASHSIM_PALLAS_WARPS", 16)  # Triton warps per program
+# Inline PTX for what PTX defines exactly (xp.ptx_on; compiled kernels only) and packed staging (_packed): on
+# the H200, 2^16 raw-bit cases per operation equal to the portable routines, the kernel bit-equal to the CUDA
+# kernel and 1.6x faster, compiled in 6 s instead of 200 (benchmarks/experiments/jax_ptx/). FLASHSIM_PALLAS_PTX=0
+# gives the portable form (every operation through Pallas's own lowering).
+PTX = os.environ.get("FLASHSIM_PALLAS_PTX", "1") == "1"
 
 
 def _packed(dtype) -> bool:
     """Whether the chains' staged f16 operands share one int64 word per element (value and exponent; _staging):
-    part of the PTX form, which the thirteenth round prepared without device time (static SASS), so it goes with
-    that switch; Pallas's interpreter runs it too."""
+    part of the PTX form, so it goes with that switch; Pallas's interpreter runs it too."""
     return PTX and np.dtype(dtype) == np.float16
 
 
@@ -107,7 +107,10 @@ def _staging(a_refs, b_refs, barrier):
     them back per k, where a value could not be indexed at all. Where an operand's scratch is one int64 block (f16
     inputs: a float32 value and an int32 exponent per element), the pair shares a word, exponent high and the
     value's bits low, so that an element is one load (the loads were a quarter of the chains' instructions). A
-    reader gives an operand's arrays at k together, from one load per block."""
+    reader gives an operand's arrays at k together, from one load per block. B stays row-major although each load
+    of its row k then computes its own 64-bit address (6% of the instructions): stored transposed, B's loads took
+    fixed offsets, but the threads of a warp read words 1 KB apart and the kernel ran about 1.4x slower on the
+    H200 (benchmarks/experiments/jax_ptx/README.md)."""
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
 
@@ -267,7 +270,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool
         bar.close()
     B, H, nq, d = prob.batch, prob.heads, prob.nq, prob.head_dim
     LAST_RUN.clear()
-    LAST_RUN.update(programs=shapes[0] * shapes[4], rows=ROWS, warps=NUM_WARPS, interpret=interpret)
+    LAST_RUN.update(programs=shapes[0] * shapes[4], rows=ROWS, warps=NUM_WARPS, ptx=PTX, interpret=interpret)
     o_out, lse, l_row, flag = K.epilogue(l, o, m, prob.lse_scale, v.dtype)
     o_out = o_out.reshape(B, H, -1, d)[:, :, :nq]
     lse, l_row, flag = (x.reshape(B, H, -1)[:, :, :nq] for x in (lse, l_row, flag))
