@@ -4,27 +4,28 @@ Why it exists: the scan engine (engine_jax) runs each KV step as several XLA fus
 scatters of the state; issue 10 asks for a fused kernel to reach 200x the CUDA kernel's time. Here the state (m, l,
 O) stays in registers across the KV loop and the operands are read once per tile.
 
-Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, thirteenth round): bit-equal to the kernel in
-every bit of O and LSE, 0.265 s against the scan engine's 0.26-0.30 s, after about 200 s of Triton compilation
-(the scan compiles in 3 s). It does not pay yet, so it is opt-in (FLASHSIM_JAX_FUSED=1, engine_jax.fused_choice).
+Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, fourteenth round): bit-equal to the kernel in
+every bit of O and LSE, 0.152 s (315x the kernel's 0.481 ms) against the scan engine's 0.276 s, after 6 s of
+Triton compilation. engine_jax.fused_choice takes it by default on one GPU (FLASHSIM_JAX_FUSED=0: the scan).
 
 The arithmetic is kernel_program's, unchanged: the body calls ``scores``, ``probabilities`` and ``accumulate``
 traced under ``flashsim.numerics.xp.fused_kernel()``, where the three things Triton cannot do with a value (slice
 it, gather from it, index it by a loop counter) take the forms it can: ``pieces`` splits, ``lookup`` loads the SFU
 tables kept in device memory, and an mma chain writes its decoded operands into this program's scratch blocks and
 reads them back one column of A / row of B per k (``xp.staged``, supplied here by ``_staging``; the twelfth round's
-broadcast over k took 2.7x the instructions). With ``PTX`` (FLASHSIM_PALLAS_PTX=1; off until a GPU round holds
-its bits equal) the compiled kernel runs what PTX defines exactly as single inline instructions (``xp.ptx_on``:
-ieee32's f32 arithmetic, the chains' casts and f32 rounding) and stages each f16 element as one int64 word
-(``_packed``): 27.6 -> 14.0 thread instructions per emulated product in its static SASS (tools/fused_sass.py).
-The epilogue runs on the host (kernel_program.epilogue on numpy, O(rows) work), as in the scan engine.
+broadcast over k took 2.7x the instructions). With ``PTX`` (the default; FLASHSIM_PALLAS_PTX=0 turns it off)
+the compiled kernel runs what PTX defines exactly as single inline instructions (``xp.ptx_on``: ieee32's f32
+arithmetic, the chains' casts and f32 rounding) and stages each f16 element as one int64 word (``_packed``): 27.6
+-> 14.0 thread instructions per emulated product in its static SASS (tools/fused_sass.py), 1.6x faster on the H200
+and compiled in seconds instead of about 200 s (held equal to the portable routines by tests/test_engine_pallas.py).
+The epilogue (kernel_program.epilogue) runs jitted on the same device, on the state the kernel leaves there.
 
 Layout: one program per (head, ``ROWS`` query rows). A program's rows lie in one CUDA block (``ROWS`` divides
 block_m) and visit exactly that block's KV tiles (Problem.kv_tile_range): a tile outside a row's keys still changes
 its state when V holds inf or NaN (0 * inf), as in the kernel, so the tile range is the CUDA block's, not the
 row's. Rows are independent otherwise, so the program's height is free: it is chosen for Triton's registers.
 
-Coverage (``unsupported`` says why; engine_jax then runs the scan engine even when asked): head dims that are
+Coverage (``unsupported`` says why; engine_jax then runs the scan engine): head dims that are
 powers of two (Triton's tensors have power-of-two shapes: 32, 64, 128, 256), quant "none", an arch whose SFU tables
 ship.
 """
@@ -37,7 +38,7 @@ import numpy as np
 
 from ..masking import Window
 from ..numerics import sfu
-from ..numerics.xp import bitcast, enable_x64, fused_kernel
+from ..numerics.xp import bitcast, enable_x64, fused_kernel, ieee_conversions
 from ..problem import Problem
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
@@ -255,6 +256,42 @@ def inputs(q, k, v, prob: Problem):
     return static, shapes, (t0, nt, qh, kh, vh) + ex2 + rcp
 
 
+_DEVICE_TABLES: dict = {}
+
+
+def _on_device(tables, device) -> list:
+    """The SFU tables (sfu.table_arrays: loaded once per process) on ``device``, copied there once per process
+    instead of once per call (ex2's two tables are 64 MB, rcp's 32 MB more: most of the 8 ms a call spent copying
+    at N = 16384). Each entry keeps its host array, so the id in the key cannot be reused while the entry lives."""
+    import jax
+    out = []
+    for t in tables:
+        key = (id(t), t.shape, t.dtype.str, device)
+        if key not in _DEVICE_TABLES:
+            _DEVICE_TABLES[key] = (t, jax.device_put(t, device))
+        out.append(_DEVICE_TABLES[key][1])
+    return out
+
+
+def _epilogue(lse_scale: float, out_dtype, gpu: bool):
+    """kernel_program.epilogue jitted for the device that holds the final state (cached): step 8 where the fused
+    kernel left (m, l, O), so that only O in the output's dtype and three values per row come back to the host (on
+    numpy, at N = 16384 and d = 128, it took 67 ms, half of the run; jitted on the H200 0.4 ms, same bits:
+    benchmarks/experiments/jax_ptx/README.md). On a GPU it is traced under
+    ``ieee_conversions`` (XLA keeps f32 subnormals there), as engine_jax traces its steps."""
+    key = ("epilogue", float(lse_scale), np.dtype(out_dtype).name, gpu)
+    if key not in _COMPILED:
+        import contextlib
+
+        import jax
+
+        def epilogue(l, o, m):
+            with ieee_conversions() if gpu else contextlib.nullcontext():
+                return K.epilogue(l, o, m, lse_scale, out_dtype)
+        _COMPILED[key] = jax.jit(epilogue)
+    return _COMPILED[key]
+
+
 def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool = False, device=None):
     """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) with one fused Pallas kernel; returns (o like q,
     lse f32, Rows), bit for bit what the numpy engine returns. ``interpret``: Pallas's interpreter (any device: the
@@ -265,13 +302,14 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool
         device = device if device is not None else jax.devices()[0]
         bar = Progress(1, progress)
         fn = _program(static, shapes, interpret)
-        m, l, o = (np.asarray(x) for x in fn(*(jax.device_put(a, device) for a in arrays))[:3])
+        m, l, o = fn(*(jax.device_put(a, device) for a in arrays[:5]), *_on_device(arrays[5:], device))[:3]
+        epilogue = _epilogue(prob.lse_scale, v.dtype, device.platform == "gpu")
+        o_out, lse, l_row, flag = (np.asarray(x) for x in epilogue(l, o, m))
         bar.update(1)
         bar.close()
     B, H, nq, d = prob.batch, prob.heads, prob.nq, prob.head_dim
     LAST_RUN.clear()
     LAST_RUN.update(programs=shapes[0] * shapes[4], rows=ROWS, warps=NUM_WARPS, ptx=PTX, interpret=interpret)
-    o_out, lse, l_row, flag = K.epilogue(l, o, m, prob.lse_scale, v.dtype)
     o_out = o_out.reshape(B, H, -1, d)[:, :, :nq]
     lse, l_row, flag = (x.reshape(B, H, -1)[:, :, :nq] for x in (lse, l_row, flag))
     return o_out, lse, Rows(l_row, flag)

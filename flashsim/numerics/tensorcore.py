@@ -45,8 +45,9 @@ significand; the exact integer total rounded once by ``rounding.round_scaled`` (
 numpy and as one compiled step in a ``lax.fori_loop`` under JAX (see ``_fori``: structure only); in a fused Triton
 kernel (``xp.fused_kernel``) the step reads its columns of A and rows of B from the decoded operands staged in memory
 (``xp.staged``: Triton cannot index a value by k), and where that kernel is compiled for the GPU with inline PTX
-(``xp.ptx_on``, opt-in) a term's cast is one cvt.rzi and an f32 result's rounding one cvt.rz.f32.f64 of the exact
-float64 value (``_round_rz_ptx``), held equal to the integer forms on the GPU by tests/test_engine_pallas.py.
+(``xp.ptx_on``, the default there) a term's cast is one cvt.rzi and an f32 result's rounding one cvt.rz.f32.f64 of
+the exact float64 value (``_round_rz_ptx``), held equal to the integer forms on the GPU by
+tests/test_engine_pallas.py.
 
 Why this is exact on numpy (IEEE, gradual underflow) and under XLA (flush-to-zero / denormals-are-zero on the
 CPU, a * b + c contracted to an FMA) alike:
