@@ -1,4 +1,4 @@
-# Sourced by the JAX engine's device scripts (jax_fused/, jax_ieee_cvt/, jax_staged/): `source .../jax_steps.sh NAME`
+# Sourced by the JAX engine's device scripts (jax_fused/, jax_ieee_cvt/, jax_staged/, jax_ptx/): `source .../jax_steps.sh NAME`
 # gives a fresh folder D=/tmp/NAME, the environment they run under, and `step LOG LIMIT CMD...`: CMD under a timeout
 # into $D/LOG.txt (its command first, its exit status last), then the log's last lines ($STEP_TAIL, default 4).
 D=/tmp/$1; rm -rf "$D"; mkdir -p "$D"

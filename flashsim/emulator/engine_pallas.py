@@ -5,8 +5,9 @@ scatters of the state; issue 10 asks for a fused kernel to reach 200x the CUDA k
 O) stays in registers across the KV loop and the operands are read once per tile.
 
 Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, fourteenth round): bit-equal to the kernel in
-every bit of O and LSE, 0.152 s (315x the kernel's 0.481 ms) against the scan engine's 0.276 s, after 6 s of
-Triton compilation. engine_jax.fused_choice takes it by default on one GPU (FLASHSIM_JAX_FUSED=0: the scan).
+every bit of O and LSE, 0.074 s end to end (149x the kernel's 0.500 ms; the kernel itself 67 ms) against the scan
+engine's 0.276 s, after 6 s of Triton compilation. engine_jax.fused_choice takes it by default on one GPU
+(FLASHSIM_JAX_FUSED=0: the scan).
 
 The arithmetic is kernel_program's, unchanged: the body calls ``scores``, ``probabilities`` and ``accumulate``
 traced under ``flashsim.numerics.xp.fused_kernel()``, where the three things Triton cannot do with a value (slice
