@@ -83,6 +83,19 @@ def test_fused_kernel_lowers_for_cuda_through_triton(d, ptx, monkeypatch):
         assert (asm in text) == ptx, asm                                               # the softmax's f32 ops
 
 
+def test_the_sfu_tables_go_to_the_device_once_and_the_epilogue_runs_there(monkeypatch):
+    """engine_pallas._on_device copies each SFU table to a device once per process; the epilogue is jitted on the
+    device (engine_pallas._epilogue, one compiled program per output dtype and scale) and its outputs equal the
+    numpy engine's."""
+    monkeypatch.setattr(engine_pallas, "_DEVICE_TABLES", {})
+    q, k, v, prob = problem(dict(shape=(1, 1, 1, 32, 48, 32), options=dict(softcap=20.0)))     # ex2 and rcp
+    want = engine_numpy.run(q, k, v, prob)
+    for _ in range(2):
+        assert_same_run(engine_pallas.run(q, k, v, prob, interpret=True), want)
+        assert len(engine_pallas._DEVICE_TABLES) == 3                   # ex2's two tables and rcp's one
+    assert ("epilogue", float(prob.lse_scale), "float16", False) in engine_pallas._COMPILED
+
+
 def test_what_the_fused_kernel_refuses():
     for case, why in ((dict(shape=(1, 1, 1, 32, 32, 96)), "power of two"),
                       (dict(shape=(1, 1, 1, 32, 32, 64), options=dict(quant="int8")), "quant")):

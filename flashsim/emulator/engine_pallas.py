@@ -26,9 +26,8 @@ block_m) and visit exactly that block's KV tiles (Problem.kv_tile_range): a tile
 its state when V holds inf or NaN (0 * inf), as in the kernel, so the tile range is the CUDA block's, not the
 row's. Rows are independent otherwise, so the program's height is free: it is chosen for Triton's registers.
 
-Coverage (``unsupported`` says why; engine_jax then runs the scan engine): head dims that are
-powers of two (Triton's tensors have power-of-two shapes: 32, 64, 128, 256), quant "none", an arch whose SFU tables
-ship.
+Coverage (``unsupported`` says why; engine_jax then runs the scan engine): head dims that are powers of two
+(Triton's tensors have power-of-two shapes: 32, 64, 128, 256), quant "none", an arch whose SFU tables ship.
 """
 from __future__ import annotations
 
@@ -257,6 +256,9 @@ def inputs(q, k, v, prob: Problem):
     return static, shapes, (t0, nt, qh, kh, vh) + ex2 + rcp
 
 
+CALL_ARRAYS = 5     # inputs' arrays that change with each call (t0, nt, q, k, v); the SFU tables follow
+
+
 _DEVICE_TABLES: dict = {}
 
 
@@ -278,8 +280,8 @@ def _epilogue(lse_scale: float, out_dtype, gpu: bool):
     """kernel_program.epilogue jitted for the device that holds the final state (cached): step 8 where the fused
     kernel left (m, l, O), so that only O in the output's dtype and three values per row come back to the host (on
     numpy, at N = 16384 and d = 128, it took 67 ms, half of the run; jitted on the H200 0.4 ms, same bits:
-    benchmarks/experiments/jax_ptx/README.md). On a GPU it is traced under
-    ``ieee_conversions`` (XLA keeps f32 subnormals there), as engine_jax traces its steps."""
+    benchmarks/experiments/jax_ptx/README.md). On a GPU it is traced under ``ieee_conversions`` (XLA keeps f32
+    subnormals there), as engine_jax traces its steps."""
     key = ("epilogue", float(lse_scale), np.dtype(out_dtype).name, gpu)
     if key not in _COMPILED:
         import contextlib
@@ -303,7 +305,8 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool
         device = device if device is not None else jax.devices()[0]
         bar = Progress(1, progress)
         fn = _program(static, shapes, interpret)
-        m, l, o = fn(*(jax.device_put(a, device) for a in arrays[:5]), *_on_device(arrays[5:], device))[:3]
+        m, l, o = fn(*(jax.device_put(a, device) for a in arrays[:CALL_ARRAYS]),
+                     *_on_device(arrays[CALL_ARRAYS:], device))[:3]
         epilogue = _epilogue(prob.lse_scale, v.dtype, device.platform == "gpu")
         o_out, lse, l_row, flag = (np.asarray(x) for x in epilogue(l, o, m))
         bar.update(1)

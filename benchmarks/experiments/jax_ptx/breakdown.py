@@ -51,8 +51,8 @@ def main() -> int:
         with enable_x64():
             static, shapes, arrays = clock("inputs (host)", lambda: EP.inputs(q, k, v, prob))
             fn = EP._program(static, shapes, dev.platform != "gpu")     # (Pallas's interpreter on a CPU)
-            dev_arrays = clock("device_put", lambda: [jax.device_put(a, dev) for a in arrays[:5]] +
-                               EP._on_device(arrays[5:], dev))
+            dev_arrays = clock("device_put", lambda: [jax.device_put(a, dev) for a in arrays[:EP.CALL_ARRAYS]] +
+                               EP._on_device(arrays[EP.CALL_ARRAYS:], dev))
             m, l, o = clock("fused kernel", lambda: fn(*dev_arrays)[:3])
             epi = EP._epilogue(prob.lse_scale, v.dtype, dev.platform == "gpu")
             outs = clock("epilogue (device)", lambda: epi(l, o, m))
