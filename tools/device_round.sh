@@ -25,7 +25,9 @@
 #   verify    37-45 s     flashsim verify, default shapes and kinds: kernel vs emulator bit for bit (JSON + text)
 #                         -> benchmarks/logs/<date>/verify.txt, verify.json
 #   tests     57-78 s     python3 -m pytest -q -ra -m gpu tests      -> benchmarks/logs/<date>/tests.txt
-#             (+ about 200 s since the thirteenth round: Triton compiles the fused kernel's GPU test case)
+#             (+ about 50 s since the fourteenth round: Triton compiles the fused kernel's four GPU test cases,
+#             5-10 s each with inline PTX; 212 GPU tests took 109 s, benchmarks/experiments/jax_ptx/2026-12-01/
+#             call5_final/tests_gpu.txt)
 #   sanitize  63-81 s     compute-sanitizer memcheck and racecheck over every default kernel variant
 #                         (tools/sanitize_kernel.py --list: 54 variants); fails on any error or hazard
 #                         -> benchmarks/logs/<date>/sanitize.txt
@@ -70,7 +72,7 @@ ALL_STEPS=(captures verify tests sanitize bench)   # and, by name only: attn, qu
 # ESTIMATE: measured in the 2026-11-30 and 2026-12-01 rounds (summary_*.txt: attn 77-128 s, verify 35-45, tests
 # 54-78, sanitize 63-86, bench 45-55, quantbench 28-29, peak 9-10), with a margin (bench's was 180 s, which kept it
 # from starting with 102 s left in 2026-12-01f)
-declare -A ESTIMATE=([captures]=240 [attn]=150 [verify]=60 [tests]=100 [sanitize]=120 [bench]=90
+declare -A ESTIMATE=([captures]=240 [attn]=150 [verify]=60 [tests]=150 [sanitize]=120 [bench]=90
                      [quantbench]=45 [peak]=30 [jax]=150)                                                             # seconds, to plan
 declare -A CAP=([captures]=420 [attn]=300 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420
                 [quantbench]=240 [peak]=240 [jax]=400)                                                                 # seconds, to kill
