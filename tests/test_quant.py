@@ -124,17 +124,19 @@ def test_the_correction_is_the_fma_chain_over_channels():
 
 
 def test_the_pass_runs_the_same_on_jax():
-    pytest.importorskip("jax")
+    jax = pytest.importorskip("jax")
     import jax.numpy as jnp
     import ml_dtypes
+    names = ("q8", "q_scale", "k8", "k_scale", "k_mean", "corr")
     for dt in (ml_dtypes.bfloat16,):            # f16's widening on JAX: tests/test_numerics_engines.py
         q = (RNG.standard_normal((1, 4, 40, 32)) * 2).astype(dt)
         k = (RNG.standard_normal((1, 2, 50, 32)) + 3).astype(dt)
         want = Q.quantize(q, k, group=2)
-        with enable_x64():
-            got = Q.quantize(jnp.asarray(q), jnp.asarray(k), 2)          # eager: faster here than compiling
-        for name in ("q8", "q_scale", "k8", "k_scale", "k_mean", "corr"):
-            assert np.asarray(getattr(got, name)).tobytes() == getattr(want, name).tobytes(), name
+        with enable_x64():      # jitted: 15 s on 2 cores against 27 s eagerly (2026-12-01)
+            got = jax.jit(lambda a, b: tuple(getattr(Q.quantize(a, b, 2), n) for n in names))(jnp.asarray(q),
+                                                                                              jnp.asarray(k))
+        for name, x in zip(names, got):
+            assert np.asarray(x).tobytes() == getattr(want, name).tobytes(), name
 
 
 # ---- the attention ---------------------------------------------------------------------------------------------
