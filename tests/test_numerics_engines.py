@@ -588,3 +588,16 @@ def test_fallback_rcp_jax_equals_numpy(no_tables):
     with enable_x64():
         got = jax.jit(lambda a: sfu.rcp(a, arch="sm_90"))(jnp.asarray(x))
     same_bits(np.asarray(got), sfu.rcp(x))
+
+
+def test_native_conversions_only_on_gpus_unless_switched_off(monkeypatch):
+    """xp.native_conversions, the one decision both JAX paths (the scan's steps, the fused kernel's epilogue) take
+    before tracing under ieee_conversions: every device a GPU, and $FLASHSIM_JAX_IEEE_CVT not 0."""
+    from types import SimpleNamespace
+
+    from flashsim.numerics.xp import native_conversions
+    gpu, cpu = SimpleNamespace(platform="gpu"), SimpleNamespace(platform="cpu")
+    monkeypatch.delenv("FLASHSIM_JAX_IEEE_CVT", raising=False)
+    assert native_conversions([gpu, gpu]) and not native_conversions([gpu, cpu]) and not native_conversions([cpu])
+    monkeypatch.setenv("FLASHSIM_JAX_IEEE_CVT", "0")
+    assert not native_conversions([gpu])

@@ -29,7 +29,6 @@ second process skips XLA's compilation.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 from functools import partial
@@ -38,7 +37,7 @@ import numpy as np
 
 from ..masking import Window
 from ..numerics import sfu
-from ..numerics.xp import enable_x64, ieee_conversions
+from ..numerics.xp import enable_x64, ieee_conversions, native_conversions
 from ..problem import Problem
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
@@ -189,7 +188,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
-    with ieee_conversions() if gpu else contextlib.nullcontext():     # XLA's GPU keeps f32 subnormals
+    with ieee_conversions(gpu):     # XLA's GPU keeps f32 subnormals
         state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
     return tuple(x[:, :, None] for x in state)
 
@@ -352,7 +351,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         qsp, ksp = np.zeros((Bp, Hp, dq, upd, 1), np.float32), np.zeros((Bp, Hp, 1, 1), np.float32)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
-    gpu = all(dev.platform == "gpu" for dev in devices) and os.environ.get("FLASHSIM_JAX_IEEE_CVT", "1") != "0"
+    gpu = native_conversions(devices)
     static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.fp8_group_keys, cfg.local, cfg.softcap,
               cfg.int8, gpu)
     bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.cap_scale)]

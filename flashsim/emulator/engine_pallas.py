@@ -38,7 +38,7 @@ import numpy as np
 
 from ..masking import Window
 from ..numerics import sfu
-from ..numerics.xp import bitcast, enable_x64, fused_kernel, ieee_conversions
+from ..numerics.xp import bitcast, enable_x64, fused_kernel, ieee_conversions, native_conversions
 from ..problem import Problem
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
@@ -276,20 +276,18 @@ def _on_device(tables, device) -> list:
     return out
 
 
-def _epilogue(lse_scale: float, out_dtype, gpu: bool):
+def _epilogue(lse_scale: float, out_dtype, native: bool):
     """kernel_program.epilogue jitted for the device that holds the final state (cached): step 8 where the fused
     kernel left (m, l, O), so that only O in the output's dtype and three values per row come back to the host (on
     numpy, at N = 16384 and d = 128, it took 67 ms, half of the run; jitted on the H200 0.4 ms, same bits:
     benchmarks/experiments/jax_ptx/README.md). On a GPU it is traced under ``ieee_conversions`` (XLA keeps f32
-    subnormals there), as engine_jax traces its steps."""
-    key = ("epilogue", float(lse_scale), np.dtype(out_dtype).name, gpu)
+    subnormals there; ``native``: xp.native_conversions), as engine_jax traces its steps."""
+    key = ("epilogue", float(lse_scale), np.dtype(out_dtype).name, native)
     if key not in _COMPILED:
-        import contextlib
-
         import jax
 
         def epilogue(l, o, m):
-            with ieee_conversions() if gpu else contextlib.nullcontext():
+            with ieee_conversions(native):
                 return K.epilogue(l, o, m, lse_scale, out_dtype)
         _COMPILED[key] = jax.jit(epilogue)
     return _COMPILED[key]
@@ -307,7 +305,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool
         fn = _program(static, shapes, interpret)
         m, l, o = fn(*(jax.device_put(a, device) for a in arrays[:CALL_ARRAYS]),
                      *_on_device(arrays[CALL_ARRAYS:], device))[:3]
-        epilogue = _epilogue(prob.lse_scale, v.dtype, device.platform == "gpu")
+        epilogue = _epilogue(prob.lse_scale, v.dtype, native_conversions([device]))
         o_out, lse, l_row, flag = (np.asarray(x) for x in epilogue(l, o, m))
         bar.update(1)
         bar.close()

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import sys
 
 import numpy as np
 
 __all__ = ["namespace", "is_numpy", "bitcast", "shl", "shr", "bit_length", "set_at", "enable_x64", "errstate",
-           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "staged", "ptx_on", "ptx", "trunc_to_int",
-           "pieces", "lookup", "ieee_conversions", "ieee_conversions_on"]
+           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "staged", "ptx_on", "ptx",
+           "trunc_to_int", "pieces", "lookup", "ieee_conversions", "ieee_conversions_on",
+           "native_conversions"]
 
 
 def _is_jax_array(x) -> bool:
@@ -149,6 +151,7 @@ def errstate():
 
 _FUSED: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_kernel", default=False)
 _STAGE: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_stage", default=None)
+_PTX: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_ptx", default=False)
 
 
 @contextlib.contextmanager
@@ -159,9 +162,6 @@ def _switched_on(flag: contextvars.ContextVar, value=True):
         yield
     finally:
         flag.reset(token)
-
-
-_PTX: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_ptx", default=False)
 
 
 @contextlib.contextmanager
@@ -260,14 +260,20 @@ def lookup(table, index):
 _IEEE_CVT: contextvars.ContextVar = contextvars.ContextVar("flashsim_ieee_conversions", default=False)
 
 
-def ieee_conversions():
-    """Trace the body for a backend whose float32 -> float64 widening is exact and float64 -> float32 narrowing
-    rounds to nearest even with gradual underflow (XLA on NVIDIA GPUs; not XLA's CPU, which flushes subnormals):
-    flashsim.numerics.ieee32's generic operations then convert natively instead of through integer operations
-    (division excepted: see ieee32._div_generic). tests/test_numerics_engines.py holds the two forms equal bit for
-    bit on the GPU. Every narrowed value must pass through its bits before it is widened again: XLA's GPU compiler
-    may drop a convert(convert(x)) pair (excess precision; benchmarks/experiments/jax_ieee_cvt/README.md)."""
-    return _switched_on(_IEEE_CVT)
+def ieee_conversions(on: bool = True):
+    """Trace the body (where ``on``) for a backend whose float32 -> float64 widening is exact and float64 -> float32
+    narrowing rounds to nearest even with gradual underflow (XLA on NVIDIA GPUs; not XLA's CPU, which flushes
+    subnormals): flashsim.numerics.ieee32's generic operations then convert natively instead of through integer
+    operations (division excepted: see ieee32._div_generic). tests/test_numerics_engines.py holds the two forms equal
+    bit for bit on the GPU. Every narrowed value must pass through its bits before it is widened again: XLA's GPU
+    compiler may drop a convert(convert(x)) pair (excess precision; benchmarks/experiments/jax_ieee_cvt/README.md)."""
+    return _switched_on(_IEEE_CVT, bool(on))
+
+
+def native_conversions(devices) -> bool:
+    """Whether a JAX program for ``devices`` is traced under ``ieee_conversions``: every device a GPU, unless
+    $FLASHSIM_JAX_IEEE_CVT=0 asks for the integer forms (A/B measurements; the same bits)."""
+    return all(dev.platform == "gpu" for dev in devices) and os.environ.get("FLASHSIM_JAX_IEEE_CVT", "1") != "0"
 
 
 def ieee_conversions_on() -> bool:

@@ -32,7 +32,7 @@ def main() -> int:
     import flashsim
     from flashsim.emulator import engine_pallas as EP
     from flashsim.emulator import kernel_program as K
-    from flashsim.numerics.xp import enable_x64
+    from flashsim.numerics.xp import enable_x64, native_conversions
     from flashsim.problem import prepare
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((1, 1, args.n, args.d)).astype(np.float16) for _ in range(3))
@@ -54,7 +54,7 @@ def main() -> int:
             dev_arrays = clock("device_put", lambda: [jax.device_put(a, dev) for a in arrays[:EP.CALL_ARRAYS]] +
                                EP._on_device(arrays[EP.CALL_ARRAYS:], dev))
             m, l, o = clock("fused kernel", lambda: fn(*dev_arrays)[:3])
-            epi = EP._epilogue(prob.lse_scale, v.dtype, dev.platform == "gpu")
+            epi = EP._epilogue(prob.lse_scale, v.dtype, native_conversions([dev]))
             outs = clock("epilogue (device)", lambda: epi(l, o, m))
             clock("outputs to host", lambda: [np.asarray(x) for x in outs])
             lh, oh, mh = (np.asarray(x) for x in (l, o, m))
