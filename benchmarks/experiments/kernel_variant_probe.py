@@ -24,6 +24,12 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
                    ninth round's rule without a timing of their own, against themselves unstaged
   ablation/        ablation.patch (against the kernel of 669fee1), --define FS_ABLATE=1..7 --cases ablation: the
                    defaults with the softmax, the K / V refill copies or P V left out, timing only (wrong O)
+  sfu_offload/     sfu_offload.patch (against the kernel of 7b73ed6), --define FS_EX2_MODE=1..4 --cases sfu_offload:
+                   the softmax's exponentials (none, half, all or a quarter) by a polynomial on the FMA pipe instead
+                   of the SFU, timing only (wrong O)
+  lazy_rescale/    lazy_rescale.patch (against the kernel of 7b73ed6), --define FS_LAZY_RESCALE=8 --cases lazy_rescale:
+                   a row keeps its running max until a tile's exceeds it by more than 8 (exponent units), the O rescale
+                   skipped by the warp vote at every d, timing only (wrong O)
   mt_split/        mt_split.patch (against the kernel of 669fee1), --define FS_MT_SPLIT=1 --cases mt_split: P V of
                    m16 tile mt - 1 written beside tile mt's softmax, in one basic block
   exp_in_pv/       exp_in_pv.patch (against the kernel of a5e48f4), --define FS_EXP_IN_PV=1 --cases exp_in_pv: the
@@ -143,6 +149,18 @@ CASES = {"eight_warps": {
     (128, "f32", "none", False): [None],
     (128, "f16", "none", True): [None],
     (64, "f16", "none", False): [None],
+}, "sfu_offload": {    # sfu_offload/: some exponentials by an FMA-pipe polynomial (timing only: "DIFFERS" expected)
+    (128, "f16", "none", False): [None],
+    (128, "f32", "none", False): [None],
+    (128, "f16", "none", True): [None],
+    (64, "f16", "none", False): [None],
+    (64, "f32", "none", False): [None],
+}, "lazy_rescale": {    # lazy_rescale/: a stale running max until it grows by more than 2^k (timing only)
+    (128, "f16", "none", False): [None],
+    (128, "f32", "none", False): [None],
+    (128, "f16", "none", True): [None],
+    (64, "f16", "none", False): [None],
+    (64, "f32", "none", False): [None],
 }, "defaults": {
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None, (4, 2, 32, 2)],
