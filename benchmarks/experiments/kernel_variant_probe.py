@@ -30,6 +30,9 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
   lazy_rescale/    lazy_rescale.patch (against the kernel of 7b73ed6), --define FS_LAZY_RESCALE=8 --cases lazy_rescale:
                    a row keeps its running max until a tile's exceeds it by more than 8 (exponent units), the O rescale
                    skipped by the warp vote at every d, timing only (wrong O)
+  stagger/         stagger.patch (against the kernel of d1185c5), --define FS_STAGGER_CYCLES=N --cases stagger: the
+                   first wave's second block on each SM waits N SM cycles, so that the two blocks of an SM run out of
+                   phase (run.sh: at 16,16,1024 and 4,16,4096)
   mt_split/        mt_split.patch (against the kernel of 669fee1), --define FS_MT_SPLIT=1 --cases mt_split: P V of
                    m16 tile mt - 1 written beside tile mt's softmax, in one basic block
   exp_in_pv/       exp_in_pv.patch (against the kernel of a5e48f4), --define FS_EXP_IN_PV=1 --cases exp_in_pv: the
@@ -161,6 +164,10 @@ CASES = {"eight_warps": {
     (128, "f16", "none", True): [None],
     (64, "f16", "none", False): [None],
     (64, "f32", "none", False): [None],
+}, "stagger": {    # stagger/: the first wave's second block on each SM starts later (non-causal defaults)
+    (128, "f16", "none", False): [None],
+    (128, "f32", "none", False): [None],
+    (64, "f16", "none", False): [None],
 }, "defaults": {
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None, (4, 2, 32, 2)],
