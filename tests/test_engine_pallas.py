@@ -91,7 +91,9 @@ def test_the_sfu_tables_go_to_the_device_once_and_the_epilogue_runs_there(monkey
     for _ in range(2):
         assert_same_run(engine_pallas.run(q, k, v, prob, interpret=True), want)
         assert len(engine_pallas._DEVICE_TABLES) == 3                   # ex2's two tables and rcp's one
-    assert ("epilogue", float(prob.lse_scale), "float16", False) in engine_pallas._COMPILED
+    import jax
+    native = engine_pallas.native_conversions([jax.devices()[0]])     # the device run() takes: True on a GPU
+    assert ("epilogue", float(prob.lse_scale), "float16", native) in engine_pallas._COMPILED
 
 
 def test_what_the_fused_kernel_refuses():
