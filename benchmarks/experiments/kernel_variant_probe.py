@@ -33,6 +33,9 @@ benchmarks/RESULTS.md, sixth round): measure them again before drawing a conclus
   stagger/         stagger.patch (against the kernel of d1185c5), --define FS_STAGGER_CYCLES=N --cases stagger: the
                    first wave's second block on each SM waits N SM cycles, so that the two blocks of an SM run out of
                    phase (run.sh: at 16,16,1024 and 4,16,4096)
+  pingpong_ring/   pingpong_ring.patch (against the kernel of f862d1d), --define FS_PINGPONG=1 or 2 --cases
+                   pingpong_ring: ping-pong on the mbarrier ring, a turn being P V of tile t and Q K^T of tile t + 1
+                   (1: the exponentials in the softmax phase; 2: where exp_in_pv puts them)
   mt_split/        mt_split.patch (against the kernel of 669fee1), --define FS_MT_SPLIT=1 --cases mt_split: P V of
                    m16 tile mt - 1 written beside tile mt's softmax, in one basic block
   exp_in_pv/       exp_in_pv.patch (against the kernel of a5e48f4), --define FS_EXP_IN_PV=1 --cases exp_in_pv: the
@@ -168,6 +171,11 @@ CASES = {"eight_warps": {
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None],
     (64, "f16", "none", False): [None],
+}, "pingpong_ring": {    # pingpong_ring/: two warp groups take turns (P V + next Q K^T) on the mbarrier ring
+    (128, "f16", "none", False): [(8, 2, 64, 3), (8, 2, 64, 2)],
+    (128, "f32", "none", False): [(8, 2, 64, 3)],
+    (128, "f16", "none", True): [(8, 2, 64, 3)],
+    (64, "f16", "none", False): [(8, 2, 128, 3), (8, 2, 64, 3)],
 }, "defaults": {
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None, (4, 2, 32, 2)],
