@@ -91,8 +91,8 @@ def test_the_sfu_tables_go_to_the_device_once_and_the_epilogue_runs_there(monkey
     for _ in range(2):
         assert_same_run(engine_pallas.run(q, k, v, prob, interpret=True), want)
         assert len(engine_pallas._DEVICE_TABLES) == 3                   # ex2's two tables and rcp's one
-    import jax
-    native = engine_pallas.native_conversions([jax.devices()[0]])     # the device run() takes: True on a GPU
+    from flashsim.numerics.xp import native_conversions
+    native = native_conversions([jax.devices()[0]])     # the device run() takes: True on a GPU
     assert ("epilogue", float(prob.lse_scale), "float16", native) in engine_pallas._COMPILED
 
 

@@ -161,12 +161,6 @@ CASES = {"eight_warps": {
     (128, "f16", "none", True): [None],
     (64, "f16", "none", False): [None],
     (64, "f32", "none", False): [None],
-}, "lazy_rescale": {    # lazy_rescale/: a stale running max until it grows by more than 2^k (timing only)
-    (128, "f16", "none", False): [None],
-    (128, "f32", "none", False): [None],
-    (128, "f16", "none", True): [None],
-    (64, "f16", "none", False): [None],
-    (64, "f32", "none", False): [None],
 }, "stagger": {    # stagger/: the first wave's second block on each SM starts later (non-causal defaults)
     (128, "f16", "none", False): [None],
     (128, "f32", "none", False): [None],
@@ -188,6 +182,7 @@ CASES = {"eight_warps": {
     (128, "f32", "int8-fp8", False): [None],
     (128, "f16x2", "int8-fp8", False): [None],
 }}
+CASES["lazy_rescale"] = CASES["sfu_offload"]    # lazy_rescale/ times the same softmax-side defaults
 CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", True),
           ((1, 3, 517, 260), "wide", True))
 

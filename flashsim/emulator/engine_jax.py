@@ -154,7 +154,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     after the C steps."""
     import jax.numpy as jnp
     from jax import lax
-    arch, causal, bm, bc, two_level, group_keys, local, softcap, int8, gpu = static
+    arch, causal, bm, bc, two_level, group_keys, local, softcap, int8, native = static
     nq, nk = scalars[0], scalars[1]
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
     cap = lax.bitcast_convert_type(scalars[3].astype(jnp.uint32), jnp.float32) if softcap else None
@@ -188,7 +188,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
-    with ieee_conversions(gpu):     # XLA's GPU keeps f32 subnormals
+    with ieee_conversions(native):     # XLA's GPU keeps f32 subnormals (xp.native_conversions)
         state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
     return tuple(x[:, :, None] for x in state)
 
@@ -351,9 +351,9 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         qsp, ksp = np.zeros((Bp, Hp, dq, upd, 1), np.float32), np.zeros((Bp, Hp, 1, 1), np.float32)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
-    gpu = native_conversions(devices)
+    native = native_conversions(devices)
     static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.fp8_group_keys, cfg.local, cfg.softcap,
-              cfg.int8, gpu)
+              cfg.int8, native)
     bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.cap_scale)]
     win = prob.window or Window(0, 0)
     scalars = _put(np.array([nq, nk, *bits, win.left, win.right], np.int64), rep)
@@ -362,7 +362,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     xs_all = [tuple(_put(a[:, c * STEPS_PER_CALL:(c + 1) * STEPS_PER_CALL], per_dev)
                     for a in (unit, tile, first, row0)) for c in range(n_calls)]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
-    LAST_PLAN.update(ieee_conversions=gpu, mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned),
+    LAST_PLAN.update(ieee_conversions=native, mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned),
                      calls=len(calls), dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
 
     o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), out_dtype)
