@@ -13,6 +13,7 @@
 
 Prints a table and writes the figures as JSON (``--json``); benchmarks/RESULTS.md quotes them with the command.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ import time
 
 import numpy as np
 
-from flashsim.commands.bench import plain_attention   # the baseline `flashsim bench emulator` uses too
+from flashsim.commands.bench import plain_attention  # the baseline `flashsim bench emulator` uses too
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,10 +50,11 @@ def best_of(fn, reps):
 def numpy_engine(n, reps):
     import flashsim
     from flashsim.numerics import sfu
+
     t0 = time.perf_counter()
     sfu.load_tables("sm_90")
     q, k, v = inputs(n)
-    for acc in ("f32", "f16"):          # one-time set-up (compiled tensor-core kernels) on a one-row problem
+    for acc in ("f32", "f16"):  # one-time set-up (compiled tensor-core kernels) on a one-row problem
         flashsim.attention(q[:, :, :1], k[:, :, :1], v[:, :, :1], pv_accum=acc, progress=False)
     setup = time.perf_counter() - t0
     t_ref = best_of(lambda: plain_attention(q, k, v), reps)
@@ -89,19 +91,33 @@ _JAX_CHILD = textwrap.dedent("""
 
 def jax_engine(n):
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PLATFORMS="cpu",
-                   PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = dict(
+            os.environ,
+            JAX_COMPILATION_CACHE_DIR=cache,
+            JAX_PLATFORMS="cpu",
+            PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        )
         runs = []
         for _ in range(2):
-            res = subprocess.run([sys.executable, "-c", _JAX_CHILD, str(n), os.path.dirname(__file__)], env=env,
-                                 capture_output=True, text=True, timeout=3600)
+            res = subprocess.run(
+                [sys.executable, "-c", _JAX_CHILD, str(n), os.path.dirname(__file__)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
             if res.returncode != 0:
                 raise SystemExit(f"bench_emulator: the JAX child failed:\n{res.stderr[-3000:]}")
             runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
     first, second = runs
-    return {"n": n, "d": 128, "cold_process": first, "second_process": second,
-            "speedup_second_run_incl_compile": second["numpy_s"] / second["jax_first_call_s"],
-            "speedup_cold_incl_compile": first["numpy_s"] / first["jax_first_call_s"]}
+    return {
+        "n": n,
+        "d": 128,
+        "cold_process": first,
+        "second_process": second,
+        "speedup_second_run_incl_compile": second["numpy_s"] / second["jax_first_call_s"],
+        "speedup_cold_incl_compile": first["numpy_s"] / first["jax_first_call_s"],
+    }
 
 
 def main(argv=None) -> int:
@@ -112,26 +128,39 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="write the figures here")
     a = p.parse_args(argv)
     import numpy
-    report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": numpy.__version__,
-                          "processor": platform.processor() or platform.machine()},
-              "date": time.strftime("%Y-%m-%d %H:%M")}
+
+    report = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": numpy.__version__,
+            "processor": platform.processor() or platform.machine(),
+        },
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
     r = numpy_engine(a.n, a.reps)
     report["numpy_engine"] = r
-    print(f"numpy engine, one head, N={a.n}, d=128 (best of {a.reps}): float64 numpy {r['float64_s']:.3f} s; "
-          f"emulator f32 P@V {r['emulator_f32_s']:.2f} s ({r['ratio_f32']:.1f}x), "
-          f"f16 P@V {r['emulator_f16_s']:.2f} s ({r['ratio_f16']:.1f}x); set-up (SFU tables, compiled kernels) "
-          f"{r['sfu_setup_s']:.2f} s (not charged)", flush=True)
+    print(
+        f"numpy engine, one head, N={a.n}, d=128 (best of {a.reps}): float64 numpy {r['float64_s']:.3f} s; "
+        f"emulator f32 P@V {r['emulator_f32_s']:.2f} s ({r['ratio_f32']:.1f}x), "
+        f"f16 P@V {r['emulator_f16_s']:.2f} s ({r['ratio_f16']:.1f}x); set-up (SFU tables, compiled kernels) "
+        f"{r['sfu_setup_s']:.2f} s (not charged)",
+        flush=True,
+    )
     if a.jax_n:
         import jax
+
         report["jax"] = jax.__version__
         j = jax_engine(a.jax_n)
         report["jax_engine"] = j
         c, s = j["cold_process"], j["second_process"]
-        print(f"JAX engine (CPU), N={a.jax_n}: cold process {c['jax_first_call_s']:.2f} s "
-              f"(numpy {c['numpy_s']:.2f} s, {j['speedup_cold_incl_compile']:.2f}x); second process with the "
-              f"persistent compilation cache {s['jax_first_call_s']:.2f} s (numpy {s['numpy_s']:.2f} s, "
-              f"{j['speedup_second_run_incl_compile']:.2f}x); bits equal: {c['bits_equal'] and s['bits_equal']}",
-              flush=True)
+        print(
+            f"JAX engine (CPU), N={a.jax_n}: cold process {c['jax_first_call_s']:.2f} s "
+            f"(numpy {c['numpy_s']:.2f} s, {j['speedup_cold_incl_compile']:.2f}x); second process with the "
+            f"persistent compilation cache {s['jax_first_call_s']:.2f} s (numpy {s['numpy_s']:.2f} s, "
+            f"{j['speedup_second_run_incl_compile']:.2f}x); bits equal: {c['bits_equal'] and s['bits_equal']}",
+            flush=True,
+        )
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(report, fh, indent=1)

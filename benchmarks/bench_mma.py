@@ -20,6 +20,7 @@ or cache load is not timed either). ns per product = time / (outputs x K); "cpu"
 threads: what a busy shared machine does not distort), "wall" the elapsed time; best of --repeats. Every engine's
 result is checked bit for bit against the fast path's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,11 @@ import numpy as np
 
 import flashsim
 
-TYPES = {"f32.f16.f16.f32": (np.float16, np.float32), "f16.f16.f16.f16": (np.float16, np.float16),
-         "f32.bf16.bf16.f32": (ml_dtypes.bfloat16, np.float32)}
+TYPES = {
+    "f32.f16.f16.f32": (np.float16, np.float32),
+    "f16.f16.f16.f16": (np.float16, np.float16),
+    "f32.bf16.bf16.f32": (ml_dtypes.bfloat16, np.float32),
+}
 
 
 def cpu_name() -> str:
@@ -57,6 +61,7 @@ def to_torch(x, torch):
 def time_mmasim(type_name, a, b, c, arch_name, threads=None):
     import torch
     from mmasim.nv_ptx.sim import MMA
+
     saved = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
@@ -65,7 +70,7 @@ def time_mmasim(type_name, a, b, c, arch_name, threads=None):
         ta = [to_torch(x, torch) for x in a]
         tb = [to_torch(x, torch) for x in b]
         tc = [to_torch(x, torch) for x in c]
-        op(ta[0], tb[0], tc[0])                        # warm-up
+        op(ta[0], tb[0], tc[0])  # warm-up
         out = []
         t0 = time.perf_counter()
         for i in range(len(ta)):
@@ -105,13 +110,17 @@ def _threads_env(n: int):
 def engines(args) -> None:
     from flashsim.numerics import tensorcore as tc
     from flashsim.numerics.xp import enable_x64
-    print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; numpy {np.__version__}; python "
-          f"{platform.python_version()}; arch {args.arch}")
+
+    print(
+        f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; numpy {np.__version__}; python "
+        f"{platform.python_version()}; arch {args.arch}"
+    )
     jax = None
     if not args.no_jax:
         try:
             import jax
             import jax.numpy as jnp
+
             print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
         except ImportError:
             print("jax not installed: no jax column")
@@ -122,10 +131,14 @@ def engines(args) -> None:
     v = rng.standard_normal((u, 64, 128)).astype(np.float16)
     p = rng.random((u, 128, 64)).astype(np.float16)
     o = rng.standard_normal((u, 128, 128)).astype(np.float32)
-    cases = [("S = Q K^T, f32", q, np.swapaxes(k, -1, -2), np.zeros((u, 128, 64), np.float32)),
-             ("O += P V, f32", p, v, o), ("O += P V, f16", p, v, o.astype(np.float16))]
+    cases = [
+        ("S = Q K^T, f32", q, np.swapaxes(k, -1, -2), np.zeros((u, 128, 64), np.float32)),
+        ("O += P V, f32", p, v, o),
+        ("O += P V, f16", p, v, o.astype(np.float16)),
+    ]
     try:
         import numba
+
         print(f"numba {numba.__version__}")
     except ImportError:
         print("numba not installed: the 'numba' rows run the generic routine")
@@ -168,14 +181,25 @@ def main() -> None:
     if args.engines:
         engines(args)
         return
-    mmasim_arch = {"sm_80": "Ampere", "sm_86": "Ampere", "sm_89": "Ada Lovelace", "sm_90": "Hopper",
-                   "sm_100": "Blackwell", "sm_120": "RTX Blackwell"}[args.arch]
-    print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; numpy {np.__version__}; python "
-          f"{platform.python_version()}; arch {args.arch}")
+    mmasim_arch = {
+        "sm_80": "Ampere",
+        "sm_86": "Ampere",
+        "sm_89": "Ada Lovelace",
+        "sm_90": "Hopper",
+        "sm_100": "Blackwell",
+        "sm_120": "RTX Blackwell",
+    }[args.arch]
+    print(
+        f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; numpy {np.__version__}; python "
+        f"{platform.python_version()}; arch {args.arch}"
+    )
     import torch
+
     print(f"torch {torch.__version__}, default intra-op threads {torch.get_num_threads()}")
-    print(f"{'type':20s} {'batch':>6s} {'flashsim us/mma':>16s} {'mmasim us/mma':>14s} {'ratio':>8s} "
-          f"{'mmasim 1 thread':>16s} {'ratio':>8s}")
+    print(
+        f"{'type':20s} {'batch':>6s} {'flashsim us/mma':>16s} {'mmasim us/mma':>14s} {'ratio':>8s} "
+        f"{'mmasim 1 thread':>16s} {'ratio':>8s}"
+    )
     rng = np.random.default_rng(0)
     for type_name, (adt, cdt) in TYPES.items():
         nmax = max(args.batch)
@@ -190,15 +214,17 @@ def main() -> None:
         if not (np.array_equal(d_fs.view(u), d_sim.view(u)) and np.array_equal(d_fs.view(u), d_sim1.view(u))):
             raise SystemExit(f"{type_name}: flashsim.mma and mmasim disagree on the benchmark inputs")
         for n in args.batch:
-            flashsim.mma(a[:n], b[:n], c[:n], arch=args.arch)   # warm-up
+            flashsim.mma(a[:n], b[:n], c[:n], arch=args.arch)  # warm-up
             best = float("inf")
             for _ in range(args.repeats):
                 t0 = time.perf_counter()
                 flashsim.mma(a[:n], b[:n], c[:n], arch=args.arch)
                 best = min(best, time.perf_counter() - t0)
             t_fs = best / n
-            print(f"{type_name:20s} {n:6d} {t_fs * 1e6:16.2f} {t_sim * 1e6:14.0f} {t_sim / t_fs:7.0f}x "
-                  f"{t_sim1 * 1e6:16.0f} {t_sim1 / t_fs:7.0f}x")
+            print(
+                f"{type_name:20s} {n:6d} {t_fs * 1e6:16.2f} {t_sim * 1e6:14.0f} {t_sim / t_fs:7.0f}x "
+                f"{t_sim1 * 1e6:16.0f} {t_sim1 / t_fs:7.0f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ Rows (TFLOP/s = 4 B H Nq Nk d / time, halved for causal):
             the attention kernel alone (the scratch holding a pass's result) and the pass alone
   sdpa      FlashAttention-2 and cuDNN (torch SDPA) on the same f16 inputs
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,10 @@ REPS, ROUNDS = 20, 7
 
 def main(argv=None):
     import torch
+
     from flashsim import gpu
     from flashsim.gpu import peak
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
@@ -47,19 +50,31 @@ def main(argv=None):
         b, h, n = 4, 16, 4096
         flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
         q, k, v = rnd(b, h, n, d), rnd(b, h, n, d), rnd(b, h, n, d)
-        k = k + 2.0 * torch.randn(b, h, 1, d, device="cuda", dtype=torch.float16)   # keys with a mean
+        k = k + 2.0 * torch.randn(b, h, 1, d, device="cuda", dtype=torch.float16)  # keys with a mean
         tag = f"d {d}{' causal' if causal else ''}"
         for quant, acc in (("int8", "f32"), ("int8", "f16"), ("int8-fp8", "f32"), ("int8-fp8", "f16x2")):
             g16, _, p16 = gpu.prepared_launch(q, k, v, causal=causal, pv_accum=acc)
             g8, _, p8 = gpu.prepared_launch(q, k, v, causal=causal, pv_accum=acc, quant=quant)
-            k8 = kernel_alone(g8, True)                    # the scratch holds a pass's result from here on
+            k8 = kernel_alone(g8, True)  # the scratch holds a pass's result from here on
             t16, t8 = cuda_time_pair(lambda: g16(sync=False), lambda: g8(sync=False), REPS, ROUNDS)
             row("quant", f"{tag} f16 {acc} P@V (alternating)", flops, t16[0], p16.config.describe())
-            row("quant", f"{tag} {quant} {acc} P@V, pass + kernel (alternating)", flops, t8[0],
-                p8.config.describe(), speedup=t16[0] / t8[0])
+            row(
+                "quant",
+                f"{tag} {quant} {acc} P@V, pass + kernel (alternating)",
+                flops,
+                t8[0],
+                p8.config.describe(),
+                speedup=t16[0] / t8[0],
+            )
             ms_k = cuda_time(k8, REPS, ROUNDS)[0]
-            row("quant", f"{tag} {quant} {acc} P@V, kernel alone", flops, ms_k, p8.config.describe(),
-                speedup=t16[0] / ms_k)
+            row(
+                "quant",
+                f"{tag} {quant} {acc} P@V, kernel alone",
+                flops,
+                ms_k,
+                p8.config.describe(),
+                speedup=t16[0] / ms_k,
+            )
             ms_q = cuda_time(lambda: g8(sync=False, attend=False), REPS, ROUNDS)[0]
             rows.append(dict(group="quant", name=f"{tag} {quant} quantization pass alone", ms=ms_q))
             print(f"quant  {tag + ' ' + quant + ' quantization pass alone':52} {ms_q:8.3f} ms", flush=True)

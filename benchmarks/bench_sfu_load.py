@@ -7,6 +7,7 @@ Each figure comes from a fresh process (``sfu.load_tables("sm_90")``, wall time 
 memory from getrusage), with FLASHSIM_CACHE pointing at a new empty folder: the first process decodes and fills the
 cache, the second loads from it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,10 @@ def main(argv=None) -> int:
                 raise SystemExit(res.stderr[-2000:])
             out[name] = json.loads(res.stdout.strip().splitlines()[-1])
             r = out[name]
-            print(f"{name:42s} load {r['load_s']:7.3f} s, peak RSS {r['peak_rss_mb']:6.0f} MB "
-                  f"(import flashsim {r['import_s']:.2f} s)")
+            print(
+                f"{name:42s} load {r['load_s']:7.3f} s, peak RSS {r['peak_rss_mb']:6.0f} MB "
+                f"(import flashsim {r['import_s']:.2f} s)"
+            )
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(out, fh, indent=1)

@@ -11,6 +11,7 @@ Rows (TFLOP/s = 4 B Hq Nq Nk d / time, halved for causal; "per visible key" rows
   headdim   d = 32, 64, 128, 256 at 4 x 16 x 4096, f16 and f32 P@V; FA2 / cuDNN
   softcap   softcap 30 vs none, 4 x 16 x 4096 x 128, f16 (the cost of the modelled tanh: two SFU ops a score)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,13 +19,13 @@ import json
 
 from flashsim.commands.bench import cuda_time, cuda_time_pair, sdpa_ms
 
-
 REPS, ROUNDS = 20, 7
 
 
 def ours(q, k, v, **opts):
     """(ms per launch, configuration) of the kernel alone on these tensors and options."""
     from flashsim import gpu
+
     go, _, prob = gpu.prepared_launch(q, k, v, **opts)
     return cuda_time(lambda: go(sync=False), REPS, ROUNDS)[0], prob.config.describe()
 
@@ -33,6 +34,7 @@ def ours_pair(a, b):
     """Two launches of ours timed in alternating rounds (flashsim.commands.bench.cuda_time_pair) so that clock drift
     weighs on both: ((ms, config) of a, (ms, config) of b); a and b are (q, k, v, options)."""
     from flashsim import gpu
+
     gos, cfgs = [], []
     for q, k, v, opts in (a, b):
         go, _, prob = gpu.prepared_launch(q, k, v, **opts)
@@ -46,6 +48,7 @@ def visited_keys(q, k, v, **opts):
     """Key-row pairs the kernel visits (whole KV tiles of whole query blocks, per head): its work, skipping
     included (flashsim.problem.Problem.kv_tile_range)."""
     from flashsim.problem import prepare
+
     prob = prepare(q, k, v, **opts)
     _, tiles = prob.kv_tile_range()
     return int(tiles.sum()) * prob.config.kv_tile * prob.config.block_m
@@ -57,6 +60,7 @@ def sdpa(q, k, v, causal=False, gqa=False):
 
 def main(argv=None):
     import torch
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
@@ -69,8 +73,8 @@ def main(argv=None):
             r.update({f"{k}_tflops": (flops / (t * 1e-3) / 1e12 if t else None) for k, t in ref.items()})
         rows.append(r)
         refs = " ".join(f"{k} {flops / (t * 1e-3) / 1e12:6.1f}" if t else f"{k}    n/a" for k, t in (ref or {}).items())
-        print(f"{group:8} {name:34} {ms:8.3f} ms {tf:7.1f} TFLOP/s  {refs}  {' '.join(f'{k}={v}' for k, v in extra.items())}",
-              flush=True)
+        extras = " ".join(f"{k}={v}" for k, v in extra.items())
+        print(f"{group:8} {name:34} {ms:8.3f} ms {tf:7.1f} TFLOP/s  {refs}  {extras}", flush=True)
 
     rnd = lambda *s, dt=torch.float16: torch.randn(*s, device="cuda", dtype=dt)
     b, h, n, d = 4, 16, 4096, 128
@@ -84,8 +88,14 @@ def main(argv=None):
     for acc in ("f32", "f16"):
         pair = ours_pair((*mha, dict(pv_accum=acc)), (*gqa, dict(pv_accum=acc)))
         for (ms, cfg), hk, x in zip(pair, (16, 4), (mha, gqa)):
-            row("gqa", f"Hq 16 Hkv {hk} {acc} P@V (alternating)", flops, ms, cfg,
-                sdpa(*x, gqa=hk != h) if acc == "f32" else None)
+            row(
+                "gqa",
+                f"Hq 16 Hkv {hk} {acc} P@V (alternating)",
+                flops,
+                ms,
+                cfg,
+                sdpa(*x, gqa=hk != h) if acc == "f32" else None,
+            )
     bw, nw = 2, 8192
     q, k, v = rnd(bw, h, nw, d), rnd(bw, h, nw, d), rnd(bw, h, nw, d)
     for w in (256, 1024, 4096, -1):
@@ -93,8 +103,17 @@ def main(argv=None):
         ms, cfg = ours(q, k, v, window_size=(w, w))
         vflops = 4.0 * bw * h * visible * d
         visited = visited_keys(q, k, v, window_size=(w, w))
-        row("window", f"N 8192 window ({w}, {w})", vflops, ms, cfg, visible_keys=visible, visited_keys=visited,
-            ns_per_visible_key_row=ms * 1e6 / (bw * h * visible), ns_per_visited_key_row=ms * 1e6 / (bw * h * visited))
+        row(
+            "window",
+            f"N 8192 window ({w}, {w})",
+            vflops,
+            ms,
+            cfg,
+            visible_keys=visible,
+            visited_keys=visited,
+            ns_per_visible_key_row=ms * 1e6 / (bw * h * visible),
+            ns_per_visited_key_row=ms * 1e6 / (bw * h * visited),
+        )
     for d2 in (32, 64, 128, 256):
         q, k, v = rnd(b, h, n, d2), rnd(b, h, n, d2), rnd(b, h, n, d2)
         f2 = 4.0 * b * h * n * n * d2

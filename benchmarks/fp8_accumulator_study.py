@@ -22,6 +22,7 @@ MMA-Sim's parameters as flashsim.arch holds them; sm_90 (Hopper, no FP8 mma in s
 f16 m16n8k16 mma's, the low register halves then the high, c added last to nearest), every bit of the H200's
 captures (tests/data/mma_k32_sm90.npz and a held-out capture).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,20 +36,20 @@ from flashsim.numerics import ieee32
 from flashsim.numerics.tensorcore import mma_k32
 
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
-ROWS, D, TILE = 64, 128, FP8_F16_KEYS     # TILE: keys per accumulation from zero in the two-level modes
+ROWS, D, TILE = 64, 128, FP8_F16_KEYS  # TILE: keys per accumulation from zero in the two-level modes
 
 
 def inputs(n: int, seed: int):
     rng = np.random.default_rng(seed)
     s = rng.standard_normal((ROWS, n)) * 4.0
-    p = np.exp(s - s.max(axis=1, keepdims=True))              # softmax numerators, row max 1 (what P@V sees)
+    p = np.exp(s - s.max(axis=1, keepdims=True))  # softmax numerators, row max 1 (what P@V sees)
     v = rng.standard_normal((n, D))
     return p, v
 
 
 def quantize(p, v, p_scale: float, v_max: float):
     """(P8, V8, dequantization factor per channel): p * p_scale and v / vs in e4m3, vs = max |v| / v_max."""
-    vs = np.abs(v).max(axis=0, keepdims=True) / v_max            # per-channel scales
+    vs = np.abs(v).max(axis=0, keepdims=True) / v_max  # per-channel scales
     return (p * p_scale).astype(E4M3), (v / vs).astype(E4M3), vs / p_scale
 
 
@@ -78,7 +79,7 @@ def run(arch: str, n: int, mode: str, seed: int = 0) -> dict:
     p8, v8, deq = quantize(p, v, FP8_P_SCALE, FP8_V_RANGE["f16x2" if mode == "f16 two-level" else "f32"])
     exact = p8.astype(np.float64) @ v8.astype(np.float64)
     truth = p @ v
-    quant = float(np.linalg.norm(exact * deq - truth) / np.linalg.norm(truth))   # quantization alone, for scale
+    quant = float(np.linalg.norm(exact * deq - truth) / np.linalg.norm(truth))  # quantization alone, for scale
     shape = (ROWS // 16, D // 8, 16, 8)
     if mode == "f32 chain":
         d = to_matrix(chain(p8, v8, 0, n, np.zeros(shape, np.float32), arch))
@@ -102,15 +103,20 @@ def main(argv=None):
     args = ap.parse_args(argv)
     ns = args.n or [1024, 4096, 16384]
     rows = []
-    print(f"{'arch':7} {'keys':>6} {'accumulation':15} {'rel. L2 of D':>13} {'worst row':>11} "
-          f"{'(e4m3 quantization itself)':>27}")
+    print(
+        f"{'arch':7} {'keys':>6} {'accumulation':15} {'rel. L2 of D':>13} {'worst row':>11} "
+        f"{'(e4m3 quantization itself)':>27}"
+    )
     for arch in ("sm_89", "sm_90", "sm_120"):
         for n in ns:
             for mode in ("f32 chain", "two-level", "f16 two-level"):
                 r = run(arch, n, mode)
                 rows.append(r)
-                print(f"{arch:7} {n:6d} {mode:15} {r['rel_l2']:13.3e} {r['max_row_rel']:11.3e} "
-                      f"{r['quantization_rel_l2']:27.3e}", flush=True)
+                print(
+                    f"{arch:7} {n:6d} {mode:15} {r['rel_l2']:13.3e} {r['max_row_rel']:11.3e} "
+                    f"{r['quantization_rel_l2']:27.3e}",
+                    flush=True,
+                )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -15,6 +15,7 @@ bounded by the f16 one, the HMMA rate Hopper runs FP8 mma.sync at), the H200's a
 5090's SM counts and boost clocks, and the 5090's dense tensor rates (RTX Blackwell whitepaper, shared/ANCHORS.md
 section 8). Prints one line per kernel and writes nothing else.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,13 @@ RTX5090 = (170, 2.41e9)
 # RTX 5090 dense mma rates, TFLOP/s (TOPS for s8), RTX Blackwell whitepaper (ANCHORS section 8)
 RTX5090_RATES = {"f16.f32": 209.5, "f16.f16": 419.0, "s8": 838.0, "e4m3.f32": 419.0, "e4m3.f16": 838.0}
 # the H200 ceiling rows of bench_quant.py's JSON (flashsim bench peak's probe), by the same keys
-PEAK_ROWS = {"f16.f32": "m16n8k16 f32.f16.f16.f32", "f16.f16": "m16n8k16 f16.f16.f16.f16",
-             "s8": "m16n8k32 s32.s8.s8.s32", "e4m3.f32": "m16n8k32 f32.e4m3.e4m3.f32",
-             "e4m3.f16": "m16n8k32 f16.e4m3.e4m3.f16"}
+PEAK_ROWS = {
+    "f16.f32": "m16n8k16 f32.f16.f16.f32",
+    "f16.f16": "m16n8k16 f16.f16.f16.f16",
+    "s8": "m16n8k32 s32.s8.s8.s32",
+    "e4m3.f32": "m16n8k32 f32.e4m3.e4m3.f32",
+    "e4m3.f16": "m16n8k32 f16.e4m3.e4m3.f16",
+}
 # kernel -> (bench row with its H200 rate, Q K^T instruction, P V instruction, P@V accumulation). The f16 kernels
 # come first: each quantized kernel is compared with the f16 kernel of the same P@V accumulation.
 KERNELS = {
@@ -61,7 +66,7 @@ def predict(h200_rate: float, h200_peaks: dict, qk: str, pv: str) -> tuple[float
     th = mix_time(per_sm_clock(h200_peaks[qk], H200), per_sm_clock(h200_peaks[pv], H200))
     t5 = mix_time(per_sm_clock(RTX5090_RATES[qk], RTX5090), per_sm_clock(RTX5090_RATES[pv], RTX5090))
     ceiling_h = 1.0 / th * H200[0] * H200[1] / 1e12
-    other = th * (ceiling_h / h200_rate - 1.0)              # non-overlapped clocks per flop, kept on the 5090
+    other = th * (ceiling_h / h200_rate - 1.0)  # non-overlapped clocks per flop, kept on the 5090
     ceiling_5 = 1.0 / t5 * RTX5090[0] * RTX5090[1] / 1e12
     return ceiling_h, ceiling_5, 1.0 / (t5 + other) * RTX5090[0] * RTX5090[1] / 1e12
 
@@ -72,8 +77,10 @@ def main(argv=None) -> int:
         print(__doc__.split("\n\n")[1].strip(), file=sys.stderr)
         return 2
     rows = json.load(open(argv[0]))["rows"]
-    peaks = {k: next(r["tflops"] for r in rows if r["group"] == "peak" and r["name"] == name)
-             for k, name in PEAK_ROWS.items()}
+    peaks = {
+        k: next(r["tflops"] for r in rows if r["group"] == "peak" and r["name"] == name)
+        for k, name in PEAK_ROWS.items()
+    }
     rate = {r["name"]: r["tflops"] for r in rows if r["group"] == "quant" and r.get("tflops")}
     print(f"H200 ceilings from {argv[0]}: " + ", ".join(f"{k} {v:.1f}" for k, v in peaks.items()))
     # Hopper has no FP8 mma.sync in silicon: ptxas runs each m16n8k32 e4m3 as two HMMA.16816 on unpacked f16 (the
@@ -87,17 +94,21 @@ def main(argv=None) -> int:
             peaks[fp8] = peaks[f16]
     # "H200 ceiling" is the mix's (half the flops at each instruction's ceiling); "x f16" divides it by the f16
     # kernel's of the same P@V accumulation: the most a quantized kernel can gain on the H200 at equal efficiency
-    print(f"{'kernel (d = 128, 4 x 16 x 4096, non-causal)':44} {'H200':>7} {'H200 ceiling':>12} {'x f16':>6} "
-          f"{'of ceiling':>10} {'5090 ceiling':>12} {'5090 predicted':>14} {'x f16 kernel, same P@V accumulator':>36}")
+    print(
+        f"{'kernel (d = 128, 4 x 16 x 4096, non-causal)':44} {'H200':>7} {'H200 ceiling':>12} {'x f16':>6} "
+        f"{'of ceiling':>10} {'5090 ceiling':>12} {'5090 predicted':>14} {'x f16 kernel, same P@V accumulator':>36}"
+    )
     base, base_h = {}, {}
     for name, (row, qk, pv, acc) in KERNELS.items():
-        if row not in rate:                 # an older JSON without this kernel
+        if row not in rate:  # an older JSON without this kernel
             continue
         ch, c5, p5 = predict(rate[row], peaks, qk, pv)
         base.setdefault(acc, p5)
         base_h.setdefault(acc, ch)
-        print(f"{name:44} {rate[row]:7.1f} {ch:12.1f} {ch / base_h[acc]:6.2f} {rate[row] / ch:10.1%} {c5:12.1f} "
-              f"{p5:14.1f} {p5 / base[acc]:36.2f}")
+        print(
+            f"{name:44} {rate[row]:7.1f} {ch:12.1f} {ch / base_h[acc]:6.2f} {rate[row] / ch:10.1%} {c5:12.1f} "
+            f"{p5:14.1f} {p5 / base[acc]:36.2f}"
+        )
     return 0
 
 

@@ -6,6 +6,7 @@ occupancy), ``gpu.attention`` (the real kernel), and the ``layout`` and ``numeri
 ``import flashsim`` needs only numpy and ml_dtypes: sympy loads when a symbolic function is called, and
 cuda-python (the gpu extra), JAX and matplotlib only inside the functions that use them.
 """
+
 from __future__ import annotations
 
 from . import gpu, layout, numerics
@@ -18,5 +19,17 @@ from .resources import budget
 
 __version__ = "0.1.0"
 
-__all__ = ["ARCHS", "Arch", "get_arch", "KernelConfig", "mma", "attention", "reference_attention", "budget", "sfu",
-           "layout", "numerics", "gpu"]
+__all__ = [
+    "ARCHS",
+    "Arch",
+    "get_arch",
+    "KernelConfig",
+    "mma",
+    "attention",
+    "reference_attention",
+    "budget",
+    "sfu",
+    "layout",
+    "numerics",
+    "gpu",
+]

@@ -13,6 +13,7 @@ Sources
   Compute Capability"); NVIDIA CCCL arch_traits.h. Occupancy rules: cuda_occupancy.h.
   sm_120 max blocks/SM = 24 confirmed by CUDA 13.0 cuda_occupancy.h (cudaOccMaxBlocksPerMultiprocessor: major 12 -> 24).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,30 +23,30 @@ KB = 1024
 
 @dataclass(frozen=True)
 class Arch:
-    name: str                      # "sm_90"
-    family: str                    # marketing name, for reports
+    name: str  # "sm_90"
+    family: str  # marketing name, for reports
     # tensor-core model of mma.sync.m16n8k16 (f16 / bf16 inputs)
-    mma_block_k: int               # products fused per block; k=16 runs 16 // mma_block_k blocks
-    mma_fraction_bits: int         # F: fraction bits kept after alignment
-    mma_zero_exponent_f32: int     # exponent of a zero term, f32 accumulation
-    mma_zero_exponent_f16: int     # exponent of a zero term, f16 accumulation
+    mma_block_k: int  # products fused per block; k=16 runs 16 // mma_block_k blocks
+    mma_fraction_bits: int  # F: fraction bits kept after alignment
+    mma_zero_exponent_f32: int  # exponent of a zero term, f32 accumulation
+    mma_zero_exponent_f16: int  # exponent of a zero term, f16 accumulation
     # SM limits
-    smem_per_sm: int               # bytes of shared memory per SM
-    smem_per_block_optin: int      # max dynamic shared memory per block (opt-in)
-    smem_reserved_per_block: int   # bytes the runtime reserves per block
-    smem_alloc_unit: int           # shared memory allocation granularity, bytes
+    smem_per_sm: int  # bytes of shared memory per SM
+    smem_per_block_optin: int  # max dynamic shared memory per block (opt-in)
+    smem_reserved_per_block: int  # bytes the runtime reserves per block
+    smem_alloc_unit: int  # shared memory allocation granularity, bytes
     regs_per_sm: int
     regs_per_thread_max: int
-    reg_alloc_unit: int            # registers are allocated per warp in units of this many
+    reg_alloc_unit: int  # registers are allocated per warp in units of this many
     warp_alloc_sub_partitions: int  # register file split into this many sub-partitions
     max_warps_per_sm: int
     max_blocks_per_sm: int
     # tensor-core model of mma.sync.m16n8k32 with FP8 inputs (e4m3 / e5m2): a native FP8 block (mma8_block_k), or
     # ptxas's lowering onto the f16 m16n8k16 model above (mma8_on_f16_mma); neither: no model (see mma8_source)
-    mma8_block_k: int | None = None        # products fused per native block (k = 32 runs 32 // mma8_block_k blocks)
+    mma8_block_k: int | None = None  # products fused per native block (k = 32 runs 32 // mma8_block_k blocks)
     mma8_fraction_bits: int | None = None  # F of the native FP8 blocks
-    mma8_f32_result_frac_bits: int = 23    # f32 results truncated to this many fraction bits (Ada: 13, "FP22")
-    mma8_on_f16_mma: bool = False          # no FP8 mma in silicon: ptxas runs it as two f16 HMMA.16816 (sm_90)
+    mma8_f32_result_frac_bits: int = 23  # f32 results truncated to this many fraction bits (Ada: 13, "FP22")
+    mma8_on_f16_mma: bool = False  # no FP8 mma in silicon: ptxas runs it as two f16 HMMA.16816 (sm_90)
     mma8_source: str = "mma.sync FP8 (m16n8k32 e4m3 / e5m2) exists from sm_89 on"
 
     @property
@@ -67,41 +68,66 @@ _HOPPER_TC = dict(mma_block_k=16, mma_fraction_bits=25, mma_zero_exponent_f32=-1
 
 # FP8 m16n8k32 (MMA-Sim's parameters: its block is 16 bytes of inputs on Ada, 32 on RTX Blackwell, i.e. 16 / 32
 # one-byte products; Ada keeps F = 13 and truncates f32 results to 13 fraction bits)
-_ADA_FP8 = dict(mma8_block_k=16, mma8_fraction_bits=13, mma8_f32_result_frac_bits=13,
-                mma8_source="MMA-Sim (arXiv:2511.10909), Ada Lovelace: blocks of 16 products, F = 13, f32 results "
-                            "truncated to 13 fraction bits; checked against mmasim")
-_RTX_BLACKWELL_FP8 = dict(mma8_block_k=32, mma8_fraction_bits=25, mma8_f32_result_frac_bits=23,
-                          mma8_source="MMA-Sim (arXiv:2511.10909), RTX Blackwell: one block of 32 products, F = 25; "
-                                      "checked against mmasim")
+_ADA_FP8 = dict(
+    mma8_block_k=16,
+    mma8_fraction_bits=13,
+    mma8_f32_result_frac_bits=13,
+    mma8_source="MMA-Sim (arXiv:2511.10909), Ada Lovelace: blocks of 16 products, F = 13, f32 results "
+    "truncated to 13 fraction bits; checked against mmasim",
+)
+_RTX_BLACKWELL_FP8 = dict(
+    mma8_block_k=32,
+    mma8_fraction_bits=25,
+    mma8_f32_result_frac_bits=23,
+    mma8_source="MMA-Sim (arXiv:2511.10909), RTX Blackwell: one block of 32 products, F = 25; checked against mmasim",
+)
 # Hopper: no FP8 mma in silicon. ptxas unpacks the 8-bit registers to f16 (exact) and runs two HMMA.16816, the low
 # halves of the registers (k % 4 in {0, 1}) from zero, the high halves (k % 4 in {2, 3}) on that result, then adds
 # c with FADD / HADD2 (tools/sass_ops.py, tests/test_sass.py). So the model is that lowering onto this arch's f16
 # m16n8k16 model (flashsim.numerics.tensorcore._k32_on_f16_mma), which reproduces every bit of the H200's FP8
 # captures; the two-block FP8 model first fitted to them (blocks of 16 in that k order, F = 25, from +0, then c
 # rounded to nearest) is the same function (tests/test_mma_k32.py).
-_HOPPER_FP8 = dict(mma8_on_f16_mma=True,
-                   mma8_source="ptxas's lowering onto two f16 HMMA.16816 (no FP8 mma in Hopper's silicon), run on "
-                               "the f16 m16n8k16 model: every bit of tests/data/mma_k32_sm90.npz (5 FP8 types x 11 "
-                               "categories) and of a held-out capture")
+_HOPPER_FP8 = dict(
+    mma8_on_f16_mma=True,
+    mma8_source="ptxas's lowering onto two f16 HMMA.16816 (no FP8 mma in Hopper's silicon), run on "
+    "the f16 m16n8k16 model: every bit of tests/data/mma_k32_sm90.npz (5 FP8 types x 11 "
+    "categories) and of a held-out capture",
+)
 _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
 
 
-def _arch(name: str, family: str, tc: dict, smem_per_sm: int, optin: int, warps: int, blocks: int,
-          fp8: dict | None = None) -> Arch:
-    return Arch(name, family, **tc, smem_per_sm=smem_per_sm, smem_per_block_optin=optin,
-                smem_reserved_per_block=1 * KB, smem_alloc_unit=128, regs_per_sm=64 * 1024,
-                regs_per_thread_max=255, reg_alloc_unit=256, warp_alloc_sub_partitions=4,
-                max_warps_per_sm=warps, max_blocks_per_sm=blocks, **(fp8 or {}))
+def _arch(
+    name: str, family: str, tc: dict, smem_per_sm: int, optin: int, warps: int, blocks: int, fp8: dict | None = None
+) -> Arch:
+    return Arch(
+        name,
+        family,
+        **tc,
+        smem_per_sm=smem_per_sm,
+        smem_per_block_optin=optin,
+        smem_reserved_per_block=1 * KB,
+        smem_alloc_unit=128,
+        regs_per_sm=64 * 1024,
+        regs_per_thread_max=255,
+        reg_alloc_unit=256,
+        warp_alloc_sub_partitions=4,
+        max_warps_per_sm=warps,
+        max_blocks_per_sm=blocks,
+        **(fp8 or {}),
+    )
 
 
-ARCHS: dict[str, Arch] = {a.name: a for a in (
-    _arch("sm_80", "Ampere (A100)", _AMPERE_TC, 164 * KB, 163 * KB, 64, 32),
-    _arch("sm_86", "Ampere (RTX 30xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 16),
-    _arch("sm_89", "Ada Lovelace (RTX 40xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 24, _ADA_FP8),
-    _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, _HOPPER_FP8),
-    _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, _BLACKWELL_FP8),
-    _arch("sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24, _RTX_BLACKWELL_FP8),
-)}
+ARCHS: dict[str, Arch] = {
+    a.name: a
+    for a in (
+        _arch("sm_80", "Ampere (A100)", _AMPERE_TC, 164 * KB, 163 * KB, 64, 32),
+        _arch("sm_86", "Ampere (RTX 30xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 16),
+        _arch("sm_89", "Ada Lovelace (RTX 40xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 24, _ADA_FP8),
+        _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, _HOPPER_FP8),
+        _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, _BLACKWELL_FP8),
+        _arch("sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24, _RTX_BLACKWELL_FP8),
+    )
+}
 
 
 def get_arch(arch: str | Arch) -> Arch:

@@ -14,6 +14,7 @@ Measured tables (the SFU's ex2/rcp tables, captured by ``flashsim calibrate``) a
 Data derived from a calibration file (the SFU's decoded tables) is cached under ``<cache root>/derived/``
 (``derived_path``), named by the sha256 of the file it came from, written atomically and memory-mapped on load.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,7 @@ import numpy as np
 
 from .arch import get_arch
 
-REFERENCE_ARCH = "sm_90"     # the architecture whose data ships with the package
+REFERENCE_ARCH = "sm_90"  # the architecture whose data ships with the package
 _PACKAGE_DATA = pathlib.Path(__file__).resolve().parent / "data"
 _warned: set = set()
 
@@ -46,7 +47,7 @@ def warn_once(key, message: str) -> None:
 
 
 def arch_tag(arch) -> str:
-    """"sm_90" -> "sm90": the suffix of calibration file names."""
+    """ "sm_90" -> "sm90": the suffix of calibration file names."""
     return get_arch(arch).name.replace("_", "")
 
 
@@ -80,10 +81,11 @@ def shipped_path(kind: str, arch) -> pathlib.Path:
 @dataclass(frozen=True)
 class Located:
     """A calibration file found for a request: its path, the arch it was measured on, and where it came from."""
+
     path: pathlib.Path
-    arch: str            # the architecture the data belongs to
-    requested: str       # the architecture asked for
-    source: str          # "cache" or "package"
+    arch: str  # the architecture the data belongs to
+    requested: str  # the architecture asked for
+    source: str  # "cache" or "package"
 
     @property
     def borrowed(self) -> bool:
@@ -96,16 +98,17 @@ def locate(kind: str, arch="sm_90", *, warn: bool = True) -> Located | None:
     When the sm_90 data stands in for another arch, warns once per (kind, arch).
     """
     name = get_arch(arch).name
-    for path, source in ((cache_dir(name) / filename(kind, name), "cache"),
-                         (shipped_path(kind, name), "package")):
+    for path, source in ((cache_dir(name) / filename(kind, name), "cache"), (shipped_path(kind, name), "package")):
         if path.is_file():
             return Located(path, name, name, source)
     ref = shipped_path(kind, REFERENCE_ARCH)
     if name != REFERENCE_ARCH and ref.is_file():
         if warn:
-            warn_once(("borrowed", kind, name),
-                      f"no calibration for {name}: using {REFERENCE_ARCH} data ({kind} tables from {ref}); "
-                      f"run `flashsim calibrate` on a {name} GPU for bit-exact results")
+            warn_once(
+                ("borrowed", kind, name),
+                f"no calibration for {name}: using {REFERENCE_ARCH} data ({kind} tables from {ref}); "
+                f"run `flashsim calibrate` on a {name} GPU for bit-exact results",
+            )
         return Located(ref, REFERENCE_ARCH, name, "package")
     return None
 
@@ -130,6 +133,7 @@ def install(src, kind: str, arch) -> pathlib.Path:
 
 
 # -- derived data ------------------------------------------------------------------------------------
+
 
 def file_sha256(path) -> str:
     """sha256 (hex) of a file's bytes."""

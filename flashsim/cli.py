@@ -10,6 +10,7 @@ flashsim's checks), a missing or unreadable file, no GPU / driver / cuda-python 
 optional dependency that is not installed (jax, matplotlib, torch, cuda-python), a problem too large for memory.
 Anything else is a bug and keeps its traceback. FLASHSIM_TRACEBACK=1 shows the traceback of user errors too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,15 @@ COMMANDS = {
 
 USER_ERROR = 2
 # optional dependencies (top-level module -> what to install); an ImportError of one of these is a user error
-OPTIONAL = {"jax": "pip install 'flashsim[jax]'", "jaxlib": "pip install 'flashsim[jax]'",
-            "matplotlib": "pip install 'flashsim[plot]'", "cuda": "pip install 'flashsim[gpu]'",
-            "torch": "pip install torch", "cupy": "pip install cupy", "mmasim": "pip install mmasim"}
+OPTIONAL = {
+    "jax": "pip install 'flashsim[jax]'",
+    "jaxlib": "pip install 'flashsim[jax]'",
+    "matplotlib": "pip install 'flashsim[plot]'",
+    "cuda": "pip install 'flashsim[gpu]'",
+    "torch": "pip install torch",
+    "cupy": "pip install cupy",
+    "mmasim": "pip install mmasim",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,8 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
         doc = (module.__doc__ or name).strip().splitlines()[0]
-        p = sub.add_parser(name, help=doc, description=(module.__doc__ or doc).strip(),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            name,
+            help=doc,
+            description=(module.__doc__ or doc).strip(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         module.add_arguments(p)
         p.set_defaults(_run=module.run, _parser=p)
     return parser
@@ -70,6 +81,7 @@ def _missing_optional(exc: BaseException) -> str | None:
 def user_error_message(exc: BaseException) -> str | None:
     """The one-line message of a user error, or None if ``exc`` is a bug (which keeps its traceback)."""
     from .gpu.errors import GPUError
+
     if isinstance(exc, ImportError):
         name = _missing_optional(exc)
         if name is None:
@@ -86,14 +98,14 @@ def user_error_message(exc: BaseException) -> str | None:
     else:
         return None
     lines = text.strip().splitlines() or [type(exc).__name__]
-    if len(lines) > 1:          # e.g. a compiler log: the first line, and how to see the rest
+    if len(lines) > 1:  # e.g. a compiler log: the first line, and how to see the rest
         return f"{lines[0]} ({len(lines) - 1} more lines: run with FLASHSIM_TRACEBACK=1 to see them)"
     return lines[0]
 
 
 def main(argv=None) -> int:
     args, extra = build_parser().parse_known_args(argv)
-    if extra:                   # named by the subcommand's parser: "flashsim budget: unrecognized arguments: ..."
+    if extra:  # named by the subcommand's parser: "flashsim budget: unrecognized arguments: ..."
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
     prefix = f"flashsim {args.command}: "
     try:
@@ -101,7 +113,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{prefix}interrupted", file=sys.stderr)
         return 130
-    except SystemExit as e:     # a command that exits with a message: the same one-line form
+    except SystemExit as e:  # a command that exits with a message: the same one-line form
         if e.code is None or isinstance(e.code, int):
             raise
         text = str(e.code).strip().splitlines() or [""]

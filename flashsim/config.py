@@ -4,15 +4,16 @@ Every number that shapes the kernel lives here once. The CUDA source receives it
 defines (``KernelConfig.defines``), the emulator tiles its loops with it, and the budget model
 evaluates ``smem_buffers`` on sympy symbols or on these integers: the same formula both ways.
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass, replace, fields
+from dataclasses import dataclass, fields, replace
 
 from .arch import get_arch
 
-F16_BYTES = 2                            # f16 and bf16 elements alike
-MMA_M, MMA_N, MMA_K = 16, 8, 16          # mma.sync.m16n8k16
-MMA8_K = 32                              # mma.sync.m16n8k32 (8-bit inputs): keys per FP8 P@V step
+F16_BYTES = 2  # f16 and bf16 elements alike
+MMA_M, MMA_N, MMA_K = 16, 8, 16  # mma.sync.m16n8k16
+MMA8_K = 32  # mma.sync.m16n8k32 (8-bit inputs): keys per FP8 P@V step
 SUPPORTED_HEAD_DIMS = tuple(range(32, 257, 32))
 SUPPORTED_DTYPES = ("f16", "bf16")
 SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
@@ -27,9 +28,9 @@ SUPPORTED_M_TILES = (1, 2, 3, 4)
 # inputs, kv_tile a multiple of 32, pv_accum "f32" (f32 accumulation) or "f16x2" (f16 accumulation from zero over
 # FP8_F16_KEYS keys, then added to the f32 O; V in the narrower range FP8_V_RANGE["f16x2"] so no sum can overflow).
 SUPPORTED_QUANT = ("none", "int8", "int8-fp8")
-E4M3_MAX = 448.0                         # e4m3's largest finite value (cvt.rn.satfinite clamps to it)
-F16_MAX = 65504.0                        # f16's largest finite value
-FP8_P_SCALE = E4M3_MAX                   # P in [0, 1] times this into e4m3
+E4M3_MAX = 448.0  # e4m3's largest finite value (cvt.rn.satfinite clamps to it)
+F16_MAX = 65504.0  # f16's largest finite value
+FP8_P_SCALE = E4M3_MAX  # P in [0, 1] times this into e4m3
 # FP8 P@V with f16 accumulation (pv_accum "f16x2"): the f16 mma sums FP8_F16_KEYS keys (two k32 mma's, as
 # SageAttention2++'s delayed FP32 buffering) from zero, then the sum is added to the f32 O. Every product is at most
 # FP8_P_SCALE * v_range, so V is quantized into the largest e4m3 range v_range with FP8_F16_KEYS * FP8_P_SCALE *
@@ -42,6 +43,7 @@ def e4m3_floor(x: float) -> float:
     """The largest finite e4m3 value <= x (x >= 0), from the format's 256 bit patterns."""
     import ml_dtypes
     import numpy as np
+
     vals = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
     return float(vals[np.isfinite(vals) & (vals <= x)].max())
 
@@ -62,21 +64,24 @@ def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
 def fp8_keys(nk: int) -> int:
     """Keys of FP8 P@V's V^T (kernel/quantize.cu): nk rounded up to whole k32 steps, zeros past nk."""
     return -(-nk // MMA8_K) * MMA8_K
-QUANT_BLOCK = 16                         # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
-MEAN_SLICES = 16                         # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)
-QUANT_WARPS = 4                          # quantize_k / quantize_q: warps per block, one per 16-row block
-QUANT_V_THREADS = 256                    # quantize_v's block (its __launch_bounds__ and loop stride)
+
+
+QUANT_BLOCK = 16  # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
+MEAN_SLICES = 16  # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)
+QUANT_WARPS = 4  # quantize_k / quantize_q: warps per block, one per 16-row block
+QUANT_V_THREADS = 256  # quantize_v's block (its __launch_bounds__ and loop stride)
 INT8_BYTES = 1
 # Q fragments stay in registers for the whole KV loop only up to this head dim (d/16 x4 fragments = d/4 registers a
 # lane); above it O alone is d/2 f32 registers and Q is re-read from shared memory at each k16 step instead.
 Q_IN_REGISTERS_MAX_D = 128
 
 
-MBARRIER_BYTES = 8                       # one mbarrier object (PTX: .b64 in shared memory)
+MBARRIER_BYTES = 8  # one mbarrier object (PTX: .b64 in shared memory)
 
 
-def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_bytes=None, v_bytes=None,
-                 ring_mbarrier=0):
+def smem_buffers(
+    block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_bytes=None, v_bytes=None, ring_mbarrier=0
+):
     """Shared-memory buffers of one block, name -> bytes.
 
     ``qk_bytes``: bytes of a Q / K element in shared memory (default ``elem_bytes``; 1 with quant="int8");
@@ -117,55 +122,55 @@ def smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_by
 #   (8x2x64x2 0.90-0.93x, 4x2x32x3 0.90-0.92x).
 # sm_120 (a prediction: nothing runs here): the spill-free tiling (sm_120 ptxas) that fits 99 KB with the most warps
 #   per SM, then the most rows per block, the widest kv_tile, the fewest registers (tools/choose_defaults.py).
-DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
-    ('sm_120', 'f16', 32): (4, 1, 32, 2),
-    ('sm_120', 'f16', 64): (8, 1, 32, 3),
-    ('sm_120', 'f16', 96): (8, 2, 64, 2),
-    ('sm_120', 'f16', 128): (8, 2, 32, 2),
-    ('sm_120', 'f16', 160): (8, 1, 32, 2),
-    ('sm_120', 'f16', 192): (8, 1, 32, 2),
-    ('sm_120', 'f16', 224): (4, 1, 32, 2),
-    ('sm_120', 'f16', 256): (4, 1, 32, 2),
-    ('sm_120', 'f16x2', 32): (4, 1, 32, 3),
-    ('sm_120', 'f16x2', 64): (4, 1, 32, 3),
-    ('sm_120', 'f16x2', 96): (8, 2, 32, 3),
-    ('sm_120', 'f16x2', 128): (8, 2, 32, 2),
-    ('sm_120', 'f16x2', 160): (8, 1, 32, 2),
-    ('sm_120', 'f16x2', 192): (8, 1, 32, 2),
-    ('sm_120', 'f16x2', 224): (4, 1, 32, 2),
-    ('sm_120', 'f16x2', 256): (4, 1, 32, 2),
-    ('sm_120', 'f32', 32): (4, 1, 32, 3),
-    ('sm_120', 'f32', 64): (8, 1, 32, 3),
-    ('sm_120', 'f32', 96): (8, 2, 64, 2),
-    ('sm_120', 'f32', 128): (8, 2, 32, 2),
-    ('sm_120', 'f32', 160): (8, 1, 32, 2),
-    ('sm_120', 'f32', 192): (8, 1, 32, 2),
-    ('sm_120', 'f32', 224): (4, 1, 32, 2),
-    ('sm_120', 'f32', 256): (4, 1, 32, 2),
-    ('sm_90', 'f16', 32): (4, 2, 64, 3),
-    ('sm_90', 'f16', 64): (4, 2, 128, 3),
-    ('sm_90', 'f16', 96): (4, 2, 64, 3),
-    ('sm_90', 'f16', 128): (4, 2, 64, 2),
-    ('sm_90', 'f16', 160): (4, 2, 32, 2),
-    ('sm_90', 'f16', 192): (4, 2, 32, 2),
-    ('sm_90', 'f16', 224): (8, 1, 64, 2),
-    ('sm_90', 'f16', 256): (4, 1, 32, 2),
-    ('sm_90', 'f16x2', 32): (4, 1, 128, 2),
-    ('sm_90', 'f16x2', 64): (8, 2, 64, 2),
-    ('sm_90', 'f16x2', 96): (4, 1, 64, 2),
-    ('sm_90', 'f16x2', 128): (4, 2, 64, 2),
-    ('sm_90', 'f16x2', 160): (8, 1, 64, 3),
-    ('sm_90', 'f16x2', 192): (4, 1, 32, 3),
-    ('sm_90', 'f16x2', 224): (4, 1, 32, 3),
-    ('sm_90', 'f16x2', 256): (8, 1, 32, 3),
-    ('sm_90', 'f32', 32): (4, 2, 128, 2),
-    ('sm_90', 'f32', 64): (4, 2, 64, 3),
-    ('sm_90', 'f32', 96): (8, 1, 128, 3),
-    ('sm_90', 'f32', 128): (4, 2, 64, 2),
-    ('sm_90', 'f32', 160): (4, 1, 64, 2),
-    ('sm_90', 'f32', 192): (8, 1, 64, 3),
-    ('sm_90', 'f32', 224): (8, 1, 32, 3),
-    ('sm_90', 'f32', 256): (8, 1, 32, 2),
+DEFAULT_TILES = {  # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
+    ("sm_120", "f16", 32): (4, 1, 32, 2),
+    ("sm_120", "f16", 64): (8, 1, 32, 3),
+    ("sm_120", "f16", 96): (8, 2, 64, 2),
+    ("sm_120", "f16", 128): (8, 2, 32, 2),
+    ("sm_120", "f16", 160): (8, 1, 32, 2),
+    ("sm_120", "f16", 192): (8, 1, 32, 2),
+    ("sm_120", "f16", 224): (4, 1, 32, 2),
+    ("sm_120", "f16", 256): (4, 1, 32, 2),
+    ("sm_120", "f16x2", 32): (4, 1, 32, 3),
+    ("sm_120", "f16x2", 64): (4, 1, 32, 3),
+    ("sm_120", "f16x2", 96): (8, 2, 32, 3),
+    ("sm_120", "f16x2", 128): (8, 2, 32, 2),
+    ("sm_120", "f16x2", 160): (8, 1, 32, 2),
+    ("sm_120", "f16x2", 192): (8, 1, 32, 2),
+    ("sm_120", "f16x2", 224): (4, 1, 32, 2),
+    ("sm_120", "f16x2", 256): (4, 1, 32, 2),
+    ("sm_120", "f32", 32): (4, 1, 32, 3),
+    ("sm_120", "f32", 64): (8, 1, 32, 3),
+    ("sm_120", "f32", 96): (8, 2, 64, 2),
+    ("sm_120", "f32", 128): (8, 2, 32, 2),
+    ("sm_120", "f32", 160): (8, 1, 32, 2),
+    ("sm_120", "f32", 192): (8, 1, 32, 2),
+    ("sm_120", "f32", 224): (4, 1, 32, 2),
+    ("sm_120", "f32", 256): (4, 1, 32, 2),
+    ("sm_90", "f16", 32): (4, 2, 64, 3),
+    ("sm_90", "f16", 64): (4, 2, 128, 3),
+    ("sm_90", "f16", 96): (4, 2, 64, 3),
+    ("sm_90", "f16", 128): (4, 2, 64, 2),
+    ("sm_90", "f16", 160): (4, 2, 32, 2),
+    ("sm_90", "f16", 192): (4, 2, 32, 2),
+    ("sm_90", "f16", 224): (8, 1, 64, 2),
+    ("sm_90", "f16", 256): (4, 1, 32, 2),
+    ("sm_90", "f16x2", 32): (4, 1, 128, 2),
+    ("sm_90", "f16x2", 64): (8, 2, 64, 2),
+    ("sm_90", "f16x2", 96): (4, 1, 64, 2),
+    ("sm_90", "f16x2", 128): (4, 2, 64, 2),
+    ("sm_90", "f16x2", 160): (8, 1, 64, 3),
+    ("sm_90", "f16x2", 192): (4, 1, 32, 3),
+    ("sm_90", "f16x2", 224): (4, 1, 32, 3),
+    ("sm_90", "f16x2", 256): (8, 1, 32, 3),
+    ("sm_90", "f32", 32): (4, 2, 128, 2),
+    ("sm_90", "f32", 64): (4, 2, 64, 3),
+    ("sm_90", "f32", 96): (8, 1, 128, 3),
+    ("sm_90", "f32", 128): (4, 2, 64, 2),
+    ("sm_90", "f32", 160): (4, 1, 64, 2),
+    ("sm_90", "f32", 192): (8, 1, 64, 3),
+    ("sm_90", "f32", 224): (8, 1, 32, 3),
+    ("sm_90", "f32", 256): (8, 1, 32, 2),
 }
 
 
@@ -184,9 +189,9 @@ DEFAULT_TILES = {   # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_ti
 # with f32: no spill-free tiling there). Timed on the H200 at d = 64 and 128 (tile_sweep_int8_fp8_f16x2.txt, every
 # spill-free candidate): these two are within 1% of the fastest (239.7 vs 241.7, 306.8 vs 308.6 TFLOP/s), run-to-run
 # noise, so they stay; the other head dims are a prediction.
-QUANT_TILES = {   # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
+QUANT_TILES = {  # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
     ("int8", "sm_90", "f16", 64): (4, 2, 64, 2),
-    ("int8", "sm_90", "f32", 128): (4, 2, 32, 3),   # the f32 row before 2026-12-01's re-timing (timed with INT8 then)
+    ("int8", "sm_90", "f32", 128): (4, 2, 32, 3),  # the f32 row before 2026-12-01's re-timing (timed with INT8 then)
     ("int8-fp8", "sm_90", "f32", 32): (4, 2, 64, 2),
     ("int8-fp8", "sm_90", "f32", 64): (4, 2, 64, 2),
     ("int8-fp8", "sm_90", "f32", 96): (8, 1, 64, 3),
@@ -203,7 +208,7 @@ QUANT_TILES = {   # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, 
 MAX_DEFAULT_SPILL_BYTES = 128
 
 
-def seed_config() -> "KernelConfig":
+def seed_config() -> KernelConfig:
     """The design note's block, which flashsim prove's claims and the budget's what-ifs are about: d = 128, 8 warps of
     16 query rows, kv_tile 64, a 2-stage ring (96 KB on sm_120). Not a default any more: DEFAULT_TILES predicts
     8 warps x 2 m16 tiles with kv_tile 32 for sm_120 at d = 128 (the same 96 KB)."""
@@ -247,6 +252,7 @@ class KernelConfig:
                each score is float(s32) * (q_scale * k_scale) (two IEEE multiplies), the LSE gets the smoothing's
                q . mean(k) back. P V is unchanged. Not with softcap (tanh does not commute with the smoothing).
     """
+
     head_dim: int = 128
     warps: int = 8
     m_tiles: int = 1
@@ -409,9 +415,17 @@ class KernelConfig:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory the kernel asks for at launch."""
-        return sum(smem_buffers(self.block_m, self.kv_tile, self.head_dim, self.stages,
-                                qk_bytes=self.qk_bytes, v_bytes=self.v_bytes,
-                                ring_mbarrier=int(self.ring_mbarrier)).values())
+        return sum(
+            smem_buffers(
+                self.block_m,
+                self.kv_tile,
+                self.head_dim,
+                self.stages,
+                qk_bytes=self.qk_bytes,
+                v_bytes=self.v_bytes,
+                ring_mbarrier=int(self.ring_mbarrier),
+            ).values()
+        )
 
     # ---- checks and build ----------------------------------------------------------------
     def validate(self) -> None:
@@ -421,8 +435,9 @@ class KernelConfig:
             raise ValueError(f"warps must be an int in 1..16, got {self.warps!r}")
         if self.m_tiles not in SUPPORTED_M_TILES:
             raise ValueError(f"m_tiles must be one of {SUPPORTED_M_TILES}, got {self.m_tiles!r}")
-        if not (isinstance(self.kv_tile, int) and self.kv_tile >= 16 and self.kv_tile % 16 == 0
-                and self.kv_tile <= 256):
+        if not (
+            isinstance(self.kv_tile, int) and self.kv_tile >= 16 and self.kv_tile % 16 == 0 and self.kv_tile <= 256
+        ):
             raise ValueError(f"kv_tile must be a multiple of 16 in 16..256, got {self.kv_tile!r}")
         if self.stages not in SUPPORTED_STAGES:
             raise ValueError(f"stages must be one of {SUPPORTED_STAGES}, got {self.stages!r}")
@@ -431,22 +446,32 @@ class KernelConfig:
         if self.dtype not in SUPPORTED_DTYPES:
             raise ValueError(f"dtype must be one of {SUPPORTED_DTYPES}, got {self.dtype!r}")
         if self.dtype == "bf16" and self.pv_accum not in pv_accums(self.dtype):
-            raise ValueError(f"pv_accum={self.pv_accum!r} needs f16 inputs: mma.sync has no bf16 accumulator, so "
-                             "bf16 runs P@V with pv_accum='f32'")
+            raise ValueError(
+                f"pv_accum={self.pv_accum!r} needs f16 inputs: mma.sync has no bf16 accumulator, so "
+                "bf16 runs P@V with pv_accum='f32'"
+            )
         if self.layout not in ("bhnd", "bnhd"):
             raise ValueError(f"layout must be 'bhnd' or 'bnhd', got {self.layout!r}")
         if self.quant not in SUPPORTED_QUANT:
             raise ValueError(f"quant must be one of {SUPPORTED_QUANT}, got {self.quant!r}")
-        if self.fp8_pv and (self.dtype != "f16" or self.pv_accum not in pv_accums(self.dtype, self.quant)
-                            or self.kv_tile % MMA8_K or self.kv_tile % self.fp8_group_keys):
-            raise ValueError(f"quant='int8-fp8' needs f16 inputs, pv_accum in {pv_accums('f16', self.quant)} (an f16 "
-                             f"O over the whole row has no overflow bound) and a kv_tile that is a multiple of 32 "
-                             f"(with 'f16x2': at most {FP8_F16_KEYS} or a multiple of it) (got dtype={self.dtype!r}, "
-                             f"pv_accum={self.pv_accum!r}, kv_tile={self.kv_tile})")
+        if self.fp8_pv and (
+            self.dtype != "f16"
+            or self.pv_accum not in pv_accums(self.dtype, self.quant)
+            or self.kv_tile % MMA8_K
+            or self.kv_tile % self.fp8_group_keys
+        ):
+            raise ValueError(
+                f"quant='int8-fp8' needs f16 inputs, pv_accum in {pv_accums('f16', self.quant)} (an f16 "
+                f"O over the whole row has no overflow bound) and a kv_tile that is a multiple of 32 "
+                f"(with 'f16x2': at most {FP8_F16_KEYS} or a multiple of it) (got dtype={self.dtype!r}, "
+                f"pv_accum={self.pv_accum!r}, kv_tile={self.kv_tile})"
+            )
         if self.int8 and self.softcap:
-            raise ValueError(f"quant={self.quant!r} does not combine with softcap: K is smoothed by its mean over tokens, "
-                             "which shifts each row's scores by a constant; softmax ignores that shift, "
-                             "softcap's tanh does not")
+            raise ValueError(
+                f"quant={self.quant!r} does not combine with softcap: K is smoothed by its mean over tokens, "
+                "which shifts each row's scores by a constant; softmax ignores that shift, "
+                "softcap's tanh does not"
+            )
         for name in ("causal", "local", "softcap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -480,23 +505,32 @@ class KernelConfig:
             "FS_MEAN_SLICES": MEAN_SLICES,
             "FS_FP8_P_SCALE": int(FP8_P_SCALE),
             "FS_FP8_GROUP_KEYS": self.fp8_group_keys,
-            "FS_OVERFLOW_FLAG": int(self.pv_mma_f16),   # the kernel lowers the overflow flag (flashsim.overflow)
-            "FS_QUANT_WARPS": QUANT_WARPS,            # kernel/quantize.cu's block shapes (flash_fwd ignores them; here
-            "FS_QUANT_V_THREADS": QUANT_V_THREADS,    # so that an attention capture's record covers the whole pass)
+            "FS_OVERFLOW_FLAG": int(self.pv_mma_f16),  # the kernel lowers the overflow flag (flashsim.overflow)
+            "FS_QUANT_WARPS": QUANT_WARPS,  # kernel/quantize.cu's block shapes (flash_fwd ignores them; here
+            "FS_QUANT_V_THREADS": QUANT_V_THREADS,  # so that an attention capture's record covers the whole pass)
         }
 
     def quantize_defines(self) -> dict[str, int]:
         """The defines of kernel/quantize.cu's build (a subset of ``defines``: the quantization pass depends on
         the head dim, the element type, the two quantization constants and its own block shapes)."""
         d = self.defines()
-        return {k: d[k] for k in ("FS_HEAD_DIM", "FS_BF16", "FS_QUANT_BLOCK", "FS_MEAN_SLICES", "FS_QUANT_WARPS",
-                                  "FS_QUANT_V_THREADS")}
+        return {
+            k: d[k]
+            for k in (
+                "FS_HEAD_DIM",
+                "FS_BF16",
+                "FS_QUANT_BLOCK",
+                "FS_MEAN_SLICES",
+                "FS_QUANT_WARPS",
+                "FS_QUANT_V_THREADS",
+            )
+        }
 
-    def with_(self, **changes) -> "KernelConfig":
+    def with_(self, **changes) -> KernelConfig:
         return replace(self, **changes)
 
     @classmethod
-    def default(cls, arch="sm_120", **overrides) -> "KernelConfig":
+    def default(cls, arch="sm_120", **overrides) -> KernelConfig:
         """The default configuration for an arch; keyword overrides win over it.
 
         The tiling (warps, m_tiles, kv_tile, stages) comes from DEFAULT_TILES (QUANT_TILES first with a quant) for
@@ -510,11 +544,12 @@ class KernelConfig:
         quant = overrides.get("quant", cls.quant)
         key = (tile_class(a.name), acc, head_dim)
         if key not in DEFAULT_TILES:
-            return cls(**overrides)             # validate() names what is unsupported
+            return cls(**overrides)  # validate() names what is unsupported
         # FP8 P@V keeps O in f32 with either accumulation: f16x2 takes f32's tiling unless QUANT_TILES says otherwise
         base = (key[0], "f32", head_dim) if quant == "int8-fp8" else key
-        warps, m_tiles, kv_tile, stages = QUANT_TILES.get((quant, *key), QUANT_TILES.get((quant, *base),
-                                                                                          DEFAULT_TILES[base]))
+        warps, m_tiles, kv_tile, stages = QUANT_TILES.get(
+            (quant, *key), QUANT_TILES.get((quant, *base), DEFAULT_TILES[base])
+        )
         tuned = dict(warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages)
         return cls(**{**tuned, **overrides})
 

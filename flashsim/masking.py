@@ -11,9 +11,11 @@ visible to query i iff j < Nk and
 The kernel (kernel/flash_fwd.cu) receives the window as two non-negative ints (``Window.from_user``): an
 unbounded side becomes Nq + Nk, which no distance between a query row (< Nq) and a key reaches, so the kernel's
 predicate has no special case and cannot overflow int32 (flashsim.problem limits Nq + Nk). The padding rows of the
-last query block (>= Nq, computed and dropped) may see fewer keys that way; the emulator runs the same predicate. tests/test_kernel_gpu.py and the H200 captures check
+last query block (>= Nq, computed and dropped) may see fewer keys that way; the emulator runs the same predicate.
+tests/test_kernel_gpu.py and the H200 captures check
 that the kernel applies the same predicate.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,11 +31,12 @@ __all__ = ["Window", "key_visible", "key_range"]
 class Window:
     """A sliding window in kernel form: ``left``, ``right`` >= 0 keys on each side of the query's position (an
     unbounded side is Nq + Nk: ``from_user``)."""
+
     left: int
     right: int
 
     @classmethod
-    def from_user(cls, window_size, nq: int, nk: int) -> "Window":
+    def from_user(cls, window_size, nq: int, nk: int) -> Window:
         """FlashAttention-2's ``window_size=(left, right)`` (-1: unbounded) for Nq, Nk queries and keys."""
         big = nq + nk
         left, right = window_size
@@ -61,7 +64,7 @@ def key_range(row0, block_m: int, nq: int, nk: int, causal: bool, window: Window
     row0 = np.asarray(row0, dtype=np.int64)
     first = np.zeros(row0.shape, np.int64)
     end = np.full(row0.shape, nk, np.int64)
-    last_pos = row0 + block_m - 1 + nk - nq           # position of the block's last row
+    last_pos = row0 + block_m - 1 + nk - nq  # position of the block's last row
     if causal:
         end = np.minimum(end, np.maximum(0, last_pos + 1))
     if window is not None:

@@ -10,6 +10,7 @@ flag the same rows. An inf or NaN in v is flagged too: O is then not finite in a
 ``check_overflow=False`` skips the check (and, on the GPU, the host synchronisation it needs);
 ``check_overflow="deferred"`` returns a third value, a callable that checks when the caller calls it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,6 +31,7 @@ def check_mode(check_overflow):
 class OverflowCheck:
     """What ``check_overflow="deferred"`` returns beside (o, lse): calling it reads the overflow flag (on the GPU the
     host waits for the kernel then, not at the launch) and raises FloatingPointError if a row overflowed."""
+
     __slots__ = ("_check",)
 
     def __init__(self, check=None):
@@ -62,18 +64,26 @@ def overflow_error(prob, flat_row: int, vmax: float, l: float | None = None) -> 
     b, h = divmod(bh, prob.heads)
     where = f"(b={b}, h={h}, row={row})"
     if not np.isfinite(vmax):
-        return FloatingPointError(f"pv_accum={cfg.pv_accum!r}: the unnormalised O of row {where} is not finite "
-                                  "because v holds inf or NaN (pass check_overflow=False to get the IEEE result)")
+        return FloatingPointError(
+            f"pv_accum={cfg.pv_accum!r}: the unnormalised O of row {where} is not finite "
+            "because v holds inf or NaN (pass check_overflow=False to get the IEEE result)"
+        )
     if cfg.pv_accum == "f16x2":
-        bound, what = cfg.kv_tile * vmax, f"one KV tile's sum of p * v is at most kv_tile * max|v| = " \
-                                          f"{cfg.kv_tile} * {vmax:g} = {cfg.kv_tile * vmax:g}"
+        bound, what = (
+            cfg.kv_tile * vmax,
+            f"one KV tile's sum of p * v is at most kv_tile * max|v| = "
+            f"{cfg.kv_tile} * {vmax:g} = {cfg.kv_tile * vmax:g}",
+        )
     elif l is not None:
         bound, what = l * vmax, f"its sum of p * v is at most l * max|v| = {l:g} * {vmax:g} = {l * vmax:g}"
     else:
-        bound, what = prob.nk * vmax, f"its sum of p * v is at most Nk * max|v| = {prob.nk} * {vmax:g} = " \
-                                      f"{prob.nk * vmax:g}"
+        bound, what = (
+            prob.nk * vmax,
+            f"its sum of p * v is at most Nk * max|v| = {prob.nk} * {vmax:g} = {prob.nk * vmax:g}",
+        )
     other = "'f32'" if cfg.pv_accum == "f16x2" else "'f32' or 'f16x2'"
     return FloatingPointError(
         f"pv_accum={cfg.pv_accum!r}: the f16 accumulator of P@V overflowed at row {where}: {what}, past f16's "
         f"largest value {F16_MAX:g} (bound {bound:g}). Use pv_accum={other}, scale v down, or pass "
-        "check_overflow=False to get the inf the kernel computes")
+        "check_overflow=False to get the inf the kernel computes"
+    )

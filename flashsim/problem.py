@@ -7,6 +7,7 @@ error naming it. The emulator also calls ``check_emulator_memory`` (and the floa
 ``check_reference_memory``) so that a problem too large for this machine is refused, with the estimate, before
 anything is allocated.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,28 +18,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arch import get_arch
-from .config import FP8_F16_KEYS, KernelConfig, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, pv_accums
+from .config import FP8_F16_KEYS, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, KernelConfig, pv_accums
 from .masking import Window, key_range
 
 LOG2E = 1.4426950408889634  # log2(e) in float64
-GRID_YZ_MAX = 65535         # CUDA grid y (heads) and z (batch) limits
-INT32_MAX = 2 ** 31 - 1     # the kernel takes nq, nk as int and computes row indices in int
+GRID_YZ_MAX = 65535  # CUDA grid y (heads) and z (batch) limits
+INT32_MAX = 2**31 - 1  # the kernel takes nq, nk as int and computes row indices in int
 LAYOUTS = ("bhnd", "bnhd")  # (B, H, N, d) as torch SDPA; (B, N, H, d) as flash_attn
-DTYPES = {"float16": "f16", "bfloat16": "bf16"}   # input dtype name -> KernelConfig.dtype
+DTYPES = {"float16": "f16", "bfloat16": "bf16"}  # input dtype name -> KernelConfig.dtype
 
 
 @dataclass(frozen=True)
 class Options:
     """The options of one attention call, checked and with defaults filled in (``resolve_options``): what the
     emulator and the GPU runner both run with, and part of the GPU runner's cache keys (hashable)."""
+
     causal: bool = False
     pv_accum: str = "f32"
     config: KernelConfig | None = None
     softmax_scale: float | None = None
-    window_size: tuple = (-1, -1)      # FlashAttention-2's (left, right), -1 unbounded; causal has right = 0
-    softcap: float = 0.0               # 0: off
+    window_size: tuple = (-1, -1)  # FlashAttention-2's (left, right), -1 unbounded; causal has right = 0
+    softcap: float = 0.0  # 0: off
     layout: str = "bhnd"
-    quant: str = "none"                # flashsim.config.SUPPORTED_QUANT: "none", "int8" or "int8-fp8"
+    quant: str = "none"  # flashsim.config.SUPPORTED_QUANT: "none", "int8" or "int8-fp8"
 
     @property
     def local(self) -> bool:
@@ -49,26 +51,35 @@ class Options:
     def kernel_config(self, arch: str, head_dim: int, dtype: str, **tiling) -> KernelConfig:
         """The arch's default KernelConfig for these options, head dim and element type ("f16" / "bf16"); ``tiling``
         (warps, m_tiles, kv_tile, stages) overrides the default tiling. The one place options become a config."""
-        return KernelConfig.default(arch, head_dim=head_dim, causal=self.causal, pv_accum=self.pv_accum, dtype=dtype,
-                                    local=self.local, softcap=self.softcap > 0, layout=self.layout, quant=self.quant,
-                                    **tiling)
+        return KernelConfig.default(
+            arch,
+            head_dim=head_dim,
+            causal=self.causal,
+            pv_accum=self.pv_accum,
+            dtype=dtype,
+            local=self.local,
+            softcap=self.softcap > 0,
+            layout=self.layout,
+            quant=self.quant,
+            **tiling,
+        )
 
 
 @dataclass(frozen=True)
 class Problem:
     batch: int
-    heads: int                     # query heads Hq
-    heads_kv: int                  # key / value heads Hkv (Hq % Hkv == 0; each serves Hq / Hkv query heads)
+    heads: int  # query heads Hq
+    heads_kv: int  # key / value heads Hkv (Hq % Hkv == 0; each serves Hq / Hkv query heads)
     nq: int
     nk: int
     head_dim: int
     config: KernelConfig
     arch: str
-    softmax_scale: np.float32      # the score scale, as the kernel's float32
-    scale_log2: np.float32         # what scores are multiplied by inside ex2: softmax_scale (or softcap) * log2(e)
-    lse_scale: np.float32          # LSE = lse_scale * m + ln(l): softmax_scale, or softcap with soft-capping
-    cap_scale: np.float32          # softmax_scale / softcap (scores are tanh(q.k * cap_scale)); 0 without softcap
-    window: Window | None          # sliding window in kernel form (config.local), else None
+    softmax_scale: np.float32  # the score scale, as the kernel's float32
+    scale_log2: np.float32  # what scores are multiplied by inside ex2: softmax_scale (or softcap) * log2(e)
+    lse_scale: np.float32  # LSE = lse_scale * m + ln(l): softmax_scale, or softcap with soft-capping
+    cap_scale: np.float32  # softmax_scale / softcap (scores are tanh(q.k * cap_scale)); 0 without softcap
+    window: Window | None  # sliding window in kernel form (config.local), else None
     layout: str = "bhnd"
 
     @property
@@ -119,19 +130,22 @@ def scales(softmax_scale, head_dim: int, softcap: float = 0.0):
         raise ValueError(f"softmax_scale must be a positive finite number (as a float32), got {softmax_scale!r}{why}")
     if not softcap:
         if not np.isfinite(s_log2):
-            raise ValueError(f"softmax_scale={softmax_scale!r} is too large: softmax_scale * log2(e) overflows "
-                             "float32")
+            raise ValueError(f"softmax_scale={softmax_scale!r} is too large: softmax_scale * log2(e) overflows float32")
         return s32, s_log2, s32, np.float32(0.0)
     with np.errstate(over="ignore", under="ignore"):
         c32 = np.float32(softcap)
         c_log2 = np.float32(float(c32) * LOG2E)
         cap = np.float32(float(s32) / float(c32)) if c32 > 0 else np.float32(np.inf)
     if not (np.isfinite(c32) and c32 > 0 and np.isfinite(c_log2)):
-        raise ValueError(f"softcap={softcap!r} must be a positive finite float32 whose softcap * log2(e) is finite "
-                         f"(it is {float(c32)!r} as the kernel's float32)")
+        raise ValueError(
+            f"softcap={softcap!r} must be a positive finite float32 whose softcap * log2(e) is finite "
+            f"(it is {float(c32)!r} as the kernel's float32)"
+        )
     if not (np.isfinite(cap) and cap > 0):
-        raise ValueError(f"softmax_scale / softcap = {s} / {softcap!r} is {float(cap)!r} as a float32: choose "
-                         "values whose ratio is a normal float32")
+        raise ValueError(
+            f"softmax_scale / softcap = {s} / {softcap!r} is {float(cap)!r} as a float32: choose "
+            "values whose ratio is a normal float32"
+        )
     return s32, c_log2, c32, cap
 
 
@@ -155,16 +169,22 @@ def _window_value(window_size, causal: bool) -> tuple[int, int]:
     """``window_size`` as (left, right) ints, causal's right bound applied (ValueError naming the argument)."""
     if window_size is None:
         window_size = (-1, -1)
-    if isinstance(window_size, (str, bytes)) or not hasattr(window_size, "__len__") or len(window_size) != 2 \
-            or not all(_is_int(w) for w in window_size):
+    if (
+        isinstance(window_size, (str, bytes))
+        or not hasattr(window_size, "__len__")
+        or len(window_size) != 2
+        or not all(_is_int(w) for w in window_size)
+    ):
         raise ValueError(f"window_size must be a pair of ints (left, right), -1 for unbounded, got {window_size!r}")
     left, right = (int(w) for w in window_size)
     if left < -1 or right < -1:
         raise ValueError(f"window_size values must be >= -1 (-1: unbounded), got {window_size!r}")
     if causal:
         if right > 0:
-            raise ValueError(f"window_size={window_size!r} with causal=True: a causal window's right bound is 0 "
-                             "(pass right 0 or -1, or causal=False)")
+            raise ValueError(
+                f"window_size={window_size!r} with causal=True: a causal window's right bound is 0 "
+                "(pass right 0 or -1, or causal=False)"
+            )
         right = 0
     return left, right
 
@@ -173,8 +193,9 @@ def _softcap_value(softcap) -> float:
     if softcap is None:
         return 0.0
     if isinstance(softcap, (bool, np.bool_)) or not (
-            isinstance(softcap, numbers.Real)
-            or (isinstance(softcap, np.ndarray) and softcap.ndim == 0 and softcap.dtype.kind in "iuf")):
+        isinstance(softcap, numbers.Real)
+        or (isinstance(softcap, np.ndarray) and softcap.ndim == 0 and softcap.dtype.kind in "iuf")
+    ):
         raise TypeError(f"softcap must be a real number (0 for none), got {type(softcap).__name__} {softcap!r}")
     value = float(softcap)
     if not (value >= 0) or not math.isfinite(value):
@@ -191,8 +212,9 @@ def _quant_value(quant) -> str | None:
     return quant
 
 
-def resolve_options(causal=None, pv_accum=None, config=None, softmax_scale=None, window_size=None, softcap=None,
-                    layout=None, quant=None) -> Options:
+def resolve_options(
+    causal=None, pv_accum=None, config=None, softmax_scale=None, window_size=None, softcap=None, layout=None, quant=None
+) -> Options:
     """The Options of a call with the defaults filled in, the one rule for every caller (prepare, and the GPU
     runner's fast paths before their cache keys): ``causal`` a bool or None (TypeError otherwise), ``pv_accum`` one
     of SUPPORTED_PV_ACCUM or None; None means "not given": the config's value, or False / "f32" without a config;
@@ -215,33 +237,52 @@ def resolve_options(causal=None, pv_accum=None, config=None, softmax_scale=None,
         if not isinstance(config, KernelConfig):
             raise ValueError(f"config must be a flashsim.KernelConfig, got {type(config).__name__}")
         if causal is not None and bool(causal) != config.causal:
-            raise ValueError(f"causal={bool(causal)} contradicts config.causal={config.causal} "
-                             "(leave causal out, or pass the config's value)")
+            raise ValueError(
+                f"causal={bool(causal)} contradicts config.causal={config.causal} "
+                "(leave causal out, or pass the config's value)"
+            )
         if pv_accum is not None and pv_accum != config.pv_accum:
-            raise ValueError(f"pv_accum={pv_accum!r} contradicts config.pv_accum={config.pv_accum!r} "
-                             "(leave pv_accum out, or pass the config's value)")
+            raise ValueError(
+                f"pv_accum={pv_accum!r} contradicts config.pv_accum={config.pv_accum!r} "
+                "(leave pv_accum out, or pass the config's value)"
+            )
         if quant is not None and quant != config.quant:
-            raise ValueError(f"quant={quant!r} contradicts config.quant={config.quant!r} "
-                             "(leave quant out, or pass the config's value)")
+            raise ValueError(
+                f"quant={quant!r} contradicts config.quant={config.quant!r} "
+                "(leave quant out, or pass the config's value)"
+            )
         causal, pv_accum, quant = config.causal, config.pv_accum, config.quant
     else:
         causal = False if causal is None else bool(causal)
         pv_accum = "f32" if pv_accum is None else pv_accum
         quant = "none" if quant is None else quant
     if quant != "none" and softcap > 0:
-        raise ValueError(f"quant={quant!r} does not combine with softcap={softcap!r}: K is smoothed by its mean over "
-                         "tokens, a per-row shift of the scores that softmax ignores and softcap's tanh does not")
-    opts = Options(causal, pv_accum, config, _scale_value(softmax_scale), _window_value(window_size, causal),
-                   softcap, layout, quant)
+        raise ValueError(
+            f"quant={quant!r} does not combine with softcap={softcap!r}: K is smoothed by its mean over "
+            "tokens, a per-row shift of the scores that softmax ignores and softcap's tanh does not"
+        )
+    opts = Options(
+        causal,
+        pv_accum,
+        config,
+        _scale_value(softmax_scale),
+        _window_value(window_size, causal),
+        softcap,
+        layout,
+        quant,
+    )
     if config is not None:
         if opts.local != config.local:
-            raise ValueError(f"window_size={opts.window_size} contradicts config.local={config.local} (a window "
-                             "beyond causal needs a config built with local=True, and only then)")
+            raise ValueError(
+                f"window_size={opts.window_size} contradicts config.local={config.local} (a window "
+                "beyond causal needs a config built with local=True, and only then)"
+            )
         if (softcap > 0) != config.softcap:
             raise ValueError(f"softcap={softcap!r} contradicts config.softcap={config.softcap}")
         if layout != config.layout:
-            raise ValueError(f"layout={layout!r} contradicts config.layout={config.layout!r} (the kernel is built "
-                             "for one layout)")
+            raise ValueError(
+                f"layout={layout!r} contradicts config.layout={config.layout!r} (the kernel is built for one layout)"
+            )
     return opts
 
 
@@ -251,11 +292,13 @@ def _scale_value(softmax_scale) -> float | None:
     if softmax_scale is None:
         return None
     if isinstance(softmax_scale, (bool, np.bool_)) or not (
-            isinstance(softmax_scale, numbers.Real)
-            or (isinstance(softmax_scale, np.ndarray) and softmax_scale.ndim == 0
-                and softmax_scale.dtype.kind in "iuf")):
-        raise TypeError(f"softmax_scale must be a real number (or None for 1/sqrt(d)), "
-                        f"got {type(softmax_scale).__name__} {softmax_scale!r}")
+        isinstance(softmax_scale, numbers.Real)
+        or (isinstance(softmax_scale, np.ndarray) and softmax_scale.ndim == 0 and softmax_scale.dtype.kind in "iuf")
+    ):
+        raise TypeError(
+            f"softmax_scale must be a real number (or None for 1/sqrt(d)), "
+            f"got {type(softmax_scale).__name__} {softmax_scale!r}"
+        )
     return float(softmax_scale)
 
 
@@ -288,14 +331,18 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
             raise ValueError(f"{name} must have 4 dimensions {form} (layout={layout!r}), got shape {shape}")
         dt = getattr(x, "dtype", None)
         if isinstance(dt, np.dtype) and dt.kind == "f" and dt.itemsize == 2 and not dt.isnative:
-            raise ValueError(f"{name} is float16 in the other byte order ({dt.str}); the kernel reads native "
-                             f"float16 bits: pass {name}.astype(np.float16)")
+            raise ValueError(
+                f"{name} is float16 in the other byte order ({dt.str}); the kernel reads native "
+                f"float16 bits: pass {name}.astype(np.float16)"
+            )
         if _dtype_name(x) not in DTYPES:
             raise ValueError(f"{name} must be float16 or bfloat16, got {_dtype_name(x)} (nothing is cast silently)")
         shapes[name], dtypes[name] = dims(shape, layout), _dtype_name(x)
     if len(set(dtypes.values())) != 1:
-        raise ValueError(f"q, k and v must have one dtype, got q {dtypes['q']}, k {dtypes['k']}, v {dtypes['v']} "
-                         "(nothing is cast silently)")
+        raise ValueError(
+            f"q, k and v must have one dtype, got q {dtypes['q']}, k {dtypes['k']}, v {dtypes['v']} "
+            "(nothing is cast silently)"
+        )
     dtype = DTYPES[dtypes["q"]]
     (b, h, nq, d), (bk, hk, nk, dk), _ = shapes["q"], shapes["k"], shapes["v"]
     if shapes["k"] != shapes["v"]:
@@ -307,20 +354,26 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
     if b == 0 or h == 0 or hk == 0:
         raise ValueError(f"batch and heads must be >= 1, got B={b}, Hq={h}, Hkv={hk}")
     if h % hk:
-        raise ValueError(f"the query heads Hq={h} must be a multiple of the key/value heads Hkv={hk} (MQA / GQA: "
-                         "each k/v head serves Hq / Hkv query heads)")
+        raise ValueError(
+            f"the query heads Hq={h} must be a multiple of the key/value heads Hkv={hk} (MQA / GQA: "
+            "each k/v head serves Hq / Hkv query heads)"
+        )
     if d not in SUPPORTED_HEAD_DIMS:
         raise ValueError(f"head dim d={d} is not supported by the kernel: it must be a multiple of 32 from 32 to 256")
     if h > GRID_YZ_MAX or b > GRID_YZ_MAX:
         raise ValueError(f"heads H={h} and batch B={b} must each be <= {GRID_YZ_MAX} (the CUDA grid's y and z)")
     if opts.quant == "int8-fp8" and (dtype != "f16" or opts.pv_accum not in pv_accums(dtype, opts.quant)):
-        raise ValueError(f"quant='int8-fp8' runs P@V in FP8 on float16 inputs with pv_accum in "
-                         f"{pv_accums('f16', opts.quant)} (f32, or f16 over {FP8_F16_KEYS} keys at a time then f32; "
-                         f"an f16 O over the whole row has no overflow bound): got {dtypes['q']} inputs and "
-                         f"pv_accum={opts.pv_accum!r} (use quant='int8' for the others)")
+        raise ValueError(
+            f"quant='int8-fp8' runs P@V in FP8 on float16 inputs with pv_accum in "
+            f"{pv_accums('f16', opts.quant)} (f32, or f16 over {FP8_F16_KEYS} keys at a time then f32; "
+            f"an f16 O over the whole row has no overflow bound): got {dtypes['q']} inputs and "
+            f"pv_accum={opts.pv_accum!r} (use quant='int8' for the others)"
+        )
     if opts.pv_accum not in pv_accums(dtype):
-        raise ValueError(f"pv_accum={opts.pv_accum!r} needs float16 inputs: mma.sync has no bf16 accumulator, so "
-                         "bfloat16 runs P@V with pv_accum='f32'")
+        raise ValueError(
+            f"pv_accum={opts.pv_accum!r} needs float16 inputs: mma.sync has no bf16 accumulator, so "
+            "bfloat16 runs P@V with pv_accum='f32'"
+        )
     config = opts.config
     if config is None:
         config = opts.kernel_config(arch_name, d, dtype)
@@ -330,12 +383,17 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
         raise ValueError(f"config.dtype={config.dtype!r} does not match the inputs' dtype {dtypes['q']}")
     cap = get_arch(arch_name).smem_per_block_optin
     if config.smem_bytes > cap:
-        from .gpu.errors import UnsupportedConfig     # a ValueError; imported here (flashsim.gpu imports this module)
-        raise UnsupportedConfig(f"the configuration needs {config.smem_bytes} B of shared memory per block but "
-                                f"{arch_name} allows at most {cap} B ({config.describe()})")
+        from .gpu.errors import UnsupportedConfig  # a ValueError; imported here (flashsim.gpu imports this module)
+
+        raise UnsupportedConfig(
+            f"the configuration needs {config.smem_bytes} B of shared memory per block but "
+            f"{arch_name} allows at most {cap} B ({config.describe()})"
+        )
     if nq + nk + config.block_m > INT32_MAX // 2:
-        raise ValueError(f"Nq={nq} and Nk={nk} are too long: Nq + Nk + {config.block_m} must be < 2^30 "
-                         "(the kernel computes row and window positions in 32-bit ints)")
+        raise ValueError(
+            f"Nq={nq} and Nk={nk} are too long: Nq + Nk + {config.block_m} must be < 2^30 "
+            "(the kernel computes row and window positions in 32-bit ints)"
+        )
     s32, s_log2, lse_scale, cap_scale = scales(opts.softmax_scale, d, opts.softcap)
     window = Window.from_user(opts.window_size, nq, nk) if config.local else None
     return Problem(b, h, hk, nq, nk, d, config, arch_name, s32, s_log2, lse_scale, cap_scale, window, layout)
@@ -346,38 +404,40 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
 # The numpy engine's temporaries, measured with tracemalloc on engine_numpy.py (sm_90 default configurations and
 # the extreme tiles BM=16 with BC=16 and BC=256; the estimate is 1.0-1.5 times the measured peak, and
 # tests/test_problem_checks.py checks that it stays above a measured peak):
-CHUNK_BYTES_PER_SCORE = 60         # one KV step of a chunk, per score element (chunk units x BM x BC) ...
-CHUNK_BYTES_PER_SCORE_D_BM = 25    # ... plus this times d / BM (each block's K and V tiles gathered and decoded)
-CHUNK_SCRATCH = 16 << 20           # the tensor-core model's own chunked scratch
-EPILOGUE_BYTES_PER_OUT = 56        # kernel_program.epilogue on a chunk's blocks: per padded output element
-EPILOGUE_CHUNK_LEFT = 0.5          # part of the last chunk's temporaries still alive during the epilogue
+CHUNK_BYTES_PER_SCORE = 60  # one KV step of a chunk, per score element (chunk units x BM x BC) ...
+CHUNK_BYTES_PER_SCORE_D_BM = 25  # ... plus this times d / BM (each block's K and V tiles gathered and decoded)
+CHUNK_SCRATCH = 16 << 20  # the tensor-core model's own chunked scratch
+EPILOGUE_BYTES_PER_OUT = 56  # kernel_program.epilogue on a chunk's blocks: per padded output element
+EPILOGUE_CHUNK_LEFT = 0.5  # part of the last chunk's temporaries still alive during the epilogue
 
 
 def emulator_peak_bytes(prob: Problem, max_tile_elems: int | None = None, backend: str = "numpy") -> int:
     """Estimated peak memory of flashsim.attention on ``prob``: the caller's inputs, the inputs padded to whole tiles,
     the outputs, a chunk's state (m, l, O), and the larger of the engine's two phases on a chunk: a KV step (its
-    temporaries grow with the chunk's score elements, at most ``max_tile_elems``) or the epilogue. backend="jax": only what the host
+    temporaries grow with the chunk's score elements, at most ``max_tile_elems``) or the epilogue. backend="jax":
+    only what the host
     holds whatever the device (inputs, padded inputs, outputs). An estimate: 1.0 to 1.5 times the peak measured on
     the numpy engine."""
     cfg = prob.config
     bh, d, bm, bc = prob.batch * prob.heads, prob.head_dim, cfg.block_m, cfg.kv_tile
     units = bh * prob.q_blocks
-    rows = units * bm                                         # padded query rows
+    rows = units * bm  # padded query rows
     tiles = prob.kv_span()
-    inputs = 2 * bh * (prob.nq + 2 * prob.nk) * d             # the caller's f16 q, k, v
-    padded = 2 * (rows * d + 2 * bh * tiles * bc * d)         # q, k, v padded to tiles (engine_numpy.pad_rows)
-    outputs = 2 * bh * prob.nq * d + 4 * bh * prob.nq         # o f16 and lse f32 as returned
+    inputs = 2 * bh * (prob.nq + 2 * prob.nk) * d  # the caller's f16 q, k, v
+    padded = 2 * (rows * d + 2 * bh * tiles * bc * d)  # q, k, v padded to tiles (engine_numpy.pad_rows)
+    outputs = 2 * bh * prob.nq * d + 4 * bh * prob.nq  # o f16 and lse f32 as returned
     if backend != "numpy":
         return int(inputs + padded + 2 * outputs)
     if max_tile_elems is None:
         from .emulator import engine_numpy
+
         max_tile_elems = getattr(engine_numpy, "DEFAULT_MAX_TILE_ELEMS", 1 << 22)
     # engine_numpy: chunks of units (each at most max_tile_elems score elements), one after the other, each from
     # its initial state through its epilogue; the outputs of every block are allocated up front
     chunk_units = min(units, max(1, int(max_tile_elems) // (bm * bc)))
     chunk_rows = chunk_units * bm
     state = chunk_rows * (4 + 16 + 8) + chunk_rows * d * (2 if cfg.pv_accum == "f16" else 4) + 24 * units
-    padded_out = 2 * rows * d + 4 * rows                       # the engine's padded o and lse
+    padded_out = 2 * rows * d + 4 * rows  # the engine's padded o and lse
     per_chunk = (CHUNK_BYTES_PER_SCORE + CHUNK_BYTES_PER_SCORE_D_BM * d / bm) * chunk_rows * bc
     step_phase = per_chunk + min(CHUNK_SCRATCH, per_chunk)
     epilogue_phase = EPILOGUE_CHUNK_LEFT * per_chunk + EPILOGUE_BYTES_PER_OUT * chunk_rows * d
@@ -426,15 +486,17 @@ def memory_limit() -> tuple[int | None, str]:
 
 
 def _gib(n: float) -> str:
-    return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.1f} MiB"
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
 def check_memory(need: int, what: str) -> None:
     """ValueError (one line, with the estimate) if ``need`` bytes exceed the memory limit (``memory_limit``)."""
     limit, source = memory_limit()
     if limit is not None and need > limit:
-        raise ValueError(f"{what} would need about {_gib(need)} of memory ({need} B, estimated) but {source} is "
-                         f"{_gib(limit)}: use fewer heads/batch or shorter sequences (FLASHSIM_MAX_BYTES overrides)")
+        raise ValueError(
+            f"{what} would need about {_gib(need)} of memory ({need} B, estimated) but {source} is "
+            f"{_gib(limit)}: use fewer heads/batch or shorter sequences (FLASHSIM_MAX_BYTES overrides)"
+        )
 
 
 def check_emulator_memory(prob: Problem, backend: str = "numpy", max_tile_elems: int | None = None) -> None:

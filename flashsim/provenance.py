@@ -12,6 +12,7 @@ cuda-python: the fingerprint is a function of file bytes and integers.
                                             "defines": {...}, "config": {...}, "fingerprint": ...}
     source_fingerprint(kernel, defines) -> the same without "config", for an explicit define dict
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,18 +38,21 @@ COMPANIONS = {"flash_fwd": ("quantize",)}
 
 
 def _kernel_name(kernel) -> str:
-    """"flash_fwd" / "flash_fwd.cu" / "kernel/flash_fwd.cu" / a path of a known source -> its KERNELS name."""
+    """ "flash_fwd" / "flash_fwd.cu" / "kernel/flash_fwd.cu" / a path of a known source -> its KERNELS name."""
     text = str(kernel).replace(os.sep, "/")
     if text in KERNELS:
         return text
     for name, rel in KERNELS.items():
         if text in (rel, "kernel/" + rel) or text.endswith("/kernel/" + rel):
             return name
-    raise ValueError(f"unknown kernel {kernel!r}; known: {', '.join(KERNELS)} "
-                     f"(sources {', '.join('kernel/' + r for r in KERNELS.values())})")
+    raise ValueError(
+        f"unknown kernel {kernel!r}; known: {', '.join(KERNELS)} "
+        f"(sources {', '.join('kernel/' + r for r in KERNELS.values())})"
+    )
 
 
 # -- the define sets of the builds (the one place) -------------------------------------------------
+
 
 def build_defines(kernel, config=None) -> dict[str, int]:
     """Every define the NVRTC build of ``kernel`` receives, name -> int.
@@ -65,11 +69,13 @@ def build_defines(kernel, config=None) -> dict[str, int]:
         if name == "quantize":
             return config.quantize_defines()
         from .emulator.kernel_math import kernel_defines
+
         return {**config.defines(), "FS_EXPECTED_SMEM": config.smem_bytes, **kernel_defines()}
     if config is not None:
         raise ValueError(f"{name} takes no configuration (got {config!r})")
     if name == "layout_capture":
         from .layout import silicon
+
         return silicon.defines()
     return {}
 
@@ -82,7 +88,8 @@ _LINE_COMMENT = re.compile(r"//[^\n]*")
 
 
 def _kernel_root() -> pathlib.Path:
-    from .gpu.build import kernel_dir   # no cuda import: flashsim.gpu.build loads cuda.core inside compile_cuda
+    from .gpu.build import kernel_dir  # no cuda import: flashsim.gpu.build loads cuda.core inside compile_cuda
+
     return kernel_dir()
 
 
@@ -94,7 +101,8 @@ def includes(text: str) -> list[str]:
 
 def source_files(kernel, root=None) -> dict[str, str]:
     """{path relative to kernel/'s parent ("kernel/..."): sha256 of its bytes} for the source of ``kernel`` and
-    its COMPANIONS and every file they include, transitively, that lies under kernel/ (as NVRTC resolves them: next to the including
+    its COMPANIONS and every file they include, transitively, that lies under kernel/ (as NVRTC resolves them: next
+    to the including
     file, then kernel/). Headers outside kernel/ (cuda_fp16.h, ...) belong to the toolkit and are not listed."""
     root = pathlib.Path(root) if root is not None else _kernel_root()
     name = _kernel_name(kernel)
@@ -137,9 +145,11 @@ def source_fingerprint(kernel, defines: dict, *, root=None) -> dict:
     defs = {str(k): int(v) for k, v in sorted(dict(defines).items())}
     src = _digest(files)
     record = {"kernel": "kernel/" + KERNELS[name], "files": files, "source_sha256": src, "defines": defs}
-    record["fingerprint"] = hashlib.sha256(json.dumps(
-        {"kernel": record["kernel"], "source_sha256": src, "defines": sorted(defs.items())},
-        sort_keys=True).encode()).hexdigest()
+    record["fingerprint"] = hashlib.sha256(
+        json.dumps(
+            {"kernel": record["kernel"], "source_sha256": src, "defines": sorted(defs.items())}, sort_keys=True
+        ).encode()
+    ).hexdigest()
     return record
 
 
@@ -150,6 +160,7 @@ def fingerprint(kernel, config=None, *, root=None) -> dict:
     record = source_fingerprint(name, build_defines(name, config), root=root)
     if config is not None:
         from dataclasses import asdict
+
         record["config"] = asdict(config)
     return record
 
@@ -170,9 +181,16 @@ def compare(stored: dict | None, current: dict) -> list[str]:
     if stored.get("source_sha256") != current["source_sha256"]:
         old, new = stored.get("files") or {}, current["files"]
         changed = [p for p in sorted(set(old) | set(new)) if old.get(p) != new.get(p)]
-        out.append("source changed: " + (", ".join(
-            f"{p} ({'added' if p not in old else 'removed' if p not in new else 'edited'})" for p in changed)
-            if changed else f"source_sha256 {str(stored.get('source_sha256'))[:12]} -> {current['source_sha256'][:12]}"))
+        out.append(
+            "source changed: "
+            + (
+                ", ".join(
+                    f"{p} ({'added' if p not in old else 'removed' if p not in new else 'edited'})" for p in changed
+                )
+                if changed
+                else f"source_sha256 {str(stored.get('source_sha256'))[:12]} -> {current['source_sha256'][:12]}"
+            )
+        )
     old_d, new_d = stored.get("defines") or {}, current["defines"]
     if old_d != new_d:
         parts = [f"+{k}={new_d[k]}" for k in sorted(set(new_d) - set(old_d))]

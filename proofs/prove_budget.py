@@ -17,6 +17,7 @@
 
 Runnable alone (exit 0 iff it holds), collected by pytest (test_budget_proof), run by ``flashsim prove``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -30,48 +31,63 @@ except ImportError:  # run from a checkout without an install
 
 import sympy as sp
 
-from flashsim.prove.runner import run_as_script, run_steps
 from flashsim.arch import ARCHS
+from flashsim.config import MBARRIER_BYTES, SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
+from flashsim.prove.runner import run_as_script, run_steps
 from flashsim.resources import symbols as S
 from flashsim.resources.occupancy import INT, SYM, limits
-from flashsim.config import MBARRIER_BYTES, SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
 
 TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupancy rules (sympy = integer)"
 
 
 def step_closed_form():
     total = sp.Add(*S.smem_expressions().values())
-    closed = (S.head_dim * (S.qk_bytes * (16 * S.m_tiles * S.warps + S.stages * S.kv_tile)
-                            + S.v_bytes * S.stages * S.kv_tile)
-              + 2 * MBARRIER_BYTES * S.stages * S.ring_mbarrier)      # a full and an empty mbarrier per ring slot
+    closed = (
+        S.head_dim * (S.qk_bytes * (16 * S.m_tiles * S.warps + S.stages * S.kv_tile) + S.v_bytes * S.stages * S.kv_tile)
+        + 2 * MBARRIER_BYTES * S.stages * S.ring_mbarrier
+    )  # a full and an empty mbarrier per ring slot
     if sp.simplify(total - closed) != 0:
         return False, f"smem total {total} != {closed}"
     count = 0
-    for d, w, mt, bc, st, quant in itertools.product(SUPPORTED_HEAD_DIMS, range(1, 17), (1, 2), range(16, 257, 16),
-                                                     SUPPORTED_STAGES, ("none", "int8", "int8-fp8")):
+    for d, w, mt, bc, st, quant in itertools.product(
+        SUPPORTED_HEAD_DIMS, range(1, 17), (1, 2), range(16, 257, 16), SUPPORTED_STAGES, ("none", "int8", "int8-fp8")
+    ):
         if quant == "int8-fp8" and bc % 32:
-            continue                                  # FP8 P@V takes k32 slices of the KV tile
+            continue  # FP8 P@V takes k32 slices of the KV tile
         cfg = KernelConfig(head_dim=d, warps=w, m_tiles=mt, kv_tile=bc, stages=st, quant=quant)
         if int(total.subs(S.values(cfg))) != cfg.smem_bytes:
             return False, f"symbolic {total.subs(S.values(cfg))} != smem_bytes {cfg.smem_bytes} at {cfg.describe()}"
         count += 1
-    return True, (f"Q + K + V + barriers = d (e_qk (16 m_t w + stages B_c) + e_v stages B_c) + 16 stages r_mb bytes "
-                  f"(e_qk, e_v = e_in, or 1 with INT8 Q K^T, FP8 P@V; r_mb = 1 with the mbarrier ring); equals "
-                  f"KernelConfig.smem_bytes on {count} configs")
+    return True, (
+        f"Q + K + V + barriers = d (e_qk (16 m_t w + stages B_c) + e_v stages B_c) + 16 stages r_mb bytes "
+        f"(e_qk, e_v = e_in, or 1 with INT8 Q K^T, FP8 P@V; r_mb = 1 with the mbarrier ring); equals "
+        f"KernelConfig.smem_bytes on {count} configs"
+    )
 
 
 def step_fit_region():
     cap = ARCHS["sm_120"].smem_per_block_optin
     total = sp.Add(*S.smem_expressions().values())
-    bc = sp.Symbol("B_c", positive=True)          # solved over the reals
+    bc = sp.Symbol("B_c", positive=True)  # solved over the reals
     out, ok = [], True
     for stages, want in ((2, 64), (3, 32)):
-        expr = total.subs({S.head_dim: 128, S.warps: 8, S.m_tiles: 1, S.elem_bytes: 2, S.qk_bytes: 2, S.v_bytes: 2,
-                           S.stages: stages, S.ring_mbarrier: int(KernelConfig().ring_mbarrier)}).subs(S.kv_tile, bc)
-        bound = sp.solve(expr - cap, bc)[0]      # total is increasing in B_c: fits iff B_c <= bound
+        expr = total.subs(
+            {
+                S.head_dim: 128,
+                S.warps: 8,
+                S.m_tiles: 1,
+                S.elem_bytes: 2,
+                S.qk_bytes: 2,
+                S.v_bytes: 2,
+                S.stages: stages,
+                S.ring_mbarrier: int(KernelConfig().ring_mbarrier),
+            }
+        ).subs(S.kv_tile, bc)
+        bound = sp.solve(expr - cap, bc)[0]  # total is increasing in B_c: fits iff B_c <= bound
         largest = int(sp.floor(bound / 16) * 16)
         ok &= largest == want and all(
-            KernelConfig(kv_tile=b, stages=stages).fits("sm_120") == (b <= bound) for b in range(16, 257, 16))
+            KernelConfig(kv_tile=b, stages=stages).fits("sm_120") == (b <= bound) for b in range(16, 257, 16)
+        )
         out.append(f"{stages} stages: B_c <= {bound} (largest multiple of 16: {largest})")
     return ok, "sm_120, d=128, 8 warps: " + "; ".join(out)
 
@@ -92,8 +108,10 @@ def step_occupancy_rules():
                 checked += 1
         # monotone: more registers or more shared memory never gives more blocks
         for threads in (128, 256):
-            blocks = [[min(limits(arch, threads, rg, sm, 0, INT).values()) for sm in range(0, 240000, 4096)]
-                      for rg in range(1, 256, 7)]
+            blocks = [
+                [min(limits(arch, threads, rg, sm, 0, INT).values()) for sm in range(0, 240000, 4096)]
+                for rg in range(1, 256, 7)
+            ]
             for row in blocks:
                 if any(a < b for a, b in zip(row, row[1:])):
                     return False, f"{arch.name}: blocks increase with shared memory"
@@ -108,8 +126,7 @@ def step_registers():
     o = S.fragment_register_expressions()["O accumulator"]
     half = sp.simplify(o.subs(S.acc_bytes, 2) / o.subs(S.acc_bytes, 4))
     floor = sum(S.evaluate(S.fragment_register_expressions(), KernelConfig()).values())
-    ok = (half == sp.Rational(1, 2) and sp.simplify(o - S.m_tiles * S.head_dim * S.acc_bytes / 8) == 0
-          and floor <= 255)
+    ok = half == sp.Rational(1, 2) and sp.simplify(o - S.m_tiles * S.head_dim * S.acc_bytes / 8) == 0 and floor <= 255
     return ok, f"O accumulator = {o} registers per thread; f16 / f32 = {half}; default live-fragment floor {floor}"
 
 
@@ -120,14 +137,20 @@ def step_defaults():
         cfg = KernelConfig.default(name)
         fits = cfg.fits(name)
         ok &= fits
-        rows.append(f"{name}: {cfg.smem_bytes // 1024} KB of {ARCHS[name].smem_per_block_optin // 1024} KB"
-                    f"{'' if fits else ' DOES NOT FIT'}")
+        rows.append(
+            f"{name}: {cfg.smem_bytes // 1024} KB of {ARCHS[name].smem_per_block_optin // 1024} KB"
+            f"{'' if fits else ' DOES NOT FIT'}"
+        )
     return ok, "default configurations: " + ", ".join(rows)
 
 
-STEPS = (("closed form = kernel's smem", step_closed_form), ("fit region (sm_120)", step_fit_region),
-         ("occupancy rules", step_occupancy_rules), ("accumulator registers", step_registers),
-         ("defaults fit", step_defaults))
+STEPS = (
+    ("closed form = kernel's smem", step_closed_form),
+    ("fit region (sm_120)", step_fit_region),
+    ("occupancy rules", step_occupancy_rules),
+    ("accumulator registers", step_registers),
+    ("defaults fit", step_defaults),
+)
 
 
 def check():

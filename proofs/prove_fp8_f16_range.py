@@ -22,6 +22,7 @@ model, that Vr is the largest e4m3 value with FP8_F16_KEYS Pr Vr <= 65504 (the n
 the model on the worst case (every p8 = 448 and every v8 = +-Vr: each group's sum is exactly 64512, finite) and on
 the next range (v8 = 2.5: inf), on numpy.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -42,9 +43,9 @@ from flashsim.prove.runner import run_as_script, run_steps
 
 TITLE = "FP8 P@V with f16 accumulation: no group sum can overflow f16 (V's range FP8_V_RANGE['f16x2'])"
 
-FP8_ARCHES = ("sm_89", "sm_90", "sm_120")      # the presets with an FP8 mma.sync model
-U16 = sp.Rational(1, 2 ** 11)                  # f16's unit roundoff (round to nearest)
-HMMA_K = 16                                    # k of the f16 mma (m16n8k16, HMMA.16816) sm_90's FP8 mma lowers to
+FP8_ARCHES = ("sm_89", "sm_90", "sm_120")  # the presets with an FP8 mma.sync model
+U16 = sp.Rational(1, 2**11)  # f16's unit roundoff (round to nearest)
+HMMA_K = 16  # k of the f16 mma (m16n8k16, HMMA.16816) sm_90's FP8 mma lowers to
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 
 
@@ -58,17 +59,18 @@ def step_range_is_the_largest():
     g, top = FP8_F16_KEYS, sp.Rational(F16_MAX)
     vals = _e4m3_values()
     nxt = min(x for x in vals if x > vr)
-    ok = (vr in vals and g * pr * vr <= top < g * pr * nxt
-          and sp.Rational(e4m3_floor(F16_MAX / (g * FP8_P_SCALE))) == vr)
-    return ok, (f"Vr = {vr} is e4m3 and {g} * {pr} * Vr = {g * pr * vr} <= {top}; the next e4m3 value {nxt} gives "
-                f"{g * pr * nxt} > {top}")
+    ok = vr in vals and g * pr * vr <= top < g * pr * nxt and sp.Rational(e4m3_floor(F16_MAX / (g * FP8_P_SCALE))) == vr
+    return ok, (
+        f"Vr = {vr} is e4m3 and {g} * {pr} * Vr = {g * pr * vr} <= {top}; the next e4m3 value {nxt} gives "
+        f"{g * pr * nxt} > {top}"
+    )
 
 
 def step_v8_stays_in_range():
     vr = sp.Rational(FP8_V_RANGE["f16x2"])
     vals = _e4m3_values()
     nxt = min(x for x in vals if x > vr)
-    worst = vr * (1 + sp.Rational(1, 2 ** 24)) ** 2           # |v| * RN32(Vr / amax) rounded to f32, |v| <= amax
+    worst = vr * (1 + sp.Rational(1, 2**24)) ** 2  # |v| * RN32(Vr / amax) rounded to f32, |v| <= amax
     ok = worst < (vr + nxt) / 2
     return ok, f"|v * v_inv| <= Vr (1 + 2^-24)^2 = {float(worst):.9g} < midpoint {(vr + nxt) / 2}: e4m3 gives <= Vr"
 
@@ -98,6 +100,7 @@ def _group_sum(arch, v_value):
     """The model's f16 sum of one group of FP8_F16_KEYS keys with every p8 = 448 and every v8 = v_value (both signs
     in different columns): the kernel's chain of k32 mma's from +0."""
     from flashsim.numerics.tensorcore import mma_chain_k32
+
     p8 = np.full((16, FP8_F16_KEYS), FP8_P_SCALE, np.float32).astype(E4M3)
     v8 = np.full((FP8_F16_KEYS, 8), v_value, np.float32)
     v8[:, 1::2] *= -1
@@ -117,10 +120,12 @@ def step_worst_case_on_the_model():
     return ok, "; ".join(rows)
 
 
-STEPS = (("Vr is the largest e4m3 range (exact)", step_range_is_the_largest),
-         ("v8 stays within Vr", step_v8_stays_in_range),
-         ("no f16 overflow, per arch (exact)", step_no_overflow_per_arch),
-         ("worst case on the tensor-core model", step_worst_case_on_the_model))
+STEPS = (
+    ("Vr is the largest e4m3 range (exact)", step_range_is_the_largest),
+    ("v8 stays within Vr", step_v8_stays_in_range),
+    ("no f16 overflow, per arch (exact)", step_no_overflow_per_arch),
+    ("worst case on the tensor-core model", step_worst_case_on_the_model),
+)
 
 
 def check():

@@ -30,6 +30,7 @@ through flashsim.mma (the tensor-core model) and compared element by element wit
 (products of f16 are exact in f64; its own rounding, <= (n + T) 2^-52 A, is added to the bound). Every element
 must lie within the recursive bound; the report gives the observed / bound ratios.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -48,10 +49,10 @@ from flashsim.prove.runner import run_as_script, run_steps
 
 TITLE = "P@V error bound: f16 vs f32 accumulation under the tensor-core model, checked on flashsim.mma"
 
-F16_MIN_NORMAL = 2.0 ** -14
+F16_MIN_NORMAL = 2.0**-14
 ROUNDING = {  # accumulator -> (u of the mma result, eta of the mma result, u of the rescale mul, eta of it)
-    "f32": (2.0 ** -23, 2.0 ** -149, 2.0 ** -24, 2.0 ** -150),
-    "f16": (2.0 ** -11, 2.0 ** -25, 2.0 ** -11, 2.0 ** -25),
+    "f32": (2.0**-23, 2.0**-149, 2.0**-24, 2.0**-150),
+    "f16": (2.0**-11, 2.0**-25, 2.0**-11, 2.0**-25),
 }
 
 # ---- the bound as sympy expressions --------------------------------------------------------------------------
@@ -66,17 +67,20 @@ def gamma_value(arch, accum: str) -> float:
 
 
 def step_induction():
-    """B_{i-1} <= closed(i-1, A_{i-1}) and A_{i-1} <= A_i  =>  B_{i-1} + gamma (A_i + B_{i-1}) + eta <= closed(i, A_i)."""
+    """B_{i-1} <= closed(i-1, A_{i-1}) and A_{i-1} <= A_i  =>  B_{i-1} + gamma (A_i + B_{i-1}) + eta <= closed(i,
+    A_i)."""
     g, a_prev, a_now, i = sp.symbols("g A_prev A_now i", positive=True)
     closed = lambda k, aa: ((1 + g) ** k - 1) * aa + k * eta * (1 + g) ** k  # noqa: E731
     step = closed(i - 1, a_prev) + g * (a_now + closed(i - 1, a_prev)) + eta
     # the step is increasing in A_prev, so A_prev = A_now is the worst case; the slack must be >= 0
     slack = sp.simplify(sp.expand(closed(i, a_now) - step.subs(a_prev, a_now)))
     increasing = sp.simplify(sp.diff(step, a_prev)) == sp.simplify((1 + g) * ((1 + g) ** (i - 1) - 1))
-    nonneg = sp.simplify(slack - eta * ((1 + g) ** i - 1)) == 0    # slack = eta ((1+g)^i - 1) >= 0 for i >= 1
+    nonneg = sp.simplify(slack - eta * ((1 + g) ** i - 1)) == 0  # slack = eta ((1+g)^i - 1) >= 0 for i >= 1
     ok = bool(increasing and nonneg)
-    return ok, (f"induction step of B_n <= ((1+gamma)^n - 1) A_n + n eta (1+gamma)^n: slack = {sp.factor(slack)} "
-                f">= 0; closed form {closed_form}")
+    return ok, (
+        f"induction step of B_n <= ((1+gamma)^n - 1) A_n + n eta (1+gamma)^n: slack = {sp.factor(slack)} "
+        f">= 0; closed form {closed_form}"
+    )
 
 
 def step_numbers():
@@ -100,7 +104,7 @@ def _problem(rng, trials, n_keys, kv_tile, spread):
     m = np.full((trials, 16), -np.inf, np.float32)
     p16, alphas = [], []
     for t in range(n_keys // kv_tile):
-        st = s[:, :, t * kv_tile:(t + 1) * kv_tile]
+        st = s[:, :, t * kv_tile : (t + 1) * kv_tile]
         m_new = np.maximum(m, st.max(axis=2))
         alpha = np.where(np.isneginf(m), np.float32(0), np.exp2((m - m_new) * scale_log2)).astype(np.float32)
         p = np.exp2(st * scale_log2 - (m_new * scale_log2)[..., None]).astype(np.float32)
@@ -118,6 +122,7 @@ def _eps(x: np.ndarray) -> np.ndarray:
 def run_chain(p16, v, alphas, kv_tile, accum, arch):
     """O through flashsim.mma (model), the exact float64 reference, the magnitude recurrence A and the bound B."""
     from flashsim import mma
+
     a = get_arch(arch)
     u_r, eta_r, u_m, eta_m = ROUNDING[accum]
     blocks = 16 // a.mma_block_k
@@ -133,7 +138,7 @@ def run_chain(p16, v, alphas, kv_tile, accum, arch):
         al = alpha[..., None].astype(np.float64)
         if accum == "f32":
             ahat = al
-            o = (o * alpha[..., None]).astype(np.float32)                          # __fmul_rn
+            o = (o * alpha[..., None]).astype(np.float32)  # __fmul_rn
         else:
             ahat = alpha.astype(np.float16)[..., None]
             o = (o.astype(np.float32) * ahat.astype(np.float32)).astype(np.float16)  # mul.rn.f16x2 (exact product)
@@ -143,22 +148,23 @@ def run_chain(p16, v, alphas, kv_tile, accum, arch):
         mag = mag * al
         steps += 1
         for j in range(kv_tile // 16):
-            pa = pt[:, :, j * 16:(j + 1) * 16]
-            vb = v[:, t * kv_tile + j * 16: t * kv_tile + (j + 1) * 16, :]
+            pa = pt[:, :, j * 16 : (j + 1) * 16]
+            vb = v[:, t * kv_tile + j * 16 : t * kv_tile + (j + 1) * 16, :]
             o = mma(np.ascontiguousarray(pa), np.ascontiguousarray(vb), o, arch)
             ref = ref + pa.astype(np.float64) @ vb.astype(np.float64)
-            for half in range(blocks):                       # one fused block of block_k products at a time
+            for half in range(blocks):  # one fused block of block_k products at a time
                 ks = slice(half * a.mma_block_k, (half + 1) * a.mma_block_k)
                 mag = mag + _eps(pa[:, :, ks]) @ _eps(vb[:, ks, :])
                 bound = bound + g * (mag + bound) + eta_r
                 steps += 1
-    bound = bound + (steps + 1) * 2.0 ** -52 * mag                           # the float64 reference's own error
+    bound = bound + (steps + 1) * 2.0**-52 * mag  # the float64 reference's own error
     return o, ref, mag, bound, steps
 
 
 def step_check(trials=32, n_keys=1024, kv_tile=64, arch="sm_90"):
     try:
         import flashsim
+
         flashsim.mma  # noqa: B018 (the tensor-core model must exist)
     except (ImportError, AttributeError) as e:
         return False, f"flashsim.mma unavailable: {e}"
@@ -172,13 +178,25 @@ def step_check(trials=32, n_keys=1024, kv_tile=64, arch="sm_90"):
             finite = np.isfinite(o).all()
             within = bool(finite and (err <= bound).all())
             ok &= within
-            closed = float(closed_form.subs({u: ROUNDING[accum][0], F: get_arch(arch).mma_fraction_bits,
-                                             n_t: get_arch(arch).mma_block_k + 1, n: steps, A: 1, eta: 0}))
+            closed = float(
+                closed_form.subs(
+                    {
+                        u: ROUNDING[accum][0],
+                        F: get_arch(arch).mma_fraction_bits,
+                        n_t: get_arch(arch).mma_block_k + 1,
+                        n: steps,
+                        A: 1,
+                        eta: 0,
+                    }
+                )
+            )
             ratio = float((err / bound).max())
             rel = float((err / mag).max())
-            lines.append(f"scores x{spread:g}, {accum}: max |err| / A = {rel:.3g}, max err / bound = {ratio:.3g}, "
-                         f"closed form / A = {closed:.3g}, max |O| = {float(np.abs(o.astype(np.float64)).max()):.4g}"
-                         + ("" if within else "  OUTSIDE THE BOUND"))
+            lines.append(
+                f"scores x{spread:g}, {accum}: max |err| / A = {rel:.3g}, max err / bound = {ratio:.3g}, "
+                f"closed form / A = {closed:.3g}, max |O| = {float(np.abs(o.astype(np.float64)).max()):.4g}"
+                + ("" if within else "  OUTSIDE THE BOUND")
+            )
     lines.insert(0, f"{arch}, {trials} warps x 16 rows x 8 cols, N_k={n_keys}, B_c={kv_tile}, through flashsim.mma")
     return ok, "; ".join(lines)
 
@@ -187,6 +205,7 @@ def step_can_fail():
     """The bound is not vacuous: with gamma of f32 the f16 chain falls outside it (so the check can fail)."""
     try:
         import flashsim
+
         flashsim.mma  # noqa: B018
     except (ImportError, AttributeError) as e:
         return False, f"flashsim.mma unavailable: {e}"
@@ -202,8 +221,12 @@ def step_can_fail():
     return outside > 0, f"the f16 chain checked against the f32 bound: {outside} of {o.size} elements outside"
 
 
-STEPS = (("induction (sympy)", step_induction), ("gamma per arch", step_numbers),
-         ("bound vs flashsim.mma", step_check), ("the check can fail", step_can_fail))
+STEPS = (
+    ("induction (sympy)", step_induction),
+    ("gamma per arch", step_numbers),
+    ("bound vs flashsim.mma", step_check),
+    ("the check can fail", step_can_fail),
+)
 
 
 def check():

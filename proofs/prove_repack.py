@@ -25,8 +25,8 @@ Steps
 Runnable alone (``python3 proofs/prove_repack.py``: exit 0 iff it holds), collected by pytest (``test_repack``),
 and run by ``flashsim prove`` through ``check()``.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import sympy as sp
@@ -36,7 +36,7 @@ from flashsim.layout import fragments as F
 from flashsim.prove.runner import run_as_script, run_steps
 
 TITLE = "S -> P repack: C fragments of S tiles 2j, 2j+1 are the A fragment of P slice j, lane for lane"
-MAX_SLICES = 16                       # Bc = 256, the largest kv_tile KernelConfig allows
+MAX_SLICES = 16  # Bc = 256, the largest kv_tile KernelConfig allows
 g, t, j = sp.symbols("g t j", integer=True, nonnegative=True)
 
 
@@ -87,8 +87,10 @@ def step_exhaustive():
     bad = _identity_on_tables(F.A.row, F.A.col, F.C_F32.row, F.C_F32.col)
     same_f16 = np.array_equal(F.C_F32.row, F.C_F16.row) and np.array_equal(F.C_F32.col, F.C_F16.col)
     ok = bad == 0 and same_f16
-    return ok, (f"32 lanes x 8 elements x {MAX_SLICES} slices: {bad} mismatches; "
-                f"f32 and f16x2 C maps place elements alike: {same_f16}")
+    return ok, (
+        f"32 lanes x 8 elements x {MAX_SLICES} slices: {bad} mismatches; "
+        f"f32 and f16x2 C maps place elements alike: {same_f16}"
+    )
 
 
 def step_cute():
@@ -101,8 +103,8 @@ def step_cute():
 def step_implementation():
     ntiles = 2 * MAX_SLICES
     r, c = np.meshgrid(np.arange(16), np.arange(8 * ntiles), indexing="ij")
-    patterns = (0x0400 + 256 * r + c).astype(np.uint16)          # 4096 distinct positive normal f16 patterns
-    s = patterns.view(np.float16).astype(np.float32)                # exact in f32, so rn(S) = the pattern
+    patterns = (0x0400 + 256 * r + c).astype(np.uint16)  # 4096 distinct positive normal f16 patterns
+    s = patterns.view(np.float16).astype(np.float32)  # exact in f32, so rn(S) = the pattern
     got = layout.repack_s_to_p(layout.c_fragment(s))
     want = layout.a_fragment(patterns.view(np.float16))
     unique = len(np.unique(patterns)) == patterns.size
@@ -111,21 +113,27 @@ def step_implementation():
     got_r = layout.repack_s_to_p(layout.c_fragment(raw))
     want_r = layout.a_fragment(layout.cvt_rn(raw).view(np.float16))
     ok = unique and np.array_equal(got, want) and np.array_equal(got_r, want_r)
-    return ok, (f"unique-pattern 16 x {8 * ntiles} block: {'equal' if np.array_equal(got, want) else 'DIFFERENT'}; "
-                f"64 random f32 bit-pattern blocks: {'equal' if np.array_equal(got_r, want_r) else 'DIFFERENT'}")
+    return ok, (
+        f"unique-pattern 16 x {8 * ntiles} block: {'equal' if np.array_equal(got, want) else 'DIFFERENT'}; "
+        f"64 random f32 bit-pattern blocks: {'equal' if np.array_equal(got_r, want_r) else 'DIFFERENT'}"
+    )
 
 
 def step_row_statistics():
     lanes = np.arange(32)
     rows_ok = all(set(F.C_F32.row[ln]) == set(F.A.row[ln]) == {ln >> 2, (ln >> 2) + 8} for ln in lanes)
-    holders_ok = all(set(lanes[(F.C_F32.row == row).any(axis=1)]) == set(range(4 * (row % 8), 4 * (row % 8) + 4))
-                     for row in range(16))
+    holders_ok = all(
+        set(lanes[(F.C_F32.row == row).any(axis=1)]) == set(range(4 * (row % 8), 4 * (row % 8) + 4))
+        for row in range(16)
+    )
     j1, _ = layout.shfl_source_lanes("bfly", 1)
     j2, _ = layout.shfl_source_lanes("bfly", 2)
     orbit_ok = all({ln, j1[ln], j2[ln], j2[j1[ln]]} == set(range(4 * (ln >> 2), 4 * (ln >> 2) + 4)) for ln in lanes)
     ok = rows_ok and holders_ok and orbit_ok
-    return ok, (f"lane rows = (g, g+8) in S and P: {rows_ok}; a row's holders = its quad: {holders_ok}; "
-                f"shfl.xor 1, 2 reach exactly the quad: {orbit_ok}")
+    return ok, (
+        f"lane rows = (g, g+8) in S and P: {rows_ok}; a row's holders = its quad: {holders_ok}; "
+        f"shfl.xor 1, 2 reach exactly the quad: {orbit_ok}"
+    )
 
 
 STEPS = (

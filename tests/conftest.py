@@ -5,6 +5,7 @@ shows in ``pytest -ra``. ``gpu`` (fixture) is the cuda.core Device; ``cuda_compi
 in-process build cache, so a source is compiled once per (source, arch, defines) for the whole session; ``sass_ops``
 is tools/sass_ops.py, for the tests that read SASS.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 @pytest.fixture(scope="session")
 def _gpu_status():
     from flashsim.gpu.runtime import gpu_available
+
     return gpu_available()
 
 
@@ -21,6 +23,7 @@ def pytest_collection_modifyitems(config, items):
     if not gpu_items:
         return
     from flashsim.gpu.runtime import gpu_available
+
     ok, reason = gpu_available()
     if ok:
         return
@@ -36,6 +39,7 @@ def gpu(_gpu_status):
     if not ok:
         pytest.skip(f"no usable GPU: {reason}")
     from flashsim.gpu import runtime as rt
+
     return rt.require_gpu()
 
 
@@ -44,6 +48,7 @@ def sass_ops():
     """tools/sass_ops.py as a module (SASS of NVRTC builds); skips the test, with the reason, where no disassembler
     is installed (the test extra's nvidia-cuda-nvdisasm provides one)."""
     from tool_modules import load_tool  # tests/tool_modules.py
+
     mod = load_tool("sass_ops")
     try:
         mod.disassembler()
@@ -56,6 +61,7 @@ def sass_ops():
 def cuda_compile():
     """flashsim.gpu.build.compile_cuda (cached in-process: one NVRTC run per distinct source/arch/defines)."""
     from flashsim.gpu.build import compile_cuda
+
     return compile_cuda
 
 
@@ -66,6 +72,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     so that a quick local run of one file does not pay for 16 compiles."""
     import itertools
     import os
+
     if not (os.environ.get("CI") or os.environ.get("FLASHSIM_PRINT_BUILDS")):
         return
     tr = terminalreporter
@@ -73,12 +80,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     try:
         from flashsim import KernelConfig
         from flashsim.gpu.launch import build_kernel
+
         for arch in ("sm_120", "sm_90"):
             for d, acc, causal in itertools.product((64, 128), ("f32", "f16"), (False, True)):
                 cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, causal=causal)
                 b = build_kernel(cfg, arch)
-                tr.write_line(f"{arch:7} d={d:<3} {acc} {'causal' if causal else 'full  '} warps={cfg.warps} "
-                              f"m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}: {b.registers} registers, "
-                              f"spills {b.spill_stores}/{b.spill_loads} B, {cfg.smem_bytes // 1024} KB shared memory")
+                tr.write_line(
+                    f"{arch:7} d={d:<3} {acc} {'causal' if causal else 'full  '} warps={cfg.warps} "
+                    f"m_tiles={cfg.m_tiles} kv_tile={cfg.kv_tile} stages={cfg.stages}: {b.registers} registers, "
+                    f"spills {b.spill_stores}/{b.spill_loads} B, {cfg.smem_bytes // 1024} KB shared memory"
+                )
     except Exception as e:  # noqa: BLE001 - a summary must never fail the run; say why it is missing
         tr.write_line(f"not available: {type(e).__name__}: {e}")

@@ -6,6 +6,7 @@ exits 0 with no traceback (the claims that need NVRTC say so in one line and use
 ``flashsim budget`` prints the table, ``flashsim emulate`` runs its default problem, ``flashsim verify`` ends
 with a one-line error. ``import flashsim`` loads neither sympy nor any optional dependency.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,14 @@ BLOCKER = textwrap.dedent(f"""
 def run_base(code: str, timeout: int = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     env.pop("CI", None)
-    return subprocess.run([sys.executable, "-c", BLOCKER + textwrap.dedent(code)], capture_output=True, text=True,
-                          cwd=ROOT / "tests", env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "tests",
+        env=env,
+        timeout=timeout,
+    )
 
 
 def run_command(*argv: str, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -58,11 +65,13 @@ def test_the_blocker_blocks():
 
 
 def test_import_flashsim_loads_no_sympy_and_no_optional_dependency():
-    r = run_base("""
+    r = run_base(
+        """
         import flashsim
         assert callable(flashsim.budget) and callable(flashsim.gpu.attention) and callable(flashsim.mma)
-        print(sorted({m.partition(".")[0] for m in sys.modules} & {"sympy", "mpmath", *%r}))
-    """ % (BLOCKED,))
+        print(sorted({m.partition(".")[0] for m in sys.modules} & {"sympy", "mpmath", *BLOCKED}))
+    """.replace("BLOCKED", repr(BLOCKED))
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
 
@@ -74,9 +83,9 @@ def test_prove_on_the_base_install():
     assert "Traceback" not in out, out
     assert r.returncode == 0, out
     assert re.search(r"\b(\d+) of \1 proofs hold .*PASS", out), out
-    assert "claim 8:" in out, out                                   # every claim ran
-    assert "not checked: NVRTC not installed" in out, out            # claim 7 says why, in one line
-    assert "[estimate: NVRTC not installed" in out, out              # the register model stands in
+    assert "claim 8:" in out, out  # every claim ran
+    assert "not checked: NVRTC not installed" in out, out  # claim 7 says why, in one line
+    assert "[estimate: NVRTC not installed" in out, out  # the register model stands in
 
 
 def test_budget_on_the_base_install():

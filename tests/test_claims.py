@@ -1,15 +1,16 @@
 """The seed's claims (flashsim.prove.claims), the proof registry and ``flashsim prove``."""
+
 from __future__ import annotations
 
 import pathlib
 
 import pytest
 
+from flashsim.config import KernelConfig, seed_config
 from flashsim.prove import claims as C
 from flashsim.prove import runner as P
-from flashsim.resources.model import budget
 from flashsim.prove.runner import ProofResult
-from flashsim.config import KernelConfig, seed_config
+from flashsim.resources.model import budget
 
 KB = 1024
 
@@ -20,7 +21,7 @@ def _fake_proofs(holds=True):
 
 @pytest.fixture(scope="module")
 def ours():
-    return budget(seed_config(), "sm_120", registers="estimate")   # the design note's block
+    return budget(seed_config(), "sm_120", registers="estimate")  # the design note's block
 
 
 def test_seed_readings_are_exactly_the_32_32_32_configurations():
@@ -29,9 +30,9 @@ def test_seed_readings_are_exactly_the_32_32_32_configurations():
     for r in reads:
         assert r.block_m * r.head_dim * 2 == 32 * KB
         assert r.total() == 96 * KB
-    assert C.SeedReading(128, 128, 64, 1, 4) in reads            # d=128, B_r=128, B_c=64, 1 stage, f32 S/P
-    assert C.SeedReading(64, 256, 64, 2, 2) in reads             # d=64, B_r=256, B_c=64, 2 stages, f16 S/P
-    assert C.SeedReading(128, 128, 64, 2, 2) not in reads        # our ring (64 KB) + an f16 S/P is 112 KB
+    assert C.SeedReading(128, 128, 64, 1, 4) in reads  # d=128, B_r=128, B_c=64, 1 stage, f32 S/P
+    assert C.SeedReading(64, 256, 64, 2, 2) in reads  # d=64, B_r=256, B_c=64, 2 stages, f16 S/P
+    assert C.SeedReading(128, 128, 64, 2, 2) not in reads  # our ring (64 KB) + an f16 S/P is 112 KB
 
 
 def test_claim3_reserved_kb_and_free_space(ours):
@@ -69,7 +70,7 @@ def test_claim7_accumulator_halves_and_says_what_it_could_not_check():
     c = C.claim7(KernelConfig())
     assert c.verdict.startswith("holds for the accumulator")
     assert "f32 64 registers, f16x2 32: halved" in c.evidence
-    assert "not checked" in c.evidence                            # the Q@K^T timing, at least
+    assert "not checked" in c.evidence  # the Q@K^T timing, at least
 
 
 def test_claim7_without_nvrtc(monkeypatch):
@@ -77,6 +78,7 @@ def test_claim7_without_nvrtc(monkeypatch):
 
     def no_nvrtc(*a, **k):
         raise R._unavailable(ModuleNotFoundError("No module named 'cuda'", name="cuda"))
+
     monkeypatch.setattr(C, "compile_kernel", no_nvrtc)
     c = C.claim7(KernelConfig())
     assert "compiled register counts: not checked: NVRTC not installed" in c.evidence
@@ -127,6 +129,7 @@ def test_unknown_proof_name():
 
 def test_prove_command_fast_path(capsys):
     from flashsim.cli import main
+
     assert main(["prove", "--only", "budget", "--no-claims"]) == 0
     out = capsys.readouterr().out
     assert "[holds] budget" in out and "1 of 1 proofs hold" in out and "PASS" in out
@@ -137,6 +140,7 @@ def test_prove_command_exit_status_follows_the_proofs(monkeypatch, capsys):
     """One failing proof among holding ones makes the command fail; all holding, it passes (run_all replaced by
     fixed results: the real proofs run in test_prove_command_fast_path and the proof files' own tests)."""
     from flashsim.cli import main
+
     holds = ProofResult("holds", "a holding proof", True, "", 0.0)
     fails = ProofResult("fake", "a failing proof", False, "counterexample", 0.0)
     monkeypatch.setattr(P, "run_all", lambda names=None: {"holds": holds, "fake": fails})
@@ -151,8 +155,10 @@ def test_prove_command_exit_status_follows_the_proofs(monkeypatch, capsys):
 def test_proof_files_run_alone():
     import subprocess
     import sys
+
     root = pathlib.Path(__file__).resolve().parents[1]
-    r = subprocess.run([sys.executable, str(root / "proofs" / "prove_budget.py")], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(root / "proofs" / "prove_budget.py")], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PROOF HOLDS" in r.stdout

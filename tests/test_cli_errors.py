@@ -5,6 +5,7 @@ Most cases run the CLI in-process (``flashsim.cli.main``) and read stderr with c
 dependency (jax, matplotlib) is simulated in a child process whose ``sys.modules[name] = None`` makes the import
 fail, as on an install without that extra.
 """
+
 from __future__ import annotations
 
 import os
@@ -74,14 +75,21 @@ EMULATE = [
     ("--kv-heads 3", lambda p: ["--heads", "4", "--kv-heads", "3"], ["Hq=4 must be a multiple of the key/value heads"]),
     ("--kv-heads 0", lambda p: ["--kv-heads", "0"], ["--kv-heads must be >= 1"]),
     ("--quant int4", lambda p: ["--quant", "int4"], ["--quant", "invalid choice"]),
-    ("--quant int8 --softcap 5", lambda p: ["--quant", "int8", "--softcap", "5"],
-     ["quant='int8' does not combine with softcap"]),
+    (
+        "--quant int8 --softcap 5",
+        lambda p: ["--quant", "int8", "--softcap", "5"],
+        ["quant='int8' does not combine with softcap"],
+    ),
     ("--k-mean inf", lambda p: ["--k-mean", "inf"], ["--k-mean must be a finite number"]),
     ("--dtype bf16 --pv-accum f16", lambda p: ["--dtype", "bf16", "--pv-accum", "f16"], ["needs float16 inputs"]),
     ("--arch sm_75", lambda p: ["--arch", "sm_75"], ["unknown arch 'sm_75'"]),
     ("--plot into no folder", lambda p: ["--plot", "/nonexistent/dir/e.png"], ["--plot", "no such folder"]),
     ("--plot .xyz", lambda p: ["--plot", "e.xyz"], ["--plot", ".png"]),
-    ("k's heads differ", lambda p: ["--q", p["q"], "--k", p["k2"], "--v", p["k2"]], ["must be a multiple of the key/value heads"]),
+    (
+        "k's heads differ",
+        lambda p: ["--q", p["q"], "--k", p["k2"], "--v", p["k2"]],
+        ["must be a multiple of the key/value heads"],
+    ),
 ]
 
 
@@ -102,12 +110,13 @@ def test_emulate_refuses_a_problem_too_large_before_any_work(capsys, monkeypatch
 def test_emulate_without_a_tty_draws_no_progress_bar(capsys, monkeypatch):
     """emulate passes progress=None: the bar shows only when stderr is a terminal (it is not under capsys)."""
     import flashsim.emulator as em
+
     seen = []
     real = em.attention
     monkeypatch.setattr(em, "attention", lambda *a, **kw: seen.append(kw.get("progress", "missing")) or real(*a, **kw))
     assert main(["emulate", "--heads", "1", "--nq", "32", "--head-dim", "64", "--pv-accum", "f32"]) == 0
     out, err = capsys.readouterr()
-    assert seen[-1] is None and err == ""          # the warm-up call before it passes progress=False
+    assert seen[-1] is None and err == ""  # the warm-up call before it passes progress=False
     assert "ulp = distance from O to the float64 reference rounded to O's type" in out
     assert "O max |error| / max |O|" in out
 
@@ -115,13 +124,14 @@ def test_emulate_without_a_tty_draws_no_progress_bar(capsys, monkeypatch):
 def test_emulate_plot_draws_every_head_or_the_worst(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     from flashsim.commands.emulate import MAX_HEADS_SHOWN, _heads_to_show
+
     for heads in (2, MAX_HEADS_SHOWN + 1):
         path = tmp_path / f"e{heads}.png"
         assert main(["emulate", "--heads", str(heads), "--nq", "32", "--head-dim", "64", "--plot", str(path)]) == 0
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"plot written to {path}" in capsys.readouterr().out
     o_ref = np.zeros((2, 5, 4, 64))
     o = np.zeros((2, 5, 4, 64), np.float16)
-    o[1, 3, 2, 7] = 0.5                                                      # the worst head: batch 1, head 3
+    o[1, 3, 2, 7] = 0.5  # the worst head: batch 1, head 3
     shown = _heads_to_show({"f32": (0.0, o, None, None)}, o_ref)
     assert [(b, h) for b, h, _ in shown[0][1]] == [(1, 3)]
     shown = _heads_to_show({"f32": (0.0, o[:1, :4], None, None)}, o_ref[:1, :4])
@@ -149,12 +159,14 @@ def test_verify_argument_errors_come_before_the_gpu(capsys, argv, word):
 
 def _no_gpu():
     from flashsim.gpu.runtime import gpu_available
+
     if gpu_available()[0]:
         pytest.skip("a GPU is present: the no-GPU error cannot be shown here")
 
 
-@pytest.mark.parametrize("argv", [["verify"], ["bench", "kernel"], ["calibrate", "--no-mma"]],
-                         ids=["verify", "bench kernel", "calibrate"])
+@pytest.mark.parametrize(
+    "argv", [["verify"], ["bench", "kernel"], ["calibrate", "--no-mma"]], ids=["verify", "bench kernel", "calibrate"]
+)
 def test_no_gpu_is_one_line(capsys, argv):
     _no_gpu()
     if argv[0] == "bench":
@@ -190,16 +202,21 @@ def test_no_or_unknown_command(capsys, argv, word):
 
 # ---- what is not a user error ------------------------------------------------------------------------------------
 
+
 def _fake_command(monkeypatch, exc):
     from flashsim.commands import budget
 
     def run(args):
         raise exc
+
     monkeypatch.setattr(budget, "run", run)
 
 
-@pytest.mark.parametrize("exc", [TypeError("a bug"), KeyError("a bug"), ImportError("no module named x", name="x"),
-                                 RuntimeError("a bug")], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "exc",
+    [TypeError("a bug"), KeyError("a bug"), ImportError("no module named x", name="x"), RuntimeError("a bug")],
+    ids=lambda e: type(e).__name__,
+)
 def test_a_bug_keeps_its_traceback(monkeypatch, exc):
     _fake_command(monkeypatch, exc)
     with pytest.raises(type(exc)):
@@ -215,6 +232,7 @@ def test_flashsim_traceback_shows_a_user_error_s_traceback(monkeypatch):
 
 def test_a_multi_line_gpu_error_is_one_line(capsys, monkeypatch):
     from flashsim.gpu.errors import CompileError
+
     _fake_command(monkeypatch, CompileError("NVRTC failed for flash_fwd.cu", log="line 1\nline 2\nline 3"))
     line = one_line_error(capsys, ["budget"], "flashsim budget: NVRTC failed for flash_fwd.cu")
     assert "3 more lines" in line and "FLASHSIM_TRACEBACK=1" in line
@@ -227,6 +245,7 @@ def test_a_command_s_system_exit_message_is_one_line(capsys, monkeypatch):
 
 # ---- optional dependencies missing: found before the work -----------------------------------------------------
 
+
 def run_without(module: str, *argv: str, cwd=None) -> subprocess.CompletedProcess:
     """The CLI in a child process where ``import <module>`` fails (sys.modules[module] = None)."""
     code = textwrap.dedent(f"""
@@ -236,19 +255,24 @@ def run_without(module: str, *argv: str, cwd=None) -> subprocess.CompletedProces
         sys.exit(main({list(argv)!r}))
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
-                          cwd=cwd or ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=cwd or ROOT
+    )
 
 
-@pytest.mark.parametrize("module, argv, words", [
-    ("jax", ["emulate", "--backend", "jax"], ["--backend jax needs jax", "pip install 'flashsim[jax]'"]),
-    ("matplotlib", ["emulate", "--plot", "e.png"], ["--plot needs matplotlib", "pip install 'flashsim[plot]'"]),
-    ("matplotlib", ["budget", "--registers", "estimate", "--plot", "b.png"], ["--plot needs matplotlib"]),
-], ids=["emulate jax", "emulate plot", "budget plot"])
+@pytest.mark.parametrize(
+    "module, argv, words",
+    [
+        ("jax", ["emulate", "--backend", "jax"], ["--backend jax needs jax", "pip install 'flashsim[jax]'"]),
+        ("matplotlib", ["emulate", "--plot", "e.png"], ["--plot needs matplotlib", "pip install 'flashsim[plot]'"]),
+        ("matplotlib", ["budget", "--registers", "estimate", "--plot", "b.png"], ["--plot needs matplotlib"]),
+    ],
+    ids=["emulate jax", "emulate plot", "budget plot"],
+)
 def test_a_missing_optional_dependency_is_one_line_before_the_work(tmp_path, module, argv, words):
     r = run_without(module, *argv, cwd=tmp_path)
     err = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(err) == 1 and "Traceback" not in r.stderr, r.stderr
     assert err[0].startswith(f"flashsim {argv[0]}: ") and all(w in err[0] for w in words), err[0]
-    assert r.stdout == "", r.stdout            # nothing was computed or printed before the error
+    assert r.stdout == "", r.stdout  # nothing was computed or printed before the error
     assert not any(tmp_path.iterdir())

@@ -9,6 +9,7 @@ captures, then tools/collect_device_round.sh), never edit the record by hand.
 No GPU and no compile needed for the drift check itself; the build-equality tests compile with NVRTC where it is
 installed (the test extras) and mock the GPU.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -28,16 +29,35 @@ ROUND = "OUT=<dir> tools/device_round.sh captures on the H200, then tools/collec
 
 # capture file (glob under tests/data) -> (kernel, where the record is, how to re-capture that file alone on the H200)
 CAPTURES = {
-    "attn_sm90_*.npz": ("flash_fwd", "per case", "PYTHONPATH=. python3 -m flashsim.cli verify --replay tests/data/{name} "
-                                                 "--save-cases tests/data/{name}"),
+    "attn_sm90_*.npz": (
+        "flash_fwd",
+        "per case",
+        "PYTHONPATH=. python3 -m flashsim.cli verify --replay tests/data/{name} --save-cases tests/data/{name}",
+    ),
     "mma_sm90.npz": ("mma_capture", "npz", "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma --out tests/data"),
-    "mma_k32_sm90.npz": ("mma_k32_capture", "npz", "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma_k32 --out tests/data"),
-    "mma_sm90_summary.json": ("mma_capture", "json", "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma --out tests/data"),
-    "layout_sm90.npz": ("layout_capture", "npz", "PYTHONPATH=. python3 -m flashsim.gpu.capture.layout --out tests/data"),
-    "sfu_sample_sm90.npz": ("sfu_capture", "npz", "PYTHONPATH=. python3 -m flashsim.gpu.capture.sfu --out /tmp/sfu && "
-                                                  "cp /tmp/sfu/sfu_sample_sm90.npz tests/data/"),
+    "mma_k32_sm90.npz": (
+        "mma_k32_capture",
+        "npz",
+        "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma_k32 --out tests/data",
+    ),
+    "mma_sm90_summary.json": (
+        "mma_capture",
+        "json",
+        "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma --out tests/data",
+    ),
+    "layout_sm90.npz": (
+        "layout_capture",
+        "npz",
+        "PYTHONPATH=. python3 -m flashsim.gpu.capture.layout --out tests/data",
+    ),
+    "sfu_sample_sm90.npz": (
+        "sfu_capture",
+        "npz",
+        "PYTHONPATH=. python3 -m flashsim.gpu.capture.sfu --out /tmp/sfu && "
+        "cp /tmp/sfu/sfu_sample_sm90.npz tests/data/",
+    ),
 }
-NOT_CAPTURES: tuple[str, ...] = ()      # data files in tests/data that no GPU made (none today)
+NOT_CAPTURES: tuple[str, ...] = ()  # data files in tests/data that no GPU made (none today)
 
 
 def _entry(path: pathlib.Path):
@@ -70,8 +90,10 @@ def staleness(path: pathlib.Path) -> list[str]:
     """Why the capture ``path`` is stale, one line per reason (per group of cases for attention files); []: current."""
     kernel, where, _ = _entry(path)
     if where == "json":
-        return [f"{r}" for r in provenance.compare(json.loads(path.read_text()).get("provenance"),
-                                                    provenance.fingerprint(kernel))]
+        return [
+            f"{r}"
+            for r in provenance.compare(json.loads(path.read_text()).get("provenance"), provenance.fingerprint(kernel))
+        ]
     with np.load(path, allow_pickle=False) as z:
         if where == "npz":
             stored = _load(str(z["provenance"])) if "provenance" in z.files else None
@@ -98,25 +120,36 @@ def test_every_capture_matches_the_current_kernel_sources_and_defines():
     for path in files:
         entry = _entry(path)
         if entry is None:
-            problems.append(f"{path.name}: not a known capture: add it to CAPTURES in tests/test_drift.py (kernel, "
-                            "where its provenance is, the command that re-captures it) or to NOT_CAPTURES")
+            problems.append(
+                f"{path.name}: not a known capture: add it to CAPTURES in tests/test_drift.py (kernel, "
+                "where its provenance is, the command that re-captures it) or to NOT_CAPTURES"
+            )
             continue
         reasons = staleness(path)
         if reasons:
-            problems.append(f"{path.name} is stale:\n" + "".join(f"      {r}\n" for r in reasons)
-                            + f"      re-capture: {entry[2].format(name=path.name)}")
+            problems.append(
+                f"{path.name} is stale:\n"
+                + "".join(f"      {r}\n" for r in reasons)
+                + f"      re-capture: {entry[2].format(name=path.name)}"
+            )
     if problems:
-        pytest.fail(f"{len(problems)} of {len(files)} files in tests/data no longer describe the current kernel build "
-                    "(source or defines changed since the capture, or no provenance recorded):\n  "
-                    + "\n  ".join(problems) + f"\nall at once: {ROUND}", pytrace=False)
+        pytest.fail(
+            f"{len(problems)} of {len(files)} files in tests/data no longer describe the current kernel build "
+            "(source or defines changed since the capture, or no provenance recorded):\n  "
+            + "\n  ".join(problems)
+            + f"\nall at once: {ROUND}",
+            pytrace=False,
+        )
 
 
 # ---- the fingerprint ----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def kernel_copy(tmp_path):
     """A copy of kernel/ to edit."""
     from flashsim.gpu.build import kernel_dir
+
     root = tmp_path / "kernel"
     shutil.copytree(kernel_dir(), root)
     return root
@@ -125,7 +158,7 @@ def kernel_copy(tmp_path):
 def test_a_new_define_in_the_source_makes_the_fingerprint_stale(kernel_copy):
     cfg = KernelConfig.default("sm_90")
     before = provenance.fingerprint("flash_fwd", cfg, root=kernel_copy)
-    assert before == provenance.fingerprint("flash_fwd", cfg)          # the copy hashes as the original
+    assert before == provenance.fingerprint("flash_fwd", cfg)  # the copy hashes as the original
     src = kernel_copy / "flash_fwd.cu"
     src.write_bytes(src.read_bytes() + b"#define FS_SOMETHING 1\n")
     after = provenance.fingerprint("flash_fwd", cfg, root=kernel_copy)
@@ -146,10 +179,11 @@ def test_defines_enter_the_fingerprint():
 
 def test_included_files_are_part_of_the_source_hash(kernel_copy):
     src = kernel_copy / "capture" / "mma.cu"
-    (kernel_copy / "common.cuh").write_text("#pragma once\n#include \"capture/helpers.cuh\"\n")
+    (kernel_copy / "common.cuh").write_text('#pragma once\n#include "capture/helpers.cuh"\n')
     (kernel_copy / "capture" / "helpers.cuh").write_text("// helpers\n")
-    src.write_text('#include "../common.cuh"\n#include <cuda_fp16.h>\n// #include "commented_out.cuh"\n'
-                   + src.read_text())
+    src.write_text(
+        '#include "../common.cuh"\n#include <cuda_fp16.h>\n// #include "commented_out.cuh"\n' + src.read_text()
+    )
     rec = provenance.fingerprint("mma_capture", root=kernel_copy)
     assert list(rec["files"]) == ["kernel/capture/helpers.cuh", "kernel/capture/mma.cu", "kernel/common.cuh"]
     (kernel_copy / "capture" / "helpers.cuh").write_text("// helpers, edited\n")
@@ -167,10 +201,12 @@ def test_kernel_names_and_paths():
 
 
 def test_the_fingerprint_needs_no_cuda_python():
-    code = ("import sys, flashsim.provenance as p, flashsim\n"
-            "for k in p.KERNELS: p.fingerprint(k, flashsim.KernelConfig() if k in p.NEEDS_CONFIG else None)\n"
-            "bad = sorted(m for m in sys.modules if m == 'cuda' or m.startswith('cuda.'))\n"
-            "assert not bad, bad\n")
+    code = (
+        "import sys, flashsim.provenance as p, flashsim\n"
+        "for k in p.KERNELS: p.fingerprint(k, flashsim.KernelConfig() if k in p.NEEDS_CONFIG else None)\n"
+        "bad = sorted(m for m in sys.modules if m == 'cuda' or m.startswith('cuda.'))\n"
+        "assert not bad, bad\n"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
 
@@ -180,6 +216,7 @@ def test_the_sfu_capture_records_its_provenance(tmp_path):
     metadata through its summary (the layout and mma tools: tests/test_layout_silicon.py, tests/test_mma_silicon.py)."""
     from flashsim.gpu.capture import sfu as cap
     from flashsim.numerics import sfu
+
     assert cap.main(["--out", str(tmp_path), "--fake", "--random-scale", "0.005"]) == 0
     current = provenance.fingerprint(cap.PROVENANCE_NAME)
     with np.load(tmp_path / "sfu_sample_sm90.npz") as z:
@@ -188,6 +225,7 @@ def test_the_sfu_capture_records_its_provenance(tmp_path):
 
 
 # ---- the builds pass exactly the fingerprinted defines -------------------------------------------
+
 
 def _launch_module():
     for name in ("flashsim.gpu.launch", "flashsim.gpu.attention"):
@@ -211,9 +249,11 @@ class _Device:
 def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
     """The NVRTC call of each build (flash_fwd and the four capture tools, GPU mocked, compile intercepted) gets
     exactly provenance.build_defines: the fingerprint hashes what the kernel was built with."""
-    from flashsim.gpu import build, runtime as rt
+    from flashsim.gpu import build
+    from flashsim.gpu import runtime as rt
     from flashsim.gpu.capture import layout, mma, mma_k32, sfu
-    launch = _launch_module()          # imported before compile_cuda is patched (it binds the name at import)
+
+    launch = _launch_module()  # imported before compile_cuda is patched (it binds the name at import)
     seen = []
 
     def fake_compile(source, **kw):
@@ -232,8 +272,12 @@ def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
         (launch.build_kernel if kernel == "flash_fwd" else launch.build_quantize)(cfg, "sm_90")
         want = provenance.build_defines(kernel, cfg)
     else:
-        {"mma_capture": mma.GpuRunner, "layout_capture": layout.GpuDevice, "sfu_capture": sfu.GpuDevice,
-         "mma_k32_capture": mma_k32.GpuRunner}[kernel]()
+        {
+            "mma_capture": mma.GpuRunner,
+            "layout_capture": layout.GpuDevice,
+            "sfu_capture": sfu.GpuDevice,
+            "mma_k32_capture": mma_k32.GpuRunner,
+        }[kernel]()
         want = provenance.build_defines(kernel)
     assert seen == [want]
 
@@ -242,6 +286,7 @@ def test_an_attention_record_covers_the_quantization_pass(tmp_path):
     """flash_fwd's record lists kernel/quantize.cu (quant="int8" results come from both), so an edit of the
     quantization pass makes every attention capture stale; its build defines are a subset of flash_fwd's."""
     import shutil as sh
+
     root = tmp_path / "kernel"
     sh.copytree(provenance._kernel_root(), root)
     cfg = KernelConfig.default("sm_90", head_dim=128, quant="int8")
@@ -256,6 +301,7 @@ def test_an_attention_record_covers_the_quantization_pass(tmp_path):
 def test_the_compiled_flash_fwd_records_the_fingerprinted_defines():
     """The real NVRTC build (no GPU needed) of one configuration: Build.defines are the fingerprint's defines."""
     from flashsim.gpu.errors import CompileError, GPUError
+
     cfg = KernelConfig.default("sm_90", head_dim=64)
     try:
         b = _launch_module().build_kernel(cfg, "sm_90")

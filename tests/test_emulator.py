@@ -16,6 +16,7 @@ with u = 2^-11 (half an f16 ulp, relative), V = max_j |v_j| per column, O* the f
   With f16x2 (each tile's P V by the f16 mma from zero, added to an f32 O) only a tile's partial sums are rounded
   to f16, kv_tile/16 times: bound_f32 + (kv_tile/16) u V + n_tiles 2^-23 V.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 CASES = [  # B, H, Nq, Nk, d, causal
     (1, 2, 64, 64, 64, False),
     (2, 1, 33, 130, 128, False),
-    (1, 1, 130, 77, 64, True),      # Nq > Nk: the first rows see no key at all
-    (1, 2, 77, 200, 128, True),     # Nq < Nk
+    (1, 1, 130, 77, 64, True),  # Nq > Nk: the first rows see no key at all
+    (1, 2, 77, 200, 128, True),  # Nq < Nk
     (1, 1, 1, 1, 128, False),
     (1, 1, 1, 300, 64, True),
 ]
@@ -63,8 +64,8 @@ def test_rows_without_visible_keys_are_zero_and_lse_is_plus_inf():
     q, k, v = make_inputs(1, 1, 40, 8, 64, seed=3)
     o, lse = flashsim.attention(q, k, v, causal=True, progress=False)
     # bottom-right alignment: query i sees key j iff j <= i + 8 - 40, so rows 0..31 see nothing
-    assert np.all(o[0, 0, :32].view(np.uint16) == 0)                       # +0.0 bits exactly
-    assert np.all(lse[0, 0, :32].view(np.uint32) == 0x7F800000)           # +inf bits exactly
+    assert np.all(o[0, 0, :32].view(np.uint16) == 0)  # +0.0 bits exactly
+    assert np.all(lse[0, 0, :32].view(np.uint32) == 0x7F800000)  # +inf bits exactly
     assert np.all(np.isfinite(o[0, 0, 32:])) and np.all(np.isfinite(lse[0, 0, 32:]))
 
 
@@ -74,16 +75,16 @@ def test_large_scores_do_not_overflow():
     o, lse = flashsim.attention(q, k, v, progress=False)
     o_ref, lse_ref = flashsim.reference_attention(q, k, v)
     assert np.isfinite(o).all() and np.isfinite(lse).all()
-    assert np.abs(lse_ref).min() > 100          # exp(100) alone is past the f32 range (~3.4e38)
+    assert np.abs(lse_ref).min() > 100  # exp(100) alone is past the f32 range (~3.4e38)
     assert np.all(np.abs(o.astype(np.float64) - o_ref) <= error_bound(o_ref, v, 96, 64, "f32"))
 
 
 def test_nan_and_inf_inputs_stay_local():
     q, k, v = make_inputs(1, 1, 32, 64, 64, seed=7)
-    q[0, 0, 5, 3] = np.nan                   # row 5's scores are all NaN
-    v[0, 0, 10, 7] = np.inf                  # column 7 meets inf
+    q[0, 0, 5, 3] = np.nan  # row 5's scores are all NaN
+    v[0, 0, 10, 7] = np.inf  # column 7 meets inf
     o, lse = flashsim.attention(q, k, v, progress=False)
-    assert np.isnan(o[0, 0, 5]).all() and np.isinf(lse[0, 0, 5])        # l is NaN -> lse = +inf, O NaN
+    assert np.isnan(o[0, 0, 5]).all() and np.isinf(lse[0, 0, 5])  # l is NaN -> lse = +inf, O NaN
     other = np.delete(np.arange(32), 5)
     col7 = o[0, 0, other, 7]
     assert not np.isfinite(col7).any()
@@ -96,9 +97,12 @@ def test_bits_do_not_depend_on_pipeline_depth_or_block_rows():
     the arithmetic of every element is the same, so the bits must be identical."""
     q, k, v = make_inputs(1, 2, 100, 150, 64, seed=11)
     base = flashsim.attention(q, k, v, config=KernelConfig(head_dim=64, stages=2, warps=8), progress=False)
-    for cfg in (KernelConfig(head_dim=64, stages=3, warps=8), KernelConfig(head_dim=64, stages=2, warps=2),
-                KernelConfig(head_dim=64, stages=2, warps=2, m_tiles=3),
-                KernelConfig(head_dim=64, stages=3, m_tiles=4)):
+    for cfg in (
+        KernelConfig(head_dim=64, stages=3, warps=8),
+        KernelConfig(head_dim=64, stages=2, warps=2),
+        KernelConfig(head_dim=64, stages=2, warps=2, m_tiles=3),
+        KernelConfig(head_dim=64, stages=3, m_tiles=4),
+    ):
         o, lse = flashsim.attention(q, k, v, config=cfg, progress=False)
         assert np.array_equal(o.view(np.uint16), base[0].view(np.uint16))
         assert np.array_equal(lse.view(np.uint32), base[1].view(np.uint32))
@@ -113,20 +117,32 @@ def test_kv_tile_changes_the_order_of_operations():
     assert not np.array_equal(a[1].view(np.uint32), b[1].view(np.uint32))
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(q=np.zeros((1, 1, 4, 64), np.float32)), "q must be float16"),
-    (dict(q=np.zeros((1, 4, 64), np.float16)), "q must have 4 dimensions"),
-    (dict(k=np.zeros((1, 1, 5, 64), np.float16)), "k and v must have the same shape"),
-    (dict(q=np.zeros((1, 1, 4, 48), np.float16), k=np.zeros((1, 1, 4, 48), np.float16),
-          v=np.zeros((1, 1, 4, 48), np.float16)), "head dim d=48 is not supported"),
-    (dict(q=np.zeros((1, 1, 0, 64), np.float16)), "sequence lengths must be >= 1"),
-    (dict(arch="sm_75"), "unknown arch"),
-    (dict(softmax_scale=-1.0), "softmax_scale must be a positive"),
-    (dict(pv_accum="bf16"), "pv_accum must be one of"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(q=np.zeros((1, 1, 4, 64), np.float32)), "q must be float16"),
+        (dict(q=np.zeros((1, 4, 64), np.float16)), "q must have 4 dimensions"),
+        (dict(k=np.zeros((1, 1, 5, 64), np.float16)), "k and v must have the same shape"),
+        (
+            dict(
+                q=np.zeros((1, 1, 4, 48), np.float16),
+                k=np.zeros((1, 1, 4, 48), np.float16),
+                v=np.zeros((1, 1, 4, 48), np.float16),
+            ),
+            "head dim d=48 is not supported",
+        ),
+        (dict(q=np.zeros((1, 1, 0, 64), np.float16)), "sequence lengths must be >= 1"),
+        (dict(arch="sm_75"), "unknown arch"),
+        (dict(softmax_scale=-1.0), "softmax_scale must be a positive"),
+        (dict(pv_accum="bf16"), "pv_accum must be one of"),
+    ],
+)
 def test_bad_input_is_a_clear_error(bad, match):
-    args = dict(q=np.zeros((1, 1, 4, 64), np.float16), k=np.zeros((1, 1, 4, 64), np.float16),
-                v=np.zeros((1, 1, 4, 64), np.float16))
+    args = dict(
+        q=np.zeros((1, 1, 4, 64), np.float16),
+        k=np.zeros((1, 1, 4, 64), np.float16),
+        v=np.zeros((1, 1, 4, 64), np.float16),
+    )
     args.update(bad)
     q, k, v = args.pop("q"), args.pop("k"), args.pop("v")
     with pytest.raises(ValueError, match=match):
@@ -145,7 +161,7 @@ def test_an_overflowing_f16_accumulator_raises_naming_the_row(acc, backend):
     k = make_inputs(1, 2, 20, 1024, 64, seed=1)[1]
     big = 100.0 if acc == "f16" else 3000.0
     v = np.full((1, 2, 1024, 64), big, np.float16)
-    v[0, 0] = 1.0                                       # head 0 is harmless: the first flagged row is in head 1
+    v[0, 0] = 1.0  # head 0 is harmless: the first flagged row is in head 1
     with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\).*65504"):
         flashsim.attention(q, k, v, pv_accum=acc, backend=backend, progress=False)
     o, _ = flashsim.attention(q, k, v, pv_accum=acc, backend=backend, progress=False, check_overflow=False)
@@ -163,7 +179,7 @@ def test_a_deferred_check_raises_only_when_called():
     with pytest.raises(FloatingPointError, match=r"\(b=0, h=0, row=0\)"):
         check()
     o, lse, check = flashsim.attention(q, k, v, pv_accum="f16x2", check_overflow="deferred", progress=False)
-    check()                                             # nothing overflowed: returns quietly
+    check()  # nothing overflowed: returns quietly
     with pytest.raises(ValueError, match="check_overflow"):
         flashsim.attention(q, k, v, check_overflow="later")
 

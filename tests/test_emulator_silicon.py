@@ -15,6 +15,7 @@ Per case: the configuration, the kernel's O and LSE, the (kind, shape, seed) tha
 against a sha256 of the inputs the GPU saw) and, since flashsim.provenance, the fingerprint of the kernel build
 (tests/test_drift.py checks that it is the current one). flashsim.attention must reproduce every bit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,14 +52,16 @@ def check_case(path, case):
     c = case_of_meta(meta)
     q, k, v = c.inputs()
     assert inputs_sha256(q, k, v) == meta["inputs_sha256"], "regenerated inputs differ from those the GPU saw"
-    o, lse, flagged = emulator_outputs(q, k, v, c.config, meta["arch"], window_size=c.window, softcap=c.softcap,
-                                       layout=c.layout)                 # raw outputs, no overflow check
-    if "overflow_row" in meta:                                          # the kernel's overflow flag
+    o, lse, flagged = emulator_outputs(
+        q, k, v, c.config, meta["arch"], window_size=c.window, softcap=c.softcap, layout=c.layout
+    )  # raw outputs, no overflow check
+    if "overflow_row" in meta:  # the kernel's overflow flag
         assert flagged == meta["overflow_row"], (meta["name"], flagged, meta["overflow_row"])
     o_bad = np.count_nonzero(o.view(np.uint16) != o_gpu.view(np.uint16))
     lse_bad = np.count_nonzero(lse.view(np.uint32) != lse_gpu.view(np.uint32))
-    assert (o_bad, lse_bad) == (0, 0), (f"{meta['name']}: {o_bad} of {o.size} O and {lse_bad} of {lse.size} "
-                                        "LSE elements differ")
+    assert (o_bad, lse_bad) == (0, 0), (
+        f"{meta['name']}: {o_bad} of {o.size} O and {lse_bad} of {lse.size} LSE elements differ"
+    )
     return meta
 
 
@@ -75,13 +78,15 @@ def test_replay_recaptures_the_same_cases_with_provenance(tmp_path, monkeypatch)
     from flashsim import provenance
     from flashsim.commands import verify
     from flashsim.gpu import runtime as rt
+
     src = DATA / "attn_sm90_specials.npz"
     if not src.is_file():
         pytest.skip("no tests/data/attn_sm90_specials.npz")
     monkeypatch.setattr(rt, "require_gpu", lambda: None)
     monkeypatch.setattr(rt, "current_arch", lambda: "sm_90")
-    monkeypatch.setattr(verify, "gpu_outputs", lambda q, k, v, config, **kw: emulator_outputs(q, k, v, config, "sm_90",
-                                                                                             **kw))
+    monkeypatch.setattr(
+        verify, "gpu_outputs", lambda q, k, v, config, **kw: emulator_outputs(q, k, v, config, "sm_90", **kw)
+    )
     out = tmp_path / "attn_sm90_specials.npz"
     parser = argparse.ArgumentParser()
     verify.add_arguments(parser)
@@ -93,11 +98,11 @@ def test_replay_recaptures_the_same_cases_with_provenance(tmp_path, monkeypatch)
             old, new = json.loads(str(a[f"{case}_meta"])), json.loads(str(b[f"{case}_meta"]))
             record = new.pop("provenance")
             old.pop("provenance", None)
-            new.pop("overflow_row"), old.pop("overflow_row", None)      # new in this format; checked by check_case
-            for key in ("window", "softcap", "layout"):                  # new with the variants (defaults before)
+            new.pop("overflow_row"), old.pop("overflow_row", None)  # new in this format; checked by check_case
+            for key in ("window", "softcap", "layout"):  # new with the variants (defaults before)
                 if key not in old:
                     new.pop(key)
-            old["config"] = KernelConfig(**old["config"]).__dict__       # fields added since keep their defaults
+            old["config"] = KernelConfig(**old["config"]).__dict__  # fields added since keep their defaults
             assert new == old
             assert record == provenance.fingerprint("flash_fwd", KernelConfig(**new["config"]))
             assert np.array_equal(a[f"{case}_o"].view(np.uint16), b[f"{case}_o"].view(np.uint16))

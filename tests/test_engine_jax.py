@@ -12,6 +12,7 @@
 Everything compares .view(uint) bit patterns. The attention problems are few and reused, because every new
 configuration costs an XLA compilation (seconds).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,10 @@ def same_bits(a, b):
     u = {2: np.uint16, 4: np.uint32}[a.dtype.itemsize]
     assert a.shape == b.shape and a.dtype == b.dtype
     bad = a.view(u) != b.view(u)
-    assert not bad.any(), f"{bad.sum()} of {bad.size} differ; first at {np.argwhere(bad)[0]}: " \
-                          f"{a.view(u)[bad][0]:#x} vs {b.view(u)[bad][0]:#x}"
+    assert not bad.any(), (
+        f"{bad.sum()} of {bad.size} differ; first at {np.argwhere(bad)[0]}: "
+        f"{a.view(u)[bad][0]:#x} vs {b.view(u)[bad][0]:#x}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -49,7 +52,7 @@ def same_bits(a, b):
 
 
 def both_backends(q, k, v, **kw):
-    o0, l0 = flashsim.attention(q, k, v, check_overflow=False, **kw)     # trouble heads: inf / NaN in v
+    o0, l0 = flashsim.attention(q, k, v, check_overflow=False, **kw)  # trouble heads: inf / NaN in v
     o1, l1 = flashsim.attention(q, k, v, backend="jax", check_overflow=False, **kw)
     same_bits(o1, o0)
     same_bits(l1, l0)
@@ -69,8 +72,8 @@ def test_attention_noncausal_f32_trouble_heads(problem_a):
     o1, l1 = flashsim.attention(q, k, v, backend="jax")
     same_bits(o1, o0)
     same_bits(l1, l0)
-    assert np.isnan(o0).any()                                   # the NaN head really produced NaNs
-    plan = JB.LAST_PLAN                     # on one GPU the fused kernel (engine_jax.fused_choice), else the scan
+    assert np.isnan(o0).any()  # the NaN head really produced NaNs
+    plan = JB.LAST_PLAN  # on one GPU the fused kernel (engine_jax.fused_choice), else the scan
     if jax.devices()[0].platform == "gpu":
         assert plan["fused"] and plan["engine"] == "fused Pallas kernel", plan
     else:
@@ -89,7 +92,7 @@ def test_attention_causal_f16_small_budget(monkeypatch):
     same_bits(o1, o0)
     same_bits(l1, l0)
     assert np.isinf(l0).any()
-    plan = JB.LAST_PLAN        # tiles per q block: 0, 2, 4, 5 (causal, bottom-right aligned)
+    plan = JB.LAST_PLAN  # tiles per q block: 0, 2, 4, 5 (causal, bottom-right aligned)
     assert plan["calls"] > 1 and plan["slots"] * plan["steps"] <= 12 < 4 * 5
 
 
@@ -117,11 +120,16 @@ def test_attention_sharded_over_8_cpu_devices(tmp_path):
         np.savez({str(tmp_path / "out.npz")!r}, o=o, lse=lse)
         print(json.dumps(JB.LAST_PLAN))
     """)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
-               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=8",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     import json
+
     plan = json.loads(res.stdout.strip().splitlines()[-1])
     assert plan["devices"] == 8 and tuple(plan["mesh"]) == (2, 2, 2)
     out = np.load(tmp_path / "out.npz")
@@ -135,6 +143,7 @@ def test_attention_two_processes_jax_distributed(tmp_path):
     global (2 x 2) mesh; both processes call flashsim.attention on the same inputs and both get the full result,
     bit-identical to the numpy backend."""
     import socket
+
     q, k, v = trouble_heads(np.random.default_rng(4), 2, 2, 300, 260, 64)
     o0, l0 = flashsim.attention(q, k, v, causal=True, pv_accum="f16", check_overflow=False)
     np.savez(tmp_path / "in.npz", q=q, k=k, v=v)
@@ -156,14 +165,23 @@ def test_attention_two_processes_jax_distributed(tmp_path):
         np.savez({str(tmp_path)!r} + f"/out{{sys.argv[1]}}.npz", o=o, lse=lse)
         print(json.dumps(dict(JB.LAST_PLAN, processes=jax.process_count())))
     """)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu",
-               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(i)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(i)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for i in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     import json
+
     plan = json.loads(outs[0][0].strip().splitlines()[-1])
     assert plan["processes"] == 2 and plan["devices"] == 4
     for i in range(2):
@@ -203,6 +221,7 @@ def test_numpy_backend_works_and_jax_backend_explains_without_jax():
 # ----------------------------------------------------------------------------------------------------------------
 # the plan and the mesh
 
+
 @pytest.mark.parametrize("tiles", [[4] * 7, [2, 4, 6, 8, 10, 12], [0, 0, 3, 1, 5], [1]])
 @pytest.mark.parametrize("slots", [1, 2, 3, 8])
 def test_plan_runs_every_tile_once_in_order(tiles, slots):
@@ -214,35 +233,37 @@ def test_plan_runs_every_tile_once_in_order(tiles, slots):
         seen = [(int(u), int(t), bool(f)) for u, t, f in zip(unit[:, s], tile[:, s], first[:, s]) if u != n]
         for j in set(u for u, _, _ in seen):
             mine = [(t, f) for u, t, f in seen if u == j]
-            assert [t for t, _ in mine] == list(range(tiles[j]))           # in order
+            assert [t for t, _ in mine] == list(range(tiles[j]))  # in order
             assert [f for _, f in mine] == [True] + [False] * (tiles[j] - 1)
         # a unit's tiles are consecutive in its slot
         us = [u for u, _, _ in seen]
-        assert all(us[i] == us[i + 1] or us[i + 1] not in us[:i + 1] for i in range(len(us) - 1))
+        assert all(us[i] == us[i + 1] or us[i + 1] not in us[: i + 1] for i in range(len(us) - 1))
     done = {(int(u), int(t)) for u, t in zip(unit.ravel(), tile.ravel()) if u != n}
     assert done == {(j, t) for j in range(n) for t in range(tiles[j])}
     assert sum(1 for u in unit.ravel() if u != n) == tiles.sum()
 
 
 def test_choose_slots_balances_causal_work():
-    tiles = 2 * np.arange(1, 33)                       # causal N=4096: 128-row blocks, 64-key tiles
+    tiles = 2 * np.arange(1, 33)  # causal N=4096: 128-row blocks, 64-key tiles
     s = JB.choose_slots(tiles, 64)
     assert s * JB.plan_steps(tiles, s) == tiles.sum()  # no idle slot-steps at all
     assert JB.choose_slots(np.full(32, 64), 64) == 32  # non-causal: every unit its own slot
 
 
-@pytest.mark.parametrize("b,h,n,units", [(1, 1, 8, 32), (2, 4, 8, 2), (1, 3, 8, 4), (3, 5, 4, 1),
-                                         (16, 16, 8, 8), (1, 1, 2, 8)])
+@pytest.mark.parametrize(
+    "b,h,n,units", [(1, 1, 8, 32), (2, 4, 8, 2), (1, 3, 8, 4), (3, 5, 4, 1), (16, 16, 8, 8), (1, 1, 2, 8)]
+)
 def test_mesh_shape(b, h, n, units):
     db, dh, dq = JB.mesh_shape(b, h, n, units)
     assert db * dh * dq == n
 
     def work(x, y, z):
         return -(-b // x) * -(-h // y) * -(-units // z)
+
     best = min(work(x, y, n // (x * y)) for x in range(1, n + 1) for y in range(1, n + 1) if n % (x * y) == 0)
     assert work(db, dh, dq) == best
     if b * h >= n and n % (b * h) == 0 or (b, h, n) == (2, 4, 8):
-        assert dq == 1                       # heads fill the devices: q blocks are not split
+        assert dq == 1  # heads fill the devices: q blocks are not split
 
 
 @pytest.mark.parametrize("tiles,parts", [([3, 0, 5, 2, 0, 7], 2), ([1] * 5, 3), ([0, 0], 2)])

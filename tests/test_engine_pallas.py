@@ -10,6 +10,7 @@
 * the shims it needs (bit_length's float form on raw bit patterns, pieces, lookup, staged chains on raw bits);
 * on a GPU (skipped elsewhere): the compiled kernel against the numpy engine.
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -44,7 +45,7 @@ def problem(case, seed=1):
     rng = np.random.default_rng(seed)
     if case.get("trouble"):
         q, k, v = trouble_heads(rng, B, H, nq, nk, d)
-        k, v = k[:, ::H // Hkv], v[:, ::H // Hkv]
+        k, v = k[:, :: H // Hkv], v[:, :: H // Hkv]
     else:
         dt = ml_dtypes.bfloat16 if case.get("dtype") == "bf16" else np.float16
         q = rng.standard_normal((B, H, nq, d)).astype(dt)
@@ -52,9 +53,10 @@ def problem(case, seed=1):
     return q, k, v, prepare(q, k, v, **case.get("options", {}))
 
 
-CASES = {   # each costs a few seconds of interpretation: one per kind of option
-    "trouble-gqa-causal-f16": dict(shape=(2, 4, 2, 64, 64, 64), trouble=True,
-                                   options=dict(causal=True, pv_accum="f16")),
+CASES = {  # each costs a few seconds of interpretation: one per kind of option
+    "trouble-gqa-causal-f16": dict(
+        shape=(2, 4, 2, 64, 64, 64), trouble=True, options=dict(causal=True, pv_accum="f16")
+    ),
     "softcap-f16x2-ragged": dict(shape=(1, 2, 2, 100, 130, 32), options=dict(pv_accum="f16x2", softcap=30.0)),
     "bf16-window": dict(shape=(1, 1, 1, 70, 200, 128), dtype="bf16", options=dict(window_size=(40, 10))),
 }
@@ -77,8 +79,8 @@ def test_fused_kernel_lowers_for_cuda_through_triton(d, ptx, monkeypatch):
     q, k, v, prob = problem(dict(shape=(1, 2, 1, 96, 80, d), options=dict(causal=True)))
     text = engine_pallas.lower_for_gpu(q, k, v, prob)
     assert "xla.gpu.triton" in text and "flashsim_fused" in text
-    for asm in ("cvt.rzi.s32.f32", "cvt.rz.f32.f64", "fma.rn.f32", "add.rn.f32"):     # chain terms and rounding,
-        assert (asm in text) == ptx, asm                                               # the softmax's f32 ops
+    for asm in ("cvt.rzi.s32.f32", "cvt.rz.f32.f64", "fma.rn.f32", "add.rn.f32"):  # chain terms and rounding,
+        assert (asm in text) == ptx, asm  # the softmax's f32 ops
 
 
 def test_the_sfu_tables_go_to_the_device_once_and_the_epilogue_runs_there(monkeypatch):
@@ -86,19 +88,22 @@ def test_the_sfu_tables_go_to_the_device_once_and_the_epilogue_runs_there(monkey
     device (engine_pallas._epilogue, one compiled program per output dtype and scale) and its outputs equal the
     numpy engine's."""
     monkeypatch.setattr(engine_pallas, "_DEVICE_TABLES", {})
-    q, k, v, prob = problem(dict(shape=(1, 1, 1, 32, 48, 32), options=dict(softcap=20.0)))     # ex2 and rcp
+    q, k, v, prob = problem(dict(shape=(1, 1, 1, 32, 48, 32), options=dict(softcap=20.0)))  # ex2 and rcp
     want = engine_numpy.run(q, k, v, prob)
     for _ in range(2):
         assert_same_run(engine_pallas.run(q, k, v, prob, interpret=True), want)
-        assert len(engine_pallas._DEVICE_TABLES) == 3                   # ex2's two tables and rcp's one
+        assert len(engine_pallas._DEVICE_TABLES) == 3  # ex2's two tables and rcp's one
     from flashsim.numerics.xp import native_conversions
-    native = native_conversions([jax.devices()[0]])     # the device run() takes: True on a GPU
+
+    native = native_conversions([jax.devices()[0]])  # the device run() takes: True on a GPU
     assert ("epilogue", float(prob.lse_scale), "float16", native) in engine_pallas._COMPILED
 
 
 def test_what_the_fused_kernel_refuses():
-    for case, why in ((dict(shape=(1, 1, 1, 32, 32, 96)), "power of two"),
-                      (dict(shape=(1, 1, 1, 32, 32, 64), options=dict(quant="int8")), "quant")):
+    for case, why in (
+        (dict(shape=(1, 1, 1, 32, 32, 96)), "power of two"),
+        (dict(shape=(1, 1, 1, 32, 32, 64), options=dict(quant="int8")), "quant"),
+    ):
         q, k, v, prob = problem(case)
         assert why in engine_pallas.unsupported(prob)
         with pytest.raises(ValueError, match=why):
@@ -122,7 +127,7 @@ def test_engine_jax_takes_the_fused_kernel_on_one_gpu_unless_told_not_to(monkeyp
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 2 ** 64 - 1), min_size=1, max_size=64))
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=64))
 def test_bit_length_float_form_on_raw_uint64_patterns(values):
     x = np.array(values, np.uint64)
     want = np.array([v.bit_length() for v in values], np.int32)
@@ -141,6 +146,7 @@ def _stage_in_arrays(a_arrays, b_arrays):
 
     def reader(arrays, axis):
         return lambda k: tuple(lax.dynamic_slice_in_dim(x, k, 1, axis=x.ndim + axis) for x in arrays)
+
     return reader(a_arrays, -1), reader(b_arrays, -2)
 
 
@@ -150,22 +156,29 @@ def test_a_staged_chain_equals_the_numpy_engine_on_raw_bits(types):
     patterns, every class of value included, jitted by XLA: the numpy engine's bits, and without the engine's
     memory a RuntimeError."""
     from flashsim.numerics import tensorcore
+
     dt = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
     a_dt, c_dt = (np.dtype(dt[t]) for t in types)
     rng = np.random.default_rng(7)
-    a = rng.integers(0, 2 ** 16, (2, 32, 48), dtype=np.uint16).view(a_dt)
-    b = rng.integers(0, 2 ** 16, (2, 48, 16), dtype=np.uint16).view(a_dt)
-    c = rng.integers(0, 2 ** (8 * c_dt.itemsize), (2, 32, 16), dtype=np.uint64).astype(
-        np.uint16 if c_dt.itemsize == 2 else np.uint32).view(c_dt)
+    a = rng.integers(0, 2**16, (2, 32, 48), dtype=np.uint16).view(a_dt)
+    b = rng.integers(0, 2**16, (2, 48, 16), dtype=np.uint16).view(a_dt)
+    c = (
+        rng.integers(0, 2 ** (8 * c_dt.itemsize), (2, 32, 16), dtype=np.uint64)
+        .astype(np.uint16 if c_dt.itemsize == 2 else np.uint32)
+        .view(c_dt)
+    )
     want = tensorcore.mma_chain(a, b, c)
 
     def fused(a, b, c):
         with X.fused_kernel(_stage_in_arrays):
             return tensorcore.mma_chain(a, b, c)
+
     with X.enable_x64():
         got = np.asarray(jax.jit(fused)(*(jax.numpy.asarray(x) for x in (a, b, c))))
-        np.testing.assert_array_equal(got.view(np.uint16 if c_dt.itemsize == 2 else np.uint32),
-                                      want.view(np.uint16 if c_dt.itemsize == 2 else np.uint32))
+        np.testing.assert_array_equal(
+            got.view(np.uint16 if c_dt.itemsize == 2 else np.uint32),
+            want.view(np.uint16 if c_dt.itemsize == 2 else np.uint32),
+        )
         with X.fused_kernel(), pytest.raises(RuntimeError, match="staging memory"):
             tensorcore.mma_chain(*(jax.numpy.asarray(x) for x in (a, b, c)))
 
@@ -214,11 +227,10 @@ def test_compiled_fused_kernel_equals_the_numpy_engine_on_the_gpu(case):
 
 def _raw_f32(rng, n):
     """float32 raw bit patterns, every class of value: uniform bits, and near 0, 1 and the overflow edge."""
-    u = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
-    edges = np.array([0x00000001, 0x007FFFFF, 0x00800000, 0x3F800000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000],
-                     np.uint32)
-    u[:len(edges)] = edges
-    u[len(edges):2 * len(edges)] = edges | 0x80000000
+    u = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    edges = np.array([0x00000001, 0x007FFFFF, 0x00800000, 0x3F800000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000], np.uint32)
+    u[: len(edges)] = edges
+    u[len(edges) : 2 * len(edges)] = edges | 0x80000000
     return u.view(np.float32)
 
 
@@ -232,30 +244,48 @@ def test_ptx_shims_equal_the_generic_routines_on_the_gpu():
         pytest.skip(f"jax runs on {jax.default_backend()!r}, not a GPU: install jax[cuda]")
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as pltriton
+
     from flashsim.numerics import formats, ieee32, rounding, tensorcore
+
     n = 1 << 16
     rng = np.random.default_rng(11)
     x, y, z = (_raw_f32(rng, n) for _ in range(3))
-    total = rng.integers(-(2 ** 33), 2 ** 33, n, dtype=np.int64) >> rng.integers(0, 33, n, dtype=np.int64)
-    e = rng.integers(-158, 110, n, dtype=np.int64).astype(np.int32)        # up to and past the f32 overflow edge
-    t = (rng.standard_normal(n) * np.exp2(rng.integers(0, 27, n))).astype(np.float32)   # |t| < 2^31
+    total = rng.integers(-(2**33), 2**33, n, dtype=np.int64) >> rng.integers(0, 33, n, dtype=np.int64)
+    e = rng.integers(-158, 110, n, dtype=np.int64).astype(np.int32)  # up to and past the f32 overflow edge
+    t = (rng.standard_normal(n) * np.exp2(rng.integers(0, 27, n))).astype(np.float32)  # |t| < 2^31
 
     def body(x_ref, y_ref, z_ref, tot_ref, e_ref, t_ref, *outs):
         with X.fused_kernel(ptx=True):
             a, b, c = x_ref[...], y_ref[...], z_ref[...]
-            results = (ieee32.add(a, b), ieee32.sub(a, b), ieee32.mul(a, b), ieee32.div(a, b), ieee32.fma(a, b, c),
-                       tensorcore._round_rz_ptx(jax.numpy, tot_ref[...], e_ref[...]),
-                       X.trunc_to_int(t_ref[...], np.int32))
+            results = (
+                ieee32.add(a, b),
+                ieee32.sub(a, b),
+                ieee32.mul(a, b),
+                ieee32.div(a, b),
+                ieee32.fma(a, b, c),
+                tensorcore._round_rz_ptx(jax.numpy, tot_ref[...], e_ref[...]),
+                X.trunc_to_int(t_ref[...], np.int32),
+            )
         for ref, r in zip(outs, results):
             ref[...] = r
+
     block = 1024
     spec = pl.BlockSpec((block,), lambda i: (i,))
-    shapes = [jax.ShapeDtypeStruct((n,), np.float32)] * 5 + [jax.ShapeDtypeStruct((n,), np.uint32),
-                                                              jax.ShapeDtypeStruct((n,), np.int32)]
+    shapes = [jax.ShapeDtypeStruct((n,), np.float32)] * 5 + [
+        jax.ShapeDtypeStruct((n,), np.uint32),
+        jax.ShapeDtypeStruct((n,), np.int32),
+    ]
     with X.enable_x64():
-        got = jax.jit(pl.pallas_call(body, grid=(n // block,), in_specs=[spec] * 6, out_specs=[spec] * 7,
-                                     out_shape=shapes, compiler_params=pltriton.CompilerParams(num_warps=4)))(
-            x, y, z, total, e, t)
+        got = jax.jit(
+            pl.pallas_call(
+                body,
+                grid=(n // block,),
+                in_specs=[spec] * 6,
+                out_specs=[spec] * 7,
+                out_shape=shapes,
+                compiler_params=pltriton.CompilerParams(num_warps=4),
+            )
+        )(x, y, z, total, e, t)
         got = [np.asarray(g) for g in got]
     want = [ieee32.add(x, y), ieee32.sub(x, y), ieee32.mul(x, y), ieee32.div(x, y), ieee32.fma(x, y, z)]
     for name, g, w in zip(("add", "sub", "mul", "div", "fma"), got, want):

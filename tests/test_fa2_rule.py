@@ -5,6 +5,7 @@ of PyTorch's f16 attention against a hand computation, torch's own f16 attention
 emulation, and the verify option on two small cases: on the emulator (no GPU asked for) and on a mocked GPU (the
 emulator plays the kernel) where the rule's failures leave the exit status to the bit checks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,11 +42,12 @@ def test_inputs_are_standard_normal_f16_shared_by_causal_and_not():
 
 # -- the rule on synthetic outputs ----------------------------------------------------------------------------
 
+
 def _synthetic():
     rng = np.random.default_rng(1)
     ref = rng.standard_normal((2, 2, 5, 8)).astype(np.float16)
     pt = ref.copy()
-    pt[1, 0, 3, 2] += np.float16(0.0625)               # out_pt's max error: 1/16
+    pt[1, 0, 3, 2] += np.float16(0.0625)  # out_pt's max error: 1/16
     return ref, pt
 
 
@@ -59,7 +61,7 @@ def test_perfect_output_passes():
 def test_large_error_fails_with_its_ratio(bump, ratio, ok):
     ref, pt = _synthetic()
     out = ref.copy()
-    out[0, 1, 4, 7] = ref[0, 1, 4, 7] + np.float16(bump)      # exact in f16: |ref| < 4
+    out[0, 1, 4, 7] = ref[0, 1, 4, 7] + np.float16(bump)  # exact in f16: |ref| < 4
     r = F.rule(out, ref, pt)
     assert r["err"] == bump and r["err_pt"] == 0.0625
     assert r["ratio"] == ratio and r["ok"] is ok
@@ -75,6 +77,7 @@ def test_nan_output_fails():
 
 # -- out_pt: the numpy emulation against a hand computation, torch against the emulation -----------------------------
 
+
 def _tiny(nq):
     """d=64 (scale 1/8, exact): every query row is e0, keys 2 e0 and 0, so every score row is [1/4, 0]."""
     q = np.zeros((1, 1, nq, 64), np.float16)
@@ -89,9 +92,9 @@ def _tiny(nq):
 
 def test_numpy_out_pt_matches_a_hand_computation():
     q, k, v = _tiny(3)
-    p0 = 1 / (1 + math.exp(-0.25))                          # softmax of [1/4, 0]
-    p16 = np.array([p0, 1 - p0]).astype(np.float16)        # P rounded to f16
-    both = (p16.astype(np.float64) @ v[0, 0].astype(np.float64)).astype(np.float16)   # exact sums, one rounding
+    p0 = 1 / (1 + math.exp(-0.25))  # softmax of [1/4, 0]
+    p16 = np.array([p0, 1 - p0]).astype(np.float16)  # P rounded to f16
+    both = (p16.astype(np.float64) @ v[0, 0].astype(np.float64)).astype(np.float16)  # exact sums, one rounding
     out = F.pytorch_f16_numpy(q, k, v, causal=False)
     assert out.dtype == np.float16 and out.shape == q.shape
     for row in range(3):
@@ -120,14 +123,14 @@ def test_out_pt_rounds_the_scores_to_f16():
 @pytest.mark.parametrize("causal", [False, True])
 def test_torch_f16_attention_agrees_with_the_emulation(causal):
     torch = pytest.importorskip("torch")
-    case = F.Case(80, 48, 64, causal)                       # Nq > Nk: 32 rows see no key when causal
+    case = F.Case(80, 48, 64, causal)  # Nq > Nk: 32 rows see no key when causal
     q, k, v = F.make_inputs(case, 1, 2)
     flag = torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
     pt_torch = F.pytorch_f16_torch(q, k, v, causal, device="cpu")
-    assert torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction == flag      # restored
+    assert torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction == flag  # restored
     pt_numpy = F.pytorch_f16_numpy(q, k, v, causal)
     assert pt_torch.dtype == np.float16 and pt_torch.shape == q.shape
-    assert np.abs(pt_torch.astype(np.float64) - pt_numpy).max() < 4e-3                  # a few f16 ulps
+    assert np.abs(pt_torch.astype(np.float64) - pt_numpy).max() < 4e-3  # a few f16 ulps
     if causal:
         assert not pt_torch[:, :, :32].any() and not pt_numpy[:, :, :32].any()
     ref = F.reference_f32(q, k, v, causal)
@@ -136,6 +139,7 @@ def test_torch_f16_attention_agrees_with_the_emulation(causal):
 
 
 # -- run_rule with a callable, and `flashsim verify --fa2-rule` ---------------------------------------------------
+
 
 def test_run_rule_shares_references_across_modes():
     cases = [F.Case(113, 203, 64, False)]
@@ -165,6 +169,7 @@ def test_verify_fa2_rule_emulator_quick(two_small_cases, monkeypatch, tmp_path, 
 
     def no_gpu():
         raise AssertionError("--fa2-rule emulator asked for the GPU")
+
     monkeypatch.setattr(rt, "require_gpu", no_gpu)
     monkeypatch.setattr(F, "out_pt_backend", lambda device_id=None: (F.pytorch_f16_numpy, "numpy"))  # any machine
     path = tmp_path / "r.json"
@@ -176,8 +181,10 @@ def test_verify_fa2_rule_emulator_quick(two_small_cases, monkeypatch, tmp_path, 
     assert rep["ok"] is None and rep["cases"] == []
     fa2 = rep["fa2_rule"]
     assert fa2["pv_accum"] == list(SUPPORTED_PV_ACCUM) and (fa2["batch"], fa2["heads"]) == (1, 2)
-    assert [(c["nq"], c["nk"], c["d"], c["causal"]) for c in fa2["cases"]] == [(113, 203, 64, False),
-                                                                               (113, 203, 64, True)]
+    assert [(c["nq"], c["nk"], c["d"], c["causal"]) for c in fa2["cases"]] == [
+        (113, 203, 64, False),
+        (113, 203, 64, True),
+    ]
     for mode in SUPPORTED_PV_ACCUM:
         s = fa2["summary"][mode]
         assert s["total"] == 2 and s["passed"] == 2 - len(s["failing"])
@@ -196,21 +203,34 @@ def test_verify_fa2_rule_gpu_is_a_report_not_the_exit_status(two_small_cases, mo
     from flashsim import gpu
     from flashsim.commands import verify
     from flashsim.gpu import runtime as rt
+
     monkeypatch.setattr(rt, "require_gpu", lambda: None)
     monkeypatch.setattr(rt, "current_arch", lambda: "sm_90")
     monkeypatch.setattr(rt, "device_id", lambda: 0)
-    monkeypatch.setattr(gpu, "attention", lambda q, k, v, **kw: flashsim.attention(q, k, v, arch="sm_90",
-                                                                                    progress=False, **kw))
-    if hasattr(verify, "gpu_outputs"):          # the bit checks' own GPU call
-        monkeypatch.setattr(verify, "gpu_outputs", lambda q, k, v, config, **kw: verify.emulator_outputs(
-            q, k, v, config, "sm_90", **kw))
+    monkeypatch.setattr(
+        gpu, "attention", lambda q, k, v, **kw: flashsim.attention(q, k, v, arch="sm_90", progress=False, **kw)
+    )
+    if hasattr(verify, "gpu_outputs"):  # the bit checks' own GPU call
+        monkeypatch.setattr(
+            verify, "gpu_outputs", lambda q, k, v, config, **kw: verify.emulator_outputs(q, k, v, config, "sm_90", **kw)
+        )
     perfect = lambda q, k, v, causal: F.reference_f32(q, k, v, causal).astype(np.float16)
     monkeypatch.setattr(F, "out_pt_backend", lambda device_id=None: (perfect, "out_ref itself"))
     parser = argparse.ArgumentParser()
     verify.add_arguments(parser)
     path = tmp_path / "r.json"
-    argv = ["--only", "--shape", "1,1,20,20,64", "--kinds", "normal", "--fa2-rule", "gpu", "--fa2-quick",
-            "--json", str(path)]
+    argv = [
+        "--only",
+        "--shape",
+        "1,1,20,20,64",
+        "--kinds",
+        "normal",
+        "--fa2-rule",
+        "gpu",
+        "--fa2-quick",
+        "--json",
+        str(path),
+    ]
     assert verify.run(parser.parse_args(argv)) == 0
     text = capsys.readouterr().out
     assert "verdict: every bit agrees" in text and "on the GPU kernel (sm_90)" in text
@@ -218,11 +238,12 @@ def test_verify_fa2_rule_gpu_is_a_report_not_the_exit_status(two_small_cases, mo
     assert rep["ok"] is True and len(rep["cases"]) == len(SUPPORTED_PV_ACCUM)
     for mode in SUPPORTED_PV_ACCUM:
         assert rep["fa2_rule"]["summary"][mode]["passed"] == 0
-        assert f"pv_accum {mode:6} 0/2 cases pass; failing (Nq, Nk, d, causal) ratio: (113, 203, 64, False) inf" \
-            in text
+        assert f"pv_accum {mode:6} 0/2 cases pass; failing (Nq, Nk, d, causal) ratio: (113, 203, 64, False) inf" in text
+
     # a failure of the report after the bit checks keeps their results and their exit status
     def broken(device_id=None):
         raise RuntimeError("no out_pt today")
+
     monkeypatch.setattr(F, "out_pt_backend", broken)
     assert verify.run(parser.parse_args(argv + ["--pv-accum", "f32"])) == 0
     out, err = capsys.readouterr()
@@ -238,11 +259,15 @@ def test_verify_fa2_rule_takes_the_pv_accum_option(two_small_cases, tmp_path, ca
     assert list(json.loads(path.read_text())["fa2_rule"]["summary"]) == [mode]
 
 
-@pytest.mark.parametrize("argv, word", [
-    (["--fa2-quick"], "--fa2-quick needs --fa2-rule"),
-    (["--fa2-rule", "emulator", "--shape", "1,1,8,8,64"], "--fa2-rule emulator runs no GPU cases"),
-    (["--fa2-rule", "cpu"], "invalid choice"),
-], ids=["quick alone", "emulator with --shape", "unknown target"])
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["--fa2-quick"], "--fa2-quick needs --fa2-rule"),
+        (["--fa2-rule", "emulator", "--shape", "1,1,8,8,64"], "--fa2-rule emulator runs no GPU cases"),
+        (["--fa2-rule", "cpu"], "invalid choice"),
+    ],
+    ids=["quick alone", "emulator with --shape", "unknown target"],
+)
 def test_fa2_option_errors_are_one_line(capsys, argv, word):
     try:
         rc = main(["verify", *argv])
@@ -253,6 +278,7 @@ def test_fa2_option_errors_are_one_line(capsys, argv, word):
 
 
 # -- on a real GPU (skipped elsewhere) ---------------------------------------------------------------------------
+
 
 @pytest.mark.gpu
 def test_gpu_rule_report_equals_the_emulators(two_small_cases, monkeypatch, tmp_path, gpu):

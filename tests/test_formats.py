@@ -1,5 +1,6 @@
 """formats (decode / encode / ulp_distance) and rounding (round_float64 / round_scaled), bit-exact against
 exhaustive tables and the Fraction oracle."""
+
 from __future__ import annotations
 
 import functools
@@ -30,7 +31,7 @@ def test_decode_every_16_bit_pattern(fmt):
     assert ((d.cls == fm.NAN) == np.isnan(v)).all()
     assert ((d.cls == fm.INF) == np.isinf(v)).all()
     assert ((d.cls == fm.ZERO) == (v == 0)).all()
-    assert ((d.cls == fm.SUBNORMAL) == ((v != 0) & (np.abs(v) < 2.0 ** fmt.emin))).all()
+    assert ((d.cls == fm.SUBNORMAL) == ((v != 0) & (np.abs(v) < 2.0**fmt.emin))).all()
     assert (d.sign == (ALL16 >> 15)).all()
     # the same from raw bits
     d2 = fm.decode(ALL16, fmt)
@@ -45,9 +46,14 @@ def test_decode_every_16_bit_pattern(fmt):
 
 def test_decode_f32():
     rng = np.random.default_rng(0)
-    bits = np.concatenate([rng.integers(0, 1 << 32, 100_000, dtype=np.uint64).astype(np.uint32),
-                           np.array([0, 0x80000000, 1, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000,
-                                     0x00800000, 0x007FFFFF], np.uint32)])
+    bits = np.concatenate(
+        [
+            rng.integers(0, 1 << 32, 100_000, dtype=np.uint64).astype(np.uint32),
+            np.array(
+                [0, 0x80000000, 1, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00800000, 0x007FFFFF], np.uint32
+            ),
+        ]
+    )
     x = bits.view(np.float32)
     d = fm.decode(x)
     with np.errstate(invalid="ignore"):
@@ -75,7 +81,7 @@ def test_format_lookup_and_errors():
         fm.ulp_distance(np.zeros(1, np.float16), np.zeros(1, np.float32))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ordered_table(fmt):
     """Every non-NaN value of a 16-bit format, sorted, with -0 merged into +0: the index is the ulp count."""
     with np.errstate(invalid="ignore"):
@@ -125,8 +131,11 @@ def _expected(q: Fraction, fmt, mode, neg_zero=False):
 def _near_grid_float64(data, fmt):
     """A float64 at or next to a rounding boundary of fmt: a value of fmt plus 0, 1/2, 1/4 .. of its ulp, +-
     a tiny nudge, in any binade (subnormals and the overflow edge included)."""
-    bits = data.draw(st.integers(0, (1 << fmt.bits) - 1).filter(
-        lambda b: (b >> fmt.frac_bits) & fmt.exp_field_max != fmt.exp_field_max))
+    bits = data.draw(
+        st.integers(0, (1 << fmt.bits) - 1).filter(
+            lambda b: (b >> fmt.frac_bits) & fmt.exp_field_max != fmt.exp_field_max
+        )
+    )
     v = value_of(bits, fmt)
     field = (bits >> fmt.frac_bits) & fmt.exp_field_max
     ulp = Fraction(2) ** (max(field, 1) - fmt.bias - fmt.frac_bits)
@@ -148,7 +157,7 @@ def test_round_float64_matches_oracle(fmt, mode, data):
     else:
         q = _near_grid_float64(data, fmt)
         v = np.array([float(q)])
-        assert Fraction(float(q)) == q   # the nudge keeps every value exact in float64
+        assert Fraction(float(q)) == q  # the nudge keeps every value exact in float64
     got = int(round_float64(v, fmt, mode).view(fmt.uint)[0])
     x = float(v[0])
     if np.isnan(x):
@@ -169,14 +178,33 @@ def test_round_scaled_matches_oracle(fmt, mode, m, e):
 
 
 def test_rounding_known_values():
-    v = np.array([1 + 2 ** -24, 1 + 3 * 2 ** -24, -(1 + 2 ** -24), 2.0 ** -150, 2.0 ** -149 * 1.5,
-                  2.0 ** 128, -(2.0 ** 128), 0.0, -0.0])
+    v = np.array(
+        [1 + 2**-24, 1 + 3 * 2**-24, -(1 + 2**-24), 2.0**-150, 2.0**-149 * 1.5, 2.0**128, -(2.0**128), 0.0, -0.0]
+    )
     rne = round_float64(v, "f32", "rne").view(np.uint32)
     rz = round_float64(v, "f32", "rz").view(np.uint32)
-    assert list(rne) == [0x3F800000, 0x3F800002, 0xBF800000, 0x00000000, 0x00000002, 0x7F800000, 0xFF800000,
-                         0, 0x80000000]
-    assert list(rz) == [0x3F800000, 0x3F800001, 0xBF800000, 0x00000000, 0x00000001, 0x7F7FFFFF, 0xFF7FFFFF,
-                        0, 0x80000000]
+    assert list(rne) == [
+        0x3F800000,
+        0x3F800002,
+        0xBF800000,
+        0x00000000,
+        0x00000002,
+        0x7F800000,
+        0xFF800000,
+        0,
+        0x80000000,
+    ]
+    assert list(rz) == [
+        0x3F800000,
+        0x3F800001,
+        0xBF800000,
+        0x00000000,
+        0x00000001,
+        0x7F7FFFFF,
+        0xFF7FFFFF,
+        0,
+        0x80000000,
+    ]
     assert round_float64(np.array([np.nan]), "bf16").view(np.uint16)[0] == 0x7FFF
     with pytest.raises(ValueError, match="mode must be one of"):
         round_float64(v, "f32", "rn")

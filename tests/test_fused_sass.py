@@ -1,6 +1,7 @@
 """tools/fused_sass.py's parsing, on small hand-made inputs (the tool itself needs pip's triton, which CI lacks):
 an operation's location goes to its innermost emulator frame, coded into a line number; the SASS's loops are found
 from their backward branches and the inner ones weighted by their trip counts."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -37,7 +38,7 @@ def test_an_operation_is_charged_to_its_innermost_emulator_frame():
     assert lines[0].endswith(f'loc("k.py":{code["rounding.py"] + 221}:0)')
     assert lines[1].endswith(f'loc("k.py":{code["engine_pallas.py"] + 120}:0)')
     assert lines[2].endswith('loc("k.py":0:0)')
-    assert out.splitlines()[0] == "#loc = loc(unknown)"        # the location table itself is left alone
+    assert out.splitlines()[0] == "#loc = loc(unknown)"  # the location table itself is left alone
 
 
 def _sass(body: list[str]) -> str:
@@ -53,11 +54,26 @@ def _sass(body: list[str]) -> str:
 
 
 def test_loops_are_weighted_by_their_trip_counts():
-    code = 4 * 10000          # tensorcore.py
-    sass = _sass(["line 0", "MOV R1, R2", ".L_x_0", f"line {code + 7}", "FMUL R1, R2, R3",
-                  ".L_x_1", f"line {code + 9}", "IADD3 R1, R2, R3, RZ", "@P0 BRA `(.L_x_1)",
-                  ".L_x_2", "FFMA R1, R2, R3, R4", "FFMA R1, R2, R3, R4", "@P1 BRA `(.L_x_2)",
-                  "@P2 BRA `(.L_x_0)", "EXIT"])
+    code = 4 * 10000  # tensorcore.py
+    sass = _sass(
+        [
+            "line 0",
+            "MOV R1, R2",
+            ".L_x_0",
+            f"line {code + 7}",
+            "FMUL R1, R2, R3",
+            ".L_x_1",
+            f"line {code + 9}",
+            "IADD3 R1, R2, R3, RZ",
+            "@P0 BRA `(.L_x_1)",
+            ".L_x_2",
+            "FFMA R1, R2, R3, R4",
+            "FFMA R1, R2, R3, R4",
+            "@P1 BRA `(.L_x_2)",
+            "@P2 BRA `(.L_x_0)",
+            "EXIT",
+        ]
+    )
     rows = fused_sass.sass_rows(sass)
     res = fused_sass.analyse(rows, trips=[8, 4])
     # outer loop: FMUL, IADD3, BRA, FFMA, FFMA, BRA, BRA; the first inner loop (IADD3, BRA) x 8, the second x 4

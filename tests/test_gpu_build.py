@@ -2,6 +2,7 @@
 
 Also the DLPack exporter of flashsim.gpu (exercised on host memory, which numpy and torch consume the same way).
 """
+
 from __future__ import annotations
 
 import gc
@@ -11,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from cuda_kernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE  # tests/cuda_kernels.py
 
 from flashsim.arch import get_arch
 from flashsim.gpu import _dlpack
@@ -18,8 +20,6 @@ from flashsim.gpu import build as B
 from flashsim.gpu.build import compile_cuda, kernel_path, parse_ptxas_log
 from flashsim.gpu.errors import CompileError, GPUError
 from flashsim.gpu.runtime import cubin_runs_on, gpu_available
-
-from cuda_kernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE  # tests/cuda_kernels.py
 
 pytest.importorskip("cuda.core", reason="cuda-core is not installed: pip install 'flashsim[gpu]'")
 
@@ -104,16 +104,19 @@ def test_arch_spellings():
         compile_cuda(MISC_SOURCE, arch=90)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"defines": {"1BAD": 1}}, "not a C macro name"),
-    ({"defines": {"X": 1.5}}, "must be an int"),
-    ({"defines": [("X", 1)]}, "defines must be a dict"),
-    ({"name_expressions": ("",)}, "name_expressions"),
-    ({"extra_options": ("--no_such_option",)}, "unknown or reserved option"),
-    ({"extra_options": ("--arch=sm_80",)}, "unknown or reserved option"),
-    ({"extra_options": (42,)}, "extra_options entries"),
-    ({"include_dirs": ("/no/such/dir/flashsim",)}, "not a folder"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"defines": {"1BAD": 1}}, "not a C macro name"),
+        ({"defines": {"X": 1.5}}, "must be an int"),
+        ({"defines": [("X", 1)]}, "defines must be a dict"),
+        ({"name_expressions": ("",)}, "name_expressions"),
+        ({"extra_options": ("--no_such_option",)}, "unknown or reserved option"),
+        ({"extra_options": ("--arch=sm_80",)}, "unknown or reserved option"),
+        ({"extra_options": (42,)}, "extra_options entries"),
+        ({"include_dirs": ("/no/such/dir/flashsim",)}, "not a folder"),
+    ],
+)
 def test_bad_arguments_are_value_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         compile_cuda(MISC_SOURCE, **kwargs)
@@ -143,8 +146,9 @@ def test_cache_returns_the_same_build_and_tracks_headers(tmp_path):
 def test_cuda_headers_are_found_when_installed():
     if not B.cuda_include_dirs():
         pytest.skip("no CUDA headers (cuda_fp16.h) on this machine")
-    src = ('#include <cuda_fp16.h>\n'
-           'extern "C" __global__ void h(float* o) { o[0] = __half2float(__float2half(o[0])); }\n')
+    src = (
+        '#include <cuda_fp16.h>\nextern "C" __global__ void h(float* o) { o[0] = __half2float(__float2half(o[0])); }\n'
+    )
     assert compile_cuda(src, arch="sm_120").entry("h").registers > 0
 
 
@@ -152,13 +156,18 @@ def test_every_compile_reports_resources_even_when_nvrtc_could_cache():
     """A fresh process compiling a source already compiled before must still get the ptxas report."""
     import subprocess
     import sys
-    script = ("from flashsim.gpu.build import compile_cuda; from cuda_kernels import MISC_SOURCE; "
-              "b = compile_cuda(MISC_SOURCE, arch='sm_90'); print(b.resources_known, b.entry('axpb').registers)")
+
+    script = (
+        "from flashsim.gpu.build import compile_cuda; from cuda_kernels import MISC_SOURCE; "
+        "b = compile_cuda(MISC_SOURCE, arch='sm_90'); print(b.resources_known, b.entry('axpb').registers)"
+    )
     root = str(B._PACKAGE_DIR.parent.parent)
-    tests = str(pathlib.Path(__file__).resolve().parent)   # cuda_kernels.py lives with the tests
+    tests = str(pathlib.Path(__file__).resolve().parent)  # cuda_kernels.py lives with the tests
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])))
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120,
-                           env=env) for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120, env=env)
+        for _ in range(2)
+    ]
     for r in runs:
         assert r.returncode == 0, r.stderr
         known, regs = r.stdout.split()
@@ -187,8 +196,9 @@ ptxas info    : Used 12 registers, 380 bytes cmem[0]
 """
     got = parse_ptxas_log(log)
     assert got == {
-        "_Z3fooPf": dict(stack_bytes=16, spill_stores=8, spill_loads=12, registers=168, barriers=1,
-                         static_smem_bytes=33792),
+        "_Z3fooPf": dict(
+            stack_bytes=16, spill_stores=8, spill_loads=12, registers=168, barriers=1, static_smem_bytes=33792
+        ),
         "bar": dict(stack_bytes=0, spill_stores=0, spill_loads=0, registers=12),
     }
 
@@ -222,20 +232,28 @@ def test_kernel_dir_of_this_checkout_is_shipped_in_the_package():
         assert pkg_link.resolve() == B._KERNEL_DIRS[0].resolve() == B.kernel_dir().resolve()
 
 
-@pytest.mark.parametrize("build_arch, device_arch, runs", [
-    ("sm_90", "sm_90", True), ("sm_90a", "sm_90", True), ("sm_80", "sm_86", True), ("sm_86", "sm_80", False),
-    ("sm_90", "sm_120", False), ("sm_120", "sm_90", False), ("sm_100", "sm_120", False),
-])
+@pytest.mark.parametrize(
+    "build_arch, device_arch, runs",
+    [
+        ("sm_90", "sm_90", True),
+        ("sm_90a", "sm_90", True),
+        ("sm_80", "sm_86", True),
+        ("sm_86", "sm_80", False),
+        ("sm_90", "sm_120", False),
+        ("sm_120", "sm_90", False),
+        ("sm_100", "sm_120", False),
+    ],
+)
 def test_cubin_compatibility_rule(build_arch, device_arch, runs):
     assert cubin_runs_on(build_arch, device_arch) is runs
 
 
 def test_kernel_arguments_are_checked_against_known_parameter_sizes():
     from flashsim.gpu import runtime as rt
+
     arr = rt.DeviceArray(0x1000, (4,), np.dtype(np.float32))
     k = rt.Kernel(kernel=None, name="axpb", build=None, _param_sizes=(8, 4, 4))
-    assert [a.dtype for a in rt._kernel_args(k, (arr, np.float32(1), np.int32(2)))] == [np.uint64, np.float32,
-                                                                                         np.int32]
+    assert [a.dtype for a in rt._kernel_args(k, (arr, np.float32(1), np.int32(2)))] == [np.uint64, np.float32, np.int32]
     with pytest.raises(ValueError, match="takes 3 arguments, got 2"):
         rt._kernel_args(k, (arr, np.float32(1)))
     with pytest.raises(ValueError, match="argument 2 of axpb: the kernel expects 4 bytes, got int64"):
@@ -254,11 +272,13 @@ def test_require_gpu_without_gpu_says_why():
     if ok:
         pytest.skip("a GPU is present")
     from flashsim.gpu import runtime as rt
+
     with pytest.raises(GPUError, match="no usable GPU"):
         rt.require_gpu()
 
 
 # -- DLPack export, on host memory ------------------------------------------------------------------
+
 
 class _HostExport:
     """Exports a numpy array through flashsim.gpu._dlpack with device type CPU."""
@@ -273,8 +293,9 @@ class _HostExport:
         return _dlpack.make_capsule(self.a.ctypes.data, self.a.shape, self.a.dtype, (_dlpack.KDL_CPU, 0), self.a)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int32, np.uint16, np.uint64,
-                                   np.bool_])
+@pytest.mark.parametrize(
+    "dtype", [np.float16, np.float32, np.float64, np.int8, np.int32, np.uint16, np.uint64, np.bool_]
+)
 @pytest.mark.parametrize("shape", [(7,), (2, 3, 5), (0, 4), ()])
 def test_dlpack_export_round_trip_numpy(dtype, shape):
     rng = np.random.default_rng(0)
@@ -283,7 +304,7 @@ def test_dlpack_export_round_trip_numpy(dtype, shape):
     b = np.from_dlpack(_HostExport(a))
     assert b.shape == a.shape and b.dtype == a.dtype
     if a.size:
-        assert b.ctypes.data == a.ctypes.data          # zero-copy
+        assert b.ctypes.data == a.ctypes.data  # zero-copy
         assert b.tobytes() == a.tobytes()
     del b
     gc.collect()
@@ -305,6 +326,7 @@ def test_dlpack_owner_outlives_its_producer_and_unconsumed_capsules_are_freed():
 def test_dlpack_export_to_torch_including_bfloat16():
     torch = pytest.importorskip("torch")
     import ml_dtypes
+
     a = (np.arange(12, dtype=np.float32) - 5).astype(ml_dtypes.bfloat16).reshape(3, 4)
     t = torch.from_dlpack(_HostExport(a))
     assert t.dtype == torch.bfloat16 and tuple(t.shape) == (3, 4) and t.data_ptr() == a.ctypes.data
@@ -313,6 +335,7 @@ def test_dlpack_export_to_torch_including_bfloat16():
 
 def test_dlpack_dtype_codes():
     import ml_dtypes
+
     assert _dlpack.dtype_code(np.float16) == (2, 16)
     assert _dlpack.dtype_code(ml_dtypes.bfloat16) == (4, 16)
     assert _dlpack.dtype_code(np.uint32) == (1, 32)

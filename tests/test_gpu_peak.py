@@ -1,6 +1,7 @@
 """The mma.sync ceiling probe (flashsim.gpu.peak, kernel/bench/mma_peak.cu): every instruction builds for sm_90 and
 sm_120 with NVRTC (no GPU needed), keeps its chains in registers (no spills, no local memory), and on a GPU the
 probe reports a positive rate for each."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,7 +16,7 @@ from flashsim.gpu import peak  # noqa: E402
 def test_every_instruction_builds_without_spills(arch, kind):
     b = peak.build(kind, arch, chains=8, iters=64)
     assert b.spill_loads == 0 and b.spill_stores == 0
-    assert b.registers < 128                 # 8 chains of accumulators plus the operands
+    assert b.registers < 128  # 8 chains of accumulators plus the operands
 
 
 @pytest.mark.gpu

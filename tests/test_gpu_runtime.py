@@ -5,6 +5,7 @@ integer arithmetic, dynamic shared memory beyond 48 KB up to the device's opt-in
 cupy in both directions, launches on a caller's stream (torch's, as a handle, as a cuda.core Stream) and from a
 new thread, and errors: bad arguments, launch failures, a sticky fault in a child process.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,11 +19,10 @@ import threading
 import ml_dtypes
 import numpy as np
 import pytest
+from cuda_kernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE  # tests/cuda_kernels.py
 
 from flashsim.gpu import runtime as rt
 from flashsim.gpu.errors import GPUError, UnsupportedConfig
-
-from cuda_kernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE  # tests/cuda_kernels.py
 
 pytestmark = pytest.mark.gpu
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -45,8 +45,21 @@ def test_current_arch_matches_the_device(gpu):
     assert rt.gpu_available()[0] is True
 
 
-@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int8, np.uint8,
-                                   np.int32, np.int64, np.uint64, np.bool_])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        np.float16,
+        ml_dtypes.bfloat16,
+        np.float32,
+        np.float64,
+        np.int8,
+        np.uint8,
+        np.int32,
+        np.int64,
+        np.uint64,
+        np.bool_,
+    ],
+)
 @pytest.mark.parametrize("shape", [(1,), (3, 5, 7), (1000,), (0,), (2, 0, 3)])
 def test_round_trip_is_bit_exact(gpu, dtype, shape):
     rng = np.random.default_rng(1)
@@ -90,8 +103,7 @@ def test_mma_kernel_is_exact_on_small_integers(gpu, cuda_compile, variant):
     b = rng.integers(-8, 9, size=(16, 8)).astype(in_type)
     c = rng.integers(-64, 65, size=(16, 8)).astype(np.float32)
     d = rt.empty((16, 8), np.float32)
-    rt.launch(kernel, (1,), (32,), rt.to_device(a.view(np.uint16)), rt.to_device(b.view(np.uint16)),
-              rt.to_device(c), d)
+    rt.launch(kernel, (1,), (32,), rt.to_device(a.view(np.uint16)), rt.to_device(b.view(np.uint16)), rt.to_device(c), d)
     want = (a.astype(np.float64) @ b.astype(np.float64) + c).astype(np.float32)
     assert np.array_equal(d.to_numpy().view(np.uint32), want.view(np.uint32))
 
@@ -113,7 +125,7 @@ def test_bad_arguments_are_value_errors(misc):
     out, x, tag_out = rt.empty((4,), np.float32), rt.empty((4,), np.float32), rt.empty((1,), np.int64)
     good = (out, x, np.float32(1), np.int32(4), np.float64(0), np.uint64(0), tag_out)
     with pytest.raises(ValueError, match="argument 2 of axpb"):
-        rt.launch(k, (1,), (32,), out, x, 1.0, *good[3:])            # a Python float: width unknown
+        rt.launch(k, (1,), (32,), out, x, 1.0, *good[3:])  # a Python float: width unknown
     with pytest.raises(ValueError, match="argument 1 of axpb"):
         rt.launch(k, (1,), (32,), out, np.zeros(4, np.float32), *good[2:])  # a host array
     with pytest.raises(ValueError, match="grid"):
@@ -188,8 +200,10 @@ def test_a_sticky_fault_is_reported_and_blocks_later_calls():
         import os
         os._exit(0)  # skip interpreter teardown on a dead context
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), str(REPO / "tests"),
-                                                           os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH")])),
+    )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     lines = dict(line.split(":", 1) for line in proc.stdout.splitlines() if ":" in line)
@@ -211,14 +225,18 @@ def test_load_errors(gpu, cuda_compile):
 def test_timed_returns_a_median_in_milliseconds(misc):
     words = 8192
     out = rt.empty((4 * words,), np.uint32)
-    ms = rt.timed(lambda: rt.launch(misc["smem_mirror"], (4,), (256,), out, np.int32(words),
-                                    smem_bytes=4 * words, sync=False), warmup=2, reps=5)
+    ms = rt.timed(
+        lambda: rt.launch(misc["smem_mirror"], (4,), (256,), out, np.int32(words), smem_bytes=4 * words, sync=False),
+        warmup=2,
+        reps=5,
+    )
     assert isinstance(ms, float) and 0 < ms < 1000
     with pytest.raises(ValueError, match="reps"):
         rt.timed(lambda: None, reps=0)
 
 
 # -- DLPack ------------------------------------------------------------------------------------------
+
 
 def test_torch_takes_our_arrays_zero_copy(gpu):
     torch = pytest.importorskip("torch")
@@ -246,8 +264,18 @@ def test_we_take_torch_tensors_zero_copy_and_refuse_strided_ones(gpu, misc):
     src = torch.linspace(-3, 3, n, device="cuda", dtype=torch.float32)
     dst = torch.zeros(n, device="cuda", dtype=torch.float32)
     tag = torch.zeros(1, device="cuda", dtype=torch.int64)
-    rt.launch(misc["axpb"], (1,), (256,), rt.to_device(dst), rt.to_device(src), np.float32(2), np.int32(n),
-              np.float64(1), np.uint64(0), rt.to_device(tag))
+    rt.launch(
+        misc["axpb"],
+        (1,),
+        (256,),
+        rt.to_device(dst),
+        rt.to_device(src),
+        np.float32(2),
+        np.int32(n),
+        np.float64(1),
+        np.uint64(0),
+        rt.to_device(tag),
+    )
     want = np.float32(2) * src.cpu().numpy() + np.float32(1)
     assert np.array_equal(dst.cpu().numpy().view(np.uint32), want.view(np.uint32))
     for strided in (x.t(), x[:, ::2], x[::2]):
@@ -270,6 +298,7 @@ def test_cupy_both_directions(gpu):
 
 
 # -- streams and threads ------------------------------------------------------------------------------------
+
 
 def _axpb_args(n):
     src = np.linspace(-3, 3, n, dtype=np.float32)
@@ -308,6 +337,7 @@ def test_a_launch_from_a_new_thread(misc):
             rt.launch(misc["axpb"], (1,), (128,), *args)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
+
     t = threading.Thread(target=work)
     t.start()
     t.join(60)

@@ -8,6 +8,7 @@ second half is marked ``gpu`` (skipped with the reason elsewhere) and runs the r
 bits against the numpy path, streams, no host synchronisation, torch.compile, CUDA graph capture and replay, and
 bad tensors that must be refused before they reach the kernel.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -30,6 +31,7 @@ torch_op = pytest.importorskip("flashsim.gpu.torch_op")
 
 
 # ==== without a GPU: mocked device, CPU tensors through the CUDA path ======================================
+
 
 class _Recorder:
     """Stands in for cuda.core.launch: records (stream, config, kernel, args); packs the arguments like cuda.core
@@ -66,11 +68,11 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(torch_op, "_raw_stream", lambda dev: 0xABC0)
     monkeypatch.setattr(torch_op, "_current_device", lambda: -1)
     monkeypatch.setattr(torch_op, "_capturing", lambda: False)
-    monkeypatch.setattr(torch_op, "_impl_cpu", torch_op._impl_cuda)   # CPU tensors take the CUDA path
+    monkeypatch.setattr(torch_op, "_impl_cpu", torch_op._impl_cuda)  # CPU tensors take the CUDA path
     monkeypatch.setattr(torch_op, "_on_host", lambda t: False)
     rec.kernel = kernel
     yield rec
-    gl.clear_caches()                                                  # no mocked plan may outlive the test
+    gl.clear_caches()  # no mocked plan may outlive the test
 
 
 def _qkv(b=1, h=2, nq=40, nk=56, d=64, seed=0):
@@ -79,8 +81,10 @@ def _qkv(b=1, h=2, nq=40, nk=56, d=64, seed=0):
 
 
 def test_import_flashsim_gpu_stays_free_of_torch_and_cuda():
-    code = ("import sys, flashsim.gpu; print(sorted({m.partition('.')[0] for m in sys.modules} "
-            "& {'torch', 'cuda', 'cupy'}))")
+    code = (
+        "import sys, flashsim.gpu; print(sorted({m.partition('.')[0] for m in sys.modules} "
+        "& {'torch', 'cuda', 'cupy'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -105,11 +109,12 @@ def test_a_call_launches_once_with_the_right_arguments(fake_gpu):
     assert args[:5] == (q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr())
     prob = flashsim.problem.prepare(q, k, v, causal=True, softmax_scale=0.3, arch="sm_90")
     cfg = prob.config
-    assert type(args[5]) is np.uint64 and args[5] == 0          # f32 P@V: no overflow flag
+    assert type(args[5]) is np.uint64 and args[5] == 0  # f32 P@V: no overflow flag
     # nq, nk, group; q's strides (batch, head, row); k / v's; lse_scale, scale_log2, cap_scale; the window (none)
     # then the INT8 pointers (q_scale, k_scale, q_corr), FP8's v_deq and nkp: null / 0 without quant
-    assert [type(a) for a in args[6:]] == [np.int32] * 3 + [np.int64] * 6 + [np.float32] * 3 + [np.int32] * 2 \
-        + [np.uint64] * 4 + [np.int32]
+    assert [type(a) for a in args[6:]] == [np.int32] * 3 + [np.int64] * 6 + [np.float32] * 3 + [np.int32] * 2 + [
+        np.uint64
+    ] * 4 + [np.int32]
     assert args[6:15] == (40, 56, 1, 2 * 40 * 64, 40 * 64, 64, 2 * 56 * 64, 56 * 64, 64)
     assert np.float32(args[15]).tobytes() == prob.softmax_scale.tobytes() == prob.lse_scale.tobytes()
     assert np.float32(args[16]).tobytes() == prob.scale_log2.tobytes()
@@ -121,9 +126,10 @@ def test_a_call_launches_once_with_the_right_arguments(fake_gpu):
 def test_an_int8_call_launches_the_quantization_pass_then_the_kernel_on_its_scratch(fake_gpu, monkeypatch):
     """quant="int8": k_mean, quantize_k, quantize_q, then flash_fwd, all on the call's stream; flash_fwd reads the
     s8 q and k and the scales from the scratch (torch's allocator, aligned offsets of launch.scratch_layout)."""
-    quant_kernels = tuple(types.SimpleNamespace(kernel=object(), name=n) for n in ("k_mean", "quantize_k",
-                                                                                  "quantize_q", "v_absmax",
-                                                                                  "quantize_v"))
+    quant_kernels = tuple(
+        types.SimpleNamespace(kernel=object(), name=n)
+        for n in ("k_mean", "quantize_k", "quantize_q", "v_absmax", "quantize_v")
+    )
     monkeypatch.setattr(gl, "_quant_kernels_for", lambda cfg, arch: quant_kernels)
     q, k, v = _qkv(h=4, nq=40, nk=56)
     k = k[:, :2].contiguous()
@@ -134,16 +140,22 @@ def test_an_int8_call_launches_the_quantization_pass_then_the_kernel_on_its_scra
     prob = flashsim.problem.prepare(q, k, v, quant="int8", arch="sm_90")
     lay = gl.scratch_layout(prob)
     assert [lay[n][1] for n in ("q8", "k8", "q_scale", "k_scale", "mean", "corr")] == [
-        (1, 4, 40, 64), (1, 2, 56, 64), (1, 4, 3), (1, 2, 4), (1, 2, 64), (1, 4, 40)]
+        (1, 4, 40, 64),
+        (1, 2, 56, 64),
+        (1, 4, 3),
+        (1, 2, 4),
+        (1, 2, 64),
+        (1, 4, 40),
+    ]
     offs = sorted(off for off, _, _ in lay.values())
     assert all(o % gl.SCRATCH_ALIGN == 0 for o in offs)
     ends = sorted((off, off + int(np.prod(sh)) * dt.itemsize) for off, sh, dt in lay.values())
     assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:])) and ends[-1][1] == gl.scratch_bytes(prob)
-    base = int(fake_gpu.calls[0][3][1]) - lay["mean"][0]                # k_mean(k, mean, ...)
+    base = int(fake_gpu.calls[0][3][1]) - lay["mean"][0]  # k_mean(k, mean, ...)
     main = fake_gpu.calls[3][3]
     assert (int(main[0]), int(main[1])) == (base + lay["q8"][0], base + lay["k8"][0])
     assert [int(x) for x in main[-5:-2]] == [base + lay[n][0] for n in ("q_scale", "k_scale", "corr")]
-    assert int(main[-2]) == 0 and int(main[-1]) == 0                   # no FP8 P@V
+    assert int(main[-2]) == 0 and int(main[-1]) == 0  # no FP8 P@V
     assert main[2] == v.data_ptr()
 
 
@@ -155,10 +167,10 @@ def test_repeated_calls_hit_the_cache_and_new_keys_miss(fake_gpu, monkeypatch):
     for _ in range(5):
         flashsim.gpu.attention(q, k, v)
     assert len(calls) == 1 and len(fake_gpu.calls) == 5
-    q2, k2, v2 = _qkv(seed=1)                         # same shapes, other tensors: still a hit
+    q2, k2, v2 = _qkv(seed=1)  # same shapes, other tensors: still a hit
     flashsim.gpu.attention(q2, k2, v2)
     assert len(calls) == 1
-    flashsim.gpu.attention(q, k, v, causal=True)       # other options, other shapes: misses
+    flashsim.gpu.attention(q, k, v, causal=True)  # other options, other shapes: misses
     flashsim.gpu.attention(q, k, v, softmax_scale=0.5)
     flashsim.gpu.attention(q, k, v, pv_accum="f16")
     flashsim.gpu.attention(*_qkv(nq=41))
@@ -168,12 +180,12 @@ def test_repeated_calls_hit_the_cache_and_new_keys_miss(fake_gpu, monkeypatch):
     flashsim.gpu.attention(q, k, v, config=cfg)
     assert len(calls) == 6
     plans = {id(c[1]) for c in fake_gpu.calls}
-    assert len(plans) == 6                             # one LaunchConfig per Problem, reused on hits
+    assert len(plans) == 6  # one LaunchConfig per Problem, reused on hits
 
 
 def test_bad_tensors_raise_value_errors_before_any_launch(fake_gpu):
     q, k, v = _qkv()
-    flashsim.gpu.attention(q, k, v)                    # warm: the bad variants must not ride on the cached key
+    flashsim.gpu.attention(q, k, v)  # warm: the bad variants must not ride on the cached key
     n0 = len(fake_gpu.calls)
     flat = torch.empty(q.numel() + 1, dtype=torch.float16)
     q_mis = flat[1:].view(q.shape)
@@ -201,7 +213,7 @@ def test_bad_tensors_raise_value_errors_before_any_launch(fake_gpu):
     with pytest.raises(ValueError, match="v must be a torch tensor"):
         flashsim.gpu.attention(q, k, v.numpy())
     assert len(fake_gpu.calls) == n0
-    flashsim.gpu.attention(q, k, v)                    # and a good call still launches
+    flashsim.gpu.attention(q, k, v)  # and a good call still launches
     assert len(fake_gpu.calls) == n0 + 1
 
 
@@ -224,7 +236,7 @@ def test_options_that_contradict_the_config_raise(fake_gpu):
     with pytest.raises(ValueError, match="arch='sm_80' but the current GPU"):
         flashsim.gpu.attention(q, k, v, arch="sm_80")
     assert not fake_gpu.calls
-    o, _ = flashsim.gpu.attention(q, k, v, causal=True, config=causal_cfg)     # agreeing values are fine
+    o, _ = flashsim.gpu.attention(q, k, v, causal=True, config=causal_cfg)  # agreeing values are fine
     flashsim.gpu.attention(q, k, v, arch="sm_90a", config=f16_cfg, pv_accum="f16")
     assert len(fake_gpu.calls) == 2
 
@@ -279,7 +291,7 @@ def test_the_fake_implementation_traces_under_torch_compile(fake_gpu):
 
 
 def test_prepared_launch_with_torch_tensors(fake_gpu, monkeypatch):
-    monkeypatch.setattr(torch_op, "_torch_stream", lambda stream, q: None)   # torch.cuda.stream(None): no change
+    monkeypatch.setattr(torch_op, "_torch_stream", lambda stream, q: None)  # torch.cuda.stream(None): no change
     q, k, v = _qkv()
     go, (o, lse), prob = flashsim.gpu.prepared_launch(q, k, v, pv_accum="f16", stream=0x5550)
     assert prob.config.pv_accum == "f16" and o.shape == q.shape and lse.shape == q.shape[:3]
@@ -295,7 +307,7 @@ def test_repeated_call_overhead_is_small(fake_gpu, capsys):
     """Python time of a repeated flashsim.gpu.attention call with torch tensors, the device mocked: wrapper, op
     dispatch, key lookup, alignment test, two allocations (CPU here), stream lookup, argument packing. Printed;
     asserted loosely (shared CI machines are noisy); the target on a quiet machine is well under 20 us."""
-    q, k, v = _qkv(b=1, h=2, nq=64, nk=64, d=64)      # small: CPU allocation stands in for torch's CUDA cache
+    q, k, v = _qkv(b=1, h=2, nq=64, nk=64, d=64)  # small: CPU allocation stands in for torch's CUDA cache
     attention = flashsim.gpu.attention
     for _ in range(200):
         attention(q, k, v)
@@ -315,16 +327,18 @@ def test_repeated_call_overhead_is_small(fake_gpu, capsys):
         op_rounds.append((time.perf_counter() - t0) / n * 1e6)
     best, med, op_best = min(rounds), statistics.median(rounds), min(op_rounds)
     with capsys.disabled():
-        print(f"\n[overhead] flashsim.gpu.attention(torch) repeated call, launch mocked: best {best:.1f} us, "
-              f"median {med:.1f} us; torch.ops.flashsim.attention directly: best {op_best:.1f} us")
+        print(
+            f"\n[overhead] flashsim.gpu.attention(torch) repeated call, launch mocked: best {best:.1f} us, "
+            f"median {med:.1f} us; torch.ops.flashsim.attention directly: best {op_best:.1f} us"
+        )
     assert best < 100
 
 
 def test_stream_forms(monkeypatch):
     assert rt.stream_handle(0) == 0 and rt.stream_handle(np.uint64(77)) == 77
     assert rt.stream_handle(types.SimpleNamespace(__cuda_stream__=lambda: (0, 1234))) == 1234
-    assert rt.stream_handle(types.SimpleNamespace(cuda_stream=99)) == 99         # torch.cuda.Stream
-    assert rt.stream_handle(types.SimpleNamespace(ptr=98)) == 98                 # cupy.cuda.Stream
+    assert rt.stream_handle(types.SimpleNamespace(cuda_stream=99)) == 99  # torch.cuda.Stream
+    assert rt.stream_handle(types.SimpleNamespace(ptr=98)) == 98  # cupy.cuda.Stream
     for bad in ("0x10", 1.5, True, -1, None):
         with pytest.raises(ValueError, match="stream"):
             rt.stream_handle(bad)
@@ -365,9 +379,13 @@ class _FakeCupyArray:
 
 @pytest.fixture
 def fake_cupy(fake_gpu, monkeypatch):
-    mod = types.SimpleNamespace(ndarray=_FakeCupyArray, float16=np.float16, float32=np.float32,
-                                empty=lambda shape, dtype: _FakeCupyArray(shape, dtype),
-                                cuda=types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0xC0)))
+    mod = types.SimpleNamespace(
+        ndarray=_FakeCupyArray,
+        float16=np.float16,
+        float32=np.float32,
+        empty=lambda shape, dtype: _FakeCupyArray(shape, dtype),
+        cuda=types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0xC0)),
+    )
     monkeypatch.setitem(sys.modules, "cupy", mod)
     return mod
 
@@ -395,6 +413,7 @@ def test_cupy_path_with_a_stand_in(fake_gpu, fake_cupy):
 
 # ==== on a GPU: the real kernel through torch ===============================================================
 
+
 def _cuda_or_skip():
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA device (CPU build or no GPU)")
@@ -409,6 +428,7 @@ def tgpu(gpu):
 
 def _inputs(b, h, nq, nk, d, seed=0):
     from flashsim.commands.emulate import make_inputs
+
     return make_inputs(b, h, nq, nk, d, seed=seed)
 
 
@@ -424,8 +444,9 @@ def _cuda(*xs):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("acc", ["f32", "f16"])
-@pytest.mark.parametrize("shape, causal", [((2, 3, 130, 257, 64), False), ((1, 2, 200, 77, 128), True),
-                                           ((1, 1, 1, 1, 64), False)])
+@pytest.mark.parametrize(
+    "shape, causal", [((2, 3, 130, 257, 64), False), ((1, 2, 200, 77, 128), True), ((1, 1, 1, 1, 64), False)]
+)
 def test_torch_types_and_bits_equal_the_numpy_path(tgpu, shape, causal, acc):
     b, h, nq, nk, d = shape
     q, k, v = _inputs(b, h, nq, nk, d, seed=nq + nk)
@@ -439,11 +460,11 @@ def test_torch_types_and_bits_equal_the_numpy_path(tgpu, shape, causal, acc):
     torch.cuda.synchronize()
     assert _bits_equal(o.view(torch.int16), o_np.view(np.int16))
     assert _bits_equal(lse.view(torch.int32), lse_np.view(np.int32))
-    o2, lse2 = flashsim.gpu.attention(tq, tk, tv, causal=causal, pv_accum=acc)       # the cached path
+    o2, lse2 = flashsim.gpu.attention(tq, tk, tv, causal=causal, pv_accum=acc)  # the cached path
     assert _bits_equal(o2.view(torch.int16), o_np.view(np.int16))
     assert _bits_equal(lse2.view(torch.int32), lse_np.view(np.int32))
     oc, lc = flashsim.gpu.attention(*(torch.from_numpy(x) for x in (q, k, v)), causal=causal, pv_accum=acc)
-    assert oc.device.type == "cpu" and lc.device.type == "cpu"                       # CPU in, CPU out
+    assert oc.device.type == "cpu" and lc.device.type == "cpu"  # CPU in, CPU out
     assert _bits_equal(oc, o_np) and _bits_equal(lc, lse_np)
     go, (po, pl), _ = flashsim.gpu.prepared_launch(tq, tk, tv, causal=causal, pv_accum=acc)
     go()
@@ -483,11 +504,11 @@ def test_ordered_on_a_non_default_stream(tgpu):
 @pytest.mark.gpu
 def test_the_call_does_not_wait_for_the_gpu(tgpu):
     q, k, v = _cuda(*_inputs(2, 8, 512, 512, 64, seed=4))
-    o_ref, l_ref = flashsim.gpu.attention(q, k, v)                # warm: compiled, loaded, cached
+    o_ref, l_ref = flashsim.gpu.attention(q, k, v)  # warm: compiled, loaded, cached
     go, (po, pl), _ = flashsim.gpu.prepared_launch(q, k, v)
     torch.cuda.synchronize()
     stream = torch.cuda.current_stream()
-    torch.cuda._sleep(400_000_000)                                 # a few hundred ms of GPU time ahead of us
+    torch.cuda._sleep(400_000_000)  # a few hundred ms of GPU time ahead of us
     t0 = time.perf_counter()
     o, lse = flashsim.gpu.attention(q, k, v)
     go(sync=False)
@@ -524,6 +545,7 @@ def test_torch_compile_fullgraph(tgpu, backend):
 @pytest.mark.gpu
 def test_torch_compile_reduce_overhead_cuda_graphs(tgpu):
     """torch's own CUDA-graph trees around the op (mode="reduce-overhead"): warm-up runs, then recorded replays."""
+
     def f(q, k, v):
         o, lse = flashsim.gpu.attention(q, k, v)
         return o * 1, lse * 1
@@ -545,10 +567,10 @@ def test_torch_compile_reduce_overhead_cuda_graphs(tgpu):
 def test_cuda_graph_capture_and_replay(tgpu):
     shape = (2, 4, 192, 160, 128)
     q, k, v = _cuda(*_inputs(*shape, seed=7))
-    flashsim.gpu.attention(q, k, v, causal=True, pv_accum="f16")             # warm-up: the kernel is loaded
+    flashsim.gpu.attention(q, k, v, causal=True, pv_accum="f16")  # warm-up: the kernel is loaded
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):       # no host synchronisation inside a capture: the overflow check stays out
+    with torch.cuda.graph(graph):  # no host synchronisation inside a capture: the overflow check stays out
         o, lse = flashsim.gpu.attention(q, k, v, causal=True, pv_accum="f16", check_overflow=False)
     for seed in (8, 9):
         x = _inputs(*shape, seed=seed)
@@ -562,7 +584,7 @@ def test_cuda_graph_capture_and_replay(tgpu):
 
 @pytest.mark.gpu
 def test_a_first_call_inside_capture_is_refused_and_harmless(tgpu):
-    q, k, v = _cuda(*_inputs(1, 1, 77, 93, 64, seed=11))          # a Problem no other test builds
+    q, k, v = _cuda(*_inputs(1, 1, 77, 93, 64, seed=11))  # a Problem no other test builds
     graph = torch.cuda.CUDAGraph()
     with pytest.raises(GPUError, match="before capturing"):
         with torch.cuda.graph(graph):
@@ -578,7 +600,7 @@ def test_bad_tensors_are_refused_before_launch_and_the_context_survives(tgpu):
     shape = (1, 2, 128, 128, 64)
     x = _inputs(*shape, seed=12)
     q, k, v = _cuda(*x)
-    flashsim.gpu.attention(q, k, v)                                # the key is warm: the checks must still hold
+    flashsim.gpu.attention(q, k, v)  # the key is warm: the checks must still hold
     for name in ("q", "k", "v"):
         args = {"q": q, "k": k, "v": v}
         base = args[name]
@@ -589,7 +611,7 @@ def test_bad_tensors_are_refused_before_launch_and_the_context_survives(tgpu):
             flashsim.gpu.attention(args["q"], args["k"], args["v"])
         with pytest.raises(ValueError, match=f"{name}'s data pointer"):
             flashsim.gpu.prepared_launch(args["q"], args["k"], args["v"])
-    q_t = q.transpose(2, 3).contiguous().transpose(2, 3)             # same values, column-major
+    q_t = q.transpose(2, 3).contiguous().transpose(2, 3)  # same values, column-major
     with pytest.raises(ValueError, match="q must be contiguous"):
         flashsim.gpu.attention(q_t, k, v)
     with pytest.raises(ValueError, match="k must be contiguous"):
@@ -602,8 +624,9 @@ def test_bad_tensors_are_refused_before_launch_and_the_context_survives(tgpu):
     with pytest.raises(ValueError, match="but the current GPU"):
         flashsim.gpu.attention(q, k, v, arch=other)
     with pytest.raises(ValueError, match="contradicts config.causal"):
-        flashsim.gpu.attention(q, k, v, causal=False,
-                               config=KernelConfig.default(rt.current_arch(), head_dim=64, causal=True))
+        flashsim.gpu.attention(
+            q, k, v, causal=False, config=KernelConfig.default(rt.current_arch(), head_dim=64, causal=True)
+        )
     with pytest.raises(ValueError, match="requires grad"):
         flashsim.gpu.attention(q.clone().requires_grad_(), k, v)
     torch.cuda.synchronize()
@@ -618,6 +641,7 @@ def test_cupy_int8_equals_the_emulator_bit_for_bit(tgpu):
     """quant="int8" through the cupy path (scratch from cupy's pool, cupy's stream): the emulator's bits."""
     cp = pytest.importorskip("cupy", reason="cupy is not installed")
     from flashsim.commands.verify import make_case_inputs
+
     q, k, v = make_case_inputs("offset", 1, 4, 130, 170, 64, 5, heads_kv=2)
     o_e, lse_e = flashsim.attention(q, k, v, quant="int8", pv_accum="f16", causal=True, arch="sm_90")
     o, lse = flashsim.gpu.attention(*(cp.asarray(x) for x in (q, k, v)), quant="int8", pv_accum="f16", causal=True)
@@ -662,18 +686,22 @@ def _torch_of(x: np.ndarray):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kw", [
-    dict(dtype="bf16", heads_kv=2, causal=True, window_size=(40, 0), softcap=15.0, layout="bnhd"),
-    dict(dtype="f16", heads_kv=1, window_size=(17, 9), pv_accum="f16x2", layout="bhnd", d=96),
-    dict(dtype="f16", heads_kv=4, softcap=5.0, pv_accum="f16", layout="bnhd", d=256),
-    dict(dtype="f16", heads_kv=2, quant="int8", causal=True, pv_accum="f16", d=128),
-    dict(dtype="bf16", heads_kv=1, quant="int8", window_size=(30, 5), layout="bnhd", d=96),
-    dict(dtype="f16", heads_kv=2, quant="int8-fp8", causal=True, d=128),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(dtype="bf16", heads_kv=2, causal=True, window_size=(40, 0), softcap=15.0, layout="bnhd"),
+        dict(dtype="f16", heads_kv=1, window_size=(17, 9), pv_accum="f16x2", layout="bhnd", d=96),
+        dict(dtype="f16", heads_kv=4, softcap=5.0, pv_accum="f16", layout="bnhd", d=256),
+        dict(dtype="f16", heads_kv=2, quant="int8", causal=True, pv_accum="f16", d=128),
+        dict(dtype="bf16", heads_kv=1, quant="int8", window_size=(30, 5), layout="bnhd", d=96),
+        dict(dtype="f16", heads_kv=2, quant="int8-fp8", causal=True, d=128),
+    ],
+)
 def test_torch_variants_equal_the_emulator_bit_for_bit(tgpu, kw):
     """The attention variants through the torch op (bf16, GQA, windows, softcap, (B, N, H, d), other head dims):
     torch tensors in, the kernel's outputs bit for bit the emulator's."""
     from flashsim.commands.verify import make_case_inputs
+
     kw = dict(kw)
     dtype, hk, layout, d = kw.pop("dtype"), kw.pop("heads_kv"), kw.get("layout", "bhnd"), kw.pop("d", 64)
     q, k, v = make_case_inputs("normal", 2, 4, 111, 150, d, 7, heads_kv=hk, dtype=dtype, layout=layout)

@@ -1,5 +1,6 @@
 """ieee32: add, sub, mul, div, fma (.rn, optional .ftz), cvt f32<->f16 against the exact Fraction oracle on raw
 bit patterns (subnormals, infinities, NaNs included)."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -13,15 +14,35 @@ from flashsim.numerics import ieee32
 from flashsim.numerics.formats import F16, F32
 from flashsim.numerics.reference import add_ref, div_ref, fma_ref, mul_ref, round_fraction, value_of
 
-SPECIALS = [0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000,
-            0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x3F800000, 0xBF800000]
+SPECIALS = [
+    0,
+    0x80000000,
+    1,
+    0x80000001,
+    0x007FFFFF,
+    0x00800000,
+    0x7F7FFFFF,
+    0xFF7FFFFF,
+    0x7F800000,
+    0xFF800000,
+    0x7FC00000,
+    0xFFC00001,
+    0x7F800001,
+    0x3F800000,
+    0xBF800000,
+]
 
 
 @st.composite
 def f32_bits(draw, near=None):
     """Raw float32 bits: anything, a special, a subnormal, or a number whose exponent is near ``near``'s."""
-    kind = draw(st.sampled_from(["any", "special", "subnormal", "near", "near", "near"] if near is not None
-                                else ["any", "any", "special", "subnormal", "mid"]))
+    kind = draw(
+        st.sampled_from(
+            ["any", "special", "subnormal", "near", "near", "near"]
+            if near is not None
+            else ["any", "any", "special", "subnormal", "mid"]
+        )
+    )
     if kind == "any":
         return draw(st.integers(0, 0xFFFFFFFF))
     if kind == "special":
@@ -96,15 +117,15 @@ def test_ftz_variants(data):
 def test_fma_beats_double_rounding():
     # x*y = 2^25 + 2^14 + 2^12 + 2 sits exactly halfway between two floats; + 2^-30 must round up. Adding in
     # float64 first loses the 2^-30 and then ties to even (down): the naive way is wrong here.
-    x, y, z = np.float32([2 ** 13 + 1]), np.float32([2 ** 12 + 2]), np.float32([2.0 ** -30])
-    want = np.float32(2 ** 25 + 2 ** 14 + 2 ** 12 + 4)
+    x, y, z = np.float32([2**13 + 1]), np.float32([2**12 + 2]), np.float32([2.0**-30])
+    want = np.float32(2**25 + 2**14 + 2**12 + 4)
     assert ieee32.fma(x, y, z)[0] == want
     naive = (x.astype(np.float64) * y + z).astype(np.float32)[0]
     assert naive != want
     # and the mirrored negative case, and the exact-zero sign rules
     assert ieee32.fma(-x, y, -z)[0] == -want
-    assert out_bits(ieee32.fma(*f32(0x80000000, 0x3F800000, 0x80000000))) == 0x80000000   # -0*1 + -0 = -0
-    assert out_bits(ieee32.fma(*f32(0x3F800000, 0x3F800000, 0xBF800000))) == 0           # 1*1 - 1 = +0
+    assert out_bits(ieee32.fma(*f32(0x80000000, 0x3F800000, 0x80000000))) == 0x80000000  # -0*1 + -0 = -0
+    assert out_bits(ieee32.fma(*f32(0x3F800000, 0x3F800000, 0xBF800000))) == 0  # 1*1 - 1 = +0
 
 
 def test_nan_results_are_canonical_and_shapes_broadcast():
@@ -114,8 +135,8 @@ def test_nan_results_are_canonical_and_shapes_broadcast():
     assert ieee32.add(np.ones((3, 1), np.float32), np.ones(4, np.float32)).shape == (3, 4)
     assert ieee32.fma(np.ones((2, 1), np.float32), np.ones(3, np.float32), np.float32(1)).shape == (2, 3)
     big = np.arange(100_000, dtype=np.float32)
-    exact = big.astype(np.float64) ** 2 - big                  # exact in float64, then rounded once
-    np.testing.assert_array_equal(ieee32.fma(big, big, -big), exact.astype(np.float32))   # spans many chunks
+    exact = big.astype(np.float64) ** 2 - big  # exact in float64, then rounded once
+    np.testing.assert_array_equal(ieee32.fma(big, big, -big), exact.astype(np.float32))  # spans many chunks
 
 
 def test_bad_input():
@@ -137,8 +158,11 @@ def test_cvt_f16_to_f32_exhaustive():
         elif b in (0x8000,):
             assert r[b] == 0x80000000
         else:
-            assert r[b] == round_fraction(v, F32, "rne") if not isinstance(v, float) else \
-                r[b] == (0x7F800000 | (0x80000000 if v < 0 else 0))
+            assert (
+                r[b] == round_fraction(v, F32, "rne")
+                if not isinstance(v, float)
+                else r[b] == (0x7F800000 | (0x80000000 if v < 0 else 0))
+            )
 
 
 @settings(max_examples=500, deadline=None)
@@ -147,7 +171,7 @@ def test_cvt_f32_to_f16_rounds_once_to_nearest(data):
     kind = data.draw(st.sampled_from(["any", "range", "tie"]))
     if kind == "any":
         x = data.draw(f32_bits())
-    else:   # f16 range, including the subnormal range and the overflow edge, ties made on purpose
+    else:  # f16 range, including the subnormal range and the overflow edge, ties made on purpose
         field = data.draw(st.integers(127 - 26, 127 + 16))
         frac = data.draw(st.integers(0, 0x7FFFFF))
         if kind == "tie":
@@ -176,8 +200,8 @@ def test_fmax_rules_and_row_max():
 
 
 def test_mul_f16_rounds_once_and_canonicalises_nan():
-    h = np.array([0x3C01, 0x7C00, 0x0001, 0x7BFF, 0x7E01], np.uint16).view(np.float16)   # 1+2^-10, inf, tiny, max
-    k = np.array([0x3C01, 0x0000, 0x3800, 0x4000, 0x3C00], np.uint16).view(np.float16)   # 1+2^-10, 0, 0.5, 2, 1
+    h = np.array([0x3C01, 0x7C00, 0x0001, 0x7BFF, 0x7E01], np.uint16).view(np.float16)  # 1+2^-10, inf, tiny, max
+    k = np.array([0x3C01, 0x0000, 0x3800, 0x4000, 0x3C00], np.uint16).view(np.float16)  # 1+2^-10, 0, 0.5, 2, 1
     got = ieee32.mul_f16(h, k).view(np.uint16).tolist()
     # (1+2^-10)^2 = 1 + 2^-9 + 2^-20 -> 1 + 2^-9; inf * 0 -> NaN; 2^-24 / 2 is a tie -> 0 (even); overflow -> inf
     assert got == [0x3C02, 0x7FFF, 0x0000, 0x7C00, 0x7FFF]

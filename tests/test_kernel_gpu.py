@@ -4,6 +4,7 @@ SDPA, against the emulator bit for bit, and its error paths. Skipped with the re
 Shapes cover N = 1, odd lengths, Nq != Nk both ways, causal, d = 64 and 128, batch and heads > 1, both
 accumulators, and the default and seed-style tile shapes.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -11,18 +12,24 @@ import itertools
 import numpy as np
 import pytest
 
-from flashsim.config import MAX_DEFAULT_SPILL_BYTES
-
 import flashsim
 from flashsim import KernelConfig
 from flashsim.commands.emulate import make_inputs
+from flashsim.config import MAX_DEFAULT_SPILL_BYTES
 from flashsim.emulator.reference import error_bound
 
 pytestmark = pytest.mark.gpu
 
-SHAPES = [(1, 1, 1, 1, 64), (1, 2, 77, 77, 64), (2, 3, 128, 128, 128), (1, 2, 200, 333, 128),
-          (1, 1, 257, 129, 64), (2, 1, 129, 257, 128), (1, 1, 1000, 1000, 128)]
-TILES = [dict(), dict(warps=8, m_tiles=1, kv_tile=64, stages=2)]     # the arch default, the seed's block
+SHAPES = [
+    (1, 1, 1, 1, 64),
+    (1, 2, 77, 77, 64),
+    (2, 3, 128, 128, 128),
+    (1, 2, 200, 333, 128),
+    (1, 1, 257, 129, 64),
+    (2, 1, 129, 257, 128),
+    (1, 1, 1000, 1000, 128),
+]
+TILES = [dict(), dict(warps=8, m_tiles=1, kv_tile=64, stages=2)]  # the arch default, the seed's block
 
 
 def _config(arch, d, causal, acc, tiles):
@@ -35,6 +42,7 @@ def _config(arch, d, causal, acc, tiles):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_kernel_against_float64_reference(gpu, shape, causal, acc, tiles):
     from flashsim.gpu import runtime as rt
+
     b, h, nq, nk, d = shape
     cfg = _config(rt.current_arch(), d, causal, acc, tiles)
     q, k, v = make_inputs(b, h, nq, nk, d, seed=nq * 7 + nk)
@@ -49,8 +57,15 @@ def test_kernel_against_float64_reference(gpu, shape, causal, acc, tiles):
 
 
 @pytest.mark.parametrize("acc", ["f32", "f16"])
-@pytest.mark.parametrize("shape, causal", [((2, 4, 256, 256, 128), False), ((1, 2, 300, 300, 64), True),
-                                           ((1, 2, 130, 390, 128), True), ((2, 2, 513, 257, 64), False)])
+@pytest.mark.parametrize(
+    "shape, causal",
+    [
+        ((2, 4, 256, 256, 128), False),
+        ((1, 2, 300, 300, 64), True),
+        ((1, 2, 130, 390, 128), True),
+        ((2, 2, 513, 257, 64), False),
+    ],
+)
 def test_kernel_against_torch_sdpa(gpu, shape, causal, acc):
     """Torch's SDPA on the same f16 device tensors (DLPack in and out); the causal mask is given explicitly,
     bottom-right aligned as ours (torch's is_causal aligns top-left when Nq != Nk)."""
@@ -64,10 +79,11 @@ def test_kernel_against_torch_sdpa(gpu, shape, causal, acc):
         j = torch.arange(nk, device="cuda")[None, :]
         mask = j <= i + nk - nq
     ref = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, attn_mask=mask).float().cpu().numpy()
-    do, dl = flashsim.gpu.attention(tq, tk, tv, causal=causal, pv_accum=acc)    # device tensors in, DLPack out
+    do, dl = flashsim.gpu.attention(tq, tk, tv, causal=causal, pv_accum=acc)  # device tensors in, DLPack out
     o = torch.from_dlpack(do).float().cpu().numpy()
     o_ref, _ = flashsim.reference_attention(q, k, v, causal=causal)
     from flashsim.gpu import runtime as rt
+
     cfg = _config(rt.current_arch(), d, causal, acc, {})
     bound = error_bound(o_ref, v, nk, cfg.kv_tile, acc)
     # both are within their own rounding of the float64 result: ours within `bound`, torch's f16 SDPA within
@@ -78,6 +94,7 @@ def test_kernel_against_torch_sdpa(gpu, shape, causal, acc):
 @pytest.mark.parametrize("acc", ["f32", "f16"])
 def test_kernel_equals_emulator_bit_for_bit(gpu, acc):
     from flashsim.gpu import runtime as rt
+
     q, k, v = make_inputs(2, 2, 150, 211, 128, seed=5)
     o_g, l_g = flashsim.gpu.attention(q, k, v, causal=True, pv_accum=acc)
     o_e, l_e = flashsim.attention(q, k, v, causal=True, pv_accum=acc, arch=rt.current_arch(), progress=False)
@@ -85,18 +102,32 @@ def test_kernel_equals_emulator_bit_for_bit(gpu, acc):
     assert np.array_equal(l_g.view(np.uint32), l_e.view(np.uint32))
 
 
-@pytest.mark.parametrize("d, tiles, opts", [
-    (128, (4, 3, 32, 2), dict(causal=True)),
-    (128, (4, 4, 16, 3), dict(window_size=(90, 0))),
-    (64, (4, 4, 32, 3), {}),
-], ids=["d128-4x3x32x2-causal", "d128-4x4x16x3-window", "d64-4x4x32x3"])
+@pytest.mark.parametrize(
+    "d, tiles, opts",
+    [
+        (128, (4, 3, 32, 2), dict(causal=True)),
+        (128, (4, 4, 16, 3), dict(window_size=(90, 0))),
+        (64, (4, 4, 32, 3), {}),
+    ],
+    ids=["d128-4x3x32x2-causal", "d128-4x4x16x3-window", "d64-4x4x32x3"],
+)
 def test_three_and_four_m16_tiles_per_warp_equal_the_emulator(gpu, d, tiles, opts):
     """Tilings with 3 and 4 m16 tiles per warp (blocks of 192 and 256 rows; none is a default: they lose 10-28% on
     the H200, benchmarks/experiments/m_tiles/) against the emulator bit for bit, on a ragged GQA problem."""
     from flashsim.gpu import runtime as rt
+
     w, m, kv, s = tiles
-    cfg = KernelConfig.default(rt.current_arch(), head_dim=d, pv_accum="f16", warps=w, m_tiles=m, kv_tile=kv,
-                               stages=s, causal=opts.get("causal", False), local="window_size" in opts)
+    cfg = KernelConfig.default(
+        rt.current_arch(),
+        head_dim=d,
+        pv_accum="f16",
+        warps=w,
+        m_tiles=m,
+        kv_tile=kv,
+        stages=s,
+        causal=opts.get("causal", False),
+        local="window_size" in opts,
+    )
     q, _, _ = make_inputs(1, 2, 301, 333, d, seed=3)
     _, k, v = make_inputs(1, 1, 301, 333, d, seed=4)
     o_g, l_g = flashsim.gpu.attention(q, k, v, config=cfg, **opts)
@@ -108,6 +139,7 @@ def test_three_and_four_m16_tiles_per_warp_equal_the_emulator(gpu, d, tiles, opt
 def test_kernel_errors_are_clear(gpu):
     from flashsim.gpu import runtime as rt
     from flashsim.gpu.errors import UnsupportedConfig
+
     q, k, v = make_inputs(1, 1, 16, 16, 64)
     with pytest.raises(ValueError, match="q must be float16"):
         flashsim.gpu.attention(q.astype(np.float32), k, v)
@@ -122,6 +154,7 @@ def test_kernel_errors_are_clear(gpu):
 def test_every_default_configuration_builds_within_the_spill_allowance_for_this_gpu(gpu):
     from flashsim.gpu import runtime as rt
     from flashsim.gpu.launch import build_kernel
+
     arch = rt.current_arch()
     for d, acc, causal in itertools.product((64, 128), ("f32", "f16"), (False, True)):
         build = build_kernel(_config(arch, d, causal, acc, {}), arch)
@@ -146,6 +179,7 @@ def test_an_overflowing_f16_accumulator_raises_on_the_gpu_as_in_the_emulator(gpu
     assert np.array_equal(o.view(np.uint16), o_e.view(np.uint16))
     assert np.array_equal(lse.view(np.uint32), lse_e.view(np.uint32))
     import torch
+
     tq, tk, tv = (torch.from_numpy(x).cuda() for x in (q, k, v))
     with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\)"):
         flashsim.gpu.attention(tq, tk, tv, pv_accum=acc)
@@ -156,7 +190,7 @@ def test_an_overflowing_f16_accumulator_raises_on_the_gpu_as_in_the_emulator(gpu
     with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\)"):
         check()
     _, _, check = flashsim.gpu.attention(tq, tk, tv * 0, pv_accum=acc, check_overflow="deferred")
-    check()                                           # v = 0: nothing overflows
-    _, _, check = flashsim.gpu.attention(q, k, v, pv_accum=acc, check_overflow="deferred")   # numpy in
+    check()  # v = 0: nothing overflows
+    _, _, check = flashsim.gpu.attention(q, k, v, pv_accum=acc, check_overflow="deferred")  # numpy in
     with pytest.raises(FloatingPointError, match=r"\(b=0, h=1, row=0\)"):
         check()

@@ -1,9 +1,11 @@
 """Identities of the CuTe-style layout algebra (flashsim.layout.cute), on random layouts."""
+
 from math import prod
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from flashsim.layout.cute import Layout, flatten
 

@@ -1,7 +1,9 @@
 """ldmatrix: the kernel's address patterns deliver exactly the mma fragments they feed."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flashsim.layout import fragments as F
 from flashsim.layout import ldmatrix as L  # the module
@@ -16,7 +18,7 @@ def smem_image(seed, rows, ld):
 
 
 def sub(image, r0, c0, nrows, ncols, ld):
-    return image.reshape(image.shape[:-1] + (-1, ld))[..., r0:r0 + nrows, c0:c0 + ncols]
+    return image.reshape(image.shape[:-1] + (-1, ld))[..., r0 : r0 + nrows, c0 : c0 + ncols]
 
 
 @SETTINGS
@@ -33,7 +35,7 @@ def test_x4_of_the_four_quadrants_is_the_a_fragment(seed, ld, tr, tc):
 def test_k_rows_without_trans_give_the_b_fragment_of_k_transposed(seed, ld, tr):
     img = smem_image(seed, 64, ld)
     base = 16 * tr * ld
-    k = sub(img, 16 * tr, 0, 16, 16, ld)                 # 16 keys x 16 head-dim columns
+    k = sub(img, 16 * tr, 0, 16, 16, ld)  # 16 keys x 16 head-dim columns
     kt = np.ascontiguousarray(np.swapaxes(k, -1, -2))  # K^T: 16 (d) x 16 (keys) = B of Q @ K^T
     assert np.array_equal(L.load_smem(img, L.kt_x2(ld) + base, num=2), F.b_fragment(kt[..., :8]))
     assert np.array_equal(L.load_smem(img, L.kt_x4(ld) + base, num=4), F.b_fragment(kt))
@@ -44,7 +46,7 @@ def test_k_rows_without_trans_give_the_b_fragment_of_k_transposed(seed, ld, tr):
 def test_v_rows_with_trans_give_the_b_fragment_of_v(seed, ld, tr):
     img = smem_image(seed, 64, ld)
     base = 16 * tr * ld
-    v = np.ascontiguousarray(sub(img, 16 * tr, 0, 16, 16, ld))   # 16 keys x 16 d = B of P @ V
+    v = np.ascontiguousarray(sub(img, 16 * tr, 0, 16, 16, ld))  # 16 keys x 16 d = B of P @ V
     assert np.array_equal(L.load_smem(img, L.v_x2t(ld) + base, num=2, trans=True), F.b_fragment(v[..., :8]))
     assert np.array_equal(L.load_smem(img, L.v_x4t(ld) + base, num=4, trans=True), F.b_fragment(v))
 
@@ -72,7 +74,7 @@ def test_only_the_address_lanes_of_num_matrices_are_read():
     img = smem_image(1, 16, 16)
     addr = L.a_x4(16).copy()
     ref = L.load_smem(img, addr, num=2)
-    addr[16:] = 10**6 + 3                      # lanes 16..31 give no address for .x2
+    addr[16:] = 10**6 + 3  # lanes 16..31 give no address for .x2
     assert np.array_equal(L.load_smem(img, addr, num=2), ref)
 
 

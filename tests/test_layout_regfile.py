@@ -1,7 +1,8 @@
 """Warp register file and shuffles: PTX shfl.sync semantics checked against the CUDA guide's wording."""
+
+import ml_dtypes
 import numpy as np
 import pytest
-import ml_dtypes
 
 from flashsim.layout import fragments as F
 from flashsim.layout import regfile as R
@@ -12,8 +13,11 @@ WIDTHS = (1, 2, 4, 8, 16, 32)
 
 def lane_values(batch=()):
     """Distinct raw words per lane and register, so a shuffle's source lane can be read back."""
-    return (np.arange(32, dtype=np.uint32)[:, None] * 0x10001 + np.arange(3, dtype=np.uint32) * 0x100
-            + np.zeros(batch + (1, 1), np.uint32))
+    return (
+        np.arange(32, dtype=np.uint32)[:, None] * 0x10001
+        + np.arange(3, dtype=np.uint32) * 0x100
+        + np.zeros(batch + (1, 1), np.uint32)
+    )
 
 
 def source(out):
@@ -24,6 +28,7 @@ def source(out):
 # the warp is split into groups of w lanes; xor may read an earlier group but reading a later one
 # returns the caller's own value; idx reads srcLane % w inside the caller's group; up/down return
 # the caller's own value when the source falls outside its group. Those sentences, as code:
+
 
 def guide_xor(mask, w):
     j = LANE ^ mask
@@ -52,17 +57,17 @@ def test_shuffles_follow_the_cuda_guide(w):
         assert np.array_equal(source(R.shfl_idx(vals, k, w)), guide_idx(k, w)), ("idx", k)
         assert np.array_equal(source(R.shfl_up(vals, k, w)), guide_up(k, w)), ("up", k)
         assert np.array_equal(source(R.shfl_down(vals, k, w)), guide_down(k, w)), ("down", k)
-    per_lane = (LANE * 7 + 3) % 64                       # a per-lane source operand, beyond 31 too
+    per_lane = (LANE * 7 + 3) % 64  # a per-lane source operand, beyond 31 too
     assert np.array_equal(source(R.shfl_idx(vals, per_lane, w)), guide_idx(per_lane, w))
 
 
 def test_shuffle_predicate_and_batching():
     j, valid = R.shfl_source_lanes("down", 4, R.width_c(8))
     assert np.array_equal(valid, (LANE % 8) + 4 < 8) and np.array_equal(j[~valid], LANE[~valid])
-    vals = lane_values((2, 5))                           # (2, 5, 32, 3): leading warp dims
+    vals = lane_values((2, 5))  # (2, 5, 32, 3): leading warp dims
     out = R.shfl_xor(vals, 3)
     assert np.array_equal(out, vals[..., LANE ^ 3, :])
-    assert np.array_equal(R.shfl_xor(out, 3), vals)      # bfly is an involution
+    assert np.array_equal(R.shfl_xor(out, 3), vals)  # bfly is an involution
     lane_last = np.moveaxis(vals, -2, -1)
     assert np.array_equal(R.shfl_xor(lane_last, 3, axis=-1), np.moveaxis(out, -2, -1))
 
@@ -72,15 +77,17 @@ def test_quad_allreduce_gives_the_row_statistics_of_the_accumulator():
     every lane holds the full row max and the row sum in the kernel's order of additions."""
     rng = np.random.default_rng(3)
     s = rng.standard_normal((4, 16, 64)).astype(np.float32)
-    regs = F.c_fragment(s).view(np.float32).reshape(4, 32, 8, 4)        # (warp, lane, ntile, c_i)
-    top = regs[..., 0:2].reshape(4, 32, 16)                             # row g
-    bottom = regs[..., 2:4].reshape(4, 32, 16)                          # row g + 8
+    regs = F.c_fragment(s).view(np.float32).reshape(4, 32, 8, 4)  # (warp, lane, ntile, c_i)
+    top = regs[..., 0:2].reshape(4, 32, 16)  # row g
+    bottom = regs[..., 2:4].reshape(4, 32, 16)  # row g + 8
     m = R.quad_allreduce(np.stack([top.max(-1), bottom.max(-1)], axis=-1), np.maximum)
-    assert np.array_equal(m[..., 0], s.max(-1)[:, R.GROUP_ID]) and np.array_equal(m[..., 1], s.max(-1)[:, R.GROUP_ID + 8])
+    assert np.array_equal(m[..., 0], s.max(-1)[:, R.GROUP_ID]) and np.array_equal(
+        m[..., 1], s.max(-1)[:, R.GROUP_ID + 8]
+    )
     part = np.stack([top.sum(-1, dtype=np.float32), bottom.sum(-1, dtype=np.float32)], axis=-1)
     total = R.quad_allreduce(part, np.add)
     q = part.reshape(4, 8, 4, 2)
-    expect = (q[:, :, 0] + q[:, :, 1]) + (q[:, :, 2] + q[:, :, 3])      # lane 4g after xor 1, then xor 2
+    expect = (q[:, :, 0] + q[:, :, 1]) + (q[:, :, 2] + q[:, :, 3])  # lane 4g after xor 1, then xor 2
     assert np.array_equal(total.view(np.uint32), np.repeat(expect, 4, axis=1).view(np.uint32))
 
 

@@ -1,8 +1,10 @@
 """The S -> P repack and its f32 -> f16 / bf16 conversion, bit for bit."""
+
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flashsim.layout import fragments as F
 from flashsim.layout import repack as P
@@ -14,9 +16,9 @@ def reference_rn(x32: np.ndarray, dtype) -> np.ndarray:
     """Round f32 values to the 16-bit format by search in the sorted table of all its finite values:
     nearest, ties to the even bit pattern, past the largest finite by half an ulp or more -> inf,
     NaN -> 0x7FFF. Independent of numpy's and ml_dtypes' conversion code."""
-    pats = np.arange(0x7C00 if dtype == np.float16 else 0x7F80, dtype=np.uint16)   # +0 .. max finite
+    pats = np.arange(0x7C00 if dtype == np.float16 else 0x7F80, dtype=np.uint16)  # +0 .. max finite
     vals = pats.view(dtype).astype(np.float64)
-    big = vals[-1] + (vals[-1] - vals[-2]) / 2                                      # overflow threshold
+    big = vals[-1] + (vals[-1] - vals[-2]) / 2  # overflow threshold
     with np.errstate(invalid="ignore"):
         x = x32.astype(np.float64)
     mag = np.abs(x)
@@ -39,10 +41,26 @@ def interesting_f32(rng, n):
         v = rng.integers(0, 0x7C00 if dt == np.float16 else 0x7F80, size=n // 4, dtype=np.uint16).view(dt)
         a = v.astype(np.float64)
         b = np.nextafter(v, np.array(np.inf, dt)).astype(np.float64)
-        m = ((a + b) / 2).astype(np.float32)                 # exact midpoints (representable in f32)
+        m = ((a + b) / 2).astype(np.float32)  # exact midpoints (representable in f32)
         mids += [m, np.nextafter(m, np.float32(0)), np.nextafter(m, np.float32(np.inf))]
-    tiny = np.array([65504, 65519.996, 65520, 65536, 5.96e-8, 2.98e-8, 2.9802322e-8, 1e-9, 0, np.inf, np.nan,
-                     3.3895314e38, 3.4028235e38], np.float32)
+    tiny = np.array(
+        [
+            65504,
+            65519.996,
+            65520,
+            65536,
+            5.96e-8,
+            2.98e-8,
+            2.9802322e-8,
+            1e-9,
+            0,
+            np.inf,
+            np.nan,
+            3.3895314e38,
+            3.4028235e38,
+        ],
+        np.float32,
+    )
     x = np.concatenate([raw.view(np.float32), *mids, tiny])
     return np.concatenate([x, -x])
 
@@ -73,7 +91,7 @@ def test_repack_equals_a_fragment_of_rounded_s(seed, ntiles, bf16):
     dt = ml_dtypes.bfloat16 if bf16 else np.float16
     rng = np.random.default_rng(seed)
     s = rng.integers(0, 1 << 32, size=(2, 16, 8 * ntiles), dtype=np.uint32).view(np.float32)
-    s[0] = rng.standard_normal((16, 8 * ntiles)).astype(np.float32) * 40      # one warp of ordinary scores
+    s[0] = rng.standard_normal((16, 8 * ntiles)).astype(np.float32) * 40  # one warp of ordinary scores
     p_tile = P.cvt_rn(s, dt).view(dt)
     p_regs = P.repack_s_to_p(F.c_fragment(s), dt)
     assert p_regs.shape == (2, 32, 2 * ntiles)

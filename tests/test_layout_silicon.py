@@ -2,6 +2,7 @@
 made by ``python3 -m flashsim.gpu.capture.layout --out DIR`` on the GPU; its provenance entry is checked by
 tests/test_drift.py). Also, with no GPU: the capture's host logic against a lane-by-lane stand-in, and the capture
 kernel compiling for sm_90 and sm_120."""
+
 import json
 import pathlib
 
@@ -38,6 +39,7 @@ def test_silicon_matches_the_layout_model(captured, name):
 
 # ---- no GPU needed -------------------------------------------------------------------------
 
+
 def test_host_logic_against_a_lane_by_lane_stand_in(tmp_path):
     """The --fake run: inputs, slots, packing and comparison agree with an independent scalar reading of PTX."""
     assert capture.main(["--fake", "--out", str(tmp_path)]) == 0
@@ -45,7 +47,7 @@ def test_host_logic_against_a_lane_by_lane_stand_in(tmp_path):
     assert path.stat().st_size < 1_000_000
     inputs, out, slots, arch, _ = capture.load(path)
     assert arch == "fake" and all(c.ok for c in silicon.compare(inputs, out, slots))
-    with np.load(path) as z:     # the provenance of the build, as every capture file carries it
+    with np.load(path) as z:  # the provenance of the build, as every capture file carries it
         assert json.loads(str(z["provenance"])) == provenance.fingerprint(capture.PROVENANCE_NAME)
 
 
@@ -68,8 +70,10 @@ def swap_halves(out, off):
     out[:, p] = (out[:, p] >> 16) | (out[:, p] << 16)
 
 
-@pytest.mark.parametrize("fault, slot", [(swap_two_registers, "ld_a_x4"), (rotate_lanes, "o_f32"),
-                                         (flip_one_bit, "cvt_f16x2"), (swap_halves, "p")])
+@pytest.mark.parametrize(
+    "fault, slot",
+    [(swap_two_registers, "ld_a_x4"), (rotate_lanes, "o_f32"), (flip_one_bit, "cvt_f16x2"), (swap_halves, "p")],
+)
 def test_a_faulty_dump_is_caught_and_located(fault, slot):
     off = silicon.slot_offsets()
 
@@ -89,6 +93,7 @@ def test_a_faulty_dump_is_caught_and_located(fault, slot):
 def test_capture_kernel_compiles(arch):
     from flashsim.gpu import build
     from flashsim.gpu.errors import CompileError, GPUError
+
     try:
         b = build.compile_file(capture.KERNEL, arch=arch, defines=provenance.build_defines(capture.PROVENANCE_NAME))
     except GPUError as exc:  # no cuda-python / NVRTC here: say so; a CompileError is a failure

@@ -2,12 +2,14 @@
 tests/test_mma_k32_silicon.py), FP8 on the archs with a native FP8 block (sm_89 and sm_120, MMA-Sim's parameters)
 against the ``mmasim`` oracle on raw bit patterns, sm_90's lowering onto the f16 mma against the two-block model
 first fitted to the H200, the same bits from the JAX engine, and clear refusals where no model exists."""
+
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import flashsim
 from flashsim.numerics.tensorcore import k32_type, mma_k32
@@ -15,8 +17,7 @@ from flashsim.numerics.tensorcore import k32_type, mma_k32
 E4, E5 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
 NAMES = {E4: "e4m3", E5: "e5m2", np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
 SIM_ARCH = {"sm_89": "Ada Lovelace", "sm_120": "RTX Blackwell"}
-COMBOS = [(E4, E4, np.float32), (E5, E5, np.float32), (E4, E5, np.float32), (E5, E4, np.float16),
-          (E4, E4, np.float16)]
+COMBOS = [(E4, E4, np.float32), (E5, E5, np.float32), (E4, E5, np.float32), (E5, E4, np.float16), (E4, E4, np.float16)]
 
 
 def _oracle(arch, a, b, c):
@@ -58,8 +59,12 @@ def test_fp8_matches_mmasim(arch, adt, bdt, cdt):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.binary(min_size=16 * 32 + 32 * 8, max_size=16 * 32 + 32 * 8), st.integers(0, 2 ** 32 - 1),
-       st.sampled_from(["sm_89", "sm_120"]), st.sampled_from(COMBOS))
+@given(
+    st.binary(min_size=16 * 32 + 32 * 8, max_size=16 * 32 + 32 * 8),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["sm_89", "sm_120"]),
+    st.sampled_from(COMBOS),
+)
 def test_fp8_matches_mmasim_on_raw_bits(raw, cbits, arch, combo):
     adt, bdt, cdt = combo
     buf = np.frombuffer(raw, np.uint8)
@@ -70,8 +75,11 @@ def test_fp8_matches_mmasim_on_raw_bits(raw, cbits, arch, combo):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
-@given(st.binary(min_size=16 * 32 + 32 * 8 + 16 * 8 * 4, max_size=16 * 32 + 32 * 8 + 16 * 8 * 4),
-       st.sampled_from(["sm_89", "sm_120"]), st.sampled_from(COMBOS))
+@given(
+    st.binary(min_size=16 * 32 + 32 * 8 + 16 * 8 * 4, max_size=16 * 32 + 32 * 8 + 16 * 8 * 4),
+    st.sampled_from(["sm_89", "sm_120"]),
+    st.sampled_from(COMBOS),
+)
 def test_the_compiled_fp8_kernel_equals_the_generic_routine_on_raw_bits(raw, arch, combo):
     """numpy's fast path of a native FP8 block (tensorcore._chain_k32_fast, the numba kernel with FP8 decoding)
     against the generic routine the JAX engine runs, one mma of raw bit patterns (NaN, inf, subnormals, every c, inf
@@ -79,6 +87,7 @@ def test_the_compiled_fp8_kernel_equals_the_generic_routine_on_raw_bits(raw, arc
     the f16 m16n8k16 model, whose kernel tests/test_tensorcore_engines.py checks the same way."""
     from flashsim.arch import get_arch
     from flashsim.numerics import tensorcore as T
+
     adt, bdt, cdt = combo
     buf = np.frombuffer(raw, np.uint8)
     a = buf[:512].reshape(16, 32).view(adt)
@@ -101,8 +110,9 @@ def test_the_compiled_fp8_chain_equals_the_generic_chain(arch):
     """mma_chain_k32 on numpy over K = 128 (sm_120: one kernel call; sm_90: the lowering on whole matrices, c added
     after each k32 step) against the chain of single mmas over the same (m16, n8) tiles (sm_120: the generic
     routine; sm_90: mma_k32), e4m3 x e4m3 as FP8 P@V has it, f32 and f16 c."""
-    from flashsim.numerics import tensorcore as T
     from flashsim.arch import get_arch
+    from flashsim.numerics import tensorcore as T
+
     rng = np.random.default_rng(5)
     spec = get_arch(arch)
     single = T.mma_k32 if spec.mma8_on_f16_mma else lambda a, b, c, spec: T._k32_fp8_generic(np, a, b, c, spec)
@@ -114,8 +124,8 @@ def test_the_compiled_fp8_chain_equals_the_generic_chain(arch):
         d = c
         with np.errstate(all="ignore"):
             for s in range(0, 128, 32):
-                at = np.broadcast_to(a[..., s:s + 32].reshape(2, 2, 1, 16, 32), (2, 2, 2, 16, 32))
-                bt = np.broadcast_to(b[..., s:s + 32, :].reshape(2, 1, 32, 2, 8).swapaxes(-3, -2), (2, 2, 2, 32, 8))
+                at = np.broadcast_to(a[..., s : s + 32].reshape(2, 2, 1, 16, 32), (2, 2, 2, 16, 32))
+                bt = np.broadcast_to(b[..., s : s + 32, :].reshape(2, 1, 32, 2, 8).swapaxes(-3, -2), (2, 2, 2, 32, 8))
                 dt = single(at, bt, d.reshape(2, 2, 16, 2, 8).swapaxes(-3, -2), spec)
                 d = dt.swapaxes(-3, -2).reshape(2, 32, 16)
         u = np.uint16 if cdt == np.float16 else np.uint32
@@ -134,10 +144,10 @@ def test_ada_keeps_13_fraction_bits_of_f32_results():
 def test_s8_wraps_and_batches():
     a = np.full((3, 16, 32), -128, np.int8)
     b = np.full((1, 32, 8), -128, np.int8)
-    c = np.full((3, 16, 8), 2 ** 31 - 1, np.int32)
+    c = np.full((3, 16, 8), 2**31 - 1, np.int32)
     d = flashsim.mma(a, b, c)
     assert d.dtype == np.int32 and d.shape == (3, 16, 8)
-    assert np.all(d == np.int64(32 * 128 * 128 + 2 ** 31 - 1) - 2 ** 32)
+    assert np.all(d == np.int64(32 * 128 * 128 + 2**31 - 1) - 2**32)
 
 
 def test_the_jax_engine_gives_the_same_bits():
@@ -149,7 +159,7 @@ def test_the_jax_engine_gives_the_same_bits():
     for arch in ("sm_89", "sm_90", "sm_120"):
         assert _same(flashsim.mma(a, b, c, arch=arch, backend="jax"), flashsim.mma(a, b, c, arch=arch))
     s8 = rng.integers(-128, 128, (4, 16, 32)).astype(np.int8), rng.integers(-128, 128, (4, 32, 8)).astype(np.int8)
-    ci = rng.integers(-2 ** 31, 2 ** 31, (4, 16, 8)).astype(np.int32)
+    ci = rng.integers(-(2**31), 2**31, (4, 16, 8)).astype(np.int32)
     assert np.array_equal(flashsim.mma(*s8, ci, backend="jax"), flashsim.mma(*s8, ci))
 
 
@@ -161,11 +171,19 @@ def test_archs_without_an_fp8_model_say_why(arch, match):
         flashsim.mma(a, b, np.zeros((16, 8), np.float32), arch=arch)
 
 
-@pytest.mark.parametrize("a, b, c, match", [
-    (np.zeros((16, 32), np.int8), np.zeros((32, 8), np.int8), np.zeros((16, 8), np.float32), "c must have dtype|no mma"),
-    (np.zeros((16, 32), np.int8), np.zeros((32, 8), E4), np.zeros((16, 8), np.int32), "no mma.sync m16n8k32"),
-    (np.zeros((16, 16), E4), np.zeros((16, 8), E4), np.zeros((16, 8), np.float32), r"shape \(\.\.\., 16, 32\)"),
-])
+@pytest.mark.parametrize(
+    "a, b, c, match",
+    [
+        (
+            np.zeros((16, 32), np.int8),
+            np.zeros((32, 8), np.int8),
+            np.zeros((16, 8), np.float32),
+            "c must have dtype|no mma",
+        ),
+        (np.zeros((16, 32), np.int8), np.zeros((32, 8), E4), np.zeros((16, 8), np.int32), "no mma.sync m16n8k32"),
+        (np.zeros((16, 16), E4), np.zeros((16, 8), E4), np.zeros((16, 8), np.float32), r"shape \(\.\.\., 16, 32\)"),
+    ],
+)
 def test_bad_operands_are_value_errors(a, b, c, match):
     with pytest.raises(ValueError, match=match):
         flashsim.mma(a, b, c, arch="sm_120")
@@ -181,8 +199,10 @@ def _fitted_sm90(a, b, c, order):
     (sm_120's, with blocks of 16 and F = 25): the 32 products in ``order`` as two fused blocks from +0, then + c with
     one rounding to nearest (f32: IEEE add; f16: the exact float64 sum rounded once)."""
     import dataclasses
+
     from flashsim.arch import get_arch
     from flashsim.numerics import ieee32, rounding
+
     blocks = dataclasses.replace(get_arch("sm_120"), mma8_block_k=16, mma8_fraction_bits=25)
     with np.errstate(all="ignore"):
         d = mma_k32(a[..., order], b[..., order, :], np.zeros(c.shape, c.dtype), blocks)
@@ -192,8 +212,11 @@ def _fitted_sm90(a, b, c, order):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
-@given(st.binary(min_size=16 * 32 + 32 * 8 + 16 * 8 * 4, max_size=16 * 32 + 32 * 8 + 16 * 8 * 4),
-       st.sampled_from(COMBOS), st.booleans())
+@given(
+    st.binary(min_size=16 * 32 + 32 * 8 + 16 * 8 * 4, max_size=16 * 32 + 32 * 8 + 16 * 8 * 4),
+    st.sampled_from(COMBOS),
+    st.booleans(),
+)
 def test_sm90_fp8_lowering_equals_the_fitted_two_block_model(raw, combo, small):
     """flashsim.mma(arch="sm_90") is ptxas's lowering onto the f16 m16n8k16 model (tensorcore._k32_on_f16_mma: two
     HMMA.16816, low register halves then high, then c; SASS in tests/test_sass.py). Independently of that code, the
@@ -202,7 +225,7 @@ def test_sm90_fp8_lowering_equals_the_fitted_two_block_model(raw, combo, small):
     finite values: the lowering is the fitted model, which reproduced every FP8 output of the captures."""
     adt, bdt, cdt = combo
     buf = np.frombuffer(raw, np.uint8)
-    if small:       # finite values of every magnitude: the sums the attention kernel makes
+    if small:  # finite values of every magnitude: the sums the attention kernel makes
         buf = buf & np.uint8(0x77)
     a = buf[:512].reshape(16, 32).view(adt)
     b = buf[512:768].reshape(32, 8).view(bdt)

@@ -1,10 +1,12 @@
-"""The H200's mma.sync.m16n8k32 with 8-bit inputs (tests/data/mma_k32_sm90.npz, python3 -m flashsim.gpu.capture.mma_k32):
+"""The H200's mma.sync.m16n8k32 with 8-bit inputs (tests/data/mma_k32_sm90.npz, python3 -m
+flashsim.gpu.capture.mma_k32):
 the stored capture is intact, and s32.s8.s8.s32 is the exact integer dot product plus c wrapped to 32 bits on every
 output, which also confirms the m16n8k32 fragment formulas the capture kernel loads with; and flashsim.mma's sm_90
 FP8 model (ptxas's lowering onto the f16 m16n8k16 model: the low halves of the 8-bit registers, then the high
 halves, then c; flashsim.arch) reproduces every FP8 output of every type and category (a held-out capture with
 another seed agrees too: benchmarks/logs/2026-11-30c/mma_k32_heldout_seed777.txt), and the other order of the
 halves does not."""
+
 from __future__ import annotations
 
 import pathlib
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.skipif(not PATH.is_file(), reason="no H200 m16n8k32 cap
 
 
 def test_the_capture_is_intact_and_covers_every_type_and_category():
-    data, meta = M.load(PATH)             # raises if the arrays do not hash as recorded
+    data, meta = M.load(PATH)  # raises if the arrays do not hash as recorded
     assert meta["arch"] == "sm_90"
     assert set(data) == {f"{t}|{c}" for t in M.TYPES for c in M.CATEGORIES} | {M.REGISTERS}
 
@@ -32,15 +34,16 @@ def test_s8_is_the_exact_wrapped_integer_dot_product_on_every_output():
 
 
 def test_the_int8_reference_wraps_like_the_ptx_isa():
-    a = np.full((1, 16, 32), 0x80, np.uint8)          # -128
+    a = np.full((1, 16, 32), 0x80, np.uint8)  # -128
     b = np.full((1, 32, 8), 0x80, np.uint8)
-    c = np.full((1, 16, 8), 2 ** 31 - 1, np.int64).astype(np.int32).view(np.uint32)
+    c = np.full((1, 16, 8), 2**31 - 1, np.int64).astype(np.int32).view(np.uint32)
     d = M.int8_reference(a, b, c).view(np.int32)
-    assert d[0, 0, 0] == np.int32(np.int64(32 * 128 * 128 + 2 ** 31 - 1) - 2 ** 32)
+    assert d[0, 0, 0] == np.int32(np.int64(32 * 128 * 128 + 2**31 - 1) - 2**32)
 
 
 def test_flashsim_mma_reproduces_every_s8_output_of_the_h200():
     import flashsim
+
     data, _ = M.load(PATH)
     for key, (a, b, c, d) in data.items():
         if key.startswith("s32.s8.s8.s32|"):
@@ -61,6 +64,7 @@ def test_flashsim_layout_m16n8k32_maps_are_the_h200s():
 def _fp8_mismatches() -> dict:
     """Per FP8 type, how many of the capture's outputs flashsim.mma(arch="sm_90") gets wrong."""
     import flashsim
+
     data, _ = M.load(PATH)
     bad = {}
     for key, (a, b, c, d) in data.items():
@@ -83,6 +87,7 @@ def test_the_h200_refutes_the_other_order_of_the_halves(monkeypatch):
     """The lowering's column order is not free: with the high halves of the registers (k % 4 in {2, 3}) in the first
     HMMA the model misses outputs of every FP8 type."""
     from flashsim.numerics import tensorcore as T
+
     order = T._F16_MMA_K_ORDER
     monkeypatch.setattr(T, "_F16_MMA_K_ORDER", order[16:] + order[:16])
     bad = _fp8_mismatches()

@@ -1,6 +1,7 @@
 """flashsim.mma against mma.sync captured on an H200 (tests/data/mma_sm90.npz, made by
 ``python3 -m flashsim.gpu.capture.mma --out DIR``; its provenance is checked by tests/test_drift.py), and the capture
 tool's host logic (no GPU needed)."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,10 @@ def test_model_reproduces_every_captured_bit(capture, type_name):
         per_cat = {name: int(bad[res["category"] == i].sum()) for i, name in enumerate(res["names"])}
         m = int(np.flatnonzero(bad.any(axis=(1, 2)))[0])
         i, j = map(int, np.argwhere(bad[m])[0])
-        pytest.fail(f"{int(bad.sum())} of {bad.size} outputs differ; per category {per_cat}; first: mma {m} "
-                    f"d[{i},{j}] silicon 0x{int(res['d'][m, i, j]):x} model 0x{int(d.view(t.fc.uint)[m, i, j]):x}")
+        pytest.fail(
+            f"{int(bad.sum())} of {bad.size} outputs differ; per category {per_cat}; first: mma {m} "
+            f"d[{i},{j}] silicon 0x{int(res['d'][m, i, j]):x} model 0x{int(d.view(t.fc.uint)[m, i, j]):x}"
+        )
 
 
 @pytest.mark.parametrize("type_name", list(cap.TYPES))
@@ -47,8 +50,7 @@ def test_jax_backend_reproduces_every_captured_bit(capture, type_name):
     pytest.importorskip("jax", reason="backend='jax' needs jax: pip install 'flashsim[jax]'")
     res = capture[type_name]
     t = cap.TYPES[type_name]
-    d = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch="sm_90",
-            backend="jax")
+    d = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch="sm_90", backend="jax")
     bad = d.view(t.fc.uint) != res["d"]
     per_cat = {name: int(bad[res["category"] == i].sum()) for i, name in enumerate(res["names"])}
     assert not bad.any(), f"{int(bad.sum())} of {bad.size} outputs differ; per category {per_cat}"
@@ -63,9 +65,11 @@ def test_capture_is_a_real_sm90_capture(capture):
 
 # ---------------------------------------------------------------------------------- the capture tool, no GPU
 
+
 def test_fragment_formulas_of_the_kernel_match_flashsim_layout():
     """The .cu's index formulas (mirrored by lane_fragment_maps) against flashsim.layout's PTX maps."""
     from flashsim.layout import a_coord, b_coord, c_coord
+
     (ar, ac), (br, bc), (cr, cc) = cap.lane_fragment_maps()
     for lane in range(32):
         g, t = lane >> 2, lane & 3
@@ -74,14 +78,19 @@ def test_fragment_formulas_of_the_kernel_match_flashsim_layout():
         assert [(cr[lane, i], cc[lane, i]) for i in range(4)] == [c_coord(g, t, i) for i in range(4)]
     source = cap.__file__.replace("flashsim/gpu/capture/mma.py", "kernel/capture/mma.cu")
     text = pathlib.Path(source).read_text()
-    for formula in ("(lane >> 2) + 8 * ((i >> 1) & 1)", "(lane & 3) * 2 + (i & 1) + 8 * (i >> 2)",
-                    "(lane & 3) * 2 + (i & 1) + 8 * (i >> 1)", "(lane >> 2) + 8 * (i >> 1)"):
+    for formula in (
+        "(lane >> 2) + 8 * ((i >> 1) & 1)",
+        "(lane & 3) * 2 + (i & 1) + 8 * (i >> 2)",
+        "(lane & 3) * 2 + (i & 1) + 8 * (i >> 1)",
+        "(lane >> 2) + 8 * (i >> 1)",
+    ):
         assert formula in text
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80", "sm_120"])
 def test_capture_kernels_compile(arch):
     from flashsim.gpu.build import compile_file
+
     build = compile_file(cap.KERNEL, arch=arch, defines=provenance.build_defines(cap.PROVENANCE_NAME))
     assert {t.kernel for t in cap.TYPES.values()} <= set(build.entry_points)
     for entry in build.entry_points.values():
@@ -92,18 +101,24 @@ def test_capture_kernels_compile(arch):
 def test_generator_is_frozen(version):
     """Stored captures regenerate their inputs from the seed: no generator version may drift. A new probe goes into
     a new GENERATOR_VERSION (with its digests here); the old versions must keep their digests."""
-    digests = {name: cap.input_digest(*(cap.generate(name, scale=0.01, version=version)[k] for k in "abc"))
-               for name in cap.TYPES}
+    digests = {
+        name: cap.input_digest(*(cap.generate(name, scale=0.01, version=version)[k] for k in "abc"))
+        for name in cap.TYPES
+    }
     assert digests == FROZEN_DIGESTS[version]
 
 
 FROZEN_DIGESTS = {
-    1: {"f32.f16.f16.f32": "1350fb5901c09a737b0cc3f28f3342eb67bcb2ae6258ebff55d9b9dfbbf7d723",
+    1: {
+        "f32.f16.f16.f32": "1350fb5901c09a737b0cc3f28f3342eb67bcb2ae6258ebff55d9b9dfbbf7d723",
         "f16.f16.f16.f16": "12123b0e6d28cc8fa04423a14fea96a23ceec9c8da051df97a0328b6fa7e6f3b",
-        "f32.bf16.bf16.f32": "d04eee973b817101b48d60c79fbafdb1c29ea99511f216ecb0d033471d91ee6f"},
-    2: {"f32.f16.f16.f32": "1bc18b4d57adc3cdce5ffaf744d471742336fde3b75dc33ee07a6fbc7681c22d",
+        "f32.bf16.bf16.f32": "d04eee973b817101b48d60c79fbafdb1c29ea99511f216ecb0d033471d91ee6f",
+    },
+    2: {
+        "f32.f16.f16.f32": "1bc18b4d57adc3cdce5ffaf744d471742336fde3b75dc33ee07a6fbc7681c22d",
         "f16.f16.f16.f16": "643a0ece1d83531b81943147d829be5e9c7fb74b8bfec9ee6a498ec58b9da281",
-        "f32.bf16.bf16.f32": "7ffd7114f05c62af0f5d70a49c59d9eb52c63a57a6a7ef85b7cdf89032549a96"},
+        "f32.bf16.bf16.f32": "7ffd7114f05c62af0f5d70a49c59d9eb52c63a57a6a7ef85b7cdf89032549a96",
+    },
 }
 
 
@@ -111,6 +126,7 @@ FROZEN_DIGESTS = {
 
 # The variants patch the generic routine (``mma_chain_generic``: the reference every engine is tested against);
 # the numpy engine's compiled kernel has no Python hooks.
+
 
 def _round_subnormal(kind):
     """A variant of the generic routine's one rounding (rounding.round_scaled as tensorcore calls it): f32
@@ -121,11 +137,12 @@ def _round_subnormal(kind):
         r = ORIGINAL_ROUND(m, e, fmt, mode, **kw)
         if get_format(fmt).name != "f32":
             return r
-        v = np.ldexp(np.asarray(m, np.float64), np.asarray(e, np.int64))     # exact: |m| < 2^40
-        small = np.abs(v) < 2.0 ** -126
+        v = np.ldexp(np.asarray(m, np.float64), np.asarray(e, np.int64))  # exact: |m| < 2^40
+        small = np.abs(v) < 2.0**-126
         r = np.array(r)
-        r[small] = (fn(v[small] * 2.0 ** 149) * 2.0 ** -149 + 0.0).astype(np.float32)
+        r[small] = (fn(v[small] * 2.0**149) * 2.0**-149 + 0.0).astype(np.float32)
         return r
+
     return round_scaled
 
 
@@ -140,27 +157,42 @@ def _normalised_bf16_inputs(xp, x, is_bf16):
     vals, e = ORIGINAL_INPUTS(xp, x, is_bf16)
     if is_bf16:
         v = np.abs(np.asarray(vals, np.float64))
-        sub = (v != 0) & (v < 2.0 ** -126)
+        sub = (v != 0) & (v < 2.0**-126)
         e = np.where(sub, np.floor(np.log2(np.where(sub, v, 1.0))), e).astype(e.dtype)
     return vals, e
 
 
-ORIGINAL_ROUND, ORIGINAL_ACC, ORIGINAL_INPUTS = (_tc.rounding.round_scaled, _tc._decode_acc_generic,
-                                                 _tc._decode_generic)
-VARIANTS = {   # name -> (arch field changes, (module, name, replacement) patches, type to check)
+ORIGINAL_ROUND, ORIGINAL_ACC, ORIGINAL_INPUTS = (
+    _tc.rounding.round_scaled,
+    _tc._decode_acc_generic,
+    _tc._decode_generic,
+)
+VARIANTS = {  # name -> (arch field changes, (module, name, replacement) patches, type to check)
     "F = 24": (dict(mma_fraction_bits=24), (), "f32.f16.f16.f32"),
     "F = 26": (dict(mma_fraction_bits=26), (), "f32.f16.f16.f32"),
     "two blocks of 8": (dict(mma_block_k=8), (), "f16.f16.f16.f16"),
     "f32 zero exponent -132": (dict(mma_zero_exponent_f32=-132), (), "f32.bf16.bf16.f32"),
     "f32 zero exponent -134": (dict(mma_zero_exponent_f32=-134), (), "f32.bf16.bf16.f32"),
-    "subnormal c takes exponent -127 (H1)": ({}, ((_tc, "_decode_acc_generic", _subnormal_c_exponent_127),),
-                                             "f32.bf16.bf16.f32"),
-    "subnormal results to nearest (H3)": ({}, ((_tc.rounding, "round_scaled", _round_subnormal("rne")),),
-                                          "f32.bf16.bf16.f32"),
-    "subnormal results floored (H4)": ({}, ((_tc.rounding, "round_scaled", _round_subnormal("floor")),),
-                                       "f32.bf16.bf16.f32"),
-    "bf16 subnormal inputs normalised (H5)": ({}, ((_tc, "_decode_generic", _normalised_bf16_inputs),),
-                                              "f32.bf16.bf16.f32"),
+    "subnormal c takes exponent -127 (H1)": (
+        {},
+        ((_tc, "_decode_acc_generic", _subnormal_c_exponent_127),),
+        "f32.bf16.bf16.f32",
+    ),
+    "subnormal results to nearest (H3)": (
+        {},
+        ((_tc.rounding, "round_scaled", _round_subnormal("rne")),),
+        "f32.bf16.bf16.f32",
+    ),
+    "subnormal results floored (H4)": (
+        {},
+        ((_tc.rounding, "round_scaled", _round_subnormal("floor")),),
+        "f32.bf16.bf16.f32",
+    ),
+    "bf16 subnormal inputs normalised (H5)": (
+        {},
+        ((_tc, "_decode_generic", _normalised_bf16_inputs),),
+        "f32.bf16.bf16.f32",
+    ),
 }
 
 
@@ -172,6 +204,7 @@ def test_capture_refutes_neighbouring_models(capture, variant, monkeypatch):
     import dataclasses
 
     from flashsim.arch import get_arch
+
     fields, patches, type_name = VARIANTS[variant]
     for module, name, fn in patches:
         monkeypatch.setattr(module, name, fn)
@@ -207,15 +240,16 @@ def test_fake_capture_round_trip(tmp_path):
         assert len(res["names"]) == len(cap.categories(t))
     summary = json.loads((tmp_path / "mma_sm90_summary.json").read_text())
     assert all(v["total_bad"] == 0 for v in summary["verdict"].values())
-    current = provenance.fingerprint(cap.PROVENANCE_NAME)       # the build's provenance, in both files
+    current = provenance.fingerprint(cap.PROVENANCE_NAME)  # the build's provenance, in both files
     assert summary["provenance"] == current and next(iter(back.values()))["meta"]["provenance"] == current
     with np.load(tmp_path / "mma_sm90.npz") as z:
         assert json.loads(str(z["provenance"])) == current
 
 
 def test_fake_capture_reports_mismatches(tmp_path, capsys):
-    rc = cap.main(["--out", str(tmp_path), "--fake", "--scale", "0.01", "--types", "f16.f16.f16.f16",
-                   "--fake-corrupt", "5"])
+    rc = cap.main(
+        ["--out", str(tmp_path), "--fake", "--scale", "0.01", "--types", "f16.f16.f16.f16", "--fake-corrupt", "5"]
+    )
     assert rc == 2
     out = capsys.readouterr().out
     assert "differs on 5" in out and "MISMATCH" in out

@@ -11,6 +11,7 @@ rounded fallback with its host-settled hard cases) are held equal between JAX (j
 
 Arrays have a fixed length, so each jitted suite compiles once.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,7 @@ from flashsim.numerics.reference import add_ref, div_ref, fma_ref, mul_ref, roun
 from flashsim.numerics.xp import enable_x64, ieee_conversions  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-N = 32                                                   # elements per hypothesis example
+N = 32  # elements per hypothesis example
 HYP = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -45,8 +46,10 @@ def same_bits(a, b, what=""):
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape and a.dtype == b.dtype, (what, a.shape, b.shape, a.dtype, b.dtype)
     bad = ubits(a) != ubits(b)
-    assert not bad.any(), f"{what}: {bad.sum()} of {bad.size} differ; first at {np.argwhere(bad)[0]}: " \
-                          f"{ubits(a)[bad][0]:#x} vs {ubits(b)[bad][0]:#x}"
+    assert not bad.any(), (
+        f"{what}: {bad.sum()} of {bad.size} differ; first at {np.argwhere(bad)[0]}: "
+        f"{ubits(a)[bad][0]:#x} vs {ubits(b)[bad][0]:#x}"
+    )
 
 
 _JITTED: dict = {}
@@ -69,16 +72,41 @@ def three_ways(suite, *args):
 
 # ------------------------------------------------------------------------------------------------ inputs
 
-F32_SPECIALS = [0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000,
-                0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x3F800000, 0xBF800000, 0x33000000, 0x477FE000,
-                0x477FF000, 0x38800000, 0x33800000, 0x337FFFFF]
+F32_SPECIALS = [
+    0,
+    0x80000000,
+    1,
+    0x80000001,
+    0x007FFFFF,
+    0x00800000,
+    0x7F7FFFFF,
+    0xFF7FFFFF,
+    0x7F800000,
+    0xFF800000,
+    0x7FC00000,
+    0xFFC00001,
+    0x7F800001,
+    0x3F800000,
+    0xBF800000,
+    0x33000000,
+    0x477FE000,
+    0x477FF000,
+    0x38800000,
+    0x33800000,
+    0x337FFFFF,
+]
 
 
 @st.composite
 def f32_bits(draw, near=None):
     """Raw float32 bits: anything, a special, a subnormal, mid-range, or near ``near``'s exponent."""
-    kind = draw(st.sampled_from(["any", "special", "subnormal", "near", "near"] if near is not None
-                                else ["any", "special", "subnormal", "mid", "f16"]))
+    kind = draw(
+        st.sampled_from(
+            ["any", "special", "subnormal", "near", "near"]
+            if near is not None
+            else ["any", "special", "subnormal", "mid", "f16"]
+        )
+    )
     if kind == "any":
         return draw(st.integers(0, 0xFFFFFFFF))
     if kind == "special":
@@ -87,7 +115,7 @@ def f32_bits(draw, near=None):
         return draw(st.integers(0, 1)) << 31 | draw(st.integers(1, 0x7FFFFF))
     if kind == "mid":
         field = draw(st.integers(100, 154))
-    elif kind == "f16":           # the f16 range with its subnormals and overflow edge; ties made on purpose
+    elif kind == "f16":  # the f16 range with its subnormals and overflow edge; ties made on purpose
         field = draw(st.integers(127 - 26, 127 + 16))
     else:
         field = min(254, max(0, ((near >> 23) & 0xFF) + draw(st.integers(-30, 30))))
@@ -107,8 +135,11 @@ def f64_near_grid(draw, fmt):
     +- a nudge of 2^-20 ulp; any binade, subnormals and the overflow edge included), or a raw float64."""
     if draw(st.integers(0, 4)) == 0:
         return draw(st.integers(0, (1 << 64) - 1))
-    b = draw(st.integers(0, (1 << fmt.bits) - 1).filter(
-        lambda b: (b >> fmt.frac_bits) & fmt.exp_field_max != fmt.exp_field_max))
+    b = draw(
+        st.integers(0, (1 << fmt.bits) - 1).filter(
+            lambda b: (b >> fmt.frac_bits) & fmt.exp_field_max != fmt.exp_field_max
+        )
+    )
     v = value_of(b, fmt)
     field = (b >> fmt.frac_bits) & fmt.exp_field_max
     ulp = Fraction(2) ** (max(field, 1) - fmt.bias - fmt.frac_bits)
@@ -138,8 +169,11 @@ def oracle_round(b64: int, f, mode, overflow="ieee", signed_zero=True) -> int:
     if math.isinf(x):
         return f.inf_bits | (f.sign_mask if x < 0 else 0)
     r = round_fraction(Fraction(x), f, mode, negative_zero=math.copysign(1, x) < 0)
-    if overflow == "inf" and (r & (f.sign_mask - 1)) == f.max_finite_bits and abs(Fraction(x)) >= \
-            Fraction(2) ** (f.emax + 1):
+    if (
+        overflow == "inf"
+        and (r & (f.sign_mask - 1)) == f.max_finite_bits
+        and abs(Fraction(x)) >= Fraction(2) ** (f.emax + 1)
+    ):
         r = (r & f.sign_mask) | f.inf_bits
     if not signed_zero and (r & (f.sign_mask - 1)) == 0:
         r = 0
@@ -148,15 +182,21 @@ def oracle_round(b64: int, f, mode, overflow="ieee", signed_zero=True) -> int:
 
 # ------------------------------------------------------------------------------------------------ rounding
 
-ROUND_VARIANTS = [(f, mode, ov, sz) for f in (F32, F16, BF16) for mode in ("rne", "rz")
-                  for ov, sz in (("ieee", True), ("inf", False))]
+ROUND_VARIANTS = [
+    (f, mode, ov, sz) for f in (F32, F16, BF16) for mode in ("rne", "rz") for ov, sz in (("ieee", True), ("inf", False))
+]
 
 
 def rounding_f64_suite(generic, v):
-    out = [rounding.round_float64(v, f, mode, overflow=ov, signed_zero=sz, generic=generic)
-           for f, mode, ov, sz in ROUND_VARIANTS]
-    return tuple(out) + (rounding.f64_to_f32(v, generic=generic), rounding.f64_to_f32_rz(v, generic=generic),
-                         rounding.f64_to_f16(v, generic=generic))
+    out = [
+        rounding.round_float64(v, f, mode, overflow=ov, signed_zero=sz, generic=generic)
+        for f, mode, ov, sz in ROUND_VARIANTS
+    ]
+    return tuple(out) + (
+        rounding.f64_to_f32(v, generic=generic),
+        rounding.f64_to_f32_rz(v, generic=generic),
+        rounding.f64_to_f16(v, generic=generic),
+    )
 
 
 @HYP
@@ -177,15 +217,26 @@ def test_round_float64_and_conversions_three_ways_and_oracle(data):
 
 
 def round_scaled_suite(generic, m, e):
-    return tuple(rounding.round_scaled(m, e, f, mode, overflow=ov, signed_zero=sz)
-                 for f, mode, ov, sz in ROUND_VARIANTS)
+    return tuple(
+        rounding.round_scaled(m, e, f, mode, overflow=ov, signed_zero=sz) for f, mode, ov, sz in ROUND_VARIANTS
+    )
 
 
 @HYP
-@given(st.lists(st.tuples(st.one_of(st.integers(-(1 << 62) + 1, (1 << 62) - 1), st.integers(-3000, 3000),
-                                    st.sampled_from([0, 1, -1, 3, (1 << 61) + 1])),
-                          st.one_of(st.integers(-300, 200), st.integers(-(1 << 40), 1 << 40))),
-                min_size=N, max_size=N))
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(
+                st.integers(-(1 << 62) + 1, (1 << 62) - 1),
+                st.integers(-3000, 3000),
+                st.sampled_from([0, 1, -1, 3, (1 << 61) + 1]),
+            ),
+            st.one_of(st.integers(-300, 200), st.integers(-(1 << 40), 1 << 40)),
+        ),
+        min_size=N,
+        max_size=N,
+    )
+)
 def test_round_scaled_three_ways_and_oracle(pairs):
     m = np.array([p[0] for p in pairs], np.int64)
     e = np.array([p[1] for p in pairs], np.int64)
@@ -193,8 +244,8 @@ def test_round_scaled_three_ways_and_oracle(pairs):
     out = three_ways(round_scaled_suite, m, e)
     for i, (f, mode, ov, sz) in enumerate(ROUND_VARIANTS):
         for j, (mj, ej) in enumerate(pairs):
-            if abs(ej) > 4000:                 # beyond any format: overflow or zero, by sign
-                q = Fraction(mj) * (Fraction(2) ** 4000 if ej > 0 else Fraction(1, 2 ** 4000))
+            if abs(ej) > 4000:  # beyond any format: overflow or zero, by sign
+                q = Fraction(mj) * (Fraction(2) ** 4000 if ej > 0 else Fraction(1, 2**4000))
             else:
                 q = Fraction(mj) * Fraction(2) ** ej
             want = round_fraction(q, f, mode, negative_zero=mj < 0)
@@ -206,9 +257,14 @@ def test_round_scaled_three_ways_and_oracle(pairs):
 
 
 def widen_suite(generic, x, h):
-    return (rounding.f32_to_f64(x, generic=generic), rounding.f32_to_f16(x, generic=generic),
-            rounding.f16_to_f32(h, generic=generic), ieee32.cvt_f32_to_f16(x, generic=generic),
-            ieee32.cvt_f16_to_f32(h, generic=generic), ieee32.flush_subnormals(x))
+    return (
+        rounding.f32_to_f64(x, generic=generic),
+        rounding.f32_to_f16(x, generic=generic),
+        rounding.f16_to_f32(h, generic=generic),
+        ieee32.cvt_f32_to_f16(x, generic=generic),
+        ieee32.cvt_f16_to_f32(h, generic=generic),
+        ieee32.flush_subnormals(x),
+    )
 
 
 @HYP
@@ -245,11 +301,16 @@ def test_widenings_exhaustive_f16_and_every_f32_subnormal_class():
 
 # ------------------------------------------------------------------------------------------------ ieee32
 
+
 def binary_suite(generic, x, y):
     out = []
     for ftz in (False, True):
-        out += [ieee32.add(x, y, ftz, generic=generic), ieee32.sub(x, y, ftz, generic=generic),
-                ieee32.mul(x, y, ftz, generic=generic), ieee32.div(x, y, ftz, generic=generic)]
+        out += [
+            ieee32.add(x, y, ftz, generic=generic),
+            ieee32.sub(x, y, ftz, generic=generic),
+            ieee32.mul(x, y, ftz, generic=generic),
+            ieee32.div(x, y, ftz, generic=generic),
+        ]
     return tuple(out) + (ieee32.fmax(x, y),)
 
 
@@ -264,7 +325,7 @@ def fmax_oracle(x: int, y: int) -> int:
     if nx or ny:
         return y if nx else x
     vx, vy = value_of(x, F32), value_of(y, F32)
-    if vx == vy:                                        # equal values: only +-0 differ in bits; +0 wins
+    if vx == vy:  # equal values: only +-0 differ in bits; +0 wins
         return x & y if vx == 0 else x
     return x if vx > vy else y
 
@@ -343,10 +404,14 @@ def raw_triples(rng, n):
     x = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
     sub = (rng.integers(0, 2, n, dtype=np.uint32) << 31) | rng.integers(1, 1 << 23, n, dtype=np.uint32)
     x = np.where(kind == 1, sub, x)
-    x = np.where(kind == 2, np.array(F32_SPECIALS, np.uint64).astype(np.uint32)[rng.integers(0, len(F32_SPECIALS),
-                                                                                             n)], x)
-    mid = (rng.integers(0, 2, n, dtype=np.uint32) << 31) | (rng.integers(100, 155, n, dtype=np.uint32) << 23) | \
-        rng.integers(0, 1 << 23, n, dtype=np.uint32)
+    x = np.where(
+        kind == 2, np.array(F32_SPECIALS, np.uint64).astype(np.uint32)[rng.integers(0, len(F32_SPECIALS), n)], x
+    )
+    mid = (
+        (rng.integers(0, 2, n, dtype=np.uint32) << 31)
+        | (rng.integers(100, 155, n, dtype=np.uint32) << 23)
+        | rng.integers(0, 1 << 23, n, dtype=np.uint32)
+    )
     x = np.where(kind == 3, mid, x)
     field = np.clip(((x >> 23) & 0xFF).astype(np.int64) + rng.integers(-30, 31, n), 0, 254).astype(np.uint32)
     y = (rng.integers(0, 2, n, dtype=np.uint32) << 31) | (field << 23) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
@@ -369,6 +434,7 @@ def test_native_conversions_on_the_gpu_equal_the_numpy_fast_path():
     def traced(*a):
         with ieee_conversions():
             return ieee_suite(True, *a)
+
     with enable_x64():
         on_gpu = jax.jit(traced)(*[jnp.asarray(a) for a in (x, y, z)])
     for i, (g, f) in enumerate(zip(on_gpu, ieee_suite(False, x, y, z))):
@@ -378,11 +444,11 @@ def test_native_conversions_on_the_gpu_equal_the_numpy_fast_path():
 def test_fma_double_rounding_case_and_signed_zeros_three_ways():
     # x*y = 2^25 + 2^14 + 2^12 + 2 lies halfway between two floats; + 2^-30 must round up (adding in float64 first
     # would lose the 2^-30 and tie to even, down); then -0 * 1 + -0 = -0 and 1 * 1 - 1 = +0
-    x = np.float32([2 ** 13 + 1, -(2 ** 13 + 1), -0.0, 1])
-    y = np.float32([2 ** 12 + 2, 2 ** 12 + 2, 1, 1])
-    z = np.float32([2.0 ** -30, -(2.0 ** -30), -0.0, -1])
+    x = np.float32([2**13 + 1, -(2**13 + 1), -0.0, 1])
+    y = np.float32([2**12 + 2, 2**12 + 2, 1, 1])
+    z = np.float32([2.0**-30, -(2.0**-30), -0.0, -1])
     fused, _ = three_ways(fma_suite, x, y, z)
-    want = np.float32(2 ** 25 + 2 ** 14 + 2 ** 12 + 4)
+    want = np.float32(2**25 + 2**14 + 2**12 + 4)
     assert list(ubits(fused)) == [int(ubits(want)), int(ubits(-want)), 0x80000000, 0]
 
 
@@ -425,7 +491,7 @@ def reduce_suite(generic, x):
 @given(st.lists(f32_bits(), min_size=N, max_size=N), st.integers(0, 7))
 def test_fmax_reduce_three_ways_and_oracle(xb, nan_row):
     x = f32_array(xb).reshape(8, 4)
-    x[nan_row] = np.nan                                     # an all-NaN row gives -inf
+    x[nan_row] = np.nan  # an all-NaN row gives -inf
     rows, cols = three_ways(reduce_suite, x)
     bits = ubits(x)
     for r in range(8):
@@ -446,17 +512,17 @@ def test_bulk_random_patterns_three_ways():
     def raw(n):
         b = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
         sel = rng.random(n)
-        b[sel < 0.25] &= np.uint32(0x807FFFFF)                                  # subnormal / zero
-        b[(sel > 0.25) & (sel < 0.3)] |= np.uint32(0x7F800000)                   # inf / NaN
+        b[sel < 0.25] &= np.uint32(0x807FFFFF)  # subnormal / zero
+        b[(sel > 0.25) & (sel < 0.3)] |= np.uint32(0x7F800000)  # inf / NaN
         mid = (sel > 0.3) & (sel < 0.5)
         b[mid] = (b[mid] & np.uint32(0x81FFFFFF)) | np.uint32(0x3E000000)
-        b[(sel > 0.5) & (sel < 0.55)] &= np.uint32(0x80000000)                   # signed zeros
+        b[(sel > 0.5) & (sel < 0.55)] &= np.uint32(0x80000000)  # signed zeros
         return b.view(np.float32)
 
     n = 60000
     x, y, z = raw(n), raw(n), raw(n)
     with np.errstate(all="ignore"):
-        y[::7] = x[::7] * np.float32(1 + 2 ** -20)
+        y[::7] = x[::7] * np.float32(1 + 2**-20)
         z[::3] = -(x[::3].astype(np.float64) * y[::3]).astype(np.float32)
     three_ways(binary_suite, x, y)
     three_ways(fma_suite, x, y, z)
@@ -467,7 +533,7 @@ def test_bulk_random_patterns_three_ways():
     h = rng.integers(0, 1 << 16, n).astype(np.uint16).view(np.float16)
     three_ways(widen_suite, x, h)
     three_ways(reduce_suite, x.reshape(-1, 60))
-    v = (rng.standard_normal(n) * 2.0 ** rng.integers(-160, 140, n))
+    v = rng.standard_normal(n) * 2.0 ** rng.integers(-160, 140, n)
     three_ways(rounding_f64_suite, v)
 
 
@@ -478,15 +544,16 @@ def test_validation_errors_name_the_argument_and_jit_traces():
         ieee32.mul_f16(np.ones(2, np.float32), np.ones(2, np.float16))
     with pytest.raises(ValueError, match="v must be a float64"):
         rounding.f64_to_f32(np.ones(2, np.float32))
-    if not jax.config.jax_enable_x64:                  # 64-bit types are needed: a clear error, not 32-bit bits
+    if not jax.config.jax_enable_x64:  # 64-bit types are needed: a clear error, not 32-bit bits
         with pytest.raises(RuntimeError, match="enable_x64"):
             jax.jit(ieee32.add)(jnp.ones(2, jnp.float32), jnp.ones(2, jnp.float32))
-    with enable_x64():     # broadcasting, 0-d operands, numpy and JAX operands mixed: a JAX result
+    with enable_x64():  # broadcasting, 0-d operands, numpy and JAX operands mixed: a JAX result
         r = jax.jit(lambda a: ieee32.fma(a, np.float32(2), np.ones((3, 1), np.float32)))(jnp.ones(4, jnp.float32))
     assert r.shape == (3, 4) and np.all(np.asarray(r) == 3)
 
 
 # ------------------------------------------------------------------------------------------------ sfu
+
 
 def synthetic_model(rng, params):
     """An Ex2Model with made-up tables (the lookup is under test, not the values)."""
@@ -499,12 +566,31 @@ def synthetic_model(rng, params):
 def ex2_inputs(rng, n):
     x = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
     x[: n // 3] = -rng.exponential(20, n // 3).astype(np.float32)
-    x[n // 3: n // 2] = rng.uniform(-300, 300, n // 2 - n // 3).astype(np.float32)
-    x[n // 2: n // 2 + n // 10] = (rng.integers(0, 1 << 23, n // 10).astype(np.uint32)
-                                   | (rng.integers(0, 2, n // 10).astype(np.uint32) << 31)).view(np.float32)
-    special = np.float32([np.nan, -np.nan, np.inf, -np.inf, 0, -0.0, 255, -255, 128, -126, -127, 127.99,
-                          1e-45, -1e-45, 2.0 ** -126, -(2.0 ** -30)])
-    x[-len(special):] = special
+    x[n // 3 : n // 2] = rng.uniform(-300, 300, n // 2 - n // 3).astype(np.float32)
+    x[n // 2 : n // 2 + n // 10] = (
+        rng.integers(0, 1 << 23, n // 10).astype(np.uint32) | (rng.integers(0, 2, n // 10).astype(np.uint32) << 31)
+    ).view(np.float32)
+    special = np.float32(
+        [
+            np.nan,
+            -np.nan,
+            np.inf,
+            -np.inf,
+            0,
+            -0.0,
+            255,
+            -255,
+            128,
+            -126,
+            -127,
+            127.99,
+            1e-45,
+            -1e-45,
+            2.0**-126,
+            -(2.0**-30),
+        ]
+    )
+    x[-len(special) :] = special
     return x
 
 
@@ -517,28 +603,41 @@ def jit_model(model, x, pass_tables: bool):
         return np.asarray(jax.jit(model.bits)(xb))
 
 
-@pytest.mark.parametrize("neg_mode,rounding_,nan_mode", [("twos", "rz", "const"), ("twos", "rd", "quiet"),
-                                                        ("signmag", "ru", "const"), ("signmag", "rn", "quiet")])
+@pytest.mark.parametrize(
+    "neg_mode,rounding_,nan_mode",
+    [("twos", "rz", "const"), ("twos", "rd", "quiet"), ("signmag", "ru", "const"), ("signmag", "rn", "quiet")],
+)
 def test_ex2_model_every_variant_jax_equals_numpy(neg_mode, rounding_, nan_mode):
     rng = np.random.default_rng(16)
-    model = synthetic_model(rng, {"neg_mode": neg_mode, "rounding": rounding_, "nan_mode": nan_mode,
-                                  "underflow_bits": 5, "overflow_bits": 0x7F7FFFFF, "ninf_bits": 3})
+    model = synthetic_model(
+        rng,
+        {
+            "neg_mode": neg_mode,
+            "rounding": rounding_,
+            "nan_mode": nan_mode,
+            "underflow_bits": 5,
+            "overflow_bits": 0x7F7FFFFF,
+            "ninf_bits": 3,
+        },
+    )
     x = ex2_inputs(rng, 30000)
-    closure = (neg_mode, rounding_) == ("twos", "rz")       # one variant reads the model's own (constant) tables
+    closure = (neg_mode, rounding_) == ("twos", "rz")  # one variant reads the model's own (constant) tables
     same_bits(jit_model(model, x, pass_tables=not closure), model.bits(x.view(np.uint32)))
 
 
 @pytest.fixture(scope="module")
 def synthetic_rcp():
     rng = np.random.default_rng(4)
-    table = (np.uint32(0x3F000000) + (np.arange(sfu.TABLE_SIZE, dtype=np.uint32) >> 1)
-             + rng.integers(0, 3, sfu.TABLE_SIZE).astype(np.uint32))
+    table = (
+        np.uint32(0x3F000000)
+        + (np.arange(sfu.TABLE_SIZE, dtype=np.uint32) >> 1)
+        + rng.integers(0, 3, sfu.TABLE_SIZE).astype(np.uint32)
+    )
     return sfu.RcpModel(table, {"nan_mode": "quiet", "underflow_pos_bits": 5, "zero_neg_bits": 6})
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.lists(st.one_of(st.integers(0, 0xFFFFFFFF), st.sampled_from(F32_SPECIALS)), min_size=256,
-                max_size=256))
+@given(st.lists(st.one_of(st.integers(0, 0xFFFFFFFF), st.sampled_from(F32_SPECIALS)), min_size=256, max_size=256))
 def test_rcp_model_jax_equals_numpy_on_raw_bits(synthetic_rcp, xb):
     x = f32_array(xb)
     same_bits(jit_model(synthetic_rcp, x, pass_tables=True), synthetic_rcp.bits(x.view(np.uint32)))
@@ -555,6 +654,7 @@ def test_public_ex2_rcp_with_the_shipped_tables_numpy_scalars_and_bound_tables()
         def bound(a, t):
             with sfu.bound_tables("sm_90", t):
                 return sfu.ex2(a, arch="sm_90")
+
         got = jax.jit(bound)(jnp.asarray(x), tables)
         got_rcp = jax.jit(sfu.rcp)(jnp.asarray(x))
     assert isinstance(got, jax.Array) and got.dtype == jnp.float32
@@ -569,8 +669,9 @@ def no_tables(monkeypatch):
     monkeypatch.setattr(sfu, "load_tables", lambda arch="sm_90": None)
 
 
-@pytest.mark.parametrize("hard_ulps,n", [(sfu.HARD_ULPS, 40000), (1 << 27, 150), (1 << 27, 1000)],
-                         ids=["natural", "few-hard", "all-hard"])
+@pytest.mark.parametrize(
+    "hard_ulps,n", [(sfu.HARD_ULPS, 40000), (1 << 27, 150), (1 << 27, 1000)], ids=["natural", "few-hard", "all-hard"]
+)
 def test_fallback_ex2_jax_equals_numpy(no_tables, monkeypatch, hard_ulps, n):
     """The correctly rounded fallback: float64 exp2 plus the host for the cases near a rounding midpoint (forcing
     every case 'hard' takes the compacted path (150 < HARD_SLOTS) and the whole-array path)."""
@@ -596,6 +697,7 @@ def test_native_conversions_only_on_gpus_unless_switched_off(monkeypatch):
     from types import SimpleNamespace
 
     from flashsim.numerics.xp import native_conversions
+
     gpu, cpu = SimpleNamespace(platform="gpu"), SimpleNamespace(platform="cpu")
     monkeypatch.delenv("FLASHSIM_JAX_IEEE_CVT", raising=False)
     assert native_conversions([gpu, gpu]) and not native_conversions([gpu, cpu]) and not native_conversions([cpu])

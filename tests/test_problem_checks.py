@@ -7,6 +7,7 @@ match: it names the argument). ANSWERED lists inputs that look dangerous but hav
 against what that answer must be. Shapes too large to allocate are checked through ``prepare`` on stand-ins that
 carry only ``shape`` and ``dtype``; memory refusals use FLASHSIM_MAX_BYTES so that nothing large is allocated.
 """
+
 from __future__ import annotations
 
 import tracemalloc
@@ -19,8 +20,7 @@ import pytest
 import flashsim
 from flashsim import KernelConfig
 from flashsim.gpu.errors import UnsupportedConfig
-from flashsim.problem import (check_emulator_memory, emulator_peak_bytes, memory_limit, prepare,
-                              reference_peak_bytes)
+from flashsim.problem import check_emulator_memory, emulator_peak_bytes, memory_limit, prepare, reference_peak_bytes
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -38,40 +38,84 @@ def stand_in(*shape, dtype="float16"):
 
 Q = z(1, 1, 4, 64)
 C64 = KernelConfig(head_dim=64)
-TOO_BIG_SMEM = KernelConfig(head_dim=64, warps=16, m_tiles=2, kv_tile=256, stages=3)    # 256 KB > 227 KB
+TOO_BIG_SMEM = KernelConfig(head_dim=64, warps=16, m_tiles=2, kv_tile=256, stages=3)  # 256 KB > 227 KB
 
 # (id, keyword arguments for attention(q, k, v, **kw) with q = k = v = Q unless given, exception, message regex)
 REFUSED = [
     # the arrays
     ("q float32", dict(q=z(1, 1, 4, 64, dtype=np.float32)), ValueError, r"q must be float16 or bfloat16, got float32"),
-    ("v bfloat16, q k float16", dict(v=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16)), ValueError,
-     r"q, k and v must have one dtype, got q float16, k float16, v bfloat16"),
-    ("bf16 with pv_accum f16", dict(q=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16), k=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
-                                    v=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16), pv_accum="f16"), ValueError,
-     r"pv_accum='f16' needs float16 inputs: mma.sync has no bf16 accumulator"),
-    ("bf16 with pv_accum f16x2", dict(q=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
-                                      k=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
-                                      v=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16), pv_accum="f16x2"), ValueError,
-     r"pv_accum='f16x2' needs float16 inputs"),
-    ("config bf16 vs f16 inputs", dict(config=KernelConfig(head_dim=64, dtype="bf16")), ValueError,
-     r"config\.dtype='bf16' does not match the inputs' dtype float16"),
+    (
+        "v bfloat16, q k float16",
+        dict(v=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16)),
+        ValueError,
+        r"q, k and v must have one dtype, got q float16, k float16, v bfloat16",
+    ),
+    (
+        "bf16 with pv_accum f16",
+        dict(
+            q=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
+            k=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
+            v=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
+            pv_accum="f16",
+        ),
+        ValueError,
+        r"pv_accum='f16' needs float16 inputs: mma.sync has no bf16 accumulator",
+    ),
+    (
+        "bf16 with pv_accum f16x2",
+        dict(
+            q=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
+            k=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
+            v=z(1, 1, 4, 64, dtype=ml_dtypes.bfloat16),
+            pv_accum="f16x2",
+        ),
+        ValueError,
+        r"pv_accum='f16x2' needs float16 inputs",
+    ),
+    (
+        "config bf16 vs f16 inputs",
+        dict(config=KernelConfig(head_dim=64, dtype="bf16")),
+        ValueError,
+        r"config\.dtype='bf16' does not match the inputs' dtype float16",
+    ),
     ("k big-endian f16", dict(k=z(1, 1, 4, 64, dtype=">f2")), ValueError, r"k is float16 in the other byte order"),
     ("q 3-d", dict(q=z(1, 4, 64)), ValueError, r"q must have 4 dimensions"),
     ("q a list", dict(q=[[[[0.0] * 64] * 4]]), ValueError, r"q must be an array"),
     ("k, v differ", dict(k=z(1, 1, 5, 64)), ValueError, r"k and v must have the same shape"),
-    ("k's d differs", dict(k=z(1, 1, 4, 128), v=z(1, 1, 4, 128)), ValueError, r"k must be \(B, H, N, d\) with B=1 and d=64"),
-    ("Hq not a multiple of Hkv", dict(q=z(1, 3, 4, 64), k=z(1, 2, 4, 64), v=z(1, 2, 4, 64)), ValueError,
-     r"query heads Hq=3 must be a multiple of the key/value heads Hkv=2"),
-    ("more k heads than q heads", dict(k=z(1, 2, 4, 64), v=z(1, 2, 4, 64)), ValueError,
-     r"Hq=1 must be a multiple of the key/value heads Hkv=2"),
-    ("bnhd: q heads vs k heads", dict(layout="bnhd", q=z(1, 4, 3, 64), k=z(1, 4, 2, 64), v=z(1, 4, 2, 64)), ValueError,
-     r"Hq=3 must be a multiple of the key/value heads Hkv=2"),
+    (
+        "k's d differs",
+        dict(k=z(1, 1, 4, 128), v=z(1, 1, 4, 128)),
+        ValueError,
+        r"k must be \(B, H, N, d\) with B=1 and d=64",
+    ),
+    (
+        "Hq not a multiple of Hkv",
+        dict(q=z(1, 3, 4, 64), k=z(1, 2, 4, 64), v=z(1, 2, 4, 64)),
+        ValueError,
+        r"query heads Hq=3 must be a multiple of the key/value heads Hkv=2",
+    ),
+    (
+        "more k heads than q heads",
+        dict(k=z(1, 2, 4, 64), v=z(1, 2, 4, 64)),
+        ValueError,
+        r"Hq=1 must be a multiple of the key/value heads Hkv=2",
+    ),
+    (
+        "bnhd: q heads vs k heads",
+        dict(layout="bnhd", q=z(1, 4, 3, 64), k=z(1, 4, 2, 64), v=z(1, 4, 2, 64)),
+        ValueError,
+        r"Hq=3 must be a multiple of the key/value heads Hkv=2",
+    ),
     ("layout bshd", dict(layout="bshd"), ValueError, r"layout must be one of \('bhnd', 'bnhd'\)"),
     ("Nq = 0", dict(q=z(1, 1, 0, 64)), ValueError, r"sequence lengths must be >= 1"),
     ("Nk = 0", dict(k=z(1, 1, 0, 64), v=z(1, 1, 0, 64)), ValueError, r"sequence lengths must be >= 1"),
     ("B = 0", dict(q=z(0, 1, 4, 64), k=z(0, 1, 4, 64), v=z(0, 1, 4, 64)), ValueError, r"batch and heads"),
-    ("d = 48", dict(q=z(1, 1, 4, 48), k=z(1, 1, 4, 48), v=z(1, 1, 4, 48)), ValueError,
-     r"head dim d=48 .* a multiple of 32 from 32 to 256"),
+    (
+        "d = 48",
+        dict(q=z(1, 1, 4, 48), k=z(1, 1, 4, 48), v=z(1, 1, 4, 48)),
+        ValueError,
+        r"head dim d=48 .* a multiple of 32 from 32 to 256",
+    ),
     ("d = 288", dict(q=z(1, 1, 4, 288), k=z(1, 1, 4, 288), v=z(1, 1, 4, 288)), ValueError, r"head dim d=288"),
     ("d = 16", dict(q=z(1, 1, 4, 16), k=z(1, 1, 4, 16), v=z(1, 1, 4, 16)), ValueError, r"head dim d=16"),
     # window_size and softcap
@@ -81,16 +125,29 @@ REFUSED = [
     ("window floats", dict(window_size=(1.5, 2)), ValueError, r"window_size must be a pair of ints"),
     ("window a string", dict(window_size="12"), ValueError, r"window_size must be a pair of ints"),
     ("window bools", dict(window_size=(True, False)), ValueError, r"window_size must be a pair of ints"),
-    ("causal window right 3", dict(causal=True, window_size=(8, 3)), ValueError,
-     r"window_size=\(8, 3\) with causal=True: a causal window's right bound is 0"),
+    (
+        "causal window right 3",
+        dict(causal=True, window_size=(8, 3)),
+        ValueError,
+        r"window_size=\(8, 3\) with causal=True: a causal window's right bound is 0",
+    ),
     ("softcap -1", dict(softcap=-1.0), ValueError, r"softcap must be a finite number >= 0"),
     ("softcap nan", dict(softcap=float("nan")), ValueError, r"softcap must be a finite number >= 0"),
     ("softcap inf", dict(softcap=float("inf")), ValueError, r"softcap must be a finite number >= 0"),
     ("softcap a string", dict(softcap="30"), TypeError, r"softcap must be a real number"),
     ("softcap a bool", dict(softcap=True), TypeError, r"softcap must be a real number"),
-    ("softcap 1e-45 (scale / cap overflows)", dict(softcap=1e-45), ValueError, r"softcap=1e-45|softmax_scale / softcap"),
-    ("window vs config.local", dict(config=C64, window_size=(4, 4)), ValueError,
-     r"window_size=\(4, 4\) contradicts config\.local=False"),
+    (
+        "softcap 1e-45 (scale / cap overflows)",
+        dict(softcap=1e-45),
+        ValueError,
+        r"softcap=1e-45|softmax_scale / softcap",
+    ),
+    (
+        "window vs config.local",
+        dict(config=C64, window_size=(4, 4)),
+        ValueError,
+        r"window_size=\(4, 4\) contradicts config\.local=False",
+    ),
     ("softcap vs config", dict(config=C64, softcap=5.0), ValueError, r"softcap=5\.0 contradicts config\.softcap=False"),
     # softmax_scale: checked as the float32 the kernel receives
     ("scale 1e-46 (0 in f32)", dict(softmax_scale=1e-46), ValueError, r"softmax_scale .*0\.0 as the kernel's float32"),
@@ -110,22 +167,50 @@ REFUSED = [
     ("pv_accum bf16", dict(pv_accum="bf16"), ValueError, r"pv_accum must be one of"),
     ("pv_accum 16", dict(pv_accum=16), ValueError, r"pv_accum must be one of"),
     # explicit arguments that contradict the config
-    ("causal=True vs config", dict(config=C64, causal=True), ValueError,
-     r"causal=True contradicts config\.causal=False"),
-    ("causal=False vs config", dict(config=C64.with_(causal=True), causal=False), ValueError,
-     r"causal=False contradicts config\.causal=True"),
-    ("pv_accum=f32 vs config", dict(config=C64.with_(pv_accum="f16"), pv_accum="f32"), ValueError,
-     r"pv_accum='f32' contradicts config\.pv_accum='f16'"),
-    ("pv_accum=f16 vs config", dict(config=C64, pv_accum="f16"), ValueError,
-     r"pv_accum='f16' contradicts config\.pv_accum='f32'"),
-    ("config head_dim vs d", dict(config=KernelConfig(head_dim=128)), ValueError,
-     r"config\.head_dim=128 does not match .* d=64"),
+    (
+        "causal=True vs config",
+        dict(config=C64, causal=True),
+        ValueError,
+        r"causal=True contradicts config\.causal=False",
+    ),
+    (
+        "causal=False vs config",
+        dict(config=C64.with_(causal=True), causal=False),
+        ValueError,
+        r"causal=False contradicts config\.causal=True",
+    ),
+    (
+        "pv_accum=f32 vs config",
+        dict(config=C64.with_(pv_accum="f16"), pv_accum="f32"),
+        ValueError,
+        r"pv_accum='f32' contradicts config\.pv_accum='f16'",
+    ),
+    (
+        "pv_accum=f16 vs config",
+        dict(config=C64, pv_accum="f16"),
+        ValueError,
+        r"pv_accum='f16' contradicts config\.pv_accum='f32'",
+    ),
+    (
+        "config head_dim vs d",
+        dict(config=KernelConfig(head_dim=128)),
+        ValueError,
+        r"config\.head_dim=128 does not match .* d=64",
+    ),
     ("config a dict", dict(config={"head_dim": 64}), ValueError, r"config must be a flashsim\.KernelConfig"),
     # what the GPU could not launch is refused by the emulator too
-    ("smem over sm_90's cap", dict(config=TOO_BIG_SMEM), UnsupportedConfig,
-     r"needs 262192 B of shared memory per block but sm_90 allows at most 232448 B"),   # 256 KB + 48 B barriers
-    ("smem over sm_120's cap", dict(arch="sm_120", config=KernelConfig(head_dim=64, kv_tile=256)), UnsupportedConfig,
-     r"shared memory .* sm_120 allows at most 101376 B"),
+    (
+        "smem over sm_90's cap",
+        dict(config=TOO_BIG_SMEM),
+        UnsupportedConfig,
+        r"needs 262192 B of shared memory per block but sm_90 allows at most 232448 B",
+    ),  # 256 KB + 48 B barriers
+    (
+        "smem over sm_120's cap",
+        dict(arch="sm_120", config=KernelConfig(head_dim=64, kv_tile=256)),
+        UnsupportedConfig,
+        r"shared memory .* sm_120 allows at most 101376 B",
+    ),
     ("unknown arch", dict(arch="sm_75"), ValueError, r"unknown arch 'sm_75'"),
     ("arch an int", dict(arch=90), ValueError, r"arch must be a string"),
     # engine options
@@ -141,8 +226,11 @@ def test_refused_by_the_emulator(kw, exc, match):
         flashsim.attention(q, k, v, progress=False, **kw)
 
 
-@pytest.mark.parametrize("kw, exc, match", [r[1:] for r in REFUSED if "backend" not in r[1]],
-                         ids=[r[0] for r in REFUSED if "backend" not in r[1]])
+@pytest.mark.parametrize(
+    "kw, exc, match",
+    [r[1:] for r in REFUSED if "backend" not in r[1]],
+    ids=[r[0] for r in REFUSED if "backend" not in r[1]],
+)
 def test_refused_by_prepare_the_gpu_runner_s_check_too(kw, exc, match):
     """flashsim.gpu.attention calls the same prepare (with arch = the GPU's): the same inputs are refused."""
     kw = dict(kw)
@@ -152,18 +240,22 @@ def test_refused_by_prepare_the_gpu_runner_s_check_too(kw, exc, match):
 
 
 def test_emulator_rejects_non_numpy_arrays():
-    class FakeTensor:                  # shaped like a device tensor, but not numpy
+    class FakeTensor:  # shaped like a device tensor, but not numpy
         shape, dtype = (1, 1, 4, 64), "torch.float16"
+
     with pytest.raises(ValueError, match="q must be a numpy array"):
         flashsim.attention(FakeTensor(), Q, Q)
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(q=stand_in(1, 70000, 4, 64), k=stand_in(1, 70000, 4, 64)), r"heads H=70000 .* <= 65535"),
-    (dict(q=stand_in(65536, 1, 4, 64), k=stand_in(65536, 1, 4, 64)), r"batch B=65536 .* <= 65535"),
-    (dict(q=stand_in(1, 1, 2 ** 31 - 100, 64), k=stand_in(1, 1, 4, 64)), r"too long: Nq \+ Nk"),
-    (dict(q=stand_in(1, 1, 4, 64), k=stand_in(1, 1, 2 ** 31, 64)), r"too long: Nq \+ Nk"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(q=stand_in(1, 70000, 4, 64), k=stand_in(1, 70000, 4, 64)), r"heads H=70000 .* <= 65535"),
+        (dict(q=stand_in(65536, 1, 4, 64), k=stand_in(65536, 1, 4, 64)), r"batch B=65536 .* <= 65535"),
+        (dict(q=stand_in(1, 1, 2**31 - 100, 64), k=stand_in(1, 1, 4, 64)), r"too long: Nq \+ Nk"),
+        (dict(q=stand_in(1, 1, 4, 64), k=stand_in(1, 1, 2**31, 64)), r"too long: Nq \+ Nk"),
+    ],
+)
 def test_shapes_the_kernel_cannot_index_are_refused(kw, match):
     """The CUDA grid's y/z limits and the kernel's 32-bit row arithmetic, checked without allocating anything."""
     with pytest.raises(ValueError, match=match):
@@ -171,6 +263,7 @@ def test_shapes_the_kernel_cannot_index_are_refused(kw, match):
 
 
 # ---- answered correctly ----------------------------------------------------------------------------------------
+
 
 def _inputs(nq=40, nk=70, d=64, seed=3, h=2):
     rng = np.random.default_rng(seed)
@@ -188,14 +281,14 @@ def test_left_out_causal_and_pv_accum_take_the_config_s():
     o2, l2 = flashsim.attention(q, k, v, config=cfg, causal=True, pv_accum="f16", progress=False)
     assert _same_bits(o1, o2) and _same_bits(l1, l2)
     assert prepare(q, k, v).config.causal is False and prepare(q, k, v).config.pv_accum == "f32"
-    assert prepare(q, k, v, causal=np.bool_(True)).config.causal is True      # numpy's bool is a bool
+    assert prepare(q, k, v, causal=np.bool_(True)).config.causal is True  # numpy's bool is a bool
 
 
 @pytest.mark.parametrize("layout", ["transposed view", "fortran order", "negative strides", "read-only"])
 def test_any_memory_layout_gives_the_bits_of_the_contiguous_array(layout):
     q, k, v = _inputs()
     want = flashsim.attention(q, k, v, progress=False)
-    if layout == "transposed view":                  # (B, N, H, d) storage seen as (B, H, N, d)
+    if layout == "transposed view":  # (B, N, H, d) storage seen as (B, H, N, d)
         q2, k2, v2 = (np.ascontiguousarray(x.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3) for x in (q, k, v))
     elif layout == "fortran order":
         q2, k2, v2 = (np.asfortranarray(x) for x in (q, k, v))
@@ -260,15 +353,21 @@ def test_scale_types_that_are_numbers_are_accepted():
 
 # ---- memory ----------------------------------------------------------------------------------------------------
 
+
 def test_a_problem_larger_than_memory_is_refused_before_allocating(monkeypatch):
     """With FLASHSIM_MAX_BYTES at 1 MB a small problem is refused, by the emulator and the reference alike, with
     the estimate in one line; nothing is computed."""
     q, k, v = _inputs(nq=256, nk=256, d=128, h=4)
     monkeypatch.setenv("FLASHSIM_MAX_BYTES", "1000000")
-    for call, what in ((flashsim.attention, "emulating 1x4x256x256x128"),
-                       (flashsim.reference_attention, "the float64 reference of 1x4x256x256x128")):
-        with pytest.raises(ValueError, match=rf"{what}.* would need about .* MiB of memory \(\d+ B, estimated\) "
-                                             r"but FLASHSIM_MAX_BYTES is 1\.0 MiB") as info:
+    for call, what in (
+        (flashsim.attention, "emulating 1x4x256x256x128"),
+        (flashsim.reference_attention, "the float64 reference of 1x4x256x256x128"),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=rf"{what}.* would need about .* MiB of memory \(\d+ B, estimated\) "
+            r"but FLASHSIM_MAX_BYTES is 1\.0 MiB",
+        ) as info:
             call(q, k, v)
         assert "\n" not in str(info.value)
 
@@ -277,33 +376,39 @@ def test_a_huge_problem_is_refused_with_the_machine_s_memory(monkeypatch):
     """No override: B=16, H=256, N=65536, d=128 needs terabytes; the limit is this machine's memory."""
     monkeypatch.delenv("FLASHSIM_MAX_BYTES", raising=False)
     limit, source = memory_limit()
-    assert limit and limit > 2 ** 28 and source in ("this machine's memory", "the container's memory limit")
+    assert limit and limit > 2**28 and source in ("this machine's memory", "the container's memory limit")
     prob = prepare(*[stand_in(16, 256, 65536, 128)] * 3)
-    assert emulator_peak_bytes(prob) > 2 ** 37 and reference_peak_bytes(prob) > 2 ** 46
+    assert emulator_peak_bytes(prob) > 2**37 and reference_peak_bytes(prob) > 2**46
     with pytest.raises(ValueError, match=r"would need about \d+\.\d GiB .* this machine's memory|container"):
         check_emulator_memory(prob)
 
 
-@pytest.mark.parametrize("var, bad", [("FLASHSIM_MAX_BYTES", "lots"), ("FLASHSIM_MAX_BYTES", "-5"),
-                                      ("FLASHSIM_MAX_BYTES", "0")])
+@pytest.mark.parametrize(
+    "var, bad", [("FLASHSIM_MAX_BYTES", "lots"), ("FLASHSIM_MAX_BYTES", "-5"), ("FLASHSIM_MAX_BYTES", "0")]
+)
 def test_a_bad_environment_variable_is_named(monkeypatch, var, bad):
     monkeypatch.setenv(var, bad)
     with pytest.raises(ValueError, match=var):
         flashsim.attention(Q, Q, Q)
 
 
-@pytest.mark.parametrize("cfg, shape, max_tile_elems", [
-    (KernelConfig.default("sm_90", head_dim=128), (1, 8, 512, 128, 128), 1 << 14),    # small chunks: the epilogue
-    (KernelConfig.default("sm_90", head_dim=64), (1, 32, 512, 128, 64), 1 << 20),     # a KV step's peak
-    (KernelConfig.default("sm_90", head_dim=64), (1, 32, 512, 128, 64), 1 << 19),     # several chunks
-], ids=["epilogue", "kv-step", "kv-step-chunks"])
+@pytest.mark.parametrize(
+    "cfg, shape, max_tile_elems",
+    [
+        (KernelConfig.default("sm_90", head_dim=128), (1, 8, 512, 128, 128), 1 << 14),  # small chunks: the epilogue
+        (KernelConfig.default("sm_90", head_dim=64), (1, 32, 512, 128, 64), 1 << 20),  # a KV step's peak
+        (KernelConfig.default("sm_90", head_dim=64), (1, 32, 512, 128, 64), 1 << 19),  # several chunks
+    ],
+    ids=["epilogue", "kv-step", "kv-step-chunks"],
+)
 def test_the_memory_estimate_covers_the_measured_peak(cfg, shape, max_tile_elems):
     """The numpy engine's peak (tracemalloc: numpy's allocations) is below the estimate and not far below it."""
     from flashsim.emulator import engine_numpy
+
     b, h, nq, nk, d = shape
     q, k, v = _inputs(nq=nq, nk=nk, d=d, h=h)
     warm = prepare(Q, Q, Q)
-    engine_numpy.run(Q, Q, Q, warm, progress=False)      # load the SFU tables and caches outside the measure
+    engine_numpy.run(Q, Q, Q, warm, progress=False)  # load the SFU tables and caches outside the measure
     prob = prepare(q, k, v, config=cfg)
     tracemalloc.start()
     try:
@@ -311,5 +416,5 @@ def test_the_memory_estimate_covers_the_measured_peak(cfg, shape, max_tile_elems
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    estimate = emulator_peak_bytes(prob, max_tile_elems) - 2 * (q.size + k.size + v.size)   # the caller's inputs
+    estimate = emulator_peak_bytes(prob, max_tile_elems) - 2 * (q.size + k.size + v.size)  # the caller's inputs
     assert peak <= estimate <= 3 * peak, (peak, estimate)

@@ -4,11 +4,13 @@ numpy and JAX running the same program, the attention's accuracy and invariances
 The bit-for-bit check against the GPU is tests/test_emulator_silicon.py on tests/data/attn_sm90_quant.npz (54 H200
 cases of `flashsim verify --quant`); the GPU tests (marked gpu) run the torch op in tests/test_gpu_torch.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flashsim
 from flashsim import KernelConfig
@@ -21,6 +23,7 @@ RNG = np.random.default_rng(12)
 
 # ---- the s8 chain -----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("k", [32, 128, 256])
 def test_the_s8_chain_is_mma_k32_step_by_step(k):
     """mma_chain_s8 (one exact sum) equals the kernel's loop of m16n8k32 s8 mma's (flashsim.mma's model, which
@@ -29,14 +32,14 @@ def test_the_s8_chain_is_mma_k32_step_by_step(k):
     b = RNG.integers(-128, 128, (3, k, 8), dtype=np.int64).astype(np.int8)
     a[0] = -128
     b[0] = -128
-    c = RNG.integers(-2 ** 31, 2 ** 31, (3, 16, 8), dtype=np.int64).astype(np.int32)
+    c = RNG.integers(-(2**31), 2**31, (3, 16, 8), dtype=np.int64).astype(np.int32)
     d = c
     for s in range(0, k, 32):
-        d = mma_k32(a[..., s:s + 32], b[..., s:s + 32, :], d)
+        d = mma_k32(a[..., s : s + 32], b[..., s : s + 32, :], d)
     assert mma_chain_s8(a, b, c).tobytes() == d.tobytes()
     # and both against integer arithmetic written here (mma_k32's s8 step is the chain's one-step case)
     exact = a.astype(np.int64) @ b.astype(np.int64) + c.astype(np.int64)
-    assert d.tobytes() == ((exact + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32).tobytes()
+    assert d.tobytes() == ((exact + 2**31) % 2**32 - 2**31).astype(np.int32).tobytes()
 
 
 def test_the_s8_chain_refuses_other_types():
@@ -48,6 +51,7 @@ def test_the_s8_chain_refuses_other_types():
 
 
 # ---- the quantization pass against float64 oracles ------------------------------------------------------------
+
 
 def _f32(x):
     return np.float32(x)
@@ -67,14 +71,13 @@ def _oracle_block(x: np.ndarray):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 2 ** 32 - 1), min_size=16 * 32, max_size=16 * 32), st.integers(-30, 30))
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=16 * 32, max_size=16 * 32), st.integers(-30, 30))
 def test_a_block_quantizes_as_the_float64_oracle_on_raw_bit_patterns(bits, shift):
     """quantize_blocks on raw float32 bit patterns (NaN, inf, subnormals, -0 included), exponents clustered by
     ``shift`` so that ordinary magnitudes dominate too, against the float64 oracle."""
     x = np.array(bits, np.uint32).view(np.float32).reshape(16, 32)
     keep = np.isfinite(x) & (np.abs(x) > 0)
-    x = np.where(keep, np.ldexp(np.frexp(x)[0], np.clip(np.frexp(x)[1] % 8 + shift, -149, 127)).astype(np.float32),
-                 x)
+    x = np.where(keep, np.ldexp(np.frexp(x)[0], np.clip(np.frexp(x)[1] % 8 + shift, -149, 127)).astype(np.float32), x)
     q, s = Q.quantize_blocks(x)
     q_o, s_o = _oracle_block(x)
     assert s.shape == (1,) and s.view(np.uint32)[0] == s_o.view(np.uint32)
@@ -83,13 +86,13 @@ def test_a_block_quantizes_as_the_float64_oracle_on_raw_bit_patterns(bits, shift
 
 def test_blocks_split_every_16_rows_and_pad_with_zeros():
     x = RNG.standard_normal((2, 37, 64)).astype(np.float32)
-    x[1, 32:] *= 1000.0                            # the last, partial block has its own scale
+    x[1, 32:] *= 1000.0  # the last, partial block has its own scale
     q, s = Q.quantize_blocks(x)
     assert q.shape == x.shape and s.shape == (2, 3)
     for h in range(2):
         for b in range(3):
-            q_o, s_o = _oracle_block(x[h, 16 * b:16 * b + 16])
-            assert s[h, b] == s_o and q[h, 16 * b:16 * b + 16].tobytes() == q_o.tobytes()
+            q_o, s_o = _oracle_block(x[h, 16 * b : 16 * b + 16])
+            assert s[h, b] == s_o and q[h, 16 * b : 16 * b + 16].tobytes() == q_o.tobytes()
     assert Q.quantize_blocks(np.zeros((1, 16, 32), np.float32))[1].tolist() == [[0.0]]
 
 
@@ -118,7 +121,7 @@ def test_the_correction_is_the_fma_chain_over_channels():
     for r in range(3):
         acc = 0.0
         for c in range(64):
-            acc = float(np.float32(np.float64(q[r, c]) * np.float64(mean[c]) + acc))   # exact product, one rounding
+            acc = float(np.float32(np.float64(q[r, c]) * np.float64(mean[c]) + acc))  # exact product, one rounding
         want.append(acc)
     assert got.tolist() == want
 
@@ -127,19 +130,22 @@ def test_the_pass_runs_the_same_on_jax():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
     import ml_dtypes
+
     names = ("q8", "q_scale", "k8", "k_scale", "k_mean", "corr")
-    for dt in (ml_dtypes.bfloat16,):            # f16's widening on JAX: tests/test_numerics_engines.py
+    for dt in (ml_dtypes.bfloat16,):  # f16's widening on JAX: tests/test_numerics_engines.py
         q = (RNG.standard_normal((1, 4, 40, 32)) * 2).astype(dt)
         k = (RNG.standard_normal((1, 2, 50, 32)) + 3).astype(dt)
         want = Q.quantize(q, k, group=2)
-        with enable_x64():      # jitted: 15 s on 2 cores against 27 s eagerly (2026-12-01)
-            got = jax.jit(lambda a, b: tuple(getattr(Q.quantize(a, b, 2), n) for n in names))(jnp.asarray(q),
-                                                                                              jnp.asarray(k))
+        with enable_x64():  # jitted: 15 s on 2 cores against 27 s eagerly (2026-12-01)
+            got = jax.jit(lambda a, b: tuple(getattr(Q.quantize(a, b, 2), n) for n in names))(
+                jnp.asarray(q), jnp.asarray(k)
+            )
         for name, x in zip(names, got):
             assert np.asarray(x).tobytes() == getattr(want, name).tobytes(), name
 
 
 # ---- the attention ---------------------------------------------------------------------------------------------
+
 
 def _inputs(b=1, h=4, hk=2, nq=150, nk=170, d=64, offset=0.0, dtype=np.float16, seed=3):
     rng = np.random.default_rng(seed)
@@ -171,9 +177,12 @@ def test_gqa_int8_equals_mha_int8_with_repeated_heads():
 def test_numpy_and_jax_engines_agree_on_int8():
     pytest.importorskip("jax")
     q, k, v = _inputs(nq=70, nk=90, d=96)
-    for kw in (dict(quant="int8", causal=True, pv_accum="f16"), dict(quant="int8", window_size=(20, 5),
-                                                                     pv_accum="f16x2"),
-               dict(quant="int8-fp8", causal=True), dict(quant="int8-fp8", pv_accum="f16x2", window_size=(30, 10))):
+    for kw in (
+        dict(quant="int8", causal=True, pv_accum="f16"),
+        dict(quant="int8", window_size=(20, 5), pv_accum="f16x2"),
+        dict(quant="int8-fp8", causal=True),
+        dict(quant="int8-fp8", pv_accum="f16x2", window_size=(30, 10)),
+    ):
         o1, l1 = flashsim.attention(q, k, v, **kw)
         o2, l2 = flashsim.attention(q, k, v, backend="jax", **kw)
         assert o1.tobytes() == o2.tobytes() and l1.tobytes() == l2.tobytes()
@@ -201,6 +210,7 @@ def test_fp8_f16_accumulation_reaches_its_bound_and_stays_finite(kv_tile):
     groups), and O is v again, finite. v of 60000 with 4096 keys, which overflows the unquantized f16x2 kernel's f16
     tile sums, is fine: V is rescaled into the proved range, so the overflow check has nothing to check."""
     from flashsim.config import FP8_V_RANGE
+
     rng = np.random.default_rng(4)
     nk = 512
     q = np.zeros((1, 1, 20, 64), np.float16)
@@ -208,7 +218,8 @@ def test_fp8_f16_accumulation_reaches_its_bound_and_stays_finite(kv_tile):
     row = (rng.standard_normal(64) * 100).astype(np.float16)
     v = np.broadcast_to(row, (1, 1, nk, 64)).copy()
     cfg = KernelConfig.default("sm_90", head_dim=64, quant="int8-fp8", pv_accum="f16x2").with_(
-        warps=4, m_tiles=1, kv_tile=kv_tile)
+        warps=4, m_tiles=1, kv_tile=kv_tile
+    )
     o, _ = flashsim.attention(q, k, v, config=cfg)
     assert np.isfinite(o.astype(np.float32)).all()
     np.testing.assert_allclose(o[0, 0].astype(np.float64), np.broadcast_to(row, (20, 64)), rtol=2e-3)
@@ -224,7 +235,7 @@ def test_fp8_f16_accumulation_reaches_its_bound_and_stays_finite(kv_tile):
 def test_int8_shrinks_the_q_and_k_buffers():
     f16 = KernelConfig.default("sm_90", head_dim=128)
     i8 = f16.with_(quant="int8")
-    barriers = 2 * 8 * f16.stages          # the f16 build's mbarrier ring; the INT8 build keeps the block barrier
+    barriers = 2 * 8 * f16.stages  # the f16 build's mbarrier ring; the INT8 build keeps the block barrier
     assert f16.smem_bytes - i8.smem_bytes == (f16.block_m + f16.stages * f16.kv_tile) * 128 + barriers
     assert i8.qk_ksteps == 4 and f16.qk_ksteps == 8
     assert i8.defines()["FS_QUANT_INT8"] == 1 and f16.defines()["FS_QUANT_INT8"] == 0
@@ -232,13 +243,17 @@ def test_int8_shrinks_the_q_and_k_buffers():
 
 # ---- bad input ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(quant="int4"), "quant must be one of"),
-    (dict(quant="int8-fp8", pv_accum="f16"), r"quant='int8-fp8' runs P@V in FP8 .* \('f32', 'f16x2'\)"),
-    (dict(quant=8), "quant must be one of"),
-    (dict(quant="int8", softcap=10.0), "quant='int8' does not combine with softcap"),
-    (dict(quant="int8", config=KernelConfig.default("sm_90", head_dim=64)), "contradicts config.quant"),
-])
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(quant="int4"), "quant must be one of"),
+        (dict(quant="int8-fp8", pv_accum="f16"), r"quant='int8-fp8' runs P@V in FP8 .* \('f32', 'f16x2'\)"),
+        (dict(quant=8), "quant must be one of"),
+        (dict(quant="int8", softcap=10.0), "quant='int8' does not combine with softcap"),
+        (dict(quant="int8", config=KernelConfig.default("sm_90", head_dim=64)), "contradicts config.quant"),
+    ],
+)
 def test_bad_quant_options_are_value_errors_naming_the_argument(kw, match):
     q, k, v = _inputs(nq=20, nk=20)
     with pytest.raises(ValueError, match=match):
@@ -257,6 +272,7 @@ def test_a_config_refuses_int8_with_softcap():
 
 def test_int8_fp8_refuses_bf16():
     import ml_dtypes
+
     q, k, v = _inputs(nq=20, nk=20, dtype=ml_dtypes.bfloat16)
     with pytest.raises(ValueError, match="float16 inputs"):
         flashsim.attention(q, k, v, quant="int8-fp8")
@@ -266,13 +282,14 @@ def test_e4m3_conversion_is_round_to_nearest_even_with_saturation_on_raw_bit_pat
     """to_e4m3 (cvt.rn.satfinite.e4m3x2.f32) against a brute-force oracle over e4m3's 256 codes: the nearest finite
     value (ties to the even code), +-448 past the range, NaN -> 0x7F; random float32 bit patterns and the midpoints."""
     import ml_dtypes
+
     codes = np.arange(256, dtype=np.uint8)
     vals = codes.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
     finite = np.isfinite(vals)
     fv, fc = vals[finite], codes[finite]
     rng = np.random.default_rng(8)
-    x = rng.integers(0, 2 ** 32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    x = np.where(np.abs(x) < 1e6, x, x * 1e-30).astype(np.float32)                     # mostly in range
+    x = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = np.where(np.abs(x) < 1e6, x, x * 1e-30).astype(np.float32)  # mostly in range
     mids = ((np.sort(fv)[1:] + np.sort(fv)[:-1]) / 2).astype(np.float32)
     x = np.concatenate([x, mids, -mids, np.float32([500.0, -1e9, np.nan, -np.nan, 0.0, -0.0])])
     got = Q.to_e4m3(x).view(np.uint8)
@@ -283,7 +300,7 @@ def test_e4m3_conversion_is_round_to_nearest_even_with_saturation_on_raw_bit_pat
         y = min(max(xi, -448.0), 448.0)
         dist = np.abs(fv - y)
         best = fc[dist == dist.min()]
-        if len(best) > 1:                                   # a tie: the even code (or +-0's sign)
+        if len(best) > 1:  # a tie: the even code (or +-0's sign)
             best = best[(best & 1) == 0] if y != 0 else best[(best >> 7) == (np.signbit(y))]
         assert gi in best, (xi, hex(gi), [hex(b) for b in best])
 
@@ -307,7 +324,9 @@ def test_verify_quant_selects_the_quantized_cases():
     the shape's cases with FP8 P@V (f32 and two-level f16 accumulation, two kinds each); a bare `--quant --shape`
     means int8."""
     import argparse
+
     from flashsim.commands import verify
+
     p = argparse.ArgumentParser()
     verify.add_arguments(p)
     cases = verify._cases(p.parse_args(["--quant"]), "sm_90")
@@ -323,6 +342,7 @@ def test_fp8_slot_order_is_what_the_registers_give():
     the H200: flash_fwd packs byte u of A register 2h + r of k32 slice j from S tile 4j + 2h + (u >> 1), accumulator
     element 2r + (u & 1); that element's column (c_coord) is the key, and a8_coord says which k slot the byte is."""
     from flashsim.layout.fragments import a8_coord, c_coord
+
     want = np.empty(32, int)
     for g in range(8):
         for t in range(4):
@@ -331,7 +351,7 @@ def test_fp8_slot_order_is_what_the_registers_give():
                 h, r = reg >> 1, reg & 1
                 row_a, slot = a8_coord(g, t, i)
                 row_c, col = c_coord(g, t, 2 * r + (u & 1))
-                assert row_a == row_c                          # the byte comes from the row it is used for
+                assert row_a == row_c  # the byte comes from the row it is used for
                 want[slot] = 8 * (2 * h + (u >> 1)) + col
     assert np.array_equal(Q.slot_keys(32), want)
     assert np.array_equal(Q.slot_keys(96), np.concatenate([want, want + 32, want + 64]))
@@ -341,13 +361,15 @@ def test_fabs_and_the_widenings_on_raw_bit_patterns():
     """ieee32.fabs clears the sign bit of any float32 (NaN payloads kept); cvt_to_f32 widens f16 through cvt.f32.f16
     and bf16 by its bits, exactly (every bf16 pattern; NaN keeps its payload, as the kernel's shift does)."""
     import ml_dtypes
+
     from flashsim.numerics import ieee32
-    x = np.arange(0, 2 ** 32, 65537, dtype=np.uint64).astype(np.uint32)
+
+    x = np.arange(0, 2**32, 65537, dtype=np.uint64).astype(np.uint32)
     assert np.array_equal(ieee32.fabs(x.view(np.float32)).view(np.uint32), x & np.uint32(0x7FFFFFFF))
-    b = np.arange(2 ** 16, dtype=np.uint16)
+    b = np.arange(2**16, dtype=np.uint16)
     w = ieee32.cvt_to_f32(b.view(ml_dtypes.bfloat16)).view(np.uint32)
     assert np.array_equal(w, b.astype(np.uint32) << 16)
-    h = np.arange(2 ** 16, dtype=np.uint16).view(np.float16)
+    h = np.arange(2**16, dtype=np.uint16).view(np.float16)
     assert ieee32.cvt_to_f32(h).tobytes() == ieee32.cvt_f16_to_f32(h).tobytes()
     with pytest.raises(ValueError, match="float16 or bfloat16"):
         ieee32.cvt_to_f32(np.zeros(2, np.float32))

@@ -3,6 +3,7 @@
 Bits are compared as uint32. The models run on synthetic tables here (the correctly rounded tables with
 deterministic +-1 ulp noise); the silicon test runs the shipped tables on GPU outputs stored in tests/data.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -18,7 +19,8 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import flashsim
 from flashsim import calibration
@@ -58,9 +60,9 @@ def _mp_round_f32(value) -> int:
     sig = int(mpmath.floor(t))
     sig += 1 if t - sig > 0.5 else 0
     v = float(mpmath.ldexp(sig, e - 24))
-    if v < 2.0 ** -126:
+    if v < 2.0**-126:
         return 0
-    return 0x7F800000 if v >= 2.0 ** 128 else int(np.float32(v).view(np.uint32))
+    return 0x7F800000 if v >= 2.0**128 else int(np.float32(v).view(np.uint32))
 
 
 def _nearest_f32(q: Fraction) -> int:
@@ -73,9 +75,11 @@ def _nearest_f32(q: Fraction) -> int:
 
 # -- input contract --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("fn", [sfu.ex2, sfu.rcp])
-@pytest.mark.parametrize("bad", [np.zeros(3), np.zeros(3, np.float16), np.zeros(3, np.int32), [1.0, 2.0], 1.0,
-                                 np.float64(1.0)])
+@pytest.mark.parametrize(
+    "bad", [np.zeros(3), np.zeros(3, np.float16), np.zeros(3, np.int32), [1.0, 2.0], 1.0, np.float64(1.0)]
+)
 def test_rejects_anything_but_float32(fn, bad):
     with pytest.raises(ValueError, match="float32"):
         fn(bad)
@@ -104,12 +108,13 @@ def test_shapes_and_scalars(fn, isolated):
 
 # -- the correctly rounded references and the fallback ---------------------------------------------
 
+
 def test_exp2_correctly_rounded_where_libm_could_tip_the_rounding():
     mpmath.mp.prec = 160
     x = sfu.ex2_table_inputs(True).astype(np.float64)
     v = np.exp2(x)
     low = (v.view(np.uint64) & np.uint64((1 << 29) - 1)).astype(np.int64) - (1 << 28)
-    near = np.flatnonzero(np.abs(low) < (1 << 11))        # includes every entry the Decimal fix-up handles
+    near = np.flatnonzero(np.abs(low) < (1 << 11))  # includes every entry the Decimal fix-up handles
     near = np.concatenate([near, np.random.default_rng(1).integers(0, sfu.TABLE_SIZE, 300)])
     ref = sfu.reference_table("ex2_neg")
     assert len(near) > 300
@@ -123,8 +128,13 @@ def fixture_settings(n: int):
 
 
 @fixture_settings(300)
-@given(st.one_of(bits32, st.integers(0, 2**31 - 1).map(lambda b: b | (1 << 31)),
-                 st.floats(-130, 130, width=32).map(lambda x: int(B32(np.float32(x))))))
+@given(
+    st.one_of(
+        bits32,
+        st.integers(0, 2**31 - 1).map(lambda b: b | (1 << 31)),
+        st.floats(-130, 130, width=32).map(lambda x: int(B32(np.float32(x)))),
+    )
+)
 def test_fallback_ex2_is_correctly_rounded_with_ftz_and_specials(isolated, b):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", calibration.CalibrationWarning)
@@ -134,7 +144,7 @@ def test_fallback_ex2_is_correctly_rounded_with_ftz_and_specials(isolated, b):
     if e == 255:
         want = 0x7FFFFFFF if b & 0x7FFFFF else (0 if b >> 31 else 0x7F800000)
     elif e == 0:
-        want = 0x3F800000                                   # ftz input: 2^0
+        want = 0x3F800000  # ftz input: 2^0
     elif x >= 128:
         want = 0x7F800000
     elif x < -127:
@@ -146,23 +156,53 @@ def test_fallback_ex2_is_correctly_rounded_with_ftz_and_specials(isolated, b):
 
 
 def test_fallback_warns_once_and_keeps_the_special_rules(isolated):
-    x = np.array([-np.inf, np.inf, np.nan, 128.0, 127.0, -0.0, 0.0, 1e-45, -1e-45, -127.5, -126.0, 1.0],
-                 dtype=np.float32)
-    with pytest.warns(calibration.CalibrationWarning, match="ex2 model: no calibration table, using correctly "
-                      "rounded exp2: not bit-exact"):
+    x = np.array(
+        [-np.inf, np.inf, np.nan, 128.0, 127.0, -0.0, 0.0, 1e-45, -1e-45, -127.5, -126.0, 1.0], dtype=np.float32
+    )
+    with pytest.warns(
+        calibration.CalibrationWarning,
+        match="ex2 model: no calibration table, using correctly rounded exp2: not bit-exact",
+    ):
         y = sfu.ex2(x)
-    assert [hex(v) for v in B32(y)] == [hex(v) for v in (0, 0x7F800000, 0x7FFFFFFF, 0x7F800000, 0x7F000000,
-                                                         0x3F800000, 0x3F800000, 0x3F800000, 0x3F800000, 0,
-                                                         0x00800000, 0x40000000)]
+    assert [hex(v) for v in B32(y)] == [
+        hex(v)
+        for v in (
+            0,
+            0x7F800000,
+            0x7FFFFFFF,
+            0x7F800000,
+            0x7F000000,
+            0x3F800000,
+            0x3F800000,
+            0x3F800000,
+            0x3F800000,
+            0,
+            0x00800000,
+            0x40000000,
+        )
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        sfu.ex2(x)                                          # the second call is silent
+        sfu.ex2(x)  # the second call is silent
     with pytest.warns(calibration.CalibrationWarning, match="rcp model: no calibration table"):
-        r = sfu.rcp(np.array([0.0, -0.0, 1e-40, np.inf, -np.inf, np.nan, 2.0 ** 127, -(2.0 ** 126), 4.0, -3.0],
-                             dtype=np.float32))
-    assert [hex(v) for v in B32(r)] == [hex(v) for v in (0x7F800000, 0xFF800000, 0x7F800000, 0, 0x80000000,
-                                                         0x7FFFFFFF, 0, 0x80800000, 0x3E800000,
-                                                         int(B32(np.float32(-1 / 3))))]
+        r = sfu.rcp(
+            np.array([0.0, -0.0, 1e-40, np.inf, -np.inf, np.nan, 2.0**127, -(2.0**126), 4.0, -3.0], dtype=np.float32)
+        )
+    assert [hex(v) for v in B32(r)] == [
+        hex(v)
+        for v in (
+            0x7F800000,
+            0xFF800000,
+            0x7F800000,
+            0,
+            0x80000000,
+            0x7FFFFFFF,
+            0,
+            0x80800000,
+            0x3E800000,
+            int(B32(np.float32(-1 / 3))),
+        )
+    ]
 
 
 @fixture_settings(200)
@@ -178,17 +218,18 @@ def test_fallback_rcp_is_the_correctly_rounded_reciprocal(isolated, e, m, neg):
 
 # -- table mechanics on synthetic tables -----------------------------------------------------------
 
+
 def _ex2_expected(model: sfu.Ex2Model, b: int) -> int:
     """The model's definition evaluated with exact rationals, entry by entry (two's complement, toward zero)."""
     x = Fraction(float(F32([b])[0]))
-    n = int(x * 2**23)                                      # int() truncates toward zero
-    k, f = n // 2**23, n % 2**23                            # floor division: two's complement split
+    n = int(x * 2**23)  # int() truncates toward zero
+    k, f = n // 2**23, n % 2**23  # floor division: two's complement split
     value = Fraction(float(F32([model.pos[f]])[0])) * Fraction(2) ** k
     if value < Fraction(2) ** -126:
         return 0
     if value >= Fraction(2) ** 128:
         return 0x7F800000
-    return int(B32(np.float32(float(value))))               # exact: a power-of-two scaling of an f32
+    return int(B32(np.float32(float(value))))  # exact: a power-of-two scaling of an f32
 
 
 @settings(max_examples=400, deadline=None)
@@ -202,13 +243,26 @@ def test_ex2_table_model_is_2_to_the_k_times_g_of_the_truncated_fraction(models,
 def test_ex2_table_model_specials_and_rounding_rules(models):
     ex2, _ = models
     pos = ex2.pos
-    x = np.array([-np.inf, np.inf, np.nan, -np.nan, 200.0, -200.0, -0.0, 1e-45, -1e-45, 1.0, -1.0, -(2.0 ** -30)],
-                 dtype=np.float32)
-    want = [0, 0x7F800000, 0x7FFFFFFF, 0x7FFFFFFF, 0x7F800000, 0, pos[0], pos[0], pos[0], pos[0] + (1 << 23),
-            pos[0] - (1 << 23), pos[0]]
+    x = np.array(
+        [-np.inf, np.inf, np.nan, -np.nan, 200.0, -200.0, -0.0, 1e-45, -1e-45, 1.0, -1.0, -(2.0**-30)], dtype=np.float32
+    )
+    want = [
+        0,
+        0x7F800000,
+        0x7FFFFFFF,
+        0x7FFFFFFF,
+        0x7F800000,
+        0,
+        pos[0],
+        pos[0],
+        pos[0],
+        pos[0] + (1 << 23),
+        pos[0] - (1 << 23),
+        pos[0],
+    ]
     assert [hex(v) for v in ex2.bits(B32(x))] == [hex(v) for v in want]
     # the rounding of x * 2^23 matters below 2^-23: down gives g(1 - 2^-23) / 2, up gives g(2^-23)
-    tiny = B32(np.array([-(2.0 ** -30), 2.0 ** -30], np.float32))
+    tiny = B32(np.array([-(2.0**-30), 2.0**-30], np.float32))
     rd = sfu.Ex2Model(pos, None, {"rounding": "rd"}).bits(tiny)
     ru = sfu.Ex2Model(pos, None, {"rounding": "ru"}).bits(tiny)
     assert list(rd) == [pos[sfu.MASK] - (1 << 23), pos[0]] and list(ru) == [pos[0], pos[1]]
@@ -224,8 +278,13 @@ def test_sign_magnitude_mode_with_the_mirrored_table_equals_twos_complement(mode
     ex2, _ = models
     mirrored = sfu.Ex2Model(ex2.pos, cap.twos_negative_table(ex2.pos), {"neg_mode": "signmag"})
     rng = np.random.default_rng(5)
-    b = np.concatenate([rng.integers(0, 2**32, 1 << 19, dtype=np.uint64).astype(np.uint32),
-                        B32(-np.exp2(rng.uniform(-40, 8, 1 << 19))), B32(rng.uniform(-130, 0, 1 << 18))])
+    b = np.concatenate(
+        [
+            rng.integers(0, 2**32, 1 << 19, dtype=np.uint64).astype(np.uint32),
+            B32(-np.exp2(rng.uniform(-40, 8, 1 << 19))),
+            B32(rng.uniform(-130, 0, 1 << 18)),
+        ]
+    )
     assert np.array_equal(mirrored.bits(b), ex2.bits(b))
 
 
@@ -247,8 +306,11 @@ def test_rcp_table_model_shifts_the_mantissa_result_by_the_exponent(models, b):
 
 def test_tables_round_trip_through_a_file(models, tmp_path):
     ex2, rcp = models
-    signmag = sfu.Ex2Model(ex2.pos, cap._perturb(sfu.reference_table("ex2_neg"), 2),
-                           {"neg_mode": "signmag", "rounding": "rn", "underflow_bits": 0x80000000})
+    signmag = sfu.Ex2Model(
+        ex2.pos,
+        cap._perturb(sfu.reference_table("ex2_neg"), 2),
+        {"neg_mode": "signmag", "rounding": "rn", "underflow_bits": 0x80000000},
+    )
     path = tmp_path / "t.npz"
     sfu.write_tables(path, signmag, rcp, arch="sm_90", meta={"exact": {"ex2": True, "rcp": True}}, codec="zlib")
     assert path.stat().st_size < 4_000_000
@@ -276,7 +338,7 @@ def test_decoded_tables_are_cached_on_disk_by_the_file_sha256(models, isolated):
     path = isolated / "t.npz"
     sfu.write_tables(path, ex2, rcp, arch="sm_90", codec="zlib")
     digest = calibration.file_sha256(path)
-    sfu.read_tables(path)                                   # a plain read does not cache
+    sfu.read_tables(path)  # a plain read does not cache
     derived = calibration.cache_root() / "derived"
     assert not derived.exists()
     first = sfu.read_tables(path, cache=True)
@@ -299,7 +361,7 @@ def test_decoded_tables_are_cached_on_disk_by_the_file_sha256(models, isolated):
     assert np.array_equal(sfu.read_tables(path, cache=True).ex2.pos, other.pos)
     assert calibration.load_array(entry_new, shape=(2, sfu.TABLE_SIZE), dtype=np.uint32) is not None
     # no cache at all: still decodes
-    assert calibration.save_array(path / "under_a_file" / "x.npy", np.zeros(2)) is False   # mkdir fails
+    assert calibration.save_array(path / "under_a_file" / "x.npy", np.zeros(2)) is False  # mkdir fails
     assert np.array_equal(sfu.read_tables(path, cache=False).rcp.table, rcp.table)
     with pytest.raises(ValueError, match="plain file name"):
         calibration.derived_path("../x.npy")
@@ -312,23 +374,31 @@ def test_a_second_process_loads_cached_tables_fast_and_small(models, isolated):
     shipped = calibration.shipped_path("sfu", "sm_90")
     shipped.parent.mkdir(parents=True)
     sfu.write_tables(shipped, ex2, rcp, arch="sm_90", codec="zlib")
-    assert sfu.load_tables("sm_90").source.startswith("package")    # fills the cache
-    code = ("import resource, time, flashsim.calibration as c, pathlib, sys\n"
-            f"c._PACKAGE_DATA = pathlib.Path({str(isolated / 'data')!r})\n"
-            "from flashsim.numerics import sfu\n"
-            "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "t = time.perf_counter(); tables = sfu.load_tables('sm_90'); dt = time.perf_counter() - t\n"
-            "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base\n"
-            "print(dt, grew, int(tables.ex2.pos[12345]))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "FLASHSIM_CACHE": str(isolated / "cache")}).stdout.split()
+    assert sfu.load_tables("sm_90").source.startswith("package")  # fills the cache
+    code = (
+        "import resource, time, flashsim.calibration as c, pathlib, sys\n"
+        f"c._PACKAGE_DATA = pathlib.Path({str(isolated / 'data')!r})\n"
+        "from flashsim.numerics import sfu\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "t = time.perf_counter(); tables = sfu.load_tables('sm_90'); dt = time.perf_counter() - t\n"
+        "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base\n"
+        "print(dt, grew, int(tables.ex2.pos[12345]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "FLASHSIM_CACHE": str(isolated / "cache")},
+    ).stdout.split()
     seconds, grew_kb, value = float(out[0]), int(out[1]), int(out[2])
     assert value == int(ex2.pos[12345])
     assert seconds < 0.5, seconds
-    assert grew_kb < 64 * 1024, grew_kb                      # a decode peaks near 500 MB
+    assert grew_kb < 64 * 1024, grew_kb  # a decode peaks near 500 MB
 
 
 # -- calibration lookup ----------------------------------------------------------------------------
+
 
 def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("FLASHSIM_CACHE", str(tmp_path / "c"))
@@ -356,11 +426,11 @@ def test_load_order_cache_then_package_then_sm90_with_one_warning(isolated, mode
     assert found.borrowed and found.arch == "sm_90"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        calibration.locate("sfu", "sm_120")                 # once per process
+        calibration.locate("sfu", "sm_120")  # once per process
         x = np.linspace(-20, 1, 1000, dtype=np.float32)
         assert np.array_equal(B32(sfu.ex2(x, arch="sm_120")), ex2.bits(B32(x)))
     with pytest.warns(calibration.CalibrationWarning, match="rcp model: the sm_90 tables"):
-        sfu.rcp(x)                                          # captured as not exact: said once
+        sfu.rcp(x)  # captured as not exact: said once
     dest = calibration.install(shipped, "sfu", "sm_120")
     assert dest == calibration.cache_dir("sm_120") / "sfu_tables_sm120.npz"
     found = calibration.locate("sfu", "sm_120")
@@ -390,8 +460,11 @@ def cpp_models(tmp_path_factory):
     d = tmp_path_factory.mktemp("cpp")
     (d / "h.cpp").write_text(_HARNESS)
     lib = d / "libsfu.so"
-    subprocess.run([cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-I", str(REPO / "kernel"), str(d / "h.cpp"),
-                    "-o", str(lib)], check=True, capture_output=True)
+    subprocess.run(
+        [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-I", str(REPO / "kernel"), str(d / "h.cpp"), "-o", str(lib)],
+        check=True,
+        capture_output=True,
+    )
     return ctypes.CDLL(str(lib))
 
 
@@ -399,19 +472,40 @@ def _ptr(a):
     return a.ctypes.data_as(ctypes.c_void_p)
 
 
-@pytest.mark.parametrize("mode,rounding,nan_mode", [("twos", "rz", "const"), ("twos", "rd", "quiet"),
-                                                    ("twos", "ru", "const"), ("twos", "rn", "const"),
-                                                    ("signmag", "rz", "quiet"), ("signmag", "rn", "const")])
+@pytest.mark.parametrize(
+    "mode,rounding,nan_mode",
+    [
+        ("twos", "rz", "const"),
+        ("twos", "rd", "quiet"),
+        ("twos", "ru", "const"),
+        ("twos", "rn", "const"),
+        ("signmag", "rz", "quiet"),
+        ("signmag", "rn", "const"),
+    ],
+)
 def test_kernel_model_code_equals_numpy_model(cpp_models, models, mode, rounding, nan_mode):
     ex2, rcp = models
     neg = cap._perturb(sfu.reference_table("ex2_neg"), 2)
-    params = {"neg_mode": mode, "rounding": rounding, "nan_mode": nan_mode, "nan_bits": 0x7FC00000,
-              "underflow_bits": 0x1, "overflow_bits": 0x7F800001, "pinf_bits": 0x2, "ninf_bits": 0x3}
+    params = {
+        "neg_mode": mode,
+        "rounding": rounding,
+        "nan_mode": nan_mode,
+        "nan_bits": 0x7FC00000,
+        "underflow_bits": 0x1,
+        "overflow_bits": 0x7F800001,
+        "pinf_bits": 0x2,
+        "ninf_bits": 0x3,
+    }
     model = sfu.Ex2Model(ex2.pos, neg, params)
     rng = np.random.default_rng(7)
-    x = np.concatenate([rng.integers(0, 2**32, 1 << 19, dtype=np.uint64).astype(np.uint32),
-                        B32(rng.uniform(-130, 130, 1 << 18)), B32(-np.exp2(rng.uniform(-40, 3, 1 << 18))),
-                        cap.ex2_specials()])
+    x = np.concatenate(
+        [
+            rng.integers(0, 2**32, 1 << 19, dtype=np.uint64).astype(np.uint32),
+            B32(rng.uniform(-130, 130, 1 << 18)),
+            B32(-np.exp2(rng.uniform(-40, 3, 1 << 18))),
+            cap.ex2_specials(),
+        ]
+    )
     y = np.empty_like(x)
     vec = cap.ex2_param_vector(model.params)
     cpp_models.ex2_many(_ptr(x), _ptr(y), ctypes.c_long(x.size), _ptr(model.pos), _ptr(neg), _ptr(vec))
@@ -425,14 +519,22 @@ def test_kernel_model_code_equals_numpy_model(cpp_models, models, mode, rounding
 def test_capture_kernels_compile_for_sm90_and_sm120():
     pytest.importorskip("cuda.core", reason="cuda-core is not installed")
     from flashsim.gpu.build import compile_file
+
     for arch in ("sm_90", "sm_120"):
         b = compile_file("capture/sfu.cu", arch=arch)
-        assert set(b.entry_points) == {"ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply", "rcp_model_apply",
-                                       "ex2_sweep", "rcp_sweep"}
+        assert set(b.entry_points) == {
+            "ex2_hw_apply",
+            "rcp_hw_apply",
+            "ex2_model_apply",
+            "rcp_model_apply",
+            "ex2_sweep",
+            "rcp_sweep",
+        }
         assert b.spill_stores == 0
 
 
 # -- the capture's host logic on a numpy stand-in for the GPU --------------------------------------
+
 
 def test_capture_end_to_end_on_a_fake_gpu(isolated, capsys):
     """The command line on the numpy stand-in, then what `flashsim calibrate` does with the files."""
@@ -479,9 +581,12 @@ class _MockArray:
 def _kernel_signatures() -> dict[str, list[bool]]:
     """kernel name -> for each parameter, whether it is a pointer (read from kernel/capture/sfu.cu)."""
     import re
+
     src = (REPO / "kernel" / "capture" / "sfu.cu").read_text()
-    return {m.group(1): ["*" in p for p in m.group(2).split(",")]
-            for m in re.finditer(r'extern "C" __global__ void (\w+)\(([^)]*)\)', src)}
+    return {
+        m.group(1): ["*" in p for p in m.group(2).split(",")]
+        for m in re.finditer(r'extern "C" __global__ void (\w+)\(([^)]*)\)', src)
+    }
 
 
 @pytest.fixture()
@@ -489,9 +594,9 @@ def mock_gpu(monkeypatch, cpp_models):
     """flashsim.gpu.runtime mocked: every launch is checked against the kernel's parameter list in sfu.cu; the
     "instructions" are the synthetic truth, the kernels' model code runs for real (host build of sfu.cu)."""
     from flashsim.gpu import runtime as rt
+
     sigs = _kernel_signatures()
-    assert set(sigs) == {"ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply", "rcp_model_apply", "ex2_sweep",
-                         "rcp_sweep"}
+    assert set(sigs) == {"ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply", "rcp_model_apply", "ex2_sweep", "rcp_sweep"}
     truth = {"ex2": cap.synthetic_ex2(), "rcp": cap.synthetic_rcp()}
 
     def model(fn, x, tables, params):
@@ -509,18 +614,18 @@ def mock_gpu(monkeypatch, cpp_models):
         fn, kind = kernel.split("_", 1)
         if kind == "hw_apply":
             x, out, n = args
-            out.a[:int(n)] = truth[fn](x.a[:int(n)])
+            out.a[: int(n)] = truth[fn](x.a[: int(n)])
         elif kind == "model_apply":
             x, out, n, *tables, params = args
-            out.a[:int(n)] = model(fn, x.a[:int(n)], tables, params)
+            out.a[: int(n)] = model(fn, x.a[: int(n)], tables, params)
         else:
             start, count, *tables, params, hist, rec, cap_, nrec = args
             xb = ((int(start) + np.arange(int(count), dtype=np.uint64)) & 0xFFFFFFFF).astype(np.uint32)
             got, want = truth[fn](xb), model(fn, xb, tables, params)
             bad = np.flatnonzero(got != want)
             hist.a += np.bincount(xb[bad] >> 23, minlength=512).astype(np.uint64)
-            take = bad[:max(0, int(cap_) - int(nrec.a[0]))]
-            rec.a[int(nrec.a[0]):int(nrec.a[0]) + take.size] = np.stack([xb[take], got[take], want[take]], 1)
+            take = bad[: max(0, int(cap_) - int(nrec.a[0]))]
+            rec.a[int(nrec.a[0]) : int(nrec.a[0]) + take.size] = np.stack([xb[take], got[take], want[take]], 1)
             nrec.a[0] += bad.size
 
     class Props:
@@ -558,6 +663,7 @@ def test_calibrate_command_installs_exact_tables_into_the_user_cache(mock_gpu, i
     """The whole capture through GpuDevice (mocked runtime), then the install into the user cache."""
     from flashsim.cli import main
     from flashsim.commands import calibrate
+
     keep = isolated / "keep"
     assert main(["calibrate", "--quick", "--random-scale", "0.01", "--no-mma", "--keep", str(keep)]) == 0
     out = capsys.readouterr().out
@@ -573,11 +679,14 @@ def test_calibrate_command_installs_exact_tables_into_the_user_cache(mock_gpu, i
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["rd", "signmag", "not-a-table"])
 def test_capture_finds_the_rule_or_reports_the_mismatches(isolated, variant):
-    if variant == "not-a-table":       # correctly rounded exp2 of all of x: more than 23 fraction bits matter
+    if variant == "not-a-table":  # correctly rounded exp2 of all of x: more than 23 fraction bits matter
         dev = cap.FakeDevice(ex2_hw=sfu._fallback_ex2)
     else:
-        dev = cap.FakeDevice(ex2_hw=cap.synthetic_ex2(rounding="rd" if variant == "rd" else "rz",
-                                                      neg_mode="signmag" if variant == "signmag" else "twos"))
+        dev = cap.FakeDevice(
+            ex2_hw=cap.synthetic_ex2(
+                rounding="rd" if variant == "rd" else "rz", neg_mode="signmag" if variant == "signmag" else "twos"
+            )
+        )
     c = cap.Capture(dev, quick=True, random_scale=0.02, log=lambda m: None)
     status = c.run(isolated / "out")
     p = c.summary["ex2"]["params"]
@@ -594,6 +703,7 @@ def test_capture_finds_the_rule_or_reports_the_mismatches(isolated, variant):
 def test_calibrate_command_help_and_no_gpu(capsys):
     from flashsim.cli import main
     from flashsim.gpu.runtime import gpu_available
+
     with pytest.raises(SystemExit) as e:
         main(["calibrate", "--help"])
     assert e.value.code == 0 and "--quick" in capsys.readouterr().out
@@ -605,11 +715,12 @@ def test_calibrate_command_help_and_no_gpu(capsys):
 
 # -- silicon ---------------------------------------------------------------------------------------
 
+
 def test_models_reproduce_the_stored_h200_capture(tmp_path, monkeypatch):
     path = DATA / "sfu_sample_sm90.npz"
     if not path.is_file():
         pytest.skip("no H200 capture in tests/data yet")
-    monkeypatch.setenv("FLASHSIM_CACHE", str(tmp_path))    # the shipped tables, not a user's calibration
+    monkeypatch.setenv("FLASHSIM_CACHE", str(tmp_path))  # the shipped tables, not a user's calibration
     sfu.reload()
     with np.load(path) as z:
         summary = json.loads(str(z["summary"]))

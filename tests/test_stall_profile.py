@@ -1,9 +1,9 @@
 """tools/stall_profile.py's reading of Nsight Compute's source page: each SASS instruction once in a total or a region,
 under every line it belongs to in the per-line list (ncu repeats an inlined instruction under each of its lines)."""
+
 import csv
 
 import pytest
-
 from tool_modules import load_tool  # tests/tool_modules.py
 
 
@@ -12,9 +12,18 @@ def stall_profile():
     return load_tool("stall_profile")
 
 
-HEADER = ["Line No", "Source", "Address", "Source", "Warp Stall Sampling (All Samples)",
-          "Warp Stall Sampling (Not-issued Samples)", "Instructions Executed", "stall_wait", "stall_wait (Not Issued)",
-          "stall_math"]
+HEADER = [
+    "Line No",
+    "Source",
+    "Address",
+    "Source",
+    "Warp Stall Sampling (All Samples)",
+    "Warp Stall Sampling (Not-issued Samples)",
+    "Instructions Executed",
+    "stall_wait",
+    "stall_wait (Not Issued)",
+    "stall_math",
+]
 
 
 def write_page(path, kernels):
@@ -35,10 +44,16 @@ def write_page(path, kernels):
 def test_an_inlined_instruction_counts_once_in_totals_and_regions(tmp_path, stall_profile):
     # 0x10 is listed under the call site (line 20) and the callee (line 5): one instruction
     page = tmp_path / "page.csv"
-    write_page(page, [[(5, [("0x10", "MUFU.EX2 R1, R1", 30, 100, 20, 10)]),
-                       (20, [("0x10", "MUFU.EX2 R1, R1", 30, 100, 20, 10), ("0x20", "FFMA R2, R1, R3, R4", 10, 300,
-                                                                           4, 6)])],
-                      [(7, [("0x30", "HMMA.16816.F32 R0, R4, R8, R0", 5, 50, 5, 0)])]])
+    write_page(
+        page,
+        [
+            [
+                (5, [("0x10", "MUFU.EX2 R1, R1", 30, 100, 20, 10)]),
+                (20, [("0x10", "MUFU.EX2 R1, R1", 30, 100, 20, 10), ("0x20", "FFMA R2, R1, R3, R4", 10, 300, 4, 6)]),
+            ],
+            [(7, [("0x30", "HMMA.16816.F32 R0, R4, R8, R0", 5, 50, 5, 0)])],
+        ],
+    )
     kernels = stall_profile.read_source_page(str(page))
     assert len(kernels) == 2
     ins = kernels[0]["instructions"]
@@ -51,17 +66,27 @@ def test_an_inlined_instruction_counts_once_in_totals_and_regions(tmp_path, stal
 
 def test_summary_shares(tmp_path, stall_profile, capsys):
     page = tmp_path / "page.csv"
-    write_page(page, [[(5, [("0x10", "MUFU.EX2 R1, R1", 30, 100, 20, 10)]),
-                       (20, [("0x10", "MUFU.EX2 R1, R1", 30, 100, 20, 10), ("0x20", "FFMA R2, R1, R3, R4", 10, 300,
-                                                                           4, 6)])]])
+    write_page(
+        page,
+        [
+            [
+                (5, [("0x10", "MUFU.EX2 R1, R1", 30, 100, 20, 10)]),
+                (20, [("0x10", "MUFU.EX2 R1, R1", 30, 100, 20, 10), ("0x20", "FFMA R2, R1, R3, R4", 10, 300, 4, 6)]),
+            ]
+        ],
+    )
     src = tmp_path / "k.cu"
     src.write_text("\n".join(f"line {i}" for i in range(1, 30)))
-    stall_profile.summary(str(page), top=5, kernel_source=str(src),
-                          regions={"callee": stall_profile._parse_ranges("1-5"), "both": {5, 20}})
+    stall_profile.summary(
+        str(page),
+        top=5,
+        kernel_source=str(src),
+        regions={"callee": stall_profile._parse_ranges("1-5"), "both": {5, 20}},
+    )
     out = capsys.readouterr().out
     assert "40 stall samples, 400 warp instructions executed" in out
     assert "region callee:  75.0% of the samples,  25.0% of the instructions executed" in out
-    assert "region both: 100.0% of the samples, 100.0% of the instructions executed" in out   # not 175%
+    assert "region both: 100.0% of the samples, 100.0% of the instructions executed" in out  # not 175%
     assert " 60.0%  stall_wait" in out and " 40.0%  stall_math" in out
     assert "100.0%  100.0%    20  line 20" in out and " 75.0%   25.0%     5  line 5" in out
 

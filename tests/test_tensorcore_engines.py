@@ -16,6 +16,7 @@
 Everything compares .view(uint) bit patterns. Shapes are few and fixed so that XLA compiles each (type, arch
 family) once.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,6 +26,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_tensorcore import numpy_operand_bits  # tests/ is on sys.path under pytest
 
 import flashsim
 from flashsim.arch import ARCHS, get_arch
@@ -32,18 +34,19 @@ from flashsim.numerics import tensorcore as tc
 from flashsim.numerics.formats import BF16, F16, F32
 from flashsim.numerics.reference import mma_ref_element
 from flashsim.numerics.xp import enable_x64
-from test_tensorcore import numpy_operand_bits  # tests/ is on sys.path under pytest
 
 try:
     import jax
     import jax.numpy as jnp
-except ImportError:          # the numpy engines are still checked against each other and the oracle
+except ImportError:  # the numpy engines are still checked against each other and the oracle
     jax = None
 
 bf16 = np.dtype(ml_dtypes.bfloat16)
-TYPES = {"f32.f16.f16.f32": (np.dtype(np.float16), np.dtype(np.float32)),
-         "f16.f16.f16.f16": (np.dtype(np.float16), np.dtype(np.float16)),
-         "f32.bf16.bf16.f32": (bf16, np.dtype(np.float32))}
+TYPES = {
+    "f32.f16.f16.f32": (np.dtype(np.float16), np.dtype(np.float32)),
+    "f16.f16.f16.f16": (np.dtype(np.float16), np.dtype(np.float16)),
+    "f32.bf16.bf16.f32": (bf16, np.dtype(np.float32)),
+}
 ARCH_NAMES = list(ARCHS)
 HYP = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 needs_jax = pytest.mark.skipif(jax is None, reason="backend='jax' needs jax: pip install 'flashsim[jax]'")
@@ -60,8 +63,10 @@ def same_bits(got, want, what=""):
     bad = ubits(got) != ubits(want)
     if bad.any():
         at = tuple(int(i) for i in np.argwhere(bad)[0])
-        pytest.fail(f"{what}: {int(bad.sum())} of {bad.size} differ; first at {at}: "
-                    f"{int(ubits(got)[at]):#x} vs {int(ubits(want)[at]):#x}")
+        pytest.fail(
+            f"{what}: {int(bad.sum())} of {bad.size} differ; first at {at}: "
+            f"{int(ubits(got)[at]):#x} vs {int(ubits(want)[at]):#x}"
+        )
 
 
 def jax_chain(a, b, c, arch):
@@ -86,7 +91,7 @@ def oracle_chain_element(a, b, c, i, j, arch):
     fc = F16 if c.dtype == np.float16 else F32
     acc = int(ubits(c)[i, j])
     for k0 in range(0, a.shape[-1], 16):
-        acc = mma_ref_element(ubits(a)[i, k0:k0 + 16], ubits(b)[k0:k0 + 16, j], acc, fin, fc, arch)
+        acc = mma_ref_element(ubits(a)[i, k0 : k0 + 16], ubits(b)[k0 : k0 + 16, j], acc, fin, fc, arch)
     return acc
 
 
@@ -98,13 +103,15 @@ def check_oracle(a, b, c, d, arch, rng, count):
         i, j = int(rng.integers(0, d.shape[-2])), int(rng.integers(0, d.shape[-1]))
 
         def pick(x):
-            idx = tuple(0 if s == 1 else ti for s, ti in zip(x.shape[:-2], t[len(t) - (x.ndim - 2):]))
+            idx = tuple(0 if s == 1 else ti for s, ti in zip(x.shape[:-2], t[len(t) - (x.ndim - 2) :]))
             return x[idx]
+
         want = oracle_chain_element(pick(a), pick(b), pick(c), i, j, arch)
         assert int(ubits(d)[t + (i, j)]) == want, (arch, t, i, j, hex(int(ubits(d)[t + (i, j)])), hex(want))
 
 
 # ------------------------------------------------------------------------------------------------- raw bits
+
 
 def operand_bits(rng, fmt, shape, kind, center, width, p_zero, p_special):
     """test_tensorcore.numpy_operand_bits as values of fmt's dtype."""
@@ -117,10 +124,10 @@ def chain_operands(draw, type_name):
     adt, cdt = TYPES[type_name]
     fin = BF16 if adt == bf16 else F16
     fc = F16 if cdt == np.float16 else F32
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     kind = draw(st.sampled_from(["random", "cluster", "cluster", "tiny", "zero_exponent"]))
     center = draw(st.integers(1, fin.exp_field_max - 1))
-    if kind == "zero_exponent":   # products straddling the zero exponent (f32: -133 / -132, f16: -21 / -20)
+    if kind == "zero_exponent":  # products straddling the zero exponent (f32: -133 / -132, f16: -21 / -20)
         e_zero = -133 if fc is F32 else -21
         center = max(1, e_zero // 2 + fin.bias + draw(st.integers(-3, 3)))
         kind = "cluster"
@@ -130,9 +137,17 @@ def chain_operands(draw, type_name):
     a = operand_bits(rng, fin, (2, 16, 32), kind, center, width, p_zero, p_special)
     b = operand_bits(rng, fin, (1, 32, 16), kind, center, width, p_zero, p_special)
     c_kind = draw(st.sampled_from(["random", "cluster", "zero"]))
-    c = operand_bits(rng, fc, (2, 16, 16), "random" if c_kind == "random" else "cluster",
-                     draw(st.integers(1, fc.exp_field_max - 1)), 4, 1.0 if c_kind == "zero" else p_zero, p_special)
-    if draw(st.booleans()):       # exact cancellation in every k16 step
+    c = operand_bits(
+        rng,
+        fc,
+        (2, 16, 16),
+        "random" if c_kind == "random" else "cluster",
+        draw(st.integers(1, fc.exp_field_max - 1)),
+        4,
+        1.0 if c_kind == "zero" else p_zero,
+        p_special,
+    )
+    if draw(st.booleans()):  # exact cancellation in every k16 step
         a[..., 1::2] = (ubits(a[..., 0::2]) ^ fin.sign_mask).view(adt)
         b[..., 1::2, :] = b[..., 0::2, :]
     return a, b, c, rng
@@ -150,6 +165,7 @@ def test_engines_and_oracle_agree_on_raw_bits(type_name, arch, data):
 
 # ----------------------------------------------------------------------------------------------- categories
 
+
 def category_inputs(rng, a_dt, c_dt, per=6, k=32):
     """Batches (per each) by category: normal, wide exponent spread, large c, exact cancellation, one product,
     subnormals, near overflow, tiny c against big products (zero exponents), inf/NaN, random bits.
@@ -163,20 +179,23 @@ def category_inputs(rng, a_dt, c_dt, per=6, k=32):
 
     def spread(shape, lo, hi):
         return rng.choice([-1, 1], shape) * rng.uniform(1, 2, shape) * 2.0 ** rng.integers(lo, hi, shape)
-    cats = [(vals(A), vals(B), vals(C)),
-            (spread(A, -14, 8), spread(B, -14, 8), spread(C, -20, 10)),
-            (vals(A), vals(B), vals(C, 2.0 ** (60 if bf else 20)))]
+
+    cats = [
+        (vals(A), vals(B), vals(C)),
+        (spread(A, -14, 8), spread(B, -14, 8), spread(C, -20, 10)),
+        (vals(A), vals(B), vals(C, 2.0 ** (60 if bf else 20))),
+    ]
     a, b = vals(A), vals(B)
     b[:, 8:16] = b[:, :8]
-    a[:, :, 8:16] = -a[:, :, :8]                                   # products cancel exactly in the first step
-    cats.append((a, b, vals(C, 2.0 ** -30)))
+    a[:, :, 8:16] = -a[:, :, :8]  # products cancel exactly in the first step
+    cats.append((a, b, vals(C, 2.0**-30)))
     a = np.zeros(A)
     a[:, :, 3] = vals((per, 16))
     cats.append((a, vals(B), vals(C, 1e-3)))
     sub = 2.0 ** (-133 if bf else -24)
     cats.append((rng.integers(-4, 5, A) * sub * rng.integers(1, 300, A), vals(B), vals(C, 1e-30)))
     cats.append((spread(A, emax - 3, emax), spread(B, emax - 3, emax), vals(C)))
-    cats.append((vals(A, 2.0 ** -6), vals(B, 2.0 ** -6), spread(C, -140, -120)))
+    cats.append((vals(A, 2.0**-6), vals(B, 2.0**-6), spread(C, -140, -120)))
     a, b, c = vals(A), vals(B), vals(C)
     a[rng.random(A) < 0.02] = np.inf
     b[rng.random(B) < 0.02] = -np.inf
@@ -216,32 +235,34 @@ def test_threads_broadcast_and_views_match(monkeypatch):
     a = (rng.standard_normal((n, 16, 32)) * 2.0 ** rng.integers(-20, 20, (n, 16, 32))).astype(bf16)
     b = rng.standard_normal((n, 32, 8)).astype(bf16)
     c = rng.standard_normal((n, 16, 8)).astype(np.float32)
-    a[9, 3, 3] = ml_dtypes.bfloat16(2.0 ** -120)
-    b[30, 2, 2] = ml_dtypes.bfloat16(2.0 ** 90)
+    a[9, 3, 3] = ml_dtypes.bfloat16(2.0**-120)
+    b[30, 2, 2] = ml_dtypes.bfloat16(2.0**90)
     a[17, 5, 20] = np.inf
-    at = np.swapaxes(np.ascontiguousarray(np.swapaxes(a, 1, 2)), 1, 2)       # A as a view of A^T
+    at = np.swapaxes(np.ascontiguousarray(np.swapaxes(a, 1, 2)), 1, 2)  # A as a view of A^T
     bt = np.swapaxes(np.ascontiguousarray(np.swapaxes(b, 1, 2)), 1, 2)
     assert not at.flags.c_contiguous and not bt.flags.c_contiguous
     for arch in ("sm_90", "sm_80"):
         d = all_engines(a, b, c, arch, use_jax=False)
         check_oracle(a, b, c, d, arch, rng, 8)
         same_bits(tc.mma_chain(at, bt, c, arch), d, "transposed views")
-        d = all_engines(a, b[:1], c, arch, use_jax=False)                    # b broadcast over a's batch
+        d = all_engines(a, b[:1], c, arch, use_jax=False)  # b broadcast over a's batch
         check_oracle(a, b[:1], c, d, arch, rng, 4)
         same_bits(tc.mma_chain(at, bt[:1], c, arch), d, "transposed views, broadcast")
     # read-only inputs and np.broadcast_to views (copied once into the one array type the kernel is compiled for)
     ar, br, cr = a.copy(), b[:1].copy(), c[:1].copy()
     for x in (ar, br, cr):
         x.flags.writeable = False
-    same_bits(tc.mma_chain(ar, np.broadcast_to(br, (n, 32, 8)), np.broadcast_to(cr, (n, 16, 8)), "sm_90"),
-              tc.mma_chain_generic(a, b[:1], c[:1], "sm_90"), "read-only and broadcast_to inputs")
+    same_bits(
+        tc.mma_chain(ar, np.broadcast_to(br, (n, 32, 8)), np.broadcast_to(cr, (n, 16, 8)), "sm_90"),
+        tc.mma_chain_generic(a, b[:1], c[:1], "sm_90"),
+        "read-only and broadcast_to inputs",
+    )
     # wide outputs (not the transposed layout), a batch of 4 x 3 with a broadcast over the first axis
     a4 = rng.standard_normal((4, 3, 32, 32)).astype(np.float16)
     b4 = rng.standard_normal((1, 3, 32, 48)).astype(np.float16)
     c4 = rng.standard_normal((4, 1, 32, 48)).astype(np.float16)
     all_engines(a4, b4, c4, "sm_90", use_jax=False)
-    all_engines(a4, np.swapaxes(np.ascontiguousarray(np.swapaxes(b4, -1, -2)), -1, -2), c4, "sm_80",
-                use_jax=False)
+    all_engines(a4, np.swapaxes(np.ascontiguousarray(np.swapaxes(b4, -1, -2)), -1, -2), c4, "sm_80", use_jax=False)
 
 
 @pytest.mark.parametrize("type_name", list(TYPES))
@@ -252,7 +273,7 @@ def test_wider_fraction_needs_int64_sums(type_name):
     a_dt, c_dt = TYPES[type_name]
     assert tc._acc_int_dtype(np, arch, False) == np.int64
     top = -2047.0 / 1024 if a_dt != bf16 else -255.0 / 128
-    a = np.full((2, 16, 16), top).astype(a_dt)     # every product (2047 * 2^-10)^2 (bf16: 255 * 2^-7), same sign
+    a = np.full((2, 16, 16), top).astype(a_dt)  # every product (2047 * 2^-10)^2 (bf16: 255 * 2^-7), same sign
     b = np.full((1, 16, 8), top).astype(a_dt)
     c = np.full((2, 16, 8), 4.0).astype(c_dt)
     d = all_engines(a, b, c, arch)
@@ -277,34 +298,34 @@ def test_kernel_edges(type_name, arch):
     fc = F16 if c_dt == np.float16 else F32
     rng = np.random.default_rng(21)
     n, k = 12, 32
-    big, small = (2.0 ** 120, 2.0 ** -120) if a_dt == bf16 else (2.0 ** 15, 2.0 ** -14)
+    big, small = (2.0**120, 2.0**-120) if a_dt == bf16 else (2.0**15, 2.0**-14)
     a = rng.standard_normal((n, 16, k))
     b = rng.standard_normal((n, k, 16))
     c = rng.standard_normal((n, 16, 16))
-    a[0, :, ::2] *= big                             # gaps of 2 * log2(big) between products of one block
+    a[0, :, ::2] *= big  # gaps of 2 * log2(big) between products of one block
     a[0, :, 1::2] *= small
-    c[1] *= 2.0 ** (127 if fc is F32 else 15)       # c far above every product
-    a[2] *= small                                   # products far below c
-    c[3] = rng.integers(-(1 << 10), 1 << 10, (16, 16)) * (2.0 ** -149 if fc is F32 else 2.0 ** -24)  # subnormal c
+    c[1] *= 2.0 ** (127 if fc is F32 else 15)  # c far above every product
+    a[2] *= small  # products far below c
+    c[3] = rng.integers(-(1 << 10), 1 << 10, (16, 16)) * (2.0**-149 if fc is F32 else 2.0**-24)  # subnormal c
     a[3] *= small
-    c[4] = 0.0                                      # zero c: products near the zero exponent
-    a[4] *= 2.0 ** -66 if a_dt == bf16 else 2.0 ** -7
-    b[4] *= 2.0 ** -66 if a_dt == bf16 else 2.0 ** -7
-    a[5, 3:7] = 0.0                                 # zero rows of A, zero columns of B, a zero block
+    c[4] = 0.0  # zero c: products near the zero exponent
+    a[4] *= 2.0**-66 if a_dt == bf16 else 2.0**-7
+    b[4] *= 2.0**-66 if a_dt == bf16 else 2.0**-7
+    a[5, 3:7] = 0.0  # zero rows of A, zero columns of B, a zero block
     b[5, :, 2:5] = 0.0
     a[5, :, 16:24] = 0.0
     c[5, 3:5] = -0.0
     c[5, 5, 2:5] = -0.0
-    a[6] = 0.0                                      # everything zero, c of both signs
+    a[6] = 0.0  # everything zero, c of both signs
     c[6] = np.where(rng.random((16, 16)) < 0.5, -0.0, 0.0)
-    b[7, 3, 5] = np.inf                             # specials in B only (row 3 meets a zero in some rows)
+    b[7, 3, 5] = np.inf  # specials in B only (row 3 meets a zero in some rows)
     b[7, 20, 1] = np.nan
     a[7, 2, 3] = 0.0
-    c[8, 4, 6] = -np.inf                            # specials in c only
+    c[8, 4, 6] = -np.inf  # specials in c only
     c[8, 9, 9] = np.nan
-    b[9, 5, :] = -np.inf                            # +inf and -inf together
+    b[9, 5, :] = -np.inf  # +inf and -inf together
     a[9, 1, 6] = np.inf
-    a[10, :, 0] = 1.0                               # sums that cancel to exactly zero, c = 0
+    a[10, :, 0] = 1.0  # sums that cancel to exactly zero, c = 0
     a[10, :, 1] = -1.0
     b[10, 0:2] = 1.0
     a[10, :, 2:] = 0.0
@@ -349,26 +370,28 @@ def test_without_numba_the_generic_routine_runs(monkeypatch):
     """numba missing: mma_chain on numpy arrays warns once and runs the generic routine (the same bits)."""
     import sys
     import warnings
+
     rng = np.random.default_rng(2)
     a, b, c = category_inputs(rng, np.dtype(np.float16), np.dtype(np.float32), per=1, k=16)
     want = tc.mma_chain(a, b, c)
     monkeypatch.setattr(tc, "_KERNEL", None)
-    monkeypatch.setitem(sys.modules, "numba", None)                    # import numba -> ImportError
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba -> ImportError
     monkeypatch.delitem(sys.modules, "flashsim.numerics._tensorcore_numba", raising=False)
     monkeypatch.delattr(sys.modules["flashsim.numerics"], "_tensorcore_numba", raising=False)
     with pytest.warns(RuntimeWarning, match="numba cannot be imported"):
         got = tc.mma_chain(a, b, c)
     same_bits(got, want, "generic stand-in")
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                                 # once per process
-        same_bits(flashsim.mma(a[:, :, :16], b[:, :16], c), tc.mma_chain_generic(a[:, :, :16], b[:, :16], c),
-                  "second call")
+        warnings.simplefilter("error")  # once per process
+        same_bits(
+            flashsim.mma(a[:, :, :16], b[:, :16], c), tc.mma_chain_generic(a[:, :, :16], b[:, :16], c), "second call"
+        )
 
 
 def test_overflow_and_specials_mid_chain():
     """Step 1 overflows to inf (f32: |sum| >= 2^128; f16: RNE past 65504); step 2 then sees inf as c, meets a
     -inf product (NaN) or finite terms (inf stays)."""
-    for adt, cdt, big in ((bf16, np.float32, 2.0 ** 120), (np.dtype(np.float16), np.dtype(np.float16), 2.0 ** 15)):
+    for adt, cdt, big in ((bf16, np.float32, 2.0**120), (np.dtype(np.float16), np.dtype(np.float16), 2.0**15)):
         a = np.zeros((3, 16, 32), adt)
         b = np.zeros((1, 32, 8), adt)
         a[:, :, :8] = big
@@ -384,6 +407,7 @@ def test_overflow_and_specials_mid_chain():
 
 
 # ------------------------------------------------------------------------------------- chain vs single mma
+
 
 @pytest.mark.parametrize("type_name", list(TYPES))
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
@@ -401,9 +425,12 @@ def test_chain_is_the_loop_of_single_mmas(type_name, arch):
         for mt in range(2):
             for nt in range(2):
                 rows, cols = slice(16 * mt, 16 * mt + 16), slice(8 * nt, 8 * nt + 8)
-                want[:, rows, cols] = flashsim.mma(np.ascontiguousarray(a[:, rows, 16 * s:16 * s + 16]),
-                                                   np.ascontiguousarray(b[:, 16 * s:16 * s + 16, cols]),
-                                                   np.ascontiguousarray(want[:, rows, cols]), arch=arch)
+                want[:, rows, cols] = flashsim.mma(
+                    np.ascontiguousarray(a[:, rows, 16 * s : 16 * s + 16]),
+                    np.ascontiguousarray(b[:, 16 * s : 16 * s + 16, cols]),
+                    np.ascontiguousarray(want[:, rows, cols]),
+                    arch=arch,
+                )
     same_bits(all_engines(a, b, c, arch), want, "chain vs single mma calls")
 
 
@@ -425,6 +452,7 @@ def test_chain_accepts_views_and_broadcast_batches():
 
 
 # ------------------------------------------------------------------------------------------- the contract
+
 
 @needs_jax
 @pytest.mark.parametrize("type_name", list(TYPES))
@@ -452,24 +480,30 @@ def test_jax_without_x64_is_refused():
         tc.mma_chain(a, b, c)
 
 
-@pytest.mark.parametrize("args, match", [
-    (dict(a=np.zeros((16, 16), np.float32)), "a must have dtype"),
-    (dict(b=np.zeros((16, 8), bf16)), "b must have a's dtype"),
-    (dict(c=np.zeros((16, 8), np.float64)), "c must have dtype"),
-    (dict(a=np.zeros((16, 16), bf16), b=np.zeros((16, 8), bf16), c=np.zeros((16, 8), np.float16)),
-     "no mma.sync m16n8k16 for inputs bfloat16 with accumulator float16"),
-    (dict(a=np.zeros((8, 16), np.float16), c=np.zeros((8, 8), np.float32)), "a must have shape"),
-    (dict(a=np.zeros((16, 24), np.float16)), "a must have shape"),
-    (dict(b=np.zeros((32, 8), np.float16)), r"b must have shape \(\.\.\., 16, N\)"),
-    (dict(b=np.zeros((16, 12), np.float16), c=np.zeros((16, 12), np.float32)), "N a multiple of 8"),
-    (dict(c=np.zeros((16, 16), np.float32)), r"c must have shape \(\.\.\., 16, 8\)"),
-    (dict(a=np.zeros((3, 16, 16), np.float16), c=np.zeros((2, 16, 8), np.float32)), "do not broadcast"),
-    (dict(a=[[0.0] * 16] * 16), "a must be an array"),
-    (dict(arch="sm_75"), "unknown arch"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (dict(a=np.zeros((16, 16), np.float32)), "a must have dtype"),
+        (dict(b=np.zeros((16, 8), bf16)), "b must have a's dtype"),
+        (dict(c=np.zeros((16, 8), np.float64)), "c must have dtype"),
+        (
+            dict(a=np.zeros((16, 16), bf16), b=np.zeros((16, 8), bf16), c=np.zeros((16, 8), np.float16)),
+            "no mma.sync m16n8k16 for inputs bfloat16 with accumulator float16",
+        ),
+        (dict(a=np.zeros((8, 16), np.float16), c=np.zeros((8, 8), np.float32)), "a must have shape"),
+        (dict(a=np.zeros((16, 24), np.float16)), "a must have shape"),
+        (dict(b=np.zeros((32, 8), np.float16)), r"b must have shape \(\.\.\., 16, N\)"),
+        (dict(b=np.zeros((16, 12), np.float16), c=np.zeros((16, 12), np.float32)), "N a multiple of 8"),
+        (dict(c=np.zeros((16, 16), np.float32)), r"c must have shape \(\.\.\., 16, 8\)"),
+        (dict(a=np.zeros((3, 16, 16), np.float16), c=np.zeros((2, 16, 8), np.float32)), "do not broadcast"),
+        (dict(a=[[0.0] * 16] * 16), "a must be an array"),
+        (dict(arch="sm_75"), "unknown arch"),
+    ],
+)
 def test_mma_chain_rejects_bad_input(args, match):
-    kw = dict(a=np.zeros((16, 16), np.float16), b=np.zeros((16, 8), np.float16), c=np.zeros((16, 8), np.float32),
-              arch="sm_90")
+    kw = dict(
+        a=np.zeros((16, 16), np.float16), b=np.zeros((16, 8), np.float16), c=np.zeros((16, 8), np.float32), arch="sm_90"
+    )
     kw.update(args)
     for fn in (tc.mma_chain, tc.mma_chain_generic):
         with pytest.raises(ValueError, match=match):
@@ -481,8 +515,11 @@ def test_empty_and_zero_k():
     b = np.zeros((0, 32, 8), np.float16)
     c = np.zeros((0, 16, 8), np.float32)
     assert tc.mma_chain(a, b, c).shape == (0, 16, 8)
-    c1 = np.full((2, 16, 8), -0.0, np.float32)       # no k16 step: d is c, bits included
+    c1 = np.full((2, 16, 8), -0.0, np.float32)  # no k16 step: d is c, bits included
     d = tc.mma_chain(np.zeros((2, 16, 0), np.float16), np.zeros((1, 0, 8), np.float16), c1)
     same_bits(d, c1, "K = 0")
-    same_bits(tc.mma_chain_generic(np.zeros((2, 16, 0), np.float16), np.zeros((1, 0, 8), np.float16), c1), c1,
-              "K = 0, generic")
+    same_bits(
+        tc.mma_chain_generic(np.zeros((2, 16, 0), np.float16), np.zeros((1, 0, 8), np.float16), c1),
+        c1,
+        "K = 0, generic",
+    )

@@ -2,10 +2,10 @@
 does afterwards: until 2026-11-30 the switch's name was a variable that main's timing loop reused, so every timed
 "variant" was the patched source with the switch off (benchmarks/RESULTS.md, sixth round). No GPU: the builder is
 run on a stand-in for flashsim.gpu.launch.build_kernel that records what it is asked to build."""
+
 from __future__ import annotations
 
 import pytest
-
 from tool_modules import ROOT, load_tool
 
 probe = load_tool("kernel_variant_probe", ROOT / "benchmarks" / "experiments")
@@ -17,13 +17,14 @@ def recorder():
     def build_kernel(config, arch, *, source=None, extra_defines=None, extra_options=()):
         calls.append(dict(config=config, arch=arch, source=source, extra_defines=dict(extra_defines or {})))
         return len(calls)
+
     return build_kernel, calls
 
 
 def test_the_variant_is_built_from_its_source_with_its_switch():
     build_kernel, calls = recorder()
     build = probe.variant_builder("// patched", "FS_PERSIST=264", build_kernel)
-    name = "variant"        # what main's loop variable held when the bug struck: it must not matter now
+    name = "variant"  # what main's loop variable held when the bug struck: it must not matter now
     for config in ("a", "b"):
         build(config, "sm_90")
     assert [c["extra_defines"] for c in calls] == [{"FS_PERSIST": 264}] * 2, name
@@ -41,5 +42,10 @@ def test_sanitize_pairs_follow_the_set():
     """--one sanitizes d = 128 (f16, f32) for the sets made for d = 128 changes, and a set's own head dims otherwise
     (stage_o_wider has none at d = 128: its launches must be its own builds)."""
     assert probe.sanitize_pairs(probe.CASES["defaults"]) == [(128, "f16"), (128, "f32")]
-    assert probe.sanitize_pairs(probe.CASES["stage_o_wider"]) == [(192, "f16"), (224, "f16x2"), (256, "f16"),
-                                                                 (160, "f16x2"), (64, "f32")]
+    assert probe.sanitize_pairs(probe.CASES["stage_o_wider"]) == [
+        (192, "f16"),
+        (224, "f16x2"),
+        (256, "f16"),
+        (160, "f16x2"),
+        (64, "f32"),
+    ]

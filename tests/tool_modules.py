@@ -1,4 +1,5 @@
 """The scripts of tools/ and benchmarks/ (not packages) as modules, for the tests of their pure parts."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -5,11 +5,13 @@
 
 sm_90 (measured): per head dim and P@V accumulation, the fastest timed tiling (4 x 16 x 4096 x d, non-causal, f16)
 among those that build without spills, or with at most MAX_SPILL bytes where that is measured 3% faster than every
-spill-free one (where no tiling builds within MAX_SPILL: the fastest of the least-spilling, d = 256 with f32). f16x2 (not timed for every d): the f32 choice when it builds without spills under f16x2, else the
+spill-free one (where no tiling builds within MAX_SPILL: the fastest of the least-spilling, d = 256 with f32). f16x2
+(not timed for every d): the f32 choice when it builds without spills under f16x2, else the
 spill-free f16x2 tiling with the most rows per block, then the largest kv_tile.
 sm_120 (predicted, nothing runs here): _predict_sm120, occupancy first.
 Prints the Python table that flashsim/config.py holds (DEFAULT_TILES).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,12 +41,15 @@ def main(argv=None):
             best_clean = max(clean, key=lambda t: t["tflops"], default=None)
             best = max(timed, key=lambda t: t["tflops"], default=None)
             pick = best if best_clean is None or (best and best["tflops"] > best_clean["tflops"] * 1.03) else best_clean
-            if pick is None:      # nothing builds within MAX_SPILL: the fastest of the least-spilling (all timed)
+            if pick is None:  # nothing builds within MAX_SPILL: the fastest of the least-spilling (all timed)
                 pick = max((t for t in times if t["head_dim"] == d and t["pv_accum"] == acc), key=lambda t: t["tflops"])
             table[("sm_90", acc, d)] = (pick["warps"], pick["m_tiles"], pick["kv_tile"], pick["stages"])
         for acc in ("f32", "f16", "f16x2"):
             table[("sm_120", acc, d)] = _predict_sm120(spill, acc, d)
-    print("DEFAULT_TILES = {   # (arch, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages): tools/choose_defaults.py")
+    print(
+        "DEFAULT_TILES = {   # (arch, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages): "
+        "tools/choose_defaults.py"
+    )
     for key, val in sorted(table.items()):
         print(f"    {key!r}: {val!r},")
     print("}")
@@ -60,8 +65,9 @@ def _predict_sm120(spill, acc, d):
         if r["arch"] != "sm_120" or r["pv_accum"] != acc or r["head_dim"] != d or r["spill_bytes"]:
             continue
         for stages in (2, 3):
-            cfg = KernelConfig(head_dim=d, warps=r["warps"], m_tiles=r["m_tiles"], kv_tile=r["kv_tile"],
-                               stages=stages, pv_accum=acc)
+            cfg = KernelConfig(
+                head_dim=d, warps=r["warps"], m_tiles=r["m_tiles"], kv_tile=r["kv_tile"], stages=stages, pv_accum=acc
+            )
             if not cfg.fits("sm_120"):
                 continue
             blocks = budget(cfg, "sm_120", registers=r["registers"]).blocks_per_sm

@@ -14,6 +14,7 @@ disassembler): NVRTC keeps a symbol for every namespace-scope constant of the ke
 the cubin's bytes but not one instruction. Such builds count as the same machine code; only a build whose SASS
 differs is printed, and sets the exit status.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,7 @@ import sys
 def main(argv=None) -> int:
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from sass_ops import disassemble
+
     from flashsim.config import SUPPORTED_HEAD_DIMS, KernelConfig, pv_accums
     from flashsim.gpu.build import kernel_path
     from flashsim.gpu.launch import KERNEL_FILE, build_kernel
@@ -37,8 +39,13 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     path = kernel_path(KERNEL_FILE)
     try:
-        old = subprocess.run(["git", "show", f"{a.rev}:kernel/{KERNEL_FILE}"], capture_output=True, text=True,
-                             check=True, cwd=path.parent).stdout
+        old = subprocess.run(
+            ["git", "show", f"{a.rev}:kernel/{KERNEL_FILE}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=path.parent,
+        ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         print(f"cubin_diff: cannot read kernel/{KERNEL_FILE} at {a.rev}: {exc}", file=sys.stderr)
         return 2
@@ -56,11 +63,15 @@ def main(argv=None) -> int:
                         same_code += 1
                     else:
                         differ += 1
-                        print(f"differs: {arch} quant={quant} pv_accum={acc} d={d} causal={causal}  registers "
-                              f"{b_old.registers} -> {b_new.registers}, spill bytes "
-                              f"{b_old.spill_stores + b_old.spill_loads} -> {b_new.spill_stores + b_new.spill_loads}")
-    print(f"{n - differ - same_code} of {n} default builds have byte-identical cubins, {same_code} more the same "
-          f"machine code (SASS), {differ} different code ({a.rev} against the working tree)")
+                        print(
+                            f"differs: {arch} quant={quant} pv_accum={acc} d={d} causal={causal}  registers "
+                            f"{b_old.registers} -> {b_new.registers}, spill bytes "
+                            f"{b_old.spill_stores + b_old.spill_loads} -> {b_new.spill_stores + b_new.spill_loads}"
+                        )
+    print(
+        f"{n - differ - same_code} of {n} default builds have byte-identical cubins, {same_code} more the same "
+        f"machine code (SASS), {differ} different code ({a.rev} against the working tree)"
+    )
     return 1 if differ else 0
 
 

@@ -21,6 +21,7 @@ What it measured (benchmarks/experiments/jax_staged/README.md): 28.3 K warp inst
 instructions per product, for the build Nsight Compute counted at 26.8 on the H200 (XLA's bundled Triton there,
 pip's 3.9 here). Exit status 0 on success, 2 when a step fails (with its reason).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,23 +36,35 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-FILES = ("ieee32.py", "rounding.py", "sfu.py", "tensorcore.py", "kernel_program.py", "masking.py", "kernel_math.py",
-         "formats.py", "engine_pallas.py", "xp.py")
-COMPILE = r'''
+FILES = (
+    "ieee32.py",
+    "rounding.py",
+    "sfu.py",
+    "tensorcore.py",
+    "kernel_program.py",
+    "masking.py",
+    "kernel_math.py",
+    "formats.py",
+    "engine_pallas.py",
+    "xp.py",
+)
+COMPILE = r"""
 import sys
 from triton.compiler import compile as tcompile
 from triton.backends.compiler import GPUTarget
 k = tcompile(sys.argv[1], target=GPUTarget("cuda", int(sys.argv[3]), 32),
              options={"num_warps": int(sys.argv[2]), "num_stages": 1})
 open(sys.argv[4], "wb").write(k.asm["cubin"])
-'''
+"""
 
 
 def lowered_module(shape, options, rows, warps, ptx) -> tuple:
     """(Triton module bytes, Problem) of the fused kernel for a problem of ``shape`` with ``options``."""
     import numpy as np
+
     from flashsim.emulator import engine_pallas
     from flashsim.problem import prepare
+
     engine_pallas.ROWS, engine_pallas.NUM_WARPS, engine_pallas.PTX = rows, warps, ptx
     B, H, Hkv, nq, nk, d = shape
     rng = np.random.default_rng(0)
@@ -61,13 +74,13 @@ def lowered_module(shape, options, rows, warps, ptx) -> tuple:
     text = engine_pallas.lower_for_gpu(q, k, v, prob)
     start = text.index('ir = "') + 6
     out, i = bytearray(), start
-    while text[i] != '"':                      # the MLIR string literal: \XX hex escapes, \\ and \"
+    while text[i] != '"':  # the MLIR string literal: \XX hex escapes, \\ and \"
         if text[i] == "\\":
             if text[i + 1] in '\\"':
                 out.append(ord(text[i + 1]))
                 i += 2
             else:
-                out.append(int(text[i + 1:i + 3], 16))
+                out.append(int(text[i + 1 : i + 3], 16))
                 i += 3
         else:
             out += text[i].encode()
@@ -80,6 +93,7 @@ def module_text(data: bytes) -> str:
     does not register, printed in its short form."""
     from jaxlib.mlir import ir
     from jaxlib.triton import dialect as tt
+
     ctx = ir.Context()
     tt.register_dialect(ctx)
     ctx.allow_unregistered_dialects = True
@@ -100,13 +114,13 @@ def relocate(text: str) -> str:
         if re.fullmatch(r"#loc\d+", expr):
             out = frames(defs.get(expr, "unknown"))
         elif expr.startswith("callsite("):
-            inner, depth, cut = expr[len("callsite("):-1], 0, None
+            inner, depth, cut = expr[len("callsite(") : -1], 0, None
             for i, c in enumerate(inner):
                 depth += 1 if c in "([" else -1 if c in ")]" else 0
                 if depth == 0 and inner.startswith(" at ", i):
                     cut = i
                     break
-            out = frames(inner[:cut]) + frames(inner[cut + 4:]) if cut else frames(inner)
+            out = frames(inner[:cut]) + frames(inner[cut + 4 :]) if cut else frames(inner)
         else:
             m = re.match(r'^"([^"]*)":(\d+):', expr)
             if m:
@@ -119,9 +133,10 @@ def relocate(text: str) -> str:
 
     def code(m) -> str:
         for name, line in frames(m.group(1)):
-            if name in FILES[:-1]:          # xp's shims count for their caller
+            if name in FILES[:-1]:  # xp's shims count for their caller
                 return f'loc("k.py":{(FILES.index(name) + 1) * 10000 + line}:0)'
         return 'loc("k.py":0:0)'
+
     sys.setrecursionlimit(100000)
     start = text.index("module @")
     end = text.index("\n} loc(#loc)", start)
@@ -172,8 +187,14 @@ def analyse(rows: list, trips: list) -> dict:
         per_line[src] += w
         per_op[op] += w
         per_file[src[0] if src else "other"] += w
-    return dict(total=sum(weight.values()), loops=[(hi - lo + 1) for lo, hi in inner], outer=outer[1] - outer[0] + 1,
-                per_line=per_line, per_op=per_op, per_file=per_file)
+    return dict(
+        total=sum(weight.values()),
+        loops=[(hi - lo + 1) for lo, hi in inner],
+        outer=outer[1] - outer[0] + 1,
+        per_line=per_line,
+        per_op=per_op,
+        per_file=per_file,
+    )
 
 
 def source_line(name: str, line: int) -> str:
@@ -210,19 +231,32 @@ def main(argv=None) -> int:
             f.write(relocate(module_text(data)))
         cubin = os.path.join(out, "kernel.cubin")
         t0 = time.perf_counter()
-        subprocess.run([args.triton_python, "-c", COMPILE, ttir, str(args.warps), str(args.arch), cubin],
-                       check=True, capture_output=True, text=True,
-                       env=dict(os.environ, TRITON_DEFAULT_FP_FUSION="1", TRITON_ALWAYS_COMPILE="1"))
+        subprocess.run(
+            [args.triton_python, "-c", COMPILE, ttir, str(args.warps), str(args.arch), cubin],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, TRITON_DEFAULT_FP_FUSION="1", TRITON_ALWAYS_COMPILE="1"),
+        )
         compile_s = time.perf_counter() - t0
-        tools = subprocess.run([args.triton_python, "-c", "import triton, os; print(os.path.join(os.path.dirname("
-                                "triton.__file__), 'backends', 'nvidia', 'bin'))"], check=True, capture_output=True,
-                               text=True).stdout.strip()
-        sass = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", "-gi", cubin], check=True, capture_output=True,
-                              text=True).stdout
+        tools = subprocess.run(
+            [
+                args.triton_python,
+                "-c",
+                "import triton, os; print(os.path.join(os.path.dirname(triton.__file__), 'backends', 'nvidia', 'bin'))",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        sass = subprocess.run(
+            [os.path.join(tools, "nvdisasm"), "-c", "-gi", cubin], check=True, capture_output=True, text=True
+        ).stdout
         with open(os.path.join(out, "kernel.sass"), "w") as f:
             f.write(sass)
-        usage = subprocess.run([os.path.join(tools, "cuobjdump"), "-res-usage", cubin], check=True,
-                               capture_output=True, text=True).stdout
+        usage = subprocess.run(
+            [os.path.join(tools, "cuobjdump"), "-res-usage", cubin], check=True, capture_output=True, text=True
+        ).stdout
     except subprocess.CalledProcessError as e:
         print(f"fused_sass: {' '.join(e.cmd[:2])} failed: {(e.stderr or '').strip().splitlines()[-1:]}")
         return 2
@@ -230,26 +264,44 @@ def main(argv=None) -> int:
     trips = [prob.head_dim // 16, cfg.kv_tile // 16]
     res = analyse(sass_rows(sass), trips)
     m = re.search(r"REG:(\d+) STACK:(\d+)", usage)
-    products = 2 * args.rows * cfg.kv_tile * prob.head_dim            # Q K^T and P V of one KV tile, per program
+    products = 2 * args.rows * cfg.kv_tile * prob.head_dim  # Q K^T and P V of one KV tile, per program
     per_product = res["total"] * 32 / (products / args.warps)
     print(f"config {cfg}; program {args.rows} rows x {args.warps} warps, ptx {args.ptx}, sm_{args.arch}")
     print(f"Triton's compilation (pip's triton, this machine): {compile_s:.1f} s")
-    print(f"registers {m.group(1)}, stack {m.group(2)} B; KV-tile loop {res['outer']} instructions, chain loops "
-          f"{res['loops']} (trips {trips[:len(res['loops'])]})")
-    print(f"per KV tile and warp: {res['total']:,} warp instructions; {per_product:.1f} thread instructions per "
-          f"emulated product")
+    print(
+        f"registers {m.group(1)}, stack {m.group(2)} B; KV-tile loop {res['outer']} instructions, chain loops "
+        f"{res['loops']} (trips {trips[: len(res['loops'])]})"
+    )
+    print(
+        f"per KV tile and warp: {res['total']:,} warp instructions; {per_product:.1f} thread instructions per "
+        f"emulated product"
+    )
     print("by file: " + ", ".join(f"{k} {v:,}" for k, v in res["per_file"].most_common()))
     print("by opcode: " + ", ".join(f"{k} {v:,}" for k, v in res["per_op"].most_common(args.top)))
     print("by source line:")
-    for (src, n) in res["per_line"].most_common(args.top):
+    for src, n in res["per_line"].most_common(args.top):
         name, line = src if src else ("other", 0)
         print(f"  {n:7,}  {name}:{line}  {source_line(name, line)[:90]}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(config=str(cfg), compile_s=compile_s, rows=args.rows, warps=args.warps, ptx=args.ptx,
-                           registers=int(m.group(1)), stack=int(m.group(2)), per_tile_warp=res["total"],
-                           per_product=per_product, loops=res["loops"], per_file=dict(res["per_file"]),
-                           per_op=dict(res["per_op"].most_common(60))), f, indent=1)
+            json.dump(
+                dict(
+                    config=str(cfg),
+                    compile_s=compile_s,
+                    rows=args.rows,
+                    warps=args.warps,
+                    ptx=args.ptx,
+                    registers=int(m.group(1)),
+                    stack=int(m.group(2)),
+                    per_tile_warp=res["total"],
+                    per_product=per_product,
+                    loops=res["loops"],
+                    per_file=dict(res["per_file"]),
+                    per_op=dict(res["per_op"].most_common(60)),
+                ),
+                f,
+                indent=1,
+            )
     return 0
 
 

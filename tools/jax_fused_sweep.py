@@ -12,6 +12,7 @@ of O and LSE against the kernel's. ``--small N`` runs each shape first at N (com
 problem); ``--scan`` times the scan engine too (FLASHSIM_JAX_FUSED=0). Exit status 0 when every run agrees with the
 kernel in every bit, 1 when some bits differ, 2 when a run failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,6 +33,7 @@ def timed_emulation(q, k, v, reps: int = 1):
     """(o, lse, first call's seconds, median seconds of ``reps`` further calls, the engine's plan)."""
     import flashsim
     from flashsim.emulator import engine_jax
+
     t0 = time.perf_counter()
     flashsim.attention(q, k, v, backend="jax", progress=False)
     first = time.perf_counter() - t0
@@ -55,7 +57,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     import jax
+
     from flashsim.emulator import engine_pallas
+
     print(f"jax {jax.__version__} on {jax.devices()}", flush=True)
     report: dict = {"n": args.n, "d": args.d, "jax": jax.__version__, "runs": []}
     status = 0
@@ -84,11 +88,25 @@ def main(argv=None) -> int:
             fo, fl = equal_fraction(o, ko), equal_fraction(lse, kl)
             if (fo, fl) != (1.0, 1.0):
                 status = max(status, 1)
-            print(f"{engine:5s} {shape or '-':6s} N={n:6d}: first {first:7.2f} s, second {second:7.3f} s, kernel "
-                  f"{ms:.3f} ms: {second * 1e3 / ms:8,.0f}x; bit-equal O {fo:.6f} LSE {fl:.6f}; {plan}", flush=True)
-            report["runs"].append(dict(engine=engine, shape=shape, n=n, first_s=first, second_s=second,
-                                       kernel_ms=ms, ratio=second * 1e3 / ms, equal_o=fo, equal_lse=fl,
-                                       plan={k_: str(v_) for k_, v_ in plan.items()}))
+            print(
+                f"{engine:5s} {shape or '-':6s} N={n:6d}: first {first:7.2f} s, second {second:7.3f} s, kernel "
+                f"{ms:.3f} ms: {second * 1e3 / ms:8,.0f}x; bit-equal O {fo:.6f} LSE {fl:.6f}; {plan}",
+                flush=True,
+            )
+            report["runs"].append(
+                dict(
+                    engine=engine,
+                    shape=shape,
+                    n=n,
+                    first_s=first,
+                    second_s=second,
+                    kernel_ms=ms,
+                    ratio=second * 1e3 / ms,
+                    equal_o=fo,
+                    equal_lse=fl,
+                    plan={k_: str(v_) for k_, v_ in plan.items()},
+                )
+            )
     return finish(report, args.json, status)
 
 

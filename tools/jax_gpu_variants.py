@@ -14,6 +14,7 @@ with a K / V tile per slot (as the engine runs them) and with one tile broadcast
 non-causal step could do: measured on the H200 with a whole engine path built on it, which did not pay:
 benchmarks/experiments/jax_uniform_plan/).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,6 +30,7 @@ import numpy as np  # noqa: E402
 
 def timed_run(q, k, v):
     import flashsim
+
     t0 = time.perf_counter()
     o, lse = flashsim.attention(q, k, v, backend="jax", progress=False)
     t1 = time.perf_counter()
@@ -44,8 +46,10 @@ def main(argv=None) -> int:
     ap.add_argument("--no-parts", action="store_true")
     a = ap.parse_args(argv)
     import jax
+
     from flashsim.emulator import engine_jax
     from flashsim.numerics import tensorcore
+
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((1, 1, a.n, 128)).astype(np.float16) for _ in range(3))
     base_fori = tensorcore._fori
@@ -55,8 +59,15 @@ def main(argv=None) -> int:
         for i in range(n):
             x = body(i, x)
         return x
-    variants = [("base", base_fori, 1, 16), ("unrolled", unrolled, 1, 16), ("unroll+2", unrolled, 2, 16),
-                ("calls64", base_fori, 1, 64), ("unroll+8", unrolled, 8, 16), ("base+4", base_fori, 4, 16)]
+
+    variants = [
+        ("base", base_fori, 1, 16),
+        ("unrolled", unrolled, 1, 16),
+        ("unroll+2", unrolled, 2, 16),
+        ("calls64", base_fori, 1, 64),
+        ("unroll+8", unrolled, 8, 16),
+        ("base+4", base_fori, 4, 16),
+    ]
     if a.only:
         variants = [x for x in variants if x[0] in a.only.split(",")]
     report, ref = {"n": a.n, "jax": jax.__version__, "variants": {}}, None
@@ -64,8 +75,10 @@ def main(argv=None) -> int:
         tensorcore._fori, engine_jax.SCAN_UNROLL, engine_jax.STEPS_PER_CALL = fori, unroll, spc
         engine_jax._COMPILED.clear()
         o, lse, first, second = timed_run(q, k, v)
-        same = ref is None or (np.array_equal(o.view(np.uint16), ref[0].view(np.uint16))
-                               and np.array_equal(lse.view(np.uint32), ref[1].view(np.uint32)))
+        same = ref is None or (
+            np.array_equal(o.view(np.uint16), ref[0].view(np.uint16))
+            and np.array_equal(lse.view(np.uint32), ref[1].view(np.uint32))
+        )
         ref = ref or (o, lse)
         report["variants"][name] = dict(first_s=first, second_s=second, bits_equal=bool(same))
         print(f"{name:10s} first {first:6.2f} s  second {second:6.3f} s  bits equal {same}", flush=True)
@@ -82,10 +95,12 @@ def parts(report, q, k, v):
     """Steps 1-3, 4, 5-7 of one KV step at the run's shapes (128 slots x 128 rows x 32 keys), each jitted alone."""
     import jax
     import jax.numpy as jnp
+
     from flashsim.emulator import kernel_program as K
     from flashsim.numerics import sfu
     from flashsim.numerics.xp import enable_x64
     from flashsim.problem import prepare
+
     prob = prepare(q, k, v, arch="sm_90")
     cfg = prob.config
     S, BM, BC, d = 128, cfg.block_m, cfg.kv_tile, 128
@@ -113,6 +128,7 @@ def parts(report, q, k, v):
         def f_acc(tb, l, o, p, alpha, vt):
             with sfu.bound_tables("sm_90", tb):
                 return K.accumulate(l, o, p, alpha, vt, arch="sm_90")
+
         out = {}
         jf = jax.jit(f_scores)
         s, m_new, alpha, nm = jax.block_until_ready(jf(tables, qs, kt, m, rows, cols))
@@ -127,8 +143,12 @@ def parts(report, q, k, v):
         out["accumulate (5-7), one V tile"] = bench(jf, (tables, l, o, p, alpha, vt[:, :, :1]))
         # the two tensor-core chains alone (flashsim.numerics.tensorcore.mma_chain, the generic routine under jit)
         from flashsim.numerics.tensorcore import mma_chain
-        jf = jax.jit(lambda a, b: mma_chain(a, jnp.swapaxes(b, -1, -2), jnp.zeros(a.shape[:-1] + (b.shape[-2],),
-                                                                                  jnp.float32), "sm_90"))
+
+        jf = jax.jit(
+            lambda a, b: mma_chain(
+                a, jnp.swapaxes(b, -1, -2), jnp.zeros(a.shape[:-1] + (b.shape[-2],), jnp.float32), "sm_90"
+            )
+        )
         out["S = Q K^T chain alone"] = bench(jf, (qs, kt))
         pv = p.astype(jnp.float16)
         jf = jax.jit(lambda a, b, c: mma_chain(a, b, c, "sm_90"))
@@ -140,6 +160,7 @@ def parts(report, q, k, v):
 
 def bench(fn, args, reps=20):
     import jax
+
     jax.block_until_ready(fn(*args))
     t0 = time.perf_counter()
     for _ in range(reps):

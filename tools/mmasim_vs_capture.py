@@ -4,6 +4,7 @@ Usage (repo root, with the test extras installed): python3 tools/mmasim_vs_captu
 Run on 2026-11-29: 0 differing outputs of 7,241,728 (f32.f16.f16.f32 1,146,880; f16.f16.f16.f16 1,277,952;
 f32.bf16.bf16.f32 4,816,896, about 2 minutes). CI runs a 24-mma-per-category sample (tests/test_mma_mmasim.py).
 """
+
 import pathlib
 import sys
 import time
@@ -25,8 +26,13 @@ for type_name, res in capture.items():
     bad_total = n_total = 0
     for i, name in enumerate(res["names"]):
         for m in np.flatnonzero(res["category"] == i):
-            d = mmasim_mma("sm_90", type_name, res["a"][m].view(t.in_dtype), res["b"][m].view(t.in_dtype),
-                           res["c"][m].view(t.c_dtype))
+            d = mmasim_mma(
+                "sm_90",
+                type_name,
+                res["a"][m].view(t.in_dtype),
+                res["b"][m].view(t.in_dtype),
+                res["c"][m].view(t.c_dtype),
+            )
             bad = int((bits(d) != res["d"][m]).sum())
             if bad:
                 print(f"{type_name} {name} mma {m}: {bad} outputs differ")

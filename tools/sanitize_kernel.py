@@ -9,6 +9,7 @@ the attention variants (VARIANT_OPTIONS: every other head dim, bf16, GQA, window
 with a 16-bit O and with f16x2 beyond d = 128, three and four m16 tiles per warp, and quant="int8" / "int8-fp8", f32
 and f16x2 P@V, whose quantization kernels run under the sanitizer too).
 """
+
 import itertools
 import sys
 
@@ -16,7 +17,6 @@ import numpy as np
 
 from flashsim import KernelConfig
 from flashsim.config import SUPPORTED_PV_ACCUM
-
 
 # (head_dim, options) of the attention variants run besides the defaults: every head dim, bf16, GQA (the shapes
 # below use Hkv = 1 for them), windows, softcap, (B, N, H, d)
@@ -42,7 +42,7 @@ VARIANT_OPTIONS = [(d, {}) for d in (32, 96, 160, 192, 224, 256)] + [
     (128, dict(quant="int8", pv_accum="f16x2", layout="bnhd")),
     (224, dict(quant="int8", dtype="bf16", window=(40, 10))),
     (256, dict(quant="int8", pv_accum="f16")),
-    (64, dict(quant="int8-fp8", causal=True, layout="bnhd")),      # FP8 P@V: V^T rows of 2 .. 8 chunks
+    (64, dict(quant="int8-fp8", causal=True, layout="bnhd")),  # FP8 P@V: V^T rows of 2 .. 8 chunks
     (128, dict(quant="int8-fp8", window=(40, 10))),
     (256, dict(quant="int8-fp8")),
     # FP8 P@V with two-level f16 accumulation: groups of 64 keys (d 32's kv_tile 64) and 32 (d 128 / 256's kv_tile 32)
@@ -56,14 +56,23 @@ def variants():
     """(config, options): every default configuration (d 64 / 128, causal or not, every P@V accumulation, sm_90 and
     sm_120) with plain options, then VARIANT_OPTIONS on sm_90's defaults (GQA with one K/V head)."""
     from flashsim.problem import resolve_options
+
     out = []
     for arch, d, causal, acc in itertools.product(("sm_90", "sm_120"), (64, 128), (False, True), SUPPORTED_PV_ACCUM):
         cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc)
         if cfg not in [c for c, _ in out]:
             out.append((cfg, {}))
     for d, o in VARIANT_OPTIONS:
-        opts = resolve_options(o.get("causal", False), o.get("pv_accum", "f32"), None, None, o.get("window"),
-                               o.get("softcap"), o.get("layout"), o.get("quant"))
+        opts = resolve_options(
+            o.get("causal", False),
+            o.get("pv_accum", "f32"),
+            None,
+            None,
+            o.get("window"),
+            o.get("softcap"),
+            o.get("layout"),
+            o.get("quant"),
+        )
         tiling = dict(zip(("warps", "m_tiles", "kv_tile", "stages"), o.get("tiles", ())))
         cfg = opts.kernel_config("sm_90", d, o.get("dtype", "f16"), **tiling)
         out.append((cfg, dict(window_size=opts.window_size, softcap=opts.softcap, layout=opts.layout, gqa=True)))
@@ -78,11 +87,13 @@ def main(argv):
         return 0
     from flashsim.commands.verify import make_case_inputs
     from flashsim.gpu import attention
+
     for cfg, opts in configs:
         opts = dict(opts)
         hk = 1 if opts.pop("gqa", False) else 2
-        q, k, v = make_case_inputs("normal", 1, 2, 137, 201, cfg.head_dim, 1, heads_kv=hk, dtype=cfg.dtype,
-                                   layout=cfg.layout)
+        q, k, v = make_case_inputs(
+            "normal", 1, 2, 137, 201, cfg.head_dim, 1, heads_kv=hk, dtype=cfg.dtype, layout=cfg.layout
+        )
         o, lse = attention(q, k, v, config=cfg, **opts)
         assert np.isfinite(np.asarray(o, np.float32)).all(), f"non-finite output: {cfg.describe()}"
         print(f"ran {cfg.describe()} {opts or ''}", flush=True)

@@ -15,6 +15,7 @@ kernel of another kernel/ file (the one-mma capture kernels show how ptxas lower
 nvdisasm or cuobjdump on PATH (the CUDA toolkit), else the nvdisasm of the pip package nvidia-cuda-nvdisasm (the
 test extra installs it), so that this runs on a machine without the toolkit's binaries.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,11 +45,13 @@ def disassembler() -> list[str]:
         if found:
             return [found, *args]
     spec = importlib.util.find_spec("nvidia")
-    for root in (spec.submodule_search_locations if spec else []):
+    for root in spec.submodule_search_locations if spec else []:
         for exe in sorted(pathlib.Path(root).glob("*/bin/nvdisasm")):
             return [str(exe), "-c"]
-    raise FileNotFoundError("no SASS disassembler: install the CUDA toolkit's cuobjdump / nvdisasm, or "
-                            "pip install 'nvidia-cuda-nvdisasm>=13,<14'")
+    raise FileNotFoundError(
+        "no SASS disassembler: install the CUDA toolkit's cuobjdump / nvdisasm, or "
+        "pip install 'nvidia-cuda-nvdisasm>=13,<14'"
+    )
 
 
 def sass_opcodes(cubin: bytes) -> collections.Counter:
@@ -93,10 +96,10 @@ def sass_by_function(cubin: bytes) -> dict:
     out, cur = {}, None
     for line in disassemble(cubin).splitlines():
         head = line.strip()
-        if head.startswith(".section") and ".text." in head:              # nvdisasm
+        if head.startswith(".section") and ".text." in head:  # nvdisasm
             cur = out.setdefault(head.split(".text.", 1)[1].split(",", 1)[0].strip('"'), collections.Counter())
-        elif head.startswith("Function : "):                              # cuobjdump -sass
-            cur = out.setdefault(head[len("Function : "):].strip(), collections.Counter())
+        elif head.startswith("Function : "):  # cuobjdump -sass
+            cur = out.setdefault(head[len("Function : ") :].strip(), collections.Counter())
         elif cur is not None:
             op = _opcode(line)
             if op:
@@ -127,6 +130,7 @@ def file_report(relative: str, arch: str) -> list[str]:
 def peak_report(arch: str, source: str | None = None, chains: int = 8, iters: int = 4096) -> list[str]:
     """One line per instruction of the ceiling probe: mma opcodes by full name, FADD / HADD2 / F2FP / LOP3 counts."""
     from flashsim.gpu import peak
+
     lines = []
     for kind, (name, _) in peak.KINDS.items():
         ops = sass_opcodes_full(peak.build(kind, arch, chains, iters, source).cubin)

@@ -12,6 +12,7 @@ The kernels are built with line information (NVRTC --generate-line-info, which l
 each sampled SASS instruction names its line of kernel/flash_fwd.cu. ``--summary CSV`` (no GPU) adds the samples
 up per source line and per stall reason and prints the lines that hold most of them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,6 +30,7 @@ def launches(causal: bool = False) -> list[tuple[str, bool]]:
 
 def launch_all(causal: bool = False, head_dim: int = 128) -> None:
     import torch
+
     from flashsim import gpu
     from flashsim.gpu import launch
 
@@ -43,7 +45,7 @@ def launch_all(causal: bool = False, head_dim: int = 128) -> None:
 
 
 def _parse_ranges(text: str) -> set[int]:
-    """"104,311-364" -> {104, 311, ..., 364}."""
+    """ "104,311-364" -> {104, 311, ..., 364}."""
     out = set()
     for part in text.split(","):
         lo, _, hi = part.partition("-")
@@ -73,29 +75,40 @@ def read_source_page(path: str) -> list[dict]:
                 continue
             k = kernels[-1]
             num = lambda i: float(r[i]) if i < len(r) and r[i] not in ("", "-") else 0.0
-            ins = k["instructions"].setdefault(r[2], {
-                "lines": set(), "sass": r[3].strip(), "samples": num(k["cols"]["samples"]),
-                "executed": num(k["cols"]["executed"]), "reasons": {c: num(i) for i, c in k["reasons"]}})
+            ins = k["instructions"].setdefault(
+                r[2],
+                {
+                    "lines": set(),
+                    "sass": r[3].strip(),
+                    "samples": num(k["cols"]["samples"]),
+                    "executed": num(k["cols"]["executed"]),
+                    "reasons": {c: num(i) for i, c in k["reasons"]},
+                },
+            )
             ins["lines"].add(line)
     return kernels
 
 
-def summary(path: str, top: int, kernel_source: str | None = None, regions: dict | None = None,
-            causal: bool = False) -> None:
+def summary(
+    path: str, top: int, kernel_source: str | None = None, regions: dict | None = None, causal: bool = False
+) -> None:
     """Stall samples and warp instructions executed per stall reason, per region of lines and per line of
     kernel/flash_fwd.cu, as shares of the kernel's totals (every SASS instruction counted once in a total or a
     region; in the per-line list an inlined instruction counts for each line it belongs to).
     ``kernel_source``: the flash_fwd.cu the profile ran (default: this checkout's) for the lines' text; ``causal``:
     the profile was launched with --causal (the kernels are named after ``launches``)."""
     from flashsim.gpu.build import kernel_path
+
     source = open(kernel_source or kernel_path("flash_fwd.cu")).read().splitlines()
     names = [f"{acc} P@V{', causal' if cz else ''}" for acc, cz in launches(causal)]
     for n, k in enumerate(read_source_page(path)):
         ins = list(k["instructions"].values())
         samples = sum(i["samples"] for i in ins) or 1.0
         executed = sum(i["executed"] for i in ins) or 1.0
-        print(f"kernel {n} ({names[n] if n < len(names) else '?'}): {samples:.0f} stall samples, "
-              f"{executed:.0f} warp instructions executed")
+        print(
+            f"kernel {n} ({names[n] if n < len(names) else '?'}): {samples:.0f} stall samples, "
+            f"{executed:.0f} warp instructions executed"
+        )
         print("  by stall reason (share of the samples):")
         per_reason = defaultdict(float)
         for i in ins:
@@ -105,8 +118,10 @@ def summary(path: str, top: int, kernel_source: str | None = None, regions: dict
             print(f"    {100 * v / samples:5.1f}%  {c}")
         for name, lines in (regions or {}).items():
             part = [i for i in ins if i["lines"] & lines]
-            print(f"  region {name}: {100 * sum(i['samples'] for i in part) / samples:5.1f}% of the samples, "
-                  f"{100 * sum(i['executed'] for i in part) / executed:5.1f}% of the instructions executed")
+            print(
+                f"  region {name}: {100 * sum(i['samples'] for i in part) / samples:5.1f}% of the samples, "
+                f"{100 * sum(i['executed'] for i in part) / executed:5.1f}% of the instructions executed"
+            )
         per_line, per_exec = defaultdict(float), defaultdict(float)
         for i in ins:
             for line in i["lines"]:
@@ -122,12 +137,20 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summary", metavar="CSV", help="summarise an exported source page instead of launching")
     p.add_argument("--top", type=int, default=30)
-    p.add_argument("--causal", action="store_true",
-                   help="launch the causal kernels too (module docstring); with --summary: a profile launched so")
+    p.add_argument(
+        "--causal",
+        action="store_true",
+        help="launch the causal kernels too (module docstring); with --summary: a profile launched so",
+    )
     p.add_argument("--head-dim", type=int, default=128, help="d of the launches (default 128)")
     p.add_argument("--kernel-source", help="the kernel/flash_fwd.cu the profile ran (default: this checkout's)")
-    p.add_argument("--region", action="append", default=[], metavar="NAME=LINES",
-                   help="a set of kernel lines to total, e.g. load=104,311-364,499-500 (repeatable)")
+    p.add_argument(
+        "--region",
+        action="append",
+        default=[],
+        metavar="NAME=LINES",
+        help="a set of kernel lines to total, e.g. load=104,311-364,499-500 (repeatable)",
+    )
     a = p.parse_args(argv)
     if a.summary:
         regions = {}

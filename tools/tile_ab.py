@@ -11,6 +11,7 @@ bit-identical to A's (warps, m16 tiles and stages change the blocks, not a row's
 different kv_tile moves the online softmax's rescale points, so its bits differ by design (the emulator follows the
 config, and flashsim verify checks each default).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,6 +36,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import torch
+
     from flashsim import gpu
     from flashsim.commands.bench import attention_flops, cuda_time_pair, kernel_alone
     from flashsim.config import KernelConfig
@@ -54,19 +56,37 @@ def main(argv=None) -> int:
                 go, (o, lse), _ = gpu.prepared_launch(q, k, v, config=cfg)
                 fns.append(kernel_alone(go, False))
                 outs.append((o.clone(), lse.clone()))
-            bits = [[x.view(torch.int16) if x.dtype == torch.float16 else x.view(torch.int32) for x in out]
-                    for out in outs]
-            same = (None if parse_tiling(ta)["kv_tile"] != parse_tiling(tb)["kv_tile"]
-                    else all(torch.equal(x, y) for x, y in zip(*bits)))
+            bits = [
+                [x.view(torch.int16) if x.dtype == torch.float16 else x.view(torch.int32) for x in out] for out in outs
+            ]
+            same = (
+                None
+                if parse_tiling(ta)["kv_tile"] != parse_tiling(tb)["kv_tile"]
+                else all(torch.equal(x, y) for x, y in zip(*bits))
+            )
             (ms_a, _), (ms_b, _) = cuda_time_pair(fns[0], fns[1], args.reps, args.rounds)
             f = attention_flops(b, h, n, d, causal)
-            row = dict(head_dim=d, pv_accum=acc, a=ta, b=tb, shape=[b, h, n], causal=causal, ms_a=ms_a, ms_b=ms_b,
-                       tflops_a=f / (ms_a * 1e-3) / 1e12, tflops_b=f / (ms_b * 1e-3) / 1e12, ratio=ms_a / ms_b,
-                       bit_identical=same)
+            row = dict(
+                head_dim=d,
+                pv_accum=acc,
+                a=ta,
+                b=tb,
+                shape=[b, h, n],
+                causal=causal,
+                ms_a=ms_a,
+                ms_b=ms_b,
+                tflops_a=f / (ms_a * 1e-3) / 1e12,
+                tflops_b=f / (ms_b * 1e-3) / 1e12,
+                ratio=ms_a / ms_b,
+                bit_identical=same,
+            )
             rows.append(row)
-            print(f"d={d} {acc:<4} {b},{h},{n} {kind:<6}  A {ta:<10} {row['tflops_a']:6.1f}  B {tb:<10} "
-                  f"{row['tflops_b']:6.1f} TFLOP/s  B/A {row['ratio']:.3f}  "
-                  + {True: "bit-identical", False: "DIFFERENT", None: "kv_tile differs"}[same], flush=True)
+            print(
+                f"d={d} {acc:<4} {b},{h},{n} {kind:<6}  A {ta:<10} {row['tflops_a']:6.1f}  B {tb:<10} "
+                f"{row['tflops_b']:6.1f} TFLOP/s  B/A {row['ratio']:.3f}  "
+                + {True: "bit-identical", False: "DIFFERENT", None: "kv_tile differs"}[same],
+                flush=True,
+            )
     with open(args.json, "w") as fh:
         json.dump(rows, fh, indent=1)
     return 0 if all(r["bit_identical"] is not False for r in rows) else 1

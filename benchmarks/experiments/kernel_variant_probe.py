@@ -58,6 +58,7 @@ alternating rounds at 4 x 16 x 4096 x d (--shape; the attention kernel alone): t
 with the tiling and the variant with it. Each variant build is first checked bit for bit against the emulator
 (ragged, causal and adversarial problems): a change of schedule must not change a bit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,126 +66,143 @@ import json
 import pathlib
 
 REPS = 20
-SHAPE = "4,16,4096"     # B,H,N of the timed problem (--shape)
+SHAPE = "4,16,4096"  # B,H,N of the timed problem (--shape)
 # case set -> {(head dim, pv_accum, quant, causal) -> tilings (warps, m_tiles, kv_tile, stages); None: the default}
-CASES = {"eight_warps": {
-    (128, "f16", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2), (8, 2, 32, 3), (8, 2, 64, 3)],
-    (128, "f32", "none", False): [(8, 2, 32, 2), (8, 2, 32, 3), (8, 1, 64, 2)],
-    (128, "f16x2", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2)],
-    (128, "f16", "none", True): [(8, 2, 64, 2), (8, 2, 32, 2)],
-    (128, "f32", "none", True): [(8, 2, 32, 2)],
-    (64, "f16", "none", False): [(8, 2, 64, 2), (8, 2, 128, 2)],
-    (64, "f32", "none", False): [(8, 2, 64, 2), (8, 2, 32, 3)],
-    (128, "f16", "int8", False): [(8, 2, 64, 2)],
-    (128, "f32", "int8-fp8", False): [(8, 2, 32, 2)],
-    (128, "f16x2", "int8-fp8", False): [(8, 2, 32, 2)],
-}, "min_blocks": {
-    (128, "f16", "none", False): [(4, 1, 32, 2), (4, 2, 16, 2), (4, 2, 32, 2)],
-    (128, "f32", "none", False): [(4, 1, 64, 2), (4, 1, 32, 2)],
-    (128, "f16x2", "none", False): [(4, 1, 32, 2)],
-    (64, "f16", "none", False): [(4, 2, 64, 3), (4, 2, 64, 2)],
-    (64, "f32", "none", False): [(4, 2, 32, 2), (4, 1, 128, 2)],
-}, "causal": {
-    (128, "f16", "none", True): [None],
-    (128, "f32", "none", True): [None],
-    (128, "f16x2", "none", True): [None],
-    (64, "f16", "none", True): [None],
-    (64, "f32", "none", True): [None],
-    (128, "f16", "int8", True): [None],
-    (128, "f16", "none", False): [None],
-}, "stage_o_wider": {    # FS_OSTAGE=1 on today's kernel where KernelConfig.stage_o is off (stage_o_wider/README.md)
-    (192, "f16", "none", False): [None],     # ptxas: 20 B of spill -> none
-    (192, "f16", "none", True): [None],
-    (224, "f16x2", "none", False): [None],   # 32 -> 16 B
-    (256, "f16", "none", False): [None],     # 246 -> 241 registers
-    (160, "f16x2", "none", False): [None],   # 255 -> 251
-    (64, "f32", "none", False): [None],      # 220 -> 212
-    (64, "f32", "none", True): [None],
-}, "stage_o_off": {    # FS_OSTAGE=0: the defaults the ninth round's stage_o rule stages that no probe had timed staged
-    (160, "f16", "none", False): [None],     # ptxas: 234 -> 231 registers staged
-    (160, "f16", "none", True): [None],
-    (224, "f16", "none", False): [None],     # 234 -> 230
-    (192, "f16", "none", False): [None],     # a control: measured 1.025-1.034x staged (ninth round)
-}, "mt_split": {    # mt_split/: P V of m16 tile 0 beside tile 1's softmax (two-tile defaults, the plain P V paths)
-    (128, "f16", "none", False): [None],
-    (128, "f16", "none", True): [None],
-    (64, "f16", "none", False): [None],
-    (128, "f32", "none", False): [None],     # ptxas: 0 -> 48 B of spill with the switch
-    (128, "f16", "int8", False): [None],
-}, "exp_in_pv": {    # exp_in_pv/: each k16 slice's exponentials beside the P V mma's (the builds with the rescale vote)
-    (128, "f16", "none", False): [None],
-    (128, "f16", "none", True): [None],
-    (128, "f32", "none", False): [None],
-    (128, "f32", "none", True): [None],      # ptxas: 0 -> 48 B of spill with the switch
-    (160, "f16", "none", False): [None],
-    (192, "f32", "none", False): [None],
-    (256, "f16", "none", False): [None],
-    (256, "f32", "none", False): [None],
-}, "exp_in_pv_more": {    # exp_in_pv/: the builds the first probe left out, and f32 d = 128 tilings without spill
-    (128, "f16", "none", False): [None],     # the first probe's gain again
-    (128, "f16", "none", True): [None],      # first probe: 1.023 at 4,16,4096, 0.971 at 16,16,1024
-    (128, "f32", "none", False): [(4, 2, 32, 2), (4, 2, 32, 3), (8, 1, 64, 2)],   # ptxas: no spill with the switch
-    (160, "f16", "none", True): [None],      # 0 -> 28 B of spill
-    (160, "f32", "none", False): [None],
-    (192, "f32", "none", True): [None],      # 0 -> 20 B
-    (224, "f16", "none", False): [None],
-    (224, "f32", "none", False): [None],
-    (256, "f16", "none", True): [None],
-    (160, "f16", "int8", False): [None],
-    (256, "f16", "int8", False): [None],     # 48 -> 0 B
-}, "exp_in_pv_off": {    # --define FS_EXP_IN_PV=0 on the landed kernel: builds the rule turns on that no probe timed
-    (224, "f16", "none", True): [None],
-    (160, "f32", "none", True): [None],
-    (224, "f32", "none", True): [None],      # ptxas: 20 -> 36 B of spill with it
-    (256, "f32", "none", True): [None],
-    (224, "f16", "int8", False): [None],
-    (192, "f32", "none", False): [None],     # a control: 1.041 / 1.056 with it in the first probe
-}, "exp_from_1": {    # exp_from/ with FS_EXP_FROM=1: slice 0's exponentials before the vote, slices 1.. in the P V loop
-    (128, "f32", "none", False): [None],     # ptxas: 255 registers, no spill (full exp_in_pv: 8 B)
-    (128, "f16", "none", False): [None],     # against the landed full interleave: 248 -> 239 registers
-    (128, "f16", "none", True): [None],      # 241 -> 243 registers (full: 248)
-}, "exp_from_3": {    # exp_from/ with FS_EXP_FROM=3: only the last k16 slice's exponentials in the P V loop (kv_tile 64)
-    (128, "f32", "none", False): [None],     # no spill
-    (128, "f16", "int8", False): [None],     # no spill (full exp_in_pv: 240 B)
-    (128, "f16", "none", True): [None],      # 247 registers
-}, "exp_in_pv_causal": {    # --define FS_EXP_IN_PV=1 on the landed kernel, over N (exp_in_pv/run_causal.sh)
-    (128, "f16", "none", True): [None],      # left out by the rule: on only in the variant
-    (128, "f16", "none", False): [None],     # on in both builds: the probe's own spread
-}, "ablation": {    # ablation/: the defaults with parts of the KV loop left out (timing only: "DIFFERS" expected)
-    (128, "f16", "none", False): [None],
-    (128, "f32", "none", False): [None],
-    (128, "f16", "none", True): [None],
-    (64, "f16", "none", False): [None],
-}, "sfu_offload": {    # sfu_offload/: some exponentials by an FMA-pipe polynomial (timing only: "DIFFERS" expected)
-    (128, "f16", "none", False): [None],
-    (128, "f32", "none", False): [None],
-    (128, "f16", "none", True): [None],
-    (64, "f16", "none", False): [None],
-    (64, "f32", "none", False): [None],
-}, "stagger": {    # stagger/: the first wave's second block on each SM starts later (non-causal defaults)
-    (128, "f16", "none", False): [None],
-    (128, "f32", "none", False): [None],
-    (64, "f16", "none", False): [None],
-}, "pingpong_ring": {    # pingpong_ring/: two warp groups take turns (P V + next Q K^T) on the mbarrier ring
-    (128, "f16", "none", False): [(8, 2, 64, 3), (8, 2, 64, 2)],
-    (128, "f32", "none", False): [(8, 2, 64, 3)],
-    (128, "f16", "none", True): [(8, 2, 64, 3)],
-    (64, "f16", "none", False): [(8, 2, 128, 3), (8, 2, 64, 3)],
-}, "defaults": {
-    (128, "f16", "none", False): [None],
-    (128, "f32", "none", False): [None, (4, 2, 32, 2)],
-    (128, "f16x2", "none", False): [None],
-    (128, "f16", "none", True): [None],
-    (128, "f32", "none", True): [None],
-    (64, "f16", "none", False): [None],
-    (64, "f32", "none", False): [None],
-    (128, "f16", "int8", False): [None],
-    (128, "f32", "int8-fp8", False): [None],
-    (128, "f16x2", "int8-fp8", False): [None],
-}}
-CASES["lazy_rescale"] = CASES["sfu_offload"]    # lazy_rescale/ times the same softmax-side defaults
-CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", True),
-          ((1, 3, 517, 260), "wide", True))
+CASES = {
+    "eight_warps": {
+        (128, "f16", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2), (8, 2, 32, 3), (8, 2, 64, 3)],
+        (128, "f32", "none", False): [(8, 2, 32, 2), (8, 2, 32, 3), (8, 1, 64, 2)],
+        (128, "f16x2", "none", False): [(8, 2, 64, 2), (8, 2, 32, 2)],
+        (128, "f16", "none", True): [(8, 2, 64, 2), (8, 2, 32, 2)],
+        (128, "f32", "none", True): [(8, 2, 32, 2)],
+        (64, "f16", "none", False): [(8, 2, 64, 2), (8, 2, 128, 2)],
+        (64, "f32", "none", False): [(8, 2, 64, 2), (8, 2, 32, 3)],
+        (128, "f16", "int8", False): [(8, 2, 64, 2)],
+        (128, "f32", "int8-fp8", False): [(8, 2, 32, 2)],
+        (128, "f16x2", "int8-fp8", False): [(8, 2, 32, 2)],
+    },
+    "min_blocks": {
+        (128, "f16", "none", False): [(4, 1, 32, 2), (4, 2, 16, 2), (4, 2, 32, 2)],
+        (128, "f32", "none", False): [(4, 1, 64, 2), (4, 1, 32, 2)],
+        (128, "f16x2", "none", False): [(4, 1, 32, 2)],
+        (64, "f16", "none", False): [(4, 2, 64, 3), (4, 2, 64, 2)],
+        (64, "f32", "none", False): [(4, 2, 32, 2), (4, 1, 128, 2)],
+    },
+    "causal": {
+        (128, "f16", "none", True): [None],
+        (128, "f32", "none", True): [None],
+        (128, "f16x2", "none", True): [None],
+        (64, "f16", "none", True): [None],
+        (64, "f32", "none", True): [None],
+        (128, "f16", "int8", True): [None],
+        (128, "f16", "none", False): [None],
+    },
+    "stage_o_wider": {  # FS_OSTAGE=1 on today's kernel where KernelConfig.stage_o is off (stage_o_wider/README.md)
+        (192, "f16", "none", False): [None],  # ptxas: 20 B of spill -> none
+        (192, "f16", "none", True): [None],
+        (224, "f16x2", "none", False): [None],  # 32 -> 16 B
+        (256, "f16", "none", False): [None],  # 246 -> 241 registers
+        (160, "f16x2", "none", False): [None],  # 255 -> 251
+        (64, "f32", "none", False): [None],  # 220 -> 212
+        (64, "f32", "none", True): [None],
+    },
+    "stage_o_off": {  # FS_OSTAGE=0: the defaults the ninth round's stage_o rule stages that no probe had timed staged
+        (160, "f16", "none", False): [None],  # ptxas: 234 -> 231 registers staged
+        (160, "f16", "none", True): [None],
+        (224, "f16", "none", False): [None],  # 234 -> 230
+        (192, "f16", "none", False): [None],  # a control: measured 1.025-1.034x staged (ninth round)
+    },
+    "mt_split": {  # mt_split/: P V of m16 tile 0 beside tile 1's softmax (two-tile defaults, the plain P V paths)
+        (128, "f16", "none", False): [None],
+        (128, "f16", "none", True): [None],
+        (64, "f16", "none", False): [None],
+        (128, "f32", "none", False): [None],  # ptxas: 0 -> 48 B of spill with the switch
+        (128, "f16", "int8", False): [None],
+    },
+    "exp_in_pv": {  # exp_in_pv/: each k16 slice's exponentials beside the P V mma's (the builds with the rescale vote)
+        (128, "f16", "none", False): [None],
+        (128, "f16", "none", True): [None],
+        (128, "f32", "none", False): [None],
+        (128, "f32", "none", True): [None],  # ptxas: 0 -> 48 B of spill with the switch
+        (160, "f16", "none", False): [None],
+        (192, "f32", "none", False): [None],
+        (256, "f16", "none", False): [None],
+        (256, "f32", "none", False): [None],
+    },
+    "exp_in_pv_more": {  # exp_in_pv/: the builds the first probe left out, and f32 d = 128 tilings without spill
+        (128, "f16", "none", False): [None],  # the first probe's gain again
+        (128, "f16", "none", True): [None],  # first probe: 1.023 at 4,16,4096, 0.971 at 16,16,1024
+        (128, "f32", "none", False): [(4, 2, 32, 2), (4, 2, 32, 3), (8, 1, 64, 2)],  # ptxas: no spill with the switch
+        (160, "f16", "none", True): [None],  # 0 -> 28 B of spill
+        (160, "f32", "none", False): [None],
+        (192, "f32", "none", True): [None],  # 0 -> 20 B
+        (224, "f16", "none", False): [None],
+        (224, "f32", "none", False): [None],
+        (256, "f16", "none", True): [None],
+        (160, "f16", "int8", False): [None],
+        (256, "f16", "int8", False): [None],  # 48 -> 0 B
+    },
+    "exp_in_pv_off": {  # --define FS_EXP_IN_PV=0 on the landed kernel: builds the rule turns on that no probe timed
+        (224, "f16", "none", True): [None],
+        (160, "f32", "none", True): [None],
+        (224, "f32", "none", True): [None],  # ptxas: 20 -> 36 B of spill with it
+        (256, "f32", "none", True): [None],
+        (224, "f16", "int8", False): [None],
+        (192, "f32", "none", False): [None],  # a control: 1.041 / 1.056 with it in the first probe
+    },
+    "exp_from_1": {  # exp_from/ with FS_EXP_FROM=1: slice 0's exponentials before the vote, slices 1.. in the P V loop
+        (128, "f32", "none", False): [None],  # ptxas: 255 registers, no spill (full exp_in_pv: 8 B)
+        (128, "f16", "none", False): [None],  # against the landed full interleave: 248 -> 239 registers
+        (128, "f16", "none", True): [None],  # 241 -> 243 registers (full: 248)
+    },
+    "exp_from_3": {  # exp_from/ with FS_EXP_FROM=3: only the last k16 slice's exponentials in the P V loop (kv_tile 64)
+        (128, "f32", "none", False): [None],  # no spill
+        (128, "f16", "int8", False): [None],  # no spill (full exp_in_pv: 240 B)
+        (128, "f16", "none", True): [None],  # 247 registers
+    },
+    "exp_in_pv_causal": {  # --define FS_EXP_IN_PV=1 on the landed kernel, over N (exp_in_pv/run_causal.sh)
+        (128, "f16", "none", True): [None],  # left out by the rule: on only in the variant
+        (128, "f16", "none", False): [None],  # on in both builds: the probe's own spread
+    },
+    "ablation": {  # ablation/: the defaults with parts of the KV loop left out (timing only: "DIFFERS" expected)
+        (128, "f16", "none", False): [None],
+        (128, "f32", "none", False): [None],
+        (128, "f16", "none", True): [None],
+        (64, "f16", "none", False): [None],
+    },
+    "sfu_offload": {  # sfu_offload/: some exponentials by an FMA-pipe polynomial (timing only: "DIFFERS" expected)
+        (128, "f16", "none", False): [None],
+        (128, "f32", "none", False): [None],
+        (128, "f16", "none", True): [None],
+        (64, "f16", "none", False): [None],
+        (64, "f32", "none", False): [None],
+    },
+    "stagger": {  # stagger/: the first wave's second block on each SM starts later (non-causal defaults)
+        (128, "f16", "none", False): [None],
+        (128, "f32", "none", False): [None],
+        (64, "f16", "none", False): [None],
+    },
+    "pingpong_ring": {  # pingpong_ring/: two warp groups take turns (P V + next Q K^T) on the mbarrier ring
+        (128, "f16", "none", False): [(8, 2, 64, 3), (8, 2, 64, 2)],
+        (128, "f32", "none", False): [(8, 2, 64, 3)],
+        (128, "f16", "none", True): [(8, 2, 64, 3)],
+        (64, "f16", "none", False): [(8, 2, 128, 3), (8, 2, 64, 3)],
+    },
+    "defaults": {
+        (128, "f16", "none", False): [None],
+        (128, "f32", "none", False): [None, (4, 2, 32, 2)],
+        (128, "f16x2", "none", False): [None],
+        (128, "f16", "none", True): [None],
+        (128, "f32", "none", True): [None],
+        (64, "f16", "none", False): [None],
+        (64, "f32", "none", False): [None],
+        (128, "f16", "int8", False): [None],
+        (128, "f32", "int8-fp8", False): [None],
+        (128, "f16x2", "int8-fp8", False): [None],
+    },
+}
+CASES["lazy_rescale"] = CASES["sfu_offload"]  # lazy_rescale/ times the same softmax-side defaults
+CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 300, 300), "adversarial", True), ((1, 3, 517, 260), "wide", True))
 
 
 def with_tiling(config, tiling):
@@ -214,12 +232,14 @@ def variant_builder(source: str, define: str, build_kernel):
 
     def build(config, arch):
         return build_kernel(config, arch, source=source, extra_defines=switch)
+
     return build
 
 
 def main(argv=None):
     import numpy as np
     import torch
+
     from flashsim.commands.bench import attention_flops, cuda_time_alternating, kernel_alone
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
@@ -232,20 +252,27 @@ def main(argv=None):
     p.add_argument("--cases", required=True, choices=sorted(CASES))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--shape", default=SHAPE, help="B,H,N of the timed problem (default %(default)s)")
-    p.add_argument("--one", action="store_true",
-                   help="only one small causal launch of the variant per (head dim, P@V) of sanitize_pairs, checked "
-                        "(for compute-sanitizer)")
+    p.add_argument(
+        "--one",
+        action="store_true",
+        help="only one small causal launch of the variant per (head dim, P@V) of sanitize_pairs, checked "
+        "(for compute-sanitizer)",
+    )
     args = p.parse_args(argv)
     plain_build = launch.build_kernel
     source = pathlib.Path(args.source).read_text()
     variant_build = variant_builder(source, args.define, plain_build)
     # the set's first build: a switch the configuration already sets (FS_OSTAGE=0 where stage_o is off) is no variant
     (d0, acc0, quant0, causal0), tilings0 = next(iter(CASES[args.cases].items()))
-    probe_cfg = with_tiling(KernelConfig.default("sm_90", head_dim=d0, pv_accum=acc0, quant=quant0, causal=causal0),
-                            tilings0[0])
+    probe_cfg = with_tiling(
+        KernelConfig.default("sm_90", head_dim=d0, pv_accum=acc0, quant=quant0, causal=causal0), tilings0[0]
+    )
     if variant_build(probe_cfg, "sm_90").cubin == plain_build(probe_cfg, "sm_90", source=source).cubin:
-        print(f"note: {args.define} does not change the build of {args.source} for {probe_cfg.describe()}: the "
-              f"variant is that source as it is", flush=True)
+        print(
+            f"note: {args.define} does not change the build of {args.source} for {probe_cfg.describe()}: the "
+            f"variant is that source as it is",
+            flush=True,
+        )
 
     def use(build):
         launch.build_kernel = build
@@ -254,21 +281,24 @@ def main(argv=None):
     if args.one:
         use(variant_build)
         for d, acc in sanitize_pairs(CASES[args.cases]):
-            c = with_tiling(KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, causal=True),
-                            CASES[args.cases].get((d, acc, "none", False), [None])[0])
+            c = with_tiling(
+                KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, causal=True),
+                CASES[args.cases].get((d, acc, "none", False), [None])[0],
+            )
             qq, kk, vv = make_case_inputs("normal", 1, 2, 300, 333, d, 7)
             og, lg, _ = gpu_outputs(qq, kk, vv, c)
             oe, le, _ = emulator_outputs(qq, kk, vv, c, "sm_90")
             print(c.describe(), "bit-exact" if np.array_equal(og.view(np.uint16), oe.view(np.uint16)) else "DIFFERS")
         return
     B, H, N = (int(x) for x in args.shape.split(","))
-    result = dict(gpu=torch.cuda.get_device_name(), define=args.define, cases=args.cases, shape=[B, H, N], checks=[],
-                  rows=[])
+    result = dict(
+        gpu=torch.cuda.get_device_name(), define=args.define, cases=args.cases, shape=[B, H, N], checks=[], rows=[]
+    )
     rnd = lambda d: torch.randn(B, H, N, d, device="cuda", dtype=torch.float16)
     for (d, acc, quant, causal), tilings in CASES[args.cases].items():
         default = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, quant=quant, causal=causal)
         q, k, v = rnd(d), rnd(d), rnd(d)
-        k = k + 2.0 * torch.randn(B, H, 1, d, device="cuda", dtype=torch.float16)   # keys with a mean
+        k = k + 2.0 * torch.randn(B, H, 1, d, device="cuda", dtype=torch.float16)  # keys with a mean
         flops = attention_flops(B, H, N, d, causal)
         for tiling in tilings:
             cfg = with_tiling(default, tiling)
@@ -279,26 +309,43 @@ def main(argv=None):
                 qq, kk, vv = make_case_inputs(kind, b, h, nq, nk, d, 7)
                 og, lg, _ = gpu_outputs(qq, kk, vv, c)
                 oe, le, _ = emulator_outputs(qq, kk, vv, c, "sm_90")
-                ok = bool(np.array_equal(og.view(np.uint16), oe.view(np.uint16))
-                          and np.array_equal(lg.view(np.uint32), le.view(np.uint32)))
+                ok = bool(
+                    np.array_equal(og.view(np.uint16), oe.view(np.uint16))
+                    and np.array_equal(lg.view(np.uint32), le.view(np.uint32))
+                )
                 result["checks"].append(dict(config=c.describe(), kind=kind, shape=[b, h, nq, nk], bit_exact=ok))
                 same &= ok
             gos = {}
-            for label, build, c in (("default", plain_build, default), ("plain", plain_build, cfg),
-                                    ("variant", variant_build, cfg)):
+            for label, build, c in (
+                ("default", plain_build, default),
+                ("plain", plain_build, cfg),
+                ("variant", variant_build, cfg),
+            ):
                 use(build)
                 gos[label] = kernel_alone(launch.prepared_launch(q, k, v, config=c)[0], quant != "none")
             ms = cuda_time_alternating(gos, REPS, args.rounds)
             tf = {name: flops / (t[0] * 1e-3) / 1e12 for name, t in ms.items()}
             tiling = tiling or (cfg.warps, cfg.m_tiles, cfg.kv_tile, cfg.stages)
-            row = dict(head_dim=d, pv_accum=acc, quant=quant, causal=causal, tiling=list(tiling),
-                       default=default.describe(), tflops=tf, bit_exact=same,
-                       variant_vs_plain=tf["variant"] / tf["plain"], variant_vs_default=tf["variant"] / tf["default"])
+            row = dict(
+                head_dim=d,
+                pv_accum=acc,
+                quant=quant,
+                causal=causal,
+                tiling=list(tiling),
+                default=default.describe(),
+                tflops=tf,
+                bit_exact=same,
+                variant_vs_plain=tf["variant"] / tf["plain"],
+                variant_vs_default=tf["variant"] / tf["default"],
+            )
             result["rows"].append(row)
-            print(f"d {d:3} {acc:5} {quant:8} {'causal' if causal else 'full  '} {'x'.join(map(str, row['tiling'])):9} "
-                  f"default {tf['default']:6.1f}  plain {tf['plain']:6.1f}  variant {tf['variant']:6.1f} "
-                  f"({row['variant_vs_plain']:.3f}x plain, {row['variant_vs_default']:.3f}x default)  "
-                  f"{'bit-exact' if same else 'DIFFERS'}", flush=True)
+            print(
+                f"d {d:3} {acc:5} {quant:8} {'causal' if causal else 'full  '} {'x'.join(map(str, row['tiling'])):9} "
+                f"default {tf['default']:6.1f}  plain {tf['plain']:6.1f}  variant {tf['variant']:6.1f} "
+                f"({row['variant_vs_plain']:.3f}x plain, {row['variant_vs_default']:.3f}x default)  "
+                f"{'bit-exact' if same else 'DIFFERS'}",
+                flush=True,
+            )
     use(plain_build)
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)

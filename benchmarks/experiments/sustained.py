@@ -7,6 +7,7 @@ stretches: the SM clock and the power while each ran. (flashsim.gpu.clocks sampl
 `flashsim bench kernel`; these experiments keep nvidia-smi, whose power.draw holds over stretches of seconds and whose
 CSV is what their committed logs hold.)
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,6 +20,7 @@ def stretch(label: str, launch, flops_per_launch: float, seconds: float, rows: l
     """``launch`` back to back for ``seconds`` (groups of 10, then a synchronize), one second of idle after; appends
     and returns {name, t0, t1 (unix times), calls, ms (per launch), tflops, **fields} and prints it."""
     import torch
+
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     t0 = time.time()
     start.record()
@@ -31,8 +33,9 @@ def stretch(label: str, launch, flops_per_launch: float, seconds: float, rows: l
     end.record()
     end.synchronize()
     ms = start.elapsed_time(end) / calls
-    row = dict(name=label, t0=t0, t1=time.time(), calls=calls, ms=ms,
-               tflops=flops_per_launch / (ms * 1e-3) / 1e12, **fields)
+    row = dict(
+        name=label, t0=t0, t1=time.time(), calls=calls, ms=ms, tflops=flops_per_launch / (ms * 1e-3) / 1e12, **fields
+    )
     print(f"{label:<34} {calls:6d} launches, {ms:.4f} ms each, {row['tflops']:6.1f} TFLOP/s", flush=True)
     rows.append(row)
     time.sleep(1.0)
@@ -60,7 +63,15 @@ def stretches(folder: str, skip_s: float = 0.5) -> list[dict]:
     for row in json.load(open(f"{folder}/sustain.json")):
         sel = [s for s in smi if row["t0"] + skip_s < s[0] < row["t1"]]
         clk, pw = [s[1] for s in sel], [s[2] for s in sel]
-        out.append(dict(row, samples=len(sel), clock_min=min(clk), clock_max=max(clk),
-                        clock_mean=sum(clk) / len(clk), power_mean=sum(pw) / len(pw),
-                        reasons=sorted({s[3] for s in sel})))
+        out.append(
+            dict(
+                row,
+                samples=len(sel),
+                clock_min=min(clk),
+                clock_max=max(clk),
+                clock_mean=sum(clk) / len(clk),
+                power_mean=sum(pw) / len(pw),
+                reasons=sorted({s[3] for s in sel}),
+            )
+        )
     return out

@@ -13,6 +13,7 @@ kernel:   TFLOP/s (4*B*H*Nq*Nk*d, halved for causal) of kernel/flash_fwd.cu for 
           keeps every figure. Needs a GPU and torch.
 emulator: seconds of flashsim.attention against a plain float64 numpy attention on the same CPU (one head).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,7 @@ DEFAULT_SHAPES = [  # (B, H, N, d, causal): the shapes of benchmarks/RESULTS.md
     (16, 16, 1024, 128, False),
     (8, 32, 2048, 64, True),
 ]
-TARGET_RATIO = 0.97   # the public call's throughput over the kernel alone's
+TARGET_RATIO = 0.97  # the public call's throughput over the kernel alone's
 # A timing round lasts at least this long (ms): --reps = 20 calls of a 0.4 ms launch (16,16,1024) are an 8 ms round,
 # where the 2026-12-01 runs put the kernel alone and the public call on the same launches 2-7% apart
 # (benchmarks/logs/2026-12-01e, f/bench.txt); launches of 1.25 ms or more keep --reps.
@@ -46,18 +47,29 @@ CEILING_KINDS = {"f32": 0, "f16": 1}
 
 
 def add_arguments(p):
-    p.add_argument("what", choices=("kernel", "emulator", "peak"),
-                   help="what to benchmark: kernel (GPU), emulator (CPU), peak (GPU: the mma.sync ceiling)")
+    p.add_argument(
+        "what",
+        choices=("kernel", "emulator", "peak"),
+        help="what to benchmark: kernel (GPU), emulator (CPU), peak (GPU: the mma.sync ceiling)",
+    )
     p.add_argument("--shape", action="append", default=[], metavar="B,H,N,D[,causal]")
     p.add_argument("--reps", type=int, default=20, help="kernel: back-to-back calls per timing")
     p.add_argument("--rounds", type=int, default=5, help="kernel: timings per figure (the median is reported)")
-    p.add_argument("--min-round-ms", type=float, default=MIN_ROUND_MS,
-                   help="kernel: a timing lasts at least this long; short launches get more than --reps calls "
-                        "(default %(default)s)")
+    p.add_argument(
+        "--min-round-ms",
+        type=float,
+        default=MIN_ROUND_MS,
+        help="kernel: a timing lasts at least this long; short launches get more than --reps calls "
+        "(default %(default)s)",
+    )
     p.add_argument("--json", metavar="FILE", help="kernel: write every figure as JSON")
-    p.add_argument("--ceiling", action=argparse.BooleanOptionalAction, default=True,
-                   help="kernel: measure the mma.sync ceiling first and print each kernel figure as a percentage of "
-                        "its instruction mix's ceiling (default: on)")
+    p.add_argument(
+        "--ceiling",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="kernel: measure the mma.sync ceiling first and print each kernel figure as a percentage of "
+        "its instruction mix's ceiling (default: on)",
+    )
     p.add_argument("--warps", type=int, default=None)
     p.add_argument("--m-tiles", type=int, default=None, choices=SUPPORTED_M_TILES, help="m16 tiles per warp")
     p.add_argument("--kv-tile", type=int, default=None)
@@ -104,6 +116,7 @@ def cuda_time(fn, reps, rounds, warmup=3):
     """(device ms per call, host us per call): medians over ``rounds`` of CUDA events around ``reps`` back-to-back
     calls of ``fn`` on torch's current stream, and of the host time the loop took."""
     import torch
+
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -168,13 +181,17 @@ def sdpa_ms(q, k, v, causal, reps, rounds, enable_gqa=False, min_round_ms=0.0) -
     backend cannot run the shape (``cuda_time`` medians; each backend's rounds at least ``min_round_ms`` long)."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
+
     out = {}
     for name, backend in (("FA2", SDPBackend.FLASH_ATTENTION), ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
         try:
             with sdpa_kernel(backend):
+
                 def fn():
-                    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                                                          enable_gqa=enable_gqa)
+                    return torch.nn.functional.scaled_dot_product_attention(
+                        q, k, v, is_causal=causal, enable_gqa=enable_gqa
+                    )
+
                 fn()
                 out[name] = cuda_time(fn, calibrated_reps((fn,), reps, min_round_ms), rounds)[0]
         except RuntimeError:  # backend unavailable for this shape
@@ -202,8 +219,11 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
     (flashsim.gpu.clocks.Sampler): each accumulation's JSON row gets the SM clock of its timing and whether the
     power cap held it."""
     import torch
+
     import flashsim.gpu
+
     from ..gpu.launch import prepared_launch
+
     b, h, n, d, causal = shape
     g = torch.Generator(device="cuda").manual_seed(0)
     q, k, v = (torch.randn((b, h, n, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
@@ -213,8 +233,9 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
         cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
         go, (o_k, lse_k), _ = prepared_launch(q, k, v, config=cfg)
 
-        def call(cfg=cfg):      # f16 / f16x2: the no-sync path (the overflow check waits for the GPU)
+        def call(cfg=cfg):  # f16 / f16x2: the no-sync path (the overflow check waits for the GPU)
             return flashsim.gpu.attention(q, k, v, config=cfg, check_overflow=False)
+
         n_reps = calibrated_reps((lambda: go(sync=False), call), reps, min_round_ms)
         t0 = time.time()
         (k_ms, k_host), (c_ms, c_host) = cuda_time_pair(lambda: go(sync=False), call, n_reps, rounds)
@@ -222,32 +243,57 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
         o_c, lse_c = call()
         go(sync=False)
         torch.cuda.synchronize()
-        same = bool(torch.equal(o_c.view(torch.int16), o_k.view(torch.int16))
-                    and torch.equal(lse_c.view(torch.int32), lse_k.view(torch.int32)))
+        same = bool(
+            torch.equal(o_c.view(torch.int16), o_k.view(torch.int16))
+            and torch.equal(lse_c.view(torch.int32), lse_k.view(torch.int32))
+        )
         ratio = k_ms / c_ms
         worst = min(worst, ratio)
         cells[acc] = (flops / k_ms / 1e9, flops / c_ms / 1e9, ratio, _pct(flops / k_ms / 1e9, acc, ceilings))
         hosts.append(f"{c_host:.0f}/{k_host:.0f}")
         configs.append(f"{acc}: {_tiles(cfg)}")
-        report["rows"].append(dict(shape=[b, h, n, d], causal=causal, pv_accum=acc, config=cfg.describe(),
-                                   kernel_ms=k_ms, call_ms=c_ms, kernel_tflops=cells[acc][0],
-                                   call_tflops=cells[acc][1], ratio=ratio, kernel_host_us=k_host,
-                                   call_host_us=c_host, same_bits=same, reps=n_reps,
-                                   **(_clock_fields(clock) if clock is not None else {}),
-                                   **(dict(ceiling_tflops=kernel_ceiling(acc, ceilings),
-                                           kernel_pct_of_ceiling=cells[acc][3]) if ceilings else {})))
+        report["rows"].append(
+            dict(
+                shape=[b, h, n, d],
+                causal=causal,
+                pv_accum=acc,
+                config=cfg.describe(),
+                kernel_ms=k_ms,
+                call_ms=c_ms,
+                kernel_tflops=cells[acc][0],
+                call_tflops=cells[acc][1],
+                ratio=ratio,
+                kernel_host_us=k_host,
+                call_host_us=c_host,
+                same_bits=same,
+                reps=n_reps,
+                **(_clock_fields(clock) if clock is not None else {}),
+                **(
+                    dict(ceiling_tflops=kernel_ceiling(acc, ceilings), kernel_pct_of_ceiling=cells[acc][3])
+                    if ceilings
+                    else {}
+                ),
+            )
+        )
         if not same:
             print(f"  ERROR: the call's output differs from the kernel alone's ({acc}, {b},{h},{n},{d})")
-    sdpa = {name: (flops / ms / 1e9 if ms else float("nan"))
-            for name, ms in sdpa_ms(q, k, v, causal, reps, rounds, min_round_ms=min_round_ms).items()}
+    sdpa = {
+        name: (flops / ms / 1e9 if ms else float("nan"))
+        for name, ms in sdpa_ms(q, k, v, causal, reps, rounds, min_round_ms=min_round_ms).items()
+    }
     report["rows"].append(dict(shape=[b, h, n, d], causal=causal, sdpa_tflops=sdpa))
     return _row_line(shape, cells, sdpa, hosts, configs), worst
 
 
 def _clock_fields(w) -> dict:
     """A flashsim.gpu.clocks.Window as JSON fields."""
-    return dict(sm_clock_mhz=w.mhz, sm_clock_min_mhz=w.mhz_min, sm_clock_max_mhz=w.mhz_max,
-                power_capped=w.power_capped, clock_samples=w.samples)
+    return dict(
+        sm_clock_mhz=w.mhz,
+        sm_clock_min_mhz=w.mhz_min,
+        sm_clock_max_mhz=w.mhz_max,
+        power_capped=w.power_capped,
+        clock_samples=w.samples,
+    )
 
 
 def per_clock_pct(row: dict, ceiling_mhz: float) -> float:
@@ -267,12 +313,22 @@ def _clock_table(report: dict) -> list[str]:
         return [f"SM clocks: not sampled ({clocks.get('why') or 'no sampler'})"]
     ceil = clocks.get("ceiling") or {}
     cmhz = ceil.get("sm_clock_mhz")
-    head = (f"SM clock during each kernel timing (NVML every {clocks['period_s'] * 1000:.0f} ms; 'cap' = the "
-            f"software power cap held the clock); '%/clk' = the share of the ceiling at equal clocks"
-            + (f" (the ceiling probe ran at {cmhz:.0f} MHz{', power-capped' if ceil['power_capped'] else ''})"
-               if cmhz else ""))
-    lines = [head, " | ".join([f"{'B,H,N,d':16} {'causal':6}"]
-                              + [f"{acc + ' MHz':>10} {'cap':>3} {'%/clk':>6}" for acc in SUPPORTED_PV_ACCUM])]
+    head = (
+        f"SM clock during each kernel timing (NVML every {clocks['period_s'] * 1000:.0f} ms; 'cap' = the "
+        f"software power cap held the clock); '%/clk' = the share of the ceiling at equal clocks"
+        + (
+            f" (the ceiling probe ran at {cmhz:.0f} MHz{', power-capped' if ceil['power_capped'] else ''})"
+            if cmhz
+            else ""
+        )
+    )
+    lines = [
+        head,
+        " | ".join(
+            [f"{'B,H,N,d':16} {'causal':6}"]
+            + [f"{acc + ' MHz':>10} {'cap':>3} {'%/clk':>6}" for acc in SUPPORTED_PV_ACCUM]
+        ),
+    ]
     rows = [r for r in report["rows"] if "pv_accum" in r]
     for shape in dict.fromkeys((tuple(r["shape"]), r["causal"]) for r in rows):
         cells = [f"{','.join(map(str, shape[0])):16} {str(shape[1]):6}"]
@@ -281,8 +337,10 @@ def _clock_table(report: dict) -> list[str]:
             if "sm_clock_mhz" not in r:
                 cells.append(f"{'-':>10} {'-':>3} {'-':>6}")
                 continue
-            cells.append(f"{r['sm_clock_mhz']:10.0f} {'yes' if r['power_capped'] else 'no':>3} "
-                         f"{_pct_text(per_clock_pct(r, cmhz))}")
+            cells.append(
+                f"{r['sm_clock_mhz']:10.0f} {'yes' if r['power_capped'] else 'no':>3} "
+                f"{_pct_text(per_clock_pct(r, cmhz))}"
+            )
         lines.append(" | ".join(cells))
     return lines
 
@@ -312,45 +370,71 @@ def bench_kernel(args) -> int:
         import torch
         import torch.nn.attention  # noqa: F401 - SDPA backends for the comparison columns
     except ImportError as e:
-        raise SystemExit(f"flashsim bench kernel needs torch with CUDA: {e}")
+        raise SystemExit(f"flashsim bench kernel needs torch with CUDA: {e}") from None
     from ..gpu import runtime as rt
+
     rt.require_gpu()
     arch = rt.current_arch()
     dev_name = torch.cuda.get_device_name()
     reps, rounds = args.reps, args.rounds
     if reps < 1 or rounds < 1:
         raise SystemExit(f"--reps and --rounds must be >= 1, got {reps}, {rounds}")
-    print(f"flashsim bench kernel on {dev_name} ({arch}); TFLOP/s, median of {rounds} CUDA-event timings of {reps} "
-          f"back-to-back calls or more (each timing at least {args.min_round_ms:g} ms; the JSON has each row's count) "
-          "(kernel and call in alternating rounds); kernel = prepared launch, call = "
-          "flashsim.gpu.attention(torch tensors; f16 and f16x2 "
-          "with check_overflow=False, the path without a host synchronisation)")
+    print(
+        f"flashsim bench kernel on {dev_name} ({arch}); TFLOP/s, median of {rounds} CUDA-event timings of {reps} "
+        f"back-to-back calls or more (each timing at least {args.min_round_ms:g} ms; the JSON has each row's count) "
+        "(kernel and call in alternating rounds); kernel = prepared launch, call = "
+        "flashsim.gpu.attention(torch tensors; f16 and f16x2 "
+        "with check_overflow=False, the path without a host synchronisation)"
+    )
     with clocks.Sampler() as sampler:
         t0 = time.time()
         ceilings = measure_ceilings() if args.ceiling else None
         ceiling_clock = sampler.window(t0, time.time()) if ceilings else None
         if ceilings:
-            print(f"mma.sync ceiling of this GPU, measured now (m16n8k16, 8 chains per warp): f32 "
-                  f"{ceilings['f32']:.1f}, f16 {ceilings['f16']:.1f} TFLOP/s; '%' = the kernel's share of its mix's "
-                  f"ceiling (Q K^T on f32, P V on its accumulator: f32 {kernel_ceiling('f32', ceilings):.1f}, "
-                  f"f16 and f16x2 {kernel_ceiling('f16', ceilings):.1f})")
+            print(
+                f"mma.sync ceiling of this GPU, measured now (m16n8k16, 8 chains per warp): f32 "
+                f"{ceilings['f32']:.1f}, f16 {ceilings['f16']:.1f} TFLOP/s; '%' = the kernel's share of its mix's "
+                f"ceiling (Q K^T on f32, P V on its accumulator: f32 {kernel_ceiling('f32', ceilings):.1f}, "
+                f"f16 and f16x2 {kernel_ceiling('f16', ceilings):.1f})"
+            )
         print(_table_header())
-        report = dict(device=dev_name, arch=arch, reps=reps, rounds=rounds, min_round_ms=args.min_round_ms,
-                      torch=torch.__version__, target_ratio=TARGET_RATIO, ceilings=ceilings, rows=[],
-                      clocks=dict(available=sampler.available, why=sampler.why, period_s=sampler.period_s,
-                                  ceiling=_clock_fields(ceiling_clock) if ceiling_clock is not None else None))
+        report = dict(
+            device=dev_name,
+            arch=arch,
+            reps=reps,
+            rounds=rounds,
+            min_round_ms=args.min_round_ms,
+            torch=torch.__version__,
+            target_ratio=TARGET_RATIO,
+            ceilings=ceilings,
+            rows=[],
+            clocks=dict(
+                available=sampler.available,
+                why=sampler.why,
+                period_s=sampler.period_s,
+                ceiling=_clock_fields(ceiling_clock) if ceiling_clock is not None else None,
+            ),
+        )
         try:
             import cuda.core
+
             report["cuda_core"] = cuda.core.__version__
         except Exception:  # noqa: BLE001 - the version is only a label
             pass
-        over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
-                                          ("stages", args.stages)) if val is not None}
+        over = {
+            key: val
+            for key, val in (
+                ("warps", args.warps),
+                ("m_tiles", args.m_tiles),
+                ("kv_tile", args.kv_tile),
+                ("stages", args.stages),
+            )
+            if val is not None
+        }
         worst = float("inf")
         with torch.no_grad():
             for shape in _shapes(args):
-                line, low = _bench_shape(shape, arch, over, reps, rounds, report, args.min_round_ms, ceilings,
-                                         sampler)
+                line, low = _bench_shape(shape, arch, over, reps, rounds, report, args.min_round_ms, ceilings, sampler)
                 worst = min(worst, low)
                 print(line, flush=True)
                 torch.cuda.empty_cache()
@@ -368,6 +452,7 @@ def bench_kernel(args) -> int:
 def bench_emulator(args) -> int:
     from ..emulator import attention
     from .emulate import make_inputs
+
     ns = args.n or [1024]
     print(f"flashsim bench emulator ({args.backend}): one head, d=128, seconds (best of 1)")
     print(f"{'N':>6} {'float64 numpy':>14} {'emulator f32':>13} {'ratio':>7} {'emulator f16':>13} {'ratio':>7}")
@@ -395,8 +480,9 @@ def plain_attention(q, k, v):
 
 def bench_peak(args) -> int:
     """The mma.sync ceiling of this GPU for every instruction the kernels use (flashsim.gpu.peak)."""
-    return peak.main((["--json", args.json] if args.json else []) + (["--sweep"] if args.sweep else [])
-                     + ["--vary", args.vary])
+    return peak.main(
+        (["--json", args.json] if args.json else []) + (["--sweep"] if args.sweep else []) + ["--vary", args.vary]
+    )
 
 
 def run(args) -> int:

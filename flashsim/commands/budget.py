@@ -12,13 +12,21 @@ examples:
   flashsim budget --arch sm_120 --every-head-dim        (the default configuration of every head dim, 32 to 256)
   flashsim budget --arch sm_120 --every-head-dim --quant int8    (INT8 attention: s8 Q and K tiles)
 """
+
 from __future__ import annotations
 
 import argparse
 
 from ..arch import ARCHS, get_arch
-from ..config import (SUPPORTED_HEAD_DIMS, SUPPORTED_M_TILES, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, SUPPORTED_STAGES,
-                      KernelConfig, pv_accums)
+from ..config import (
+    SUPPORTED_HEAD_DIMS,
+    SUPPORTED_M_TILES,
+    SUPPORTED_PV_ACCUM,
+    SUPPORTED_QUANT,
+    SUPPORTED_STAGES,
+    KernelConfig,
+    pv_accums,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,24 +38,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stages", type=int, choices=SUPPORTED_STAGES, help="K/V ring stages")
     p.add_argument("--pv-accum", choices=SUPPORTED_PV_ACCUM, help="P@V accumulator type")
     p.add_argument("--causal", action="store_true", help="causal mask (changes registers, not shared memory)")
-    p.add_argument("--quant", choices=SUPPORTED_QUANT, default="none",
-                   help="quantized attention: int8 holds Q and K as s8 in shared memory (half their bytes)")
-    p.add_argument("--what-if", action="append", default=[], metavar="NAME",
-                   choices=("3-stage", "f16-sp", "two-blocks", "all"),
-                   help="3-stage, f16-sp (an f16 S/P buffer in shared memory, as the seed assumes), two-blocks, "
-                        "or all; repeatable")
-    p.add_argument("--registers", default="auto", choices=("auto", "compile", "estimate"),
-                   help="auto: compile with NVRTC when possible, else estimate (default)")
+    p.add_argument(
+        "--quant",
+        choices=SUPPORTED_QUANT,
+        default="none",
+        help="quantized attention: int8 holds Q and K as s8 in shared memory (half their bytes)",
+    )
+    p.add_argument(
+        "--what-if",
+        action="append",
+        default=[],
+        metavar="NAME",
+        choices=("3-stage", "f16-sp", "two-blocks", "all"),
+        help="3-stage, f16-sp (an f16 S/P buffer in shared memory, as the seed assumes), two-blocks, "
+        "or all; repeatable",
+    )
+    p.add_argument(
+        "--registers",
+        default="auto",
+        choices=("auto", "compile", "estimate"),
+        help="auto: compile with NVRTC when possible, else estimate (default)",
+    )
     p.add_argument("--plot", metavar="FILE.png", help="draw the shared-memory bar figure (needs matplotlib)")
-    p.add_argument("--every-head-dim", action="store_true",
-                   help="one line per head dim (32..256) and P@V accumulation: the arch's default configuration "
-                        "(flashsim.config.DEFAULT_TILES), its shared memory, registers and occupancy")
+    p.add_argument(
+        "--every-head-dim",
+        action="store_true",
+        help="one line per head dim (32..256) and P@V accumulation: the arch's default configuration "
+        "(flashsim.config.DEFAULT_TILES), its shared memory, registers and occupancy",
+    )
 
 
 def config_from_args(args) -> KernelConfig:
     """KernelConfig.default(arch) with the options given on the command line."""
-    overrides = {k: v for k, v in (("head_dim", args.head_dim), ("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
-                                   ("stages", args.stages), ("pv_accum", args.pv_accum)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (
+            ("head_dim", args.head_dim),
+            ("warps", args.warps),
+            ("m_tiles", args.m_tiles),
+            ("kv_tile", args.kv_tile),
+            ("stages", args.stages),
+            ("pv_accum", args.pv_accum),
+        )
+        if v is not None
+    }
     if args.causal:
         overrides["causal"] = True
     if args.quant != "none":
@@ -61,6 +95,7 @@ def run(args) -> int:
     from ..resources import budget
     from ..resources.whatif import WHAT_IFS, what_if
     from .emulate import check_plot_path
+
     arch = get_arch(args.arch).name
     if args.every_head_dim:
         return every_head_dim(arch, args.registers, args.quant)
@@ -78,6 +113,7 @@ def run(args) -> int:
         shown += [b for b in w.budgets if b.label != "base configuration"]
     if args.plot:
         from ..resources.report import plot
+
         plot(shown, args.plot)
         print(f"\nplot written to {args.plot}")
     return 0 if main.fits else 1
@@ -88,12 +124,20 @@ def every_head_dim(arch: str, registers: str = "auto", quant: str = "none") -> i
     0 when every one fits the arch, 1 otherwise (a head dim with no fitting configuration is named)."""
     from ..config import tile_class
     from ..resources import budget
-    source = ("measured on the H200 (tools/tile_sweep.py)" if tile_class(arch) == "sm_90"
-              else "predicted from ptxas and occupancy (tools/choose_defaults.py; not run on this arch)")
-    print(f"{arch}: default configuration per head dim{f', quant={quant}' if quant != 'none' else ''}, {source}; "
-          f"cap {get_arch(arch).smem_per_block_optin} B per block")
-    print(f"{'d':>4} {'P@V':6} {'warps x m16 x kv_tile, stages':30} {'smem KB':>8} {'fits':>5} {'regs':>5} "
-          f"{'spill B':>8} {'blocks/SM':>9} {'occupancy':>9}  registers from")
+
+    source = (
+        "measured on the H200 (tools/tile_sweep.py)"
+        if tile_class(arch) == "sm_90"
+        else "predicted from ptxas and occupancy (tools/choose_defaults.py; not run on this arch)"
+    )
+    print(
+        f"{arch}: default configuration per head dim{f', quant={quant}' if quant != 'none' else ''}, {source}; "
+        f"cap {get_arch(arch).smem_per_block_optin} B per block"
+    )
+    print(
+        f"{'d':>4} {'P@V':6} {'warps x m16 x kv_tile, stages':30} {'smem KB':>8} {'fits':>5} {'regs':>5} "
+        f"{'spill B':>8} {'blocks/SM':>9} {'occupancy':>9}  registers from"
+    )
     bad = []
     for d in SUPPORTED_HEAD_DIMS:
         for acc in pv_accums("f16", quant):
@@ -101,8 +145,10 @@ def every_head_dim(arch: str, registers: str = "auto", quant: str = "none") -> i
             b = budget(cfg, arch, registers=registers)
             spill = "-" if b.reg.spill_stores is None else str(b.reg.spill_stores + (b.reg.spill_loads or 0))
             tiles = f"{cfg.warps} x {cfg.m_tiles} x {cfg.kv_tile}, {cfg.stages}"
-            print(f"{d:>4} {acc:6} {tiles:30} {b.smem_bytes / 1024:8.1f} {'yes' if b.fits else 'NO':>5} "
-                  f"{b.reg.registers:>5} {spill:>8} {b.blocks_per_sm:>9} {b.occupancy:>9.1%}  {b.registers_source}")
+            print(
+                f"{d:>4} {acc:6} {tiles:30} {b.smem_bytes / 1024:8.1f} {'yes' if b.fits else 'NO':>5} "
+                f"{b.reg.registers:>5} {spill:>8} {b.blocks_per_sm:>9} {b.occupancy:>9.1%}  {b.registers_source}"
+            )
             if not b.fits:
                 bad.append(f"d={d} {acc}")
     if bad:

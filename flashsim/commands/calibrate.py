@@ -8,6 +8,7 @@ flashsim.sfu and the emulator find them. Then runs flashsim.gpu.capture.mma (whe
 <cache>/<arch>/mma/. Exit status 0 only when every model reproduced every checked result, 1 when one did not,
 2 on a bad option or without a GPU (one line, before any work).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,16 +22,22 @@ import tempfile
 
 def add_arguments(parser) -> None:
     parser.add_argument("--keep", metavar="DIR", help="keep the capture files (tables, GPU samples, summary) in DIR")
-    parser.add_argument("--quick", action="store_true",
-                        help="validate on sample windows of every binade instead of all 2^32 inputs")
-    parser.add_argument("--random-scale", type=float, default=1.0,
-                        help="size of the random validation sets (1.0: about 12 M ex2 and 11 M rcp inputs)")
+    parser.add_argument(
+        "--quick", action="store_true", help="validate on sample windows of every binade instead of all 2^32 inputs"
+    )
+    parser.add_argument(
+        "--random-scale",
+        type=float,
+        default=1.0,
+        help="size of the random validation sets (1.0: about 12 M ex2 and 11 M rcp inputs)",
+    )
     parser.add_argument("--no-mma", action="store_true", help="skip the mma bit-check")
 
 
 def _mma_check(arch: str) -> int | None:
     """Run flashsim.gpu.capture.mma into the cache (its exit status), or None where that tool does not exist."""
     from .. import calibration
+
     try:
         found = importlib.util.find_spec("flashsim.gpu.capture.mma") is not None
     except ImportError:
@@ -72,6 +79,7 @@ def run(args) -> int:
     rt.require_gpu()
     arch = get_arch(rt.current_arch()).name
     from ..gpu.capture.sfu import Capture, GpuDevice
+
     work = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp(prefix="flashsim-calibrate-"))
     device = GpuDevice()
     print(f"calibrating {device.name} ({arch})", flush=True)
@@ -92,6 +100,10 @@ def run(args) -> int:
         print(f"capture files kept for analysis: {work}")
     mma = None if args.no_mma else _mma_check(arch)
     ok = status == 0 and mma in (None, 0)
-    print(f"calibrate {arch}: ex2 {'exact' if exact['ex2'] else 'NOT exact'}, rcp {'exact' if exact['rcp'] else 'NOT exact'}"
-          + ("" if mma is None else f", mma {'ok' if mma == 0 else 'FAILED'}") + (" -> OK" if ok else " -> FAILED"))
+    print(
+        f"calibrate {arch}: ex2 {'exact' if exact['ex2'] else 'NOT exact'}, "
+        f"rcp {'exact' if exact['rcp'] else 'NOT exact'}"
+        + ("" if mma is None else f", mma {'ok' if mma == 0 else 'FAILED'}")
+        + (" -> OK" if ok else " -> FAILED")
+    )
     return 0 if ok else 1

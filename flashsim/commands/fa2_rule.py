@@ -31,6 +31,7 @@ case's inputs (out_ref and out_pt are computed once per case), given a callable 
 This is a report: f16 P @ V is expected to fail some cases. `flashsim verify`'s exit status reflects only its
 bit-exactness checks.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,15 +43,25 @@ import numpy as np
 from ..masking import key_visible
 
 # FlashAttention-2's (seqlen_q, seqlen_k) grid of its output test
-SEQLENS = ((113, 203), (128, 217), (113, 211), (108, 256), (256, 512), (512, 256),
-           (1024, 1024), (1023, 1024), (1024, 1023), (2048, 2048))
+SEQLENS = (
+    (113, 203),
+    (128, 217),
+    (113, 211),
+    (108, 256),
+    (256, 512),
+    (512, 256),
+    (1024, 1024),
+    (1023, 1024),
+    (1024, 1023),
+    (2048, 2048),
+)
 HEAD_DIMS = (64, 128)
-FULL_BATCH, FULL_HEADS = 4, 9          # FlashAttention-2's test: batch 4, 9 heads
+FULL_BATCH, FULL_HEADS = 4, 9  # FlashAttention-2's test: batch 4, 9 heads
 QUICK_BATCH, QUICK_HEADS = 1, 2
 QUICK_MAX_SEQLEN = 512
 DEFAULT_SEED = 0
 RULE = "max|out - out_ref| <= 2 * max|out_pt - out_ref|"
-_CHUNK_ELEMS = 1 << 25                 # score elements per chunk of heads in the numpy references (128 MiB in f32)
+_CHUNK_ELEMS = 1 << 25  # score elements per chunk of heads in the numpy references (128 MiB in f32)
 
 
 @dataclass(frozen=True)
@@ -67,8 +78,13 @@ class Case:
 
 def grid(quick: bool = False) -> list[Case]:
     """The 40 cases of FlashAttention-2's output test (or the 24 with both lengths <= 512 when ``quick``)."""
-    return [Case(nq, nk, d, causal) for nq, nk in SEQLENS for d in HEAD_DIMS for causal in (False, True)
-            if not quick or max(nq, nk) <= QUICK_MAX_SEQLEN]
+    return [
+        Case(nq, nk, d, causal)
+        for nq, nk in SEQLENS
+        for d in HEAD_DIMS
+        for causal in (False, True)
+        if not quick or max(nq, nk) <= QUICK_MAX_SEQLEN
+    ]
 
 
 def make_inputs(case: Case, batch: int, heads: int, seed: int = DEFAULT_SEED):
@@ -123,13 +139,13 @@ def pytorch_f16_numpy(q, k, v, causal: bool) -> np.ndarray:
     b, h, nq, d = q.shape
     nk = k.shape[2]
     visible = _visible(nq, nk, causal)
-    k_scaled = (k.astype(np.float32) * _scale32(d)).astype(np.float16)       # torch: k / sqrt(d), f16 result
+    k_scaled = (k.astype(np.float32) * _scale32(d)).astype(np.float16)  # torch: k / sqrt(d), f16 result
     qf = q.reshape(b * h, nq, d).astype(np.float32)
     kf = k_scaled.reshape(b * h, nk, d).astype(np.float32)
     vf = v.reshape(b * h, nk, d).astype(np.float32)
     out = np.empty((b * h, nq, d), np.float16)
     for c in _head_chunks(b * h, nq, nk):
-        scores = np.matmul(qf[c], kf[c].transpose(0, 2, 1)).astype(np.float16)       # exact products, f32 sums
+        scores = np.matmul(qf[c], kf[c].transpose(0, 2, 1)).astype(np.float16)  # exact products, f32 sums
         p = _softmax_f32(scores.astype(np.float32), visible).astype(np.float16)
         out[c] = np.matmul(p.astype(np.float32), vf[c]).astype(np.float16)
     return out.reshape(b, h, nq, d)
@@ -138,10 +154,11 @@ def pytorch_f16_numpy(q, k, v, causal: bool) -> np.ndarray:
 def pytorch_f16_torch(q, k, v, causal: bool, device="cuda") -> np.ndarray:
     """PyTorch's f16 attention by torch itself on ``device``: f16 (B, H, Nq, d) numpy."""
     import torch
+
     d, nq, nk = q.shape[3], q.shape[2], k.shape[2]
     flags = torch.backends.cuda.matmul
     reduced = flags.allow_fp16_reduced_precision_reduction
-    flags.allow_fp16_reduced_precision_reduction = False          # f32 accumulation, as defined
+    flags.allow_fp16_reduced_precision_reduction = False  # f32 accumulation, as defined
     try:
         with torch.no_grad():
             tq, tk, tv = (torch.from_numpy(np.ascontiguousarray(x)).to(device) for x in (q, k, v))
@@ -149,7 +166,7 @@ def pytorch_f16_torch(q, k, v, causal: bool, device="cuda") -> np.ndarray:
             hidden = torch.from_numpy(~_visible(nq, nk, causal)).to(device)
             if causal:
                 scores = scores.masked_fill(hidden, float("-inf"))
-            p = torch.softmax(scores, dim=-1)                     # f16 in and out, f32 inside
+            p = torch.softmax(scores, dim=-1)  # f16 in and out, f32 inside
             if causal:
                 p = p.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)
             out = torch.matmul(p, tv)
@@ -163,13 +180,16 @@ def out_pt_backend(device_id: int | None = None):
     one, else the numpy emulation."""
     try:
         import torch
+
         cuda, why = torch.cuda.is_available(), "torch sees no CUDA device"
-    except Exception as exc:                       # not installed, or a broken install: the emulation stands in
+    except Exception as exc:  # not installed, or a broken install: the emulation stands in
         torch, cuda, why = None, False, f"torch not importable: {type(exc).__name__}"
     if cuda:
         dev = f"cuda:{device_id or 0}"
-        return (lambda q, k, v, causal: pytorch_f16_torch(q, k, v, causal, dev),
-                f"torch {torch.__version__} on {dev} ({torch.cuda.get_device_name(device_id or 0)})")
+        return (
+            lambda q, k, v, causal: pytorch_f16_torch(q, k, v, causal, dev),
+            f"torch {torch.__version__} on {dev} ({torch.cuda.get_device_name(device_id or 0)})",
+        )
     return pytorch_f16_numpy, f"numpy emulation of torch's f16 steps ({why})"
 
 
@@ -195,11 +215,24 @@ def rule(out, out_ref, out_pt) -> dict:
 
 def pv_accum_modes() -> tuple:
     from .. import config
+
     return tuple(config.SUPPORTED_PV_ACCUM)
 
 
-def run_rule(produce_out, *, cases=None, quick=False, batch=None, heads=None, seed=DEFAULT_SEED, pv_accums=None,
-             out_pt=None, out_pt_name=None, target="", echo=print) -> dict:
+def run_rule(
+    produce_out,
+    *,
+    cases=None,
+    quick=False,
+    batch=None,
+    heads=None,
+    seed=DEFAULT_SEED,
+    pv_accums=None,
+    out_pt=None,
+    out_pt_name=None,
+    target="",
+    echo=print,
+) -> dict:
     """Evaluate the rule on every case x pv_accum mode; returns the report (JSON-ready) and prints its section.
 
     ``produce_out(q, k, v, causal, pv_accum)`` returns the kernel's f16 output for numpy f16 inputs.
@@ -214,8 +247,10 @@ def run_rule(produce_out, *, cases=None, quick=False, batch=None, heads=None, se
         out_pt, out_pt_name = pytorch_f16_numpy, out_pt_name or "numpy emulation of torch's f16 steps"
     out_pt_name = out_pt_name or getattr(out_pt, "__name__", "a given callable")
     say(f"FlashAttention-2 acceptance rule on {target or 'the kernel'}: {RULE}")
-    say(f"  {len(cases)} cases, batch {batch} x {heads} heads, N(0,1) f16 inputs (seed {seed}), scale 1/sqrt(d); "
-        f"out_ref: f32 rounded to f16; out_pt: {out_pt_name}")
+    say(
+        f"  {len(cases)} cases, batch {batch} x {heads} heads, N(0,1) f16 inputs (seed {seed}), scale 1/sqrt(d); "
+        f"out_ref: f32 rounded to f16; out_pt: {out_pt_name}"
+    )
     say("  a report: it does not change the exit status (that is the bit-exactness checks' alone)")
     say(f"  {'case':22} {'max|pt-ref|':>11}  " + "  ".join(f"{m + ' ratio':>11}" for m in modes))
     rows, t_start = [], time.perf_counter()
@@ -239,69 +274,105 @@ def run_rule(produce_out, *, cases=None, quick=False, batch=None, heads=None, se
             r["ratio_f32_ref"] = _ratio(max_abs_error(out, ref32), pt_err32)
             row["modes"][mode] = r
         rows.append(row)
-        say(f"  {case.name:22} {row['err_pt']:11.3e}  " + "  ".join(
-            f"{r['ratio']:8.3f} {'ok' if r['ok'] else 'NO'}" for r in row["modes"].values()), flush=True)
+        say(
+            f"  {case.name:22} {row['err_pt']:11.3e}  "
+            + "  ".join(f"{r['ratio']:8.3f} {'ok' if r['ok'] else 'NO'}" for r in row["modes"].values()),
+            flush=True,
+        )
     summary = {}
     for mode in modes:
-        failing = [dict(nq=r["nq"], nk=r["nk"], d=r["d"], causal=r["causal"], ratio=r["modes"][mode]["ratio"])
-                   for r in rows if not r["modes"][mode]["ok"]]
+        failing = [
+            dict(nq=r["nq"], nk=r["nk"], d=r["d"], causal=r["causal"], ratio=r["modes"][mode]["ratio"])
+            for r in rows
+            if not r["modes"][mode]["ok"]
+        ]
         summary[mode] = dict(passed=len(rows) - len(failing), total=len(rows), failing=failing)
-        text = "; failing (Nq, Nk, d, causal) ratio: " + ", ".join(
-            f"({f['nq']}, {f['nk']}, {f['d']}, {f['causal']}) {f['ratio']:.3f}" for f in failing) if failing else ""
+        text = (
+            "; failing (Nq, Nk, d, causal) ratio: "
+            + ", ".join(f"({f['nq']}, {f['nk']}, {f['d']}, {f['causal']}) {f['ratio']:.3f}" for f in failing)
+            if failing
+            else ""
+        )
         say(f"  pv_accum {mode:6} {len(rows) - len(failing)}/{len(rows)} cases pass{text}")
     total_s = time.perf_counter() - t_start
     say(f"  ({total_s:.1f} s: references {ref_s:.1f} s, kernel {kernel_s:.1f} s)")
-    return dict(rule=RULE, target=target, out_ref="float32 attention rounded to f16", out_pt=out_pt_name,
-                batch=batch, heads=heads, seed=seed, quick=bool(quick), pv_accum=list(modes), cases=rows,
-                summary=summary, seconds=dict(total=total_s, references=ref_s, kernel=kernel_s))
+    return dict(
+        rule=RULE,
+        target=target,
+        out_ref="float32 attention rounded to f16",
+        out_pt=out_pt_name,
+        batch=batch,
+        heads=heads,
+        seed=seed,
+        quick=bool(quick),
+        pv_accum=list(modes),
+        cases=rows,
+        summary=summary,
+        seconds=dict(total=total_s, references=ref_s, kernel=kernel_s),
+    )
 
 
 # -- the two producers of `out` ---------------------------------------------------------------------------
+
 
 def _config_for(arch, d, causal, mode, overrides):
     """None (the arch's default configuration) without tile overrides, else the default with them."""
     if not overrides:
         return None
     from ..config import KernelConfig
+
     return KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=mode, **overrides)
 
 
 def gpu_producer(arch: str, overrides=None):
     """out from the real kernel, flashsim.gpu.attention (numpy in, numpy out, synchronous)."""
+
     def produce(q, k, v, causal, mode):
         from .. import gpu
+
         cfg = _config_for(arch, q.shape[3], causal, mode, overrides)
         extra = {} if cfg is None else dict(config=cfg)
         return gpu.attention(q, k, v, causal=causal, pv_accum=mode, **extra)[0]
+
     return produce
 
 
 def emulator_producer(arch: str = "sm_90", overrides=None):
     """out from the emulator (bit-identical to the kernel on ``arch``)."""
+
     def produce(q, k, v, causal, mode):
         from ..emulator import attention
+
         cfg = _config_for(arch, q.shape[3], causal, mode, overrides)
         extra = {} if cfg is None else dict(config=cfg)
         return attention(q, k, v, causal=causal, pv_accum=mode, arch=arch, progress=False, **extra)[0]
+
     return produce
 
 
 # -- `flashsim verify --fa2-rule` ------------------------------------------------------------------------------
 
-EMULATOR_ARCH = "sm_90"       # the emulator plays the H200's kernel
+EMULATOR_ARCH = "sm_90"  # the emulator plays the H200's kernel
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--fa2-rule", choices=("gpu", "emulator"), default=None,
-                   help="also report FlashAttention-2's acceptance rule (max|out-ref| <= 2 max|out_pt-ref|, "
-                        "out_pt = PyTorch's f16 attention) on its 40-case grid, for each --pv-accum mode, on the GPU "
-                        "kernel's output ('gpu', after the bit checks) or the emulator's ('emulator': no GPU "
-                        f"needed, no bit checks run; emulates {EMULATOR_ARCH}). A report only: failing cases "
-                        "(expected with f16 P@V) do not change the exit status, which reflects the bit-exactness "
-                        "checks alone. --warps/--m-tiles/--kv-tile/--stages apply to it too")
-    p.add_argument("--fa2-quick", action="store_true",
-                   help="with --fa2-rule: only the 24 cases with both lengths <= 512, batch 1 x 2 heads "
-                        "(the full grid is batch 4 x 9 heads, up to 2048 x 2048)")
+    p.add_argument(
+        "--fa2-rule",
+        choices=("gpu", "emulator"),
+        default=None,
+        help="also report FlashAttention-2's acceptance rule (max|out-ref| <= 2 max|out_pt-ref|, "
+        "out_pt = PyTorch's f16 attention) on its 40-case grid, for each --pv-accum mode, on the GPU "
+        "kernel's output ('gpu', after the bit checks) or the emulator's ('emulator': no GPU "
+        f"needed, no bit checks run; emulates {EMULATOR_ARCH}). A report only: failing cases "
+        "(expected with f16 P@V) do not change the exit status, which reflects the bit-exactness "
+        "checks alone. --warps/--m-tiles/--kv-tile/--stages apply to it too",
+    )
+    p.add_argument(
+        "--fa2-quick",
+        action="store_true",
+        help="with --fa2-rule: only the 24 cases with both lengths <= 512, batch 1 x 2 heads "
+        "(the full grid is batch 4 x 9 heads, up to 2048 x 2048)",
+    )
 
 
 def check_arguments(args) -> None:
@@ -309,16 +380,34 @@ def check_arguments(args) -> None:
     if getattr(args, "fa2_quick", False) and not getattr(args, "fa2_rule", None):
         raise ValueError("--fa2-quick needs --fa2-rule gpu or --fa2-rule emulator")
     if getattr(args, "fa2_rule", None) == "emulator":
-        gpu_only = [flag for flag, given in (("--shape", args.shape), ("--only", args.only),
-                                             ("--replay", args.replay), ("--save-cases", args.save_cases)) if given]
+        gpu_only = [
+            flag
+            for flag, given in (
+                ("--shape", args.shape),
+                ("--only", args.only),
+                ("--replay", args.replay),
+                ("--save-cases", args.save_cases),
+            )
+            if given
+        ]
         if gpu_only:
-            raise ValueError(f"--fa2-rule emulator runs no GPU cases, so {', '.join(gpu_only)} has nothing to do "
-                             "(use --fa2-rule gpu on a machine with a GPU)")
+            raise ValueError(
+                f"--fa2-rule emulator runs no GPU cases, so {', '.join(gpu_only)} has nothing to do "
+                "(use --fa2-rule gpu on a machine with a GPU)"
+            )
 
 
 def _overrides(args) -> dict:
-    return {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
-                                      ("stages", args.stages)) if val is not None}
+    return {
+        key: val
+        for key, val in (
+            ("warps", args.warps),
+            ("m_tiles", args.m_tiles),
+            ("kv_tile", args.kv_tile),
+            ("stages", args.stages),
+        )
+        if val is not None
+    }
 
 
 def _modes(args) -> tuple | None:
@@ -336,17 +425,30 @@ def report(args, arch=None) -> dict | None:
     print()
     if mode == "emulator":
         out_pt, name = out_pt_backend()
-        return run_rule(emulator_producer(EMULATOR_ARCH, _overrides(args)), quick=args.fa2_quick,
-                        pv_accums=_modes(args), out_pt=out_pt, out_pt_name=name,
-                        target=f"the emulator ({EMULATOR_ARCH})")
+        return run_rule(
+            emulator_producer(EMULATOR_ARCH, _overrides(args)),
+            quick=args.fa2_quick,
+            pv_accums=_modes(args),
+            out_pt=out_pt,
+            out_pt_name=name,
+            target=f"the emulator ({EMULATOR_ARCH})",
+        )
     try:
         from ..gpu import runtime as rt
+
         out_pt, name = out_pt_backend(rt.device_id())
-        return run_rule(gpu_producer(arch, _overrides(args)), quick=args.fa2_quick, pv_accums=_modes(args),
-                        out_pt=out_pt, out_pt_name=name, target=f"the GPU kernel ({arch})")
+        return run_rule(
+            gpu_producer(arch, _overrides(args)),
+            quick=args.fa2_quick,
+            pv_accums=_modes(args),
+            out_pt=out_pt,
+            out_pt_name=name,
+            target=f"the GPU kernel ({arch})",
+        )
     except Exception as exc:
         import sys
         import traceback
+
         traceback.print_exc(file=sys.stderr)
         print(f"FlashAttention-2 rule: not completed ({type(exc).__name__}: {exc})", flush=True)
         return dict(error=f"{type(exc).__name__}: {exc}")
@@ -355,6 +457,7 @@ def report(args, arch=None) -> dict | None:
 def run_emulator_only(args) -> int:
     """`flashsim verify --fa2-rule emulator`: the rule's report alone (no GPU, no bit checks); exit status 0."""
     import json
+
     result = report(args)
     if args.json:
         with open(args.json, "w") as f:

@@ -10,6 +10,7 @@ examples:
   flashsim prove
   flashsim prove --only online_softmax --no-claims -v
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,16 +19,25 @@ import time
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--only", action="append", metavar="NAME",
-                   help="run only this proof (file stem without prove_, e.g. online_softmax); repeatable")
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only this proof (file stem without prove_, e.g. online_softmax); repeatable",
+    )
     p.add_argument("--no-claims", action="store_true", help="run the proofs only")
-    p.add_argument("--registers", default="auto", choices=("auto", "estimate"),
-                   help="registers for the claims: auto (NVRTC builds when possible) or estimate")
+    p.add_argument(
+        "--registers",
+        default="auto",
+        choices=("auto", "estimate"),
+        help="registers for the claims: auto (NVRTC builds when possible) or estimate",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="print every step of every proof")
 
 
 def run(args) -> int:
     from ..prove.runner import run_all
+
     t0 = time.perf_counter()
     try:
         results = run_all(args.only)
@@ -42,10 +52,13 @@ def run(args) -> int:
     all_hold = all(r.holds for r in results.values()) and bool(results)
     if not args.no_claims:
         from ..prove.claims import check_claims
+
         print("\nTHE SEED'S CLAIMS (a claim that does not hold is a finding, not a failure)")
         for c in check_claims(results if not args.only else None, registers=args.registers):
             print()
             print("  " + str(c).replace("\n", "\n  "))
-    print(f"\n{sum(r.holds for r in results.values())} of {len(results)} proofs hold "
-          f"({time.perf_counter() - t0:.1f} s): {'PASS' if all_hold else 'FAIL'}")
+    print(
+        f"\n{sum(r.holds for r in results.values())} of {len(results)} proofs hold "
+        f"({time.perf_counter() - t0:.1f} s): {'PASS' if all_hold else 'FAIL'}"
+    )
     return 0 if all_hold else 1

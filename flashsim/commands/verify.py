@@ -16,6 +16,7 @@ out_ref|, out_pt = PyTorch's f16 attention) on FlashAttention-2's 40-case grid f
 (flashsim.commands.fa2_rule), also under "fa2_rule" in --json. It is a report: its failing cases do not change the
 exit status, which reflects the bit-exactness checks alone. 'emulator' needs no GPU and runs no bit checks (exit 0).
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,6 +52,7 @@ INPUT_KINDS = ("normal", "wide", "adversarial", "specials", "offset", "flat")
 class Case:
     """One verify case: shape (B, Hq, Hkv, Nq, Nk, d), the KernelConfig (dtype, causal, pv_accum, tiling), the input
     kind and seed, the options beyond the config (window, softcap, layout) and, for replays, the inputs' sha256."""
+
     shape: tuple
     config: KernelConfig
     kind: str
@@ -63,23 +65,42 @@ class Case:
     def name(self) -> str:
         b, h, hk, nq, nk, d = self.shape
         c = self.config
-        extra = [f"kv{hk}" if hk != h else "", c.dtype if c.dtype != "f16" else "", "causal" if c.causal else "",
-                 c.quant if c.quant != "none" else "",
-                 f"win{list(self.window)}" if self.window != (-1, -1) and c.local else "",
-                 f"cap{self.softcap:g}" if self.softcap else "", self.layout if self.layout != "bhnd" else ""]
+        extra = [
+            f"kv{hk}" if hk != h else "",
+            c.dtype if c.dtype != "f16" else "",
+            "causal" if c.causal else "",
+            c.quant if c.quant != "none" else "",
+            f"win{list(self.window)}" if self.window != (-1, -1) and c.local else "",
+            f"cap{self.softcap:g}" if self.softcap else "",
+            self.layout if self.layout != "bhnd" else "",
+        ]
         return " ".join([f"{b}x{h}x{nq}x{nk}x{d}", *[e for e in extra if e], c.pv_accum, self.kind, f"s{self.seed}"])
 
     def inputs(self):
         b, h, hk, nq, nk, d = self.shape
-        return make_case_inputs(self.kind, b, h, nq, nk, d, self.seed, heads_kv=hk, dtype=self.config.dtype,
-                                layout=self.layout)
+        return make_case_inputs(
+            self.kind, b, h, nq, nk, d, self.seed, heads_kv=hk, dtype=self.config.dtype, layout=self.layout
+        )
 
 
-def variant(shape, kinds=("normal", "adversarial"), arch="sm_90", window=(-1, -1), softcap=0.0, layout="bhnd",
-            causal=False, dtype="f16", accs=("f32",), seed=0, quant="none", **tiling):
+def variant(
+    shape,
+    kinds=("normal", "adversarial"),
+    arch="sm_90",
+    window=(-1, -1),
+    softcap=0.0,
+    layout="bhnd",
+    causal=False,
+    dtype="f16",
+    accs=("f32",),
+    seed=0,
+    quant="none",
+    **tiling,
+):
     """Cases of one variant: the arch's default configuration for its options (``tiling``: warps, m_tiles, kv_tile,
     stages overrides), every kind and P@V accumulation."""
     from ..problem import resolve_options
+
     out = []
     for acc in accs:
         opts = resolve_options(causal, acc, None, None, window, softcap, layout, quant)
@@ -94,19 +115,20 @@ def variant_cases(arch: str) -> list[Case]:
     and adversarial inputs (and wide for a few)."""
     v = functools.partial(variant, arch=arch)
     cases = []
-    for i, d in enumerate(range(32, 257, 32)):              # every head dim, odd lengths, GQA group 2
+    for i, d in enumerate(range(32, 257, 32)):  # every head dim, odd lengths, GQA group 2
         cases += v((1, 2, 1, 77 + i, 93 + 2 * i, d), accs=("f32", "f16"), causal=bool(i % 2))
     cases += v((1, 2, 2, 65, 130, 160), accs=("f16x2",))
-    cases += v((2, 4, 2, 130, 190, 128), dtype="bf16", causal=True, window=(64, 0), kinds=("normal", "adversarial",
-                                                                                           "wide"))
-    cases += v((1, 8, 1, 100, 100, 64), dtype="bf16")                       # MQA: Hkv = 1, group 8
-    cases += v((1, 8, 8, 64, 96, 64), dtype="bf16", causal=True)             # group 1
+    cases += v(
+        (2, 4, 2, 130, 190, 128), dtype="bf16", causal=True, window=(64, 0), kinds=("normal", "adversarial", "wide")
+    )
+    cases += v((1, 8, 1, 100, 100, 64), dtype="bf16")  # MQA: Hkv = 1, group 8
+    cases += v((1, 8, 8, 64, 96, 64), dtype="bf16", causal=True)  # group 1
     cases += v((2, 8, 4, 90, 90, 96), dtype="bf16", softcap=20.0, layout="bnhd")
     cases += v((1, 2, 2, 150, 150, 64), window=(16, 8), accs=("f32", "f16"))
-    cases += v((1, 2, 2, 150, 150, 64), window=(0, 0))                       # the diagonal only
+    cases += v((1, 2, 2, 150, 150, 64), window=(0, 0))  # the diagonal only
     cases += v((1, 2, 1, 120, 200, 128), window=(3, -1))
     cases += v((1, 2, 1, 120, 200, 128), window=(-1, 5))
-    cases += v((1, 2, 2, 200, 50, 64), window=(5, 5))                        # rows whose window holds no key
+    cases += v((1, 2, 2, 200, 50, 64), window=(5, 5))  # rows whose window holds no key
     cases += v((1, 1, 1, 129, 257, 128), causal=True, window=(31, -1), accs=("f16x2",))
     cases += v((1, 2, 2, 120, 150, 128), softcap=30.0, accs=("f16", "f32"), kinds=("normal", "adversarial", "wide"))
     cases += v((1, 4, 2, 100, 333, 64), softcap=5.0, causal=True, window=(40, 0), accs=("f16x2",))
@@ -125,8 +147,9 @@ def quant_cases(arch: str) -> list[Case]:
     v = functools.partial(variant, arch=arch, quant="int8")
     cases = []
     for i, d in enumerate(range(32, 257, 32)):
-        cases += v((1, 2, 1, 70 + 3 * i, 90 + 5 * i, d), accs=("f32", "f16"), causal=bool(i % 2),
-                   kinds=("normal", "offset"))
+        cases += v(
+            (1, 2, 1, 70 + 3 * i, 90 + 5 * i, d), accs=("f32", "f16"), causal=bool(i % 2), kinds=("normal", "offset")
+        )
     cases += v((2, 4, 2, 130, 190, 128), kinds=("normal", "offset", "wide", "adversarial", "specials"))
     cases += v((1, 8, 1, 100, 100, 64), dtype="bf16", causal=True, kinds=("normal", "offset", "adversarial"))
     cases += v((1, 4, 2, 150, 150, 96), window=(24, 8), accs=("f32", "f16x2"))
@@ -155,36 +178,66 @@ def quant_cases(arch: str) -> list[Case]:
 
 
 def add_arguments(p):
-    p.add_argument("--shape", action="append", default=[], metavar="B,H,NQ,NK,D[,causal]",
-                   help="add a case (repeatable); 'causal' as a 6th field makes it causal")
+    p.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        metavar="B,H,NQ,NK,D[,causal]",
+        help="add a case (repeatable); 'causal' as a 6th field makes it causal",
+    )
     p.add_argument("--only", action="store_true", help="run only the --shape cases, not the default set")
-    p.add_argument("--variants", action="store_true",
-                   help="run the attention variants instead of the default set: every head dim, bf16, MQA/GQA, "
-                        "sliding windows, softcap, (B, N, H, d) and their combinations (flashsim.commands.verify."
-                        "variant_cases)")
-    p.add_argument("--quant", nargs="?", const="cases", default=None, choices=("cases", "int8", "int8-fp8"),
-                   help="alone: run the quantized-attention cases (flashsim.commands.verify.quant_cases) instead of "
-                        "the default set; with --shape: quantize those cases (int8, the default, or int8-fp8)")
+    p.add_argument(
+        "--variants",
+        action="store_true",
+        help="run the attention variants instead of the default set: every head dim, bf16, MQA/GQA, "
+        "sliding windows, softcap, (B, N, H, d) and their combinations (flashsim.commands.verify."
+        "variant_cases)",
+    )
+    p.add_argument(
+        "--quant",
+        nargs="?",
+        const="cases",
+        default=None,
+        choices=("cases", "int8", "int8-fp8"),
+        help="alone: run the quantized-attention cases (flashsim.commands.verify.quant_cases) instead of "
+        "the default set; with --shape: quantize those cases (int8, the default, or int8-fp8)",
+    )
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
     p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="element type of the --shape cases")
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads of the --shape cases (MQA / GQA)")
-    p.add_argument("--window", default=None, metavar="LEFT,RIGHT",
-                   help="sliding window of the --shape cases (-1 unbounded: --window=-1,0)")
+    p.add_argument(
+        "--window",
+        default=None,
+        metavar="LEFT,RIGHT",
+        help="sliding window of the --shape cases (-1 unbounded: --window=-1,0)",
+    )
     p.add_argument("--softcap", type=float, default=0.0, help="soft-cap of the --shape cases")
     p.add_argument("--layout", choices=("bhnd", "bnhd"), default="bhnd", help="layout of the --shape cases")
-    p.add_argument("--pv-accum", choices=(*SUPPORTED_PV_ACCUM, "all"), default="all",
-                   help="P@V accumulation to run: %(choices)s (default: all)")
+    p.add_argument(
+        "--pv-accum",
+        choices=(*SUPPORTED_PV_ACCUM, "all"),
+        default="all",
+        help="P@V accumulation to run: %(choices)s (default: all)",
+    )
     p.add_argument("--kinds", default="normal,adversarial", help=f"input kinds, from {','.join(INPUT_KINDS)}")
     p.add_argument("--warps", type=int, default=None)
     p.add_argument("--m-tiles", type=int, default=None, choices=SUPPORTED_M_TILES, help="m16 tiles per warp")
     p.add_argument("--kv-tile", type=int, default=None)
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--json", metavar="FILE", help="write the per-case results as JSON")
-    p.add_argument("--save-cases", metavar="FILE.npz",
-                   help="save every case's GPU outputs and how to regenerate its inputs in one .npz (offline bit tests)")
-    p.add_argument("--replay", action="append", default=[], metavar="FILE.npz",
-                   help="run the cases saved in FILE by --save-cases (their configurations, shapes, kinds, seeds) instead "
-                        "of the default set (repeatable; --shape cases are added with the other options)")
+    p.add_argument(
+        "--save-cases",
+        metavar="FILE.npz",
+        help="save every case's GPU outputs and how to regenerate its inputs in one .npz (offline bit tests)",
+    )
+    p.add_argument(
+        "--replay",
+        action="append",
+        default=[],
+        metavar="FILE.npz",
+        help="run the cases saved in FILE by --save-cases (their configurations, shapes, kinds, seeds) instead "
+        "of the default set (repeatable; --shape cases are added with the other options)",
+    )
     fa2_rule.add_arguments(p)
 
 
@@ -204,24 +257,24 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16",
         k *= 2.0 ** rng.integers(-4, 5, size=(b, hk, nk, 1))
         v *= 2.0 ** rng.integers(-10, 10, size=(b, hk, nk, 1))
     elif kind == "adversarial":
-        q *= 8.0                                   # scores in the thousands: exp overflows without the max shift
+        q *= 8.0  # scores in the thousands: exp overflows without the max shift
         if nk > 2:
-            k[..., nk // 2, :] = k[..., 0, :]      # exact ties of the row max
+            k[..., nk // 2, :] = k[..., 0, :]  # exact ties of the row max
         v[..., :: max(nk // 3, 1), :] = 0.0
         flat_q, flat_v = q.reshape(-1), v.reshape(-1)
         flat_q[rng.integers(0, flat_q.size, 2)] = np.nan
         flat_v[rng.integers(0, flat_v.size, 2)] = np.inf
         if nq > 3:
-            q[..., 3, :] = 0.0                     # a row of equal scores
+            q[..., 3, :] = 0.0  # a row of equal scores
     elif kind == "specials":
         # +-inf scores (inf in q and in k), the f16 range's edges, f16 subnormals, -0
         flat = [x.reshape(-1) for x in (q, k, v)]
         for x in flat:
             idx = rng.integers(0, x.size, 6)
-            x[idx] = (np.inf, -np.inf, 65504.0, -65504.0, 2.0 ** -24, -0.0)
-        q[..., :: max(nq // 4, 1), :] *= 2.0 ** -20      # whole rows of f16 subnormals
+            x[idx] = (np.inf, -np.inf, 65504.0, -65504.0, 2.0**-24, -0.0)
+        q[..., :: max(nq // 4, 1), :] *= 2.0**-20  # whole rows of f16 subnormals
     elif kind == "offset":
-        k += 4.0 * rng.standard_normal((b, hk, 1, d))   # a per-channel mean 4x the spread: what smoothing removes
+        k += 4.0 * rng.standard_normal((b, hk, 1, d))  # a per-channel mean 4x the spread: what smoothing removes
     elif kind == "flat":
         # q = 0: every visible key gets p = 1; every row of v is the same, so each channel's |v| is its max: P@V's
         # sums reach their bound (with FP8 P@V and f16 accumulation, FP8_F16_KEYS * 448 * v_range = 64512 per group)
@@ -236,8 +289,7 @@ def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16",
     via = np.float32 if dtype == "bf16" else np.float64
     with np.errstate(over="ignore", invalid="ignore"):
         keep_specials = kind in ("adversarial", "specials")
-        out = tuple((x if keep_specials else np.clip(x, -65504, 65504)).astype(via).astype(elem)
-                    for x in (q, k, v))
+        out = tuple((x if keep_specials else np.clip(x, -65504, 65504)).astype(via).astype(elem) for x in (q, k, v))
     if layout == "bnhd":
         out = tuple(np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in out)
     return out
@@ -274,11 +326,20 @@ def trouble_heads(rng, b, h, nq, nk, d):
 def inputs_sha256(q, k, v) -> str:
     """Fingerprint of a case's inputs, so that saved outputs are only compared with the very same inputs."""
     import hashlib
+
     return hashlib.sha256(b"".join(np.ascontiguousarray(x).tobytes() for x in (q, k, v))).hexdigest()
 
 
-CAUSAL_WORDS = {"causal": True, "1": True, "true": True, "yes": True,
-                "noncausal": False, "0": False, "false": False, "no": False}
+CAUSAL_WORDS = {
+    "causal": True,
+    "1": True,
+    "true": True,
+    "yes": True,
+    "noncausal": False,
+    "0": False,
+    "false": False,
+    "no": False,
+}
 
 
 def parse_shape(text):
@@ -295,8 +356,10 @@ def parse_shape(text):
     if dims[4] not in SUPPORTED_HEAD_DIMS:
         raise ValueError(f"--shape {text!r}: D={dims[4]} is not a head dim the kernel supports {SUPPORTED_HEAD_DIMS}")
     if len(parts) == 6 and parts[5].lower() not in CAUSAL_WORDS:
-        raise ValueError(f"--shape {text!r}: the 6th field must be 'causal' (or one of "
-                         f"{', '.join(sorted(CAUSAL_WORDS))}), got {parts[5]!r}")
+        raise ValueError(
+            f"--shape {text!r}: the 6th field must be 'causal' (or one of "
+            f"{', '.join(sorted(CAUSAL_WORDS))}), got {parts[5]!r}"
+        )
     return dims + (len(parts) == 6 and CAUSAL_WORDS[parts[5].lower()],)
 
 
@@ -306,13 +369,16 @@ def check_arguments(args) -> None:
         parse_shape(s)
     from ..problem import resolve_options
     from .emulate import parse_window
-    resolve_options(None, None, None, None, parse_window(args.window), args.softcap, args.layout,
-                    shape_quant(args))
-    variant_options = args.dtype != "f16" or args.kv_heads is not None or args.window or args.softcap \
-        or args.layout != "bhnd"
+
+    resolve_options(None, None, None, None, parse_window(args.window), args.softcap, args.layout, shape_quant(args))
+    variant_options = (
+        args.dtype != "f16" or args.kv_heads is not None or args.window or args.softcap or args.layout != "bhnd"
+    )
     if variant_options and not args.shape:
-        raise ValueError("--dtype, --kv-heads, --window, --softcap and --layout apply to --shape cases: give --shape "
-                         "(--variants runs the built-in set of variants)")
+        raise ValueError(
+            "--dtype, --kv-heads, --window, --softcap and --layout apply to --shape cases: give --shape "
+            "(--variants runs the built-in set of variants)"
+        )
     if args.kv_heads is not None and args.kv_heads < 1:
         raise ValueError(f"--kv-heads must be >= 1, got {args.kv_heads}")
     if args.only and not args.shape and not args.replay:
@@ -323,8 +389,12 @@ def check_arguments(args) -> None:
     unknown = [k for k in kinds if k not in INPUT_KINDS]
     if not kinds or unknown:
         raise ValueError(f"--kinds {args.kinds!r}: give one or more of {','.join(INPUT_KINDS)}")
-    for name, value in (("warps", args.warps), ("m-tiles", args.m_tiles), ("kv-tile", args.kv_tile),
-                        ("stages", args.stages)):
+    for name, value in (
+        ("warps", args.warps),
+        ("m-tiles", args.m_tiles),
+        ("kv-tile", args.kv_tile),
+        ("stages", args.stages),
+    ):
         if value is not None and value < 1:
             raise ValueError(f"--{name} must be >= 1, got {value}")
     for path in args.replay:
@@ -346,8 +416,8 @@ def shape_quant(args):
 def check_cases(cases, arch) -> None:
     """Every case's configuration fits ``arch`` and its emulation fits this machine's memory (checked before the
     first launch, not when the case comes)."""
-    from ..problem import check_emulator_memory
-    from ..problem import resolve_options
+    from ..problem import check_emulator_memory, resolve_options
+
     for c in cases:
         b, h, hk, nq, nk, d = c.shape
         dt = get_format(c.config.dtype).dtype
@@ -365,6 +435,7 @@ def gpu_outputs(q, k, v, config, **options):
     ``options``: window_size, softcap, layout."""
     from .. import gpu
     from ..gpu.launch import NO_OVERFLOW
+
     go, (do, dl), _ = gpu.prepared_launch(q, k, v, config=config, **options)
     flag = go(sync=True)[-1]
     value = None if flag is None else int(flag.to_numpy()[0])
@@ -376,6 +447,7 @@ def emulator_outputs(q, k, v, config, arch, **options):
     from ..emulator import to_bhnd
     from ..emulator.engine_numpy import run
     from ..overflow import first_flagged
+
     prob = prepare(q, k, v, config=config, arch=arch, **options)
     o, lse, rows = run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=False)
     return np.ascontiguousarray(to_bhnd(o, prob.layout)), lse, first_flagged(rows.flag) if config.pv_mma_f16 else None
@@ -386,6 +458,7 @@ def verify_case(q, k, v, config, arch, **options):
     (gpu, emulator)). O is compared as (B, H, N, d) whatever the layout (mismatch coordinates are the kernel's)."""
     from ..diff import compare
     from ..emulator import to_bhnd
+
     layout = options.get("layout") or "bhnd"
     t0 = time.perf_counter()
     o_g, lse_g, f_g = gpu_outputs(q, k, v, config, **options)
@@ -400,9 +473,19 @@ def case_meta(name, arch, case: Case, q, k, v) -> dict:
     """What --save-cases stores beside a case's outputs: enough to regenerate its inputs (checked by hash) and
     the provenance of the kernel build that ran it (flashsim.provenance, checked by tests/test_drift.py)."""
     cfg = case.config
-    return dict(name=name, arch=arch, config=cfg.__dict__, shape=list(case.shape), kind=case.kind, seed=case.seed,
-                window=list(case.window), softcap=case.softcap, layout=case.layout,
-                inputs_sha256=inputs_sha256(q, k, v), provenance=provenance.fingerprint("flash_fwd", cfg))
+    return dict(
+        name=name,
+        arch=arch,
+        config=cfg.__dict__,
+        shape=list(case.shape),
+        kind=case.kind,
+        seed=case.seed,
+        window=list(case.window),
+        softcap=case.softcap,
+        layout=case.layout,
+        inputs_sha256=inputs_sha256(q, k, v),
+        provenance=provenance.fingerprint("flash_fwd", cfg),
+    )
 
 
 def case_of_meta(meta: dict) -> Case:
@@ -411,8 +494,16 @@ def case_of_meta(meta: dict) -> Case:
     if len(shape) == 5:
         b, h, nq, nk, d = shape
         shape = (b, h, h, nq, nk, d)
-    return Case(shape, KernelConfig(**meta["config"]), meta["kind"], int(meta["seed"]), meta.get("inputs_sha256"),
-                tuple(meta.get("window", (-1, -1))), float(meta.get("softcap", 0.0)), meta.get("layout", "bhnd"))
+    return Case(
+        shape,
+        KernelConfig(**meta["config"]),
+        meta["kind"],
+        int(meta["seed"]),
+        meta.get("inputs_sha256"),
+        tuple(meta.get("window", (-1, -1))),
+        float(meta.get("softcap", 0.0)),
+        meta.get("layout", "bhnd"),
+    )
 
 
 def replay_cases(path) -> list[Case]:
@@ -430,6 +521,7 @@ def _cases(args, arch) -> list[Case]:
     --variants), then the --shape cases with the variant options (--dtype, --kv-heads, --window, --softcap,
     --layout); --warps / --m-tiles / --kv-tile / --stages override the default tiling of the last two."""
     from .emulate import parse_window
+
     cases = []
     for path in args.replay:
         cases += replay_cases(path)
@@ -440,51 +532,76 @@ def _cases(args, arch) -> list[Case]:
         cases += quant_cases(arch)
     accs = SUPPORTED_PV_ACCUM if args.pv_accum == "all" else (args.pv_accum,)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    over = {key: val for key, val in (("warps", args.warps), ("m_tiles", args.m_tiles), ("kv_tile", args.kv_tile),
-                                      ("stages", args.stages)) if val is not None}
+    over = {
+        key: val
+        for key, val in (
+            ("warps", args.warps),
+            ("m_tiles", args.m_tiles),
+            ("kv_tile", args.kv_tile),
+            ("stages", args.stages),
+        )
+        if val is not None
+    }
     seeds = range(args.seeds)
     if not (args.only or args.replay or getattr(args, "variants", False) or getattr(args, "quant", False)):
-        for (b, h, nq, nk, d, causal) in DEFAULT_SHAPES:
+        for b, h, nq, nk, d, causal in DEFAULT_SHAPES:
             for acc in accs:
                 cfg = KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=acc, **over)
                 cases += [Case((b, h, h, nq, nk, d), cfg, kind, seed) for kind in kinds for seed in seeds]
     accs = tuple(a for a in accs if a in pv_accums(args.dtype, quant)) or ("f32",)
-    for (b, h, nq, nk, d, causal) in [parse_shape(s) for s in args.shape]:
+    for b, h, nq, nk, d, causal in [parse_shape(s) for s in args.shape]:
         hk = args.kv_heads if args.kv_heads is not None else h
         for seed in seeds:
-            cases += variant((b, h, hk, nq, nk, d), kinds=kinds, arch=arch, causal=causal, dtype=args.dtype,
-                             window=parse_window(args.window) or (-1, -1), softcap=args.softcap, layout=args.layout,
-                             accs=accs, seed=seed, quant=quant, **over)
+            cases += variant(
+                (b, h, hk, nq, nk, d),
+                kinds=kinds,
+                arch=arch,
+                causal=causal,
+                dtype=args.dtype,
+                window=parse_window(args.window) or (-1, -1),
+                softcap=args.softcap,
+                layout=args.layout,
+                accs=accs,
+                seed=seed,
+                quant=quant,
+                **over,
+            )
     return cases
 
 
 def run(args) -> int:
     from ..diff import kernel_coordinates
     from ..gpu import runtime as rt
+
     check_arguments(args)
     fa2_rule.check_arguments(args)
-    if args.fa2_rule == "emulator":      # the rule on the emulator alone: no GPU, no bit checks
+    if args.fa2_rule == "emulator":  # the rule on the emulator alone: no GPU, no bit checks
         return fa2_rule.run_emulator_only(args)
     rt.require_gpu()
     arch = rt.current_arch()
     cases = _cases(args, arch)
     check_cases(cases, arch)
-    for c in cases:   # before any GPU work: replayed inputs must match
+    for c in cases:  # before any GPU work: replayed inputs must match
         if c.sha is not None and inputs_sha256(*c.inputs()) != c.sha:
-            raise SystemExit(f"--replay: the inputs of {c.name()} no longer regenerate as recorded "
-                             "(make_case_inputs changed): this file cannot be re-captured case for case")
+            raise SystemExit(
+                f"--replay: the inputs of {c.name()} no longer regenerate as recorded "
+                "(make_case_inputs changed): this file cannot be re-captured case for case"
+            )
     results, all_ok, saved = [], True, {}
     count = lambda f: len({f(c) for c in cases})
-    print(f"flashsim verify on {arch}: {count(lambda c: c.shape)} shapes x {count(lambda c: c.config.pv_accum)} "
-          f"accumulators x {count(lambda c: c.kind)} kinds x {count(lambda c: c.seed)} seeds, {len(cases)} cases"
-          + (f" (replayed from {', '.join(args.replay)})" if args.replay else ""))
+    print(
+        f"flashsim verify on {arch}: {count(lambda c: c.shape)} shapes x {count(lambda c: c.config.pv_accum)} "
+        f"accumulators x {count(lambda c: c.kind)} kinds x {count(lambda c: c.seed)} seeds, {len(cases)} cases"
+        + (f" (replayed from {', '.join(args.replay)})" if args.replay else "")
+    )
     width = max([44] + [len(c.name()) + 1 for c in cases])
     print(f"{'case':{width}} {'O equal':>9} {'O ulp':>6} {'LSE equal':>10} {'LSE ulp':>8}  first mismatch")
     for case in cases:
         cfg = case.config
         q, k, v = case.inputs()
-        od, ld, outs, times, flags = verify_case(q, k, v, cfg, arch, window_size=case.window, softcap=case.softcap,
-                                                 layout=case.layout)
+        od, ld, outs, times, flags = verify_case(
+            q, k, v, cfg, arch, window_size=case.window, softcap=case.softcap, layout=case.layout
+        )
         name = case.name()
         where = ""
         for diff, kindname in ((od, "o"), (ld, "lse")):
@@ -492,24 +609,46 @@ def run(args) -> int:
                 idx = diff.first_index
                 col = idx[3] if kindname == "o" else 0
                 blk, warp, lane, reg = kernel_coordinates(cfg, idx[0], idx[1], idx[2], col, kindname)
-                where = (f"{diff.name}{list(idx)} gpu {diff.first_values[0]} emu {diff.first_values[1]}"
-                         f" <- block {blk} warp {warp} lane {lane} {reg}")
+                where = (
+                    f"{diff.name}{list(idx)} gpu {diff.first_values[0]} emu {diff.first_values[1]}"
+                    f" <- block {blk} warp {warp} lane {lane} {reg}"
+                )
         if flags[0] != flags[1]:
             where = f"overflow flag: gpu row {flags[0]}, emulator row {flags[1]}" + (f"; {where}" if where else "")
         ok = od.ok and ld.ok and flags[0] == flags[1]
         all_ok &= ok
-        print(f"{name:{width}} {od.bit_equal_fraction:9.4%} {od.max_ulp:6d} {ld.bit_equal_fraction:10.4%} "
-              f"{ld.max_ulp:8d}  {where or '-'}")
-        results.append(dict(case=name, config=cfg.__dict__, o_equal=od.bit_equal_fraction, o_max_ulp=od.max_ulp,
-                            o_hist=od.ulp_hist, lse_equal=ld.bit_equal_fraction, lse_max_ulp=ld.max_ulp,
-                            first_mismatch=where, overflow_row=flags[0], gpu_s=times[0], emu_s=times[1]))
+        print(
+            f"{name:{width}} {od.bit_equal_fraction:9.4%} {od.max_ulp:6d} {ld.bit_equal_fraction:10.4%} "
+            f"{ld.max_ulp:8d}  {where or '-'}"
+        )
+        results.append(
+            dict(
+                case=name,
+                config=cfg.__dict__,
+                o_equal=od.bit_equal_fraction,
+                o_max_ulp=od.max_ulp,
+                o_hist=od.ulp_hist,
+                lse_equal=ld.bit_equal_fraction,
+                lse_max_ulp=ld.max_ulp,
+                first_mismatch=where,
+                overflow_row=flags[0],
+                gpu_s=times[0],
+                emu_s=times[1],
+            )
+        )
         if args.save_cases:
             # outputs only: the inputs are regenerated from (kind, shape, seed) and checked by hash
             i = len(saved) // 3
-            o_saved = outs[0].view(np.uint16) if outs[0].dtype.name == "bfloat16" else outs[0]   # npz: no bf16
-            saved.update({f"c{i}_o": o_saved, f"c{i}_lse": outs[1], f"c{i}_meta": json.dumps(
-                dict(case_meta(name, arch, case, q, k, v), overflow_row=outs[2]))})
+            o_saved = outs[0].view(np.uint16) if outs[0].dtype.name == "bfloat16" else outs[0]  # npz: no bf16
+            saved.update(
+                {
+                    f"c{i}_o": o_saved,
+                    f"c{i}_lse": outs[1],
+                    f"c{i}_meta": json.dumps(dict(case_meta(name, arch, case, q, k, v), overflow_row=outs[2])),
+                }
+            )
     from ..numerics import sfu
+
     note = getattr(sfu, "model_status", lambda arch: "")(arch)
     if note:
         print(f"ex2 model: {note}")
@@ -517,9 +656,10 @@ def run(args) -> int:
     if args.save_cases:
         np.savez_compressed(args.save_cases, **saved)
         print(f"saved {len(saved) // 3} cases to {args.save_cases}")
-    fa2 = fa2_rule.report(args, arch)      # None without --fa2-rule; a report, not part of the exit status
+    fa2 = fa2_rule.report(args, arch)  # None without --fa2-rule; a report, not part of the exit status
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(arch=arch, ok=all_ok, cases=results, **({} if fa2 is None else {"fa2_rule": fa2})), f,
-                      indent=1)
+            json.dump(
+                dict(arch=arch, ok=all_ok, cases=results, **({} if fa2 is None else {"fa2_rule": fa2})), f, indent=1
+            )
     return 0 if all_ok else 1

@@ -3,6 +3,7 @@
 kernel_program.py is the kernel's program, written once against an array namespace; engine_numpy.py runs it
 eagerly (the default), engine_jax.py jit-compiles it for JAX's CPU or GPU devices and shards it over a Mesh.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,9 +20,24 @@ def to_bhnd(x, layout: str):
     return x if layout == "bhnd" else x.transpose(0, 2, 1, 3) if not hasattr(x, "permute") else x.permute(0, 2, 1, 3)
 
 
-def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
-              layout=None, quant=None, arch="sm_90", config=None, backend="numpy", progress=None,
-              check_overflow=True):
+def attention(
+    q,
+    k,
+    v,
+    *,
+    causal=None,
+    softmax_scale=None,
+    pv_accum=None,
+    window_size=None,
+    softcap=None,
+    layout=None,
+    quant=None,
+    arch="sm_90",
+    config=None,
+    backend="numpy",
+    progress=None,
+    check_overflow=True,
+):
     """What kernel/flash_fwd.cu returns on ``arch``, bit for bit: (o like q, lse float32 (B, Hq, Nq)).
 
     q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), Hq a multiple of Hkv (MQA / GQA); ``layout="bnhd"``: (B, N, H, d) in
@@ -41,8 +57,20 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
     ``check_overflow=False`` returns the kernel's inf / NaN instead; "deferred" returns (o, lse, check) with
     ``check()`` raising the same error when called.
     """
-    prob = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, pv_accum=pv_accum, window_size=window_size,
-                   softcap=softcap, layout=layout, quant=quant, arch=arch, config=config)
+    prob = prepare(
+        q,
+        k,
+        v,
+        causal=causal,
+        softmax_scale=softmax_scale,
+        pv_accum=pv_accum,
+        window_size=window_size,
+        softcap=softcap,
+        layout=layout,
+        quant=quant,
+        arch=arch,
+        config=config,
+    )
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, np.ndarray):
             raise ValueError(f"{name} must be a numpy array (the emulator runs on the CPU), got {type(x).__name__}")
@@ -62,6 +90,7 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
         if flat is not None:
             vh = v_head(prob, v, flat)
             raise overflow_error(prob, flat, float(np.abs(vh.astype(np.float32)).max()), float(rows.l.flat[flat]))
+
     if mode == "deferred":
         return o, lse, OverflowCheck(check)
     if mode:

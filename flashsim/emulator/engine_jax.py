@@ -27,6 +27,7 @@ Compilation.  Programs are cached per (mesh, configuration, shapes) in the proce
 persistent compilation cache (``jax_cache_dir``: $JAX_COMPILATION_CACHE_DIR, else flashsim's user cache), so a
 second process skips XLA's compilation.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,13 +42,13 @@ from ..numerics.xp import enable_x64, ieee_conversions, native_conversions
 from ..problem import Problem
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
-from .quantize import per_row, quantized_operands
 from .progress import Progress
+from .quantize import per_row, quantized_operands
 
-DEFAULT_MAX_TILE_ELEMS = 1 << 21        # score elements per device per step (~100 MB of temporaries on the CPU)
-STEPS_PER_CALL = 16                     # KV steps per dispatch (one lax.scan)
-SCAN_UNROLL = 1                         # lax.scan's unroll of the KV steps
-LAST_PLAN: dict = {}                     # how the last run was laid out (mesh, slots, steps, calls): for reports
+DEFAULT_MAX_TILE_ELEMS = 1 << 21  # score elements per device per step (~100 MB of temporaries on the CPU)
+STEPS_PER_CALL = 16  # KV steps per dispatch (one lax.scan)
+SCAN_UNROLL = 1  # lax.scan's unroll of the KV steps
+LAST_PLAN: dict = {}  # how the last run was laid out (mesh, slots, steps, calls): for reports
 
 
 def _jax():
@@ -60,6 +61,7 @@ def _jax():
 
 # ------------------------------------------------------------------------------------------------------------------
 # planning (numpy, static)
+
 
 def plan(tiles: np.ndarray, slots: int):
     """Pack units with ``tiles[j]`` KV tiles each into ``slots`` slots (longest first, each to the least loaded
@@ -82,8 +84,8 @@ def plan(tiles: np.ndarray, slots: int):
         i = 0
         for j in units:
             tj = int(tiles[j])
-            unit[i:i + tj, s] = j
-            tile[i:i + tj, s] = np.arange(tj)
+            unit[i : i + tj, s] = j
+            tile[i : i + tj, s] = np.arange(tj)
             first[i, s] = True
             i += tj
     return unit, tile, first
@@ -147,6 +149,7 @@ def split_units(tiles: np.ndarray, parts: int) -> list[list[int]]:
 # ------------------------------------------------------------------------------------------------------------------
 # the program of one dispatch: STEPS_PER_CALL KV steps of every slot, per device
 
+
 def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     """Per device: qh (b, h, 1, units, BM, d), kh / vh (b, h, T, BC, d), state (b, h, 1, units + 1, ...), xs =
     (unit, tile, first, row0), each (1, C, S): C steps of S slots; with INT8 Q K^T (static int8) the per-row
@@ -154,6 +157,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     after the C steps."""
     import jax.numpy as jnp
     from jax import lax
+
     arch, causal, bm, bc, two_level, group_keys, local, softcap, int8, native = static
     nq, nk = scalars[0], scalars[1]
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
@@ -166,21 +170,25 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
 
     def step(carry, x):
         m_all, l_all, o_all = carry
-        unit, tile, first, row0 = x                                       # (S,) each
+        unit, tile, first, row0 = x  # (S,) each
         m, l, o = (jnp.take(a, unit, axis=2) for a in carry)
         m = jnp.where(first[:, None], -jnp.inf, m).astype(jnp.float32)  # a unit's first tile: the initial state
         l = jnp.where(first[:, None, None], 0, l).astype(jnp.float32)
         o = jnp.where(first[:, None, None], 0, o).astype(o.dtype)
-        qs = jnp.take(qh, jnp.minimum(unit, n_units - 1), axis=2)       # (b, h, S, BM, d)
-        kt = jnp.take(kh, tile, axis=2)                                 # (b, h, S, BC, d); tile: the global index
+        qs = jnp.take(qh, jnp.minimum(unit, n_units - 1), axis=2)  # (b, h, S, BM, d)
+        kt = jnp.take(kh, tile, axis=2)  # (b, h, S, BC, d); tile: the global index
         vt = jnp.take(vh, tile, axis=2)
-        scale_opts = dict(q_scale=jnp.take(qsc, jnp.minimum(unit, n_units - 1), axis=2),
-                          k_scale=jnp.take(ksc, tile, axis=2)) if int8 else {}
-        rows = row0[:, None] + jnp.arange(bm, dtype=jnp.int32)[None, :]   # (S, BM)
+        scale_opts = (
+            dict(q_scale=jnp.take(qsc, jnp.minimum(unit, n_units - 1), axis=2), k_scale=jnp.take(ksc, tile, axis=2))
+            if int8
+            else {}
+        )
+        rows = row0[:, None] + jnp.arange(bm, dtype=jnp.int32)[None, :]  # (S, BM)
         cols = tile[:, None] * bc + jnp.arange(bc, dtype=jnp.int32)[None, :]
         with sfu.bound_tables(arch, tables):
-            s, m_new, alpha, neg_m = K.scores(qs, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch,
-                                              window=window, cap_scale=cap, **scale_opts)
+            s, m_new, alpha, neg_m = K.scores(
+                qs, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch, window=window, cap_scale=cap, **scale_opts
+            )
             s, neg_m = lax.optimization_barrier((s, neg_m))
             p = K.probabilities(s, neg_m, sl2, arch=arch)
             p, alpha = lax.optimization_barrier((p, alpha))
@@ -188,7 +196,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
-    with ieee_conversions(native):     # XLA's GPU keeps f32 subnormals (xp.native_conversions)
+    with ieee_conversions(native):  # XLA's GPU keeps f32 subnormals (xp.native_conversions)
         state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
     return tuple(x[:, :, None] for x in state)
 
@@ -201,7 +209,8 @@ def _shard_map(f, mesh, in_specs, out_specs):
             return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
         except TypeError:
             return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
-    from jax.experimental.shard_map import shard_map          # jax < 0.7
+    from jax.experimental.shard_map import shard_map  # jax < 0.7
+
     return shard_map(f, mesh, in_specs=in_specs, out_specs=out_specs, check_rep=False)
 
 
@@ -214,9 +223,14 @@ def _compiled(mesh, static):
     if key not in _COMPILED:
         jax = _jax()
         from jax.sharding import PartitionSpec as P
+
         heads, blk, rep = P("batch", "heads"), P("batch", "heads", "blocks"), P()
-        fn = _shard_map(partial(_steps, static), mesh,
-                        in_specs=(rep, rep, blk, heads, heads, blk, heads, blk, P("blocks")), out_specs=blk)
+        fn = _shard_map(
+            partial(_steps, static),
+            mesh,
+            in_specs=(rep, rep, blk, heads, heads, blk, heads, blk, P("blocks")),
+            out_specs=blk,
+        )
         _COMPILED[key] = jax.jit(fn, donate_argnums=(7,))
     return _COMPILED[key]
 
@@ -227,6 +241,7 @@ def jax_cache_dir() -> str | None:
     if os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
         return jax.config.jax_compilation_cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR")
     from ..calibration import cache_root
+
     path = str(cache_root() / "jax")
     try:
         os.makedirs(path, exist_ok=True)
@@ -240,6 +255,7 @@ def jax_cache_dir() -> str | None:
 # ------------------------------------------------------------------------------------------------------------------
 # driver
 
+
 def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
     """(whether ``run`` takes the fused kernel, why): on one GPU device, for a problem engine_pallas covers, unless
     $FLASHSIM_JAX_FUSED=0 asks for the scan. The default since the fourteenth round: on the H200 it runs N = 16384
@@ -249,6 +265,7 @@ def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
         return False, "scan engine (FLASHSIM_JAX_FUSED=0)"
     jax = _jax()
     from . import engine_pallas
+
     devices = list(devices) if devices is not None else jax.devices()
     if len(devices) != 1 or devices[0].platform != "gpu":
         return False, f"scan engine: {len(devices)} {devices[0].platform} device(s) (the fused kernel runs on one GPU)"
@@ -274,6 +291,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, m
     LAST_PLAN.update(fused=fused, engine=why)
     if fused:
         from . import engine_pallas
+
         return engine_pallas.run(q, k, v, prob, progress, device=list(devices)[0] if devices is not None else None)
     with enable_x64():
         return _run(q, k, v, prob, progress, devices, max_tile_elems)
@@ -281,17 +299,19 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, m
 
 def _run(q, k, v, prob, progress, devices, max_tile_elems):
     jax = _jax()
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
     cfg = prob.config
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
     BM, BC = cfg.block_m, cfg.kv_tile
     pv_f16 = cfg.o_f16
     nqb = prob.q_blocks
     first_tile, tiles = prob.kv_tile_range()
-    first_tile = np.append(first_tile, 0)                      # index nqb: no block (idle slots)
+    first_tile = np.append(first_tile, 0)  # index nqb: no block (idle slots)
     T = prob.kv_span()
     out_dtype = v.dtype
-    q, k, v, quant = quantized_operands(q, k, v, cfg, prob.group)     # kernel/quantize.cu's pass, on the host
+    q, k, v, quant = quantized_operands(q, k, v, cfg, prob.group)  # kernel/quantize.cu's pass, on the host
     k, v = (prob.per_query_head(x) for x in (k, v))
     budget = int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS)
 
@@ -305,27 +325,27 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
 
     # q blocks dealt to the blocks-devices; on each, slots (the same number everywhere) and its plan
     groups = split_units(tiles, dq)
-    upd = max(1, max(len(g) for g in groups))                  # units per device (+1 spare for idle slots)
+    upd = max(1, max(len(g) for g in groups))  # units per device (+1 spare for idle slots)
     slots = max(choose_slots(tiles[g], max(1, budget // (BM * BC))) if g else 1 for g in groups)
     plans = [plan(tiles[g] if g else np.zeros(1, np.int64), slots) for g in groups]
     planned = max(p[0].shape[0] for p in plans)
-    steps = -(-planned // STEPS_PER_CALL) * STEPS_PER_CALL      # whole dispatches: the tail steps are idle
-    unit = np.full((dq, steps, slots), upd, np.int32)          # local unit index; upd = the spare (idle)
+    steps = -(-planned // STEPS_PER_CALL) * STEPS_PER_CALL  # whole dispatches: the tail steps are idle
+    unit = np.full((dq, steps, slots), upd, np.int32)  # local unit index; upd = the spare (idle)
     tile = np.zeros((dq, steps, slots), np.int32)
     first = np.zeros((dq, steps, slots), bool)
     row0 = np.zeros((dq, steps, slots), np.int32)
-    gid = np.full((dq, upd + 1), nqb, np.int64)                # local -> global q block (nqb: none)
+    gid = np.full((dq, upd + 1), nqb, np.int64)  # local -> global q block (nqb: none)
     for i, (g, (u, t, f)) in enumerate(zip(groups, plans)):
-        gid[i, :len(g)] = g
+        gid[i, : len(g)] = g
         n = u.shape[0]
         u = np.where(u >= len(g), upd, u)
         unit[i, :n], tile[i, :n], first[i, :n] = u, t + first_tile[gid[i][u]], f
         row0[i, :n] = gid[i][u] * BM
-    per_call = max(1, budget // (slots * BM * BC))             # heads per device per call
+    per_call = max(1, budget // (slots * BM * BC))  # heads per device per call
     bl, hl = math.ceil(B / db), math.ceil(H / dh)
     ch = min(hl, per_call)
     cb = min(bl, max(1, per_call // ch))
-    call_b, call_h = db * cb, dh * ch                          # heads of one call, over the mesh
+    call_b, call_h = db * cb, dh * ch  # heads of one call, over the mesh
     Bp, Hp = call_b * math.ceil(B / call_b), call_h * math.ceil(H / call_h)
 
     def padded(x, rows, row_pad, width=d):
@@ -333,15 +353,16 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         out = np.zeros((Bp, Hp, row_pad, width), x.dtype)
         out[:B, :H] = x
         return out
-    qp = padded(q, nq, (nqb + 1) * BM).reshape(Bp, Hp, nqb + 1, BM, d)   # block nqb: zeros for empty places
-    qp = qp[:, :, gid[:, :upd]]                                # (Bp, Hp, dq, upd, BM, d)
+
+    qp = padded(q, nq, (nqb + 1) * BM).reshape(Bp, Hp, nqb + 1, BM, d)  # block nqb: zeros for empty places
+    qp = qp[:, :, gid[:, :upd]]  # (Bp, Hp, dq, upd, BM, d)
     kp = padded(k, nk, T * BC).reshape(Bp, Hp, T, BC, d)
     vp = padded(v, v.shape[2], T * BC).reshape(Bp, Hp, T, BC, d)
     v_deq = None
     if quant is not None and cfg.fp8_pv:
         v_deq = np.zeros((Bp, Hp, 1, 1, d), np.float32)
         v_deq[:B, :H, 0, 0] = prob.per_query_head(quant.v_deq)
-    if quant is not None:                                      # per-row / per-key scales and LSE corrections
+    if quant is not None:  # per-row / per-key scales and LSE corrections
         k_scale = prob.per_query_head(quant.k_scale)
         qsp = padded(per_row(quant.q_scale, nq)[..., None], nq, (nqb + 1) * BM, 1).reshape(Bp, Hp, nqb + 1, BM)
         qsp = qsp[:, :, gid[:, :upd]]
@@ -352,18 +373,38 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
     native = native_conversions(devices)
-    static = (prob.arch, cfg.causal, BM, BC, cfg.pv_accum == "f16x2", cfg.fp8_group_keys, cfg.local, cfg.softcap,
-              cfg.int8, native)
+    static = (
+        prob.arch,
+        cfg.causal,
+        BM,
+        BC,
+        cfg.pv_accum == "f16x2",
+        cfg.fp8_group_keys,
+        cfg.local,
+        cfg.softcap,
+        cfg.int8,
+        native,
+    )
     bits = [int(np.asarray(x, np.float32).view(np.uint32)) for x in (prob.scale_log2, prob.cap_scale)]
     win = prob.window or Window(0, 0)
     scalars = _put(np.array([nq, nk, *bits, win.left, win.right], np.int64), rep)
     comp = _compiled(mesh, static)
     n_calls = steps // STEPS_PER_CALL
-    xs_all = [tuple(_put(a[:, c * STEPS_PER_CALL:(c + 1) * STEPS_PER_CALL], per_dev)
-                    for a in (unit, tile, first, row0)) for c in range(n_calls)]
+    xs_all = [
+        tuple(_put(a[:, c * STEPS_PER_CALL : (c + 1) * STEPS_PER_CALL], per_dev) for a in (unit, tile, first, row0))
+        for c in range(n_calls)
+    ]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
-    LAST_PLAN.update(ieee_conversions=native, mesh=(db, dh, dq), devices=len(devices), slots=slots, steps=int(planned),
-                     calls=len(calls), dispatches_per_call=n_calls, heads_per_call=(call_b, call_h))
+    LAST_PLAN.update(
+        ieee_conversions=native,
+        mesh=(db, dh, dq),
+        devices=len(devices),
+        slots=slots,
+        steps=int(planned),
+        calls=len(calls),
+        dispatches_per_call=n_calls,
+        heads_per_call=(call_b, call_h),
+    )
 
     o_out = np.zeros((Bp, Hp, nqb + 1, BM, d), out_dtype)
     lse_out = np.zeros((Bp, Hp, nqb + 1, BM), np.float32)
@@ -385,15 +426,21 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         # 8. epilogue on the final state (O(rows) work: numpy, nothing to compile)
         m, l, o = (_fetch(x)[:, :, :, :upd] for x in state)
         corr_c = None if quant is None else corr[sl][:, :, gid[:, :upd]]
-        outs = K.epilogue(l, o, m, prob.lse_scale, out_dtype, corr=corr_c,   # (call_b, call_h, dq, upd, BM[, d])
-                          v_deq=None if v_deq is None else v_deq[sl])
+        outs = K.epilogue(
+            l,
+            o,
+            m,
+            prob.lse_scale,
+            out_dtype,
+            corr=corr_c,  # (call_b, call_h, dq, upd, BM[, d])
+            v_deq=None if v_deq is None else v_deq[sl],
+        )
         for i in range(dq):
             for dst, src in zip((o_out, lse_out, l_out, flag_out), outs):
                 dst[sl][:, :, gid[i, :upd]] = src[:, :, i]
     bar.close()
     o_out = o_out[:B, :H, :nqb].reshape(B, H, nqb * BM, d)[:, :, :nq]
-    lse_out, l_out, flag_out = (x[:B, :H, :nqb].reshape(B, H, nqb * BM)[:, :, :nq]
-                                for x in (lse_out, l_out, flag_out))
+    lse_out, l_out, flag_out = (x[:B, :H, :nqb].reshape(B, H, nqb * BM)[:, :, :nq] for x in (lse_out, l_out, flag_out))
     return o_out, lse_out, Rows(l_out, flag_out)
 
 
@@ -409,4 +456,5 @@ def _fetch(x) -> np.ndarray:
     if getattr(x, "is_fully_addressable", True):
         return np.asarray(x)
     from jax.experimental import multihost_utils
+
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))

@@ -7,6 +7,7 @@ over KV tiles (and, inside the steps, the kernel's own k16 and lane-column loops
 drop out of a step (their state is left as it is). A block starts at its first KV tile (a sliding window skips
 the tiles left of it, as the kernel does) and reads its K / V head (GQA: one head per group of query heads).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,10 +15,10 @@ import numpy as np
 from ..numerics.xp import errstate
 from ..problem import Problem
 from . import kernel_program as K
-from .quantize import per_row, quantized_operands
 from .progress import Progress
+from .quantize import per_row, quantized_operands
 
-DEFAULT_MAX_TILE_ELEMS = 1 << 22      # score elements per step (~200 MB of float64/int temporaries at most)
+DEFAULT_MAX_TILE_ELEMS = 1 << 22  # score elements per step (~200 MB of float64/int temporaries at most)
 
 
 def pad_rows(x: np.ndarray, rows: int) -> np.ndarray:
@@ -42,11 +43,11 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
     BM, BC = cfg.block_m, cfg.kv_tile
     nqb = prob.q_blocks
-    first_tile, tiles_per_block = prob.kv_tile_range()                # (nqb,) each
+    first_tile, tiles_per_block = prob.kv_tile_range()  # (nqb,) each
     T = prob.kv_span()
     Hk = prob.heads_kv
     out_dtype = v.dtype
-    q, k, v, quant = quantized_operands(q, k, v, cfg, prob.group)     # kernel/quantize.cu's pass, with a quant
+    q, k, v, quant = quantized_operands(q, k, v, cfg, prob.group)  # kernel/quantize.cu's pass, with a quant
     if quant is not None:
         q_sc = per_row(quant.q_scale, nqb * BM).reshape(B * H * nqb, BM)
         k_sc = per_row(quant.k_scale, T * BC).reshape(B * Hk, T * BC)
@@ -56,13 +57,13 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
     kh = pad_rows(np.ascontiguousarray(k).reshape(B * Hk, nk, d), T * BC)
     vh = pad_rows(np.ascontiguousarray(v).reshape(B * Hk, v.shape[2], d), T * BC)
 
-    U = B * H * nqb                                                   # units, x (q block) fastest
+    U = B * H * nqb  # units, x (q block) fastest
     unit_bh = np.repeat(np.arange(B * H), nqb)
-    unit_kv = (unit_bh // H) * Hk + (unit_bh % H) // prob.group       # the K / V head a unit reads (GQA)
+    unit_kv = (unit_bh // H) * Hk + (unit_bh % H) // prob.group  # the K / V head a unit reads (GQA)
     unit_qb = np.tile(np.arange(nqb), B * H)
     unit_tiles = tiles_per_block[unit_qb]
     unit_t0 = first_tile[unit_qb]
-    rows_all = unit_qb[:, None] * BM + np.arange(BM)[None, :]        # (U, BM) global query rows
+    rows_all = unit_qb[:, None] * BM + np.arange(BM)[None, :]  # (U, BM) global query rows
     opts = step_options(prob)
     scale_opts: dict = {}
 
@@ -81,25 +82,40 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
             units = np.arange(c0, min(U, c0 + chunk))
             m, l, o = K.initial_state(np, (units.size,), BM, d, cfg.o_f16)
             for t in range(int(unit_tiles[units].max(initial=0))):
-                act = np.nonzero(unit_tiles[units] > t)[0]             # chunk-local indices of busy units
+                act = np.nonzero(unit_tiles[units] > t)[0]  # chunk-local indices of busy units
                 u = units[act]
                 kv = unit_kv[u]
-                cols = (unit_t0[u] + t)[:, None] * BC + np.arange(BC)[None, :]   # (A, BC) global key indices
-                kt = kh[kv[:, None], cols]                              # (A, BC, d)
+                cols = (unit_t0[u] + t)[:, None] * BC + np.arange(BC)[None, :]  # (A, BC) global key indices
+                kt = kh[kv[:, None], cols]  # (A, BC, d)
                 vt = vh[kv[:, None], cols]
                 if quant is not None:
                     scale_opts = dict(q_scale=q_sc[u], k_scale=k_sc[kv[:, None], cols])
-                s, m_new, alpha, neg_m = K.scores(qh[u], kt, m[act], rows_all[u], cols, nq, nk, prob.scale_log2,
-                                                  arch=arch, **opts, **scale_opts)
+                s, m_new, alpha, neg_m = K.scores(
+                    qh[u], kt, m[act], rows_all[u], cols, nq, nk, prob.scale_log2, arch=arch, **opts, **scale_opts
+                )
                 p = K.probabilities(s, neg_m, prob.scale_log2, arch=arch)
-                l[act], o[act] = K.accumulate(l[act], o[act], p, alpha, vt, arch=arch,
-                                              two_level=cfg.pv_accum == "f16x2", group_keys=cfg.fp8_group_keys)
+                l[act], o[act] = K.accumulate(
+                    l[act],
+                    o[act],
+                    p,
+                    alpha,
+                    vt,
+                    arch=arch,
+                    two_level=cfg.pv_accum == "f16x2",
+                    group_keys=cfg.fp8_group_keys,
+                )
                 m[act] = m_new
                 done += act.size
                 bar.update(done)
             o_out[units], lse[units], l_out[units], flag[units] = K.epilogue(
-                l, o, m, prob.lse_scale, out_dtype, corr=None if quant is None else corr[units],
-                v_deq=quant.v_deq.reshape(B * Hk, d)[unit_kv[units]] if cfg.fp8_pv else None)
+                l,
+                o,
+                m,
+                prob.lse_scale,
+                out_dtype,
+                corr=None if quant is None else corr[units],
+                v_deq=quant.v_deq.reshape(B * Hk, d)[unit_kv[units]] if cfg.fp8_pv else None,
+            )
     bar.close()
     rows = (B * H, nqb * BM)
     o_out = o_out.reshape(B * H, nqb * BM, d)[:, :nq].reshape(B, H, nq, d)
@@ -110,6 +126,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
 class Rows:
     """Per-row values an engine returns beside (o, lse): l (the softmax denominator) and the overflow flag of
     kernel_program.epilogue, both (B, H, Nq)."""
+
     __slots__ = ("l", "flag")
 
     def __init__(self, l, flag):

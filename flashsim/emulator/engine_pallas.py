@@ -29,6 +29,7 @@ row's. Rows are independent otherwise, so the program's height is free: it is ch
 Coverage (``unsupported`` says why; engine_jax then runs the scan engine): head dims that are powers of two
 (Triton's tensors have power-of-two shapes: 32, 64, 128, 256), quant "none", an arch whose SFU tables ship.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,6 +45,7 @@ from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
 from .progress import Progress
 
+
 def _env_int(name: str, default: int) -> int:
     """An integer setting from the environment; a ValueError naming the variable otherwise."""
     text = os.environ.get(name, str(default))
@@ -56,7 +58,7 @@ def _env_int(name: str, default: int) -> int:
 # Program shape: 16 rows (the chain's smallest M) and 16 warps (128 registers, 16 warps per SM), the fastest with
 # inline PTX on the H200 at N = 16384: 16 x 16 0.159 s, 32 x 16 0.171 s, 16 x 8 0.184 s, 32 x 8 0.205 s
 # (tools/jax_fused_sweep.py; benchmarks/experiments/jax_ptx/2026-12-01/)
-ROWS = _env_int("FLASHSIM_PALLAS_ROWS", 16)        # query rows per program (a power of two, >= 16)
+ROWS = _env_int("FLASHSIM_PALLAS_ROWS", 16)  # query rows per program (a power of two, >= 16)
 NUM_WARPS = _env_int("FLASHSIM_PALLAS_WARPS", 16)  # Triton warps per program
 # Inline PTX for what PTX defines exactly (xp.ptx_on; compiled kernels only) and packed staging (_packed): on
 # the H200, 2^16 raw-bit cases per operation equal to the portable routines, the kernel bit-equal to the CUDA
@@ -82,7 +84,7 @@ def _scratch(d: int, bc: int, dtype) -> list:
     return [((ROWS, w), vdt), ((ROWS, w), np.int32), ((w, w), vdt), ((w, w), np.int32)]
 
 
-LAST_RUN: dict = {}                                           # the last run's layout (for reports)
+LAST_RUN: dict = {}  # the last run's layout (for reports)
 
 
 def unsupported(prob: Problem) -> str | None:
@@ -93,8 +95,10 @@ def unsupported(prob: Problem) -> str | None:
     if cfg.quant != "none":
         return f"quant {cfg.quant!r} (the fused kernel covers quant 'none')"
     if ROWS < 16 or ROWS & (ROWS - 1) or cfg.block_m % ROWS:
-        return (f"FLASHSIM_PALLAS_ROWS={ROWS}: rows per program must be a power of two from 16 (the mma's M) that "
-                f"divides the block's {cfg.block_m} rows")
+        return (
+            f"FLASHSIM_PALLAS_ROWS={ROWS}: rows per program must be a power of two from 16 (the mma's M) that "
+            f"divides the block's {cfg.block_m} rows"
+        )
     if sfu.load_tables(prob.arch) is None:
         return f"no SFU tables for {prob.arch}"
     return None
@@ -127,10 +131,11 @@ def _staging(a_refs, b_refs, barrier):
         def unpacked(k):
             word = read(refs[0], arrays[0].shape, axis, k)
             return bitcast((word & 0xFFFFFFFF).astype(jnp.uint32), np.float32), (word >> 32).astype(jnp.int32)
+
         return unpacked
 
     def store(arrays, refs):
-        if len(refs) == 1:      # (float32 value, int32 exponent) -> one int64 word
+        if len(refs) == 1:  # (float32 value, int32 exponent) -> one int64 word
             v, e = arrays
             arrays = ((e.astype(jnp.int64) << 32) | bitcast(v, np.uint32).astype(jnp.int64),)
         for x, ref in zip(arrays, refs, strict=True):
@@ -144,6 +149,7 @@ def _staging(a_refs, b_refs, barrier):
         store(b_arrays, b_refs)
         barrier()
         return reader(a_arrays, a_refs, -1), reader(b_arrays, b_refs, -2)
+
     return stage
 
 
@@ -152,10 +158,11 @@ def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
     import jax.numpy as jnp
     from jax import lax
     from jax.experimental import pallas as pl
+
     arch, causal, bc, d, two_level, window, cap, nq, nk, sl2, o_f16, n_ex2 = static
     n_scratch = len(_scratch(d, bc, q_ref.dtype))
     *tables, m_ref, l_ref, o_ref = refs[:-n_scratch]
-    a_refs, b_refs = refs[-n_scratch:][:n_scratch // 2], refs[-n_scratch:][n_scratch // 2:]
+    a_refs, b_refs = refs[-n_scratch:][: n_scratch // 2], refs[-n_scratch:][n_scratch // 2 :]
     j = pl.program_id(1)
     t0, nt = t0_ref[j], nt_ref[j]
     rows = j * ROWS + jnp.arange(ROWS, dtype=jnp.int32)
@@ -167,20 +174,25 @@ def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
         kt = k_ref[pl.ds(t * bc, bc), :]
         vt = v_ref[pl.ds(t * bc, bc), :]
         cols = t * bc + jnp.arange(bc, dtype=jnp.int32)
-        s, m_new, alpha, neg_m = K.scores(q, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch,
-                                          window=window, cap_scale=cap)
+        s, m_new, alpha, neg_m = K.scores(
+            q, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch, window=window, cap_scale=cap
+        )
         p = K.probabilities(s, neg_m, sl2, arch=arch)
         l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level)
         return m_new, l, o
 
-    if interpret:       # the interpreter runs the program's threads as one: nothing to wait for
-        barrier = lambda: None      # noqa: E731
+    if interpret:  # the interpreter runs the program's threads as one: nothing to wait for
+        barrier = lambda: None  # noqa: E731
     else:
         from jax.experimental.pallas import triton as pltriton
+
         barrier = pltriton.debug_barrier
     stage = _staging(a_refs, b_refs, barrier)
-    with fused_kernel(stage, ptx=PTX and not interpret), sfu.bound_tables(arch, tables[:n_ex2]), \
-            sfu.bound_tables(arch, tables[n_ex2:], "rcp"):
+    with (
+        fused_kernel(stage, ptx=PTX and not interpret),
+        sfu.bound_tables(arch, tables[:n_ex2]),
+        sfu.bound_tables(arch, tables[n_ex2:], "rcp"),
+    ):
         state = K.initial_state(jnp, (), ROWS, d, o_f16)
         m, l, o = lax.fori_loop(0, nt, tile, state)
     m_ref[...] = m
@@ -199,27 +211,46 @@ def _program(static, shapes, interpret: bool):
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
+
     heads, rows_pad, keys, d, n_prog, table_shapes, o_dtype, bc, bf16 = shapes
-    full = lambda shape: pl.BlockSpec(shape, lambda h, j, _n=len(shape): (0,) * _n)   # noqa: E731
-    in_specs = [full((n_prog,)), full((n_prog,)),
-                pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
-                pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
-                pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0))] + [full(s) for s in table_shapes]
-    scratch = _scratch(d, bc, jnp.bfloat16 if bf16 else np.float16)     # one block of each per program
-    out_specs = [pl.BlockSpec((None, ROWS), lambda h, j: (h, j)),
-                 pl.BlockSpec((None, ROWS, 4), lambda h, j: (h, j, 0)),
-                 pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0))] + \
-        [pl.BlockSpec((None, None) + shape, lambda h, j: (h, j, 0, 0)) for shape, _ in scratch]
-    out_shape = [jax.ShapeDtypeStruct((heads, rows_pad), jnp.float32),
-                 jax.ShapeDtypeStruct((heads, rows_pad, 4), jnp.float32),
-                 jax.ShapeDtypeStruct((heads, rows_pad, d), o_dtype)] + \
-        [jax.ShapeDtypeStruct((heads, n_prog) + shape, dt) for shape, dt in scratch]
+
+    def full(shape):
+        zeros = (0,) * len(shape)
+        return pl.BlockSpec(shape, lambda h, j: zeros)
+
+    in_specs = [
+        full((n_prog,)),
+        full((n_prog,)),
+        pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
+        pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
+        pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
+    ] + [full(s) for s in table_shapes]
+    scratch = _scratch(d, bc, jnp.bfloat16 if bf16 else np.float16)  # one block of each per program
+    out_specs = [
+        pl.BlockSpec((None, ROWS), lambda h, j: (h, j)),
+        pl.BlockSpec((None, ROWS, 4), lambda h, j: (h, j, 0)),
+        pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
+    ] + [pl.BlockSpec((None, None) + shape, lambda h, j: (h, j, 0, 0)) for shape, _ in scratch]
+    out_shape = [
+        jax.ShapeDtypeStruct((heads, rows_pad), jnp.float32),
+        jax.ShapeDtypeStruct((heads, rows_pad, 4), jnp.float32),
+        jax.ShapeDtypeStruct((heads, rows_pad, d), o_dtype),
+    ] + [jax.ShapeDtypeStruct((heads, n_prog) + shape, dt) for shape, dt in scratch]
     extra = {}
     if not interpret:
         from jax.experimental.pallas import triton as pltriton
+
         extra["compiler_params"] = pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=1)
-    call = pl.pallas_call(partial(_body, static, interpret), grid=(heads, n_prog), in_specs=in_specs,
-                          out_specs=out_specs, out_shape=out_shape, interpret=interpret, name="flashsim_fused", **extra)
+    call = pl.pallas_call(
+        partial(_body, static, interpret),
+        grid=(heads, n_prog),
+        in_specs=in_specs,
+        out_specs=out_specs,
+        out_shape=out_shape,
+        interpret=interpret,
+        name="flashsim_fused",
+        **extra,
+    )
     _COMPILED[key] = fn = jax.jit(call)
     return fn
 
@@ -236,7 +267,7 @@ def inputs(q, k, v, prob: Problem):
     nqb = prob.q_blocks
     first_tile, tiles = prob.kv_tile_range()
     T = prob.kv_span()
-    k, v = (prob.per_query_head(x) for x in (k, v))       # GQA: as engine_jax
+    k, v = (prob.per_query_head(x) for x in (k, v))  # GQA: as engine_jax
     qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM)
     kh = pad_rows(np.ascontiguousarray(k).reshape(B * H, nk, d), T * BC)
     vh = pad_rows(np.ascontiguousarray(v).reshape(B * H, v.shape[2], d), T * BC)
@@ -247,16 +278,36 @@ def inputs(q, k, v, prob: Problem):
     ex2 = tuple(sfu.table_arrays(prob.arch, "ex2"))
     rcp = tuple(sfu.table_arrays(prob.arch, "rcp")) if cfg.softcap else ()
     window = Window(int(prob.window.left), int(prob.window.right)) if prob.window is not None else None
-    static = (prob.arch, cfg.causal, BC, d, cfg.pv_accum == "f16x2", window,
-              np.float32(prob.cap_scale) if cfg.softcap else None, nq, nk, np.float32(prob.scale_log2), cfg.o_f16,
-              len(ex2))
+    static = (
+        prob.arch,
+        cfg.causal,
+        BC,
+        d,
+        cfg.pv_accum == "f16x2",
+        window,
+        np.float32(prob.cap_scale) if cfg.softcap else None,
+        nq,
+        nk,
+        np.float32(prob.scale_log2),
+        cfg.o_f16,
+        len(ex2),
+    )
     o_dtype = np.float16 if cfg.o_f16 else np.float32
-    shapes = (B * H, nqb * BM, T * BC, d, n_prog, tuple(t.shape for t in ex2 + rcp), o_dtype, BC,
-              np.dtype(q.dtype) != np.float16)
+    shapes = (
+        B * H,
+        nqb * BM,
+        T * BC,
+        d,
+        n_prog,
+        tuple(t.shape for t in ex2 + rcp),
+        o_dtype,
+        BC,
+        np.dtype(q.dtype) != np.float16,
+    )
     return static, shapes, (t0, nt, qh, kh, vh) + ex2 + rcp
 
 
-CALL_ARRAYS = 5     # inputs' arrays that change with each call (t0, nt, q, k, v); the SFU tables follow
+CALL_ARRAYS = 5  # inputs' arrays that change with each call (t0, nt, q, k, v); the SFU tables follow
 
 
 _DEVICE_TABLES: dict = {}
@@ -267,6 +318,7 @@ def _on_device(tables, device) -> list:
     instead of once per call (ex2's two tables are 64 MB, rcp's 32 MB more: most of the 8 ms a call spent copying
     at N = 16384). Each entry keeps its host array, so the id in the key cannot be reused while the entry lives."""
     import jax
+
     out = []
     for t in tables:
         key = (id(t), t.shape, t.dtype.str, device)
@@ -289,6 +341,7 @@ def _epilogue(lse_scale: float, out_dtype, native: bool):
         def epilogue(l, o, m):
             with ieee_conversions(native):
                 return K.epilogue(l, o, m, lse_scale, out_dtype)
+
         _COMPILED[key] = jax.jit(epilogue)
     return _COMPILED[key]
 
@@ -298,13 +351,15 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool
     lse f32, Rows), bit for bit what the numpy engine returns. ``interpret``: Pallas's interpreter (any device: the
     tests run it on the CPU); ``device``: the JAX device (default: the first of the default backend)."""
     import jax
+
     with enable_x64():
         static, shapes, arrays = inputs(q, k, v, prob)
         device = device if device is not None else jax.devices()[0]
         bar = Progress(1, progress)
         fn = _program(static, shapes, interpret)
-        m, l, o = fn(*(jax.device_put(a, device) for a in arrays[:CALL_ARRAYS]),
-                     *_on_device(arrays[CALL_ARRAYS:], device))[:3]
+        m, l, o = fn(
+            *(jax.device_put(a, device) for a in arrays[:CALL_ARRAYS]), *_on_device(arrays[CALL_ARRAYS:], device)
+        )[:3]
         epilogue = _epilogue(prob.lse_scale, v.dtype, native_conversions([device]))
         o_out, lse, l_row, flag = (np.asarray(x) for x in epilogue(l, o, m))
         bar.update(1)
@@ -321,6 +376,7 @@ def lower_for_gpu(q, k, v, prob: Problem) -> str:
     """The StableHLO text of the fused kernel lowered for CUDA, without a GPU (jax's cross-platform lowering): the
     Triton lowering rejects any operation it cannot compile, so CI checks the kernel's body on a CPU machine."""
     import jax
+
     with enable_x64():
         static, shapes, arrays = inputs(q, k, v, prob)
         fn = _program(static, shapes, interpret=False)

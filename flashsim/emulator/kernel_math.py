@@ -14,6 +14,7 @@ subtraction is exact near 1 by Sterbenz): soft-capped logits c * tanh(.) are the
 units, below the float32 rounding of the scores themselves. Its cost is measured by ``flashsim bench kernel``
 (benchmarks/RESULTS.md, softcap rows).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,10 @@ TANH_CONSTANTS = {
 
 def kernel_defines() -> dict[str, int]:
     """The FS_LOG_* and FS_TANH_* defines: each constant as the bit pattern of its float32 (all positive, < 2^31)."""
-    consts = {**{f"FS_LOG_{k}": v for k, v in LOG_CONSTANTS.items()},
-              **{f"FS_TANH_{k}": v for k, v in TANH_CONSTANTS.items()}}
+    consts = {
+        **{f"FS_LOG_{k}": v for k, v in LOG_CONSTANTS.items()},
+        **{f"FS_TANH_{k}": v for k, v in TANH_CONSTANTS.items()},
+    }
     return {k: int(np.asarray(v, np.float32).view(np.uint32)) for k, v in consts.items()}
 
 
@@ -47,8 +50,9 @@ def softcap_tanh(y, arch):
     """The kernel's softcap_tanh on float32 arrays (numpy or JAX), bit for bit: a = |y| (bits), e = ex2.approx.ftz(
     a * -2 log2(e)), t = (1 - e) * rcp.approx.ftz(1 + e), y's sign bit put back on t. Any y: +-inf -> +-1, NaN ->
     NaN with y's sign, +-0 -> +-0."""
-    from ..numerics import ieee32, sfu   # deferred: the kernel build needs only the constants
+    from ..numerics import ieee32, sfu  # deferred: the kernel build needs only the constants
     from ..numerics.xp import bitcast, namespace
+
     xp = namespace(y)
     f32, u32 = xp.float32, xp.uint32
     b = bitcast(xp.asarray(y, dtype=f32), np.uint32)
@@ -66,8 +70,9 @@ def log_exact_ops(x):
     exponent 0, halved when above sqrt(2)), then ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), as the odd series to
     s^9, then e * ln 2 + ln(m): every operation an exactly rounded flashsim.numerics.ieee32 one, in the kernel's
     order."""
-    from ..numerics import ieee32   # deferred: the kernel build needs only the constants
+    from ..numerics import ieee32  # deferred: the kernel build needs only the constants
     from ..numerics.xp import bitcast, namespace
+
     xp = namespace(x)
     f32 = xp.float32
     c = {k: xp.asarray(v, dtype=f32) for k, v in LOG_CONSTANTS.items()}

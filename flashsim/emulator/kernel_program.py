@@ -8,7 +8,8 @@ the accumulator's type, P rounded to the element type (f16 or bf16) by the regis
 each tile's P V through the f16 mma from zero, then added to the f32 O), and the epilogue's IEEE reciprocal,
 conversion to the element type, LSE and overflow flag. Options: soft-capping (step 1, kernel_math.softcap_tanh) and
 the causal / sliding-window mask (step 2, flashsim.masking); GQA and the (B, N, H, d) layout only change which
-rows the engines hand in, never the arithmetic. Every float operation outside the tensor cores goes through flashsim.numerics.ieee32 (exactly
+rows the engines hand in, never the arithmetic. Every float operation outside the tensor cores goes through
+flashsim.numerics.ieee32 (exactly
 rounded whatever the engine's float modes), every special function through flashsim.numerics.sfu.
 
 Shapes: any leading batch axes ``...`` (the engines put CUDA blocks there: numpy the active blocks of a KV step,
@@ -24,6 +25,7 @@ consumer). Where the kernel interleaves them (KernelConfig.exp_in_pv: step 6's r
 which run k16 slice by slice inside step 7's loop), each value still sees the same operations in the same order: the
 rescale reads only alpha and O, and the row sum still adds the n8 tiles in order, so one program serves both.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,12 +58,28 @@ def _negate(x):
     return bitcast(bitcast(x, np.uint32) ^ xp.asarray(SIGN_BIT, dtype=xp.uint32), np.float32)
 
 
-def scores(q, k, m_old, rows, cols, nq, nk, scale_log2, *, causal: bool, arch, window=None, cap_scale=None,
-           q_scale=None, k_scale=None):
+def scores(
+    q,
+    k,
+    m_old,
+    rows,
+    cols,
+    nq,
+    nk,
+    scale_log2,
+    *,
+    causal: bool,
+    arch,
+    window=None,
+    cap_scale=None,
+    q_scale=None,
+    k_scale=None,
+):
     """Steps 1-3 of one KV tile: S = Q K^T, the soft-cap, the mask, the row max, the -inf guard, alpha.
 
     q (..., BM, d) and k (..., BC, d) f16 or bf16, or int8 (quant "int8", flashsim.emulator.quantize) with the
-    f32 scale of each row ``q_scale`` (..., BM) and of each key ``k_scale`` (..., BC); m_old (..., BM) f32; rows (..., BM) and cols (..., BC) the global
+    f32 scale of each row ``q_scale`` (..., BM) and of each key ``k_scale`` (..., BC); m_old (..., BM) f32; rows
+    (..., BM) and cols (..., BC) the global
     query and key indices; nq, nk, scale_log2 scalars; ``window`` a flashsim.masking.Window (config.local) or None;
     ``cap_scale`` (config.softcap) the f32 softmax_scale / softcap, or None. Returns (s (..., BM, BC), m_new, alpha,
     -m_new * scale_log2) with the -inf guard applied to the last (a row with no visible key yet subtracts 0)."""
@@ -71,7 +89,7 @@ def scores(q, k, m_old, rows, cols, nq, nk, scale_log2, *, causal: bool, arch, w
     if q.dtype == xp.int8:
         acc = mma_chain_s8(q, xp.swapaxes(k, -1, -2), xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.int32))
         f = ieee32.mul(q_scale[..., :, None], k_scale[..., None, :])
-        s = ieee32.mul(xp.astype(acc, xp.float32), f)     # cvt.rn.f32.s32: exact, |acc| <= 127^2 * 256 < 2^24
+        s = ieee32.mul(xp.astype(acc, xp.float32), f)  # cvt.rn.f32.s32: exact, |acc| <= 127^2 * 256 < 2^24
     else:
         zeros = xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.float32)
         s = mma_chain(q, xp.swapaxes(k, -1, -2), zeros, arch)
@@ -106,7 +124,7 @@ def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False, group_k
     bc = p.shape[-1]
     # 5. lane-partial row sums: a lane holds columns 8n + 2 t4 + e of each n8 tile; it adds them n-major, e-minor
     l_lane = ieee32.mul(l_lane, alpha[..., None])
-    for n8 in pieces(p, 8, -1):                                       # [..., BM, 8]: columns 2 t4 + e of n8 tile n
+    for n8 in pieces(p, 8, -1):  # [..., BM, 8]: columns 2 t4 + e of n8 tile n
         for p_e in pieces(xp.reshape(n8, n8.shape[:-1] + (4, 2)), 1, -1):
             l_lane = ieee32.add(l_lane, xp.reshape(p_e, p_e.shape[:-1]))
     # 6. rescale O per row, in the accumulator's type (f16: alpha rounded to f16, then mul.rn.f16x2)
@@ -147,7 +165,7 @@ def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None, v_deq=Non
     empty = ((lb & xp.asarray(0x7FFFFFFF, dtype=xp.uint32)) == 0) | xp.isnan(l)
     one = xp.asarray(1.0, dtype=f32)
     l_safe = xp.where(empty, one, l)
-    inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe))     # rcp.rn.f32: IEEE 1 / l
+    inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe))  # rcp.rn.f32: IEEE 1 / l
     o32 = ieee32.cvt_f16_to_f32(o) if o.dtype == xp.float16 else o
     o_scaled = ieee32.mul(o32, inv[..., None])
     if v_deq is not None:

@@ -1,5 +1,6 @@
 """The emulator's progress bar: shown on stderr when a run takes more than a second and stderr is a terminal (or
 when asked for), with the elapsed time and an estimate of the time left; at most four redraws a second."""
+
 from __future__ import annotations
 
 import sys
@@ -31,8 +32,7 @@ class Progress:
         eta = elapsed * (1 - frac) / frac if frac > 0 else float("nan")
         width = 30
         bar = "#" * int(width * frac) + "." * (width - int(width * frac))
-        sys.stderr.write(f"\r  {self.label} [{bar}] {done}/{self.total}  {elapsed:6.1f}s elapsed, "
-                         f"ETA {eta:6.1f}s ")
+        sys.stderr.write(f"\r  {self.label} [{bar}] {done}/{self.total}  {elapsed:6.1f}s elapsed, ETA {eta:6.1f}s ")
         sys.stderr.flush()
         self.drawn = True
 

@@ -9,6 +9,7 @@ operation goes through flashsim.numerics.ieee32, in the kernel's order, so numpy
 Inputs are (..., N, d) float16 / bfloat16 arrays (the leading axes: batch and heads). ``quantize`` returns the
 Quantized operands the attention program reads (kernel_program.scores with int8 q and k).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,8 +20,19 @@ from ..config import E4M3_MAX, FP8_P_SCALE, MEAN_SLICES, MMA8_K, QUANT_BLOCK, fp
 from ..numerics import ieee32
 from ..numerics.xp import bitcast, namespace
 
-__all__ = ["Quantized", "k_mean", "quantize_blocks", "row_corrections", "quantize", "quantized_operands", "per_row",
-           "to_e4m3", "quantize_v", "v_scalars", "slot_keys"]
+__all__ = [
+    "Quantized",
+    "k_mean",
+    "quantize_blocks",
+    "row_corrections",
+    "quantize",
+    "quantized_operands",
+    "per_row",
+    "to_e4m3",
+    "quantize_v",
+    "v_scalars",
+    "slot_keys",
+]
 
 INT8_MAX = 127
 
@@ -31,6 +43,7 @@ class Quantized:
     (B, Hq, ceil(Nq / QUANT_BLOCK)) f32, k8 (B, Hkv, Nk, d) int8, k_scale (B, Hkv, ceil(Nk / QUANT_BLOCK)) f32,
     k_mean (B, Hkv, d) f32, corr (B, Hq, Nq) f32 (q . mean(k), added to the LSE times lse_scale); with FP8 P@V
     also v8 (B, Hkv, nkp, d) e4m3 in key order (nkp = Nk rounded up to 32, zeros past Nk) and v_deq (B, Hkv, d) f32."""
+
     q8: object
     q_scale: object
     k8: object
@@ -88,7 +101,7 @@ def quantize_blocks(x32, block: int = QUANT_BLOCK):
     scale = ieee32.div(amax, xp.asarray(np.float32(INT8_MAX), dtype=xp.float32))
     zero = xp.asarray(0.0, dtype=xp.float32)
     y = ieee32.mul(xb, inv[..., None])
-    r = xp.where(xp.isnan(y), zero, xp.round(y))               # cvt.rni: half to even; NaN -> 0
+    r = xp.where(xp.isnan(y), zero, xp.round(y))  # cvt.rni: half to even; NaN -> 0
     r = xp.clip(r, -float(INT8_MAX), float(INT8_MAX))
     xq = xp.reshape(xp.astype(r, xp.int8), x32.shape[:-2] + (nb * block, d))[..., :n, :]
     return xq, scale
@@ -155,6 +168,7 @@ def to_e4m3(x32):
     +-448, NaN -> 0x7F (the canonical NaN, whatever the sign). (Clamping first gives the same bits: every value in
     (448, 464) rounds to 448 anyway.)"""
     import ml_dtypes
+
     xp = namespace(x32)
     e4 = np.dtype(ml_dtypes.float8_e4m3fn)
     y = xp.clip(x32, -E4M3_MAX, E4M3_MAX)
@@ -171,7 +185,7 @@ def quantize_v(v, nkp: int, v_range: float = E4M3_MAX):
     xp = namespace(v)
     v32 = ieee32.cvt_to_f32(v)
     v_range, deq_div = v_scalars(v_range)
-    amax, inv = _amax_inv(xp.swapaxes(v32, -1, -2), v_range)     # per channel, over the tokens
+    amax, inv = _amax_inv(xp.swapaxes(v32, -1, -2), v_range)  # per channel, over the tokens
     deq = ieee32.div(amax, xp.asarray(deq_div, dtype=xp.float32))
     v8 = to_e4m3(ieee32.mul(v32, inv[..., None, :]))
     n = v.shape[-2]

@@ -1,4 +1,5 @@
 """Float64 reference attention: the mathematics the kernel approximates, computed plainly."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,9 @@ from ..masking import key_visible
 from ..problem import check_reference_memory, prepare
 
 
-def reference_attention(q, k, v, *, causal=None, softmax_scale=None, window_size=None, softcap=None, layout=None,
-                        pv_accum=None, config=None):
+def reference_attention(
+    q, k, v, *, causal=None, softmax_scale=None, window_size=None, softcap=None, layout=None, pv_accum=None, config=None
+):
     """softmax(s) v in float64 with s = q k^T * scale (or softcap * tanh(q k^T * scale / softcap)); returns
     (o float64 like q, lse float64 (B, Hq, Nq), natural log). Same arguments and checks as flashsim.attention
     (GQA, layout, window; pv_accum and config are only checked: the mathematics has no accumulator).
@@ -17,14 +19,25 @@ def reference_attention(q, k, v, *, causal=None, softmax_scale=None, window_size
     kernel does. A problem whose float64 score arrays would not fit in memory is refused first
     (flashsim.problem.check_reference_memory)."""
     from . import to_bhnd
-    p = prepare(q, k, v, causal=causal, softmax_scale=softmax_scale, window_size=window_size, softcap=softcap,
-                layout=layout, pv_accum=pv_accum, config=config)
+
+    p = prepare(
+        q,
+        k,
+        v,
+        causal=causal,
+        softmax_scale=softmax_scale,
+        window_size=window_size,
+        softcap=softcap,
+        layout=layout,
+        pv_accum=pv_accum,
+        config=config,
+    )
     check_reference_memory(p)
     q64, k64, v64 = (np.asarray(to_bhnd(x, p.layout), dtype=np.float64) for x in (q, k, v))
     k64, v64 = (p.per_query_head(x) for x in (k64, v64))
     s = np.einsum("bhid,bhjd->bhij", q64, k64) * float(p.softmax_scale)
     if p.config.softcap:
-        c = float(p.lse_scale)                               # the softcap as the kernel's float32
+        c = float(p.lse_scale)  # the softcap as the kernel's float32
         s = c * np.tanh(s / c)
     visible = key_visible(np.arange(p.nq)[:, None], np.arange(p.nk)[None, :], p.nq, p.nk, p.config.causal, p.window)
     s = np.where(visible, s, -np.inf)
@@ -39,8 +52,8 @@ def reference_attention(q, k, v, *, causal=None, softmax_scale=None, window_size
     return np.ascontiguousarray(to_bhnd(o, p.layout)), lse
 
 
-U16 = 2.0 ** -11   # half an f16 ulp, relative
-U_BF16 = 2.0 ** -8  # half a bf16 ulp, relative
+U16 = 2.0**-11  # half an f16 ulp, relative
+U_BF16 = 2.0**-8  # half a bf16 ulp, relative
 
 
 def error_bound(o_ref, v, nk: int, kv_tile: int, pv_accum: str, dtype: str = "f16"):
@@ -54,12 +67,12 @@ def error_bound(o_ref, v, nk: int, kv_tile: int, pv_accum: str, dtype: str = "f1
     those of o (repeat K / V heads for GQA first)."""
     if dtype == "bf16":
         vmax = np.abs(np.asarray(v, dtype=np.float64)).max(axis=2, keepdims=True)
-        return 2 * U_BF16 * vmax + U_BF16 * np.abs(o_ref) + nk * 2.0 ** -133 * vmax
-    vmax = np.abs(np.asarray(v, dtype=np.float64)).max(axis=2, keepdims=True)    # (B, H, 1, d)
+        return 2 * U_BF16 * vmax + U_BF16 * np.abs(o_ref) + nk * 2.0**-133 * vmax
+    vmax = np.abs(np.asarray(v, dtype=np.float64)).max(axis=2, keepdims=True)  # (B, H, 1, d)
     n_tiles = -(-nk // kv_tile)
-    f32 = 2 * U16 * vmax + U16 * np.abs(o_ref) + nk * 2.0 ** -25 * vmax
+    f32 = 2 * U16 * vmax + U16 * np.abs(o_ref) + nk * 2.0**-25 * vmax
     if pv_accum == "f32":
         return f32
     if pv_accum == "f16x2":
-        return f32 + (kv_tile / 16) * U16 * vmax + n_tiles * 2.0 ** -23 * vmax
+        return f32 + (kv_tile / 16) * U16 * vmax + n_tiles * 2.0**-23 * vmax
     return (nk / 16 + 2 * n_tiles + 2) * U16 * vmax + U16 * np.abs(o_ref)

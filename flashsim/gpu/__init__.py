@@ -8,6 +8,7 @@ launch.py builds and launches kernel/flash_fwd.cu (``attention``, ``prepared_lau
 ``build_defines``). cuda-python is imported only inside the functions that need it, so ``import flashsim.gpu``
 works everywhere and the errors say what to install.
 """
+
 from __future__ import annotations
 
 from . import build, runtime
@@ -16,5 +17,16 @@ from .errors import CompileError, GPUError, UnsupportedConfig
 from .launch import attention, prepared_launch
 from .runtime import gpu_available
 
-__all__ = ["Build", "compile_cuda", "kernel_path", "runtime", "build", "gpu_available", "GPUError",
-           "CompileError", "UnsupportedConfig", "attention", "prepared_launch"]
+__all__ = [
+    "Build",
+    "compile_cuda",
+    "kernel_path",
+    "runtime",
+    "build",
+    "gpu_available",
+    "GPUError",
+    "CompileError",
+    "UnsupportedConfig",
+    "attention",
+    "prepared_launch",
+]

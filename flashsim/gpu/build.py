@@ -8,6 +8,7 @@ without a GPU and the runner can load the very same cubin on one. Builds are cac
 copy shipped inside the package (``flashsim/gpu/_kernel``, a link to ``kernel/`` that a regular install
 turns into real files).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,10 +25,14 @@ from .errors import CompileError, GPUError
 
 _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 _REPO = _PACKAGE_DIR.parent.parent
-_KERNEL_DIRS = tuple(d for d in (
-    _REPO / "kernel" if (_REPO / "pyproject.toml").is_file() else None,  # checkout / editable install
-    _PACKAGE_DIR / "_kernel",                # regular install: package data (a link to kernel/ in the repo)
-) if d is not None)
+_KERNEL_DIRS = tuple(
+    d
+    for d in (
+        _REPO / "kernel" if (_REPO / "pyproject.toml").is_file() else None,  # checkout / editable install
+        _PACKAGE_DIR / "_kernel",  # regular install: package data (a link to kernel/ in the repo)
+    )
+    if d is not None
+)
 
 # -- kernel sources -------------------------------------------------------------------------------
 
@@ -37,9 +42,11 @@ def kernel_dir() -> pathlib.Path:
     for d in _KERNEL_DIRS:
         if d.is_dir():
             return d
-    raise FileNotFoundError("flashsim's kernel/ folder was not found; looked in: "
-                            + ", ".join(str(d) for d in _KERNEL_DIRS)
-                            + " (reinstall flashsim, or run from the repository root)")
+    raise FileNotFoundError(
+        "flashsim's kernel/ folder was not found; looked in: "
+        + ", ".join(str(d) for d in _KERNEL_DIRS)
+        + " (reinstall flashsim, or run from the repository root)"
+    )
 
 
 def kernel_path(relative: str) -> pathlib.Path:
@@ -60,6 +67,7 @@ def kernel_path(relative: str) -> pathlib.Path:
 
 # -- CUDA headers (cuda_fp16.h, ...) for NVRTC ----------------------------------------------------
 
+
 @lru_cache(maxsize=1)
 def cuda_include_dirs() -> tuple[str, ...]:
     """Folders holding the CUDA toolkit headers (cuda_fp16.h...), first found first; () if none.
@@ -70,12 +78,22 @@ def cuda_include_dirs() -> tuple[str, ...]:
     candidates = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
     candidates = [os.path.join(c, "include") for c in candidates if c]
     for entry in sys.path:
-        for sub in ("nvidia/cu13/include", "nvidia/cu12/include", "nvidia/cuda_runtime/include",
-                    "nvidia/cuda_nvrtc/include"):
+        for sub in (
+            "nvidia/cu13/include",
+            "nvidia/cu12/include",
+            "nvidia/cuda_runtime/include",
+            "nvidia/cuda_nvrtc/include",
+        ):
             candidates.append(os.path.join(entry or ".", sub))
     candidates.append("/usr/local/cuda/include")
-    nvcc = next((os.path.join(p, "nvcc") for p in os.environ.get("PATH", "").split(os.pathsep)
-                 if p and os.path.isfile(os.path.join(p, "nvcc"))), None)
+    nvcc = next(
+        (
+            os.path.join(p, "nvcc")
+            for p in os.environ.get("PATH", "").split(os.pathsep)
+            if p and os.path.isfile(os.path.join(p, "nvcc"))
+        ),
+        None,
+    )
     if nvcc:
         candidates.append(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "include"))
     for c in candidates:
@@ -86,27 +104,32 @@ def cuda_include_dirs() -> tuple[str, ...]:
 
 # -- the build record -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class EntryPoint:
     """What ptxas reported for one ``__global__`` function of a build."""
-    name: str              # the name to load it by: extern "C" name or the name expression
-    mangled: str           # the symbol in the cubin
+
+    name: str  # the name to load it by: extern "C" name or the name expression
+    mangled: str  # the symbol in the cubin
     registers: int = 0
     spill_stores: int = 0  # bytes
-    spill_loads: int = 0   # bytes
+    spill_loads: int = 0  # bytes
     stack_bytes: int = 0
     static_smem_bytes: int = 0
     barriers: int = 0
 
     def __str__(self) -> str:
-        return (f"{self.name}: {self.registers} registers, {self.spill_stores} B spill stores, "
-                f"{self.spill_loads} B spill loads, {self.stack_bytes} B stack, "
-                f"{self.static_smem_bytes} B static smem, {self.barriers} barriers")
+        return (
+            f"{self.name}: {self.registers} registers, {self.spill_stores} B spill stores, "
+            f"{self.spill_loads} B spill loads, {self.stack_bytes} B stack, "
+            f"{self.static_smem_bytes} B static smem, {self.barriers} barriers"
+        )
 
 
 @dataclass(frozen=True, eq=False)  # identity: usable as a dict key
 class Build:
     """A compiled cubin and its resource usage. The scalar fields are the worst case over entry points."""
+
     cubin: bytes = field(repr=False)
     arch: str
     entry_points: dict
@@ -114,7 +137,7 @@ class Build:
     log: str = field(repr=False)
     source_name: str = "flashsim.cu"
     defines: tuple = ()
-    key: str = field(default="", repr=False)   # cache key digest (identifies the build)
+    key: str = field(default="", repr=False)  # cache key digest (identifies the build)
 
     def _worst(self, attr: str) -> int:
         return max((getattr(e, attr) for e in self.entry_points.values()), default=0)
@@ -140,15 +163,22 @@ class Build:
         raise KeyError(f"no entry point {name!r} in this build; entry points: {', '.join(self.entry_points)}")
 
     def __str__(self) -> str:
-        head = (f"{self.arch}: {self.registers} registers, {self.spill_stores} B spill stores, "
-                f"{self.spill_loads} B spill loads, {self.stack_bytes} B stack, "
-                f"{self.static_smem_bytes} B static smem")
+        head = (
+            f"{self.arch}: {self.registers} registers, {self.spill_stores} B spill stores, "
+            f"{self.spill_loads} B spill loads, {self.stack_bytes} B stack, "
+            f"{self.static_smem_bytes} B static smem"
+        )
         if not self.entry_points:
             return f"{self.arch}: resource usage unknown (ptxas printed no -v report)"
         if len(self.entry_points) == 1:
             return head
-        return head + " (worst of " + str(len(self.entry_points)) + " entry points)\n" + "\n".join(
-            "  " + str(e) for e in self.entry_points.values())
+        return (
+            head
+            + " (worst of "
+            + str(len(self.entry_points))
+            + " entry points)\n"
+            + "\n".join("  " + str(e) for e in self.entry_points.values())
+        )
 
 
 # -- ptxas -v log ---------------------------------------------------------------------------------
@@ -172,8 +202,9 @@ def parse_ptxas_log(log: str) -> dict[str, dict[str, int]]:
         elif m := _RE_PROPS.search(line):
             props_for = m.group(1)
         elif (m := _RE_FRAME.search(line)) and entry is not None and props_for == entry:
-            entries[entry].update(stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)),
-                                  spill_loads=int(m.group(3)))
+            entries[entry].update(
+                stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3))
+            )
         elif (m := _RE_USED.search(line)) and entry is not None:
             rec = entries[entry]
             rec["registers"] = int(m.group(1))
@@ -186,12 +217,18 @@ def parse_ptxas_log(log: str) -> dict[str, dict[str, int]]:
 
 # -- options ---------------------------------------------------------------------------------------
 
-_ALIASES = {"maxrregcount": "max_register_count", "g": "debug", "generate_line_info": "lineinfo",
-            "std": "std", "use_fast_math": "use_fast_math", "ftz": "ftz"}
+_ALIASES = {
+    "maxrregcount": "max_register_count",
+    "g": "debug",
+    "generate_line_info": "lineinfo",
+    "std": "std",
+    "use_fast_math": "use_fast_math",
+    "ftz": "ftz",
+}
 
 
 def _arch_name(arch) -> str:
-    """"sm_90" / "90" / "sm_90a" / an Arch record -> the NVRTC arch string; ValueError if unknown."""
+    """ "sm_90" / "90" / "sm_90a" / an Arch record -> the NVRTC arch string; ValueError if unknown."""
     if isinstance(arch, Arch):
         return arch.name
     if not isinstance(arch, str):
@@ -220,7 +257,7 @@ def _normalise_extra(extra_options) -> tuple[tuple[str, object], ...]:
     "-field[=value]" where field is a cuda.core ProgramOptions field (dashes or underscores) or one of the
     nvcc spellings maxrregcount, G, generate-line-info.
     """
-    from cuda.core import ProgramOptions  # noqa: local import keeps flashsim.gpu importable without cuda-python
+    from cuda.core import ProgramOptions  # local import keeps flashsim.gpu importable without cuda-python
 
     fields = set(ProgramOptions.__dataclass_fields__)
     items = extra_options.items() if isinstance(extra_options, dict) else extra_options
@@ -234,12 +271,15 @@ def _normalise_extra(extra_options) -> tuple[tuple[str, object], ...]:
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
             key, value = item
         else:
-            raise ValueError(f"extra_options entries must be '--option[=value]' strings or (field, value) pairs, "
-                             f"got {item!r}")
+            raise ValueError(
+                f"extra_options entries must be '--option[=value]' strings or (field, value) pairs, got {item!r}"
+            )
         key = _ALIASES.get(key.lower(), key)
         if key not in fields or key in ("arch", "name", "define_macro", "include_path"):
-            raise ValueError(f"extra_options: unknown or reserved option {key!r}; use a cuda.core ProgramOptions "
-                             "field (arch, name, defines and include_dirs have their own arguments)")
+            raise ValueError(
+                f"extra_options: unknown or reserved option {key!r}; use a cuda.core ProgramOptions "
+                "field (arch, name, defines and include_dirs have their own arguments)"
+            )
         if isinstance(value, list):
             value = tuple(value)
         out[key] = value
@@ -287,8 +327,16 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-def compile_cuda(source: str, *, arch="sm_90", defines: dict[str, int] | None = None,
-                 name_expressions=(), include_dirs=(), extra_options=(), name: str = "flashsim.cu") -> Build:
+def compile_cuda(
+    source: str,
+    *,
+    arch="sm_90",
+    defines: dict[str, int] | None = None,
+    name_expressions=(),
+    include_dirs=(),
+    extra_options=(),
+    name: str = "flashsim.cu",
+) -> Build:
     """Compile CUDA C++ ``source`` to a cubin for ``arch`` with NVRTC; no GPU needed.
 
     defines: macros (name -> int) passed as -D; name_expressions: template instantiations to lower and make
@@ -297,7 +345,9 @@ def compile_cuda(source: str, *, arch="sm_90", defines: dict[str, int] | None = 
     name: the file name NVRTC shows in diagnostics. Raises CompileError carrying the NVRTC log.
     """
     if not isinstance(source, str) or not source.strip():
-        raise ValueError("source must be non-empty CUDA C++ source text (read a file with kernel_path(...).read_text())")
+        raise ValueError(
+            "source must be non-empty CUDA C++ source text (read a file with kernel_path(...).read_text())"
+        )
     arch_name = _arch_name(arch)
     defs = _normalise_defines(defines)
     if isinstance(name_expressions, str):
@@ -318,14 +368,24 @@ def compile_cuda(source: str, *, arch="sm_90", defines: dict[str, int] | None = 
     try:
         from cuda.core import Program, ProgramOptions
     except ImportError as exc:
-        raise GPUError("compiling needs cuda-python: pip install 'cuda-core>=1.2' 'cuda-bindings>=13' "
-                       f"'nvidia-cuda-nvrtc>=13' (or flashsim[gpu]); import failed: {exc}") from exc
+        raise GPUError(
+            "compiling needs cuda-python: pip install 'cuda-core>=1.2' 'cuda-bindings>=13' "
+            f"'nvidia-cuda-nvrtc>=13' (or flashsim[gpu]); import failed: {exc}"
+        ) from exc
     extra = dict(_normalise_extra(extra_options))
     incs = user_dirs + kdir + [d for d in cuda_include_dirs() if d not in user_dirs]
 
     digest = hashlib.sha256()
-    for part in (source, arch_name, repr(defs), repr(exprs), repr(incs), repr(sorted(extra.items())), name,
-                 _headers_stamp(user_dirs + kdir)):
+    for part in (
+        source,
+        arch_name,
+        repr(defs),
+        repr(exprs),
+        repr(incs),
+        repr(sorted(extra.items())),
+        name,
+        _headers_stamp(user_dirs + kdir),
+    ):
         digest.update(part.encode())
         digest.update(b"\0")
     key = digest.hexdigest()
@@ -339,16 +399,23 @@ def compile_cuda(source: str, *, arch="sm_90", defines: dict[str, int] | None = 
         # NVRTC >= 12.9 caches cubins on disk where a driver is present; a cache hit skips ptxas and so prints no
         # -v log (seen on the H200). The in-process cache above is ours; NVRTC's would hide the resource numbers.
         extra.setdefault("no_cache", True)
-    options = ProgramOptions(name=name, arch=arch_name, std=extra.pop("std", "c++17"), ptxas_options=ptxas,
-                             define_macro=[(k, str(v)) for k, v in defs] or None,
-                             include_path=incs or None, **extra)
+    options = ProgramOptions(
+        name=name,
+        arch=arch_name,
+        std=extra.pop("std", "c++17"),
+        ptxas_options=ptxas,
+        define_macro=[(k, str(v)) for k, v in defs] or None,
+        include_path=incs or None,
+        **extra,
+    )
     logs = io.StringIO()
     try:
         obj = Program(source, "c++", options).compile("cubin", name_expressions=exprs, logs=logs)
     except Exception as exc:  # cuda.core raises NVRTCError (a RuntimeError) with the log in its message
         log = (logs.getvalue() or str(exc)).replace("\0", "").strip()
-        raise CompileError(f"NVRTC failed to compile {name} for {arch_name} "
-                           f"(defines {dict(defs) or 'none'}):", log) from exc
+        raise CompileError(
+            f"NVRTC failed to compile {name} for {arch_name} (defines {dict(defs) or 'none'}):", log
+        ) from exc
     log = logs.getvalue().replace("\0", "").strip()
     lowered = {}
     for expr, sym in (obj.symbol_mapping or {}).items():
@@ -358,8 +425,16 @@ def compile_cuda(source: str, *, arch="sm_90", defines: dict[str, int] | None = 
     for mangled, rec in parse_ptxas_log(log).items():
         nice = by_mangled.get(mangled, mangled)
         entries[nice] = EntryPoint(name=nice, mangled=mangled, **rec)
-    build = Build(cubin=bytes(obj.code), arch=arch_name, entry_points=entries, lowered_names=lowered,
-                  log=log, source_name=name, defines=defs, key=key)
+    build = Build(
+        cubin=bytes(obj.code),
+        arch=arch_name,
+        entry_points=entries,
+        lowered_names=lowered,
+        log=log,
+        source_name=name,
+        defines=defs,
+        key=key,
+    )
     _CACHE[key] = build
     return build
 

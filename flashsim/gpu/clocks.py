@@ -13,6 +13,7 @@ nvidia-smi's sustained samples put at 670 W), so flashsim bench reports the cloc
 Without NVML (no driver library, another vendor's GPU, a call that fails) the sampler is inert: ``available`` is
 False, ``why`` says why, and every window is None.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -20,14 +21,15 @@ import threading
 import time
 from dataclasses import dataclass
 
-NVML_CLOCK_SM = 1                 # nvmlClockType_t
-SW_POWER_CAP = 0x4                # nvmlClocksEventReasonSwPowerCap (clocks_event_reasons in nvidia-smi)
+NVML_CLOCK_SM = 1  # nvmlClockType_t
+SW_POWER_CAP = 0x4  # nvmlClocksEventReasonSwPowerCap (clocks_event_reasons in nvidia-smi)
 
 
 @dataclass(frozen=True)
 class Window:
     """Samples between two times: mean / min / max SM clock (MHz), mean power (W), the OR of the clock event reasons,
     and how many samples."""
+
     mhz: float
     mhz_min: float
     mhz_max: float
@@ -65,7 +67,9 @@ def _pci_bus_id() -> str | None:
     """The PCI bus id of flashsim.gpu.runtime's device ("0000:1B:00.0"), or None."""
     try:
         from cuda.bindings import driver
+
         from . import runtime as rt
+
         dev = rt.require_gpu()
         err, bus = driver.cuDeviceGetPCIBusId(32, int(dev.device_id))
         if int(err) != 0:
@@ -91,7 +95,7 @@ class Sampler:
             lib = _nvml()
             if lib.nvmlInit_v2() != 0:
                 raise OSError("nvmlInit failed")
-            self._lib = lib                     # initialised: __exit__ shuts NVML down again, whatever follows
+            self._lib = lib  # initialised: __exit__ shuts NVML down again, whatever follows
             handle = ctypes.c_void_p()
             bus = _pci_bus_id()
             found = bus is not None and lib.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(handle)) == 0
@@ -102,7 +106,7 @@ class Sampler:
                 if lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
                     raise OSError("nvmlDeviceGetHandleByIndex failed")
             self._handle = handle
-            self._read()                        # fails here, not in the thread, if a query is unsupported
+            self._read()  # fails here, not in the thread, if a query is unsupported
         except Exception as e:  # noqa: BLE001 - clocks are context; a benchmark runs without them
             self.why = f"no clock samples: {e}"
             return self
@@ -118,8 +122,9 @@ class Sampler:
             raise OSError("nvmlDeviceGetClockInfo failed")
         if lib.nvmlDeviceGetPowerUsage(h, ctypes.byref(mw)) != 0:
             raise OSError("nvmlDeviceGetPowerUsage failed")
-        get_reasons = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
-                       or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None))   # the older name
+        get_reasons = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )  # the older name
         if get_reasons is None or get_reasons(h, ctypes.byref(reasons)) != 0:
             reasons.value = 0
         return time.time(), float(mhz.value), mw.value / 1000.0, int(reasons.value)

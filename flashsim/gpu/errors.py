@@ -4,6 +4,7 @@ GPUError: no usable GPU / driver / cuda-python, or a CUDA call failed (the messa
 CompileError: NVRTC rejected a source; ``.log`` holds the full compiler log.
 UnsupportedConfig: a request the kernel or the device cannot serve (a ValueError: it is bad input).
 """
+
 from __future__ import annotations
 
 

@@ -29,6 +29,7 @@ Safety. GPU inputs must be C-contiguous and 16-byte aligned (the kernel reads th
 misaligned address would fault and poison the CUDA context), all on the device flashsim.gpu.runtime uses; ``arch``
 must name that device's architecture; ``causal``, ``pv_accum`` and ``config.head_dim`` must agree with ``config``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -48,12 +49,12 @@ from .errors import GPUError, UnsupportedConfig
 
 KERNEL_FILE = "flash_fwd.cu"
 KERNEL_NAME = "flash_fwd"
-QUANT_FILE = "quantize.cu"          # the quantization pass of quant "int8" / "int8-fp8"
-SCRATCH_ALIGN = 256                 # bytes: each scratch array's offset in the buffer (16-byte cp.async reads of s8)
-ALIGNMENT = 16            # bytes: cp.async.cg 16-byte copies from q, k, v
-_INT32_MAX = 2 ** 31 - 1
+QUANT_FILE = "quantize.cu"  # the quantization pass of quant "int8" / "int8-fp8"
+SCRATCH_ALIGN = 256  # bytes: each scratch array's offset in the buffer (16-byte cp.async reads of s8)
+ALIGNMENT = 16  # bytes: cp.async.cg 16-byte copies from q, k, v
+_INT32_MAX = 2**31 - 1
 _GRID_YZ_MAX = 65535
-MAX_KEYS = 4096           # entries per fast-key cache before it is emptied (plans and kernels stay)
+MAX_KEYS = 4096  # entries per fast-key cache before it is emptied (plans and kernels stay)
 
 
 def build_defines(config: KernelConfig) -> dict:
@@ -62,30 +63,36 @@ def build_defines(config: KernelConfig) -> dict:
     return provenance.build_defines(KERNEL_NAME, config)
 
 
-def build_kernel(config: KernelConfig, arch: str, *, source: str | None = None, extra_defines: dict | None = None,
-                 extra_options=()):
+def build_kernel(
+    config: KernelConfig, arch: str, *, source: str | None = None, extra_defines: dict | None = None, extra_options=()
+):
     """Compile the kernel for ``arch`` (works with no GPU); returns flashsim.gpu.build.Build. ``source``: another
     text of flash_fwd.cu (an experiment's patched kernel), ``extra_defines`` on top of the configuration's (its
     switch), ``extra_options`` NVRTC options (compile_cuda's, e.g. "--generate-line-info"): the tools and probes
     that build variants of the kernel go through here."""
     text = kernel_path(KERNEL_FILE).read_text() if source is None else source
-    return compile_cuda(text, arch=arch, defines={**build_defines(config), **(extra_defines or {})},
-                        extra_options=extra_options)
+    return compile_cuda(
+        text, arch=arch, defines={**build_defines(config), **(extra_defines or {})}, extra_options=extra_options
+    )
 
 
 def build_quantize(config: KernelConfig, arch: str):
     """Compile kernel/quantize.cu for ``config``'s head dim and element type (works with no GPU)."""
-    return compile_cuda(kernel_path(QUANT_FILE).read_text(), arch=arch, name=QUANT_FILE,
-                        defines=provenance.build_defines("quantize", config))
+    return compile_cuda(
+        kernel_path(QUANT_FILE).read_text(),
+        arch=arch,
+        name=QUANT_FILE,
+        defines=provenance.build_defines("quantize", config),
+    )
 
 
 # -- plans: what one launch needs, built once ----------------------------------------------------------
 
-_KERNELS: dict = {}       # (KernelConfig, arch) -> rt.Kernel, dynamic shared memory attribute already set
-_PLANS: dict = {}         # Problem -> Plan
-_CUPY_KEYS: dict = {}     # cupy fast key -> Plan
-_core_launch = None       # cuda.core.launch, bound by the first plan
-_STATE = rt._state        # runtime's state dict (read for the sticky-error flag on every launch)
+_KERNELS: dict = {}  # (KernelConfig, arch) -> rt.Kernel, dynamic shared memory attribute already set
+_PLANS: dict = {}  # Problem -> Plan
+_CUPY_KEYS: dict = {}  # cupy fast key -> Plan
+_core_launch = None  # cuda.core.launch, bound by the first plan
+_STATE = rt._state  # runtime's state dict (read for the sticky-error flag on every launch)
 
 
 def clear_caches() -> None:
@@ -111,10 +118,18 @@ def kernel_scalars(prob) -> tuple:
     """The scalar arguments of flash_fwd after the six pointers, with the kernel's widths: nq, nk, group, q's and
     k / v's strides, lse_scale, scale_log2, cap_scale, the window's bounds (0 without one)."""
     win = prob.window
-    return (np.int32(prob.nq), np.int32(prob.nk), np.int32(prob.group),
-            *(np.int64(x) for x in strides(prob, "q")), *(np.int64(x) for x in strides(prob, "kv")),
-            np.float32(prob.lse_scale), np.float32(prob.scale_log2), np.float32(prob.cap_scale),
-            np.int32(win.left if win else 0), np.int32(win.right if win else 0))
+    return (
+        np.int32(prob.nq),
+        np.int32(prob.nk),
+        np.int32(prob.group),
+        *(np.int64(x) for x in strides(prob, "q")),
+        *(np.int64(x) for x in strides(prob, "kv")),
+        np.float32(prob.lse_scale),
+        np.float32(prob.scale_log2),
+        np.float32(prob.cap_scale),
+        np.int32(win.left if win else 0),
+        np.int32(win.right if win else 0),
+    )
 
 
 def scratch_layout(prob) -> dict:
@@ -126,16 +141,21 @@ def scratch_layout(prob) -> dict:
     p = prob
     nqb, nkb = -(-p.nq // QUANT_BLOCK), -(-p.nk // QUANT_BLOCK)
     q_shape = output_shape(p)
-    k_shape = (p.batch, p.heads_kv, p.nk, p.head_dim) if p.layout == "bhnd" else (p.batch, p.nk, p.heads_kv,
-                                                                                   p.head_dim)
-    arrays = (("q8", q_shape, np.int8), ("k8", k_shape, np.int8), ("q_scale", (p.batch, p.heads, nqb), np.float32),
-              ("k_scale", (p.batch, p.heads_kv, nkb), np.float32), ("mean", (p.batch, p.heads_kv, p.head_dim),
-                                                                     np.float32),
-              ("corr", (p.batch, p.heads, p.nq), np.float32))
-    if prob.config.fp8_pv:        # V^T in e4m3 (keys padded to 32), and the per-channel factors
-        arrays += (("v8t", (p.batch, p.heads_kv, p.head_dim, fp8_keys(p.nk)), np.uint8),
-                   ("v_inv", (p.batch, p.heads_kv, p.head_dim), np.float32),
-                   ("v_deq", (p.batch, p.heads_kv, p.head_dim), np.float32))
+    k_shape = (p.batch, p.heads_kv, p.nk, p.head_dim) if p.layout == "bhnd" else (p.batch, p.nk, p.heads_kv, p.head_dim)
+    arrays = (
+        ("q8", q_shape, np.int8),
+        ("k8", k_shape, np.int8),
+        ("q_scale", (p.batch, p.heads, nqb), np.float32),
+        ("k_scale", (p.batch, p.heads_kv, nkb), np.float32),
+        ("mean", (p.batch, p.heads_kv, p.head_dim), np.float32),
+        ("corr", (p.batch, p.heads, p.nq), np.float32),
+    )
+    if prob.config.fp8_pv:  # V^T in e4m3 (keys padded to 32), and the per-channel factors
+        arrays += (
+            ("v8t", (p.batch, p.heads_kv, p.head_dim, fp8_keys(p.nk)), np.uint8),
+            ("v_inv", (p.batch, p.heads_kv, p.head_dim), np.float32),
+            ("v_deq", (p.batch, p.heads_kv, p.head_dim), np.float32),
+        )
     out, off = {}, 0
     for name, shape, dt in arrays:
         out[name] = (off, shape, np.dtype(dt))
@@ -161,22 +181,25 @@ class QuantPlan:
     """The quantization pass of one Problem (quant "int8" / "int8-fp8"): kernel/quantize.cu's kernels (k_mean,
     quantize_k, quantize_q; with FP8 P@V also v_absmax, quantize_v) with their launch configurations and scalars,
     and the scratch layout they write (``scratch_layout``)."""
+
     __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars", "v_scalars", "nkp")
 
     def __init__(self, prob, kernels):
         p = prob
-        self.kernels = kernels                      # (k_mean, quantize_k, quantize_q, v_absmax, quantize_v)
+        self.kernels = kernels  # (k_mean, quantize_k, quantize_q, v_absmax, quantize_v)
         self.layout = scratch_layout(p)
-        rows = QUANT_BLOCK * QUANT_WARPS                          # rows per quantize_k / quantize_q block
-        self.nkp = fp8_keys(p.nk)                   # V^T's padded key count (FP8 P@V: a kernel argument)
-        self.configs = (rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
-                        rt.launch_config((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
-                        rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)),
-                        rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
-                        rt.launch_config((self.nkp // MMA8_K, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)))
+        rows = QUANT_BLOCK * QUANT_WARPS  # rows per quantize_k / quantize_q block
+        self.nkp = fp8_keys(p.nk)  # V^T's padded key count (FP8 P@V: a kernel argument)
+        self.configs = (
+            rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
+            rt.launch_config((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
+            rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)),
+            rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
+            rt.launch_config((self.nkp // MMA8_K, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)),
+        )
         self.k_scalars = tuple(np.int64(x) for x in strides(p, "kv"))
         self.q_scalars = tuple(np.int64(x) for x in strides(p, "q"))
-        self.v_scalars = v_scalars(p.config.fp8_v_range) if p.config.fp8_pv else ()   # v_absmax's range arguments
+        self.v_scalars = v_scalars(p.config.fp8_v_range) if p.config.fp8_pv else ()  # v_absmax's range arguments
 
     def pointers(self, scratch_ptr: int) -> dict:
         return {name: scratch_ptr + off for name, (off, _, _) in self.layout.items()}
@@ -186,8 +209,18 @@ class Plan:
     """One Problem's launch: the loaded kernel, the cuda.core LaunchConfig, the scalar arguments (``kernel_scalars``),
     the output shapes, and with a quant the quantization pass (``quant``, a QuantPlan) and the bytes of
     scratch it needs (``scratch_bytes``; the caller allocates them with its own allocator)."""
-    __slots__ = ("problem", "kernel", "launch_config", "scalars", "o_shape", "lse_shape", "what", "quant",
-                 "scratch_bytes")
+
+    __slots__ = (
+        "problem",
+        "kernel",
+        "launch_config",
+        "scalars",
+        "o_shape",
+        "lse_shape",
+        "what",
+        "quant",
+        "scratch_bytes",
+    )
 
     def __init__(self, problem, kernel, launch_config, scalars, what, quant=None):
         self.problem = problem
@@ -221,8 +254,9 @@ def _quant_kernels_for(config: KernelConfig, arch: str) -> tuple:
     kerns = _KERNELS.get(key)
     if kerns is None:
         build = build_quantize(config, arch)
-        kerns = _KERNELS[key] = tuple(rt.load(build, name) for name in ("k_mean", "quantize_k", "quantize_q",
-                                                                         "v_absmax", "quantize_v"))
+        kerns = _KERNELS[key] = tuple(
+            rt.load(build, name) for name in ("k_mean", "quantize_k", "quantize_q", "v_absmax", "quantize_v")
+        )
     return kerns
 
 
@@ -236,19 +270,21 @@ def plan_for(prob) -> Plan:
     cfg = prob.config
     cap = get_arch(prob.arch).smem_per_block_optin
     if cfg.smem_bytes > cap:
-        raise UnsupportedConfig(f"configuration needs {cfg.smem_bytes} B of shared memory per block; "
-                                f"{prob.arch} allows {cap} B ({cfg.describe()})")
+        raise UnsupportedConfig(
+            f"configuration needs {cfg.smem_bytes} B of shared memory per block; "
+            f"{prob.arch} allows {cap} B ({cfg.describe()})"
+        )
     if prob.heads > _GRID_YZ_MAX or prob.batch > _GRID_YZ_MAX:
         raise UnsupportedConfig(f"grid y/z limited to {_GRID_YZ_MAX}: heads={prob.heads}, batch={prob.batch}")
     if prob.nq > _INT32_MAX or prob.nk > _INT32_MAX:
         raise UnsupportedConfig(f"sequence lengths must fit int32: Nq={prob.nq}, Nk={prob.nk}")
     if _core_launch is None:
         from cuda.core import launch as core_launch
+
         _core_launch = core_launch
     kern = _kernel_for(cfg, prob.arch)
     grid, block = (prob.q_blocks, prob.heads, prob.batch), (cfg.threads, 1, 1)
-    what = (f"kernel {KERNEL_NAME} (grid {grid}, block {block}, {cfg.smem_bytes} B dynamic smem; "
-            f"{cfg.describe()})")
+    what = f"kernel {KERNEL_NAME} (grid {grid}, block {block}, {cfg.smem_bytes} B dynamic smem; {cfg.describe()})"
     quant = None
     if cfg.int8:
         quant = QuantPlan(prob, _quant_kernels_for(cfg, prob.arch))
@@ -262,11 +298,23 @@ def plan_for(prob) -> Plan:
 # per launch
 _NO_QUANT_ARGS = (np.uint64(0),) * 4 + (np.int32(0),)
 
-NO_OVERFLOW = 2 ** 64 - 1   # the overflow flag's initial value (kernel/flash_fwd.cu lowers it to a flagged row)
+NO_OVERFLOW = 2**64 - 1  # the overflow flag's initial value (kernel/flash_fwd.cu lowers it to a flagged row)
 
 
-def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: int, lse_ptr: int,
-                overflow_ptr: int = 0, scratch_ptr: int = 0, *, quantize: bool = True, attend: bool = True) -> None:
+def launch_plan(
+    plan: Plan,
+    stream,
+    q_ptr: int,
+    k_ptr: int,
+    v_ptr: int,
+    o_ptr: int,
+    lse_ptr: int,
+    overflow_ptr: int = 0,
+    scratch_ptr: int = 0,
+    *,
+    quantize: bool = True,
+    attend: bool = True,
+) -> None:
     """Enqueue the kernel on ``stream`` (a cuda.core Stream); no host synchronisation. GPUError naming the kernel
     if the launch fails, and before it if the context is unusable after an earlier sticky error. overflow_ptr:
     a u64 set to NO_OVERFLOW, needed with an f16 P@V mma (config.pv_mma_f16); 0 otherwise (never touched).
@@ -274,16 +322,31 @@ def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: i
     first on the same stream; 0 without quant. ``quantize`` / ``attend`` False leave out the quantization pass / the
     attention kernel (benchmarks time them apart; the scratch then holds an earlier pass's result)."""
     if _STATE["sticky"]:
-        raise GPUError(f"the CUDA context of this process is unusable after an earlier error ({_STATE['sticky']}); "
-                       "restart the process")
+        raise GPUError(
+            f"the CUDA context of this process is unusable after an earlier error ({_STATE['sticky']}); "
+            "restart the process"
+        )
     qp = plan.quant
     if qp is not None and (not scratch_ptr or scratch_ptr % ALIGNMENT):
-        raise ValueError(f"quant={plan.problem.config.quant!r} needs a {ALIGNMENT}-byte aligned scratch buffer of "
-                         f"{plan.scratch_bytes} B (got pointer {scratch_ptr:#x})")
+        raise ValueError(
+            f"quant={plan.problem.config.quant!r} needs a {ALIGNMENT}-byte aligned scratch buffer of "
+            f"{plan.scratch_bytes} B (got pointer {scratch_ptr:#x})"
+        )
     try:
         if qp is None:
-            _core_launch(stream, plan.launch_config, plan.kernel.kernel, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
-                         np.uint64(overflow_ptr), *plan.scalars, *_NO_QUANT_ARGS)
+            _core_launch(
+                stream,
+                plan.launch_config,
+                plan.kernel.kernel,
+                q_ptr,
+                k_ptr,
+                v_ptr,
+                o_ptr,
+                lse_ptr,
+                np.uint64(overflow_ptr),
+                *plan.scalars,
+                *_NO_QUANT_ARGS,
+            )
             return
         p = plan.problem
         s = qp.pointers(scratch_ptr)
@@ -292,20 +355,71 @@ def launch_plan(plan: Plan, stream, q_ptr: int, k_ptr: int, v_ptr: int, o_ptr: i
         if quantize:
             k_mean, quantize_k, quantize_q, v_absmax, quantize_v = (kern.kernel for kern in qp.kernels)
             _core_launch(stream, qp.configs[0], k_mean, u(k_ptr), u(s["mean"]), np.int32(p.nk), *qp.k_scalars)
-            _core_launch(stream, qp.configs[1], quantize_k, u(k_ptr), u(s["mean"]), u(s["k8"]), u(s["k_scale"]),
-                         np.int32(p.nk), *qp.k_scalars)
-            _core_launch(stream, qp.configs[2], quantize_q, u(q_ptr), u(s["mean"]), u(s["q8"]), u(s["q_scale"]),
-                         u(s["corr"]), np.int32(p.nq), np.int32(p.group), *qp.q_scalars)
+            _core_launch(
+                stream,
+                qp.configs[1],
+                quantize_k,
+                u(k_ptr),
+                u(s["mean"]),
+                u(s["k8"]),
+                u(s["k_scale"]),
+                np.int32(p.nk),
+                *qp.k_scalars,
+            )
+            _core_launch(
+                stream,
+                qp.configs[2],
+                quantize_q,
+                u(q_ptr),
+                u(s["mean"]),
+                u(s["q8"]),
+                u(s["q_scale"]),
+                u(s["corr"]),
+                np.int32(p.nq),
+                np.int32(p.group),
+                *qp.q_scalars,
+            )
             if fp8:
-                _core_launch(stream, qp.configs[3], v_absmax, u(v_ptr), u(s["v_inv"]), u(s["v_deq"]),
-                             np.int32(p.nk), *qp.k_scalars, *qp.v_scalars)
-                _core_launch(stream, qp.configs[4], quantize_v, u(v_ptr), u(s["v_inv"]), u(s["v8t"]),
-                             np.int32(p.nk), np.int32(qp.nkp), *qp.k_scalars)
+                _core_launch(
+                    stream,
+                    qp.configs[3],
+                    v_absmax,
+                    u(v_ptr),
+                    u(s["v_inv"]),
+                    u(s["v_deq"]),
+                    np.int32(p.nk),
+                    *qp.k_scalars,
+                    *qp.v_scalars,
+                )
+                _core_launch(
+                    stream,
+                    qp.configs[4],
+                    quantize_v,
+                    u(v_ptr),
+                    u(s["v_inv"]),
+                    u(s["v8t"]),
+                    np.int32(p.nk),
+                    np.int32(qp.nkp),
+                    *qp.k_scalars,
+                )
         if attend:
-            _core_launch(stream, plan.launch_config, plan.kernel.kernel, u(s["q8"]), u(s["k8"]),
-                         u(s["v8t"]) if fp8 else v_ptr, o_ptr, lse_ptr, np.uint64(overflow_ptr), *plan.scalars,
-                         u(s["q_scale"]), u(s["k_scale"]), u(s["corr"]), u(s["v_deq"]) if fp8 else u(0),
-                         np.int32(qp.nkp if fp8 else 0))
+            _core_launch(
+                stream,
+                plan.launch_config,
+                plan.kernel.kernel,
+                u(s["q8"]),
+                u(s["k8"]),
+                u(s["v8t"]) if fp8 else v_ptr,
+                o_ptr,
+                lse_ptr,
+                np.uint64(overflow_ptr),
+                *plan.scalars,
+                u(s["q_scale"]),
+                u(s["k_scale"]),
+                u(s["corr"]),
+                u(s["v_deq"]) if fp8 else u(0),
+                np.int32(qp.nkp if fp8 else 0),
+            )
     except Exception as exc:
         rt.launch_failed(plan.what, exc)
 
@@ -319,11 +433,14 @@ def misaligned(**ptrs) -> None:
     """Raise ValueError naming the first argument whose data pointer is not ALIGNMENT-byte aligned."""
     for name, ptr in ptrs.items():
         if ptr % ALIGNMENT:
-            raise ValueError(f"{name}'s data pointer 0x{ptr:x} is not {ALIGNMENT}-byte aligned (the kernel copies "
-                             f"{ALIGNMENT}-byte chunks with cp.async); pass a freshly allocated or .clone()d tensor")
+            raise ValueError(
+                f"{name}'s data pointer 0x{ptr:x} is not {ALIGNMENT}-byte aligned (the kernel copies "
+                f"{ALIGNMENT}-byte chunks with cp.async); pass a freshly allocated or .clone()d tensor"
+            )
 
 
 # -- options shared by every path -------------------------------------------------------------------------
+
 
 def check_arch(arch) -> str:
     """The current GPU's arch; ValueError if ``arch`` (when given) names another one."""
@@ -338,12 +455,14 @@ _TORCH_OP = __package__ + ".torch_op"
 
 # -- the public call --------------------------------------------------------------------------------------
 
+
 def raise_if_overflowed(prob, flag: int, v) -> None:
     """FloatingPointError (flashsim.overflow) when the kernel's overflow flag names a row; ``v``: the values (numpy,
     torch, cupy or DeviceArray) for the bound in the message (read only on this error path)."""
     if int(flag) == NO_OVERFLOW or int(flag) < 0:
         return
     from ..overflow import overflow_error, v_head
+
     head = v_head(prob, v.to_numpy() if hasattr(v, "to_numpy") else v, int(flag))
     if hasattr(head, "detach"):
         head = head.detach().float().abs().max().item()
@@ -352,13 +471,30 @@ def raise_if_overflowed(prob, flag: int, v) -> None:
     raise overflow_error(prob, int(flag), float(np.abs(np.asarray(head, np.float32)).max()))
 
 
-def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
-              layout=None, quant=None, arch=None, config=None, stream=None, check_overflow=True):
+def attention(
+    q,
+    k,
+    v,
+    *,
+    causal=None,
+    softmax_scale=None,
+    pv_accum=None,
+    window_size=None,
+    softcap=None,
+    layout=None,
+    quant=None,
+    arch=None,
+    config=None,
+    stream=None,
+    check_overflow=True,
+):
     """Run the real kernel: (o, lse) with o shaped like q, of q's dtype, and lse float32 (B, Hq, Nq), natural log.
 
     The same inputs and options as flashsim.attention (q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), or (B, N, H, d)
-    with layout="bnhd"; float16 or bfloat16; causal, window_size, softcap, quant, pv_accum, softmax_scale, config, checked
-    by flashsim.problem.resolve_options and prepare). arch: must name the GPU's architecture (default: it). stream: where the launch goes (a torch or
+    with layout="bnhd"; float16 or bfloat16; causal, window_size, softcap, quant, pv_accum, softmax_scale, config,
+    checked
+    by flashsim.problem.resolve_options and prepare). arch: must name the GPU's architecture (default: it). stream:
+    where the launch goes (a torch or
     cupy stream, a cuda.core Stream, a raw handle or any __cuda_stream__ object; default: torch's or cupy's
     current stream for their arrays, flashsim.gpu.runtime's stream otherwise); the inputs must be ready on it.
     Output types follow the inputs (module docstring): torch and cupy calls return without waiting for the GPU.
@@ -370,11 +506,11 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
     """
     check_overflow = check_mode(check_overflow)
     opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
-    torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
+    torch = sys.modules.get("torch")  # never imported here: a torch tensor implies it already is
     if torch is not None and isinstance(q, torch.Tensor):
         api = sys.modules.get(_TORCH_OP)
         if api is None:
-            from . import torch_op as api       # registers the op
+            from . import torch_op as api  # registers the op
         return api.attention(q, k, v, opts, arch=arch, stream=stream, check_overflow=check_overflow)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(q, cupy.ndarray):
@@ -386,25 +522,41 @@ def attention(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window
         raise_if_overflowed(prob, flag.to_numpy()[0], v)
     if check_overflow == "deferred":
         out = (do.to_numpy(), dl.to_numpy()) if all(isinstance(x, np.ndarray) for x in (q, k, v)) else (do, dl)
-        return (*out, OverflowCheck(None if flag is None else
-                                    (lambda: raise_if_overflowed(prob, flag.to_numpy()[0], v))))
+        return (
+            *out,
+            OverflowCheck(None if flag is None else (lambda: raise_if_overflowed(prob, flag.to_numpy()[0], v))),
+        )
     if all(isinstance(x, np.ndarray) for x in (q, k, v)):
         return do.to_numpy(), dl.to_numpy()
     return do, dl
 
 
-def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, window_size=None, softcap=None,
-                    layout=None, quant=None, config=None, stream=None, arch=None):
+def prepared_launch(
+    q,
+    k,
+    v,
+    *,
+    causal=None,
+    softmax_scale=None,
+    pv_accum=None,
+    window_size=None,
+    softcap=None,
+    layout=None,
+    quant=None,
+    config=None,
+    stream=None,
+    arch=None,
+):
     """(launch, (o, lse), Problem): inputs checked and on the device, outputs allocated (torch / cupy / DeviceArray
     like ``attention``), the launch cached, so that ``launch(sync=True)`` does no host work but the launch (and
     the wait, with sync=True). The stream is fixed now: ``stream=``, else torch's / cupy's current stream for
     their arrays, else flashsim.gpu.runtime's stream. ``flashsim bench kernel`` times ``launch(sync=False)``."""
     opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
-    torch = sys.modules.get("torch")        # never imported here: a torch tensor implies it already is
+    torch = sys.modules.get("torch")  # never imported here: a torch tensor implies it already is
     if torch is not None and isinstance(q, torch.Tensor):
         api = sys.modules.get(_TORCH_OP)
         if api is None:
-            from . import torch_op as api       # registers the op
+            from . import torch_op as api  # registers the op
         return api.prepared_launch(q, k, v, opts, arch=arch, stream=stream)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(q, cupy.ndarray):
@@ -414,37 +566,61 @@ def prepared_launch(q, k, v, *, causal=None, softmax_scale=None, pv_accum=None, 
 
 # -- numpy, DeviceArray, other DLPack arrays: synchronous ------------------------------------------------------
 
+
 def _generic_prepared(q, k, v, opts: Options, arch, stream):
     rt.require_gpu()
     gpu_arch = check_arch(arch)
     prob = prepare(q, k, v, opts, arch=gpu_arch)
-    dq, dk, dv = (rt.to_device(x) for x in (q, k, v))   # host arrays copied; GPU arrays borrowed (C-contiguous)
+    dq, dk, dv = (rt.to_device(x) for x in (q, k, v))  # host arrays copied; GPU arrays borrowed (C-contiguous)
     misaligned(q=dq.ptr, k=dk.ptr, v=dv.ptr)
     plan = plan_for(prob)
     do, dl = rt.empty(plan.o_shape, get_format(prob.config.dtype).dtype), rt.empty(plan.lse_shape, np.float32)
     s = rt.as_stream(stream)
     flag = rt.to_device(np.array([NO_OVERFLOW], np.uint64)) if prob.config.pv_mma_f16 else None
     scratch = rt.empty((plan.scratch_bytes,), np.uint8) if plan.scratch_bytes else None
-    args = (dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr, flag.ptr if flag is not None else 0,
-            scratch.ptr if scratch is not None else 0)
-    keep = (dq, dk, dv, do, dl, scratch, flag)           # the memory stays alive as long as the launch
+    args = (
+        dq.ptr,
+        dk.ptr,
+        dv.ptr,
+        do.ptr,
+        dl.ptr,
+        flag.ptr if flag is not None else 0,
+        scratch.ptr if scratch is not None else 0,
+    )
+    keep = (dq, dk, dv, do, dl, scratch, flag)  # the memory stays alive as long as the launch
 
     def go(sync=True, **parts):
         if s is not _STATE["stream"]:
-            rt.synchronize()                             # copies / DLPack imports ran on the module's stream
+            rt.synchronize()  # copies / DLPack imports ran on the module's stream
         rt.bind_thread()
         launch_plan(plan, s, *args, **parts)
         if sync:
             sync_stream(s, plan.what)
         return keep
+
     return go, (do, dl), prob
 
 
 # -- cupy: asynchronous on cupy's stream --------------------------------------------------------------------
 
+
 def _cupy_key(q, k, v, opts, arch):
-    return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device.id, k.device.id, v.device.id,
-            q.flags.c_contiguous, k.flags.c_contiguous, v.flags.c_contiguous, opts, arch)
+    return (
+        q.shape,
+        k.shape,
+        v.shape,
+        q.dtype,
+        k.dtype,
+        v.dtype,
+        q.device.id,
+        k.device.id,
+        v.device.id,
+        q.flags.c_contiguous,
+        k.flags.c_contiguous,
+        v.flags.c_contiguous,
+        opts,
+        arch,
+    )
 
 
 def _cupy_miss(cupy, key, q, k, v, opts, arch):
@@ -452,8 +628,9 @@ def _cupy_miss(cupy, key, q, k, v, opts, arch):
         if not isinstance(x, cupy.ndarray):
             raise ValueError(f"{name} must be a cupy array like q, got {type(x).__name__}")
         if x.device.id != q.device.id:
-            raise ValueError(f"{name} is on device {x.device.id} but q is on device {q.device.id}: "
-                             "q, k and v must be on one device")
+            raise ValueError(
+                f"{name} is on device {x.device.id} but q is on device {q.device.id}: q, k and v must be on one device"
+            )
     rt.require_gpu()
     if q.device.id != rt.device_id():
         raise ValueError(f"q is on device {q.device.id}, but flashsim.gpu runs on device {rt.device_id()}")
@@ -461,8 +638,10 @@ def _cupy_miss(cupy, key, q, k, v, opts, arch):
     prob = prepare(q, k, v, opts, arch=gpu_arch)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not x.flags.c_contiguous:
-            raise ValueError(f"{name} must be C-contiguous, got strides {x.strides} for shape {x.shape} "
-                             "(cupy.ascontiguousarray first)")
+            raise ValueError(
+                f"{name} must be C-contiguous, got strides {x.strides} for shape {x.shape} "
+                "(cupy.ascontiguousarray first)"
+            )
     plan = plan_for(prob)
     if len(_CUPY_KEYS) >= MAX_KEYS:
         _CUPY_KEYS.clear()
@@ -484,8 +663,15 @@ def _cupy_setup(cupy, q, k, v, opts, arch, stream):
         flag = cupy.full((1,), NO_OVERFLOW, dtype=cupy.uint64) if plan.problem.config.pv_mma_f16 else None
         scratch = cupy.empty((plan.scratch_bytes,), dtype=cupy.uint8) if plan.scratch_bytes else None
         handle = cupy.cuda.get_current_stream().ptr if stream is None else rt.stream_handle(stream)
-    args = (qp, kp, vp, o.data.ptr, lse.data.ptr, flag.data.ptr if flag is not None else 0,
-            scratch.data.ptr if scratch is not None else 0)
+    args = (
+        qp,
+        kp,
+        vp,
+        o.data.ptr,
+        lse.data.ptr,
+        flag.data.ptr if flag is not None else 0,
+        scratch.data.ptr if scratch is not None else 0,
+    )
     return plan, rt.stream_from_handle(handle), args, o, lse, (flag, scratch)
 
 
@@ -494,10 +680,13 @@ def _cupy_attention(cupy, q, k, v, opts, arch, stream, check_overflow=True):
     rt.bind_thread()
     launch_plan(plan, s, *args)
     if check_overflow is True and flag is not None:
-        raise_if_overflowed(plan.problem, int(flag.get()[0]), v)      # .get() waits for the stream
+        raise_if_overflowed(plan.problem, int(flag.get()[0]), v)  # .get() waits for the stream
     if check_overflow == "deferred":
-        return o, lse, OverflowCheck(None if flag is None else
-                                     (lambda: raise_if_overflowed(plan.problem, int(flag.get()[0]), v)))
+        return (
+            o,
+            lse,
+            OverflowCheck(None if flag is None else (lambda: raise_if_overflowed(plan.problem, int(flag.get()[0]), v))),
+        )
     return o, lse
 
 
@@ -511,4 +700,5 @@ def _cupy_prepared(cupy, q, k, v, opts, arch, stream):
         if sync:
             sync_stream(s, plan.what)
         return keep
+
     return go, (o, lse), plan.problem

@@ -8,6 +8,7 @@ build per instruction (FS_PEAK_KIND). Operands live in registers, so nothing but
 Rate = 2 * M * N * K * mmas / time (TFLOP/s, TOPS for INT8), the median of CUDA-event timings of one launch of
 ``blocks_per_sm * SMs`` blocks of 4 warps.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,14 +40,18 @@ def build(kind: int, arch: str, chains: int, iters: int, source: str | None = No
     """The NVRTC build of mma_peak.cu (or ``source``, another text of it) for one instruction (works without a
     GPU); ``vary`` None: ``must_vary``."""
     from .build import compile_cuda, kernel_path
+
     text = kernel_path("bench/mma_peak.cu").read_text() if source is None else source
     vary = must_vary(kind, arch) if vary is None else vary
-    return compile_cuda(text, arch=arch, name="mma_peak.cu",
-                        defines={"FS_PEAK_KIND": kind, "FS_PEAK_CHAINS": chains, "FS_PEAK_ITERS": iters,
-                                 "FS_PEAK_VARY": int(vary)})
+    return compile_cuda(
+        text,
+        arch=arch,
+        name="mma_peak.cu",
+        defines={"FS_PEAK_KIND": kind, "FS_PEAK_CHAINS": chains, "FS_PEAK_ITERS": iters, "FS_PEAK_VARY": int(vary)},
+    )
 
 
-WARM_S = 2.0   # seconds of back-to-back launches before the first timing (``warm``)
+WARM_S = 2.0  # seconds of back-to-back launches before the first timing (``warm``)
 
 
 def warm(launch, seconds: float) -> None:
@@ -54,19 +59,29 @@ def warm(launch, seconds: float) -> None:
     timed: without it the first ceiling a process measured read 4-5% under the same probe a minute later
     (benchmarks/logs/2026-12-01j/bench.txt against peak.txt; benchmarks/experiments/ceiling_warmup/)."""
     import time
+
     from . import runtime as rt
+
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         launch()
         rt.synchronize()
 
 
-def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: int = 10,
-            vary: bool | None = None, kinds=None, warm_s: float = WARM_S) -> dict:
+def measure(
+    chains: int = 8,
+    iters: int = 4096,
+    blocks_per_sm: int = 8,
+    reps: int = 10,
+    vary: bool | None = None,
+    kinds=None,
+    warm_s: float = WARM_S,
+) -> dict:
     """{instruction: {"tflops": ..., "ms": ..., "vary": ...}} on the current GPU (``vary``: see ``build``), for the
     FS_PEAK_KIND values ``kinds`` (default: every instruction of KINDS); the first instruction's launches run
     ``warm_s`` seconds before its timing (``warm``)."""
     from . import runtime as rt
+
     dev = rt.require_gpu()
     arch = rt.current_arch()
     sms = dev.properties.multiprocessor_count
@@ -85,6 +100,7 @@ def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: in
 
         def launch():
             rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False)
+
         warm(launch, warm_s)
         warm_s = 0.0
         ms = rt.timed(launch, warmup=3, reps=reps)
@@ -93,7 +109,9 @@ def measure(chains: int = 8, iters: int = 4096, blocks_per_sm: int = 8, reps: in
     return result
 
 
-def sweep(warps_per_scheduler=(1, 2, 4, 8), chains=(4, 8, 16), iters: int = 2048, vary: bool | None = None) -> list[dict]:
+def sweep(
+    warps_per_scheduler=(1, 2, 4, 8), chains=(4, 8, 16), iters: int = 2048, vary: bool | None = None
+) -> list[dict]:
     """The ceiling against how many warps each scheduler holds (blocks of 4 warps: one warp per scheduler each) and
     how many independent chains a warp runs: what one warp alone can draw from the tensor pipe, the question a
     ping-pong schedule (one warp of a scheduler in its mma phase at a time) raises."""
@@ -103,24 +121,35 @@ def sweep(warps_per_scheduler=(1, 2, 4, 8), chains=(4, 8, 16), iters: int = 2048
         for c in chains:
             r = measure(c, iters, blocks_per_sm=wps, vary=vary, warm_s=warm_s)
             warm_s = 0.0
-            rows.append({"warps_per_scheduler": wps, "chains": c,
-                         **{name: r[name]["tflops"] for name, _ in KINDS.values()}})
-            print(f"  {wps} warp(s) per scheduler, {c:2d} chains: "
-                  + "  ".join(f"{name} {r[name]['tflops']:7.1f}" for name, _ in KINDS.values()), flush=True)
+            rows.append(
+                {"warps_per_scheduler": wps, "chains": c, **{name: r[name]["tflops"] for name, _ in KINDS.values()}}
+            )
+            print(
+                f"  {wps} warp(s) per scheduler, {c:2d} chains: "
+                + "  ".join(f"{name} {r[name]['tflops']:7.1f}" for name, _ in KINDS.values()),
+                flush=True,
+            )
     return rows
 
 
-VARY = {"auto": None, "all": True, "none": False}   # --vary -> ``measure``'s vary
+VARY = {"auto": None, "all": True, "none": False}  # --vary -> ``measure``'s vary
 
 
 def add_probe_arguments(p, prefix: str = "") -> None:
     """--sweep and --vary, for this module's command line and `flashsim bench peak` (``prefix`` starts the help)."""
-    p.add_argument("--sweep", action="store_true",
-                   help=prefix + "the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp")
-    p.add_argument("--vary", choices=tuple(VARY), default="auto",
-                   help=prefix + "operands varied step by step: where a product could leave the timed loop (auto: "
-                                 "FP8 run as f16 HMMA), for every instruction (all: FP8 and f16 like for like), or "
-                                 "nowhere (none)")
+    p.add_argument(
+        "--sweep",
+        action="store_true",
+        help=prefix + "the ceiling for 1, 2, 4, 8 warps per scheduler and 4, 8, 16 chains per warp",
+    )
+    p.add_argument(
+        "--vary",
+        choices=tuple(VARY),
+        default="auto",
+        help=prefix + "operands varied step by step: where a product could leave the timed loop (auto: "
+        "FP8 run as f16 HMMA), for every instruction (all: FP8 and f16 like for like), or "
+        "nowhere (none)",
+    )
 
 
 def main(argv=None) -> int:
@@ -132,16 +161,20 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     vary = VARY[a.vary]
     if a.sweep:
-        print(f"mma.sync rate (TFLOP/s; TOPS for s8) against warps per scheduler and chains per warp "
-              f"(operands varied: {a.vary})")
+        print(
+            f"mma.sync rate (TFLOP/s; TOPS for s8) against warps per scheduler and chains per warp "
+            f"(operands varied: {a.vary})"
+        )
         rows = sweep(vary=vary)
         if a.json:
             with open(a.json, "w") as fh:
                 json.dump(rows, fh, indent=1)
         return 0
     r = measure(a.chains, a.iters, vary=vary)
-    print(f"mma.sync ceiling on {r['arch']} ({r['sms']} SMs; {r['chains']} independent chains per warp, "
-          f"{r['grid']} blocks of {WARPS} warps, {r['iters']} steps; operands varied: {a.vary})")
+    print(
+        f"mma.sync ceiling on {r['arch']} ({r['sms']} SMs; {r['chains']} independent chains per warp, "
+        f"{r['grid']} blocks of {WARPS} warps, {r['iters']} steps; operands varied: {a.vary})"
+    )
     on_f16 = get_arch(r["arch"]).mma8_on_f16_mma
     for name, _ in KINDS.values():
         unit = "TOPS" if "s8" in name else "TFLOP/s"

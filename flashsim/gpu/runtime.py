@@ -6,6 +6,7 @@ Stream, a raw handle, a torch or cupy stream), so launches are ordered without e
 checked; failures raise GPUError naming the call or kernel. After a sticky error (illegal address, trap, ...)
 the CUDA context is unusable: the error says so and later calls refuse to run instead of failing obscurely.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -20,16 +21,29 @@ from .errors import GPUError, UnsupportedConfig
 _INSTALL = "pip install 'cuda-core>=1.2' 'cuda-bindings>=13' (or: pip install 'flashsim[gpu]')"
 _DEFAULT_SMEM = 48 * 1024
 # errors after which the context cannot be used again (CUDA driver API documentation of CUresult)
-_STICKY = ("ILLEGAL_ADDRESS", "ILLEGAL_MEMORY_ACCESS", "UNSPECIFIED_LAUNCH_FAILURE", "LAUNCH_FAILED",
-           "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "INVALID_ADDRESS_SPACE", "INVALID_PC",
-           "HARDWARE_STACK_ERROR", "ASSERT", "ECC_UNCORRECTABLE", "CONTEXT_IS_DESTROYED", "LAUNCH_TIMEOUT",
-           "TENSOR_MEMORY_LEAK")
+_STICKY = (
+    "ILLEGAL_ADDRESS",
+    "ILLEGAL_MEMORY_ACCESS",
+    "UNSPECIFIED_LAUNCH_FAILURE",
+    "LAUNCH_FAILED",
+    "ILLEGAL_INSTRUCTION",
+    "MISALIGNED_ADDRESS",
+    "INVALID_ADDRESS_SPACE",
+    "INVALID_PC",
+    "HARDWARE_STACK_ERROR",
+    "ASSERT",
+    "ECC_UNCORRECTABLE",
+    "CONTEXT_IS_DESTROYED",
+    "LAUNCH_TIMEOUT",
+    "TENSOR_MEMORY_LEAK",
+)
 
 _state: dict = {"device": None, "stream": None, "sticky": None}
-_TLS = threading.local()     # per thread: .bound once a context is known to be current there
+_TLS = threading.local()  # per thread: .bound once a context is known to be current there
 
 
 # -- device ----------------------------------------------------------------------------------------
+
 
 def gpu_available() -> tuple[bool, str]:
     """(True, device description) when a CUDA GPU can be used, else (False, why not). Never raises."""
@@ -58,8 +72,10 @@ def require_gpu():
     """The current cuda.core Device (made current on first use, and in each new thread that has no current
     context); GPUError saying what is missing otherwise."""
     if _state["sticky"]:
-        raise GPUError(f"the CUDA context of this process is unusable after an earlier error ({_state['sticky']}); "
-                       "restart the process")
+        raise GPUError(
+            f"the CUDA context of this process is unusable after an earlier error ({_state['sticky']}); "
+            "restart the process"
+        )
     dev = _state["device"]
     if dev is not None:
         if not getattr(_TLS, "bound", False):
@@ -70,6 +86,7 @@ def require_gpu():
         raise GPUError(f"no usable GPU: {why}")
     try:
         from cuda.core import Device
+
         dev = Device(0)
         dev.set_current()
         _state["stream"] = dev.create_stream()
@@ -82,8 +99,9 @@ def require_gpu():
 
 def _bind_thread(dev) -> None:
     from cuda.bindings import driver
+
     ctx = _driver("cuCtxGetCurrent", driver.cuCtxGetCurrent())
-    if ctx is None or int(ctx) == 0:     # a thread that never touched CUDA: a launch there would fail
+    if ctx is None or int(ctx) == 0:  # a thread that never touched CUDA: a launch there would fail
         _checked("making the device current in this thread", dev.set_current)
     _TLS.bound = True
 
@@ -132,6 +150,7 @@ def _context_broken() -> str | None:
         return None
     try:
         from cuda.bindings import driver
+
         (err,) = driver.cuCtxSynchronize()
         if err == driver.CUresult.CUDA_SUCCESS:
             return None
@@ -146,8 +165,10 @@ def _raise(what: str, message: str, exc=None):
     sticky = next((s for s in _STICKY if s in message.upper().replace(" ", "_")), None) or _context_broken()
     if sticky:
         _state["sticky"] = f"{what}: {message.splitlines()[0] if message else sticky}"
-        message += ("\nThis error is sticky: the CUDA context is now unusable; restart the process "
-                    "(run compute-sanitizer to find the faulting access).")
+        message += (
+            "\nThis error is sticky: the CUDA context is now unusable; restart the process "
+            "(run compute-sanitizer to find the faulting access)."
+        )
     raise GPUError(f"{what} failed: {message}") from exc
 
 
@@ -164,6 +185,7 @@ def _checked(what: str, fn):
 def _driver(what: str, result):
     """Check a cuda.bindings.driver return tuple; return the payload (None, a value, or a tuple)."""
     from cuda.bindings import driver
+
     err, *rest = result
     if err != driver.CUresult.CUDA_SUCCESS:
         _, text = driver.cuGetErrorString(err)
@@ -173,7 +195,7 @@ def _driver(what: str, result):
 
 # -- streams ---------------------------------------------------------------------------------------
 
-_STREAMS: dict[int, object] = {}     # raw handle -> cuda.core Stream wrapping it (no ownership)
+_STREAMS: dict[int, object] = {}  # raw handle -> cuda.core Stream wrapping it (no ownership)
 _MAX_STREAMS = 256
 
 
@@ -188,12 +210,14 @@ def stream_handle(stream) -> int:
     if proto is not None:
         info = proto() if callable(proto) else proto
         return int(info[1])
-    for attr in ("cuda_stream", "ptr"):       # torch.cuda.Stream, cupy.cuda.Stream
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
         value = getattr(stream, attr, None)
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             return int(value)
-    raise ValueError(f"stream must be a cuda.core Stream, a torch or cupy stream, an object with __cuda_stream__ "
-                     f"or a raw CUstream handle (int), got {type(stream).__name__}")
+    raise ValueError(
+        f"stream must be a cuda.core Stream, a torch or cupy stream, an object with __cuda_stream__ "
+        f"or a raw CUstream handle (int), got {type(stream).__name__}"
+    )
 
 
 def stream_from_handle(handle: int):
@@ -203,9 +227,10 @@ def stream_from_handle(handle: int):
     s = _STREAMS.get(handle)
     if s is None:
         from cuda.core import LEGACY_DEFAULT_STREAM, PER_THREAD_DEFAULT_STREAM, Stream
-        if handle in (0, 1):        # NULL and CU_STREAM_LEGACY: the legacy default stream
+
+        if handle in (0, 1):  # NULL and CU_STREAM_LEGACY: the legacy default stream
             s = LEGACY_DEFAULT_STREAM
-        elif handle == 2:           # CU_STREAM_PER_THREAD
+        elif handle == 2:  # CU_STREAM_PER_THREAD
             s = PER_THREAD_DEFAULT_STREAM
         else:
             s = _checked("wrapping a stream handle", lambda: Stream.from_handle(int(handle)))
@@ -237,6 +262,7 @@ def bind_thread() -> None:
 def launch_config(grid, block, smem_bytes: int = 0):
     """A cuda.core LaunchConfig (validated dims), to build once and reuse for launches of the same shape."""
     from cuda.core import LaunchConfig
+
     g, b = _dims(grid, "grid"), _dims(block, "block")
     if not isinstance(smem_bytes, (int, np.integer)) or smem_bytes < 0:
         raise ValueError(f"smem_bytes must be a non-negative int, got {smem_bytes!r}")
@@ -252,13 +278,15 @@ def launch_failed(what: str, exc: BaseException):
 
 # -- memory ----------------------------------------------------------------------------------------
 
+
 @dataclass(eq=False)
 class DeviceArray:
     """A C-contiguous array in GPU memory: ours (a cuda.core Buffer) or borrowed zero-copy via DLPack."""
+
     ptr: int
     shape: tuple
     dtype: np.dtype
-    owner: object = field(repr=False, default=None)   # keeps the memory alive (Buffer, or the DLPack producer)
+    owner: object = field(repr=False, default=None)  # keeps the memory alive (Buffer, or the DLPack producer)
 
     @property
     def nbytes(self) -> int:
@@ -275,28 +303,34 @@ class DeviceArray:
     def to_numpy(self) -> np.ndarray:
         """Copy to a new host array (waits for the module's stream first)."""
         from cuda.bindings import driver
+
         out = np.empty(self.shape, self.dtype)
         if self.nbytes:
             stream = default_stream()
-            _driver("cuMemcpyDtoHAsync", driver.cuMemcpyDtoHAsync(out.ctypes.data, self.ptr, self.nbytes,
-                                                                   stream.handle))
+            _driver(
+                "cuMemcpyDtoHAsync", driver.cuMemcpyDtoHAsync(out.ctypes.data, self.ptr, self.nbytes, stream.handle)
+            )
             synchronize()
         return out
 
     def copy_from(self, x: np.ndarray) -> None:
         """Overwrite with host array ``x`` (same shape and dtype)."""
         from cuda.bindings import driver
+
         x = np.ascontiguousarray(x)
         if x.shape != self.shape or x.dtype != self.dtype:
             raise ValueError(f"x must have shape {self.shape} and dtype {self.dtype}, got {x.shape} {x.dtype}")
         if self.nbytes:
-            _driver("cuMemcpyHtoDAsync", driver.cuMemcpyHtoDAsync(self.ptr, x.ctypes.data, self.nbytes,
-                                                                   default_stream().handle))
+            _driver(
+                "cuMemcpyHtoDAsync",
+                driver.cuMemcpyHtoDAsync(self.ptr, x.ctypes.data, self.nbytes, default_stream().handle),
+            )
             synchronize()
 
-    def zero_(self) -> "DeviceArray":
+    def zero_(self) -> DeviceArray:
         """Fill with zero bytes."""
         from cuda.bindings import driver
+
         if self.nbytes:
             _driver("cuMemsetD8Async", driver.cuMemsetD8Async(self.ptr, 0, self.nbytes, default_stream().handle))
         return self
@@ -344,6 +378,7 @@ def _c_contiguous_strides(shape, itemsize=1) -> tuple[int, ...]:
 def _from_dlpack_device(x) -> DeviceArray:
     """Borrow a GPU tensor (torch, cupy, ...) zero-copy; ValueError unless C-contiguous and on our device."""
     from cuda.core.utils import StridedMemoryView
+
     dev = require_gpu()
     stream_ptr = int(default_stream().handle)
     importer = getattr(StridedMemoryView, "from_dlpack", None) or StridedMemoryView  # older cuda.core: constructor
@@ -353,8 +388,10 @@ def _from_dlpack_device(x) -> DeviceArray:
         strides = tuple(int(s) for s in view.strides)
         expect = _c_contiguous_strides(shape)
         if any(a != b for a, b, n in zip(strides, expect, shape) if n > 1):
-            raise ValueError(f"GPU array must be C-contiguous: shape {shape} has element strides {strides}, "
-                             f"expected {expect} (call .contiguous() / cupy.ascontiguousarray first)")
+            raise ValueError(
+                f"GPU array must be C-contiguous: shape {shape} has element strides {strides}, "
+                f"expected {expect} (call .contiguous() / cupy.ascontiguousarray first)"
+            )
     if int(view.device_id) != int(dev.device_id):
         raise ValueError(f"GPU array lives on device {view.device_id}, but flashsim uses device {dev.device_id}")
     dtype = view.dtype
@@ -367,6 +404,7 @@ def to_device(x) -> DeviceArray:
     """A DeviceArray holding ``x``: numpy (or any host array) is copied, C-contiguous; a DeviceArray is returned
     as is; a GPU tensor with ``__dlpack__`` (torch, cupy) is borrowed zero-copy and must be C-contiguous."""
     from cuda.bindings import driver
+
     if isinstance(x, DeviceArray):
         return x
     if hasattr(x, "__dlpack_device__") and not isinstance(x, np.ndarray):
@@ -381,17 +419,21 @@ def to_device(x) -> DeviceArray:
         raise ValueError(f"x must be a numeric array, got dtype object from {type(x).__name__}")
     out = empty(host.shape, host.dtype)
     if host.nbytes:
-        _driver("cuMemcpyHtoDAsync", driver.cuMemcpyHtoDAsync(out.ptr, host.ctypes.data, host.nbytes,
-                                                               _state["stream"].handle))
+        _driver(
+            "cuMemcpyHtoDAsync",
+            driver.cuMemcpyHtoDAsync(out.ptr, host.ctypes.data, host.nbytes, _state["stream"].handle),
+        )
         synchronize()
     return out
 
 
 # -- kernels ---------------------------------------------------------------------------------------
 
+
 @dataclass(eq=False)
 class Kernel:
     """A loaded kernel: ``kernel`` is cuda.core's Kernel; ``entry`` its resource record from the build."""
+
     kernel: object
     name: str
     build: object
@@ -408,11 +450,13 @@ _MODULES: dict[str, object] = {}
 
 def cubin_runs_on(build_arch: str, device_arch: str) -> bool:
     """A cubin runs on the same major version with an equal or newer minor; "a"/"f" builds need the exact GPU."""
+
     def split(a):
         digits = a.split("_", 1)[1]
         suffix = digits[-1] if digits[-1] in "af" else ""
         digits = digits.rstrip("af")
         return int(digits[:-1]), int(digits[-1]), suffix
+
     bmaj, bmin, bsuf = split(build_arch)
     dmaj, dmin, _ = split(device_arch)
     return bmaj == dmaj and (bmin == dmin if bsuf == "a" else bmin <= dmin)
@@ -421,6 +465,7 @@ def cubin_runs_on(build_arch: str, device_arch: str) -> bool:
 def load(build, kernel_name: str) -> Kernel:
     """Load ``kernel_name`` (extern "C" name or a name expression of the build) from ``build``'s cubin."""
     from cuda.core import ObjectCode
+
     dev = require_gpu()
     want = f"sm_{dev.arch}"
     if not cubin_runs_on(build.arch, want):
@@ -436,8 +481,10 @@ def load(build, kernel_name: str) -> Kernel:
         if kernel_name not in build.lowered_names and build.entry_points:
             # an empty entry-point table means ptxas said nothing (no -v log): then trust the cubin's symbols
             known = sorted(set(build.entry_points) | set(build.lowered_names))
-            raise ValueError(f"kernel_name {kernel_name!r} is not in this build; known: {', '.join(known) or 'none'}"
-                             " (templates must be listed in name_expressions)") from None
+            raise ValueError(
+                f"kernel_name {kernel_name!r} is not in this build; known: {', '.join(known) or 'none'}"
+                " (templates must be listed in name_expressions)"
+            ) from None
     symbol = build.lowered_names.get(kernel_name) or (entry.mangled if entry is not None else kernel_name)
     k = _checked(f"getting kernel {kernel_name!r} ({symbol})", lambda: obj.get_kernel(symbol))
     # No parameter-size probe (Kernel.arguments_info): cuKernelGetParamInfo fails with "invalid argument" on
@@ -463,15 +510,19 @@ def _kernel_args(kernel: Kernel, args) -> list:
         elif isinstance(a, np.generic) and a.dtype.kind in "iufb":
             out.append(a)
         else:
-            raise ValueError(f"argument {i} of {kernel.name}: expected a DeviceArray or a numpy scalar "
-                             f"(np.int32(..), np.float32(..)), got {type(a).__name__} (host arrays: rt.to_device)")
+            raise ValueError(
+                f"argument {i} of {kernel.name}: expected a DeviceArray or a numpy scalar "
+                f"(np.int32(..), np.float32(..)), got {type(a).__name__} (host arrays: rt.to_device)"
+            )
     if kernel._param_sizes is not None:
         if len(out) != len(kernel._param_sizes):
             raise ValueError(f"{kernel.name} takes {len(kernel._param_sizes)} arguments, got {len(out)}")
         for i, (a, size) in enumerate(zip(out, kernel._param_sizes)):
             if a.dtype.itemsize != size:
-                raise ValueError(f"argument {i} of {kernel.name}: the kernel expects {size} bytes, "
-                                 f"got {a.dtype} ({a.dtype.itemsize} bytes)")
+                raise ValueError(
+                    f"argument {i} of {kernel.name}: the kernel expects {size} bytes, "
+                    f"got {a.dtype} ({a.dtype.itemsize} bytes)"
+                )
     return out
 
 
@@ -483,21 +534,26 @@ def set_dynamic_smem(kernel: Kernel, smem_bytes: int) -> None:
 
 def _set_dynamic_smem(kernel: Kernel, smem_bytes: int) -> None:
     from cuda.bindings import driver
+
     dev = require_gpu()
     if "optin" not in _state:
         _state["optin"] = int(dev.properties.max_shared_memory_per_block_optin)
     optin = _state["optin"]
     static = kernel.entry.static_smem_bytes if kernel.entry is not None else 0
     if smem_bytes + static > optin:
-        raise UnsupportedConfig(f"{kernel.name} asks for {smem_bytes} B dynamic + {static} B static shared memory "
-                                f"per block; this GPU ({dev.name}, sm_{dev.arch}) allows at most {optin} B")
+        raise UnsupportedConfig(
+            f"{kernel.name} asks for {smem_bytes} B dynamic + {static} B static shared memory "
+            f"per block; this GPU ({dev.name}, sm_{dev.arch}) allows at most {optin} B"
+        )
     if smem_bytes > kernel._max_dyn_smem_set:
         handle = kernel.kernel.handle
         if not isinstance(handle, driver.CUkernel):
             handle = driver.CUkernel(int(handle))
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        _driver(f"setting {kernel.name}'s dynamic shared memory to {smem_bytes} B",
-                driver.cuKernelSetAttribute(attr, int(smem_bytes), handle, driver.CUdevice(int(dev.device_id))))
+        _driver(
+            f"setting {kernel.name}'s dynamic shared memory to {smem_bytes} B",
+            driver.cuKernelSetAttribute(attr, int(smem_bytes), handle, driver.CUdevice(int(dev.device_id))),
+        )
         kernel._max_dyn_smem_set = smem_bytes
 
 
@@ -510,6 +566,7 @@ def launch(kernel: Kernel, grid, block, *args, smem_bytes: int = 0, stream=None,
     """
     from cuda.core import LaunchConfig
     from cuda.core import launch as _launch
+
     if not isinstance(kernel, Kernel):
         raise ValueError(f"kernel must come from flashsim.gpu.runtime.load, got {type(kernel).__name__}")
     require_gpu()
@@ -520,8 +577,10 @@ def launch(kernel: Kernel, grid, block, *args, smem_bytes: int = 0, stream=None,
     _set_dynamic_smem(kernel, int(smem_bytes))
     s = as_stream(stream)
     what = f"kernel {kernel.name} (grid {g}, block {b}, {int(smem_bytes)} B dynamic smem)"
-    _checked(f"launching {what}",
-             lambda: _launch(s, LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes)), kernel.kernel, *kargs))
+    _checked(
+        f"launching {what}",
+        lambda: _launch(s, LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes)), kernel.kernel, *kargs),
+    )
     if sync:
         _checked(f"running {what}", s.sync)
 
@@ -532,6 +591,7 @@ def timed(fn, warmup: int = 3, reps: int = 20) -> float:
     ``fn`` should enqueue its work on the default stream (``launch(..., sync=False)``); it may also synchronise.
     """
     from cuda.core import EventOptions
+
     if warmup < 0 or reps < 1:
         raise ValueError(f"warmup must be >= 0 and reps >= 1, got {warmup}, {reps}")
     stream = default_stream()

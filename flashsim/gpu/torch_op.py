@@ -9,7 +9,8 @@ with a torch tensor; flashsim.gpu itself imports neither torch nor cuda-python):
                         -> (Tensor o, Tensor lse, Tensor overflow)
 
 ``tiles`` is [] for the arch's default tiling, else [head_dim, warps, m_tiles, kv_tile, stages] of a KernelConfig
-(whose causal, pv_accum, dtype, window and soft-capping follow from the op's own arguments and q's dtype). A fake (meta) implementation gives the output shapes, so
+(whose causal, pv_accum, dtype, window and soft-capping follow from the op's own arguments and q's dtype). A fake
+(meta) implementation gives the output shapes, so
 the op traces under torch.compile(fullgraph=True); it is defined with torch.library.Library rather than
 torch.library.custom_op, whose Python wrapper costs about 20 us a call.
 
@@ -25,6 +26,7 @@ synchronously and come back as CPU tensors.
 The op has no backward: flashsim.gpu.attention raises ValueError when an input requires grad with grad mode on
 (use torch.no_grad() or .detach()), instead of returning outputs that autograd would silently treat as constants.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -42,20 +44,25 @@ from . import runtime as rt
 from .errors import GPUError
 
 NAME = "flashsim::attention"
-SCHEMA = ('attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None, '
-          'str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True, int[] window=[-1, -1], '
-          'float softcap=0.0, str layout="bhnd", str quant="none") -> (Tensor o, Tensor lse, Tensor overflow)')
-_FLAGGED = ("f16", "f16x2")     # pv_accum values with an f16 P@V mma: the kernel takes an overflow flag
-_SINKS: dict = {}               # device -> a u64 the kernel may write when nobody reads the flag (flag=False)
+SCHEMA = (
+    "attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? softmax_scale=None, "
+    'str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True, int[] window=[-1, -1], '
+    'float softcap=0.0, str layout="bhnd", str quant="none") -> (Tensor o, Tensor lse, Tensor overflow)'
+)
+_FLAGGED = ("f16", "f16x2")  # pv_accum values with an f16 P@V mma: the kernel takes an overflow flag
+_SINKS: dict = {}  # device -> a u64 the kernel may write when nobody reads the flag (flag=False)
 
 _F16, _F32 = torch.float16, torch.float32
 _ELEMENT = {torch.float16: "f16", torch.bfloat16: "bf16"}
-_KEYS: dict = {}          # fast key -> flashsim.gpu.launch.Plan
+_KEYS: dict = {}  # fast key -> flashsim.gpu.launch.Plan
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-if _raw_stream is None:   # CPU-only builds; CUDA builds have the raw getter inductor uses
+if _raw_stream is None:  # CPU-only builds; CUDA builds have the raw getter inductor uses
+
     def _raw_stream(device_index):
         return torch.cuda.current_stream(device_index).cuda_stream
+
+
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
@@ -75,29 +82,53 @@ def _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout,
         raise ValueError(f"tiles must be [] or [head_dim, warps, m_tiles, kv_tile, stages], got {list(tiles)}")
     d, warps, m_tiles, kv_tile, stages = (int(t) for t in tiles)
     # every tiling field is given, so no arch default is left in the result (the arch named is immaterial)
-    config = opts.kernel_config("sm_90", d, _ELEMENT.get(q.dtype, "f16"), warps=warps, m_tiles=m_tiles,
-                                kv_tile=kv_tile, stages=stages)
+    config = opts.kernel_config(
+        "sm_90", d, _ELEMENT.get(q.dtype, "f16"), warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages
+    )
     return replace(opts, config=config)
 
 
 # -- the CUDA implementation: the hot path -------------------------------------------------------------
 
+
 def _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout, quant):
-    return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
-            q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), causal, softmax_scale, pv_accum, tuple(tiles),
-            arch, tuple(window), softcap, layout, quant)
+    return (
+        q.shape,
+        k.shape,
+        v.shape,
+        q.dtype,
+        k.dtype,
+        v.dtype,
+        q.device,
+        k.device,
+        v.device,
+        q.is_contiguous(),
+        k.is_contiguous(),
+        v.is_contiguous(),
+        causal,
+        softmax_scale,
+        pv_accum,
+        tuple(tiles),
+        arch,
+        tuple(window),
+        softcap,
+        layout,
+        quant,
+    )
 
 
 def _capturing() -> bool:
     try:
         return bool(torch.cuda.is_current_stream_capturing())
-    except Exception:       # no CUDA in this torch build
+    except Exception:  # no CUDA in this torch build
         return False
 
 
 def _not_warm(what: str):
-    raise GPUError(f"flashsim.gpu.attention: the first call for these shapes and options happens inside a CUDA graph "
-                   f"capture, where {what} is not allowed; call it once with the same shapes before capturing")
+    raise GPUError(
+        f"flashsim.gpu.attention: the first call for these shapes and options happens inside a CUDA graph "
+        f"capture, where {what} is not allowed; call it once with the same shapes before capturing"
+    )
 
 
 def _miss(key, q, k, v, opts: Options, arch):
@@ -110,20 +141,24 @@ def _miss(key, q, k, v, opts: Options, arch):
     rt.require_gpu()
     dev = rt.device_id()
     if q.get_device() != dev:
-        raise ValueError(f"q is on {q.device}, but flashsim.gpu runs on device {dev} "
-                         "(the first visible GPU: set CUDA_VISIBLE_DEVICES to choose it)")
+        raise ValueError(
+            f"q is on {q.device}, but flashsim.gpu runs on device {dev} "
+            "(the first visible GPU: set CUDA_VISIBLE_DEVICES to choose it)"
+        )
     gpu_arch = _launch.check_arch(arch)
     prob = prepare(q, k, v, opts, arch=gpu_arch)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not x.is_contiguous():
-            raise ValueError(f"{name} must be contiguous, got strides {tuple(x.stride())} for shape "
-                             f"{tuple(x.shape)} (call .contiguous() first)")
+            raise ValueError(
+                f"{name} must be contiguous, got strides {tuple(x.stride())} for shape "
+                f"{tuple(x.shape)} (call .contiguous() first)"
+            )
     if prob not in _launch._PLANS and _capturing():
         _not_warm("compiling and loading the kernel")
     plan = _launch.plan_for(prob)
     if len(_KEYS) >= _launch.MAX_KEYS:
         _KEYS.clear()
-    if q.device not in _SINKS:          # allocated here, outside any capture (a first call cannot be captured)
+    if q.device not in _SINKS:  # allocated here, outside any capture (a first call cannot be captured)
         _SINKS[q.device] = torch.empty((1,), dtype=torch.int64, device=q.device)
     _KEYS[key] = plan
     return plan
@@ -137,28 +172,42 @@ def _scratch(plan, q):
 def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp, fp=0) -> None:
     stream = rt.stream_from_handle(_raw_stream(dev))
     rt.bind_thread()
-    scratch = _scratch(plan, q)            # freed after the launch is enqueued: the caching allocator keeps it
-    sp = scratch.data_ptr() if scratch is not None else 0     # for this stream's later work, in stream order
+    scratch = _scratch(plan, q)  # freed after the launch is enqueued: the caching allocator keeps it
+    sp = scratch.data_ptr() if scratch is not None else 0  # for this stream's later work, in stream order
     if _current_device() == dev:
         _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, sp)
-    else:                   # the launch goes into the current context: make it q's device's
+    else:  # the launch goes into the current context: make it q's device's
         with torch.cuda.device(dev):
             _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, sp)
 
 
-def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
-               window=(-1, -1), softcap=0.0, layout="bhnd", quant="none"):
+def _impl_cuda(
+    q,
+    k,
+    v,
+    causal=False,
+    softmax_scale=None,
+    pv_accum="f32",
+    tiles=(),
+    arch=None,
+    flag=True,
+    window=(-1, -1),
+    softcap=0.0,
+    layout="bhnd",
+    quant="none",
+):
     key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout, quant)
     plan = _KEYS.get(key)
     if plan is None:
-        plan = _miss(key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout,
-                                            quant), arch)
+        plan = _miss(
+            key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant), arch
+        )
     qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
     if (qp | kp | vp) & 15:
         _launch.misaligned(q=qp, k=kp, v=vp)
-    o = q.new_empty(plan.o_shape)                    # q's dtype (checked), contiguous like the fake's
+    o = q.new_empty(plan.o_shape)  # q's dtype (checked), contiguous like the fake's
     lse = q.new_empty(plan.lse_shape, dtype=_F32)
-    if pv_accum in _FLAGGED and flag:                 # the kernel's overflow flag: -1 is NO_OVERFLOW as u64
+    if pv_accum in _FLAGGED and flag:  # the kernel's overflow flag: -1 is NO_OVERFLOW as u64
         out = torch.full((1,), -1, dtype=torch.int64, device=q.device)
         _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp, out.data_ptr())
         return o, lse, out
@@ -170,14 +219,17 @@ def _impl_cuda(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=
 
 # -- CPU tensors: through the GPU, synchronously ---------------------------------------------------------
 
+
 def _host_arrays(q, k, v) -> tuple:
     """numpy views of CPU tensors q, k, v (after the device and dtype checks numpy cannot do itself)."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.device != q.device:
             raise ValueError(f"{name} is on {x.device} but q is on {q.device}: q, k and v must be on one device")
         if x.dtype not in _ELEMENT:
-            raise ValueError(f"{name} must be float16 or bfloat16, got {str(x.dtype).replace('torch.', '')} "
-                             "(nothing is cast silently)")
+            raise ValueError(
+                f"{name} must be float16 or bfloat16, got {str(x.dtype).replace('torch.', '')} "
+                "(nothing is cast silently)"
+            )
     return tuple(_numpy_of(x) for x in (q, k, v))
 
 
@@ -185,6 +237,7 @@ def _numpy_of(x):
     """A CPU tensor as numpy (bfloat16 through its bits, as ml_dtypes.bfloat16)."""
     if x.dtype == torch.bfloat16:
         import ml_dtypes
+
         return x.detach().contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return x.detach().numpy()
 
@@ -195,31 +248,65 @@ def _torch_of(a: np.ndarray):
     return torch.from_numpy(a)
 
 
-def _impl_cpu(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
-              window=(-1, -1), softcap=0.0, layout="bhnd", quant="none"):
-    go, (do, dl), _ = _launch._generic_prepared(*_host_arrays(q, k, v), _options(
-        q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant), arch, None)
+def _impl_cpu(
+    q,
+    k,
+    v,
+    causal=False,
+    softmax_scale=None,
+    pv_accum="f32",
+    tiles=(),
+    arch=None,
+    flag=True,
+    window=(-1, -1),
+    softcap=0.0,
+    layout="bhnd",
+    quant="none",
+):
+    go, (do, dl), _ = _launch._generic_prepared(
+        *_host_arrays(q, k, v),
+        _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant),
+        arch,
+        None,
+    )
     flag_dev = go(sync=True)[-1]
     value = flag_dev.to_numpy().view(np.int64).copy() if flag and flag_dev is not None else np.zeros(0, np.int64)
     return _torch_of(do.to_numpy()), torch.from_numpy(dl.to_numpy()), torch.from_numpy(value)
 
 
 def _cpu_kernel(*args, **kwargs):
-    return _impl_cpu(*args, **kwargs)    # looked up at call time (tests route it to the CUDA path with mocks)
+    return _impl_cpu(*args, **kwargs)  # looked up at call time (tests route it to the CUDA path with mocks)
 
 
 # -- fake (meta) implementation: shapes for torch.compile -----------------------------------------------
 
-def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), arch=None, flag=True,
-          window=(-1, -1), softcap=0.0, layout="bhnd", quant="none"):
+
+def _fake(
+    q,
+    k,
+    v,
+    causal=False,
+    softmax_scale=None,
+    pv_accum="f32",
+    tiles=(),
+    arch=None,
+    flag=True,
+    window=(-1, -1),
+    softcap=0.0,
+    layout="bhnd",
+    quant="none",
+):
     """Output shapes, with the shape checks of flashsim.problem.prepare (which runs on the real call)."""
     from ..problem import dims
+
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dim() != 4:
             raise ValueError(f"{name} must have 4 dimensions, got shape {tuple(x.shape)}")
         if x.dtype not in _ELEMENT or x.dtype != q.dtype:
-            raise ValueError(f"{name} must be float16 or bfloat16 like q, got {str(x.dtype).replace('torch.', '')} "
-                             "(nothing is cast silently)")
+            raise ValueError(
+                f"{name} must be float16 or bfloat16 like q, got {str(x.dtype).replace('torch.', '')} "
+                "(nothing is cast silently)"
+            )
         if x.device != q.device:
             raise ValueError(f"{name} is on {x.device} but q is on {q.device}: q, k and v must be on one device")
         if q.device.type == "cuda" and not x.is_contiguous():
@@ -229,17 +316,23 @@ def _fake(q, k, v, causal=False, softmax_scale=None, pv_accum="f32", tiles=(), a
     b, h, nq, d = dims(tuple(q.shape), layout)
     bk, hk, _, dk = dims(tuple(k.shape), layout)
     if (bk, dk) != (b, d) or hk == 0 or h % hk:
-        raise ValueError(f"k {tuple(k.shape)} does not fit q {tuple(q.shape)} (layout {layout!r}: B and d equal, "
-                         "Hq a multiple of Hkv)")
-    return q.new_empty(q.shape), q.new_empty((b, h, nq), dtype=_F32), \
-        q.new_empty((int(pv_accum in _FLAGGED and flag),), dtype=torch.int64)
+        raise ValueError(
+            f"k {tuple(k.shape)} does not fit q {tuple(q.shape)} (layout {layout!r}: B and d equal, "
+            "Hq a multiple of Hkv)"
+        )
+    return (
+        q.new_empty(q.shape),
+        q.new_empty((b, h, nq), dtype=_F32),
+        q.new_empty((int(pv_accum in _FLAGGED and flag),), dtype=torch.int64),
+    )
 
 
 # -- registration ------------------------------------------------------------------------------------------
 
+
 def _register():
     lib = Library("flashsim", "DEF")
-    tag = getattr(torch.Tag, "needs_fixed_stride_order", None)   # inductor: pass the strides eager would
+    tag = getattr(torch.Tag, "needs_fixed_stride_order", None)  # inductor: pass the strides eager would
     lib.define(SCHEMA, tags=(tag,) if tag is not None else ())
     lib.impl("attention", _impl_cuda, "CUDA")
     lib.impl("attention", _cpu_kernel, "CPU")
@@ -253,6 +346,7 @@ OP = torch.ops.flashsim.attention.default
 
 # -- the Python entry points (flashsim.gpu.attention / prepared_launch with torch tensors) ----------------------
 
+
 def _on_host(t) -> bool:
     return not t.is_cuda
 
@@ -264,8 +358,10 @@ def _check_inputs(q, k, v):
     if torch.is_grad_enabled():
         for name, x in (("q", q), ("k", k), ("v", v)):
             if x.requires_grad:
-                raise ValueError(f"{name} requires grad, but flashsim.gpu.attention has no backward; call it under "
-                                 "torch.no_grad() or pass detached tensors")
+                raise ValueError(
+                    f"{name} requires grad, but flashsim.gpu.attention has no backward; call it under "
+                    "torch.no_grad() or pass detached tensors"
+                )
 
 
 def _torch_stream(stream, q):
@@ -303,10 +399,19 @@ def attention(q, k, v, opts: Options, *, arch=None, stream=None, check_overflow=
         with torch.cuda.stream(_torch_stream(stream, q)):
             o, lse, flag = OP(*args)
     if mode == "deferred":
-        return o, lse, OverflowCheck(None if not flag.numel() else lambda: _launch.raise_if_overflowed(
-            _problem_of(q, k, v, opts, arch), int(flag.item()) & _launch.NO_OVERFLOW, v))
+        return (
+            o,
+            lse,
+            OverflowCheck(
+                None
+                if not flag.numel()
+                else lambda: _launch.raise_if_overflowed(
+                    _problem_of(q, k, v, opts, arch), int(flag.item()) & _launch.NO_OVERFLOW, v
+                )
+            ),
+        )
     if check and flag.numel():
-        value = int(flag.item()) & _launch.NO_OVERFLOW          # int64 -1 is the u64 NO_OVERFLOW
+        value = int(flag.item()) & _launch.NO_OVERFLOW  # int64 -1 is the u64 NO_OVERFLOW
         if value != _launch.NO_OVERFLOW:
             _launch.raise_if_overflowed(_problem_of(q, k, v, opts, arch), value, v)
     return o, lse
@@ -328,22 +433,23 @@ def prepared_launch(q, k, v, opts: Options, *, arch=None, stream=None):
     causal, softmax_scale, pv_accum, tiles = _op_args(opts)
     window, softcap, layout, quant = _op_tail(opts)
     key = _key(q, k, v, causal, softmax_scale, pv_accum, tiles, arch, window, softcap, layout, quant)
-    plan = _KEYS.get(key) or _miss(key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap,
-                                                          layout, quant), arch)
+    plan = _KEYS.get(key) or _miss(
+        key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant), arch
+    )
     qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
     _launch.misaligned(q=qp, k=kp, v=vp)
     if stream is None:
         o, lse = q.new_empty(plan.o_shape), q.new_empty(plan.lse_shape, dtype=_F32)
         scratch = _scratch(plan, q)
         s = rt.stream_from_handle(_raw_stream(q.get_device()))
-    else:                                            # allocated on the stream that writes them
+    else:  # allocated on the stream that writes them
         with torch.cuda.stream(_torch_stream(stream, q)):
             o, lse = q.new_empty(plan.o_shape), q.new_empty(plan.lse_shape, dtype=_F32)
             scratch = _scratch(plan, q)
         s = rt.stream_from_handle(rt.stream_handle(stream))
-    sink = _SINKS[q.device].data_ptr() if plan.problem.config.pv_mma_f16 else 0    # nobody reads the flag here
+    sink = _SINKS[q.device].data_ptr() if plan.problem.config.pv_mma_f16 else 0  # nobody reads the flag here
     args = (qp, kp, vp, o.data_ptr(), lse.data_ptr(), sink, scratch.data_ptr() if scratch is not None else 0)
-    keep = (q, k, v, o, lse, scratch)                # the launch writes o, lse: they live as long as it
+    keep = (q, k, v, o, lse, scratch)  # the launch writes o, lse: they live as long as it
 
     def go(sync=True, **parts):
         rt.bind_thread()
@@ -351,5 +457,5 @@ def prepared_launch(q, k, v, opts: Options, *, arch=None, stream=None):
         if sync:
             _launch.sync_stream(s, plan.what)
         return keep
-    return go, (o, lse), plan.problem
 
+    return go, (o, lse), plan.problem

@@ -9,15 +9,15 @@ table), flatten, coalesce, composition, complement and the right / left inverse:
 fragment maps of mma.m16n8k16 as CuTe writes them and to check identities between them. Written for
 this project from the published definitions (CuTe documentation, "CuTe Layout Algebra"); no code taken.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import Union
 
 import numpy as np
 
-IntTuple = Union[int, tuple]
+IntTuple = int | tuple
 
 
 def _is_int(x) -> bool:
@@ -73,13 +73,13 @@ class Layout:
         """One past the largest value: the extent of the codomain actually touched."""
         return int(self.table().max()) + 1 if self.size else 0
 
-    def modes(self) -> list["Layout"]:
+    def modes(self) -> list[Layout]:
         """The top-level modes as layouts."""
         if _is_int(self.shape):
             return [self]
         return [Layout(s, d) for s, d in zip(self.shape, self.stride)]
 
-    def __getitem__(self, i: int) -> "Layout":
+    def __getitem__(self, i: int) -> Layout:
         return self.modes()[i]
 
     def flat(self) -> list[tuple[int, int]]:
@@ -115,13 +115,13 @@ class Layout:
         return np.stack(out, axis=1) if out else np.zeros((self.size, 0), np.int64)
 
     # ---- algebra ---------------------------------------------------------------------------
-    def flatten(self) -> "Layout":
+    def flatten(self) -> Layout:
         leaves = self.flat()
         if len(leaves) == 1:
             return Layout(*leaves[0])
         return Layout(tuple(s for s, _ in leaves), tuple(d for _, d in leaves))
 
-    def coalesce(self) -> "Layout":
+    def coalesce(self) -> Layout:
         """Fewest modes with the same function on range(size): drops size-1 modes, merges contiguous ones."""
         merged: list[list[int]] = []
         for s, d in self.flat():
@@ -137,7 +137,7 @@ class Layout:
             return Layout(merged[0][0], merged[0][1])
         return Layout(tuple(s for s, _ in merged), tuple(d for _, d in merged))
 
-    def compose(self, other: "Layout") -> "Layout":
+    def compose(self, other: Layout) -> Layout:
         """``self o other``: the layout R with R(i) = self(other(i)) for every i < other.size.
 
         R keeps other's shape hierarchy. Each leaf (s:d) of other is resolved against self's modes by
@@ -154,7 +154,7 @@ class Layout:
             raise ValueError(f"{self} o {other} is not a layout: other's modes cross the modes of self")
         return result
 
-    def complement(self, cotarget: int) -> "Layout":
+    def complement(self, cotarget: int) -> Layout:
         """The layout of the points of range(cotarget) that self does not reach, in order.
 
         ``Layout((self, complement))`` is then a bijection onto range(cotarget rounded up to a
@@ -172,7 +172,7 @@ class Layout:
         modes.append((-(-cotarget // current), current))
         return _from_modes(modes).coalesce()
 
-    def right_inverse(self) -> "Layout":
+    def right_inverse(self) -> Layout:
         """R with self(R(i)) = i for every i < R.size, R.size as large as the contiguous image allows."""
         leaves = [(s, d) for s, d in self.coalesce().flat() if s > 1]
         domain_strides, step = [], 1
@@ -191,7 +191,7 @@ class Layout:
             return Layout(1, 0)
         return _from_modes(modes).coalesce()
 
-    def left_inverse(self) -> "Layout":
+    def left_inverse(self) -> Layout:
         """L with L(self(i)) = i for every i < self.size (self injective)."""
         rest = self.complement(self.cosize)
         return Layout((self.shape, rest.shape), (self.stride, rest.stride)).right_inverse()
@@ -207,6 +207,7 @@ class Layout:
 
 
 # ---- helpers ---------------------------------------------------------------------------------
+
 
 def _normalise(t):
     if _is_int(t):
@@ -247,11 +248,13 @@ def _from_modes(modes):
 
 def _map_leaves(layout: Layout, fn) -> Layout:
     """Rebuild ``layout`` with each (s, d) leaf replaced by the layout fn(s, d), keeping the hierarchy."""
+
     def rec(shape, stride):
         if _is_int(shape):
             return fn(shape, stride)
         subs = [rec(s, d) for s, d in zip(shape, stride)]
         return Layout(tuple(x.shape for x in subs), tuple(x.stride for x in subs))
+
     return rec(layout.shape, layout.stride)
 
 

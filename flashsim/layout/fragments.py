@@ -21,11 +21,12 @@ on sympy symbols alike, so proofs/prove_repack.py reasons about exactly the maps
 thread-value layouts (``CUTE_A``, ``CUTE_B``, ``CUTE_C``) are a second, independent statement of the
 same maps, compared with these tables in the tests.
 """
+
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import NamedTuple
 
 import ml_dtypes
@@ -40,6 +41,7 @@ _F16_TYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.ui
 
 
 # ---- the PTX formulas (one place) --------------------------------------------------------------
+
 
 def a_coord(g, t, i: int):
     """(row, col) in the 16x16 A tile of element a_i of the lane with groupID g, thread-in-group t."""
@@ -91,14 +93,16 @@ def cute_coords(layout: Layout, rows: int) -> tuple[np.ndarray, np.ndarray]:
     (n, k). Entry [lane, v] of the result is the coordinate of value v of that lane.
     """
     nvals = layout.size // LANES
-    idx = layout.table().reshape(nvals, LANES).T      # index = lane + 32 v, colexicographic
+    idx = layout.table().reshape(nvals, LANES).T  # index = lane + 32 v, colexicographic
     return idx % rows, idx // rows
 
 
 # ---- fragment maps as integer tables ------------------------------------------------------------
 
+
 class Location(NamedTuple):
     """Where an element lives: lane, register, half (0 = bits 0..15; always 0 for 32-bit elements)."""
+
     lane: np.ndarray
     reg: np.ndarray
     half: np.ndarray
@@ -112,6 +116,7 @@ class FragmentMap:
     lane_of[r, c], elem_of[r, c]: the inverse, over the rows x cols tile.
     per_reg: elements per 32-bit register (2 for 16-bit types, 1 for f32).
     """
+
     name: str
     rows: int
     cols: int
@@ -130,7 +135,7 @@ class FragmentMap:
         return self.elems // self.per_reg
 
     @classmethod
-    def build(cls, name, rows, cols, per_reg, coord, elems) -> "FragmentMap":
+    def build(cls, name, rows, cols, per_reg, coord, elems) -> FragmentMap:
         lane = np.arange(LANES)
         g, t = lane >> 2, lane & 3
         rc = [coord(g, t, i) for i in range(elems)]
@@ -191,7 +196,7 @@ class FragmentMap:
         return self.row[lane, elem], self.col[lane, elem] + k * self.cols
 
 
-@lru_cache(maxsize=None)
+@cache
 def _wide_tables(fmap: FragmentMap, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Computed once per (map, n): the emulator gathers through them on every tile."""
     row = np.tile(fmap.row, (1, n))
@@ -201,7 +206,7 @@ def _wide_tables(fmap: FragmentMap, n: int) -> tuple[np.ndarray, np.ndarray]:
     return row, col
 
 
-@lru_cache(maxsize=None)
+@cache
 def _flat_tables(fmap: FragmentMap, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(gather, scatter) index tables of n tiles side by side, flattened: np.take along one axis is the
     fastest numpy gather. gather (32, n*elems) indexes the flat tile; scatter (rows, n*cols) indexes the
@@ -218,9 +223,13 @@ def _flat_tables(fmap: FragmentMap, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _ntiles(tile, fmap: FragmentMap, argname: str) -> int:
     if not isinstance(tile, np.ndarray) or tile.ndim < 2:
-        raise ValueError(f"{argname} must be a numpy array (..., {fmap.rows}, n*{fmap.cols}), got {type(tile).__name__}")
+        raise ValueError(
+            f"{argname} must be a numpy array (..., {fmap.rows}, n*{fmap.cols}), got {type(tile).__name__}"
+        )
     if tile.shape[-2] != fmap.rows or tile.shape[-1] % fmap.cols or tile.shape[-1] == 0:
-        raise ValueError(f"{argname} must have shape (..., {fmap.rows}, n*{fmap.cols}) for {fmap.name}, got {tile.shape}")
+        raise ValueError(
+            f"{argname} must have shape (..., {fmap.rows}, n*{fmap.cols}) for {fmap.name}, got {tile.shape}"
+        )
     return tile.shape[-1] // fmap.cols
 
 
@@ -272,8 +281,10 @@ def unpack16(regs: np.ndarray, dtype=np.float16) -> np.ndarray:
 
 def _as_words(regs, argname) -> np.ndarray:
     if not isinstance(regs, np.ndarray) or regs.dtype != np.uint32:
-        raise ValueError(f"{argname} must be a numpy uint32 array of raw register words, got "
-                         f"{getattr(regs, 'dtype', type(regs).__name__)}")
+        raise ValueError(
+            f"{argname} must be a numpy uint32 array of raw register words, got "
+            f"{getattr(regs, 'dtype', type(regs).__name__)}"
+        )
     return regs
 
 
@@ -287,7 +298,9 @@ def _dtype16(dtype) -> np.dtype:
 def _check16(tile, argname) -> None:
     dt = getattr(tile, "dtype", None)
     if dt is None or np.dtype(dt) not in _F16_TYPES:
-        raise ValueError(f"{argname} must be a float16 or bfloat16 numpy array, got {dt if dt is not None else type(tile).__name__}")
+        raise ValueError(
+            f"{argname} must be a float16 or bfloat16 numpy array, got {dt if dt is not None else type(tile).__name__}"
+        )
 
 
 def _check_regs(regs, argname, per_tile) -> np.ndarray:
@@ -298,6 +311,7 @@ def _check_regs(regs, argname, per_tile) -> np.ndarray:
 
 
 # ---- operand fragments: tile <-> registers ----------------------------------------------------
+
 
 def a_fragment(tile: np.ndarray) -> np.ndarray:
     """A tile (..., 16, 16k) of float16 / bfloat16 -> registers (..., 32, 4k) uint32 (reg = kslice*4 + r)."""
@@ -353,6 +367,7 @@ def c_map(accum: str = "f32") -> FragmentMap:
 
 
 # ---- locators for reports --------------------------------------------------------------------
+
 
 def locate_a(row, col) -> Location:
     """(lane, reg, half) of P/Q element (row, col) in a 16 x 16k A operand (reg = kslice*4 + r)."""

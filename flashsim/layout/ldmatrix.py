@@ -1,6 +1,7 @@
 """ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16, as vectorised gathers.
 
-Semantics (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): each of the 8*num address-giving lanes points at one
+Semantics (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): each of the 8*num address-giving lanes points at
+one
 16-byte row of eight b16 elements; lanes 8j..8j+7 give rows 0..7 of matrix j. Destination register d_j
 of lane l holds matrix j's row l >> 2, columns 2(l % 4) and 2(l % 4) + 1 (the lower column in bits
 0..15). ``.trans`` delivers the transposed matrix: row 2(l % 4) + {0, 1}, column l >> 2.
@@ -13,11 +14,12 @@ operands; the tests state that each yields exactly the mma fragment it is meant 
   kt_x2/kt_x4: K rows (keys x d, row-major)      -> B fragment of K^T for Q @ K^T (1 or 2 n8 tiles)
   v_x2t/v_x4t: V rows (keys x d, row-major), .trans -> B fragment of V for P @ V (1 or 2 n8 tiles)
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from .fragments import LANES, _F16_TYPES, pack16
+from .fragments import _F16_TYPES, LANES, pack16
 
 _NUMS = (1, 2, 4)
 _lane = np.arange(LANES)
@@ -32,10 +34,16 @@ def load_rows(rows: np.ndarray, *, trans: bool = False) -> np.ndarray:
     rows: (..., 8*num, 8) of 16-bit elements (float16, bfloat16 or uint16), num in {1, 2, 4}; row
     8j + r is the row that lane 8j + r addresses (row r of matrix j).
     """
-    if not isinstance(rows, np.ndarray) or rows.ndim < 2 or rows.shape[-1] != 8 \
-            or rows.shape[-2] not in tuple(8 * n for n in _NUMS):
-        raise ValueError(f"rows must be a numpy array (..., 8*num, 8) with num in {_NUMS}, "
-                         f"got {getattr(rows, 'shape', type(rows).__name__)}")
+    if (
+        not isinstance(rows, np.ndarray)
+        or rows.ndim < 2
+        or rows.shape[-1] != 8
+        or rows.shape[-2] not in tuple(8 * n for n in _NUMS)
+    ):
+        raise ValueError(
+            f"rows must be a numpy array (..., 8*num, 8) with num in {_NUMS}, "
+            f"got {getattr(rows, 'shape', type(rows).__name__)}"
+        )
     if rows.dtype not in _F16_TYPES:
         raise ValueError(f"rows must hold 16-bit elements (float16, bfloat16, uint16), got {rows.dtype}")
     num = rows.shape[-2] // 8
@@ -63,13 +71,16 @@ def load_smem(smem: np.ndarray, addresses, *, num: int, trans: bool = False) -> 
         raise ValueError(f"addresses must be 32 integer element offsets, got shape {addr.shape} dtype {addr.dtype}")
     used = addr[: 8 * num].astype(np.int64)
     if (used % 8).any() or (used < 0).any() or (used + 8 > smem.shape[-1]).any():
-        raise ValueError(f"addresses of lanes 0..{8 * num - 1} must be multiples of 8 (16 bytes) with "
-                         f"8 elements inside smem of {smem.shape[-1]} elements")
+        raise ValueError(
+            f"addresses of lanes 0..{8 * num - 1} must be multiples of 8 (16 bytes) with "
+            f"8 elements inside smem of {smem.shape[-1]} elements"
+        )
     rows = smem[..., used[:, None] + np.arange(8)]
     return load_rows(rows, trans=trans)
 
 
 # ---- the kernel's address patterns (element offsets into a row-major tile with leading dim ld) ----
+
 
 def _offsets(row, col, ld):
     if not (isinstance(ld, (int, np.integer)) and ld >= 16 and ld % 8 == 0):

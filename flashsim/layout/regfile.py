@@ -13,6 +13,7 @@ and an invalid j reads the lane's own value. CUDA's ``__shfl_*_sync(mask, v, b, 
 c = ((32 - width) << 8) | 0x1f (up: (32 - width) << 8). Only full-warp shuffles are modelled (every lane
 participates, as in the attention kernel).
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -21,8 +22,8 @@ import numpy as np
 from .fragments import LANES, FragmentMap, pack16, unpack16
 
 LANE = np.arange(LANES)
-GROUP_ID = LANE >> 2          # groupID: the quad a lane belongs to (its accumulator rows g, g + 8)
-THREAD_IN_GROUP = LANE & 3    # tid: its position in the quad (its accumulator columns 2t, 2t + 1)
+GROUP_ID = LANE >> 2  # groupID: the quad a lane belongs to (its accumulator rows g, g + 8)
+THREAD_IN_GROUP = LANE & 3  # tid: its position in the quad (its accumulator columns 2t, 2t + 1)
 
 _MODES = ("up", "down", "bfly", "idx")
 _WIDTHS = (1, 2, 4, 8, 16, 32)
@@ -121,20 +122,22 @@ class RegFile:
 
     # ---- construction ----------------------------------------------------------------------
     @classmethod
-    def zeros(cls, regs: int, batch: tuple = ()) -> "RegFile":
+    def zeros(cls, regs: int, batch: tuple = ()) -> RegFile:
         if not (isinstance(regs, int) and regs >= 1):
             raise ValueError(f"regs must be a positive int, got {regs!r}")
         return cls(np.zeros(tuple(batch) + (LANES, regs), np.uint32))
 
     @classmethod
-    def from_f32(cls, values: np.ndarray) -> "RegFile":
+    def from_f32(cls, values: np.ndarray) -> RegFile:
         """float32 (..., 32, R): one value per register."""
         if not isinstance(values, np.ndarray) or values.dtype != np.float32:
-            raise ValueError(f"values must be a float32 numpy array, got {getattr(values, 'dtype', type(values).__name__)}")
+            raise ValueError(
+                f"values must be a float32 numpy array, got {getattr(values, 'dtype', type(values).__name__)}"
+            )
         return cls(np.ascontiguousarray(values).view(np.uint32))
 
     @classmethod
-    def from_pairs(cls, values: np.ndarray) -> "RegFile":
+    def from_pairs(cls, values: np.ndarray) -> RegFile:
         """16-bit values (..., 32, 2R) (float16 / bfloat16 / uint16): elements 2r, 2r+1 -> register r."""
         if not isinstance(values, np.ndarray) or values.dtype.itemsize != 2:
             raise ValueError("values must be a numpy array of 16-bit elements (float16, bfloat16, uint16)")
@@ -143,7 +146,7 @@ class RegFile:
         return cls(pack16(values))
 
     @classmethod
-    def from_tile(cls, fmap: FragmentMap, tile: np.ndarray) -> "RegFile":
+    def from_tile(cls, fmap: FragmentMap, tile: np.ndarray) -> RegFile:
         """Gather a tile (..., rows, n*cols) into registers through a fragment map."""
         vals = fmap.gather(tile)
         if fmap.per_reg == 1:
@@ -177,22 +180,22 @@ class RegFile:
         vals = self.words.view(np.dtype(dtype)) if fmap.per_reg == 1 else unpack16(self.words, dtype)
         return fmap.scatter(vals)
 
-    def __getitem__(self, regs) -> "RegFile":
+    def __getitem__(self, regs) -> RegFile:
         """A selection of registers (an int, slice or index list), kept as a RegFile."""
         idx = [regs] if isinstance(regs, (int, np.integer)) else regs
         return RegFile(self.words[..., idx])
 
-    def concat(self, other: "RegFile") -> "RegFile":
+    def concat(self, other: RegFile) -> RegFile:
         return RegFile(np.concatenate([self.words, other.words], axis=-1))
 
     # ---- shuffles --------------------------------------------------------------------------
-    def shfl(self, mode: str, b, c: int = 0x1F) -> "RegFile":
+    def shfl(self, mode: str, b, c: int = 0x1F) -> RegFile:
         return RegFile(shfl_sync(self.words, mode, b, c))
 
-    def shfl_xor(self, lane_mask: int, width: int = 32) -> "RegFile":
+    def shfl_xor(self, lane_mask: int, width: int = 32) -> RegFile:
         return RegFile(shfl_xor(self.words, lane_mask, width))
 
-    def shfl_idx(self, src_lane, width: int = 32) -> "RegFile":
+    def shfl_idx(self, src_lane, width: int = 32) -> RegFile:
         return RegFile(shfl_idx(self.words, src_lane, width))
 
     def __eq__(self, other) -> bool:

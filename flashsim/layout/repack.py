@@ -15,6 +15,7 @@ i.e. ``__floats2half2_rn(lo, hi)``. Rounding is to nearest even, f16 subnormals 
 NaN gives the canonical NaN 0x7FFF here (the mma's canonical f16 NaN, tests/data/mma_sm90.npz); the H200
 capture (flashsim/gpu/capture/layout.py) checks this and the rest of the conversion on silicon.
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -22,7 +23,7 @@ import numpy as np
 
 from .fragments import LANES, pack16
 
-NAN16 = np.uint16(0x7FFF)   # canonical NaN written by cvt.rn.{f16,bf16}x2.f32 (checked on the H200)
+NAN16 = np.uint16(0x7FFF)  # canonical NaN written by cvt.rn.{f16,bf16}x2.f32 (checked on the H200)
 
 
 def _f32(values, argname) -> np.ndarray:
@@ -30,8 +31,9 @@ def _f32(values, argname) -> np.ndarray:
         return values.view(np.float32)
     if isinstance(values, np.ndarray) and values.dtype == np.float32:
         return values
-    raise ValueError(f"{argname} must be float32 values or uint32 f32 words, got "
-                     f"{getattr(values, 'dtype', type(values).__name__)}")
+    raise ValueError(
+        f"{argname} must be float32 values or uint32 f32 words, got {getattr(values, 'dtype', type(values).__name__)}"
+    )
 
 
 def cvt_rn(values, dtype=np.float16) -> np.ndarray:
@@ -67,7 +69,7 @@ def repack_s_to_p(s_regs, dtype=np.float16) -> np.ndarray:
     s = _f32(s_regs, "s_regs")
     if s.ndim < 2 or s.shape[-2] != LANES or s.shape[-1] % 8 or s.shape[-1] == 0:
         raise ValueError(f"s_regs must have shape (..., 32, 4n) with n even (pairs of n8 tiles), got {s.shape}")
-    return pack16(cvt_rn(s, dtype))   # S registers 2q, 2q+1 are adjacent: converting in place is the repack
+    return pack16(cvt_rn(s, dtype))  # S registers 2q, 2q+1 are adjacent: converting in place is the repack
 
 
 def repack_sources() -> np.ndarray:

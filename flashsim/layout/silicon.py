@@ -12,6 +12,7 @@ Inputs are chosen so that layout is the only thing under test: ldmatrix tiles ho
 (a misplaced element cannot go unseen), and mma operands are small integers whose products and sums are
 exact in f16 and f32, so the expected D needs no tensor-core rounding model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,19 +25,37 @@ from .fragments import a_fragment, b_fragment, c_fragment
 from .regfile import shfl_source_lanes
 from .repack import cvt_rn_x2, repack_s_to_p
 
-NCVT = 64          # cvt words per lane (each from a pair of f32 inputs)
-NSHFL = 24         # shuffle operations
-TILE = 256         # 16-bit elements per tile (16x16, or 32 rows x 8 for R)
-TILES = ("a_u", "k_u", "v_u", "r", "a_m", "k_m", "v_m")   # order in shared memory (u: distinct patterns, m: mma)
+NCVT = 64  # cvt words per lane (each from a pair of f32 inputs)
+NSHFL = 24  # shuffle operations
+TILE = 256  # 16-bit elements per tile (16x16, or 32 rows x 8 for R)
+TILES = ("a_u", "k_u", "v_u", "r", "a_m", "k_m", "v_m")  # order in shared memory (u: distinct patterns, m: mma)
 ADDRS = ("a_x4", "kt_x2", "kt_x4", "v_x2t", "v_x4t", "r_perm")
 HOST_REGS = (("c_f32", 4), ("c_f16", 2), ("a_bf16", 4), ("b_bf16", 2))
-SHFL_MODES = ("up", "down", "bfly", "idx")               # the kernel's mode numbering
+SHFL_MODES = ("up", "down", "bfly", "idx")  # the kernel's mode numbering
 
 SLOTS = (
-    ("ld_a_x4", 4), ("ld_kt_x2", 2), ("ld_kt_x4", 4), ("ld_v_x2t", 2), ("ld_v_x4t", 4),
-    ("ld_r_x1", 1), ("ld_r_x2", 2), ("ld_r_x4", 4), ("ld_r_x1t", 1), ("ld_r_x2t", 2), ("ld_r_x4t", 4),
-    ("mma_f32", 4), ("mma_f16", 2), ("mma_bf16", 4), ("s", 8), ("p", 4), ("o_f32", 8), ("o_f16", 4),
-    ("cvt_f16x2", NCVT), ("cvt_bf16x2", NCVT), ("shfl", NSHFL), ("shfl_pred", NSHFL),
+    ("ld_a_x4", 4),
+    ("ld_kt_x2", 2),
+    ("ld_kt_x4", 4),
+    ("ld_v_x2t", 2),
+    ("ld_v_x4t", 4),
+    ("ld_r_x1", 1),
+    ("ld_r_x2", 2),
+    ("ld_r_x4", 4),
+    ("ld_r_x1t", 1),
+    ("ld_r_x2t", 2),
+    ("ld_r_x4t", 4),
+    ("mma_f32", 4),
+    ("mma_f16", 2),
+    ("mma_bf16", 4),
+    ("s", 8),
+    ("p", 4),
+    ("o_f32", 8),
+    ("o_f16", 4),
+    ("cvt_f16x2", NCVT),
+    ("cvt_bf16x2", NCVT),
+    ("shfl", NSHFL),
+    ("shfl_pred", NSHFL),
 )
 
 
@@ -56,14 +75,22 @@ def nout(slots=SLOTS) -> int:
 def defines() -> dict[str, int]:
     """The kernel build's defines: every slot offset and every size, written here only."""
     d = {f"LC_{name.upper()}": off for name, (off, _) in slot_offsets().items()}
-    d.update(LC_NOUT=nout(), LC_NCVT=NCVT, LC_NSHFL=NSHFL, LC_TILE=TILE, LC_NTILES=len(TILES),
-             LC_NADDR=len(ADDRS), LC_NHOST=sum(n for _, n in HOST_REGS))
+    d.update(
+        LC_NOUT=nout(),
+        LC_NCVT=NCVT,
+        LC_NSHFL=NSHFL,
+        LC_TILE=TILE,
+        LC_NTILES=len(TILES),
+        LC_NADDR=len(ADDRS),
+        LC_NHOST=sum(n for _, n in HOST_REGS),
+    )
     d.update({f"LC_T_{t.upper()}": k for k, t in enumerate(TILES)})
     d.update({f"LC_ADDR_{a.upper()}": k for k, a in enumerate(ADDRS)})
     return d
 
 
 # ---- inputs ---------------------------------------------------------------------------------
+
 
 def _small_ints(rng, shape, lo, hi, dtype):
     return rng.integers(lo, hi + 1, size=shape).astype(dtype)
@@ -73,10 +100,32 @@ def cvt_inputs(rng) -> np.ndarray:
     """(32, 2*NCVT) f32 bit patterns: rounding midpoints and their neighbours for f16 and bf16, overflow and
     underflow edges, signed zeros, infinities, NaNs with payloads and signs, and random patterns."""
     f = np.float32
-    edges = f([0.0, -0.0, 1.0, 65504.0, 65519.99, 65520.0, 65536.0, 1e5, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26,
-               2.0 ** -14, 2.0 ** -15 * 1.5, 3.3895314e38, 3.3961776e38, 3.4028235e38, 1e-40, np.inf, -np.inf])
-    nans = np.array([0x7FC00000, 0x7F800001, 0xFFC00000, 0x7FFFFFFF, 0xFFFFFFFF, 0x7FA00000, 0xFF812345],
-                    np.uint32).view(np.float32)
+    edges = f(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            65504.0,
+            65519.99,
+            65520.0,
+            65536.0,
+            1e5,
+            2.0**-24,
+            2.0**-25,
+            3 * 2.0**-26,
+            2.0**-14,
+            2.0**-15 * 1.5,
+            3.3895314e38,
+            3.3961776e38,
+            3.4028235e38,
+            1e-40,
+            np.inf,
+            -np.inf,
+        ]
+    )
+    nans = np.array(
+        [0x7FC00000, 0x7F800001, 0xFFC00000, 0x7FFFFFFF, 0xFFFFFFFF, 0x7FA00000, 0xFF812345], np.uint32
+    ).view(np.float32)
     mids = []
     for dt, top in ((np.float16, 0x7C00), (ml_dtypes.bfloat16, 0x7F80)):
         v = rng.integers(0, top - 1, size=300, dtype=np.uint16).view(dt)
@@ -92,12 +141,32 @@ def cvt_inputs(rng) -> np.ndarray:
 
 def shfl_ops(rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mode (NSHFL,), b (NSHFL, 32), c (NSHFL,)): every mode at several widths, odd clamps, per-lane b."""
-    ops = [("bfly", 1, 0x1F), ("bfly", 2, 0x1F), ("bfly", 4, 0x1F), ("bfly", 8, 0x1F), ("bfly", 16, 0x1F),
-           ("bfly", 1, 0x1C1F), ("bfly", 5, 0x181F), ("bfly", 3, 0x0310),
-           ("idx", 0, 0x1F), ("idx", 13, 0x1F), ("idx", "rand", 0x1F), ("idx", "rand", 0x181F), ("idx", "rand", 0x1C1F),
-           ("idx", "rand", 0x0005), ("idx", "rand", 0x0A17),
-           ("up", 1, 0x0), ("up", 3, 0x0), ("up", 2, 0x1800), ("up", 4, 0x0C03),
-           ("down", 1, 0x1F), ("down", 5, 0x1F), ("down", 2, 0x101F), ("down", 3, 0x1C1F), ("down", 7, 0x0309)]
+    ops = [
+        ("bfly", 1, 0x1F),
+        ("bfly", 2, 0x1F),
+        ("bfly", 4, 0x1F),
+        ("bfly", 8, 0x1F),
+        ("bfly", 16, 0x1F),
+        ("bfly", 1, 0x1C1F),
+        ("bfly", 5, 0x181F),
+        ("bfly", 3, 0x0310),
+        ("idx", 0, 0x1F),
+        ("idx", 13, 0x1F),
+        ("idx", "rand", 0x1F),
+        ("idx", "rand", 0x181F),
+        ("idx", "rand", 0x1C1F),
+        ("idx", "rand", 0x0005),
+        ("idx", "rand", 0x0A17),
+        ("up", 1, 0x0),
+        ("up", 3, 0x0),
+        ("up", 2, 0x1800),
+        ("up", 4, 0x0C03),
+        ("down", 1, 0x1F),
+        ("down", 5, 0x1F),
+        ("down", 2, 0x101F),
+        ("down", 3, 0x1C1F),
+        ("down", 7, 0x0309),
+    ]
     assert len(ops) == NSHFL
     mode = np.array([SHFL_MODES.index(m) for m, _, _ in ops], np.int32)
     b = np.stack([rng.integers(0, 64, 32) if v == "rand" else np.full(32, v) for _, v, _ in ops]).astype(np.int32)
@@ -110,10 +179,12 @@ def make_inputs(seed: int = 2026) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     distinct = rng.choice(1 << 16, size=4 * TILE, replace=False).astype(np.uint16).reshape(4, TILE)
     mma = [_small_ints(rng, (TILE,), -2, 2, np.float16).view(np.uint16) for _ in range(3)]
-    tiles = np.concatenate([distinct, np.stack(mma)])                      # (7, 256) uint16
+    tiles = np.concatenate([distinct, np.stack(mma)])  # (7, 256) uint16
     r_perm = rng.permutation(32)
-    addr = np.stack([ldmatrix.a_x4(16), ldmatrix.kt_x2(16), ldmatrix.kt_x4(16), ldmatrix.v_x2t(16),
-                     ldmatrix.v_x4t(16), 8 * r_perm], axis=1).astype(np.int32)
+    addr = np.stack(
+        [ldmatrix.a_x4(16), ldmatrix.kt_x2(16), ldmatrix.kt_x4(16), ldmatrix.v_x2t(16), ldmatrix.v_x4t(16), 8 * r_perm],
+        axis=1,
+    ).astype(np.int32)
     c32 = _small_ints(rng, (16, 8), -100, 100, np.float32)
     c16 = _small_ints(rng, (16, 8), -100, 100, np.float16)
     abf = _small_ints(rng, (16, 16), -3, 3, np.float32).astype(ml_dtypes.bfloat16)
@@ -121,15 +192,23 @@ def make_inputs(seed: int = 2026) -> dict[str, np.ndarray]:
     host_regs = np.concatenate([c_fragment(c32), c_fragment(c16), a_fragment(abf), b_fragment(bbf)], axis=1)
     mode, b, c = shfl_ops(rng)
     return {
-        "tiles": tiles, "addr": addr, "host_regs": host_regs.astype(np.uint32),
-        "c32": c32, "c16": c16.view(np.uint16), "abf": abf.view(np.uint16), "bbf": bbf.view(np.uint16),
+        "tiles": tiles,
+        "addr": addr,
+        "host_regs": host_regs.astype(np.uint32),
+        "c32": c32,
+        "c16": c16.view(np.uint16),
+        "abf": abf.view(np.uint16),
+        "bbf": bbf.view(np.uint16),
         "cvt_in": cvt_inputs(rng),
         "shfl_in": (rng.integers(0, 1 << 32, size=(NSHFL, 32), dtype=np.uint32)),
-        "shfl_mode": mode, "shfl_b": b, "shfl_c": c,
+        "shfl_mode": mode,
+        "shfl_b": b,
+        "shfl_c": c,
     }
 
 
 # ---- expectations ---------------------------------------------------------------------------
+
 
 def _tile(inputs, name, dtype=np.float16):
     return inputs["tiles"][TILES.index(name)].view(dtype).reshape(16, 16)
@@ -147,7 +226,7 @@ def expected(inputs: dict) -> dict[str, np.ndarray]:
     """Slot name -> expected (32, words) uint32, from flashsim.layout's maps."""
     a_u, k_u, v_u = (_tile(inputs, n) for n in ("a_u", "k_u", "v_u"))
     r = inputs["tiles"][TILES.index("r")].reshape(32, 8)
-    rows = r[inputs["addr"][:, ADDRS.index("r_perm")] // 8]                   # the row each lane points at
+    rows = r[inputs["addr"][:, ADDRS.index("r_perm")] // 8]  # the row each lane points at
     a_m, k_m, v_m = (_tile(inputs, n).astype(np.float64) for n in ("a_m", "k_m", "v_m"))
     s = a_m @ k_m.T
     p = _exact(s, np.float16)
@@ -174,14 +253,17 @@ def expected(inputs: dict) -> dict[str, np.ndarray]:
     for num in (1, 2, 4):
         exp[f"ld_r_x{num}"] = ldmatrix.load_rows(rows[: 8 * num])
         exp[f"ld_r_x{num}t"] = ldmatrix.load_rows(rows[: 8 * num], trans=True)
-    srcs = [shfl_source_lanes(SHFL_MODES[m], b, int(c))
-            for m, b, c in zip(inputs["shfl_mode"], inputs["shfl_b"], inputs["shfl_c"])]
+    srcs = [
+        shfl_source_lanes(SHFL_MODES[m], b, int(c))
+        for m, b, c in zip(inputs["shfl_mode"], inputs["shfl_b"], inputs["shfl_c"])
+    ]
     exp["shfl"] = np.stack([inputs["shfl_in"][k][j] for k, (j, _) in enumerate(srcs)], axis=1)
     exp["shfl_pred"] = np.stack([v for _, v in srcs], axis=1).astype(np.uint32)
     return {k: np.asarray(v, dtype=np.uint32) for k, v in exp.items()}
 
 
 # ---- comparison ------------------------------------------------------------------------------
+
 
 @dataclass
 class SlotCheck:
@@ -192,15 +274,16 @@ class SlotCheck:
     detail: str
 
     def __str__(self) -> str:
-        return f"{'PASS' if self.ok else 'FAIL'}  {self.name:<11} {self.words - self.mismatches}/{self.words} words" \
-               + (f"  {self.detail}" if self.detail else "")
+        return f"{'PASS' if self.ok else 'FAIL'}  {self.name:<11} {self.words - self.mismatches}/{self.words} words" + (
+            f"  {self.detail}" if self.detail else ""
+        )
 
 
 def split(out: np.ndarray, slots=SLOTS) -> dict[str, np.ndarray]:
     """A (32, NOUT) dump -> slot name -> (32, words)."""
     if out.shape != (32, nout(slots)):
         raise ValueError(f"out must have shape (32, {nout(slots)}), got {out.shape}")
-    return {name: out[:, off:off + n] for name, (off, n) in slot_offsets(slots).items()}
+    return {name: out[:, off : off + n] for name, (off, n) in slot_offsets(slots).items()}
 
 
 def compare(inputs: dict, out: np.ndarray, slots=SLOTS) -> list[SlotCheck]:
@@ -210,7 +293,7 @@ def compare(inputs: dict, out: np.ndarray, slots=SLOTS) -> list[SlotCheck]:
     checks = []
     for name, _ in slots:
         checks.append(_check(name, got[name], exp[name], inputs))
-    checks.append(_check("p_from_s", got["p"], repack_s_to_p(got["s"]), inputs))   # silicon's S, our repack
+    checks.append(_check("p_from_s", got["p"], repack_s_to_p(got["s"]), inputs))  # silicon's S, our repack
     return checks
 
 
@@ -220,7 +303,9 @@ def _check(name, got, exp, inputs) -> SlotCheck:
     detail = ""
     if n:
         lane, reg = (int(x[0]) for x in np.nonzero(bad))
-        detail = f"first at lane {lane} word {reg}: got 0x{int(got[lane, reg]):08x}, expected 0x{int(exp[lane, reg]):08x}"
+        detail = (
+            f"first at lane {lane} word {reg}: got 0x{int(got[lane, reg]):08x}, expected 0x{int(exp[lane, reg]):08x}"
+        )
         if name.startswith("cvt"):
             x = inputs["cvt_in"].view(np.float32)
             nan_pair = np.isnan(x[:, 0::2]) | np.isnan(x[:, 1::2])

@@ -12,6 +12,7 @@ width past the presets); the machine code, callees included, is cached on disk (
 beside this file, or NUMBA_CACHE_DIR), so later processes load it instead of compiling (tensorcore's docstring
 has the times).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,35 +33,44 @@ NAN = ZERO - 3
 # numba widens int32 arithmetic to int64; these keep a shift in the operand's own width (so that LLVM vectorises
 # it over 16 int32 lanes) and give count-leading-zeros.  Callers keep the shift amount in [0, width).
 
+
 @intrinsic
 def _lshr(typingctx, x, s):
     """x >> s (logical) in x's integer type."""
+
     def codegen(context, builder, sig, args):
         return builder.lshr(args[0], context.cast(builder, args[1], sig.args[1], sig.args[0]))
+
     return x(x, s), codegen
 
 
 @intrinsic
 def _ashr(typingctx, x, s):
     """x >> s (arithmetic) in x's integer type."""
+
     def codegen(context, builder, sig, args):
         return builder.ashr(args[0], context.cast(builder, args[1], sig.args[1], sig.args[0]))
+
     return x(x, s), codegen
 
 
 @intrinsic
 def _shl(typingctx, x, s):
     """x << s in x's integer type."""
+
     def codegen(context, builder, sig, args):
         return builder.shl(args[0], context.cast(builder, args[1], sig.args[1], sig.args[0]))
+
     return x(x, s), codegen
 
 
 @intrinsic
 def _clz(typingctx, x):
     """Count of leading zero bits of x (its width for 0)."""
+
     def codegen(context, builder, sig, args):
         return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+
     return x(x), codegen
 
 
@@ -109,7 +119,7 @@ def _decode_into(u, transpose, fmt, sig, exp, tmp_s, tmp_e):
     R, C = u.shape
     flat = u.reshape(R * C)
     ds, de = (tmp_s, tmp_e) if transpose else (sig.reshape(R * C), exp.reshape(R * C))
-    for i in range(R * C):                          # one long loop: vectorised
+    for i in range(R * C):  # one long loop: vectorised
         ds[i], de[i] = _decode1(flat[i], fshift, fmask, mmask, bias, sbit, fn)
     if transpose:
         for q in range(C):
@@ -127,8 +137,8 @@ def _decode1(bits, fshift, fmask, mmask, bias, sbit, fn):
     field = (b >> fshift) & fmask
     m = b & mmask
     negbit = b >> sbit
-    top = -i32((field == fmask) & ((m == mmask) | (not fn)))   # inf / NaN: -1
-    s = (m | (i32(field != 0) << fshift)) & ~top           # significand (implicit bit at 2^mbits); 0 for inf / NaN
+    top = -i32((field == fmask) & ((m == mmask) | (not fn)))  # inf / NaN: -1
+    s = (m | (i32(field != 0) << fshift)) & ~top  # significand (implicit bit at 2^mbits); 0 for inf / NaN
     e = i32(ZERO) + ((max(field, 1) - bias - ZERO) & -i32(s != 0))
     nan = -i32(m != 0)
     e_top = (i32(NAN) & nan) | ((i32(POS_INF) - negbit) & ~nan)
@@ -138,6 +148,7 @@ def _decode1(bits, fshift, fmask, mmask, bias, sbit, fn):
 
 # ------------------------------------------------------------------------------------------------ the kernel
 
+
 @njit(cache=True, nogil=True)
 def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, fa, fb, transposed, acc):
     """The chains of batch elements b0..b1-1: out[b] = chain(A[ia[b]], B[ib[b]], c[ic[b]]).
@@ -145,7 +156,8 @@ def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, fa, fb,
     ua (nA, M, K) and ub (nB, K, N): the inputs' bits (uint16 f16 / bf16, uint8 FP8; formats ``fa``, ``fb``: the
     codes above), or with ``ta`` / ``tb`` their transposes (nA, K, M) / (nB, N, K); cb (nC, M, N) and out (nb, M, N):
     accumulator bits (uint32 f32 / uint16 f16); F, block, e_zero: the arch's parameters (m16n8k16's, or its
-    m16n8k32 FP8 ones: blocks in the order of the columns given, c included in the first block).  ``transposed``: compute d^T = B^T A^T + c^T, the same arithmetic per element (products
+    m16n8k32 FP8 ones: blocks in the order of the columns given, c included in the first block).  ``transposed``:
+    compute d^T = B^T A^T + c^T, the same arithmetic per element (products
     commute, the sum is exact), so that the vectorised loops run over M (for narrow outputs).  acc: scratch (2, .)
     of the products' sum type (int32, or int64 where int32 could overflow), which selects the specialisation.
 
@@ -153,7 +165,7 @@ def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, fa, fb,
     one, e.g. a broadcast B).  Rows are taken two at a time (they share every load of B) and products four at a
     time (block % 4 == 0: the caller sends other block sizes to the generic routine), so that each vectorised loop
     over the N columns does enough work to pay its set-up."""
-    acc16 = _f16_bits(out)                  # a constant: one specialisation per accumulator type
+    acc16 = _f16_bits(out)  # a constant: one specialisation per accumulator type
     mab = _fraction_bits(fa) + _fraction_bits(fb)
     M, N = (out.shape[2], out.shape[1]) if transposed else (out.shape[1], out.shape[2])
     K = ua.shape[1] if ta else ua.shape[2]
@@ -161,12 +173,12 @@ def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, fa, fb,
     L = max(F - mab, 0)
     R = max(mab - F, 0)
     i32 = np.int32
-    aE, aS = np.empty((M, K), i32), np.empty((M, K), i32)        # the left operand (A, or B^T), decoded
-    bE, bS = np.empty((K, N), i32), np.empty((K, N), i32)        # the right operand (B, or A^T), decoded
+    aE, aS = np.empty((M, K), i32), np.empty((M, K), i32)  # the left operand (A, or B^T), decoded
+    bE, bS = np.empty((K, N), i32), np.empty((K, N), i32)  # the right operand (B, or A^T), decoded
     tmp_s, tmp_e = np.empty(max(M, N) * K, i32), np.empty(max(M, N) * K, i32)
     E = np.empty((2, N), i32)
     crow = np.empty((2, N), out.dtype)
-    st = np.empty((M, N), out.dtype)        # the running accumulator when ``transposed`` (else out[b] is)
+    st = np.empty((M, N), out.dtype)  # the running accumulator when ``transposed`` (else out[b] is)
     a_row_special = np.empty(M, np.bool_)
     last_a, last_b = -1, -1
     for b in range(b0, b1):
@@ -193,7 +205,7 @@ def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, fa, fb,
             for i in range(M):
                 for j in range(N):
                     o[i, j] = c[i, j]
-        for i in range(M):                  # rows of the left operand holding an inf or NaN anywhere
+        for i in range(M):  # rows of the left operand holding an inf or NaN anywhere
             s = False
             for k in range(K):
                 s |= aE[i, k] < ZERO
@@ -205,7 +217,7 @@ def chain(ua, ta, ia, ub, tb, ib, cb, ic, out, b0, b1, F, block, e_zero, fa, fb,
                 for j in range(N):
                     b_special |= bE[k, j] < ZERO
             for i in range(0, M, 2):
-                rE, rS = aE[i:i + 2], aS[i:i + 2]
+                rE, rS = aE[i : i + 2], aS[i : i + 2]
                 special = b_special
                 for r in range(2):
                     special |= _c_exponents(o[i + r], E[r], e_zero, acc16)
@@ -251,7 +263,7 @@ def _term(T, top, e, ea_k, sa_k, eb, mb):
     already less R, sa_k already shifted by L).  Every operation in T (int32: 16 lanes of AVX-512)."""
     d = min(T(e - ea_k - eb), top)
     p = T(sa_k * mb)
-    s = _ashr(p, top)                                     # 0 or -1
+    s = _ashr(p, top)  # 0 or -1
     t = _lshr(T(abs(p)), d)
     return T(T(t ^ s) - s)
 
@@ -261,7 +273,7 @@ def _products4(acc, E, aE, aS, bE, bS, k0, k1, L, R):
     """acc[r, j] = the sum of the truncated terms of a[r, k] * b[k, j] for k in k0..k1-1, rows r = 0, 1, four k
     per pass over the columns."""
     T = acc.dtype.type
-    top = T(acc.itemsize * 8 - 1)                         # T's width - 1: the sign shift and the shift clamp
+    top = T(acc.itemsize * 8 - 1)  # T's width - 1: the sign shift and the shift clamp
     acc0, acc1, E0, E1 = acc[0], acc[1], E[0], E[1]
     for j in range(acc0.shape[0]):
         acc0[j] = 0
@@ -277,11 +289,21 @@ def _products4(acc, E, aE, aS, bE, bS, k0, k1, L, R):
             x0, x1, x2, x3 = b0[j], b1[j], b2[j], b3[j]
             y0, y1, y2, y3 = m0[j], m1[j], m2[j], m3[j]
             e = E0[j]
-            acc0[j] = T(acc0[j] + T(T(_term(T, top, e, a0, s0, x0, y0) + _term(T, top, e, a1, s1, x1, y1))
-                                    + T(_term(T, top, e, a2, s2, x2, y2) + _term(T, top, e, a3, s3, x3, y3))))
+            acc0[j] = T(
+                acc0[j]
+                + T(
+                    T(_term(T, top, e, a0, s0, x0, y0) + _term(T, top, e, a1, s1, x1, y1))
+                    + T(_term(T, top, e, a2, s2, x2, y2) + _term(T, top, e, a3, s3, x3, y3))
+                )
+            )
             e = E1[j]
-            acc1[j] = T(acc1[j] + T(T(_term(T, top, e, c0, u0, x0, y0) + _term(T, top, e, c1, u1, x1, y1))
-                                    + T(_term(T, top, e, c2, u2, x2, y2) + _term(T, top, e, c3, u3, x3, y3))))
+            acc1[j] = T(
+                acc1[j]
+                + T(
+                    T(_term(T, top, e, c0, u0, x0, y0) + _term(T, top, e, c1, u1, x1, y1))
+                    + T(_term(T, top, e, c2, u2, x2, y2) + _term(T, top, e, c3, u3, x3, y3))
+                )
+            )
 
 
 @njit(inline="always")
@@ -299,7 +321,7 @@ def _c_exponents(row, E, e_zero, acc16):
     top, bias = (0x1F, 15) if acc16 else (0xFF, 127)
     special = False
     for j in range(row.shape[0]):
-        field, m = _c_parts(np.int32(row[j]), acc16)          # int32: 16 lanes
+        field, m = _c_parts(np.int32(row[j]), acc16)  # int32: 16 lanes
         E[j] = np.int32(e_zero) if (field | m) == 0 else np.int32(max(field, np.int32(1)) - bias)
         special |= field == top
     return special
@@ -317,20 +339,20 @@ def _round_row(row, E, acc, F, acc16):
         cbits = np.int64(row[j])
         field, m = _c_parts(cbits, acc16)
         csig = m | (1 << cfrac) if field != 0 else m
-        x = np.int64(E[j]) - F                        # the unit of the sum is 2^x
-        sh = (max(field, 1) - (bias + cfrac)) - x     # c's last bit in units of 2^x (<= F - cfrac)
+        x = np.int64(E[j]) - F  # the unit of the sum is 2^x
+        sh = (max(field, 1) - (bias + cfrac)) - x  # c's last bit in units of 2^x (<= F - cfrac)
         left = max(sh, 0)
         tc = _lshr(_shl(csig, left), min(left - sh, 62))
         cneg = -((cbits >> sbit) & 1)
         total = np.int64(acc[j]) + ((tc ^ cneg) - cneg)
         mag = abs(total)
         bl = 64 - _clz(mag)
-        lead = x + bl - 1                              # mag * 2^x lies in [2^lead, 2^(lead + 1))
+        lead = x + bl - 1  # mag * 2^x lies in [2^lead, 2^(lead + 1))
         normal = (lead >= emin) & (mag != 0)
         r = bl - p if normal else (emin - p + 1) - x  # bits to drop (negative: to add)
         rd = min(max(r, 0), 62)
         q = _shl(_lshr(mag, rd), max(rd - r, 0))
-        if acc16:                                     # to nearest, ties to even
+        if acc16:  # to nearest, ties to even
             unit = _shl(np.int64(1), rd)
             rem = mag & (unit - 1)
             half = unit >> 1

@@ -6,6 +6,7 @@ integer significand (implicit bit included) and a class code; ``encode`` builds 
 Everything is vectorised and works on raw bits, so NaN payloads and signed zeros survive.
 ``fp8_to_f16`` widens e4m3 / e5m2 (ml_dtypes.float8_e4m3fn / float8_e5m2) to f16 exactly, on numpy or JAX arrays.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,9 +17,27 @@ import numpy as np
 
 from . import xp as X
 
-__all__ = ["Format", "F16", "BF16", "F32", "FORMATS", "get_format", "Decoded", "decode", "encode",
-           "ZERO", "SUBNORMAL", "NORMAL", "INF", "NAN", "ulp_distance", "NAN_DISTANCE", "to_bits", "from_bits",
-           "fp8_to_f16"]
+__all__ = [
+    "Format",
+    "F16",
+    "BF16",
+    "F32",
+    "FORMATS",
+    "get_format",
+    "Decoded",
+    "decode",
+    "encode",
+    "ZERO",
+    "SUBNORMAL",
+    "NORMAL",
+    "INF",
+    "NAN",
+    "ulp_distance",
+    "NAN_DISTANCE",
+    "to_bits",
+    "from_bits",
+    "fp8_to_f16",
+]
 
 # class codes returned by decode
 ZERO, SUBNORMAL, NORMAL, INF, NAN = 0, 1, 2, 3, 4
@@ -27,6 +46,7 @@ ZERO, SUBNORMAL, NORMAL, INF, NAN = 0, 1, 2, 3, 4
 @dataclass(frozen=True)
 class Format:
     """A binary interchange format: 1 sign bit, ``exp_bits`` exponent bits, ``frac_bits`` stored fraction bits."""
+
     name: str
     exp_bits: int
     frac_bits: int
@@ -120,11 +140,11 @@ def from_bits(bits, fmt) -> np.ndarray:
 
 
 class Decoded(NamedTuple):
-    sign: np.ndarray           # uint8, 1 for negative (NaNs included)
+    sign: np.ndarray  # uint8, 1 for negative (NaNs included)
     exponent_field: np.ndarray  # int32, the biased exponent bits as stored
-    exponent: np.ndarray       # int32, unbiased; subnormals and zeros get emin; inf / NaN get emax + 1
-    significand: np.ndarray    # int64, integer significand with the implicit bit (0 for zeros)
-    cls: np.ndarray            # uint8: ZERO, SUBNORMAL, NORMAL, INF, NAN
+    exponent: np.ndarray  # int32, unbiased; subnormals and zeros get emin; inf / NaN get emax + 1
+    significand: np.ndarray  # int64, integer significand with the implicit bit (0 for zeros)
+    cls: np.ndarray  # uint8: ZERO, SUBNORMAL, NORMAL, INF, NAN
 
 
 def decode(x: np.ndarray, fmt=None) -> Decoded:
@@ -207,8 +227,10 @@ def ulp_distance(x: np.ndarray, y: np.ndarray, fmt=None) -> np.ndarray:
 
 # The f16 bit pattern of each of the 256 bit patterns of e4m3 and e5m2 (through float32; every value of both formats
 # is an f16 value, so nothing rounds; e4m3's NaNs become f16 NaNs of their sign)
-_FP8_TO_F16 = {dt: np.arange(256, dtype=np.uint8).view(dt).astype(np.float32).astype(np.float16).view(np.uint16)
-               for dt in (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))}
+_FP8_TO_F16 = {
+    dt: np.arange(256, dtype=np.uint8).view(dt).astype(np.float32).astype(np.float16).view(np.uint16)
+    for dt in (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))
+}
 
 
 def fp8_to_f16(x):

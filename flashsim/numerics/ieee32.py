@@ -44,6 +44,7 @@ anyway, and the kernel calls them on one value per row per tile.
 .ftz (PTX): subnormal inputs are replaced by zero of the same sign before the operation, and a subnormal result
 by zero of its sign after rounding.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,9 +53,26 @@ from . import rounding
 from .rounding import check_fp_environment as _check_fp_environment
 from .xp import bitcast, errstate, ieee_conversions_on, is_numpy, namespace, ptx, ptx_on, require_x64, shl
 
-__all__ = ["add", "sub", "mul", "div", "fma", "mul_f16", "fmax", "fmax_reduce", "fabs", "cvt_f32_to_f16",
-           "cvt_f32_to_bf16", "cvt_f32_to", "cvt_f16_to_f32", "cvt_bf16_to_f32", "cvt_to_f32", "flush_subnormals",
-           "CANONICAL_NAN_F32", "CANONICAL_NAN_F16"]
+__all__ = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "fma",
+    "mul_f16",
+    "fmax",
+    "fmax_reduce",
+    "fabs",
+    "cvt_f32_to_f16",
+    "cvt_f32_to_bf16",
+    "cvt_f32_to",
+    "cvt_f16_to_f32",
+    "cvt_bf16_to_f32",
+    "cvt_to_f32",
+    "flush_subnormals",
+    "CANONICAL_NAN_F32",
+    "CANONICAL_NAN_F16",
+]
 
 CANONICAL_NAN_F32 = np.uint32(0x7FFFFFFF)
 CANONICAL_NAN_F16 = np.uint16(0x7FFF)
@@ -102,13 +120,13 @@ def _run(fast, generic_fn, args, ftz: bool, generic: bool):
         _check_fp_environment()
         with np.errstate(all="ignore"):
             r = np.asarray(fast(*args), dtype=np.float32)
-            nan = np.isnan(np.add.reduce(r, axis=None))     # a NaN in r makes the sum NaN (one pass, no array)
+            nan = np.isnan(np.add.reduce(r, axis=None))  # a NaN in r makes the sum NaN (one pass, no array)
         if nan:
             r = _canonical(np, r)
     else:
         # broadcast first: a fused (Triton) kernel's bit casts take no bare constant operand
         args = xp.broadcast_arrays(*[xp.asarray(a) for a in args])
-        if ptx_on() and generic_fn in _PTX_OPS:     # the PTX instruction the kernel runs, IEEE by definition
+        if ptx_on() and generic_fn in _PTX_OPS:  # the PTX instruction the kernel runs, IEEE by definition
             r = _canonical(xp, ptx(_PTX_OPS[generic_fn], np.float32, *args))
         else:
             r = generic_fn(*args)
@@ -127,7 +145,7 @@ def _f64(x):
 def _to_f32(v):
     """float64 ``v`` rounded to float32 to nearest even, NaN canonical: the integer rounding core, or the backend's
     own narrowing where it is IEEE's (``xp.ieee_conversions``)."""
-    if ieee_conversions_on():     # through the bits (_canonical): XLA must not fuse this convert with a later one
+    if ieee_conversions_on():  # through the bits (_canonical): XLA must not fuse this convert with a later one
         xp = namespace(v)
         return _canonical(xp, xp.astype(v, xp.float32))
     return rounding.f64_to_f32(v, generic=True)
@@ -153,7 +171,7 @@ def _mul_generic(x, y):
 
 def _div_generic(x, y):
     require_x64(namespace(x, y))
-    with errstate():     # always the integer narrowing: with XLA's own, its simplifier makes an f32 division of it,
+    with errstate():  # always the integer narrowing: with XLA's own, its simplifier makes an f32 division of it,
         #                  which the GPU does not round correctly (17,085 of 2^16 raw-bit quotients 1 ulp off:
         #                  benchmarks/experiments/jax_ieee_cvt/2026-12-01/pytest_native_before_div_fix.txt)
         return rounding.f64_to_f32(_f64(x) / _f64(y), generic=True)
@@ -188,16 +206,16 @@ def _fma_generic(x, y, z):
         p = a * b
         s = p + c
         bb = s - p
-        err = (p - (s - bb)) + (c - bb)                  # TwoSum: (p + c) - s, exactly
+        err = (p - (s - bb)) + (c - bb)  # TwoSum: (p + c) - s, exactly
         sb = bitcast(s, np.uint64)
         inexact = xp.isfinite(s) & xp.isfinite(err) & (err != 0)
-        toward_zero = (err < 0) != (s < 0)               # |s| > |p + c|: one ulp toward zero
-        odd = (sb - toward_zero.astype(xp.uint64)) | 1   # round to odd: last bit set when inexact
+        toward_zero = (err < 0) != (s < 0)  # |s| > |p + c|: one ulp toward zero
+        odd = (sb - toward_zero.astype(xp.uint64)) | 1  # round to odd: last bit set when inexact
         return _to_f32(bitcast(xp.where(inexact, odd, sb), np.float64))
 
 
-_FMA_CHUNK = 1 << 14   # elements per chunk: the float64 temporaries stay in the L1/L2 cache
-_HALF_F32_ULP = np.int64(1 << 28)      # in float64 bits: half an f32 ulp below the f32 significand
+_FMA_CHUNK = 1 << 14  # elements per chunk: the float64 temporaries stay in the L1/L2 cache
+_HALF_F32_ULP = np.int64(1 << 28)  # in float64 bits: half an f32 ulp below the f32 significand
 _LOW29 = np.int64((1 << 29) - 1)
 
 
@@ -223,15 +241,15 @@ def _fma64(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         hi = min(n, lo + _FMA_CHUNK)
         k = hi - lo
         sk, tk, bk, fk, gk = s[:k], t[:k], bits[:k], flag[:k], flag2[:k]
-        np.multiply(x[lo:hi], y[lo:hi], out=sk, dtype=np.float64)   # exact product
+        np.multiply(x[lo:hi], y[lo:hi], out=sk, dtype=np.float64)  # exact product
         tk[...] = z[lo:hi]
         np.add(sk, tk, out=sk)
         np.copyto(out[lo:hi], sk, casting="same_kind")
         np.bitwise_and(sk.view(np.int64), _LOW29, out=bk)
-        np.equal(bk, _HALF_F32_ULP, out=fk)                            # an f32 midpoint (normal range)
+        np.equal(bk, _HALF_F32_ULP, out=fk)  # an f32 midpoint (normal range)
         np.abs(sk, out=tk)
-        np.less(tk, 2.0 ** -126, out=gk)                               # f32 subnormal range ...
-        gk &= tk != 0                                                  # ... (an exact 0 is already right)
+        np.less(tk, 2.0**-126, out=gk)  # f32 subnormal range ...
+        gk &= tk != 0  # ... (an exact 0 is already right)
         fk |= gk
         if fk.any():
             idx = np.flatnonzero(fk) + lo
@@ -246,15 +264,19 @@ def fma(x, y, z, ftz: bool = False, *, generic: bool = False):
 
 # the operations a fused kernel compiled for the GPU runs as their own PTX instruction (xp.ptx_on): explicit
 # round-to-nearest, no .ftz (subnormals kept), never contracted; a NaN result is made canonical as everywhere here
-_PTX_OPS = {_add_generic: "add.rn.f32 $0, $1, $2;", _sub_generic: "sub.rn.f32 $0, $1, $2;",
-            _mul_generic: "mul.rn.f32 $0, $1, $2;", _div_generic: "div.rn.f32 $0, $1, $2;",
-            _fma_generic: "fma.rn.f32 $0, $1, $2, $3;"}
+_PTX_OPS = {
+    _add_generic: "add.rn.f32 $0, $1, $2;",
+    _sub_generic: "sub.rn.f32 $0, $1, $2;",
+    _mul_generic: "mul.rn.f32 $0, $1, $2;",
+    _div_generic: "div.rn.f32 $0, $1, $2;",
+    _fma_generic: "fma.rn.f32 $0, $1, $2, $3;",
+}
 
 
 def _mul_f16_generic(x, y):
     xp = namespace(x, y)
     with errstate():
-        p = rounding.f16_to_f32(x, generic=True) * rounding.f16_to_f32(y, generic=True)   # exact, never subnormal
+        p = rounding.f16_to_f32(x, generic=True) * rounding.f16_to_f32(y, generic=True)  # exact, never subnormal
     return rounding.f32_to_f16(xp.asarray(p), generic=True)
 
 

@@ -4,6 +4,7 @@ Nothing here is vectorised or clever: each function follows its specification te
 a time, so that a disagreement with the fast numpy code in ``rounding``, ``ieee32`` or ``tensorcore`` points at
 the fast code.  Scalars are passed as raw bit patterns (Python ints) to keep NaN payloads and signed zeros.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,17 @@ import numpy as np
 from ..arch import get_arch
 from .formats import F16, F32, Format, get_format
 
-__all__ = ["value_of", "round_fraction", "fma_ref", "add_ref", "mul_ref", "div_ref", "mma_ref", "mma_ref_element",
-           "floor_log2"]
+__all__ = [
+    "value_of",
+    "round_fraction",
+    "fma_ref",
+    "add_ref",
+    "mul_ref",
+    "div_ref",
+    "mma_ref",
+    "mma_ref_element",
+    "floor_log2",
+]
 
 
 def value_of(bits: int, fmt) -> Fraction | float:
@@ -64,12 +74,12 @@ def round_fraction(q: Fraction, fmt, mode: str = "rne", negative_zero: bool = Fa
         r = m - n
         if r > Fraction(1, 2) or (r == Fraction(1, 2) and n % 2 == 1):
             n += 1
-    if n == 1 << (f.frac_bits + 1):   # rounded up to the next binade
+    if n == 1 << (f.frac_bits + 1):  # rounded up to the next binade
         n >>= 1
         e += 1
     if e > f.emax:
         return sign_bits | (f.inf_bits if mode == "rne" else f.max_finite_bits)
-    if n < (1 << f.frac_bits):        # subnormal (e == emin) or zero
+    if n < (1 << f.frac_bits):  # subnormal (e == emin) or zero
         return sign_bits | n
     return sign_bits | ((e + f.bias) << f.frac_bits) | (n - (1 << f.frac_bits))
 
@@ -105,10 +115,16 @@ def mul_ref(x: int, y: int, mode: str = "rne") -> int:
     vx, vy = value_of(x, F32), value_of(y, F32)
     neg = _is_neg(x, F32) != _is_neg(y, F32)
     if isinstance(vx, float) or isinstance(vy, float):
-        fx = float(vx) if isinstance(vx, float) else (math.copysign(0.0, -1 if _is_neg(x, F32) else 1)
-                                                       if vx == 0 else float(vx))
-        fy = float(vy) if isinstance(vy, float) else (math.copysign(0.0, -1 if _is_neg(y, F32) else 1)
-                                                       if vy == 0 else float(vy))
+        fx = (
+            float(vx)
+            if isinstance(vx, float)
+            else (math.copysign(0.0, -1 if _is_neg(x, F32) else 1) if vx == 0 else float(vx))
+        )
+        fy = (
+            float(vy)
+            if isinstance(vy, float)
+            else (math.copysign(0.0, -1 if _is_neg(y, F32) else 1) if vy == 0 else float(vy))
+        )
         p = fx * fy
         if math.isnan(p):
             return F32.canonical_nan
@@ -145,6 +161,7 @@ def fma_ref(x: int, y: int, z: int, mode: str = "rne") -> int:
             if isinstance(v, float):
                 return v
             return float(v) if v != 0 else (-0.0 if _is_neg(bits, F32) else 0.0)
+
         fx, fy, fz = f(vx, x), f(vy, y), f(vz, z)
         if math.isnan(fx) or math.isnan(fy) or math.isnan(fz):
             return F32.canonical_nan
@@ -155,7 +172,7 @@ def fma_ref(x: int, y: int, z: int, mode: str = "rne") -> int:
             if math.isinf(fz) and fz != pinf:
                 return F32.canonical_nan
             return _finish(pinf, F32, mode, False)
-        return _finish(fz, F32, mode, False)   # z is inf, product finite
+        return _finish(fz, F32, mode, False)  # z is inf, product finite
     p = vx * vy
     s = p + vz
     if s == 0:
@@ -191,8 +208,9 @@ def mma_ref(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch="sm_90") -> np.nda
             acc = int(cbits[i, j])
             for k0 in range(0, 16, spec.mma_block_k):
                 ks = range(k0, k0 + spec.mma_block_k)
-                acc = _fused_block([int(abits[i, k]) for k in ks], [int(bbits[k, j]) for k in ks], acc,
-                                   fin, fc, F, e_zero, acc16)
+                acc = _fused_block(
+                    [int(abits[i, k]) for k in ks], [int(bbits[k, j]) for k in ks], acc, fin, fc, F, e_zero, acc16
+                )
             d[i, j] = acc
     return d.view(fc.dtype)
 
@@ -206,8 +224,9 @@ def mma_ref_element(row, col, c_bits: int, fin, fc, arch="sm_90") -> int:
     acc = int(c_bits)
     for k0 in range(0, 16, spec.mma_block_k):
         ks = range(k0, k0 + spec.mma_block_k)
-        acc = _fused_block([int(row[k]) for k in ks], [int(col[k]) for k in ks], acc, fin, fc,
-                           spec.mma_fraction_bits, e_zero, acc16)
+        acc = _fused_block(
+            [int(row[k]) for k in ks], [int(col[k]) for k in ks], acc, fin, fc, spec.mma_fraction_bits, e_zero, acc16
+        )
     return acc
 
 
@@ -224,7 +243,7 @@ def _fused_block(xs, ys, cb, fin: Format, fc: Format, F: int, e_zero: int, acc16
             if (isinstance(vx, float) and math.isnan(vx)) or (isinstance(vy, float) and math.isnan(vy)):
                 nan = True
             elif vx == 0 or vy == 0:
-                nan = True   # 0 * inf
+                nan = True  # 0 * inf
             else:
                 infs.add((_is_neg(x, fin) != _is_neg(y, fin)) is False)
     if nan or len(infs) == 2:
@@ -242,11 +261,11 @@ def _fused_block(xs, ys, cb, fin: Format, fc: Format, F: int, e_zero: int, acc16
     terms.append((vc, e_zero if vc == 0 else _input_exponent(vc, fc.emin)))
     E = max(e for _, e in terms)
     unit = Fraction(2) ** (E - F)
-    total = sum(int(v / unit) for v, _ in terms)     # int() truncates toward zero
+    total = sum(int(v / unit) for v, _ in terms)  # int() truncates toward zero
     value = total * unit
     if acc16:
-        bits = round_fraction(value, F16, "rne")      # overflow -> inf
-        return 0 if bits & 0x7FFF == 0 else bits      # zero -> +0
+        bits = round_fraction(value, F16, "rne")  # overflow -> inf
+        return 0 if bits & 0x7FFF == 0 else bits  # zero -> +0
     if abs(value) >= Fraction(2) ** 128:
         return (F32.sign_mask if value < 0 else 0) | F32.inf_bits
     bits = round_fraction(value, F32, "rz")

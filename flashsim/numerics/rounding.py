@@ -25,6 +25,7 @@ out of the significand moves into the exponent field by plain addition of ((expo
 significand, the significand still holding its leading bit. Exponents are clamped to +-2**20 before the int32
 arithmetic: beyond that every value overflows or rounds to zero either way.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,13 +33,24 @@ import numpy as np
 from .formats import BF16, F16, F32, Format, get_format
 from .xp import bit_length, bitcast, is_numpy, namespace, require_x64, shl, shr
 
-__all__ = ["round_scaled", "round_float64", "f64_to_f32", "f64_to_f32_rz", "f64_to_f16", "f32_to_f16",
-           "f16_to_f32", "f32_to_f64", "check_fp_environment", "MODES", "OVERFLOWS",
-           "CANONICAL_NAN_F64"]
+__all__ = [
+    "round_scaled",
+    "round_float64",
+    "f64_to_f32",
+    "f64_to_f32_rz",
+    "f64_to_f16",
+    "f32_to_f16",
+    "f16_to_f32",
+    "f32_to_f64",
+    "check_fp_environment",
+    "MODES",
+    "OVERFLOWS",
+    "CANONICAL_NAN_F64",
+]
 
 MODES = ("rne", "rz")
 OVERFLOWS = ("ieee", "inf")
-_F64 = Format("f64", 11, 52, np.dtype(np.float64), np.uint64)   # a source format only (not in formats.FORMATS)
+_F64 = Format("f64", 11, 52, np.dtype(np.float64), np.uint64)  # a source format only (not in formats.FORMATS)
 _EXP_CLAMP = 1 << 20
 
 
@@ -53,9 +65,9 @@ def _round_core(xp, mag, x, f: Format, mode: str, overflow: str):
     """Magnitude bits (int64) of mag * 2**x rounded to ``f``: mag uint64 < 2**62, x int32 within +-2**20."""
     p = f.precision
     bl = bit_length(mag)
-    e_lead = x + bl - 1                                     # the value lies in [2**e_lead, 2**(e_lead + 1))
+    e_lead = x + bl - 1  # the value lies in [2**e_lead, 2**(e_lead + 1))
     normal = e_lead >= f.emin
-    r = xp.where(normal, bl - p, (f.emin - p + 1) - x)     # bits to drop (negative: to add)
+    r = xp.where(normal, bl - p, (f.emin - p + 1) - x)  # bits to drop (negative: to add)
     r_dn = xp.clip(r, 0, 63)
     q = shl(shr(mag, r_dn), xp.clip(-r, 0, 63))
     if mode == "rne":
@@ -130,16 +142,20 @@ def round_scaled(m, e, fmt, mode: str = "rne", *, overflow: str = "ieee", signed
     return _finish(xp, bits, m < 0, None, None, f, signed_zero)
 
 
-def round_float64(v, fmt, mode: str = "rne", *, overflow: str = "ieee", signed_zero: bool = True,
-                  generic: bool = False):
+def round_float64(
+    v, fmt, mode: str = "rne", *, overflow: str = "ieee", signed_zero: bool = True, generic: bool = False
+):
     """Round the float64 values ``v`` (taken as exact) to ``fmt`` once; returns fmt's dtype. (numpy: the cases
     f64_to_f32 / f64_to_f32_rz / f64_to_f16 cover take their fast paths unless ``generic``.)"""
     f = get_format(fmt)
     _check(mode, overflow)
     v = _float_input("v", v, np.float64)
     if is_numpy(namespace(v)) and not generic:
-        fast = {(F32, "rne", True): _np_f64_to_f32, (F16, "rne", True): _np_f64_to_f16,
-                (F32, "rz", False): _np_f64_to_f32_rz}.get((f, mode, signed_zero))
+        fast = {
+            (F32, "rne", True): _np_f64_to_f32,
+            (F16, "rne", True): _np_f64_to_f16,
+            (F32, "rz", False): _np_f64_to_f32_rz,
+        }.get((f, mode, signed_zero))
         if fast is not None and (mode == "rne" or overflow == "inf"):
             return fast(v)
     return _convert(v, _F64, f, mode, overflow, signed_zero)
@@ -174,7 +190,7 @@ def f32_to_f16(x, *, generic: bool = False):
     """float32 -> float16 to nearest even, ``cvt.rn.f16.f32``: overflow -> inf, signed zeros kept, NaN -> 0x7FFF."""
     x = _float_input("x", x, np.float32)
     if is_numpy(namespace(x)) and not generic:
-        with np.errstate(invalid="ignore"):             # signalling NaNs
+        with np.errstate(invalid="ignore"):  # signalling NaNs
             return _np_f64_to_f16(x.astype(np.float64))
     return _convert(x, F32, F16, "rne")
 
@@ -194,7 +210,7 @@ def f16_to_f32(h, *, generic: bool = False):
     h = _float_input("h", h, np.float16)
     xp = namespace(h)
     if is_numpy(xp) and not generic:
-        with np.errstate(invalid="ignore"):             # signalling NaNs
+        with np.errstate(invalid="ignore"):  # signalling NaNs
             return _np_canonical(h.astype(np.float32), np.isnan(h), np.uint32, F32.canonical_nan)
     b = bitcast(h, np.uint16).astype(xp.uint32)
     field = (b >> 10) & 0x1F
@@ -215,7 +231,7 @@ def f32_to_f64(x, *, generic: bool = False):
     x = _float_input("x", x, np.float32)
     xp = namespace(x)
     if is_numpy(xp) and not generic:
-        with np.errstate(invalid="ignore"):             # signalling NaNs
+        with np.errstate(invalid="ignore"):  # signalling NaNs
             return _np_canonical(x.astype(np.float64), np.isnan(x), np.uint64, CANONICAL_NAN_F64)
     require_x64(xp)
     b = bitcast(x, np.uint32)
@@ -241,16 +257,18 @@ def f32_to_f64(x, *, generic: bool = False):
 # tests/test_numerics_engines.py checks each bit for bit against the generic routine.
 
 CANONICAL_NAN_F64 = 0x7FFFFFFFFFFFFFFF
-_TINY = np.array([1.0e-45], np.float32)   # the smallest subnormal: DAZ would read it as 0
+_TINY = np.array([1.0e-45], np.float32)  # the smallest subnormal: DAZ would read it as 0
 
 
 def check_fp_environment() -> None:
     """RuntimeError if the CPU flushes float32 subnormals (FTZ/DAZ, e.g. torch.set_flush_denormal(True)): the
     numpy fast paths rely on IEEE gradual underflow."""
     with np.errstate(all="ignore"):
-        if (_TINY * np.float32(1.0))[0] == 0 or (np.float32(2.0 ** -126) * np.array([0.5], np.float32))[0] == 0:
-            raise RuntimeError("the CPU flushes float32 subnormals (FTZ/DAZ is on, e.g. torch.set_flush_denormal"
-                               "(True)): IEEE binary32 emulation needs it off")
+        if (_TINY * np.float32(1.0))[0] == 0 or (np.float32(2.0**-126) * np.array([0.5], np.float32))[0] == 0:
+            raise RuntimeError(
+                "the CPU flushes float32 subnormals (FTZ/DAZ is on, e.g. torch.set_flush_denormal"
+                "(True)): IEEE binary32 emulation needs it off"
+            )
 
 
 def _np_canonical(r: np.ndarray, nan: np.ndarray, uint, nan_bits: int) -> np.ndarray:
@@ -275,9 +293,9 @@ def _np_f64_to_f32_rz(v: np.ndarray) -> np.ndarray:
     check_fp_environment()
     t = np.array(v, dtype=np.float64, copy=True)
     t.view(np.int64)[...] &= ~np.int64((1 << 29) - 1)
-    tiny = np.abs(t) < 2.0 ** -126
+    tiny = np.abs(t) < 2.0**-126
     if tiny.any():
-        t[tiny] = np.trunc(t[tiny] * 2.0 ** 149) * 2.0 ** -149
+        t[tiny] = np.trunc(t[tiny] * 2.0**149) * 2.0**-149
     with np.errstate(all="ignore"):
         t += 0.0
         r = t.astype(np.float32)
@@ -299,10 +317,10 @@ def _np_f64_to_f16(v: np.ndarray) -> np.ndarray:
     the scaling is by a power of two and its result is normal, so only rint rounds, once. ((e + 14) << 10) + m is
     then the bit pattern, a carry (m = 2**11) moving into the exponent; past 0x7C00 it is inf. |v| is capped at
     2**17 first (already inf) so that m stays a small integer."""
-    a = np.minimum(np.abs(v), 2.0 ** 17)
+    a = np.minimum(np.abs(v), 2.0**17)
     e = (a.view(np.int64) >> 52) - 1023
     np.clip(e, -14, 16, out=e)
-    with np.errstate(invalid="ignore"):                 # NaN: patched below
+    with np.errstate(invalid="ignore"):  # NaN: patched below
         m = a * ((1033 - e) << 52).view(np.float64)
         np.rint(m, out=m)
         bits = ((e + 14) << 10) + m.astype(np.int64)

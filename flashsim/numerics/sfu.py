@@ -28,6 +28,7 @@ rounded references, so the decoded tables are cached on disk (``read_tables``). 
 functions fall back to the correctly rounded result (with the same ftz/special rules) and warn once: not
 bit-exact.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,7 +38,7 @@ import json
 import zlib
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -57,7 +58,7 @@ QUIET_BIT = 0x00400000
 NEG_MODES = ("twos", "signmag")
 ROUNDINGS = ("rz", "rd", "ru", "rn")
 NAN_MODES = ("const", "quiet")
-_ROUND = {"rz": "trunc", "rd": "floor", "ru": "ceil", "rn": "round"}   # xp functions; round: half to even
+_ROUND = {"rz": "trunc", "rd": "floor", "ru": "ceil", "rn": "round"}  # xp functions; round: half to even
 
 # exp2 estimates within HARD_ULPS float64 ulps of an f32 rounding midpoint are settled exactly (Decimal, on the
 # host); libm's and XLA's float64 exp2 are a few ulps off at most. HARD_SLOTS: hard cases resolved per JAX call
@@ -65,12 +66,30 @@ _ROUND = {"rz": "trunc", "rd": "floor", "ru": "ceil", "rn": "round"}   # xp func
 HARD_ULPS = 1 << 12
 HARD_SLOTS = 256
 
-__all__ = ["ex2", "rcp", "Ex2Model", "RcpModel", "SfuTables", "load_tables", "reload", "table_arrays", "bound_tables",
-           "exp2_correctly_rounded", "rcp_correctly_rounded", "ex2_table_inputs", "rcp_table_inputs", "reference_table",
-           "encode_table", "decode_table", "write_tables", "read_tables"]
+__all__ = [
+    "ex2",
+    "rcp",
+    "Ex2Model",
+    "RcpModel",
+    "SfuTables",
+    "load_tables",
+    "reload",
+    "table_arrays",
+    "bound_tables",
+    "exp2_correctly_rounded",
+    "rcp_correctly_rounded",
+    "ex2_table_inputs",
+    "rcp_table_inputs",
+    "reference_table",
+    "encode_table",
+    "decode_table",
+    "write_tables",
+    "read_tables",
+]
 
 
 # -- input checking --------------------------------------------------------------------------------
+
 
 def _as_f32(x, name: str = "x"):
     """x as a float32 array (numpy: ndarray, 0-d for a numpy scalar; JAX: as is); ValueError for anything else."""
@@ -94,6 +113,7 @@ def _u32(xp, v):
 
 
 # -- correctly rounded exp2 (deterministic on every platform) --------------------------------------
+
 
 def _exp2_decimal(y: float) -> Decimal:
     with localcontext() as ctx:
@@ -155,7 +175,7 @@ def rcp_correctly_rounded(x) -> np.ndarray:
 
 def ex2_table_inputs(negative: bool = False) -> np.ndarray:
     """The 2^23 inputs whose results form an ex2 table: +-f * 2^-23 for f = 0 .. 2^23 - 1 (float32)."""
-    f = np.arange(TABLE_SIZE, dtype=np.float32) * np.float32(2.0 ** -TABLE_BITS)
+    f = np.arange(TABLE_SIZE, dtype=np.float32) * np.float32(2.0**-TABLE_BITS)
     return -f if negative else f
 
 
@@ -171,7 +191,7 @@ _REFERENCES = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference_table(name: str) -> np.ndarray:
     """The correctly rounded table ``name`` ("ex2_pos", "ex2_neg", "rcp") that stored tables are relative to
     (read-only, cached)."""
@@ -183,6 +203,7 @@ def reference_table(name: str) -> np.ndarray:
 
 
 # -- table codec -----------------------------------------------------------------------------------
+
 
 def _sha256(bits: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(bits, dtype="<u4").tobytes()).hexdigest()
@@ -198,8 +219,9 @@ def _compress(raw: bytes, codec: str = "best") -> tuple[bytes, str]:
     if codec in ("lzma", "best"):
         try:
             import lzma
+
             out["lzma"] = lzma.compress(raw, preset=6)
-        except ImportError:                       # some Python builds lack lzma
+        except ImportError:  # some Python builds lack lzma
             if codec == "lzma":
                 raise
     name = min(out, key=lambda k: len(out[k]))
@@ -211,6 +233,7 @@ def _decompress(data: bytes, codec: str) -> bytes:
         return zlib.decompress(data)
     if codec == "lzma":
         import lzma
+
         return lzma.decompress(data)
     raise ValueError(f"unknown table codec {codec!r} (expected 'lzma' or 'zlib')")
 
@@ -222,11 +245,18 @@ def encode_table(name: str, bits: np.ndarray, codec: str = "best") -> dict[str, 
     if bits.shape != (TABLE_SIZE,) or bits.dtype != np.uint32:
         raise ValueError(f"bits must be a uint32 array of shape ({TABLE_SIZE},), got {bits.dtype} {bits.shape}")
     delta = bits.astype(np.int64) - reference_table(name).astype(np.int64)
-    dtype = next(d for d in (np.int8, np.int16, np.int32, np.int64)
-                 if np.iinfo(d).min <= delta.min() and delta.max() <= np.iinfo(d).max)
+    dtype = next(
+        d
+        for d in (np.int8, np.int16, np.int32, np.int64)
+        if np.iinfo(d).min <= delta.min() and delta.max() <= np.iinfo(d).max
+    )
     data, codec = _compress(delta.astype(np.dtype(dtype).newbyteorder("<")).tobytes(), codec)
-    return {f"{name}__data": np.frombuffer(data, dtype=np.uint8), f"{name}__codec": np.array(codec),
-            f"{name}__dtype": np.array(np.dtype(dtype).name), f"{name}__sha256": np.array(_sha256(bits))}
+    return {
+        f"{name}__data": np.frombuffer(data, dtype=np.uint8),
+        f"{name}__codec": np.array(codec),
+        f"{name}__dtype": np.array(np.dtype(dtype).name),
+        f"{name}__sha256": np.array(_sha256(bits)),
+    }
 
 
 def decode_table(name: str, entries) -> np.ndarray:
@@ -237,12 +267,15 @@ def decode_table(name: str, entries) -> np.ndarray:
         raise ValueError(f"table {name!r}: expected {TABLE_SIZE} entries, found {delta.shape[0]}")
     bits = (reference_table(name).astype(np.int64) + delta).astype(np.uint32)
     if _sha256(bits) != str(entries[f"{name}__sha256"]):
-        raise ValueError(f"table {name!r}: decoded bits do not match the stored sha256 (corrupt file, "
-                         "or this platform's exp2 reference differs)")
+        raise ValueError(
+            f"table {name!r}: decoded bits do not match the stored sha256 (corrupt file, "
+            "or this platform's exp2 reference differs)"
+        )
     return bits
 
 
 # -- the models ------------------------------------------------------------------------------------
+
 
 def _check_choice(params: dict, key: str, choices) -> None:
     if params.get(key) not in choices:
@@ -273,6 +306,7 @@ class _Tables:
         cache = self.__dict__.setdefault("_device", {})
         if "jax" not in cache:
             import jax
+
             with jax.ensure_compile_time_eval():
                 cache["jax"] = tuple(xp.asarray(np.asarray(t)) for t in host)
         return cache["jax"]
@@ -286,12 +320,21 @@ class Ex2Model(_Tables):
     in signmag mode), nan_mode ("const" | "quiet"), nan_bits, underflow_bits, overflow_bits,
     pinf_bits, ninf_bits (results for x = +inf / -inf).
     """
-    pos: np.ndarray                      # uint32 bits of ex2(f * 2^-23), f = 0 .. 2^23-1
-    neg: np.ndarray | None = None        # uint32 bits of ex2(-f * 2^-23) (signmag mode only)
+
+    pos: np.ndarray  # uint32 bits of ex2(f * 2^-23), f = 0 .. 2^23-1
+    neg: np.ndarray | None = None  # uint32 bits of ex2(-f * 2^-23) (signmag mode only)
     params: dict = field(default_factory=dict)
 
-    DEFAULTS = {"neg_mode": "twos", "rounding": "rz", "nan_mode": "const", "nan_bits": CANONICAL_NAN,
-                "underflow_bits": 0, "overflow_bits": POS_INF, "pinf_bits": POS_INF, "ninf_bits": 0}
+    DEFAULTS = {
+        "neg_mode": "twos",
+        "rounding": "rz",
+        "nan_mode": "const",
+        "nan_bits": CANONICAL_NAN,
+        "underflow_bits": 0,
+        "overflow_bits": POS_INF,
+        "pinf_bits": POS_INF,
+        "ninf_bits": 0,
+    }
 
     def __post_init__(self):
         self.params = {**self.DEFAULTS, **self.params}
@@ -317,7 +360,7 @@ class Ex2Model(_Tables):
         pos, neg = tabs[0], tabs[-1]
         expo = b & POS_INF
         special = expo == POS_INF
-        x = bitcast(xp.where((expo == 0) | special, _u32(xp, 0), b), np.float32)   # ftz; specials patched below
+        x = bitcast(xp.where((expo == 0) | special, _u32(xp, 0), b), np.float32)  # ftz; specials patched below
         x = xp.clip(x, np.float32(-255), np.float32(255))
         signmag = p["neg_mode"] == "signmag"
         if signmag:
@@ -327,7 +370,7 @@ class Ex2Model(_Tables):
         f = n & MASK
         if signmag:
             negative = (b >> 31) == 1
-            if is_numpy(xp):    # one lookup per element: the table lookups are cache misses (32 MB tables)
+            if is_numpy(xp):  # one lookup per element: the table lookups are cache misses (32 MB tables)
                 flat = f.reshape(-1)
                 g = np.take(neg, flat)
                 keep = np.flatnonzero(~negative)
@@ -338,8 +381,8 @@ class Ex2Model(_Tables):
             k = xp.where(negative, -k, k)
         else:
             g = lookup(pos, f)
-        exponent = (g >> TABLE_BITS).astype(xp.int32) + k              # biased exponent of the result
-        out = g + bitcast(k << TABLE_BITS, np.uint32)                  # modulo 2^32: right wherever it is used
+        exponent = (g >> TABLE_BITS).astype(xp.int32) + k  # biased exponent of the result
+        out = g + bitcast(k << TABLE_BITS, np.uint32)  # modulo 2^32: right wherever it is used
         out = xp.where(exponent <= 0, _u32(xp, p["underflow_bits"]), out)
         out = xp.where(exponent >= 255, _u32(xp, p["overflow_bits"]), out)
         out = xp.where(special, xp.where((b >> 31) == 1, _u32(xp, p["ninf_bits"]), _u32(xp, p["pinf_bits"])), out)
@@ -356,12 +399,20 @@ class RcpModel(_Tables):
     params: nan_mode, nan_bits, and the measured constants zero_pos_bits / zero_neg_bits (x = +-0 or
     subnormal), inf_pos_bits / inf_neg_bits (x = +-inf), underflow_pos_bits / underflow_neg_bits.
     """
-    table: np.ndarray                    # uint32 bits of rcp(1 + f * 2^-23), f = 0 .. 2^23-1
+
+    table: np.ndarray  # uint32 bits of rcp(1 + f * 2^-23), f = 0 .. 2^23-1
     params: dict = field(default_factory=dict)
 
-    DEFAULTS = {"nan_mode": "const", "nan_bits": CANONICAL_NAN, "zero_pos_bits": POS_INF,
-                "zero_neg_bits": NEG_INF, "inf_pos_bits": 0, "inf_neg_bits": 0x80000000,
-                "underflow_pos_bits": 0, "underflow_neg_bits": 0x80000000}
+    DEFAULTS = {
+        "nan_mode": "const",
+        "nan_bits": CANONICAL_NAN,
+        "zero_pos_bits": POS_INF,
+        "zero_neg_bits": NEG_INF,
+        "inf_pos_bits": 0,
+        "inf_neg_bits": 0x80000000,
+        "underflow_pos_bits": 0,
+        "underflow_neg_bits": 0x80000000,
+    }
 
     def __post_init__(self):
         self.params = {**self.DEFAULTS, **self.params}
@@ -381,11 +432,12 @@ class RcpModel(_Tables):
         sign = b & 0x80000000
         g = lookup(table, b & MASK)
         shift = 127 - e
-        exponent = (g >> TABLE_BITS).astype(xp.int32) + shift          # biased exponent of the result
+        exponent = (g >> TABLE_BITS).astype(xp.int32) + shift  # biased exponent of the result
         out = (g + bitcast(shift << TABLE_BITS, np.uint32)) | sign
 
         def by_sign(pos_key, neg_key):
             return xp.where(neg, _u32(xp, p[neg_key]), _u32(xp, p[pos_key]))
+
         out = xp.where(exponent >= 255, sign | POS_INF, out)
         out = xp.where(exponent <= 0, by_sign("underflow_pos_bits", "underflow_neg_bits"), out)
         out = xp.where(e == 0, by_sign("zero_pos_bits", "zero_neg_bits"), out)
@@ -399,9 +451,11 @@ class RcpModel(_Tables):
 
 # -- table files -----------------------------------------------------------------------------------
 
+
 @dataclass
 class SfuTables:
     """Both models of one architecture and where they came from."""
+
     ex2: Ex2Model
     rcp: RcpModel
     arch: str
@@ -409,12 +463,16 @@ class SfuTables:
     meta: dict = field(default_factory=dict)
 
 
-def write_tables(path, ex2_model: Ex2Model, rcp_model: RcpModel, *, arch: str, meta: dict | None = None,
-                 codec: str = "best") -> None:
+def write_tables(
+    path, ex2_model: Ex2Model, rcp_model: RcpModel, *, arch: str, meta: dict | None = None, codec: str = "best"
+) -> None:
     """Write both models to ``path`` (npz, about 2-4 MB); ``meta`` (json-able) travels along."""
-    entries = {"format": np.array(FORMAT_VERSION), "arch": np.array(get_arch(arch).name),
-               "params": np.array(json.dumps({"ex2": ex2_model.params, "rcp": rcp_model.params})),
-               "meta": np.array(json.dumps(meta or {}))}
+    entries = {
+        "format": np.array(FORMAT_VERSION),
+        "arch": np.array(get_arch(arch).name),
+        "params": np.array(json.dumps({"ex2": ex2_model.params, "rcp": rcp_model.params})),
+        "meta": np.array(json.dumps(meta or {})),
+    }
     entries.update(encode_table("ex2_pos", ex2_model.pos, codec))
     if ex2_model.params["neg_mode"] == "signmag":
         entries.update(encode_table("ex2_neg", ex2_model.neg, codec))
@@ -423,7 +481,7 @@ def write_tables(path, ex2_model: Ex2Model, rcp_model: RcpModel, *, arch: str, m
         np.savez(fh, **entries)
 
 
-_DECODED_VERSION = 1     # bump when the decoded layout changes: old cache files are then never read
+_DECODED_VERSION = 1  # bump when the decoded layout changes: old cache files are then never read
 
 
 def read_tables(path, source: str = "", *, cache: bool = False) -> SfuTables:
@@ -445,16 +503,19 @@ def read_tables(path, source: str = "", *, cache: bool = False) -> SfuTables:
             raise ValueError(f"{path}: table format {int(z['format'])}, this flashsim reads {FORMAT_VERSION}")
         params = json.loads(str(z["params"]))
         names = ["ex2_pos"] + (["ex2_neg"] if "ex2_neg__data" in z.files else []) + ["rcp"]
-        stacked = calibration.load_array(cache_file, shape=(len(names), TABLE_SIZE), dtype=np.uint32) \
-            if cache else None
+        stacked = calibration.load_array(cache_file, shape=(len(names), TABLE_SIZE), dtype=np.uint32) if cache else None
         if stacked is None:
             stacked = np.stack([decode_table(name, z) for name in names])
             if cache:
                 calibration.save_array(cache_file, stacked)
         tables = {name: np.asarray(stacked[i]) for i, name in enumerate(names)}
-        return SfuTables(Ex2Model(tables["ex2_pos"], tables.get("ex2_neg"), params["ex2"]),
-                         RcpModel(tables["rcp"], params["rcp"]), arch=str(z["arch"]), source=source or str(path),
-                         meta=json.loads(str(z["meta"])))
+        return SfuTables(
+            Ex2Model(tables["ex2_pos"], tables.get("ex2_neg"), params["ex2"]),
+            RcpModel(tables["rcp"], params["rcp"]),
+            arch=str(z["arch"]),
+            source=source or str(path),
+            meta=json.loads(str(z["meta"])),
+        )
 
 
 _LOADED: dict = {}
@@ -465,17 +526,20 @@ def load_tables(arch="sm_90") -> SfuTables | None:
     name = get_arch(arch).name
     if name not in _LOADED:
         found = calibration.locate("sfu", name)
-        _LOADED[name] = None if found is None else read_tables(found.path, source=f"{found.source}:{found.path}",
-                                                               cache=True)
-        reference_table.cache_clear()             # 32 MB each; only decoding needs them
+        _LOADED[name] = (
+            None if found is None else read_tables(found.path, source=f"{found.source}:{found.path}", cache=True)
+        )
+        reference_table.cache_clear()  # 32 MB each; only decoding needs them
     return _LOADED[name]
 
 
 def _warn_unvalidated(tables: SfuTables, fn: str) -> None:
     if tables.meta.get("exact", {}).get(fn) is False:
-        calibration.warn_once(("unvalidated", fn, tables.arch),
-                              f"{fn} model: the {tables.arch} tables ({tables.source}) did not reproduce every GPU "
-                              "result when captured (see their summary): not bit-exact")
+        calibration.warn_once(
+            ("unvalidated", fn, tables.arch),
+            f"{fn} model: the {tables.arch} tables ({tables.source}) did not reproduce every GPU "
+            "result when captured (see their summary): not bit-exact",
+        )
 
 
 def model_status(arch="sm_90") -> str:
@@ -485,7 +549,8 @@ def model_status(arch="sm_90") -> str:
         return "no calibration table: correctly rounded exp2 (NOT bit-exact; run `flashsim calibrate` on the GPU)"
     exact = tables.meta.get("exact", {}).get("ex2")
     verdict = {True: "reproduced every checked GPU result", False: "did NOT reproduce every GPU result"}.get(
-        exact, "validation unknown")
+        exact, "validation unknown"
+    )
     return f"{tables.arch} table from {tables.source}: {verdict}"
 
 
@@ -495,6 +560,7 @@ def reload() -> None:
 
 
 # -- fallbacks: correctly rounded, same special rules ----------------------------------------------
+
 
 def _fallback_ex2(b, *, generic: bool = False):
     """2^x correctly rounded, with ex2's ftz and special rules, for input bits ``b`` (uint32, numpy or JAX).
@@ -538,7 +604,7 @@ def _settle_on_host(xp, b, r, hard):
     count = xp.sum(flat_h.astype(xp.int32))
 
     def few(rr):
-        idx = xp.nonzero(flat_h, size=slots, fill_value=n)[0]          # unused slots point past the end
+        idx = xp.nonzero(flat_h, size=slots, fill_value=n)[0]  # unused slots point past the end
         fixed = jax.pure_callback(host, jax.ShapeDtypeStruct((slots,), xp.uint32), flat_x[xp.minimum(idx, n - 1)])
         return rr.at[idx].set(fixed, mode="drop")
 
@@ -557,12 +623,13 @@ def _fallback_rcp(b):
     e = (b >> 23) & 0xFF
     sign = b & 0x80000000
     r = rcp_correctly_rounded(bitcast(b, np.float32))
-    r = xp.where((r & 0x7FFFFFFF) < (1 << 23), sign, r)              # ftz result (also +-inf -> +-0)
-    r = xp.where(e == 0, sign | POS_INF, r)                          # ftz input: +-0 -> +-inf
+    r = xp.where((r & 0x7FFFFFFF) < (1 << 23), sign, r)  # ftz result (also +-inf -> +-0)
+    r = xp.where(e == 0, sign | POS_INF, r)  # ftz input: +-0 -> +-inf
     return xp.where((e == 255) & ((b & MASK) != 0), _u32(xp, CANONICAL_NAN), r)
 
 
 # -- public API ------------------------------------------------------------------------------------
+
 
 def table_arrays(arch="sm_90", name: str = "ex2", xp=np) -> tuple:
     """The tables the ``name`` ("ex2" / "rcp") model of ``arch`` reads, as arrays of ``xp`` (numpy: the host
@@ -596,8 +663,11 @@ def _apply(x, arch, name: str, fallback, what: str, arrays):
     b = bitcast(_as_f32(x), np.uint32)
     tables = load_tables(arch)
     if tables is None:
-        calibration.warn_once(("fallback", name), f"{name} model: no calibration table, using correctly rounded "
-                              f"{what}: not bit-exact (run `flashsim calibrate` on the GPU)")
+        calibration.warn_once(
+            ("fallback", name),
+            f"{name} model: no calibration table, using correctly rounded "
+            f"{what}: not bit-exact (run `flashsim calibrate` on the GPU)",
+        )
         return _wrap(fallback(b), x)
     _warn_unvalidated(tables, name)
     if arrays is None:

@@ -132,6 +132,7 @@ N = 2048, d = 128, against a plain float64 numpy attention in the same process, 
 of 0.35 on one thread); the rest is the SFU model's table lookups (random reads of 32 MB tables), the f16
 conversions and the exact f32 ops (cProfile of flashsim.attention at that size).
 """
+
 from __future__ import annotations
 
 import functools
@@ -146,8 +147,18 @@ from ..arch import Arch, get_arch
 from . import formats, ieee32, rounding
 from . import xp as X
 
-__all__ = ["mma", "mma_chain", "mma_chain_generic", "mma_unchecked", "mma_type", "MMA_TYPES", "mma_k32", "k32_type",
-           "mma_chain_s8", "mma_chain_k32"]
+__all__ = [
+    "mma",
+    "mma_chain",
+    "mma_chain_generic",
+    "mma_unchecked",
+    "mma_type",
+    "MMA_TYPES",
+    "mma_k32",
+    "k32_type",
+    "mma_chain_s8",
+    "mma_chain_k32",
+]
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16 = np.dtype(np.float16)
@@ -161,16 +172,18 @@ MMA_TYPES = {
     (BF16, F32): "f32.bf16.bf16.f32",
 }
 
-_ZERO_F16 = -64       # exponent of a zero f16 input (int8): ea + eb of a zero product <= -48 < -28
-_ZERO_BF16 = -1000    # exponent of a zero bf16 input (int16): ea + eb of a zero product <= -872 < -252
+_ZERO_F16 = -64  # exponent of a zero f16 input (int8): ea + eb of a zero product <= -48 < -28
+_ZERO_BF16 = -1000  # exponent of a zero bf16 input (int16): ea + eb of a zero product <= -872 < -252
 
 
 def mma_type(a_dtype, c_dtype) -> str:
     """PTX type string ("f32.f16.f16.f32", ...) for input dtype ``a_dtype`` and accumulator ``c_dtype``."""
     key = (np.dtype(a_dtype), np.dtype(c_dtype))
     if key not in MMA_TYPES:
-        raise ValueError(f"no mma.sync m16n8k16 for inputs {key[0]} with accumulator {key[1]}; "
-                         f"supported: {', '.join(MMA_TYPES.values())}")
+        raise ValueError(
+            f"no mma.sync m16n8k16 for inputs {key[0]} with accumulator {key[1]}; "
+            f"supported: {', '.join(MMA_TYPES.values())}"
+        )
     return MMA_TYPES[key]
 
 
@@ -202,7 +215,7 @@ def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90",
     if backend not in ("numpy", "jax"):
         raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
     spec = get_arch(arch)
-    if isinstance(a, np.ndarray) and a.dtype in (S8, E4M3, E5M2):      # 8-bit inputs: m16n8k32 (it checks them)
+    if isinstance(a, np.ndarray) and a.dtype in (S8, E4M3, E5M2):  # 8-bit inputs: m16n8k32 (it checks them)
         for name, x in (("b", b), ("c", c)):
             if not isinstance(x, np.ndarray):
                 raise ValueError(f"{name} must be a numpy array, got {type(x).__name__}")
@@ -219,8 +232,9 @@ def mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90",
         except ValueError:
             ok = False
         if not ok:
-            raise ValueError(f"{name}'s batch dimensions {x.shape[:-2]} do not broadcast to c's batch "
-                             f"dimensions {batch}")
+            raise ValueError(
+                f"{name}'s batch dimensions {x.shape[:-2]} do not broadcast to c's batch dimensions {batch}"
+            )
     if backend == "jax":
         return _on_jax(_jitted_chain(spec), a, b, c)
     return _chain_fast(a, b, c, spec)
@@ -246,12 +260,14 @@ def _jitted_chain(spec: Arch):
     fn = _JITTED.get(key)
     if fn is None:
         import jax
+
         fn = _JITTED[key] = jax.jit(functools.partial(mma_chain_generic, arch=spec))
     return fn
 
 
-def mma_unchecked(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90",
-                  out: np.ndarray | None = None) -> np.ndarray:
+def mma_unchecked(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str | Arch = "sm_90", out: np.ndarray | None = None
+) -> np.ndarray:
     """``mma`` on numpy arrays without validation: a (n,16,16), b (n,16,8), c (n,16,8) -> (n,16,8).
 
     The caller guarantees the dtypes of ``MMA_TYPES`` and the shapes; ``out`` (n,16,8) of c's dtype may be given.
@@ -287,8 +303,10 @@ def _check_chain(a, b, c) -> tuple:
     try:
         batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2]))
     except ValueError:
-        raise ValueError(f"the batch dimensions of a {tuple(a.shape[:-2])}, b {tuple(b.shape[:-2])} and c "
-                         f"{tuple(c.shape[:-2])} do not broadcast") from None
+        raise ValueError(
+            f"the batch dimensions of a {tuple(a.shape[:-2])}, b {tuple(b.shape[:-2])} and c "
+            f"{tuple(c.shape[:-2])} do not broadcast"
+        ) from None
     return batch + (m, n)
 
 
@@ -348,17 +366,32 @@ def _decode_generic(xp, x, is_bf16: bool):
     f16, int16 for bf16, subnormals at the format minimum, zeros at the sentinel)."""
     u = xp.astype(X.bitcast(x, np.uint16), xp.int32)
     if is_bf16:
-        field, m, bias, mbits, top, vdt, edt, zero = (u >> 7) & 0xFF, u & 0x7F, 127, 7, 0xFF, xp.float64, \
-            xp.int16, _ZERO_BF16
+        field, m, bias, mbits, top, vdt, edt, zero = (
+            (u >> 7) & 0xFF,
+            u & 0x7F,
+            127,
+            7,
+            0xFF,
+            xp.float64,
+            xp.int16,
+            _ZERO_BF16,
+        )
     else:
-        field, m, bias, mbits, top, vdt, edt, zero = (u >> 10) & 0x1F, u & 0x3FF, 15, 10, 0x1F, xp.float32, \
-            xp.int8, _ZERO_F16
+        field, m, bias, mbits, top, vdt, edt, zero = (
+            (u >> 10) & 0x1F,
+            u & 0x3FF,
+            15,
+            10,
+            0x1F,
+            xp.float32,
+            xp.int8,
+            _ZERO_F16,
+        )
     sig = xp.where(field == 0, m, m | (1 << mbits))
     e = xp.maximum(field, 1) - bias
     exp = xp.astype(xp.where(sig == 0, zero, e), edt)
     val = xp.astype(sig, vdt) * _pow2(xp, e - mbits, vdt)
-    val = xp.where(field == top, xp.where(m == 0, xp.asarray(np.inf, dtype=vdt), xp.asarray(np.nan, dtype=vdt)),
-                   val)
+    val = xp.where(field == top, xp.where(m == 0, xp.asarray(np.inf, dtype=vdt), xp.asarray(np.nan, dtype=vdt)), val)
     val = xp.where(u >= 0x8000, -val, val)
     return val, exp
 
@@ -383,31 +416,45 @@ def _chain_generic(xp, a, b, c, spec: Arch):
     X.require_x64(xp)
     is_bf16 = np.dtype(a.dtype) == BF16
     acc16 = np.dtype(c.dtype) == F16
-    out_shape = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2])) + \
-        (a.shape[-2], b.shape[-1])
+    out_shape = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2])) + (
+        a.shape[-2],
+        b.shape[-1],
+    )
     A = _decode_generic(xp, a, is_bf16)
     B = _decode_generic(xp, b, is_bf16)
     ubits = np.uint16 if acc16 else np.uint32
     d = xp.broadcast_to(X.bitcast(c, ubits), out_shape)
     kb = spec.mma_block_k
-    if X.in_fused_kernel():     # Triton cannot index a value by k: the decoded operands are read back from memory,
+    if X.in_fused_kernel():  # Triton cannot index a value by k: the decoded operands are read back from memory,
         # exponents as int32 (the same values: Triton computes on int8 / int16 with a sign extension per operation)
         read_a, read_b = X.staged(*((v, xp.astype(e, xp.int32)) for v, e in (A, B)))
 
-    def columns(i):             # k16 step i: the 16 columns of A (..., M, 1) and rows of B (..., 1, N), per array
-        if X.in_fused_kernel():     # per k a tuple (value, exponent): regrouped per array
-            return (list(zip(*(read_a(16 * i + j) for j in range(16)))),
-                    list(zip(*(read_b(16 * i + j) for j in range(16)))))
-        return ([X.pieces(_k_slice(xp, x, 16 * i, 16, -1), 1, -1) for x in A],
-                [X.pieces(_k_slice(xp, x, 16 * i, 16, -2), 1, -2) for x in B])
+    def columns(i):  # k16 step i: the 16 columns of A (..., M, 1) and rows of B (..., 1, N), per array
+        if X.in_fused_kernel():  # per k a tuple (value, exponent): regrouped per array
+            return (
+                list(zip(*(read_a(16 * i + j) for j in range(16)))),
+                list(zip(*(read_b(16 * i + j) for j in range(16)))),
+            )
+        return (
+            [X.pieces(_k_slice(xp, x, 16 * i, 16, -1), 1, -1) for x in A],
+            [X.pieces(_k_slice(xp, x, 16 * i, 16, -2), 1, -2) for x in B],
+        )
 
-    def step(i, d):             # k16 step i: its fused blocks in order
+    def step(i, d):  # k16 step i: its fused blocks in order
         cols_a, rows_b = columns(i)
         for k0 in range(0, 16, kb):
-            d = _block_generic(xp, tuple(c[k0:k0 + kb] for c in cols_a), tuple(r[k0:k0 + kb] for r in rows_b), d,
-                               acc16, spec, is_bf16)
+            d = _block_generic(
+                xp,
+                tuple(c[k0 : k0 + kb] for c in cols_a),
+                tuple(r[k0 : k0 + kb] for r in rows_b),
+                d,
+                acc16,
+                spec,
+                is_bf16,
+            )
         return d
-    with X.errstate():      # numpy: inf / NaN products cast to int are garbage by design (overwritten)
+
+    with X.errstate():  # numpy: inf / NaN products cast to int are garbage by design (overwritten)
         d = _fori(xp, a.shape[-1] // 16, step, d)
     return X.bitcast(d, np.float16 if acc16 else np.float32)
 
@@ -425,14 +472,16 @@ def _fori(xp, n: int, body, init):
             x = body(i, x)
         return x
     from jax import lax
+
     return lax.fori_loop(0, n, body, init)
 
 
 def _k_slice(xp, x, start, size: int, axis: int):
     """x[..., start:start + size] along ``axis`` (-1 or -2); ``start`` a Python int or (JAX) a traced index."""
     if isinstance(start, (int, np.integer)):
-        return x[..., start:start + size] if axis == -1 else x[..., start:start + size, :]
+        return x[..., start : start + size] if axis == -1 else x[..., start : start + size, :]
     from jax import lax
+
     return lax.dynamic_slice_in_dim(x, start, size, axis=x.ndim + axis)
 
 
@@ -473,27 +522,31 @@ def _block_generic(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, fp8
         scale = _pow2(xp, F - E, np.float64)
     idt = _acc_int_dtype(xp, spec, is_bf16) if fp8 is None else fp8.int_dtype(xp)
     acc = _over_k(xp, lambda va, vb, sc: X.trunc_to_int(va * vb * sc, idt), "sum", av, bv, scale)
-    fsum = xp.astype(X.bitcast(c_bits, np.float16 if acc16 else np.float32), vdt) + \
-        _over_k(xp, lambda va, vb: va * vb, "sum", av, bv)
+    fsum = xp.astype(X.bitcast(c_bits, np.float16 if acc16 else np.float32), vdt) + _over_k(
+        xp, lambda va, vb: va * vb, "sum", av, bv
+    )
     # c in the same units (integer shifts of its significand: truncation toward zero of the magnitude)
     sh = c_x - (E - F)
     tc = xp.where(sh >= 0, X.shl(c_sig, xp.clip(sh, 0, 62)), X.shr(c_sig, xp.clip(-sh, 0, 62)))
     total = xp.astype(acc, xp.int64) + xp.where(c_neg, -tc, tc)
-    if idt == xp.int64:     # an inf / NaN product's int64 cast is arbitrary: keep the (overwritten) total small
+    if idt == xp.int64:  # an inf / NaN product's int64 cast is arbitrary: keep the (overwritten) total small
         total = xp.where(xp.isfinite(fsum), total, xp.zeros_like(total))
     # one rounding: f32 toward zero with |value| >= 2^128 -> inf (the H200), f16 to nearest even; zero -> +0
     fmt = formats.get_format("f16" if acc16 else "f32")
     ut = xp.uint16 if acc16 else xp.uint32
-    if X.ptx_on() and not acc16 and fp8 is None:    # a GPU's own f32 rounding toward zero of the exact value
+    if X.ptx_on() and not acc16 and fp8 is None:  # a GPU's own f32 rounding toward zero of the exact value
         d = _round_rz_ptx(xp, total, E - F)
     else:
-        d = X.bitcast(rounding.round_scaled(total, E - F, fmt, "rne" if acc16 else "rz", overflow="inf",
-                                            signed_zero=False), fmt.uint)
-    if fp8 is not None and not acc16 and fp8.f32_result_frac_bits < 23:    # toward zero again, to fewer bits
+        d = X.bitcast(
+            rounding.round_scaled(total, E - F, fmt, "rne" if acc16 else "rz", overflow="inf", signed_zero=False),
+            fmt.uint,
+        )
+    if fp8 is not None and not acc16 and fp8.f32_result_frac_bits < 23:  # toward zero again, to fewer bits
         keep = ~np.uint32((1 << (23 - fp8.f32_result_frac_bits)) - 1)
         d = xp.where((d & 0x7F800000) == 0x7F800000, d, d & xp.asarray(keep, dtype=ut))
-    inf_bits = xp.where(fsum < 0, xp.asarray(fmt.inf_bits | fmt.sign_mask, dtype=ut),
-                        xp.asarray(fmt.inf_bits, dtype=ut))
+    inf_bits = xp.where(
+        fsum < 0, xp.asarray(fmt.inf_bits | fmt.sign_mask, dtype=ut), xp.asarray(fmt.inf_bits, dtype=ut)
+    )
     d = xp.where(xp.isinf(fsum), inf_bits, d)
     return xp.where(xp.isnan(fsum), xp.asarray(fmt.canonical_nan, dtype=ut), d)
 
@@ -507,7 +560,7 @@ def _round_rz_ptx(xp, total, e):
     v = xp.astype(total, xp.float64) * _pow2(xp, e, np.float64)
     d = X.bitcast(X.ptx("cvt.rz.f32.f64 $0, $1;", np.float32, v), np.uint32)
     inf = xp.where(v < 0, xp.asarray(0xFF800000, dtype=xp.uint32), xp.asarray(0x7F800000, dtype=xp.uint32))
-    d = xp.where(xp.abs(v) >= xp.asarray(2.0 ** 128, dtype=xp.float64), inf, d)
+    d = xp.where(xp.abs(v) >= xp.asarray(2.0**128, dtype=xp.float64), inf, d)
     return xp.where(d == xp.asarray(0x80000000, dtype=xp.uint32), xp.zeros_like(d), d)
 
 
@@ -518,8 +571,8 @@ def _round_rz_ptx(xp, total, e):
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 E5M2 = np.dtype(ml_dtypes.float8_e5m2)
 S8, S32 = np.dtype(np.int8), np.dtype(np.int32)
-_FP8_FIELDS = {E4M3: (4, 3, 7), E5M2: (5, 2, 15)}     # exponent bits, fraction bits, bias
-_ZERO_FP8 = -64       # exponent of a zero FP8 input (int8): ea + eb of a zero product <= -64 + 15 < -28
+_FP8_FIELDS = {E4M3: (4, 3, 7), E5M2: (5, 2, 15)}  # exponent bits, fraction bits, bias
+_ZERO_FP8 = -64  # exponent of a zero FP8 input (int8): ea + eb of a zero product <= -64 + 15 < -28
 _K32_NAMES = {E4M3: "e4m3", E5M2: "e5m2", F32: "f32", F16: "f16"}
 
 
@@ -530,8 +583,10 @@ def k32_type(a_dtype, b_dtype, c_dtype) -> str:
         return "s32.s8.s8.s32"
     if a in _FP8_FIELDS and b in _FP8_FIELDS and c in (F32, F16):
         return f"{_K32_NAMES[c]}.{_K32_NAMES[a]}.{_K32_NAMES[b]}.{_K32_NAMES[c]}"
-    raise ValueError(f"no mma.sync m16n8k32 for a {a}, b {b}, c {c}: int8 x int8 + int32, or float8_e4m3fn / "
-                     "float8_e5m2 (mixed allowed) + float32 / float16")
+    raise ValueError(
+        f"no mma.sync m16n8k32 for a {a}, b {b}, c {c}: int8 x int8 + int32, or float8_e4m3fn / "
+        "float8_e5m2 (mixed allowed) + float32 / float16"
+    )
 
 
 class _Fp8Block:
@@ -543,7 +598,7 @@ class _Fp8Block:
         self.F = spec.mma8_fraction_bits
         self.block = spec.mma8_block_k
         self.f32_result_frac_bits = spec.mma8_f32_result_frac_bits
-        self.min_product_exp = (1 - ba) + (1 - bb)            # the two formats' smallest exponents
+        self.min_product_exp = (1 - ba) + (1 - bb)  # the two formats' smallest exponents
         self.fraction_bits = (ma, mb)
 
     def int_dtype(self, xp):
@@ -564,8 +619,11 @@ def _decode_fp8(xp, x, dt):
     if dt == E4M3:
         val = xp.where((field == top) & (m == (1 << mbits) - 1), xp.asarray(np.nan, dtype=xp.float32), val)
     else:
-        val = xp.where(field == top, xp.where(m == 0, xp.asarray(np.inf, dtype=xp.float32),
-                                              xp.asarray(np.nan, dtype=xp.float32)), val)
+        val = xp.where(
+            field == top,
+            xp.where(m == 0, xp.asarray(np.inf, dtype=xp.float32), xp.asarray(np.nan, dtype=xp.float32)),
+            val,
+        )
     val = xp.where(u >= 0x80, -val, val)
     return val, exp
 
@@ -589,7 +647,7 @@ def _k32_on_f16_mma(xp, a, b, c, spec: Arch):
     zero = xp.zeros(tuple(c.shape[-2:]), dtype=c.dtype)
     d = c
     for s in range(0, K, 32):
-        d = _add_c_last(xp, mma_chain(a16[..., s:s + 32], b16[..., s:s + 32, :], zero, spec), d)
+        d = _add_c_last(xp, mma_chain(a16[..., s : s + 32], b16[..., s : s + 32, :], zero, spec), d)
     return d
 
 
@@ -628,7 +686,7 @@ def mma_k32(a, b, c, arch: str | Arch = "sm_90"):
             raise ValueError(f"{name} must have shape (..., {shape[0]}, {shape[1]}) for m16n8k32, got {tuple(x.shape)}")
     xp = X.namespace(a, b, c)
     X.require_x64(xp)
-    if ptx == "s32.s8.s8.s32":                 # exact and wrapped: one k32 step of the chain
+    if ptx == "s32.s8.s8.s32":  # exact and wrapped: one k32 step of the chain
         return mma_chain_s8(a, b, c)
     if not spec.has_fp8_model:
         raise ValueError(f"no model of mma.sync m16n8k32 {ptx} on {spec.name}: {spec.mma8_source}")
@@ -660,8 +718,16 @@ def _k32_fp8_generic(xp, a, b, c, spec: Arch):
     d = xp.broadcast_to(X.bitcast(c, bits), out_shape)
     with X.errstate():
         for k0 in range(0, 32, P.block):
-            d = _block_generic(xp, tuple(x[k0:k0 + P.block] for x in A), tuple(x[k0:k0 + P.block] for x in B), d,
-                               acc16, spec, False, fp8=P)
+            d = _block_generic(
+                xp,
+                tuple(x[k0 : k0 + P.block] for x in A),
+                tuple(x[k0 : k0 + P.block] for x in B),
+                d,
+                acc16,
+                spec,
+                False,
+                fp8=P,
+            )
     return X.bitcast(d, np.float16 if acc16 else np.float32)
 
 
@@ -676,8 +742,10 @@ def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
     M, K = a.shape[-2], a.shape[-1]
     N = b.shape[-1]
     if b.shape[-2] != K or K % 32 or M % 16 or N % 8:
-        raise ValueError(f"mma_chain_k32: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
-                         f"got {tuple(a.shape)} x {tuple(b.shape)}")
+        raise ValueError(
+            f"mma_chain_k32: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
+            f"got {tuple(a.shape)} x {tuple(b.shape)}"
+        )
     spec = get_arch(arch)
     if k32_type(a.dtype, b.dtype, c.dtype) != "s32.s8.s8.s32":
         whole = _fp8_chain_whole(xp, a, b, c, spec)
@@ -688,7 +756,7 @@ def mma_chain_k32(a, b, c, arch: str | Arch = "sm_90"):
     bt = xp.swapaxes(xp.reshape(xp.broadcast_to(b, lead + (K, N)), lead + (1, K, N // 8, 8)), -3, -2)
     d = xp.swapaxes(xp.reshape(xp.broadcast_to(c, lead + (M, N)), lead + (M // 16, 16, N // 8, 8)), -3, -2)
     for s in range(0, K, 32):
-        d = mma_k32(at[..., s:s + 32], bt[..., s:s + 32, :], d, spec)
+        d = mma_k32(at[..., s : s + 32], bt[..., s : s + 32, :], d, spec)
     return xp.reshape(xp.swapaxes(d, -3, -2), lead + (M, N))
 
 
@@ -706,8 +774,10 @@ def mma_chain_s8(a, b, c):
             raise ValueError(f"mma_chain_s8: {name} must be {np.dtype(dt).name}, got {x.dtype}")
     K = a.shape[-1]
     if b.shape[-2] != K or K % 32 or a.shape[-2] % 16 or b.shape[-1] % 8:
-        raise ValueError(f"mma_chain_s8: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
-                         f"got {tuple(a.shape)} x {tuple(b.shape)}")
+        raise ValueError(
+            f"mma_chain_s8: shapes (..., M, K) x (..., K, N) with M % 16, K % 32, N % 8 == 0 expected, "
+            f"got {tuple(a.shape)} x {tuple(b.shape)}"
+        )
     if K * 128 * 128 >= 1 << 53:
         raise ValueError(f"mma_chain_s8: K={K} is too long for an exact float64 sum")
     X.require_x64(xp)
@@ -719,7 +789,7 @@ def mma_chain_s8(a, b, c):
 # ---------------------------------------------------------------------------------------------------------
 # the numpy engine's fast path: the compiled kernel of flashsim/numerics/_tensorcore_numba.py
 
-_KERNEL = None           # the numba kernel module once imported; False when numba cannot be imported
+_KERNEL = None  # the numba kernel module once imported; False when numba cannot be imported
 
 
 def _numba_kernel():
@@ -730,15 +800,18 @@ def _numba_kernel():
         try:
             from . import _tensorcore_numba as kernel
         except ImportError as e:
-            warnings.warn(f"numba cannot be imported ({e}): flashsim's tensor-core model on numpy arrays runs its "
-                          f"generic routine, about 25x slower (pip install 'numba>=0.60')", RuntimeWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"numba cannot be imported ({e}): flashsim's tensor-core model on numpy arrays runs its "
+                f"generic routine, about 25x slower (pip install 'numba>=0.60')",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             kernel = False
         _KERNEL = kernel
     return _KERNEL or None
 
 
-_THREAD_MIN = 1 << 22    # products per thread below which the kernel runs on the calling thread alone
+_THREAD_MIN = 1 << 22  # products per thread below which the kernel runs on the calling thread alone
 
 
 def _threads() -> int:
@@ -764,6 +837,7 @@ def _pool(n: int):
     pool = _POOL.get(key)
     if pool is None:
         from concurrent.futures import ThreadPoolExecutor
+
         pool = _POOL[key] = ThreadPoolExecutor(n, thread_name_prefix="flashsim-mma")
     return pool
 
@@ -772,11 +846,12 @@ def _chain_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch) -> np.n
     """``mma_chain`` for numpy arrays (shapes and dtypes already checked): the compiled kernel, or the generic
     routine where numba is missing."""
     kernel = _numba_kernel()
-    if kernel is None or spec.mma_block_k not in (4, 8, 16):     # the kernel fuses products four at a time
+    if kernel is None or spec.mma_block_k not in (4, 8, 16):  # the kernel fuses products four at a time
         return _chain_generic(np, a, b, c, spec)
     e_zero = spec.mma_zero_exponent_f16 if c.dtype == F16 else spec.mma_zero_exponent_f32
-    return _run_kernel(kernel, a, b, c, spec.mma_fraction_bits, spec.mma_block_k, e_zero,
-                       _acc_int_dtype(np, spec, a.dtype == BF16))
+    return _run_kernel(
+        kernel, a, b, c, spec.mma_fraction_bits, spec.mma_block_k, e_zero, _acc_int_dtype(np, spec, a.dtype == BF16)
+    )
 
 
 def _chain_k32_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch):
@@ -794,8 +869,9 @@ def _chain_k32_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch):
     return _run_kernel(kernel, a, b, c, F, block, e_zero, _sum_int_dtype(np, block, F, ma, mb))
 
 
-def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: int, block: int, e_zero: int,
-                sum_dtype) -> np.ndarray:
+def _run_kernel(
+    kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: int, block: int, e_zero: int, sum_dtype
+) -> np.ndarray:
     """The compiled chain on numpy operands (f16 / bf16 or FP8; shapes already checked) with fraction bits F, the
     block size, c's zero exponent and the products' sum type (np.int32 / np.int64, ``_sum_int_dtype``).
 
@@ -825,12 +901,31 @@ def _run_kernel(kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: int, blo
     # the kernel vectorises over the columns of its right operand: with narrow outputs (N = 8: single mmas) it runs
     # d^T = B^T A^T + c^T instead, the same arithmetic per element
     transposed = N < 16 and M > N
-    codes = {F16: kernel.F16, BF16: kernel.BF16, E4M3: kernel.E4M3, E5M2: kernel.E5M2}     # the kernel's formats
+    codes = {F16: kernel.F16, BF16: kernel.BF16, E4M3: kernel.E4M3, E5M2: kernel.E5M2}  # the kernel's formats
     fa, fb = codes[np.dtype(a.dtype)], codes[np.dtype(b.dtype)]
 
     def run(lo, hi):
-        kernel.chain(ua, ta, ia, ub, tb, ib, cb, ic, out3, lo, hi, F, block, e_zero, fa, fb, transposed,
-                     np.empty((2, M if transposed else N), sum_dtype))
+        kernel.chain(
+            ua,
+            ta,
+            ia,
+            ub,
+            tb,
+            ib,
+            cb,
+            ic,
+            out3,
+            lo,
+            hi,
+            F,
+            block,
+            e_zero,
+            fa,
+            fb,
+            transposed,
+            np.empty((2, M if transposed else N), sum_dtype),
+        )
+
     parts = min(_threads(), nb, max(1, nb * M * N * K // _THREAD_MIN))
     if parts == 1:
         run(0, nb)

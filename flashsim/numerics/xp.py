@@ -16,6 +16,7 @@ Floating point: numpy runs IEEE binary32 with gradual underflow and no contracti
 CPU and contracts ``a * b + c``.  Generic routines therefore never rely on float32 hardware arithmetic for results
 that could be subnormal or contracted: see flashsim.numerics.ieee32.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,10 +26,30 @@ import sys
 
 import numpy as np
 
-__all__ = ["namespace", "is_numpy", "bitcast", "shl", "shr", "bit_length", "set_at", "enable_x64", "errstate",
-           "asarray_like", "require_x64", "fused_kernel", "in_fused_kernel", "staged", "ptx_on", "ptx",
-           "trunc_to_int", "pieces", "lookup", "ieee_conversions", "ieee_conversions_on",
-           "native_conversions"]
+__all__ = [
+    "namespace",
+    "is_numpy",
+    "bitcast",
+    "shl",
+    "shr",
+    "bit_length",
+    "set_at",
+    "enable_x64",
+    "errstate",
+    "asarray_like",
+    "require_x64",
+    "fused_kernel",
+    "in_fused_kernel",
+    "staged",
+    "ptx_on",
+    "ptx",
+    "trunc_to_int",
+    "pieces",
+    "lookup",
+    "ieee_conversions",
+    "ieee_conversions_on",
+    "native_conversions",
+]
 
 
 def _is_jax_array(x) -> bool:
@@ -41,6 +62,7 @@ def namespace(*arrays):
     for x in arrays:
         if _is_jax_array(x):
             import jax.numpy as jnp
+
             return jnp
     return np
 
@@ -56,6 +78,7 @@ def bitcast(x, dtype):
     if isinstance(x, (np.ndarray, np.generic)):
         return np.asarray(x).view(dtype)
     from jax import lax
+
     return lax.bitcast_convert_type(x, dtype)
 
 
@@ -77,15 +100,17 @@ def bit_length(x):
     wider values."""
     numpy_in = isinstance(x, (np.ndarray, np.generic))
     if not numpy_in and not in_fused_kernel():
-        from jax import lax
         import jax.numpy as jnp
+        from jax import lax
+
         return (x.dtype.itemsize * 8 - lax.clz(x)).astype(jnp.int32)
     xp = np if numpy_in else namespace(x)
     x = xp.asarray(x)
     wide = x.dtype.itemsize == 8
 
-    def exponent(v):      # floor(log2 v) + 1 for 0 < v < 2^53, from the float64 image's exponent field
+    def exponent(v):  # floor(log2 v) + 1 for 0 < v < 2^53, from the float64 image's exponent field
         return ((bitcast(xp.astype(v, xp.float64), np.int64) >> 52) - 1022).astype(xp.int32)
+
     hi = (x >> xp.asarray(21, dtype=x.dtype)) if wide else x
     e = xp.where(hi == 0, 0, exponent(hi))
     if wide:
@@ -115,6 +140,7 @@ def enable_x64():
         yield
         return
     import jax
+
     if hasattr(jax, "enable_x64"):
         with jax.enable_x64(True):
             yield
@@ -133,6 +159,7 @@ def require_x64(xp) -> None:
     if is_numpy(xp):
         return
     import jax
+
     if jax.dtypes.canonicalize_dtype(np.int64) != np.int64:
         raise RuntimeError("this routine needs 64-bit types in JAX: run it under flashsim.numerics.xp.enable_x64()")
 
@@ -187,8 +214,9 @@ def staged(a_arrays, b_arrays):
     (``fused_kernel(stage=...)``)."""
     stage = _STAGE.get()
     if stage is None:
-        raise RuntimeError("an mma chain in a fused kernel needs the engine's staging memory: "
-                           "trace it under fused_kernel(stage=...)")
+        raise RuntimeError(
+            "an mma chain in a fused kernel needs the engine's staging memory: trace it under fused_kernel(stage=...)"
+        )
     return stage(tuple(a_arrays), tuple(b_arrays))
 
 
@@ -209,11 +237,17 @@ def ptx(asm: str, dtype, *args):
         raise RuntimeError(f"inline PTX ({asm}) outside a fused kernel compiled for the GPU")
     import jax
     from jax.experimental.pallas import triton as pltriton
+
     xp = namespace(*args)
     args = xp.broadcast_arrays(*args)
     regs = ",".join(_PTX_REG[np.dtype(a.dtype)] for a in args)
-    [out] = pltriton.elementwise_inline_asm(asm, args=list(args), constraints=f"={_PTX_REG[np.dtype(dtype)]},{regs}",
-                                            pack=1, result_shape_dtypes=[jax.ShapeDtypeStruct(args[0].shape, dtype)])
+    [out] = pltriton.elementwise_inline_asm(
+        asm,
+        args=list(args),
+        constraints=f"={_PTX_REG[np.dtype(dtype)]},{regs}",
+        pack=1,
+        result_shape_dtypes=[jax.ShapeDtypeStruct(args[0].shape, dtype)],
+    )
     return out
 
 
@@ -240,6 +274,7 @@ def pieces(x, size: int, axis: int) -> list:
         if n & (n - 1):
             raise ValueError(f"a fused kernel splits an axis only into a power-of-two number of parts, not {n}")
         import jax.numpy as jnp
+
         return list(jnp.split(x, n, axis=axis))
     ax = axis % x.ndim
     lead = (slice(None),) * ax

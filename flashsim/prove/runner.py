@@ -4,6 +4,7 @@ proofs/ is not a package: each file runs alone (``python3 proofs/prove_x.py``) a
 found next to the flashsim package (a checkout or an editable install) or, in a regular install, as the
 package data ``flashsim/prove/_proofs`` (a link to proofs/ that the build turns into files).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,8 +19,8 @@ PROOF_DIRS = (_PACKAGE_DIR.parent.parent / "proofs", _PACKAGE_DIR / "_proofs")
 
 @dataclass(frozen=True)
 class ProofResult:
-    name: str             # file stem without "prove_", e.g. "online_softmax"
-    title: str            # the module's TITLE or first docstring line
+    name: str  # file stem without "prove_", e.g. "online_softmax"
+    title: str  # the module's TITLE or first docstring line
     holds: bool
     details: str
     seconds: float
@@ -29,13 +30,14 @@ def proofs_dir() -> pathlib.Path:
     for d in PROOF_DIRS:
         if d.is_dir() and any(d.glob("prove_*.py")):
             return d
-    raise FileNotFoundError("no proofs/ folder with prove_*.py found; looked in: "
-                            + ", ".join(str(d) for d in PROOF_DIRS))
+    raise FileNotFoundError(
+        "no proofs/ folder with prove_*.py found; looked in: " + ", ".join(str(d) for d in PROOF_DIRS)
+    )
 
 
 def discover() -> dict[str, pathlib.Path]:
     """name -> path of every proofs/prove_*.py, sorted by name."""
-    return {p.stem[len("prove_"):]: p for p in sorted(proofs_dir().glob("prove_*.py"))}
+    return {p.stem[len("prove_") :]: p for p in sorted(proofs_dir().glob("prove_*.py"))}
 
 
 def load(path: pathlib.Path):

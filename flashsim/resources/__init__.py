@@ -8,6 +8,7 @@ prints the table and draws the bar figure; whatif.py answers the seed's what-ifs
 
 Importing this package does not import sympy: the symbolic parts load it when they are first used.
 """
+
 from __future__ import annotations
 
 from .model import Budget, budget

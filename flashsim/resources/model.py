@@ -3,6 +3,7 @@
 The shared memory is evaluated from sympy expressions (symbols.py), so ``budget()`` imports sympy when it is
 called; importing this module does not (``import flashsim`` stays cheap).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,7 +11,8 @@ from dataclasses import dataclass, field
 from ..arch import Arch, get_arch
 from ..config import KernelConfig
 from .occupancy import Occupancy, occupancy, occupancy_expressions
-from .registers import RegisterCount, registers as count_registers
+from .registers import RegisterCount
+from .registers import registers as count_registers
 
 KB = 1024
 
@@ -27,6 +29,7 @@ class Budget:
     registers       per thread (registers_source says whether ptxas counted them or they are estimated)
     expressions     the sympy expressions behind the numbers (see ``symbols`` / ``occupancy_expressions``)
     """
+
     config: KernelConfig
     arch: Arch
     breakdown: dict
@@ -72,18 +75,26 @@ class Budget:
     def fragment_registers(self) -> dict:
         """Registers per thread of the live fragments (O, S, Q, m/l): the floor under ptxas's count."""
         from . import symbols
+
         return symbols.evaluate(symbols.fragment_register_expressions(), self.config)
 
     def table(self) -> str:
         from .report import table
+
         return table(self)
 
     def __str__(self) -> str:
         return self.table()
 
 
-def budget(config: KernelConfig | None = None, arch="sm_120", *, registers="auto",
-           extra_buffers: dict | None = None, label: str = "") -> Budget:
+def budget(
+    config: KernelConfig | None = None,
+    arch="sm_120",
+    *,
+    registers="auto",
+    extra_buffers: dict | None = None,
+    label: str = "",
+) -> Budget:
     """The budget of ``config`` (default: KernelConfig.default(arch)) on ``arch``.
 
     registers: "auto" (ptxas count of an NVRTC build when possible, else the documented estimate),
@@ -93,6 +104,7 @@ def budget(config: KernelConfig | None = None, arch="sm_120", *, registers="auto
     import sympy as sp
 
     from . import symbols
+
     a = get_arch(arch)
     if config is None:
         config = KernelConfig.default(a.name)
@@ -103,10 +115,14 @@ def budget(config: KernelConfig | None = None, arch="sm_120", *, registers="auto
         smem_expr.update(extra_buffers)
     breakdown = symbols.evaluate(smem_expr, config)
     if not extra_buffers and sum(breakdown.values()) != config.smem_bytes:  # same function, ints vs symbols
-        raise AssertionError(f"symbolic shared memory {sum(breakdown.values())} != config.smem_bytes "
-                             f"{config.smem_bytes}")
-    if isinstance(registers, bool) or not isinstance(registers, (int, str)) or \
-            (isinstance(registers, str) and registers not in ("auto", "compile", "estimate")):
+        raise AssertionError(
+            f"symbolic shared memory {sum(breakdown.values())} != config.smem_bytes {config.smem_bytes}"
+        )
+    if (
+        isinstance(registers, bool)
+        or not isinstance(registers, (int, str))
+        or (isinstance(registers, str) and registers not in ("auto", "compile", "estimate"))
+    ):
         raise ValueError(f"registers must be 'auto', 'compile', 'estimate' or an int, got {registers!r}")
     if isinstance(registers, int):
         if not 1 <= registers <= a.regs_per_thread_max:

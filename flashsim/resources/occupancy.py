@@ -20,6 +20,7 @@ partitioned global caching (cc 5.2/6.x only) does not apply to any arch modelled
 (floor / ceiling / Min / Piecewise), so the symbolic model and the numbers cannot drift apart. The integer rules
 need no sympy: SYM imports it when it is first used, so ``occupancy()`` stays cheap.
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,6 +33,7 @@ WARP = 32
 
 class _IntOps:
     """Integer arithmetic of the occupancy rules."""
+
     @staticmethod
     def ceil_div(x, y):
         return -(-x // y)
@@ -63,9 +65,11 @@ class _IntOps:
 
 class _SymOps:
     """The same rules as sympy expressions (sympy is imported on first use, not with this module)."""
+
     @property
     def sp(self):
         import sympy
+
         return sympy
 
     def ceil_div(self, x, y):
@@ -107,7 +111,8 @@ def limits(arch: Arch, threads, registers, smem_dynamic, smem_static=0, ops=INT)
     by_regs = ops.floor_div(warps_per_subpartition * arch.warp_alloc_sub_partitions, warps)
     regs_launchable = ops.all_of(
         regs_per_warp * round_up(warps, arch.warp_alloc_sub_partitions, ops) <= arch.regs_per_sm,
-        registers <= arch.regs_per_thread_max)
+        registers <= arch.regs_per_thread_max,
+    )
     smem_block = round_up(smem_static + smem_dynamic + arch.smem_reserved_per_block, arch.smem_alloc_unit, ops)
     smem_launchable = smem_block <= arch.smem_per_block_optin + arch.smem_reserved_per_block
     return {
@@ -121,13 +126,14 @@ def limits(arch: Arch, threads, registers, smem_dynamic, smem_static=0, ops=INT)
 @dataclass(frozen=True)
 class Occupancy:
     """Residency of one kernel launch shape on one arch."""
+
     arch: str
     threads: int
     registers: int
     smem_dynamic: int
     smem_static: int
-    smem_per_block: int            # bytes one block occupies: rounded, reserved KB included
-    regs_per_block: int            # registers one block occupies (per-warp allocation unit applied)
+    smem_per_block: int  # bytes one block occupies: rounded, reserved KB included
+    regs_per_block: int  # registers one block occupies (per-warp allocation unit applied)
     limits: dict = field(repr=False)
     blocks_per_sm: int
     warps_per_sm: int
@@ -147,8 +153,12 @@ class Occupancy:
 def occupancy(arch, threads: int, registers: int, smem_dynamic: int, smem_static: int = 0) -> Occupancy:
     """Blocks per SM and occupancy of a kernel with ``registers`` per thread and the given shared memory."""
     a = get_arch(arch)
-    for name, value in (("threads", threads), ("registers", registers),
-                        ("smem_dynamic", smem_dynamic), ("smem_static", smem_static)):
+    for name, value in (
+        ("threads", threads),
+        ("registers", registers),
+        ("smem_dynamic", smem_dynamic),
+        ("smem_static", smem_static),
+    ):
         if not isinstance(value, (int,)) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be a non-negative int, got {value!r}")
     if not 1 <= threads <= 1024:
@@ -157,10 +167,18 @@ def occupancy(arch, threads: int, registers: int, smem_dynamic: int, smem_static
     blocks = min(lim.values())
     warps = INT.ceil_div(threads, WARP)
     return Occupancy(
-        arch=a.name, threads=threads, registers=registers, smem_dynamic=smem_dynamic, smem_static=smem_static,
+        arch=a.name,
+        threads=threads,
+        registers=registers,
+        smem_dynamic=smem_dynamic,
+        smem_static=smem_static,
         smem_per_block=round_up(smem_static + smem_dynamic + a.smem_reserved_per_block, a.smem_alloc_unit),
         regs_per_block=round_up(registers * WARP, a.reg_alloc_unit) * warps,
-        limits=lim, blocks_per_sm=blocks, warps_per_sm=blocks * warps, max_warps_per_sm=a.max_warps_per_sm)
+        limits=lim,
+        blocks_per_sm=blocks,
+        warps_per_sm=blocks * warps,
+        max_warps_per_sm=a.max_warps_per_sm,
+    )
 
 
 def occupancy_expressions(arch) -> dict:
@@ -168,12 +186,17 @@ def occupancy_expressions(arch) -> dict:
     return _occupancy_expressions(get_arch(arch).name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _occupancy_expressions(arch: str) -> dict:
     import sympy as sp
+
     a = get_arch(arch)
     t, r, sd, ss = sp.symbols("threads registers smem_dynamic smem_static", integer=True, nonnegative=True)
     lim = limits(a, t, r, sd, ss, SYM)
     blocks = sp.Min(*lim.values())
-    return {"symbols": (t, r, sd, ss), "limits": lim, "blocks_per_sm": blocks,
-            "occupancy": blocks * SYM.ceil_div(t, WARP) / a.max_warps_per_sm}
+    return {
+        "symbols": (t, r, sd, ss),
+        "limits": lim,
+        "blocks_per_sm": blocks,
+        "occupancy": blocks * SYM.ceil_div(t, WARP) / a.max_warps_per_sm,
+    }

@@ -12,6 +12,7 @@ B-operand fragments, capped at 255. Calibration: over 14 NVRTC 13.0 builds for s
 4/8 warps, f32/f16, causal) ptxas used 36..93 registers above that floor; 64 is the middle. It is a documented
 guess, labelled "estimate" wherever it is shown, never reported as a measurement.
 """
+
 from __future__ import annotations
 
 import functools
@@ -28,11 +29,12 @@ ESTIMATE_OVERHEAD = 64
 @dataclass(frozen=True)
 class RegisterCount:
     """Registers per thread and where the number comes from."""
+
     registers: int
-    source: str                  # "ptxas (NVRTC, sm_120)" or "estimate: <why no build>"
+    source: str  # "ptxas (NVRTC, sm_120)" or "estimate: <why no build>"
     spill_stores: int | None = None
     spill_loads: int | None = None
-    build: object = None         # flashsim.gpu.build.Build when compiled
+    build: object = None  # flashsim.gpu.build.Build when compiled
 
     @property
     def compiled(self) -> bool:
@@ -42,6 +44,7 @@ class RegisterCount:
 def estimate(config: KernelConfig) -> int:
     """The documented estimate of registers per thread (see the module docstring)."""
     from . import symbols  # sympy: loaded with the first estimate, not with the module
+
     floor = sum(symbols.evaluate(symbols.fragment_register_expressions(), config).values())
     return min(floor + config.kv_tile // 4 + ESTIMATE_OVERHEAD, get_arch("sm_120").regs_per_thread_max)
 
@@ -125,5 +128,6 @@ def registers(config: KernelConfig, arch="sm_120", mode: str = "auto") -> Regist
             raise
         first = (str(e).strip().splitlines() or [""])[0][:120]
         return RegisterCount(estimate(config), f"estimate: the build failed ({type(e).__name__}: {first})")
-    return RegisterCount(int(build.registers), f"ptxas (NVRTC, {a.name})", int(build.spill_stores),
-                         int(build.spill_loads), build)
+    return RegisterCount(
+        int(build.registers), f"ptxas (NVRTC, {a.name})", int(build.spill_stores), int(build.spill_loads), build
+    )

@@ -6,6 +6,7 @@ what can is the register footprint of the fragments the kernel must hold, per th
 fragment sizes (PTX ISA, "Matrix fragments for mma.m16n8k16"): a warp's 16 x n tile of 32-bit accumulators is
 16 * n / 32 registers per lane, f16 accumulators half that (two per .f16x2 register).
 """
+
 from __future__ import annotations
 
 import sympy as sp
@@ -16,19 +17,30 @@ from ..config import F16_BYTES, MMA_M, KernelConfig, smem_buffers
 # element bytes (of the inputs; of Q and K in shared memory: e_qk, 1 with INT8; of V there: e_v, 1 with FP8 P@V).
 warps, m_tiles, kv_tile, head_dim, stages = sp.symbols("w m_t B_c d stages", integer=True, positive=True)
 elem_bytes, acc_bytes, qk_bytes, v_bytes = sp.symbols("e_in e_acc e_qk e_v", integer=True, positive=True)
-ring_mbarrier = sp.Symbol("r_mb", integer=True, nonnegative=True)    # 1: the ring's mbarriers (KernelConfig.ring_mbarrier)
-block_m = MMA_M * m_tiles * warps       # B_r: 16 query rows per m16 tile, m_t tiles per warp
+ring_mbarrier = sp.Symbol(
+    "r_mb", integer=True, nonnegative=True
+)  # 1: the ring's mbarriers (KernelConfig.ring_mbarrier)
+block_m = MMA_M * m_tiles * warps  # B_r: 16 query rows per m16 tile, m_t tiles per warp
 SYMBOLS = (warps, m_tiles, kv_tile, head_dim, stages, elem_bytes, acc_bytes, qk_bytes, v_bytes, ring_mbarrier)
 
-REG_BYTES = 4                           # one 32-bit register
+REG_BYTES = 4  # one 32-bit register
 LANES = 32
 
 
 def values(config: KernelConfig) -> dict:
     """Symbol -> number for one configuration."""
-    return {warps: config.warps, m_tiles: config.m_tiles, kv_tile: config.kv_tile, head_dim: config.head_dim, stages: config.stages,
-            elem_bytes: F16_BYTES, acc_bytes: 2 if config.o_f16 else 4,       # f16x2 keeps an f32 O
-            qk_bytes: config.qk_bytes, v_bytes: config.v_bytes, ring_mbarrier: int(config.ring_mbarrier)}
+    return {
+        warps: config.warps,
+        m_tiles: config.m_tiles,
+        kv_tile: config.kv_tile,
+        head_dim: config.head_dim,
+        stages: config.stages,
+        elem_bytes: F16_BYTES,
+        acc_bytes: 2 if config.o_f16 else 4,  # f16x2 keeps an f32 O
+        qk_bytes: config.qk_bytes,
+        v_bytes: config.v_bytes,
+        ring_mbarrier: int(config.ring_mbarrier),
+    }
 
 
 def smem_expressions() -> dict:
@@ -53,11 +65,12 @@ def fragment_register_expressions() -> dict:
     """
     rows = MMA_M * m_tiles
     return {
-        "O accumulator": _per_lane(rows, head_dim, acc_bytes),         # 16 m_t x d, f32 or f16x2
-        "S accumulator (f32)": _per_lane(rows, kv_tile, 4),             # 16 m_t x Bc scores
-        "Q fragments": sp.Piecewise((_per_lane(MMA_M, head_dim, qk_bytes), sp.Eq(m_tiles, 1)),
-                                          (0, True)),                   # A operand of Q K^T, kept for the loop
-        "row max, row sum": 2 * 2 * m_tiles,                            # m and l of the lane's 2 m_t rows
+        "O accumulator": _per_lane(rows, head_dim, acc_bytes),  # 16 m_t x d, f32 or f16x2
+        "S accumulator (f32)": _per_lane(rows, kv_tile, 4),  # 16 m_t x Bc scores
+        "Q fragments": sp.Piecewise(
+            (_per_lane(MMA_M, head_dim, qk_bytes), sp.Eq(m_tiles, 1)), (0, True)
+        ),  # A operand of Q K^T, kept for the loop
+        "row max, row sum": 2 * 2 * m_tiles,  # m and l of the lane's 2 m_t rows
     }
 
 

@@ -6,6 +6,7 @@ instructions per KV tile in the causal launch.
 Input: stalls_source.csv.gz beside this file (run.sh: kernel 0 = full f16 P@V, 1 = causal f16 P@V, 4 x 16 x 4096 x
 128, 128 x 64 tiles, so the causal launch runs 1056 / 2048 of the full one's tiles).
 """
+
 import gzip
 import pathlib
 import sys
@@ -35,8 +36,10 @@ def main():
         tmp.flush()
         kernels = sp.read_source_page(tmp.name)
     (a, ta), (b, tb) = per_line(kernels[0]), per_line(kernels[1])
-    print(f"warp instructions: full {ta / 1e6:.1f}M, causal {tb / 1e6:.1f}M: {tb / ta:.4f} of the full one's for "
-          f"{TILE_RATIO:.4f} of its tiles ({tb / ta / TILE_RATIO - 1:+.1%} per tile)")
+    print(
+        f"warp instructions: full {ta / 1e6:.1f}M, causal {tb / 1e6:.1f}M: {tb / ta:.4f} of the full one's for "
+        f"{TILE_RATIO:.4f} of its tiles ({tb / ta / TILE_RATIO - 1:+.1%} per tile)"
+    )
     src = (HERE.parents[2] / "kernel" / "flash_fwd.cu").read_text().split("\n")
     rows = sorted(((b.get(ln, 0) - a.get(ln, 0) * TILE_RATIO, ln) for ln in set(a) | set(b)), reverse=True)
     print("lines with the most extra instructions (an instruction split evenly over its lines):")

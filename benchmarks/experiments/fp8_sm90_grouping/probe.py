@@ -12,6 +12,7 @@ category, which the single-block lead (products fused, then c added to nearest: 
 first is however the only grouping that reproduces every 'scaled' output and, with f16 accumulation of e5m2,
 every 'raw_bits' one. Kept as a measured lead, not as a model.
 """
+
 import itertools
 
 import numpy as np
@@ -27,8 +28,10 @@ GROUPS = {
 
 
 def show(label, per):
-    print(f"{label:58} {np.mean(list(per.values())):7.2%}  " + " ".join(f"{k} {v:.0%}" for k, v in per.items()),
-          flush=True)
+    print(
+        f"{label:58} {np.mean(list(per.values())):7.2%}  " + " ".join(f"{k} {v:.0%}" for k, v in per.items()),
+        flush=True,
+    )
 
 
 def main():
@@ -42,7 +45,7 @@ def main():
             per = {}
             for key in keys:
                 a, b, c, d = data[key]
-                A = a.view(adt).astype(np.float32).astype(np.float16)      # exact for e4m3 and e5m2
+                A = a.view(adt).astype(np.float32).astype(np.float16)  # exact for e4m3 and e5m2
                 B = b.view(bdt).astype(np.float32).astype(np.float16)
                 acc = c.view(cdt)
                 with np.errstate(all="ignore"):

@@ -8,6 +8,7 @@ host (the thirteenth round's form) on the same state; and flashsim.attention(bac
 Usage (GPU machine, repo root; on a CPU Pallas's interpreter runs the kernel, for a smoke test at a small --n):
     PYTHONPATH=. python3 benchmarks/experiments/jax_ptx/breakdown.py [--n 16384] [--reps 5] [--json FILE]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,6 +35,7 @@ def main() -> int:
     from flashsim.emulator import kernel_program as K
     from flashsim.numerics.xp import enable_x64, native_conversions
     from flashsim.problem import prepare
+
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((1, 1, args.n, args.d)).astype(np.float16) for _ in range(3))
     prob = prepare(q, k, v)
@@ -50,22 +52,27 @@ def main() -> int:
     for rep in range(args.reps + 1):
         with enable_x64():
             static, shapes, arrays = clock("inputs (host)", lambda: EP.inputs(q, k, v, prob))
-            fn = EP._program(static, shapes, dev.platform != "gpu")     # (Pallas's interpreter on a CPU)
-            dev_arrays = clock("device_put", lambda: [jax.device_put(a, dev) for a in arrays[:EP.CALL_ARRAYS]] +
-                               EP._on_device(arrays[EP.CALL_ARRAYS:], dev))
+            fn = EP._program(static, shapes, dev.platform != "gpu")  # (Pallas's interpreter on a CPU)
+            dev_arrays = clock(
+                "device_put",
+                lambda: (
+                    [jax.device_put(a, dev) for a in arrays[: EP.CALL_ARRAYS]]
+                    + EP._on_device(arrays[EP.CALL_ARRAYS :], dev)
+                ),
+            )
             m, l, o = clock("fused kernel", lambda: fn(*dev_arrays)[:3])
             epi = EP._epilogue(prob.lse_scale, v.dtype, native_conversions([dev]))
             outs = clock("epilogue (device)", lambda: epi(l, o, m))
             clock("outputs to host", lambda: [np.asarray(x) for x in outs])
             lh, oh, mh = (np.asarray(x) for x in (l, o, m))
             host = clock("epilogue (numpy, host)", lambda: K.epilogue(lh, oh, mh, prob.lse_scale, v.dtype))
-            same = all(np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8))
-                       for a, b in zip(outs, host))
+            same = all(
+                np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8)) for a, b in zip(outs, host)
+            )
         if dev.platform == "gpu":
-            clock("flashsim.attention end to end",
-                  lambda: flashsim.attention(q, k, v, backend="jax", progress=False))
+            clock("flashsim.attention end to end", lambda: flashsim.attention(q, k, v, backend="jax", progress=False))
         if rep == 0:
-            times.clear()           # the first round compiles
+            times.clear()  # the first round compiles
     report = {name: float(np.median(ts)) for name, ts in times.items()}
     for name, t in report.items():
         print(f"{name:32s} {t * 1e3:9.2f} ms (median of {len(times[name])})")

@@ -5,6 +5,7 @@
 Also prints each tiling's shared-memory bytes per mma FLOP (ldmatrix reads of Q, K and V by every warp, and the
 cp.async writes of K and V per block): the count that made two m16 tiles per warp pay (RESULTS.md, first round).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,7 @@ from dataclasses import replace
 from flashsim.config import KernelConfig
 from flashsim.gpu.launch import build_kernel
 
-CANDIDATES = {   # head_dim -> tilings (warps, m_tiles, kv_tile, stages) beside the default
+CANDIDATES = {  # head_dim -> tilings (warps, m_tiles, kv_tile, stages) beside the default
     64: [(4, 3, 64, 2), (4, 3, 64, 3), (4, 4, 32, 3), (8, 4, 32, 2), (4, 4, 64, 2)],
     128: [(4, 2, 32, 2), (4, 3, 32, 2), (4, 3, 32, 3), (4, 4, 16, 3), (4, 4, 32, 2), (4, 3, 64, 2)],
 }
@@ -41,9 +42,12 @@ def main() -> None:
                 cfg = replace(base, **dict(zip(("warps", "m_tiles", "kv_tile", "stages"), t)))
                 k = build_kernel(cfg, args.arch)
                 tag = "default" if t == default else ""
-                print(f"{args.arch} d={d} {acc:<4} {'x'.join(map(str, t)):<9} {tag:<7} registers {k.registers:3d}  "
-                      f"spill {k.spill_stores + k.spill_loads:5d} B  smem {cfg.smem_bytes:6d} B  "
-                      f"smem B/FLOP {smem_bytes_per_flop(cfg):.4f}", flush=True)
+                print(
+                    f"{args.arch} d={d} {acc:<4} {'x'.join(map(str, t)):<9} {tag:<7} registers {k.registers:3d}  "
+                    f"spill {k.spill_stores + k.spill_loads:5d} B  smem {cfg.smem_bytes:6d} B  "
+                    f"smem B/FLOP {smem_bytes_per_flop(cfg):.4f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     python benchmarks/experiments/o_staging/regs_sweep.py > benchmarks/experiments/o_staging/regs_sweep.txt
 With --all: every head dim 32-256 and every P@V accumulation (f16 too), bf16 left out (its builds match f16's here)
     python benchmarks/experiments/o_staging/regs_sweep.py --all > benchmarks/experiments/stage_o_wider/regs_all.txt"""
+
 import itertools
 import sys
 
@@ -21,5 +22,17 @@ for arch, d, dt, pv in itertools.product(("sm_90", "sm_120"), dims, dtypes, accs
     for on in (0, 1):
         b = build_kernel(c, arch, extra_defines={"FS_OSTAGE": on})
         out.append(f"{b.registers}/{b.spill_stores + b.spill_loads}B")
-    print(arch, d, dt, pv, f"{c.warps}x{c.m_tiles}x{c.kv_tile}x{c.stages}", "| off", out[0], "| on", out[1],
-          "|", int(c.stage_o), flush=True)
+    print(
+        arch,
+        d,
+        dt,
+        pv,
+        f"{c.warps}x{c.m_tiles}x{c.kv_tile}x{c.stages}",
+        "| off",
+        out[0],
+        "| on",
+        out[1],
+        "|",
+        int(c.stage_o),
+        flush=True,
+    )

@@ -6,6 +6,7 @@ Per stretch: TFLOP/s, the SM clock and power nvidia-smi sampled while it ran, an
 then each kernel against the ceiling of its P V instruction (f16 P@V: the f16 probe; f32: the f32 one), as measured
 and at equal clocks (the rates per GHz).
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -20,9 +21,11 @@ def main(folder: str) -> None:
     by_name = {r["name"]: r for r in rows}
     print("stretch                            TFLOP/s   SM clock MHz (mean, min-max)   power W   TFLOP/s per GHz")
     for r in rows:
-        print(f"{r['name']:<34} {r['tflops']:7.1f}   {r['clock_mean']:6.0f} ({r['clock_min']:.0f}-{r['clock_max']:.0f})"
-              f"          {r['power_mean']:5.0f}   {r['tflops'] / (r['clock_mean'] / 1000):7.1f}   "
-              f"reasons {', '.join(r['reasons'])}")
+        print(
+            f"{r['name']:<34} {r['tflops']:7.1f}   {r['clock_mean']:6.0f} ({r['clock_min']:.0f}-{r['clock_max']:.0f})"
+            f"          {r['power_mean']:5.0f}   {r['tflops'] / (r['clock_mean'] / 1000):7.1f}   "
+            f"reasons {', '.join(r['reasons'])}"
+        )
     for acc, probe in (("f16", "f16.f16.f16.f16"), ("f32", "f32.f16.f16.f32")):
         k = next((r for r in rows if r["name"] == f"kernel d=128 {acc} P@V 4,16,4096"), None)
         c = next((r for n, r in by_name.items() if n.startswith("ceiling") and probe in n and "varied" not in n), None)
@@ -30,8 +33,10 @@ def main(folder: str) -> None:
             continue
         rate = k["tflops"] / c["tflops"]
         per_clock = (k["tflops"] / k["clock_mean"]) / (c["tflops"] / c["clock_mean"])
-        print(f"kernel {acc} P@V / ceiling {probe}: {rate:.3f} as measured, {per_clock:.3f} at equal clocks "
-              f"(clock {k['clock_mean']:.0f} against {c['clock_mean']:.0f} MHz)")
+        print(
+            f"kernel {acc} P@V / ceiling {probe}: {rate:.3f} as measured, {per_clock:.3f} at equal clocks "
+            f"(clock {k['clock_mean']:.0f} against {c['clock_mean']:.0f} MHz)"
+        )
 
 
 if __name__ == "__main__":

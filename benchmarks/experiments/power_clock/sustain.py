@@ -9,6 +9,7 @@ default operands, then every operand varied per step), the d = 128 defaults at 4
 standard-normal f16 input (``--inputs const``: every element 1/16; ``--no-ceiling``: the kernels only). Each run's
 TFLOP/s is from CUDA events over the whole stretch; one second of idle between.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,16 +27,23 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--json", required=True)
-    p.add_argument("--inputs", nargs="+", default=["randn"], choices=("randn", "const"),
-                   help="the kernels' inputs: standard normal, and / or every element 1/16 (operands that toggle no bit "
-                        "from one mma to the next, like the probe's)")
+    p.add_argument(
+        "--inputs",
+        nargs="+",
+        default=["randn"],
+        choices=("randn", "const"),
+        help="the kernels' inputs: standard normal, and / or every element 1/16 (operands that toggle no bit "
+        "from one mma to the next, like the probe's)",
+    )
     p.add_argument("--no-ceiling", action="store_true", help="the kernels only")
     a = p.parse_args()
     import torch
+
     from flashsim import gpu
     from flashsim.commands.bench import attention_flops
     from flashsim.gpu import peak
     from flashsim.gpu import runtime as rt
+
     torch.zeros(1, device="cuda")
     rows = []
     dev = rt.require_gpu()
@@ -48,8 +56,13 @@ def main() -> None:
         kern = rt.load(peak.build(kind, arch, chains, iters, vary=vary), "mma_peak")
         flops = 2.0 * mnk * grid * peak.WARPS * chains * iters
         label = f"ceiling {name}{' varied' if vary else ''}"
-        stretch(label, lambda: rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False), flops,
-                a.seconds, rows)
+        stretch(
+            label,
+            lambda: rt.launch(kern, (grid,), (block,), seed, out, np.uint32(0), sync=False),
+            flops,
+            a.seconds,
+            rows,
+        )
     for inputs in a.inputs:
         torch.manual_seed(0)
         if inputs == "randn":

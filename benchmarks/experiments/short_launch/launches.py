@@ -7,6 +7,7 @@
 (run.sh starts it): whether the shapes run at different clocks, and their rate. Each shape's TFLOP/s is from CUDA
 events over the whole stretch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,10 @@ def main() -> None:
     p.add_argument("--json")
     args = p.parse_args()
     import torch
+
     from flashsim import gpu
     from flashsim.commands.bench import attention_flops
+
     rows = []
     for b, h, n in SHAPES:
         torch.manual_seed(0)
@@ -38,8 +41,14 @@ def main() -> None:
         if args.mode == "profile":
             print(f"{b},{h},{n} {plan.config.describe()}", flush=True)
             continue
-        stretch(f"{b},{h},{n}", lambda: go(sync=False), attention_flops(b, h, n, 128, False), args.seconds, rows,
-                shape=[b, h, n])
+        stretch(
+            f"{b},{h},{n}",
+            lambda: go(sync=False),
+            attention_flops(b, h, n, 128, False),
+            args.seconds,
+            rows,
+            shape=[b, h, n],
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

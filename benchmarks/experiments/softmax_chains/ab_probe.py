@@ -17,6 +17,7 @@ The first source is the baseline (speed-ups are against it). Only the sources na
 the emulator (an older source follows an older emulator). Times: CUDA events, the attention kernel alone (a
 quantized configuration's pass is run once beforehand and its scratch kept), medians over alternating rounds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,6 +47,7 @@ CHECKS = (((1, 2, 77, 333), "normal", False), ((2, 1, 200, 130), "adversarial", 
 def main(argv=None):
     import numpy as np
     import torch
+
     from flashsim.commands.bench import cuda_time_alternating, kernel_alone
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
@@ -77,17 +79,19 @@ def main(argv=None):
                 q, k, v = make_case_inputs(kind, b, h, nq, nk, d, 5)
                 og, lg, _ = gpu_outputs(q, k, v, cfg)
                 oe, le, _ = emulator_outputs(q, k, v, cfg, "sm_90")
-                same = bool(np.array_equal(og.view(np.uint16), oe.view(np.uint16))
-                            and np.array_equal(lg.view(np.uint32), le.view(np.uint32)))
-                result["checks"].append(dict(source=name, config=cfg.describe(), kind=kind, shape=[b, h, nq, nk],
-                                             bit_exact=same))
-                print(f"check {name:8} {kind:12} {cfg.describe():60} {'bit-exact' if same else 'DIFFERS'}",
-                      flush=True)
+                same = bool(
+                    np.array_equal(og.view(np.uint16), oe.view(np.uint16))
+                    and np.array_equal(lg.view(np.uint32), le.view(np.uint32))
+                )
+                result["checks"].append(
+                    dict(source=name, config=cfg.describe(), kind=kind, shape=[b, h, nq, nk], bit_exact=same)
+                )
+                print(f"check {name:8} {kind:12} {cfg.describe():60} {'bit-exact' if same else 'DIFFERS'}", flush=True)
 
     rnd = lambda d: torch.randn(B, H, N, d, device="cuda", dtype=torch.float16)
     for label, d, acc, quant, causal, tiling in CASES:
         q, k, v = rnd(d), rnd(d), rnd(d)
-        k = k + 2.0 * torch.randn(B, H, 1, d, device="cuda", dtype=torch.float16)   # keys with a mean
+        k = k + 2.0 * torch.randn(B, H, 1, d, device="cuda", dtype=torch.float16)  # keys with a mean
         cfg = KernelConfig.default("sm_90", head_dim=d, pv_accum=acc, quant=quant, causal=causal)
         if tiling:
             cfg = cfg.with_(warps=tiling[0], m_tiles=tiling[1], kv_tile=tiling[2], stages=tiling[3])
@@ -98,12 +102,20 @@ def main(argv=None):
             gos[name] = kernel_alone(launch.prepared_launch(q, k, v, config=cfg)[0], quant != "none")
         med = {name: t[0] for name, t in cuda_time_alternating(gos, REPS, args.rounds).items()}
         base = med[next(iter(sources))]
-        row = dict(label=f"d {d} {label}", config=cfg.describe(),
-                   ms=med, tflops={n: flops / (m * 1e-3) / 1e12 for n, m in med.items()},
-                   speedup={n: base / m for n, m in med.items()})
+        row = dict(
+            label=f"d {d} {label}",
+            config=cfg.describe(),
+            ms=med,
+            tflops={n: flops / (m * 1e-3) / 1e12 for n, m in med.items()},
+            speedup={n: base / m for n, m in med.items()},
+        )
         result["rows"].append(row)
-        print(f"{row['label']:28} " + "  ".join(f"{n} {row['tflops'][n]:6.1f} ({row['speedup'][n]:.3f}x)"
-                                                for n in sources) + f"   {cfg.describe()}", flush=True)
+        print(
+            f"{row['label']:28} "
+            + "  ".join(f"{n} {row['tflops'][n]:6.1f} ({row['speedup'][n]:.3f}x)" for n in sources)
+            + f"   {cfg.describe()}",
+            flush=True,
+        )
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)
 

@@ -10,6 +10,7 @@ tests/test_layout_silicon.py (tools/device_round.sh captures does it all).
 Exit status: 0 when every map matches, 2 when some did not (the npz is still written), 1 on an error.
 ``--fake`` runs the host logic against a scalar, lane-by-lane Python stand-in for the GPU (no GPU needed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ from ... import provenance
 from ...layout import silicon
 
 KERNEL = "capture/layout.cu"
-PROVENANCE_NAME = "layout_capture"     # flashsim.provenance: this kernel's define set and fingerprint
+PROVENANCE_NAME = "layout_capture"  # flashsim.provenance: this kernel's define set and fingerprint
 
 
 class GpuDevice:
@@ -32,6 +33,7 @@ class GpuDevice:
     def __init__(self):
         from .. import runtime as rt
         from ..build import compile_file
+
         self.rt = rt
         dev = rt.require_gpu()
         self.arch = rt.current_arch()
@@ -43,11 +45,20 @@ class GpuDevice:
         rt = self.rt
         put = lambda x, dt: rt.to_device(np.ascontiguousarray(x, dtype=dt))
         out = rt.empty((32, silicon.nout()), np.uint32).zero_()
-        rt.launch(self.kernel, (1,), (32,),
-                  put(inputs["tiles"], np.uint16), put(inputs["addr"], np.int32), put(inputs["host_regs"], np.uint32),
-                  put(inputs["cvt_in"], np.uint32), put(inputs["shfl_in"], np.uint32),
-                  put(inputs["shfl_mode"], np.int32), put(inputs["shfl_b"], np.int32), put(inputs["shfl_c"], np.int32),
-                  out)
+        rt.launch(
+            self.kernel,
+            (1,),
+            (32,),
+            put(inputs["tiles"], np.uint16),
+            put(inputs["addr"], np.int32),
+            put(inputs["host_regs"], np.uint32),
+            put(inputs["cvt_in"], np.uint32),
+            put(inputs["shfl_in"], np.uint32),
+            put(inputs["shfl_mode"], np.int32),
+            put(inputs["shfl_b"], np.int32),
+            put(inputs["shfl_c"], np.int32),
+            out,
+        )
         return out.to_numpy()
 
 
@@ -58,6 +69,7 @@ class FakeDevice:
     check the host side (input layout, slot offsets, packing order, comparison) against an independent
     reading of the instructions. ``corrupt`` optionally perturbs the dump to show that a fault is caught.
     """
+
     name, arch = "scalar Python stand-in", "fake"
 
     def __init__(self, corrupt=None):
@@ -73,10 +85,10 @@ class FakeDevice:
         regs = [[0] * num for _ in range(32)]
         for lane in range(32):
             for j in range(num):
-                if not trans:   # row lane/4 of matrix j, elements 2(lane%4), +1
+                if not trans:  # row lane/4 of matrix j, elements 2(lane%4), +1
                     row = row_addr[8 * j + lane // 4]
                     lo, hi = smem[row + 2 * (lane % 4)], smem[row + 2 * (lane % 4) + 1]
-                else:           # transposed: rows 2(lane%4), +1 of matrix j, element lane/4
+                else:  # transposed: rows 2(lane%4), +1 of matrix j, element lane/4
                     lo = smem[row_addr[8 * j + 2 * (lane % 4)] + lane // 4]
                     hi = smem[row_addr[8 * j + 2 * (lane % 4) + 1] + lane // 4]
                 regs[lane][j] = self._pack(lo, hi)
@@ -88,21 +100,25 @@ class FakeDevice:
 
     def _mma(self, a_regs, b_regs, c_vals, in_dtype):
         """a_regs[lane][4], b_regs[lane][2] (16-bit pairs), c_vals[lane][4] floats; returns d[lane][4] floats."""
-        A = np.zeros((16, 16)); B = np.zeros((16, 8)); C = np.zeros((16, 8))
+        A = np.zeros((16, 16))
+        B = np.zeros((16, 8))
+        C = np.zeros((16, 8))
         as_float = lambda bits: float(np.array(bits, np.uint16).view(in_dtype))
         for lane in range(32):
             g, t = lane // 4, lane % 4
-            for i in range(8):   # a_i: row g (+8 for a2, a3, a6, a7), col 2t + i%2 (+8 for a4..a7)
+            for i in range(8):  # a_i: row g (+8 for a2, a3, a6, a7), col 2t + i%2 (+8 for a4..a7)
                 row = g + (8 if i in (2, 3, 6, 7) else 0)
                 col = 2 * t + i % 2 + (8 if i >= 4 else 0)
                 A[row, col] = as_float(self._half(a_regs[lane][i // 2], i % 2))
-            for i in range(4):   # b_i: row 2t + i%2 (+8 for b2, b3), col g
+            for i in range(4):  # b_i: row 2t + i%2 (+8 for b2, b3), col g
                 B[2 * t + i % 2 + (8 if i >= 2 else 0), g] = as_float(self._half(b_regs[lane][i // 2], i % 2))
-            for i in range(4):   # c_i: row g (+8 for c2, c3), col 2t + i%2
+            for i in range(4):  # c_i: row g (+8 for c2, c3), col 2t + i%2
                 C[g + (8 if i >= 2 else 0), 2 * t + i % 2] = c_vals[lane][i]
-        D = A @ B + C            # the inputs keep this exact in the accumulator type
-        return [[float(D[g + (8 if i >= 2 else 0), 2 * t + i % 2]) for i in range(4)]
-                for g, t in ((lane // 4, lane % 4) for lane in range(32))]
+        D = A @ B + C  # the inputs keep this exact in the accumulator type
+        return [
+            [float(D[g + (8 if i >= 2 else 0), 2 * t + i % 2]) for i in range(4)]
+            for g, t in ((lane // 4, lane % 4) for lane in range(32))
+        ]
 
     @staticmethod
     def _f32_word(x: float) -> int:
@@ -117,9 +133,17 @@ class FakeDevice:
             return int(np.array(x).astype(dtype).view(np.uint16))
 
     def _f16x2_acc(self, d):
-        return [[self._pack(self._cvt16(self._f32_word(d[ln][0]), np.float16), self._cvt16(self._f32_word(d[ln][1]), np.float16)),
-                 self._pack(self._cvt16(self._f32_word(d[ln][2]), np.float16), self._cvt16(self._f32_word(d[ln][3]), np.float16))]
-                for ln in range(32)]
+        return [
+            [
+                self._pack(
+                    self._cvt16(self._f32_word(d[ln][0]), np.float16), self._cvt16(self._f32_word(d[ln][1]), np.float16)
+                ),
+                self._pack(
+                    self._cvt16(self._f32_word(d[ln][2]), np.float16), self._cvt16(self._f32_word(d[ln][3]), np.float16)
+                ),
+            ]
+            for ln in range(32)
+        ]
 
     def _f16x2_vals(self, regs):
         as_f = lambda bits: float(np.array(bits, np.uint16).view(np.float16))
@@ -135,13 +159,17 @@ class FakeDevice:
             max_lane = (lane & seg) | (cval & ~seg & 0x1F)
             min_lane = lane & seg
             if mode == 0:
-                j = lane - bval; ok = j >= max_lane
+                j = lane - bval
+                ok = j >= max_lane
             elif mode == 1:
-                j = lane + bval; ok = j <= max_lane
+                j = lane + bval
+                ok = j <= max_lane
             elif mode == 2:
-                j = lane ^ bval; ok = j <= max_lane
+                j = lane ^ bval
+                ok = j <= max_lane
             else:
-                j = min_lane | (bval & ~seg & 0x1F); ok = j <= max_lane
+                j = min_lane | (bval & ~seg & 0x1F)
+                ok = j <= max_lane
             d[lane], p[lane] = int(a[j if ok else lane]), int(ok)
         return d, p
 
@@ -186,9 +214,16 @@ class FakeDevice:
         s0, s1 = self._mma(a, lo2, zero, np.float16), self._mma(a, hi2, zero, np.float16)
         s = [s0[ln] + s1[ln] for ln in range(32)]
         store("s", s)
-        p = [[self._pack(self._cvt16(self._f32_word(s[ln][2 * q]), np.float16),
-                         self._cvt16(self._f32_word(s[ln][2 * q + 1]), np.float16)) for q in range(4)]
-             for ln in range(32)]
+        p = [
+            [
+                self._pack(
+                    self._cvt16(self._f32_word(s[ln][2 * q]), np.float16),
+                    self._cvt16(self._f32_word(s[ln][2 * q + 1]), np.float16),
+                )
+                for q in range(4)
+            ]
+            for ln in range(32)
+        ]
         store("p", p)
         v_lo, v_hi = [r[:2] for r in bv], [r[2:] for r in bv]
         o0, o1 = self._mma(p, v_lo, zero, np.float16), self._mma(p, v_hi, zero, np.float16)
@@ -197,13 +232,35 @@ class FakeDevice:
         store("o_f16", [f0[ln] + f1[ln] for ln in range(32)])
 
         cvt = inputs["cvt_in"]
-        store("cvt_f16x2", [[self._pack(self._cvt16(int(cvt[ln, 2 * i]), np.float16), self._cvt16(int(cvt[ln, 2 * i + 1]), np.float16))
-                             for i in range(silicon.NCVT)] for ln in range(32)])
-        store("cvt_bf16x2", [[self._pack(self._cvt16(int(cvt[ln, 2 * i]), ml_dtypes.bfloat16),
-                                         self._cvt16(int(cvt[ln, 2 * i + 1]), ml_dtypes.bfloat16))
-                              for i in range(silicon.NCVT)] for ln in range(32)])
-        res = [self._shfl(int(m), inputs["shfl_in"][k], inputs["shfl_b"][k], int(c))
-               for k, (m, c) in enumerate(zip(inputs["shfl_mode"], inputs["shfl_c"]))]
+        store(
+            "cvt_f16x2",
+            [
+                [
+                    self._pack(
+                        self._cvt16(int(cvt[ln, 2 * i]), np.float16), self._cvt16(int(cvt[ln, 2 * i + 1]), np.float16)
+                    )
+                    for i in range(silicon.NCVT)
+                ]
+                for ln in range(32)
+            ],
+        )
+        store(
+            "cvt_bf16x2",
+            [
+                [
+                    self._pack(
+                        self._cvt16(int(cvt[ln, 2 * i]), ml_dtypes.bfloat16),
+                        self._cvt16(int(cvt[ln, 2 * i + 1]), ml_dtypes.bfloat16),
+                    )
+                    for i in range(silicon.NCVT)
+                ]
+                for ln in range(32)
+            ],
+        )
+        res = [
+            self._shfl(int(m), inputs["shfl_in"][k], inputs["shfl_b"][k], int(c))
+            for k, (m, c) in enumerate(zip(inputs["shfl_mode"], inputs["shfl_c"]))
+        ]
         store("shfl", [[res[k][0][ln] for k in range(silicon.NSHFL)] for ln in range(32)])
         store("shfl_pred", [[res[k][1][ln] for k in range(silicon.NSHFL)] for ln in range(32)])
         if self.corrupt is not None:
@@ -216,9 +273,16 @@ def save(path: pathlib.Path, inputs: dict, out: np.ndarray, device) -> None:
     names = np.array([n for n, _ in silicon.SLOTS])
     sizes = np.array([n for _, n in silicon.SLOTS], np.int32)
     record = provenance.to_json(provenance.fingerprint(PROVENANCE_NAME))
-    np.savez_compressed(path, out=out, slot_names=names, slot_sizes=sizes, arch=np.array(device.arch),
-                        device=np.array(device.name), provenance=np.array(record),
-                        **{f"in_{k}": v for k, v in inputs.items()})
+    np.savez_compressed(
+        path,
+        out=out,
+        slot_names=names,
+        slot_sizes=sizes,
+        arch=np.array(device.arch),
+        device=np.array(device.name),
+        provenance=np.array(record),
+        **{f"in_{k}": v for k, v in inputs.items()},
+    )
 
 
 def load(path) -> tuple[dict, np.ndarray, tuple, str, str]:
@@ -230,8 +294,11 @@ def load(path) -> tuple[dict, np.ndarray, tuple, str, str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m flashsim.gpu.capture.layout", description=__doc__.splitlines()[0],
-                                     epilog="Writes layout_<arch>.npz (e.g. layout_sm90.npz) into DIR.")
+    parser = argparse.ArgumentParser(
+        prog="python3 -m flashsim.gpu.capture.layout",
+        description=__doc__.splitlines()[0],
+        epilog="Writes layout_<arch>.npz (e.g. layout_sm90.npz) into DIR.",
+    )
     parser.add_argument("--out", required=True, help="folder for the output file (created if missing)")
     parser.add_argument("--fake", action="store_true", help="scalar Python stand-in for the GPU (tests the host logic)")
     parser.add_argument("--seed", type=int, default=2026)

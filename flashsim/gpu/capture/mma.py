@@ -1,7 +1,9 @@
-"""Capture mma.sync.m16n8k16 on the GPU at hand and judge flashsim.mma: ``python3 -m flashsim.gpu.capture.mma --out DIR``.
+"""Capture mma.sync.m16n8k16 on the GPU at hand and judge flashsim.mma: ``python3 -m flashsim.gpu.capture.mma --out
+DIR``.
 
 For each of f32.f16.f16.f32, f16.f16.f16.f16 and f32.bf16.bf16.f32 the tool generates mmas in categories
-(those of MMA-Sim, arXiv:2511.10909, and Khattak & Mikaitis, arXiv:2512.07004, plus boundary, -0, zero-exponent and truncation probes, plus a large varied bf16
+(those of MMA-Sim, arXiv:2511.10909, and Khattak & Mikaitis, arXiv:2512.07004, plus boundary, -0, zero-exponent and
+truncation probes, plus a large varied bf16
 subnormal set), runs them through kernel/capture/mma.cu (one warp per mma, fragments loaded with the PTX
 formulas), runs flashsim.mma on the same inputs for the device's arch, prints the mismatching output elements
 per type and category, and writes DIR/mma_sm90.npz and DIR/mma_sm90_summary.json (named after the arch; both
@@ -16,7 +18,8 @@ SHA-256 of D is stored and checked too.  ``load_capture(path)`` gives back the i
 Changing the generator or the predictor invalidates existing captures (``GENERATOR_VERSION``).
 
 The bf16 subnormal question (an earlier, unpublished report: 5 of 65,536 f32 subnormal results of
-f32.bf16.bf16.f32 were 1 ulp off the published model; it did not reproduce here).  Hypotheses, each with a category that isolates it:
+f32.bf16.bf16.f32 were 1 ulp off the published model; it did not reproduce here).  Hypotheses, each with a category
+that isolates it:
   H1  a subnormal c enters the alignment with exponent -127 (its raw field) instead of the clamped -126
       (bf16_sub_out_csub, bf16_sub_single with subnormal c);
   H2  the zero exponent for f32 accumulation with bf16 inputs is not MMA-Sim's -133 (bf16_sub_out_c0,
@@ -37,6 +40,7 @@ capture probes; whatever produced the five differences lies outside it (or was n
 pinned by version 1: the f16 zero exponent (-20, -21 and -22 all fit); version 2 adds f16acc_zero_exp_tie, which
 separates them (about 1,300-2,000 differing outputs each), and bf16_sub_random, a looser random exploration.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,12 +58,12 @@ import numpy as np
 from ... import provenance
 from ...numerics.formats import BF16, F16, F32, Format
 
-GENERATOR_VERSION = 2              # new captures; every version in SUPPORTED_VERSIONS still loads
+GENERATOR_VERSION = 2  # new captures; every version in SUPPORTED_VERSIONS still loads
 SUPPORTED_VERSIONS = (1, 2)
 DEFAULT_SEED = 20261129
-THREADS = 128                      # 4 warps per block, one mma per warp per loop trip
+THREADS = 128  # 4 warps per block, one mma per warp per loop trip
 KERNEL = "capture/mma.cu"
-PROVENANCE_NAME = "mma_capture"    # flashsim.provenance: this kernel's define set and fingerprint
+PROVENANCE_NAME = "mma_capture"  # flashsim.provenance: this kernel's define set and fingerprint
 
 
 # -------------------------------------------------------------------------------------------- types
@@ -71,7 +75,7 @@ Fmt = Format
 
 @dataclass(frozen=True)
 class MmaType:
-    name: str          # PTX d.a.b.c
+    name: str  # PTX d.a.b.c
     fin: Fmt
     fc: Fmt
     kernel: str
@@ -89,11 +93,14 @@ class MmaType:
         return np.dtype(np.float32) if self.fc is F32 else np.dtype(np.float16)
 
 
-TYPES = {t.name: t for t in (
-    MmaType("f32.f16.f16.f32", F16, F32, "mma_f32_f16_f16_f32"),
-    MmaType("f16.f16.f16.f16", F16, F16, "mma_f16_f16_f16_f16"),
-    MmaType("f32.bf16.bf16.f32", BF16, F32, "mma_f32_bf16_bf16_f32"),
-)}
+TYPES = {
+    t.name: t
+    for t in (
+        MmaType("f32.f16.f16.f32", F16, F32, "mma_f32_f16_f16_f32"),
+        MmaType("f16.f16.f16.f16", F16, F16, "mma_f16_f16_f16_f16"),
+        MmaType("f32.bf16.bf16.f32", BF16, F32, "mma_f32_bf16_bf16_f32"),
+    )
+}
 
 
 # ------------------------------------------------------------------------------- frozen generator
@@ -143,8 +150,11 @@ class Rand:
 
 
 def _bits(f: Fmt, sign, field, frac) -> np.ndarray:
-    return ((np.asarray(sign, np.int64) << (f.bits - 1)) | (np.asarray(field, np.int64) << f.frac_bits)
-            | np.asarray(frac, np.int64))
+    return (
+        (np.asarray(sign, np.int64) << (f.bits - 1))
+        | (np.asarray(field, np.int64) << f.frac_bits)
+        | np.asarray(frac, np.int64)
+    )
 
 
 def band(r: Rand, f: Fmt, shape, elo, ehi, p_zero=0.0, frac_keep=None, sign=None) -> np.ndarray:
@@ -175,8 +185,9 @@ def special_values(f: Fmt) -> np.ndarray:
     """inf, -inf, the canonical NaN, quiet and signalling NaNs with payloads, negative NaNs."""
     q = 1 << (f.frac_bits - 1)
     inf, sign = f.inf_bits, f.sign_mask
-    return np.array([inf, inf | sign, sign - 1, inf | q, inf | 1, inf | q | 3, inf | sign | q, inf | sign | 5],
-                    np.int64)
+    return np.array(
+        [inf, inf | sign, sign - 1, inf | q, inf | 1, inf | q | 3, inf | sign | q, inf | sign | 5], np.int64
+    )
 
 
 def _shapes(n):
@@ -200,10 +211,12 @@ def _products_at(r: Rand, fin: Fmt, n, target_lo, target_hi, spread=2, p_zero=0.
 
 def _c_mix(r: Rand, fc: Fmt, shape, kinds=("zero", "sub", "small", "band")) -> np.ndarray:
     """c drawn per element from: signed zero, subnormal, small normal (smallest binades), around 1."""
-    options = {"zero": lambda: r.ints(0, 1, shape) << (fc.bits - 1),
-               "sub": lambda: subnormals(r, fc, shape),
-               "small": lambda: band(r, fc, shape, 1 - fc.bias, 4 - fc.bias),
-               "band": lambda: band(r, fc, shape, -4, 4)}
+    options = {
+        "zero": lambda: r.ints(0, 1, shape) << (fc.bits - 1),
+        "sub": lambda: subnormals(r, fc, shape),
+        "small": lambda: band(r, fc, shape, 1 - fc.bias, 4 - fc.bias),
+        "band": lambda: band(r, fc, shape, -4, 4),
+    }
     which = r.ints(0, len(kinds) - 1, shape)
     out = np.zeros(shape, np.int64)
     for i, k in enumerate(kinds):
@@ -212,6 +225,7 @@ def _c_mix(r: Rand, fc: Fmt, shape, kinds=("zero", "sub", "small", "band")) -> n
 
 
 # --- categories: each returns (a, b, c) raw bits as int64 arrays of shapes (n,16,16), (n,16,8), (n,16,8)
+
 
 def cat_normal(r, t, n):
     sa, sb, sc = _shapes(n)
@@ -223,8 +237,7 @@ def cat_wide(r, t, n):
     sa, sb, sc = _shapes(n)
     fi, fc = t.fin, t.fc
     lo, hi = (-fi.bias, fi.bias) if fi is F16 and fc is F32 else ((-14, 7) if fc is F16 else (-63, 63))
-    return (band(r, fi, sa, lo, hi, 0.05), band(r, fi, sb, lo, hi, 0.05),
-            band(r, fc, sc, -fc.bias, fc.bias, 0.05))
+    return (band(r, fi, sa, lo, hi, 0.05), band(r, fi, sb, lo, hi, 0.05), band(r, fc, sc, -fc.bias, fc.bias, 0.05))
 
 
 def cat_large_c(r, t, n):
@@ -240,12 +253,15 @@ def cat_cancel(r, t, n):
     sa, sb, sc = _shapes(n)
     a = band(r, t.fin, sa, -4, 4)
     b = band(r, t.fin, sb, -4, 4)
-    a[:, :, 1::2] = a[:, :, 0::2] ^ t.fin.sign_mask                 # product k+1 = -product k
+    a[:, :, 1::2] = a[:, :, 0::2] ^ t.fin.sign_mask  # product k+1 = -product k
     b[:, 1::2, :] = b[:, 0::2, :]
-    near = r.coin(0.5, (n, 1, 1))                                # or a residue of one last bit
+    near = r.coin(0.5, (n, 1, 1))  # or a residue of one last bit
     a[:, :, 1::2] = np.where(near, a[:, :, 1::2] ^ 1, a[:, :, 1::2])
-    c = np.where(r.coin(0.5, sc), r.ints(0, 1, sc) << (t.fc.bits - 1),
-                 np.where(r.coin(0.5, sc), band(r, t.fc, sc, -30, -12), band(r, t.fc, sc, -3, 3)))
+    c = np.where(
+        r.coin(0.5, sc),
+        r.ints(0, 1, sc) << (t.fc.bits - 1),
+        np.where(r.coin(0.5, sc), band(r, t.fc, sc, -30, -12), band(r, t.fc, sc, -3, 3)),
+    )
     return a, b, c
 
 
@@ -297,8 +313,11 @@ def cat_special(r, t, n):
 
 def cat_random_bits(r, t, n):
     sa, sb, sc = _shapes(n)
-    return (r.ints(0, (1 << t.fin.bits) - 1, sa), r.ints(0, (1 << t.fin.bits) - 1, sb),
-            r.ints(0, (1 << t.fc.bits) - 1, sc))
+    return (
+        r.ints(0, (1 << t.fin.bits) - 1, sa),
+        r.ints(0, (1 << t.fin.bits) - 1, sb),
+        r.ints(0, (1 << t.fc.bits) - 1, sc),
+    )
 
 
 def cat_boundary(r, t, n):
@@ -308,14 +327,14 @@ def cat_boundary(r, t, n):
     c = _bits(fc, r.ints(0, 1, sc), fc.bias, r.ints(0, (1 << fc.frac_bits) - 1, sc))
     c = np.where(r.coin(0.15, sc), 0, c)
     ulp = -fc.frac_bits
-    target = r.ints(ulp - 3, ulp + 1, sa)                         # exponent of the product for (i, k)
+    target = r.ints(ulp - 3, ulp + 1, sa)  # exponent of the product for (i, k)
     ea = np.clip(target // 2, 1 - fi.bias, fi.bias)
     a = _bits(fi, r.ints(0, 1, sa), ea + fi.bias, 0)
-    eb_row = target - ea                                           # b[k, j] = 2^(target - ea) needs one b per (i, k):
-    keep = r.coin(3 / 16, sa)                                      # keep ~3 products per row; b = 2^eb[k] per column
+    eb_row = target - ea  # b[k, j] = 2^(target - ea) needs one b per (i, k):
+    keep = r.coin(3 / 16, sa)  # keep ~3 products per row; b = 2^eb[k] per column
     a = np.where(keep, a, 0)
     eb = np.clip(r.ints(-1, 1, sb) + np.median(eb_row).astype(np.int64), 1 - fi.bias, fi.bias)
-    b = _bits(fi, 0, eb + fi.bias, np.where(r.coin(0.2, sb), 1 << (fi.frac_bits - 1), 0))   # 1 or 1.5
+    b = _bits(fi, 0, eb + fi.bias, np.where(r.coin(0.2, sb), 1 << (fi.frac_bits - 1), 0))  # 1 or 1.5
     return a, b, c
 
 
@@ -323,18 +342,18 @@ def cat_negzero(r, t, n):
     sa, sb, sc = _shapes(n)
     fi, fc = t.fin, t.fc
     mode = r.ints(0, 3, (n, 16, 1))
-    a_zero = r.ints(0, 1, sa) << (fi.bits - 1)                      # +-0 everywhere
+    a_zero = r.ints(0, 1, sa) << (fi.bits - 1)  # +-0 everywhere
     a_cancel = band(r, fi, sa, -3, 3)
     a_cancel[:, :, 1::2] = a_cancel[:, :, 0::2] ^ fi.sign_mask
-    tiny_e = (-80 if fi is BF16 else -14)
-    a_tiny = band(r, fi, sa, tiny_e - 2, tiny_e, sign=1)           # negative, tiny
+    tiny_e = -80 if fi is BF16 else -14
+    a_tiny = band(r, fi, sa, tiny_e - 2, tiny_e, sign=1)  # negative, tiny
     a_mixed = band(r, fi, sa, -3, 3, p_zero=0.5)
     a = np.select([mode == 0, mode == 1, mode == 2], [a_zero, a_cancel, a_tiny], a_mixed)
     b = band(r, fi, sb, -3, 3)
     b[:, 1::2, :] = b[:, 0::2, :]
     b_tiny = band(r, fi, sb, tiny_e - 2, tiny_e, sign=0)
     b = np.where((mode == 2)[:, :1, :].repeat(16, 1)[:, :, :8] & r.coin(0.5, (n, 1, 1)), b_tiny, b)
-    c = np.where(r.coin(0.8, sc), fc.sign_mask, 0)                       # mostly -0
+    c = np.where(r.coin(0.8, sc), fc.sign_mask, 0)  # mostly -0
     return a, b, c
 
 
@@ -347,7 +366,7 @@ def cat_zero_exp(r, t, n):
     elif fi is BF16:
         lo, hi = -165, -120
     else:
-        lo, hi = -28, -20                    # f16 products cannot reach -133: the smallest ones, against c = 0
+        lo, hi = -28, -20  # f16 products cannot reach -133: the smallest ones, against c = 0
     a, b = _products_at(r, fi, n, lo, hi, spread=2, p_zero=0.25)
     c = _c_mix(r, fc, sc, ("zero", "zero", "sub", "small"))
     return a, b, c
@@ -364,6 +383,7 @@ def cat_trunc(r, t, n):
 
 
 # bf16 subnormal-heavy set
+
 
 def _subnormal_result_products(r, t, n, p_zero=0.0):
     return _products_at(r, t.fin, n, -160, -120, spread=3, p_zero=p_zero)
@@ -429,19 +449,38 @@ def cat_bf16_sub_inputs_both(r, t, n):
     return a, b, _c_mix(r, t.fc, sc, ("zero", "zero", "sub", "small"))
 
 
-GENERIC = [("normal", cat_normal, 768), ("wide", cat_wide, 768), ("large_c", cat_large_c, 512),
-           ("cancel", cat_cancel, 768), ("one_two", cat_one_two, 512), ("subnormal", cat_subnormal, 1024),
-           ("overflow", cat_overflow, 512), ("special", cat_special, 512), ("random_bits", cat_random_bits, 768),
-           ("boundary", cat_boundary, 768), ("negzero", cat_negzero, 512), ("zero_exp", cat_zero_exp, 768),
-           ("trunc", cat_trunc, 768)]
-BF16_SUBNORMAL = [(name, fn, 3072) for name, fn in (
-    ("bf16_sub_x_big", cat_bf16_sub_x_big), ("bf16_sub_out_c0", cat_bf16_sub_out_c0),
-    ("bf16_sub_out_csub", cat_bf16_sub_out_csub), ("bf16_sub_out_cmin", cat_bf16_sub_out_cmin),
-    ("bf16_sub_mixed_zero", cat_bf16_sub_mixed_zero), ("bf16_sub_single", cat_bf16_sub_single),
-    ("bf16_sub_two", cat_bf16_sub_two), ("bf16_sub_inputs_both", cat_bf16_sub_inputs_both))]
+GENERIC = [
+    ("normal", cat_normal, 768),
+    ("wide", cat_wide, 768),
+    ("large_c", cat_large_c, 512),
+    ("cancel", cat_cancel, 768),
+    ("one_two", cat_one_two, 512),
+    ("subnormal", cat_subnormal, 1024),
+    ("overflow", cat_overflow, 512),
+    ("special", cat_special, 512),
+    ("random_bits", cat_random_bits, 768),
+    ("boundary", cat_boundary, 768),
+    ("negzero", cat_negzero, 512),
+    ("zero_exp", cat_zero_exp, 768),
+    ("trunc", cat_trunc, 768),
+]
+BF16_SUBNORMAL = [
+    (name, fn, 3072)
+    for name, fn in (
+        ("bf16_sub_x_big", cat_bf16_sub_x_big),
+        ("bf16_sub_out_c0", cat_bf16_sub_out_c0),
+        ("bf16_sub_out_csub", cat_bf16_sub_out_csub),
+        ("bf16_sub_out_cmin", cat_bf16_sub_out_cmin),
+        ("bf16_sub_mixed_zero", cat_bf16_sub_mixed_zero),
+        ("bf16_sub_single", cat_bf16_sub_single),
+        ("bf16_sub_two", cat_bf16_sub_two),
+        ("bf16_sub_inputs_both", cat_bf16_sub_inputs_both),
+    )
+]
 
 
 # --- version 2 probes (after the first H200 capture matched the model on every bit; see the module docstring)
+
 
 def _f16_pow2(e) -> np.ndarray:
     """f16 bits of 2^e for -24 <= e <= 15 (subnormal below -14)."""
@@ -454,13 +493,13 @@ def cat_f16acc_zero_exp_tie(r, t, n):
     probe product 2^-q, q in 30..48, on either side. The probe breaks the tie only if it survives truncation at
     2^(e_zero - F): this pins the f16 zero exponent (-21 on sm_90 by MMA-Sim; -20 and -22 fit capture 1 too)."""
     sa, sb, sc = _shapes(n)
-    kp = r.ints(8, 15, (n, 1, 1))                             # the probe's k
+    kp = r.ints(8, 15, (n, 1, 1))  # the probe's k
     k = np.arange(16)[None, None, :]
     tie_sign = r.ints(0, 1, (n, 16, 1))
-    x = r.ints(10, 24, (n, 16, 1))                            # a[i, kp] = +-2^-x
+    x = r.ints(10, 24, (n, 16, 1))  # a[i, kp] = +-2^-x
     a = np.where(k < 8, _f16_pow2(-14) | (tie_sign << 15), 0)
     a = np.where(k == kp, _f16_pow2(-x) | (r.ints(0, 1, (n, 16, 1)) << 15), a)
-    y = r.ints(20, 24, (n, 1, 8))                             # b[kp, j] = 2^-y
+    y = r.ints(20, 24, (n, 1, 8))  # b[kp, j] = 2^-y
     kk = np.arange(16)[None, :, None]
     b = np.where(kk < 8, _f16_pow2(-14), 0)
     b = np.where(kk == kp.reshape(n, 1, 1), _f16_pow2(-y), b)
@@ -490,8 +529,13 @@ def categories(t: MmaType, version: int = GENERATOR_VERSION):
         raise ValueError(f"generator version {version} is not supported; known: {SUPPORTED_VERSIONS}")
     cats = GENERIC + (BF16_SUBNORMAL if t.fin is BF16 else [])
     if version >= 2:
-        cats = cats + [c for c in V2_EXTRA if c[0].startswith(("bf16_", "any_") if t.fin is BF16 else
-                                                              ("f16acc_", "any_") if t.fc is F16 else ("any_",))]
+        cats = cats + [
+            c
+            for c in V2_EXTRA
+            if c[0].startswith(
+                ("bf16_", "any_") if t.fin is BF16 else ("f16acc_", "any_") if t.fc is F16 else ("any_",)
+            )
+        ]
     return cats
 
 
@@ -527,6 +571,7 @@ def input_digest(a, b, c) -> str:
 
 
 # ------------------------------------------------------------------------------- D delta coding
+
 
 def predict_bits(t: MmaType, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """A fixed, deterministic guess of D's bits: exact products summed in k order in float64, plus c, rounded
@@ -564,6 +609,7 @@ def decode_d(t: MmaType, a, b, c, delta) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------ runners
 
+
 def lane_fragment_maps():
     """(row, col) index tables of the kernel's fragment formulas (kernel/capture/mma.cu), per lane and element:
     A (32, 8), B (32, 4), C (32, 4).  The fake GPU uses them; tests compare them with flashsim.layout."""
@@ -582,9 +628,10 @@ def run_fake(t: MmaType, a, b, c, arch="sm_90", corrupt: int = 0):
     ``corrupt`` flips the low bit of that many outputs (to exercise the mismatch report)."""
     from ...layout import a_tile, b_tile, pack16
     from ...numerics.tensorcore import mma
+
     (ar, ac), (br, bc), (cr, cc) = lane_fragment_maps()
-    ra = pack16(a[:, ar, ac].view(np.uint16))            # (n, 32, 4) registers
-    rb = pack16(b[:, br, bc].view(np.uint16))            # (n, 32, 2)
+    ra = pack16(a[:, ar, ac].view(np.uint16))  # (n, 32, 4) registers
+    rb = pack16(b[:, br, bc].view(np.uint16))  # (n, 32, 2)
     at = a_tile(ra, t.in_dtype)
     bt = b_tile(rb, t.in_dtype)
     ct = np.empty_like(c)
@@ -606,6 +653,7 @@ class CaptureRunner:
     def __init__(self, kernel_file: str, provenance_name: str, names: dict):
         from .. import runtime as rt
         from ..build import compile_file
+
         self.rt = rt
         rt.require_gpu()
         self.arch = rt.current_arch()
@@ -616,13 +664,14 @@ class CaptureRunner:
         dev = self.rt.require_gpu()
         try:
             info = {"arch": self.arch, "name": str(dev.name)}
-        except Exception as exc:   # informative only
+        except Exception as exc:  # informative only
             info = {"arch": self.arch, "name": f"unknown ({exc})"}
         try:
             from cuda.bindings import driver
+
             err, ver = driver.cuDriverGetVersion()
             info["driver"] = int(ver)
-        except Exception as exc:   # informative only
+        except Exception as exc:  # informative only
             info["driver"] = f"unknown ({exc})"
         return info
 
@@ -650,6 +699,7 @@ class GpuRunner(CaptureRunner):
 
 # --------------------------------------------------------------------------------- save / load
 
+
 def save_capture(path: pathlib.Path, results: dict, meta: dict) -> None:
     arrays = {}
     for name, res in results.items():
@@ -658,12 +708,17 @@ def save_capture(path: pathlib.Path, results: dict, meta: dict) -> None:
         arrays[f"{k}__category"] = res["category"]
         arrays[f"{k}__d_delta"] = encode_d(t, res["a"], res["b"], res["c"], res["d"])
     meta = dict(meta)
-    meta["types"] = {name: {"names": res["names"], "counts": res["counts"],
-                            "input_sha256": input_digest(res["a"], res["b"], res["c"]),
-                            "d_sha256": hashlib.sha256(np.ascontiguousarray(res["d"]).tobytes()).hexdigest()}
-                     for name, res in results.items()}
+    meta["types"] = {
+        name: {
+            "names": res["names"],
+            "counts": res["counts"],
+            "input_sha256": input_digest(res["a"], res["b"], res["c"]),
+            "d_sha256": hashlib.sha256(np.ascontiguousarray(res["d"]).tobytes()).hexdigest(),
+        }
+        for name, res in results.items()
+    }
     arrays["meta_json"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
-    if "provenance" in meta:     # also on its own, as in every capture file (tests/test_drift.py reads it)
+    if "provenance" in meta:  # also on its own, as in every capture file (tests/test_drift.py reads it)
         arrays["provenance"] = np.array(provenance.to_json(meta["provenance"]))
     np.savez_compressed(path, **arrays)
 
@@ -677,38 +732,59 @@ def load_capture(path) -> dict:
         stored = {k: z[k] for k in z.files}
     version = meta.get("generator_version")
     if version not in SUPPORTED_VERSIONS:
-        raise ValueError(f"{path}: captured with generator version {version}, this code reads "
-                         f"{SUPPORTED_VERSIONS}: regenerate the capture")
+        raise ValueError(
+            f"{path}: captured with generator version {version}, this code reads "
+            f"{SUPPORTED_VERSIONS}: regenerate the capture"
+        )
     out = {}
     for name, info in meta["types"].items():
         t = TYPES[name]
         gen = generate(name, meta["seed"], meta["scale"], version)
-        if gen["names"] != info["names"] or gen["counts"] != info["counts"] or \
-                input_digest(gen["a"], gen["b"], gen["c"]) != info["input_sha256"]:
-            raise ValueError(f"{path}: the inputs of {name} no longer regenerate bit for bit (the generator "
-                             "changed): regenerate the capture")
+        if (
+            gen["names"] != info["names"]
+            or gen["counts"] != info["counts"]
+            or input_digest(gen["a"], gen["b"], gen["c"]) != info["input_sha256"]
+        ):
+            raise ValueError(
+                f"{path}: the inputs of {name} no longer regenerate bit for bit (the generator "
+                "changed): regenerate the capture"
+            )
         d = decode_d(t, gen["a"], gen["b"], gen["c"], stored[f"{t.key}__d_delta"])
         if hashlib.sha256(np.ascontiguousarray(d).tobytes()).hexdigest() != info["d_sha256"]:
             raise ValueError(f"{path}: D of {name} does not decode to its checksum (predictor changed?)")
-        out[name] = dict(a=gen["a"], b=gen["b"], c=gen["c"], d=d, category=stored[f"{t.key}__category"],
-                         names=info["names"], meta=meta)
+        out[name] = dict(
+            a=gen["a"],
+            b=gen["b"],
+            c=gen["c"],
+            d=d,
+            category=stored[f"{t.key}__category"],
+            names=info["names"],
+            meta=meta,
+        )
     return out
 
 
 # ----------------------------------------------------------------------------------------- main
 
+
 def compare(t: MmaType, res: dict, arch: str) -> dict:
     """Mismatching output elements of flashsim.mma against the captured D, per category."""
     from ...numerics.tensorcore import mma
-    model = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype),
-                arch=arch).view(t.fc.uint)
+
+    model = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch=arch).view(
+        t.fc.uint
+    )
     bad = model != res["d"]
     per_cat = {}
     for ci, name in enumerate(res["names"]):
         sel = res["category"] == ci
         per_cat[name] = (int(bad[sel].sum()), int(sel.sum()) * 128)
-    return {"per_category": per_cat, "total_bad": int(bad.sum()), "total": int(bad.size),
-            "bad_mma_examples": [int(i) for i in np.flatnonzero(bad.any(axis=(1, 2)))[:20]]}
+    return {
+        "per_category": per_cat,
+        "total_bad": int(bad.sum()),
+        "total": int(bad.size),
+        "bad_mma_examples": [int(i) for i in np.flatnonzero(bad.any(axis=(1, 2)))[:20]],
+    }
 
 
 def main(argv=None) -> int:
@@ -744,25 +820,33 @@ def main(argv=None) -> int:
             gen = generate(name, args.seed, args.scale)
             d = runner(t, gen["a"], gen["b"], gen["c"])
             if d.shape != gen["c"].shape or d.dtype != gen["c"].dtype:
-                raise RuntimeError(f"{name}: the run returned {d.shape} {d.dtype}, expected {gen['c'].shape} "
-                                   f"{gen['c'].dtype}")
+                raise RuntimeError(
+                    f"{name}: the run returned {d.shape} {d.dtype}, expected {gen['c'].shape} {gen['c'].dtype}"
+                )
             res = dict(gen, d=d)
             results[name] = res
             verdicts[name] = v = compare(t, res, arch)
             n = len(gen["category"])
-            print(f"\n{name}: {n} mmas, {v['total']} outputs, flashsim.mma(arch={arch!r}) differs on "
-                  f"{v['total_bad']}")
+            print(f"\n{name}: {n} mmas, {v['total']} outputs, flashsim.mma(arch={arch!r}) differs on {v['total_bad']}")
             for cname, (bad, tot) in v["per_category"].items():
                 print(f"  {cname:22s} {bad:8d} / {tot:8d} {'MISMATCH' if bad else 'ok'}")
             if v["bad_mma_examples"]:
                 print(f"  first mismatching mma indices: {v['bad_mma_examples']}")
-        meta = {"generator_version": GENERATOR_VERSION, "seed": args.seed, "scale": args.scale, "device": info,
-                "arch": arch, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "numpy": np.__version__,
-                "python": platform.python_version(), "verdict": verdicts,
-                "provenance": provenance.fingerprint(PROVENANCE_NAME)}
+        meta = {
+            "generator_version": GENERATOR_VERSION,
+            "seed": args.seed,
+            "scale": args.scale,
+            "device": info,
+            "arch": arch,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+            "verdict": verdicts,
+            "provenance": provenance.fingerprint(PROVENANCE_NAME),
+        }
         npz = out_dir / f"mma_{arch.replace('_', '')}.npz"
         save_capture(npz, results, meta)
-        back = load_capture(npz)                                   # the file must reproduce what we saw
+        back = load_capture(npz)  # the file must reproduce what we saw
         for name, res in results.items():
             if not np.array_equal(back[name]["d"], res["d"]):
                 raise RuntimeError(f"{npz}: D of {name} did not survive the save/load round trip")
@@ -771,10 +855,13 @@ def main(argv=None) -> int:
         total_bad = sum(v["total_bad"] for v in verdicts.values())
         size = npz.stat().st_size
         print(f"\nwrote {npz} ({size / 1e6:.2f} MB) and {summary} in {time.time() - t0:.1f} s")
-        print("VERDICT: flashsim.mma reproduces every captured bit" if total_bad == 0 else
-              f"VERDICT: {total_bad} output elements differ from flashsim.mma (exit status 2; the files are written)")
+        print(
+            "VERDICT: flashsim.mma reproduces every captured bit"
+            if total_bad == 0
+            else f"VERDICT: {total_bad} output elements differ from flashsim.mma (exit status 2; the files are written)"
+        )
         return 0 if total_bad == 0 else 2
-    except Exception as exc:   # every failure: a message and exit status 1
+    except Exception as exc:  # every failure: a message and exit status 1
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
 

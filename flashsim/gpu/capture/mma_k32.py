@@ -20,6 +20,7 @@ are small). ``analyze`` then says, per type and category, how much of the captur
   nearest; flashsim.arch, _HOPPER_FP8), the same function as the two blocks of 16 in that order first fitted to
   this capture. ``--seed`` other than the stored one makes a held-out capture to check it on.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,19 @@ TYPES = {
     "f16.e4m3.e4m3.f16": ("mma_k32_f16_e4m3_e4m3_f16", E4M3, E4M3, np.dtype(np.float16)),
     "f16.e5m2.e5m2.f16": ("mma_k32_f16_e5m2_e5m2_f16", E5M2, E5M2, np.dtype(np.float16)),
 }
-CATEGORIES = ("normal", "raw_bits", "single", "two_gap", "cancel", "big_c", "subnormal", "spread", "big_pair",
-              "one_big_many_small", "scaled")
+CATEGORIES = (
+    "normal",
+    "raw_bits",
+    "single",
+    "two_gap",
+    "cancel",
+    "big_c",
+    "subnormal",
+    "spread",
+    "big_pair",
+    "one_big_many_small",
+    "scaled",
+)
 
 
 def _finite_codes(dt) -> np.ndarray:
@@ -71,7 +83,7 @@ def _fp8(rng, dt, shape, kind):
         codes = codes[((codes >> mbits) & ((1 << (7 - mbits)) - 1)) == 0]
     elif kind == "moderate":
         vals = np.abs(codes.view(dt).astype(np.float32))
-        codes = codes[(vals >= 2.0 ** -3) & (vals <= 8.0)]
+        codes = codes[(vals >= 2.0**-3) & (vals <= 8.0)]
     return codes[rng.integers(0, codes.size, shape)]
 
 
@@ -88,19 +100,19 @@ def generate(name: str, category: str, n: int, rng) -> tuple[np.ndarray, np.ndar
         a = rng.integers(0, 256, (n, 16, 32), dtype=np.uint8)
         b = rng.integers(0, 256, (n, 32, 8), dtype=np.uint8)
         if category in ("single", "spread", "subnormal"):
-            a[:] = np.where(rng.random(a.shape) < 0.5, 0x80, 0x7F).astype(np.uint8)    # -128 / 127 extremes
-        c = rng.integers(-2 ** 31, 2 ** 31, (n, 16, 8), dtype=np.int64).astype(np.int32).view(np.uint32)
+            a[:] = np.where(rng.random(a.shape) < 0.5, 0x80, 0x7F).astype(np.uint8)  # -128 / 127 extremes
+        c = rng.integers(-(2**31), 2**31, (n, 16, 8), dtype=np.int64).astype(np.int32).view(np.uint32)
         if category == "big_c":
-            c = (np.int64(2 ** 31 - 1) - rng.integers(0, 1000, (n, 16, 8))).astype(np.int32).view(np.uint32)
+            c = (np.int64(2**31 - 1) - rng.integers(0, 1000, (n, 16, 8))).astype(np.int32).view(np.uint32)
         return a, b, c
     acc16 = cdt == np.float16
     kind = {"normal": "moderate", "raw_bits": "raw", "subnormal": "subnormal"}.get(category, "finite")
     a, b = _fp8(rng, adt, (n, 16, 32), kind), _fp8(rng, bdt, (n, 32, 8), kind)
     c = _f32_bits(rng, (n, 16, 8), -6, 6)
-    if category == "single":                 # one product per output element (row i of A, column j of B: k = i+j)
+    if category == "single":  # one product per output element (row i of A, column j of B: k = i+j)
         a = np.where(np.arange(32)[None, None, :] == (np.arange(16)[None, :, None] % 32), a, 0).astype(np.uint8)
         c = np.where(rng.random(c.shape) < 0.5, 0, c).astype(np.uint32)
-    elif category == "two_gap":              # two products, the second 2^-gap of the first: the alignment width
+    elif category == "two_gap":  # two products, the second 2^-gap of the first: the alignment width
         a[:] = 0
         b = _fp8(rng, bdt, (n, 32, 8), "moderate")
         one = np.float32(1.0)
@@ -109,14 +121,14 @@ def generate(name: str, category: str, n: int, rng) -> tuple[np.ndarray, np.ndar
         small = (rng.uniform(1, 2, (n, 16)) * 2.0 ** -np.minimum(gaps, 17)).astype(np.float32)
         a[:, :, 1] = small.astype(adt).view(np.uint8)
         c = np.zeros_like(c)
-    elif category == "cancel":               # +x and -x in pairs plus small terms: cancellation, sign of zero
+    elif category == "cancel":  # +x and -x in pairs plus small terms: cancellation, sign of zero
         half = a[:, :, :16]
         a[:, :, 16:] = half ^ np.uint8(0x80)
         b[:, 16:, :] = b[:, :16, :]
         c = np.where(rng.random(c.shape) < 0.5, 0, _f32_bits(rng, c.shape, -20, -10)).astype(np.uint32)
-    elif category == "big_c":                # c dwarfs the products: how many product bits survive
+    elif category == "big_c":  # c dwarfs the products: how many product bits survive
         c = _f32_bits(rng, c.shape, 8, 20)
-    elif category == "spread":               # products spread over a wide exponent range
+    elif category == "spread":  # products spread over a wide exponent range
         a = _fp8(rng, adt, (n, 16, 32), "finite")
         b = _fp8(rng, bdt, (n, 32, 8), "finite")
     elif category in ("big_pair", "one_big_many_small"):
@@ -125,16 +137,16 @@ def generate(name: str, category: str, n: int, rng) -> tuple[np.ndarray, np.ndar
         one = np.asarray(np.float32(1.0), np.float32).astype(bdt).view(np.uint8)
         b = np.full((n, 32, 8), one, np.uint8)
         k = np.arange(16) % 9
-        big = (2.0 ** k).astype(np.float32)
+        big = (2.0**k).astype(np.float32)
         gaps = rng.integers(0, 30, (n, 16, 32))
-        small = (big[None, :, None] * rng.uniform(1, 2, (n, 16, 32)) * 2.0 ** -gaps).astype(np.float32)
+        small = (big[None, :, None] * rng.uniform(1, 2, (n, 16, 32)) * 2.0**-gaps).astype(np.float32)
         small = np.where(rng.random(small.shape) < 0.5, -small, small)
         a = small.astype(adt).view(np.uint8)
         a[:, :, 0] = np.broadcast_to(big.astype(adt).view(np.uint8)[None, :], (n, 16))
         if category == "big_pair":
             a[:, :, 2:] = 0
         c = np.zeros_like(c)
-    elif category == "scaled":               # full-range random inputs (as "spread") with a scaled by 2^s, s = 0..8
+    elif category == "scaled":  # full-range random inputs (as "spread") with a scaled by 2^s, s = 0..8
         # by row (e4m3 values past 448 become NaN): the misses do not depend on s (26-29% of the finite outputs
         # in rows with s = 0 and s = 1 alike), so they are not a matter of magnitude
         vals = a.view(adt).astype(np.float32) * (2.0 ** (np.arange(16) % 9))[None, :, None]
@@ -147,7 +159,7 @@ def generate(name: str, category: str, n: int, rng) -> tuple[np.ndarray, np.ndar
     return a, b, c
 
 
-REGISTERS = "regs|s32.s8.s8.s32"      # the register-level probe of flashsim.layout's m16n8k32 maps
+REGISTERS = "regs|s32.s8.s8.s32"  # the register-level probe of flashsim.layout's m16n8k32 maps
 REGISTER_KERNEL = "mma_k32_regs_s32_s8_s8_s32"
 
 
@@ -155,12 +167,14 @@ def layout_registers(a, b, c):
     """(RA (n,32,4), RB (n,32,2), RC (n,32,4)) uint32: int8 tiles a (n,16,32), b (n,32,8) and the int32 c (n,16,8)
     packed into fragment registers by flashsim.layout's maps (A8, B8, C_F32)."""
     from ...layout import A8, B8, C_F32, pack8
+
     return pack8(A8.gather(a)), pack8(B8.gather(b)), C_F32.gather(c.view(np.uint32))
 
 
 def registers_to_tile(rd):
     """D registers (n,32,4) -> the (n,16,8) tile by flashsim.layout's C map."""
     from ...layout import C_F32
+
     return C_F32.scatter(rd)
 
 
@@ -183,7 +197,7 @@ def capture(runner, seed: int = DEFAULT_SEED, n: int = MMAS_PER_CATEGORY) -> dic
         for cat in CATEGORIES:
             a, b, c = generate(name, cat, n, rng)
             out[f"{name}|{cat}"] = (a, b, c, runner(name, a, b, c))
-    a, b, c = generate("s32.s8.s8.s32", "raw_bits", n, rng)      # the layout probe: registers by flashsim.layout
+    a, b, c = generate("s32.s8.s8.s32", "raw_bits", n, rng)  # the layout probe: registers by flashsim.layout
     out[REGISTERS] = (a, b, c, runner(REGISTERS, *layout_registers(a.view(np.int8), b.view(np.int8), c)))
     return out
 
@@ -213,6 +227,7 @@ def load(path) -> tuple[dict, dict]:
 
 # --------------------------------------------------------------------------------- models
 
+
 def int8_reference(a, b, c) -> np.ndarray:
     """s32 = wrap32(sum a b + c) over the 32 products: flashsim.mma's s8 model (``mma_k32``) on the stored bits."""
     return mma_k32(a.view(np.int8), b.view(np.int8), c.view(np.int32)).view(np.uint32)
@@ -234,16 +249,20 @@ def analyze(data: dict, arch: str = "sm_90") -> dict:
     """Per type: s8 exactness; FP8: the mismatches of flashsim.mma's model for the capture's arch per category (sm_90:
     the lowering onto the f16 mma; flashsim.arch), and for comparison the best of MMA-Sim's single-order family."""
     report = {}
-    for name, (kernel, adt, bdt, cdt) in TYPES.items():
+    for name, (_kernel, adt, bdt, cdt) in TYPES.items():
         keys = [k for k in data if k.startswith(name + "|")]
         if adt == np.int8:
             bad = {k.split("|")[1]: int(np.count_nonzero(int8_reference(*data[k][:3]) != data[k][3])) for k in keys}
-            if REGISTERS in data:                # registers packed and read by flashsim.layout's maps
+            if REGISTERS in data:  # registers packed and read by flashsim.layout's maps
                 a, b, c, rd = data[REGISTERS]
-                bad["registers by flashsim.layout"] = int(np.count_nonzero(
-                    registers_to_tile(rd) != int8_reference(a, b, c)))
-            report[name] = dict(model="exact integer, wrapped to 32 bits", mismatches=bad,
-                                outputs=int(sum(data[k][3].size for k in keys)))
+                bad["registers by flashsim.layout"] = int(
+                    np.count_nonzero(registers_to_tile(rd) != int8_reference(a, b, c))
+                )
+            report[name] = dict(
+                model="exact integer, wrapped to 32 bits",
+                mismatches=bad,
+                outputs=int(sum(data[k][3].size for k in keys)),
+            )
             continue
         grid = []
         for L, F in itertools.product((8, 16, 32), range(12, 29)):
@@ -259,9 +278,12 @@ def analyze(data: dict, arch: str = "sm_90") -> dict:
             with np.errstate(all="ignore"):
                 out = mma_k32(a.view(adt), b.view(bdt), c.view(cdt), arch)
             model[k.split("|")[1]] = int(np.count_nonzero(out.view(d.dtype) != d))
-        report[name] = dict(model=f"MMA-Sim fused-dot-product family (k in order)", best=grid[:5],
-                            flashsim_model=dict(arch=arch, mismatches=model),
-                            outputs=int(sum(data[k][3].size for k in keys)))
+        report[name] = dict(
+            model="MMA-Sim fused-dot-product family (k in order)",
+            best=grid[:5],
+            flashsim_model=dict(arch=arch, mismatches=model),
+            outputs=int(sum(data[k][3].size for k in keys)),
+        )
     return report
 
 
@@ -279,8 +301,13 @@ def main(argv=None) -> int:
         runner = GpuRunner()
         data = capture(runner, args.seed)
         arch = runner.arch
-        meta = dict(arch=arch, seed=args.seed, mmas_per_category=MMAS_PER_CATEGORY, categories=list(CATEGORIES),
-                    provenance=provenance.fingerprint(PROVENANCE_NAME))
+        meta = dict(
+            arch=arch,
+            seed=args.seed,
+            mmas_per_category=MMAS_PER_CATEGORY,
+            categories=list(CATEGORIES),
+            provenance=provenance.fingerprint(PROVENANCE_NAME),
+        )
         save(out / f"mma_k32_{arch.replace('_', '')}.npz", data, meta)
     report = analyze(data, arch)
     with open(out / f"mma_k32_{arch.replace('_', '')}_analysis.json", "w") as f:
@@ -290,12 +317,16 @@ def main(argv=None) -> int:
             print(f"{name}: {r['model']}: {sum(r['mismatches'].values())} of {r['outputs']} outputs differ")
         else:
             b = r["best"][0]
-            print(f"{name}: best of the family L={b['L']} F={b['F']}: {b['overall']:.1%} of "
-                  f"{r['outputs']} outputs; by category " +
-                  ", ".join(f"{k} {v:.0%}" for k, v in b["per_category"].items()))
+            print(
+                f"{name}: best of the family L={b['L']} F={b['F']}: {b['overall']:.1%} of "
+                f"{r['outputs']} outputs; by category "
+                + ", ".join(f"{k} {v:.0%}" for k, v in b["per_category"].items())
+            )
             m = r["flashsim_model"]
-            print(f"    flashsim.mma {m['arch']} model: {sum(m['mismatches'].values())} of {r['outputs']} outputs differ"
-                  + "".join(f", {k} {v}" for k, v in m["mismatches"].items() if v))
+            print(
+                f"    flashsim.mma {m['arch']} model: {sum(m['mismatches'].values())} of {r['outputs']} outputs differ"
+                + "".join(f", {k} {v}" for k, v in m["mismatches"].items() if v)
+            )
     return 0
 
 

@@ -18,6 +18,7 @@ One run, in order (kernels in kernel/capture/sfu.cu):
 Exit status: 0 when both models reproduce every checked output, 2 when some did not (files still
 written), 1 on an error. ``--fake`` runs the host logic on a numpy stand-in for the GPU (no GPU needed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,20 +33,33 @@ from ... import calibration, provenance
 from ...numerics import sfu
 from ...numerics.sfu import MASK, TABLE_SIZE, Ex2Model, RcpModel
 
-MISMATCH_CAP = 50_000            # recorded mismatching triples per function
-SAMPLE_EX2 = 1 << 18             # GPU (input, output) pairs kept for the CPU test
+MISMATCH_CAP = 50_000  # recorded mismatching triples per function
+SAMPLE_EX2 = 1 << 18  # GPU (input, output) pairs kept for the CPU test
 SAMPLE_RCP = 1 << 16
 SWEEP_CHUNK = 1 << 28
 KERNEL = "capture/sfu.cu"
-PROVENANCE_NAME = "sfu_capture"     # flashsim.provenance: this kernel's define set and fingerprint
-SELECT_EXPONENTS = range(96, 131)   # |x| in [2^-31, 16): where the fixed-point rule shows
-EX2_KEYS = ("neg_mode", "rounding", "nan_mode", "nan_bits", "underflow_bits", "overflow_bits",
-            "pinf_bits", "ninf_bits")
-RCP_KEYS = ("nan_mode", "nan_bits", "zero_pos_bits", "zero_neg_bits", "inf_pos_bits", "inf_neg_bits",
-            "underflow_pos_bits", "underflow_neg_bits")
-REGIONS = (("zero/subnormal", 0, 0), ("|x| < 2^-63", 1, 63), ("2^-63 <= |x| < 2^-24", 64, 102),
-           ("2^-24 <= |x| < 1", 103, 126), ("1 <= |x| < 256", 127, 134), ("|x| >= 256", 135, 254),
-           ("inf/nan", 255, 255))
+PROVENANCE_NAME = "sfu_capture"  # flashsim.provenance: this kernel's define set and fingerprint
+SELECT_EXPONENTS = range(96, 131)  # |x| in [2^-31, 16): where the fixed-point rule shows
+EX2_KEYS = ("neg_mode", "rounding", "nan_mode", "nan_bits", "underflow_bits", "overflow_bits", "pinf_bits", "ninf_bits")
+RCP_KEYS = (
+    "nan_mode",
+    "nan_bits",
+    "zero_pos_bits",
+    "zero_neg_bits",
+    "inf_pos_bits",
+    "inf_neg_bits",
+    "underflow_pos_bits",
+    "underflow_neg_bits",
+)
+REGIONS = (
+    ("zero/subnormal", 0, 0),
+    ("|x| < 2^-63", 1, 63),
+    ("2^-63 <= |x| < 2^-24", 64, 102),
+    ("2^-24 <= |x| < 1", 103, 126),
+    ("1 <= |x| < 256", 127, 134),
+    ("|x| >= 256", 135, 254),
+    ("inf/nan", 255, 255),
+)
 
 
 def _u32(values) -> np.ndarray:
@@ -58,9 +72,13 @@ def _f32bits(values) -> np.ndarray:
 
 # -- model parameters <-> the kernel's uint32 parameter vector ------------------------------------
 
+
 def ex2_param_vector(params: dict) -> np.ndarray:
-    code = {"neg_mode": sfu.NEG_MODES.index(params["neg_mode"]), "rounding": sfu.ROUNDINGS.index(params["rounding"]),
-            "nan_mode": sfu.NAN_MODES.index(params["nan_mode"])}
+    code = {
+        "neg_mode": sfu.NEG_MODES.index(params["neg_mode"]),
+        "rounding": sfu.ROUNDINGS.index(params["rounding"]),
+        "nan_mode": sfu.NAN_MODES.index(params["nan_mode"]),
+    }
     return _u32([code.get(k, params[k]) for k in EX2_KEYS])
 
 
@@ -74,17 +92,66 @@ NAN_INPUTS = [0x7FC00000, 0x7F800001, 0x7FFFFFFF, 0x7FA5A5A5, 0xFFC00000, 0xFF80
 
 
 def ex2_specials() -> np.ndarray:
-    f = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 127.0, 127.99999, 128.0, 200.0, 1e30, -1e30, -126.0, -126.5, -127.0,
-         -127.5, -128.0, -149.0, -150.0, -200.0, 2.0 ** -23, -(2.0 ** -23), 2.0 ** -24, -(2.0 ** -24), 1e-30,
-         -1e-30, np.finfo(np.float32).max, -np.finfo(np.float32).max, np.finfo(np.float32).tiny,
-         -np.finfo(np.float32).tiny, np.inf, -np.inf]
+    f = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        127.0,
+        127.99999,
+        128.0,
+        200.0,
+        1e30,
+        -1e30,
+        -126.0,
+        -126.5,
+        -127.0,
+        -127.5,
+        -128.0,
+        -149.0,
+        -150.0,
+        -200.0,
+        2.0**-23,
+        -(2.0**-23),
+        2.0**-24,
+        -(2.0**-24),
+        1e-30,
+        -1e-30,
+        np.finfo(np.float32).max,
+        -np.finfo(np.float32).max,
+        np.finfo(np.float32).tiny,
+        -np.finfo(np.float32).tiny,
+        np.inf,
+        -np.inf,
+    ]
     return np.concatenate([_f32bits(f), _u32([1, 0x80000001, 0x007FFFFF, 0x807FFFFF] + NAN_INPUTS)])
 
 
 def rcp_specials() -> np.ndarray:
-    f = [0.0, -0.0, 1.0, -1.0, 1.5, -1.5, 3.0, 2.0 ** 126, -(2.0 ** 126), 1.5 * 2.0 ** 126, 2.0 ** 127,
-         -(2.0 ** 127), 1.5 * 2.0 ** 127, -1.5 * 2.0 ** 127, np.finfo(np.float32).max, -np.finfo(np.float32).max,
-         np.finfo(np.float32).tiny, -np.finfo(np.float32).tiny, np.inf, -np.inf]
+    f = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1.5,
+        -1.5,
+        3.0,
+        2.0**126,
+        -(2.0**126),
+        1.5 * 2.0**126,
+        2.0**127,
+        -(2.0**127),
+        1.5 * 2.0**127,
+        -1.5 * 2.0**127,
+        np.finfo(np.float32).max,
+        -np.finfo(np.float32).max,
+        np.finfo(np.float32).tiny,
+        -np.finfo(np.float32).tiny,
+        np.inf,
+        -np.inf,
+    ]
     return np.concatenate([_f32bits(f), _u32([1, 0x80000001, 0x007FFFFF, 0x807FFFFF] + NAN_INPUTS)])
 
 
@@ -128,7 +195,7 @@ def binade_ranges(exponents, quick: bool = False) -> list[tuple[int, int]]:
             base = (sign << 31) | (e << 23)
             if quick:
                 out += [(base + o, 2048) for o in (0, (1 << 22) - 1024, (1 << 23) - 2048)]
-            elif out and out[-1][0] + out[-1][1] == base:          # merge adjacent binades into one launch
+            elif out and out[-1][0] + out[-1][1] == base:  # merge adjacent binades into one launch
                 out[-1] = (out[-1][0], out[-1][1] + (1 << 23))
             else:
                 out.append((base, 1 << 23))
@@ -136,8 +203,9 @@ def binade_ranges(exponents, quick: bool = False) -> list[tuple[int, int]]:
 
 
 def quick_ranges() -> list[tuple[int, int]]:
-    return binade_ranges((0, 1, 50, 90, 102, 103, 110, 120, 125, 126, 127, 128, 129, 133, 134, 135, 200, 254, 255),
-                         quick=True)
+    return binade_ranges(
+        (0, 1, 50, 90, 102, 103, 110, 120, 125, 126, 127, 128, 129, 133, 134, 135, 200, 254, 255), quick=True
+    )
 
 
 def checked_per_bucket(ranges) -> np.ndarray:
@@ -152,21 +220,30 @@ def checked_per_bucket(ranges) -> np.ndarray:
 
 # -- the devices: the real GPU and a numpy stand-in ------------------------------------------------
 
+
 class GpuDevice:
     """The kernels of kernel/capture/sfu.cu on the current GPU."""
+
     BLOCK = 256
 
     def __init__(self):
         from .. import runtime as rt
         from ..build import compile_cuda, kernel_path
+
         self.rt = rt
         dev = rt.require_gpu()
         self.arch = rt.current_arch()
         self.name = str(getattr(dev, "name", "GPU"))
-        build = compile_cuda(kernel_path(KERNEL).read_text(), arch=self.arch, name=KERNEL,
-                             defines=provenance.build_defines(PROVENANCE_NAME))
-        self.k = {name: rt.load(build, name) for name in ("ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply",
-                                                          "rcp_model_apply", "ex2_sweep", "rcp_sweep")}
+        build = compile_cuda(
+            kernel_path(KERNEL).read_text(),
+            arch=self.arch,
+            name=KERNEL,
+            defines=provenance.build_defines(PROVENANCE_NAME),
+        )
+        self.k = {
+            name: rt.load(build, name)
+            for name in ("ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply", "rcp_model_apply", "ex2_sweep", "rcp_sweep")
+        }
         try:
             self.grid = 8 * int(dev.properties.multiprocessor_count)
         except Exception:
@@ -194,10 +271,21 @@ class GpuDevice:
         hist = rt.empty((512,), np.uint64).zero_()
         nrec = rt.empty((1,), np.uint64).zero_()
         rec = rt.empty((max(cap, 1), 3), np.uint32)
-        rt.launch(self.k[f"{fn}_sweep"], (self.grid,), (self.BLOCK,), np.uint64(start), np.uint64(count), *tables,
-                  self.put(params), hist, rec, np.uint64(cap), nrec)
+        rt.launch(
+            self.k[f"{fn}_sweep"],
+            (self.grid,),
+            (self.BLOCK,),
+            np.uint64(start),
+            np.uint64(count),
+            *tables,
+            self.put(params),
+            hist,
+            rec,
+            np.uint64(cap),
+            nrec,
+        )
         n = int(nrec.to_numpy()[0])
-        return hist.to_numpy().astype(np.int64), rec.to_numpy()[:min(n, cap)], n
+        return hist.to_numpy().astype(np.int64), rec.to_numpy()[: min(n, cap)], n
 
 
 class FakeDevice:
@@ -225,7 +313,7 @@ class FakeDevice:
             got, want = self.hw(fn, x), model.bits(x)
             bad = np.flatnonzero(got != want)
             hist += np.bincount(x[bad] >> 23, minlength=512)
-            take = bad[:max(0, cap - total)]
+            take = bad[: max(0, cap - total)]
             recs.append(np.stack([x[take], got[take], want[take]], axis=1))
             total += bad.size
         return hist, np.concatenate(recs).astype(np.uint32), total
@@ -234,8 +322,11 @@ class FakeDevice:
 def _numpy_model(fn: str, tables: tuple, params: np.ndarray):
     if fn == "ex2":
         d = dict(zip(EX2_KEYS, (int(v) for v in params)))
-        d.update(neg_mode=sfu.NEG_MODES[d["neg_mode"]], rounding=sfu.ROUNDINGS[d["rounding"]],
-                 nan_mode=sfu.NAN_MODES[d["nan_mode"]])
+        d.update(
+            neg_mode=sfu.NEG_MODES[d["neg_mode"]],
+            rounding=sfu.ROUNDINGS[d["rounding"]],
+            nan_mode=sfu.NAN_MODES[d["nan_mode"]],
+        )
         return Ex2Model(tables[0], tables[1], d)
     d = dict(zip(RCP_KEYS, (int(v) for v in params)))
     d["nan_mode"] = sfu.NAN_MODES[d["nan_mode"]]
@@ -264,6 +355,7 @@ def synthetic_rcp():
 
 # -- building the models from captured data --------------------------------------------------------
 
+
 def _nan_rule(inputs: np.ndarray, outputs: np.ndarray) -> dict:
     if np.all(outputs == (inputs | np.uint32(sfu.QUIET_BIT))) and not np.all(outputs == outputs[0]):
         return {"nan_mode": "quiet", "nan_bits": sfu.CANONICAL_NAN}
@@ -276,18 +368,26 @@ def _out(specials: np.ndarray, outputs: np.ndarray, x: float) -> int:
 
 def ex2_constants(specials: np.ndarray, outputs: np.ndarray) -> dict:
     nan = np.isin(specials, _u32(NAN_INPUTS))
-    return {**_nan_rule(specials[nan], outputs[nan]), "underflow_bits": _out(specials, outputs, -200.0),
-            "overflow_bits": _out(specials, outputs, 200.0), "pinf_bits": _out(specials, outputs, np.inf),
-            "ninf_bits": _out(specials, outputs, -np.inf)}
+    return {
+        **_nan_rule(specials[nan], outputs[nan]),
+        "underflow_bits": _out(specials, outputs, -200.0),
+        "overflow_bits": _out(specials, outputs, 200.0),
+        "pinf_bits": _out(specials, outputs, np.inf),
+        "ninf_bits": _out(specials, outputs, -np.inf),
+    }
 
 
 def rcp_constants(specials: np.ndarray, outputs: np.ndarray) -> dict:
     nan = np.isin(specials, _u32(NAN_INPUTS))
-    return {**_nan_rule(specials[nan], outputs[nan]), "zero_pos_bits": _out(specials, outputs, 0.0),
-            "zero_neg_bits": _out(specials, outputs, -0.0), "inf_pos_bits": _out(specials, outputs, np.inf),
-            "inf_neg_bits": _out(specials, outputs, -np.inf),
-            "underflow_pos_bits": _out(specials, outputs, 1.5 * 2.0 ** 127),
-            "underflow_neg_bits": _out(specials, outputs, -1.5 * 2.0 ** 127)}
+    return {
+        **_nan_rule(specials[nan], outputs[nan]),
+        "zero_pos_bits": _out(specials, outputs, 0.0),
+        "zero_neg_bits": _out(specials, outputs, -0.0),
+        "inf_pos_bits": _out(specials, outputs, np.inf),
+        "inf_neg_bits": _out(specials, outputs, -np.inf),
+        "underflow_pos_bits": _out(specials, outputs, 1.5 * 2.0**127),
+        "underflow_neg_bits": _out(specials, outputs, -1.5 * 2.0**127),
+    }
 
 
 def table_stats(name: str, bits: np.ndarray, exact: np.ndarray) -> dict:
@@ -295,13 +395,20 @@ def table_stats(name: str, bits: np.ndarray, exact: np.ndarray) -> dict:
     delta = bits.astype(np.int64) - sfu.reference_table(name)
     lo = int(delta.min())
     counts = np.bincount(delta - lo) if int(delta.max()) - lo < 1 << 20 else None
-    hist = ({str(lo + int(v)): int(counts[v]) for v in np.flatnonzero(counts)} if counts is not None else
-            {str(int(v)): int(c) for v, c in zip(*np.unique(delta, return_counts=True))})
-    _, e = np.frexp(exact)                                   # exact in [2^(e-1), 2^e): ulp 2^(e-24)
+    hist = (
+        {str(lo + int(v)): int(counts[v]) for v in np.flatnonzero(counts)}
+        if counts is not None
+        else {str(int(v)): int(c) for v, c in zip(*np.unique(delta, return_counts=True))}
+    )
+    _, e = np.frexp(exact)  # exact in [2^(e-1), 2^e): ulp 2^(e-24)
     err = (bits.view(np.float32).astype(np.float64) - exact) / np.ldexp(1.0, e - 24)
-    return {"delta_vs_correctly_rounded": hist, "correctly_rounded_fraction": float(np.mean(delta == 0)),
-            "max_abs_err_ulp": float(np.max(np.abs(err))), "mean_err_ulp": float(np.mean(err)),
-            "exponent_fields": [int(v) for v in np.flatnonzero(np.bincount(bits >> 23))]}
+    return {
+        "delta_vs_correctly_rounded": hist,
+        "correctly_rounded_fraction": float(np.mean(delta == 0)),
+        "max_abs_err_ulp": float(np.max(np.abs(err))),
+        "mean_err_ulp": float(np.mean(err)),
+        "exponent_fields": [int(v) for v in np.flatnonzero(np.bincount(bits >> 23))],
+    }
 
 
 def twos_negative_table(pos: np.ndarray) -> np.ndarray:
@@ -314,15 +421,20 @@ def twos_negative_table(pos: np.ndarray) -> np.ndarray:
 
 # -- the run ---------------------------------------------------------------------------------------
 
+
 class Capture:
     """One capture-and-validate run on ``device`` (GpuDevice or FakeDevice); see the module docstring."""
 
     def __init__(self, device, *, quick: bool = False, random_scale: float = 1.0, seed: int = 2026, log=print):
         self.dev, self.quick, self.scale, self.log = device, quick, random_scale, log
         self.rng = np.random.default_rng(seed)
-        self.summary: dict = {"arch": device.arch, "device": device.name, "quick": quick,
-                              "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-                              "provenance": provenance.fingerprint(PROVENANCE_NAME)}
+        self.summary: dict = {
+            "arch": device.arch,
+            "device": device.name,
+            "quick": quick,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "provenance": provenance.fingerprint(PROVENANCE_NAME),
+        }
         self.sample: dict = {}
 
     # each step fills self.summary[fn] and self.sample
@@ -350,14 +462,16 @@ class Capture:
         consts = ex2_constants(specials, sp_out)
         pos = self.dev.hw("ex2", sfu.ex2_table_inputs(False).view(np.uint32))
         neg = self.dev.hw("ex2", sfu.ex2_table_inputs(True).view(np.uint32))
-        x = np.arange(TABLE_SIZE) * 2.0 ** -23
+        x = np.arange(TABLE_SIZE) * 2.0**-23
         s["table_pos"] = table_stats("ex2_pos", pos, np.exp2(x))
         s["table_neg"] = table_stats("ex2_neg", neg, np.exp2(-x))
         neg_diff = int(np.count_nonzero(twos_negative_table(pos) != neg))
         s["negative_table_differs_from_twos_rule"] = neg_diff
-        self.log(f"  g: {s['table_pos']['correctly_rounded_fraction']:.1%} correctly rounded, max error "
-                 f"{s['table_pos']['max_abs_err_ulp']:.3f} ulp; negative side vs two's complement rule: "
-                 f"{neg_diff} entries differ")
+        self.log(
+            f"  g: {s['table_pos']['correctly_rounded_fraction']:.1%} correctly rounded, max error "
+            f"{s['table_pos']['max_abs_err_ulp']:.3f} ulp; negative side vs two's complement rule: "
+            f"{neg_diff} entries differ"
+        )
 
         dpos, dneg = self.dev.put(pos), self.dev.put(neg)
         candidates = [("twos", r) for r in sfu.ROUNDINGS]
@@ -368,17 +482,26 @@ class Capture:
         for mode, rounding in candidates:
             params = {**consts, "neg_mode": mode, "rounding": rounding}
             vec = ex2_param_vector(params)
-            scores[f"{mode}/{rounding}"] = sum(int(self.dev.sweep("ex2", a, n, (dpos, dneg), vec, 0)[0].sum())
-                                               for a, n in select)
+            scores[f"{mode}/{rounding}"] = sum(
+                int(self.dev.sweep("ex2", a, n, (dpos, dneg), vec, 0)[0].sum()) for a, n in select
+            )
         s["rule_candidates_mismatches"] = scores
-        best = min(scores, key=scores.get)        # ties: first listed (two's complement, toward zero)
+        best = min(scores, key=scores.get)  # ties: first listed (two's complement, toward zero)
         mode, rounding = best.split("/")
         params = {**Ex2Model.DEFAULTS, **consts, "neg_mode": mode, "rounding": rounding}
         s["params"] = params
         self.log(f"  fixed-point rule: {best} (mismatches over |x| in [2^-31, 16) per candidate: {scores})")
         self.ex2_model = Ex2Model(pos, neg if mode == "signmag" else None, params)
-        return self._validate("ex2", self.ex2_model, (dpos, dneg), ex2_param_vector(params), specials, sp_out,
-                              ex2_random_inputs(self.rng, self.scale), SAMPLE_EX2)
+        return self._validate(
+            "ex2",
+            self.ex2_model,
+            (dpos, dneg),
+            ex2_param_vector(params),
+            specials,
+            sp_out,
+            ex2_random_inputs(self.rng, self.scale),
+            SAMPLE_EX2,
+        )
 
     def rcp(self) -> bool:
         s = self.summary["rcp"] = {}
@@ -390,11 +513,21 @@ class Capture:
         table = self.dev.hw("rcp", xin.view(np.uint32))
         s["table"] = table_stats("rcp", table, 1.0 / xin.astype(np.float64))
         s["params"] = params
-        self.log(f"  table: {s['table']['correctly_rounded_fraction']:.1%} correctly rounded, max error "
-                 f"{s['table']['max_abs_err_ulp']:.3f} ulp")
+        self.log(
+            f"  table: {s['table']['correctly_rounded_fraction']:.1%} correctly rounded, max error "
+            f"{s['table']['max_abs_err_ulp']:.3f} ulp"
+        )
         self.rcp_model = RcpModel(table, params)
-        return self._validate("rcp", self.rcp_model, (self.dev.put(table),), rcp_param_vector(params), specials,
-                              sp_out, rcp_random_inputs(self.rng, self.scale), SAMPLE_RCP)
+        return self._validate(
+            "rcp",
+            self.rcp_model,
+            (self.dev.put(table),),
+            rcp_param_vector(params),
+            specials,
+            sp_out,
+            rcp_random_inputs(self.rng, self.scale),
+            SAMPLE_RCP,
+        )
 
     def _validate(self, fn, model, dtables, vec, specials, sp_out, random_sets, n_sample) -> bool:
         s = self.summary[fn]
@@ -410,8 +543,11 @@ class Capture:
             recs.append(r)
             total += min(n, MISMATCH_CAP - total)
         checked = checked_per_bucket(ranges)
-        s["sweep"] = {"checked": int(checked.sum()), "mismatches": int(hist.sum()),
-                      "regions": self._regions(checked, hist)}
+        s["sweep"] = {
+            "checked": int(checked.sum()),
+            "mismatches": int(hist.sum()),
+            "regions": self._regions(checked, hist),
+        }
         self.sample[f"{fn}_sweep_checked"] = checked.reshape(2, 256)
         self.sample[f"{fn}_sweep_mismatches"] = hist.reshape(2, 256)
         self.sample[f"{fn}_mismatch"] = np.concatenate([*recs, np.zeros((0, 3), np.uint32)]).astype(np.uint32)
@@ -419,9 +555,12 @@ class Capture:
         for name, (c, m) in s["sweep"]["regions"].items():
             self.log(f"      {name:>28}: {c:>14,} checked {m:>12,} mismatches")
         # the GPU copy of the model against the numpy one
-        spot = np.concatenate([self.rng.integers(0, 1 << 32, int(2_000_000 * self.scale) or 1,
-                                                 dtype=np.uint64).astype(np.uint32),
-                               *(v[: int(400_000 * self.scale) or 1] for v in random_sets.values())])
+        spot = np.concatenate(
+            [
+                self.rng.integers(0, 1 << 32, int(2_000_000 * self.scale) or 1, dtype=np.uint64).astype(np.uint32),
+                *(v[: int(400_000 * self.scale) or 1] for v in random_sets.values()),
+            ]
+        )
         spot_bad = int(np.count_nonzero(self.dev.model(fn, spot, dtables, vec) != model.bits(spot)))
         s["gpu_model_vs_numpy_model"] = {"checked": int(spot.size), "mismatches": spot_bad}
         self.log(f"      GPU model vs numpy model: {spot.size:,} inputs, {spot_bad:,} mismatches")
@@ -439,8 +578,10 @@ class Capture:
                 self.sample[f"{fn}_mismatch"] = np.concatenate([self.sample[f"{fn}_mismatch"], extra])[:MISMATCH_CAP]
         rin, rout = np.concatenate(ins), np.concatenate(outs)
         nr, nb = rin.size, sum(v[1] for v in s["random"].values())
-        self.log(f"  (b) random: {nr:,} inputs, {nb:,} mismatches; (c) specials: {specials.size} inputs, "
-                 f"{s['specials_mismatches']} mismatches")
+        self.log(
+            f"  (b) random: {nr:,} inputs, {nb:,} mismatches; (c) specials: {specials.size} inputs, "
+            f"{s['specials_mismatches']} mismatches"
+        )
         keep = self.rng.choice(nr, size=min(n_sample, nr), replace=False)
         self.sample[f"{fn}_in"] = np.concatenate([specials, rin[keep]])
         self.sample[f"{fn}_out"] = np.concatenate([sp_out, rout[keep]])
@@ -461,26 +602,45 @@ class Capture:
         tag = calibration.arch_tag(self.dev.arch)
         tables = out_dir / calibration.filename("sfu", self.dev.arch)
         self.log("compressing the tables" + ("" if self.quick else " (zlib and lzma, keeping the smaller: a minute)"))
-        sfu.write_tables(tables, self.ex2_model, self.rcp_model, arch=self.dev.arch, meta=self.summary,
-                         codec="zlib" if self.quick else "best")
+        sfu.write_tables(
+            tables,
+            self.ex2_model,
+            self.rcp_model,
+            arch=self.dev.arch,
+            meta=self.summary,
+            codec="zlib" if self.quick else "best",
+        )
         size = tables.stat().st_size
         self.summary["tables_bytes"] = size
-        self.log(f"tables: {size / 1e6:.2f} MB" + ("" if size <= 4_000_000 else
-                                                  " (over the 4 MB package-data budget: needs a better codec)"))
+        self.log(
+            f"tables: {size / 1e6:.2f} MB"
+            + ("" if size <= 4_000_000 else " (over the 4 MB package-data budget: needs a better codec)")
+        )
         sample = out_dir / f"sfu_sample_{tag}.npz"
-        np.savez_compressed(sample, summary=np.array(json.dumps(self.summary)),
-                            provenance=np.array(provenance.to_json(self.summary["provenance"])), **self.sample)
+        np.savez_compressed(
+            sample,
+            summary=np.array(json.dumps(self.summary)),
+            provenance=np.array(provenance.to_json(self.summary["provenance"])),
+            **self.sample,
+        )
         return [tables, sample]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m flashsim.gpu.capture.sfu", description=__doc__.splitlines()[0],
-                                     epilog="Writes sfu_tables_<tag>.npz and sfu_sample_<tag>.npz into DIR.")
+    parser = argparse.ArgumentParser(
+        prog="python3 -m flashsim.gpu.capture.sfu",
+        description=__doc__.splitlines()[0],
+        epilog="Writes sfu_tables_<tag>.npz and sfu_sample_<tag>.npz into DIR.",
+    )
     parser.add_argument("--out", required=True, help="folder for the two output files (created if missing)")
     parser.add_argument("--fake", action="store_true", help="numpy stand-in for the GPU (tests the host logic)")
     parser.add_argument("--quick", action="store_true", help="sample windows of the binades instead of all 2^32 inputs")
-    parser.add_argument("--random-scale", type=float, default=1.0,
-                        help="scale of the random input sets (1.0: 12 M ex2 and 11 M rcp inputs)")
+    parser.add_argument(
+        "--random-scale",
+        type=float,
+        default=1.0,
+        help="scale of the random input sets (1.0: 12 M ex2 and 11 M rcp inputs)",
+    )
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
     if args.random_scale <= 0:
@@ -491,8 +651,9 @@ def main(argv=None) -> int:
             print("--fake: sweeping sample windows only (--quick); numpy cannot do 2^32 inputs quickly")
             args.quick = True
         print(f"capturing the SFU on {device.name} ({device.arch})", flush=True)
-        status = Capture(device, quick=args.quick, random_scale=args.random_scale, seed=args.seed,
-                         log=lambda m: print(m, flush=True)).run(args.out)
+        status = Capture(
+            device, quick=args.quick, random_scale=args.random_scale, seed=args.seed, log=lambda m: print(m, flush=True)
+        ).run(args.out)
     except Exception as exc:  # GPUError, CompileError, OSError...: say what failed and exit non-zero
         print(f"sfu capture failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
