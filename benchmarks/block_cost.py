@@ -28,9 +28,9 @@ def main(argv=None) -> int:
     import numpy as np
     import torch
 
+    from flashsim import gpu
     from flashsim.commands.bench import cuda_time_alternating, kernel_alone
     from flashsim.config import KernelConfig
-    from flashsim.gpu import launch
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json")
@@ -50,11 +50,11 @@ def main(argv=None) -> int:
         gos, tiles = {}, {}
         for nk in NKS:
             k, v = rnd(nk), rnd(nk)
-            go, _, prob = launch.prepared_launch(q, k, v, config=cfg)
+            go, _, prob = gpu.prepared_launch(q, k, v, config=cfg)
             gos[nk] = kernel_alone(go, False)
             tiles[nk] = int(prob.kv_tile_range()[1][0])
         kc, vc = rnd(NQ), rnd(NQ)
-        go, _, prob_c = launch.prepared_launch(q, kc, vc, config=cfg.with_(causal=True))
+        go, _, prob_c = gpu.prepared_launch(q, kc, vc, config=cfg.with_(causal=True))
         gos["causal"] = kernel_alone(go, False)
         causal_tiles = np.asarray(prob_c.kv_tile_range()[1], dtype=np.float64)
         ms = {name: t[0] for name, t in cuda_time_alternating(gos, a.reps, a.rounds).items()}

@@ -31,7 +31,7 @@ import json
 import ml_dtypes
 import numpy as np
 
-from flashsim.config import FP8_F16_KEYS, FP8_P_SCALE, FP8_V_RANGE
+from flashsim.constants import FP8_F16_KEYS, FP8_P_SCALE, FP8_V_RANGE
 from flashsim.numerics import ieee32
 from flashsim.numerics.tensorcore import mma_k32
 

@@ -2,7 +2,8 @@
 
 Public contracts: ``mma`` (the tensor-core model), ``attention`` / ``reference_attention`` (the emulator and
 its float64 reference), ``sfu.ex2`` / ``sfu.rcp``, ``budget`` (the resource model: shared memory, registers,
-occupancy), ``gpu.attention`` (the real kernel), and the ``layout`` and ``numerics`` packages.
+occupancy), ``gpu.attention`` (the real kernel), ``EngineOptions`` (how the emulator's engines run), and the
+``layout`` and ``numerics`` packages.
 ``import flashsim`` needs only numpy and ml_dtypes: sympy loads when a symbolic function is called, and
 cuda-python (the gpu extra), JAX and matplotlib only inside the functions that use them.
 """
@@ -16,6 +17,7 @@ from .emulator import attention, reference_attention
 from .numerics import sfu
 from .numerics.tensorcore import mma
 from .resources import budget
+from .settings import EngineOptions
 
 __version__ = "0.1.0"
 
@@ -24,6 +26,7 @@ __all__ = [
     "Arch",
     "get_arch",
     "KernelConfig",
+    "EngineOptions",
     "mma",
     "attention",
     "reference_attention",

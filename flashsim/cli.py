@@ -6,7 +6,7 @@ and a module docstring whose first line is the help text. Only commands that exi
 Exit status: 0 success; 1 the command ran and its check failed (a bit mismatch, a configuration that does not fit,
 a proof that does not hold); 2 a user error; 130 interrupted. A user error is one line on stderr,
 ``flashsim <command>: <message>``, never a traceback: a bad argument (argparse's errors and the ValueErrors of
-flashsim's checks), a missing or unreadable file, no GPU / driver / cuda-python (flashsim.gpu.errors.GPUError), an
+flashsim's checks), a missing or unreadable file, no GPU / driver / cuda-python (flashsim.errors.GPUError), an
 optional dependency that is not installed (jax, matplotlib, torch, cuda-python), a problem too large for memory.
 Anything else is a bug and keeps its traceback. FLASHSIM_TRACEBACK=1 shows the traceback of user errors too.
 """
@@ -17,6 +17,8 @@ import argparse
 import importlib
 import os
 import sys
+
+from .errors import GPUError
 
 # name -> module; a command is listed here only once its module does real work.
 COMMANDS = {
@@ -80,7 +82,6 @@ def _missing_optional(exc: BaseException) -> str | None:
 
 def user_error_message(exc: BaseException) -> str | None:
     """The one-line message of a user error, or None if ``exc`` is a bug (which keeps its traceback)."""
-    from .gpu.errors import GPUError
 
     if isinstance(exc, ImportError):
         name = _missing_optional(exc)

@@ -1,8 +1,10 @@
 """The kernel configuration: one description shared by the emulator, the budget model and the kernel build.
 
-Every number that shapes the kernel lives here once. The CUDA source receives it as preprocessor
-defines (``KernelConfig.defines``), the emulator tiles its loops with it, and the budget model
-evaluates ``smem_buffers`` on sympy symbols or on these integers: the same formula both ways.
+A ``KernelConfig`` is every compile-time choice of kernel/flash_fwd.cu. The CUDA source receives it as preprocessor
+defines (``KernelConfig.defines``), the emulator tiles its loops with it, and the budget model evaluates
+``smem_buffers`` on sympy symbols or on these integers: the same formula both ways. The numbers it shares with the
+kernel live in flashsim.constants, the measured defaults (tilings, O staging, exponentials in the P V loop) in
+flashsim.tuning.
 """
 
 from __future__ import annotations
@@ -10,10 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from .arch import get_arch
+from .constants import (
+    F16_BYTES,
+    FP8_F16_KEYS,
+    FP8_P_SCALE,
+    FP8_V_RANGE,
+    INT8_BYTES,
+    MBARRIER_BYTES,
+    MEAN_SLICES,
+    MMA8_K,
+    MMA_K,
+    MMA_M,
+    MMA_N,
+    Q_IN_REGISTERS_MAX_D,
+    QUANT_BLOCK,
+    QUANT_V_THREADS,
+    QUANT_WARPS,
+)
+from .tuning import DEFAULT_TILES, EXP_IN_PV, QUANT_TILES, STAGE_O, tile_class
 
-F16_BYTES = 2  # f16 and bf16 elements alike
-MMA_M, MMA_N, MMA_K = 16, 8, 16  # mma.sync.m16n8k16
-MMA8_K = 32  # mma.sync.m16n8k32 (8-bit inputs): keys per FP8 P@V step
 SUPPORTED_HEAD_DIMS = tuple(range(32, 257, 32))
 SUPPORTED_DTYPES = ("f16", "bf16")
 SUPPORTED_PV_ACCUM = ("f32", "f16", "f16x2")
@@ -28,28 +45,6 @@ SUPPORTED_M_TILES = (1, 2, 3, 4)
 # inputs, kv_tile a multiple of 32, pv_accum "f32" (f32 accumulation) or "f16x2" (f16 accumulation from zero over
 # FP8_F16_KEYS keys, then added to the f32 O; V in the narrower range FP8_V_RANGE["f16x2"] so no sum can overflow).
 SUPPORTED_QUANT = ("none", "int8", "int8-fp8")
-E4M3_MAX = 448.0  # e4m3's largest finite value (cvt.rn.satfinite clamps to it)
-F16_MAX = 65504.0  # f16's largest finite value
-FP8_P_SCALE = E4M3_MAX  # P in [0, 1] times this into e4m3
-# FP8 P@V with f16 accumulation (pv_accum "f16x2"): the f16 mma sums FP8_F16_KEYS keys (two k32 mma's, as
-# SageAttention2++'s delayed FP32 buffering) from zero, then the sum is added to the f32 O. Every product is at most
-# FP8_P_SCALE * v_range, so V is quantized into the largest e4m3 range v_range with FP8_F16_KEYS * FP8_P_SCALE *
-# v_range <= F16_MAX: 2.25 (64 * 448 * 2.25 = 64512; SageAttention2++ narrows P and V to the same end).
-# proofs/prove_fp8_f16_range.py proves that no f16 sum the mma makes can then reach inf, rounding included.
-FP8_F16_KEYS = 64
-
-
-def e4m3_floor(x: float) -> float:
-    """The largest finite e4m3 value <= x (x >= 0), from the format's 256 bit patterns."""
-    import ml_dtypes
-    import numpy as np
-
-    vals = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
-    return float(vals[np.isfinite(vals) & (vals <= x)].max())
-
-
-# V's e4m3 range per P@V accumulation (kernel/quantize.cu's v_absmax receives it): v8 = e4m3(v * range / amax).
-FP8_V_RANGE = {"f32": E4M3_MAX, "f16x2": e4m3_floor(F16_MAX / (FP8_F16_KEYS * FP8_P_SCALE))}
 
 
 def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
@@ -61,22 +56,12 @@ def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
     return tuple(FP8_V_RANGE) if quant == "int8-fp8" else SUPPORTED_PV_ACCUM
 
 
-def fp8_keys(nk: int) -> int:
-    """Keys of FP8 P@V's V^T (kernel/quantize.cu): nk rounded up to whole k32 steps, zeros past nk."""
-    return -(-nk // MMA8_K) * MMA8_K
-
-
-QUANT_BLOCK = 16  # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
-MEAN_SLICES = 16  # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)
-QUANT_WARPS = 4  # quantize_k / quantize_q: warps per block, one per 16-row block
-QUANT_V_THREADS = 256  # quantize_v's block (its __launch_bounds__ and loop stride)
-INT8_BYTES = 1
-# Q fragments stay in registers for the whole KV loop only up to this head dim (d/16 x4 fragments = d/4 registers a
-# lane); above it O alone is d/2 f32 registers and Q is re-read from shared memory at each k16 step instead.
-Q_IN_REGISTERS_MAX_D = 128
-
-
-MBARRIER_BYTES = 8  # one mbarrier object (PTX: .b64 in shared memory)
+def overflow_flag_live(pv_accum: str, quant: str = "none") -> bool:
+    """Whether the kernel writes its overflow flag (FS_OVERFLOW_FLAG): the P@V mma accumulates in f16 (pv_accum "f16"
+    or "f16x2") on f16 P and V, so its sum can overflow f16's range. Not with FP8 P@V (quant "int8-fp8"): V's range
+    makes every f16 sum finite (FP8_V_RANGE, proofs/prove_fp8_f16_range.py). The one statement of the rule: the
+    kernel build, the emulator's check and every GPU front-end ask it."""
+    return pv_accum in ("f16", "f16x2") and quant != "int8-fp8"
 
 
 def smem_buffers(
@@ -105,120 +90,11 @@ def smem_buffers(
     }
 
 
-# The default tiling per (arch class, pv_accum, head_dim), generated by tools/choose_defaults.py from
-# benchmarks/logs/2026-11-30b/ (register_sweep.json: ptxas registers and spills of every candidate for sm_90 and
-# sm_120; tile_sweep*.json: H200 timings at 4 x 16 x 4096 x d, f16, non-causal).
-# sm_90: the fastest measured tiling that builds without spills, or with a few spill bytes where measured more than
-#   3% faster (d=128 f32: 4x2x32 spills 8 B and runs 339 TFLOP/s against 294 for the best spill-free one; d=128
-#   f16x2: 8x2x64 spills 28 B and runs 304 against 286 for the best spill-free one); d=256 with f32 (48 B) and
-#   f16x2 at d=192 and 256 (16 B) have no spill-free tiling on sm_90.
-#   Re-timed once the mbarrier ring landed (benchmarks/logs/2026-12-01/: register_sweep.json, tile_sweep.txt, then
-#   tools/tile_ab.py, the old and the new tiling in alternating rounds, tile_ab.txt), two rows changed:
-#   d=64 f16 8x2x128x2 -> 4x2x128x3 (1.032x at 4,16,4096, 1.086x causal, 1.056x at 16,16,1024; bit-identical O);
-#   d=128 f32 4x2x32x3 -> 4x2x64x2 (spills 48 B; 1.029x, 1.087x causal, 1.033x at 16,16,1024). d=64 f32 stays at
-#   4x2x64x3: 4x2x128x3 ran 1.054x full but 0.937x causal.
-#   Once O staging landed (KernelConfig.stage_o; benchmarks/logs/2026-12-01e/tile_ab.txt): d=128 f16x2 8x2x64x2 ->
-#   4x2x64x2 (no spill now: 1.095x, 1.150x causal, 1.101x at 16,16,1024; bit-identical O). d=128 f32 keeps 4x2x64x2
-#   (8x2x64x2 0.90-0.93x, 4x2x32x3 0.90-0.92x).
-# sm_120 (a prediction: nothing runs here): the spill-free tiling (sm_120 ptxas) that fits 99 KB with the most warps
-#   per SM, then the most rows per block, the widest kv_tile, the fewest registers (tools/choose_defaults.py).
-DEFAULT_TILES = {  # (arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
-    ("sm_120", "f16", 32): (4, 1, 32, 2),
-    ("sm_120", "f16", 64): (8, 1, 32, 3),
-    ("sm_120", "f16", 96): (8, 2, 64, 2),
-    ("sm_120", "f16", 128): (8, 2, 32, 2),
-    ("sm_120", "f16", 160): (8, 1, 32, 2),
-    ("sm_120", "f16", 192): (8, 1, 32, 2),
-    ("sm_120", "f16", 224): (4, 1, 32, 2),
-    ("sm_120", "f16", 256): (4, 1, 32, 2),
-    ("sm_120", "f16x2", 32): (4, 1, 32, 3),
-    ("sm_120", "f16x2", 64): (4, 1, 32, 3),
-    ("sm_120", "f16x2", 96): (8, 2, 32, 3),
-    ("sm_120", "f16x2", 128): (8, 2, 32, 2),
-    ("sm_120", "f16x2", 160): (8, 1, 32, 2),
-    ("sm_120", "f16x2", 192): (8, 1, 32, 2),
-    ("sm_120", "f16x2", 224): (4, 1, 32, 2),
-    ("sm_120", "f16x2", 256): (4, 1, 32, 2),
-    ("sm_120", "f32", 32): (4, 1, 32, 3),
-    ("sm_120", "f32", 64): (8, 1, 32, 3),
-    ("sm_120", "f32", 96): (8, 2, 64, 2),
-    ("sm_120", "f32", 128): (8, 2, 32, 2),
-    ("sm_120", "f32", 160): (8, 1, 32, 2),
-    ("sm_120", "f32", 192): (8, 1, 32, 2),
-    ("sm_120", "f32", 224): (4, 1, 32, 2),
-    ("sm_120", "f32", 256): (4, 1, 32, 2),
-    ("sm_90", "f16", 32): (4, 2, 64, 3),
-    ("sm_90", "f16", 64): (4, 2, 128, 3),
-    ("sm_90", "f16", 96): (4, 2, 64, 3),
-    ("sm_90", "f16", 128): (4, 2, 64, 2),
-    ("sm_90", "f16", 160): (4, 2, 32, 2),
-    ("sm_90", "f16", 192): (4, 2, 32, 2),
-    ("sm_90", "f16", 224): (8, 1, 64, 2),
-    ("sm_90", "f16", 256): (4, 1, 32, 2),
-    ("sm_90", "f16x2", 32): (4, 1, 128, 2),
-    ("sm_90", "f16x2", 64): (8, 2, 64, 2),
-    ("sm_90", "f16x2", 96): (4, 1, 64, 2),
-    ("sm_90", "f16x2", 128): (4, 2, 64, 2),
-    ("sm_90", "f16x2", 160): (8, 1, 64, 3),
-    ("sm_90", "f16x2", 192): (4, 1, 32, 3),
-    ("sm_90", "f16x2", 224): (4, 1, 32, 3),
-    ("sm_90", "f16x2", 256): (8, 1, 32, 3),
-    ("sm_90", "f32", 32): (4, 2, 128, 2),
-    ("sm_90", "f32", 64): (4, 2, 64, 3),
-    ("sm_90", "f32", 96): (8, 1, 128, 3),
-    ("sm_90", "f32", 128): (4, 2, 64, 2),
-    ("sm_90", "f32", 160): (4, 1, 64, 2),
-    ("sm_90", "f32", 192): (8, 1, 64, 3),
-    ("sm_90", "f32", 224): (8, 1, 32, 3),
-    ("sm_90", "f32", 256): (8, 1, 32, 2),
-}
-
-
-# quant="int8" takes DEFAULT_TILES' tiling except where its own sweep chose another (benchmarks/logs/2026-11-30c:
-# register_sweep_int8.json, tile_sweep_int8*.json, attention kernel alone on the H200): d=64 f16, where the f16
-# table's 8x2x128 spills 60 B under int8 and 4x2x64 builds clean and ran 342 TFLOP/s against 332 (bench_quant).
-# At d = 64 / 128 with f32 and f16 P@V the sweep's best is the f16 table's tiling (within 1%); the other head dims
-# are not re-timed for int8 (the f16 table's tiling spills 16-48 B under int8 at sm_90 d=224/256 and sm_120 d=96
-# f32: flashsim budget --every-head-dim --quant int8).
-# quant="int8-fp8" (f32 P@V): the f32 table's tiling where it builds without spills under FP8 P@V, else (ptxas,
-# register_sweep_int8_fp8.json) the same warps x m16 tiles with the largest kv_tile that does; at d = 64 and 128 the
-# fastest timed on the H200 (tile_sweep_int8_fp8.txt: 272.0 and 325.0 TFLOP/s, kernel alone), elsewhere a prediction.
-# quant="int8-fp8" with f16x2 (two-level f16 accumulation, O still f32): the f32 row's tiling, which builds without
-# spills under f16x2 everywhere (benchmarks/logs/2026-11-30d/register_sweep_int8_fp8_f16x2.json) but at sm_90 d=64
-# (52 B: 4x2x32 instead, the same warps x m16 tiles with the widest spill-free kv_tile) and sm_90 d=224 (16 B, as
-# with f32: no spill-free tiling there). Timed on the H200 at d = 64 and 128 (tile_sweep_int8_fp8_f16x2.txt, every
-# spill-free candidate): these two are within 1% of the fastest (239.7 vs 241.7, 306.8 vs 308.6 TFLOP/s), run-to-run
-# noise, so they stay; the other head dims are a prediction.
-QUANT_TILES = {  # (quant, arch class, pv_accum, head_dim) -> (warps, m_tiles, kv_tile, stages)
-    ("int8", "sm_90", "f16", 64): (4, 2, 64, 2),
-    ("int8", "sm_90", "f32", 128): (4, 2, 32, 3),  # the f32 row before 2026-12-01's re-timing (timed with INT8 then)
-    ("int8-fp8", "sm_90", "f32", 32): (4, 2, 64, 2),
-    ("int8-fp8", "sm_90", "f32", 64): (4, 2, 64, 2),
-    ("int8-fp8", "sm_90", "f32", 96): (8, 1, 64, 3),
-    ("int8-fp8", "sm_90", "f32", 128): (4, 2, 32, 2),
-    ("int8-fp8", "sm_90", "f32", 160): (4, 1, 32, 2),
-    ("int8-fp8", "sm_90", "f32", 192): (8, 1, 32, 3),
-    ("int8-fp8", "sm_120", "f32", 96): (8, 2, 32, 2),
-    ("int8-fp8", "sm_90", "f16x2", 64): (4, 2, 32, 2),
-}
-
-
-# The most spill bytes (stores + loads) a default tiling may have: DEFAULT_TILES takes a spilling tiling only where
-# it was measured faster than every spill-free one, or where none builds without spills (see above).
-MAX_DEFAULT_SPILL_BYTES = 128
-
-
 def seed_config() -> KernelConfig:
     """The design note's block, which flashsim prove's claims and the budget's what-ifs are about: d = 128, 8 warps of
     16 query rows, kv_tile 64, a 2-stage ring (96 KB on sm_120). Not a default any more: DEFAULT_TILES predicts
     8 warps x 2 m16 tiles with kv_tile 32 for sm_120 at d = 128 (the same 96 KB)."""
     return KernelConfig(head_dim=128, warps=8, m_tiles=1, kv_tile=64, stages=2)
-
-
-def tile_class(arch: str) -> str:
-    """The DEFAULT_TILES row an arch reads: "sm_90" for the 227 KB-per-block GPUs (sm_90, sm_100), "sm_120" for
-    the 99 KB ones (sm_120, sm_8x)."""
-    return "sm_90" if get_arch(arch).smem_per_block_optin > 200 * 1024 else "sm_120"
 
 
 @dataclass(frozen=True)
@@ -277,10 +153,9 @@ class KernelConfig:
 
     @property
     def pv_mma_f16(self) -> bool:
-        """The P@V mma accumulates in f16 (pv_accum "f16" or "f16x2") on f16 P and V, so its result can overflow
-        f16's range (the kernel's overflow flag is live). Not with FP8 P@V: V's range makes every f16 sum finite
-        (FP8_V_RANGE, proofs/prove_fp8_f16_range.py)."""
-        return self.pv_accum in ("f16", "f16x2") and not self.fp8_pv
+        """The kernel's overflow flag is live: the P@V mma accumulates in f16 on f16 P and V
+        (``overflow_flag_live``)."""
+        return overflow_flag_live(self.pv_accum, self.quant)
 
     @property
     def fp8_group_keys(self) -> int:
@@ -330,48 +205,19 @@ class KernelConfig:
     @property
     def stage_o(self) -> bool:
         """The epilogue stages O through the warp's own rows of the Q tile and stores whole 16-byte chunks, instead of
-        one 4-byte pair per lane and n8 tile from the accumulators. With it ptxas holds the O of the wide builds in
-        fewer registers or without the spill the direct stores' per-row addresses cost (ptxas, not a measured cause).
-        Measured on the H200, in alternating rounds against the same build unstaged (benchmarks/RESULTS.md, eighth
-        and ninth rounds): at d=128 1.07-1.09x with f32 P@V (its 48 B of spill gone), 1.02-1.04x with f16x2, but
-        0.99-1.00x with f16 P@V (nothing to remove); at d=192 f16 1.02-1.07x (20 B of spill gone), d=256 f16
-        1.01-1.04x, d=160 f16x2 1.03-1.05x, d=224 f16x2 1.01-1.04x (32 -> 16 B); at d=64 f32 0.97-1.01x. So every
-        build from d=128 up but f16 P@V at d=128, and never f16x2 at d=192 / 256, where the staging's addresses make
-        the sm_90 defaults spill more: 96 -> 104 B and 8 -> 584 B (benchmarks/experiments/stage_o_wider/regs_all.txt).
-        Never below d=128 (d=64 gains nothing; ptxas: sm_120's d=96 f32 default would spill 56 B) nor with INT8 Q K^T:
-        its Q rows (1 byte an element) are half an O row."""
-        if self.quant != "none" or self.head_dim < 128:
-            return False
-        if self.pv_accum == "f16":
-            return self.head_dim > 128
-        return self.pv_accum == "f32" or self.head_dim not in (192, 256)
+        one 4-byte pair per lane and n8 tile from the accumulators (flashsim.tuning.STAGE_O: where it was measured
+        to pay, unquantized builds only)."""
+        return self.quant == "none" and STAGE_O.get((self.pv_accum, self.head_dim), False)
 
     @property
     def exp_in_pv(self) -> bool:
         """The softmax's exponentials run inside the P V loop: every m16 tile's max, alpha and O rescale first, then
         per k16 slice of P V its scores' exponentials (and row sums) beside its mma's, one basic block, so that ptxas
-        issues them together (the rescale's warp vote, from d=128 up, otherwise splits them). The same operations in
-        the same order for every element: the bits do not change. The plain f16 / f32 P V path only (f16x2 and FP8
-        P V pack all of P first). Measured on the H200 against the same build without it, at 4,16,4096 / 16,16,1024
-        (benchmarks/RESULTS.md, tenth round; benchmarks/experiments/exp_in_pv/): d=128 f16 P@V 1.018-1.021 /
-        1.014-1.016, d=160 f16 1.049 / 1.024, f32 1.046 / 1.046, d=192 f32 1.041 / 1.056, d=224 f16 1.046 / 1.008,
-        f32 1.050 / 1.053, d=256 f16 1.019 / 1.028, f32 1.018 / 1.017, causal d=160-256 1.015-1.042, INT8 d=160 f16
-        1.018 / 0.997, d=256 f16 1.056 / 1.045; timed after it landed, without it against with it (run_off.sh):
-        d=160-256 causal f32 / f16 and INT8 d=224 f16 ran 1.01-1.13x faster with it; causal d=128 f16 over N
-        (run_causal.sh): 1.009, 1.007, 1.018, 1.015-1.024, 1.017 at N = 512 ... 8192 (two earlier readings at
-        N = 1024, 0.918 and 0.971, lie within the short launches' spread: the same build twice read 0.954 at N = 512).
-        Left out: f32 P@V at d=128 (255 registers: 8-88 B of spill with it and 0.94-0.97x; its tilings that do not
-        spill run 0.90-0.93x the default, and interleaving fewer slices without spill 0.96-0.99x), f16 P@V at d=192
-        (ptxas: 32-152 B of spill with it) and INT8 but with f16 P@V from d=160 up (INT8 d=128: 240 B of spill and
-        0.97-0.99x with fewer slices; INT8 f32 P@V unmeasured)."""
-        d, acc = self.head_dim, self.pv_accum
-        if d < 128 or acc not in ("f16", "f32") or self.fp8_pv:
+        issues them together. The same operations in the same order for every element: the bits do not change.
+        flashsim.tuning.EXP_IN_PV says where (plain f16 / f32 P V paths only)."""
+        if self.fp8_pv:
             return False
-        if self.quant != "none":
-            return acc == "f16" and d >= 160 and d != 192
-        if d == 128:
-            return acc == "f16"
-        return not (d == 192 and acc == "f16")
+        return EXP_IN_PV.get((self.quant, self.pv_accum, self.head_dim), False)
 
     @property
     def masked(self) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .config import KernelConfig
+from .layout import fragments
 from .numerics.formats import NAN_DISTANCE, ulp_distance
 
 _UINT = {2: np.uint16, 4: np.uint32}
@@ -23,7 +24,6 @@ def kernel_coordinates(config: KernelConfig, b, h, row, col, register_kind="o"):
     O: the accumulator register of the C fragment, named as in kernel/flash_fwd.cu (o_acc32[ntile][i] or
     o_acc16[ntile][reg].lo/hi); LSE: the lane with t4 = 0 of the row's quad, which writes it, "lse_row[0|1]".
     """
-    from .layout import fragments
 
     warp = (row % config.block_m) // config.warp_m
     mt = (row % config.warp_m) // 16  # m16 tile of the warp

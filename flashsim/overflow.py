@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import F16_MAX
+from .constants import F16_MAX
 
 __all__ = ["F16_MAX", "overflow_error", "first_flagged", "check_mode", "OverflowCheck"]
 

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arch import get_arch
-from .config import FP8_F16_KEYS, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, KernelConfig, pv_accums
+from .config import SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, KernelConfig, pv_accums
+from .constants import FP8_F16_KEYS
 from .masking import Window, key_range
+from .settings import EngineOptions
 
 LOG2E = 1.4426950408889634  # log2(e) in float64
 GRID_YZ_MAX = 65535  # CUDA grid y (heads) and z (batch) limits
@@ -302,6 +304,11 @@ def _scale_value(softmax_scale) -> float | None:
     return float(softmax_scale)
 
 
+def to_bhnd(x, layout: str):
+    """(B, H, N, d) view of ``x`` given in ``layout`` (a transposed view for "bnhd"; numpy, JAX or torch)."""
+    return x if layout == "bhnd" else x.transpose(0, 2, 1, 3) if not hasattr(x, "permute") else x.permute(0, 2, 1, 3)
+
+
 def dims(shape, layout: str) -> tuple[int, int, int, int]:
     """(B, H, N, d) of a 4-d shape in ``layout``."""
     b, x, y, d = shape
@@ -383,7 +390,7 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
         raise ValueError(f"config.dtype={config.dtype!r} does not match the inputs' dtype {dtypes['q']}")
     cap = get_arch(arch_name).smem_per_block_optin
     if config.smem_bytes > cap:
-        from .gpu.errors import UnsupportedConfig  # a ValueError; imported here (flashsim.gpu imports this module)
+        from .errors import UnsupportedConfig  # a ValueError; imported here (flashsim.gpu imports this module)
 
         raise UnsupportedConfig(
             f"the configuration needs {config.smem_bytes} B of shared memory per block but "
@@ -400,48 +407,6 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
 
 
 # ---- memory: refuse a problem this machine cannot hold, before allocating it -----------------------------------
-
-# The numpy engine's temporaries, measured with tracemalloc on engine_numpy.py (sm_90 default configurations and
-# the extreme tiles BM=16 with BC=16 and BC=256; the estimate is 1.0-1.5 times the measured peak, and
-# tests/test_problem_checks.py checks that it stays above a measured peak):
-CHUNK_BYTES_PER_SCORE = 60  # one KV step of a chunk, per score element (chunk units x BM x BC) ...
-CHUNK_BYTES_PER_SCORE_D_BM = 25  # ... plus this times d / BM (each block's K and V tiles gathered and decoded)
-CHUNK_SCRATCH = 16 << 20  # the tensor-core model's own chunked scratch
-EPILOGUE_BYTES_PER_OUT = 56  # kernel_program.epilogue on a chunk's blocks: per padded output element
-EPILOGUE_CHUNK_LEFT = 0.5  # part of the last chunk's temporaries still alive during the epilogue
-
-
-def emulator_peak_bytes(prob: Problem, max_tile_elems: int | None = None, backend: str = "numpy") -> int:
-    """Estimated peak memory of flashsim.attention on ``prob``: the caller's inputs, the inputs padded to whole tiles,
-    the outputs, a chunk's state (m, l, O), and the larger of the engine's two phases on a chunk: a KV step (its
-    temporaries grow with the chunk's score elements, at most ``max_tile_elems``) or the epilogue. backend="jax":
-    only what the host
-    holds whatever the device (inputs, padded inputs, outputs). An estimate: 1.0 to 1.5 times the peak measured on
-    the numpy engine."""
-    cfg = prob.config
-    bh, d, bm, bc = prob.batch * prob.heads, prob.head_dim, cfg.block_m, cfg.kv_tile
-    units = bh * prob.q_blocks
-    rows = units * bm  # padded query rows
-    tiles = prob.kv_span()
-    inputs = 2 * bh * (prob.nq + 2 * prob.nk) * d  # the caller's f16 q, k, v
-    padded = 2 * (rows * d + 2 * bh * tiles * bc * d)  # q, k, v padded to tiles (engine_numpy.pad_rows)
-    outputs = 2 * bh * prob.nq * d + 4 * bh * prob.nq  # o f16 and lse f32 as returned
-    if backend != "numpy":
-        return int(inputs + padded + 2 * outputs)
-    if max_tile_elems is None:
-        from .emulator import engine_numpy
-
-        max_tile_elems = getattr(engine_numpy, "DEFAULT_MAX_TILE_ELEMS", 1 << 22)
-    # engine_numpy: chunks of units (each at most max_tile_elems score elements), one after the other, each from
-    # its initial state through its epilogue; the outputs of every block are allocated up front
-    chunk_units = min(units, max(1, int(max_tile_elems) // (bm * bc)))
-    chunk_rows = chunk_units * bm
-    state = chunk_rows * (4 + 16 + 8) + chunk_rows * d * (2 if cfg.pv_accum == "f16" else 4) + 24 * units
-    padded_out = 2 * rows * d + 4 * rows  # the engine's padded o and lse
-    per_chunk = (CHUNK_BYTES_PER_SCORE + CHUNK_BYTES_PER_SCORE_D_BM * d / bm) * chunk_rows * bc
-    step_phase = per_chunk + min(CHUNK_SCRATCH, per_chunk)
-    epilogue_phase = EPILOGUE_CHUNK_LEFT * per_chunk + EPILOGUE_BYTES_PER_OUT * chunk_rows * d
-    return int(inputs + padded + padded_out + state + outputs + max(step_phase, epilogue_phase))
 
 
 def reference_peak_bytes(prob: Problem) -> int:
@@ -463,18 +428,14 @@ def _cgroup_limit() -> int | None:
     return None
 
 
-def memory_limit() -> tuple[int | None, str]:
-    """(bytes, where that number comes from): $FLASHSIM_MAX_BYTES if set, else this machine's physical memory (or
-    the container's cgroup limit, if smaller); (None, ...) where neither can be read."""
-    env = os.environ.get("FLASHSIM_MAX_BYTES")
-    if env is not None and env.strip():
-        try:
-            value = int(float(env))
-        except ValueError:
-            raise ValueError(f"FLASHSIM_MAX_BYTES must be a number of bytes, got {env!r}") from None
-        if value <= 0:
-            raise ValueError(f"FLASHSIM_MAX_BYTES must be positive, got {env!r}")
-        return value, "FLASHSIM_MAX_BYTES"
+def memory_limit(max_bytes: int | None = None) -> tuple[int | None, str]:
+    """(bytes, where that number comes from): ``max_bytes`` if given, else EngineOptions' default
+    ($FLASHSIM_MAX_BYTES, flashsim.settings), else this machine's physical memory (or the container's cgroup limit,
+    if smaller); (None, ...) where none can be read."""
+    if max_bytes is None:
+        max_bytes = EngineOptions.from_environment().max_bytes
+    if max_bytes is not None:
+        return int(max_bytes), "max_bytes (EngineOptions / FLASHSIM_MAX_BYTES)"
     try:
         phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -489,23 +450,22 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
-def check_memory(need: int, what: str) -> None:
+def check_memory(need: int, what: str, max_bytes: int | None = None) -> None:
     """ValueError (one line, with the estimate) if ``need`` bytes exceed the memory limit (``memory_limit``)."""
-    limit, source = memory_limit()
+    limit, source = memory_limit(max_bytes)
     if limit is not None and need > limit:
         raise ValueError(
             f"{what} would need about {_gib(need)} of memory ({need} B, estimated) but {source} is "
-            f"{_gib(limit)}: use fewer heads/batch or shorter sequences (FLASHSIM_MAX_BYTES overrides)"
+            f"{_gib(limit)}: use fewer heads/batch or shorter sequences (EngineOptions.max_bytes, whose default is "
+            "$FLASHSIM_MAX_BYTES, overrides)"
         )
 
 
-def check_emulator_memory(prob: Problem, backend: str = "numpy", max_tile_elems: int | None = None) -> None:
-    """Refuse (ValueError with the estimate) a problem whose emulation cannot fit in memory; call before running."""
-    shape = f"{prob.batch}x{prob.heads}x{prob.nq}x{prob.nk}x{prob.head_dim}"
-    check_memory(emulator_peak_bytes(prob, max_tile_elems, backend), f"emulating {shape} ({backend})")
-
-
-def check_reference_memory(prob: Problem) -> None:
+def check_reference_memory(prob: Problem, max_bytes: int | None = None) -> None:
     """Refuse (ValueError with the estimate) a problem whose float64 reference cannot fit in memory."""
-    shape = f"{prob.batch}x{prob.heads}x{prob.nq}x{prob.nk}x{prob.head_dim}"
-    check_memory(reference_peak_bytes(prob), f"the float64 reference of {shape}")
+    check_memory(reference_peak_bytes(prob), f"the float64 reference of {shape_text(prob)}", max_bytes)
+
+
+def shape_text(prob: Problem) -> str:
+    """B x H x Nq x Nk x d, for messages."""
+    return f"{prob.batch}x{prob.heads}x{prob.nq}x{prob.nk}x{prob.head_dim}"

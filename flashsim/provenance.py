@@ -21,6 +21,8 @@ import os
 import pathlib
 import re
 
+from .gpu.build import kernel_dir
+
 # name -> source file under kernel/
 KERNELS = {
     "flash_fwd": "flash_fwd.cu",
@@ -68,9 +70,9 @@ def build_defines(kernel, config=None) -> dict[str, int]:
             raise ValueError(f"{name}: build_defines needs the KernelConfig")
         if name == "quantize":
             return config.quantize_defines()
-        from .emulator.kernel_math import kernel_defines
+        from .constants import math_defines
 
-        return {**config.defines(), "FS_EXPECTED_SMEM": config.smem_bytes, **kernel_defines()}
+        return {**config.defines(), "FS_EXPECTED_SMEM": config.smem_bytes, **math_defines()}
     if config is not None:
         raise ValueError(f"{name} takes no configuration (got {config!r})")
     if name == "layout_capture":
@@ -88,7 +90,6 @@ _LINE_COMMENT = re.compile(r"//[^\n]*")
 
 
 def _kernel_root() -> pathlib.Path:
-    from .gpu.build import kernel_dir  # no cuda import: flashsim.gpu.build loads cuda.core inside compile_cuda
 
     return kernel_dir()
 

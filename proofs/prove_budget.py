@@ -32,7 +32,8 @@ except ImportError:  # run from a checkout without an install
 import sympy as sp
 
 from flashsim.arch import ARCHS
-from flashsim.config import MBARRIER_BYTES, SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
+from flashsim.config import SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
+from flashsim.constants import MBARRIER_BYTES
 from flashsim.prove.runner import run_as_script, run_steps
 from flashsim.resources import symbols as S
 from flashsim.resources.occupancy import INT, SYM, limits

@@ -38,7 +38,7 @@ import numpy as np
 import sympy as sp
 
 from flashsim.arch import get_arch
-from flashsim.config import F16_MAX, FP8_F16_KEYS, FP8_P_SCALE, FP8_V_RANGE, MMA8_K, e4m3_floor
+from flashsim.constants import F16_MAX, FP8_F16_KEYS, FP8_P_SCALE, FP8_V_RANGE, MMA8_K, e4m3_floor
 from flashsim.prove.runner import run_as_script, run_steps
 
 TITLE = "FP8 P@V with f16 accumulation: no group sum can overflow f16 (V's range FP8_V_RANGE['f16x2'])"

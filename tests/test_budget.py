@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 
 import flashsim
 from flashsim.arch import ARCHS, get_arch
-from flashsim.config import MAX_DEFAULT_SPILL_BYTES, KernelConfig
+from flashsim.config import KernelConfig
 from flashsim.resources import budget, occupancy, occupancy_expressions
 from flashsim.resources import registers as R
 from flashsim.resources import symbols as S
 from flashsim.resources.occupancy import INT, limits
+from flashsim.tuning import MAX_DEFAULT_SPILL_BYTES
 
 KB = 1024
 
@@ -359,7 +360,7 @@ def test_kernel_builds_match_the_budget(config, arch):
 
 def test_wrong_expected_smem_fails_to_compile():
     _kernel_or_skip()
-    from flashsim.gpu.errors import CompileError
+    from flashsim.errors import CompileError
 
     cfg = KernelConfig()
     with pytest.raises(CompileError, match="smem_buffers|static assertion|static_assert"):

@@ -109,7 +109,7 @@ def test_emulate_refuses_a_problem_too_large_before_any_work(capsys, monkeypatch
 
 def test_emulate_without_a_tty_draws_no_progress_bar(capsys, monkeypatch):
     """emulate passes progress=None: the bar shows only when stderr is a terminal (it is not under capsys)."""
-    import flashsim.emulator as em
+    import flashsim.commands.emulate as em
 
     seen = []
     real = em.attention
@@ -231,7 +231,7 @@ def test_flashsim_traceback_shows_a_user_error_s_traceback(monkeypatch):
 
 
 def test_a_multi_line_gpu_error_is_one_line(capsys, monkeypatch):
-    from flashsim.gpu.errors import CompileError
+    from flashsim.errors import CompileError
 
     _fake_command(monkeypatch, CompileError("NVRTC failed for flash_fwd.cu", log="line 1\nline 2\nline 3"))
     line = one_line_error(capsys, ["budget"], "flashsim budget: NVRTC failed for flash_fwd.cu")

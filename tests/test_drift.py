@@ -300,7 +300,7 @@ def test_an_attention_record_covers_the_quantization_pass(tmp_path):
 
 def test_the_compiled_flash_fwd_records_the_fingerprinted_defines():
     """The real NVRTC build (no GPU needed) of one configuration: Build.defines are the fingerprint's defines."""
-    from flashsim.gpu.errors import CompileError, GPUError
+    from flashsim.errors import CompileError, GPUError
 
     cfg = KernelConfig.default("sm_90", head_dim=64)
     try:

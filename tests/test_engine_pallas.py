@@ -1,7 +1,7 @@
 """The JAX engine's fused Pallas kernel (flashsim.emulator.engine_pallas): bit for bit the numpy engine.
 
 * Pallas's interpreter runs the fused kernel's body on the CPU: kernel_program traced under
-  flashsim.numerics.xp.fused_kernel() (split pieces, table loads, mma chains reading their operands back from the
+  a fused flashsim.numerics.target.Target (split pieces, table loads, mma chains reading their operands back from the
   program's scratch memory one k at a time), on small problems with trouble heads, GQA, masks, soft-capping and
   every P@V accumulation; every bit of O, LSE, l and the overflow flag against the numpy engine;
 * the body lowers for CUDA through Pallas's Triton lowering on this CPU machine (jax's cross-platform lowering), for
@@ -24,7 +24,11 @@ jax = pytest.importorskip("jax", reason="the fused kernel needs jax: pip install
 from flashsim.commands.verify import trouble_heads  # noqa: E402
 from flashsim.emulator import engine_jax, engine_numpy, engine_pallas  # noqa: E402
 from flashsim.numerics import xp as X  # noqa: E402
+from flashsim.numerics.target import Target  # noqa: E402
 from flashsim.problem import prepare  # noqa: E402
+from flashsim.settings import EngineOptions  # noqa: E402
+
+FUSED = Target(fused=True)  # the fused kernel's form of the shims
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -63,21 +67,21 @@ CASES = {  # each costs a few seconds of interpretation: one per kind of option
 
 
 @pytest.mark.parametrize("name,ptx", [(name, False) for name in CASES] + [("trouble-gqa-causal-f16", True)])
-def test_interpreted_fused_kernel_equals_the_numpy_engine(name, ptx, monkeypatch):
-    """ptx: engine_pallas.PTX's packed staging (its inline PTX runs only when compiled for the GPU)."""
-    monkeypatch.setattr(engine_pallas, "PTX", ptx)
+def test_interpreted_fused_kernel_equals_the_numpy_engine(name, ptx):
+    """ptx: the inline-PTX layout's packed staging (its inline PTX runs only when compiled for the GPU)."""
+    options = EngineOptions(pallas_inline_ptx=ptx)
     q, k, v, prob = problem(CASES[name])
-    assert engine_pallas.unsupported(prob) is None
-    assert_same_run(engine_pallas.run(q, k, v, prob, interpret=True), engine_numpy.run(q, k, v, prob))
+    assert engine_pallas.unsupported(prob, engine_pallas.Layout.of(options)) is None
+    got = engine_pallas.run(q, k, v, prob, interpret=True, options=options)
+    assert_same_run(got, engine_numpy.run(q, k, v, prob))
 
 
 @pytest.mark.parametrize("d,ptx", [(32, False), (64, False), (128, False), (256, False), (128, True)])
-def test_fused_kernel_lowers_for_cuda_through_triton(d, ptx, monkeypatch):
-    """Every head dim through Triton's lowering; with FLASHSIM_PALLAS_PTX the chains' casts are inline cvt.rzi."""
+def test_fused_kernel_lowers_for_cuda_through_triton(d, ptx):
+    """Every head dim through Triton's lowering; with inline PTX the chains' casts are inline cvt.rzi."""
     pytest.importorskip("jax._src.pallas.triton.lowering", reason="this jaxlib has no Triton lowering")
-    monkeypatch.setattr(engine_pallas, "PTX", ptx)
     q, k, v, prob = problem(dict(shape=(1, 2, 1, 96, 80, d), options=dict(causal=True)))
-    text = engine_pallas.lower_for_gpu(q, k, v, prob)
+    text = engine_pallas.lower_for_gpu(q, k, v, prob, engine_pallas.Layout(inline_ptx=ptx))
     assert "xla.gpu.triton" in text and "flashsim_fused" in text
     for asm in ("cvt.rzi.s32.f32", "cvt.rz.f32.f64", "fma.rn.f32", "add.rn.f32"):  # chain terms and rounding,
         assert (asm in text) == ptx, asm  # the softmax's f32 ops
@@ -93,9 +97,9 @@ def test_the_sfu_tables_go_to_the_device_once_and_the_epilogue_runs_there(monkey
     for _ in range(2):
         assert_same_run(engine_pallas.run(q, k, v, prob, interpret=True), want)
         assert len(engine_pallas._DEVICE_TABLES) == 3  # ex2's two tables and rcp's one
-    from flashsim.numerics.xp import native_conversions
+    from flashsim.emulator.jax_target import native_conversions
 
-    native = native_conversions([jax.devices()[0]])  # the device run() takes: True on a GPU
+    native = native_conversions([jax.devices()[0]], EngineOptions())  # the device run() takes: True on a GPU
     assert ("epilogue", float(prob.lse_scale), "float16", native) in engine_pallas._COMPILED
 
 
@@ -113,13 +117,15 @@ def test_what_the_fused_kernel_refuses():
 def test_engine_jax_takes_the_fused_kernel_on_one_gpu_unless_told_not_to(monkeypatch):
     q, k, v, prob = problem(dict(shape=(1, 1, 1, 32, 32, 64)))
     monkeypatch.delenv("FLASHSIM_JAX_FUSED", raising=False)
-    fused, why = engine_jax.fused_choice(prob)
+    fused, why = engine_jax.fused_choice(prob, options=EngineOptions())
     assert fused == (jax.devices()[0].platform == "gpu"), why
     fused, why = engine_jax.fused_choice(prob, devices=jax.devices("cpu"))
     assert not fused and "one GPU" in why
-    monkeypatch.setenv("FLASHSIM_JAX_FUSED", "0")
+    fused, why = engine_jax.fused_choice(prob, options=EngineOptions(jax_fused=False))
+    assert not fused and "jax_fused off" in why
+    monkeypatch.setenv("FLASHSIM_JAX_FUSED", "0")  # the environment sets the default, in one place
     fused, why = engine_jax.fused_choice(prob)
-    assert not fused and "FLASHSIM_JAX_FUSED=0" in why
+    assert not fused and "jax_fused off" in why
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -132,11 +138,11 @@ def test_bit_length_float_form_on_raw_uint64_patterns(values):
     x = np.array(values, np.uint64)
     want = np.array([v.bit_length() for v in values], np.int32)
     np.testing.assert_array_equal(X.bit_length(x), want)
-    with X.enable_x64(), X.fused_kernel():
-        np.testing.assert_array_equal(np.asarray(X.bit_length(jax.numpy.asarray(x))), want)
+    with X.enable_x64():
+        np.testing.assert_array_equal(np.asarray(X.bit_length(jax.numpy.asarray(x), FUSED)), want)
     small = x >> np.uint64(32)
-    with X.enable_x64(), X.fused_kernel():
-        got = np.asarray(X.bit_length(jax.numpy.asarray(small.astype(np.uint32))))
+    with X.enable_x64():
+        got = np.asarray(X.bit_length(jax.numpy.asarray(small.astype(np.uint32)), FUSED))
     np.testing.assert_array_equal(got, [int(v).bit_length() for v in small])
 
 
@@ -170,8 +176,7 @@ def test_a_staged_chain_equals_the_numpy_engine_on_raw_bits(types):
     want = tensorcore.mma_chain(a, b, c)
 
     def fused(a, b, c):
-        with X.fused_kernel(_stage_in_arrays):
-            return tensorcore.mma_chain(a, b, c)
+        return tensorcore.mma_chain(a, b, c, target=Target(fused=True, stage=_stage_in_arrays))
 
     with X.enable_x64():
         got = np.asarray(jax.jit(fused)(*(jax.numpy.asarray(x) for x in (a, b, c))))
@@ -179,8 +184,8 @@ def test_a_staged_chain_equals_the_numpy_engine_on_raw_bits(types):
             got.view(np.uint16 if c_dt.itemsize == 2 else np.uint32),
             want.view(np.uint16 if c_dt.itemsize == 2 else np.uint32),
         )
-        with X.fused_kernel(), pytest.raises(RuntimeError, match="staging memory"):
-            tensorcore.mma_chain(*(jax.numpy.asarray(x) for x in (a, b, c)))
+        with pytest.raises(RuntimeError, match="staging memory"):
+            tensorcore.mma_chain(*(jax.numpy.asarray(x) for x in (a, b, c)), target=FUSED)
 
 
 def test_pieces_and_lookup_agree_inside_and_outside_a_fused_kernel():
@@ -190,12 +195,11 @@ def test_pieces_and_lookup_agree_inside_and_outside_a_fused_kernel():
     plain = X.pieces(x, 16, -1)
     assert [p.shape for p in plain] == [(4, 16)] * 4
     np.testing.assert_array_equal(np.concatenate(plain, axis=-1), x)
-    with X.fused_kernel():
-        split = X.pieces(jax.numpy.asarray(x), 16, -1)
-        rows = X.pieces(jax.numpy.asarray(x), 2, 0)
-        looked = X.lookup(jax.numpy.asarray(table), jax.numpy.asarray(idx))
-        with pytest.raises(ValueError, match="power-of-two"):
-            X.pieces(jax.numpy.asarray(x[:, :48]), 16, -1)
+    split = X.pieces(jax.numpy.asarray(x), 16, -1, FUSED)
+    rows = X.pieces(jax.numpy.asarray(x), 2, 0, FUSED)
+    looked = X.lookup(jax.numpy.asarray(table), jax.numpy.asarray(idx), FUSED)
+    with pytest.raises(ValueError, match="power-of-two"):
+        X.pieces(jax.numpy.asarray(x[:, :48]), 16, -1, FUSED)
     for a, b in zip(plain, split):
         np.testing.assert_array_equal(a, np.asarray(b))
     np.testing.assert_array_equal(np.asarray(rows[1]), x[2:])
@@ -236,10 +240,10 @@ def _raw_f32(rng, n):
 
 @pytest.mark.gpu
 def test_ptx_shims_equal_the_generic_routines_on_the_gpu():
-    """engine_pallas.PTX's inline instructions (xp.ptx_on) against the portable routines on raw bits, compiled by
-    Triton on the GPU: ieee32's add, sub, mul, div and fma (numpy's IEEE float32), the tensor cores' rounding toward
-    zero of an exact value (tensorcore._round_rz_ptx against rounding.round_scaled) and the cast of a chain term
-    (xp.trunc_to_int)."""
+    """The fused kernel's inline instructions (Target.inline_ptx) against the portable routines on raw bits, compiled
+    by Triton on the GPU: ieee32's add, sub, mul, div and fma (numpy's IEEE float32), the tensor cores' rounding
+    toward zero of an exact value (tensorcore.generic.round_rz_ptx against rounding.round_scaled) and the cast of a
+    chain term (xp.trunc_to_int)."""
     if jax.default_backend() != "gpu":
         pytest.skip(f"jax runs on {jax.default_backend()!r}, not a GPU: install jax[cuda]")
     from jax.experimental import pallas as pl
@@ -255,17 +259,17 @@ def test_ptx_shims_equal_the_generic_routines_on_the_gpu():
     t = (rng.standard_normal(n) * np.exp2(rng.integers(0, 27, n))).astype(np.float32)  # |t| < 2^31
 
     def body(x_ref, y_ref, z_ref, tot_ref, e_ref, t_ref, *outs):
-        with X.fused_kernel(ptx=True):
-            a, b, c = x_ref[...], y_ref[...], z_ref[...]
-            results = (
-                ieee32.add(a, b),
-                ieee32.sub(a, b),
-                ieee32.mul(a, b),
-                ieee32.div(a, b),
-                ieee32.fma(a, b, c),
-                tensorcore._round_rz_ptx(jax.numpy, tot_ref[...], e_ref[...]),
-                X.trunc_to_int(t_ref[...], np.int32),
-            )
+        t = Target(fused=True, inline_ptx=True)
+        a, b, c = x_ref[...], y_ref[...], z_ref[...]
+        results = (
+            ieee32.add(a, b, target=t),
+            ieee32.sub(a, b, target=t),
+            ieee32.mul(a, b, target=t),
+            ieee32.div(a, b, target=t),
+            ieee32.fma(a, b, c, target=t),
+            tensorcore.generic.round_rz_ptx(jax.numpy, tot_ref[...], e_ref[...], t),
+            X.trunc_to_int(t_ref[...], np.int32, t),
+        )
         for ref, r in zip(outs, results):
             ref[...] = r
 

@@ -15,10 +15,10 @@ import pytest
 from cuda_kernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE  # tests/cuda_kernels.py
 
 from flashsim.arch import get_arch
+from flashsim.errors import CompileError, GPUError
 from flashsim.gpu import _dlpack
 from flashsim.gpu import build as B
 from flashsim.gpu.build import compile_cuda, kernel_path, parse_ptxas_log
-from flashsim.gpu.errors import CompileError, GPUError
 from flashsim.gpu.runtime import cubin_runs_on, gpu_available
 
 pytest.importorskip("cuda.core", reason="cuda-core is not installed: pip install 'flashsim[gpu]'")

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from cuda_kernels import HEAVY_SOURCE, MISC_SOURCE, MMA_NAMES, MMA_SOURCE  # tests/cuda_kernels.py
 
+from flashsim.errors import GPUError, UnsupportedConfig
 from flashsim.gpu import runtime as rt
-from flashsim.gpu.errors import GPUError, UnsupportedConfig
 
 pytestmark = pytest.mark.gpu
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -183,7 +183,7 @@ def test_a_sticky_fault_is_reported_and_blocks_later_calls():
         from flashsim.gpu import runtime as rt
         from flashsim.gpu.build import compile_cuda
         from cuda_kernels import MISC_SOURCE
-        from flashsim.gpu.errors import GPUError
+        from flashsim.errors import GPUError
         k = rt.load(compile_cuda(MISC_SOURCE, arch=rt.current_arch()), "poke")
         buf = rt.empty((4,), np.float32)
         try:

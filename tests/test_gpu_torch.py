@@ -22,9 +22,9 @@ import pytest
 
 import flashsim
 from flashsim import KernelConfig
+from flashsim.errors import GPUError
 from flashsim.gpu import launch as gl
 from flashsim.gpu import runtime as rt
-from flashsim.gpu.errors import GPUError
 
 torch = pytest.importorskip("torch")
 torch_op = pytest.importorskip("flashsim.gpu.torch_op")
@@ -63,7 +63,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(rt, "current_arch", lambda: "sm_90")
     monkeypatch.setattr(rt, "bind_thread", lambda: None)
     monkeypatch.setattr(rt, "stream_from_handle", lambda h: ("stream", h))
-    monkeypatch.setattr(gl, "_kernel_for", lambda cfg, arch: kernel)
+    monkeypatch.setattr(gl, "kernel_for", lambda cfg, arch: kernel)
     monkeypatch.setattr(gl, "_core_launch", rec)
     monkeypatch.setattr(torch_op, "_raw_stream", lambda dev: 0xABC0)
     monkeypatch.setattr(torch_op, "_current_device", lambda: -1)
@@ -157,6 +157,35 @@ def test_an_int8_call_launches_the_quantization_pass_then_the_kernel_on_its_scra
     assert [int(x) for x in main[-5:-2]] == [base + lay[n][0] for n in ("q_scale", "k_scale", "corr")]
     assert int(main[-2]) == 0 and int(main[-1]) == 0  # no FP8 P@V
     assert main[2] == v.data_ptr()
+
+
+def test_the_overflow_flag_is_passed_and_read_only_where_the_kernel_writes_it(fake_gpu, monkeypatch):
+    """config.overflow_flag_live is the one rule: f16 / f16x2 P@V on f16 P and V get a flag (and the call reads it),
+    FP8 P@V with f16x2 accumulation does not (V's range keeps every f16 sum finite), so the torch path neither
+    allocates a flag the kernel never writes nor waits on one; the op's fake agrees for torch.compile."""
+    quant_kernels = tuple(types.SimpleNamespace(kernel=object(), name=str(i)) for i in range(5))
+    monkeypatch.setattr(gl, "_quant_kernels_for", lambda cfg, arch: quant_kernels)
+    q, k, v = _qkv(nq=64, nk=64, d=64)
+    reads = []
+    real_item = torch.Tensor.item
+    monkeypatch.setattr(torch.Tensor, "item", lambda t: reads.append(t.shape) or real_item(t))
+    for pv_accum, quant, live in (
+        ("f16x2", "none", True),
+        ("f16", "none", True),
+        ("f16x2", "int8-fp8", False),
+        ("f32", "int8-fp8", False),
+        ("f32", "none", False),
+    ):
+        reads.clear()
+        flashsim.gpu.attention(q, k, v, pv_accum=pv_accum, quant=quant)
+        args = fake_gpu.calls[-1][3]
+        assert (int(args[5]) != 0) == live, (pv_accum, quant)  # the flag pointer of flash_fwd
+        assert bool(reads) == live, (pv_accum, quant)  # the host reads the flag only where it is written
+        _, _, flag = torch_op.OP(q, k, v, False, None, pv_accum, [], None, True, [-1, -1], 0.0, "bhnd", quant)
+        assert flag.numel() == int(live)
+        with torch._subclasses.FakeTensorMode() as mode:
+            fq, fk, fv = (mode.from_tensor(x) for x in (q, k, v))
+            assert torch_op._fake(fq, fk, fv, pv_accum=pv_accum, quant=quant)[2].shape == (int(live),)
 
 
 def test_repeated_calls_hit_the_cache_and_new_keys_miss(fake_gpu, monkeypatch):

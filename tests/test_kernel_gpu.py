@@ -15,8 +15,8 @@ import pytest
 import flashsim
 from flashsim import KernelConfig
 from flashsim.commands.emulate import make_inputs
-from flashsim.config import MAX_DEFAULT_SPILL_BYTES
 from flashsim.emulator.reference import error_bound
+from flashsim.tuning import MAX_DEFAULT_SPILL_BYTES
 
 pytestmark = pytest.mark.gpu
 
@@ -137,8 +137,8 @@ def test_three_and_four_m16_tiles_per_warp_equal_the_emulator(gpu, d, tiles, opt
 
 
 def test_kernel_errors_are_clear(gpu):
+    from flashsim.errors import UnsupportedConfig
     from flashsim.gpu import runtime as rt
-    from flashsim.gpu.errors import UnsupportedConfig
 
     q, k, v = make_inputs(1, 1, 16, 16, 64)
     with pytest.raises(ValueError, match="q must be float16"):

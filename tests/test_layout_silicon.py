@@ -91,8 +91,8 @@ def test_a_faulty_dump_is_caught_and_located(fault, slot):
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
 def test_capture_kernel_compiles(arch):
+    from flashsim.errors import CompileError, GPUError
     from flashsim.gpu import build
-    from flashsim.gpu.errors import CompileError, GPUError
 
     try:
         b = build.compile_file(capture.KERNEL, arch=arch, defines=provenance.build_defines(capture.PROVENANCE_NAME))

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flashsim
+from flashsim.numerics.target import PLAIN
 from flashsim.numerics.tensorcore import k32_type, mma_k32
 
 E4, E5 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
@@ -81,7 +82,7 @@ def test_fp8_matches_mmasim_on_raw_bits(raw, cbits, arch, combo):
     st.sampled_from(COMBOS),
 )
 def test_the_compiled_fp8_kernel_equals_the_generic_routine_on_raw_bits(raw, arch, combo):
-    """numpy's fast path of a native FP8 block (tensorcore._chain_k32_fast, the numba kernel with FP8 decoding)
+    """numpy's fast path of a native FP8 block (tensorcore.fast.chain_k32_fast, the numba kernel with FP8 decoding)
     against the generic routine the JAX engine runs, one mma of raw bit patterns (NaN, inf, subnormals, every c, inf
     and NaN c too): bit for bit, or None where the kernel does not apply (Ada's shortened f32 results). sm_90 runs
     the f16 m16n8k16 model, whose kernel tests/test_tensorcore_engines.py checks the same way."""
@@ -95,12 +96,12 @@ def test_the_compiled_fp8_kernel_equals_the_generic_routine_on_raw_bits(raw, arc
     c32 = buf[768:].copy().view(np.uint32).reshape(16, 8)
     c = c32.view(np.float32) if cdt == np.float32 else (c32 & 0xFFFF).astype(np.uint16).view(np.float16)
     spec = get_arch(arch)
-    fast = T._chain_k32_fast(a, b, c, spec)
+    fast = T.fast.chain_k32_fast(a, b, c, spec)
     if fast is None:
         assert arch == "sm_89" and cdt == np.float32
         return
     with np.errstate(all="ignore"):
-        want = T._k32_fp8_generic(np, a, b, c, spec)
+        want = T.k32._k32_fp8_generic(np, a, b, c, spec, PLAIN)
     u = np.uint16 if cdt == np.float16 else np.uint32
     assert np.array_equal(fast.view(u), want.view(u))
 
@@ -115,7 +116,10 @@ def test_the_compiled_fp8_chain_equals_the_generic_chain(arch):
 
     rng = np.random.default_rng(5)
     spec = get_arch(arch)
-    single = T.mma_k32 if spec.mma8_on_f16_mma else lambda a, b, c, spec: T._k32_fp8_generic(np, a, b, c, spec)
+
+    def single(a, b, c, spec):
+        return T.mma_k32(a, b, c, spec) if spec.mma8_on_f16_mma else T.k32._k32_fp8_generic(np, a, b, c, spec, PLAIN)
+
     for cdt in (np.float32, np.float16):
         a = rng.integers(0, 256, (2, 32, 128), dtype=np.uint8).view(E4)
         b = rng.integers(0, 256, (2, 128, 16), dtype=np.uint8).view(E4)
@@ -218,7 +222,7 @@ def _fitted_sm90(a, b, c, order):
     st.booleans(),
 )
 def test_sm90_fp8_lowering_equals_the_fitted_two_block_model(raw, combo, small):
-    """flashsim.mma(arch="sm_90") is ptxas's lowering onto the f16 m16n8k16 model (tensorcore._k32_on_f16_mma: two
+    """flashsim.mma(arch="sm_90") is ptxas's lowering onto the f16 m16n8k16 model (tensorcore.k32._k32_on_f16_mma: two
     HMMA.16816, low register halves then high, then c; SASS in tests/test_sass.py). Independently of that code, the
     FP8 block routine with the parameters first fitted to the H200 (blocks of 16 in that k order, F = 25, from +0,
     then c rounded to nearest) gives the same bits on raw bit patterns (NaN, inf, subnormals, every c) and on small

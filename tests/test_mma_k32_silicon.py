@@ -88,7 +88,7 @@ def test_the_h200_refutes_the_other_order_of_the_halves(monkeypatch):
     HMMA the model misses outputs of every FP8 type."""
     from flashsim.numerics import tensorcore as T
 
-    order = T._F16_MMA_K_ORDER
-    monkeypatch.setattr(T, "_F16_MMA_K_ORDER", order[16:] + order[:16])
+    order = T.k32._F16_MMA_K_ORDER
+    monkeypatch.setattr(T.k32, "_F16_MMA_K_ORDER", order[16:] + order[:16])
     bad = _fp8_mismatches()
     assert len(bad) == 5 and all(bad.values()), bad

@@ -14,6 +14,7 @@ from flashsim import provenance
 from flashsim.gpu.capture import mma as cap
 from flashsim.numerics import tensorcore as _tc
 from flashsim.numerics.formats import get_format
+from flashsim.numerics.tensorcore import generic as _generic
 from flashsim.numerics.tensorcore import mma
 
 CAPTURE = pathlib.Path(__file__).parent / "data" / "mma_sm90.npz"
@@ -163,9 +164,9 @@ def _normalised_bf16_inputs(xp, x, is_bf16):
 
 
 ORIGINAL_ROUND, ORIGINAL_ACC, ORIGINAL_INPUTS = (
-    _tc.rounding.round_scaled,
-    _tc._decode_acc_generic,
-    _tc._decode_generic,
+    _generic.rounding.round_scaled,
+    _generic.decode_acc,
+    _generic.decode,
 )
 VARIANTS = {  # name -> (arch field changes, (module, name, replacement) patches, type to check)
     "F = 24": (dict(mma_fraction_bits=24), (), "f32.f16.f16.f32"),
@@ -175,22 +176,22 @@ VARIANTS = {  # name -> (arch field changes, (module, name, replacement) patches
     "f32 zero exponent -134": (dict(mma_zero_exponent_f32=-134), (), "f32.bf16.bf16.f32"),
     "subnormal c takes exponent -127 (H1)": (
         {},
-        ((_tc, "_decode_acc_generic", _subnormal_c_exponent_127),),
+        ((_generic, "decode_acc", _subnormal_c_exponent_127),),
         "f32.bf16.bf16.f32",
     ),
     "subnormal results to nearest (H3)": (
         {},
-        ((_tc.rounding, "round_scaled", _round_subnormal("rne")),),
+        ((_generic.rounding, "round_scaled", _round_subnormal("rne")),),
         "f32.bf16.bf16.f32",
     ),
     "subnormal results floored (H4)": (
         {},
-        ((_tc.rounding, "round_scaled", _round_subnormal("floor")),),
+        ((_generic.rounding, "round_scaled", _round_subnormal("floor")),),
         "f32.bf16.bf16.f32",
     ),
     "bf16 subnormal inputs normalised (H5)": (
         {},
-        ((_tc, "_decode_generic", _normalised_bf16_inputs),),
+        ((_generic, "decode", _normalised_bf16_inputs),),
         "f32.bf16.bf16.f32",
     ),
 }

@@ -29,7 +29,8 @@ from hypothesis import strategies as st  # noqa: E402
 from flashsim.numerics import ieee32, rounding, sfu  # noqa: E402
 from flashsim.numerics.formats import BF16, F16, F32  # noqa: E402
 from flashsim.numerics.reference import add_ref, div_ref, fma_ref, mul_ref, round_fraction, value_of  # noqa: E402
-from flashsim.numerics.xp import enable_x64, ieee_conversions  # noqa: E402
+from flashsim.numerics.target import PLAIN, Target  # noqa: E402
+from flashsim.numerics.xp import enable_x64  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 N = 32  # elements per hypothesis example
@@ -302,14 +303,14 @@ def test_widenings_exhaustive_f16_and_every_f32_subnormal_class():
 # ------------------------------------------------------------------------------------------------ ieee32
 
 
-def binary_suite(generic, x, y):
+def binary_suite(generic, x, y, target=PLAIN):
     out = []
     for ftz in (False, True):
         out += [
-            ieee32.add(x, y, ftz, generic=generic),
-            ieee32.sub(x, y, ftz, generic=generic),
-            ieee32.mul(x, y, ftz, generic=generic),
-            ieee32.div(x, y, ftz, generic=generic),
+            ieee32.add(x, y, ftz, generic=generic, target=target),
+            ieee32.sub(x, y, ftz, generic=generic, target=target),
+            ieee32.mul(x, y, ftz, generic=generic, target=target),
+            ieee32.div(x, y, ftz, generic=generic, target=target),
         ]
     return tuple(out) + (ieee32.fmax(x, y),)
 
@@ -351,8 +352,11 @@ def test_add_sub_mul_div_fmax_three_ways_and_oracle(pairs):
         assert got[8] == fmax_oracle(x, y), (hex(x), hex(y), hex(got[8]))
 
 
-def fma_suite(generic, x, y, z):
-    return (ieee32.fma(x, y, z, generic=generic), ieee32.fma(x, y, z, True, generic=generic))
+def fma_suite(generic, x, y, z, target=PLAIN):
+    return (
+        ieee32.fma(x, y, z, generic=generic, target=target),
+        ieee32.fma(x, y, z, True, generic=generic, target=target),
+    )
 
 
 @st.composite
@@ -380,19 +384,21 @@ def test_fma_three_ways_and_oracle(triples):
         assert int(ubits(fused_ftz)[j]) == flush_bits(fma_ref(flush_bits(x), flush_bits(y), flush_bits(z)))
 
 
-def ieee_suite(generic, x, y, z):
-    return binary_suite(generic, x, y) + fma_suite(generic, x, y, z)
+def ieee_suite(generic, x, y, z, target=PLAIN):
+    return binary_suite(generic, x, y, target) + fma_suite(generic, x, y, z, target)
+
+
+NATIVE = Target(native_conversions=True)  # the form the JAX engine traces for a GPU
 
 
 @HYP
 @given(st.lists(fma_triples(), min_size=N, max_size=N))
 def test_native_conversion_form_equals_the_integer_form_on_numpy(triples):
-    """xp.ieee_conversions (the form the JAX engine traces for a GPU: the backend's own f32 <-> f64 conversions)
-    run on numpy, which is IEEE: the same bits as the integer conversions."""
+    """Target.native_conversions (the form the JAX engine traces for a GPU: the backend's own f32 <-> f64
+    conversions) run on numpy, which is IEEE: the same bits as the integer conversions."""
     args = [f32_array([t[i] for t in triples]) for i in range(3)]
     plain = ieee_suite(True, *args)
-    with ieee_conversions():
-        native = ieee_suite(True, *args)
+    native = ieee_suite(True, *args, target=NATIVE)
     for i, (a, b) in enumerate(zip(native, plain)):
         same_bits(a, b, f"ieee_suite[{i}] native vs integer conversions")
 
@@ -425,15 +431,14 @@ def raw_triples(rng, n):
 
 @pytest.mark.gpu
 def test_native_conversions_on_the_gpu_equal_the_numpy_fast_path():
-    """The form the JAX engine traces for a GPU (xp.ieee_conversions: XLA's own f32 <-> f64 conversions, which keep
-    subnormals there) against the numpy fast path, jitted on the GPU, on 2^16 raw-bit triples."""
+    """The form the JAX engine traces for a GPU (Target.native_conversions: XLA's own f32 <-> f64 conversions, which
+    keep subnormals there) against the numpy fast path, jitted on the GPU, on 2^16 raw-bit triples."""
     if jax.default_backend() != "gpu":
         pytest.skip(f"jax runs on {jax.default_backend()!r}, not a GPU: install jax[cuda]")
     x, y, z = raw_triples(np.random.default_rng(7), 1 << 16)
 
     def traced(*a):
-        with ieee_conversions():
-            return ieee_suite(True, *a)
+        return ieee_suite(True, *a, target=NATIVE)
 
     with enable_x64():
         on_gpu = jax.jit(traced)(*[jnp.asarray(a) for a in (x, y, z)])
@@ -643,7 +648,7 @@ def test_rcp_model_jax_equals_numpy_on_raw_bits(synthetic_rcp, xb):
     same_bits(jit_model(synthetic_rcp, x, pass_tables=True), synthetic_rcp.bits(x.view(np.uint32)))
 
 
-def test_public_ex2_rcp_with_the_shipped_tables_numpy_scalars_and_bound_tables():
+def test_public_ex2_rcp_with_the_shipped_tables_numpy_scalars_and_tables_passed_in():
     if sfu.load_tables("sm_90") is None:
         pytest.skip("no sm_90 SFU tables shipped or cached")
     rng = np.random.default_rng(17)
@@ -652,8 +657,7 @@ def test_public_ex2_rcp_with_the_shipped_tables_numpy_scalars_and_bound_tables()
         tables = sfu.table_arrays("sm_90")
 
         def bound(a, t):
-            with sfu.bound_tables("sm_90", t):
-                return sfu.ex2(a, arch="sm_90")
+            return sfu.ex2(a, arch="sm_90", target=Target().with_tables("sm_90", "ex2", t))
 
         got = jax.jit(bound)(jnp.asarray(x), tables)
         got_rcp = jax.jit(sfu.rcp)(jnp.asarray(x))
@@ -692,14 +696,17 @@ def test_fallback_rcp_jax_equals_numpy(no_tables):
 
 
 def test_native_conversions_only_on_gpus_unless_switched_off(monkeypatch):
-    """xp.native_conversions, the one decision both JAX paths (the scan's steps, the fused kernel's epilogue) take
-    before tracing under ieee_conversions: every device a GPU, and $FLASHSIM_JAX_IEEE_CVT not 0."""
+    """jax_target.native_conversions, the one decision both JAX paths (the scan's steps, the fused kernel's
+    epilogue) take before tracing for a Target with native conversions: every device a GPU, and the option on
+    (its default from $FLASHSIM_JAX_IEEE_CVT)."""
     from types import SimpleNamespace
 
-    from flashsim.numerics.xp import native_conversions
+    from flashsim.emulator.jax_target import native_conversions
+    from flashsim.settings import EngineOptions
 
     gpu, cpu = SimpleNamespace(platform="gpu"), SimpleNamespace(platform="cpu")
-    monkeypatch.delenv("FLASHSIM_JAX_IEEE_CVT", raising=False)
-    assert native_conversions([gpu, gpu]) and not native_conversions([gpu, cpu]) and not native_conversions([cpu])
+    on, off = EngineOptions(), EngineOptions(jax_native_conversions=False)
+    assert native_conversions([gpu, gpu], on) and not native_conversions([gpu, cpu], on)
+    assert not native_conversions([cpu], on) and not native_conversions([gpu], off)
     monkeypatch.setenv("FLASHSIM_JAX_IEEE_CVT", "0")
-    assert not native_conversions([gpu])
+    assert not native_conversions([gpu], EngineOptions.from_environment())

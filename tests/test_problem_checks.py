@@ -19,8 +19,10 @@ import pytest
 
 import flashsim
 from flashsim import KernelConfig
-from flashsim.gpu.errors import UnsupportedConfig
-from flashsim.problem import check_emulator_memory, emulator_peak_bytes, memory_limit, prepare, reference_peak_bytes
+from flashsim.emulator import check_emulator_memory, engine_numpy
+from flashsim.errors import UnsupportedConfig
+from flashsim.problem import memory_limit, prepare, reference_peak_bytes
+from flashsim.settings import EngineOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -214,7 +216,7 @@ REFUSED = [
     ("unknown arch", dict(arch="sm_75"), ValueError, r"unknown arch 'sm_75'"),
     ("arch an int", dict(arch=90), ValueError, r"arch must be a string"),
     # engine options
-    ("backend torch", dict(backend="torch"), ValueError, r"backend must be 'numpy' or 'jax'"),
+    ("backend torch", dict(backend="torch"), ValueError, r"backend must be one of 'numpy', 'jax'"),
 ]
 
 
@@ -366,7 +368,7 @@ def test_a_problem_larger_than_memory_is_refused_before_allocating(monkeypatch):
         with pytest.raises(
             ValueError,
             match=rf"{what}.* would need about .* MiB of memory \(\d+ B, estimated\) "
-            r"but FLASHSIM_MAX_BYTES is 1\.0 MiB",
+            r"but max_bytes \(EngineOptions / FLASHSIM_MAX_BYTES\) is 1\.0 MiB",
         ) as info:
             call(q, k, v)
         assert "\n" not in str(info.value)
@@ -378,7 +380,7 @@ def test_a_huge_problem_is_refused_with_the_machine_s_memory(monkeypatch):
     limit, source = memory_limit()
     assert limit and limit > 2**28 and source in ("this machine's memory", "the container's memory limit")
     prob = prepare(*[stand_in(16, 256, 65536, 128)] * 3)
-    assert emulator_peak_bytes(prob) > 2**37 and reference_peak_bytes(prob) > 2**46
+    assert engine_numpy.peak_bytes(prob) > 2**37 and reference_peak_bytes(prob) > 2**46
     with pytest.raises(ValueError, match=r"would need about \d+\.\d GiB .* this machine's memory|container"):
         check_emulator_memory(prob)
 
@@ -392,6 +394,19 @@ def test_a_bad_environment_variable_is_named(monkeypatch, var, bad):
         flashsim.attention(Q, Q, Q)
 
 
+def test_the_memory_limit_is_an_option_of_the_call(monkeypatch):
+    """EngineOptions.max_bytes refuses the problem whatever the environment says; the environment only sets the
+    default."""
+    monkeypatch.setenv("FLASHSIM_MAX_BYTES", str(1 << 40))
+    q, k, v = _inputs(nq=256, nk=256, d=128, h=4)
+    with pytest.raises(ValueError, match=r"but max_bytes .* is 1\.0 MiB"):
+        flashsim.attention(q, k, v, engine=EngineOptions(max_bytes=1 << 20))
+    prob = prepare(q, k, v)
+    check_emulator_memory(prob, "numpy", EngineOptions())  # fits: the machine's memory
+    with pytest.raises(ValueError, match="engine must be a flashsim.EngineOptions"):
+        flashsim.attention(q, k, v, engine={"max_bytes": 1})
+
+
 @pytest.mark.parametrize(
     "cfg, shape, max_tile_elems",
     [
@@ -403,8 +418,6 @@ def test_a_bad_environment_variable_is_named(monkeypatch, var, bad):
 )
 def test_the_memory_estimate_covers_the_measured_peak(cfg, shape, max_tile_elems):
     """The numpy engine's peak (tracemalloc: numpy's allocations) is below the estimate and not far below it."""
-    from flashsim.emulator import engine_numpy
-
     b, h, nq, nk, d = shape
     q, k, v = _inputs(nq=nq, nk=nk, d=d, h=h)
     warm = prepare(Q, Q, Q)
@@ -416,5 +429,5 @@ def test_the_memory_estimate_covers_the_measured_peak(cfg, shape, max_tile_elems
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    estimate = emulator_peak_bytes(prob, max_tile_elems) - 2 * (q.size + k.size + v.size)  # the caller's inputs
+    estimate = engine_numpy.peak_bytes(prob, max_tile_elems) - 2 * (q.size + k.size + v.size)  # the caller's inputs
     assert peak <= estimate <= 3 * peak, (peak, estimate)

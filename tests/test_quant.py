@@ -209,7 +209,7 @@ def test_fp8_f16_accumulation_reaches_its_bound_and_stays_finite(kv_tile):
     rows of v (each channel at its max): every f16 group sum is 64 * 448 * 2.25 = 64512 (or half that in 32-key
     groups), and O is v again, finite. v of 60000 with 4096 keys, which overflows the unquantized f16x2 kernel's f16
     tile sums, is fine: V is rescaled into the proved range, so the overflow check has nothing to check."""
-    from flashsim.config import FP8_V_RANGE
+    from flashsim.constants import FP8_V_RANGE
 
     rng = np.random.default_rng(4)
     nk = 512

@@ -328,8 +328,7 @@ def test_batch_dimensions_and_broadcast():
 
 def test_threads_with_specials_and_wide_bf16_match_single_calls(monkeypatch):
     """A batch split over two threads (at any size), one mma with an inf, one with bf16 exponents far apart."""
-    monkeypatch.setattr(tc, "_THREAD_MIN", 1)
-    monkeypatch.setenv("FLASHSIM_MMA_THREADS", "2")
+    monkeypatch.setattr(tc.fast, "_THREAD_MIN", 1)
     rng = np.random.default_rng(3)
     n = 65
     for adt, cdt in TYPES:
@@ -340,7 +339,7 @@ def test_threads_with_specials_and_wide_bf16_match_single_calls(monkeypatch):
         if adt is bf16:
             a[42, 4, 4] = bf16(2.0**-120)
             b[43, 4, 4] = bf16(2.0**120)
-        d = flashsim.mma(a, b, c)
+        d = flashsim.mma(a, b, c, threads=2)
         for t in (0, 21, 42, 43, n - 1):
             np.testing.assert_array_equal(bits(d[t]), bits(mma_ref(a[t], b[t], c[t])))
         np.testing.assert_array_equal(bits(d), bits(tc.mma_chain_generic(a, b, c)))

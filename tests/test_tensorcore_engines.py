@@ -72,7 +72,7 @@ def same_bits(got, want, what=""):
 def jax_chain(a, b, c, arch):
     """mma_chain on JAX arrays under jax.jit (one compilation per tensor-core parameter set and shapes)."""
     with enable_x64():
-        d = tc._jitted_chain(get_arch(arch))(jnp.asarray(a), jnp.asarray(b), jnp.asarray(c))
+        d = tc.api._jitted_chain(get_arch(arch))(jnp.asarray(a), jnp.asarray(b), jnp.asarray(c))
         return np.asarray(d)
 
 
@@ -228,8 +228,8 @@ def test_threads_broadcast_and_views_match(monkeypatch):
     """Batches split over threads (here 3, at any size), b broadcast over a's batch (an index, decoded once per run
     of equal indices), operands given as transposed views (passed to the kernel untransposed, with a flag), bf16
     exponents far apart: every split agrees with the generic routine."""
-    monkeypatch.setattr(tc, "_THREAD_MIN", 1)
-    monkeypatch.setenv("FLASHSIM_MMA_THREADS", "3")
+    monkeypatch.setattr(tc.fast, "_THREAD_MIN", 1)
+    monkeypatch.setenv("FLASHSIM_MMA_THREADS", "3")  # the default of EngineOptions.mma_threads
     rng = np.random.default_rng(11)
     n = 40
     a = (rng.standard_normal((n, 16, 32)) * 2.0 ** rng.integers(-20, 20, (n, 16, 32))).astype(bf16)
@@ -271,7 +271,7 @@ def test_wider_fraction_needs_int64_sums(type_name):
     switch to int64 and still agree with the oracle on products at the largest significands."""
     arch = dataclasses.replace(get_arch("sm_90"), mma_fraction_bits=27)
     a_dt, c_dt = TYPES[type_name]
-    assert tc._acc_int_dtype(np, arch, False) == np.int64
+    assert tc.generic.acc_int_dtype(np, arch, False) == np.int64
     top = -2047.0 / 1024 if a_dt != bf16 else -255.0 / 128
     a = np.full((2, 16, 16), top).astype(a_dt)  # every product (2047 * 2^-10)^2 (bf16: 255 * 2^-7), same sign
     b = np.full((1, 16, 8), top).astype(a_dt)
@@ -374,10 +374,10 @@ def test_without_numba_the_generic_routine_runs(monkeypatch):
     rng = np.random.default_rng(2)
     a, b, c = category_inputs(rng, np.dtype(np.float16), np.dtype(np.float32), per=1, k=16)
     want = tc.mma_chain(a, b, c)
-    monkeypatch.setattr(tc, "_KERNEL", None)
+    monkeypatch.setattr(tc.fast, "_KERNEL", None)
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba -> ImportError
-    monkeypatch.delitem(sys.modules, "flashsim.numerics._tensorcore_numba", raising=False)
-    monkeypatch.delattr(sys.modules["flashsim.numerics"], "_tensorcore_numba", raising=False)
+    monkeypatch.delitem(sys.modules, "flashsim.numerics.tensorcore._numba_chain", raising=False)
+    monkeypatch.delattr(sys.modules["flashsim.numerics.tensorcore"], "_numba_chain", raising=False)
     with pytest.warns(RuntimeWarning, match="numba cannot be imported"):
         got = tc.mma_chain(a, b, c)
     same_bits(got, want, "generic stand-in")

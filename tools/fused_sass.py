@@ -65,13 +65,12 @@ def lowered_module(shape, options, rows, warps, ptx) -> tuple:
     from flashsim.emulator import engine_pallas
     from flashsim.problem import prepare
 
-    engine_pallas.ROWS, engine_pallas.NUM_WARPS, engine_pallas.PTX = rows, warps, ptx
     B, H, Hkv, nq, nk, d = shape
     rng = np.random.default_rng(0)
     q = rng.standard_normal((B, H, nq, d)).astype(np.float16)
     k, v = (rng.standard_normal((B, Hkv, nk, d)).astype(np.float16) for _ in range(2))
     prob = prepare(q, k, v, **options)
-    text = engine_pallas.lower_for_gpu(q, k, v, prob)
+    text = engine_pallas.lower_for_gpu(q, k, v, prob, engine_pallas.Layout(rows, warps, ptx))
     start = text.index('ir = "') + 6
     out, i = bytearray(), start
     while text[i] != '"':  # the MLIR string literal: \XX hex escapes, \\ and \"
@@ -214,7 +213,7 @@ def main(argv=None) -> int:
     ap.add_argument("--options", default="{}", help="flashsim.attention options as JSON")
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--warps", type=int, default=8)
-    ap.add_argument("--ptx", action="store_true", help="engine_pallas.PTX on (the inline PTX shims)")
+    ap.add_argument("--ptx", action="store_true", help="the inline PTX form (engine_pallas.Layout.inline_ptx)")
     ap.add_argument("--arch", type=int, default=90, help="compute capability for Triton (90: sm_90)")
     ap.add_argument("--out", help="keep the module, cubin and SASS here (default: a temporary folder)")
     ap.add_argument("--top", type=int, default=30)

@@ -20,6 +20,7 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import replace
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
@@ -29,18 +30,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jax_gpu_bench import equal_fraction, finish, phase_kernel  # noqa: E402
 
 
-def timed_emulation(q, k, v, reps: int = 1):
-    """(o, lse, first call's seconds, median seconds of ``reps`` further calls, the engine's plan)."""
+def timed_emulation(q, k, v, reps: int = 1, engine=None):
+    """(o, lse, first call's seconds, median seconds of ``reps`` further calls, the engine's plan); ``engine``: the
+    flashsim.EngineOptions of the calls."""
     import flashsim
     from flashsim.emulator import engine_jax
 
     t0 = time.perf_counter()
-    flashsim.attention(q, k, v, backend="jax", progress=False)
+    flashsim.attention(q, k, v, backend="jax", progress=False, engine=engine)
     first = time.perf_counter() - t0
     times = []
     for _ in range(max(1, reps)):
         t1 = time.perf_counter()
-        o, lse = flashsim.attention(q, k, v, backend="jax", progress=False)
+        o, lse = flashsim.attention(q, k, v, backend="jax", progress=False, engine=engine)
         times.append(time.perf_counter() - t1)
     return o, lse, first, float(np.median(times)), dict(engine_jax.LAST_PLAN)
 
@@ -58,7 +60,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import jax
 
-    from flashsim.emulator import engine_pallas
+    from flashsim import EngineOptions
 
     print(f"jax {jax.__version__} on {jax.devices()}", flush=True)
     report: dict = {"n": args.n, "d": args.d, "jax": jax.__version__, "runs": []}
@@ -72,14 +74,14 @@ def main(argv=None) -> int:
         inputs[n] = (q, k, v, ko, kl, ms)
     runs = [("fused", s) for s in args.shapes] + ([("scan", None)] if args.scan else [])
     for engine, shape in runs:
-        os.environ["FLASHSIM_JAX_FUSED"] = "1" if engine == "fused" else "0"
+        options = EngineOptions(jax_fused=engine == "fused")
         if shape:
-            engine_pallas.PTX = shape.endswith("p")
-            engine_pallas.ROWS, engine_pallas.NUM_WARPS = (int(x) for x in shape.rstrip("p").split("x"))
+            rows, warps = (int(x) for x in shape.rstrip("p").split("x"))
+            options = replace(options, pallas_rows=rows, pallas_warps=warps, pallas_inline_ptx=shape.endswith("p"))
         for n in problems:
             q, k, v, ko, kl, ms = inputs[n]
             try:
-                o, lse, first, second, plan = timed_emulation(q, k, v, args.emu_reps)
+                o, lse, first, second, plan = timed_emulation(q, k, v, args.emu_reps, options)
             except Exception:
                 traceback.print_exc()
                 status = 2

@@ -98,6 +98,7 @@ def parts(report, q, k, v):
 
     from flashsim.emulator import kernel_program as K
     from flashsim.numerics import sfu
+    from flashsim.numerics.target import Target
     from flashsim.numerics.xp import enable_x64
     from flashsim.problem import prepare
 
@@ -117,17 +118,17 @@ def parts(report, q, k, v):
         cols = jnp.arange(BC)[None, :] + jnp.zeros((S, 1), jnp.int32)
         sl2 = jnp.float32(prob.scale_log2)
 
+        def target(tb):
+            return Target().with_tables("sm_90", "ex2", tb)
+
         def f_scores(tb, qs, kt, m, rows, cols):
-            with sfu.bound_tables("sm_90", tb):
-                return K.scores(qs, kt, m, rows, cols, 16384, 16384, sl2, causal=False, arch="sm_90")
+            return K.scores(qs, kt, m, rows, cols, 16384, 16384, sl2, causal=False, arch="sm_90", target=target(tb))
 
         def f_probs(tb, s, nm):
-            with sfu.bound_tables("sm_90", tb):
-                return K.probabilities(s, nm, sl2, arch="sm_90")
+            return K.probabilities(s, nm, sl2, arch="sm_90", target=target(tb))
 
         def f_acc(tb, l, o, p, alpha, vt):
-            with sfu.bound_tables("sm_90", tb):
-                return K.accumulate(l, o, p, alpha, vt, arch="sm_90")
+            return K.accumulate(l, o, p, alpha, vt, arch="sm_90", target=target(tb))
 
         out = {}
         jf = jax.jit(f_scores)

@@ -240,6 +240,7 @@ def main(argv=None):
     import numpy as np
     import torch
 
+    from flashsim import gpu
     from flashsim.commands.bench import attention_flops, cuda_time_alternating, kernel_alone
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
@@ -322,7 +323,7 @@ def main(argv=None):
                 ("variant", variant_build, cfg),
             ):
                 use(build)
-                gos[label] = kernel_alone(launch.prepared_launch(q, k, v, config=c)[0], quant != "none")
+                gos[label] = kernel_alone(gpu.prepared_launch(q, k, v, config=c)[0], quant != "none")
             ms = cuda_time_alternating(gos, REPS, args.rounds)
             tf = {name: flops / (t[0] * 1e-3) / 1e12 for name, t in ms.items()}
             tiling = tiling or (cfg.warps, cfg.m_tiles, cfg.kv_tile, cfg.stages)

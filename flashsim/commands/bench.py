@@ -25,7 +25,10 @@ import time
 import numpy as np
 
 from ..config import SUPPORTED_M_TILES, SUPPORTED_PV_ACCUM, KernelConfig
-from ..gpu import clocks, peak
+from ..emulator import attention
+from ..gpu import clocks, peak, prepared_launch
+from ..gpu import runtime as rt
+from .emulate import make_inputs
 
 DEFAULT_SHAPES = [  # (B, H, N, d, causal): the shapes of benchmarks/RESULTS.md
     (4, 16, 4096, 128, False),
@@ -222,8 +225,6 @@ def _bench_shape(shape, arch, over, reps, rounds, report, min_round_ms=MIN_ROUND
 
     import flashsim.gpu
 
-    from ..gpu.launch import prepared_launch
-
     b, h, n, d, causal = shape
     g = torch.Generator(device="cuda").manual_seed(0)
     q, k, v = (torch.randn((b, h, n, d), device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
@@ -371,7 +372,6 @@ def bench_kernel(args) -> int:
         import torch.nn.attention  # noqa: F401 - SDPA backends for the comparison columns
     except ImportError as e:
         raise SystemExit(f"flashsim bench kernel needs torch with CUDA: {e}") from None
-    from ..gpu import runtime as rt
 
     rt.require_gpu()
     arch = rt.current_arch()
@@ -450,8 +450,6 @@ def bench_kernel(args) -> int:
 
 
 def bench_emulator(args) -> int:
-    from ..emulator import attention
-    from .emulate import make_inputs
 
     ns = args.n or [1024]
     print(f"flashsim bench emulator ({args.backend}): one head, d=128, seconds (best of 1)")

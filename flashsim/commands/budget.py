@@ -27,6 +27,8 @@ from ..config import (
     KernelConfig,
     pv_accums,
 )
+from ..tuning import tile_class
+from .emulate import check_plot_path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -94,7 +96,6 @@ def run(args) -> int:
     before any work: flashsim.cli prints them in one line with exit status 2."""
     from ..resources import budget
     from ..resources.whatif import WHAT_IFS, what_if
-    from .emulate import check_plot_path
 
     arch = get_arch(args.arch).name
     if args.every_head_dim:
@@ -122,7 +123,6 @@ def run(args) -> int:
 def every_head_dim(arch: str, registers: str = "auto", quant: str = "none") -> int:
     """The default configuration of every head dim and P@V accumulation on ``arch`` (with ``quant``), one line each;
     0 when every one fits the arch, 1 otherwise (a head dim with no fitting configuration is named)."""
-    from ..config import tile_class
     from ..resources import budget
 
     source = (

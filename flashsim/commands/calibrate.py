@@ -19,6 +19,12 @@ import subprocess
 import sys
 import tempfile
 
+from .. import calibration
+from ..arch import get_arch
+from ..gpu import runtime as rt
+from ..gpu.capture.sfu import Capture, GpuDevice
+from ..numerics import sfu
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("--keep", metavar="DIR", help="keep the capture files (tables, GPU samples, summary) in DIR")
@@ -36,7 +42,6 @@ def add_arguments(parser) -> None:
 
 def _mma_check(arch: str) -> int | None:
     """Run flashsim.gpu.capture.mma into the cache (its exit status), or None where that tool does not exist."""
-    from .. import calibration
 
     try:
         found = importlib.util.find_spec("flashsim.gpu.capture.mma") is not None
@@ -70,15 +75,10 @@ def check_arguments(args) -> None:
 def run(args) -> int:
     """Errors (a bad option, no GPU or cuda-python, a failed CUDA call) are raised: flashsim.cli prints them in one
     line with exit status 2."""
-    from .. import calibration
-    from ..arch import get_arch
-    from ..gpu import runtime as rt
-    from ..numerics import sfu
 
     check_arguments(args)
     rt.require_gpu()
     arch = get_arch(rt.current_arch()).name
-    from ..gpu.capture.sfu import Capture, GpuDevice
 
     work = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp(prefix="flashsim-calibrate-"))
     device = GpuDevice()

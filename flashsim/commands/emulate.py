@@ -32,8 +32,11 @@ import warnings
 
 import numpy as np
 
+from ..arch import get_arch
 from ..config import SUPPORTED_DTYPES, SUPPORTED_HEAD_DIMS, SUPPORTED_PV_ACCUM, SUPPORTED_QUANT, pv_accums
-from ..numerics.formats import get_format
+from ..emulator import attention, check_emulator_memory, reference_attention
+from ..numerics.formats import NAN_DISTANCE, get_format, ulp_distance
+from ..problem import check_reference_memory, dims, prepare, resolve_options, to_bhnd
 
 DEFAULT = dict(batch=1, heads=2, nq=256, nk=256, head_dim=128)
 PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg")
@@ -181,7 +184,6 @@ def load_inputs(args):
 def check_arguments(args) -> None:
     """Every check that needs no input data, before anything is computed: ValueError / ImportError naming the
     option."""
-    from ..arch import get_arch
 
     get_arch(args.arch)
     if args.q or args.k or args.v:
@@ -215,7 +217,6 @@ def check_arguments(args) -> None:
             raise ValueError(f"--scale must be a positive finite number, got {args.scale}")
         if not math.isfinite(args.k_mean):
             raise ValueError(f"--k-mean must be a finite number, got {args.k_mean}")
-    from ..problem import resolve_options
 
     resolve_options(args.causal, None, None, None, parse_window(args.window), args.softcap, args.layout, args.quant)
     if args.backend == "jax":
@@ -260,7 +261,6 @@ def runs(args, accs) -> list[tuple[str, str, str]]:
 def check_problem(shapes, args, accs) -> None:
     """The problem's checks (flashsim.problem.prepare) and its memory, from the shapes alone: before any input is
     generated or any reference computed."""
-    from ..problem import check_emulator_memory, check_reference_memory, prepare
 
     dtype = get_format(args.dtype if not args.q else "f16").dtype
     stand_ins = [types.SimpleNamespace(shape=s, dtype=dtype) for s in shapes]
@@ -281,7 +281,6 @@ def error_summary(o, lse, o_ref, lse_ref):
     both = finite & np.isfinite(o32)
     norms = float(np.linalg.norm(o32[both]) * np.linalg.norm(o_ref[both]))
     cosine = float(np.dot(o32[both], o_ref[both]) / norms) if norms > 0 else math.nan
-    from ..numerics.formats import NAN_DISTANCE, ulp_distance
 
     ulps = ulp_distance(o, o_ref.astype(o.dtype))
     ulps = np.where(ulps == NAN_DISTANCE, -1, ulps)  # -1: NaN against a number
@@ -309,8 +308,6 @@ ULP_NOTE = (
 
 
 def run(args) -> int:
-    from ..emulator import attention, reference_attention, to_bhnd
-    from ..problem import dims
 
     accs = SUPPORTED_PV_ACCUM if args.pv_accum == "all" else (args.pv_accum,)
     if args.pv_accum == "all" and args.dtype == "bf16" and not args.q:

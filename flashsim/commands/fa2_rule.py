@@ -40,6 +40,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .. import config, gpu
+from ..config import KernelConfig
+from ..emulator import attention
 from ..masking import key_visible
 
 # FlashAttention-2's (seqlen_q, seqlen_k) grid of its output test
@@ -214,7 +217,6 @@ def rule(out, out_ref, out_pt) -> dict:
 
 
 def pv_accum_modes() -> tuple:
-    from .. import config
 
     return tuple(config.SUPPORTED_PV_ACCUM)
 
@@ -319,7 +321,6 @@ def _config_for(arch, d, causal, mode, overrides):
     """None (the arch's default configuration) without tile overrides, else the default with them."""
     if not overrides:
         return None
-    from ..config import KernelConfig
 
     return KernelConfig.default(arch, head_dim=d, causal=causal, pv_accum=mode, **overrides)
 
@@ -328,7 +329,6 @@ def gpu_producer(arch: str, overrides=None):
     """out from the real kernel, flashsim.gpu.attention (numpy in, numpy out, synchronous)."""
 
     def produce(q, k, v, causal, mode):
-        from .. import gpu
 
         cfg = _config_for(arch, q.shape[3], causal, mode, overrides)
         extra = {} if cfg is None else dict(config=cfg)
@@ -341,7 +341,6 @@ def emulator_producer(arch: str = "sm_90", overrides=None):
     """out from the emulator (bit-identical to the kernel on ``arch``)."""
 
     def produce(q, k, v, causal, mode):
-        from ..emulator import attention
 
         cfg = _config_for(arch, q.shape[3], causal, mode, overrides)
         extra = {} if cfg is None else dict(config=cfg)

@@ -28,11 +28,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import provenance
+from .. import gpu, provenance
 from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_M_TILES, SUPPORTED_PV_ACCUM, KernelConfig, pv_accums
+from ..diff import compare, kernel_coordinates
+from ..emulator import check_emulator_memory, engine_numpy
+from ..gpu import runtime as rt
+from ..gpu.launch import NO_OVERFLOW
+from ..numerics import sfu
 from ..numerics.formats import get_format
-from ..problem import prepare
+from ..overflow import first_flagged
+from ..problem import prepare, resolve_options, to_bhnd
 from . import fa2_rule
+from .emulate import parse_window
 
 # (B, H, Nq, Nk, d, causal): odd lengths, N = 1, Nq != Nk both ways, both head dims, batch and heads > 1.
 DEFAULT_SHAPES = [
@@ -99,7 +106,6 @@ def variant(
 ):
     """Cases of one variant: the arch's default configuration for its options (``tiling``: warps, m_tiles, kv_tile,
     stages overrides), every kind and P@V accumulation."""
-    from ..problem import resolve_options
 
     out = []
     for acc in accs:
@@ -367,8 +373,6 @@ def check_arguments(args) -> None:
     """Every argument error before the GPU is asked for: ValueError / FileNotFoundError naming the option."""
     for s in args.shape:
         parse_shape(s)
-    from ..problem import resolve_options
-    from .emulate import parse_window
 
     resolve_options(None, None, None, None, parse_window(args.window), args.softcap, args.layout, shape_quant(args))
     variant_options = (
@@ -416,7 +420,6 @@ def shape_quant(args):
 def check_cases(cases, arch) -> None:
     """Every case's configuration fits ``arch`` and its emulation fits this machine's memory (checked before the
     first launch, not when the case comes)."""
-    from ..problem import check_emulator_memory, resolve_options
 
     for c in cases:
         b, h, hk, nq, nk, d = c.shape
@@ -433,8 +436,6 @@ def gpu_outputs(q, k, v, config, **options):
     """The kernel's raw (o, lse, overflow row) on the current GPU: no overflow check, so adversarial inputs give
     their inf / NaN; the overflow row is the flag the kernel wrote (flashsim.overflow), None when unset.
     ``options``: window_size, softcap, layout."""
-    from .. import gpu
-    from ..gpu.launch import NO_OVERFLOW
 
     go, (do, dl), _ = gpu.prepared_launch(q, k, v, config=config, **options)
     flag = go(sync=True)[-1]
@@ -444,20 +445,15 @@ def gpu_outputs(q, k, v, config, **options):
 
 def emulator_outputs(q, k, v, config, arch, **options):
     """The emulator's (o, lse, overflow row): the same three values as ``gpu_outputs``, from the numpy engine."""
-    from ..emulator import to_bhnd
-    from ..emulator.engine_numpy import run
-    from ..overflow import first_flagged
 
     prob = prepare(q, k, v, config=config, arch=arch, **options)
-    o, lse, rows = run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=False)
+    o, lse, rows = engine_numpy.run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=False)
     return np.ascontiguousarray(to_bhnd(o, prob.layout)), lse, first_flagged(rows.flag) if config.pv_mma_f16 else None
 
 
 def verify_case(q, k, v, config, arch, **options):
     """Run both executions; return (o_diff, lse_diff, gpu outputs (o, lse, overflow row), timings, overflow rows
     (gpu, emulator)). O is compared as (B, H, N, d) whatever the layout (mismatch coordinates are the kernel's)."""
-    from ..diff import compare
-    from ..emulator import to_bhnd
 
     layout = options.get("layout") or "bhnd"
     t0 = time.perf_counter()
@@ -520,7 +516,6 @@ def _cases(args, arch) -> list[Case]:
     """Every case to run: the replayed files', --variants', the default set (unless --only, --replay or
     --variants), then the --shape cases with the variant options (--dtype, --kv-heads, --window, --softcap,
     --layout); --warps / --m-tiles / --kv-tile / --stages override the default tiling of the last two."""
-    from .emulate import parse_window
 
     cases = []
     for path in args.replay:
@@ -570,8 +565,6 @@ def _cases(args, arch) -> list[Case]:
 
 
 def run(args) -> int:
-    from ..diff import kernel_coordinates
-    from ..gpu import runtime as rt
 
     check_arguments(args)
     fa2_rule.check_arguments(args)
@@ -647,7 +640,6 @@ def run(args) -> int:
                     f"c{i}_meta": json.dumps(dict(case_meta(name, arch, case, q, k, v), overflow_row=outs[2])),
                 }
             )
-    from ..numerics import sfu
 
     note = getattr(sfu, "model_status", lambda arch: "")(arch)
     if note:

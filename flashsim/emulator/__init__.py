@@ -1,7 +1,8 @@
 """The kernel emulated on the CPU (``attention``) and the float64 reference (``reference_attention``).
 
 kernel_program.py is the kernel's program, written once against an array namespace; engine_numpy.py runs it
-eagerly (the default), engine_jax.py jit-compiles it for JAX's CPU or GPU devices and shards it over a Mesh.
+eagerly (the default), engine_jax.py jit-compiles it for JAX's CPU or GPU devices and shards it over a Mesh. Each
+engine owns its memory estimate (``peak_bytes``), checked before anything is allocated.
 """
 
 from __future__ import annotations
@@ -9,15 +10,28 @@ from __future__ import annotations
 import numpy as np
 
 from ..overflow import OverflowCheck, check_mode, first_flagged, overflow_error, v_head
-from ..problem import check_emulator_memory, prepare
+from ..problem import check_memory, prepare, shape_text, to_bhnd
+from ..settings import EngineOptions
+from . import engine_jax, engine_numpy
 from .reference import reference_attention
 
-__all__ = ["attention", "reference_attention", "to_bhnd"]
+__all__ = ["attention", "reference_attention", "check_emulator_memory", "ENGINES"]
+
+ENGINES = {"numpy": engine_numpy, "jax": engine_jax}  # backend -> engine module (run, peak_bytes)
 
 
-def to_bhnd(x, layout: str):
-    """(B, H, N, d) view of ``x`` given in ``layout`` (a transposed view for "bnhd"; numpy, JAX or torch)."""
-    return x if layout == "bhnd" else x.transpose(0, 2, 1, 3) if not hasattr(x, "permute") else x.permute(0, 2, 1, 3)
+def _engine(backend: str):
+    if backend not in ENGINES:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, ENGINES))}, got {backend!r}")
+    return ENGINES[backend]
+
+
+def check_emulator_memory(prob, backend: str = "numpy", options: EngineOptions | None = None) -> None:
+    """Refuse (ValueError with the estimate) a problem whose emulation by ``backend`` cannot fit in memory: the
+    engine's ``peak_bytes`` against ``options.max_bytes`` (default: from the environment), else this machine's."""
+    options = options if options is not None else EngineOptions.from_environment()
+    need = _engine(backend).peak_bytes(prob)
+    check_memory(need, f"emulating {shape_text(prob)} ({backend})", options.max_bytes)
 
 
 def attention(
@@ -37,6 +51,7 @@ def attention(
     backend="numpy",
     progress=None,
     check_overflow=True,
+    engine: EngineOptions | None = None,
 ):
     """What kernel/flash_fwd.cu returns on ``arch``, bit for bit: (o like q, lse float32 (B, Hq, Nq)).
 
@@ -50,8 +65,10 @@ def attention(
     "f32", or "f16x2": f16 sums of 64 keys from zero added to an f32 O, V in the range that keeps them finite:
     flashsim.config.FP8_V_RANGE). ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's
     default configuration for these options. Options left out (None) take the config's values, or the defaults;
-    given, they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default) or "jax". A
-    problem whose emulation would not fit in memory is refused first (flashsim.problem.check_emulator_memory).
+    given, they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default) or "jax";
+    ``engine``: how the engine runs (flashsim.settings.EngineOptions: threads, memory limit, the JAX engine's
+    form; the same bits whatever they are; default: from the environment). A problem whose emulation would not fit
+    in memory is refused first (the engine's ``peak_bytes`` against ``EngineOptions.max_bytes`` or this machine's).
     With an f16 P@V mma on f16 P and V (pv_accum "f16" or "f16x2" without FP8) a row whose f16 accumulator
     overflowed raises FloatingPointError naming the row and the bound, as the GPU runner does (flashsim.overflow);
     ``check_overflow=False`` returns the kernel's inf / NaN instead; "deferred" returns (o, lse, check) with
@@ -74,15 +91,13 @@ def attention(
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, np.ndarray):
             raise ValueError(f"{name} must be a numpy array (the emulator runs on the CPU), got {type(x).__name__}")
-    if backend == "numpy":
-        from .engine_numpy import run
-    elif backend == "jax":
-        from .engine_jax import run
-    else:
-        raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
+    run = _engine(backend).run
+    if engine is not None and not isinstance(engine, EngineOptions):
+        raise ValueError(f"engine must be a flashsim.EngineOptions, got {type(engine).__name__}")
+    options = engine if engine is not None else EngineOptions.from_environment()
     mode = check_mode(check_overflow)
-    check_emulator_memory(prob, backend)
-    o, lse, rows = run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=progress)
+    check_emulator_memory(prob, backend, options)
+    o, lse, rows = run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=progress, options=options)
     o = np.ascontiguousarray(to_bhnd(o, prob.layout))
 
     def check():

@@ -1,8 +1,8 @@
 """The JAX engine: kernel_program's steps jit-compiled (CPU or GPU) and spread over the devices of a Mesh.
 
 The arithmetic is kernel_program's, unchanged: this module only lays the work out. On GPU devices it traces the
-steps under ``flashsim.numerics.xp.ieee_conversions()`` (XLA keeps subnormals there, so ieee32's f32 <-> f64
-conversions are its own instructions: 9% faster on the H200, same bits; $FLASHSIM_JAX_IEEE_CVT=0 turns it off).
+steps for a Target with native conversions (flashsim.emulator.jax_target: XLA keeps subnormals there, so ieee32's
+f32 <-> f64 conversions are its own instructions: 9% faster on the H200, same bits).
 
 Work layout.  One unit = one CUDA block (one q block of one head).  ``plan`` packs the units into S "slots" that
 run side by side; a slot runs its units one after the other, tile by tile, so a causal problem (units with 1 .. T
@@ -19,29 +19,33 @@ devices left over split each head's q blocks (``split_units``), each such device
 V.  Arrays are padded to the mesh (padding heads are computed on zeros and dropped) and every device runs the
 program on its own part through shard_map: no communication at all.
 
-The fused path (the default on one GPU; FLASHSIM_JAX_FUSED=0 keeps the scan). A problem that engine_pallas covers
-runs there instead: one Pallas (Triton) kernel holds each block's state in registers across its whole KV loop, on
+The fused path (the default on one GPU; ``EngineOptions.jax_fused=False`` keeps the scan). A problem that
+engine_pallas covers runs there instead: one Pallas (Triton) kernel holds each block's state in registers across its
+whole KV loop, on
 the same kernel_program functions (``fused_choice`` says which engine runs and why; LAST_PLAN records it).
 
-Compilation.  Programs are cached per (mesh, configuration, shapes) in the process, and on disk through JAX's
-persistent compilation cache (``jax_cache_dir``: $JAX_COMPILATION_CACHE_DIR, else flashsim's user cache), so a
-second process skips XLA's compilation.
+Compilation.  Programs are cached per (mesh, configuration, shapes) in the process. Across processes, JAX's own
+persistent compilation cache keeps them where the user turned it on (flashsim never changes JAX's settings:
+flashsim.settings says how).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from functools import partial
 
 import numpy as np
 
 from ..masking import Window
 from ..numerics import sfu
-from ..numerics.xp import enable_x64, ieee_conversions, native_conversions
+from ..numerics.target import Target
+from ..numerics.xp import enable_x64
 from ..problem import Problem
+from ..settings import EngineOptions
+from . import engine_pallas
 from . import kernel_program as K
-from .engine_numpy import Rows, pad_rows
+from .engine_numpy import Rows, host_bytes, pad_rows
+from .jax_target import native_conversions
 from .progress import Progress
 from .quantize import per_row, quantized_operands
 
@@ -163,6 +167,7 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
     sl2 = lax.bitcast_convert_type(scalars[2].astype(jnp.uint32), jnp.float32)
     cap = lax.bitcast_convert_type(scalars[3].astype(jnp.uint32), jnp.float32) if softcap else None
     window = Window(scalars[4], scalars[5]) if local else None
+    target = Target(native_conversions=native).with_tables(arch, "ex2", tables)  # XLA's GPU keeps f32 subnormals
     qh, qsc = qh[:, :, 0], qsc[:, :, 0]
     state = tuple(x[:, :, 0] for x in state)
     xs = tuple(x[0] for x in xs)
@@ -185,19 +190,30 @@ def _steps(static, scalars, tables, qh, kh, vh, qsc, ksc, state, xs):
         )
         rows = row0[:, None] + jnp.arange(bm, dtype=jnp.int32)[None, :]  # (S, BM)
         cols = tile[:, None] * bc + jnp.arange(bc, dtype=jnp.int32)[None, :]
-        with sfu.bound_tables(arch, tables):
-            s, m_new, alpha, neg_m = K.scores(
-                qs, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch, window=window, cap_scale=cap, **scale_opts
-            )
-            s, neg_m = lax.optimization_barrier((s, neg_m))
-            p = K.probabilities(s, neg_m, sl2, arch=arch)
-            p, alpha = lax.optimization_barrier((p, alpha))
-            l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level, group_keys=group_keys)
+        s, m_new, alpha, neg_m = K.scores(
+            qs,
+            kt,
+            m,
+            rows,
+            cols,
+            nq,
+            nk,
+            sl2,
+            causal=causal,
+            arch=arch,
+            window=window,
+            cap_scale=cap,
+            **scale_opts,
+            target=target,
+        )
+        s, neg_m = lax.optimization_barrier((s, neg_m))
+        p = K.probabilities(s, neg_m, sl2, arch=arch, target=target)
+        p, alpha = lax.optimization_barrier((p, alpha))
+        l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level, group_keys=group_keys, target=target)
         carry = (m_all.at[:, :, unit].set(m_new), l_all.at[:, :, unit].set(l), o_all.at[:, :, unit].set(o))
         return carry, None
 
-    with ieee_conversions(native):  # XLA's GPU keeps f32 subnormals (xp.native_conversions)
-        state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
+    state, _ = lax.scan(step, state, xs, unroll=SCAN_UNROLL)
     return tuple(x[:, :, None] for x in state)
 
 
@@ -235,45 +251,45 @@ def _compiled(mesh, static):
     return _COMPILED[key]
 
 
-def jax_cache_dir() -> str | None:
-    """Turn on JAX's persistent compilation cache (unless the user configured one): flashsim's user cache/jax."""
-    jax = _jax()
-    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
-        return jax.config.jax_compilation_cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    from ..calibration import cache_root
-
-    path = str(cache_root() / "jax")
-    try:
-        os.makedirs(path, exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-    except OSError:
-        return None
-    return path
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # driver
 
 
-def fused_choice(prob: Problem, devices=None) -> tuple[bool, str]:
+def peak_bytes(prob: Problem, max_tile_elems: int | None = None) -> int:
+    """Estimated peak host memory of this engine on ``prob``, whatever its devices hold: the inputs, the inputs padded
+    to whole tiles, and the outputs twice (the engine's padded ones and those returned)."""
+    inputs, padded, outputs = host_bytes(prob)
+    return int(inputs + padded + 2 * outputs)
+
+
+def fused_choice(prob: Problem, devices=None, options: EngineOptions | None = None) -> tuple[bool, str]:
     """(whether ``run`` takes the fused kernel, why): on one GPU device, for a problem engine_pallas covers, unless
-    $FLASHSIM_JAX_FUSED=0 asks for the scan. The default since the fourteenth round: on the H200 it runs N = 16384
-    in 0.074 s against the scan's 0.276 s and compiles in 6 s (benchmarks/RESULTS.md); on a CPU Pallas could only
-    interpret it, and over several devices the scan's mesh spreads the work, so the scan runs there."""
-    if os.environ.get("FLASHSIM_JAX_FUSED", "1") == "0":
-        return False, "scan engine (FLASHSIM_JAX_FUSED=0)"
+    ``options.jax_fused`` is off. The default: on the H200 it runs N = 16384 in 0.074 s against the scan's 0.276 s
+    and compiles in 6 s (benchmarks/RESULTS.md); on a CPU Pallas could only interpret it, and over several devices the
+    scan's mesh spreads the work, so the scan runs there."""
+    options = options if options is not None else EngineOptions.from_environment()
+    if not options.jax_fused:
+        return False, "scan engine (jax_fused off)"
     jax = _jax()
-    from . import engine_pallas
 
     devices = list(devices) if devices is not None else jax.devices()
     if len(devices) != 1 or devices[0].platform != "gpu":
         return False, f"scan engine: {len(devices)} {devices[0].platform} device(s) (the fused kernel runs on one GPU)"
-    why = engine_pallas.unsupported(prob)
+    why = engine_pallas.unsupported(prob, engine_pallas.Layout.of(options))
     return (why is None), (why or "fused Pallas kernel")
 
 
-def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, max_tile_elems=None):
+def run(
+    q,
+    k,
+    v,
+    prob: Problem,
+    progress: bool | None = None,
+    *,
+    devices=None,
+    max_tile_elems=None,
+    options: EngineOptions | None = None,
+):
     """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) (f16 or bf16) with JAX; returns (o like q, lse f32,
     Rows), bit for bit what the numpy engine returns. The scan below, or engine_pallas's fused kernel where
     ``fused_choice`` takes it (one GPU). GQA: the K / V heads are repeated to the query heads on the host (each
@@ -281,23 +297,25 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, *, devices=None, m
     (default: jax.devices(), every device of the default backend; after jax.distributed.initialize() that is every
     process's devices, and every process must then call with the same inputs: each gets the whole result);
     ``max_tile_elems``: score elements per device per step, the scan's memory bound (the fused kernel holds no
-    scores in memory: its own are its inputs, outputs and a few scratch blocks per program)."""
+    scores in memory: its own are its inputs, outputs and a few scratch blocks per program); ``options``: the
+    engine options (flashsim.settings; default: from the environment)."""
     if max_tile_elems is not None and int(max_tile_elems) < 1:
         raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
+    options = options if options is not None else EngineOptions.from_environment()
     _jax()
-    jax_cache_dir()
-    fused, why = fused_choice(prob, devices)
+    fused, why = fused_choice(prob, devices, options)
     LAST_PLAN.clear()
     LAST_PLAN.update(fused=fused, engine=why)
     if fused:
         from . import engine_pallas
 
-        return engine_pallas.run(q, k, v, prob, progress, device=list(devices)[0] if devices is not None else None)
+        device = list(devices)[0] if devices is not None else None
+        return engine_pallas.run(q, k, v, prob, progress, device=device, options=options)
     with enable_x64():
-        return _run(q, k, v, prob, progress, devices, max_tile_elems)
+        return _run(q, k, v, prob, progress, devices, max_tile_elems, options)
 
 
-def _run(q, k, v, prob, progress, devices, max_tile_elems):
+def _run(q, k, v, prob, progress, devices, max_tile_elems, options: EngineOptions):
     jax = _jax()
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
@@ -372,7 +390,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
         qsp, ksp = np.zeros((Bp, Hp, dq, upd, 1), np.float32), np.zeros((Bp, Hp, 1, 1), np.float32)
 
     tables = tuple(_put(a, rep) for a in sfu.table_arrays(prob.arch))
-    native = native_conversions(devices)
+    native = native_conversions(devices, options)
     static = (
         prob.arch,
         cfg.causal,
@@ -396,7 +414,7 @@ def _run(q, k, v, prob, progress, devices, max_tile_elems):
     ]
     calls = [(b0, h0) for b0 in range(0, Bp, call_b) for h0 in range(0, Hp, call_h)]
     LAST_PLAN.update(
-        ieee_conversions=native,
+        native_conversions=native,
         mesh=(db, dh, dq),
         devices=len(devices),
         slots=slots,

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..numerics.target import Target
 from ..numerics.xp import errstate
 from ..problem import Problem
+from ..settings import EngineOptions
 from . import kernel_program as K
 from .progress import Progress
 from .quantize import per_row, quantized_operands
@@ -36,9 +38,19 @@ def step_options(prob: Problem) -> dict:
     return dict(causal=cfg.causal, window=prob.window, cap_scale=prob.cap_scale if cfg.softcap else None)
 
 
-def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: int | None = None):
+def run(
+    q,
+    k,
+    v,
+    prob: Problem,
+    progress: bool | None = None,
+    max_tile_elems: int | None = None,
+    options: EngineOptions | None = None,
+):
     """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) (f16 or bf16, layout (B, H, N, d)); returns
-    (o like q, lse f32, Rows)."""
+    (o like q, lse f32, Rows). ``options``: the engine options (flashsim.settings; the tensor-core kernel's threads)."""
+    options = options if options is not None else EngineOptions.from_environment()
+    target = Target(mma_threads=options.mma_threads)
     cfg, arch = prob.config, prob.arch
     B, H, nq, nk, d = prob.batch, prob.heads, prob.nq, prob.nk, prob.head_dim
     BM, BC = cfg.block_m, cfg.kv_tile
@@ -91,9 +103,20 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
                 if quant is not None:
                     scale_opts = dict(q_scale=q_sc[u], k_scale=k_sc[kv[:, None], cols])
                 s, m_new, alpha, neg_m = K.scores(
-                    qh[u], kt, m[act], rows_all[u], cols, nq, nk, prob.scale_log2, arch=arch, **opts, **scale_opts
+                    qh[u],
+                    kt,
+                    m[act],
+                    rows_all[u],
+                    cols,
+                    nq,
+                    nk,
+                    prob.scale_log2,
+                    arch=arch,
+                    **opts,
+                    **scale_opts,
+                    target=target,
                 )
-                p = K.probabilities(s, neg_m, prob.scale_log2, arch=arch)
+                p = K.probabilities(s, neg_m, prob.scale_log2, arch=arch, target=target)
                 l[act], o[act] = K.accumulate(
                     l[act],
                     o[act],
@@ -103,6 +126,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, max_tile_elems: in
                     arch=arch,
                     two_level=cfg.pv_accum == "f16x2",
                     group_keys=cfg.fp8_group_keys,
+                    target=target,
                 )
                 m[act] = m_new
                 done += act.size
@@ -131,3 +155,48 @@ class Rows:
 
     def __init__(self, l, flag):
         self.l, self.flag = l, flag
+
+
+# The numpy engine's temporaries, measured with tracemalloc on engine_numpy.py (sm_90 default configurations and
+# the extreme tiles BM=16 with BC=16 and BC=256; the estimate is 1.0-1.5 times the measured peak, and
+# tests/test_problem_checks.py checks that it stays above a measured peak):
+CHUNK_BYTES_PER_SCORE = 60  # one KV step of a chunk, per score element (chunk units x BM x BC) ...
+CHUNK_BYTES_PER_SCORE_D_BM = 25  # ... plus this times d / BM (each block's K and V tiles gathered and decoded)
+CHUNK_SCRATCH = 16 << 20  # the tensor-core model's own chunked scratch
+EPILOGUE_BYTES_PER_OUT = 56  # kernel_program.epilogue on a chunk's blocks: per padded output element
+EPILOGUE_CHUNK_LEFT = 0.5  # part of the last chunk's temporaries still alive during the epilogue
+
+
+def host_bytes(prob: Problem) -> tuple[int, int, int]:
+    """(the caller's f16 q, k, v; those padded to whole tiles; o f16 and lse f32 as returned), in bytes: what any
+    engine holds on the host (engine_jax.peak_bytes too)."""
+    cfg = prob.config
+    bh, d, bm, bc = prob.batch * prob.heads, prob.head_dim, cfg.block_m, cfg.kv_tile
+    rows = bh * prob.q_blocks * bm  # padded query rows
+    inputs = 2 * bh * (prob.nq + 2 * prob.nk) * d
+    padded = 2 * (rows * d + 2 * bh * prob.kv_span() * bc * d)  # pad_rows
+    outputs = 2 * bh * prob.nq * d + 4 * bh * prob.nq
+    return inputs, padded, outputs
+
+
+def peak_bytes(prob: Problem, max_tile_elems: int | None = None) -> int:
+    """Estimated peak memory of this engine on ``prob``: ``host_bytes``, a chunk's state (m, l, O), and the larger of
+    the engine's two phases on a chunk: a KV step (its temporaries grow with the chunk's score elements, at most
+    ``max_tile_elems``) or the epilogue. An estimate: 1.0 to 1.5 times the measured peak
+    (tests/test_problem_checks.py)."""
+    cfg = prob.config
+    d, bm, bc = prob.head_dim, cfg.block_m, cfg.kv_tile
+    units = prob.batch * prob.heads * prob.q_blocks
+    rows = units * bm
+    inputs, padded, outputs = host_bytes(prob)
+    max_tile_elems = DEFAULT_MAX_TILE_ELEMS if max_tile_elems is None else max_tile_elems
+    # chunks of units (each at most max_tile_elems score elements), one after the other, each from its initial state
+    # through its epilogue; the outputs of every block are allocated up front
+    chunk_units = min(units, max(1, int(max_tile_elems) // (bm * bc)))
+    chunk_rows = chunk_units * bm
+    state = chunk_rows * (4 + 16 + 8) + chunk_rows * d * (2 if cfg.pv_accum == "f16" else 4) + 24 * units
+    padded_out = 2 * rows * d + 4 * rows  # the engine's padded o and lse
+    per_chunk = (CHUNK_BYTES_PER_SCORE + CHUNK_BYTES_PER_SCORE_D_BM * d / bm) * chunk_rows * bc
+    step_phase = per_chunk + min(CHUNK_SCRATCH, per_chunk)
+    epilogue_phase = EPILOGUE_CHUNK_LEFT * per_chunk + EPILOGUE_BYTES_PER_OUT * chunk_rows * d
+    return int(inputs + padded + padded_out + state + outputs + max(step_phase, epilogue_phase))

@@ -7,21 +7,21 @@ O) stays in registers across the KV loop and the operands are read once per tile
 Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, fourteenth round): bit-equal to the kernel in
 every bit of O and LSE, 0.074 s end to end (149x the kernel's 0.500 ms; the kernel itself 67 ms) against the scan
 engine's 0.276 s, after 6 s of Triton compilation. engine_jax.fused_choice takes it by default on one GPU
-(FLASHSIM_JAX_FUSED=0: the scan).
+(``EngineOptions.jax_fused=False``: the scan).
 
 The arithmetic is kernel_program's, unchanged: the body calls ``scores``, ``probabilities`` and ``accumulate``
-traced under ``flashsim.numerics.xp.fused_kernel()``, where the three things Triton cannot do with a value (slice
+traced for a fused Target (flashsim.numerics.target), where the three things Triton cannot do with a value (slice
 it, gather from it, index it by a loop counter) take the forms it can: ``pieces`` splits, ``lookup`` loads the SFU
 tables kept in device memory, and an mma chain writes its decoded operands into this program's scratch blocks and
 reads them back one column of A / row of B per k (``xp.staged``, supplied here by ``_staging``; the twelfth round's
-broadcast over k took 2.7x the instructions). With ``PTX`` (the default; FLASHSIM_PALLAS_PTX=0 turns it off)
-the compiled kernel runs what PTX defines exactly as single inline instructions (``xp.ptx_on``: ieee32's f32
+broadcast over k took 2.7x the instructions). With ``Layout.inline_ptx`` (the default; EngineOptions'
+pallas_inline_ptx) the compiled kernel runs what PTX defines exactly as single inline instructions (ieee32's f32
 arithmetic, the chains' casts and f32 rounding) and stages each f16 element as one int64 word (``_packed``): 27.6
 -> 14.0 thread instructions per emulated product in its static SASS (tools/fused_sass.py), 1.6x faster on the H200
 and compiled in seconds instead of about 200 s (held equal to the portable routines by tests/test_engine_pallas.py).
 The epilogue (kernel_program.epilogue) runs jitted on the same device, on the state the kernel leaves there.
 
-Layout: one program per (head, ``ROWS`` query rows). A program's rows lie in one CUDA block (``ROWS`` divides
+Layout: one program per (head, ``Layout.rows`` query rows). A program's rows lie in one CUDA block (rows divide
 block_m) and visit exactly that block's KV tiles (Problem.kv_tile_range): a tile outside a row's keys still changes
 its state when V holds inf or NaN (0 * inf), as in the kernel, so the tile range is the CUDA block's, not the
 row's. Rows are independent otherwise, so the program's height is free: it is chosen for Triton's registers.
@@ -32,71 +32,74 @@ Coverage (``unsupported`` says why; engine_jax then runs the scan engine): head 
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from ..masking import Window
 from ..numerics import sfu
-from ..numerics.xp import bitcast, enable_x64, fused_kernel, ieee_conversions, native_conversions
+from ..numerics.target import Target
+from ..numerics.xp import bitcast, enable_x64
 from ..problem import Problem
+from ..settings import EngineOptions
 from . import kernel_program as K
 from .engine_numpy import Rows, pad_rows
+from .jax_target import native_conversions
 from .progress import Progress
 
 
-def _env_int(name: str, default: int) -> int:
-    """An integer setting from the environment; a ValueError naming the variable otherwise."""
-    text = os.environ.get(name, str(default))
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {text!r}") from None
+@dataclass(frozen=True)
+class Layout:
+    """The fused kernel's program shape and form (from EngineOptions): ``rows`` query rows per program (a power of two,
+    at least the mma's 16, dividing the CUDA block's rows), ``warps`` Triton warps per program, ``inline_ptx`` what
+    PTX defines exactly as inline PTX, with packed staging (``_packed``). The default, 16 rows x 16 warps with inline
+    PTX, was the fastest on the H200 at N = 16384: 16 x 16 0.159 s, 32 x 16 0.171 s, 16 x 8 0.184 s, 32 x 8 0.205 s
+    (tools/jax_fused_sweep.py; benchmarks/experiments/jax_ptx/2026-12-01/); inline PTX held equal to the portable
+    routines on 2^16 raw-bit cases per operation, 1.6x faster, compiled in 6 s instead of 200
+    (benchmarks/experiments/jax_ptx/)."""
+
+    rows: int = 16
+    warps: int = 16
+    inline_ptx: bool = True
+
+    @classmethod
+    def of(cls, options: EngineOptions) -> Layout:
+        return cls(options.pallas_rows, options.pallas_warps, options.pallas_inline_ptx)
 
 
-# Program shape: 16 rows (the chain's smallest M) and 16 warps (128 registers, 16 warps per SM), the fastest with
-# inline PTX on the H200 at N = 16384: 16 x 16 0.159 s, 32 x 16 0.171 s, 16 x 8 0.184 s, 32 x 8 0.205 s
-# (tools/jax_fused_sweep.py; benchmarks/experiments/jax_ptx/2026-12-01/)
-ROWS = _env_int("FLASHSIM_PALLAS_ROWS", 16)  # query rows per program (a power of two, >= 16)
-NUM_WARPS = _env_int("FLASHSIM_PALLAS_WARPS", 16)  # Triton warps per program
-# Inline PTX for what PTX defines exactly (xp.ptx_on; compiled kernels only) and packed staging (_packed): on
-# the H200, 2^16 raw-bit cases per operation equal to the portable routines, the kernel bit-equal to the CUDA
-# kernel and 1.6x faster, compiled in 6 s instead of 200 (benchmarks/experiments/jax_ptx/). FLASHSIM_PALLAS_PTX=0
-# gives the portable form (every operation through Pallas's own lowering).
-PTX = os.environ.get("FLASHSIM_PALLAS_PTX", "1") == "1"
-
-
-def _packed(dtype) -> bool:
+def _packed(dtype, layout: Layout) -> bool:
     """Whether the chains' staged f16 operands share one int64 word per element (value and exponent; _staging):
     part of the PTX form, so it goes with that switch; Pallas's interpreter runs it too."""
-    return PTX and np.dtype(dtype) == np.float16
+    return layout.inline_ptx and np.dtype(dtype) == np.float16
 
 
-def _scratch(d: int, bc: int, dtype) -> list:
+def _scratch(d: int, bc: int, dtype, layout: Layout) -> list:
     """The chains' scratch blocks per program (xp.staged), as [(shape, dtype)], A's then B's: decoded values and
-    int32 exponents of A (ROWS rows) and B (at most max(d, BC) rows), a value block (float32 for f16 operands,
-    float64 for bf16) and an exponent block each, or one int64 word per element where ``_packed``."""
-    w = max(d, bc)
-    if _packed(dtype):
-        return [((ROWS, w), np.int64), ((w, w), np.int64)]
+    int32 exponents of A (``layout.rows`` rows) and B (at most max(d, BC) rows), a value block (float32 for f16
+    operands, float64 for bf16) and an exponent block each, or one int64 word per element where ``_packed``."""
+    w, r = max(d, bc), layout.rows
+    if _packed(dtype, layout):
+        return [((r, w), np.int64), ((w, w), np.int64)]
     vdt = np.float32 if np.dtype(dtype) == np.float16 else np.float64
-    return [((ROWS, w), vdt), ((ROWS, w), np.int32), ((w, w), vdt), ((w, w), np.int32)]
+    return [((r, w), vdt), ((r, w), np.int32), ((w, w), vdt), ((w, w), np.int32)]
 
 
 LAST_RUN: dict = {}  # the last run's layout (for reports)
 
 
-def unsupported(prob: Problem) -> str | None:
-    """Why the fused kernel cannot run ``prob`` (None: it can)."""
+def unsupported(prob: Problem, layout: Layout | None = None) -> str | None:
+    """Why the fused kernel cannot run ``prob`` in ``layout`` (default: the default Layout; None: it can)."""
+    layout = layout or Layout()
     d, cfg = prob.head_dim, prob.config
     if d & (d - 1):
         return f"head dim {d} is not a power of two (Triton tensors are)"
     if cfg.quant != "none":
         return f"quant {cfg.quant!r} (the fused kernel covers quant 'none')"
-    if ROWS < 16 or ROWS & (ROWS - 1) or cfg.block_m % ROWS:
+    rows = layout.rows
+    if rows < 16 or rows & (rows - 1) or cfg.block_m % rows:
         return (
-            f"FLASHSIM_PALLAS_ROWS={ROWS}: rows per program must be a power of two from 16 (the mma's M) that "
+            f"pallas_rows={rows}: rows per program must be a power of two from 16 (the mma's M) that "
             f"divides the block's {cfg.block_m} rows"
         )
     if sfu.load_tables(prob.arch) is None:
@@ -108,7 +111,7 @@ def _staging(a_refs, b_refs, barrier):
     """The fused kernel's ``stage`` (flashsim.numerics.xp.staged): an mma chain's decoded operands written into
     this program's scratch blocks (the top-left corner of each), between two barriers (every read of the previous
     chain done; every write visible), and read back one column of A / row of B at a time. The scratch lives in
-    device memory and stays in the SM's cache: a program writes about (ROWS + BC) x d elements per chain and reads
+    device memory and stays in the SM's cache: a program writes about (rows + BC) x d elements per chain and reads
     them back per k, where a value could not be indexed at all. Where an operand's scratch is one int64 block (f16
     inputs: a float32 value and an int32 exponent per element), the pair shares a word, exponent high and the
     value's bits low, so that an element is one load (the loads were a quarter of the chains' instructions). A
@@ -153,19 +156,20 @@ def _staging(a_refs, b_refs, barrier):
     return stage
 
 
-def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
-    """One program: ROWS query rows of one head through their CUDA block's KV tiles; writes the final (m, l, O)."""
+def _body(static, layout: Layout, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
+    """One program: ``layout.rows`` query rows of one head through their CUDA block's KV tiles; writes the final
+    (m, l, O)."""
     import jax.numpy as jnp
     from jax import lax
     from jax.experimental import pallas as pl
 
     arch, causal, bc, d, two_level, window, cap, nq, nk, sl2, o_f16, n_ex2 = static
-    n_scratch = len(_scratch(d, bc, q_ref.dtype))
+    n_scratch = len(_scratch(d, bc, q_ref.dtype, layout))
     *tables, m_ref, l_ref, o_ref = refs[:-n_scratch]
     a_refs, b_refs = refs[-n_scratch:][: n_scratch // 2], refs[-n_scratch:][n_scratch // 2 :]
     j = pl.program_id(1)
     t0, nt = t0_ref[j], nt_ref[j]
-    rows = j * ROWS + jnp.arange(ROWS, dtype=jnp.int32)
+    rows = j * layout.rows + jnp.arange(layout.rows, dtype=jnp.int32)
     q = q_ref[...]
 
     def tile(i, state):
@@ -175,10 +179,10 @@ def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
         vt = v_ref[pl.ds(t * bc, bc), :]
         cols = t * bc + jnp.arange(bc, dtype=jnp.int32)
         s, m_new, alpha, neg_m = K.scores(
-            q, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch, window=window, cap_scale=cap
+            q, kt, m, rows, cols, nq, nk, sl2, causal=causal, arch=arch, window=window, cap_scale=cap, target=target
         )
-        p = K.probabilities(s, neg_m, sl2, arch=arch)
-        l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level)
+        p = K.probabilities(s, neg_m, sl2, arch=arch, target=target)
+        l, o = K.accumulate(l, o, p, alpha, vt, arch=arch, two_level=two_level, target=target)
         return m_new, l, o
 
     if interpret:  # the interpreter runs the program's threads as one: nothing to wait for
@@ -187,14 +191,13 @@ def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
         from jax.experimental.pallas import triton as pltriton
 
         barrier = pltriton.debug_barrier
-    stage = _staging(a_refs, b_refs, barrier)
-    with (
-        fused_kernel(stage, ptx=PTX and not interpret),
-        sfu.bound_tables(arch, tables[:n_ex2]),
-        sfu.bound_tables(arch, tables[n_ex2:], "rcp"),
-    ):
-        state = K.initial_state(jnp, (), ROWS, d, o_f16)
-        m, l, o = lax.fori_loop(0, nt, tile, state)
+    target = (
+        Target(fused=True, stage=_staging(a_refs, b_refs, barrier), inline_ptx=layout.inline_ptx and not interpret)
+        .with_tables(arch, "ex2", tables[:n_ex2])
+        .with_tables(arch, "rcp", tables[n_ex2:])
+    )
+    state = K.initial_state(jnp, (), layout.rows, d, o_f16)
+    m, l, o = lax.fori_loop(0, nt, tile, state)
     m_ref[...] = m
     l_ref[...] = l
     o_ref[...] = o
@@ -203,9 +206,9 @@ def _body(static, interpret, t0_ref, nt_ref, q_ref, k_ref, v_ref, *refs):
 _COMPILED: dict = {}
 
 
-def _program(static, shapes, interpret: bool):
-    """The jitted pallas_call for one configuration and set of shapes (cached)."""
-    key = (static, shapes, interpret, ROWS, NUM_WARPS, PTX)
+def _program(static, shapes, interpret: bool, layout: Layout):
+    """The jitted pallas_call for one configuration, set of shapes and layout (cached)."""
+    key = (static, shapes, interpret, layout)
     if key in _COMPILED:
         return _COMPILED[key]
     import jax
@@ -221,15 +224,15 @@ def _program(static, shapes, interpret: bool):
     in_specs = [
         full((n_prog,)),
         full((n_prog,)),
-        pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
+        pl.BlockSpec((None, layout.rows, d), lambda h, j: (h, j, 0)),
         pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
         pl.BlockSpec((None, keys, d), lambda h, j: (h, 0, 0)),
     ] + [full(s) for s in table_shapes]
-    scratch = _scratch(d, bc, jnp.bfloat16 if bf16 else np.float16)  # one block of each per program
+    scratch = _scratch(d, bc, jnp.bfloat16 if bf16 else np.float16, layout)  # one block of each per program
     out_specs = [
-        pl.BlockSpec((None, ROWS), lambda h, j: (h, j)),
-        pl.BlockSpec((None, ROWS, 4), lambda h, j: (h, j, 0)),
-        pl.BlockSpec((None, ROWS, d), lambda h, j: (h, j, 0)),
+        pl.BlockSpec((None, layout.rows), lambda h, j: (h, j)),
+        pl.BlockSpec((None, layout.rows, 4), lambda h, j: (h, j, 0)),
+        pl.BlockSpec((None, layout.rows, d), lambda h, j: (h, j, 0)),
     ] + [pl.BlockSpec((None, None) + shape, lambda h, j: (h, j, 0, 0)) for shape, _ in scratch]
     out_shape = [
         jax.ShapeDtypeStruct((heads, rows_pad), jnp.float32),
@@ -240,9 +243,9 @@ def _program(static, shapes, interpret: bool):
     if not interpret:
         from jax.experimental.pallas import triton as pltriton
 
-        extra["compiler_params"] = pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=1)
+        extra["compiler_params"] = pltriton.CompilerParams(num_warps=layout.warps, num_stages=1)
     call = pl.pallas_call(
-        partial(_body, static, interpret),
+        partial(_body, static, layout, interpret),
         grid=(heads, n_prog),
         in_specs=in_specs,
         out_specs=out_specs,
@@ -255,10 +258,11 @@ def _program(static, shapes, interpret: bool):
     return fn
 
 
-def inputs(q, k, v, prob: Problem):
+def inputs(q, k, v, prob: Problem, layout: Layout | None = None):
     """The host arrays of one call and its static configuration: (static, shapes, arrays); ValueError with the
     reason for a problem the fused kernel does not cover."""
-    why = unsupported(prob)
+    layout = layout or Layout()
+    why = unsupported(prob, layout)
     if why is not None:
         raise ValueError(f"the fused kernel cannot run this problem: {why}")
     cfg = prob.config
@@ -271,8 +275,8 @@ def inputs(q, k, v, prob: Problem):
     qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM)
     kh = pad_rows(np.ascontiguousarray(k).reshape(B * H, nk, d), T * BC)
     vh = pad_rows(np.ascontiguousarray(v).reshape(B * H, v.shape[2], d), T * BC)
-    n_prog = nqb * BM // ROWS
-    parent = np.arange(n_prog) * ROWS // BM
+    n_prog = nqb * BM // layout.rows
+    parent = np.arange(n_prog) * layout.rows // BM
     t0 = first_tile[parent].astype(np.int32)
     nt = tiles[parent].astype(np.int32)
     ex2 = tuple(sfu.table_arrays(prob.arch, "ex2"))
@@ -332,53 +336,71 @@ def _epilogue(lse_scale: float, out_dtype, native: bool):
     """kernel_program.epilogue jitted for the device that holds the final state (cached): step 8 where the fused
     kernel left (m, l, O), so that only O in the output's dtype and three values per row come back to the host (on
     numpy, at N = 16384 and d = 128, it took 67 ms, half of the run; jitted on the H200 0.4 ms, same bits:
-    benchmarks/experiments/jax_ptx/README.md). On a GPU it is traced under ``ieee_conversions`` (XLA keeps f32
-    subnormals there; ``native``: xp.native_conversions), as engine_jax traces its steps."""
+    benchmarks/experiments/jax_ptx/README.md). ``native``: f32 <-> f64 conversions are the device's own
+    (``Target.native_conversions``, jax_target.native_conversions), as engine_jax traces its steps."""
     key = ("epilogue", float(lse_scale), np.dtype(out_dtype).name, native)
     if key not in _COMPILED:
         import jax
 
+        target = Target(native_conversions=native)
+
         def epilogue(l, o, m):
-            with ieee_conversions(native):
-                return K.epilogue(l, o, m, lse_scale, out_dtype)
+            return K.epilogue(l, o, m, lse_scale, out_dtype, target=target)
 
         _COMPILED[key] = jax.jit(epilogue)
     return _COMPILED[key]
 
 
-def run(q, k, v, prob: Problem, progress: bool | None = None, *, interpret: bool = False, device=None):
+def run(
+    q,
+    k,
+    v,
+    prob: Problem,
+    progress: bool | None = None,
+    *,
+    interpret: bool = False,
+    device=None,
+    options: EngineOptions | None = None,
+):
     """Emulate the kernel on numpy q (B,Hq,Nq,d), k, v (B,Hkv,Nk,d) with one fused Pallas kernel; returns (o like q,
     lse f32, Rows), bit for bit what the numpy engine returns. ``interpret``: Pallas's interpreter (any device: the
-    tests run it on the CPU); ``device``: the JAX device (default: the first of the default backend)."""
+    tests run it on the CPU); ``device``: the JAX device (default: the first of the default backend); ``options``:
+    the program's layout (``Layout.of``) and whether conversions are native on a GPU (default: from the
+    environment, flashsim.settings)."""
     import jax
 
+    options = options if options is not None else EngineOptions.from_environment()
+    layout = Layout.of(options)
     with enable_x64():
-        static, shapes, arrays = inputs(q, k, v, prob)
+        static, shapes, arrays = inputs(q, k, v, prob, layout)
         device = device if device is not None else jax.devices()[0]
         bar = Progress(1, progress)
-        fn = _program(static, shapes, interpret)
+        fn = _program(static, shapes, interpret, layout)
         m, l, o = fn(
             *(jax.device_put(a, device) for a in arrays[:CALL_ARRAYS]), *_on_device(arrays[CALL_ARRAYS:], device)
         )[:3]
-        epilogue = _epilogue(prob.lse_scale, v.dtype, native_conversions([device]))
+        epilogue = _epilogue(prob.lse_scale, v.dtype, native_conversions([device], options))
         o_out, lse, l_row, flag = (np.asarray(x) for x in epilogue(l, o, m))
         bar.update(1)
         bar.close()
     B, H, nq, d = prob.batch, prob.heads, prob.nq, prob.head_dim
     LAST_RUN.clear()
-    LAST_RUN.update(programs=shapes[0] * shapes[4], rows=ROWS, warps=NUM_WARPS, ptx=PTX, interpret=interpret)
+    LAST_RUN.update(
+        programs=shapes[0] * shapes[4], rows=layout.rows, warps=layout.warps, ptx=layout.inline_ptx, interpret=interpret
+    )
     o_out = o_out.reshape(B, H, -1, d)[:, :, :nq]
     lse, l_row, flag = (x.reshape(B, H, -1)[:, :, :nq] for x in (lse, l_row, flag))
     return o_out, lse, Rows(l_row, flag)
 
 
-def lower_for_gpu(q, k, v, prob: Problem) -> str:
+def lower_for_gpu(q, k, v, prob: Problem, layout: Layout | None = None) -> str:
     """The StableHLO text of the fused kernel lowered for CUDA, without a GPU (jax's cross-platform lowering): the
     Triton lowering rejects any operation it cannot compile, so CI checks the kernel's body on a CPU machine."""
     import jax
 
+    layout = layout or Layout()
     with enable_x64():
-        static, shapes, arrays = inputs(q, k, v, prob)
-        fn = _program(static, shapes, interpret=False)
+        static, shapes, arrays = inputs(q, k, v, prob, layout)
+        fn = _program(static, shapes, False, layout)
         args = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays]
         return fn.trace(*args).lower(lowering_platforms=("cuda",)).as_text()

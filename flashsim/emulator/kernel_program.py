@@ -28,11 +28,14 @@ rescale reads only alpha and O, and the row sum still adds the n8 tiles in order
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from ..config import FP8_P_SCALE, MMA8_K
+from ..constants import FP8_P_SCALE, MMA8_K
 from ..masking import key_visible
 from ..numerics import ieee32, sfu
+from ..numerics.target import PLAIN, Target
 from ..numerics.tensorcore import mma_chain, mma_chain_k32, mma_chain_s8
 from ..numerics.xp import bitcast, namespace, pieces
 from .kernel_math import log_exact_ops, softcap_tanh
@@ -74,6 +77,7 @@ def scores(
     cap_scale=None,
     q_scale=None,
     k_scale=None,
+    target: Target = PLAIN,
 ):
     """Steps 1-3 of one KV tile: S = Q K^T, the soft-cap, the mask, the row max, the -inf guard, alpha.
 
@@ -82,19 +86,21 @@ def scores(
     (..., BM) and cols (..., BC) the global
     query and key indices; nq, nk, scale_log2 scalars; ``window`` a flashsim.masking.Window (config.local) or None;
     ``cap_scale`` (config.softcap) the f32 softmax_scale / softcap, or None. Returns (s (..., BM, BC), m_new, alpha,
-    -m_new * scale_log2) with the -inf guard applied to the last (a row with no visible key yet subtracts 0)."""
+    -m_new * scale_log2) with the -inf guard applied to the last (a row with no visible key yet subtracts 0).
+    ``target``: the engine's (flashsim.numerics.target), passed to every numerics routine."""
     xp = namespace(q, k, m_old)
+    mul, sub = partial(ieee32.mul, target=target), partial(ieee32.sub, target=target)
     # 1. S = Q K^T, f32 accumulators from zero, k16 steps over d in order (INT8: s32 accumulators, k32 steps, then
     #    s = float(s32) * (q_scale * k_scale)); soft-capping: s = tanh(s * cap_scale)
     if q.dtype == xp.int8:
         acc = mma_chain_s8(q, xp.swapaxes(k, -1, -2), xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.int32))
-        f = ieee32.mul(q_scale[..., :, None], k_scale[..., None, :])
-        s = ieee32.mul(xp.astype(acc, xp.float32), f)  # cvt.rn.f32.s32: exact, |acc| <= 127^2 * 256 < 2^24
+        f = mul(q_scale[..., :, None], k_scale[..., None, :])
+        s = mul(xp.astype(acc, xp.float32), f)  # cvt.rn.f32.s32: exact, |acc| <= 127^2 * 256 < 2^24
     else:
         zeros = xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.float32)
-        s = mma_chain(q, xp.swapaxes(k, -1, -2), zeros, arch)
+        s = mma_chain(q, xp.swapaxes(k, -1, -2), zeros, arch, target)
     if cap_scale is not None:
-        s = softcap_tanh(ieee32.mul(s, xp.asarray(cap_scale, dtype=xp.float32)), arch)
+        s = softcap_tanh(mul(s, xp.asarray(cap_scale, dtype=xp.float32)), arch, target)
     # 2. mask keys past nk, (causal) after the diagonal and (window) outside the window
     visible = key_visible(rows[..., :, None], cols[..., None, :], nq, nk, causal, window)
     s = xp.where(visible, s, xp.asarray(-np.inf, dtype=xp.float32))
@@ -103,54 +109,58 @@ def scores(
     no_key = bitcast(m_new, np.uint32) == xp.asarray(NEG_INF_BITS, dtype=xp.uint32)
     m_safe = xp.where(no_key, xp.asarray(0.0, dtype=xp.float32), m_new)
     sl2 = xp.asarray(scale_log2, dtype=xp.float32)
-    alpha = sfu.ex2(ieee32.mul(ieee32.sub(m_old, m_safe), sl2), arch=arch)
-    neg_m_scaled = _negate(ieee32.mul(m_safe, sl2))
+    alpha = sfu.ex2(mul(sub(m_old, m_safe), sl2), arch=arch, target=target)
+    neg_m_scaled = _negate(mul(m_safe, sl2))
     return s, m_new, alpha, neg_m_scaled
 
 
-def probabilities(s, neg_m_scaled, scale_log2, *, arch):
+def probabilities(s, neg_m_scaled, scale_log2, *, arch, target: Target = PLAIN):
     """Step 4: p = ex2(fma(s, scale_log2, -m * scale_log2)), one FFMA and the SFU per score."""
     xp = namespace(s)
-    return sfu.ex2(ieee32.fma(s, xp.asarray(scale_log2, dtype=xp.float32), neg_m_scaled[..., None]), arch=arch)
+    x = ieee32.fma(s, xp.asarray(scale_log2, dtype=xp.float32), neg_m_scaled[..., None], target=target)
+    return sfu.ex2(x, arch=arch, target=target)
 
 
-def accumulate(l_lane, o, p, alpha, v, *, arch, two_level: bool = False, group_keys: int = MMA8_K):
+def accumulate(
+    l_lane, o, p, alpha, v, *, arch, two_level: bool = False, group_keys: int = MMA8_K, target: Target = PLAIN
+):
     """Steps 5-7 of one KV tile: l = l * alpha + the lane's p (in the lane's column order), O rescaled by alpha in
     the accumulator's type, then O += P V with P rounded to v's type, f16 or bf16 (the S -> P register repack: cvt.rn
     f16x2 / bf16x2), or with e4m3 v (FP8 P@V) P * FP8_P_SCALE to e4m3. ``two_level`` (pv_accum "f16x2", O f32): the
     tile's P V (FP8: each group of ``group_keys`` keys') is accumulated by the f16 mma from +0, then added to O in
     f32. Returns (l, o)."""
     xp = namespace(l_lane, o, p)
+    add, mul = partial(ieee32.add, target=target), partial(ieee32.mul, target=target)
     bc = p.shape[-1]
     # 5. lane-partial row sums: a lane holds columns 8n + 2 t4 + e of each n8 tile; it adds them n-major, e-minor
-    l_lane = ieee32.mul(l_lane, alpha[..., None])
-    for n8 in pieces(p, 8, -1):  # [..., BM, 8]: columns 2 t4 + e of n8 tile n
-        for p_e in pieces(xp.reshape(n8, n8.shape[:-1] + (4, 2)), 1, -1):
-            l_lane = ieee32.add(l_lane, xp.reshape(p_e, p_e.shape[:-1]))
+    l_lane = mul(l_lane, alpha[..., None])
+    for n8 in pieces(p, 8, -1, target):  # [..., BM, 8]: columns 2 t4 + e of n8 tile n
+        for p_e in pieces(xp.reshape(n8, n8.shape[:-1] + (4, 2)), 1, -1, target):
+            l_lane = add(l_lane, xp.reshape(p_e, p_e.shape[:-1]))
     # 6. rescale O per row, in the accumulator's type (f16: alpha rounded to f16, then mul.rn.f16x2)
     if o.dtype == xp.float16:
-        o = ieee32.mul_f16(o, ieee32.cvt_f32_to_f16(alpha)[..., None])
+        o = ieee32.mul_f16(o, ieee32.cvt_f32_to_f16(alpha, target=target)[..., None], target=target)
     else:
-        o = ieee32.mul(o, alpha[..., None])
+        o = mul(o, alpha[..., None])
     # 7. O += P V, P rounded to v's type (cvt.rn.f16x2.f32 / bf16x2 of the S accumulator registers), k16 slices;
     #    FP8 (v e4m3, quant "int8-fp8"): P * 448 to e4m3, keys in the fragment's slot order, k32 slices.
     #    ``two_level``: per group of keys (the tile; FP8: ``group_keys``, config.fp8_group_keys), the f16 mma from +0
     #    over the group's slices, then added to the f32 O (the kernel's pv_two_level)
     if str(v.dtype) == "float8_e4m3fn":
         order = xp.asarray(slot_keys(bc))
-        pv = xp.take(to_e4m3(ieee32.mul(p, xp.asarray(np.float32(FP8_P_SCALE), dtype=xp.float32))), order, axis=-1)
+        pv = xp.take(to_e4m3(mul(p, xp.asarray(np.float32(FP8_P_SCALE), dtype=xp.float32))), order, axis=-1)
         v, chain, group = xp.take(v, order, axis=-2), mma_chain_k32, group_keys
     else:
-        pv, chain, group = ieee32.cvt_f32_to(p, v.dtype), mma_chain, bc
+        pv, chain, group = ieee32.cvt_f32_to(p, v.dtype, target=target), mma_chain, bc
     if not two_level:
-        return l_lane, chain(pv, v, o, arch)
+        return l_lane, chain(pv, v, o, arch, target)
     zeros = xp.zeros(o.shape, dtype=xp.float16)
-    for pv_g, v_g in zip(pieces(pv, group, -1), pieces(v, group, -2)):
-        o = ieee32.add(o, ieee32.cvt_f16_to_f32(chain(pv_g, v_g, zeros, arch)))
+    for pv_g, v_g in zip(pieces(pv, group, -1, target), pieces(v, group, -2, target)):
+        o = add(o, ieee32.cvt_f16_to_f32(chain(pv_g, v_g, zeros, arch, target), target=target))
     return l_lane, o
 
 
-def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None, v_deq=None):
+def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None, v_deq=None, target: Target = PLAIN):
     """Step 8 on the final state: l = (l0 + l1) + (l2 + l3) over the quad (shfl.xor 1, then 2), O * rcp.rn(l)
     rounded to ``out_dtype`` (f16 or bf16), LSE = fma(m, lse_scale, ln(l)) (lse_scale: softmax_scale, or softcap).
     Rows with l = 0 or NaN keep O (0 or NaN) and get +inf. ``corr`` (quant "int8"; (..., BM) f32): each row's
@@ -159,22 +169,23 @@ def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None, v_deq=Non
     Returns (o, lse, l, flag): flag marks rows whose unnormalised O holds an inf or NaN while l is finite and
     non-zero (the kernel's overflow flag; it matters with an f16 P@V mma: flashsim.overflow)."""
     xp = namespace(l_lane, o, m)
+    add, mul, fma = (partial(op, target=target) for op in (ieee32.add, ieee32.mul, ieee32.fma))
     f32 = xp.float32
-    l = ieee32.add(ieee32.add(l_lane[..., 0], l_lane[..., 1]), ieee32.add(l_lane[..., 2], l_lane[..., 3]))
+    l = add(add(l_lane[..., 0], l_lane[..., 1]), add(l_lane[..., 2], l_lane[..., 3]))
     lb = bitcast(l, np.uint32)
     empty = ((lb & xp.asarray(0x7FFFFFFF, dtype=xp.uint32)) == 0) | xp.isnan(l)
     one = xp.asarray(1.0, dtype=f32)
     l_safe = xp.where(empty, one, l)
-    inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe))  # rcp.rn.f32: IEEE 1 / l
-    o32 = ieee32.cvt_f16_to_f32(o) if o.dtype == xp.float16 else o
-    o_scaled = ieee32.mul(o32, inv[..., None])
+    inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe, target=target))  # rcp.rn.f32: IEEE 1 / l
+    o32 = ieee32.cvt_f16_to_f32(o, target=target) if o.dtype == xp.float16 else o
+    o_scaled = mul(o32, inv[..., None])
     if v_deq is not None:
-        o_scaled = ieee32.mul(o_scaled, v_deq[..., None, :])
-    o_out = ieee32.cvt_f32_to(o_scaled, out_dtype)
-    lse = ieee32.fma(m, xp.asarray(lse_scale, dtype=f32), log_exact_ops(l_safe))
+        o_scaled = mul(o_scaled, v_deq[..., None, :])
+    o_out = ieee32.cvt_f32_to(o_scaled, out_dtype, target=target)
+    lse = fma(m, xp.asarray(lse_scale, dtype=f32), log_exact_ops(l_safe, target))
     lse = xp.where(empty, xp.asarray(np.inf, dtype=f32), lse)
     if corr is not None:
-        lse = ieee32.fma(corr, xp.asarray(lse_scale, dtype=f32), lse)
+        lse = fma(corr, xp.asarray(lse_scale, dtype=f32), lse)
     o_bits = bitcast(o32, np.uint32) & xp.asarray(0x7F800000, dtype=xp.uint32)
     flag = xp.any(o_bits == xp.asarray(0x7F800000, dtype=xp.uint32), axis=-1) & ~empty
     return o_out, lse, l, flag

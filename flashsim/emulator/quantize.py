@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import E4M3_MAX, FP8_P_SCALE, MEAN_SLICES, MMA8_K, QUANT_BLOCK, fp8_keys
+from ..constants import E4M3_MAX, MEAN_SLICES, MMA8_K, QUANT_BLOCK, fp8_keys, v_scalars
 from ..numerics import ieee32
 from ..numerics.xp import bitcast, namespace
 
@@ -30,7 +30,6 @@ __all__ = [
     "per_row",
     "to_e4m3",
     "quantize_v",
-    "v_scalars",
     "slot_keys",
 ]
 
@@ -152,15 +151,6 @@ def per_row(scale, rows: int, block: int = QUANT_BLOCK):
     xp = namespace(scale)
     idx = np.minimum(np.arange(rows) // block, scale.shape[-1] - 1)
     return xp.take(scale, xp.asarray(idx), axis=-1)
-
-
-def v_scalars(v_range: float):
-    """v_absmax's two f32 arguments: (v_range, FP8_P_SCALE * v_range), the product exact in f32 (checked)."""
-    r = np.float32(v_range)
-    div = np.float32(FP8_P_SCALE) * r
-    if float(div) != FP8_P_SCALE * float(v_range) or float(r) != v_range:
-        raise ValueError(f"v_range {v_range!r}: {FP8_P_SCALE:g} * v_range must be exact in f32")
-    return r, div
 
 
 def to_e4m3(x32):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..masking import key_visible
-from ..problem import check_reference_memory, prepare
+from ..problem import check_reference_memory, prepare, to_bhnd
 
 
 def reference_attention(
@@ -18,8 +18,6 @@ def reference_attention(
     Masks are aligned bottom-right (flashsim.masking). Rows with no visible key get o = 0 and lse = +inf, as the
     kernel does. A problem whose float64 score arrays would not fit in memory is refused first
     (flashsim.problem.check_reference_memory)."""
-    from . import to_bhnd
-
     p = prepare(
         q,
         k,

@@ -4,17 +4,18 @@
     from flashsim.gpu.build import compile_cuda, kernel_path   # works without a GPU
     from flashsim.gpu import runtime as rt                     # needs a GPU: require_gpu, load, to_device, launch
 
-launch.py builds and launches kernel/flash_fwd.cu (``attention``, ``prepared_launch``, ``build_kernel``,
-``build_defines``). cuda-python is imported only inside the functions that need it, so ``import flashsim.gpu``
-works everywhere and the errors say what to install.
+launch.py is the launch plan of kernel/flash_fwd.cu (``build_kernel``, ``build_defines``, ``plan_for``,
+``launch_plan``); api.py the public calls (``attention``, ``prepared_launch``), which dispatch to the front-end of the
+inputs' library: host.py (numpy, DLPack), cupy_api.py, torch_op.py (the torch custom op). cuda-python is imported only
+inside the functions that need it, so ``import flashsim.gpu`` works everywhere and the errors say what to install.
 """
 
 from __future__ import annotations
 
+from ..errors import CompileError, GPUError, UnsupportedConfig
 from . import build, runtime
+from .api import attention, prepared_launch
 from .build import Build, compile_cuda, kernel_path
-from .errors import CompileError, GPUError, UnsupportedConfig
-from .launch import attention, prepared_launch
 from .runtime import gpu_available
 
 __all__ = [

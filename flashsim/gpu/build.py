@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..arch import Arch, get_arch
-from .errors import CompileError, GPUError
+from ..errors import CompileError, GPUError
 
 _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 _REPO = _PACKAGE_DIR.parent.parent

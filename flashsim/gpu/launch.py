@@ -1,51 +1,30 @@
-"""Run kernel/flash_fwd.cu on the GPU: the same contract as flashsim.attention, at the kernel's speed.
+"""The launch plan of kernel/flash_fwd.cu: build, load and launch it for one Problem, with no host work per call.
 
 The kernel is built with NVRTC for the GPU's own arch from the shared KernelConfig (its defines) plus the
-scalar-math constants of flashsim.emulator.kernel_math, so the emulator and the kernel read one description; the
-define set is flashsim.provenance.build_defines, which the captures' fingerprints hash too.
-
-``attention(q, k, v, ...)`` returns what it is given:
-
-* torch tensors -> torch tensors, through the custom op ``torch.ops.flashsim.attention`` (flashsim.gpu.torch_op,
-  registered on the first call with a torch tensor; ``import flashsim.gpu.torch_op`` registers it up front). CUDA
-  tensors: the launch goes on torch's current stream (or ``stream=``), the outputs come from torch's caching
-  allocator, and nothing waits for the GPU, so the call works under torch.compile(fullgraph=True) and inside
-  torch.cuda.graph capture. CPU tensors are copied through the GPU synchronously.
-* cupy arrays -> cupy arrays: cupy's current stream (or ``stream=``), outputs from cupy's memory pool, no wait.
-* numpy arrays -> numpy arrays (copied to the GPU and back; synchronous). Other GPU arrays with DLPack (and
-  flashsim.gpu.runtime.DeviceArray) -> DeviceArray outputs (synchronous).
-
-Caching. Everything a launch needs for one Problem (flashsim.problem.prepare: shapes, config, arch, scales) is
-built once: the compiled and loaded kernel with its shared-memory attribute set (per (KernelConfig, arch)), the
-cuda.core LaunchConfig and the scalar arguments (per Problem). The torch and cupy paths look the Problem up by a
-key of what the checks depend on (shapes, dtypes, devices, contiguity, options), so a repeated call does a key
-lookup, an alignment test of the three data pointers, two output allocations and the launch. The first call for
-a key validates everything and raises ValueError naming the argument before anything is launched.
-
-CUDA graphs. Capture is legal once the shape has been called before outside capture (the cache then holds the
-loaded kernel; a first call inside a capture raises GPUError instead of loading a module mid-capture).
+scalar-math constants of flashsim.constants, so the emulator and the kernel read one description; the define set is
+flashsim.provenance.build_defines, which the captures' fingerprints hash too. Everything a launch needs for one
+Problem (flashsim.problem.prepare: shapes, config, arch, scales) is built once: the compiled and loaded kernel with
+its shared-memory attribute set (per (KernelConfig, arch)), the cuda.core LaunchConfig and the scalar arguments (per
+Problem). The front-ends (flashsim.gpu.host for numpy / DLPack arrays, cupy_api, torch_op) allocate the outputs
+with their library's allocator and call ``launch_plan``; flashsim.gpu.api dispatches to them by input type.
 
 Safety. GPU inputs must be C-contiguous and 16-byte aligned (the kernel reads them with 16-byte cp.async; a
 misaligned address would fault and poison the CUDA context), all on the device flashsim.gpu.runtime uses; ``arch``
-must name that device's architecture; ``causal``, ``pv_accum`` and ``config.head_dim`` must agree with ``config``.
+must name that device's architecture.
 """
 
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 
 from .. import provenance
 from ..arch import get_arch
-from ..config import MEAN_SLICES, MMA8_K, QUANT_BLOCK, QUANT_V_THREADS, QUANT_WARPS, KernelConfig, fp8_keys
-from ..emulator.quantize import v_scalars
-from ..numerics.formats import get_format
-from ..overflow import OverflowCheck, check_mode
-from ..problem import Options, prepare, resolve_options
+from ..config import KernelConfig
+from ..constants import MEAN_SLICES, MMA8_K, QUANT_BLOCK, QUANT_V_THREADS, QUANT_WARPS, fp8_keys, v_scalars
+from ..errors import GPUError, UnsupportedConfig
+from ..overflow import overflow_error, v_head
 from . import runtime as rt
 from .build import compile_cuda, kernel_path
-from .errors import GPUError, UnsupportedConfig
 
 KERNEL_FILE = "flash_fwd.cu"
 KERNEL_NAME = "flash_fwd"
@@ -90,19 +69,24 @@ def build_quantize(config: KernelConfig, arch: str):
 
 _KERNELS: dict = {}  # (KernelConfig, arch) -> rt.Kernel, dynamic shared memory attribute already set
 _PLANS: dict = {}  # Problem -> Plan
-_CUPY_KEYS: dict = {}  # cupy fast key -> Plan
+_FAST_KEYS: list = []  # the front-ends' fast-key caches (fast_keys)
 _core_launch = None  # cuda.core.launch, bound by the first plan
-_STATE = rt._state  # runtime's state dict (read for the sticky-error flag on every launch)
+
+
+def fast_keys() -> dict:
+    """A front-end's cache of fast keys -> Plan, emptied with the others by ``clear_caches``."""
+    cache: dict = {}
+    _FAST_KEYS.append(cache)
+    return cache
 
 
 def clear_caches() -> None:
-    """Forget loaded kernels, plans and fast keys (after editing kernel/ behind the build cache's back; tests)."""
+    """Forget loaded kernels, plans and every front-end's fast keys (after editing kernel/ behind the build cache's
+    back; tests)."""
     _KERNELS.clear()
     _PLANS.clear()
-    _CUPY_KEYS.clear()
-    mod = sys.modules.get(__package__ + ".torch_op")
-    if mod is not None:
-        mod._KEYS.clear()
+    for cache in _FAST_KEYS:
+        cache.clear()
 
 
 def strides(prob, which: str) -> tuple[int, int, int]:
@@ -238,7 +222,7 @@ class Plan:
         return f"Plan({self.what})"
 
 
-def _kernel_for(config: KernelConfig, arch: str):
+def kernel_for(config: KernelConfig, arch: str):
     key = (config, arch)
     kern = _KERNELS.get(key)
     if kern is None:
@@ -258,6 +242,11 @@ def _quant_kernels_for(config: KernelConfig, arch: str) -> tuple:
             rt.load(build, name) for name in ("k_mean", "quantize_k", "quantize_q", "v_absmax", "quantize_v")
         )
     return kerns
+
+
+def planned(prob) -> bool:
+    """Whether ``prob``'s Plan is built (its kernel compiled and loaded)."""
+    return prob in _PLANS
 
 
 def plan_for(prob) -> Plan:
@@ -282,7 +271,7 @@ def plan_for(prob) -> Plan:
         from cuda.core import launch as core_launch
 
         _core_launch = core_launch
-    kern = _kernel_for(cfg, prob.arch)
+    kern = kernel_for(cfg, prob.arch)
     grid, block = (prob.q_blocks, prob.heads, prob.batch), (cfg.threads, 1, 1)
     what = f"kernel {KERNEL_NAME} (grid {grid}, block {block}, {cfg.smem_bytes} B dynamic smem; {cfg.describe()})"
     quant = None
@@ -321,10 +310,10 @@ def launch_plan(
     scratch_ptr: ``plan.scratch_bytes`` of device memory (ALIGNMENT-aligned) with a quant, whose pass runs
     first on the same stream; 0 without quant. ``quantize`` / ``attend`` False leave out the quantization pass / the
     attention kernel (benchmarks time them apart; the scratch then holds an earlier pass's result)."""
-    if _STATE["sticky"]:
+    sticky = rt.sticky_error()
+    if sticky:
         raise GPUError(
-            f"the CUDA context of this process is unusable after an earlier error ({_STATE['sticky']}); "
-            "restart the process"
+            f"the CUDA context of this process is unusable after an earlier error ({sticky}); restart the process"
         )
     qp = plan.quant
     if qp is not None and (not scratch_ptr or scratch_ptr % ALIGNMENT):
@@ -450,255 +439,14 @@ def check_arch(arch) -> str:
     return gpu_arch
 
 
-_TORCH_OP = __package__ + ".torch_op"
-
-
-# -- the public call --------------------------------------------------------------------------------------
-
-
 def raise_if_overflowed(prob, flag: int, v) -> None:
     """FloatingPointError (flashsim.overflow) when the kernel's overflow flag names a row; ``v``: the values (numpy,
     torch, cupy or DeviceArray) for the bound in the message (read only on this error path)."""
     if int(flag) == NO_OVERFLOW or int(flag) < 0:
         return
-    from ..overflow import overflow_error, v_head
-
     head = v_head(prob, v.to_numpy() if hasattr(v, "to_numpy") else v, int(flag))
     if hasattr(head, "detach"):
         head = head.detach().float().abs().max().item()
     elif hasattr(head, "get"):
         head = head.get()
     raise overflow_error(prob, int(flag), float(np.abs(np.asarray(head, np.float32)).max()))
-
-
-def attention(
-    q,
-    k,
-    v,
-    *,
-    causal=None,
-    softmax_scale=None,
-    pv_accum=None,
-    window_size=None,
-    softcap=None,
-    layout=None,
-    quant=None,
-    arch=None,
-    config=None,
-    stream=None,
-    check_overflow=True,
-):
-    """Run the real kernel: (o, lse) with o shaped like q, of q's dtype, and lse float32 (B, Hq, Nq), natural log.
-
-    The same inputs and options as flashsim.attention (q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), or (B, N, H, d)
-    with layout="bnhd"; float16 or bfloat16; causal, window_size, softcap, quant, pv_accum, softmax_scale, config,
-    checked
-    by flashsim.problem.resolve_options and prepare). arch: must name the GPU's architecture (default: it). stream:
-    where the launch goes (a torch or
-    cupy stream, a cuda.core Stream, a raw handle or any __cuda_stream__ object; default: torch's or cupy's
-    current stream for their arrays, flashsim.gpu.runtime's stream otherwise); the inputs must be ready on it.
-    Output types follow the inputs (module docstring): torch and cupy calls return without waiting for the GPU.
-    With an f16 P@V mma (pv_accum "f16" / "f16x2") a row whose f16 accumulator overflowed raises
-    FloatingPointError naming it (flashsim.overflow): that check waits for the GPU; check_overflow=False skips it
-    (no host synchronisation, the kernel's inf / NaN is returned; needed under torch.compile and CUDA graphs);
-    check_overflow="deferred" returns (o, lse, check): the flag is written by the kernel and ``check()`` reads it
-    when the caller chooses (it waits for the kernel then, and raises the same error).
-    """
-    check_overflow = check_mode(check_overflow)
-    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
-    torch = sys.modules.get("torch")  # never imported here: a torch tensor implies it already is
-    if torch is not None and isinstance(q, torch.Tensor):
-        api = sys.modules.get(_TORCH_OP)
-        if api is None:
-            from . import torch_op as api  # registers the op
-        return api.attention(q, k, v, opts, arch=arch, stream=stream, check_overflow=check_overflow)
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(q, cupy.ndarray):
-        return _cupy_attention(cupy, q, k, v, opts, arch, stream, check_overflow)
-    go, (do, dl), prob = _generic_prepared(q, k, v, opts, arch, stream)
-    keep = go(sync=True)
-    flag = keep[-1]
-    if check_overflow is True and flag is not None:
-        raise_if_overflowed(prob, flag.to_numpy()[0], v)
-    if check_overflow == "deferred":
-        out = (do.to_numpy(), dl.to_numpy()) if all(isinstance(x, np.ndarray) for x in (q, k, v)) else (do, dl)
-        return (
-            *out,
-            OverflowCheck(None if flag is None else (lambda: raise_if_overflowed(prob, flag.to_numpy()[0], v))),
-        )
-    if all(isinstance(x, np.ndarray) for x in (q, k, v)):
-        return do.to_numpy(), dl.to_numpy()
-    return do, dl
-
-
-def prepared_launch(
-    q,
-    k,
-    v,
-    *,
-    causal=None,
-    softmax_scale=None,
-    pv_accum=None,
-    window_size=None,
-    softcap=None,
-    layout=None,
-    quant=None,
-    config=None,
-    stream=None,
-    arch=None,
-):
-    """(launch, (o, lse), Problem): inputs checked and on the device, outputs allocated (torch / cupy / DeviceArray
-    like ``attention``), the launch cached, so that ``launch(sync=True)`` does no host work but the launch (and
-    the wait, with sync=True). The stream is fixed now: ``stream=``, else torch's / cupy's current stream for
-    their arrays, else flashsim.gpu.runtime's stream. ``flashsim bench kernel`` times ``launch(sync=False)``."""
-    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
-    torch = sys.modules.get("torch")  # never imported here: a torch tensor implies it already is
-    if torch is not None and isinstance(q, torch.Tensor):
-        api = sys.modules.get(_TORCH_OP)
-        if api is None:
-            from . import torch_op as api  # registers the op
-        return api.prepared_launch(q, k, v, opts, arch=arch, stream=stream)
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(q, cupy.ndarray):
-        return _cupy_prepared(cupy, q, k, v, opts, arch, stream)
-    return _generic_prepared(q, k, v, opts, arch, stream)
-
-
-# -- numpy, DeviceArray, other DLPack arrays: synchronous ------------------------------------------------------
-
-
-def _generic_prepared(q, k, v, opts: Options, arch, stream):
-    rt.require_gpu()
-    gpu_arch = check_arch(arch)
-    prob = prepare(q, k, v, opts, arch=gpu_arch)
-    dq, dk, dv = (rt.to_device(x) for x in (q, k, v))  # host arrays copied; GPU arrays borrowed (C-contiguous)
-    misaligned(q=dq.ptr, k=dk.ptr, v=dv.ptr)
-    plan = plan_for(prob)
-    do, dl = rt.empty(plan.o_shape, get_format(prob.config.dtype).dtype), rt.empty(plan.lse_shape, np.float32)
-    s = rt.as_stream(stream)
-    flag = rt.to_device(np.array([NO_OVERFLOW], np.uint64)) if prob.config.pv_mma_f16 else None
-    scratch = rt.empty((plan.scratch_bytes,), np.uint8) if plan.scratch_bytes else None
-    args = (
-        dq.ptr,
-        dk.ptr,
-        dv.ptr,
-        do.ptr,
-        dl.ptr,
-        flag.ptr if flag is not None else 0,
-        scratch.ptr if scratch is not None else 0,
-    )
-    keep = (dq, dk, dv, do, dl, scratch, flag)  # the memory stays alive as long as the launch
-
-    def go(sync=True, **parts):
-        if s is not _STATE["stream"]:
-            rt.synchronize()  # copies / DLPack imports ran on the module's stream
-        rt.bind_thread()
-        launch_plan(plan, s, *args, **parts)
-        if sync:
-            sync_stream(s, plan.what)
-        return keep
-
-    return go, (do, dl), prob
-
-
-# -- cupy: asynchronous on cupy's stream --------------------------------------------------------------------
-
-
-def _cupy_key(q, k, v, opts, arch):
-    return (
-        q.shape,
-        k.shape,
-        v.shape,
-        q.dtype,
-        k.dtype,
-        v.dtype,
-        q.device.id,
-        k.device.id,
-        v.device.id,
-        q.flags.c_contiguous,
-        k.flags.c_contiguous,
-        v.flags.c_contiguous,
-        opts,
-        arch,
-    )
-
-
-def _cupy_miss(cupy, key, q, k, v, opts, arch):
-    for name, x in (("k", k), ("v", v)):
-        if not isinstance(x, cupy.ndarray):
-            raise ValueError(f"{name} must be a cupy array like q, got {type(x).__name__}")
-        if x.device.id != q.device.id:
-            raise ValueError(
-                f"{name} is on device {x.device.id} but q is on device {q.device.id}: q, k and v must be on one device"
-            )
-    rt.require_gpu()
-    if q.device.id != rt.device_id():
-        raise ValueError(f"q is on device {q.device.id}, but flashsim.gpu runs on device {rt.device_id()}")
-    gpu_arch = check_arch(arch)
-    prob = prepare(q, k, v, opts, arch=gpu_arch)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        if not x.flags.c_contiguous:
-            raise ValueError(
-                f"{name} must be C-contiguous, got strides {x.strides} for shape {x.shape} "
-                "(cupy.ascontiguousarray first)"
-            )
-    plan = plan_for(prob)
-    if len(_CUPY_KEYS) >= MAX_KEYS:
-        _CUPY_KEYS.clear()
-    _CUPY_KEYS[key] = plan
-    return plan
-
-
-def _cupy_setup(cupy, q, k, v, opts, arch, stream):
-    key = _cupy_key(q, k, v, opts, arch)
-    plan = _CUPY_KEYS.get(key)
-    if plan is None:
-        plan = _cupy_miss(cupy, key, q, k, v, opts, arch)
-    qp, kp, vp = q.data.ptr, k.data.ptr, v.data.ptr
-    if (qp | kp | vp) % ALIGNMENT:
-        misaligned(q=qp, k=kp, v=vp)
-    with q.device:
-        o = cupy.empty(plan.o_shape, dtype=q.dtype)
-        lse = cupy.empty(plan.lse_shape, dtype=cupy.float32)
-        flag = cupy.full((1,), NO_OVERFLOW, dtype=cupy.uint64) if plan.problem.config.pv_mma_f16 else None
-        scratch = cupy.empty((plan.scratch_bytes,), dtype=cupy.uint8) if plan.scratch_bytes else None
-        handle = cupy.cuda.get_current_stream().ptr if stream is None else rt.stream_handle(stream)
-    args = (
-        qp,
-        kp,
-        vp,
-        o.data.ptr,
-        lse.data.ptr,
-        flag.data.ptr if flag is not None else 0,
-        scratch.data.ptr if scratch is not None else 0,
-    )
-    return plan, rt.stream_from_handle(handle), args, o, lse, (flag, scratch)
-
-
-def _cupy_attention(cupy, q, k, v, opts, arch, stream, check_overflow=True):
-    plan, s, args, o, lse, (flag, _scratch) = _cupy_setup(cupy, q, k, v, opts, arch, stream)
-    rt.bind_thread()
-    launch_plan(plan, s, *args)
-    if check_overflow is True and flag is not None:
-        raise_if_overflowed(plan.problem, int(flag.get()[0]), v)  # .get() waits for the stream
-    if check_overflow == "deferred":
-        return (
-            o,
-            lse,
-            OverflowCheck(None if flag is None else (lambda: raise_if_overflowed(plan.problem, int(flag.get()[0]), v))),
-        )
-    return o, lse
-
-
-def _cupy_prepared(cupy, q, k, v, opts, arch, stream):
-    plan, s, args, o, lse, (flag, scratch) = _cupy_setup(cupy, q, k, v, opts, arch, stream)
-    keep = (q, k, v, o, lse, flag, scratch)
-
-    def go(sync=True, **parts):
-        rt.bind_thread()
-        launch_plan(plan, s, *args, **parts)
-        if sync:
-            sync_stream(s, plan.what)
-        return keep
-
-    return go, (o, lse), plan.problem

@@ -18,6 +18,8 @@ import sys
 import numpy as np
 
 from ..arch import get_arch
+from . import runtime as rt
+from .build import compile_cuda, kernel_path
 
 KINDS = {  # FS_PEAK_KIND -> (name, M*N*K of one mma)
     0: ("m16n8k16 f32.f16.f16.f32", 16 * 8 * 16),
@@ -39,7 +41,6 @@ def must_vary(kind: int, arch: str) -> bool:
 def build(kind: int, arch: str, chains: int, iters: int, source: str | None = None, vary: bool | None = None):
     """The NVRTC build of mma_peak.cu (or ``source``, another text of it) for one instruction (works without a
     GPU); ``vary`` None: ``must_vary``."""
-    from .build import compile_cuda, kernel_path
 
     text = kernel_path("bench/mma_peak.cu").read_text() if source is None else source
     vary = must_vary(kind, arch) if vary is None else vary
@@ -60,8 +61,6 @@ def warm(launch, seconds: float) -> None:
     (benchmarks/logs/2026-12-01j/bench.txt against peak.txt; benchmarks/experiments/ceiling_warmup/)."""
     import time
 
-    from . import runtime as rt
-
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         launch()
@@ -80,7 +79,6 @@ def measure(
     """{instruction: {"tflops": ..., "ms": ..., "vary": ...}} on the current GPU (``vary``: see ``build``), for the
     FS_PEAK_KIND values ``kinds`` (default: every instruction of KINDS); the first instruction's launches run
     ``warm_s`` seconds before its timing (``warm``)."""
-    from . import runtime as rt
 
     dev = rt.require_gpu()
     arch = rt.current_arch()

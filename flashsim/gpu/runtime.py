@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import GPUError, UnsupportedConfig
 from . import _dlpack
-from .errors import GPUError, UnsupportedConfig
 
 _INSTALL = "pip install 'cuda-core>=1.2' 'cuda-bindings>=13' (or: pip install 'flashsim[gpu]')"
 _DEFAULT_SMEM = 48 * 1024
@@ -122,6 +122,11 @@ def device_id() -> int:
     if ordinal is None:
         ordinal = _state["device_id"] = int(dev.device_id)
     return ordinal
+
+
+def opened() -> bool:
+    """Whether this process has opened the GPU (``require_gpu`` ran)."""
+    return _state["device"] is not None
 
 
 def sticky_error() -> str | None:

@@ -36,12 +36,12 @@ import torch
 from torch.library import Library
 
 from ..arch import get_arch
-from ..config import KernelConfig
+from ..config import KernelConfig, overflow_flag_live
+from ..errors import GPUError
 from ..overflow import OverflowCheck, check_mode
-from ..problem import Options, prepare, resolve_options
-from . import launch as _launch
+from ..problem import Options, dims, prepare, resolve_options
+from . import host, launch
 from . import runtime as rt
-from .errors import GPUError
 
 NAME = "flashsim::attention"
 SCHEMA = (
@@ -49,12 +49,11 @@ SCHEMA = (
     'str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True, int[] window=[-1, -1], '
     'float softcap=0.0, str layout="bhnd", str quant="none") -> (Tensor o, Tensor lse, Tensor overflow)'
 )
-_FLAGGED = ("f16", "f16x2")  # pv_accum values with an f16 P@V mma: the kernel takes an overflow flag
 _SINKS: dict = {}  # device -> a u64 the kernel may write when nobody reads the flag (flag=False)
 
 _F16, _F32 = torch.float16, torch.float32
 _ELEMENT = {torch.float16: "f16", torch.bfloat16: "bf16"}
-_KEYS: dict = {}  # fast key -> flashsim.gpu.launch.Plan
+_KEYS: dict = launch.fast_keys()  # fast key -> flashsim.gpu.launch.Plan
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 if _raw_stream is None:  # CPU-only builds; CUDA builds have the raw getter inductor uses
@@ -136,7 +135,7 @@ def _miss(key, q, k, v, opts: Options, arch):
     for name, x in (("k", k), ("v", v)):
         if x.device != q.device:
             raise ValueError(f"{name} is on {x.device} but q is on {q.device}: q, k and v must be on one device")
-    if rt._state["device"] is None and _capturing():
+    if not rt.opened() and _capturing():
         _not_warm("opening the GPU")
     rt.require_gpu()
     dev = rt.device_id()
@@ -145,7 +144,7 @@ def _miss(key, q, k, v, opts: Options, arch):
             f"q is on {q.device}, but flashsim.gpu runs on device {dev} "
             "(the first visible GPU: set CUDA_VISIBLE_DEVICES to choose it)"
         )
-    gpu_arch = _launch.check_arch(arch)
+    gpu_arch = launch.check_arch(arch)
     prob = prepare(q, k, v, opts, arch=gpu_arch)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not x.is_contiguous():
@@ -153,10 +152,10 @@ def _miss(key, q, k, v, opts: Options, arch):
                 f"{name} must be contiguous, got strides {tuple(x.stride())} for shape "
                 f"{tuple(x.shape)} (call .contiguous() first)"
             )
-    if prob not in _launch._PLANS and _capturing():
+    if not launch.planned(prob) and _capturing():
         _not_warm("compiling and loading the kernel")
-    plan = _launch.plan_for(prob)
-    if len(_KEYS) >= _launch.MAX_KEYS:
+    plan = launch.plan_for(prob)
+    if len(_KEYS) >= launch.MAX_KEYS:
         _KEYS.clear()
     if q.device not in _SINKS:  # allocated here, outside any capture (a first call cannot be captured)
         _SINKS[q.device] = torch.empty((1,), dtype=torch.int64, device=q.device)
@@ -175,10 +174,10 @@ def _launch_on(plan, dev, q, k, v, o, lse, qp, kp, vp, fp=0) -> None:
     scratch = _scratch(plan, q)  # freed after the launch is enqueued: the caching allocator keeps it
     sp = scratch.data_ptr() if scratch is not None else 0  # for this stream's later work, in stream order
     if _current_device() == dev:
-        _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, sp)
+        launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, sp)
     else:  # the launch goes into the current context: make it q's device's
         with torch.cuda.device(dev):
-            _launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, sp)
+            launch.launch_plan(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, sp)
 
 
 def _impl_cuda(
@@ -204,15 +203,16 @@ def _impl_cuda(
         )
     qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
     if (qp | kp | vp) & 15:
-        _launch.misaligned(q=qp, k=kp, v=vp)
+        launch.misaligned(q=qp, k=kp, v=vp)
     o = q.new_empty(plan.o_shape)  # q's dtype (checked), contiguous like the fake's
     lse = q.new_empty(plan.lse_shape, dtype=_F32)
-    if pv_accum in _FLAGGED and flag:  # the kernel's overflow flag: -1 is NO_OVERFLOW as u64
+    live = overflow_flag_live(pv_accum, quant)  # the kernel writes its overflow flag
+    if live and flag:  # -1 is NO_OVERFLOW as u64
         out = torch.full((1,), -1, dtype=torch.int64, device=q.device)
         _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp, out.data_ptr())
         return o, lse, out
     # f32 P@V never writes the flag (0 is never touched); f16 unchecked writes a sink no one reads: no fill kernel
-    sink = _SINKS[q.device].data_ptr() if pv_accum in _FLAGGED else 0
+    sink = _SINKS[q.device].data_ptr() if live else 0
     _launch_on(plan, q.get_device(), q, k, v, o, lse, qp, kp, vp, sink)
     return o, lse, q.new_empty((0,), dtype=torch.int64)
 
@@ -263,7 +263,7 @@ def _impl_cpu(
     layout="bhnd",
     quant="none",
 ):
-    go, (do, dl), _ = _launch._generic_prepared(
+    go, (do, dl), _ = host.prepared(
         *_host_arrays(q, k, v),
         _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant),
         arch,
@@ -297,7 +297,6 @@ def _fake(
     quant="none",
 ):
     """Output shapes, with the shape checks of flashsim.problem.prepare (which runs on the real call)."""
-    from ..problem import dims
 
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dim() != 4:
@@ -323,7 +322,7 @@ def _fake(
     return (
         q.new_empty(q.shape),
         q.new_empty((b, h, nq), dtype=_F32),
-        q.new_empty((int(pv_accum in _FLAGGED and flag),), dtype=torch.int64),
+        q.new_empty((int(overflow_flag_live(pv_accum, quant) and flag),), dtype=torch.int64),
     )
 
 
@@ -405,15 +404,15 @@ def attention(q, k, v, opts: Options, *, arch=None, stream=None, check_overflow=
             OverflowCheck(
                 None
                 if not flag.numel()
-                else lambda: _launch.raise_if_overflowed(
-                    _problem_of(q, k, v, opts, arch), int(flag.item()) & _launch.NO_OVERFLOW, v
+                else lambda: launch.raise_if_overflowed(
+                    _problem_of(q, k, v, opts, arch), int(flag.item()) & launch.NO_OVERFLOW, v
                 )
             ),
         )
     if check and flag.numel():
-        value = int(flag.item()) & _launch.NO_OVERFLOW  # int64 -1 is the u64 NO_OVERFLOW
-        if value != _launch.NO_OVERFLOW:
-            _launch.raise_if_overflowed(_problem_of(q, k, v, opts, arch), value, v)
+        value = int(flag.item()) & launch.NO_OVERFLOW  # int64 -1 is the u64 NO_OVERFLOW
+        if value != launch.NO_OVERFLOW:
+            launch.raise_if_overflowed(_problem_of(q, k, v, opts, arch), value, v)
     return o, lse
 
 
@@ -427,7 +426,7 @@ def prepared_launch(q, k, v, opts: Options, *, arch=None, stream=None):
     torch's current stream now); CPU tensors go the numpy way (DeviceArray outputs)."""
     _check_inputs(q, k, v)
     if _on_host(q):
-        return _launch._generic_prepared(*_host_arrays(q, k, v), opts, arch, stream)
+        return host.prepared(*_host_arrays(q, k, v), opts, arch, stream)
     if arch is not None and not isinstance(arch, str):
         arch = get_arch(arch).name
     causal, softmax_scale, pv_accum, tiles = _op_args(opts)
@@ -437,7 +436,7 @@ def prepared_launch(q, k, v, opts: Options, *, arch=None, stream=None):
         key, q, k, v, _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant), arch
     )
     qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
-    _launch.misaligned(q=qp, k=kp, v=vp)
+    launch.misaligned(q=qp, k=kp, v=vp)
     if stream is None:
         o, lse = q.new_empty(plan.o_shape), q.new_empty(plan.lse_shape, dtype=_F32)
         scratch = _scratch(plan, q)
@@ -453,9 +452,9 @@ def prepared_launch(q, k, v, opts: Options, *, arch=None, stream=None):
 
     def go(sync=True, **parts):
         rt.bind_thread()
-        _launch.launch_plan(plan, s, *args, **parts)
+        launch.launch_plan(plan, s, *args, **parts)
         if sync:
-            _launch.sync_stream(s, plan.what)
+            launch.sync_stream(s, plan.what)
         return keep
 
     return go, (o, lse), plan.problem

@@ -51,7 +51,8 @@ import numpy as np
 
 from . import rounding
 from .rounding import check_fp_environment as _check_fp_environment
-from .xp import bitcast, errstate, ieee_conversions_on, is_numpy, namespace, ptx, ptx_on, require_x64, shl
+from .target import PLAIN, Target
+from .xp import bitcast, errstate, is_numpy, namespace, ptx, require_x64, shl
 
 __all__ = [
     "add",
@@ -110,9 +111,9 @@ def flush_subnormals(x):
     return bitcast(xp.where((b & 0x7F800000) == 0, b & _SIGN, b), np.float32)
 
 
-def _run(fast, generic_fn, args, ftz: bool, generic: bool):
+def _run(fast, generic_fn, args, ftz: bool, generic: bool, target: Target):
     """Apply the operation to float32 ``args`` with the .ftz rule around it; numpy takes ``fast`` unless
-    ``generic``."""
+    ``generic``; a target with inline PTX runs the instruction itself (``_PTX_OPS``)."""
     xp = namespace(*args)
     if ftz:
         args = [flush_subnormals(a) for a in args]
@@ -126,83 +127,83 @@ def _run(fast, generic_fn, args, ftz: bool, generic: bool):
     else:
         # broadcast first: a fused (Triton) kernel's bit casts take no bare constant operand
         args = xp.broadcast_arrays(*[xp.asarray(a) for a in args])
-        if ptx_on() and generic_fn in _PTX_OPS:  # the PTX instruction the kernel runs, IEEE by definition
-            r = _canonical(xp, ptx(_PTX_OPS[generic_fn], np.float32, *args))
+        if target.inline_ptx and generic_fn in _PTX_OPS:  # the PTX instruction the kernel runs, IEEE by definition
+            r = _canonical(xp, ptx(_PTX_OPS[generic_fn], np.float32, *args, target=target))
         else:
-            r = generic_fn(*args)
+            r = generic_fn(*args, target=target)
     return flush_subnormals(r) if ftz else r
 
 
-def _f64(x):
+def _f64(x, target: Target):
     """The exact float64 image of float32 ``x``: integer operations, or the backend's own widening where it is
-    IEEE's (``xp.ieee_conversions``: a GPU keeps subnormals)."""
-    if ieee_conversions_on():
+    IEEE's (``Target.native_conversions``: a GPU keeps subnormals)."""
+    if target.native_conversions:
         xp = namespace(x)
         return xp.astype(x, xp.float64)
-    return rounding.f32_to_f64(x, generic=True)
+    return rounding.f32_to_f64(x, generic=True, target=target)
 
 
-def _to_f32(v):
+def _to_f32(v, target: Target):
     """float64 ``v`` rounded to float32 to nearest even, NaN canonical: the integer rounding core, or the backend's
-    own narrowing where it is IEEE's (``xp.ieee_conversions``)."""
-    if ieee_conversions_on():  # through the bits (_canonical): XLA must not fuse this convert with a later one
+    own narrowing where it is IEEE's (``Target.native_conversions``)."""
+    if target.native_conversions:  # through the bits (_canonical): XLA must not fuse this convert with a later one
         xp = namespace(v)
         return _canonical(xp, xp.astype(v, xp.float32))
-    return rounding.f64_to_f32(v, generic=True)
+    return rounding.f64_to_f32(v, generic=True, target=target)
 
 
-def _add_generic(x, y):
+def _add_generic(x, y, target: Target = PLAIN):
     require_x64(namespace(x, y))
     with errstate():
-        return _to_f32(_f64(x) + _f64(y))
+        return _to_f32(_f64(x, target) + _f64(y, target), target)
 
 
-def _sub_generic(x, y):
+def _sub_generic(x, y, target: Target = PLAIN):
     require_x64(namespace(x, y))
     with errstate():
-        return _to_f32(_f64(x) - _f64(y))
+        return _to_f32(_f64(x, target) - _f64(y, target), target)
 
 
-def _mul_generic(x, y):
+def _mul_generic(x, y, target: Target = PLAIN):
     require_x64(namespace(x, y))
     with errstate():
-        return _to_f32(_f64(x) * _f64(y))
+        return _to_f32(_f64(x, target) * _f64(y, target), target)
 
 
-def _div_generic(x, y):
+def _div_generic(x, y, target: Target = PLAIN):
     require_x64(namespace(x, y))
     with errstate():  # always the integer narrowing: with XLA's own, its simplifier makes an f32 division of it,
         #                  which the GPU does not round correctly (17,085 of 2^16 raw-bit quotients 1 ulp off:
         #                  benchmarks/experiments/jax_ieee_cvt/2026-12-01/pytest_native_before_div_fix.txt)
-        return rounding.f64_to_f32(_f64(x) / _f64(y), generic=True)
+        return rounding.f64_to_f32(_f64(x, target) / _f64(y, target), generic=True, target=target)
 
 
-def add(x, y, ftz: bool = False, *, generic: bool = False):
+def add(x, y, ftz: bool = False, *, generic: bool = False, target: Target = PLAIN):
     """add.rn{.ftz}.f32: x + y."""
-    return _run(np.add, _add_generic, [_f32("x", x), _f32("y", y)], ftz, generic)
+    return _run(np.add, _add_generic, [_f32("x", x), _f32("y", y)], ftz, generic, target)
 
 
-def sub(x, y, ftz: bool = False, *, generic: bool = False):
+def sub(x, y, ftz: bool = False, *, generic: bool = False, target: Target = PLAIN):
     """sub.rn{.ftz}.f32: x - y."""
-    return _run(np.subtract, _sub_generic, [_f32("x", x), _f32("y", y)], ftz, generic)
+    return _run(np.subtract, _sub_generic, [_f32("x", x), _f32("y", y)], ftz, generic, target)
 
 
-def mul(x, y, ftz: bool = False, *, generic: bool = False):
+def mul(x, y, ftz: bool = False, *, generic: bool = False, target: Target = PLAIN):
     """mul.rn{.ftz}.f32: x * y."""
-    return _run(np.multiply, _mul_generic, [_f32("x", x), _f32("y", y)], ftz, generic)
+    return _run(np.multiply, _mul_generic, [_f32("x", x), _f32("y", y)], ftz, generic, target)
 
 
-def div(x, y, ftz: bool = False, *, generic: bool = False):
+def div(x, y, ftz: bool = False, *, generic: bool = False, target: Target = PLAIN):
     """div.rn{.ftz}.f32: x / y, correctly rounded (IEEE division, not div.approx / div.full)."""
-    return _run(np.divide, _div_generic, [_f32("x", x), _f32("y", y)], ftz, generic)
+    return _run(np.divide, _div_generic, [_f32("x", x), _f32("y", y)], ftz, generic, target)
 
 
-def _fma_generic(x, y, z):
+def _fma_generic(x, y, z, target: Target = PLAIN):
     """x * y + z rounded once to float32 by TwoSum + round-to-odd (the proof in the module docstring)."""
     xp = namespace(x, y, z)
     require_x64(xp)
     with errstate():
-        a, b, c = _f64(x), _f64(y), _f64(z)
+        a, b, c = _f64(x, target), _f64(y, target), _f64(z, target)
         p = a * b
         s = p + c
         bb = s - p
@@ -211,7 +212,7 @@ def _fma_generic(x, y, z):
         inexact = xp.isfinite(s) & xp.isfinite(err) & (err != 0)
         toward_zero = (err < 0) != (s < 0)  # |s| > |p + c|: one ulp toward zero
         odd = (sb - toward_zero.astype(xp.uint64)) | 1  # round to odd: last bit set when inexact
-        return _to_f32(bitcast(xp.where(inexact, odd, sb), np.float64))
+        return _to_f32(bitcast(xp.where(inexact, odd, sb), np.float64), target)
 
 
 _FMA_CHUNK = 1 << 14  # elements per chunk: the float64 temporaries stay in the L1/L2 cache
@@ -257,12 +258,12 @@ def _fma64(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
     return out.reshape(shape)
 
 
-def fma(x, y, z, ftz: bool = False, *, generic: bool = False):
+def fma(x, y, z, ftz: bool = False, *, generic: bool = False, target: Target = PLAIN):
     """fma.rn{.ftz}.f32: x * y + z with a single rounding to nearest even."""
-    return _run(_fma64, _fma_generic, [_f32("x", x), _f32("y", y), _f32("z", z)], ftz, generic)
+    return _run(_fma64, _fma_generic, [_f32("x", x), _f32("y", y), _f32("z", z)], ftz, generic, target)
 
 
-# the operations a fused kernel compiled for the GPU runs as their own PTX instruction (xp.ptx_on): explicit
+# the operations a fused kernel compiled for the GPU runs as their own PTX instruction (Target.inline_ptx): explicit
 # round-to-nearest, no .ftz (subnormals kept), never contracted; a NaN result is made canonical as everywhere here
 _PTX_OPS = {
     _add_generic: "add.rn.f32 $0, $1, $2;",
@@ -273,14 +274,14 @@ _PTX_OPS = {
 }
 
 
-def _mul_f16_generic(x, y):
+def _mul_f16_generic(x, y, target: Target):
     xp = namespace(x, y)
-    with errstate():
-        p = rounding.f16_to_f32(x, generic=True) * rounding.f16_to_f32(y, generic=True)  # exact, never subnormal
-    return rounding.f32_to_f16(xp.asarray(p), generic=True)
+    with errstate():  # the product is exact and never subnormal
+        p = rounding.f16_to_f32(x, generic=True, target=target) * rounding.f16_to_f32(y, generic=True, target=target)
+    return rounding.f32_to_f16(xp.asarray(p), generic=True, target=target)
 
 
-def mul_f16(x, y, *, generic: bool = False):
+def mul_f16(x, y, *, generic: bool = False, target: Target = PLAIN):
     """mul.rn.f16: x * y for float16 arrays, rounded once to nearest even; NaN -> 0x7FFF. (numpy's float16
     multiply rounds the exact float32 product once: the fast path, NaNs canonicalised.)"""
     x, y = _checked("x", x, np.float16), _checked("y", y, np.float16)
@@ -291,7 +292,7 @@ def mul_f16(x, y, *, generic: bool = False):
             r = np.asarray(np.multiply(x, y), dtype=np.float16)
         b = r.view(np.uint16)
         return np.where((b & 0x7FFF) > 0x7C00, CANONICAL_NAN_F16, b).view(np.float16)
-    return _mul_f16_generic(xp.asarray(x), xp.asarray(y))
+    return _mul_f16_generic(xp.asarray(x), xp.asarray(y), target)
 
 
 def _key(xp, x):
@@ -331,22 +332,22 @@ def fmax_reduce(x, axis: int = -1):
     return _from_key(xp, xp.asarray(k))
 
 
-def cvt_f32_to_f16(x, *, generic: bool = False):
+def cvt_f32_to_f16(x, *, generic: bool = False, target: Target = PLAIN):
     """cvt.rn.f16.f32: float32 -> float16 to nearest even; overflow -> inf; NaN -> 0x7FFF."""
-    return rounding.f32_to_f16(_f32("x", x), generic=generic)
+    return rounding.f32_to_f16(_f32("x", x), generic=generic, target=target)
 
 
-def cvt_f32_to_bf16(x, *, generic: bool = False):
+def cvt_f32_to_bf16(x, *, generic: bool = False, target: Target = PLAIN):
     """cvt.rn.bf16.f32: float32 -> bfloat16 to nearest even; overflow -> inf; NaN -> 0x7FFF."""
-    return rounding.f32_to_bf16(_f32("x", x), generic=generic)
+    return rounding.f32_to_bf16(_f32("x", x), generic=generic, target=target)
 
 
-def cvt_f32_to(x, dtype, *, generic: bool = False):
+def cvt_f32_to(x, dtype, *, generic: bool = False, target: Target = PLAIN):
     """cvt.rn to the kernel's element type ``dtype`` (float16 or bfloat16, numpy or JAX dtype)."""
     if np.dtype(dtype) == np.dtype(np.float16):
-        return cvt_f32_to_f16(x, generic=generic)
+        return cvt_f32_to_f16(x, generic=generic, target=target)
     if np.dtype(dtype).name == "bfloat16":
-        return cvt_f32_to_bf16(x, generic=generic)
+        return cvt_f32_to_bf16(x, generic=generic, target=target)
     raise ValueError(f"dtype must be float16 or bfloat16, got {dtype}")
 
 
@@ -365,17 +366,17 @@ def cvt_bf16_to_f32(b):
     return bitcast(shl(xp.astype(bitcast(b, np.uint16), xp.uint32), 16), np.float32)
 
 
-def cvt_to_f32(x):
+def cvt_to_f32(x, target: Target = PLAIN):
     """The kernel's exact widening of its element type (float16: ``cvt_f16_to_f32``, bfloat16: ``cvt_bf16_to_f32``)
     to float32; the inverse direction of ``cvt_f32_to``."""
     if np.dtype(x.dtype) == np.dtype(np.float16):
-        return cvt_f16_to_f32(x)
+        return cvt_f16_to_f32(x, target=target)
     if np.dtype(x.dtype).name == "bfloat16":
         return cvt_bf16_to_f32(x)
     raise ValueError(f"x must be float16 or bfloat16, got {x.dtype}")
 
 
-def cvt_f16_to_f32(h, *, generic: bool = False):
+def cvt_f16_to_f32(h, *, generic: bool = False, target: Target = PLAIN):
     """cvt.f32.f16: exact widening; NaN -> 0x7FFFFFFF (canonical, assumed from the PTX rule that NaN results are
     canonical; not yet checked on silicon)."""
-    return rounding.f16_to_f32(_checked("h", h, np.float16), generic=generic)
+    return rounding.f16_to_f32(_checked("h", h, np.float16), generic=generic, target=target)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .formats import BF16, F16, F32, Format, get_format
+from .target import PLAIN, Target
 from .xp import bit_length, bitcast, is_numpy, namespace, require_x64, shl, shr
 
 __all__ = [
@@ -61,10 +62,10 @@ def _check(mode: str, overflow: str) -> None:
         raise ValueError(f"overflow must be one of {OVERFLOWS}, got {overflow!r}")
 
 
-def _round_core(xp, mag, x, f: Format, mode: str, overflow: str):
+def _round_core(xp, mag, x, f: Format, mode: str, overflow: str, target: Target):
     """Magnitude bits (int64) of mag * 2**x rounded to ``f``: mag uint64 < 2**62, x int32 within +-2**20."""
     p = f.precision
-    bl = bit_length(mag)
+    bl = bit_length(mag, target)
     e_lead = x + bl - 1  # the value lies in [2**e_lead, 2**(e_lead + 1))
     normal = e_lead >= f.emin
     r = xp.where(normal, bl - p, (f.emin - p + 1) - x)  # bits to drop (negative: to add)
@@ -93,7 +94,9 @@ def _finish(xp, mag_bits, negative, special, special_bits, f: Format, signed_zer
     return bitcast(bits.astype(f.uint), f.dtype)
 
 
-def _convert(v, src: Format, dst: Format, mode: str, overflow: str = "ieee", signed_zero: bool = True):
+def _convert(
+    v, src: Format, dst: Format, mode: str, overflow: str = "ieee", signed_zero: bool = True, target: Target = PLAIN
+):
     """Values of format ``src`` (a float array of its dtype) rounded once to ``dst``."""
     xp = namespace(v)
     require_x64(xp)
@@ -105,7 +108,7 @@ def _convert(v, src: Format, dst: Format, mode: str, overflow: str = "ieee", sig
     mag = xp.where(field == 0, frac, frac | (1 << src.frac_bits))
     mag = xp.where(special, 0, mag)
     x = xp.maximum(field, 1) - (src.bias + src.frac_bits)
-    bits = _round_core(xp, mag, x, dst, mode, overflow)
+    bits = _round_core(xp, mag, x, dst, mode, overflow, target)
     inf = xp.where(negative, dst.inf_bits | dst.sign_mask, dst.inf_bits)
     special_bits = xp.where(frac == 0, inf, dst.canonical_nan)
     return _finish(xp, bits, negative, special, special_bits, dst, signed_zero)
@@ -120,7 +123,9 @@ def _float_input(name: str, v, dtype):
     return v
 
 
-def round_scaled(m, e, fmt, mode: str = "rne", *, overflow: str = "ieee", signed_zero: bool = True):
+def round_scaled(
+    m, e, fmt, mode: str = "rne", *, overflow: str = "ieee", signed_zero: bool = True, target: Target = PLAIN
+):
     """Round the exact values m * 2**e (m integer with |m| < 2**62, e integer) to ``fmt``; returns fmt's dtype.
 
     m == 0 gives +0; a negative m that rounds to zero gives -0 (+0 with ``signed_zero=False``).
@@ -138,12 +143,19 @@ def round_scaled(m, e, fmt, mode: str = "rne", *, overflow: str = "ieee", signed
             raise ValueError("m must satisfy |m| < 2**62")
     m = m.astype(xp.int64)
     x = xp.clip(e.astype(xp.int64), -_EXP_CLAMP, _EXP_CLAMP).astype(xp.int32)
-    bits = _round_core(xp, xp.abs(m).astype(xp.uint64), x, f, mode, overflow)
+    bits = _round_core(xp, xp.abs(m).astype(xp.uint64), x, f, mode, overflow, target)
     return _finish(xp, bits, m < 0, None, None, f, signed_zero)
 
 
 def round_float64(
-    v, fmt, mode: str = "rne", *, overflow: str = "ieee", signed_zero: bool = True, generic: bool = False
+    v,
+    fmt,
+    mode: str = "rne",
+    *,
+    overflow: str = "ieee",
+    signed_zero: bool = True,
+    generic: bool = False,
+    target: Target = PLAIN,
 ):
     """Round the float64 values ``v`` (taken as exact) to ``fmt`` once; returns fmt's dtype. (numpy: the cases
     f64_to_f32 / f64_to_f32_rz / f64_to_f16 cover take their fast paths unless ``generic``.)"""
@@ -158,53 +170,53 @@ def round_float64(
         }.get((f, mode, signed_zero))
         if fast is not None and (mode == "rne" or overflow == "inf"):
             return fast(v)
-    return _convert(v, _F64, f, mode, overflow, signed_zero)
+    return _convert(v, _F64, f, mode, overflow, signed_zero, target)
 
 
-def f64_to_f32(v, *, generic: bool = False):
+def f64_to_f32(v, *, generic: bool = False, target: Target = PLAIN):
     """float64 -> float32 to nearest even (IEEE: overflow -> inf, signed zeros kept, NaN -> 0x7FFFFFFF)."""
     v = _float_input("v", v, np.float64)
     if is_numpy(namespace(v)) and not generic:
         return _np_f64_to_f32(v)
-    return _convert(v, _F64, F32, "rne")
+    return _convert(v, _F64, F32, "rne", target=target)
 
 
-def f64_to_f32_rz(v, *, generic: bool = False):
+def f64_to_f32_rz(v, *, generic: bool = False, target: Target = PLAIN):
     """float64 -> float32 toward zero as the tensor cores round their f32 result: |v| >= 2**128 -> +-inf, every
     zero result +0, subnormal results kept, NaN -> 0x7FFFFFFF."""
     v = _float_input("v", v, np.float64)
     if is_numpy(namespace(v)) and not generic:
         return _np_f64_to_f32_rz(v)
-    return _convert(v, _F64, F32, "rz", overflow="inf", signed_zero=False)
+    return _convert(v, _F64, F32, "rz", overflow="inf", signed_zero=False, target=target)
 
 
-def f64_to_f16(v, *, generic: bool = False):
+def f64_to_f16(v, *, generic: bool = False, target: Target = PLAIN):
     """float64 -> float16 to nearest even (IEEE: overflow -> inf, signed zeros kept, NaN -> 0x7FFF)."""
     v = _float_input("v", v, np.float64)
     if is_numpy(namespace(v)) and not generic:
         return _np_f64_to_f16(v)
-    return _convert(v, _F64, F16, "rne")
+    return _convert(v, _F64, F16, "rne", target=target)
 
 
-def f32_to_f16(x, *, generic: bool = False):
+def f32_to_f16(x, *, generic: bool = False, target: Target = PLAIN):
     """float32 -> float16 to nearest even, ``cvt.rn.f16.f32``: overflow -> inf, signed zeros kept, NaN -> 0x7FFF."""
     x = _float_input("x", x, np.float32)
     if is_numpy(namespace(x)) and not generic:
         with np.errstate(invalid="ignore"):  # signalling NaNs
             return _np_f64_to_f16(x.astype(np.float64))
-    return _convert(x, F32, F16, "rne")
+    return _convert(x, F32, F16, "rne", target=target)
 
 
-def f32_to_bf16(x, *, generic: bool = False):
+def f32_to_bf16(x, *, generic: bool = False, target: Target = PLAIN):
     """float32 -> bfloat16 to nearest even, ``cvt.rn.bf16.f32`` (and each half of ``cvt.rn.bf16x2.f32``): overflow
     -> inf, subnormals rounded (bf16 has f32's exponent range), signed zeros kept, NaN -> 0x7FFF."""
     x = _float_input("x", x, np.float32)
     if is_numpy(namespace(x)) and not generic:
         return _np_f32_to_bf16(x)
-    return _convert(x, F32, BF16, "rne")
+    return _convert(x, F32, BF16, "rne", target=target)
 
 
-def f16_to_f32(h, *, generic: bool = False):
+def f16_to_f32(h, *, generic: bool = False, target: Target = PLAIN):
     """float16 -> float32 exactly (``cvt.f32.f16``; NaN -> 0x7FFFFFFF). Generic: integer operations only, an f16
     subnormal m * 2**-24 becoming the normal f32 with m's bits shifted up to the leading position."""
     h = _float_input("h", h, np.float16)
@@ -215,7 +227,7 @@ def f16_to_f32(h, *, generic: bool = False):
     b = bitcast(h, np.uint16).astype(xp.uint32)
     field = (b >> 10) & 0x1F
     m = b & 0x3FF
-    bl = bit_length(m)
+    bl = bit_length(m, target)
     sub = ((bl + (127 - 25)).astype(xp.uint32) << 23) | (shl(m, 24 - bl) & 0x7FFFFF)
     sub = xp.where(m == 0, 0, sub)
     normal = ((field + (127 - 15)) << 23) | (m << 13)
@@ -224,7 +236,7 @@ def f16_to_f32(h, *, generic: bool = False):
     return bitcast(out, np.float32)
 
 
-def f32_to_f64(x, *, generic: bool = False):
+def f32_to_f64(x, *, generic: bool = False, target: Target = PLAIN):
     """float32 -> float64 exactly; NaN -> 0x7FFFFFFFFFFFFFFF. Generic: integer operations only, so XLA's
     denormals-are-zero cannot touch an f32 subnormal m * 2**-149 (its bits are shifted up to the leading position
     of a normal float64)."""
@@ -237,7 +249,7 @@ def f32_to_f64(x, *, generic: bool = False):
     b = bitcast(x, np.uint32)
     field = ((b >> 23) & 0xFF).astype(xp.uint64)
     m = (b & 0x7FFFFF).astype(xp.uint64)
-    bl = bit_length(b & 0x7FFFFF)
+    bl = bit_length(b & 0x7FFFFF, target)
     sub = ((bl + (1023 - 150)).astype(xp.uint64) << 52) | (shl(m, (53 - bl).astype(xp.uint64)) & ((1 << 52) - 1))
     sub = xp.where(m == 0, 0, sub)
     normal = ((field + (1023 - 127)) << 52) | (m << 29)

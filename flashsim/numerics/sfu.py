@@ -18,7 +18,7 @@ never subnormal (x is normal or 0 after the ftz, |x| * 2^23 < 2^31 is a power-of
 rint of a float32 are exact), so XLA's flush-to-zero cannot change them; the rest is integer work on the bits and a
 table gather (``xp.take``). JAX reads device copies of the tables, made once per model; inside jit they become
 constants of the compiled program unless the caller passes them in as jit arguments (``table_arrays``, then
-``bound_tables`` or the ``arrays`` argument of ``ex2`` / ``rcp``).
+``Target.with_tables`` or the ``arrays`` argument of ``ex2`` / ``rcp``).
 
 Tables ship as package data (``flashsim/data/sfu/sfu_tables_sm90.npz``) or come from the user cache
 (``flashsim calibrate``), see flashsim.calibration. Each table is stored as its signed difference
@@ -31,8 +31,6 @@ bit-exact.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import json
 import zlib
@@ -45,6 +43,7 @@ import numpy as np
 from .. import calibration
 from ..arch import get_arch
 from .rounding import f32_to_f64, f64_to_f32
+from .target import PLAIN, Target
 from .xp import bitcast, errstate, is_numpy, lookup, namespace, require_x64
 
 TABLE_BITS = 23
@@ -75,7 +74,6 @@ __all__ = [
     "load_tables",
     "reload",
     "table_arrays",
-    "bound_tables",
     "exp2_correctly_rounded",
     "rcp_correctly_rounded",
     "ex2_table_inputs",
@@ -347,9 +345,10 @@ class Ex2Model(_Tables):
     def _tables(self) -> tuple:
         return (self.pos, self.neg) if self.params["neg_mode"] == "signmag" else (self.pos,)
 
-    def bits(self, xbits, arrays=None):
+    def bits(self, xbits, arrays=None, target: Target = PLAIN):
         """Result bits (uint32) for input bits (uint32 array, any shape; numpy or JAX). ``arrays``: the tables
-        as ``arrays(xp)`` gives them (e.g. passed through jit as arguments); default: the model's own.
+        as ``arrays(xp)`` gives them (e.g. passed through jit as arguments); default: the model's own. ``target``:
+        how the lookups are traced (flashsim.numerics.target).
 
         x * 2^23 is exact in float32 for |x| <= 255, and the result is g's bits plus k in the exponent field, with
         the biased exponent checked for flush (<= 0) and overflow (>= 255).
@@ -377,10 +376,10 @@ class Ex2Model(_Tables):
                 g[keep] = np.take(pos, flat[keep])
                 g = g.reshape(f.shape)
             else:
-                g = xp.where(negative, lookup(neg, f), lookup(pos, f))
+                g = xp.where(negative, lookup(neg, f, target), lookup(pos, f, target))
             k = xp.where(negative, -k, k)
         else:
-            g = lookup(pos, f)
+            g = lookup(pos, f, target)
         exponent = (g >> TABLE_BITS).astype(xp.int32) + k  # biased exponent of the result
         out = g + bitcast(k << TABLE_BITS, np.uint32)  # modulo 2^32: right wherever it is used
         out = xp.where(exponent <= 0, _u32(xp, p["underflow_bits"]), out)
@@ -421,16 +420,16 @@ class RcpModel(_Tables):
     def _tables(self) -> tuple:
         return (self.table,)
 
-    def bits(self, xbits, arrays=None):
-        """Result bits (uint32) for input bits (uint32 array, any shape; numpy or JAX); ``arrays`` as for
-        Ex2Model.bits."""
+    def bits(self, xbits, arrays=None, target: Target = PLAIN):
+        """Result bits (uint32) for input bits (uint32 array, any shape; numpy or JAX); ``arrays`` and ``target``
+        as for Ex2Model.bits."""
         p = self.params
         xp, b = _input_bits(xbits, arrays or ())
         (table,) = arrays if arrays else self.arrays(xp)
         e = ((b >> 23) & 0xFF).astype(xp.int32)
         neg = (b >> 31) == 1
         sign = b & 0x80000000
-        g = lookup(table, b & MASK)
+        g = lookup(table, b & MASK, target)
         shift = 127 - e
         exponent = (g >> TABLE_BITS).astype(xp.int32) + shift  # biased exponent of the result
         out = (g + bitcast(shift << TABLE_BITS, np.uint32)) | sign
@@ -640,26 +639,10 @@ def table_arrays(arch="sm_90", name: str = "ex2", xp=np) -> tuple:
     return () if tables is None else getattr(tables, name).arrays(xp)
 
 
-_BOUND: contextvars.ContextVar = contextvars.ContextVar("flashsim_sfu_bound", default={})
-
-
-@contextlib.contextmanager
-def bound_tables(arch, tables: tuple, name: str = "ex2"):
-    """Within the body, ``ex2(x, arch)`` (``rcp`` with name="rcp") reads ``tables`` (as ``table_arrays`` gives
-    them, e.g. after passing them into a jitted function as arguments) instead of the model's own arrays: inside
-    jit the model's own arrays would become constants of the compiled program (32 MB each; measured here: 0.6 s
-    of compilation and a 134 MB program text against 0.05 s when passed in)."""
-    key = (get_arch(arch).name, name)
-    token = _BOUND.set({**_BOUND.get(), key: tuple(tables)})
-    try:
-        yield
-    finally:
-        _BOUND.reset(token)
-
-
-def _apply(x, arch, name: str, fallback, what: str, arrays):
+def _apply(x, arch, name: str, fallback, what: str, arrays, target: Target):
     """The table model ``name`` ("ex2" / "rcp") of ``arch`` on float32 ``x``; without tables, the correctly
-    rounded ``fallback`` with a one-time warning."""
+    rounded ``fallback`` with a one-time warning. The tables read: ``arrays``, else the target's (an engine's
+    device copies), else the model's own."""
     b = bitcast(_as_f32(x), np.uint32)
     tables = load_tables(arch)
     if tables is None:
@@ -671,18 +654,18 @@ def _apply(x, arch, name: str, fallback, what: str, arrays):
         return _wrap(fallback(b), x)
     _warn_unvalidated(tables, name)
     if arrays is None:
-        arrays = _BOUND.get().get((get_arch(arch).name, name))
-    return _wrap(getattr(tables, name).bits(b, arrays or None), x)
+        arrays = target.tables(get_arch(arch).name, name)
+    return _wrap(getattr(tables, name).bits(b, arrays or None, target), x)
 
 
-def ex2(x, arch="sm_90", *, arrays=None):
+def ex2(x, arch="sm_90", *, arrays=None, target: Target = PLAIN):
     """The bits of ``ex2.approx.ftz.f32`` on ``arch``: float32 in (numpy array or scalar, or JAX array; any
-    shape), float32 out in the same library. ``arrays``: the tables to read (``table_arrays``; see
-    ``bound_tables``), optional."""
-    return _apply(x, arch, "ex2", _fallback_ex2, "exp2", arrays)
+    shape), float32 out in the same library. ``arrays``: the tables to read (``table_arrays``), optional;
+    ``target``: the engine's (flashsim.numerics.target), which may hold them."""
+    return _apply(x, arch, "ex2", _fallback_ex2, "exp2", arrays, target)
 
 
-def rcp(x, arch="sm_90", *, arrays=None):
+def rcp(x, arch="sm_90", *, arrays=None, target: Target = PLAIN):
     """The bits of ``rcp.approx.ftz.f32`` on ``arch``: float32 in (numpy array or scalar, or JAX array; any
-    shape), float32 out in the same library. ``arrays``: as for ``ex2``."""
-    return _apply(x, arch, "rcp", _fallback_rcp, "1/x", arrays)
+    shape), float32 out in the same library. ``arrays`` and ``target``: as for ``ex2``."""
+    return _apply(x, arch, "rcp", _fallback_rcp, "1/x", arrays, target)

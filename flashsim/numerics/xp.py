@@ -20,11 +20,11 @@ that could be subnormal or contracted: see flashsim.numerics.ieee32.
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import os
 import sys
 
 import numpy as np
+
+from .target import PLAIN, Target
 
 __all__ = [
     "namespace",
@@ -38,17 +38,11 @@ __all__ = [
     "errstate",
     "asarray_like",
     "require_x64",
-    "fused_kernel",
-    "in_fused_kernel",
     "staged",
-    "ptx_on",
     "ptx",
     "trunc_to_int",
     "pieces",
     "lookup",
-    "ieee_conversions",
-    "ieee_conversions_on",
-    "native_conversions",
 ]
 
 
@@ -94,12 +88,12 @@ def shr(x, s):
     return xp.bitwise_right_shift(x, xp.asarray(s, dtype=x.dtype))
 
 
-def bit_length(x):
+def bit_length(x, target: Target = PLAIN):
     """Bit length of non-negative integers (0 for 0), as int32. JAX: count-leading-zeros; numpy and fused kernels
     (Triton has no count-leading-zeros): the exponent of the float64 image (exact for x < 2^53) or of x >> 21 for
     wider values."""
     numpy_in = isinstance(x, (np.ndarray, np.generic))
-    if not numpy_in and not in_fused_kernel():
+    if not numpy_in and not target.fused:
         import jax.numpy as jnp
         from jax import lax
 
@@ -172,69 +166,31 @@ def errstate():
 # ------------------------------------------------------------------------------------------------------------------
 # fused GPU kernels (flashsim.emulator.engine_pallas): the same routines traced into one Pallas kernel for Triton,
 # which cannot slice a value, gather from one, or index one by a loop counter. Three small forms cover what the
-# emulator needs (``pieces``, ``lookup``, ``staged``); outside a fused kernel the first two are the plain operation
-# and the third is not called. A kernel compiled for the GPU may also run what PTX defines exactly as one inline
-# instruction (``ptx_on``, ``ptx``, ``trunc_to_int``).
-
-_FUSED: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_kernel", default=False)
-_STAGE: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_stage", default=None)
-_PTX: contextvars.ContextVar = contextvars.ContextVar("flashsim_fused_ptx", default=False)
+# emulator needs (``pieces``, ``lookup``, ``staged``); for a target that is not fused the first two are the plain
+# operation and the third is not called. A kernel compiled for the GPU may also run what PTX defines exactly as one
+# inline instruction (``ptx``, ``trunc_to_int``). Which form applies is the caller's ``Target``
+# (flashsim.numerics.target), passed explicitly.
 
 
-@contextlib.contextmanager
-def _switched_on(flag: contextvars.ContextVar, value=True):
-    """``flag`` set to ``value`` for the body (a trace-time switch: it decides which form a routine is traced in)."""
-    token = flag.set(value)
-    try:
-        yield
-    finally:
-        flag.reset(token)
-
-
-@contextlib.contextmanager
-def fused_kernel(stage=None, ptx: bool = False):
-    """Trace the body as a fused (Pallas / Triton) kernel: ``pieces`` splits instead of slicing, ``lookup`` loads
-    from a table in memory, and an mma chain reads its decoded operands back from memory one k at a time through
-    ``stage`` (the engine's function behind ``staged``). ``ptx``: the kernel is compiled for an NVIDIA GPU (not
-    run by Pallas's interpreter), so ``ptx_on()`` routines may use inline PTX."""
-    with _switched_on(_FUSED), _switched_on(_STAGE, stage), _switched_on(_PTX, ptx):
-        yield
-
-
-def in_fused_kernel() -> bool:
-    """True while a fused kernel's body is traced (``fused_kernel``)."""
-    return _FUSED.get()
-
-
-def staged(a_arrays, b_arrays):
+def staged(a_arrays, b_arrays, target: Target):
     """In a fused kernel, the operands of an mma chain written to the kernel's own memory, so that the chain can
     read column k of each (..., M, K) array of ``a_arrays`` and row k of each (..., K, N) array of ``b_arrays``
     for a traced k (Triton can index memory, not a value). Returns (read_a, read_b): functions of k giving the
     tuple of every array's (..., M, 1) column, and of every (..., 1, N) row. The engine supplies the memory
-    (``fused_kernel(stage=...)``)."""
-    stage = _STAGE.get()
-    if stage is None:
-        raise RuntimeError(
-            "an mma chain in a fused kernel needs the engine's staging memory: trace it under fused_kernel(stage=...)"
-        )
-    return stage(tuple(a_arrays), tuple(b_arrays))
+    (``Target.stage``)."""
+    if target.stage is None:
+        raise RuntimeError("an mma chain in a fused kernel needs the engine's staging memory (Target.stage)")
+    return target.stage(tuple(a_arrays), tuple(b_arrays))
 
 
 _PTX_REG = {np.dtype(np.float32): "f", np.dtype(np.float64): "d", np.dtype(np.int32): "r", np.dtype(np.int64): "l"}
 
 
-def ptx_on() -> bool:
-    """True while a fused kernel compiled for an NVIDIA GPU is traced (``fused_kernel(ptx=True)``): an operation
-    that PTX defines exactly (IEEE arithmetic with an explicit rounding, conversions) may then be one inline
-    instruction (``ptx``) instead of its portable emulation, which Pallas's lowering makes long."""
-    return _FUSED.get() and _PTX.get()
-
-
-def ptx(asm: str, dtype, *args):
+def ptx(asm: str, dtype, *args, target: Target):
     """One inline PTX instruction per element (``asm`` with $0 the result, $1... the operands) on arrays of float32,
-    float64, int32 or int64, broadcast together; the result has ``dtype``. Only inside ``ptx_on()``."""
-    if not ptx_on():
-        raise RuntimeError(f"inline PTX ({asm}) outside a fused kernel compiled for the GPU")
+    float64, int32 or int64, broadcast together; the result has ``dtype``. Only for a target with ``inline_ptx``."""
+    if not target.inline_ptx:
+        raise RuntimeError(f"inline PTX ({asm}) for a target that is not a fused kernel compiled for the GPU")
     import jax
     from jax.experimental.pallas import triton as pltriton
 
@@ -251,18 +207,18 @@ def ptx(asm: str, dtype, *args):
     return out
 
 
-def trunc_to_int(x, dtype):
+def trunc_to_int(x, dtype, target: Target = PLAIN):
     """Float ``x`` truncated toward zero to the integer ``dtype`` (int32 / int64), for finite values whose truncation
     fits; any other value gives an unspecified result that the caller must overwrite (numpy and XLA wrap or saturate
-    differently). Under ``ptx_on()`` one ``cvt.rzi`` instruction: Pallas's cast clamps every value to the integer
-    range first, two more instructions per emulated product (benchmarks/experiments/jax_staged/README.md)."""
+    differently). With ``target.inline_ptx`` one ``cvt.rzi`` instruction: Pallas's cast clamps every value to the
+    integer range first, two more instructions per emulated product (benchmarks/experiments/jax_staged/README.md)."""
     dtype = np.dtype(dtype)
-    if not ptx_on():
+    if not target.inline_ptx:
         return namespace(x).astype(x, dtype)
-    return ptx(f"cvt.rzi.s{dtype.itemsize * 8}.f{np.dtype(x.dtype).itemsize * 8} $0, $1;", dtype, x)
+    return ptx(f"cvt.rzi.s{dtype.itemsize * 8}.f{np.dtype(x.dtype).itemsize * 8} $0, $1;", dtype, x, target=target)
 
 
-def pieces(x, size: int, axis: int) -> list:
+def pieces(x, size: int, axis: int, target: Target = PLAIN) -> list:
     """``x`` cut into its consecutive slices of ``size`` along ``axis`` (the axis keeps its length ``size``): plain
     slices, or in a fused kernel ``split`` (Triton lowers a split into a power-of-two number of equal parts)."""
     n, r = divmod(x.shape[axis], size)
@@ -270,7 +226,7 @@ def pieces(x, size: int, axis: int) -> list:
         raise ValueError(f"axis {axis} of length {x.shape[axis]} is not a multiple of {size}")
     if n == 1:
         return [x]
-    if in_fused_kernel():
+    if target.fused:
         if n & (n - 1):
             raise ValueError(f"a fused kernel splits an axis only into a power-of-two number of parts, not {n}")
         import jax.numpy as jnp
@@ -281,36 +237,9 @@ def pieces(x, size: int, axis: int) -> list:
     return [x[lead + (slice(i * size, (i + 1) * size),)] for i in range(n)]
 
 
-def lookup(table, index):
+def lookup(table, index, target: Target = PLAIN):
     """``table[index]`` for a 1-D table and an integer array ``index`` of any shape: ``take``, or in a fused kernel
     a load from the table's Pallas reference (the tables stay in device memory)."""
-    if in_fused_kernel():
+    if target.fused:
         return table[index]
     return namespace(table, index).take(table, index)
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# backends whose float32 <-> float64 conversions are IEEE's (XLA on an NVIDIA GPU: no flush to zero)
-
-_IEEE_CVT: contextvars.ContextVar = contextvars.ContextVar("flashsim_ieee_conversions", default=False)
-
-
-def ieee_conversions(on: bool = True):
-    """Trace the body (where ``on``) for a backend whose float32 -> float64 widening is exact and float64 -> float32
-    narrowing rounds to nearest even with gradual underflow (XLA on NVIDIA GPUs; not XLA's CPU, which flushes
-    subnormals): flashsim.numerics.ieee32's generic operations then convert natively instead of through integer
-    operations (division excepted: see ieee32._div_generic). tests/test_numerics_engines.py holds the two forms equal
-    bit for bit on the GPU. Every narrowed value must pass through its bits before it is widened again: XLA's GPU
-    compiler may drop a convert(convert(x)) pair (excess precision; benchmarks/experiments/jax_ieee_cvt/README.md)."""
-    return _switched_on(_IEEE_CVT, bool(on))
-
-
-def native_conversions(devices) -> bool:
-    """Whether a JAX program for ``devices`` is traced under ``ieee_conversions``: every device a GPU, unless
-    $FLASHSIM_JAX_IEEE_CVT=0 asks for the integer forms (A/B measurements; the same bits)."""
-    return all(dev.platform == "gpu" for dev in devices) and os.environ.get("FLASHSIM_JAX_IEEE_CVT", "1") != "0"
-
-
-def ieee_conversions_on() -> bool:
-    """True inside ``ieee_conversions``."""
-    return _IEEE_CVT.get()

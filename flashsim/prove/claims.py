@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import layout
 from ..arch import get_arch
 from ..config import KernelConfig, seed_config
 from ..resources import symbols
@@ -103,7 +104,6 @@ def claim1(proofs) -> Claim:
 
 def claim2() -> Claim:
     stmt = "WMMA cannot rescale the accumulator in registers; raw mma.sync exposes the register-to-row map"
-    from .. import layout
 
     lines, ok = [], True
     for name, fmap in (("f32 C/D", layout.C_F32), ("f16x2 C/D", layout.C_F16)):

@@ -13,6 +13,7 @@ from ..config import KernelConfig
 from .occupancy import Occupancy, occupancy, occupancy_expressions
 from .registers import RegisterCount
 from .registers import registers as count_registers
+from .report import table
 
 KB = 1024
 
@@ -79,7 +80,6 @@ class Budget:
         return symbols.evaluate(symbols.fragment_register_expressions(), self.config)
 
     def table(self) -> str:
-        from .report import table
 
         return table(self)
 

@@ -94,8 +94,8 @@ def compile_kernel(config: KernelConfig, arch: str, expected_smem: int | None = 
     source = kernel_source()
     defines = build_defines(config, expected_smem)
     try:
+        from ..errors import CompileError
         from ..gpu.build import compile_cuda
-        from ..gpu.errors import CompileError
     except ImportError as e:
         raise _unavailable(e) from None
     try:

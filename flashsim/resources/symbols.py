@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ..config import F16_BYTES, MMA_M, KernelConfig, smem_buffers
+from ..config import KernelConfig, smem_buffers
+from ..constants import F16_BYTES, MMA_M
 
 # The configuration as symbols: warps (w), m16 tiles per warp (m_t), KV tile Bc, head dim d, ring stages,
 # element bytes (of the inputs; of Q and K in shared memory: e_qk, 1 with INT8; of V there: e_v, 1 with FP8 P@V).

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, ".")
+from flashsim import gpu
 from flashsim.commands.bench import cuda_time
 from flashsim.config import KernelConfig
 from flashsim.gpu import launch
@@ -27,7 +28,7 @@ for name, defs in (
 ):
     launch.build_kernel = (lambda c, a, d=defs: plain(c, a, source=src, extra_defines=d)) if defs else plain
     launch.clear_caches()
-    go, (do, dl), prob = launch.prepared_launch(q, k, v, config=cfg)
+    go, (do, dl), prob = gpu.prepared_launch(q, k, v, config=cfg)
     go(sync=True)
     o = do.cpu().numpy().copy()  # torch inputs: torch outputs
     ms = cuda_time(lambda: go(sync=False), 5, 3)[0]  # device ms per call

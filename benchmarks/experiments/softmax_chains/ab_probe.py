@@ -48,6 +48,7 @@ def main(argv=None):
     import numpy as np
     import torch
 
+    from flashsim import gpu
     from flashsim.commands.bench import cuda_time_alternating, kernel_alone
     from flashsim.commands.verify import emulator_outputs, gpu_outputs, make_case_inputs
     from flashsim.config import KernelConfig
@@ -99,7 +100,7 @@ def main(argv=None):
         gos = {}
         for name in sources:
             use(name)
-            gos[name] = kernel_alone(launch.prepared_launch(q, k, v, config=cfg)[0], quant != "none")
+            gos[name] = kernel_alone(gpu.prepared_launch(q, k, v, config=cfg)[0], quant != "none")
         med = {name: t[0] for name, t in cuda_time_alternating(gos, REPS, args.rounds).items()}
         base = med[next(iter(sources))]
         row = dict(

@@ -22,6 +22,8 @@ import numpy as np
 
 from ... import provenance
 from ...layout import silicon
+from .. import runtime as rt
+from ..build import compile_file
 
 KERNEL = "capture/layout.cu"
 PROVENANCE_NAME = "layout_capture"  # flashsim.provenance: this kernel's define set and fingerprint
@@ -31,8 +33,6 @@ class GpuDevice:
     """kernel/capture/layout.cu on the current GPU."""
 
     def __init__(self):
-        from .. import runtime as rt
-        from ..build import compile_file
 
         self.rt = rt
         dev = rt.require_gpu()

@@ -56,7 +56,11 @@ import ml_dtypes
 import numpy as np
 
 from ... import provenance
+from ...layout import a_tile, b_tile, pack16
 from ...numerics.formats import BF16, F16, F32, Format
+from ...numerics.tensorcore import mma
+from .. import runtime as rt
+from ..build import compile_file
 
 GENERATOR_VERSION = 2  # new captures; every version in SUPPORTED_VERSIONS still loads
 SUPPORTED_VERSIONS = (1, 2)
@@ -626,8 +630,6 @@ def run_fake(t: MmaType, a, b, c, arch="sm_90", corrupt: int = 0):
     """Host stand-in for the GPU: gathers every lane's fragments with the kernel's formulas, rebuilds the tiles
     with flashsim.layout (a second source of the maps), runs flashsim.mma, scatters D with the formulas.
     ``corrupt`` flips the low bit of that many outputs (to exercise the mismatch report)."""
-    from ...layout import a_tile, b_tile, pack16
-    from ...numerics.tensorcore import mma
 
     (ar, ac), (br, bc), (cr, cc) = lane_fragment_maps()
     ra = pack16(a[:, ar, ac].view(np.uint16))  # (n, 32, 4) registers
@@ -651,8 +653,6 @@ class CaptureRunner:
     to an extern "C" kernel name. Shared by the m16n8k16 and m16n8k32 capture tools."""
 
     def __init__(self, kernel_file: str, provenance_name: str, names: dict):
-        from .. import runtime as rt
-        from ..build import compile_file
 
         self.rt = rt
         rt.require_gpu()
@@ -769,7 +769,6 @@ def load_capture(path) -> dict:
 
 def compare(t: MmaType, res: dict, arch: str) -> dict:
     """Mismatching output elements of flashsim.mma against the captured D, per category."""
-    from ...numerics.tensorcore import mma
 
     model = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch=arch).view(
         t.fc.uint

@@ -35,6 +35,7 @@ import numpy as np
 
 from ... import provenance
 from ...arch import get_arch
+from ...layout import A8, B8, C_F32, pack8
 from ...numerics.tensorcore import E4M3, E5M2, mma_k32
 from .mma import CaptureRunner
 
@@ -166,14 +167,12 @@ REGISTER_KERNEL = "mma_k32_regs_s32_s8_s8_s32"
 def layout_registers(a, b, c):
     """(RA (n,32,4), RB (n,32,2), RC (n,32,4)) uint32: int8 tiles a (n,16,32), b (n,32,8) and the int32 c (n,16,8)
     packed into fragment registers by flashsim.layout's maps (A8, B8, C_F32)."""
-    from ...layout import A8, B8, C_F32, pack8
 
     return pack8(A8.gather(a)), pack8(B8.gather(b)), C_F32.gather(c.view(np.uint32))
 
 
 def registers_to_tile(rd):
     """D registers (n,32,4) -> the (n,16,8) tile by flashsim.layout's C map."""
-    from ...layout import C_F32
 
     return C_F32.scatter(rd)
 

@@ -32,6 +32,8 @@ import numpy as np
 from ... import calibration, provenance
 from ...numerics import sfu
 from ...numerics.sfu import MASK, TABLE_SIZE, Ex2Model, RcpModel
+from .. import runtime as rt
+from ..build import compile_file
 
 MISMATCH_CAP = 50_000  # recorded mismatching triples per function
 SAMPLE_EX2 = 1 << 18  # GPU (input, output) pairs kept for the CPU test
@@ -227,19 +229,11 @@ class GpuDevice:
     BLOCK = 256
 
     def __init__(self):
-        from .. import runtime as rt
-        from ..build import compile_cuda, kernel_path
-
         self.rt = rt
         dev = rt.require_gpu()
         self.arch = rt.current_arch()
         self.name = str(getattr(dev, "name", "GPU"))
-        build = compile_cuda(
-            kernel_path(KERNEL).read_text(),
-            arch=self.arch,
-            name=KERNEL,
-            defines=provenance.build_defines(PROVENANCE_NAME),
-        )
+        build = compile_file(KERNEL, arch=self.arch, defines=provenance.build_defines(PROVENANCE_NAME))
         self.k = {
             name: rt.load(build, name)
             for name in ("ex2_hw_apply", "rcp_hw_apply", "ex2_model_apply", "rcp_model_apply", "ex2_sweep", "rcp_sweep")

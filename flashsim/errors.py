@@ -1,4 +1,5 @@
-"""Errors of the GPU side: one family, so callers can catch GPU trouble apart from bad input.
+"""The errors of the GPU side and of configurations: one family, so callers can catch GPU trouble apart from bad
+input. A neutral module: the argument checks (flashsim.problem) raise UnsupportedConfig too.
 
 GPUError: no usable GPU / driver / cuda-python, or a CUDA call failed (the message names the call or kernel).
 CompileError: NVRTC rejected a source; ``.log`` holds the full compiler log.

@@ -1,0 +1,113 @@
+"""flashsim.gpu.attention: kernel/flash_fwd.cu on the GPU, the same contract as flashsim.attention, at the kernel's
+speed; the call dispatches to the front-end of its inputs' library.
+
+``attention(q, k, v, ...)`` returns what it is given:
+
+* torch tensors -> torch tensors, through the custom op ``torch.ops.flashsim.attention`` (flashsim.gpu.torch_op,
+  registered on the first call with a torch tensor; ``import flashsim.gpu.torch_op`` registers it up front). CUDA
+  tensors: the launch goes on torch's current stream (or ``stream=``), the outputs come from torch's caching
+  allocator, and nothing waits for the GPU, so the call works under torch.compile(fullgraph=True) and inside
+  torch.cuda.graph capture. CPU tensors are copied through the GPU synchronously.
+* cupy arrays -> cupy arrays: cupy's current stream (or ``stream=``), outputs from cupy's memory pool, no wait.
+* numpy arrays -> numpy arrays (copied to the GPU and back; synchronous). Other GPU arrays with DLPack (and
+  flashsim.gpu.runtime.DeviceArray) -> DeviceArray outputs (synchronous).
+
+Caching. Everything a launch needs for one Problem is built once (flashsim.gpu.launch). The torch and cupy paths
+look the Problem up by a
+key of what the checks depend on (shapes, dtypes, devices, contiguity, options), so a repeated call does a key
+lookup, an alignment test of the three data pointers, two output allocations and the launch. The first call for
+a key validates everything and raises ValueError naming the argument before anything is launched.
+
+CUDA graphs. Capture is legal once the shape has been called before outside capture (the cache then holds the
+loaded kernel; a first call inside a capture raises GPUError instead of loading a module mid-capture).
+
+Safety. GPU inputs must be C-contiguous and 16-byte aligned (the kernel reads them with 16-byte cp.async; a
+misaligned address would fault and poison the CUDA context), all on the device flashsim.gpu.runtime uses; ``arch``
+must name that device's architecture; ``causal``, ``pv_accum`` and ``config.head_dim`` must agree with ``config``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..overflow import check_mode
+from ..problem import resolve_options
+from . import cupy_api, host
+
+
+def attention(
+    q,
+    k,
+    v,
+    *,
+    causal=None,
+    softmax_scale=None,
+    pv_accum=None,
+    window_size=None,
+    softcap=None,
+    layout=None,
+    quant=None,
+    arch=None,
+    config=None,
+    stream=None,
+    check_overflow=True,
+):
+    """Run the real kernel: (o, lse) with o shaped like q, of q's dtype, and lse float32 (B, Hq, Nq), natural log.
+
+    The same inputs and options as flashsim.attention (q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), or (B, N, H, d)
+    with layout="bnhd"; float16 or bfloat16; causal, window_size, softcap, quant, pv_accum, softmax_scale, config,
+    checked
+    by flashsim.problem.resolve_options and prepare). arch: must name the GPU's architecture (default: it). stream:
+    where the launch goes (a torch or
+    cupy stream, a cuda.core Stream, a raw handle or any __cuda_stream__ object; default: torch's or cupy's
+    current stream for their arrays, flashsim.gpu.runtime's stream otherwise); the inputs must be ready on it.
+    Output types follow the inputs (module docstring): torch and cupy calls return without waiting for the GPU.
+    With an f16 P@V mma (pv_accum "f16" / "f16x2") a row whose f16 accumulator overflowed raises
+    FloatingPointError naming it (flashsim.overflow): that check waits for the GPU; check_overflow=False skips it
+    (no host synchronisation, the kernel's inf / NaN is returned; needed under torch.compile and CUDA graphs);
+    check_overflow="deferred" returns (o, lse, check): the flag is written by the kernel and ``check()`` reads it
+    when the caller chooses (it waits for the kernel then, and raises the same error).
+    """
+    check_overflow = check_mode(check_overflow)
+    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+    torch = sys.modules.get("torch")  # never imported here: a torch tensor implies it already is
+    if torch is not None and isinstance(q, torch.Tensor):
+        from . import torch_op  # registers the op (cached in sys.modules after the first call)
+
+        return torch_op.attention(q, k, v, opts, arch=arch, stream=stream, check_overflow=check_overflow)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(q, cupy.ndarray):
+        return cupy_api.attention(cupy, q, k, v, opts, arch, stream, check_overflow)
+    return host.attention(q, k, v, opts, arch=arch, stream=stream, check_overflow=check_overflow)
+
+
+def prepared_launch(
+    q,
+    k,
+    v,
+    *,
+    causal=None,
+    softmax_scale=None,
+    pv_accum=None,
+    window_size=None,
+    softcap=None,
+    layout=None,
+    quant=None,
+    config=None,
+    stream=None,
+    arch=None,
+):
+    """(launch, (o, lse), Problem): inputs checked and on the device, outputs allocated (torch / cupy / DeviceArray
+    like ``attention``), the launch cached, so that ``launch(sync=True)`` does no host work but the launch (and
+    the wait, with sync=True). The stream is fixed now: ``stream=``, else torch's / cupy's current stream for
+    their arrays, else flashsim.gpu.runtime's stream. ``flashsim bench kernel`` times ``launch(sync=False)``."""
+    opts = resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+    torch = sys.modules.get("torch")  # never imported here: a torch tensor implies it already is
+    if torch is not None and isinstance(q, torch.Tensor):
+        from . import torch_op  # registers the op
+
+        return torch_op.prepared_launch(q, k, v, opts, arch=arch, stream=stream)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(q, cupy.ndarray):
+        return cupy_api.prepared(cupy, q, k, v, opts, arch, stream)
+    return host.prepared(q, k, v, opts, arch, stream)

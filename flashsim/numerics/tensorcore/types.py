@@ -1,0 +1,53 @@
+"""The operand types of the mma.sync instructions flashsim models, and their PTX type strings."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+F16 = np.dtype(np.float16)
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+
+# (input dtype, accumulator dtype) -> PTX type string d.a.b.c
+MMA_TYPES = {
+    (F16, F32): "f32.f16.f16.f32",
+    (F16, F16): "f16.f16.f16.f16",
+    (BF16, F32): "f32.bf16.bf16.f32",
+}
+
+ZERO_F16 = -64  # exponent of a zero f16 input (int8): ea + eb of a zero product <= -48 < -28
+ZERO_BF16 = -1000  # exponent of a zero bf16 input (int16): ea + eb of a zero product <= -872 < -252
+
+
+def mma_type(a_dtype, c_dtype) -> str:
+    """PTX type string ("f32.f16.f16.f32", ...) for input dtype ``a_dtype`` and accumulator ``c_dtype``."""
+    key = (np.dtype(a_dtype), np.dtype(c_dtype))
+    if key not in MMA_TYPES:
+        raise ValueError(
+            f"no mma.sync m16n8k16 for inputs {key[0]} with accumulator {key[1]}; "
+            f"supported: {', '.join(MMA_TYPES.values())}"
+        )
+    return MMA_TYPES[key]
+
+
+E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
+E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+S8, S32 = np.dtype(np.int8), np.dtype(np.int32)
+FP8_FIELDS = {E4M3: (4, 3, 7), E5M2: (5, 2, 15)}  # exponent bits, fraction bits, bias
+ZERO_FP8 = -64  # exponent of a zero FP8 input (int8): ea + eb of a zero product <= -64 + 15 < -28
+K32_NAMES = {E4M3: "e4m3", E5M2: "e5m2", F32: "f32", F16: "f16"}
+
+
+def k32_type(a_dtype, b_dtype, c_dtype) -> str:
+    """PTX type string of mma.sync.m16n8k32 for these operand dtypes ("s32.s8.s8.s32", "f32.e4m3.e5m2.f32", ...)."""
+    a, b, c = (np.dtype(x) for x in (a_dtype, b_dtype, c_dtype))
+    if a == S8 and b == S8 and c == S32:
+        return "s32.s8.s8.s32"
+    if a in FP8_FIELDS and b in FP8_FIELDS and c in (F32, F16):
+        return f"{K32_NAMES[c]}.{K32_NAMES[a]}.{K32_NAMES[b]}.{K32_NAMES[c]}"
+    raise ValueError(
+        f"no mma.sync m16n8k32 for a {a}, b {b}, c {c}: int8 x int8 + int32, or float8_e4m3fn / "
+        "float8_e5m2 (mixed allowed) + float32 / float16"
+    )
