@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import flashsim
 from flashsim import provenance
+from flashsim.gpu import launch
 from flashsim.gpu.build import cuda_include_dirs, kernel_dir, kernel_path
 from flashsim.ptx.errors import PTXSyntaxError, UnknownKernel
 from flashsim.ptx.ir import (
@@ -586,6 +587,8 @@ ERRORS = [
     (_HEAD + ".global .u32 a = 1.5;\n", 4, 18, "floating-point literal initialising a .u32"),
     (_HEAD + ".global .u64 a = b;\n.global .u32 b;\n", 4, 18, "not declared before it"),
     (_HEAD + ".global .f16 a = 0x3c00;\n", 4, 17, "no initial value is allowed for .f16"),
+    (_HEAD + ".global .u32 a[2] = {};\n", 4, 22, "empty initialiser list"),
+    (_HEAD + ".global .u32 a[2] = {1,};\n", 4, 24, "empty initialiser element"),
     (_HEAD + ".global .u32 a;\n.global .u32 a;\n", 5, 1, "declared twice at module scope"),
     (_HEAD + ".shared .u32 a = 1;\n", 4, 17, "cannot be initialised"),
     (_HEAD + ".global .u8 a[2] = {0xFF(x), 0xFF00(x)};\n", 4, 21, "not declared before it"),
@@ -754,8 +757,6 @@ def nvrtc_ptx(source: str, arch: str, defines: dict, name: str, lineinfo: bool =
 
 def flash_fwd_ptx(config, arch, lineinfo=False) -> str:
     """The PTX of the kernel flashsim.gpu.launch.build_kernel(config, arch) compiles: the same source and defines."""
-    from flashsim.gpu import launch
-
     return nvrtc_ptx(
         kernel_path(launch.KERNEL_FILE).read_text(), arch, launch.build_defines(config), launch.KERNEL_FILE, lineinfo
     )
@@ -788,6 +789,9 @@ def test_flash_fwd_ptx(label, flash_default_sm90):
     assert counts["mma"] > 0 and counts["ldmatrix"] > 0
     fn = find_kernel(m, "flash_fwd")
     assert fn.directive(".maxntid").args[0] == config.warps * 32
+    # the cubin build_kernel makes from the same source and defines has exactly these kernels
+    build = launch.build_kernel(config, arch)
+    assert sorted(e.mangled for e in build.entry_points.values()) == m.entries()
     assert m.vars["smem"].count is None and m.vars["smem"].linkage == ".extern"  # dynamic shared memory
     # NVRTC's inline-asm blocks (indented, unlike the body's own brace) that declare registers: renamed apart
     if re.search(r"\n[ \t]+\{\s*\.reg", text):

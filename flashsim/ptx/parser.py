@@ -613,8 +613,10 @@ class _ModuleParser:
                     self._raise("empty initialiser element", at)
                 expect_item = True
             elif t["close"] is not None:
-                if len(stack) == 1 or expect_item and stack[-1]:
-                    self._raise("unbalanced '}' or empty element in initialiser", at)
+                if len(stack) == 1:
+                    self._raise("unbalanced '}' in initialiser", at)
+                if expect_item:
+                    self._raise("empty initialiser element" if stack[-1] else "empty initialiser list", at)
                 done = stack.pop()
                 stack[-1].append(done)
                 expect_item = False
@@ -1366,10 +1368,7 @@ class _ModuleParser:
         if m["abs"] is not None:
             return Addr(None, self._imm(m["abs"], m.start("abs")).value, unified)
         offset = 0 if m["off"] is None else self._imm(m["off"], m.start("off")).value
-        base = self._value(m["base"], m["comp"], m.start("base"))
-        if isinstance(base, Sym) and base.offset:
-            base = Sym(base.name)
-        return Addr(base, offset, unified)
+        return Addr(self._value(m["base"], m["comp"], m.start("base")), offset, unified)
 
     def _address_tuple(self, start: int, end: int) -> AddrTuple:
         items = []
