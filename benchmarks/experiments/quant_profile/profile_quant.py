@@ -2,7 +2,7 @@ r"""GPU: one launch of flash_fwd per variant at 4 x 16 x 4096 x 128 (non-causal)
 that the pipes each variant keeps busy can be compared (why INT8 / FP8 attention is not 1.6x the f16 kernel here):
 
     ncu --clock-control none --kernel-name flash_fwd \
-        --metrics "$METRICS" python3 tools/profile_quant.py
+        --metrics "$METRICS" python3 benchmarks/experiments/quant_profile/profile_quant.py
 
 with METRICS='regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active$,'\
 'regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active$,'\
