@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python3 benchmarks/block_cost.py [--json out.json] [--rounds 7]
 
-Why: issue 14 asks 16,16,1024,128 at 0.9x the N = 4096 rate and causal at 0.9x the non-causal rate per FLOP; both
+Why: short launches (16,16,1024,128) run below the N = 4096 rate and causal below the non-causal rate per FLOP; both
 lose to work that does not scale with a block's KV tiles (Q's load, the pipeline's first tiles, the epilogue, the
 wave tail) or to what a causal tile adds (the mask, blocks of unequal length).
 

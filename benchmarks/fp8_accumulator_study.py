@@ -1,4 +1,4 @@
-"""How much accuracy each GPU's FP8 tensor-core accumulator costs in P@V (issue 12's question), from flashsim.mma:
+"""How much accuracy each GPU's FP8 tensor-core accumulator costs in P@V, from flashsim.mma:
 
     python benchmarks/fp8_accumulator_study.py --json benchmarks/logs/DATE/fp8_accumulator_study.json
 

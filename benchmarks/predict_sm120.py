@@ -2,12 +2,12 @@
 
     python benchmarks/predict_sm120.py benchmarks/logs/2026-11-30g/bench_quant.json
 
-The model (issue 14's, benchmarks/RESULTS.md): the time of a KV tile is its tensor-core time plus the non-tensor
+The model: the time of a KV tile is its tensor-core time plus the non-tensor
 time that does not overlap it (FP32, SFU, shuffles, ldmatrix, conversions), the latter the same number of clocks per
 SM on both GPUs (4 sub-partitions, 128 FP32 lanes, 16 SFU lanes per SM on sm_90 and sm_120). Half the flops are
 Q K^T, half P V, each at its instruction's rate. From a measured H200 rate R and the H200's ceiling C for the same
 mix, the non-overlapped time is (C / R - 1) times the tensor time; on the 5090 the tensor time of the same tile is
-scaled by the per-SM, per-clock rates, the rest is kept. Cross-check (RESULTS, issue 14): the model puts FA2 at 85%
+scaled by the per-SM, per-clock rates, the rest is kept. Cross-check (benchmarks/RESULTS.md): the model puts FA2 at 85%
 of the 5090's f32 ceiling where FA2 measures 91%, so it is about 7% pessimistic.
 
 Inputs: the H200 ceilings and kernel rates of benchmarks/bench_quant.py's JSON (same run; an FP8 ceiling is

@@ -198,7 +198,7 @@ class KernelConfig:
     def ring_mbarrier(self) -> bool:
         """The K / V ring is synchronised by mbarriers (a warp waits only for the tile it reads, and each slot is
         refilled once every thread is done with it) instead of cp.async groups and a block barrier per tile. Measured
-        on the H200 against the block barrier (benchmarks/RESULTS.md, seventh round): 1.06x f16 P@V, 1.02-1.03x f32,
+        on the H200 against the block barrier (benchmarks/experiments/mbarrier_ring/): 1.06x f16 P@V, 1.02-1.03x f32,
         1.01x f16x2, 1.10x at d=64 with f16, and 0.94-0.98x with INT8 Q K^T, so every build but the quantized ones."""
         return self.quant == "none"
 

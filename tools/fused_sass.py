@@ -1,4 +1,4 @@
-"""The fused Pallas kernel's SASS without a GPU: registers, loops and where each instruction comes from (issue 10).
+"""The fused Pallas kernel's SASS without a GPU: registers, loops and where each instruction comes from.
 
 Usage (CPU machine, repo root; a second Python with `pip install triton==3.9.0` (about 290 MB), kept apart because
 its MLIR and jaxlib's must not share a process):

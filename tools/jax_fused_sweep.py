@@ -1,15 +1,15 @@
 """GPU: the JAX engine's fused Pallas kernel (flashsim.emulator.engine_pallas) at several program shapes, beside the
-real kernel and the scan engine, on the same input (issue 10).
+real kernel and the scan engine, on the same input.
 
 Usage (GPU machine with jax[cuda] and cuda-python, repo root):
     PYTHONPATH=. python3 tools/jax_fused_sweep.py [--n 16384] [--d 128] [--shapes 16x4 32x4 ...] [--scan]
         [--small 1024] [--emu-reps 3] [--json FILE]
 
 For each program shape ROWSxWARPS (query rows per program, Triton warps; a trailing "p", as in 16x8p, turns on
-engine_pallas.PTX, the inline PTX shims): flashsim.attention(backend="jax") (the first call, Triton's compilation
+the inline PTX form): flashsim.attention(backend="jax") (the first call, Triton's compilation
 included; then the median of ``--emu-reps`` compiled calls), wall clock with host arrays in and out, and every bit
 of O and LSE against the kernel's. ``--small N`` runs each shape first at N (compile time and bits on a short
-problem); ``--scan`` times the scan engine too (FLASHSIM_JAX_FUSED=0). Exit status 0 when every run agrees with the
+problem); ``--scan`` times the scan engine too (EngineOptions(jax_fused=False)). Exit status 0 when every run agrees with the
 kernel in every bit, 1 when some bits differ, 2 when a run failed.
 """
 

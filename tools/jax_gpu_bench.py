@@ -1,4 +1,4 @@
-"""GPU: the JAX backend of the emulator on the GPU beside the real kernel, on the same input (issue 7).
+"""GPU: the JAX backend of the emulator on the GPU beside the real kernel, on the same input.
 
 Usage (GPU machine with jax[cuda] and cuda-python, repo root):
     PYTHONPATH=. python3 tools/jax_gpu_bench.py [--n 16384] [--d 128] [--reps 20] [--json FILE] [--skip-check]

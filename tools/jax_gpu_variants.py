@@ -1,4 +1,4 @@
-"""GPU: where the JAX engine's time goes, and which loop structure pays (issue 10's JAX-on-H200 target).
+"""GPU: where the JAX engine's time goes, and which loop structure pays.
 
     PYTHONPATH=. python3 tools/jax_gpu_variants.py [--n 16384] [--json FILE]
 

@@ -1,4 +1,4 @@
-r"""GPU: where flash_fwd's warps stall, instruction by instruction (Nsight Compute's PC sampling), for issue 14.
+r"""GPU: where flash_fwd's warps stall, instruction by instruction (Nsight Compute's PC sampling).
 
     ncu --clock-control none --kernel-name flash_fwd --section SourceCounters --section WarpStateStats \
         -o stalls python3 tools/stall_profile.py

@@ -1,10 +1,10 @@
 """The JAX engine's fused path on a GPU: one Pallas kernel (Triton) runs every query block's whole KV loop.
 
 Why it exists: the scan engine (engine_jax) runs each KV step as several XLA fusions plus the scan's gathers and
-scatters of the state; issue 10 asks for a fused kernel to reach 200x the CUDA kernel's time. Here the state (m, l,
-O) stays in registers across the KV loop and the operands are read once per tile.
+scatters of the state. Here the state (m, l, O) stays in registers across the KV loop and the operands are read
+once per tile.
 
-Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/RESULTS.md, fourteenth round): bit-equal to the kernel in
+Measured (H200, N = 16384, d = 128, f32 P@V; benchmarks/experiments/jax_ptx/): bit-equal to the kernel in
 every bit of O and LSE, 0.074 s end to end (149x the kernel's 0.500 ms; the kernel itself 67 ms) against the scan
 engine's 0.276 s, after 6 s of Triton compilation. engine_jax.fused_choice takes it by default on one GPU
 (``EngineOptions.jax_fused=False``: the scan).
@@ -13,8 +13,8 @@ The arithmetic is kernel_program's, unchanged: the body calls ``scores``, ``prob
 traced for a fused Target (flashsim.numerics.target), where the three things Triton cannot do with a value (slice
 it, gather from it, index it by a loop counter) take the forms it can: ``pieces`` splits, ``lookup`` loads the SFU
 tables kept in device memory, and an mma chain writes its decoded operands into this program's scratch blocks and
-reads them back one column of A / row of B per k (``xp.staged``, supplied here by ``_staging``; the twelfth round's
-broadcast over k took 2.7x the instructions). With ``Layout.inline_ptx`` (the default; EngineOptions'
+reads them back one column of A / row of B per k (``xp.staged``, supplied here by ``_staging``; a broadcast over k
+took 2.7x the instructions: benchmarks/experiments/jax_staged/). With ``Layout.inline_ptx`` (the default; EngineOptions'
 pallas_inline_ptx) the compiled kernel runs what PTX defines exactly as single inline instructions (ieee32's f32
 arithmetic, the chains' casts and f32 rounding) and stages each f16 element as one int64 word (``_packed``): 27.6
 -> 14.0 thread instructions per emulated product in its static SASS (tools/fused_sass.py), 1.6x faster on the H200

@@ -1,4 +1,4 @@
-"""Capture mma.sync.m16n8k32 with 8-bit inputs on the GPU at hand, for the quantized-attention work (issue 12):
+"""Capture mma.sync.m16n8k32 with 8-bit inputs on the GPU at hand (quantized attention's tensor cores):
 ``python3 -m flashsim.gpu.capture.mma_k32 --out DIR`` writes DIR/mma_k32_<arch>.npz (with the build's provenance).
 
 Types: s32.s8.s8.s32; f32.e4m3.e4m3.f32, f32.e5m2.e5m2.f32, f32.e4m3.e5m2.f32 (mixed), f16.e4m3.e4m3.f16,

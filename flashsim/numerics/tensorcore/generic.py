@@ -179,7 +179,7 @@ def _over_k(xp, term, how: str, a, b, *per_output):
     Structure only (the arithmetic is ``term``'s, and max and the integer sum are order-free): one (..., M, N) term
     per k, which XLA fuses into one loop over the outputs and a fused Triton kernel computes in registers from the
     columns and rows it loads (a broadcast over k cost it 2.7 times the instructions per emulated product:
-    benchmarks/RESULTS.md, thirteenth round)."""
+    benchmarks/experiments/jax_staged/)."""
     out = None
     for a_k, b_k in zip(a, b):
         t = term(a_k, b_k, *per_output)
