@@ -9,8 +9,8 @@ For each program shape ROWSxWARPS (query rows per program, Triton warps; a trail
 the inline PTX form): flashsim.attention(backend="jax") (the first call, Triton's compilation
 included; then the median of ``--emu-reps`` compiled calls), wall clock with host arrays in and out, and every bit
 of O and LSE against the kernel's. ``--small N`` runs each shape first at N (compile time and bits on a short
-problem); ``--scan`` times the scan engine too (EngineOptions(jax_fused=False)). Exit status 0 when every run agrees with the
-kernel in every bit, 1 when some bits differ, 2 when a run failed.
+problem); ``--scan`` times the scan engine too (EngineOptions(jax_fused=False)). Exit status 0 when every run agrees
+with the kernel in every bit, 1 when some bits differ, 2 when a run failed.
 """
 
 from __future__ import annotations
