@@ -87,6 +87,7 @@ def test_fragment_formulas_of_the_kernel_match_flashsim_layout():
         assert formula in text
 
 
+@pytest.mark.nvrtc
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80", "sm_120"])
 def test_capture_kernels_compile(arch):
     from flashsim.gpu.build import compile_file
