@@ -1,16 +1,44 @@
-"""Which kernel source and which defines produced a GPU capture, so that stored captures cannot silently drift.
+"""Which build produced a GPU capture, so that stored captures cannot silently drift from the kernel.
 
-Every capture writer (``flashsim verify --save-cases`` and the tools in flashsim/gpu/capture/) stores the
-fingerprint of the build it ran, and tests/test_drift.py recomputes it from the current sources: a capture whose
-kernel source (or any file it includes from kernel/) or whose define set has changed since is stale.
+Two records per capture, one for what ran and one for what the GPU executes:
+
+- The source record (``fingerprint``): sha256 of the kernel source and of every file it includes from kernel/, and
+  the complete define set of the build. Every capture writer (``flashsim verify --save-cases`` and the tools in
+  flashsim/gpu/capture/) stores it on the GPU machine: it says exactly which sources ran.
+- The compiled record (``compiled_fingerprint``): sha256 of the PTX that NVRTC emits for the build, with the same
+  program name, defines and options as the GPU runner, for the capture's architecture, its comment lines removed.
+  tools/stamp_captures.py adds it to a capture on the development machine after checking that the capture's source
+  record equals the working tree's (tools/collect_device_round.sh calls it), and tests/test_drift.py recomputes it.
+  A capture whose compiled record differs from today's build is stale; a capture whose sources merely differ in
+  comments or whitespace is not.
+
+Why the PTX and not the source text: a comment or a blank line in kernel/ changes every source hash and forced a
+GPU re-capture of every file (and one more copy of ~27 MB of captures in the history each time), although the GPU
+runs the very same code. The PTX is what the kernel means for one configuration: comments and whitespace do not
+reach it (the kernel uses no __LINE__ or assert, and builds carry no line information), nor does the folder the
+source lies in; a changed constant or a changed define does. Why not the SASS: ptxas's output is a function of the
+PTX and of the ptxas version, so the PTX already decides it, and NVRTC's front end alone is fast (``arch`` sm_XY
+is compiled for the virtual compute_XY: the same PTX text, without running ptxas).
+The comment lines go because they carry the compiler's version and build id (``// Cuda compilation tools ...``)
+and NVRTC's inline-asm markers, none of which the GPU executes.
+
+What the PTX depends on besides the build: NVRTC's version (and the CUDA headers it bundles) and the program name
+(internal symbols are named after it; the name is the runner's, ``PROGRAM_NAMES``). So every compiled record names
+the NVRTC version it was made with, read from NVRTC's own output; CI pins that version (.ci/constraints.txt), and
+a check under another version is not decidable (tests/test_drift.py then fails, naming both versions).
 
 The define set of every build lives here, once: ``build_defines(kernel, config)`` is what the NVRTC builds pass
-(flashsim.gpu.attention, flashsim.gpu.capture.*) and what the fingerprint hashes. Nothing here compiles or needs
-cuda-python: the fingerprint is a function of file bytes and integers.
+(flashsim.gpu.attention, flashsim.gpu.capture.*), what the source record hashes and what the PTX is compiled with.
+The source record needs nothing but file bytes and integers (no cuda-python); the compiled one needs NVRTC
+(cuda-bindings and nvidia-cuda-nvrtc, the gpu extra), imported only when it is computed.
 
     fingerprint("flash_fwd", config)   -> {"kernel": "kernel/flash_fwd.cu", "files": {...}, "source_sha256": ...,
                                             "defines": {...}, "config": {...}, "fingerprint": ...}
     source_fingerprint(kernel, defines) -> the same without "config", for an explicit define dict
+    compiled_fingerprint("flash_fwd", config, arch="sm_90")
+                                        -> {"arch": "sm_90", "nvrtc": "13.0.88", "ptx_sha256": {"kernel/flash_fwd.cu":
+                                            ...}, "fingerprint": ...}
+    compiled_fingerprints([(kernel, config, arch), ...]) -> the same for many builds, each distinct PTX once
 """
 
 from __future__ import annotations
@@ -199,3 +227,188 @@ def compare(stored: dict | None, current: dict) -> list[str]:
         parts += [f"{k} {old_d[k]} -> {new_d[k]}" for k in sorted(set(old_d) & set(new_d)) if old_d[k] != new_d[k]]
         out.append("defines changed: " + ", ".join(parts))
     return out or ["fingerprint differs (stored record inconsistent with its own fields)"]
+
+
+# -- the compiled fingerprint: the PTX of the build --------------------------------------------------
+
+# The NVRTC program name of each build, as the GPU runner names it (flashsim.gpu.launch: compile_cuda's default for
+# flash_fwd, the file for quantize; compile_file(KERNEL) and the SFU tool: the path under kernel/). The PTX names
+# internal symbols after it, so the fingerprint compiles under the same name (tests/test_drift.py checks the runner).
+PROGRAM_NAMES = {
+    "flash_fwd": "flashsim.cu",
+    "quantize": "quantize.cu",
+    "mma_capture": "capture/mma.cu",
+    "mma_k32_capture": "capture/mma_k32.cu",
+    "layout_capture": "capture/layout.cu",
+    "sfu_capture": "capture/sfu.cu",
+}
+_NVRTC_RELEASE = re.compile(r"^//.*\bV(\d+\.\d+\.\d+)\s*$", re.MULTILINE)  # "// Cuda compilation tools, ..., V13.0.88"
+
+
+class NvrtcUnavailable(RuntimeError):
+    """NVRTC (cuda-bindings and the nvidia-cuda-nvrtc library) cannot be loaded: no compiled fingerprint here."""
+
+
+class NvrtcFailed(RuntimeError):
+    """NVRTC rejected a build; the message holds its log."""
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+
+        nvrtc.nvrtcVersion()  # loads the library: fails here when only the bindings are installed
+    except Exception as exc:  # noqa: BLE001 - ImportError, or the loader's own error for a missing library
+        raise NvrtcUnavailable(
+            f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[gpu]'"
+        ) from None
+    return nvrtc
+
+
+def _call(nvrtc, result, what: str):
+    err, *value = result
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise NvrtcFailed(f"{what}: {err}")
+    return value[0] if len(value) == 1 else value
+
+
+def _virtual(arch: str) -> str:
+    """ "sm_90" -> "compute_90" (the same PTX; a real arch would also run ptxas)."""
+    if not re.fullmatch(r"sm_\d+[af]?", arch):
+        raise ValueError(f"arch must be an sm_XY name such as 'sm_90', got {arch!r}")
+    return "compute_" + arch[3:]
+
+
+def nvrtc_ptx(source: str, *, name: str, defines: dict, arch: str, include_dirs=()) -> str:
+    """The PTX text NVRTC emits for ``source`` with the GPU runner's options (flashsim.gpu.build.compile_cuda:
+    C++17, the defines, kernel/ and the CUDA headers on the include path, no line information)."""
+    from cuda.core import ProgramOptions  # the runner's option spelling, so that both pass the same flags
+
+    nvrtc = _nvrtc()
+    options = ProgramOptions(
+        name=name,
+        arch=_virtual(arch),
+        std="c++17",
+        define_macro=[(k, str(int(v))) for k, v in sorted(defines.items())] or None,
+        include_path=[str(d) for d in include_dirs] or None,
+    ).as_bytes("nvrtc")
+    prog = _call(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        err = nvrtc.nvrtcCompileProgram(prog, len(options), options)[0]
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            log = bytearray(_call(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize"))
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise NvrtcFailed(f"NVRTC failed on {name} for {arch} ({err}):\n{bytes(log).rstrip(bytes(1)).decode()}")
+        ptx = bytearray(_call(nvrtc, nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize"))
+        _call(nvrtc, nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return bytes(ptx).rstrip(bytes(1)).decode()
+
+
+def ptx_code(ptx: str) -> str:
+    """``ptx`` without its comment lines (compiler version and build id, inline-asm markers): what the GPU runs."""
+    return "".join(line for line in ptx.splitlines(keepends=True) if not line.lstrip().startswith("//"))
+
+
+def nvrtc_release(ptx: str) -> str:
+    """The NVRTC release ("13.0.88") that wrote ``ptx``, from its header."""
+    m = _NVRTC_RELEASE.search(ptx)
+    if not m:
+        raise ValueError("no 'V<major>.<minor>.<patch>' compiler line in the PTX header")
+    return m.group(1)
+
+
+def nvrtc_version() -> str:
+    """The release of the NVRTC that this process loads ("13.0.88"), as NVRTC writes it into its PTX."""
+    return nvrtc_release(nvrtc_ptx('extern "C" __global__ void probe() {}', name="probe.cu", defines={}, arch="sm_90"))
+
+
+def compiled_builds(kernel, config=None) -> list[str]:
+    """The KERNELS names whose PTX a capture of ``kernel`` ran: flash_fwd, and quantize before it with INT8 Q K^T
+    (flashsim.gpu.launch runs kernel/quantize.cu only then); a capture kernel alone."""
+    name = _kernel_name(kernel)
+    if name == "flash_fwd" and config is not None and config.int8:
+        return ["flash_fwd", "quantize"]
+    return [name]
+
+
+def compiled_fingerprint(kernel, config=None, *, arch: str = "sm_90", root=None) -> dict:
+    """The compiled record of the build of ``kernel`` (with ``config`` for flash_fwd and quantize) for ``arch``.
+
+    ptx_sha256: {kernel/<source>: sha256 of its PTX code (``ptx_code``)} for every build the capture ran
+    (``compiled_builds``); nvrtc: the NVRTC release that compiled it; fingerprint: sha256 over arch and
+    ptx_sha256 (the release is recorded, not hashed: under another release the check is not decidable at all).
+    ``root``: another kernel/ folder (tests)."""
+    return compiled_fingerprints([(kernel, config, arch)], root=root)[0]
+
+
+def _ptx_job(job) -> tuple[str, str]:
+    """(sha256 of the PTX code, NVRTC release) of one (KERNELS name, sorted defines, arch, kernel/ folder)."""
+    from .gpu.build import cuda_include_dirs
+
+    build, defines, arch, root = job
+    root = pathlib.Path(root)
+    ptx = nvrtc_ptx(
+        (root / KERNELS[build]).read_text(),
+        name=PROGRAM_NAMES[build],
+        defines=dict(defines),
+        arch=arch,
+        include_dirs=(root, *cuda_include_dirs()),
+    )
+    return hashlib.sha256(ptx_code(ptx).encode()).hexdigest(), nvrtc_release(ptx)
+
+
+def compiled_fingerprints(builds, *, root=None, workers: int = 1) -> list[dict]:
+    """``compiled_fingerprint`` of every (kernel, config, arch) of ``builds``, in order. Each distinct PTX (source,
+    defines, arch) is compiled once: the quantization pass of many INT8 configurations is one build. ``workers`` > 1
+    compiles in a process pool of that many (spawned: the caller may hold threads, JAX's or a test runner's, that a
+    forked child would inherit mid-operation)."""
+    root = str(pathlib.Path(root) if root is not None else _kernel_root())
+    plans = []
+    for kernel, config, arch in builds:
+        parts = compiled_builds(kernel, config)
+        plans.append(
+            (
+                arch,
+                [
+                    (p, tuple(sorted(build_defines(p, config if p in NEEDS_CONFIG else None).items())), arch, root)
+                    for p in parts
+                ],
+            )
+        )
+    jobs = list(dict.fromkeys(job for _, parts in plans for job in parts))
+    if workers > 1 and len(jobs) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = dict(zip(jobs, pool.map(_ptx_job, jobs)))
+    else:
+        done = {job: _ptx_job(job) for job in jobs}
+    out = []
+    for arch, parts in plans:
+        hashes = {"kernel/" + KERNELS[job[0]]: done[job][0] for job in parts}
+        releases = {done[job][1] for job in parts}
+        digest = hashlib.sha256(json.dumps({"arch": arch, "ptx_sha256": hashes}, sort_keys=True).encode()).hexdigest()
+        out.append({"arch": arch, "nvrtc": releases.pop(), "ptx_sha256": hashes, "fingerprint": digest})
+    return out
+
+
+def compare_compiled(stored: dict | None, current: dict) -> list[str]:
+    """What differs between a stored compiled record and the current one, in words; [] when they agree. A record
+    of another NVRTC release or architecture is not compared (``stored["nvrtc"]`` must equal ``current["nvrtc"]``:
+    the caller decides what that means)."""
+    if not stored:
+        return ["no compiled fingerprint recorded (tools/stamp_captures.py adds it)"]
+    if stored.get("fingerprint") == current["fingerprint"]:
+        return []
+    if stored.get("arch") != current["arch"]:
+        return [f"arch {stored.get('arch')} -> {current['arch']}"]
+    old, new = stored.get("ptx_sha256") or {}, current["ptx_sha256"]
+    changed = [
+        f"the PTX of {p} {'changed' if p in old and p in new else 'is new' if p in new else 'is no longer built'}"
+        for p in sorted(set(old) | set(new))
+        if old.get(p) != new.get(p)
+    ]
+    return changed or ["fingerprint differs (stored record inconsistent with its own fields)"]

@@ -1,41 +1,85 @@
-"""Shared pytest hooks: tests marked ``gpu`` are skipped, with the reason, where no CUDA GPU can be used.
+"""Shared pytest hooks: every test that needs something an install may lack says so with a marker, and is skipped,
+with the reason, where that thing is missing (visible in ``pytest -ra``). The suite passes on the base install
+(numpy, sympy, ml_dtypes, numba) with pytest and hypothesis, and on the test extra.
 
-The reason comes from flashsim.gpu.runtime.gpu_available() (missing cuda-python, missing driver, no device) and
-shows in ``pytest -ra``. ``gpu`` (fixture) is the cuda.core Device; ``cuda_compile`` compiles through the
-in-process build cache, so a source is compiled once per (source, arch, defines) for the whole session; ``sass_ops``
-is tools/sass_ops.py, for the tests that read SASS.
+Markers (registered in pyproject.toml):
+  ``gpu``             a usable CUDA GPU (flashsim.gpu.runtime.gpu_available: cuda-python, a driver, a device)
+  ``nvrtc``           kernel builds without a GPU: cuda.core importable and the NVRTC library loadable
+  ``needs("mod", ...)`` each named module importable (matplotlib, jax, torch, mmasim, ...)
+
+Each condition is evaluated once per session, and only when a collected test carries its marker. Fixtures:
+``gpu`` is the cuda.core Device; ``cuda_compile`` compiles through the in-process build cache, so a source is
+compiled once per (source, arch, defines) for the whole session; ``sass_ops`` is tools/sass_ops.py, for the tests
+that read SASS; ``prove_on_the_base_install`` is one ``flashsim prove -v`` run, shared.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+
 import pytest
 
 
-@pytest.fixture(scope="session")
-def _gpu_status():
+@functools.cache
+def gpu_status() -> tuple[bool, str]:
     from flashsim.gpu.runtime import gpu_available
 
     return gpu_available()
 
 
-def pytest_collection_modifyitems(config, items):
-    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
-    if not gpu_items:
-        return
-    from flashsim.gpu.runtime import gpu_available
+@functools.cache
+def nvrtc_status() -> tuple[bool, str]:
+    """(True, "") where kernel builds work here: cuda.core (what flashsim.gpu.build compiles through) imports and
+    the NVRTC library loads. No GPU needed."""
+    try:
+        import cuda.core  # noqa: F401
+        from cuda.bindings import nvrtc
 
-    ok, reason = gpu_available()
-    if ok:
-        return
-    skip = pytest.mark.skip(reason=f"no usable GPU: {reason}")
-    for item in gpu_items:
-        item.add_marker(skip)
+        nvrtc.nvrtcVersion()
+    except Exception as exc:  # noqa: BLE001 - ImportError, or the loader's error for a missing library
+        return False, f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[gpu]'"
+    return True, ""
+
+
+@functools.cache
+def module_status(name: str) -> tuple[bool, str]:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - ImportError, or a broken install failing at import
+        return False, f"needs {name} ({type(exc).__name__}: {exc})"
+    return True, ""
+
+
+def _why_not(item) -> str | None:
+    """The reason ``item`` cannot run here, from its markers; None when it can."""
+    for mark in item.iter_markers("needs"):
+        for name in mark.args:
+            ok, reason = module_status(name)
+            if not ok:
+                return reason
+    if item.get_closest_marker("nvrtc") is not None:
+        ok, reason = nvrtc_status()
+        if not ok:
+            return reason
+    if item.get_closest_marker("gpu") is not None:
+        ok, reason = gpu_status()
+        if not ok:
+            return f"no usable GPU: {reason}"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        reason = _why_not(item)
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(scope="session")
-def gpu(_gpu_status):
+def gpu():
     """The current cuda.core Device; skips the test (with the reason) where there is none."""
-    ok, reason = _gpu_status
+    ok, reason = gpu_status()
     if not ok:
         pytest.skip(f"no usable GPU: {reason}")
     from flashsim.gpu import runtime as rt
@@ -59,10 +103,25 @@ def sass_ops():
 
 @pytest.fixture(scope="session")
 def cuda_compile():
-    """flashsim.gpu.build.compile_cuda (cached in-process: one NVRTC run per distinct source/arch/defines)."""
+    """flashsim.gpu.build.compile_cuda (cached in-process: one NVRTC run per distinct source/arch/defines); skips
+    the test, with the reason, where NVRTC is missing."""
+    ok, reason = nvrtc_status()
+    if not ok:
+        pytest.skip(reason)
     from flashsim.gpu.build import compile_cuda
 
     return compile_cuda
+
+
+@pytest.fixture(scope="session")
+def prove_on_the_base_install():
+    """``flashsim prove -v`` on the base install (tests/base_install.py), run once for the session: every proof of
+    proofs/ and every claim, the sympy work of the budget proof included, done once instead of once per test. The
+    proofs' verdicts (tests/test_claims.py) and the base install's behaviour (tests/test_base_install.py) are each
+    read from this one run."""
+    from base_install import run_command  # tests/base_install.py
+
+    return run_command("prove", "-v", timeout=300)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -77,6 +136,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr = terminalreporter
     tr.section("kernel builds (NVRTC, ptxas -v)")
+    ok, reason = nvrtc_status()
+    if not ok:
+        tr.write_line(f"not available: {reason}")
+        return
     try:
         from flashsim import KernelConfig
         from flashsim.gpu.launch import build_kernel

@@ -9,47 +9,10 @@ with a one-line error. ``import flashsim`` loads neither sympy nor any optional 
 
 from __future__ import annotations
 
-import os
-import pathlib
 import re
-import subprocess
-import sys
-import textwrap
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-BLOCKED = ("cuda", "jax", "jaxlib", "matplotlib", "torch", "cupy", "mmasim")
-
-# Prepended to every child: a meta-path finder that makes the optional dependencies unimportable.
-BLOCKER = textwrap.dedent(f"""
-    import importlib.abc, sys
-
-    class _BaseInstall(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.partition(".")[0] in {BLOCKED!r}:
-                raise ModuleNotFoundError(f"No module named {{name!r}} (blocked: base install)", name=name)
-            return None
-
-    sys.meta_path.insert(0, _BaseInstall())
-""")
-
-
-def run_base(code: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    env.pop("CI", None)
-    return subprocess.run(
-        [sys.executable, "-c", BLOCKER + textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT / "tests",
-        env=env,
-        timeout=timeout,
-    )
-
-
-def run_command(*argv: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    return run_base(f"from flashsim.cli import main\nsys.exit(main({list(argv)!r}))", timeout)
+from base_install import BLOCKED, run_base, run_command  # tests/base_install.py
 
 
 def test_the_blocker_blocks():
@@ -76,9 +39,8 @@ def test_import_flashsim_loads_no_sympy_and_no_optional_dependency():
     assert r.stdout.strip() == "[]"
 
 
-@pytest.mark.slow
-def test_prove_on_the_base_install():
-    r = run_command("prove")
+def test_prove_on_the_base_install(prove_on_the_base_install):
+    r = prove_on_the_base_install
     out = r.stdout + r.stderr
     assert "Traceback" not in out, out
     assert r.returncode == 0, out

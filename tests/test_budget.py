@@ -224,8 +224,8 @@ def test_budget_command(capsys, tmp_path):
     assert "kv_tile" in capsys.readouterr().err
 
 
+@pytest.mark.needs("matplotlib")
 def test_budget_plot(tmp_path):
-    pytest.importorskip("matplotlib")
     from flashsim.cli import main
 
     path = tmp_path / "b.png"
@@ -234,13 +234,6 @@ def test_budget_plot(tmp_path):
 
 
 # ---- the compiled kernel (NVRTC, no GPU): symbolic smem == the kernel's, registers, spills ----------------------
-def _kernel_or_skip():
-    try:
-        R.kernel_source()
-    except R.BuildUnavailable as why:
-        pytest.skip(str(why) if "not written" not in str(why) else "kernel/flash_fwd.cu not written yet")
-
-
 def _configs():
     """Every supported head_dim x pv_accum x causal x stages with two (warps, m_tiles, kv_tile) shapes alternating,
     plus every per-arch default (the sm_90 defaults are the 4-warp x 2-m16-tile shapes)."""
@@ -296,20 +289,20 @@ def _quant_defaults():
     _quant_defaults(),
     ids=lambda x: x if isinstance(x, str) else f"d{x.head_dim}-{x.quant}-{x.pv_accum}",
 )
+@pytest.mark.nvrtc
 def test_quantized_defaults_do_not_spill_past_the_limit(config, arch):
     """A kernel edit can make a tuned quantized tiling spill (it happened: the generic load_tile once cost the
     int8-fp8 d = 64 default 140 spill bytes); the defaults stay within MAX_DEFAULT_SPILL_BYTES, as the f16 ones."""
-    _kernel_or_skip()
     build = _build(config, arch)
     assert build.spill_stores + build.spill_loads <= MAX_DEFAULT_SPILL_BYTES, str(build)
 
 
+@pytest.mark.nvrtc
 def test_stage_o_only_where_the_staging_does_not_add_spill():
     """KernelConfig.stage_o (O staged through the Q tile for 16-byte stores) is chosen by head dim and P@V
     accumulation; at the defaults it stages that had spill or most registers to lose (d=128 with an f32 O, d=192 f16,
     d=224 f16x2), ptxas must not spill more with it than without it on either arch; the build it excludes for spill
     (sm_90 d=256 f16x2: 8 -> 584 B) really is one the staging hurts; f16 P@V at d <= 128 and INT8 never stage."""
-    _kernel_or_skip()
     from flashsim.gpu.launch import build_kernel
 
     def spill(config, arch, on):
@@ -340,8 +333,8 @@ def test_stage_o_only_where_the_staging_does_not_add_spill():
         f"-s{c.stages}-w{c.warps}-m{c.m_tiles}-bc{c.kv_tile}"
     ),
 )
+@pytest.mark.nvrtc
 def test_kernel_builds_match_the_budget(config, arch):
-    _kernel_or_skip()
     build = _build(config, arch)  # compiles iff the kernel's smem layout == config.smem_buffers (static_assert)
     if config in _defaults():  # a measured exception (config.DEFAULT_TILES) may spill a few bytes, no more
         assert build.spill_stores + build.spill_loads <= MAX_DEFAULT_SPILL_BYTES, str(build)
@@ -358,8 +351,8 @@ def test_kernel_builds_match_the_budget(config, arch):
     assert build.registers >= floor  # ptxas cannot hold the live fragments in fewer registers
 
 
+@pytest.mark.nvrtc
 def test_wrong_expected_smem_fails_to_compile():
-    _kernel_or_skip()
     from flashsim.errors import CompileError
 
     cfg = KernelConfig()
@@ -367,8 +360,8 @@ def test_wrong_expected_smem_fails_to_compile():
         R.compile_kernel(cfg, "sm_120", cfg.smem_bytes + 128)
 
 
+@pytest.mark.nvrtc
 def test_budget_auto_uses_the_compiled_count():
-    _kernel_or_skip()
     b = budget(KernelConfig(), "sm_120")
     assert b.reg.compiled and b.registers == _build(KernelConfig(), "sm_120").registers
     assert b.registers_source == "ptxas (NVRTC, sm_120)"

@@ -20,6 +20,7 @@ import pytest
 from flashsim.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+PLOT = pytest.mark.needs("matplotlib")
 
 
 def one_line_error(capsys, argv, prefix):
@@ -83,8 +84,9 @@ EMULATE = [
     ("--k-mean inf", lambda p: ["--k-mean", "inf"], ["--k-mean must be a finite number"]),
     ("--dtype bf16 --pv-accum f16", lambda p: ["--dtype", "bf16", "--pv-accum", "f16"], ["needs float16 inputs"]),
     ("--arch sm_75", lambda p: ["--arch", "sm_75"], ["unknown arch 'sm_75'"]),
-    ("--plot into no folder", lambda p: ["--plot", "/nonexistent/dir/e.png"], ["--plot", "no such folder"]),
-    ("--plot .xyz", lambda p: ["--plot", "e.xyz"], ["--plot", ".png"]),
+    # without matplotlib --plot stops at "--plot needs matplotlib" (test_a_missing_optional_dependency_is_one_line...)
+    ("--plot into no folder", lambda p: ["--plot", "/nonexistent/dir/e.png"], ["--plot", "no such folder"], PLOT),
+    ("--plot .xyz", lambda p: ["--plot", "e.xyz"], ["--plot", ".png"], PLOT),
     (
         "k's heads differ",
         lambda p: ["--q", p["q"], "--k", p["k2"], "--v", p["k2"]],
@@ -93,7 +95,7 @@ EMULATE = [
 ]
 
 
-@pytest.mark.parametrize("argv, words", [c[1:] for c in EMULATE], ids=[c[0] for c in EMULATE])
+@pytest.mark.parametrize("argv, words", [pytest.param(*c[1:3], id=c[0], marks=c[3:]) for c in EMULATE])
 def test_emulate_user_errors(capsys, npy, argv, words):
     line = one_line_error(capsys, ["emulate", *argv(npy)], "flashsim emulate: ")
     for w in words:
@@ -121,8 +123,8 @@ def test_emulate_without_a_tty_draws_no_progress_bar(capsys, monkeypatch):
     assert "O max |error| / max |O|" in out
 
 
+@PLOT
 def test_emulate_plot_draws_every_head_or_the_worst(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
     from flashsim.commands.emulate import MAX_HEADS_SHOWN, _heads_to_show
 
     for heads in (2, MAX_HEADS_SHOWN + 1):

@@ -21,12 +21,12 @@ from flashsim.gpu import build as B
 from flashsim.gpu.build import compile_cuda, kernel_path, parse_ptxas_log
 from flashsim.gpu.runtime import cubin_runs_on, gpu_available
 
-pytest.importorskip("cuda.core", reason="cuda-core is not installed: pip install 'flashsim[gpu]'")
-
 ELF_MAGIC = b"\x7fELF"
+NVRTC = pytest.mark.nvrtc  # the options are checked against cuda.core's ProgramOptions
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
+@pytest.mark.nvrtc
 def test_mma_kernel_compiles_with_resource_numbers(arch):
     b = compile_cuda(MMA_SOURCE, arch=arch, name_expressions=MMA_NAMES)
     assert b.cubin[:4] == ELF_MAGIC and b.arch == arch
@@ -44,6 +44,7 @@ def test_mma_kernel_compiles_with_resource_numbers(arch):
     assert text.startswith(f"{arch}: {b.registers} registers, 0 B spill stores") and "mma_m16n8k16<true>" in text
 
 
+@pytest.mark.nvrtc
 def test_static_smem_barriers_and_extern_c_names():
     b = compile_cuda(MISC_SOURCE, arch="sm_120")
     assert set(b.entry_points) == {"axpb", "smem_mirror", "poke"}
@@ -55,6 +56,7 @@ def test_static_smem_barriers_and_extern_c_names():
         b.entry("nope")
 
 
+@pytest.mark.nvrtc
 def test_spills_are_reported_and_extra_options_apply():
     src = HEAVY_SOURCE
     free = compile_cuda(src, arch="sm_90")
@@ -64,6 +66,7 @@ def test_spills_are_reported_and_extra_options_apply():
     assert compile_cuda(src, arch="sm_90", extra_options={"max_register_count": 32}) is tight
 
 
+@pytest.mark.nvrtc
 def test_defines_reach_the_source_and_change_the_build():
     src = r"""
     #ifndef WIDTH
@@ -80,6 +83,7 @@ def test_defines_reach_the_source_and_change_the_build():
     assert "WIDTH must be defined" in info.value.log and "\0" not in info.value.log
 
 
+@pytest.mark.nvrtc
 def test_compile_error_carries_the_nvrtc_log():
     bad = MISC_SOURCE.replace("stage[threadIdx.x] =", "stage[threadIdx.x] = undefined_symbol_xyz +")
     with pytest.raises(CompileError) as info:
@@ -96,6 +100,7 @@ def test_unknown_arch_is_a_value_error(arch):
         compile_cuda(MISC_SOURCE, arch=arch)
 
 
+@pytest.mark.nvrtc
 def test_arch_spellings():
     assert compile_cuda(MISC_SOURCE, arch=get_arch("sm_120")).arch == "sm_120"
     assert compile_cuda(MISC_SOURCE, arch="90").arch == "sm_90"
@@ -111,9 +116,9 @@ def test_arch_spellings():
         ({"defines": {"X": 1.5}}, "must be an int"),
         ({"defines": [("X", 1)]}, "defines must be a dict"),
         ({"name_expressions": ("",)}, "name_expressions"),
-        ({"extra_options": ("--no_such_option",)}, "unknown or reserved option"),
-        ({"extra_options": ("--arch=sm_80",)}, "unknown or reserved option"),
-        ({"extra_options": (42,)}, "extra_options entries"),
+        pytest.param({"extra_options": ("--no_such_option",)}, "unknown or reserved option", marks=NVRTC),
+        pytest.param({"extra_options": ("--arch=sm_80",)}, "unknown or reserved option", marks=NVRTC),
+        pytest.param({"extra_options": (42,)}, "extra_options entries", marks=NVRTC),
         ({"include_dirs": ("/no/such/dir/flashsim",)}, "not a folder"),
     ],
 )
@@ -124,6 +129,7 @@ def test_bad_arguments_are_value_errors(kwargs, match):
         compile_cuda("   ")
 
 
+@pytest.mark.nvrtc
 def test_cache_returns_the_same_build_and_tracks_headers(tmp_path):
     header = tmp_path / "val.cuh"
     header.write_text("#define VAL 3\n")
@@ -143,6 +149,7 @@ def test_cache_returns_the_same_build_and_tracks_headers(tmp_path):
     assert compile_cuda(src, arch="sm_90", include_dirs=(tmp_path,)) is not edited
 
 
+@pytest.mark.nvrtc
 def test_cuda_headers_are_found_when_installed():
     if not B.cuda_include_dirs():
         pytest.skip("no CUDA headers (cuda_fp16.h) on this machine")
@@ -152,6 +159,7 @@ def test_cuda_headers_are_found_when_installed():
     assert compile_cuda(src, arch="sm_120").entry("h").registers > 0
 
 
+@pytest.mark.nvrtc
 def test_every_compile_reports_resources_even_when_nvrtc_could_cache():
     """A fresh process compiling a source already compiled before must still get the ptxas report."""
     import subprocess

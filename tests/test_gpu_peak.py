@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("cuda.bindings", reason="NVRTC (pip install 'flashsim[gpu]') builds the probe")
+from flashsim.gpu import peak
 
-from flashsim.gpu import peak  # noqa: E402
+pytestmark = pytest.mark.nvrtc
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])

@@ -154,8 +154,8 @@ def test_s8_wraps_and_batches():
     assert np.all(d == np.int64(32 * 128 * 128 + 2**31 - 1) - 2**32)
 
 
+@pytest.mark.needs("jax")
 def test_the_jax_engine_gives_the_same_bits():
-    pytest.importorskip("jax")
     rng = np.random.default_rng(5)
     a = rng.integers(0, 256, (8, 16, 32), dtype=np.uint8).view(E5)
     b = rng.integers(0, 256, (8, 32, 8), dtype=np.uint8).view(E4)

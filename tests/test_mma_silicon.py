@@ -45,10 +45,10 @@ def test_model_reproduces_every_captured_bit(capture, type_name):
         )
 
 
+@pytest.mark.needs("jax")
 @pytest.mark.parametrize("type_name", list(cap.TYPES))
 def test_jax_backend_reproduces_every_captured_bit(capture, type_name):
     """The generic routine under jax.jit (``mma(..., backend="jax")``) on the whole capture as well."""
-    pytest.importorskip("jax", reason="backend='jax' needs jax: pip install 'flashsim[jax]'")
     res = capture[type_name]
     t = cap.TYPES[type_name]
     d = mma(res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype), arch="sm_90", backend="jax")
@@ -88,6 +88,7 @@ def test_fragment_formulas_of_the_kernel_match_flashsim_layout():
         assert formula in text
 
 
+@pytest.mark.nvrtc
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80", "sm_120"])
 def test_capture_kernels_compile(arch):
     from flashsim.gpu.build import compile_file

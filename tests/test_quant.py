@@ -174,8 +174,8 @@ def test_gqa_int8_equals_mha_int8_with_repeated_heads():
     assert o1.tobytes() == o2.tobytes() and l1.tobytes() == l2.tobytes()
 
 
+@pytest.mark.needs("jax")
 def test_numpy_and_jax_engines_agree_on_int8():
-    pytest.importorskip("jax")
     q, k, v = _inputs(nq=70, nk=90, d=96)
     for kw in (
         dict(quant="int8", causal=True, pv_accum="f16"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("cuda.bindings", reason="NVRTC (pip install 'flashsim[gpu]') builds the kernels")
+pytestmark = pytest.mark.nvrtc
 
 
 FP8_KERNELS = (

@@ -516,8 +516,8 @@ def test_kernel_model_code_equals_numpy_model(cpp_models, models, mode, rounding
     assert np.array_equal(y, rmodel.bits(x))
 
 
+@pytest.mark.nvrtc
 def test_capture_kernels_compile_for_sm90_and_sm120():
-    pytest.importorskip("cuda.core", reason="cuda-core is not installed")
     from flashsim.gpu.build import compile_file
 
     for arch in ("sm_90", "sm_120"):
@@ -643,6 +643,7 @@ def mock_gpu(monkeypatch, cpp_models):
     return truth
 
 
+@pytest.mark.nvrtc  # GpuDevice compiles kernel/capture/sfu.cu; the GPU is mocked
 def test_gpu_device_driver_code_against_the_kernel_signatures(mock_gpu, models):
     ex2, rcp = models
     dev = cap.GpuDevice()
@@ -659,6 +660,7 @@ def test_gpu_device_driver_code_against_the_kernel_signatures(mock_gpu, models):
     assert np.array_equal(r[:, 1], mock_gpu["ex2"](r[:, 0])) and np.array_equal(r[:, 2], other.bits(r[:, 0]))
 
 
+@pytest.mark.nvrtc  # GpuDevice compiles kernel/capture/sfu.cu; the GPU is mocked
 def test_calibrate_command_installs_exact_tables_into_the_user_cache(mock_gpu, isolated, capsys, monkeypatch):
     """The whole capture through GpuDevice (mocked runtime), then the install into the user cache."""
     from flashsim.cli import main

@@ -11,7 +11,10 @@
 #                                           only when the calibration itself changed)
 #   logs/*.txt, json/*.json, summary.txt -> benchmarks/logs/<date>/  (<date>: the round's, from summary.txt;
 #                                           the summary as summary_<steps>.txt, one per device call)
-# Then it runs tests/test_drift.py (no GPU) unless --no-check, and prints what to commit. Nothing is committed.
+# Then it stamps the copied captures with their compiled fingerprint (tools/stamp_captures.py: each capture's recorded
+# sources and defines must equal this checkout's; run it in the checkout the round ran from, with the pinned NVRTC of
+# .ci/constraints.txt), runs tests/test_drift.py (no GPU) unless --no-check, and prints what to commit. Nothing is
+# committed.
 set -euo pipefail
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
@@ -44,10 +47,10 @@ done
 CAPTURES=(attn_sm90_defaults.npz attn_sm90_w8m1.npz attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz attn_sm90_quant.npz
           mma_sm90.npz mma_sm90_summary.json
           layout_sm90.npz sfu_sample_sm90.npz)
-copied=()
+copied=() copied_captures=()
 for f in "${CAPTURES[@]}"; do
   if [[ -f $WORK/captures/$f ]]; then
-    cp "$WORK/captures/$f" tests/data/ && copied+=("tests/data/$f")
+    cp "$WORK/captures/$f" tests/data/ && copied+=("tests/data/$f") && copied_captures+=("tests/data/$f")
   fi
 done
 for f in "$WORK"/captures/*; do     # anything else the round captured
@@ -74,6 +77,10 @@ done
 [[ ${#copied[@]} -gt 0 ]] || { echo "nothing to copy in $DIR"; exit 1; }
 printf 'copied %s\n' "${copied[@]}"
 
+if [[ ${#copied_captures[@]} -gt 0 ]]; then
+  python tools/stamp_captures.py "${copied_captures[@]}" || {
+    echo "tools/stamp_captures.py refused or failed: see above (a capture of other sources: re-capture it)"; exit 1; }
+fi
 if [[ $CHECK == 1 ]]; then
   python -m pytest -q -p no:cacheprovider tests/test_drift.py || {
     echo "tests/test_drift.py fails: the captures do not match the sources here (see above)"; exit 1; }

@@ -6,12 +6,14 @@
 #                                                       quantbench (benchmarks/bench_quant.py, ~30 s)
 #
 # Then, back on the development machine: tools/collect_device_round.sh <the files that came back from OUT>
-# (captures -> tests/data, logs -> benchmarks/logs/<date>/, and tests/test_drift.py run on the result).
+# (captures -> tests/data, stamped by tools/stamp_captures.py, logs -> benchmarks/logs/<date>/, and tests/test_drift.py
+# run on the result), in the same checkout, so that the recorded sources are the working tree's.
 #
 # Steps, in the order given (default order below). Times: measured on the H200 (summary_*.txt of the 2026-11-30 and
 # 2026-12-01 rounds; ESTIMATE below holds the round's own guesses); summary.txt records each step's time.
-#   captures  ~3-4 min    re-capture every GPU capture of tests/data, each with its provenance (flashsim.provenance:
-#                         sha256 of the kernel source + the build's defines, checked by tests/test_drift.py):
+#   captures  ~3-4 min    re-capture every GPU capture of tests/data, each with its source record (flashsim.provenance:
+#                         sha256 of the kernel source + the build's defines: what ran); collect_device_round.sh adds
+#                         the compiled fingerprint here (tools/stamp_captures.py), which tests/test_drift.py checks:
 #                           layout_sm90.npz                python3 -m flashsim.gpu.capture.layout   (~10 s)
 #                           mma_sm90.npz + _summary.json   python3 -m flashsim.gpu.capture.mma      (~30-60 s)
 #                           attn_sm90_{defaults,w8m1,specials}.npz
