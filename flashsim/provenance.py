@@ -49,7 +49,7 @@ import os
 import pathlib
 import re
 
-from .gpu.build import kernel_dir
+from .gpu.build import compile_ptx, cuda_include_dirs, kernel_dir
 
 # name -> source file under kernel/
 KERNELS = {
@@ -245,67 +245,6 @@ PROGRAM_NAMES = {
 _NVRTC_RELEASE = re.compile(r"^//.*\bV(\d+\.\d+\.\d+)\s*$", re.MULTILINE)  # "// Cuda compilation tools, ..., V13.0.88"
 
 
-class NvrtcUnavailable(RuntimeError):
-    """NVRTC (cuda-bindings and the nvidia-cuda-nvrtc library) cannot be loaded: no compiled fingerprint here."""
-
-
-class NvrtcFailed(RuntimeError):
-    """NVRTC rejected a build; the message holds its log."""
-
-
-def _nvrtc():
-    try:
-        from cuda.bindings import nvrtc
-
-        nvrtc.nvrtcVersion()  # loads the library: fails here when only the bindings are installed
-    except Exception as exc:  # noqa: BLE001 - ImportError, or the loader's own error for a missing library
-        raise NvrtcUnavailable(
-            f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[gpu]'"
-        ) from None
-    return nvrtc
-
-
-def _call(nvrtc, result, what: str):
-    err, *value = result
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise NvrtcFailed(f"{what}: {err}")
-    return value[0] if len(value) == 1 else value
-
-
-def _virtual(arch: str) -> str:
-    """ "sm_90" -> "compute_90" (the same PTX; a real arch would also run ptxas)."""
-    if not re.fullmatch(r"sm_\d+[af]?", arch):
-        raise ValueError(f"arch must be an sm_XY name such as 'sm_90', got {arch!r}")
-    return "compute_" + arch[3:]
-
-
-def nvrtc_ptx(source: str, *, name: str, defines: dict, arch: str, include_dirs=()) -> str:
-    """The PTX text NVRTC emits for ``source`` with the GPU runner's options (flashsim.gpu.build.compile_cuda:
-    C++17, the defines, kernel/ and the CUDA headers on the include path, no line information)."""
-    from cuda.core import ProgramOptions  # the runner's option spelling, so that both pass the same flags
-
-    nvrtc = _nvrtc()
-    options = ProgramOptions(
-        name=name,
-        arch=_virtual(arch),
-        std="c++17",
-        define_macro=[(k, str(int(v))) for k, v in sorted(defines.items())] or None,
-        include_path=[str(d) for d in include_dirs] or None,
-    ).as_bytes("nvrtc")
-    prog = _call(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
-    try:
-        err = nvrtc.nvrtcCompileProgram(prog, len(options), options)[0]
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            log = bytearray(_call(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize"))
-            nvrtc.nvrtcGetProgramLog(prog, log)
-            raise NvrtcFailed(f"NVRTC failed on {name} for {arch} ({err}):\n{bytes(log).rstrip(bytes(1)).decode()}")
-        ptx = bytearray(_call(nvrtc, nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize"))
-        _call(nvrtc, nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-    return bytes(ptx).rstrip(bytes(1)).decode()
-
-
 def ptx_code(ptx: str) -> str:
     """``ptx`` without its comment lines (compiler version and build id, inline-asm markers): what the GPU runs."""
     return "".join(line for line in ptx.splitlines(keepends=True) if not line.lstrip().startswith("//"))
@@ -321,7 +260,8 @@ def nvrtc_release(ptx: str) -> str:
 
 def nvrtc_version() -> str:
     """The release of the NVRTC that this process loads ("13.0.88"), as NVRTC writes it into its PTX."""
-    return nvrtc_release(nvrtc_ptx('extern "C" __global__ void probe() {}', name="probe.cu", defines={}, arch="sm_90"))
+    probe = 'extern "C" __global__ void probe() {}'
+    return nvrtc_release(compile_ptx(probe, name="probe.cu", defines={}, arch="sm_90"))
 
 
 def compiled_builds(kernel, config=None) -> list[str]:
@@ -345,11 +285,9 @@ def compiled_fingerprint(kernel, config=None, *, arch: str = "sm_90", root=None)
 
 def _ptx_job(job) -> tuple[str, str]:
     """(sha256 of the PTX code, NVRTC release) of one (KERNELS name, sorted defines, arch, kernel/ folder)."""
-    from .gpu.build import cuda_include_dirs
-
     build, defines, arch, root = job
     root = pathlib.Path(root)
-    ptx = nvrtc_ptx(
+    ptx = compile_ptx(
         (root / KERNELS[build]).read_text(),
         name=PROGRAM_NAMES[build],
         defines=dict(defines),

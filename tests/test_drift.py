@@ -31,6 +31,7 @@ import pytest
 from tool_modules import load_tool
 
 from flashsim import KernelConfig, provenance
+from flashsim.gpu import build
 
 stamp_tool = load_tool("stamp_captures")
 DATA = stamp_tool.DATA
@@ -237,17 +238,17 @@ def test_the_fingerprint_is_the_ptx_code_under_the_runners_name_and_release():
     cfg = KernelConfig.default("sm_90", head_dim=64)
     defines = provenance.build_defines("flash_fwd", cfg)
     text = (provenance._kernel_root() / "flash_fwd.cu").read_text()
-    ptx = provenance.nvrtc_ptx(text, name="flashsim.cu", defines=defines, arch="sm_90")
+    ptx = build.compile_ptx(text, name="flashsim.cu", defines=defines, arch="sm_90")
     code = provenance.ptx_code(ptx)
     assert ".entry flash_fwd" in code and "//" not in "".join(line.lstrip()[:2] for line in code.splitlines())
     assert provenance.nvrtc_release(ptx) == provenance.nvrtc_version()
     record = provenance.compiled_fingerprint("flash_fwd", cfg)
     assert record["ptx_sha256"] == {"kernel/flash_fwd.cu": hashlib.sha256(code.encode()).hexdigest()}
     assert record["nvrtc"] == provenance.nvrtc_version() and record["arch"] == "sm_90"
-    other = provenance.nvrtc_ptx(text, name="other.cu", defines=defines, arch="sm_90")
+    other = build.compile_ptx(text, name="other.cu", defines=defines, arch="sm_90")
     assert provenance.ptx_code(other) != code
-    with pytest.raises(provenance.NvrtcFailed, match="static assertion failed"):
-        provenance.nvrtc_ptx(text, name="flashsim.cu", defines={**defines, "FS_HEAD_DIM": 33}, arch="sm_90")
+    with pytest.raises(build.NvrtcFailed, match="static assertion failed"):
+        build.compile_ptx(text, name="flashsim.cu", defines={**defines, "FS_HEAD_DIM": 33}, arch="sm_90")
 
 
 # ---- stamping and the drift report, on capture files made here ---------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 
 from flashsim import provenance
 from flashsim.config import KernelConfig
+from flashsim.gpu import build
 
 
 def _build(config, on):
@@ -101,7 +102,7 @@ def test_the_switch_changes_nothing_where_p_is_packed_first(kw):
     defines = provenance.build_defines("flash_fwd", config)
     on, off = (
         provenance.ptx_code(
-            provenance.nvrtc_ptx(source, name="flashsim.cu", defines={**defines, "FS_EXP_IN_PV": v}, arch="sm_90")
+            build.compile_ptx(source, name="flashsim.cu", defines={**defines, "FS_EXP_IN_PV": v}, arch="sm_90")
         )
         for v in (1, 0)
     )

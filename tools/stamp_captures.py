@@ -34,6 +34,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
 
 from flashsim import KernelConfig, provenance  # noqa: E402
+from flashsim.gpu import build  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 CONSTRAINTS = ROOT / ".ci" / "constraints.txt"
@@ -280,7 +281,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         have = provenance.nvrtc_version()
-    except provenance.NvrtcUnavailable as exc:
+    except build.NvrtcUnavailable as exc:
         print(f"stamp_captures: {exc}", file=sys.stderr)
         return 2
     pin = pinned_nvrtc()

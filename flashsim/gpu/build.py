@@ -439,6 +439,72 @@ def compile_cuda(
     return build
 
 
+class NvrtcUnavailable(GPUError):
+    """NVRTC (cuda-bindings and the nvidia-cuda-nvrtc library) cannot be loaded: nothing can be compiled here."""
+
+
+class NvrtcFailed(CompileError):
+    """NVRTC rejected a build to PTX; the message holds its log."""
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+
+        nvrtc.nvrtcVersion()  # loads the library: fails here when only the bindings are installed
+    except Exception as exc:  # noqa: BLE001 - ImportError, or the loader's own error for a missing library
+        raise NvrtcUnavailable(
+            f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[gpu]'"
+        ) from None
+    return nvrtc
+
+
+def _call(nvrtc, result, what: str):
+    err, *value = result
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise NvrtcFailed(f"{what}: {err}")
+    return value[0] if len(value) == 1 else value
+
+
+def _virtual(arch: str) -> str:
+    """ "sm_90" -> "compute_90" (the same PTX; a real arch would also run ptxas)."""
+    if not re.fullmatch(r"sm_\d+[af]?", arch):
+        raise ValueError(f"arch must be an sm_XY name such as 'sm_90', got {arch!r}")
+    return "compute_" + arch[3:]
+
+
+def compile_ptx(
+    source: str, *, name: str, defines: dict, arch: str, include_dirs=(), line_info: bool = False, options=()
+) -> str:
+    """The PTX text NVRTC emits for ``source`` with the GPU runner's options (``compile_cuda``: C++17, the defines,
+    the include path; no line information unless ``line_info``), for the virtual arch of ``arch`` (the same PTX as
+    the real arch, without running ptxas): what the drift guard fingerprints and flashsim.ptx runs. ``options``:
+    further NVRTC flags (e.g. "--use_fast_math"). No GPU needed."""
+    from cuda.core import ProgramOptions  # the runner's option spelling, so that both pass the same flags
+
+    nvrtc = _nvrtc()
+    options = ProgramOptions(
+        name=name,
+        arch=_virtual(arch),
+        std="c++17",
+        define_macro=[(k, str(int(v))) for k, v in sorted(defines.items())] or None,
+        include_path=[str(d) for d in include_dirs] or None,
+        lineinfo=line_info or None,
+    ).as_bytes("nvrtc") + [bytes(str(o), "utf-8") for o in options]
+    prog = _call(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        err = nvrtc.nvrtcCompileProgram(prog, len(options), options)[0]
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            log = bytearray(_call(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize"))
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise NvrtcFailed(f"NVRTC failed on {name} for {arch} ({err}):\n{bytes(log).rstrip(bytes(1)).decode()}")
+        ptx = bytearray(_call(nvrtc, nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize"))
+        _call(nvrtc, nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return bytes(ptx).rstrip(bytes(1)).decode()
+
+
 def compile_file(relative: str, **kwargs) -> Build:
     """``compile_cuda`` of kernel/``relative``, named after the file in diagnostics."""
     path = kernel_path(relative)
