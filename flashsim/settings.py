@@ -113,5 +113,5 @@ class EngineOptions:
 
 def default_mma_threads() -> int:
     """Threads of the tensor-core kernel when the call gives none: $FLASHSIM_MMA_THREADS, else the CPUs this process
-    may use, at most 8."""
-    return EngineOptions.from_environment().mma_threads or max(1, min(_cpus(), _MAX_DEFAULT_THREADS))
+    may use, at most 8 (read on every call, so it follows the environment; one lookup, not the whole options)."""
+    return _int(os.environ, "FLASHSIM_MMA_THREADS") or max(1, min(_cpus(), _MAX_DEFAULT_THREADS))
