@@ -1,0 +1,142 @@
+"""The instruction table: which opcode is built by which semantics function, and the vocabulary of modifiers.
+
+As MMA-Sim keeps its instruction catalogue apart from its arithmetic, this module only knows names: every
+semantics module (flashsim/ptx/semantics/) registers the opcodes it implements with ``@implements``; the builder it
+registers receives one decoded instruction and returns an ``Op`` (flashsim.ptx.program), or raises
+``Unsupported`` for a form it does not implement, which the decoder turns into UnsupportedInstruction naming the
+opcode, the line and the kernel. An opcode no module registers is unsupported too. Nothing is guessed: a modifier a
+builder does not know is an error, never ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+__all__ = ["implements", "builder", "opcodes", "Unsupported", "Mods", "TYPES", "ROUNDINGS", "INTEGER", "FLOAT", "ANY"]
+
+_BUILDERS: dict[str, dict] = {}  # opcode -> {family: builder}
+
+INTEGER, FLOAT, ANY = "integer", "float", "any"  # families: by the instruction's first type modifier
+
+
+class Unsupported(Exception):
+    """Raised by a builder for a form it does not implement; the message says what (the decoder adds where)."""
+
+
+def implements(*names: str, family: str = ANY):
+    """Register the decorated builder for the opcodes ``names`` ("add", "sub", ...). ``family`` INTEGER or FLOAT:
+    the builder takes the opcode's forms whose first type modifier is an integer / bit (.b, .u, .s, .pred) or a
+    floating-point one (.f16, .bf16x2, .f32, .f64, ...); ANY: every form (the only builder of the opcode)."""
+
+    def register(fn):
+        for name in names:
+            table = _BUILDERS.setdefault(name, {})
+            if family in table or (family == ANY and table) or ANY in table:
+                raise RuntimeError(f"opcode {name!r} ({family}) registered twice ({fn.__module__})")
+            table[family] = fn
+        return fn
+
+    return register
+
+
+def family_of(mods: tuple) -> str:
+    """INTEGER or FLOAT, by the first type modifier of ``mods`` (INTEGER when there is none)."""
+    for m in mods:
+        if m in TYPES:
+            return FLOAT if TYPES[m][0] == "f" else INTEGER
+    return INTEGER
+
+
+def builder(opcode: str, mods: tuple = ()) -> Callable | None:
+    """The builder registered for ``opcode`` in the family of ``mods``, or None."""
+    table = _BUILDERS.get(opcode)
+    if not table:
+        return None
+    return table.get(ANY) or table.get(family_of(mods))
+
+
+def opcodes() -> list[str]:
+    """Every registered opcode (with its families), sorted: the simulator's instruction set."""
+    return sorted(f"{name}" + ("" if ANY in t else f" ({', '.join(sorted(t))})") for name, t in _BUILDERS.items())
+
+
+# Fundamental types: name -> (kind, bits); kind "b" raw bits, "u" unsigned, "s" signed, "f" floating point,
+# "p" predicate. Packed pairs have bits of the whole register.
+TYPES = {
+    ".pred": ("p", 1),
+    ".b8": ("b", 8),
+    ".u8": ("u", 8),
+    ".s8": ("s", 8),
+    ".b16": ("b", 16),
+    ".u16": ("u", 16),
+    ".s16": ("s", 16),
+    ".f16": ("f", 16),
+    ".bf16": ("f", 16),
+    ".e4m3": ("f", 8),
+    ".e5m2": ("f", 8),
+    ".b32": ("b", 32),
+    ".u32": ("u", 32),
+    ".s32": ("s", 32),
+    ".f32": ("f", 32),
+    ".tf32": ("f", 32),
+    ".f16x2": ("f", 32),
+    ".bf16x2": ("f", 32),
+    ".e4m3x2": ("f", 16),
+    ".e5m2x2": ("f", 16),
+    ".b64": ("b", 64),
+    ".u64": ("u", 64),
+    ".s64": ("s", 64),
+    ".f64": ("f", 64),
+    ".b128": ("b", 128),
+}
+ROUNDINGS = (".rn", ".rz", ".rm", ".rp", ".rni", ".rzi", ".rmi", ".rpi", ".rna", ".rs")
+
+
+class Mods:
+    """The modifiers of one instruction, consumed by the builder: ``take(*choices)`` removes and returns the one of
+    ``choices`` present (None if none; Unsupported if several), ``flag(name)`` whether ``name`` is present,
+    ``types()`` the type modifiers in order. ``done()`` raises Unsupported naming whatever the builder did not
+    consume: no modifier is ever ignored."""
+
+    def __init__(self, mods: tuple):
+        self.left = list(mods)
+
+    def take(self, *choices):
+        found = [m for m in self.left if m in choices]
+        if len(found) > 1:
+            raise Unsupported(f"contradictory modifiers {' '.join(found)}")
+        if found:
+            self.left.remove(found[0])
+            return found[0]
+        return None
+
+    def flag(self, name: str) -> bool:
+        return self.take(name) is not None
+
+    def types(self) -> list[str]:
+        """Remove and return every type modifier, in order."""
+        found = [m for m in self.left if m in TYPES]
+        for m in found:
+            self.left.remove(m)
+        return found
+
+    def type(self) -> str:
+        """Remove and return the one type modifier (Unsupported unless exactly one)."""
+        found = self.types()
+        if len(found) != 1:
+            raise Unsupported(f"expected one type, got {' '.join(found) or 'none'}")
+        return found[0]
+
+    def prefixed(self, prefix: str) -> str | None:
+        """Remove and return the one modifier starting with ``prefix`` (e.g. ".L2::"), or None."""
+        found = [m for m in self.left if m.startswith(prefix)]
+        if len(found) > 1:
+            raise Unsupported(f"contradictory modifiers {' '.join(found)}")
+        if found:
+            self.left.remove(found[0])
+            return found[0]
+        return None
+
+    def done(self) -> None:
+        if self.left:
+            raise Unsupported(f"modifier{'s' if len(self.left) > 1 else ''} {' '.join(self.left)} not implemented")

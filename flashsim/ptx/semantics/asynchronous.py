@@ -1,0 +1,358 @@
+"""Asynchronous copies and mbarriers: cp.async (.ca / .cg, 4 / 8 / 16 bytes, src-size zero fill, ignore-src),
+cp.async.commit_group / wait_group / wait_all, cp.async.mbarrier.arrive{.noinc}, and mbarrier init / arrive /
+arrive_drop / expect_tx / complete_tx / test_wait / try_wait (phase token or parity) / pending_count / inval.
+
+A cp.async is recorded at issue (its source and destination addresses, sizes and the issuing thread's open group)
+and performed at the latest moment the PTX memory model allows the program to rely on: when a wait_group /
+wait_all of the issuing thread waits for its group, or when the mbarrier arrive it was tied to by
+cp.async.mbarrier.arrive fires. A program that reads the destination before then reads the old bytes, as it may on
+a GPU. An mbarrier's state (phase, pending arrivals, expected arrivals, transaction count) is kept per block and
+shared-memory offset; a phase completes when its pending arrivals and its transaction count both reach zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import isa
+from ..ir import Imm, Reg
+from ..program import Decoded
+from .data import SPACES
+
+
+class AsyncCopies:
+    """The in-flight cp.async operations of a machine: records (threads, dst, src, cp size, src size, group) and
+    each thread's count of committed groups."""
+
+    def __init__(self, machine):
+        self.m = machine
+        self.records: list = []
+        self.committed = np.zeros(machine.T, np.int64)
+
+    def issue(self, threads, dst, src, cp: int, src_size) -> None:
+        self.records.append([threads, dst, src, cp, src_size, self.committed[threads].copy()])
+
+    def commit(self, threads) -> None:
+        self.committed[threads] += 1
+
+    def complete(self, threads, keep_groups=None) -> None:
+        """Perform the copies of ``threads`` (all of them, or all but their ``keep_groups`` most recent committed
+        groups and the open one) in issue order."""
+        m = self.m
+        mine = np.zeros(m.T, bool)
+        mine[threads] = True
+        limit = None if keep_groups is None else self.committed - keep_groups  # groups below this are waited for
+        left = []
+        for rec in self.records:
+            th, dst, src, cp, size, group = rec
+            sel = mine[th]
+            if limit is not None:
+                sel &= group < limit[th]
+            if sel.any():
+                self._copy(th[sel], dst[sel], src[sel], cp, size[sel])
+                rest = ~sel
+                if rest.any():
+                    left.append([th[rest], dst[rest], src[rest], cp, size[rest], group[rest]])
+            else:
+                left.append(rec)
+        self.records = left
+
+    def _copy(self, th, dst, src, cp, size) -> None:
+        m = self.m
+        data = np.zeros((th.size, cp), np.uint8)
+        full = size == cp
+        if full.any():
+            data[full] = m.mem.load(".global", src[full], cp, th[full])
+        part = np.flatnonzero((size > 0) & ~full)
+        for k in part.tolist():  # rare: a partial source, byte by byte
+            n = int(size[k])
+            data[k, :n] = m.mem.load(".global", src[k : k + 1] + np.arange(n, dtype=np.uint64), 1, np.full(n, th[k]))[
+                :, 0
+            ]
+        m.mem.store(".shared", dst, data, th)
+        m.progress += 1
+        if m.sanitizer is not None:
+            m.sanitizer.async_stored(th, dst, cp)
+
+
+def copies(m) -> AsyncCopies:
+    state = m.state.get("cp.async")
+    if state is None:
+        state = m.state["cp.async"] = AsyncCopies(m)
+    return state
+
+
+def _shared_addr(d: Decoded, i: int):
+    """A function of a group giving each running lane's shared-memory address of memory operand ``i``."""
+    sym_space, base, offset = d.addr(i)
+    if sym_space not in (None, ".shared"):
+        raise isa.Unsupported(f"a {sym_space} operand where shared memory is expected")
+    off = np.uint64(offset & (2**64 - 1))
+    if base is None:
+        return lambda g: np.full(g.lanes().size, off, np.uint64)
+    return lambda g: g.lane_values(base).astype(np.uint64) + off
+
+
+@isa.implements("cp")
+def cp(d: Decoded):
+    mods = d.mods
+    if not mods.flag(".async"):
+        raise isa.Unsupported("cp without .async (cp.async.bulk / cp.reduce: not simulated)")
+    if mods.flag(".commit_group"):
+        mods.done()
+
+        def run(g):
+            copies(g.m).commit(g.lanes())
+
+        return d.op(run)
+    if mods.flag(".wait_group"):
+        mods.done()
+        n = d.operands[0]
+        if not isinstance(n, Imm):
+            raise isa.Unsupported("wait_group needs an immediate")
+        keep = int(n.value)
+
+        def run(g):
+            copies(g.m).complete(g.lanes(), keep)
+
+        return d.op(run)
+    if mods.flag(".wait_all"):
+        mods.done()
+
+        def run(g):
+            copies(g.m).complete(g.lanes())
+
+        return d.op(run)
+    if mods.flag(".mbarrier"):
+        if not mods.flag(".arrive"):
+            raise isa.Unsupported("cp.async.mbarrier needs .arrive")
+        noinc = mods.flag(".noinc")
+        space = mods.take(*SPACES)
+        if mods.type() != ".b64" or (space is not None and SPACES[space] != ".shared"):
+            raise isa.Unsupported("cp.async.mbarrier.arrive.shared.b64 only")
+        mods.done()
+        addr = _shared_addr(d, 0)
+
+        def run(g):
+            copies(g.m).complete(g.lanes())
+            barriers(g.m).arrive(g, addr(g), np.ones(g.lanes().size, np.int64), inc=not noinc)
+
+        return d.op(run)
+    level = mods.take(".ca", ".cg")
+    dst_space = mods.take(".shared", ".shared::cta")
+    src_space = mods.take(".global")
+    hint = False
+    for m in [x for x in mods.left if x.startswith((".L2::", ".L1::"))]:
+        mods.left.remove(m)
+        hint = hint or m == ".L2::cache_hint"
+    mods.done()
+    if level is None or dst_space is None or src_space is None:
+        raise isa.Unsupported("cp.async needs .ca / .cg, .shared and .global")
+    cp_size = d.operands[2]
+    if not isinstance(cp_size, Imm) or int(cp_size.value) not in (4, 8, 16):
+        raise isa.Unsupported("cp.async's cp-size is 4, 8 or 16")
+    n = int(cp_size.value)
+    if level == ".cg" and n != 16:
+        raise isa.Unsupported("cp.async.cg copies 16 bytes")
+    dst_addr = _shared_addr(d, 0)
+    _sp, src_base, src_off = d.addr(1)
+    if src_base is None:
+        raise isa.Unsupported("cp.async from a constant address")
+    src_off = np.uint64(src_off & (2**64 - 1))
+    extra = list(d.operands[3:])
+    if hint:
+        extra = extra[:-1]  # the cache policy
+    size_slot, ignore = None, None
+    if extra:
+        op = extra[0]
+        if isinstance(op, Reg) and d.fn.regs.get(op.name) == ".pred":
+            ignore = d.reg(op)
+        else:
+            size_slot = d.value(op, np.uint32)
+
+    def run(g):
+        lanes = g.lanes()
+        src = g.lane_values(src_base).astype(np.uint64) + src_off
+        if size_slot is not None:
+            size = g.lane_values(size_slot).astype(np.int64)
+            if ((size < 0) | (size > n)).any():
+                t = int(lanes[np.flatnonzero((size < 0) | (size > n))[0]])
+                raise g.m.error(f"cp.async src-size outside 0..{n}", t)
+        elif ignore is not None:
+            size = np.where(g.lane_values(ignore).astype(bool), 0, n).astype(np.int64)
+        else:
+            size = np.full(lanes.size, n, np.int64)
+        copies(g.m).issue(lanes, dst_addr(g), src, n, size)
+
+    return d.op(run)
+
+
+class MBarriers:
+    """mbarrier objects by (block, shared offset): [phase count, pending, expected, tx count]."""
+
+    def __init__(self, machine):
+        self.m = machine
+        self.state: dict = {}
+
+    def _keys(self, g, addr):
+        blocks = self.m.block_of[g.lanes()]
+        return list(zip(blocks.tolist(), addr.astype(np.int64).tolist()))
+
+    def get(self, g, key, t):
+        st = self.state.get(key)
+        if st is None:
+            raise self.m.error(f"mbarrier at shared offset {key[1]:#x} used before mbarrier.init", t)
+        return st
+
+    def init(self, g, addr, counts) -> None:
+        for (b, off), c in zip(self._keys(g, addr), counts.tolist()):
+            if not 1 <= c < (1 << 20):
+                raise self.m.error(f"mbarrier.init count {c} outside 1..2^20-1", int(g.lanes()[0]))
+            self.state[(b, off)] = [0, int(c), int(c), 0]
+        self.m.progress += 1
+
+    def arrive(self, g, addr, counts, inc: bool = False, drop: bool = False, tx: int | np.ndarray = 0):
+        """Arrivals of the running lanes (``counts`` each); returns each lane's state token (its phase count)."""
+        lanes = g.lanes()
+        tokens = np.zeros(lanes.size, np.uint64)
+        keys = self._keys(g, addr)
+        txs = np.broadcast_to(np.asarray(tx, np.int64), (lanes.size,))
+        for k, (key, c) in enumerate(zip(keys, np.asarray(counts).tolist())):
+            st = self.get(g, key, int(lanes[k]))
+            tokens[k] = st[0]
+            st[3] += int(txs[k])
+            if inc:  # cp.async.mbarrier.arrive without .noinc: pending + 1, then the arrive: no net arrival
+                continue
+            st[1] -= c
+            if drop:
+                st[2] -= c
+            if st[1] < 0:
+                raise self.m.error(f"mbarrier at shared offset {key[1]:#x}: more arrivals than expected", int(lanes[k]))
+            self._maybe_complete(st)
+        self.m.progress += 1
+        return tokens
+
+    def _maybe_complete(self, st) -> None:
+        if st[1] == 0 and st[3] == 0:
+            st[0] += 1
+            st[1] = st[2]
+
+    def expect_tx(self, g, addr, tx) -> None:
+        for k, key in enumerate(self._keys(g, addr)):
+            st = self.get(g, key, int(g.lanes()[k]))
+            st[3] += int(np.asarray(tx).reshape(-1)[k] if np.ndim(tx) else tx)
+        self.m.progress += 1
+
+    def complete_tx(self, g, addr, tx) -> None:
+        for k, key in enumerate(self._keys(g, addr)):
+            st = self.get(g, key, int(g.lanes()[k]))
+            st[3] -= int(np.asarray(tx).reshape(-1)[k] if np.ndim(tx) else tx)
+            self._maybe_complete(st)
+        self.m.progress += 1
+
+    def done(self, g, addr, phase_or_parity, parity: bool) -> np.ndarray:
+        """Whether the phase each lane names (its state token, or with ``parity`` the phase parity) completed."""
+        lanes = g.lanes()
+        out = np.zeros(lanes.size, bool)
+        polling = self.m.state.setdefault("polling", {})
+        for k, key in enumerate(self._keys(g, addr)):
+            st = self.get(g, key, int(lanes[k]))
+            want = int(phase_or_parity[k])
+            out[k] = (st[0] & 1) != (want & 1) if parity else st[0] != want
+            if out[k]:
+                polling.pop(int(lanes[k]), None)
+            else:
+                polling[int(lanes[k])] = ("mbarrier", key[1], want & 1 if parity else want)
+        return out
+
+
+def barriers(m) -> MBarriers:
+    state = m.state.get("mbarrier")
+    if state is None:
+        state = m.state["mbarrier"] = MBarriers(m)
+    return state
+
+
+@isa.implements("mbarrier")
+def mbarrier(d: Decoded):
+    mods = d.mods
+    op = mods.take(
+        ".init",
+        ".arrive",
+        ".arrive_drop",
+        ".expect_tx",
+        ".complete_tx",
+        ".test_wait",
+        ".try_wait",
+        ".pending_count",
+        ".inval",
+    )
+    mods.take(".release", ".acquire", ".relaxed")
+    mods.take(".cta", ".cluster")
+    parity = mods.flag(".parity")
+    expect = mods.flag(".expect_tx")
+    noComplete = mods.flag(".noComplete")
+    space = mods.take(*SPACES)
+    t = mods.type()
+    mods.done()
+    if op is None or t != ".b64" or (space is not None and SPACES[space] != ".shared") or noComplete:
+        raise isa.Unsupported(f"mbarrier{op or ''}{t} (shared, .b64)")
+    if space is None and op != ".pending_count":
+        raise isa.Unsupported("mbarrier on a generic address (use .shared)")
+    ops = d.operands
+    if op == ".init":
+        addr, count = _shared_addr(d, 0), d.src(1, np.uint32)
+
+        def run(g):
+            barriers(g.m).init(g, addr(g), g.lane_values(count).astype(np.int64))
+
+        return d.op(run)
+    if op == ".inval":
+        addr = _shared_addr(d, 0)
+
+        def run(g):
+            mb = barriers(g.m)
+            for key in mb._keys(g, addr(g)):
+                mb.state.pop(key, None)
+
+        return d.op(run)
+    if op in (".arrive", ".arrive_drop"):
+        dst = d.dst(0)
+        addr = _shared_addr(d, 1)
+        rest = ops[2:]
+        count = d.value(rest[0], np.uint32) if rest else None
+        if expect:  # mbarrier.arrive.expect_tx state, [addr], tx_count
+            tx_slot, count = count, None
+        else:
+            tx_slot = None
+
+        def run(g):
+            n = g.lanes().size
+            c = g.lane_values(count).astype(np.int64) if count is not None else np.ones(n, np.int64)
+            tx = g.lane_values(tx_slot).astype(np.int64) if tx_slot is not None else 0
+            tokens = barriers(g.m).arrive(g, addr(g), c, drop=op == ".arrive_drop", tx=tx)
+            if dst is not None:
+                g.write_lanes(dst, tokens)
+
+        return d.op(run)
+    if op in (".expect_tx", ".complete_tx"):
+        addr, tx_slot = _shared_addr(d, 0), d.src(1, np.uint32)
+
+        def run(g):
+            tx = g.lane_values(tx_slot).astype(np.int64)
+            mb = barriers(g.m)
+            (mb.expect_tx if op == ".expect_tx" else mb.complete_tx)(g, addr(g), tx)
+
+        return d.op(run)
+    if op in (".test_wait", ".try_wait"):
+        dst = d.dst(0)
+        addr = _shared_addr(d, 1)
+        token = d.src(2, np.uint32 if parity else np.uint64)  # a 4th operand, try_wait's time hint: no effect
+
+        def run(g):
+            want = g.lane_values(token).astype(np.int64)
+            g.write_lanes(dst, barriers(g.m).done(g, addr(g), want, parity))
+
+        return d.op(run)
+    # pending_count: the count of pending arrivals in a state token (here: the phase count has no pending part)
+    raise isa.Unsupported(f"mbarrier{op}")
