@@ -510,3 +510,54 @@ def compile_file(relative: str, **kwargs) -> Build:
     path = kernel_path(relative)
     kwargs.setdefault("name", str(relative))
     return compile_cuda(path.read_text(), **kwargs)
+
+
+# -- ptxas and nvdisasm ---------------------------------------------------------------------------
+
+
+def cuda_tool(name: str) -> str:
+    """The path of the CUDA binary ``name`` ("ptxas", "nvdisasm"): on PATH, under $CUDA_HOME / $CUDA_PATH or
+    /usr/local/cuda, else a pip package's (nvidia-cuda-nvdisasm ships nvdisasm); FileNotFoundError naming what
+    to install."""
+    import importlib.util
+    import shutil
+
+    found = shutil.which(name)
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (pathlib.Path(root) / "bin" / name).is_file():
+            return str(pathlib.Path(root) / "bin" / name)
+    spec = importlib.util.find_spec("nvidia")
+    for root in spec.submodule_search_locations if spec else []:
+        for exe in sorted(pathlib.Path(root).glob(f"*/bin/{name}")):
+            return str(exe)
+    hint = "pip install 'nvidia-cuda-nvdisasm>=13,<14'" if name == "nvdisasm" else "install the CUDA toolkit (nvcc)"
+    raise FileNotFoundError(f"{name} was not found on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: {hint}")
+
+
+@lru_cache(maxsize=1)
+def ptxas_version() -> str:
+    """ptxas's version line ("Cuda compilation tools, release 13.0, V13.0.88")."""
+    import subprocess
+
+    out = subprocess.run([cuda_tool("ptxas"), "--version"], capture_output=True, text=True, check=True).stdout
+    return next((line for line in out.splitlines() if "release" in line), out.strip())
+
+
+def assemble_ptx(ptx: str, arch: str, options=()) -> bytes:
+    """The cubin ptxas makes of ``ptx`` for ``arch`` (a real arch, e.g. "sm_90"); CompileError with its log."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = pathlib.Path(tmp, "in.ptx"), pathlib.Path(tmp, "out.cubin")
+        src.write_text(ptx)
+        done = subprocess.run(
+            [cuda_tool("ptxas"), f"-arch={_arch_name(arch)}", *map(str, options), str(src), "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise CompileError(f"ptxas failed for {arch}:\n{done.stderr.strip()}")
+        return out.read_bytes()

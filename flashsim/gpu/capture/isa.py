@@ -1,0 +1,110 @@
+"""Run the silicon probes (flashsim.ptx.probes) on the GPU at hand and store their outputs:
+``python3 -m flashsim.gpu.capture.isa --out DIR [--topic T ...]``.
+
+Each probe's PTX (NVRTC's for its .cu source, the same text flashsim.ptx runs) is assembled by ptxas for the GPU's
+arch, so the SASS that ran is the SASS the simulator's contraction reader sees; its inputs are the probe's seeded
+ones. DIR/<topic>_<arch>.npz holds, per probe, every argument array before (``name/inI``) and after (``name/I``) the
+launch and, in ``meta``, the PTX's sha256, the ptxas version and the launch, so tests/test_ptx_silicon.py can
+rerun each probe in the simulator and the drift guard can tell a changed probe from a stored one. A probe whose
+launch fails is recorded with its error (and the CUDA context is rebuilt only by a new process: the run stops).
+Exit 0 when every probe ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+from ... import provenance
+from ...ptx import probes as P
+from .. import runtime as rt
+from ..build import Build, assemble_ptx, ptxas_version
+
+
+def run_probe(probe: P.Probe, arch: str) -> tuple[list, list, dict]:
+    """(arguments before, arguments after, metadata) of one launch of ``probe`` on the GPU."""
+    ptx = P.ptx_of(probe, arch)
+    cubin = assemble_ptx(ptx, arch)
+    build = Build(
+        cubin=cubin,
+        arch=arch,
+        entry_points={},
+        lowered_names={},
+        log="",
+        source_name=probe.source,
+        key=hashlib.sha256(cubin).hexdigest(),
+    )
+    kernel = rt.load(build, probe.kernel)
+    before = P.arguments(probe)
+    device = [rt.to_device(a) if isinstance(a, np.ndarray) else a for a in before]
+    t0 = time.perf_counter()
+    rt.launch(kernel, probe.grid, probe.block, *device, smem_bytes=probe.shared_mem)
+    after = [d.to_numpy() if isinstance(a, np.ndarray) else None for a, d in zip(before, device)]
+    meta = {
+        "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(),
+        "n_args": len(before),
+        "source": probe.source,
+        "kernel": probe.kernel,
+        "grid": list(probe.grid),
+        "block": list(probe.block),
+        "shared_mem": probe.shared_mem,
+        "seconds": round(time.perf_counter() - t0, 4),
+    }
+    return before, after, meta
+
+
+def capture_topic(topic: str, arch: str, out: pathlib.Path) -> int:
+    """Run every probe of ``topic``; write out/<topic>_<arch>.npz; the number of probes that failed."""
+    arrays, meta, failed = (
+        {},
+        {
+            "arch": arch,
+            "ptxas": ptxas_version(),
+            "nvrtc": provenance.nvrtc_version(),
+            "gpu": rt.require_gpu().name,
+            "date": time.strftime("%Y-%m-%d"),
+            "probes": {},
+        },
+        0,
+    )
+    for probe in P.probes(topic):
+        try:
+            before, after, info = run_probe(probe, arch)
+        except Exception as exc:  # record and go on only for compile errors; a launch error ends the process
+            print(f"  {probe.key}: FAILED {type(exc).__name__}: {exc}", flush=True)
+            meta.setdefault("failed", {})[probe.name] = f"{type(exc).__name__}: {exc}"
+            failed += 1
+            if rt.sticky_error():
+                break
+            continue
+        for i, (a, b) in enumerate(zip(before, after)):
+            if b is not None:
+                arrays[f"{probe.name}/in{i}"] = a
+                arrays[f"{probe.name}/{i}"] = b
+        meta["probes"][probe.name] = info
+        print(f"  {probe.key}: ok ({info['seconds']} s)", flush=True)
+    path = out / f"{topic}_{arch.replace('_', '')}.npz"
+    np.savez_compressed(path, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+    print(f"{topic}: {len(meta['probes'])} probes -> {path}", flush=True)
+    return failed
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m flashsim.gpu.capture.isa", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, type=pathlib.Path)
+    ap.add_argument("--topic", action="append", choices=P.TOPICS, help="only these topics (default: all)")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    arch = rt.current_arch()
+    failed = sum(capture_topic(t, arch, args.out) for t in (args.topic or P.TOPICS) if P.probes(t))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

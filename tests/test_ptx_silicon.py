@@ -1,0 +1,47 @@
+"""flashsim.ptx against the H200: every silicon probe (flashsim.ptx.probes) rerun in the simulator on the inputs
+the GPU ran must give the GPU's bits (tests/data/ptx_isa/, written by ``python -m flashsim.gpu.capture.isa``).
+
+A probe whose PTX changed after its capture fails here (its stored bits are of another program: capture again on
+the GPU), and so does a probe with no capture at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from flashsim import provenance
+from flashsim.ptx import probes as P
+
+pytestmark = pytest.mark.nvrtc  # the probes' PTX comes from NVRTC
+
+
+def _captures() -> dict:
+    out = {}
+    for topic in P.TOPICS:
+        if P.capture_path(topic).is_file():
+            for name, stored in P.load_capture(topic).items():
+                out[f"{topic}/{name}"] = stored
+    return out
+
+
+CAPTURED = _captures()
+PROBES = {p.key: p for p in P.probes()}
+
+
+def test_every_probe_has_a_capture():
+    missing = sorted(set(PROBES) - set(CAPTURED))
+    assert not missing, f"probes never run on the GPU (python -m flashsim.gpu.capture.isa): {', '.join(missing)}"
+
+
+def test_every_capture_belongs_to_a_probe():
+    stale = sorted(set(CAPTURED) - set(PROBES))
+    assert not stale, f"captures of probes that no longer exist: {', '.join(stale)}"
+
+
+@pytest.mark.parametrize("key", sorted(set(PROBES) & set(CAPTURED)))
+def test_probe_matches_the_gpu(key):
+    probe, stored = PROBES[key], CAPTURED[key]
+    nvrtc = stored["meta"].get("nvrtc")
+    if nvrtc == provenance.nvrtc_version() and P.ptx_sha256(probe) != stored["ptx_sha256"]:
+        pytest.fail(f"{key}: its PTX changed after the capture: run it on the GPU again", pytrace=False)
+    mismatch = P.check(probe, stored)
+    assert mismatch is None, str(mismatch)
