@@ -15,6 +15,7 @@ from ...numerics import ieee32
 from .. import isa
 from ..ir import Reg
 from ..program import Decoded
+from . import special
 from .integer import setp_common
 
 F = isa.FLOAT
@@ -172,16 +173,7 @@ def rcp(d: Decoded):
     if t != ".f32":
         raise isa.Unsupported(f"rcp{t}")
     if approx:
-        from ...numerics import sfu
-
-        if not ftz:
-            raise isa.Unsupported("rcp.approx.f32 without .ftz (its SASS sequence is not modelled yet)")
-
-        def run(g):
-            (x,) = _f32_args(g, (a,))
-            g.write(dst, _bits(sfu.rcp(x, arch=g.m.prog.arch)))
-
-        return d.op(run)
+        return special.approx(d, "rcp", ftz, t)
     if rnd != ".rn":
         raise isa.Unsupported(f"rcp{rnd}{t}")
     one = np.float32(1.0)

@@ -33,3 +33,18 @@ def ex2(d: Decoded):
         g.write(dst, np.asarray(sfu.ex2(x, arch=arch)).view(np.uint32))
 
     return d.op(run)
+
+
+def approx(d: Decoded, fn: str, ftz: bool, t: str):
+    """The op of ``fn``.approx{.ftz}``t`` for opcodes whose other forms live elsewhere (rcp and sqrt: their IEEE
+    forms are in floating.py, which hands the .approx ones here)."""
+    if fn == "rcp" and t == ".f32" and ftz:
+        dst, a = d.dst(0), d.src(1, np.uint32)
+        arch = d.prog.arch
+
+        def run(g):
+            x = np.asarray(g.R[a]).astype(np.uint32).view(np.float32)
+            g.write(dst, np.asarray(sfu.rcp(x, arch=arch)).view(np.uint32))
+
+        return d.op(run)
+    raise isa.Unsupported(f"{fn}.approx{'.ftz' if ftz else ''}{t} (no SFU model of it)")
