@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import batching
 from .barriers import Barriers
 from .errors import Deadlock, SimulationError
 
@@ -209,6 +210,8 @@ class Machine:
         self.sanitizer = sanitizer
         self.trace = trace
         self.current_pc = None  # the PC being run (errors name its line)
+        # mma's batched per block (flashsim.ptx.batching); not under a trace, which reads registers at each PC
+        self.batch_plan = prog.batch_plan if trace is None else None
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
 
     # -- scheduling -------------------------------------------------------------------------------------
@@ -278,16 +281,44 @@ class Machine:
             self.R[s] = self.dtypes[s].type(self.clock)
         self.clock += end - start + 1
         trace = self.trace
+        plan = self.batch_plan
+        pending = None
         for pc in range(start, end + 1):
             g.pc = pc
             self.current_pc = pc
+            if plan is not None:
+                if pending is not None and pending.entries and plan.flush_before[pc]:
+                    batching.flush(g, pending, _scatter_words)
+                if plan.deferrable[pc]:
+                    pending = self._defer(g, pc, pending)
+                    if g.mask is not None and not g.mask.any():
+                        self._finish(g, None)
+                        return
+                    continue
             if trace is not None and pc in trace.pcs:
                 trace.record(self, g, pc, before=True)
             ops[pc].run(g)
             if g.mask is not None and not g.mask.any():
                 self._finish(g, None)
                 return
+        if pending is not None and pending.entries:
+            self.current_pc = end
+            batching.flush(g, pending, _scatter_words)
         self._finish(g, end + 1)
+
+    def _defer(self, g: Group, pc: int, pending):
+        """Defer the mma at ``pc`` for the group's warps (flashsim.ptx.batching); flush first when the warps
+        changed (lanes stopped at a warp-synchronous instruction)."""
+        info = self.prog.ops[pc].info
+        if g.mask is not None and not g.converge(info.member):
+            return pending
+        threads = _warp_threads(g)
+        if pending is None:
+            pending = batching.Pending()
+        elif pending.entries and not _same_threads(pending.threads, threads):
+            batching.flush(g, pending, _scatter_words)
+        pending.add(g, info, threads)
+        return pending
 
     def _finish(self, g: Group, next_pc) -> None:
         """Apply a block's ending to its lanes: fall through to ``next_pc``, or what its terminator recorded."""
@@ -344,6 +375,42 @@ class Machine:
                 break
         t = int(np.flatnonzero(live)[0])
         raise Deadlock(f"deadlock: {why}\n" + "\n".join(lines), **self.locate(t))
+
+
+def _warp_threads(g: Group):
+    """The (W, 32) threads of the group's whole warps, or None when it is every thread of a wave of whole warps."""
+    m = g.m
+    if g.mask is None and m.block_threads % 32 == 0:
+        return None
+    lanes = g.lanes()
+    warps = np.unique(m.warp_of[lanes])
+    first = lanes[np.searchsorted(m.warp_of[lanes], warps)]
+    if lanes.size != 32 * warps.size or (m.lane_of[first] != 0).any():
+        raise m.error(
+            "a .aligned warp instruction with part of a warp (its other lanes exited or diverged)", int(lanes[0])
+        )
+    return first[:, None] + np.arange(32)[None, :]
+
+
+def _same_threads(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.shape == b.shape and bool((a == b).all())
+
+
+def _scatter_words(g: Group, slots, threads, words) -> None:
+    """Write (W, 32, len(slots)) uint32 ``words`` to the registers ``slots`` of the warps ``threads``."""
+    R = g.R
+    if threads is None:
+        flat = words.reshape(-1, len(slots))
+        for k, s in enumerate(slots):
+            R[s] = np.ascontiguousarray(flat[:, k])
+        return
+    idx = threads.reshape(-1)
+    for k, s in enumerate(slots):
+        new = np.broadcast_to(np.asarray(R[s]), (g.m.T,)).astype(g.m.dtypes[s], copy=True)
+        new[idx] = words[..., k].reshape(-1)
+        R[s] = new
 
 
 def _wait_text(info) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import isa
+from . import batching, isa
 from .errors import UnsupportedInstruction
 from .ir import SPECIAL_REGISTERS, TYPE_SIZES, Addr, Function, Imm, Instruction, Module, Reg, Sink, Sym, Var
 
@@ -60,7 +60,8 @@ def reg_bits(type_name: str) -> int:
 class Op:
     """One decoded instruction. ``run(g)`` executes it for the lanes of group ``g`` (flashsim.ptx.machine.Group);
     ``kind`` PLAIN, BRANCH, EXIT, BARRIER, CALL or RETURN; ``name`` the full spelling (opcode and modifiers);
-    ``line`` the PTX line; ``loc`` the .loc (file, line, column) or None; ``function`` the function's name."""
+    ``line`` the PTX line; ``loc`` the .loc (file, line, column) or None; ``function`` the function's name;
+    ``regs`` the register slots its operands name; ``info`` a builder's description for later passes."""
 
     run: object
     kind: int
@@ -68,6 +69,8 @@ class Op:
     line: int
     loc: tuple | None
     function: str
+    regs: set = field(default_factory=set)  # every register slot the instruction names (its guard too)
+    info: object = None  # what a later pass needs to know of it (flashsim.ptx.batching: an mma's operands)
 
 
 @dataclass
@@ -212,6 +215,7 @@ class Program:
         for a, b in zip(starts, starts[1:] + [n]):
             self.block_end[a] = b - 1
         self.op_names = [op.name for op in self.ops]
+        self.batch_plan = batching.plan(self)
 
     def _implicit_end(self, fn: Function, info: FunctionInfo) -> Op:
         """The op after a body's last instruction: falling off the end of a kernel exits, of a function returns."""
@@ -261,18 +265,21 @@ class Decoded:
         self.mods = isa.Mods(ins.mods)
         self.name = ins.opcode + "".join(ins.mods)
         self.key = (fn.name, pc - prog.functions[fn.name].start)  # (function, index in its body)
+        self.touched: set[int] = set()  # the register slots the builder asked for (Op.regs)
 
     @property
     def operands(self) -> tuple:
         return self.ins.operands
 
-    def op(self, run, kind: int = PLAIN) -> Op:
-        return Op(run, kind, self.name, self.ins.line, self.ins.loc, self.fn.name)
+    def op(self, run, kind: int = PLAIN, info=None) -> Op:
+        return Op(run, kind, self.name, self.ins.line, self.ins.loc, self.fn.name, self.touched, info)
 
     def reg(self, operand) -> int:
         if not isinstance(operand, Reg):
             raise isa.Unsupported(f"expected a register, got {operand!r}")
-        return self.prog.register(self.fi, operand.name, self.fn)
+        slot = self.prog.register(self.fi, operand.name, self.fn)
+        self.touched.add(slot)
+        return slot
 
     def dst(self, i: int) -> int | None:
         """The register slot of destination operand ``i`` (None for the sink ``_``)."""
@@ -331,7 +338,7 @@ class Decoded:
             if sub is not None:
                 inner(sub)
 
-        return Op(run, op.kind, op.name, op.line, op.loc, op.function)
+        return Op(run, op.kind, op.name, op.line, op.loc, op.function, op.regs | {p}, None)
 
 
 def imm_bits(imm: Imm, dtype: np.dtype, float_kind: str | None = None) -> int:

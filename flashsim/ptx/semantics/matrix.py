@@ -16,6 +16,7 @@ from ...layout.ldmatrix import load_rows
 from ...numerics.tensorcore import fast
 from ...numerics.tensorcore import mma as tc_mma
 from .. import isa
+from ..batching import MmaInfo
 from ..ir import Vec
 from ..program import Decoded
 from .data import SPACES
@@ -149,7 +150,32 @@ def mma(d: Decoded):
         vals = np.take(out.view(c_unit).reshape(out.shape[0], -1), gather_c, axis=1)  # (W, 32, elems)
         _scatter(g, d_slots, th, np.ascontiguousarray(vals).view(np.uint32))
 
-    return d.op(run)
+    def tiles(wa, wb, wc):
+        return (
+            None if wa is None else _tile(wa, amap, a_dt),
+            None if wb is None else _tile(wb, bmap, b_dt),
+            None if wc is None else _tile(wc, cmap, c_dt),
+        )
+
+    def words(out):
+        return np.ascontiguousarray(np.take(out.view(c_unit).reshape(out.shape[0], -1), gather_c, axis=1)).view(
+            np.uint32
+        )
+
+    info = MmaInfo(
+        key=(shape, *types),
+        a=tuple(a_slots),
+        b=tuple(b_slots),
+        c=tuple(c_slots),
+        d=tuple(d_slots),
+        member=member,
+        tiles=tiles,
+        words=words,
+        model=lambda a, b, c: model(a, b, c, arch),
+        chainable=not eight,
+        step=32 if eight else 16,
+    )
+    return d.op(run, info=info)
 
 
 @isa.implements("ldmatrix")
