@@ -72,7 +72,7 @@ def plan(prog) -> Plan:
                     pending, chains = set(), set()
                 continue
             reads_pending = not pending.isdisjoint(info.a + info.b)
-            in_place = info.c == info.d and info.c in chains
+            in_place = info.chainable and info.c == info.d and info.c in chains
             if reads_pending or (not in_place and not pending.isdisjoint(info.c + info.d)):
                 flush_before[pc] = True
                 pending, chains = set(), set()
@@ -129,7 +129,8 @@ def flush(g, pending: Pending, scatter) -> None:
     # N: chains of one key and length whose steps read the same A arrays
     groups: dict[tuple, list] = {}
     for ch in chains:
-        ident = tuple(tuple(id(x) for x in a) for a, _ in ch["steps"])
+        # side by side along N only for the chained model (the single-step m16n8k32 model takes N = 8)
+        ident = tuple(tuple(id(x) for x in a) for a, _ in ch["steps"]) if ch["info"].chainable else id(ch)
         groups.setdefault((ch["info"].key, len(ch["steps"]), ident), []).append(ch)
     # batch: groups of one key, length and width stacked along the warps
     stacks: dict[tuple, list] = {}

@@ -93,7 +93,8 @@ class Program:
     FunctionInfo; ``param_layout`` kernel parameter name -> (offset, size, Param); ``param_size`` their bytes;
     ``shared_static`` the static shared-memory variables -> offset; ``shared_size`` their bytes (dynamic shared
     memory starts at ``dynamic_offset``); ``local_layout`` / ``local_size`` the per-thread local frame;
-    ``const_layout`` / ``const_image`` the constant bank; ``global_vars`` the module's .global variables."""
+    ``const_layout`` / ``const_image`` the constant bank; ``global_vars`` the module's .global variables;
+    ``unsupported`` the UnsupportedInstruction of every instruction it cannot run (raised when a thread reaches it)."""
 
     def __init__(self, module: Module, kernel: Function, arch: str, memory_layout, contraction=None):
         self.module, self.kernel_fn, self.arch = module, kernel, arch
@@ -110,6 +111,7 @@ class Program:
         self.functions: dict[str, FunctionInfo] = {}
         self.labels: dict[tuple[str, str], int] = {}
         self.call_returns: dict[int, list] = {}  # call PC -> (callee frame offset, caller frame offset, size)
+        self.unsupported: list[UnsupportedInstruction] = []  # instructions decoded into ops that raise when run
         self._leaders: set[int] = set()
         self._decode_all()
 
@@ -232,15 +234,26 @@ class Program:
                 if isa.builder(ins.opcode) is None and not any(isa.builder(ins.opcode, (t,)) for t in (".b32", ".f32"))
                 else "type not implemented for this opcode"
             )
-            raise UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, what)
+            return self._unsupported(UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, what), fn, ins)
         d = Decoded(self, fi, fn, ins, pc)
         try:
             op = build(d)
         except isa.Unsupported as exc:
-            raise UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, str(exc)) from None
+            return self._unsupported(UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, str(exc)), fn, ins)
         if ins.pred is not None:
             op = d.guarded(op)
         return op
+
+    def _unsupported(self, error: UnsupportedInstruction, fn: Function, ins: Instruction) -> Op:
+        """An instruction the simulator does not implement: recorded in ``unsupported``, and an op that raises the
+        error when a thread reaches it (so a kernel whose unsupported forms lie on paths a launch never takes, an
+        error branch say, still runs; one that reaches them stops there, never guessing)."""
+        self.unsupported.append(error)
+
+        def run(g):
+            raise error
+
+        return Op(run, PLAIN, ins.opcode + "".join(ins.mods), ins.line, ins.loc, fn.name)
 
     # -- queries ----------------------------------------------------------------------------------------
 
