@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import batching
+from . import batching, vectorize
 from .barriers import Barriers
 from .errors import Deadlock, SimulationError
 
@@ -212,6 +212,8 @@ class Machine:
         self.current_pc = None  # the PC being run (errors name its line)
         # mma's batched per block (flashsim.ptx.batching); not under a trace, which reads registers at each PC
         self.batch_plan = prog.batch_plan if trace is None else None
+        self.schedule = prog.schedule if trace is None else None  # lane-wise ops stacked (flashsim.ptx.vectorize)
+        self._group_slots: dict = {}
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
 
     # -- scheduling -------------------------------------------------------------------------------------
@@ -283,11 +285,18 @@ class Machine:
         trace = self.trace
         plan = self.batch_plan
         pending = None
-        for pc in range(start, end + 1):
+        items = self.schedule.items.get(start) if self.schedule is not None else None
+        flush_at = self.schedule.flush_first[start] if items is not None else None
+        for index, item in enumerate(range(start, end + 1) if items is None else items):
+            pc = item if type(item) is int else item[0]
             g.pc = pc
             self.current_pc = pc
             if plan is not None:
-                if pending is not None and pending.entries and plan.flush_before[pc]:
+                if (
+                    pending is not None
+                    and pending.entries
+                    and (plan.flush_before[pc] if flush_at is None else index in flush_at)
+                ):
                     batching.flush(g, pending, _scatter_words)
                 if plan.deferrable[pc]:
                     pending = self._defer(g, pc, pending)
@@ -295,6 +304,9 @@ class Machine:
                         self._finish(g, None)
                         return
                     continue
+            if type(item) is not int:  # congruent lane-wise ops, run once stacked (flashsim.ptx.vectorize)
+                vectorize.run_group(g, prog, item, self._group_slots)
+                continue
             if trace is not None and pc in trace.pcs:
                 trace.record(self, g, pc, before=True)
             ops[pc].run(g)
@@ -352,7 +364,8 @@ class Machine:
             return ("barrier", int(self.block_of[t]), int(self.barriers.bar_id[t]))
         if self.wait[t] == WAIT_SYNC:
             return ("sync",)
-        poll = self.state.get("polling", {}).get(t)
+        mbarriers = self.state.get("mbarrier")
+        poll = mbarriers.waits_for(t) if mbarriers is not None else None
         return poll if poll is not None else ("spin",)
 
     # -- reports ----------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import batching, isa
+from . import batching, isa, vectorize
 from .errors import UnsupportedInstruction
 from .ir import SPECIAL_REGISTERS, TYPE_SIZES, Addr, Function, Imm, Instruction, Module, Reg, Sink, Sym, Var
 
@@ -61,7 +61,8 @@ class Op:
     """One decoded instruction. ``run(g)`` executes it for the lanes of group ``g`` (flashsim.ptx.machine.Group);
     ``kind`` PLAIN, BRANCH, EXIT, BARRIER, CALL or RETURN; ``name`` the full spelling (opcode and modifiers);
     ``line`` the PTX line; ``loc`` the .loc (file, line, column) or None; ``function`` the function's name;
-    ``regs`` the register slots its operands name; ``info`` a builder's description for later passes."""
+    ``regs`` the register slots its operands name, ``writes`` those it writes; ``info`` a builder's description
+    for later passes."""
 
     run: object
     kind: int
@@ -70,6 +71,7 @@ class Op:
     loc: tuple | None
     function: str
     regs: set = field(default_factory=set)  # every register slot the instruction names (its guard too)
+    writes: set = field(default_factory=set)  # the slots it names as destinations (Decoded.dst)
     info: object = None  # what a later pass needs to know of it (flashsim.ptx.batching: an mma's operands)
 
 
@@ -218,6 +220,7 @@ class Program:
             self.block_end[a] = b - 1
         self.op_names = [op.name for op in self.ops]
         self.batch_plan = batching.plan(self)
+        self.schedule = vectorize.schedule(self, self.batch_plan.flush_before)
 
     def _implicit_end(self, fn: Function, info: FunctionInfo) -> Op:
         """The op after a body's last instruction: falling off the end of a kernel exits, of a function returns."""
@@ -279,13 +282,14 @@ class Decoded:
         self.name = ins.opcode + "".join(ins.mods)
         self.key = (fn.name, pc - prog.functions[fn.name].start)  # (function, index in its body)
         self.touched: set[int] = set()  # the register slots the builder asked for (Op.regs)
+        self.written: set[int] = set()  # those asked for as destinations (Op.writes)
 
     @property
     def operands(self) -> tuple:
         return self.ins.operands
 
     def op(self, run, kind: int = PLAIN, info=None) -> Op:
-        return Op(run, kind, self.name, self.ins.line, self.ins.loc, self.fn.name, self.touched, info)
+        return Op(run, kind, self.name, self.ins.line, self.ins.loc, self.fn.name, self.touched, self.written, info)
 
     def reg(self, operand) -> int:
         if not isinstance(operand, Reg):
@@ -301,7 +305,9 @@ class Decoded:
             return None
         if isinstance(operand, Reg) and operand.name in SPECIAL_REGISTERS:
             raise isa.Unsupported(f"{operand.name} is read-only")
-        return self.reg(operand)
+        slot = self.reg(operand)
+        self.written.add(slot)
+        return slot
 
     def src(self, i: int, dtype) -> int:
         """The slot of source operand ``i`` read as ``dtype``: a register, or a constant slot for an immediate (its
@@ -351,7 +357,7 @@ class Decoded:
             if sub is not None:
                 inner(sub)
 
-        return Op(run, op.kind, op.name, op.line, op.loc, op.function, op.regs | {p}, None)
+        return Op(run, op.kind, op.name, op.line, op.loc, op.function, op.regs | {p}, op.writes, None)
 
 
 def imm_bits(imm: Imm, dtype: np.dtype, float_kind: str | None = None) -> int:
