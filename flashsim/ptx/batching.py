@@ -30,9 +30,9 @@ __all__ = ["MmaInfo", "Plan", "plan", "Pending", "flush"]
 @dataclass(frozen=True, eq=False)
 class MmaInfo:
     """What an mma op tells the batcher: ``key`` (shape and types: only equal keys batch), register slots ``a``,
-    ``b``, ``c``, ``d`` (one per fragment register), the member-mask slot, ``tiles(wa, wb, wc)`` (fragment words
-    (W, 32, regs) -> (W, 16, K), (W, K, 8), (W, 16, 8) tiles), ``words(out)`` ((W, 16, 8) -> (W, 32, regs) words),
-    ``model(a, b, c)`` (a chain of K / step steps when ``chainable``) and ``step`` (the K of one mma)."""
+    ``b``, ``c``, ``d`` (one per fragment register), the member-mask slot, the operands' fragment maps
+    (flashsim.layout.fragments) and element dtypes, and ``model(a, b, c)`` on (W, 16, K) x (W, K, N) tiles (a chain
+    of k16 steps when ``chainable``)."""
 
     key: tuple
     a: tuple
@@ -40,11 +40,10 @@ class MmaInfo:
     c: tuple
     d: tuple
     member: int
-    tiles: object
-    words: object
+    maps: tuple  # (A, B, C) FragmentMaps
+    dtypes: tuple  # (A, B, C) element dtypes
     model: object
     chainable: bool
-    step: int
 
 
 @dataclass(frozen=True)
@@ -97,14 +96,6 @@ class Pending:
         self.threads = threads
 
 
-def _words(refs, threads, T: int) -> np.ndarray:
-    """(W, 32, len(refs)) uint32: the registers ``refs`` (arrays over the wave, or scalars) of the warps."""
-    out = np.empty((T, len(refs)), np.uint32)
-    for k, r in enumerate(refs):
-        out[:, k] = r
-    return out.reshape(T // 32, 32, len(refs)) if threads is None else out[threads]
-
-
 def flush(g, pending: Pending, scatter) -> None:
     """Compute every pending mma of ``pending`` for group ``g`` and write their D registers (``scatter(g, slots,
     threads, words)``, flashsim.ptx.semantics.matrix's)."""
@@ -140,44 +131,96 @@ def flush(g, pending: Pending, scatter) -> None:
         _compute(g, stack, threads, T, scatter)
 
 
-def _tiles_of(info: MmaInfo, which: int, words: np.ndarray, count: int) -> np.ndarray:
-    """(count, W, rows, cols) tiles of operand ``which`` (0 A, 1 B, 2 C) from (W, 32, count * regs) words."""
-    W = words.shape[0]
-    regs = words.shape[2] // count
-    stacked = words.reshape(W, 32, count, regs).transpose(2, 0, 1, 3).reshape(count * W, 32, regs)
-    args = [None, None, None]
-    args[which] = stacked
-    tile = info.tiles(*args)[which]
-    return tile.reshape((count, W) + tile.shape[1:])
+def _stacked(refs, T: int, per: int) -> np.ndarray:
+    """The registers ``refs`` (arrays over the wave, or scalars) as one flat array of fragment elements: element
+    ``half`` of register ``i`` of thread ``t`` at ``(i * T + t) * per + half``."""
+    out = np.empty((len(refs), T), np.uint32)
+    for i, r in enumerate(refs):
+        out[i] = r
+    return out.view(np.dtype(f"u{4 // per}")).reshape(-1)
+
+
+_TABLES: dict = {}
+
+
+def _operand_table(fmap, steps: int, chains: int, T: int, along_k: bool):
+    """(static flat offsets, lane of each) of an operand tile (rows, cols) built from ``steps`` x ``chains``
+    instruction fragments: the A operand along K (steps side by side in its columns), B along K (rows) and N (chains
+    in its columns), C along N. Registers of fragment (step l, chain j) come at ref (l * chains + j) * regs."""
+    key = (fmap.name, steps, chains, T, along_k)
+    got = _TABLES.get(key)
+    if got is None:
+        per, regs = fmap.per_reg, fmap.regs
+        lane, elem = fmap.lane_of, fmap.elem_of  # (rows, cols)
+        base = (elem // per) * T * per + elem % per
+        out_rows, out_cols = [], []
+        for l in range(steps):
+            row_parts = [(base + ((l * chains + j) * regs) * T * per) for j in range(chains)]
+            out_cols.append(np.concatenate(row_parts, axis=1))
+            out_rows.append(np.concatenate([lane] * chains, axis=1))
+        if along_k:  # A: steps side by side in the columns
+            static, lanes = np.concatenate(out_cols, axis=1), np.concatenate(out_rows, axis=1)
+        else:  # B (steps stacked in the rows) and C (one step)
+            static, lanes = np.concatenate(out_cols, axis=0), np.concatenate(out_rows, axis=0)
+        got = _TABLES[key] = (static, lanes)
+    return got
+
+
+def _operand(refs, fmap, dtype, steps: int, chains: int, threads, T: int, along_k: bool) -> np.ndarray:
+    """The (W, rows, cols) tile of one operand from its registers (``_operand_table``), in ``dtype``."""
+    flat = _stacked(refs, T, fmap.per_reg)
+    if threads is None:  # every warp of the wave: the whole index, once per shape
+        key = ("all", fmap.name, steps, chains, T, along_k)
+        index = _TABLES.get(key)
+        if index is None:
+            static, lanes = _operand_table(fmap, steps, chains, T, along_k)
+            index = _TABLES[key] = static[None] + np.arange(T).reshape(-1, 32)[:, lanes] * fmap.per_reg
+    else:
+        static, lanes = _operand_table(fmap, steps, chains, T, along_k)
+        index = static[None] + threads[:, lanes] * fmap.per_reg  # (W, rows, cols)
+    return np.take(flat, index).view(dtype)
+
+
+def _result_table(fmap, chains: int):
+    """For D of ``chains`` side by side (rows, chains * cols): (nslots, 32, per) offsets into one warp's flat tile."""
+    key = ("D", fmap.name, chains)
+    got = _TABLES.get(key)
+    if got is None:
+        per, regs, cols = fmap.per_reg, fmap.regs, fmap.cols
+        width = chains * cols
+        e = np.arange(regs * per).reshape(regs, per)  # element of (reg, half)
+        r, c = fmap.row[:, e], fmap.col[:, e]  # (32, regs, per)
+        parts = [(r * width + c + j * cols).transpose(1, 0, 2) for j in range(chains)]  # (regs, 32, per) each
+        got = _TABLES[key] = np.concatenate(parts, axis=0)
+    return got
 
 
 def _compute(g, stack: list, threads, T: int, scatter) -> None:
     """One model call for ``stack``: groups of equal shape, each chains side by side along N."""
     info = stack[0][0]["info"]
+    amap, bmap, cmap = info.maps
+    adt, bdt, cdt = info.dtypes
     length, width = len(stack[0][0]["steps"]), len(stack[0])
     a_parts, b_parts, c_parts = [], [], []
     for group in stack:
         a_refs = [r for a, _ in group[0]["steps"] for r in a]
         b_refs = [r for k in range(length) for ch in group for r in ch["steps"][k][1]]
         c_refs = [r for ch in group for r in ch["c"]]
-        ta = _tiles_of(info, 0, _words(a_refs, threads, T), length)  # (L, W, 16, k)
-        tb = _tiles_of(info, 1, _words(b_refs, threads, T), length * width)  # (L * n, W, k, 8)
-        tc = _tiles_of(info, 2, _words(c_refs, threads, T), width)  # (n, W, 16, 8)
-        W, M, K = ta.shape[1:]
-        N = tb.shape[-1]
-        a_parts.append(ta.transpose(1, 2, 0, 3).reshape(W, M, length * K))
-        b_parts.append(tb.reshape(length, width, W, K, N).transpose(2, 0, 3, 1, 4).reshape(W, length * K, width * N))
-        c_parts.append(tc.transpose(1, 2, 0, 3).reshape(W, M, width * N))
-    a = np.concatenate(a_parts, axis=0) if len(a_parts) > 1 else a_parts[0]
-    b = np.concatenate(b_parts, axis=0) if len(b_parts) > 1 else b_parts[0]
-    c = np.concatenate(c_parts, axis=0) if len(c_parts) > 1 else c_parts[0]
-    out = info.model(a, b, c)  # (stack * W, 16, width * 8)
-    W, M = a_parts[0].shape[:2]
-    N = out.shape[-1] // width
-    tiles = out.reshape(len(stack), W, M, width, N).transpose(0, 3, 1, 2, 4).reshape(len(stack) * width * W, M, N)
-    words = info.words(np.ascontiguousarray(tiles))  # (stack * n * W, 32, regs)
-    regs = words.shape[-1]
-    words = words.reshape(len(stack), width, W, 32, regs)
+        a_parts.append(_operand(a_refs, amap, adt, length, 1, threads, T, True))
+        b_parts.append(_operand(b_refs, bmap, bdt, length, width, threads, T, False))
+        c_parts.append(_operand(c_refs, cmap, cdt, 1, width, threads, T, False))
+    a, b, c = (np.concatenate(p, axis=0) if len(p) > 1 else p[0] for p in (a_parts, b_parts, c_parts))
+    out = np.ascontiguousarray(info.model(a, b, c))  # (stack * W, 16, width * 8)
+    W = a_parts[0].shape[0]
+    per = cmap.per_reg
+    table = _result_table(cmap, width)  # (width * regs, 32, per)
+    tile = out.shape[1] * out.shape[2]
+    flat = out.view(np.dtype(f"u{4 // per}")).reshape(-1)
+    key = ("D index", cmap.name, width, W, tile)
+    index = _TABLES.get(key)
+    if index is None:
+        index = _TABLES[key] = table[:, None] + np.arange(W)[None, :, None, None] * tile
     for s, group in enumerate(stack):
+        words = np.take(flat, index + s * W * tile if s else index).view(np.uint32)  # (slots, W, 32, 1)
         slots = [x for ch in group for x in ch["info"].d]
-        scatter(g, slots, threads, words[s].transpose(1, 2, 0, 3).reshape(W, 32, width * regs))
+        scatter(g, slots, threads, words.reshape(len(slots), W * 32))

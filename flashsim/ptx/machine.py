@@ -412,17 +412,18 @@ def _same_threads(a, b) -> bool:
 
 
 def _scatter_words(g: Group, slots, threads, words) -> None:
-    """Write (W, 32, len(slots)) uint32 ``words`` to the registers ``slots`` of the warps ``threads``."""
+    """Register ``slots[k]`` := row k of ``words`` (len(slots), threads) uint32 on the warps ``threads`` (None: every
+    thread of the wave; the rows then become the registers, views of one buffer: registers are never written in
+    place)."""
     R = g.R
     if threads is None:
-        flat = words.reshape(-1, len(slots))
         for k, s in enumerate(slots):
-            R[s] = np.ascontiguousarray(flat[:, k])
+            R[s] = words[k]
         return
     idx = threads.reshape(-1)
     for k, s in enumerate(slots):
         new = np.broadcast_to(np.asarray(R[s]), (g.m.T,)).astype(g.m.dtypes[s], copy=True)
-        new[idx] = words[..., k].reshape(-1)
+        new[idx] = words[k]
         R[s] = new
 
 

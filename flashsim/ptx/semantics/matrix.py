@@ -150,18 +150,6 @@ def mma(d: Decoded):
         vals = np.take(out.view(c_unit).reshape(out.shape[0], -1), gather_c, axis=1)  # (W, 32, elems)
         _scatter(g, d_slots, th, np.ascontiguousarray(vals).view(np.uint32))
 
-    def tiles(wa, wb, wc):
-        return (
-            None if wa is None else _tile(wa, amap, a_dt),
-            None if wb is None else _tile(wb, bmap, b_dt),
-            None if wc is None else _tile(wc, cmap, c_dt),
-        )
-
-    def words(out):
-        return np.ascontiguousarray(np.take(out.view(c_unit).reshape(out.shape[0], -1), gather_c, axis=1)).view(
-            np.uint32
-        )
-
     info = MmaInfo(
         key=(shape, *types),
         a=tuple(a_slots),
@@ -169,11 +157,10 @@ def mma(d: Decoded):
         c=tuple(c_slots),
         d=tuple(d_slots),
         member=member,
-        tiles=tiles,
-        words=words,
+        maps=(amap, bmap, cmap),
+        dtypes=(a_dt, b_dt, c_dt),
         model=lambda a, b, c: model(a, b, c, arch),
         chainable=not eight,
-        step=32 if eight else 16,
     )
     return d.op(run, info=info)
 
