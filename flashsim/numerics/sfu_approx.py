@@ -28,6 +28,7 @@ import json
 import lzma
 import pathlib
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -617,8 +618,9 @@ def load(arch="sm_90") -> ApproxTables:
 
 
 def reload() -> None:
-    """Forget loaded tables."""
+    """Forget loaded tables and the models built from them."""
     _LOADED.clear()
+    _model.cache_clear()
 
 
 def _refusal(form: str, t: ApproxTables) -> str:
@@ -641,7 +643,13 @@ def _refusal(form: str, t: ApproxTables) -> str:
 
 
 def model_of(form: str, arch="sm_90"):
-    """A callable bits -> bits (numpy uint32) for ``form`` on ``arch``; ModelUnavailable saying why not."""
+    """A callable bits -> bits (numpy uint32) for ``form`` on ``arch``; ModelUnavailable saying why not. Built once
+    per process and arch (``reload`` forgets them)."""
+    return _model(form, get_arch(arch).name)
+
+
+@cache
+def _model(form: str, arch: str):
     if form not in FORMS:
         raise ModelUnavailable(f"{form}: not an SFU form flashsim knows")
     f = FORMS[form]
