@@ -8,9 +8,11 @@ bit for bit, from structure measured on the GPU (``python -m flashsim.gpu.captur
   sin / cos: RZ(x * 1/(2 pi)) into MUFU.SIN / COS, .ftz or not;
 - rsqrt / sqrt .ftz: the result of a positive normal x depends on the parity of its exponent and its mantissa
   only: a table of 2^24 results over [1, 4), the exponent moved by -k / +k for x = x' 4^k (``RootModel``);
-- lg2 .ftz: round(E + L[m]) for x = (1 + m 2^-23) 2^E, L and the rounding as the capture found (``Lg2Model``);
-- functions whose result is a function of a key of the input (a fixed-point or truncated argument): the table
-  over the keys the 2^32 inputs reach (``KeyModel``);
+- lg2 .ftz: for x = (1 + m 2^-23) 2^E, RZ(E + L[m]): the unit truncates, and L is the captured result at E = 0
+  (T1[m], over [1, 2)) for E >= 0 and 1 + the captured result at E = -1 (1 + T0[m], over [0.5, 1)) for E < 0
+  (``Lg2Model``): one L for both signs, or rounding to nearest, fails (benchmarks/logs/2026-12-01/sfu_approx);
+- sin / cos .ftz: MUFU.SIN / COS of u = RZ(x / (2 pi)) reads only the sign of u and floor(frac(|u|) 2^25): a table over
+  those 2^25 fixed-point fractions (sin odd, cos even in the bits; ``HalfKeyModel``); 24 fraction bits fail;
 - the f16 / bf16 forms: their whole 2^16-entry tables; an x2 form applies its scalar form to each half.
 
 Every rule used by a model is stored with it, and a model is shipped only where it reproduced every one of the
