@@ -1,16 +1,48 @@
-"""The special-function unit: ex2.approx, rcp.approx (in floating.py with the other rcp forms), and the other
-approximate functions, each the bits of a model of flashsim.numerics.sfu (tables captured on the GPU), never a libm
-stand-in: a function without a model for the arch is UnsupportedInstruction."""
+"""The special-function unit's approximate instructions: ex2, rsqrt, lg2, sin, cos, tanh (.approx), and the .approx
+forms of rcp and sqrt (floating.py keeps their IEEE forms and hands these here). Each is the bits of a model of
+flashsim.numerics.sfu / sfu_approx (measured on the GPU, one model shared with the rest of flashsim), never a libm
+stand-in: a form without a model for the program's arch is UnsupportedInstruction saying why (no tables for the
+arch, or the hypotheses the GPU refuted).
+
+Forms (PTX ISA, "Floating-Point Instructions: ex2 / rcp / rsqrt / sqrt / lg2 / sin / cos / tanh" and "Half Precision
+Floating-Point Instructions: ex2 / tanh"): ``ex2.approx{.ftz}.f32``, ``ex2.approx.{f16,f16x2}``,
+``ex2.approx.ftz.{bf16,bf16x2}``, ``{rcp,rsqrt,sqrt,lg2,sin,cos}.approx{.ftz}.f32``, ``tanh.approx.{f32,f16,f16x2,
+bf16,bf16x2}``. The .f64 forms (rcp.approx.ftz.f64, rsqrt.approx.f64) are not modelled.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...numerics import sfu
+from ...numerics import sfu_approx
 from .. import isa
 from ..program import Decoded
 
 F = isa.FLOAT
+_F32_OPCODES = ("rsqrt", "lg2", "sin", "cos")
+
+
+def _form_op(d: Decoded, form: str):
+    """The op applying ``form``'s model to operand 1, written to operand 0 (16-bit forms on 16-bit registers)."""
+    try:
+        model = sfu_approx.model_of(form, d.prog.arch)
+    except sfu_approx.ModelUnavailable as exc:
+        raise isa.Unsupported(str(exc)) from None
+    width = sfu_approx.FORMS[form].width
+    dtype = np.uint16 if width == 16 else np.uint32
+    if form.endswith((".f32", ".f16")):
+        d.float_kind = form.rsplit(".", 1)[1]  # literal operands are rounded to the operand type as ptxas does
+    dst, a = d.dst(0), d.src(1, dtype)
+
+    def run(g):
+        x = np.asarray(g.R[a]).astype(np.uint32)
+        g.write(dst, np.asarray(model(x)).astype(dtype))
+
+    return d.op(run)
+
+
+def _name(fn: str, ftz: bool, t: str) -> str:
+    return f"{fn}.approx{'.ftz' if ftz else ''}{t}"
 
 
 @isa.implements("ex2", family=F)
@@ -21,30 +53,55 @@ def ex2(d: Decoded):
     ftz = mods.flag(".ftz")
     t = mods.type()
     mods.done()
-    if t != ".f32" or not ftz:
-        raise isa.Unsupported(f"ex2.approx{'.ftz' if ftz else ''}{t} (its SASS sequence is not modelled yet)")
-    dst, a = d.dst(0), d.src(1, np.uint32)
-    arch = d.prog.arch
-    if sfu.load_tables(arch) is None:
-        raise isa.Unsupported(f"no ex2 model for {arch} (run `flashsim calibrate` on that GPU)")
+    if t in (".bf16", ".bf16x2") and not ftz:
+        raise isa.Unsupported(f"ex2.approx{t} (the PTX ISA defines only ex2.approx.ftz{t})")
+    if t in (".f16", ".f16x2") and ftz:
+        raise isa.Unsupported(f"ex2.approx.ftz{t} (the PTX ISA defines only ex2.approx{t})")
+    return approx(d, "ex2", ftz, t)
 
-    def run(g):
-        x = np.asarray(g.R[a]).astype(np.uint32).view(np.float32)
-        g.write(dst, np.asarray(sfu.ex2(x, arch=arch)).view(np.uint32))
 
-    return d.op(run)
+@isa.implements(*_F32_OPCODES, family=F)
+def unary_f32(d: Decoded):
+    mods = d.mods
+    if not mods.flag(".approx"):
+        raise isa.Unsupported(f"{d.ins.opcode} needs .approx")
+    ftz = mods.flag(".ftz")
+    t = mods.type()
+    mods.done()
+    return approx(d, d.ins.opcode, ftz, t)
+
+
+@isa.implements("tanh", family=F)
+def tanh(d: Decoded):
+    mods = d.mods
+    if not mods.flag(".approx"):
+        raise isa.Unsupported("tanh needs .approx")
+    t = mods.type()
+    mods.done()
+    return approx(d, "tanh", False, t)
 
 
 def approx(d: Decoded, fn: str, ftz: bool, t: str):
-    """The op of ``fn``.approx{.ftz}``t`` for opcodes whose other forms live elsewhere (rcp and sqrt: their IEEE
-    forms are in floating.py, which hands the .approx ones here)."""
-    if fn == "rcp" and t == ".f32" and ftz:
-        dst, a = d.dst(0), d.src(1, np.uint32)
-        arch = d.prog.arch
+    """The op of ``fn``.approx{.ftz}``t`` (also for opcodes whose other forms live elsewhere: rcp and sqrt)."""
+    form = _name(fn, ftz, t)
+    if form not in sfu_approx.FORMS:
+        raise isa.Unsupported(f"{form} (no SFU model of it)")
+    return _form_op(d, form)
 
-        def run(g):
-            x = np.asarray(g.R[a]).astype(np.uint32).view(np.float32)
-            g.write(dst, np.asarray(sfu.rcp(x, arch=arch)).view(np.uint32))
 
-        return d.op(run)
-    raise isa.Unsupported(f"{fn}.approx{'.ftz' if ftz else ''}{t} (no SFU model of it)")
+def sqrt_approx(d: Decoded):
+    """sqrt.approx{.ftz}.f32; the IEEE forms (.rn ...) are floating.py's."""
+    mods = d.mods
+    is_approx = mods.flag(".approx")
+    ftz = mods.flag(".ftz")
+    t = mods.type()
+    mods.done()
+    if not is_approx:
+        raise isa.Unsupported(f"sqrt{'.ftz' if ftz else ''}{t} without .approx (an IEEE form: floating.py's)")
+    return approx(d, "sqrt", ftz, t)
+
+
+# sqrt's IEEE forms belong to floating.py, which hands its .approx forms to ``approx``; where floating.py registers
+# no sqrt (it is imported before this module), this module registers the .approx forms alone.
+if isa.builder("sqrt", (".f32",)) is None:
+    isa.implements("sqrt", family=F)(sqrt_approx)
