@@ -59,6 +59,7 @@ KERNELS = {
     "mma_k32_capture": "capture/mma_k32.cu",
     "layout_capture": "capture/layout.cu",
     "sfu_capture": "capture/sfu.cu",
+    "sfu_approx_capture": "capture/sfu_approx.cu",
 }
 NEEDS_CONFIG = ("flash_fwd", "quantize")
 # Sources that run as part of another kernel's result: an attention capture comes from flash_fwd and, with
@@ -89,8 +90,8 @@ def build_defines(kernel, config=None) -> dict[str, int]:
 
     flash_fwd (needs ``config``, a KernelConfig): the configuration's defines, FS_EXPECTED_SMEM (the kernel
     static_asserts its own shared-memory layout against it) and the FS_LOG_* constants of the emulator's
-    log (flashsim.emulator.kernel_math). layout_capture: flashsim.layout.silicon's slot table. mma_capture and
-    sfu_capture: none.
+    log (flashsim.emulator.kernel_math). layout_capture: flashsim.layout.silicon's slot table. mma_capture,
+    sfu_capture and sfu_approx_capture: none.
     """
     name = _kernel_name(kernel)
     if name in NEEDS_CONFIG:
@@ -241,6 +242,7 @@ PROGRAM_NAMES = {
     "mma_k32_capture": "capture/mma_k32.cu",
     "layout_capture": "capture/layout.cu",
     "sfu_capture": "capture/sfu.cu",
+    "sfu_approx_capture": "capture/sfu_approx.cu",
 }
 _NVRTC_RELEASE = re.compile(r"^//.*\bV(\d+\.\d+\.\d+)\s*$", re.MULTILINE)  # "// Cuda compilation tools, ..., V13.0.88"
 

@@ -47,7 +47,7 @@ done
 
 CAPTURES=(attn_sm90_defaults.npz attn_sm90_w8m1.npz attn_sm90_specials.npz attn_sm90_f16x2.npz attn_sm90_variants.npz attn_sm90_quant.npz
           mma_sm90.npz mma_sm90_summary.json
-          layout_sm90.npz sfu_sample_sm90.npz)
+          layout_sm90.npz sfu_sample_sm90.npz sfu_approx_sample_sm90.npz)
 copied=() copied_captures=()
 for f in "${CAPTURES[@]}"; do
   if [[ -f $WORK/captures/$f ]]; then

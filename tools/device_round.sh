@@ -37,6 +37,8 @@
 #                         -> benchmarks/logs/<date>/quantbench.txt, bench_quant.json
 #   ptxisa    (new)       python3 -m flashsim.gpu.capture.isa: the silicon probes of flashsim.ptx -> captures/ptx_isa/
 #                         (collect_device_round.sh copies them to tests/data/ptx_isa/)
+#   sfuapprox (new)       python3 -m flashsim.gpu.capture.sfu_approx --quick: the GPU sample of the SFU's approximate
+#                         functions with its provenance (the full 2^32 validation is a run by hand: its README)
 #   ptxverify (new)       flashsim verify --ptx on small shapes: GPU, flashsim.ptx and the numpy engine three ways
 #   peak      9-10 s      benchmarks/bench_peak.py (flashsim bench peak), with --vary all and --sweep,
 #                         tests/test_gpu_peak.py -> benchmarks/logs/<date>/peak.txt, bench_peak*.json
@@ -73,14 +75,14 @@
 # Exit status: 0 every step passed; 1 a step failed (the first failure stops the round); 2 bad usage; 3 out of time.
 set -euo pipefail
 
-ALL_STEPS=(captures verify tests sanitize bench)   # and, by name only: attn, quantbench, peak, jax, ptxisa, ptxverify
+ALL_STEPS=(captures verify tests sanitize bench)   # and, by name only: attn, quantbench, peak, jax, ptxisa, ptxverify, sfuapprox
 # ESTIMATE: measured in the 2026-11-30 and 2026-12-01 rounds (summary_*.txt: attn 77-128 s, verify 35-45, tests
 # 54-78, sanitize 63-86, bench 45-55, quantbench 28-29, peak 9-10), with a margin (bench's was 180 s, which kept it
 # from starting with 102 s left in 2026-12-01f)
 declare -A ESTIMATE=([captures]=240 [attn]=150 [verify]=60 [tests]=150 [sanitize]=120 [bench]=90
-                     [quantbench]=45 [peak]=30 [jax]=150 [ptxisa]=60 [ptxverify]=120)                                 # seconds, to plan
+                     [quantbench]=45 [peak]=30 [jax]=150 [ptxisa]=60 [ptxverify]=120 [sfuapprox]=60)                                 # seconds, to plan
 declare -A CAP=([captures]=420 [attn]=300 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420
-                [quantbench]=240 [peak]=240 [jax]=400 [ptxisa]=240 [ptxverify]=300)                                   # seconds, to kill
+                [quantbench]=240 [peak]=240 [jax]=400 [ptxisa]=240 [ptxverify]=300 [sfuapprox]=240)                                   # seconds, to kill
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && usage 0
@@ -198,6 +200,14 @@ step_ptxisa() {   # the silicon probes of flashsim.ptx (flashsim/ptx/probes): GP
   need_modules numpy ml_dtypes cuda.core || return
   run "$log" "$(left)" $PY -m flashsim.gpu.capture.isa --out "$STAGE/captures/ptx_isa" || return
   RESULT="$(ls "$STAGE/captures/ptx_isa" | wc -l) probe capture files"
+}
+
+step_sfuapprox() {   # the sample of the SFU's approximate functions (--quick: windows, not all 2^32 inputs)
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core || return
+  run "$log" "$(left)" $PY -m flashsim.gpu.capture.sfu_approx --quick --out "$STAGE/sfa" || return
+  cp "$STAGE/sfa/sfu_approx_sample_sm90.npz" "$STAGE/captures/" || return
+  RESULT="sfu_approx_sample_sm90.npz"
 }
 
 step_ptxverify() {   # three ways on small shapes: GPU, the kernel's PTX in flashsim.ptx, the numpy engine

@@ -71,6 +71,12 @@ CAPTURES = {
         "PYTHONPATH=. python3 -m flashsim.gpu.capture.sfu --out /tmp/sfu && "
         "cp /tmp/sfu/sfu_sample_sm90.npz tests/data/",
     ),
+    "sfu_approx_sample_sm90.npz": (
+        "sfu_approx_capture",
+        "npz",
+        "PYTHONPATH=. python3 -m flashsim.gpu.capture.sfu_approx --quick --out /tmp/sfa && "
+        "cp /tmp/sfa/sfu_approx_sample_sm90.npz tests/data/",
+    ),
 }
 NOT_CAPTURES: tuple[str, ...] = ()  # data files in tests/data that no GPU made (none today)
 

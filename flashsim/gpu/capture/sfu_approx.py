@@ -35,11 +35,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ... import calibration
+from ... import calibration, provenance
 from ...numerics import sfu_approx as A
 from ..build import kernel_path
 
 KERNEL = "capture/sfu_approx.cu"
+PROVENANCE_NAME = "sfu_approx_capture"  # flashsim.provenance: this kernel's fingerprint
 MAX_KEY_TABLE = (1 << 26) + 2  # the largest key table a model may ship
 CAP = 1024  # recorded mismatching triples per sweep
 SAMPLE = 1 << 16
@@ -705,7 +706,10 @@ class Capture:
         except Exception as exc:
             self.summary.setdefault("errors", []).append(f"write_tables: {type(exc).__name__}: {exc}")
         sample = out_dir / f"sfu_approx_sample_{tag}.npz"
-        np.savez_compressed(sample, summary=np.array(json.dumps(self.summary)), **self.sample)
+        record = provenance.to_json(provenance.fingerprint(PROVENANCE_NAME))  # what ran (tests/test_drift.py)
+        np.savez_compressed(
+            sample, summary=np.array(json.dumps(self.summary)), provenance=np.array(record), **self.sample
+        )
         paths.append(sample)
         if getattr(self, "windows", None):
             wpath = out_dir / f"sfu_approx_windows_{tag}.npz"
