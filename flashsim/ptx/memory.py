@@ -295,7 +295,12 @@ class Memory:
         end_ok = addr + np.uint64(width) <= self.ends[safe]
         bad = np.flatnonzero(~(inside & end_ok))
         if bad.size:
-            self._error(bad, threads, addr, f"{width}-byte global {'store' if write else 'load'} outside every buffer")
+            what = f"{width}-byte global {'store' if write else 'load'} outside every buffer"
+            below = int(idx[bad[0]])
+            if below >= 0:  # name the buffer the access ran past: an array too small for what the kernel reads
+                b = self.buffers[below]
+                what += f" ({int(addr[bad[0]]) - b.base} bytes into {b.name}, which has {b.nbytes})"
+            self._error(bad, threads, addr, what)
         if write:
             for i in np.unique(safe):
                 if not self.buffers[i].writable:
