@@ -253,7 +253,8 @@ class Memory:
         for i, a in enumerate(arrays):
             root = _root(a)
             roots.setdefault(id(root), (root, f"argument {i}"))
-        for key, (ref, _addr) in list(_REGISTRY.items()):
+        # dict.copy, not list(items()): a collected array's weakref callback may pop an entry mid-iteration
+        for key, (ref, _addr) in _REGISTRY.copy().items():
             root = ref()
             if root is not None and key not in roots:
                 name = "the module's .global variables" if root is layout.global_image else "an array with an address"
