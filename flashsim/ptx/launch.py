@@ -71,6 +71,8 @@ class Report:
 def _dims(value, what: str, limit) -> tuple[int, int, int]:
     if isinstance(value, (int, np.integer)):
         value = (int(value),)
+    if isinstance(value, (str, bytes)):  # iterable, but "32" is not (3, 2)
+        raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints, got {value!r}")
     try:
         dims = tuple(int(v) for v in value)
     except TypeError:
