@@ -253,8 +253,8 @@ class Trace:
                 cells.append(_cell(r[name], declared))
             rows.append(cells)
         widths = [max(len(h), *(len(c[i]) for c in rows)) if rows else len(h) for i, h in enumerate(head)]
-        lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths)) for cells in rows]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in rows]
         if rec.size > max_rows:
             lines.append(f"... {rec.size - max_rows} more rows (Trace.records has them all)")
         if self.truncated:
