@@ -439,3 +439,23 @@ def test_a_trace_needs_registers_and_a_place():
         Trace(["%r1"])
     with pytest.raises(ValueError, match="a PTX register name"):
         Trace(["r1"], lines=[1])
+
+
+@pytest.mark.nvrtc
+def test_the_benchmark_gemm_equals_the_tensor_core_model():
+    """kernel/bench/ptx_gemm.cu (benchmarks/ptx/bench_ptx.py): every bit of C is flashsim.mma chained over K."""
+    import flashsim
+    from flashsim.gpu.build import kernel_dir
+
+    kernel = P.compile((kernel_dir() / "bench/ptx_gemm.cu").read_text(), arch="sm_90").kernel("ptx_gemm")
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float16) for _ in range(2))
+    c = np.zeros((256, 256), np.float32)
+    report = P.launch(kernel, (4, 4), 128, [c, a.view(np.uint16), np.ascontiguousarray(b.T).view(np.uint16)])
+    assert report.counts["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"] == 16 * 32 * 16  # tiles x k steps
+    at = a.reshape(16, 16, 16, 16).transpose(0, 2, 1, 3)
+    bt = b.reshape(16, 16, 32, 8).transpose(0, 2, 1, 3)
+    acc = np.zeros((16, 32, 16, 8), np.float32)
+    for k in range(16):
+        acc = flashsim.mma(np.ascontiguousarray(at[:, k, None]), np.ascontiguousarray(bt[k][None]), acc)
+    assert np.array_equal(c.view(np.uint32), acc.transpose(0, 2, 1, 3).reshape(256, 256).view(np.uint32))
