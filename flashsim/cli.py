@@ -28,6 +28,7 @@ COMMANDS = {
     "budget": "flashsim.commands.budget",
     "prove": "flashsim.commands.prove",
     "calibrate": "flashsim.commands.calibrate",
+    "ptx": "flashsim.commands.ptx",
 }
 
 USER_ERROR = 2

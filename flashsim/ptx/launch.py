@@ -71,6 +71,8 @@ class Report:
 def _dims(value, what: str, limit) -> tuple[int, int, int]:
     if isinstance(value, (int, np.integer)):
         value = (int(value),)
+    if isinstance(value, (str, bytes)):  # iterable, but "32" is not (3, 2)
+        raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints, got {value!r}")
     try:
         dims = tuple(int(v) for v in value)
     except TypeError:
@@ -176,10 +178,12 @@ def launch(
     trace=None,
     max_threads: int = 1 << 15,
     spin_limit: int = 100_000,
+    progress=None,
 ) -> Report:
     """Run ``kernel`` (flashsim.ptx.Module.kernel) on the CPU (the module docstring); returns a Report.
     ``check``: None, "memcheck", "racecheck" or "initcheck" (flashsim.ptx.sanitize); ``trace``: a
-    flashsim.ptx.trace.Trace of what to record."""
+    flashsim.ptx.trace.Trace of what to record; ``progress``: None or a callable given (blocks done, blocks in all,
+    seconds so far) after each wave (the CLI's progress line)."""
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kernel must be a flashsim.ptx Kernel (Module.kernel(name)), got {type(kernel).__name__}")
     if check not in (None, "memcheck", "racecheck", "initcheck"):
@@ -210,7 +214,7 @@ def launch(
         )
     params, arrays = _param_bytes(kernel, args)
     if trace is not None:
-        trace.bind(prog)
+        trace.bind(prog, grid, block)
     report = Report(kernel.name, grid, block, trace=trace)
     n_total = grid[0] * grid[1] * grid[2]
     per_wave = max(1, int(max_threads) // bt)
@@ -227,6 +231,8 @@ def launch(
         machine = Machine(
             prog, memory, n_blocks, bt, specials, kernel=kernel.name, locate=locate, spin_limit=spin_limit, trace=trace
         )
+        if trace is not None:
+            trace.wave(first, n_blocks)
         if check in ("racecheck", "initcheck"):
             from .sanitize import make_sanitizer
 
@@ -235,6 +241,8 @@ def launch(
         counts += machine.counts
         report.printf += machine.state.get("printf", [])
         report.waves += 1
+        if progress is not None:
+            progress(first + n_blocks, n_total, time.perf_counter() - t0)
     report.seconds = time.perf_counter() - t0
     for pc in np.flatnonzero(counts):
         name = prog.op_names[pc]

@@ -253,7 +253,8 @@ class Memory:
         for i, a in enumerate(arrays):
             root = _root(a)
             roots.setdefault(id(root), (root, f"argument {i}"))
-        for key, (ref, _addr) in list(_REGISTRY.items()):
+        # dict.copy, not list(items()): a collected array's weakref callback may pop an entry mid-iteration
+        for key, (ref, _addr) in _REGISTRY.copy().items():
             root = ref()
             if root is not None and key not in roots:
                 name = "the module's .global variables" if root is layout.global_image else "an array with an address"
@@ -295,7 +296,12 @@ class Memory:
         end_ok = addr + np.uint64(width) <= self.ends[safe]
         bad = np.flatnonzero(~(inside & end_ok))
         if bad.size:
-            self._error(bad, threads, addr, f"{width}-byte global {'store' if write else 'load'} outside every buffer")
+            what = f"{width}-byte global {'store' if write else 'load'} outside every buffer"
+            below = int(idx[bad[0]])
+            if below >= 0:  # name the buffer the access ran past: an array too small for what the kernel reads
+                b = self.buffers[below]
+                what += f" ({int(addr[bad[0]]) - b.base} bytes into {b.name}, which has {b.nbytes})"
+            self._error(bad, threads, addr, what)
         if write:
             for i in np.unique(safe):
                 if not self.buffers[i].writable:
