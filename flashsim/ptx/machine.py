@@ -300,7 +300,9 @@ class Machine:
                     batching.flush(g, pending, _scatter_words)
                 if plan.deferrable[pc]:
                     pending = self._defer(g, pc, pending)
-                    if g.mask is not None and not g.mask.any():
+                    if g.mask is not None and not g.mask.any():  # its lanes wait for the rest of their warps
+                        if pending is not None and pending.entries:
+                            batching.flush(g, pending, _scatter_words)
                         self._finish(g, None)
                         return
                     continue
@@ -310,7 +312,9 @@ class Machine:
             if trace is not None and pc in trace.pcs:
                 trace.record(self, g, pc, before=True)
             ops[pc].run(g)
-            if g.mask is not None and not g.mask.any():
+            if g.mask is not None and not g.mask.any():  # every lane stopped (a barrier, an exit, a wait)
+                if pending is not None and pending.entries:  # the deferred mma's ran before it: their results
+                    batching.flush(g, pending, _scatter_words)
                 self._finish(g, None)
                 return
         if pending is not None and pending.entries:
