@@ -459,3 +459,24 @@ def test_the_benchmark_gemm_equals_the_tensor_core_model():
     for k in range(16):
         acc = flashsim.mma(np.ascontiguousarray(at[:, k, None]), np.ascontiguousarray(bt[k][None]), acc)
     assert np.array_equal(c.view(np.uint32), acc.transpose(0, 2, 1, 3).reshape(256, 256).view(np.uint32))
+
+
+@pytest.mark.nvrtc
+def test_a_launch_split_into_block_ranges_writes_what_the_whole_launch_writes():
+    """``blocks=``: two workers' shares of one launch (README: a launch's blocks over Ray or Dask), merged, equal the
+    whole launch, and each share leaves the other's blocks untouched."""
+    from flashsim.gpu.build import kernel_dir
+
+    kernel = P.compile((kernel_dir() / "bench/ptx_gemm.cu").read_text(), arch="sm_90").kernel("ptx_gemm")
+    rng = np.random.default_rng(8)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float16) for _ in range(2))
+    bt = np.ascontiguousarray(b.T).view(np.uint16)
+    whole, first, second = (np.zeros((256, 256), np.float32) for _ in range(3))
+    P.launch(kernel, (4, 4), 128, [whole, a.view(np.uint16), bt])
+    P.launch(kernel, (4, 4), 128, [first, a.view(np.uint16), bt], blocks=range(0, 6))
+    P.launch(kernel, (4, 4), 128, [second, a.view(np.uint16), bt], blocks=range(6, 16))
+    written = first != 0
+    assert written.any() and not (written & (second != 0)).any()
+    assert np.array_equal(np.where(written, first, second).view(np.uint32), whole.view(np.uint32))
+    with pytest.raises(P.LaunchError, match="blocks must be a range"):
+        P.launch(kernel, (4, 4), 128, [whole, a.view(np.uint16), bt], blocks=range(0, 17))

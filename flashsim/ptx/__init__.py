@@ -27,6 +27,7 @@ from .errors import (
 from .launch import Report, launch
 from .memory import address
 from .module import Kernel, Module, compile, load
+from .trace import Trace
 
 __all__ = [
     "compile",
@@ -36,6 +37,7 @@ __all__ = [
     "Module",
     "Kernel",
     "Report",
+    "Trace",
     "PTXSyntaxError",
     "UnknownKernel",
     "UnsupportedInstruction",

@@ -179,11 +179,14 @@ def launch(
     max_threads: int = 1 << 15,
     spin_limit: int = 100_000,
     progress=None,
+    blocks: range | None = None,
 ) -> Report:
     """Run ``kernel`` (flashsim.ptx.Module.kernel) on the CPU (the module docstring); returns a Report.
     ``check``: None, "memcheck", "racecheck" or "initcheck" (flashsim.ptx.sanitize); ``trace``: a
     flashsim.ptx.trace.Trace of what to record; ``progress``: None or a callable given (blocks done, blocks in all,
-    seconds so far) after each wave (the CLI's progress line)."""
+    seconds so far) after each wave (the CLI's progress line); ``blocks``: a range of linear block indices (x fastest)
+    to run instead of the whole grid (a share of one launch for one worker: their %ctaid are the launch's), default
+    every block."""
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kernel must be a flashsim.ptx Kernel (Module.kernel(name)), got {type(kernel).__name__}")
     if check not in (None, "memcheck", "racecheck", "initcheck"):
@@ -216,11 +219,18 @@ def launch(
     if trace is not None:
         trace.bind(prog, grid, block)
     report = Report(kernel.name, grid, block, trace=trace)
-    n_total = grid[0] * grid[1] * grid[2]
+    n_grid = grid[0] * grid[1] * grid[2]
+    if blocks is None:
+        blocks = range(n_grid)
+    if not isinstance(blocks, range) or blocks.step != 1 or not 0 <= blocks.start <= blocks.stop <= n_grid:
+        raise LaunchError(
+            f"blocks must be a range(start, stop) of linear block indices within 0..{n_grid}, got {blocks!r}"
+        )
+    n_total = blocks.stop
     per_wave = max(1, int(max_threads) // bt)
     counts = np.zeros(len(prog.ops), np.int64)
     t0 = time.perf_counter()
-    for first in range(0, n_total, per_wave):
+    for first in range(blocks.start, n_total, per_wave):
         n_blocks = min(per_wave, n_total - first)
 
         def locate(t, first=first):
@@ -242,7 +252,7 @@ def launch(
         report.printf += machine.state.get("printf", [])
         report.waves += 1
         if progress is not None:
-            progress(first + n_blocks, n_total, time.perf_counter() - t0)
+            progress(first + n_blocks - blocks.start, len(blocks), time.perf_counter() - t0)
     report.seconds = time.perf_counter() - t0
     for pc in np.flatnonzero(counts):
         name = prog.op_names[pc]
