@@ -362,6 +362,17 @@ def test_results_are_cached_in_process_and_on_disk(pairs, monkeypatch):
     assert '"format"' in path.read_text()
 
 
+def test_line_info_leaves_the_machine_code_alone_and_a_difference_is_named(pairs):
+    annotated = sass.annotate(PAIRS, pairs.ir)
+    plain = sass.code_sections(build.assemble_ptx(PAIRS, "sm_90"))
+    lined = sass.code_sections(build.assemble_ptx(annotated, "sm_90", ("-lineinfo",)))
+    assert sorted(plain) == sorted(f".text.{fn}" for fn in pairs.ir.functions) and plain == lined
+    ops = ["FMUL R5, R0, R5", "FADD R7, R4, R5"]
+    sass._compare({"k": ops}, {"k": list(ops)}, pairs)
+    with pytest.raises(sass.LineInfoChangedCode, match=r"function k, SASS instruction 1: 'FADD R7, R4, R5' against"):
+        sass._compare({"k": ops}, {"k": [ops[0], "FFMA R7, R0, R5, R4"]}, pairs)
+
+
 # -- NVRTC's PTX ---------------------------------------------------------------------------------------------------
 
 CUDA = r"""

@@ -17,8 +17,11 @@ Method
     read       ``nvdisasm -c -g`` prints the annotated cubin's SASS with ``//## File "flashsim-ptx-ids", line ID``
                before each run of instructions of one ID: each SASS instruction belongs to the PTX instruction ID.
     verify     Line information must not change code generation: the two cubins' SASS (per function: opcodes and
-               operands, without addresses and comments) must be identical, else LineInfoChangedCode names the
-               first difference and nothing is decided (the method cannot be trusted for that module).
+               operands, without addresses and comments) must be identical (machine code sections that are equal
+               byte for byte are; only others are disassembled and compared), else LineInfoChangedCode names the
+               first difference and nothing is decided (the method cannot be trusted for that module). This is
+               what -G PTX (``.target sm_90, debug``) gives: plain ptxas builds it as a debug build, the
+               annotated text (its debug sections gone) as an optimised one.
     decide     Each SASS instruction of the float families is a multiply (FMUL, HMUL2, DMUL, and an FMA whose
                addend is RZ), an add (FADD, HADD2, DADD, and an FMA with a multiplicand of 1 or -1), a fused
                multiply-add (FFMA, HFMA2, HFMA2.BF16_V2, DFMA, in any form: negated operands, .FTZ, .SAT, .MMA,
@@ -56,6 +59,7 @@ import json
 import os
 import pathlib
 import re
+import struct
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -174,6 +178,20 @@ def _disassemble(cubin: bytes, line_info: bool) -> str:
     return done.stdout
 
 
+def code_sections(cubin: bytes) -> dict:
+    """{section name: bytes} of the ``.text.*`` sections of an ELF64 cubin (the functions' machine code)."""
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    entsize, count, names_index = struct.unpack_from("<HHH", cubin, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + k * entsize) for k in range(count)]
+    names_at = headers[names_index][4]
+
+    def name(offset):
+        end = cubin.index(b"\0", names_at + offset)
+        return cubin[names_at + offset : end].decode()
+
+    return {name(h[0]): cubin[h[4] : h[4] + h[5]] for h in headers if name(h[0]).startswith(".text.")}
+
+
 def _read(sass: str) -> tuple[dict, list]:
     """({function: [instruction text]}, [(PTX id or None, instruction text)]) of nvdisasm's output."""
     functions: dict[str, list] = {}
@@ -190,23 +208,32 @@ def _read(sass: str) -> tuple[dict, list]:
     return functions, owned
 
 
-def _compare(original: dict, annotated: dict, arch: str):
-    if sorted(original) != sorted(annotated):
+def _compare(original: dict, annotated: dict, module):
+    """LineInfoChangedCode unless both builds have the same functions with the same instructions."""
+    debug = _DEBUG_TARGET.search(_masked(module.ptx)) is not None
+    why = (
+        " (its .target says debug: plain ptxas builds it as a debug build, the annotated text, without the debug "
+        "sections, as an optimised one)"
+        if debug
+        else ""
+    )
+
+    def fail(what):
         raise LineInfoChangedCode(
-            f"{arch}: ptxas -lineinfo made other functions of the annotated PTX: {sorted(annotated)} against "
-            f"{sorted(original)}"
+            f"{module.arch}: ptxas made other code of the PTX annotated with one .loc per instruction than of the "
+            f"PTX itself{why}, so its line information cannot say which pairs it fused: {what} (load with "
+            "contraction='none' or 'all' to choose)"
         )
+
+    if sorted(original) != sorted(annotated):
+        fail(f"other functions: {sorted(annotated)} against {sorted(original)}")
     for name, ops in original.items():
         other = annotated[name]
         for k in range(max(len(ops), len(other))):
             a = ops[k] if k < len(ops) else "(end)"
             b = other[k] if k < len(other) else "(end)"
             if a != b:
-                raise LineInfoChangedCode(
-                    f"{arch}: ptxas made other code of the PTX annotated with one .loc per instruction than of the "
-                    f"PTX itself, so its line information cannot say which pairs it fused: function {name}, SASS "
-                    f"instruction {k}: {a!r} against {b!r} (load with contraction='none' or 'all' to choose)"
-                )
+                fail(f"function {name}, SASS instruction {k}: {a!r} against {b!r}")
 
 
 # -- classify ----------------------------------------------------------------------------------------------------
@@ -338,11 +365,9 @@ def _build(module) -> dict:
             lined_cubin = lined.result()
         except CompileError as exc:
             raise CompileError(f"ptxas rejects the PTX annotated with one .loc per instruction:\n{exc}") from exc
-        plain_sass = pool.submit(_disassemble, plain_cubin, False)
-        lined_sass = pool.submit(_disassemble, lined_cubin, True)
-        original, _ = _read(plain_sass.result())
-        annotated_fns, owned = _read(lined_sass.result())
-    _compare(original, annotated_fns, module.arch)
+        annotated_fns, owned = _read(_disassemble(lined_cubin, True))
+    if code_sections(plain_cubin) != code_sections(lined_cubin):  # the same bytes are the same instructions
+        _compare(_read(_disassemble(plain_cubin, False))[0], annotated_fns, module)
     watched = _watched_ids(module.ir)
     verdicts: dict[int, list] = {}
     for ident, text in owned:
