@@ -19,16 +19,17 @@ from flashsim.ptx.parser import parse
 HEAD = ".version 9.0\n.target sm_90\n.address_size 64\n"
 
 
-def kernel(name: str, body: str, regs: str = ".reg .f32 %f<12>;") -> str:
+def kernel(name: str, body: str, regs: str = ".reg .f32 %f<12>;\n\t.reg .b32 %r<4>;") -> str:
     loads = "".join(f"\tld.global.f32 %f{k}, [%rd1+{4 * (k - 1)}];\n" for k in (1, 2, 3, 4))
     return (
         f".visible .entry {name}(.param .u64 p, .param .u32 n)\n{{\n\t{regs}\n\t.reg .pred %p<3>;\n"
-        f"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n\tld.param.u64 %rd1, [p];\n\tld.param.u32 %r1, [n];\n"
+        f"\t.reg .b64 %rd<4>;\n\tld.param.u64 %rd1, [p];\n\tld.param.u32 %r1, [n];\n"
         f"{loads}{body}\tret;\n}}\n"
     )
 
 
-# The pairs ptxas 13.0 fuses and keeps for sm_90 (each kernel reads x, y, z, w = %f1..%f4 and stores at p).
+# The pairs ptxas 13.0 fuses and keeps for sm_90 (each kernel reads x, y, z, w = %f1..%f4 and stores at p; halves
+# reads f16 / bf16 / bf16x2 operands after them).
 PAIRS = HEAD + "".join(
     (
         kernel("fused", "\tmul.f32 %f5, %f1, %f2;\n\tadd.f32 %f6, %f5, %f3;\n\tst.global.f32 [%rd1], %f6;\n"),
@@ -67,7 +68,16 @@ PAIRS = HEAD + "".join(
             "f64_pair",
             "\tcvt.f64.f32 %fd1, %f1;\n\tcvt.f64.f32 %fd2, %f2;\n\tcvt.f64.f32 %fd3, %f3;\n"
             "\tmul.f64 %fd4, %fd1, %fd2;\n\tsub.f64 %fd5, %fd3, %fd4;\n\tst.global.f64 [%rd1], %fd5;\n",
-            ".reg .f32 %f<12>;\n\t.reg .f64 %fd<8>;",
+            ".reg .f32 %f<12>;\n\t.reg .b32 %r<4>;\n\t.reg .f64 %fd<8>;",
+        ),
+        kernel(
+            "halves",
+            "\tld.global.b16 %h1, [%rd1+16];\n\tld.global.b16 %h2, [%rd1+18];\n\tld.global.b32 %r2, [%rd1+20];\n"
+            "\tld.global.b32 %r3, [%rd1+24];\n\tmul.f16 %h3, %h1, %h2;\n\tadd.f16 %h4, %h3, %h1;\n"
+            "\tmul.bf16 %h5, %h1, %h2;\n\tsub.bf16 %h6, %h2, %h5;\n\tmul.bf16x2 %r4, %r2, %r3;\n"
+            "\tadd.bf16x2 %r5, %r4, %r2;\n\tst.global.b16 [%rd1], %h4;\n\tst.global.b16 [%rd1+2], %h6;\n"
+            "\tst.global.b32 [%rd1+4], %r5;\n",
+            ".reg .f32 %f<12>;\n\t.reg .b16 %h<8>;\n\t.reg .b32 %r<8>;",
         ),
     )
 )
@@ -112,7 +122,7 @@ def test_candidates_pair_every_add_reader_and_the_product_ptxas_fuses():
         m, "two_products", "mul.f32 %f6, %f3, %f4;"
     )
     assert ("stored", _index(m, "stored", "add.f32 %f6, %f5, %f3;")) in found  # the SASS decides it
-    assert len(found) == 9
+    assert len(found) == 12
 
 
 def test_candidates_exclude_what_ptxas_cannot_fuse():
@@ -189,12 +199,12 @@ def test_classify_reads_the_sass_forms():
 def test_the_sass_decides_fused_and_kept_pairs(pairs):
     table = pairs.contraction
     decided = {fn for fn, _ in table}
-    assert decided == {"fused", "after_barrier", "two_readers", "two_products", "f64_pair"}
+    assert decided == {"fused", "after_barrier", "two_readers", "two_products", "f64_pair", "halves"}
     found = contraction.candidates(pairs.ir)
     kept = {fn for (fn, add) in found if (fn, add) not in table}
     assert kept == {"stored", "guarded_add", "loop_between"}
     assert all(table[k] == found[k] for k in table)  # a subset of the candidates, each with its product
-    assert sum(fn == "two_readers" for fn, _ in table) == 2
+    assert sum(fn == "two_readers" for fn, _ in table) == 2 and sum(fn == "halves" for fn, _ in table) == 3
 
 
 def _f32(bits: int) -> Fraction:

@@ -6,8 +6,8 @@ flashsim.ptx.contraction) that ptxas contracted into one fused multiply-add for 
 Method
     annotate   The PTX is rewritten so that every instruction of every function carries its own ``.loc``: the
                existing ``.loc`` / ``.file`` directives, ``.section .debug_*`` blocks and the ``debug`` of
-               ``.target`` are dropped, one
-               ``.file 1 "flashsim-ptx-ids"`` is declared after ``.address_size`` (or ``.target``), and
+               ``.target`` are dropped, one ``.file 1 "flashsim-ptx-ids"`` is declared after ``.address_size``
+               (or ``.target``), and
                ``.loc 1 ID 0`` goes before each instruction (before its guard), ID numbering the instructions of
                the module in order from 1. The place of each instruction is found on the PTX line the parser gives
                it: the k-th statement start on that line (after ``;``, a brace, a label or the line's start) that
@@ -35,6 +35,13 @@ Method
                with the caller's way out: load the PTX with contraction="none" or "all" (flashsim.ptx.contraction).
                An FMA that belongs to an unrounded mul / add / sub of no candidate pair (ptxas fused through a copy
                or a negation flashsim does not pair) raises the same error: the table would be wrong otherwise.
+
+What ptxas 13.0 does (tests/test_ptx_contraction.py and the probes of flashsim.ptx.probes.contraction hold each
+case): it fuses a pair in one block, across a ``bar.sync``, every add reader of a product (repeating the product),
+the first operand's product of ``a*b + c*d``, and f64, f16, f16x2, bf16 and bf16x2 pairs alike; it keeps apart a
+product that has another reader (a store), a product whose add sits in a block a branch may skip or after a loop,
+and the plain C++ product added in another block. It folds ``x * 1.0`` away (undecided: an error), and it fuses a
+product through a ``mov`` or ``neg`` (an error: no candidate models it).
 
 Caching: the verdict of the SASS on every unrounded mul / add / sub (the multiplies, adds and FMAs that belong to
 it) is kept in-process and on disk (``<flashsim cache root>/ptxas-sass/<key>.json``, flashsim.calibration's cache
@@ -70,7 +77,15 @@ from ..errors import CompileError
 from ..gpu.build import assemble_ptx, cuda_tool, ptxas_version
 from .contraction import _TYPES
 
-__all__ = ["fused_pairs", "ContractionUndecided", "LineInfoChangedCode", "annotate", "classify", "sass_verdicts"]
+__all__ = [
+    "fused_pairs",
+    "ContractionUndecided",
+    "LineInfoChangedCode",
+    "annotate",
+    "classify",
+    "code_sections",
+    "sass_verdicts",
+]
 
 ID_FILE = "flashsim-ptx-ids"
 _FORMAT = 1  # bump when the record below changes meaning
@@ -333,7 +348,13 @@ def sass_verdicts(module) -> dict:
     """{PTX instruction id: [(class, SASS text)]} for every float mul / add / sub of ``module`` (the SASS
     instructions of the multiply, add and FMA families that belong to it, in program order), ptxas's for
     ``module.arch``, verified as the module docstring says; cached."""
-    key = _key(module.ptx, module.arch)
+    try:
+        key = _key(module.ptx, module.arch)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(
+            f"contraction='sass' reads ptxas's SASS with ptxas and nvdisasm: {exc} (or load the PTX with "
+            "contraction='none' or 'all')"
+        ) from exc
     verdicts = _VERDICTS.get(key)
     if verdicts is None:
         verdicts = _load_disk(key)
