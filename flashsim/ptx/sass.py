@@ -75,7 +75,6 @@ from functools import lru_cache
 from ..calibration import cache_root
 from ..errors import CompileError
 from ..gpu.build import assemble_ptx, cuda_tool, ptxas_version
-from .contraction import _TYPES
 
 __all__ = [
     "fused_pairs",
@@ -89,7 +88,8 @@ __all__ = [
 
 ID_FILE = "flashsim-ptx-ids"
 _FORMAT = 1  # bump when the record below changes meaning
-_WATCHED = ("mul", "add", "sub")
+_WATCHED = ("mul", "add", "sub")  # of a float type: flashsim.ptx.contraction's, which imports this module
+_FLOAT_TYPES = (".f32", ".f64", ".f16", ".f16x2", ".bf16", ".bf16x2")
 
 
 class ContractionUndecided(RuntimeError):
@@ -340,7 +340,7 @@ def _watched_ids(ir) -> set:
     return {
         ident
         for ident, (_fn, _i, ins) in enumerate(_instructions(ir), 1)
-        if ins.opcode in _WATCHED and any(m in _TYPES for m in ins.mods)
+        if ins.opcode in _WATCHED and any(m in _FLOAT_TYPES for m in ins.mods)
     }
 
 
