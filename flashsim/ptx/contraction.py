@@ -2,14 +2,25 @@
 
 PTX leaves ``mul`` / ``add`` / ``sub`` without a rounding modifier to ptxas, which may contract a product and the
 addition that uses it into an FMA (one rounding instead of two); an explicit ``.rn`` forbids it. A kernel's bits
-depend on what ptxas did, so the simulator follows it. A candidate is a ``mul.{f32,f64,f16,f16x2,bf16,bf16x2}``
-without a rounding modifier whose result is read by exactly one instruction, an ``add`` / ``sub`` of the same type
-without one, in the same function, under the same guard and flush-to-zero mode (and no .sat on the product).
+depend on what ptxas did, so the simulator follows it. A candidate pair is a product, a
+``mul.{f32,f64,f16,f16x2,bf16,bf16x2}`` without a rounding modifier or .sat whose destination no other instruction
+of its function writes, and one reader of it, an ``add`` / ``sub`` of the same type without a rounding modifier and
+with the same flush-to-zero mode (ptxas fuses neither a .ftz product into a plain add nor the reverse). A product
+may pair with several adds (ptxas fuses each reader into its own FMA, repeating the product), and it may have other
+readers too (then ptxas usually keeps the rounded product and fuses nothing: the SASS says). An add whose two
+operands are both products pairs with one of them, the one ptxas fuses where it can: the product whose every
+reader is an add it may fuse, else the first operand (an ``a*b + c*d`` gives ``FMUL`` of the second product and
+``FFMA`` of the first). The guard does not matter: a product keeps its operands exactly when it writes its
+destination, so a fused add under another guard still reads the operands of the product it would have read.
 ``contraction_table(module, mode)`` decides each candidate:
 
     "sass"   as ptxas did for the module's arch: read from the SASS it makes of this PTX (flashsim.ptx.sass)
     "none"   none fused (what ``nvcc --fmad=false`` would give)
     "all"    every candidate fused
+
+"sass" reads the SASS wherever the PTX has a candidate, or an unrounded mul and an unrounded add / sub of one type
+in one function (ptxas fuses a product through a ``mov`` or ``neg`` too, which no candidate models: the reader then
+raises rather than let the table be wrong); a module without either never runs ptxas.
 
 The decision is a table {(function, index of the add in its body): index of its product}; the semantics of mul and
 add read it (flashsim/ptx/semantics/floating.py): a fused product keeps its operands for the add, which runs as one
@@ -18,7 +29,7 @@ fma of them.
 
 from __future__ import annotations
 
-from .ir import Reg
+from .ir import Addr, AddrTuple, Pair, Reg
 
 __all__ = ["candidates", "contraction_table", "MODES"]
 
@@ -35,31 +46,58 @@ def candidates(module) -> dict:
     """{(function name, add index): mul index} of every mul / add pair ptxas may fuse (the module docstring)."""
     out = {}
     for fn in module.functions.values():
-        uses: dict[str, list[int]] = {}
-        for i, ins in enumerate(fn.body):
-            for k, op in enumerate(ins.operands):
-                if k == 0 and ins.opcode not in ("st",):
-                    continue  # a destination
-                for reg in _regs(op):
-                    uses.setdefault(reg, []).append(i)
-        for i, ins in enumerate(fn.body):
-            if not _unrounded(ins, ("mul",)) or not isinstance(ins.operands[0], Reg):
-                continue
-            readers = uses.get(ins.operands[0].name, [])
-            if len(readers) != 1:
-                continue
-            j = readers[0]
-            user = fn.body[j]
-            same_mode = (".ftz" in user.mods) == (".ftz" in ins.mods) and ".sat" not in ins.mods
-            if (
-                j > i
-                and _unrounded(user, ("add", "sub"))
-                and _types(user) == _types(ins)
-                and user.pred == ins.pred
-                and same_mode
-            ):
-                out[(fn.name, j)] = i
+        writes, reads = _writes_and_reads(fn)
+        products = {
+            ins.operands[0].name: i
+            for i, ins in enumerate(fn.body)
+            if _unrounded(ins, ("mul",))
+            and isinstance(ins.operands[0], Reg)
+            and ".sat" not in ins.mods
+            and writes[ins.operands[0].name] == 1
+        }
+        pairing = {}  # add index -> indices of the products it may fuse
+        for reg, i in products.items():
+            for j in sorted(set(reads.get(reg, ()))):
+                if _fusable(fn.body[i], fn.body[j]):
+                    pairing.setdefault(j, []).append(i)
+        for j, muls in pairing.items():
+            out[(fn.name, j)] = muls[0] if len(muls) == 1 else _preferred(fn, j, muls, reads)
     return out
+
+
+def _fusable(mul, user) -> bool:
+    return (
+        _unrounded(user, ("add", "sub"))
+        and _types(user) == _types(mul)
+        and (".ftz" in user.mods) == (".ftz" in mul.mods)
+    )
+
+
+def _preferred(fn, add: int, muls: list, reads: dict) -> int:
+    """The product of ``muls`` (the two operands of the add at ``add``) that ptxas fuses: the first operand's unless
+    it has a reader that is not an add it may fuse and the second has none."""
+    first = fn.body[add].operands[1]
+    by_operand = sorted(muls, key=lambda i: fn.body[i].operands[0] != first)
+
+    def only_adds(i):
+        return all(_fusable(fn.body[i], fn.body[j]) for j in reads[fn.body[i].operands[0].name])
+
+    return next((i for i in by_operand if only_adds(i)), by_operand[0])
+
+
+def _writes_and_reads(fn) -> tuple[dict, dict]:
+    """({register: number of instructions that write it}, {register: indices of the instructions that read it})."""
+    writes: dict[str, int] = {}
+    reads: dict[str, list[int]] = {}
+    for i, ins in enumerate(fn.body):
+        for k, op in enumerate(ins.operands):
+            written = k == 0 and ins.opcode != "st" and not isinstance(op, (Addr, AddrTuple))
+            for reg in _regs(op):
+                if written:
+                    writes[reg] = writes.get(reg, 0) + 1
+                else:
+                    reads.setdefault(reg, []).append(i)
+    return writes, reads
 
 
 def _types(ins) -> tuple:
@@ -69,6 +107,9 @@ def _types(ins) -> tuple:
 def _regs(op):
     if isinstance(op, Reg):
         yield op.name
+    if isinstance(op, Pair):
+        yield from _regs(op.first)
+        yield from _regs(op.second)
     for field in ("items",):
         for x in getattr(op, field, ()):
             yield from _regs(x)
@@ -85,10 +126,23 @@ def contraction_table(module, mode: str = "sass") -> dict:
     if mode not in MODES:
         raise ValueError(f"contraction must be one of {MODES}, got {mode!r}")
     found = candidates(module.ir)
-    if mode == "none" or not found:
+    if mode == "none":
         return {}
     if mode == "all":
         return found
-    from .sass import fused_pairs  # ptxas / nvdisasm: only where the PTX has candidates
+    if not found and not _may_contract(module.ir):
+        return {}
+    from .sass import fused_pairs  # ptxas / nvdisasm: only where the PTX has something to contract
 
     return fused_pairs(module, found)
+
+
+def _may_contract(ir) -> bool:
+    """Whether some function has an unrounded mul and an unrounded add / sub of one type: ptxas may then fuse a
+    product that reaches its add through a copy or a negation (``mov`` / ``neg`` between them), which no candidate
+    pair models; the SASS reader (flashsim.ptx.sass) then checks that it did not."""
+    for fn in ir.functions.values():
+        muls = {_types(ins) for ins in fn.body if _unrounded(ins, ("mul",))}
+        if muls and any(_types(ins) in muls for ins in fn.body if _unrounded(ins, ("add", "sub"))):
+            return True
+    return False
