@@ -271,6 +271,66 @@ class LlamaMatMulF(ThirdPartyKernel):
         return {"dst": (y @ x.T, 32 * 2.0**-24 * bound.max())}
 
 
+class LlamaMatMulQ8(ThirdPartyKernel):
+    """llama.cpp's mul_mat_q on q8_0 weights: 256 rows of 512 (16 blocks of 32 int8 with an f16 scale each) times 8
+    activation columns in the q8_1 mmq layout (4 blocks of 128 int8 per column, one f32 scale per 32 values: the D4
+    layout q8_0 asks for), f32 out. Two tiles of 128 rows, two K iterations of 256 each; the stream-k kernel on a
+    grid of one block per tile, the tiling llama.cpp launches when its tiles fill the GPU (no fixup buffer). The
+    activations end in Y_PAD spare blocks, as llama.cpp allocates them (ggml_cuda_mul_mat_q: J_max blocks past the
+    data, J_max at most 128): the kernel's tile copy reads whole thread rounds past the tile it uses."""
+
+    ROWS, K, COLS, Y_PAD = 256, 512, 8, 128
+    X_BLOCK = np.dtype([("d", "<f2"), ("qs", "i1", 32)])  # block_q8_0 (ggml-common.h), 34 bytes
+    Y_BLOCK = np.dtype([("d4", "<f4", 4), ("qs", "i1", 128)])  # block_q8_1_mmq with the D4 scales, 144 bytes
+
+    def inputs(self, rng):
+        x = np.zeros((self.ROWS, self.K // 32), self.X_BLOCK)
+        x["qs"] = rng.integers(-127, 128, x["qs"].shape)
+        x["d"] = (rng.uniform(0.5, 1.5, x.shape) * rng.choice([-1, 1], x.shape) / 128).astype(np.float16)
+        y = np.zeros(self.K // 128 * self.COLS + self.Y_PAD, self.Y_BLOCK)  # [K block][column], then the spare
+        data = y[: self.K // 128 * self.COLS]
+        data["qs"] = rng.integers(-127, 128, data["qs"].shape)
+        data["d4"] = rng.uniform(0.5, 1.5, data["d4"].shape).astype(np.float32) / 128
+        return {
+            "x": x.view(np.uint8).reshape(self.ROWS, -1),
+            "y": y.view(np.uint8),
+            "dst": np.zeros((self.COLS, self.ROWS), np.float32),
+        }
+
+    def launch(self, ir):
+        if not constant(ir, "stream_k"):
+            raise ValueError("the launch below is the stream-k kernel's tiling; this configuration is not stream-k")
+        tiles = (self.ROWS // constant(ir, "rows_per_tile")) * -(-self.COLS // constant(ir, "cols_per_tile"))
+        return (tiles, 1, 1), (32, constant(ir, "block_threads") // 32, 1), constant(ir, "shared_bytes")
+
+    def parameters(self, ir, arrays, address):
+        if constant(ir, "k_per_iteration") > self.K:
+            raise ValueError("K must hold at least one of the kernel's K iterations")
+        blocks = self.K // 32  # q8_0 blocks per row
+        ntx = -(-self.COLS // constant(ir, "cols_per_tile"))
+        one = fastdiv_values(1).tobytes()
+        null = _u64(0)
+        y_ints = self.K // 128 * self.COLS * self.Y_BLOCK.itemsize // 4
+        out = [_u64(address("x")), _u64(address("y")), null, null, _u64(address("dst")), null, null]
+        out += [fastdiv_values(blocks).tobytes(), _i32(self.ROWS), _i32(self.COLS), _i32(blocks), _i32(self.COLS)]
+        out += [_i32(self.ROWS)]  # stride_col_dst
+        out += [one, one, _i32(self.ROWS * blocks), _i32(y_ints), _i32(self.ROWS * self.COLS)]  # channels
+        out += [one, one, _i32(self.ROWS * blocks), _i32(y_ints), _i32(self.ROWS * self.COLS)]  # samples
+        out += [fastdiv_values(ntx).tobytes()]
+        return out
+
+    def reference(self, arrays):
+        x = arrays["x"].reshape(-1).view(self.X_BLOCK).reshape(self.ROWS, self.K // 32)
+        y = arrays["y"].view(self.Y_BLOCK)[: self.K // 128 * self.COLS].reshape(self.K // 128, self.COLS)
+        xq = x["qs"].astype(np.float64).reshape(self.ROWS, self.K)
+        xd = np.repeat(x["d"].astype(np.float64), 32, axis=1)
+        yq = y["qs"].astype(np.float64).transpose(1, 0, 2).reshape(self.COLS, self.K)
+        yd = np.repeat(y["d4"].astype(np.float64).transpose(1, 0, 2).reshape(self.COLS, -1), 32, axis=1)
+        want = (yq * yd) @ (xq * xd).T
+        bound = np.abs(yq * yd) @ np.abs(xq * xd).T
+        return {"dst": (want, 64 * 2.0**-24 * bound.max())}
+
+
 KERNELS = {
     k.name: k
     for k in (
@@ -303,6 +363,16 @@ KERNELS = {
             outputs=("dst",),
             seed=512,
             note="a GEMM: bf16 m16n8k16 -> f32, f32 -> bf16x2 conversion, ldmatrix x2/x4",
+        ),
+        LlamaMatMulQ8(
+            name="llama_mmq_q8_0",
+            package="llama-cpp-python",
+            unit="thirdparty/llama_mmq_q8_0.cu",
+            includes=GGML_INCLUDES,
+            flags=GGML_FLAGS,
+            outputs=("dst",),
+            seed=808,
+            note="an INT8 GEMM: m16n8k32 s8 -> s32 tensor cores, per-block f16 / f32 scales, stream-k tiling",
         ),
     )
 }
