@@ -130,11 +130,16 @@ def test_simulator_is_bit_equal_to_the_h200(name, ptx, simulated):
     arrays = _ran(simulated, name)
     for output in kernel.outputs:
         gpu, sim = after[output], arrays[output]
-        diff = np.flatnonzero(gpu.view(np.uint8) != sim.view(np.uint8))
-        assert diff.size == 0, (
-            f"{name}.{output}: {diff.size} bytes differ from the H200's; first at byte {diff[0]} "
-            f"(element {np.unravel_index(diff[0] // gpu.itemsize, gpu.shape)})"
-        )
+        bits = f"u{gpu.itemsize}"
+        diff = np.flatnonzero(gpu.view(bits).reshape(-1) != sim.view(bits).reshape(-1))
+        if diff.size:
+            i = int(diff[0])
+            where = tuple(int(j) for j in np.unravel_index(i, gpu.shape))
+            g, s = int(gpu.view(bits).reshape(-1)[i]), int(sim.view(bits).reshape(-1)[i])
+            pytest.fail(
+                f"{name}.{output}: {diff.size} elements differ from the H200's; first {where}: GPU {g:#x}, "
+                f"simulator {s:#x}"
+            )
 
 
 def test_capture_tool_builds_checks_and_stores_what_the_tests_replay(tmp_path, ptx, simulated):

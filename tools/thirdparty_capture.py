@@ -33,13 +33,37 @@ from thirdparty import build, capture, kernels, packages  # noqa: E402
 from flashsim import provenance  # noqa: E402
 from flashsim.ptx.parser import parse  # noqa: E402
 
+EXPECTED = "expected_ptx.json"
 
-def stage(dest: pathlib.Path) -> int:
+
+def stage(dest: pathlib.Path, arch: str = "sm_90") -> int:
+    """Stage every package the kernels use, and record the PTX each kernel builds to here (nvcc's version with
+    it): the capture reports whether the GPU machine's build is the same, which the tests then require."""
     used = sorted({k.package for k in kernels.KERNELS.values()})
     for name in used:
         out = packages.stage(packages.PACKAGES[name], dest)
         print(f"{name}: {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    expected = {"nvcc": build.nvcc_version(), "arch": arch, "ptx_sha256": {}}
+    for name, kernel in sorted(kernels.KERNELS.items()):
+        expected["ptx_sha256"][name] = build.ptx_sha256(build.build_ptx(kernel, arch=arch, staged=dest, cache=False))
+        print(f"{name}: PTX {expected['ptx_sha256'][name]}")
+    (dest / EXPECTED).write_text(json.dumps(expected, indent=1) + "\n")
     return 0
+
+
+def _compare_with_stage(sources: pathlib.Path, name: str, ptx: str) -> str:
+    """A line saying whether ``ptx`` is the PTX ``stage`` built for ``name`` on the development machine."""
+    path = sources / EXPECTED
+    if not path.is_file():
+        return f"{name}: no {EXPECTED} in {sources} to compare the PTX with"
+    expected = json.loads(path.read_text())
+    here, there = expected["ptx_sha256"].get(name), build.ptx_sha256(ptx)
+    if here == there:
+        return f"{name}: PTX {there} is the one staged ({expected['nvcc']})"
+    return (
+        f"{name}: WARNING: PTX {there} built with {build.nvcc_version()!r} differs from the staged build {here} "
+        f"({expected['nvcc']!r}): the tests will treat the capture as drift or skip it"
+    )
 
 
 def _check_sizes(fn, params: list) -> None:
@@ -53,7 +77,8 @@ def _check_sizes(fn, params: list) -> None:
 
 
 def _launch(rt_kernel, grid, block, shared: int, params: list) -> None:
-    """cuLaunchKernel with ``params`` (bytes each) on flashsim.gpu.runtime's stream, then wait."""
+    """cuLaunchKernel with ``params`` (bytes each) on flashsim.gpu.runtime's stream, then wait. The dynamic shared
+    memory limit is set to ``shared`` first, as the projects' hosts do (FA2 from 48 KB up, llama.cpp always)."""
     from cuda.bindings import driver
 
     from flashsim.gpu import runtime as rt
@@ -64,11 +89,12 @@ def _launch(rt_kernel, grid, block, shared: int, params: list) -> None:
             raise RuntimeError(f"{what}: {driver.cuGetErrorName(err)[1]}")
         return result[1] if len(result) > 1 else None
 
-    rt.set_dynamic_smem(rt_kernel, shared)
     handle = rt_kernel.kernel.handle
     if not isinstance(handle, driver.CUkernel):
         handle = driver.CUkernel(int(handle))
     function = ok("cuKernelGetFunction", driver.cuKernelGetFunction(handle))
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    ok("cuFuncSetAttribute", driver.cuFuncSetAttribute(function, attr, int(shared)))
     buffers = [ctypes.create_string_buffer(raw, len(raw)) for raw in params]
     pointers = (ctypes.c_void_p * len(buffers))(*[ctypes.addressof(b) for b in buffers])
     stream = rt.default_stream().handle
@@ -98,6 +124,7 @@ def capture_one(name: str, sources: pathlib.Path, out: pathlib.Path) -> pathlib.
 
     arch = rt.current_arch()
     kernel, ptx, ir, entry, launch = prepare(name, sources, arch)
+    print(_compare_with_stage(sources, name, ptx), flush=True)
     cubin = assemble_ptx(ptx, arch)
     built = Build(
         cubin=cubin,
