@@ -1,0 +1,197 @@
+"""The pinned source packages: where an archive comes from, what it must hash to, and the part of it the builds use.
+
+An archive is fetched with pip from PyPI (``pip download --no-deps --no-binary :all:``, the registry's own client)
+into the user cache (flashsim.calibration.cache_root()/thirdparty) and checked against its pinned sha256 before
+anything reads it. ``tree(package)`` extracts the members the builds need (``keep``: path prefixes and suffixes)
+into the cache; ``stage(package, folder)`` writes the same members as a smaller archive with a manifest, for a
+machine without network (the GPU machine); ``tree(package, staged=folder)`` reads that back. Both give the same
+files, so the PTX built from either is the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+
+from flashsim import calibration
+
+__all__ = ["Package", "PACKAGES", "cache_folder", "archive", "tree", "stage", "sha256_file"]
+
+
+@dataclass(frozen=True)
+class Package:
+    """A source archive on PyPI. ``root``: its top folder; ``keep``: (folder under root, suffixes, nested)
+    triples, the members the builds read (files of that folder with one of the suffixes, and of its subfolders
+    where ``nested``); ``build_isolation``: False where pip's metadata step needs this environment's packages
+    (flash-attn's setup.py imports torch); ``pip_env``: variables pip's metadata step needs (flash-attn's setup.py
+    looks for a CUDA toolkit unless told to skip its CUDA build, which a download never runs)."""
+
+    name: str
+    version: str
+    filename: str
+    sha256: str
+    root: str
+    keep: tuple
+    build_isolation: bool = True
+    pip_env: tuple = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+_HEADERS = (".h", ".hpp", ".cuh", ".inl", ".inc")
+
+PACKAGES = {
+    p.name: p
+    for p in (
+        Package(
+            name="flash-attn",
+            version="2.8.3",
+            filename="flash_attn-2.8.3.tar.gz",
+            sha256="1e71dd64a9e0280e0447b8a0c2541bad4bf6ac65bdeaa2f90e51a9e57de0370d",
+            root="flash_attn-2.8.3",
+            keep=(("csrc/flash_attn/", _HEADERS, True), ("csrc/cutlass/include/", _HEADERS, True)),
+            build_isolation=False,
+            pip_env=(("FLASH_ATTENTION_SKIP_CUDA_BUILD", "TRUE"),),
+        ),
+        Package(
+            name="llama-cpp-python",
+            version="0.3.36",
+            filename="llama_cpp_python-0.3.36.tar.gz",
+            sha256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e",
+            root="llama_cpp_python-0.3.36",
+            keep=(
+                ("vendor/llama.cpp/ggml/include/", _HEADERS, True),
+                ("vendor/llama.cpp/ggml/src/ggml-cuda/", _HEADERS, True),
+                ("vendor/llama.cpp/ggml/src/", _HEADERS, False),  # ggml-impl.h, ggml-common.h, ...
+            ),
+        ),
+    )
+}
+
+
+def cache_folder() -> pathlib.Path:
+    """Where archives and extracted trees live: the user cache (flashsim.calibration.cache_root()/thirdparty)."""
+    return calibration.cache_root() / "thirdparty"
+
+
+def sha256_file(path: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def archive(package: Package) -> pathlib.Path:
+    """The package's archive in the cache, fetched with pip if absent; ValueError if it does not hash as pinned."""
+    folder = cache_folder() / "archives"
+    path = folder / package.filename
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--quiet"]
+            cmd += [] if package.build_isolation else ["--no-build-isolation"]
+            cmd += ["-d", tmp, f"{package.name}=={package.version}"]
+            env = {**os.environ, **dict(package.pip_env)}
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            got = pathlib.Path(tmp) / package.filename
+            if done.returncode != 0 or not got.is_file():
+                raise RuntimeError(f"pip could not fetch {package.key}: {' '.join(cmd)}\n{done.stderr.strip()}")
+            got.replace(path)
+    digest = sha256_file(path)
+    if digest != package.sha256:
+        raise ValueError(f"{path} has sha256 {digest}, but {package.key} is pinned to {package.sha256}")
+    return path
+
+
+def _kept(package: Package, member: str) -> bool:
+    prefix = package.root + "/"
+    if not member.startswith(prefix):
+        return False
+    rel = member[len(prefix) :]
+    return any(
+        rel.startswith(folder) and rel.endswith(suffixes) and (nested or "/" not in rel[len(folder) :])
+        for folder, suffixes, nested in package.keep
+    )
+
+
+def _extract(tar: tarfile.TarFile, package: Package, dest: pathlib.Path) -> list[str]:
+    """Write the kept regular files of ``tar`` under ``dest`` (paths relative to the package root); their names."""
+    names = []
+    for m in tar.getmembers():
+        if not (m.isfile() and _kept(package, m.name)) or ".." in pathlib.PurePosixPath(m.name).parts:
+            continue
+        rel = m.name[len(package.root) + 1 :]
+        out = dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(tar.extractfile(m).read())
+        names.append(rel)
+    return sorted(names)
+
+
+def _fill(folder: pathlib.Path, package: Package, source: pathlib.Path, archive_sha256: str) -> pathlib.Path:
+    """Extract the kept members of the tar.gz ``source`` into ``folder``/<key> once (a marker holds the archive's
+    sha256, so a different archive re-extracts)."""
+    dest = folder / package.key
+    marker = dest / ".flashsim-source"
+    if marker.is_file() and marker.read_text() == archive_sha256:
+        return dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    with tarfile.open(source, "r:gz") as tar:
+        _extract(tar, package, dest)
+    marker.write_text(archive_sha256)
+    return dest
+
+
+def tree(package: Package, staged: pathlib.Path | None = None) -> pathlib.Path:
+    """The folder holding the package's kept files: from the pinned archive in the cache, or, with ``staged``, from
+    the stripped archive ``stage`` wrote there (its manifest must name the pinned archive)."""
+    if staged is None:
+        return _fill(cache_folder() / "trees", package, archive(package), package.sha256)
+    manifest = json.loads((staged / f"{package.key}.json").read_text())
+    if manifest["archive_sha256"] != package.sha256:
+        raise ValueError(
+            f"{staged}: {package.key} was staged from {manifest['archive_sha256']}, not the pinned archive"
+        )
+    stripped = staged / f"{package.key}.tar.gz"
+    if sha256_file(stripped) != manifest["stripped_sha256"]:
+        raise ValueError(f"{stripped} does not hash as its manifest says")
+    return _fill(staged / "trees", package, stripped, manifest["stripped_sha256"])
+
+
+def stage(package: Package, folder: pathlib.Path) -> pathlib.Path:
+    """Write ``folder``/<key>.tar.gz (the kept members of the pinned archive, under the same root) and
+    ``folder``/<key>.json (package, version, the pinned archive's sha256, each kept file's sha256)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{package.key}.tar.gz"
+    files = {}
+    with tarfile.open(archive(package), "r:gz") as src, tarfile.open(out, "w:gz") as dst:
+        for m in src.getmembers():
+            if m.isfile() and _kept(package, m.name):
+                data = src.extractfile(m).read()
+                files[m.name[len(package.root) + 1 :]] = hashlib.sha256(data).hexdigest()
+                info = tarfile.TarInfo(m.name)
+                info.size, info.mode, info.mtime = len(data), 0o644, 0
+                dst.addfile(info, io.BytesIO(data))
+    manifest = {
+        "package": package.name,
+        "version": package.version,
+        "archive": package.filename,
+        "archive_sha256": package.sha256,
+        "stripped_sha256": sha256_file(out),
+        "files": dict(sorted(files.items())),
+    }
+    (folder / f"{package.key}.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return out

@@ -1,0 +1,199 @@
+"""The GPU side of the third-party kernels (tests/thirdparty): stage their sources here, capture their outputs there.
+
+    python tools/thirdparty_capture.py stage [--dest .thirdparty]
+        here (network: PyPI): fetch the pinned archives (sha256 checked) and write, per package, the headers the
+        builds read as a small archive with a manifest (what a machine without network builds from)
+    python3 tools/thirdparty_capture.py capture --sources .thirdparty --out DIR [--kernel NAME ...]
+        on the GPU machine, from the repository root (PYTHONPATH=$PWD where flashsim is not installed): for each
+        kernel, build its PTX with that machine's nvcc from the staged sources, assemble it with ptxas (the GPU runs
+        exactly the PTX the simulator runs), launch it on the seeded inputs and write DIR/<name>_<arch>.npz (inputs,
+        outputs, provenance: tests/thirdparty/capture.py); then copy those files to tests/data/thirdparty/
+
+Each kernel runs in a process of its own, so a launch that breaks the CUDA context leaves the others running. The
+launch goes through the driver's cuLaunchKernel with one pointer per parameter, since the kernels take structs by
+value (FlashAttention-2's Flash_fwd_params, llama.cpp's uint3 divisors); every parameter's size is checked against
+the PTX's declaration first. Exit status 0 when every kernel was captured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # tests/thirdparty: the launch descriptions the CPU tests use
+
+from thirdparty import build, capture, kernels, packages  # noqa: E402
+
+from flashsim import provenance  # noqa: E402
+from flashsim.ptx.parser import parse  # noqa: E402
+
+EXPECTED = "expected_ptx.json"
+
+
+def stage(dest: pathlib.Path, arch: str = "sm_90") -> int:
+    """Stage every package the kernels use, and record the PTX each kernel builds to here (nvcc's version with
+    it): the capture reports whether the GPU machine's build is the same, which the tests then require."""
+    used = sorted({k.package for k in kernels.KERNELS.values()})
+    for name in used:
+        out = packages.stage(packages.PACKAGES[name], dest)
+        print(f"{name}: {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    expected = {"nvcc": build.nvcc_version(), "arch": arch, "ptx_sha256": {}}
+    for name, kernel in sorted(kernels.KERNELS.items()):
+        # from the cache's tree (the same files as the staged copy, tests/test_ptx_thirdparty.py checks), so that
+        # the folder that travels holds the small archives only
+        expected["ptx_sha256"][name] = build.ptx_sha256(build.build_ptx(kernel, arch=arch))
+        print(f"{name}: PTX {expected['ptx_sha256'][name]}")
+    (dest / EXPECTED).write_text(json.dumps(expected, indent=1) + "\n")
+    return 0
+
+
+def _compare_with_stage(sources: pathlib.Path, name: str, ptx: str) -> str:
+    """A line saying whether ``ptx`` is the PTX ``stage`` built for ``name`` on the development machine."""
+    path = sources / EXPECTED
+    if not path.is_file():
+        return f"{name}: no {EXPECTED} in {sources} to compare the PTX with"
+    expected = json.loads(path.read_text())
+    here, there = expected["ptx_sha256"].get(name), build.ptx_sha256(ptx)
+    if here == there:
+        return f"{name}: PTX {there} is the one staged ({expected['nvcc']})"
+    return (
+        f"{name}: WARNING: PTX {there} built with {build.nvcc_version()!r} differs from the staged build {here} "
+        f"({expected['nvcc']!r}): the tests will treat the capture as drift or skip it"
+    )
+
+
+def _check_sizes(fn, params: list) -> None:
+    if len(params) != len(fn.params):
+        raise ValueError(f"{fn.name} takes {len(fn.params)} parameters, the description gives {len(params)}")
+    for i, (p, raw) in enumerate(zip(fn.params, params)):
+        if len(raw) != p.size:
+            raise ValueError(
+                f"parameter {i} ({p.name}) has {p.size} bytes in the PTX, the description gives {len(raw)}"
+            )
+
+
+def _launch(rt_kernel, grid, block, shared: int, params: list) -> None:
+    """cuLaunchKernel with ``params`` (bytes each) on flashsim.gpu.runtime's stream, then wait. The dynamic shared
+    memory limit is set to ``shared`` first, as the projects' hosts do (FA2 from 48 KB up, llama.cpp always)."""
+    from cuda.bindings import driver
+
+    from flashsim.gpu import runtime as rt
+
+    def ok(what, result):
+        err = result[0]
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"{what}: {driver.cuGetErrorName(err)[1]}")
+        return result[1] if len(result) > 1 else None
+
+    handle = rt_kernel.kernel.handle
+    if not isinstance(handle, driver.CUkernel):
+        handle = driver.CUkernel(int(handle))
+    function = ok("cuKernelGetFunction", driver.cuKernelGetFunction(handle))
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    ok("cuFuncSetAttribute", driver.cuFuncSetAttribute(function, attr, int(shared)))
+    buffers = [ctypes.create_string_buffer(raw, len(raw)) for raw in params]
+    pointers = (ctypes.c_void_p * len(buffers))(*[ctypes.addressof(b) for b in buffers])
+    stream = rt.default_stream().handle
+    ok("cuLaunchKernel", driver.cuLaunchKernel(function, *grid, *block, shared, stream, ctypes.addressof(pointers), 0))
+    ok("cuStreamSynchronize", driver.cuStreamSynchronize(stream))
+
+
+def prepare(name: str, sources: pathlib.Path, arch: str) -> tuple:
+    """(kernel description, PTX, parsed PTX, entry name, (grid, block, shared bytes)) of one kernel, built here from
+    the staged sources."""
+    kernel = kernels.KERNELS[name]
+    ptx = build.build_ptx(kernel, arch=arch, staged=sources, cache=False)
+    ir = parse(ptx)
+    return kernel, ptx, ir, capture.single_entry(ir), kernel.launch(ir)
+
+
+def parameters(kernel, ir, entry: str, arrays: dict, address) -> list:
+    """The launch's parameter bytes, each checked against the size the PTX declares."""
+    params = kernel.parameters(ir, arrays, address)
+    _check_sizes(ir.functions[entry], params)
+    return params
+
+
+def capture_one(name: str, sources: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
+    from flashsim.gpu import runtime as rt
+    from flashsim.gpu.build import Build, assemble_ptx, ptxas_version
+
+    arch = rt.current_arch()
+    kernel, ptx, ir, entry, launch = prepare(name, sources, arch)
+    print(_compare_with_stage(sources, name, ptx), flush=True)
+    cubin = assemble_ptx(ptx, arch)
+    built = Build(
+        cubin=cubin,
+        arch=arch,
+        entry_points={},
+        lowered_names={},
+        log="",
+        source_name=kernel.unit,
+        key=build.ptx_sha256(ptx),
+    )
+    rt_kernel = rt.load(built, entry)
+    arrays = kernel.arrays()
+    device = {n: rt.to_device(a) for n, a in arrays.items()}
+    params = parameters(kernel, ir, entry, arrays, lambda n: device[n].ptr)
+    t0 = time.perf_counter()
+    _launch(rt_kernel, *launch, params)
+    seconds = time.perf_counter() - t0
+    after = {n: d.to_numpy() for n, d in device.items()}
+    meta = capture.record(kernel, ptx, build.nvcc_version(), launch, arch)
+    meta.update(
+        gpu=rt.require_gpu().name,
+        ptxas=ptxas_version(),
+        nvrtc=provenance.nvrtc_version(),
+        date=time.strftime("%Y-%m-%d"),
+        seconds=round(seconds, 4),
+    )
+    path = capture.capture_path(name, arch, out)
+    capture.save(path, arrays, after, meta)
+    return path
+
+
+def capture_all(names, sources: pathlib.Path, out: pathlib.Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for name in names:
+        cmd = [sys.executable, __file__, "capture-one", name, "--sources", str(sources), "--out", str(out)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        print(done.stdout.strip() or f"{name}: no output", flush=True)
+        if done.returncode != 0:
+            failed.append(name)
+            print(f"{name}: FAILED\n{done.stderr.strip()}", flush=True)
+    summary = {"captured": [n for n in names if n not in failed], "failed": failed}
+    print(json.dumps(summary), flush=True)
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="tools/thirdparty_capture.py", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("stage", help="fetch the pinned archives and write their stripped copies")
+    s.add_argument("--dest", type=pathlib.Path, default=REPO / ".thirdparty")
+    c = sub.add_parser("capture", help="on a GPU: build, launch and store every kernel (or --kernel ones)")
+    one = sub.add_parser("capture-one", help="one kernel, in this process (what capture runs for each)")
+    one.add_argument("name", choices=sorted(kernels.KERNELS))
+    for p in (c, one):
+        p.add_argument("--sources", type=pathlib.Path, required=True, help="the folder stage wrote")
+        p.add_argument("--out", type=pathlib.Path, required=True)
+    c.add_argument("--kernel", action="append", choices=sorted(kernels.KERNELS), help="only these (default: all)")
+    args = ap.parse_args(argv)
+    if args.command == "stage":
+        return stage(args.dest)
+    if args.command == "capture-one":
+        path = capture_one(args.name, args.sources.resolve(), args.out)
+        print(f"{args.name}: ok -> {path}")
+        return 0
+    return capture_all(args.kernel or sorted(kernels.KERNELS), args.sources.resolve(), args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
