@@ -149,6 +149,8 @@ def _float_to_float(d: Decoded, dt: str, st: str, rnd, ftz: bool, sat: bool, rel
     elif fd.bits > fs.bits or (fs, fd) in ((F16, F32), (BF16, F32)):  # a widening: exact
         if rnd is not None:
             raise isa.Unsupported(f"cvt{rnd}{dt}{st}: a widening takes no rounding")
+    elif rnd is None and fd.bits == fs.bits:
+        rnd = ".rn"  # f16 <-> bf16 (neither holds the other): ptxas takes no modifier as .rn (F2F.F16.BF16)
     elif rnd not in (".rn", ".rz", ".rm", ".rp"):
         raise isa.Unsupported(f"cvt{rnd or ''}{dt}{st} needs .rn / .rz / .rm / .rp")
     flush_in, flush_out = ftz and fs is F32, ftz and fd is F32

@@ -469,7 +469,7 @@ def set_compare(d: Decoded):
         raise isa.Unsupported(f"set{cmp or ''}{''.join(types)}")
     dt, st = types
     packed = st in PACKED
-    if packed != (dt in (*PACKED, ".u32", ".s32")) or (packed and dt in PACKED and dt != st):
+    if (dt in PACKED or packed) and dt not in (st, ".u32", ".s32"):
         raise isa.Unsupported(f"set{dt}{st}")
     if st in FORMAT:
         d.float_kind = {".f32": "f32", ".f64": "f64"}.get(st, "f16")
