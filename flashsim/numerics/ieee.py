@@ -6,7 +6,8 @@ arrays of the format's width; tf32 as its 19-bit pattern) and rounds the exact r
 rounding core of flashsim.numerics.rounding (``round_magnitude`` / ``round_shift``). NaN results are the format's
 canonical NaN (sign clear, every exponent and fraction bit set: 0x7FFFFFFF, 0x7FFF, ...), the NaN NVIDIA GPUs
 produce. binary32 to nearest even is flashsim.numerics.ieee32's (the kernel's own numerics, with its fast paths):
-``add`` / ``sub`` / ``mul`` / ``fma`` / ``div`` hand those to it.
+``add`` / ``sub`` / ``mul`` / ``fma`` / ``div`` hand those to it, and so do ``mul`` of f16 to nearest
+(ieee32.mul_f16) and ``minmax`` for max.f32 (ieee32.fmax).
 
 How the exact result is kept (vectorised integer arithmetic, numpy only: this module serves flashsim.ptx):
 * a finite value is (sign, significand m, exponent e) with value m * 2**e; products of two significands are kept
@@ -35,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import ieee32, rounding
-from .formats import F32, FiniteFormat, Format
+from .formats import F16, F32, FiniteFormat, Format
 from .xp import bit_length
 
 __all__ = [
@@ -281,6 +282,9 @@ def mul(a, b, f: Format, mode: str = "rne"):
     fast = _ieee32_rne(ieee32.mul, f, mode, a, b)
     if fast is not None:
         return fast
+    if f is F16 and mode == "rne":  # mul.rn.f16: the kernel's
+        x, y = (np.asarray(v).astype(np.uint16).view(np.float16) for v in _broadcast(a, b))
+        return np.asarray(ieee32.mul_f16(x, y)).view(np.uint16)
     a, b = _broadcast(a, b)
     A, B = unpack(a, f), unpack(b, f)
     neg = A.negative != B.negative
@@ -441,6 +445,9 @@ def minmax(a, b, f: Format, *, largest: bool, propagate_nan: bool = False, xorsi
     """PTX min / max on patterns of ``f``: -0 < +0; a NaN operand is ignored (both NaN: canonical NaN) unless
     ``propagate_nan`` (.NaN: any NaN operand gives the canonical NaN); ``xorsign_abs`` (.xorsign.abs) compares
     |a| and |b| and gives the result the XOR of a's and b's signs."""
+    if f is F32 and largest and not (propagate_nan or xorsign_abs):  # max.f32: the kernel's fmaxf
+        x, y = (np.asarray(v).astype(np.uint32).view(np.float32) for v in _broadcast(a, b))
+        return np.asarray(ieee32.fmax(x, y)).view(np.uint32)
     a, b = (_bits(x, f) for x in _broadcast(a, b))
     A, B = unpack(a, f), unpack(b, f)
     sign_xor = (a ^ b) & _U(f.sign_mask)
