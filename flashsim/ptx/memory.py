@@ -53,8 +53,9 @@ def _register(root: np.ndarray) -> int:
 
     key = id(root)
 
-    def forget(_ref):
-        _REGISTRY.pop(key, None)
+    def forget(ref):  # only this array's entry: its id may already name a newer array
+        if _REGISTRY.get(key, (None,))[0] is ref:
+            del _REGISTRY[key]
 
     _REGISTRY[key] = (weakref.ref(root, forget), base)
     return base
@@ -253,7 +254,7 @@ class Memory:
         for i, a in enumerate(arrays):
             root = _root(a)
             roots.setdefault(id(root), (root, f"argument {i}"))
-        for key, (ref, _addr) in list(_REGISTRY.items()):
+        for key, (ref, _addr) in _REGISTRY.copy().items():  # a copy: GC callbacks (forget) may run meanwhile
             root = ref()
             if root is not None and key not in roots:
                 name = "the module's .global variables" if root is layout.global_image else "an array with an address"
