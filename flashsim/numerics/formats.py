@@ -1,4 +1,5 @@
-"""Bit-level view of the binary floating-point formats the kernel uses: f16, bf16 (ml_dtypes.bfloat16), f32.
+"""Bit-level view of the binary floating-point formats the kernel uses: f16, bf16 (ml_dtypes.bfloat16), f32; and
+the format descriptions of the others PTX names (f64, tf32, e4m3, e5m2) for flashsim.numerics.ieee.
 
 ``decode`` splits an array into sign, exponent field, unbiased exponent (subnormals clamped to emin),
 integer significand (implicit bit included) and a class code; ``encode`` builds values back from the fields.
@@ -23,6 +24,11 @@ __all__ = [
     "BF16",
     "F32",
     "FORMATS",
+    "FiniteFormat",
+    "F64",
+    "TF32",
+    "E4M3",
+    "E5M2",
     "get_format",
     "Decoded",
     "decode",
@@ -97,10 +103,31 @@ class Format:
         return self.inf_bits - 1
 
 
+@dataclass(frozen=True)
+class FiniteFormat(Format):
+    """A format without infinities whose top exponent field holds numbers too, all but the one all-ones pattern
+    (the NaN): e4m3 (OCP FP8 "fn", ml_dtypes.float8_e4m3fn), largest finite 448 = 0x7E, NaN 0x7F / 0xFF.
+    ``inf_bits`` is the NaN's magnitude, the first pattern past the largest finite one (where rounding overflows)."""
+
+    @property
+    def emax(self) -> int:
+        return self.bias + 1
+
+    @property
+    def inf_bits(self) -> int:
+        return self.sign_mask - 1
+
+
 F16 = Format("f16", 5, 10, np.dtype(np.float16), np.uint16)
 BF16 = Format("bf16", 8, 7, np.dtype(ml_dtypes.bfloat16), np.uint16)
 F32 = Format("f32", 8, 23, np.dtype(np.float32), np.uint32)
 FORMATS = {f.name: f for f in (F16, BF16, F32)}
+# The further formats of PTX's instructions (flashsim.numerics.ieee, flashsim.ptx): not kernel element types, so
+# not in FORMATS. tf32 has no numpy type: its 19-bit patterns live in the top of a 32-bit word (the low 13 bits 0).
+F64 = Format("f64", 11, 52, np.dtype(np.float64), np.uint64)
+TF32 = Format("tf32", 8, 10, np.dtype(np.uint32), np.uint32)
+E4M3 = FiniteFormat("e4m3", 4, 3, np.dtype(ml_dtypes.float8_e4m3fn), np.uint8)
+E5M2 = Format("e5m2", 5, 2, np.dtype(ml_dtypes.float8_e5m2), np.uint8)
 
 
 def get_format(fmt) -> Format:

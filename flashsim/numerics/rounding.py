@@ -1,4 +1,5 @@
-"""Round exact values to f32 / f16 / bf16 once, to nearest-even ("rne") or toward zero ("rz"), and the exact
+"""Round exact values to a binary format once, in any IEEE direction: to nearest-even ("rne"), to nearest with
+ties away from zero ("rna"), toward zero ("rz"), toward -inf ("rm"), toward +inf ("rp"); and the exact
 conversions between f16, f32 and f64: one integer rounding core, written against the array namespace ``xp``
 (flashsim.numerics.xp), so numpy runs it eagerly and JAX under jit (JAX needs 64-bit types: ``xp.enable_x64()``).
 
@@ -9,8 +10,10 @@ Entry points (numpy or JAX arrays in, the same library out; broadcasting as usua
   (``cvt.rn.f16.f32``), and the exact widenings ``f16_to_f32`` and ``f32_to_f64``.
 On numpy each conversion has a measured fast path (the table at the end of this module); ``generic=True`` forces
 the portable routine, for the tests that hold the two equal bit for bit.
-Subnormal results are kept (gradual underflow). Overflow follows IEEE 754 (``overflow="ieee"``): "rne" gives +-inf,
-"rz" the largest finite number of the sign; ``overflow="inf"`` makes every result past the largest finite number
+Subnormal results are kept (gradual underflow). Overflow follows IEEE 754 (``overflow="ieee"``): "rne" / "rna" give
++-inf, "rz" the largest finite number of the sign, "rm" / "rp" infinity on the side they round to and the largest
+finite number on the other; ``overflow="finite"`` gives the largest finite number of the sign (PTX .satfinite);
+``overflow="inf"`` makes every result past the largest finite number
 +-inf (the tensor cores' f32 rule: |v| >= 2**128 -> inf under "rz"). A zero result keeps the sign of the value (an
 exact 0 of ``round_scaled`` is +0; ``round_float64`` keeps the sign of a zero input) unless ``signed_zero=False``
 (every zero result is +0, as the tensor cores give). Infinities pass through; NaN becomes the format's canonical
@@ -23,7 +26,9 @@ off with a shift (clamped at 63: with mag < 2**62 the remainder is then below ha
 what an unbounded shift gives); the rounding increment is decided from the remainder against half; and a carry
 out of the significand moves into the exponent field by plain addition of ((exponent - emin) << frac_bits) +
 significand, the significand still holding its leading bit. Exponents are clamped to +-2**20 before the int32
-arithmetic: beyond that every value overflows or rounds to zero either way.
+arithmetic: beyond that every value overflows or rounds to zero either way. ``round_magnitude`` and
+``round_shift`` expose the core to flashsim.numerics.ieee (every PTX rounding of f64 / f32 / f16 / bf16 / fp8
+arithmetic and conversion goes through this one decision, ``_increment``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from .xp import bit_length, bitcast, is_numpy, namespace, require_x64, shl, shr
 __all__ = [
     "round_scaled",
     "round_float64",
+    "round_magnitude",
+    "round_shift",
     "f64_to_f32",
     "f64_to_f32_rz",
     "f64_to_f16",
@@ -49,8 +56,8 @@ __all__ = [
     "CANONICAL_NAN_F64",
 ]
 
-MODES = ("rne", "rz")
-OVERFLOWS = ("ieee", "inf")
+MODES = ("rne", "rna", "rz", "rm", "rp")
+OVERFLOWS = ("ieee", "inf", "finite")
 _F64 = Format("f64", 11, 52, np.dtype(np.float64), np.uint64)  # a source format only (not in formats.FORMATS)
 _EXP_CLAMP = 1 << 20
 
@@ -62,8 +69,46 @@ def _check(mode: str, overflow: str) -> None:
         raise ValueError(f"overflow must be one of {OVERFLOWS}, got {overflow!r}")
 
 
-def _round_core(xp, mag, x, f: Format, mode: str, overflow: str, target: Target):
-    """Magnitude bits (int64) of mag * 2**x rounded to ``f``: mag uint64 < 2**62, x int32 within +-2**20."""
+def _increment(xp, q, rem, half, mode: str, negative):
+    """Whether the truncated quotient ``q`` rounds up one unit, from the dropped bits ``rem`` and half a unit
+    ``half`` (0 when nothing was dropped): the one decision of every rounding direction (``MODES``)."""
+    inexact = rem != 0
+    if mode == "rne":
+        return (rem > half) | ((rem == half) & inexact & ((q & 1) == 1))
+    if mode == "rna":
+        return inexact & (rem >= half)
+    if mode == "rz":
+        return xp.zeros(q.shape, bool)
+    if negative is None:
+        raise ValueError(f"mode {mode!r} rounds by the sign: pass negative")
+    return inexact & (negative if mode == "rm" else ~negative)
+
+
+def round_shift(mag, shift, mode: str = "rne", negative=None):
+    """``mag`` (uint64) divided by 2**``shift`` (int, >= 0, any size) and rounded to an integer in direction
+    ``mode`` (``MODES``; "rm" / "rp" need ``negative``, the sign of the value whose magnitude is ``mag``): the
+    integer rounding of float -> integer conversions, with the same decision as every format rounding here."""
+    xp = namespace(mag)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    mag = xp.asarray(mag).astype(xp.uint64)
+    shift = xp.asarray(shift).astype(xp.int64)
+    s = xp.clip(shift, 0, 64)
+    small = s < 64
+    sc = xp.clip(s, 0, 63).astype(xp.uint64)
+    q = xp.where(small, mag >> sc, 0).astype(xp.uint64)
+    mask = xp.where(small, (xp.ones_like(mag) << sc) - 1, ~xp.zeros_like(mag))
+    rem = mag & mask
+    half = xp.where(s == 0, 0, xp.where(small, xp.ones_like(mag) << xp.clip(s - 1, 0, 63).astype(xp.uint64), 0))
+    half = xp.where(s == 64, xp.ones_like(mag) << 63, half).astype(xp.uint64)
+    if negative is not None:
+        negative = xp.broadcast_to(xp.asarray(negative, dtype=bool), q.shape)
+    return q + _increment(xp, q, rem, half, mode, negative).astype(xp.uint64)
+
+
+def _round_core(xp, mag, x, f: Format, mode: str, overflow: str, target: Target, negative=None):
+    """Magnitude bits (int64) of mag * 2**x rounded to ``f``: mag uint64 < 2**62, x int32 within +-2**20;
+    ``negative`` (bool) the sign of the value, needed by "rm" / "rp" and by their overflow rule."""
     p = f.precision
     bl = bit_length(mag, target)
     e_lead = x + bl - 1  # the value lies in [2**e_lead, 2**(e_lead + 1))
@@ -71,17 +116,37 @@ def _round_core(xp, mag, x, f: Format, mode: str, overflow: str, target: Target)
     r = xp.where(normal, bl - p, (f.emin - p + 1) - x)  # bits to drop (negative: to add)
     r_dn = xp.clip(r, 0, 63)
     q = shl(shr(mag, r_dn), xp.clip(-r, 0, 63))
-    if mode == "rne":
+    if mode != "rz":
         unit = shl(xp.ones_like(mag), r_dn)
         rem = mag & (unit - 1)
         half = shr(unit, 1)
-        up = (rem > half) | ((rem == half) & ((q & 1) == 1) & (r_dn > 0))
-        q = q + up.astype(q.dtype)
-    e_c = xp.clip(e_lead, f.emin, f.emax + 1).astype(xp.int64)
+        q = q + _increment(xp, q, rem, half, mode, negative).astype(q.dtype)
+    over = e_lead > f.emax  # already past the largest binade (kept apart: its bits could wrap the int64 below)
+    e_c = xp.clip(e_lead, f.emin, f.emax).astype(xp.int64)
     out = xp.where(normal, (e_c - f.emin) << (p - 1), 0) + q.astype(xp.int64)
-    big = f.inf_bits if (mode == "rne" or overflow == "inf") else f.max_finite_bits
+    out = xp.where(over, f.inf_bits, out)
+    if overflow == "finite" or (overflow == "ieee" and mode == "rz"):
+        big = f.max_finite_bits
+    elif overflow == "inf" or mode in ("rne", "rna"):
+        big = f.inf_bits
+    else:  # "rm" / "rp" (IEEE): infinity in the direction of rounding, the largest finite number against it
+        big = xp.where(negative == (mode == "rm"), f.inf_bits, f.max_finite_bits)
     out = xp.where(out >= f.inf_bits, big, out)
     return xp.where(mag == 0, 0, out)
+
+
+def round_magnitude(mag, x, fmt, mode: str = "rne", negative=None, *, overflow: str = "ieee", target: Target = PLAIN):
+    """The magnitude bits (int64, no sign) of ``fmt`` nearest mag * 2**x in direction ``mode``: mag uint64 <
+    2**62, x integer (clamped to +-2**20 as ``round_scaled`` does); ``negative`` the value's sign (for "rm" / "rp").
+    For callers that build the exact value themselves (flashsim.numerics.ieee) and attach the sign afterwards."""
+    f = get_format(fmt)
+    _check(mode, overflow)
+    xp = namespace(mag, x)
+    require_x64(xp)
+    x = xp.clip(xp.asarray(x).astype(xp.int64), -_EXP_CLAMP, _EXP_CLAMP).astype(xp.int32)
+    if negative is not None:
+        negative = xp.asarray(negative, dtype=bool)
+    return _round_core(xp, xp.asarray(mag).astype(xp.uint64), x, f, mode, overflow, target, negative)
 
 
 def _finish(xp, mag_bits, negative, special, special_bits, f: Format, signed_zero: bool):
@@ -108,7 +173,7 @@ def _convert(
     mag = xp.where(field == 0, frac, frac | (1 << src.frac_bits))
     mag = xp.where(special, 0, mag)
     x = xp.maximum(field, 1) - (src.bias + src.frac_bits)
-    bits = _round_core(xp, mag, x, dst, mode, overflow, target)
+    bits = _round_core(xp, mag, x, dst, mode, overflow, target, negative)
     inf = xp.where(negative, dst.inf_bits | dst.sign_mask, dst.inf_bits)
     special_bits = xp.where(frac == 0, inf, dst.canonical_nan)
     return _finish(xp, bits, negative, special, special_bits, dst, signed_zero)
@@ -143,7 +208,7 @@ def round_scaled(
             raise ValueError("m must satisfy |m| < 2**62")
     m = m.astype(xp.int64)
     x = xp.clip(e.astype(xp.int64), -_EXP_CLAMP, _EXP_CLAMP).astype(xp.int32)
-    bits = _round_core(xp, xp.abs(m).astype(xp.uint64), x, f, mode, overflow, target)
+    bits = _round_core(xp, xp.abs(m).astype(xp.uint64), x, f, mode, overflow, target, m < 0)
     return _finish(xp, bits, m < 0, None, None, f, signed_zero)
 
 

@@ -53,8 +53,9 @@ def _register(root: np.ndarray) -> int:
 
     key = id(root)
 
-    def forget(_ref):
-        _REGISTRY.pop(key, None)
+    def forget(ref):  # only this array's entry: its id may already name a newer array
+        if _REGISTRY.get(key, (None,))[0] is ref:
+            del _REGISTRY[key]
 
     _REGISTRY[key] = (weakref.ref(root, forget), base)
     return base

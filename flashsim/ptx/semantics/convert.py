@@ -1,73 +1,106 @@
-"""cvt: conversions between integer types (wrapping, or clamping with .sat), integer <-> float with every rounding
-PTX names, float <-> float, and the packing forms (cvt.rn.f16x2.f32 d, a, b puts a in the upper half).
+"""cvt: every conversion PTX has for sm_90 (PTX ISA, "cvt"): integer <-> integer (wrapping, sign / zero
+extension, or clamping with .sat), integer <-> float with each rounding, float <-> float (f64, f32, f16, bf16)
+with .rn / .rz / .rm / .rp, .ftz and .sat, round-to-integral (.rni / .rzi / .rmi / .rpi to the same type), tf32,
+and the packing forms: f16x2 / bf16x2 from two f32 (a in the upper half) with .relu / .satfinite, e4m3x2 / e5m2x2
+from two f32 or an f16x2 (.satfinite, .relu), and f16x2 from e4m3x2 / e5m2x2.
 
-Roundings of float results are flashsim.numerics' (rounding / ieee32); float -> integer conversions round with the
-.rni / .rzi / .rmi / .rpi modifier (the default for float -> integer is .rzi only where PTX allows it: PTX requires
-the modifier), clamp to the destination's range and give 0 for NaN, as PTX specifies.
+Roundings are flashsim.numerics' (numerics.ieee, and ieee32 / formats for the conversions the kernel runs). The
+modifier rules are the ISA's as ptxas enforces them: a float result narrower than its source, every int -> float
+and every float -> int needs a rounding; a widening takes none; an integer destination clamps (NaN -> 0) with or
+without .sat; .ftz flushes f32 subnormal inputs and results; .sat on a float destination clamps to [+0, 1] (NaN ->
++0); .relu makes negative results +0 and NaN the canonical NaN; .satfinite makes overflows (infinities too) the
+largest finite value of their sign and keeps NaN a NaN. sm_100+ forms (.rs, e2m1 / e2m3 / e3m2 / ue8m0, x4
+packs) raise Unsupported.
+
+What ptxas makes of the forms the ISA leaves open, from nvdisasm of sm_90 cubins (pinned by the probes of
+flashsim.ptx.probes.convert): cvt.f32.f32 without modifiers is a move (NaN payloads kept), with .ftz / .sat an
+FADD (NaN canonical); cvt.f32.bf16 is a shift (NaN payloads kept); cvt.rna{.satfinite}.tf32.f32 is integer
+arithmetic on the bits (``_tf32_rna``), so a NaN keeps its top 19 bits (and one whose payload lies in the low 13
+bits becomes an infinity).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...numerics import ieee32, rounding
+from ...numerics import formats, ieee, ieee32
+from ...numerics.formats import BF16, E4M3, E5M2, F16, F32, F64, TF32
 from .. import isa
 from ..program import Decoded
-from .common import bits_of, kind_of, sdtype, udtype, widen
+from .common import bits_of, kind_of, udtype, widen
+from .floating import result_modifiers
 
-INT_ROUND = {".rni": np.rint, ".rzi": np.trunc, ".rmi": np.floor, ".rpi": np.ceil}
-FLOAT_ROUND = (".rn", ".rz", ".rm", ".rp", ".rna")
+INT_ROUND = {".rni": "rne", ".rzi": "rz", ".rmi": "rm", ".rpi": "rp"}
+FLOAT_ROUND = {".rn": "rne", ".rz": "rz", ".rm": "rm", ".rp": "rp", ".rna": "rna"}
+FLOATS = {".f64": F64, ".f32": F32, ".f16": F16, ".bf16": BF16}
+FP8 = {".e4m3x2": E4M3, ".e5m2x2": E5M2}
+SM100 = (".e2m1x2", ".e2m3x2", ".e3m2x2", ".ue8m0x2", ".e2m1x4", ".e4m3x4", ".e5m2x4", ".e2m3x4", ".e3m2x4")
 
 
 @isa.implements("cvt")
 def cvt(d: Decoded):
     mods = d.mods
-    rnd = mods.take(*INT_ROUND, *FLOAT_ROUND)
+    rnd = mods.take(*INT_ROUND, *FLOAT_ROUND, ".rs")
     ftz = mods.flag(".ftz")
-    sat = mods.flag(".sat") or mods.flag(".satfinite")
+    sat = mods.flag(".sat")
+    satfinite = mods.flag(".satfinite")
     relu = mods.flag(".relu")
+    unknown = [m for m in mods.left if m in SM100]
+    if unknown or rnd == ".rs":
+        raise isa.Unsupported(f"cvt {' '.join(unknown) or '.rs'}: an sm_100+ form ({d.prog.arch} has none)")
     types = mods.types()
     mods.done()
     if len(types) != 2:
         raise isa.Unsupported("cvt needs a destination and a source type")
     dt, st = types
-    dk, sk = kind_of(dt), kind_of(st)
     if dt in (".f16x2", ".bf16x2") and st == ".f32":
-        return _pack_half2(d, dt, rnd, relu, sat)
-    if relu:
-        raise isa.Unsupported(".relu here")
+        return _pack_half2(d, dt, rnd, relu, satfinite, ftz or sat)
+    if dt in FP8 or st in FP8:
+        return _fp8(d, dt, st, rnd, relu, satfinite, ftz or sat)
+    if dt == ".tf32":
+        return _tf32(d, st, rnd, relu, satfinite, ftz or sat)
+    if satfinite or relu:
+        if not (dt in (".f16", ".bf16") and st == ".f32" and rnd in (".rn", ".rz")):
+            raise isa.Unsupported(f"cvt .relu / .satfinite to {dt} from {st}")
+    dk, sk = kind_of(dt), kind_of(st)
     if dk in "usb" and sk in "usb":
+        if rnd is not None or ftz:
+            raise isa.Unsupported(f"cvt{rnd or '.ftz'} between integers")
         return _int_to_int(d, dt, st, sat)
+    if dt not in FLOATS and dk == "f" or st not in FLOATS and sk == "f":
+        raise isa.Unsupported(f"cvt{dt}{st}")
+    if ftz and F32 not in (FLOATS.get(dt), FLOATS.get(st)):
+        raise isa.Unsupported(".ftz needs an .f32 source or destination")
     if dk == "f" and sk in "us":
-        return _int_to_float(d, dt, st, rnd)
+        if rnd not in (".rn", ".rz", ".rm", ".rp"):
+            raise isa.Unsupported(f"cvt{rnd or ''}{dt}{st}: int -> float needs .rn / .rz / .rm / .rp")
+        return _int_to_float(d, dt, st, FLOAT_ROUND[rnd], ftz, sat)
     if dk in "us" and sk == "f":
-        return _float_to_int(d, dt, st, rnd, ftz)
-    if dk == "f" and sk == "f":
-        return _float_to_float(d, dt, st, rnd, ftz, sat)
-    raise isa.Unsupported(f"cvt{dt}{st}")
+        if rnd not in INT_ROUND:
+            raise isa.Unsupported(f"cvt{rnd or ''}{dt}{st}: float -> int needs .rni / .rzi / .rmi / .rpi")
+        return _float_to_int(d, dt, st, INT_ROUND[rnd], ftz)
+    return _float_to_float(d, dt, st, rnd, ftz, sat, relu, satfinite)
 
 
-def _int_to_int(d, dt, st, sat):
+def _int_to_int(d: Decoded, dt: str, st: str, sat: bool):
     db, sb = bits_of(dt), bits_of(st)
     dst = d.dst(0)
     reg_bits = d.prog.dtypes[dst].itemsize * 8 if dst is not None else db
     src = d.src(1, udtype(sb))
     s_signed, d_signed = kind_of(st) == "s", kind_of(dt) == "s"
+    dmask = np.uint64((1 << db) - 1 if db < 64 else 2**64 - 1)
+    hi = np.uint64((1 << (db - 1)) - 1 if d_signed else int(dmask))  # the largest destination value
+    lo_mag = np.uint64(1 << (db - 1) if d_signed else 0)  # the magnitude of the smallest
 
     def run(g):
-        x = np.asarray(g.R[src]).astype(udtype(sb))
+        x = widen(np.asarray(g.R[src]).astype(udtype(sb)), sb, 64, s_signed)  # 64-bit two's complement
         if sat:
-            v = x.view(sdtype(sb)).astype(np.int64) if s_signed else x.astype(np.uint64)
-            lo, hi = (-(2 ** (db - 1)), 2 ** (db - 1) - 1) if d_signed else (0, 2**db - 1)
-            if s_signed:
-                v = np.clip(v, lo, hi).astype(np.int64).view(np.uint64)
-            else:
-                v = np.minimum(v, np.uint64(hi))
-            r = (v & np.uint64((1 << db) - 1) if db < 64 else v).astype(udtype(db))
-        elif db <= sb:
-            r = x.astype(udtype(db))  # truncate to the low bits
+            negative = (x >> np.uint64(63)) == 1 if s_signed else np.zeros(x.shape, bool)
+            mag = np.where(negative, ~x + np.uint64(1), x)
+            r = np.where(negative, (~np.minimum(mag, lo_mag) + np.uint64(1)) & dmask, np.minimum(mag, hi))
         else:
-            r = widen(x, sb, db, s_signed)
+            r = x & dmask  # truncate to the low bits (a widening is already sign- or zero-extended)
+        r = r.astype(udtype(db))
         if reg_bits > db:  # a narrow destination type in a wider register: sign- or zero-extended
             r = widen(r, db, reg_bits, d_signed)
         g.write(dst, r)
@@ -75,133 +108,187 @@ def _int_to_int(d, dt, st, sat):
     return d.op(run)
 
 
-def _int_to_float(d, dt, st, rnd):
-    sb = bits_of(st)
+def _int_to_float(d: Decoded, dt: str, st: str, mode: str, ftz: bool, sat: bool):
+    sb, f = bits_of(st), FLOATS[dt]
     dst, src = d.dst(0), d.src(1, udtype(sb))
     signed = kind_of(st) == "s"
-    if rnd is None:
-        raise isa.Unsupported("int -> float cvt without a rounding")
-    mode = {".rn": "rne", ".rz": "rz"}.get(rnd)
-    if mode is None or dt not in (".f32", ".f16", ".f64"):
-        raise isa.Unsupported(f"cvt{rnd}{dt}{st}")
 
     def run(g):
-        x = np.asarray(g.R[src]).astype(udtype(sb))
-        m = x.view(sdtype(sb)).astype(np.int64) if signed else x.astype(np.uint64)
-        if not signed and sb == 64:
-            big = m >= np.uint64(1 << 62)  # round_scaled takes |m| < 2^62: halve exactly with a sticky bit
-            m2 = np.where(big, (m >> np.uint64(2)) | ((m & np.uint64(3)) != 0), m).astype(np.int64)
-            e = np.where(big, 2, 0)
-        else:
-            big = (np.abs(m) >= (1 << 62)) if signed else np.zeros(m.shape, bool)
-            m2 = np.where(big, (m >> 2) | ((m & 3) != 0), m).astype(np.int64)
-            e = np.where(big, 2, 0)
-        fmt = {".f32": "f32", ".f16": "f16", ".f64": None}[dt]
-        if fmt is None:
-            with np.errstate(all="ignore"):
-                r = np.where(big, np.nan, m.astype(np.float64))
-            g.write(dst, np.asarray(r).view(np.uint64))
-            return
-        r = rounding.round_scaled(m2, e.astype(np.int64), fmt, mode)
-        g.write(dst, np.asarray(r).view(udtype(dt)))
+        r = ieee.from_integer(np.asarray(g.R[src]).astype(udtype(sb)), sb, signed, f, mode)
+        g.write(dst, result_modifiers(r, f, ftz and f is F32, sat))
 
     return d.op(run)
 
 
-def _float_to_int(d, dt, st, rnd, ftz):
-    db = bits_of(dt)
-    if rnd not in INT_ROUND or st not in (".f32", ".f64", ".f16"):
-        raise isa.Unsupported(f"cvt{rnd or ''}{dt}{st}")
-    fd = {".f32": np.float32, ".f64": np.float64, ".f16": np.float16}[st]
+def _float_to_int(d: Decoded, dt: str, st: str, mode: str, ftz: bool):
+    """Round to an integer in ``mode`` and clamp to dt's range (NaN -> 0); .sat changes nothing (PTX: the clamp is
+    the default for float -> integer)."""
+    f, db = FLOATS[st], bits_of(dt)
     dst, src = d.dst(0), d.src(1, udtype(st))
+    reg_bits = d.prog.dtypes[dst].itemsize * 8 if dst is not None else db
     signed = kind_of(dt) == "s"
-    fn = INT_ROUND[rnd]
-    lo, hi = (-(2 ** (db - 1)), 2 ** (db - 1) - 1) if signed else (0, 2**db - 1)
 
     def run(g):
-        x = np.asarray(g.R[src]).astype(udtype(st)).view(fd).astype(np.float64)
-        if ftz and st == ".f32":
-            x = np.where(np.abs(x) < 2.0**-126, 0.0, x)
-        with np.errstate(all="ignore"):
-            v = fn(x)
-        nan = np.isnan(v)
-        v = np.where(nan, 0, v)
-        if db == 64:  # exact clamp through Python ints past float64's exact integers
-            ints = [0 if n else max(lo, min(hi, int(f))) for f, n in zip(v.tolist(), nan.tolist())]
-            r = np.array([i & (2**64 - 1) for i in ints], np.uint64)
-        else:
-            r = np.clip(v, lo, hi).astype(np.int64).astype(sdtype(db) if signed else udtype(db)).view(udtype(db))
+        x = np.asarray(g.R[src]).astype(udtype(st))
+        if ftz:
+            x = ieee.flush_subnormal(x, f)
+        r = ieee.to_integer(x, f, mode, db, signed).astype(udtype(db))
+        if reg_bits > db:
+            r = widen(r, db, reg_bits, signed)
         g.write(dst, r)
 
     return d.op(run)
 
 
-def _float_to_float(d, dt, st, rnd, ftz, sat):
+def _float_to_float(d: Decoded, dt: str, st: str, rnd, ftz: bool, sat: bool, relu: bool, satfinite: bool):
+    fd, fs = FLOATS[dt], FLOATS[st]
     dst, src = d.dst(0), d.src(1, udtype(st))
-    if (dt, st) == (".f32", ".f16") and rnd is None:
+    if dt == st:
+        if rnd is not None and rnd not in INT_ROUND:
+            raise isa.Unsupported(f"cvt{rnd}{dt}{st}: a same-type cvt rounds to an integer (.rni ...) or not at all")
+    elif fd.bits > fs.bits or (fs, fd) in ((F16, F32), (BF16, F32)):  # a widening: exact
+        if rnd is not None:
+            raise isa.Unsupported(f"cvt{rnd}{dt}{st}: a widening takes no rounding")
+    elif rnd is None and fd.bits == fs.bits:
+        rnd = ".rn"  # f16 <-> bf16 (neither holds the other): ptxas takes no modifier as .rn (F2F.F16.BF16)
+    elif rnd not in (".rn", ".rz", ".rm", ".rp"):
+        raise isa.Unsupported(f"cvt{rnd or ''}{dt}{st} needs .rn / .rz / .rm / .rp")
+    flush_in, flush_out = ftz and fs is F32, ftz and fd is F32
+    overflow = "finite" if satfinite else "ieee"
 
-        def run(g):
-            x = np.asarray(g.R[src]).astype(np.uint16).view(np.float16)
-            g.write(dst, np.asarray(ieee32.cvt_f16_to_f32(x)).view(np.uint32))
-
-        return d.op(run)
-    if (dt, st) == (".f32", ".bf16") and rnd is None:
-
-        def run(g):
-            x = np.asarray(g.R[src]).astype(np.uint16)
-            g.write(dst, x.astype(np.uint32) << np.uint32(16))
-
-        return d.op(run)
-    if (dt, st) in ((".f16", ".f32"), (".bf16", ".f32")) and rnd == ".rn" and not sat:
-        fn = ieee32.cvt_f32_to_f16 if dt == ".f16" else ieee32.cvt_f32_to_bf16
-
-        def run(g):
-            x = np.asarray(g.R[src]).astype(np.uint32).view(np.float32)
-            if ftz:
-                x = ieee32.flush_subnormals(x)
-            g.write(dst, np.asarray(fn(x)).view(np.uint16))
-
-        return d.op(run)
-    if (dt, st) == (".f64", ".f32") and rnd is None:
-
-        def run(g):
-            x = np.asarray(g.R[src]).astype(np.uint32).view(np.float32)
-            g.write(dst, np.asarray(rounding.f32_to_f64(x)).view(np.uint64))
-
-        return d.op(run)
-    if (dt, st) == (".f32", ".f64") and rnd == ".rn":
-
-        def run(g):
-            x = np.asarray(g.R[src]).astype(np.uint64).view(np.float64)
-            g.write(dst, np.asarray(rounding.f64_to_f32(x)).view(np.uint32))
-
-        return d.op(run)
-    if (dt, st) == (".f32", ".f32") and rnd in (".rni", ".rzi", ".rmi", ".rpi"):
-        fn = INT_ROUND[rnd]
-
-        def run(g):
-            x = np.asarray(g.R[src]).astype(np.uint32).view(np.float32)
-            if ftz:
-                x = ieee32.flush_subnormals(x)
-            r = np.asarray(fn(x), np.float32)
-            r = np.where(np.isnan(x), np.float32(np.nan), r)
-            bits = r.view(np.uint32)
-            g.write(dst, np.where(np.isnan(r), np.uint32(0x7FFFFFFF), bits))
-
-        return d.op(run)
-    raise isa.Unsupported(f"cvt{rnd or ''}{dt}{st} (not yet)")
-
-
-def _pack_half2(d, dt, rnd, relu, sat):
-    """cvt.rn{.relu}{.satfinite}.f16x2.f32 d, a, b: d = {a -> upper half, b -> lower half}."""
-    if rnd != ".rn" or relu or sat:
-        raise isa.Unsupported(f"cvt{rnd or ''}{'.relu' if relu else ''}{dt}.f32 (only .rn so far)")
-    dst, a, b = d.dst(0), d.src(1, np.uint32), d.src(2, np.uint32)
-    fn = ieee32.cvt_f32_to_f16 if dt == ".f16x2" else ieee32.cvt_f32_to_bf16
+    def convert(x):
+        if dt == st:
+            if rnd is not None:
+                return ieee.round_integral(x, fs, INT_ROUND[rnd])
+            if ftz or sat:  # FADD of -0 (.ftz) or FADD.SAT: the value, NaN canonical
+                return np.where(ieee.unpack(x, fs).nan, fs.uint(fs.canonical_nan), x)
+            return x  # a move
+        if (fs, fd) == (BF16, F32):
+            return ieee32.cvt_bf16_to_f32(x.view(BF16.dtype)).view(np.uint32)  # a shift: NaN payloads kept
+        if (fs, fd) == (F16, F32):
+            return ieee32.cvt_f16_to_f32(x.view(np.float16)).view(np.uint32)
+        if (fs, fd) in ((F32, F16), (F32, BF16)) and rnd == ".rn" and not satfinite:
+            return np.asarray(ieee32.cvt_f32_to(x.view(np.float32), fd.dtype)).view(np.uint16)
+        return ieee.convert(x, fs, fd, FLOAT_ROUND.get(rnd, "rne"), overflow)
 
     def run(g):
-        hi = np.asarray(fn(np.asarray(g.R[a]).astype(np.uint32).view(np.float32))).view(np.uint16)
-        lo = np.asarray(fn(np.asarray(g.R[b]).astype(np.uint32).view(np.float32))).view(np.uint16)
+        x = np.asarray(g.R[src]).astype(fs.uint)
+        if flush_in:
+            x = ieee.flush_subnormal(x, fs)
+        g.write(dst, result_modifiers(convert(x), fd, flush_out, sat, relu))
+
+    return d.op(run)
+
+
+def _pack_half2(d: Decoded, dt: str, rnd, relu: bool, satfinite: bool, ftz_sat: bool):
+    """cvt.{rn,rz}{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b: a -> the upper half, b -> the lower."""
+    if rnd not in (".rn", ".rz") or ftz_sat:
+        raise isa.Unsupported(f"cvt{rnd or ''}{dt}.f32 (.rn / .rz; no .ftz / .sat)")
+    f = F16 if dt == ".f16x2" else BF16
+    dst, a, b = d.dst(0), d.src(1, np.uint32), d.src(2, np.uint32)
+    one = _single(f, FLOAT_ROUND[rnd], relu, satfinite)
+
+    def run(g):
+        hi, lo = (one(np.asarray(g.R[s]).astype(np.uint32)) for s in (a, b))
         g.write(dst, (hi.astype(np.uint32) << np.uint32(16)) | lo.astype(np.uint32))
 
     return d.op(run)
+
+
+def _single(f, mode: str, relu: bool, satfinite: bool):
+    """f32 bits -> ``f`` bits in ``mode`` with .relu / .satfinite (the kernel's cvt.rn for the plain case)."""
+
+    def one(x):
+        if mode == "rne" and not satfinite and f in (F16, BF16):
+            r = np.asarray(ieee32.cvt_f32_to(x.view(np.float32), f.dtype)).view(np.uint16)
+        else:
+            r = ieee.convert(x, F32, f, mode, "finite" if satfinite else "ieee")
+        return result_modifiers(r, f, False, relu=relu)
+
+    return one
+
+
+def _fp8(d: Decoded, dt: str, st: str, rnd, relu: bool, satfinite: bool, ftz_sat: bool):
+    """cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b (a -> bits 8-15) and .f16x2 d, a (upper half -> bits
+    8-15); cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a (bits 8-15 -> the upper half), exactly (formats.fp8_to_f16,
+    the unpacking mma.sync FP8 uses)."""
+    if rnd != ".rn" or ftz_sat:
+        raise isa.Unsupported(f"cvt{rnd or ''}{dt}{st} (only .rn, no .ftz / .sat)")
+    if dt in FP8:
+        if not satfinite:
+            raise isa.Unsupported(f"cvt.rn{dt}{st} needs .satfinite")
+        f8 = FP8[dt]
+        if st == ".f32":
+            dst, a, b = d.dst(0), d.src(1, np.uint32), d.src(2, np.uint32)
+            srcs, fs = (a, b), F32
+        elif st == ".f16x2":
+            dst, srcs, fs = d.dst(0), (d.src(1, np.uint32),), F16
+        else:
+            raise isa.Unsupported(f"cvt{dt}{st}")
+
+        def narrow(x):
+            return result_modifiers(ieee.convert(x, fs, f8, "rne", "finite"), f8, False, relu=relu).astype(np.uint16)
+
+        def run(g):
+            if len(srcs) == 2:
+                hi, lo = (narrow(np.asarray(g.R[s]).astype(np.uint32)) for s in srcs)
+            else:
+                x = np.asarray(g.R[srcs[0]]).astype(np.uint32)
+                hi, lo = narrow(x >> np.uint32(16)), narrow(x & np.uint32(0xFFFF))
+            g.write(dst, (hi << np.uint16(8)) | lo)
+
+        return d.op(run)
+    if dt != ".f16x2" or satfinite:
+        raise isa.Unsupported(f"cvt{'.satfinite' if satfinite else ''}{dt}{st}")
+    dtype8 = FP8[st].dtype
+    dst, a = d.dst(0), d.src(1, np.uint16)
+
+    def widen8(x):
+        r = formats.fp8_to_f16(np.ascontiguousarray(x.astype(np.uint8)).view(dtype8)).view(np.uint16)
+        return result_modifiers(r, F16, False, relu=relu).astype(np.uint32)
+
+    def run(g):
+        x = np.asarray(g.R[a]).astype(np.uint16)
+        g.write(dst, (widen8(x >> np.uint16(8)) << np.uint32(16)) | widen8(x & np.uint16(0xFF)))
+
+    return d.op(run)
+
+
+_TF32_LOW = np.uint32(0x1FFF)
+
+
+def _tf32(d: Decoded, st: str, rnd, relu: bool, satfinite: bool, ftz_sat: bool):
+    """cvt.rna{.satfinite}.tf32.f32 as ptxas builds it (``_tf32_rna``); cvt.{rn,rz}{.relu}.tf32.f32 (sm_90's
+    F2FP.TF32) as one IEEE rounding to tf32's 10 fraction bits, the result in the upper 19 bits of d."""
+    if st != ".f32" or ftz_sat:
+        raise isa.Unsupported(f"cvt.tf32{st} (from .f32 only, no .ftz / .sat)")
+    dst, a = d.dst(0), d.src(1, np.uint32)
+    if rnd == ".rna":
+        if relu:
+            raise isa.Unsupported("cvt.rna.relu.tf32.f32")
+
+        def run(g):
+            g.write(dst, _tf32_rna(np.asarray(g.R[a]).astype(np.uint32), satfinite))
+
+        return d.op(run)
+    if rnd not in (".rn", ".rz") or satfinite:
+        raise isa.Unsupported(f"cvt{rnd or ''}{'.satfinite' if satfinite else ''}.tf32.f32 (sm_100+ or invalid)")
+    mode = FLOAT_ROUND[rnd]
+
+    def run(g):
+        x = np.asarray(g.R[a]).astype(np.uint32)
+        r = result_modifiers(ieee.convert(x, F32, TF32, mode), TF32, False, relu=relu)
+        g.write(dst, r.astype(np.uint32) << np.uint32(13))
+
+    return d.op(run)
+
+
+def _tf32_rna(x, satfinite: bool):
+    """The SASS of cvt.rna{.satfinite}.tf32.f32: a finite x gets half a tf32 unit (0x1000) added to its bits (a
+    carry moves into the exponent: ties away from zero, overflow to inf), then the low 13 bits are cleared;
+    .satfinite then takes 0x2000 off any result that is inf or NaN (inf -> the largest finite tf32)."""
+    finite = (x & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
+    r = np.where(finite, x + np.uint32(0x1000), x) & ~_TF32_LOW
+    if satfinite:
+        r = np.where((r & np.uint32(0x7F800000)) == np.uint32(0x7F800000), r - np.uint32(0x2000), r)
+    return r.astype(np.uint32)

@@ -1,41 +1,133 @@
-"""Floating-point arithmetic: add sub mul fma mad div rcp sqrt abs neg min max, setp and selp of floats.
+"""Floating-point arithmetic: add sub mul fma mad div rcp sqrt abs neg min max copysign testp, setp and set of
+floats, for .f32 / .f64 / .f16 / .f16x2 / .bf16 / .bf16x2 (PTX ISA, "Floating-Point Instructions" and "Half
+Precision Floating-Point Instructions").
 
-Every rounding is flashsim.numerics' (ieee32 for binary32, the one implementation the emulator's kernel program
-uses): no second copy of a rounding lives here. An unrounded ``mul`` / ``add`` / ``sub`` (no .rn / .rz / .rm / .rp)
-is ptxas's to contract into a fused multiply-add: the program's contraction table (flashsim.ptx.contraction, read
-from the SASS ptxas made of this PTX) says which pairs it fused; a fused pair runs as one fma of the product's
-operands at the add, and the product alone is never rounded.
+Every rounding is flashsim.numerics' (numerics.ieee: one rounding of the exact result in the named direction;
+binary32 to nearest through numerics.ieee32, the kernel's own): no second copy of a rounding lives here. Packed
+.f16x2 / .bf16x2 registers run lane-wise (bits 0-15 and 16-31). .ftz replaces subnormal inputs and subnormal
+results (after rounding) by zeros of their sign; .sat clamps to [+0, 1] with NaN -> +0; .relu makes a negative
+result +0 and a NaN the canonical NaN. NaN results are canonical (0x7FFFFFFF, 0x7FFF, 0x7FFFFFFFFFFFFFFF).
+
+An unrounded ``mul`` / ``add`` / ``sub`` (no .rn / .rz / .rm / .rp) of any type is ptxas's to contract into a fused
+multiply-add: the program's contraction table (flashsim.ptx.contraction) says which pairs it fused; a fused pair
+runs as one fma (to nearest) of the product's operands at the add, the product never rounded; unfused, each rounds
+to nearest even.
+
+What ptxas makes of the forms the ISA leaves to the implementation (read from nvdisasm of sm_90 cubins; the
+silicon probes of flashsim.ptx.probes.floating pin each):
+* abs / neg are FADD / HADD2 / HFMA2 / DADD with a -0 addend: the exact |a| or -a, NaN canonical, .ftz flushed.
+* div.approx.f32 is MUFU.RCP of the divisor and an FMUL; the non-.ftz form first scales a divisor below 2^-126
+  (and the dividend) by 2^24. div.full.f32 is the same with, in addition, both scaled by 1/4 for a divisor above
+  2^126 (``_div_sass``). MUFU.RCP is flashsim.numerics.sfu.rcp (the model of rcp.approx.ftz.f32).
+* Literals: ptxas rejects literals in half-precision instructions and integer literals in float ones; a 0f
+  literal in an .f64 operand is its 32 bits zero-extended (not converted): ``_operand``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...numerics import ieee32
+from ...numerics import ieee, ieee32, sfu
+from ...numerics.formats import BF16, F16, F32, F64
 from .. import isa
-from ..ir import Reg
+from ..ir import Imm, Pair, Reg
 from ..program import Decoded
 from . import special
-from .integer import setp_common
+from .integer import _COMPARE, BOOL_OPS, _pred_src, _set_dests, setp_common
 
 F = isa.FLOAT
 _ROUNDED = (".rn", ".rz", ".rm", ".rp")
+MODE = {".rn": "rne", ".rz": "rz", ".rm": "rm", ".rp": "rp"}
+FORMAT = {".f32": F32, ".f64": F64, ".f16": F16, ".bf16": BF16, ".f16x2": F16, ".bf16x2": BF16}
+PACKED = (".f16x2", ".bf16x2")
+HALF = (".f16", ".bf16", ".f16x2", ".bf16x2")
+CONTAINER = {".f32": np.uint32, ".f64": np.uint64, ".f16": np.uint16, ".bf16": np.uint16}
+CONTAINER.update({".f16x2": np.uint32, ".bf16x2": np.uint32})
+_LOW16 = np.uint32(0xFFFF)
 
 
-def _f32_args(g, slots):
-    return [np.asarray(g.R[s]).astype(np.uint32, copy=False).view(np.float32) for s in slots]
-
-
-def _bits(x):
-    return np.asarray(x, np.float32).view(np.uint32)
-
-
-def _float_type(d: Decoded):
+def _float_type(d: Decoded, allowed=tuple(FORMAT)):
     t = d.mods.type()
-    if t not in (".f32", ".f64", ".f16", ".f16x2", ".bf16", ".bf16x2"):
+    if t not in allowed:
         raise isa.Unsupported(f"type {t}")
     d.float_kind = {".f32": "f32", ".f64": "f64"}.get(t, "f16")
     return t
+
+
+def _operand(d: Decoded, i: int, t: str) -> int:
+    """The slot of source operand ``i`` of float type ``t``, with the literal rules ptxas applies (module
+    docstring): an f32 operand takes 0f bits or a double literal rounded to nearest; an f64 operand a double
+    literal, or a 0f literal's 32 bits zero-extended; half-precision operands and integer literals none."""
+    op = d.operands[i]
+    if isinstance(op, Imm):
+        if op.kind in ("int", "uint") or t not in (".f32", ".f64"):
+            raise isa.Unsupported(f"the literal {op.text} for a {t} operand (ptxas rejects it)")
+        if t == ".f64" and op.kind == "f32":
+            return d.prog.const(op.value, np.uint64)
+    return d.src(i, CONTAINER[t])
+
+
+def _read(g, slot: int, t: str):
+    return np.asarray(g.R[slot]).astype(CONTAINER[t], copy=False)
+
+
+def lanewise(fn, t: str, *xs):
+    """``fn`` applied to the values of type ``t`` in ``xs``: for .f16x2 / .bf16x2 to both halves at once (stacked
+    on a leading axis), the results packed back (low half from bits 0-15)."""
+    if t not in PACKED:
+        return fn(*xs)
+    parts = [np.stack(np.broadcast_arrays(x & _LOW16, x >> np.uint32(16))) for x in xs]
+    r = np.asarray(fn(*parts)).astype(np.uint32)
+    return r[0] | (r[1] << np.uint32(16))
+
+
+def result_modifiers(r, f, ftz: bool, sat: bool = False, relu: bool = False):
+    """The result modifiers in PTX's order: flush (after rounding), then .sat or .relu."""
+    if ftz:
+        r = ieee.flush_subnormal(r, f)
+    if not (sat or relu):
+        return r
+    r = np.asarray(r).astype(np.uint64)
+    sign = np.uint64(f.sign_mask)
+    nan = ieee.unpack(r, f).nan
+    if sat:  # [+0, 1]: NaN and every negative value (-0 too) -> +0, above one -> one
+        one = np.uint64(f.bias << f.frac_bits)
+        r = np.where(nan | ((r & sign) != 0), np.uint64(0), np.minimum(r, one))
+    if relu:
+        r = np.where(nan, np.uint64(f.canonical_nan), np.where((r & sign) != 0, np.uint64(0), r))
+    return r.astype(f.uint)
+
+
+def _arith(d: Decoded, t: str, fn, mode: str, srcs, ftz: bool, sat=False, relu=False, also=None):
+    """The op that writes fn(inputs) of type ``t`` rounded in ``mode``, with .ftz / .sat / .relu; ``also(g)`` runs
+    after the write (a fused product keeping its operands)."""
+    f, dst = FORMAT[t], d.dst(0)
+
+    def compute(*xs):
+        if ftz:
+            xs = [ieee.flush_subnormal(x, f) for x in xs]
+        return result_modifiers(fn(*xs, f, mode), f, ftz, sat, relu)
+
+    def run(g):
+        g.write(dst, lanewise(compute, t, *(_read(g, s, t) for s in srcs)))
+        if also is not None:
+            also(g)
+
+    return d.op(run)
+
+
+def _check_mods(t: str, rnd, ftz: bool, sat: bool, relu: bool = False, *, directed: bool):
+    """The ISA's modifier rules per type: .f64 takes no .ftz / .sat; half types only .rn, bf16 no .ftz / .sat."""
+    if t == ".f64" and (ftz or sat or relu):
+        raise isa.Unsupported(".ftz / .sat / .relu on .f64")
+    if t in HALF and rnd not in (None, ".rn"):
+        raise isa.Unsupported(f"{rnd} on {t} (only .rn)")
+    if t in (".bf16", ".bf16x2") and (ftz or sat):
+        raise isa.Unsupported(f".ftz / .sat on {t}")
+    if relu and t not in HALF:
+        raise isa.Unsupported(f".relu on {t}")
+    if not directed and rnd not in (None, ".rn"):
+        raise isa.Unsupported(f"{rnd} here")
 
 
 @isa.implements("add", "sub", "mul", family=F)
@@ -46,76 +138,41 @@ def add_sub_mul(d: Decoded):
     sat = mods.flag(".sat")
     t = _float_type(d)
     mods.done()
+    _check_mods(t, rnd, ftz, sat, directed=True)
     op = d.ins.opcode
-    if t == ".f32":
-        if rnd not in (None, ".rn"):
-            raise isa.Unsupported(f"{rnd} for .f32 (only .rn so far)")
-        fn = {"add": ieee32.add, "sub": ieee32.sub, "mul": ieee32.mul}[op]
-        dst, a, b = d.dst(0), d.src(1, np.uint32), d.src(2, np.uint32)
-        if rnd is None and op != "mul" and d.key in d.prog.contraction:
-            return _fused_add(d, a, b, ftz, sat)
-        kept = d.prog.kept_operands(d.key, np.uint32) if rnd is None and op == "mul" else None
+    a, b = _operand(d, 1, t), _operand(d, 2, t)
+    if rnd is None and op != "mul" and d.key in d.prog.contraction:
+        return _fused_add(d, t, a, b, ftz, sat)
+    also = None
+    kept = d.prog.kept_operands(d.key, CONTAINER[t]) if rnd is None and op == "mul" else None
+    if kept is not None:  # a product ptxas fused into its add: the add reads its operands
 
-        def run(g):
-            x, y = _f32_args(g, (a, b))
-            r = fn(x, y, ftz)
-            if sat:
-                r = _saturate(r)
-            g.write(dst, _bits(r))
-            if kept is not None:  # a product ptxas fused into its add: the add reads its operands
-                g.write(kept[0], g.R[a])
-                g.write(kept[1], g.R[b])
+        def also(g):
+            g.write(kept[0], g.R[a])
+            g.write(kept[1], g.R[b])
 
-        return d.op(run)
-    if t == ".f64" and rnd in (None, ".rn") and not (ftz or sat):
-        dst, a, b = d.dst(0), d.src(1, np.uint64), d.src(2, np.uint64)
-        npf = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op]
-
-        def run(g):
-            x, y = (np.asarray(g.R[s]).astype(np.uint64).view(np.float64) for s in (a, b))
-            with np.errstate(all="ignore"):
-                r = npf(x, y)
-            g.write(dst, _canonical64(r))
-
-        return d.op(run)
-    raise isa.Unsupported(f"{op}{rnd or ''}{t}")
+    fn = {"add": ieee.add, "sub": ieee.sub, "mul": ieee.mul}[op]
+    return _arith(d, t, fn, MODE[rnd or ".rn"], (a, b), ftz, sat, also=also)
 
 
-def _fused_add(d: Decoded, a: int, b: int, ftz: bool, sat: bool):
+def _fused_add(d: Decoded, t: str, a: int, b: int, ftz: bool, sat: bool):
     """The add (or sub) of a contracted pair: one fma of the product's operands (kept when the mul ran) and the
-    other addend, rounded once; ``sub`` negates the product or the addend, as FFMA's operand negation does."""
+    other addend, rounded once to nearest; ``sub`` negates the product or the addend, as the FMA's operand negation
+    does (lane-wise for packed types)."""
     product = d.prog.contraction[d.key]
     mul_dst = d.fn.body[product].operands[0].name
     first = isinstance(d.operands[1], Reg) and d.operands[1].name == mul_dst
-    x, y = d.prog.kept_operands((d.fn.name, product), np.uint32)
-    dst, c = d.dst(0), (b if first else a)
+    x, y = d.prog.kept_operands((d.fn.name, product), CONTAINER[t])
+    c = b if first else a
     negate_c = d.ins.opcode == "sub" and first
     negate_p = d.ins.opcode == "sub" and not first
-    sign = np.uint32(0x80000000)
+    sign = np.uint64(FORMAT[t].sign_mask)
 
-    def run(g):
-        xv, yv, cv = (np.asarray(g.R[s]).astype(np.uint32, copy=False) for s in (x, y, c))
-        if negate_c:
-            cv = cv ^ sign
-        if negate_p:
-            xv = xv ^ sign
-        r = ieee32.fma(xv.view(np.float32), yv.view(np.float32), cv.view(np.float32), ftz)
-        if sat:
-            r = _saturate(r)
-        g.write(dst, _bits(r))
+    def fused(xv, yv, cv, f, mode):
+        xv, cv = np.asarray(xv).astype(np.uint64), np.asarray(cv).astype(np.uint64)
+        return ieee.fma(xv ^ sign if negate_p else xv, yv, cv ^ sign if negate_c else cv, f, mode)
 
-    return d.op(run)
-
-
-def _canonical64(r):
-    bits = np.asarray(r, np.float64).view(np.uint64)
-    return np.where(np.isnan(r), np.uint64(0x7FFFFFFFFFFFFFFF), bits)
-
-
-def _saturate(r):
-    """.sat: clamp to [0, 1], NaN -> +0."""
-    r = np.asarray(r, np.float32)
-    return np.where(np.isnan(r), np.float32(0), np.clip(r, np.float32(0), np.float32(1)))
+    return _arith(d, t, fused, "rne", (x, y, c), ftz, sat)
 
 
 @isa.implements("fma", "mad", family=F)
@@ -124,22 +181,23 @@ def fma(d: Decoded):
     rnd = mods.take(*_ROUNDED)
     ftz = mods.flag(".ftz")
     sat = mods.flag(".sat")
+    relu = mods.flag(".relu")
+    if mods.flag(".oob"):
+        raise isa.Unsupported(".oob (the OOB-NaN operands of TMA fills are not modelled)")
     t = _float_type(d)
     mods.done()
-    if d.ins.opcode == "mad" and rnd is None and t == ".f32":
-        rnd = ".rn"  # mad.f32 without rounding is fma.rn.f32 (PTX ISA: mad.f32 is the same as fma.f32 on sm_20+)
-    if t != ".f32" or rnd != ".rn":
-        raise isa.Unsupported(f"fma{rnd or ''}{t} (only .rn.f32 so far)")
-    dst, a, b, c = d.dst(0), d.src(1, np.uint32), d.src(2, np.uint32), d.src(3, np.uint32)
-
-    def run(g):
-        x, y, z = _f32_args(g, (a, b, c))
-        r = ieee32.fma(x, y, z, ftz)
-        if sat:
-            r = _saturate(r)
-        g.write(dst, _bits(r))
-
-    return d.op(run)
+    if d.ins.opcode == "mad":
+        if t in HALF:
+            raise isa.Unsupported(f"mad{t} (half precision has fma only)")
+        if rnd is None and t == ".f32":
+            rnd = ".rn"  # mad.f32 without rounding is fma.rn.f32 (PTX ISA: mad.f32 is fma.f32 on sm_20+)
+    if rnd is None:
+        raise isa.Unsupported(f"{d.ins.opcode}{t} needs a rounding modifier")
+    _check_mods(t, rnd, ftz, sat, relu, directed=True)
+    if relu and sat:
+        raise isa.Unsupported(".relu with .sat")
+    srcs = tuple(_operand(d, i, t) for i in (1, 2, 3))
+    return _arith(d, t, ieee.fma, MODE[rnd], srcs, ftz, sat, relu)
 
 
 @isa.implements("div", family=F)
@@ -148,41 +206,72 @@ def div(d: Decoded):
     rnd = mods.take(*_ROUNDED)
     approx = mods.take(".approx", ".full")
     ftz = mods.flag(".ftz")
-    t = _float_type(d)
+    t = _float_type(d, (".f32", ".f64"))
     mods.done()
-    if t != ".f32" or approx is not None or rnd != ".rn":
-        raise isa.Unsupported(f"div{approx or rnd or ''}{t} (only .rn.f32 so far)")
-    dst, a, b = d.dst(0), d.src(1, np.uint32), d.src(2, np.uint32)
+    a, b = _operand(d, 1, t), _operand(d, 2, t)
+    if approx is not None:
+        if t != ".f32" or rnd is not None:
+            raise isa.Unsupported(f"div{approx}{rnd or ''}{t}")
+        return _div_sass(d, a, b, ftz, full=approx == ".full")
+    if rnd is None:
+        raise isa.Unsupported(f"div{t} needs .approx, .full or a rounding modifier")
+    _check_mods(t, rnd, ftz, False, directed=True)
+    return _arith(d, t, ieee.div, MODE[rnd], (a, b), ftz)
+
+
+_TWO24, _QUARTER = np.float32(2.0**24), np.float32(0.25)
+
+
+def _div_sass(d: Decoded, a: int, b: int, ftz: bool, full: bool):
+    """div.approx{.ftz}.f32 / div.full{.ftz}.f32 as ptxas builds them for sm_90 (the module docstring):
+    a * MUFU.RCP(b) after the range scalings, each FMUL rounded as ieee32.mul (.ftz with the .ftz forms)."""
+    dst, arch = d.dst(0), d.prog.arch
 
     def run(g):
-        x, y = _f32_args(g, (a, b))
-        g.write(dst, _bits(ieee32.div(x, y, ftz)))
+        x, y = (_read(g, s, ".f32").view(np.float32) for s in (a, b))
+        x, y = np.broadcast_arrays(x, y)
+        mag = np.abs(y)
+        if full:  # FSETP.GT |b|, 2^126 (ordered: false for NaN), then both times 1/4
+            big = mag > np.float32(2.0**126)
+            q = np.full(y.shape, _QUARTER)
+            y = np.where(big, ieee32.mul(y, q, ftz), y)
+            x = np.where(big, ieee32.mul(x, q, ftz), x)
+        if not ftz:  # FSETP.GEU |b|, 2^-126 (unordered: true for NaN); below it both times 2^24
+            small = ~(mag >= np.float32(2.0**-126)) & ~np.isnan(mag)
+            s = np.full(y.shape, _TWO24)
+            y = np.where(small, ieee32.mul(y, s), y)
+            x = np.where(small, ieee32.mul(x, s), x)
+        r = np.asarray(sfu.rcp(np.ascontiguousarray(y, np.float32), arch=arch), np.float32)
+        g.write(dst, np.asarray(ieee32.mul(r, x, ftz)).view(np.uint32))
 
     return d.op(run)
 
 
-@isa.implements("rcp", family=F)
-def rcp(d: Decoded):
+@isa.implements("rcp", "sqrt", family=F)
+def rcp_sqrt(d: Decoded):
     mods = d.mods
     rnd = mods.take(*_ROUNDED)
     approx = mods.flag(".approx")
     ftz = mods.flag(".ftz")
-    t = _float_type(d)
+    t = _float_type(d, (".f32", ".f64"))
     mods.done()
-    dst, a = d.dst(0), d.src(1, np.uint32)
-    if t != ".f32":
-        raise isa.Unsupported(f"rcp{t}")
+    fn = d.ins.opcode
     if approx:
-        return special.approx(d, "rcp", ftz, t)
-    if rnd != ".rn":
-        raise isa.Unsupported(f"rcp{rnd}{t}")
-    one = np.float32(1.0)
+        if rnd is not None:
+            raise isa.Unsupported(f"{fn}.approx{rnd}")
+        return special.approx(d, fn, ftz, t)  # the SFU's forms (rcp.approx.ftz.f64 too)
+    if rnd is None:
+        raise isa.Unsupported(f"{fn}{t} needs .approx or a rounding modifier")
+    _check_mods(t, rnd, ftz, False, directed=True)
+    return _arith(d, t, ieee.rcp if fn == "rcp" else ieee.sqrt, MODE[rnd], (_operand(d, 1, t),), ftz)
 
-    def run(g):
-        (x,) = _f32_args(g, (a,))
-        g.write(dst, _bits(ieee32.div(np.full(x.shape, one), x, ftz)))
 
-    return d.op(run)
+def _abs(x, f, mode):
+    return np.asarray(x).astype(np.uint64) & np.uint64(f.sign_mask - 1)
+
+
+def _neg(x, f, mode):
+    return np.asarray(x).astype(np.uint64) ^ np.uint64(f.sign_mask)
 
 
 @isa.implements("abs", "neg", family=F)
@@ -191,18 +280,13 @@ def abs_neg(d: Decoded):
     ftz = mods.flag(".ftz")
     t = _float_type(d)
     mods.done()
-    if t != ".f32":
-        raise isa.Unsupported(f"{d.ins.opcode}{t}")
-    dst, a = d.dst(0), d.src(1, np.uint32)
-    is_abs = d.ins.opcode == "abs"
+    _check_mods(t, None, ftz, False, directed=False)
+    fn = _abs if d.ins.opcode == "abs" else _neg
 
-    def run(g):
-        x = np.asarray(g.R[a]).astype(np.uint32)
-        if ftz:
-            x = _bits(ieee32.flush_subnormals(x.view(np.float32)))
-        g.write(dst, (x & np.uint32(0x7FFFFFFF)) if is_abs else (x ^ np.uint32(0x80000000)))
+    def exact_canonical(x, f, mode):  # an FADD of -0: the exact value, NaN canonical
+        return np.where(ieee.unpack(x, f).nan, np.uint64(f.canonical_nan), fn(x, f, mode))
 
-    return d.op(run)
+    return _arith(d, t, exact_canonical, "rne", (_operand(d, 1, t),), ftz)
 
 
 @isa.implements("min", "max", family=F)
@@ -210,31 +294,71 @@ def min_max(d: Decoded):
     mods = d.mods
     ftz = mods.flag(".ftz")
     nan = mods.flag(".NaN")
+    xorsign = mods.flag(".xorsign")
+    absolute = mods.flag(".abs")
     t = _float_type(d)
     mods.done()
-    if t != ".f32" or nan:
-        raise isa.Unsupported(f"{d.ins.opcode}{'.NaN' if nan else ''}{t} (only .f32 so far)")
-    dst, a, b = d.dst(0), d.src(1, np.uint32), d.src(2, np.uint32)
-    is_max = d.ins.opcode == "max"
+    if xorsign != absolute:
+        raise isa.Unsupported(".xorsign and .abs come together (.xorsign.abs)")
+    if len(d.operands) != 3:
+        raise isa.Unsupported(f"{d.ins.opcode} with {len(d.operands) - 1} sources (three-input forms: sm_100+)")
+    _check_mods(t, None, ftz, False, directed=False)
+    if t == ".f64" and (nan or xorsign):
+        raise isa.Unsupported(f".NaN / .xorsign.abs on {t}")
+    largest = d.ins.opcode == "max"
+
+    def fn(x, y, f, mode):
+        return ieee.minmax(x, y, f, largest=largest, propagate_nan=nan, xorsign_abs=xorsign)
+
+    return _arith(d, t, fn, "rne", (_operand(d, 1, t), _operand(d, 2, t)), ftz)
+
+
+@isa.implements("copysign", family=F)
+def copysign(d: Decoded):
+    """copysign d, a, b: b with a's sign bit (a LOP3 on the bits: NaN payloads kept)."""
+    t = _float_type(d, (".f32", ".f64"))
+    d.mods.done()
+    a, b, dst = _operand(d, 1, t), _operand(d, 2, t), d.dst(0)
+    ud = CONTAINER[t]
+    sign = ud(FORMAT[t].sign_mask)
 
     def run(g):
-        x, y = _f32_args(g, (a, b))
-        if ftz:
-            x, y = ieee32.flush_subnormals(x), ieee32.flush_subnormals(y)
-        if is_max:
-            r = ieee32.fmax(x, y)
-        else:  # min: the same total order reversed (-0 < +0), NaN operands ignored
-            r = -ieee32.fmax(-x, -y)
-            r = np.where(np.isnan(x) & np.isnan(y), np.float32(np.nan), r)
-            r = _bits(r)
-            r = np.where((r & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000), np.uint32(0x7FFFFFFF), r)
-            g.write(dst, r)
-            return
-        g.write(dst, _bits(r))
+        g.write(dst, (_read(g, a, t) & sign) | (_read(g, b, t) & ~sign))
 
     return d.op(run)
 
 
+_TESTS = (".finite", ".infinite", ".number", ".notanumber", ".normal", ".subnormal")
+
+
+@isa.implements("testp", family=F)
+def testp(d: Decoded):
+    """testp.op.{f32,f64} p, a: zeros count as normal (PTX ISA, testp)."""
+    mods = d.mods
+    what = mods.take(*_TESTS)
+    t = _float_type(d, (".f32", ".f64"))
+    mods.done()
+    if what is None:
+        raise isa.Unsupported("testp needs one of " + " ".join(_TESTS))
+    a, dst, f = _operand(d, 1, t), d.dst(0), FORMAT[t]
+
+    def run(g):
+        p = ieee.unpack(_read(g, a, t), f)
+        sub = ieee.is_subnormal(_read(g, a, t), f)
+        r = {
+            ".finite": ~(p.nan | p.inf),
+            ".infinite": p.inf,
+            ".number": ~p.nan,
+            ".notanumber": p.nan,
+            ".normal": ~(p.nan | p.inf | sub),
+            ".subnormal": sub,
+        }[what]
+        g.write(dst, r)
+
+    return d.op(run)
+
+
+# compare -> (numpy comparison or None for .num / .nan, true where an operand is NaN)
 _FLOAT_COMPARE = {
     ".eq": (np.equal, False),
     ".ne": (np.not_equal, False),
@@ -253,31 +377,149 @@ _FLOAT_COMPARE = {
 }
 
 
-@isa.implements("setp", family=F)
-def setp_float(d: Decoded):
-    mods = d.mods
-    cmp = mods.take(*_FLOAT_COMPARE)
-    ftz = mods.flag(".ftz")
-    t = _float_type(d)
-    if cmp is None or t not in (".f32", ".f64"):
-        raise isa.Unsupported(f"setp{cmp or ''}{t}")
+def _compare_values(cmp: str, t: str, ftz: bool):
+    """(x bits, y bits) -> bool: the float compare ``cmp`` of type ``t`` (one lane of a packed type); ordered
+    compares (.ne included) are false where an operand is NaN, unordered ones true."""
     fn, unordered = _FLOAT_COMPARE[cmp]
-    ud, fd = (np.uint32, np.float32) if t == ".f32" else (np.uint64, np.float64)
-    a, b = d.src(1, ud), d.src(2, ud)
-    # ordered compares (.ne included) are false where an operand is NaN; unordered ones true
+    f = FORMAT[t]
 
-    def compare(g, a, b):
-        x = np.asarray(g.R[a]).astype(ud).view(fd)
-        y = np.asarray(g.R[b]).astype(ud).view(fd)
-        if ftz and t == ".f32":
-            x, y = ieee32.flush_subnormals(x), ieee32.flush_subnormals(y)
-        either = np.isnan(x) | np.isnan(y)
+    def compare(x, y):
+        if ftz:
+            x, y = ieee.flush_subnormal(x, f), ieee.flush_subnormal(y, f)
+        xv, yv = ieee.to_float64(x, f), ieee.to_float64(y, f)  # exact: every format here is within binary64
+        either = np.isnan(xv) | np.isnan(yv)
         if fn is None:
             return either if unordered else ~either
         with np.errstate(invalid="ignore"):
-            r = fn(x, y)
+            r = fn(xv, yv)
         return (r | either) if unordered else (r & ~either)
 
-    run = setp_common(d, compare, a, b)
+    return compare
+
+
+def _float_setp_mods(d: Decoded):
+    mods = d.mods
+    cmp = mods.take(*_FLOAT_COMPARE)
+    ftz = mods.flag(".ftz")
+    types = mods.types()
+    if cmp is None:
+        raise isa.Unsupported("a float compare needs a comparison")
+    return cmp, ftz, types
+
+
+@isa.implements("setp", family=F)
+def setp_float(d: Decoded):
+    cmp, ftz, types = _float_setp_mods(d)
+    if len(types) != 1 or types[0] not in FORMAT:
+        raise isa.Unsupported(f"setp{cmp}{''.join(types)}")
+    t = types[0]
+    d.float_kind = {".f32": "f32", ".f64": "f64"}.get(t, "f16")
+    _check_mods(t, None, ftz, False, directed=False)
+    a, b = _operand(d, 1, t), _operand(d, 2, t)
+    compare = _compare_values(cmp, t, ftz)
+    if t in PACKED:
+        return _setp_packed(d, compare, a, b, t)
+    run = setp_common(d, lambda g, a, b: compare(_read(g, a, t), _read(g, b, t)), a, b)
+    d.mods.done()
+    return d.op(run)
+
+
+def _setp_packed(d: Decoded, compare, a: int, b: int, t: str):
+    """setp.{f16x2,bf16x2} p|q, a, b{, c}: p from the low halves, q from the high halves (PTX ISA, half-precision
+    setp), each combined with c by the .bop."""
+    bop = d.mods.take(*BOOL_OPS)
+    d.mods.done()
+    if not isinstance(d.operands[0], Pair):
+        raise isa.Unsupported(f"setp{t} writes two predicates p|q")
+    p, q = _set_dests(d)
+    c, nc = _pred_src(d, 3) if bop is not None else (None, False)
+    combine = BOOL_OPS.get(bop)
+
+    def run(g):
+        x, y = _read(g, a, t), _read(g, b, t)
+        lo = compare(x & _LOW16, y & _LOW16)
+        hi = compare(x >> np.uint32(16), y >> np.uint32(16))
+        if combine is not None:
+            cv = np.asarray(g.R[c]).astype(bool)
+            cv = ~cv if nc else cv
+            lo, hi = combine(lo, cv), combine(hi, cv)
+        g.write(p, lo)
+        g.write(q, hi)
+
+    return d.op(run)
+
+
+# what set writes for true, per destination type (false: 0): 1.0 for floats, all ones for integers
+_SET_TRUE = {".f32": 0x3F800000, ".f16": 0x3C00, ".bf16": 0x3F80, ".u32": 0xFFFFFFFF, ".s32": 0xFFFFFFFF}
+_SET_TRUE.update({".u16": 0xFFFF, ".s16": 0xFFFF, ".f16x2": 0x3C00, ".bf16x2": 0x3F80})
+
+
+@isa.implements("set")
+def set_compare(d: Decoded):
+    """set.CmpOp{.BoolOp}{.ftz}.dtype.stype d, a, b{, c}: 1.0 (floats) or all ones (integers) where the compare
+    (combined with c) holds, else 0; .f16x2 / .bf16x2 sources compare lane-wise into the two halves of d. Integer
+    sources compare as setp does (integer.py's table)."""
+    mods = d.mods
+    cmp = mods.take(*_FLOAT_COMPARE, *_COMPARE)
+    ftz = mods.flag(".ftz")
+    bop = mods.take(*BOOL_OPS)
+    types = mods.types()
     mods.done()
+    if cmp is None or len(types) != 2 or types[0] not in _SET_TRUE:
+        raise isa.Unsupported(f"set{cmp or ''}{''.join(types)}")
+    dt, st = types
+    packed = st in PACKED
+    if (dt in PACKED or packed) and dt not in (st, ".u32", ".s32"):
+        raise isa.Unsupported(f"set{dt}{st}")
+    if st in FORMAT:
+        d.float_kind = {".f32": "f32", ".f64": "f64"}.get(st, "f16")
+        if cmp not in _FLOAT_COMPARE:
+            raise isa.Unsupported(f"set{cmp} on {st}")
+        a, b = _operand(d, 1, st), _operand(d, 2, st)
+        compare = _compare_values(cmp, st, ftz)
+        read = st
+    else:
+        if cmp not in _COMPARE or ftz:
+            raise isa.Unsupported(f"set{cmp}{'.ftz' if ftz else ''}{st}")
+        bits = isa.TYPES[st][1]
+        ud = np.dtype(f"u{bits // 8}")
+        signed = isa.TYPES[st][0] == "s" and cmp not in (".lo", ".ls", ".hi", ".hs")
+        a, b = d.src(1, ud), d.src(2, ud)
+        fn = _COMPARE[cmp]
+
+        def compare(x, y):
+            if signed:
+                x, y = x.view(np.dtype(f"i{bits // 8}")), y.view(np.dtype(f"i{bits // 8}"))
+            return fn(x, y)
+
+        read = None
+    c, nc = _pred_src(d, 3) if bop is not None else (None, False)
+    combine = BOOL_OPS.get(bop)
+    dst = d.dst(0)
+    true = _SET_TRUE[dt]
+    lane_true = 0xFFFF if dt in (".u32", ".s32") and packed else true
+
+    def value(g, s):
+        if read is not None:
+            return _read(g, s, read)
+        return np.asarray(g.R[s]).astype(ud, copy=False)
+
+    def run(g):
+        x, y = np.broadcast_arrays(value(g, a), value(g, b))
+        cv = None
+        if combine is not None:
+            cv = np.asarray(g.R[c]).astype(bool)
+            cv = ~cv if nc else cv
+
+        def outcome(r, on):
+            r = combine(r, cv) if combine is not None else r
+            return np.where(r, np.uint32(on), np.uint32(0))
+
+        if packed:
+            lo = outcome(compare(x & _LOW16, y & _LOW16), lane_true)
+            hi = outcome(compare(x >> np.uint32(16), y >> np.uint32(16)), lane_true)
+            g.write(dst, lo | (hi << np.uint32(16)))
+        else:
+            g.write(dst, outcome(compare(x, y), true))
+
     return d.op(run)
