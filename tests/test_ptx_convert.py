@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from ptx_elementwise import Forms
 
-from flashsim.ptx import UnsupportedInstruction, load
+from flashsim.ptx import UnsupportedInstruction, launch, load
 from flashsim.ptx.probes import inputs as I
 
 MODES = {"rn": "rne", "rz": "rz", "rm": "rm", "rp": "rp", "rna": "rna"}
@@ -363,5 +363,8 @@ def test_forms_ptxas_rejects_or_sm90_lacks_raise(body):
         ".reg .b16 %h<4>; .reg .b32 %r<4>; .reg .b64 %rd<4>;\n" + body + "\nret;\n}\n"
     )
     kernel = load(text).kernel("k")
+    (error,) = kernel.program.unsupported  # listed when decoded, raised when a thread reaches it
+    assert isinstance(error, UnsupportedInstruction)
+    assert any(part.split()[0] == error.opcode for part in body.split(";") if part.strip())
     with pytest.raises(UnsupportedInstruction):
-        assert kernel.program is None
+        launch(kernel, 1, 32, [])

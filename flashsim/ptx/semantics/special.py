@@ -87,21 +87,3 @@ def approx(d: Decoded, fn: str, ftz: bool, t: str):
     if form not in sfu_approx.FORMS:
         raise isa.Unsupported(f"{form} (no SFU model of it)")
     return _form_op(d, form)
-
-
-def sqrt_approx(d: Decoded):
-    """sqrt.approx{.ftz}.f32; the IEEE forms (.rn ...) are floating.py's."""
-    mods = d.mods
-    is_approx = mods.flag(".approx")
-    ftz = mods.flag(".ftz")
-    t = mods.type()
-    mods.done()
-    if not is_approx:
-        raise isa.Unsupported(f"sqrt{'.ftz' if ftz else ''}{t} without .approx (an IEEE form: floating.py's)")
-    return approx(d, "sqrt", ftz, t)
-
-
-# sqrt's IEEE forms belong to floating.py, which hands its .approx forms to ``approx``; where floating.py registers
-# no sqrt (it is imported before this module), this module registers the .approx forms alone.
-if isa.builder("sqrt", (".f32",)) is None:
-    isa.implements("sqrt", family=F)(sqrt_approx)
