@@ -275,6 +275,8 @@ class Machine:
     def _run_block(self, start: int, mask) -> None:
         prog = self.prog
         end = int(prog.block_end[start])
+        if end < 0:  # lanes resume inside a block (a warp-synchronous op they waited at): run to its block's end
+            end = int(prog.block_end[np.flatnonzero(prog.block_end[: start + 1] >= 0)[-1]])
         g = Group(self, mask)
         ops = prog.ops
         n_warps = self.n_warps if mask is None else int(np.unique(self.warp_of[mask]).size)
@@ -355,6 +357,9 @@ class Machine:
             self.pc[lanes] = target
         if ctl.exited is not None:
             self.exited[ctl.exited] = True
+            # lanes of these warps waiting at a warp-synchronous op retry it: an exited member no longer counts
+            retry = (self.wait == WAIT_SYNC) & np.isin(self.warp_of, self.warp_of[ctl.exited])
+            self.wait[retry] = WAIT_NONE
             self.progress += 1
             self.barriers.exited(np.unique(self.block_of[ctl.exited]))
 

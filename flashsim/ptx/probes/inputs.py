@@ -8,6 +8,7 @@ import numpy as np
 __all__ = ["f32_bits", "f32_special", "operand", "F32_SPECIAL", "F64_SPECIAL", "F16_SPECIAL", "BF16_SPECIAL"]
 __all__ += ["INT32_SPECIAL", "INT64_SPECIAL", "float_bits", "f64_bits", "f16_bits", "bf16_bits", "int_bits", "packed"]
 __all__ += ["fp8_pairs"]
+__all__ += ["int_special", "positions", "POSITION_SPECIAL", "mixed_operand"]
 
 F32_SPECIAL = np.array(
     [
@@ -215,5 +216,45 @@ def fp8_pairs(n: int):
         return ((i & np.uint32(0xFF)) | (((i * np.uint32(37) + (i >> np.uint32(8))) & np.uint32(0xFF)) << 8)).astype(
             np.uint16
         )
+
+
+def int_special(bits: int) -> np.ndarray:
+    """The integer edges of a ``bits``-wide operand: 0, 1, 2, all ones and its neighbour, INT_MIN / INT_MAX and
+    their neighbours, small counts around 8 / 16 / 32 / 64 (shift and field widths), alternating bit patterns."""
+    top = 1 << (bits - 1)
+    full = (1 << bits) - 1
+    vals = [0, 1, 2, 3, full, full - 1, top, top - 1, top + 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65]
+    vals += [0x5555555555555555 & full, 0xAAAAAAAAAAAAAAAA & full, 0x0F0F0F0F0F0F0F0F & full, 0x80 & full]
+    out = []
+    for v in vals:
+        if v <= full and v not in out:
+            out.append(v)
+    return np.array(out, dtype=f"u{max(bits, 8) // 8}")
+
+
+def positions(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Bit positions, lengths and shift counts (u32): three quarters in 0..79 (around every width), the rest
+    uniform bits (past 255 too)."""
+    small = rng.integers(0, 80, n, dtype=np.uint64)
+    wide = rng.integers(0, 1 << 32, n, dtype=np.uint64)
+    return np.where(rng.random(n) < 0.75, small, wide).astype(np.uint32)
+
+
+POSITION_SPECIAL = np.array([0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 0xFFFFFFFF], np.uint32)
+
+
+def mixed_operand(k: int, specials: list, randoms: list, n: int):
+    """Like ``operand`` for operands of different kinds: ``specials[j]`` / ``randoms[j]`` of operand j; the first
+    threads take every combination of the operands' special values (trimmed to fit half of ``n``)."""
+    per = [len(s) for s in specials]
+    while int(np.prod(per)) > n // 2:
+        j = int(np.argmax(per))
+        per[j] -= 1
+    grids = np.meshgrid(*[np.asarray(s)[:p].astype(np.uint64) for s, p in zip(specials, per)], indexing="ij")
+    column = grids[k].reshape(-1)
+    dtype = np.asarray(specials[k]).dtype
+
+    def make(rng):
+        return np.concatenate([column.astype(dtype), randoms[k](rng, n - column.size).astype(dtype)])
 
     return make

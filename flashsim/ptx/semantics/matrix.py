@@ -15,6 +15,7 @@ from ...layout import fragments as F
 from ...layout.ldmatrix import load_rows
 from ...numerics.tensorcore import fast
 from ...numerics.tensorcore import mma as tc_mma
+from ...numerics.tensorcore.types import k32_type, mma_type
 from .. import isa
 from ..batching import MmaInfo
 from ..ir import Vec
@@ -125,6 +126,12 @@ def mma(d: Decoded):
         raise isa.Unsupported(f"mma{shape} with {at} x {bt}")
     if at in (".u8",) or bt in (".u8",):
         raise isa.Unsupported("mma with u8 operands (flashsim.mma models s8)")
+    try:  # the operand types flashsim.numerics.tensorcore models (types.MMA_TYPES, k32_type)
+        k32_type(_IN[at], _IN[bt], _ACC[ct]) if eight else mma_type(_IN[at], _ACC[ct])
+    except ValueError as exc:
+        raise isa.Unsupported(f"mma{shape}{''.join(types)}: {exc}") from None
+    if not eight and at != bt:
+        raise isa.Unsupported(f"mma{shape} with {at} x {bt}")
     amap, bmap = (F.A8, F.B8) if eight else (F.A, F.B)
     cmap = F.C_F16 if ct == ".f16" else F.C_F32
     n_c = cmap.regs
@@ -165,44 +172,128 @@ def mma(d: Decoded):
     return d.op(run, info=info)
 
 
-@isa.implements("ldmatrix")
-def ldmatrix(d: Decoded):
+def _row_order(num: int, trans: bool) -> np.ndarray:
+    """(32, 2 num) index of the row element (row 8j + r, column c -> 8 (8j + r) + c) each lane's register half
+    holds after ldmatrix (flashsim.layout.ldmatrix.load_rows on an index pattern): the inverse map stmatrix and
+    movmatrix store and move through."""
+    rows = np.arange(64 * num, dtype=np.uint16).reshape(8 * num, 8)
+    return load_rows(rows, trans=trans).view(np.uint16).reshape(32, 2 * num).astype(np.int64)
+
+
+_ROW_ORDER = {(num, trans): _row_order(num, trans) for num in (1, 2, 4) for trans in (False, True)}
+
+
+def store_rows(regs: np.ndarray, trans: bool) -> np.ndarray:
+    """The inverse of load_rows: registers (W, 32, num) uint32 -> the rows (W, 8 num, 8) uint16 the lanes' row
+    addresses receive (stmatrix; ``trans``: the matrices stored transposed)."""
+    W, _, num = regs.shape
+    halves = np.ascontiguousarray(regs).view(np.uint16).reshape(W, 64 * num)
+    rows = np.empty((W, 64 * num), np.uint16)
+    rows[:, _ROW_ORDER[num, trans].reshape(-1)] = halves
+    return rows.reshape(W, 8 * num, 8)
+
+
+def _matrix_form(d: Decoded, opcode: str):
+    """(num, trans, state space or None for generic, address (base slot, offset)) of ldmatrix / stmatrix
+    .sync.aligned.m8n8.x{1,2,4}{.trans}{.shared{::cta}}.b16 (the sm_90 forms; .m16n16 / .m8n16 / .m16n8 and .b8
+    are sm_100a's)."""
     mods = d.mods
     if not (mods.flag(".sync") and mods.flag(".aligned")):
-        raise isa.Unsupported("ldmatrix needs .sync.aligned")
-    shape = mods.take(".m8n8", ".m16n16", ".m8n16")
+        raise isa.Unsupported(f"{opcode} needs .sync.aligned")
+    shape = mods.take(".m8n8", ".m16n16", ".m8n16", ".m16n8")
     num = {".x1": 1, ".x2": 2, ".x4": 4}.get(mods.take(".x1", ".x2", ".x4"))
     trans = mods.flag(".trans")
     space = mods.take(*SPACES)
     t = mods.type()
     mods.done()
     if shape != ".m8n8" or t != ".b16" or num is None:
-        raise isa.Unsupported(f"ldmatrix{shape}{t} (m8n8 .b16 x1 / x2 / x4 only)")
+        raise isa.Unsupported(f"{opcode}{shape or ''}{t} (m8n8 .b16 x1 / x2 / x4 only: the sm_90 forms)")
     if space is not None and SPACES[space] != ".shared":
-        raise isa.Unsupported(f"ldmatrix from {space}")
-    sp = ".shared" if space is not None else None
-    dsts = [d.reg(x) for x in d.operands[0].items]
+        raise isa.Unsupported(f"{opcode} from {space}")
+    _space, base, offset = d.addr(1 if opcode == "ldmatrix" else 0)
+    if base is None:
+        raise isa.Unsupported(f"{opcode} at a constant address (every lane gives its own row address)")
+    return num, trans, ".shared" if space is not None else None, base, np.uint64(offset & (2**64 - 1))
+
+
+def _row_addresses(g, th, num: int, base: int, off):
+    """The row-giving threads (lanes 0 .. 8 num - 1 of each warp: lane 8j + r gives row r of matrix j) and their
+    addresses (the register plus the offset; a generic address or one in shared memory)."""
+    rows_th = th[:, : 8 * num].reshape(-1)
+    return rows_th, np.broadcast_to(np.asarray(g.R[base]).astype(np.uint64), (g.m.T,))[rows_th] + off
+
+
+def _all_warps(g):
+    th = _warps(g)
+    return np.arange(g.m.T).reshape(-1, 32) if th is None else th
+
+
+@isa.implements("ldmatrix")
+def ldmatrix(d: Decoded):
+    """ldmatrix: lane 8j + r gives the address of row r of matrix j (16 bytes); register j of lane l receives
+    matrix j's row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 (.trans: the transposed matrix), as
+    flashsim.layout.ldmatrix.load_rows maps it."""
+    num, trans, sp, base, off = _matrix_form(d, "ldmatrix")
+    dsts = [d.reg(x) for x in d.operands[0].items] if isinstance(d.operands[0], Vec) else [d.dst(0)]
     if len(dsts) != num:
         raise isa.Unsupported(f"{num} destinations expected")
-    _space, base, offset = d.addr(1)
-    if base is None:
-        raise isa.Unsupported("ldmatrix from a constant address")
-    off = np.uint64(offset & (2**64 - 1))
+    member = d.prog.const(FULL, np.uint32)
+
+    def run(g):
+        if g.mask is not None and not g.converge(member):
+            return
+        th = _all_warps(g)
+        rows_th, addr = _row_addresses(g, th, num, base, off)
+        raw = g.m.mem.load(sp, addr, 16, rows_th)  # (W * 8num, 16) bytes
+        regs = load_rows(raw.view(np.uint16).reshape(th.shape[0], 8 * num, 8), trans=trans)  # (W, 32, num)
+        _scatter(g, dsts, None if g.mask is None and _warps(g) is None else th, regs)
+        if g.m.sanitizer is not None:
+            g.m.sanitizer.loaded(g, sp, addr, 16, rows_th)
+
+    return d.op(run)
+
+
+@isa.implements("stmatrix")
+def stmatrix(d: Decoded):
+    """stmatrix (sm_90): the inverse of ldmatrix; lane 8j + r gives the address where row r of matrix j (its 16
+    bytes, from register j of lanes 4r .. 4r + 3; .trans: column r) is stored."""
+    num, trans, sp, base, off = _matrix_form(d, "stmatrix")
+    srcs = _regs(d, 1, num)
+    member = d.prog.const(FULL, np.uint32)
+
+    def run(g):
+        if g.mask is not None and not g.converge(member):
+            return
+        th = _all_warps(g)
+        rows_th, addr = _row_addresses(g, th, num, base, off)
+        rows = store_rows(_gather(g, srcs, None if g.mask is None and _warps(g) is None else th), trans)
+        g.m.mem.store(sp, addr, rows.reshape(-1, 8).view(np.uint8).reshape(-1, 16), rows_th)
+        g.m.progress += 1
+        if g.m.sanitizer is not None:
+            g.m.sanitizer.stored(g, sp, addr, 16)
+
+    return d.op(run)
+
+
+@isa.implements("movmatrix")
+def movmatrix(d: Decoded):
+    """movmatrix.sync.aligned.m8n8.trans.b16 d, a: the 8x8 matrix the warp holds in a (lane l: row l / 4, columns
+    2 (l % 4) and 2 (l % 4) + 1) transposed, in the same layout in d."""
+    mods = d.mods
+    if not (mods.flag(".sync") and mods.flag(".aligned") and mods.flag(".m8n8") and mods.flag(".trans")):
+        raise isa.Unsupported("movmatrix needs .sync.aligned.m8n8.trans")
+    t = mods.type()
+    mods.done()
+    if t != ".b16":
+        raise isa.Unsupported(f"movmatrix{t}")
+    dst, a = d.dst(0), d.src(1, np.uint32)
     member = d.prog.const(FULL, np.uint32)
 
     def run(g):
         if g.mask is not None and not g.converge(member):
             return
         th = _warps(g)
-        if th is None:
-            th = np.arange(g.m.T).reshape(-1, 32)
-        rows_th = th[:, : 8 * num].reshape(-1)
-        addr = np.broadcast_to(np.asarray(g.R[base]).astype(np.uint64), (g.m.T,))[rows_th] + off
-        raw = g.m.mem.load(sp, addr, 16, rows_th)  # (W * 8num, 16) bytes
-        rows = raw.view(np.uint16).reshape(th.shape[0], 8 * num, 8)
-        regs = load_rows(rows, trans=trans)  # (W, 32, num)
-        _scatter(g, dsts, None if g.mask is None and _warps(g) is None else th, regs)
-        if g.m.sanitizer is not None:
-            g.m.sanitizer.loaded(g, sp, addr, 16, rows_th)
+        rows = store_rows(_gather(g, [a], th), trans=False)  # (W, 8, 8): the matrix
+        _scatter(g, [dst], th, load_rows(rows, trans=True))
 
     return d.op(run)
