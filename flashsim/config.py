@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 
 from .arch import get_arch
 from .constants import (
+    COMBINE_WARPS,
     F16_BYTES,
     FP8_F16_KEYS,
     FP8_P_SCALE,
@@ -141,7 +142,8 @@ class KernelConfig:
                query head: decode, where a head has one or a few query rows, fills its m16 tiles this way.
     split      split-KV (flash-decoding): each block covers one of num_splits (a launch argument) contiguous parts
                of its keys and writes its rows' partial O (f32, normalised by the part's own l) and LSE; the
-               combine kernel (kernel/combine.cu) merges the parts (flashsim.emulator.kernel_program.combine).
+               combine kernel (flash_combine, an entry of kernel/flash_fwd.cu built with it) merges the parts
+               (flashsim.emulator.kernel_program.combine).
     """
 
     head_dim: int = 128
@@ -388,13 +390,8 @@ class KernelConfig:
             "FS_PAGED": int(self.paged),  # build without them is the same as before they existed)
             "FS_PACK_GQA": int(self.pack_gqa),
             "FS_SPLIT": int(self.split),
+            "FS_COMBINE_WARPS": COMBINE_WARPS,  # flash_combine's block (split builds)
         }
-
-    def combine_defines(self) -> dict[str, int]:
-        """The defines of kernel/combine.cu's build (split configurations): the head dim and the element type of O
-        (with the math constants of flashsim.constants, added by flashsim.provenance.build_defines)."""
-        d = self.defines()
-        return {k: d[k] for k in ("FS_HEAD_DIM", "FS_BF16")}
 
     def quantize_defines(self) -> dict[str, int]:
         """The defines of kernel/quantize.cu's build (a subset of ``defines``: the quantization pass depends on

@@ -99,7 +99,7 @@ static_assert(!OVERFLOW_FLAG || PV_F16 || PV_F16X2, "the overflow flag watches a
 // block_table[j >> page_shift], slot j & (page_size - 1). PACK_GQA: the grid's y is the K / V head, and row r of the
 // block's packed rows is query row r / group of query head kv_head * group + r % group. SPLIT: grid z is batch x
 // num_splits; a block visits only its split's part of its KV tiles and writes its rows' partial O (f32, divided by
-// the part's own l) and LSE to o_part / lse_part, which kernel/combine.cu merges.
+// the part's own l) and LSE to o_part / lse_part, which flash_combine (the end of this file) merges.
 // (Their constants exist only in serving builds: NVRTC emits every namespace-scope constant into the PTX, and a
 // build without them must keep the PTX it had.)
 static_assert(FS_SEQLENS || !(FS_PAGED || FS_PACK_GQA || FS_SPLIT), "paging, GQA packing and splits are serving");
@@ -1167,3 +1167,51 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         }
     }
 }
+
+#if FS_SPLIT
+// The combine of split-KV, launched after flash_fwd on the same stream (flashsim.gpu.serving): it merges each query
+// row's num_splits partial outputs into O and LSE, in the order of operations of
+// flashsim.emulator.kernel_program.combine. Row r (q's (b, i, h) order; R = B * nq * Hq rows) has parts
+// lse_s = lse_part[s * R + r] and O_s = o_part[(s * R + r) * D + c]. m = max_s lse_s (fmax: NaN ignored); the base
+// b = m, or 0 where every part is empty (m = -inf: the softmax's -inf guard); w_s = ex2((lse_s - b) * log2(e))
+// (exactly 0 for an empty part); W = w_0 + w_1 + ... in split order; O = sum over s in order of
+// fma(w_s * (1 / W), O_s, O) from 0, rounded to the element type; LSE = m + ln(W). Where W is 0 (no part saw a key)
+// or NaN, O is what the sum gave (0, or NaN) and LSE = +inf: the single-pass epilogue's rule. One warp per row, lane
+// l holding columns l, l + 32, ...; block = 32 * FS_COMBINE_WARPS threads, grid = ceil(R / FS_COMBINE_WARPS).
+namespace fs {
+constexpr int COMBINE_WARPS = FS_COMBINE_WARPS;
+}
+extern "C" __global__ void __launch_bounds__(32 * fs::COMBINE_WARPS)
+flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_part, fs_half* __restrict__ o,
+              float* __restrict__ lse, int num_splits, int rows, int nq, int heads) {
+    using namespace fs;
+    const int row = blockIdx.x * COMBINE_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    const long long R = rows;
+    const float log2e = __int_as_float(FS_COMBINE_LOG2E);
+    float mx = -FS_INF;
+    for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, __ldg(lse_part + s * R + row));
+    const float base = (mx == -FS_INF) ? 0.f : mx;
+    float sum = 0.f;
+    for (int s = 0; s < num_splits; ++s)
+        sum = __fadd_rn(sum, ex2(__fmul_rn(__fsub_rn(__ldg(lse_part + s * R + row), base), log2e)));
+    const bool empty = (sum == 0.f) || (sum != sum);
+    const float inv = empty ? 1.f : __frcp_rn(sum);
+    float acc[D / 32];
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) acc[j] = 0.f;
+    for (int s = 0; s < num_splits; ++s) {
+        const float w = __fmul_rn(ex2(__fmul_rn(__fsub_rn(__ldg(lse_part + s * R + row), base), log2e)), inv);
+        const float* src = o_part + (s * R + row) * D + lane;
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) acc[j] = __fmaf_rn(w, __ldg(src + 32 * j), acc[j]);
+    }
+    fs_half* dst = o + static_cast<long long>(row) * D + lane;
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);
+    if (lane == 0) {
+        const int b = row / (nq * heads), i = (row / heads) % nq, h = row % heads;
+        lse[(static_cast<long long>(b) * heads + h) * nq + i] = empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum));
+    }
+}
+#endif
