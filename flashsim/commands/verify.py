@@ -38,7 +38,7 @@ from ..numerics import sfu
 from ..numerics.formats import get_format
 from ..overflow import first_flagged
 from ..problem import prepare, resolve_options, to_bhnd
-from . import fa2_rule
+from . import fa2_rule, verify_serving
 from .emulate import parse_window
 
 # (B, H, Nq, Nk, d, causal): odd lengths, N = 1, Nq != Nk both ways, both head dims, batch and heads > 1.
@@ -207,6 +207,12 @@ def add_arguments(p):
         choices=("cases", "int8", "int8-fp8"),
         help="alone: run the quantized-attention cases (flashsim.commands.verify.quant_cases) instead of "
         "the default set; with --shape: quantize those cases (int8, the default, or int8-fp8)",
+    )
+    p.add_argument(
+        "--serving",
+        action="store_true",
+        help="run the serving cases instead of the default set: KV cache (contiguous and paged, split-KV, GQA "
+        "packing) and variable-length batches (flashsim.commands.verify_serving.serving_cases)",
     )
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
     p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="element type of the --shape cases")
@@ -572,6 +578,9 @@ def run(args) -> int:
         return fa2_rule.run_emulator_only(args)
     rt.require_gpu()
     arch = rt.current_arch()
+    serving_files = [path for path in args.replay if verify_serving.is_serving_capture(path)]
+    if getattr(args, "serving", False) or serving_files:
+        return _run_serving(args, arch, serving_files)
     cases = _cases(args, arch)
     check_cases(cases, arch)
     for c in cases:  # before any GPU work: replayed inputs must match
@@ -655,3 +664,21 @@ def run(args) -> int:
                 dict(arch=arch, ok=all_ok, cases=results, **({} if fa2 is None else {"fa2_rule": fa2})), f, indent=1
             )
     return 0 if all_ok else 1
+
+
+def _run_serving(args, arch, serving_files) -> int:
+    """--serving, or a --replay of serving captures: those cases alone (a capture file holds one kind of case)."""
+    other = [path for path in args.replay if path not in serving_files]
+    if other or args.shape or getattr(args, "variants", False) or getattr(args, "quant", None):
+        raise ValueError(
+            "--serving (or replaying a serving capture) runs the serving cases alone: leave out --shape, "
+            "--variants, --quant and the replays of other captures"
+        )
+    cases = verify_serving.serving_cases() if getattr(args, "serving", False) else []
+    for path in serving_files:
+        cases += verify_serving.replay_cases(path)
+    ok, results = verify_serving.run_serving(cases, arch, save_path=args.save_cases, sm_count=rt.sm_count())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(arch=arch, ok=ok, serving=True, cases=results), f, indent=1)
+    return 0 if ok else 1

@@ -181,6 +181,10 @@ def run(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "jax":
+        try:
+            import jax  # noqa: F401 - loaded before enable_x64, which is a no-op without JAX
+        except ImportError as e:
+            raise ImportError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
         with enable_x64():
             return _run(q, k, v, prob, index, backend, progress, options, max_tile_elems)
     return _run(q, k, v, prob, index, backend, progress, options, max_tile_elems)
