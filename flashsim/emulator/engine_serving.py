@@ -210,8 +210,14 @@ def _run(q, k, v, prob, index, backend, progress, options, max_tile_elems):
         lse_part = np.full((prob.num_splits, prob.part_rows), -np.inf, np.float32)
     steps = _Steps(backend, prob, target)
     xp = np
-    if backend == "jax":
+    split_epilogue = partial(K.split_epilogue, lse_scale=prob.lse_scale)
+    epilogue = partial(K.epilogue, lse_scale=prob.lse_scale, out_dtype=out_dtype)
+    combine = partial(K.combine, arch=prob.arch, out_dtype=out_dtype)
+    if backend == "jax":  # each as one program: op by op, JAX would compile every operation on its own
+        import jax
         import jax.numpy as xp
+
+        split_epilogue, epilogue, combine = (jax.jit(f) for f in (split_epilogue, epilogue, combine))
     chunk = max(1, int(max_tile_elems or DEFAULT_MAX_TILE_ELEMS) // (bm * bc))
     bar = Progress(int(blocks.tiles.sum()), progress)
     done = 0
@@ -236,7 +242,7 @@ def _run(q, k, v, prob, index, backend, progress, options, max_tile_elems):
                 bar.update(done)
             m, l, acc = (xp.asarray(x) for x in state)
             if cfg.split:
-                op, lp, _, fl = K.split_epilogue(l, acc, m, prob.lse_scale)
+                op, lp, _, fl = split_epilogue(l, acc, m)
                 pr = part_rows(prob, blocks, units)
                 s = blocks.split[units][:, None]
                 o_part[np.broadcast_to(s, pr.shape)[valid], pr[valid]] = np.asarray(op)[valid]
@@ -244,14 +250,14 @@ def _run(q, k, v, prob, index, backend, progress, options, max_tile_elems):
                 _, li = output_rows(prob, index, blocks, units)
                 flag[li[valid]] |= np.asarray(fl)[valid]
             else:
-                oo, ll, _, fl = K.epilogue(l, acc, m, prob.lse_scale, out_dtype)
+                oo, ll, _, fl = epilogue(l, acc, m)
                 oi, li = output_rows(prob, index, blocks, units)
                 o[oi[valid]] = np.asarray(oo)[valid]
                 lse[li[valid]] = np.asarray(ll)[valid]
                 flag[li[valid]] = np.asarray(fl)[valid]
     bar.close()
     if cfg.split:
-        oc, lc = K.combine(xp.asarray(lse_part), xp.asarray(o_part), prob.arch, out_dtype)
+        oc, lc = combine(xp.asarray(lse_part), xp.asarray(o_part))
         o = np.asarray(oc)  # rows in q's (b, i, h) order: o's own
         b, i, h = np.unravel_index(np.arange(prob.part_rows), (prob.batch, prob.nq_cap, prob.heads))
         lse[(b * prob.heads + h) * prob.nq_cap + i] = np.asarray(lc)

@@ -324,6 +324,7 @@ def _fake_kvcache(
 ):
     if q.dim() != 4:
         raise ValueError(f"q must have 4 dimensions (B, Nq, Hq, d), got shape {tuple(q.shape)}")
+    _check_devices(dict(q=q, k_cache=k_cache, v_cache=v_cache, cache_seqlens=cache_seqlens, block_table=block_table))
     b, nq, h, _ = q.shape
     return _fake_outputs(q, (b, h, nq), pv_accum, flag)
 
@@ -348,6 +349,7 @@ def _fake_varlen(
 ):
     if q.dim() != 3:
         raise ValueError(f"q must have 3 dimensions (total_q, Hq, d), got shape {tuple(q.shape)}")
+    _check_devices(dict(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k))
     total, h, _ = q.shape
     return _fake_outputs(q, (h, total), pv_accum, flag)
 
