@@ -658,12 +658,19 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     // differently from the hand-inlined code (with [&] the 3-stage d = 64 builds, with [=] the INT8 builds, as a
     // function the d = 128 f32 causal one); the macro's SASS is that code's, for every default on both arches.
 #if FS_SEQLENS
+// Serving: a contiguous cache of few chunks per thread takes load_tile (the dense kernel's fast path); pages, and the
+// one-warp decode blocks' many chunks per thread, take load_kv_rows (its loop is not fully unrolled: see there).
 #define FS_FILL_SLOT(slot, tn)                                                                                     \
     do {                                                                                                           \
-        load_kv_rows<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, bt_row, (t_begin + (tn)) * BC, nk, kv_row * 2, \
-                                    page_shift, num_pages, tid);                                                   \
-        load_kv_rows<BC, V_CHUNKS>(s_v + (slot) * V_SLOT_BYTES, vh, bt_row, (t_begin + (tn)) * BC, nk, kv_row * 2,  \
-                                   page_shift, num_pages, tid);                                                    \
+        if (!PAGED && BC * QK_CHUNKS <= 8 * THREADS) {                                                             \
+            load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid); \
+            load_tile<BC, V_CHUNKS>(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid);  \
+        } else {                                                                                                   \
+            load_kv_rows<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, bt_row, (t_begin + (tn)) * BC, nk,        \
+                                        kv_row * 2, page_shift, num_pages, tid);                                   \
+            load_kv_rows<BC, V_CHUNKS>(s_v + (slot) * V_SLOT_BYTES, vh, bt_row, (t_begin + (tn)) * BC, nk,         \
+                                       kv_row * 2, page_shift, num_pages, tid);                                    \
+        }                                                                                                          \
         if (MBAR) mbar_arrive_cp(full_bar + MBAR_BYTES * (slot));                                                  \
     } while (0)
 #else
