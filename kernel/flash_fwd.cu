@@ -456,17 +456,19 @@ __device__ __forceinline__ void st_global_f32x2(float* dst, float a, float b) {
     asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" :: "l"(dst), "f"(a), "f"(b) : "memory");
 }
 
-// Serving's K / V tile: keys [key0, key0 + ROWS) of one head into a swizzled tile of C-chunk rows; keys at or past n
-// are zero-filled without reading anything. Key j's row is base + j * rs bytes, or with PAGED physical row
-// (page << page_shift) | (j & page mask), page = table[j >> page_shift] clamped into [0, num_pages) (the host checks
-// the table; the clamp keeps an unchecked one in bounds). Thread (r, c) copies column c of rows r, r + STEP, ... as
-// load_rows does (else the chunk loop of load_tile), in a loop unrolled 4 times instead of fully: with runtime row
-// strides a fully unrolled loop keeps an address per chunk alive (ptxas: the 1-warp d = 128 decode build used 255
-// registers and spilt, the d = 256 one spilt 28 to 380 B).
+// Serving's K and V tiles: keys [key0, key0 + ROWS) of one head into the swizzled K and V tiles of C-chunk rows (the
+// two have one layout without quantization); keys at or past n are zero-filled without reading anything. Key j's
+// rows are kbase / vbase + j * rs bytes, or with PAGED physical row (page << page_shift) | (j & page mask), page =
+// table[j >> page_shift] clamped into [0, num_pages) (the host checks the table; the clamp keeps an unchecked one in
+// bounds), looked up once for both. Thread (r, c) copies column c of rows r, r + STEP, ... as load_rows does (else
+// the chunk loop of load_tile), in a loop unrolled 4 times instead of fully: with runtime row strides a fully
+// unrolled loop keeps an address per chunk alive (ptxas: the 1-warp d = 128 decode build used 255 registers and
+// spilt, the d = 256 one spilt 28 to 380 B).
 template <int ROWS, int C>
-__device__ __forceinline__ void load_kv_rows(uint32_t tile, const unsigned char* __restrict__ base,
-                                             const int* __restrict__ table, int key0, int n, long long rs,
-                                             int page_shift, int num_pages, int tid) {
+__device__ __forceinline__ void load_kv_rows(uint32_t ktile, uint32_t vtile, const unsigned char* __restrict__ kbase,
+                                             const unsigned char* __restrict__ vbase, const int* __restrict__ table,
+                                             int key0, int n, long long rs, int page_shift, int num_pages, int tid) {
+    static_assert(QK_CHUNKS == V_CHUNKS, "K and V rows of one layout");
     constexpr int CHUNKS = ROWS * C;
     constexpr bool BY_COLUMN = THREADS % C == 0;
     constexpr int STEP = BY_COLUMN ? THREADS / C : 1;
@@ -477,15 +479,17 @@ __device__ __forceinline__ void load_kv_rows(uint32_t tile, const unsigned char*
         const int r = BY_COLUMN ? tid / C + it * STEP : i / C, c = BY_COLUMN ? tid % C : i % C;
         if (CHUNKS % THREADS == 0 || r < ROWS) {
             const int key = key0 + r;
-            const unsigned char* src = base;
+            long long at = 0;   // the chunk's byte offset (0 for a zero-filled one: a valid address, never read)
             if (key < n) {
                 long long row = key;
                 if (PAGED)
                     row = (static_cast<long long>(min(max(__ldg(table + (key >> page_shift)), 0), num_pages - 1))
                            << page_shift) + (key & mask);
-                src = base + row * rs + c * 16;
+                at = row * rs + c * 16;
             }
-            cp_async_16(tile + swz<C>(r, c), src, key < n ? 16 : 0);
+            const uint32_t dst = swz<C>(r, c);
+            cp_async_16(ktile + dst, kbase + at, key < n ? 16 : 0);
+            cp_async_16(vtile + dst, vbase + at, key < n ? 16 : 0);
         }
     }
 }
@@ -666,10 +670,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid); \
             load_tile<BC, V_CHUNKS>(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid);  \
         } else {                                                                                                   \
-            load_kv_rows<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, bt_row, (t_begin + (tn)) * BC, nk,        \
-                                        kv_row * 2, page_shift, num_pages, tid);                                   \
-            load_kv_rows<BC, V_CHUNKS>(s_v + (slot) * V_SLOT_BYTES, vh, bt_row, (t_begin + (tn)) * BC, nk,         \
-                                       kv_row * 2, page_shift, num_pages, tid);                                    \
+            load_kv_rows<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, s_v + (slot) * V_SLOT_BYTES, kh, vh, bt_row,   \
+                                        (t_begin + (tn)) * BC, nk, kv_row * 2, page_shift, num_pages, tid);        \
         }                                                                                                          \
         if (MBAR) mbar_arrive_cp(full_bar + MBAR_BYTES * (slot));                                                  \
     } while (0)

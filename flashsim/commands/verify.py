@@ -11,6 +11,9 @@ flashsim.provenance). --replay FILE.npz runs exactly the cases of such a file ag
 kinds and seeds; the regenerated inputs must hash as recorded), which is how tests/data/attn_sm90_*.npz are
 re-captured (tools/device_round.sh captures).
 
+--serving runs the serving cases instead (KV cache contiguous and paged, split-KV and its combine, GQA packing,
+variable-length batches: flashsim.commands.verify_serving); --replay of a file they were saved in runs them again.
+
 --fa2-rule gpu|emulator adds a report of FlashAttention-2's own acceptance rule (max|out - out_ref| <= 2 max|out_pt -
 out_ref|, out_pt = PyTorch's f16 attention) on FlashAttention-2's 40-case grid for every pv_accum mode
 (flashsim.commands.fa2_rule), also under "fa2_rule" in --json. It is a report: its failing cases do not change the
