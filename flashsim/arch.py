@@ -11,6 +11,11 @@ Sources
   ``mma_zero_exponent_*`` is the exponent a zero term takes part in the alignment with (MMA-Sim's e_zero).
 - SM limits: CUDA C++ Programming Guide, compute-capability tables ("Technical Specifications per
   Compute Capability"); NVIDIA CCCL arch_traits.h. Occupancy rules: cuda_occupancy.h.
+- ``sm_count``: the SMs of the arch's reference GPU, which the split-KV heuristic fills (flashsim.serving.splits)
+  when the emulator chooses num_splits; the GPU runner reads its own device's count, so the two choose alike on that
+  GPU. NVIDIA's datasheets / whitepapers: A100 SXM 108 (Ampere whitepaper), RTX 3090 82 (GA102 whitepaper), RTX 4090
+  128 (Ada whitepaper), H100 SXM5 and H200 132 (Hopper whitepaper, H200 datasheet; cudaDevAttrMultiProcessorCount
+  on this project's H200: KINDS.md's 132), B200 148 (Blackwell datasheet), RTX 5090 170 (RTX Blackwell whitepaper).
   sm_120 max blocks/SM = 24 confirmed by CUDA 13.0 cuda_occupancy.h (cudaOccMaxBlocksPerMultiprocessor: major 12 -> 24).
 """
 
@@ -41,6 +46,7 @@ class Arch:
     warp_alloc_sub_partitions: int  # register file split into this many sub-partitions
     max_warps_per_sm: int
     max_blocks_per_sm: int
+    sm_count: int  # SMs of the arch's reference GPU (module docstring)
     # tensor-core model of mma.sync.m16n8k32 with FP8 inputs (e4m3 / e5m2): a native FP8 block (mma8_block_k), or
     # ptxas's lowering onto the f16 m16n8k16 model above (mma8_on_f16_mma); neither: no model (see mma8_source)
     mma8_block_k: int | None = None  # products fused per native block (k = 32 runs 32 // mma8_block_k blocks)
@@ -97,7 +103,15 @@ _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its 
 
 
 def _arch(
-    name: str, family: str, tc: dict, smem_per_sm: int, optin: int, warps: int, blocks: int, fp8: dict | None = None
+    name: str,
+    family: str,
+    tc: dict,
+    smem_per_sm: int,
+    optin: int,
+    warps: int,
+    blocks: int,
+    sms: int,
+    fp8: dict | None = None,
 ) -> Arch:
     return Arch(
         name,
@@ -113,6 +127,7 @@ def _arch(
         warp_alloc_sub_partitions=4,
         max_warps_per_sm=warps,
         max_blocks_per_sm=blocks,
+        sm_count=sms,
         **(fp8 or {}),
     )
 
@@ -120,12 +135,14 @@ def _arch(
 ARCHS: dict[str, Arch] = {
     a.name: a
     for a in (
-        _arch("sm_80", "Ampere (A100)", _AMPERE_TC, 164 * KB, 163 * KB, 64, 32),
-        _arch("sm_86", "Ampere (RTX 30xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 16),
-        _arch("sm_89", "Ada Lovelace (RTX 40xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 24, _ADA_FP8),
-        _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, _HOPPER_FP8),
-        _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, _BLACKWELL_FP8),
-        _arch("sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24, _RTX_BLACKWELL_FP8),
+        _arch("sm_80", "Ampere (A100)", _AMPERE_TC, 164 * KB, 163 * KB, 64, 32, 108),
+        _arch("sm_86", "Ampere (RTX 30xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 16, 82),
+        _arch("sm_89", "Ada Lovelace (RTX 40xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 24, 128, _ADA_FP8),
+        _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, 132, _HOPPER_FP8),
+        _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, 148, _BLACKWELL_FP8),
+        _arch(
+            "sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24, 170, _RTX_BLACKWELL_FP8
+        ),
     )
 }
 

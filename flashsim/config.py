@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 
 from .arch import get_arch
 from .constants import (
+    COMBINE_WARPS,
     F16_BYTES,
     FP8_F16_KEYS,
     FP8_P_SCALE,
@@ -45,6 +46,7 @@ SUPPORTED_M_TILES = (1, 2, 3, 4)
 # inputs, kv_tile a multiple of 32, pv_accum "f32" (f32 accumulation) or "f16x2" (f16 accumulation from zero over
 # FP8_F16_KEYS keys, then added to the f32 O; V in the narrower range FP8_V_RANGE["f16x2"] so no sum can overflow).
 SUPPORTED_QUANT = ("none", "int8", "int8-fp8")
+SERVING_SWITCHES = ("seqlens", "paged", "pack_gqa", "split")  # KernelConfig's serving fields (flashsim.serving)
 
 
 def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
@@ -127,6 +129,21 @@ class KernelConfig:
                its mean over tokens) from kernel/quantize.cu; Q K^T runs on mma.sync.m16n8k32 s8 (exact s32 sums),
                each score is float(s32) * (q_scale * k_scale) (two IEEE multiplies), the LSE gets the smoothing's
                q . mean(k) back. P V is unchanged. Not with softcap (tanh does not commute with the smoothing).
+
+    The serving switches (flashsim.serving; all off for flashsim.attention, whose builds they leave unchanged):
+    seqlens    per-sequence lengths are launch arguments: each block reads its sequence's query and key counts
+               (and, for variable-length batches, offsets) from cu_seqlens / cache_seqlens arrays, so one launch
+               serves a batch of different lengths. Needs layout "bnhd" (FlashAttention-2's serving layout) and no
+               quant (the quantization pass smooths K over one dense sequence).
+    paged      K and V are read through a block table: key j of a row lives in page block_table[j // page_size]
+               at slot j % page_size (page_size a launch argument, a power of two from 16 to 256).
+    pack_gqa   the query heads that share a K / V head are packed into one block's rows (row r of a block is
+               query row r // group of head r % group), so each K / V tile is read once per group, not once per
+               query head: decode, where a head has one or a few query rows, fills its m16 tiles this way.
+    split      split-KV (flash-decoding): each block covers one of num_splits (a launch argument) contiguous parts
+               of its keys and writes its rows' partial O (f32, normalised by the part's own l) and LSE; the
+               combine kernel (flash_combine, an entry of kernel/flash_fwd.cu built with it) merges the parts
+               (flashsim.emulator.kernel_program.combine).
     """
 
     head_dim: int = 128
@@ -141,6 +158,10 @@ class KernelConfig:
     softcap: bool = False
     layout: str = "bhnd"
     quant: str = "none"
+    seqlens: bool = False
+    paged: bool = False
+    pack_gqa: bool = False
+    split: bool = False
 
     def __post_init__(self):
         self.validate()
@@ -207,6 +228,8 @@ class KernelConfig:
         """The epilogue stages O through the warp's own rows of the Q tile and stores whole 16-byte chunks, instead of
         one 4-byte pair per lane and n8 tile from the accumulators (flashsim.tuning.STAGE_O: where it was measured
         to pay, unquantized builds only)."""
+        if self.pack_gqa or self.split:  # packed rows are no head's consecutive rows; a split's O is f32
+            return False
         return self.quant == "none" and STAGE_O.get((self.pv_accum, self.head_dim), False)
 
     @property
@@ -318,9 +341,18 @@ class KernelConfig:
                 "which shifts each row's scores by a constant; softmax ignores that shift, "
                 "softcap's tanh does not"
             )
-        for name in ("causal", "local", "softcap"):
+        for name in ("causal", "local", "softcap", "seqlens", "paged", "pack_gqa", "split"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        serving = [name for name in ("paged", "pack_gqa", "split") if getattr(self, name)]
+        if serving and not self.seqlens:
+            raise ValueError(f"{', '.join(serving)} need(s) seqlens=True (the serving kernel's per-sequence lengths)")
+        if self.seqlens and (self.layout != "bnhd" or self.quant != "none"):
+            raise ValueError(
+                f"seqlens=True (serving: KV cache, variable-length batches) needs layout='bnhd' and quant='none', "
+                f"got layout={self.layout!r}, quant={self.quant!r} (the quantization pass smooths K over one "
+                "dense sequence)"
+            )
 
     def fits(self, arch="sm_120") -> bool:
         """True if the dynamic shared memory fits the arch's per-block opt-in cap."""
@@ -354,6 +386,11 @@ class KernelConfig:
             "FS_OVERFLOW_FLAG": int(self.pv_mma_f16),  # the kernel lowers the overflow flag (flashsim.overflow)
             "FS_QUANT_WARPS": QUANT_WARPS,  # kernel/quantize.cu's block shapes (flash_fwd ignores them; here
             "FS_QUANT_V_THREADS": QUANT_V_THREADS,  # so that an attention capture's record covers the whole pass)
+            "FS_SEQLENS": int(self.seqlens),  # the serving switches: off, they compile nothing (the PTX of every
+            "FS_PAGED": int(self.paged),  # build without them is the same as before they existed)
+            "FS_PACK_GQA": int(self.pack_gqa),
+            "FS_SPLIT": int(self.split),
+            "FS_COMBINE_WARPS": COMBINE_WARPS,  # flash_combine's block (split builds)
         }
 
     def quantize_defines(self) -> dict[str, int]:
@@ -400,4 +437,10 @@ class KernelConfig:
         return cls(**{**tuned, **overrides})
 
     def describe(self) -> str:
-        return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+        """Every field as name=value; the serving switches only where they are on (they are off for every
+        flashsim.attention configuration)."""
+        return ", ".join(
+            f"{f.name}={getattr(self, f.name)}"
+            for f in fields(self)
+            if f.name not in SERVING_SWITCHES or getattr(self, f.name)
+        )

@@ -71,11 +71,21 @@ TANH_CONSTANTS = {
 }
 
 
+# The combine of split-KV (flash_combine; flashsim.emulator.kernel_program.combine): a part's weight is
+# ex2((lse_s - max) * LOG2E), its natural-log LSE taken to base 2 by one IEEE multiply.
+COMBINE_CONSTANTS = {
+    "LOG2E": np.float32(1.0 / np.log(2.0)),
+}
+COMBINE_WARPS = 4  # flash_combine: warps per block, one query row each
+
+
 def math_defines() -> dict[str, int]:
-    """The FS_LOG_* and FS_TANH_* defines: each constant as the bit pattern of its float32 (all positive, < 2^31)."""
+    """The FS_LOG_*, FS_TANH_* and FS_COMBINE_* defines: each constant as the bit pattern of its float32 (all
+    positive, < 2^31)."""
     consts = {
         **{f"FS_LOG_{k}": v for k, v in LOG_CONSTANTS.items()},
         **{f"FS_TANH_{k}": v for k, v in TANH_CONSTANTS.items()},
+        **{f"FS_COMBINE_{k}": v for k, v in COMBINE_CONSTANTS.items()},
     }
     return {k: int(np.asarray(v, np.float32).view(np.uint32)) for k, v in consts.items()}
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .constants import F16_MAX
 
-__all__ = ["F16_MAX", "overflow_error", "first_flagged", "check_mode", "OverflowCheck"]
+__all__ = ["F16_MAX", "overflow_error", "overflow_error_at", "first_flagged", "check_mode", "OverflowCheck"]
 
 
 def check_mode(check_overflow):
@@ -59,10 +59,15 @@ def v_head(prob, v, flat_row: int):
 def overflow_error(prob, flat_row: int, vmax: float, l: float | None = None) -> FloatingPointError:
     """The FloatingPointError for row ``flat_row`` ((b * H + h) * Nq + row) of ``prob``: where, and the bound that
     was exceeded (``vmax`` = max |v| of that head; ``l`` the row's softmax denominator when known)."""
-    cfg = prob.config
     bh, row = divmod(int(flat_row), prob.nq)
     b, h = divmod(bh, prob.heads)
-    where = f"(b={b}, h={h}, row={row})"
+    return overflow_error_at(prob.config, f"(b={b}, h={h}, row={row})", vmax, l, prob.nk)
+
+
+def overflow_error_at(cfg, where: str, vmax: float, l: float | None, nk: int) -> FloatingPointError:
+    """The FloatingPointError of an overflowed row named ``where`` (any call: dense or serving) of a kernel built with
+    ``cfg``: the bound that was exceeded, from ``vmax`` (max |v| the row summed), ``l`` (its softmax denominator,
+    when known) or ``nk`` (its keys)."""
     if not np.isfinite(vmax):
         return FloatingPointError(
             f"pv_accum={cfg.pv_accum!r}: the unnormalised O of row {where} is not finite "
@@ -78,8 +83,8 @@ def overflow_error(prob, flat_row: int, vmax: float, l: float | None = None) -> 
         bound, what = l * vmax, f"its sum of p * v is at most l * max|v| = {l:g} * {vmax:g} = {l * vmax:g}"
     else:
         bound, what = (
-            prob.nk * vmax,
-            f"its sum of p * v is at most Nk * max|v| = {prob.nk} * {vmax:g} = {prob.nk * vmax:g}",
+            nk * vmax,
+            f"its sum of p * v is at most Nk * max|v| = {nk} * {vmax:g} = {nk * vmax:g}",
         )
     other = "'f32'" if cfg.pv_accum == "f16x2" else "'f32' or 'f16x2'"
     return FloatingPointError(

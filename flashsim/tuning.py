@@ -160,6 +160,31 @@ EXP_IN_PV = {
 }
 
 
+# Decode with a KV cache (flashsim.serving: GQA packed, split-KV): one m16 tile per warp and the fewest warps of
+# DECODE_WARPS whose 16-row tiles hold the packed rows of one K / V head (Nq x group), so that no warp computes only
+# padding; beyond 16 * max(DECODE_WARPS) rows the prefill tiling above. kv_tile: the widest of 128, 64, 32, 16 whose
+# K + V ring slot fits DECODE_SLOT_BYTES, two stages: on sm_90 that leaves 3 one-warp blocks of a d = 128 decode per
+# SM with a 32 KB slot each in flight (about 3x what the H200's 4.3 TB/s over 132 SMs needs at ~1 us of latency);
+# sm_120's 100 KB per SM takes 16 KB slots (2 blocks at d = 128). A prediction from those two counts, nothing timed
+# yet: benchmarks/bench_serving.py --sweep times the neighbouring tilings on the H200 beside this one, the
+# measurement a change of this rule needs.
+DECODE_WARPS = (1, 2, 4)
+DECODE_SLOT_BYTES = {"sm_90": 32 * 1024, "sm_120": 16 * 1024}
+DECODE_KV_TILES = (128, 64, 32, 16)
+DECODE_STAGES = 2
+
+
+def decode_tiling(arch: str, head_dim: int, packed_rows: int) -> tuple[int, int, int, int] | None:
+    """(warps, m_tiles, kv_tile, stages) of a decode block for ``packed_rows`` rows per K / V head, or None when
+    they need more than 16 * max(DECODE_WARPS) rows (the prefill tiling then)."""
+    warps = next((w for w in DECODE_WARPS if 16 * w >= packed_rows), None)
+    if warps is None:
+        return None
+    slot = DECODE_SLOT_BYTES[tile_class(arch)]
+    kv_tile = next(kv for kv in DECODE_KV_TILES if 2 * kv * head_dim * 2 <= slot)
+    return warps, 1, kv_tile, DECODE_STAGES
+
+
 def tile_class(arch: str) -> str:
     """The DEFAULT_TILES row an arch reads: "sm_90" for the 227 KB-per-block GPUs (sm_90, sm_100), "sm_120" for
     the 99 KB ones (sm_120, sm_8x)."""

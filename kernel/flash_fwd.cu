@@ -93,6 +93,23 @@ static_assert(!FP8_PV || (FS_KV_TILE % 32 == 0 && FP8_GROUP >= 1 && FS_KV_TILE %
 // (flashsim.config.KernelConfig.pv_mma_f16; the host allocates the flag by the same rule).
 constexpr bool OVERFLOW_FLAG = FS_OVERFLOW_FLAG != 0;
 static_assert(!OVERFLOW_FLAG || PV_F16 || PV_F16X2, "the overflow flag watches an f16 P@V accumulator");
+// Serving (flashsim.config.KernelConfig's seqlens, paged, pack_gqa, split; all off for flashsim.attention, and then
+// nothing below that they guard is compiled). SEQLENS: per-sequence query and key counts (and, for variable-length
+// batches, row offsets) are launch arguments, read once per block. PAGED: key j of a row lives in page
+// block_table[j >> page_shift], slot j & (page_size - 1). PACK_GQA: the grid's y is the K / V head, and row r of the
+// block's packed rows is query row r / group of query head kv_head * group + r % group. SPLIT: grid z is batch x
+// num_splits; a block visits only its split's part of its KV tiles and writes its rows' partial O (f32, divided by
+// the part's own l) and LSE to o_part / lse_part, which flash_combine (the end of this file) merges.
+// (Their constants exist only in serving builds: NVRTC emits every namespace-scope constant into the PTX, and a
+// build without them must keep the PTX it had.)
+static_assert(FS_SEQLENS || !(FS_PAGED || FS_PACK_GQA || FS_SPLIT), "paging, GQA packing and splits are serving");
+#if FS_SEQLENS
+constexpr bool PAGED = FS_PAGED != 0;
+constexpr bool PACK_GQA = FS_PACK_GQA != 0;
+constexpr bool SPLIT = FS_SPLIT != 0;
+static_assert(BNHD && !QUANT, "serving: (B, N, H, D) rows and no quantization pass");
+static_assert(!(OSTAGE && (PACK_GQA || SPLIT)), "O staging writes one head's consecutive rows of the element type");
+#endif
 
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
 constexpr int QK_ROW_BYTES = D * (QUANT ? 1 : 2);   // a row of the Q / K tiles (s8, or f16 / bf16)
@@ -433,6 +450,70 @@ __device__ __forceinline__ void load_v_tile(uint32_t tile, const unsigned char* 
         load_tile<BC, V_CHUNKS>(tile, vh, key0, nk, kv_row * 2, tid);
 }
 
+#if FS_SEQLENS
+// SPLIT: two f32 of a partial O row to global memory in one 8-byte store (col is even: 8-byte aligned)
+__device__ __forceinline__ void st_global_f32x2(float* dst, float a, float b) {
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" :: "l"(dst), "f"(a), "f"(b) : "memory");
+}
+
+// Serving's K and V tiles: keys [key0, key0 + ROWS) of one head into the swizzled K and V tiles of C-chunk rows (the
+// two have one layout without quantization); keys at or past n are zero-filled without reading anything. Key j's
+// rows are kbase / vbase + j * rs bytes, or with PAGED physical row (page << page_shift) | (j & page mask), page =
+// table[j >> page_shift] clamped into [0, num_pages) (the host checks the table; the clamp keeps an unchecked one in
+// bounds), looked up once for both. Thread (r, c) copies column c of rows r, r + STEP, ... as load_rows does (else
+// the chunk loop of load_tile), in a loop unrolled 4 times instead of fully: with runtime row strides a fully
+// unrolled loop keeps an address per chunk alive (ptxas: the 1-warp d = 128 decode build used 255 registers and
+// spilt, the d = 256 one spilt 28 to 380 B).
+template <int ROWS, int C>
+__device__ __forceinline__ void load_kv_rows(uint32_t ktile, uint32_t vtile, const unsigned char* __restrict__ kbase,
+                                             const unsigned char* __restrict__ vbase, const int* __restrict__ table,
+                                             int key0, int n, long long rs, int page_shift, int num_pages, int tid) {
+    static_assert(QK_CHUNKS == V_CHUNKS, "K and V rows of one layout");
+    constexpr int CHUNKS = ROWS * C;
+    constexpr bool BY_COLUMN = THREADS % C == 0;
+    constexpr int STEP = BY_COLUMN ? THREADS / C : 1;
+    const int mask = (1 << page_shift) - 1;
+#pragma unroll 4
+    for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it) {
+        const int i = it * THREADS + tid;
+        const int r = BY_COLUMN ? tid / C + it * STEP : i / C, c = BY_COLUMN ? tid % C : i % C;
+        if (CHUNKS % THREADS == 0 || r < ROWS) {
+            const int key = key0 + r;
+            long long at = 0;   // the chunk's byte offset (0 for a zero-filled one: a valid address, never read)
+            if (key < n) {
+                long long row = key;
+                if (PAGED)
+                    row = (static_cast<long long>(min(max(__ldg(table + (key >> page_shift)), 0), num_pages - 1))
+                           << page_shift) + (key & mask);
+                at = row * rs + c * 16;
+            }
+            const uint32_t dst = swz<C>(r, c);
+            cp_async_16(ktile + dst, kbase + at, key < n ? 16 : 0);
+            cp_async_16(vtile + dst, vbase + at, key < n ? 16 : 0);
+        }
+    }
+}
+
+// PACK_GQA: the block's Q tile, packed row p = r0 + r of query row p / group, head p % group of the K / V head's
+// group: qg points at the group's first head of the sequence's row 0, rows rs bytes apart, heads hs bytes apart.
+// Packed rows at or past `rows` are zero-filled. Once per block: the plain chunk loop.
+__device__ __forceinline__ void load_q_packed(uint32_t tile, const unsigned char* __restrict__ qg, int r0, int rows,
+                                              int group, long long rs, long long hs, int tid) {
+    constexpr int C = QK_CHUNKS;
+    constexpr int CHUNKS = BLOCK_M * C;
+#pragma unroll
+    for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it) {
+        const int i = it * THREADS + tid;
+        if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+            const int r = i / C, c = i % C, p = r0 + r;
+            const bool valid = p < rows;
+            const unsigned char* src = valid ? qg + (p / group) * rs + (p % group) * hs + c * 16 : qg;
+            cp_async_16(tile + swz<C>(r, c), src, valid ? 16 : 0);
+        }
+    }
+}
+#endif
+
 }  // namespace fs
 
 // q: (B, Hq, Nq, D), k, v: (B, Hkv, Nk, D), f16 or bf16, addressed through element strides (batch, head, row) so
@@ -448,13 +529,36 @@ __device__ __forceinline__ void load_v_tile(uint32_t tile, const unsigned char* 
 // ceil(nq / QB)), k_scale (B, Hkv, ceil(nk / QB)) and q_corr (B, Hq, nq), f32 contiguous. Unused (null) otherwise.
 // FP8_PV: v is V^T in e4m3, (B, Hkv, D, nkp), keys in slot order per 32 (see FP8_PV above); v_deq (B, Hkv, D) f32.
 // grid = (ceil(nq / BLOCK_M), H, B), block = THREADS, dynamic smem = SMEM_BYTES.
+//
+// SEQLENS (serving; flashsim.serving): nq and nk arrive as the capacities nq_cap (rows of a sequence: Nq, or
+// max_seqlen_q) and nk_cap (keys: N_cache, max_pages * page_size, or max_seqlen_k), and the serving arguments follow
+// nkp: cu_q / cu_k (B + 1) int32 row offsets of a variable-length batch (q, o: (q_total, H, D); k, v: (k_total, Hkv,
+// D); batch strides 0), or null (sequence b's rows at b * q_bs, nq_cap of them); seqlens_k (B,) int32 the keys
+// sequence b holds (a KV cache), or null; PAGED: block_table (B, bt_stride) int32 pages of num_pages, page_size =
+// 1 << page_shift, k / v (num_pages, page_size, Hkv, D); SPLIT: num_splits, and o_part (num_splits, B * nq_cap * Hq,
+// D), lse_part (num_splits, B * nq_cap * Hq) f32, rows in q's (b, i, h) order. lse_bs, lse_hs: lse's batch and head
+// strides (rows contiguous: (B, Hq, Nq) or (Hq, q_total)). grid = (ceil(rows / BLOCK_M), PACK_GQA ? Hkv : Hq,
+// B * num_splits), rows = nq_cap (PACK_GQA: nq_cap * group); a block past its sequence's rows returns at once.
+#if FS_SEQLENS
+#define FS_NQ_ARG nq_cap
+#define FS_NK_ARG nk_cap
+#define FS_SERVING_ARGS                                                                                            \
+    , const int* __restrict__ cu_q, const int* __restrict__ cu_k, const int* __restrict__ seqlens_k, int q_total,   \
+        int k_total, const int* __restrict__ block_table, int bt_stride, int page_shift, int num_pages,            \
+        int num_splits, float* __restrict__ o_part, float* __restrict__ lse_part, long long lse_bs, long long lse_hs
+#else
+#define FS_NQ_ARG nq
+#define FS_NK_ARG nk
+#define FS_SERVING_ARGS
+#endif
 extern "C" __global__ void __launch_bounds__(fs::THREADS, 1)
 flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half* __restrict__ v,
-          fs_half* __restrict__ o, float* __restrict__ lse, unsigned long long* __restrict__ overflow, int nq, int nk,
+          fs_half* __restrict__ o, float* __restrict__ lse, unsigned long long* __restrict__ overflow, int FS_NQ_ARG,
+          int FS_NK_ARG,
           int group, long long q_bs, long long q_hs, long long q_rs, long long kv_bs, long long kv_hs,
           long long kv_rs, float lse_scale, float scale_log2, float cap_scale, int win_left, int win_right,
           const float* __restrict__ q_scale, const float* __restrict__ k_scale, const float* __restrict__ q_corr,
-          const float* __restrict__ v_deq, int nkp) {
+          const float* __restrict__ v_deq, int nkp FS_SERVING_ARGS) {
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
@@ -483,6 +587,33 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     }
 
     constexpr int QK_EB = QK_ROW_BYTES / D;     // bytes of a Q / K element
+#if FS_SEQLENS
+    // SPLIT: grid z = batch * num_splits + split. The sequence's query rows [q_start, q_start + nq) and keys
+    // [k_start, k_start + nk), clamped into the arrays (the host checks every index; the clamps keep an unchecked
+    // one from reading out of bounds).
+    const int split = SPLIT ? static_cast<int>(batch % static_cast<unsigned>(num_splits)) : 0;
+    if (SPLIT) batch /= static_cast<unsigned>(num_splits);
+    int q_start = 0, nq = nq_cap, k_start = 0, nk = nk_cap;
+    if (cu_q != nullptr) {
+        q_start = min(max(__ldg(cu_q + batch), 0), q_total);
+        nq = min(max(__ldg(cu_q + batch + 1) - q_start, 0), min(nq_cap, q_total - q_start));
+    }
+    if (cu_k != nullptr) {
+        k_start = min(max(__ldg(cu_k + batch), 0), k_total);
+        nk = min(max(__ldg(cu_k + batch + 1) - k_start, 0), min(nk_cap, k_total - k_start));
+    }
+    if (seqlens_k != nullptr) nk = min(max(__ldg(seqlens_k + batch), 0), nk_cap);
+    const int rows = PACK_GQA ? nq * group : nq;   // this sequence's (packed) query rows of the block's head
+    if (static_cast<int>(qblk) * BLOCK_M >= rows) return;   // a whole block past them: before any barrier
+    const int kv_head = PACK_GQA ? static_cast<int>(head) : static_cast<int>(head) / group;
+    const int q_head0 = PACK_GQA ? static_cast<int>(head) * group : static_cast<int>(head);   // the block's first head
+    const int heads_q = PACK_GQA ? static_cast<int>(gridDim.y) * group : static_cast<int>(gridDim.y);
+    const unsigned char* qh = static_cast<const unsigned char*>(q) + (batch * q_bs + q_start * q_rs + q_head0 * q_hs) * 2;
+    const long long kv_off = PAGED ? kv_head * kv_hs : batch * kv_bs + k_start * kv_rs + kv_head * kv_hs;
+    const unsigned char* kh = static_cast<const unsigned char*>(k) + kv_off * 2;
+    const unsigned char* vh = reinterpret_cast<const unsigned char*>(v + kv_off);
+    const int* bt_row = PAGED ? block_table + static_cast<long long>(batch) * bt_stride : nullptr;
+#else
     const unsigned char* qh = static_cast<const unsigned char*>(q) + (batch * q_bs + head * q_hs) * QK_EB;
     const unsigned char* kh = static_cast<const unsigned char*>(k)
                               + (batch * kv_bs + (head / group) * kv_hs) * QK_EB;
@@ -491,12 +622,31 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         ? reinterpret_cast<const unsigned char*>(v) + (static_cast<long long>(batch) * (gridDim.y / group)
                                                       + head / group) * D * static_cast<long long>(nkp)
         : reinterpret_cast<const unsigned char*>(v + batch * kv_bs + (head / group) * kv_hs);
+#endif
     const int r0 = qblk * BLOCK_M;
     const long long q_row = BNHD ? q_rs : D, kv_row = BNHD ? kv_rs : D;   // element distance of consecutive rows
     const int off = nk - nq;      // query row i sits at key position i + off (bottom-right aligned)
 
     // KV tiles this block visits, [t_begin, t_begin + n_tiles): causal / the window bound the keys any of its rows
     // sees; tiles wholly outside are skipped (flashsim.masking.key_range; the emulator skips the same ones).
+#if FS_SEQLENS
+    // The block's first and last query rows (PACK_GQA: those of its first and last packed rows, padding included):
+    // flashsim.serving.blocks.block_tiles computes the same range.
+    const int q_lo = PACK_GQA ? r0 / group : r0, q_hi = PACK_GQA ? (r0 + BLOCK_M - 1) / group : r0 + BLOCK_M - 1;
+    int key_end = nk, key_begin = 0;
+    if (CAUSAL) key_end = min(key_end, max(0, q_hi + 1 + off));
+    if (LOCAL) {
+        key_end = min(key_end, max(0, q_hi + 1 + off + win_right));
+        key_begin = min(nk, max(0, q_lo + off - win_left));
+    }
+    int t_begin = key_begin / BC, t_end = (key_end + BC - 1) / BC;
+    if (SPLIT) {   // split s covers tiles [s * per, (s + 1) * per) of the sequence's ceil(nk / BC), per = ceil(/ S)
+        const int all = (nk + BC - 1) / BC, per = (all + num_splits - 1) / num_splits;
+        t_begin = max(t_begin, split * per);
+        t_end = min(t_end, min(all, (split + 1) * per));
+    }
+    const int n_tiles = max(0, t_end - t_begin);
+#else
     int key_end = nk, key_begin = 0;
     if (CAUSAL) key_end = min(key_end, max(0, r0 + BLOCK_M + off));
     if (LOCAL) {
@@ -505,17 +655,34 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     }
     const int t_begin = key_begin / BC;
     const int n_tiles = max(0, (key_end + BC - 1) / BC - t_begin);
+#endif
     // Fill ring slot `slot` with KV tile `tn` of this block's range (K, then V, as cp.async copies of this thread's
     // chunks); MBAR: the copies arrive on the slot's full barrier when they land. The one fill, for the prologue and
     // both refills. A macro, not a lambda or a function: those, however written, made ptxas schedule some defaults
     // differently from the hand-inlined code (with [&] the 3-stage d = 64 builds, with [=] the INT8 builds, as a
     // function the d = 128 f32 causal one); the macro's SASS is that code's, for every default on both arches.
+#if FS_SEQLENS
+// Serving: a contiguous cache of few chunks per thread takes load_tile (the dense kernel's fast path); pages, and the
+// one-warp decode blocks' many chunks per thread, take load_kv_rows (its loop is not fully unrolled: see there).
+#define FS_FILL_SLOT(slot, tn)                                                                                     \
+    do {                                                                                                           \
+        if (!PAGED && BC * QK_CHUNKS <= 8 * THREADS) {                                                             \
+            load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid); \
+            load_tile<BC, V_CHUNKS>(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid);  \
+        } else {                                                                                                   \
+            load_kv_rows<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, s_v + (slot) * V_SLOT_BYTES, kh, vh, bt_row,   \
+                                        (t_begin + (tn)) * BC, nk, kv_row * 2, page_shift, num_pages, tid);        \
+        }                                                                                                          \
+        if (MBAR) mbar_arrive_cp(full_bar + MBAR_BYTES * (slot));                                                  \
+    } while (0)
+#else
 #define FS_FILL_SLOT(slot, tn)                                                                                     \
     do {                                                                                                           \
         load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * QK_EB, tid); \
         load_v_tile(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row, nkp, tid);                 \
         if (MBAR) mbar_arrive_cp(full_bar + MBAR_BYTES * (slot));                                                  \
     } while (0)
+#endif
 
     if (MBAR) {   // every thread arrives once per phase on both barriers of a slot
         if (threadIdx.x == 0) {
@@ -527,7 +694,11 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         __syncthreads();
     }
     // ---- prologue: Q, then the first STAGES-1 KV tiles, one cp.async group each ---------------------------
+#if FS_PACK_GQA
+    load_q_packed(s_q, qh, r0, rows, group, q_rs * 2, q_hs * 2, tid);
+#else
     load_tile<BLOCK_M, QK_CHUNKS>(s_q, qh, r0, nq, q_row * QK_EB, tid);
+#endif
     cp_async_commit();
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -577,6 +748,13 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     }
     // global query rows of this lane: m16 tile mt, row r (g or g + 8)
     const int row_base = r0 + warp * WARP_M + g;
+#if FS_PACK_GQA
+    int q_row_of[MT][2];   // the query row of each of this lane's packed rows (tile mt, row g / g + 8)
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) q_row_of[mt][r] = (row_base + mt * 16 + r * 8) / group;
+#endif
     // QUANT: the scale of each m16 tile's rows (one QB block; past nq the last block's, never stored) and of K.
     const int nqb = (nq + QB - 1) / QB, nkb = (nk + QB - 1) / QB;
     const long long bhq = static_cast<long long>(batch) * gridDim.y + head;
@@ -687,9 +865,15 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         }
 
         // ---- mask: keys past nk, (causal) after the diagonal, (window) outside the window -> -inf ------------
+#if FS_SEQLENS
+        const bool need_mask = (key0 + BC > nk) || (CAUSAL && key0 + BC - 1 > q_lo + off)
+                               || (LOCAL && (key0 + BC - 1 > q_lo + off + win_right
+                                             || key0 < q_hi + off - win_left));
+#else
         const bool need_mask = (key0 + BC > nk) || (CAUSAL && key0 + BC - 1 > r0 + off)
                                || (LOCAL && (key0 + BC - 1 > r0 + off + win_right
                                              || key0 < r0 + BLOCK_M - 1 + off - win_left));
+#endif
         if (need_mask) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
@@ -698,7 +882,11 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int col = key0 + n * 8 + 2 * t4 + (e & 1);
+#if FS_PACK_GQA
+                        const int row = q_row_of[mt][e >> 1];
+#else
                         const int row = row_base + mt * 16 + (e >> 1) * 8;
+#endif
                         if (col >= nk || (CAUSAL && col > row + off)
                             || (LOCAL && (col > row + off + win_right || col < row + off - win_left)))
                             s_acc[mt][n][e] = -FS_INF;
@@ -856,9 +1044,17 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     cp_async_wait<0>();   // nothing may be in flight when the block exits
 
     // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
+#if FS_SEQLENS
+    // O rows from the block's first head of the sequence's row 0; lse (and the flag) by lse's strides; SPLIT: the
+    // partial outputs' rows, q's (b, i, h) order over every batch (cu_q is null with splits)
+    fs_half* oh = o + batch * q_bs + q_start * q_rs + q_head0 * q_hs;
+    const long long lse_base = batch * lse_bs + q_start;
+    const long long part_rows = static_cast<long long>(gridDim.z / (SPLIT ? num_splits : 1)) * nq_cap * heads_q;
+#else
     const long long bh = static_cast<long long>(batch) * gridDim.y + head;
     fs_half* oh = o + batch * q_bs + head * q_hs;
     float* lh = lse + bh * nq;
+#endif
     const float* vdq = FP8_PV ? v_deq + (static_cast<long long>(batch) * (gridDim.y / group)
                                          + head / group) * D : nullptr;
 #pragma unroll
@@ -873,9 +1069,28 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             const bool empty = (l == 0.f) || (l != l);     // no visible key, or NaN: O stays as is, lse = +inf
             live[r] = !empty;
             inv[r] = empty ? 1.f : __frcp_rn(l);
+#if FS_SPLIT
+            // a split's LSE: -inf where the part holds no visible key (the combine gives it weight 0), NaN stays NaN
+            lse_row[r] = empty ? (l == 0.f ? -FS_INF : l) : __fmaf_rn(m_run[mt][r], lse_scale, log_exact_ops(l));
+#else
             lse_row[r] = empty ? FS_INF : __fmaf_rn(m_run[mt][r], lse_scale, log_exact_ops(l));
+#endif
         }
         const int row0 = row_base + mt * 16, row1 = row0 + 8;
+#if FS_SEQLENS
+        // this lane's two rows: inside the sequence's rows, O offset from oh, lse index, partial-output row
+        bool in_rows[2];
+        long long o_off[2], l_idx[2], p_row[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int pr = row0 + 8 * r;
+            const int qi = PACK_GQA ? pr / group : pr, hq = PACK_GQA ? q_head0 + pr % group : q_head0;
+            in_rows[r] = pr < rows;
+            o_off[r] = qi * q_rs + (hq - q_head0) * q_hs;
+            l_idx[r] = lse_base + hq * lse_hs + qi;
+            p_row[r] = (static_cast<long long>(batch) * nq_cap + qi) * heads_q + hq;
+        }
+#endif
         if (QUANT) {   // the smoothing's row shift back: true scores = smoothed + q . mean(k)
             if (row0 < nq) lse_row[0] = __fmaf_rn(__ldg(q_corr + bhq * nq + row0), lse_scale, lse_row[0]);
             if (row1 < nq) lse_row[1] = __fmaf_rn(__ldg(q_corr + bhq * nq + row1), lse_scale, lse_row[1]);
@@ -907,12 +1122,37 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 st_shared_b32(s_q + swz<QK_CHUNKS>(lr0, n) + 4 * t4, pack_elem2(v0, v1));
                 st_shared_b32(s_q + swz<QK_CHUNKS>(lr0 + 8, n) + 4 * t4, pack_elem2(v2, v3));
             } else {
+#if FS_SEQLENS
+                if (SPLIT) {   // the part's O / l in f32, unrounded
+                    if (in_rows[0]) st_global_f32x2(o_part + (split * part_rows + p_row[0]) * D + col, v0, v1);
+                    if (in_rows[1]) st_global_f32x2(o_part + (split * part_rows + p_row[1]) * D + col, v2, v3);
+                } else {
+                    if (in_rows[0]) *reinterpret_cast<uint32_t*>(oh + o_off[0] + col) = pack_elem2(v0, v1);
+                    if (in_rows[1]) *reinterpret_cast<uint32_t*>(oh + o_off[1] + col) = pack_elem2(v2, v3);
+                }
+#else
                 if (row0 < nq)
                     *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row0) * q_row + col) = pack_elem2(v0, v1);
                 if (row1 < nq)
                     *reinterpret_cast<uint32_t*>(oh + static_cast<long long>(row1) * q_row + col) = pack_elem2(v2, v3);
+#endif
             }
         }
+#if FS_SEQLENS
+        if (t4 == 0) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+                if (in_rows[r]) {
+                    if (SPLIT) lse_part[split * part_rows + p_row[r]] = lse_row[r];
+                    else lse[l_idx[r]] = lse_row[r];
+                }
+        }
+        if (OVERFLOW_FLAG) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+                if (bad[r] && live[r] && in_rows[r]) atomicMin(overflow, static_cast<unsigned long long>(l_idx[r]));
+        }
+#else
         if (t4 == 0) {
             if (row0 < nq) lh[row0] = lse_row[0];
             if (row1 < nq) lh[row1] = lse_row[1];
@@ -921,6 +1161,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             if (bad[0] && live[0] && row0 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row0));
             if (bad[1] && live[1] && row1 < nq) atomicMin(overflow, static_cast<unsigned long long>(bh * nq + row1));
         }
+#endif
     }
     if (OSTAGE) {   // the warp's WARP_M rows, chunk by chunk: lane l takes chunks l, l + 32, ... (rows in order)
         __syncwarp();
@@ -935,3 +1176,51 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         }
     }
 }
+
+#if FS_SPLIT
+// The combine of split-KV, launched after flash_fwd on the same stream (flashsim.gpu.serving): it merges each query
+// row's num_splits partial outputs into O and LSE, in the order of operations of
+// flashsim.emulator.kernel_program.combine. Row r (q's (b, i, h) order; R = B * nq * Hq rows) has parts
+// lse_s = lse_part[s * R + r] and O_s = o_part[(s * R + r) * D + c]. m = max_s lse_s (fmax: NaN ignored); the base
+// b = m, or 0 where every part is empty (m = -inf: the softmax's -inf guard); w_s = ex2((lse_s - b) * log2(e))
+// (exactly 0 for an empty part); W = w_0 + w_1 + ... in split order; O = sum over s in order of
+// fma(w_s * (1 / W), O_s, O) from 0, rounded to the element type; LSE = m + ln(W). Where W is 0 (no part saw a key)
+// or NaN, O is what the sum gave (0, or NaN) and LSE = +inf: the single-pass epilogue's rule. One warp per row, lane
+// l holding columns l, l + 32, ...; block = 32 * FS_COMBINE_WARPS threads, grid = ceil(R / FS_COMBINE_WARPS).
+namespace fs {
+constexpr int COMBINE_WARPS = FS_COMBINE_WARPS;
+}
+extern "C" __global__ void __launch_bounds__(32 * fs::COMBINE_WARPS)
+flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_part, fs_half* __restrict__ o,
+              float* __restrict__ lse, int num_splits, int rows, int nq, int heads) {
+    using namespace fs;
+    const int row = blockIdx.x * COMBINE_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    const long long R = rows;
+    const float log2e = __int_as_float(FS_COMBINE_LOG2E);
+    float mx = -FS_INF;
+    for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, __ldg(lse_part + s * R + row));
+    const float base = (mx == -FS_INF) ? 0.f : mx;
+    float sum = 0.f;
+    for (int s = 0; s < num_splits; ++s)
+        sum = __fadd_rn(sum, ex2(__fmul_rn(__fsub_rn(__ldg(lse_part + s * R + row), base), log2e)));
+    const bool empty = (sum == 0.f) || (sum != sum);
+    const float inv = empty ? 1.f : __frcp_rn(sum);
+    float acc[D / 32];
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) acc[j] = 0.f;
+    for (int s = 0; s < num_splits; ++s) {
+        const float w = __fmul_rn(ex2(__fmul_rn(__fsub_rn(__ldg(lse_part + s * R + row), base), log2e)), inv);
+        const float* src = o_part + (s * R + row) * D + lane;
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) acc[j] = __fmaf_rn(w, __ldg(src + 32 * j), acc[j]);
+    }
+    fs_half* dst = o + static_cast<long long>(row) * D + lane;
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);
+    if (lane == 0) {
+        const int b = row / (nq * heads), i = (row / heads) % nq, h = row % heads;
+        lse[(static_cast<long long>(b) * heads + h) * nq + i] = empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum));
+    }
+}
+#endif

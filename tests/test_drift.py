@@ -463,7 +463,7 @@ def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
     describe what the kernel was built with."""
     from flashsim.gpu import build
     from flashsim.gpu import runtime as rt
-    from flashsim.gpu.capture import layout, mma, mma_k32, sfu
+    from flashsim.gpu.capture import layout, mma, mma_k32, sfu, sfu_approx
 
     launch = _launch_module()  # imported before compile_cuda is patched (it binds the name at import)
     default_name = inspect.signature(build.compile_cuda).parameters["name"].default
@@ -489,6 +489,7 @@ def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
             "mma_capture": mma.GpuRunner,
             "layout_capture": layout.GpuDevice,
             "sfu_capture": sfu.GpuDevice,
+            "sfu_approx_capture": sfu_approx.GpuDevice,
             "mma_k32_capture": mma_k32.GpuRunner,
         }[kernel]()
         want = provenance.build_defines(kernel)

@@ -10,7 +10,9 @@ for case by `flashsim verify --replay FILE --save-cases FILE` (tools/device_roun
                       f16 d=128 cases ran with kv_tile 32 and 3 stages, the default of that day);
   attn_sm90_f16x2     pv_accum "f16x2" on the default shapes, every kind (`verify --pv-accum f16x2 --kinds ...`);
   attn_sm90_variants  the attention variants of `verify --variants` (head dims, bf16, GQA, windows, softcap, bnhd);
-  attn_sm90_quant     INT8 attention, `verify --quant` (the quantization pass and the s8 Q K^T, every head dim).
+  attn_sm90_quant     INT8 attention, `verify --quant` (the quantization pass and the s8 Q K^T, every head dim);
+  attn_sm90_serving   the serving cases, `verify --serving` (KV cache, paged, split-KV and its combine, varlen:
+                      flashsim.commands.verify_serving; replayed by verify_serving.check_capture).
 Per case: the configuration, the kernel's O and LSE, the (kind, shape, seed) that regenerate its inputs (checked
 against a sha256 of the inputs the GPU saw) and, since flashsim.provenance, the fingerprint of the kernel build
 (tests/test_drift.py checks that it is the current one). flashsim.attention must reproduce every bit.
@@ -26,6 +28,7 @@ import numpy as np
 import pytest
 
 from flashsim import KernelConfig
+from flashsim.commands import verify_serving
 from flashsim.commands.verify import case_of_meta, emulator_outputs, inputs_sha256
 
 DATA = pathlib.Path(__file__).parent / "data"
@@ -37,11 +40,17 @@ def _case_keys(path):
     return sorted(keys, key=lambda c: int(c[1:]))
 
 
-def _cases():
-    return [(path.name, c) for path in sorted(DATA.glob("attn_sm90_*.npz")) for c in _case_keys(path)]
+def _cases(serving: bool):
+    return [
+        (path.name, c)
+        for path in sorted(DATA.glob("attn_sm90_*.npz"))
+        if verify_serving.is_serving_capture(path) == serving
+        for c in _case_keys(path)
+    ]
 
 
-CASES = _cases()
+CASES = _cases(serving=False)
+SERVING_CASES = _cases(serving=True)  # attn_sm90_serving: `flashsim verify --serving --save-cases`
 
 
 def check_case(path, case, backend="numpy"):
@@ -78,6 +87,8 @@ def _ptx_sample(per_file: int = 5) -> list:
     ``per_file``, so that every capture set and its features are sampled at CI cost."""
     out = []
     for path in sorted(DATA.glob("attn_sm90_*.npz")):
+        if verify_serving.is_serving_capture(path):
+            continue
         with np.load(path) as z:
             metas = {c: json.loads(str(z[f"{c}_meta"])) for c in _case_keys(path)}
 
@@ -113,6 +124,12 @@ PTX_CASES = _ptx_sample() if CASES else []
 def test_ptx_simulator_reproduces_the_h200_bits(file, case):
     """kernel/flash_fwd.cu (and quantize.cu) as PTX in flashsim.ptx: the stored GPU bits, every one."""
     check_case(DATA / file, case, backend="ptx")
+
+
+@pytest.mark.skipif(not SERVING_CASES, reason="no H200 serving captures in tests/data/attn_sm90_serving.npz yet")
+@pytest.mark.parametrize("file, case", SERVING_CASES, ids=[f"{f[10:-4]}-{c}" for f, c in SERVING_CASES])
+def test_emulator_reproduces_the_h200_serving_bits(file, case):
+    verify_serving.check_capture(DATA / file, case)
 
 
 def test_replay_recaptures_the_same_cases_with_provenance(tmp_path, monkeypatch):

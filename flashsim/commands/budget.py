@@ -11,6 +11,7 @@ examples:
   flashsim budget --head-dim 64 --warps 4 --kv-tile 32 --stages 3 --arch sm_90
   flashsim budget --arch sm_120 --every-head-dim        (the default configuration of every head dim, 32 to 256)
   flashsim budget --arch sm_120 --every-head-dim --quant int8    (INT8 attention: s8 Q and K tiles)
+  flashsim budget --serving --arch sm_90 --head-dim 128 --decode-rows 4   (decode kernel and flash_combine)
 """
 
 from __future__ import annotations
@@ -63,6 +64,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--plot", metavar="FILE.png", help="draw the shared-memory bar figure (needs matplotlib)")
     p.add_argument(
+        "--serving",
+        action="store_true",
+        help="the serving kernels: the default decode configuration (split-KV, GQA packed; --head-dim, "
+        "--decode-rows, --paged) and flash_combine, registers by ptxas",
+    )
+    p.add_argument(
+        "--decode-rows",
+        type=int,
+        default=4,
+        help="with --serving: packed query rows per K / V head (Nq x Hq / Hkv), default 4",
+    )
+    p.add_argument("--paged", action="store_true", help="with --serving: a paged KV cache")
+    p.add_argument(
         "--every-head-dim",
         action="store_true",
         help="one line per head dim (32..256) and P@V accumulation: the arch's default configuration "
@@ -100,6 +114,8 @@ def run(args) -> int:
     arch = get_arch(args.arch).name
     if args.every_head_dim:
         return every_head_dim(arch, args.registers, args.quant)
+    if getattr(args, "serving", False):
+        return serving(arch, args.head_dim or 128, args.decode_rows, args.paged)
     config = config_from_args(args)
     if args.plot:
         check_plot_path(args.plot)
@@ -117,6 +133,19 @@ def run(args) -> int:
 
         plot(shown, args.plot)
         print(f"\nplot written to {args.plot}")
+    return 0 if main.fits else 1
+
+
+def serving(arch: str, head_dim: int, rows: int, paged: bool) -> int:
+    """The decode kernel's and flash_combine's budgets on ``arch``; 0 when the decode kernel fits."""
+    from ..resources.serving import decode_config, serving_budget
+
+    if rows < 1:
+        raise ValueError(f"--decode-rows must be >= 1, got {rows}")
+    config = decode_config(arch, head_dim, rows, paged=paged)
+    main, combine = serving_budget(config, arch)
+    print(main.table())
+    print(combine.table())
     return 0 if main.fits else 1
 
 

@@ -14,6 +14,9 @@ re-captured (tools/device_round.sh captures).
 --ptx adds a third witness: the kernel's own PTX run instruction by instruction in flashsim.ptx on the CPU
 (backend="ptx"), against the GPU's bits; a case passes only if all three agree (slow: meant for small shapes).
 
+--serving runs the serving cases instead (KV cache contiguous and paged, split-KV and its combine, GQA packing,
+variable-length batches: flashsim.commands.verify_serving); --replay of a file they were saved in runs them again.
+
 --fa2-rule gpu|emulator adds a report of FlashAttention-2's own acceptance rule (max|out - out_ref| <= 2 max|out_pt -
 out_ref|, out_pt = PyTorch's f16 attention) on FlashAttention-2's 40-case grid for every pv_accum mode
 (flashsim.commands.fa2_rule), also under "fa2_rule" in --json. It is a report: its failing cases do not change the
@@ -41,7 +44,8 @@ from ..numerics import sfu
 from ..numerics.formats import get_format
 from ..overflow import first_flagged
 from ..problem import prepare, resolve_options, to_bhnd
-from . import fa2_rule
+from . import fa2_rule, verify_serving
+from .case_inputs import INPUT_KINDS, make_case_inputs
 from .emulate import parse_window
 
 # (B, H, Nq, Nk, d, causal): odd lengths, N = 1, Nq != Nk both ways, both head dims, batch and heads > 1.
@@ -55,7 +59,6 @@ DEFAULT_SHAPES = [
     (1, 2, 190, 190, 128, True),
     (1, 1, 300, 100, 128, True),
 ]
-INPUT_KINDS = ("normal", "wide", "adversarial", "specials", "offset", "flat")
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,12 @@ def add_arguments(p):
         help="alone: run the quantized-attention cases (flashsim.commands.verify.quant_cases) instead of "
         "the default set; with --shape: quantize those cases (int8, the default, or int8-fp8)",
     )
+    p.add_argument(
+        "--serving",
+        action="store_true",
+        help="run the serving cases instead of the default set: KV cache (contiguous and paged, split-KV, GQA "
+        "packing) and variable-length batches (flashsim.commands.verify_serving.serving_cases)",
+    )
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
     p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="element type of the --shape cases")
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads of the --shape cases (MQA / GQA)")
@@ -253,60 +262,6 @@ def add_arguments(p):
         help="three ways: also run the kernel's own PTX in flashsim.ptx (CPU, slow: small shapes) against the GPU",
     )
     fa2_rule.add_arguments(p)
-
-
-def make_case_inputs(kind, b, h, nq, nk, d, seed, *, heads_kv=None, dtype="f16", layout="bhnd"):
-    """Inputs of one kind: normal N(0,1); wide (per-row scales over 2^-8..2^6: exp2 underflow/overflow paths);
-    offset (keys with a per-channel mean 4x their spread); flat (q = 0 and equal rows of v: P@V's largest sums);
-    adversarial (large equal scores, NaN and inf in a few places, all-equal rows, zeros); specials (+-inf in q, k
-    and v, +-65504, f16 subnormals and rows of them, -0). q (B, H, Nq, d), k and v with ``heads_kv`` heads (default
-    H), rounded to ``dtype`` ("f16" or "bf16"), in ``layout``."""
-    rng = np.random.default_rng(seed)
-    hk = h if heads_kv is None else heads_kv
-    q = rng.standard_normal((b, h, nq, d))
-    k = rng.standard_normal((b, hk, nk, d))
-    v = rng.standard_normal((b, hk, nk, d))
-    if kind == "wide":
-        q *= 2.0 ** rng.integers(-8, 7, size=(b, h, nq, 1))
-        k *= 2.0 ** rng.integers(-4, 5, size=(b, hk, nk, 1))
-        v *= 2.0 ** rng.integers(-10, 10, size=(b, hk, nk, 1))
-    elif kind == "adversarial":
-        q *= 8.0  # scores in the thousands: exp overflows without the max shift
-        if nk > 2:
-            k[..., nk // 2, :] = k[..., 0, :]  # exact ties of the row max
-        v[..., :: max(nk // 3, 1), :] = 0.0
-        flat_q, flat_v = q.reshape(-1), v.reshape(-1)
-        flat_q[rng.integers(0, flat_q.size, 2)] = np.nan
-        flat_v[rng.integers(0, flat_v.size, 2)] = np.inf
-        if nq > 3:
-            q[..., 3, :] = 0.0  # a row of equal scores
-    elif kind == "specials":
-        # +-inf scores (inf in q and in k), the f16 range's edges, f16 subnormals, -0
-        flat = [x.reshape(-1) for x in (q, k, v)]
-        for x in flat:
-            idx = rng.integers(0, x.size, 6)
-            x[idx] = (np.inf, -np.inf, 65504.0, -65504.0, 2.0**-24, -0.0)
-        q[..., :: max(nq // 4, 1), :] *= 2.0**-20  # whole rows of f16 subnormals
-    elif kind == "offset":
-        k += 4.0 * rng.standard_normal((b, hk, 1, d))  # a per-channel mean 4x the spread: what smoothing removes
-    elif kind == "flat":
-        # q = 0: every visible key gets p = 1; every row of v is the same, so each channel's |v| is its max: P@V's
-        # sums reach their bound (with FP8 P@V and f16 accumulation, FP8_F16_KEYS * 448 * v_range = 64512 per group)
-        q[:] = 0.0
-        v[:] = v[..., :1, :]
-    elif kind != "normal":
-        raise ValueError(f"unknown input kind {kind!r}; known: {INPUT_KINDS}")
-    elem = get_format(dtype).dtype
-    # bf16 through float32: what ml_dtypes < 0.7 did with a float64 source and what the stored captures saw
-    # (ml_dtypes 0.7 rounds float64 to bf16 once, which differs at double-rounding ties); f16 is numpy's own
-    # single rounding
-    via = np.float32 if dtype == "bf16" else np.float64
-    with np.errstate(over="ignore", invalid="ignore"):
-        keep_specials = kind in ("adversarial", "specials")
-        out = tuple((x if keep_specials else np.clip(x, -65504, 65504)).astype(via).astype(elem) for x in (q, k, v))
-    if layout == "bnhd":
-        out = tuple(np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in out)
-    return out
 
 
 def trouble_heads(rng, b, h, nq, nk, d):
@@ -596,6 +551,9 @@ def run(args) -> int:
         return fa2_rule.run_emulator_only(args)
     rt.require_gpu()
     arch = rt.current_arch()
+    serving_files = [path for path in args.replay if verify_serving.is_serving_capture(path)]
+    if getattr(args, "serving", False) or serving_files:
+        return _run_serving(args, arch, serving_files)
     cases = _cases(args, arch)
     check_cases(cases, arch)
     for c in cases:  # before any GPU work: replayed inputs must match
@@ -681,3 +639,21 @@ def run(args) -> int:
                 dict(arch=arch, ok=all_ok, cases=results, **({} if fa2 is None else {"fa2_rule": fa2})), f, indent=1
             )
     return 0 if all_ok else 1
+
+
+def _run_serving(args, arch, serving_files) -> int:
+    """--serving, or a --replay of serving captures: those cases alone (a capture file holds one kind of case)."""
+    other = [path for path in args.replay if path not in serving_files]
+    if other or args.shape or getattr(args, "variants", False) or getattr(args, "quant", None):
+        raise ValueError(
+            "--serving (or replaying a serving capture) runs the serving cases alone: leave out --shape, "
+            "--variants, --quant and the replays of other captures"
+        )
+    cases = verify_serving.serving_cases() if getattr(args, "serving", False) else []
+    for path in serving_files:
+        cases += verify_serving.replay_cases(path)
+    ok, results = verify_serving.run_serving(cases, arch, save_path=args.save_cases, sm_count=rt.sm_count())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(arch=arch, ok=ok, serving=True, cases=results), f, indent=1)
+    return 0 if ok else 1

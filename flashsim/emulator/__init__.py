@@ -1,7 +1,9 @@
 """The kernel emulated on the CPU (``attention``) and the float64 reference (``reference_attention``).
 
 kernel_program.py is the kernel's program, written once against an array namespace; engine_numpy.py runs it
-eagerly (the default), engine_jax.py jit-compiles it for JAX's CPU or GPU devices and shards it over a Mesh. Each
+eagerly (the default), engine_jax.py jit-compiles it for JAX's CPU or GPU devices and shards it over a Mesh;
+engine_serving.py runs it over the serving kernel's grid (serving.py: ``attention_with_kvcache``,
+``attention_varlen`` and their float64 references). Each
 engine owns its memory estimate (``peak_bytes``), checked before anything is allocated.
 """
 
@@ -14,8 +16,23 @@ from ..problem import check_memory, prepare, shape_text, to_bhnd
 from ..settings import EngineOptions
 from . import engine_jax, engine_numpy, engine_ptx
 from .reference import reference_attention
+from .serving import (
+    attention_varlen,
+    attention_with_kvcache,
+    reference_attention_varlen,
+    reference_attention_with_kvcache,
+)
 
-__all__ = ["attention", "reference_attention", "check_emulator_memory", "ENGINES"]
+__all__ = [
+    "attention",
+    "reference_attention",
+    "attention_with_kvcache",
+    "attention_varlen",
+    "reference_attention_with_kvcache",
+    "reference_attention_varlen",
+    "check_emulator_memory",
+    "ENGINES",
+]
 
 ENGINES = {"numpy": engine_numpy, "jax": engine_jax, "ptx": engine_ptx}  # backend -> module (run, peak_bytes)
 

@@ -32,7 +32,7 @@ from functools import partial
 
 import numpy as np
 
-from ..constants import FP8_P_SCALE, MMA8_K
+from ..constants import COMBINE_CONSTANTS, FP8_P_SCALE, MMA8_K
 from ..masking import key_visible
 from ..numerics import ieee32, sfu
 from ..numerics.target import PLAIN, Target
@@ -41,7 +41,7 @@ from ..numerics.xp import bitcast, namespace, pieces
 from .kernel_math import log_exact_ops, softcap_tanh
 from .quantize import slot_keys, to_e4m3
 
-__all__ = ["initial_state", "scores", "probabilities", "accumulate", "epilogue"]
+__all__ = ["initial_state", "scores", "probabilities", "accumulate", "epilogue", "split_epilogue", "combine"]
 
 NEG_INF_BITS = 0xFF800000
 SIGN_BIT = 0x80000000
@@ -169,15 +169,9 @@ def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None, v_deq=Non
     Returns (o, lse, l, flag): flag marks rows whose unnormalised O holds an inf or NaN while l is finite and
     non-zero (the kernel's overflow flag; it matters with an f16 P@V mma: flashsim.overflow)."""
     xp = namespace(l_lane, o, m)
-    add, mul, fma = (partial(op, target=target) for op in (ieee32.add, ieee32.mul, ieee32.fma))
+    mul, fma = (partial(op, target=target) for op in (ieee32.mul, ieee32.fma))
     f32 = xp.float32
-    l = add(add(l_lane[..., 0], l_lane[..., 1]), add(l_lane[..., 2], l_lane[..., 3]))
-    lb = bitcast(l, np.uint32)
-    empty = ((lb & xp.asarray(0x7FFFFFFF, dtype=xp.uint32)) == 0) | xp.isnan(l)
-    one = xp.asarray(1.0, dtype=f32)
-    l_safe = xp.where(empty, one, l)
-    inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe, target=target))  # rcp.rn.f32: IEEE 1 / l
-    o32 = ieee32.cvt_f16_to_f32(o, target=target) if o.dtype == xp.float16 else o
+    l, empty, l_safe, inv, o32 = _row_totals(l_lane, o, target)
     o_scaled = mul(o32, inv[..., None])
     if v_deq is not None:
         o_scaled = mul(o_scaled, v_deq[..., None, :])
@@ -186,6 +180,75 @@ def epilogue(l_lane, o, m, lse_scale, out_dtype=np.float16, corr=None, v_deq=Non
     lse = xp.where(empty, xp.asarray(np.inf, dtype=f32), lse)
     if corr is not None:
         lse = fma(corr, xp.asarray(lse_scale, dtype=f32), lse)
+    return o_out, lse, l, _overflow_flag(o32, empty)
+
+
+def _row_totals(l_lane, o, target: Target):
+    """The epilogue's first part, shared by the single pass and the splits: l = (l0 + l1) + (l2 + l3) (the quad's
+    shfl.xor 1 then 2), whether the row is empty (l = 0 or NaN), l made safe (1 there), rcp.rn(l) (1 there) and O in
+    f32. Returns (l, empty, l_safe, inv, o32)."""
+    xp = namespace(l_lane, o)
+    add = partial(ieee32.add, target=target)
+    l = add(add(l_lane[..., 0], l_lane[..., 1]), add(l_lane[..., 2], l_lane[..., 3]))
+    lb = bitcast(l, np.uint32)
+    empty = ((lb & xp.asarray(0x7FFFFFFF, dtype=xp.uint32)) == 0) | xp.isnan(l)
+    one = xp.asarray(1.0, dtype=xp.float32)
+    l_safe = xp.where(empty, one, l)
+    inv = xp.where(empty, one, ieee32.div(xp.ones_like(l), l_safe, target=target))  # rcp.rn.f32: IEEE 1 / l
+    o32 = ieee32.cvt_f16_to_f32(o, target=target) if o.dtype == xp.float16 else o
+    return l, empty, l_safe, inv, o32
+
+
+def _overflow_flag(o32, empty):
+    """The kernel's overflow flag: an inf or NaN in the unnormalised O of a row whose l is finite and non-zero."""
+    xp = namespace(o32)
     o_bits = bitcast(o32, np.uint32) & xp.asarray(0x7F800000, dtype=xp.uint32)
-    flag = xp.any(o_bits == xp.asarray(0x7F800000, dtype=xp.uint32), axis=-1) & ~empty
-    return o_out, lse, l, flag
+    return xp.any(o_bits == xp.asarray(0x7F800000, dtype=xp.uint32), axis=-1) & ~empty
+
+
+def split_epilogue(l_lane, o, m, lse_scale, target: Target = PLAIN):
+    """Step 8 of one split of split-KV (KernelConfig.split): the single pass's l, rcp.rn(l) and O * (1 / l), but O
+    stays f32 (the combine rounds once, at the end), and the part's LSE is fma(m, lse_scale, ln(l)), -inf where the
+    part holds no visible key for the row (l = 0: the combine weighs it 0), NaN where l is NaN. Returns (o_part f32,
+    lse_part, l, flag) with the overflow flag of ``epilogue``."""
+    xp = namespace(l_lane, o, m)
+    f32 = xp.float32
+    l, empty, l_safe, inv, o32 = _row_totals(l_lane, o, target)
+    o_part = ieee32.mul(o32, inv[..., None], target=target)
+    lse = ieee32.fma(m, xp.asarray(lse_scale, dtype=f32), log_exact_ops(l_safe, target), target=target)
+    none = (bitcast(l, np.uint32) & xp.asarray(0x7FFFFFFF, dtype=xp.uint32)) == 0
+    lse = xp.where(empty, xp.where(none, xp.asarray(-np.inf, dtype=f32), l), lse)
+    return o_part, lse, l, _overflow_flag(o32, empty)
+
+
+def combine(lse_parts, o_parts, arch, out_dtype=np.float16, target: Target = PLAIN):
+    """The combine of split-KV (flash_combine in kernel/flash_fwd.cu), per row over its S parts in split order:
+    lse_parts (S, ...) and o_parts (S, ..., d) as ``split_epilogue`` wrote them. m = fmax of the parts' LSE (NaN
+    ignored); base = m, or 0 where m = -inf (every part empty: the softmax's -inf guard); w_s = ex2((lse_s - base) *
+    log2(e)) through the SFU model; W = ((w_0 + w_1) + w_2) + ...; O = fma(w_s * rcp.rn(W), O_s, O) from 0 in split
+    order, rounded to ``out_dtype``; LSE = m + ln(W) (kernel_math.log_exact_ops). Where W is 0 or NaN, O is what the
+    sum gives (0 or NaN) with rcp taken as 1, and LSE = +inf: the single pass's rule for a row without keys.
+    Returns (o, lse)."""
+    xp = namespace(lse_parts, o_parts)
+    f32 = xp.float32
+    add, sub, mul = (partial(op, target=target) for op in (ieee32.add, ieee32.sub, ieee32.mul))
+    n_splits = lse_parts.shape[0]
+    mx = xp.full(lse_parts.shape[1:], -np.inf, dtype=f32)
+    for s in range(n_splits):
+        mx = ieee32.fmax(mx, lse_parts[s])
+    none = bitcast(mx, np.uint32) == xp.asarray(NEG_INF_BITS, dtype=xp.uint32)
+    base = xp.where(none, xp.asarray(0.0, dtype=f32), mx)
+    log2e = xp.asarray(COMBINE_CONSTANTS["LOG2E"], dtype=f32)
+    weights = [sfu.ex2(mul(sub(lse_parts[s], base), log2e), arch=arch, target=target) for s in range(n_splits)]
+    total = xp.zeros(mx.shape, dtype=f32)
+    for w in weights:
+        total = add(total, w)
+    empty = ((bitcast(total, np.uint32) & xp.asarray(0x7FFFFFFF, dtype=xp.uint32)) == 0) | xp.isnan(total)
+    one = xp.asarray(1.0, dtype=f32)
+    safe = xp.where(empty, one, total)
+    inv = xp.where(empty, one, ieee32.div(xp.ones_like(total), safe, target=target))
+    acc = xp.zeros(o_parts.shape[1:], dtype=f32)
+    for s, w in enumerate(weights):
+        acc = ieee32.fma(mul(w, inv)[..., None], o_parts[s], acc, target=target)
+    lse = xp.where(empty, xp.asarray(np.inf, dtype=f32), add(mx, log_exact_ops(safe, target)))
+    return ieee32.cvt_f32_to(acc, out_dtype, target=target), lse

@@ -74,3 +74,22 @@ def error_bound(o_ref, v, nk: int, kv_tile: int, pv_accum: str, dtype: str = "f1
     if pv_accum == "f16x2":
         return f32 + (kv_tile / 16) * U16 * vmax + n_tiles * 2.0**-23 * vmax
     return (nk / 16 + 2 * n_tiles + 2) * U16 * vmax + U16 * np.abs(o_ref)
+
+
+E_P = 1e-5  # a p's relative error through the FFMA and ex2 (tests/test_emulator.py's derivation)
+
+
+def split_error_bound(o_ref, v, lse_ref, nk: int, kv_tile: int, pv_accum: str, num_splits: int, dtype: str = "f16"):
+    """``error_bound`` for split-KV (num_splits parts, then the combine), derived from the program
+    (tests/test_serving_emulator.py has the derivation): each part's O_s = (its sum of p v) / l_s stays f32, so it
+    carries the single pass's error without the final rounding, and the combine's weighted mean of the parts keeps
+    that bound (weights sum to 1; the subnormal-p term summed over parts is at most the single pass's Nk 2^-25 V).
+    The combine adds the error of its normalised weights w_s / W, twice the relative error of one weight,
+    delta_w = 2 (E_P + Nk 2^-24) + 2^-22 (|LSE| + 4) (each part's LSE: its l's sum and the ex2 / ln of the p's, one
+    f32 rounding of |LSE|, ex2's 2 ulps), times V, and its num_splits f32 fma's, num_splits 2^-24 V. ``lse_ref``
+    (B, H, N) like o_ref's rows."""
+    vmax = np.abs(np.asarray(v, dtype=np.float64)).max(axis=2, keepdims=True)
+    single = error_bound(o_ref, v, nk, kv_tile, pv_accum, dtype)
+    lse_abs = np.where(np.isfinite(lse_ref), np.abs(lse_ref), 0.0)[..., None]
+    delta_w = 2 * (E_P + nk * 2.0**-24) + 2.0**-22 * (lse_abs + 4)
+    return single + (2 * delta_w + num_splits * 2.0**-24) * vmax

@@ -1,6 +1,7 @@
 """flashsim.gpu: compile kernel/ with NVRTC (any arch, no GPU needed), launch through cuda.core, move data.
 
     flashsim.gpu.attention(q, k, v, ...)                       # the real kernel, same contract as flashsim.attention
+    flashsim.gpu.attention_with_kvcache(q, k_cache, v_cache, ...), flashsim.gpu.attention_varlen(...)   # serving
     from flashsim.gpu.build import compile_cuda, kernel_path   # works without a GPU
     from flashsim.gpu import runtime as rt                     # needs a GPU: require_gpu, load, to_device, launch
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from ..errors import CompileError, GPUError, UnsupportedConfig
 from . import build, runtime
-from .api import attention, prepared_launch
+from .api import attention, attention_varlen, attention_with_kvcache, prepared_launch
 from .build import Build, compile_cuda, kernel_path
 from .runtime import gpu_available
 
@@ -29,5 +30,7 @@ __all__ = [
     "CompileError",
     "UnsupportedConfig",
     "attention",
+    "attention_with_kvcache",
+    "attention_varlen",
     "prepared_launch",
 ]

@@ -33,6 +33,7 @@ import sys
 from ..overflow import check_mode
 from ..problem import resolve_options
 from . import cupy_api, host
+from . import serving as serving_launch
 
 
 def attention(
@@ -111,3 +112,152 @@ def prepared_launch(
     if cupy is not None and isinstance(q, cupy.ndarray):
         return cupy_api.prepared(cupy, q, k, v, opts, arch, stream)
     return host.prepared(q, k, v, opts, arch, stream)
+
+
+# -- serving: a KV cache (contiguous or paged) and variable-length batches ---------------------------------------
+
+
+def _serving_opts(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant):
+    return resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout or "bnhd", quant)
+
+
+def _device_problem(prepare, arch, *args, **kwargs):
+    """``prepare`` (flashsim.serving.problem's) for the current GPU: its arch (``arch`` must name it) and its SMs."""
+    from . import launch
+    from . import runtime as rt
+
+    rt.require_gpu()
+    return prepare(*args, arch=launch.check_arch(arch), **kwargs)
+
+
+def attention_with_kvcache(
+    q,
+    k_cache,
+    v_cache,
+    *,
+    cache_seqlens=None,
+    block_table=None,
+    num_splits=None,
+    causal=None,
+    softmax_scale=None,
+    pv_accum=None,
+    window_size=None,
+    softcap=None,
+    layout=None,
+    quant=None,
+    arch=None,
+    config=None,
+    stream=None,
+    check_overflow=True,
+    check_indices=True,
+):
+    """The real kernel over a KV cache: flashsim.attention_with_kvcache's contract and bits, on the GPU (flash_fwd,
+    then with split-KV flash_combine, on one stream). Output types follow the inputs as flashsim.gpu.attention's
+    do (torch: the op torch.ops.flashsim.attention_with_kvcache; cupy; numpy, synchronous). num_splits=None chooses
+    for this GPU's SMs (flashsim.serving.splits). ``check_indices``: check cache_seqlens and block_table on the host
+    before the launch (GPU arrays are copied there: a wait); False skips it (CUDA graphs): the kernel still clamps
+    every index it reads, so nothing outside the arrays is read."""
+    from ..serving.problem import prepare_kvcache
+    from . import runtime as rt
+
+    check_overflow = check_mode(check_overflow)
+    opts = _serving_opts(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(q, torch.Tensor):
+        from . import serving_torch
+
+        return serving_torch.attention_with_kvcache(
+            q,
+            k_cache,
+            v_cache,
+            cache_seqlens,
+            block_table,
+            num_splits,
+            opts,
+            arch=arch,
+            stream=stream,
+            check_overflow=check_overflow,
+            check_indices=check_indices,
+        )
+    prob = _device_problem(
+        prepare_kvcache,
+        arch,
+        q,
+        k_cache,
+        v_cache,
+        cache_seqlens,
+        block_table,
+        num_splits,
+        opts=opts,
+        sm_count=rt.sm_count() if rt.gpu_available()[0] else None,
+    )
+    arrays = dict(cache_seqlens=cache_seqlens, block_table=block_table)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(q, cupy.ndarray):
+        return serving_launch.run_cupy(
+            cupy, q, k_cache, v_cache, prob, arrays, stream=stream, check=check_indices, check_overflow=check_overflow
+        )
+    return serving_launch.run_host(
+        q, k_cache, v_cache, prob, arrays, stream=stream, check=check_indices, check_overflow=check_overflow
+    )
+
+
+def attention_varlen(
+    q,
+    k,
+    v,
+    cu_seqlens_q,
+    cu_seqlens_k,
+    max_seqlen_q,
+    max_seqlen_k,
+    *,
+    causal=None,
+    softmax_scale=None,
+    pv_accum=None,
+    window_size=None,
+    softcap=None,
+    layout=None,
+    quant=None,
+    arch=None,
+    config=None,
+    stream=None,
+    check_overflow=True,
+    check_indices=True,
+):
+    """The real kernel over a variable-length batch: flashsim.attention_varlen's contract and bits on the GPU
+    (torch: torch.ops.flashsim.attention_varlen; cupy; numpy). ``check_indices`` as attention_with_kvcache's
+    (cu_seqlens_q / cu_seqlens_k)."""
+    from ..serving.problem import prepare_varlen
+
+    check_overflow = check_mode(check_overflow)
+    opts = _serving_opts(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(q, torch.Tensor):
+        from . import serving_torch
+
+        return serving_torch.attention_varlen(
+            q,
+            k,
+            v,
+            cu_seqlens_q,
+            cu_seqlens_k,
+            max_seqlen_q,
+            max_seqlen_k,
+            opts,
+            arch=arch,
+            stream=stream,
+            check_overflow=check_overflow,
+            check_indices=check_indices,
+        )
+    prob = _device_problem(
+        prepare_varlen, arch, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, opts=opts
+    )
+    arrays = dict(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(q, cupy.ndarray):
+        return serving_launch.run_cupy(
+            cupy, q, k, v, prob, arrays, stream=stream, check=check_indices, check_overflow=check_overflow
+        )
+    return serving_launch.run_host(
+        q, k, v, prob, arrays, stream=stream, check=check_indices, check_overflow=check_overflow
+    )

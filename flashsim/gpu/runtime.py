@@ -124,6 +124,15 @@ def device_id() -> int:
     return ordinal
 
 
+def sm_count() -> int:
+    """Multiprocessors of the current GPU (what split-KV's heuristic fills: flashsim.serving.splits)."""
+    dev = require_gpu()
+    count = _state.get("sm_count")
+    if count is None:
+        count = _state["sm_count"] = int(dev.properties.multiprocessor_count)
+    return count
+
+
 def opened() -> bool:
     """Whether this process has opened the GPU (``require_gpu`` ran)."""
     return _state["device"] is not None

@@ -128,6 +128,7 @@ def registers(config: KernelConfig, arch="sm_120", mode: str = "auto") -> Regist
             raise
         first = (str(e).strip().splitlines() or [""])[0][:120]
         return RegisterCount(estimate(config), f"estimate: the build failed ({type(e).__name__}: {first})")
+    entry = build.entry(KERNEL_ENTRY) if build.entry_points else build  # flash_fwd's (a split build has two)
     return RegisterCount(
-        int(build.registers), f"ptxas (NVRTC, {a.name})", int(build.spill_stores), int(build.spill_loads), build
+        int(entry.registers), f"ptxas (NVRTC, {a.name})", int(entry.spill_stores), int(entry.spill_loads), build
     )

@@ -1,0 +1,429 @@
+"""The serving speed table on the GPU: decode, speculative decoding, paged caches, varlen and prefill, the kernel
+beside torch SDPA's FlashAttention-2 and cuDNN backends in the same run.
+
+    python3 benchmarks/bench_serving.py --json bench_serving.json [--sweep] [--quick]
+
+Every time is triton.testing.do_bench's median (milliseconds, shown in us) of a CUDA graph replaying one call (the
+kernels alone: the host's per-call work is apart, reported for ours as "eager" beside it). Rows:
+
+* decode: B=8, Hq=32, Hkv=8, Nq=1, Nk=8192, d=128, bf16, contiguous cache (cache_seqlens all 8192), num_splits
+  chosen by the heuristic; its K and V bytes over its time against the copy bandwidth measured here (torch's
+  device-to-device copy, bytes read plus written); FA2 and cuDNN on the same cache (transposed views, GQA).
+* B=1, Nk=32768 (d=128), and d=64 / d=256 at the decode shape, beside FA2.
+* speculative: Nq=16 causal (bottom-right: SDPA's causal_lower_right), beside cuDNN and FA2.
+* paged: the decode shape in pages of 16 and of 256 keys in a shuffled order, against the contiguous cache.
+* varlen: 16 sequences of lengths drawn from 1..4096 (seed 0), causal, Hq=Hkv=16, d=128, f16, TFLOP/s against the
+  dense kernel on one sequence with the same causal work (N = sqrt(sum n_i^2)).
+* prefill: flashsim.gpu.attention at 4,16,4096,128 f16 (full and causal), TFLOP/s, the regression check against
+  benchmarks/RESULTS.md's bench kernel table.
+* sm_120: the decode configuration's budget there (ptxas, occupancy) and a predicted time on the RTX 5090 (1.79
+  TB/s, NVIDIA's spec): the decode's bytes at the fraction of copy bandwidth it reached on this GPU. A prediction.
+* --sweep: the decode shape with the neighbouring tilings and split counts (what a change of
+  flashsim.tuning.decode_tiling needs to be measured).
+
+The JSON holds every row (times, bytes, rates, targets met or not, the configuration and split count of ours, and
+errors); the text is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import numpy as np
+
+COPY_BYTES = 1 << 30
+RTX5090_TB_S = 1.79  # NVIDIA's RTX 5090 memory bandwidth (spec sheet), a prediction's input
+
+
+def _do_bench(fn):
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+
+
+def timed(fn):
+    """(ms per call of a CUDA graph replaying ``fn``, or of ``fn`` itself if it cannot be captured; the method)."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    try:
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn()  # a warm call on the capture stream
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(graph):
+            fn()
+        torch.cuda.synchronize()
+        return _do_bench(graph.replay), "graph"
+    except Exception as exc:  # noqa: BLE001 - a backend that cannot be captured is timed eagerly
+        torch.cuda.synchronize()
+        return _do_bench(fn), f"eager ({type(exc).__name__})"
+
+
+def copy_bandwidth():
+    """TB/s of torch's device-to-device copy of 1 GiB, bytes read plus written."""
+    import torch
+
+    src = torch.empty(COPY_BYTES // 2, dtype=torch.float16, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    ms = _do_bench(lambda: dst.copy_(src))
+    return 2 * COPY_BYTES / (ms * 1e-3) / 1e12
+
+
+def sdpa(name, q, k, v, causal_lower_right=False):
+    """A function calling torch SDPA's backend ``name`` ("FA2" or "cuDNN") on (B, H, N, d) views, GQA enabled."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = {"FA2": SDPBackend.FLASH_ATTENTION, "cuDNN": SDPBackend.CUDNN_ATTENTION}[name]
+    mask = None
+    if causal_lower_right:
+        from torch.nn.attention.bias import causal_lower_right
+
+        mask = causal_lower_right(q.shape[2], k.shape[2])
+    gqa = q.shape[1] != k.shape[1]
+
+    def fn():
+        with sdpa_kernel(backend):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+
+    return fn
+
+
+def cache(b, n, h, hk, d, dtype, seed=0):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn((b, 1, h, d), generator=g, device="cuda", dtype=torch.float32).to(dtype)
+    k = torch.randn((b, n, hk, d), generator=g, device="cuda", dtype=torch.float32).to(dtype)
+    v = torch.randn((b, n, hk, d), generator=g, device="cuda", dtype=torch.float32).to(dtype)
+    return q, k, v
+
+
+def paged(k, v, page_size, seed=0):
+    """(k pages, v pages, block table) of the caches in a shuffled page order."""
+    import torch
+
+    b, n, hk, d = k.shape
+    per = n // page_size
+    perm = torch.from_numpy(np.random.default_rng(seed).permutation(b * per).astype(np.int32)).cuda()
+    table = perm.reshape(b, per)
+    kp = torch.empty((b * per, page_size, hk, d), dtype=k.dtype, device="cuda")
+    vp = torch.empty_like(kp)
+    kp[table.reshape(-1).long()] = k.reshape(b * per, page_size, hk, d)
+    vp[table.reshape(-1).long()] = v.reshape(b * per, page_size, hk, d)
+    return kp, vp, table
+
+
+def ours(q, k, v, **kw):
+    """(fn, ServingProblem) of flashsim.gpu.attention_with_kvcache, unchecked (no host copy, graph-capturable)."""
+    import flashsim
+    from flashsim.gpu import runtime as rt
+    from flashsim.problem import resolve_options
+    from flashsim.serving import prepare_kvcache
+
+    kw = dict(kw, check_indices=False, check_overflow=False)
+    flashsim.gpu.attention_with_kvcache(q, k, v, **kw)
+    opts = resolve_options(kw.get("causal"), None, kw.get("config"), None, None, None, "bnhd", None)
+    prob = prepare_kvcache(
+        q,
+        k,
+        v,
+        kw.get("cache_seqlens"),
+        kw.get("block_table"),
+        kw.get("num_splits"),
+        opts=opts,
+        arch=rt.current_arch(),
+        sm_count=rt.sm_count(),
+    )
+    return (lambda: flashsim.gpu.attention_with_kvcache(q, k, v, **kw)), prob
+
+
+def row(rows, name, **fields):
+    rows.append(dict(name=name, **fields))
+    return rows[-1]
+
+
+def bench_decode(rows, bw, args):
+    import torch
+
+    bf16 = torch.bfloat16
+    shapes = [
+        ("decode", 8, 8192, 128),
+        ("decode B=1 Nk=32768", 1, 32768, 128),
+        ("decode d=64", 8, 8192, 64),
+        ("decode d=256", 8, 8192, 256),
+    ]
+    for name, b, n, d in shapes[: 1 if args.quick else None]:
+        q, k, v = cache(b, n, 32, 8, d, bf16)
+        sl = torch.full((b,), n, dtype=torch.int32, device="cuda")
+        r = row(rows, name, shape=dict(B=b, Hq=32, Hkv=8, Nq=1, Nk=n, d=d, dtype="bf16"))
+        r["bytes"] = 2 * k.numel() * k.element_size()
+        try:
+            fn, prob = ours(q, k, v, cache_seqlens=sl)
+            r["config"], r["num_splits"] = prob.config.describe(), prob.num_splits
+            ms, r["method"] = timed(fn)
+            r["ours_us"] = ms * 1e3
+            r["eager_us"] = _do_bench(fn) * 1e3
+            r["tb_s"] = r["bytes"] / (ms * 1e-3) / 1e12
+            r["copy_fraction"] = r["tb_s"] / bw
+        except Exception as exc:  # noqa: BLE001 - recorded, the table goes on
+            r["error"] = f"{type(exc).__name__}: {exc}"
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        for other in ("FA2", "cuDNN"):
+            try:
+                r[f"{other}_us"] = timed(sdpa(other, qt, kt, vt))[0] * 1e3
+            except Exception as exc:  # noqa: BLE001
+                r[f"{other}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if name == "decode":
+            r["target"] = "at most FA2's time and >= 80% of the copy bandwidth (aim 90%)"
+            if "ours_us" in r and "FA2_us" in r:
+                r["met"] = r["ours_us"] <= r["FA2_us"] and r["copy_fraction"] >= 0.8
+        elif "ours_us" in r and "FA2_us" in r:
+            r["target"] = "beside FA2"
+            r["vs_FA2"] = r["FA2_us"] / r["ours_us"]
+        if name == "decode" and not args.quick:
+            for page_size in (16, 256):
+                p = row(rows, f"decode paged {page_size}", shape=r["shape"], bytes=r["bytes"])
+                try:
+                    kp, vp, table = paged(k, v, page_size)
+                    fn, prob = ours(q, kp, vp, cache_seqlens=sl, block_table=table)
+                    p["config"], p["num_splits"] = prob.config.describe(), prob.num_splits
+                    ms, p["method"] = timed(fn)
+                    p["ours_us"] = ms * 1e3
+                    if "ours_us" in r:
+                        p["vs_contiguous"] = p["ours_us"] / r["ours_us"]
+                        p["target"] = "within 5% of the contiguous cache"
+                        p["met"] = p["vs_contiguous"] <= 1.05
+                except Exception as exc:  # noqa: BLE001
+                    p["error"] = f"{type(exc).__name__}: {exc}"
+                del kp, vp
+        if name == "decode" and args.sweep:
+            sweep(rows, q, k, v, sl, r)
+
+
+def sweep(rows, q, k, v, sl, base):
+    """The decode shape with neighbouring tilings (warps 1, kv_tile, stages) and split counts."""
+    from flashsim import KernelConfig
+
+    for kv_tile, stages in ((32, 2), (32, 3), (64, 3), (128, 2)):
+        cfg = KernelConfig(
+            head_dim=128, warps=1, m_tiles=1, kv_tile=kv_tile, stages=stages, dtype="bf16", layout="bnhd"
+        )
+        s = row(rows, f"sweep decode 1x{kv_tile}x{stages}", shape=base["shape"], bytes=base["bytes"])
+        try:
+            fn, prob = ours(q, k, v, cache_seqlens=sl, config=cfg)
+            s["config"], s["num_splits"] = prob.config.describe(), prob.num_splits
+            s["ours_us"] = timed(fn)[0] * 1e3
+        except Exception as exc:  # noqa: BLE001
+            s["error"] = f"{type(exc).__name__}: {exc}"
+    n0 = base.get("num_splits") or 6
+    for splits in sorted({max(1, n0 // 2), 2 * n0, 4 * n0}):
+        s = row(rows, f"sweep decode splits={splits}", shape=base["shape"], bytes=base["bytes"])
+        try:
+            fn, prob = ours(q, k, v, cache_seqlens=sl, num_splits=splits)
+            s["config"], s["num_splits"] = prob.config.describe(), prob.num_splits
+            s["ours_us"] = timed(fn)[0] * 1e3
+        except Exception as exc:  # noqa: BLE001
+            s["error"] = f"{type(exc).__name__}: {exc}"
+
+
+def bench_speculative(rows, args):
+    import torch
+
+    b, n, nq = 8, 8192, 16
+    q, k, v = cache(b, n, 32, 8, 128, torch.bfloat16)
+    q = torch.randn((b, nq, 32, 128), device="cuda").to(torch.bfloat16)
+    sl = torch.full((b,), n, dtype=torch.int32, device="cuda")
+    r = row(rows, "speculative Nq=16 causal", shape=dict(B=b, Hq=32, Hkv=8, Nq=nq, Nk=n, d=128, dtype="bf16"))
+    try:
+        fn, prob = ours(q, k, v, cache_seqlens=sl, causal=True)
+        r["config"], r["num_splits"] = prob.config.describe(), prob.num_splits
+        ms, r["method"] = timed(fn)
+        r["ours_us"] = ms * 1e3
+    except Exception as exc:  # noqa: BLE001
+        r["error"] = f"{type(exc).__name__}: {exc}"
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    for other in ("cuDNN", "FA2"):
+        try:
+            r[f"{other}_us"] = timed(sdpa(other, qt, kt, vt, causal_lower_right=True))[0] * 1e3
+        except Exception as exc:  # noqa: BLE001
+            r[f"{other}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    r["target"] = "at most cuDNN's time"
+    if "ours_us" in r and "cuDNN_us" in r:
+        r["met"] = r["ours_us"] <= r["cuDNN_us"]
+
+
+def _pairs_causal(n):
+    return n * (n + 1) // 2
+
+
+def bench_varlen(rows, args):
+    import torch
+
+    import flashsim
+    from flashsim.gpu import runtime as rt
+    from flashsim.problem import resolve_options
+    from flashsim.serving import prepare_varlen
+
+    h, d = 16, 128
+    lens = np.random.default_rng(0).integers(1, 4097, 16)
+    cu = torch.tensor(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32), device="cuda")
+    total = int(lens.sum())
+    q, k, v = (torch.randn((total, h, d), device="cuda").half() for _ in range(3))
+    r = row(rows, "varlen 16 x 1..4096 causal", shape=dict(lengths=lens.tolist(), H=h, d=d, dtype="f16"))
+    flops = 4.0 * d * h * sum(_pairs_causal(int(x)) for x in lens)
+    try:
+        kw = dict(causal=True, check_indices=False, check_overflow=False)
+
+        def fn():
+            return flashsim.gpu.attention_varlen(q, k, v, cu, cu, int(lens.max()), int(lens.max()), **kw)
+
+        fn()
+        prob = prepare_varlen(
+            q,
+            k,
+            v,
+            cu,
+            cu,
+            int(lens.max()),
+            int(lens.max()),
+            opts=resolve_options(True, layout="bnhd"),
+            arch=rt.current_arch(),
+        )
+        r["config"] = prob.config.describe()
+        ms, r["method"] = timed(fn)
+        r["ours_us"], r["tflops"] = ms * 1e3, flops / (ms * 1e-3) / 1e12
+    except Exception as exc:  # noqa: BLE001
+        r["error"] = f"{type(exc).__name__}: {exc}"
+    n = int(round(math.sqrt(float((lens.astype(np.float64) ** 2).sum())) / 128) * 128)
+    dq = torch.randn((1, h, n, d), device="cuda").half()
+    try:
+        go, _, prob = flashsim.gpu.prepared_launch(dq, dq, dq, causal=True)
+        go(sync=True)
+        ms = _do_bench(lambda: go(sync=False))
+        dense = 4.0 * d * h * _pairs_causal(n)
+        r["dense"] = dict(N=n, us=ms * 1e3, tflops=dense / (ms * 1e-3) / 1e12, config=prob.config.describe())
+        if "tflops" in r:
+            r["vs_dense"] = r["tflops"] / r["dense"]["tflops"]
+            r["target"] = "at least 0.9x the dense kernel's TFLOP/s at equal work"
+            r["met"] = r["vs_dense"] >= 0.9
+    except Exception as exc:  # noqa: BLE001
+        r["dense_error"] = f"{type(exc).__name__}: {exc}"
+
+
+def bench_prefill(rows, args):
+    import torch
+
+    import flashsim
+
+    reference = {False: 367.9, True: 340.5}  # benchmarks/RESULTS.md, bench kernel, 4,16,4096,128 f32 P@V
+    for causal in (False, True):
+        r = row(rows, f"prefill 4,16,4096,128{' causal' if causal else ''}", shape=dict(B=4, H=16, N=4096, d=128))
+        try:
+            x = torch.randn((4, 16, 4096, 128), device="cuda").half()
+            go, _, prob = flashsim.gpu.prepared_launch(x, x, x, causal=causal)
+            go(sync=True)
+            ms = _do_bench(lambda: go(sync=False))
+            f = 4.0 * 4 * 16 * 4096 * 4096 * 128 / (2 if causal else 1)
+            r.update(us=ms * 1e3, tflops=f / (ms * 1e-3) / 1e12, results_md_tflops=reference[causal])
+            r["vs_results_md"] = r["tflops"] / reference[causal]
+        except Exception as exc:  # noqa: BLE001
+            r["error"] = f"{type(exc).__name__}: {exc}"
+
+
+def predict_sm120(rows):
+    """The decode configuration's budget on sm_120 and its predicted RTX 5090 time (a prediction)."""
+    from flashsim.resources.serving import decode_config, serving_budget
+
+    r = row(rows, "sm_120 decode (prediction)")
+    try:
+        main, combine = serving_budget(decode_config("sm_120", 128, 4), "sm_120")
+        r["budget"] = dict(
+            config=main.config.describe(),
+            registers=main.registers,
+            smem_bytes=main.smem_bytes,
+            blocks_per_sm=main.blocks_per_sm,
+            occupancy=main.occupancy,
+            combine_registers=combine.registers,
+            combine_blocks_per_sm=combine.blocks_per_sm,
+        )
+        decode = next((x for x in rows if x["name"] == "decode" and "copy_fraction" in x), None)
+        if decode is not None:
+            tb_s = RTX5090_TB_S * decode["copy_fraction"]
+            r["predicted_us"] = decode["bytes"] / (tb_s * 1e12) * 1e6
+            r["how"] = (
+                f"the decode's {decode['bytes']} B of K and V at {decode['copy_fraction']:.1%} of the "
+                f"RTX 5090's {RTX5090_TB_S} TB/s (the share of the copy bandwidth it reached on this GPU): "
+                "a prediction, nothing ran on sm_120"
+            )
+    except Exception as exc:  # noqa: BLE001
+        r["error"] = f"{type(exc).__name__}: {exc}"
+
+
+def text(rows, bw, dev):
+    out = [f"bench_serving on {dev}; copy bandwidth {bw:.2f} TB/s (read + written); times: do_bench medians (us)"]
+    for r in rows:
+        parts = [f"{r['name']:34}"]
+        for key in ("ours_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
+            if key in r:
+                parts.append(f"{key[:-3]} {r[key]:8.1f}")
+        for key, fmt in (
+            ("tb_s", "{:.2f} TB/s"),
+            ("copy_fraction", "{:.1%} of copy"),
+            ("tflops", "{:.1f} TFLOP/s"),
+            ("vs_contiguous", "{:.3f}x contiguous"),
+            ("vs_dense", "{:.3f}x dense"),
+            ("vs_FA2", "FA2/ours {:.2f}"),
+            ("vs_results_md", "{:.3f}x RESULTS.md"),
+            ("num_splits", "splits {}"),
+            ("predicted_us", "predicted {:.1f} us"),
+        ):
+            if key in r:
+                parts.append(fmt.format(r[key]))
+        if "met" in r:
+            parts.append("MET" if r["met"] else "NOT MET")
+        for key in [k for k in r if k.endswith("error")]:
+            parts.append(f"{key}: {r[key][:100]}")
+        out.append("  ".join(parts))
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", help="write every row as JSON")
+    p.add_argument("--sweep", action="store_true", help="also time neighbouring decode tilings and split counts")
+    p.add_argument("--quick", action="store_true", help="the decode row alone (a smoke run)")
+    args = p.parse_args(argv)
+    import torch
+
+    t0 = time.time()
+    dev = torch.cuda.get_device_name()
+    bw = copy_bandwidth()
+    rows: list = []
+    steps = [bench_decode] if args.quick else [bench_decode, bench_speculative, bench_varlen, bench_prefill]
+    for step in steps:
+        try:
+            step(rows, bw, args) if step is bench_decode else step(rows, args)
+        except Exception as exc:  # noqa: BLE001
+            row(rows, step.__name__, error=f"{type(exc).__name__}: {exc}")
+        torch.cuda.empty_cache()
+    predict_sm120(rows)
+    report = text(rows, bw, dev)
+    print(report)
+    print(f"bench_serving: {time.time() - t0:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(device=dev, copy_tb_s=bw, rows=rows, torch=torch.__version__), f, indent=1)
+    return 0 if not any("error" in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

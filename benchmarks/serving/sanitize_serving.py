@@ -1,0 +1,119 @@
+"""GPU: one small launch per serving kernel variant, meant to run under compute-sanitizer (memcheck, racecheck).
+
+Usage: compute-sanitizer --tool memcheck python3 benchmarks/serving/sanitize_serving.py   (run_device.sh beside it)
+       python3 benchmarks/serving/sanitize_serving.py --list                               (the variants; no GPU)
+The variants: decode with splits (contiguous cache, GQA packed, rows of 0 and 1 keys), paged caches of 16 and 256
+keys per page in random order with a page two rows share, speculative rows (causal) with a window, group 1 (not
+packed) and MQA, bf16 and f16x2, variable-length batches with empty sequences, and flash_combine after every split
+launch; then the same paged decode with check_indices=False and indices that point outside the pages and lengths
+past the cache: the kernel clamps every index it reads, so the sanitizer must find nothing there either.
+"""
+
+import sys
+
+import numpy as np
+
+from flashsim.commands.verify_serving import ServingCase
+
+VARIANTS = [
+    ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=300, seqlens=(300, 0, 1, 77), num_splits=4),
+    ServingCase(
+        "kvcache", 8, 2, 128, nq=1, n_cache=300, seqlens=(300, 0, 1, 170), page_size=16, num_splits=3, pages="shared"
+    ),
+    ServingCase(
+        "kvcache",
+        8,
+        2,
+        128,
+        nq=3,
+        n_cache=600,
+        seqlens=(600, 257),
+        page_size=256,
+        num_splits=None,
+        options=dict(causal=True),
+    ),
+    ServingCase(
+        "kvcache",
+        8,
+        2,
+        128,
+        nq=16,
+        n_cache=400,
+        seqlens=(400, 150),
+        num_splits=3,
+        options=dict(causal=True, window_size=(40, 0)),
+    ),
+    ServingCase("kvcache", 4, 4, 64, nq=2, n_cache=300, seqlens=(300, 40, 17), page_size=32, num_splits=2),
+    ServingCase("kvcache", 8, 1, 64, nq=4, n_cache=200, seqlens=(200, 64), options=dict(dtype="bf16")),
+    ServingCase(
+        "kvcache",
+        4,
+        2,
+        256,
+        nq=1,
+        n_cache=150,
+        seqlens=(150, 99),
+        num_splits=2,
+        options=dict(pv_accum="f16x2", softcap=10.0),
+    ),
+    ServingCase("varlen", 4, 2, 128, q_lens=(3, 0, 130, 1, 64), k_lens=(50, 7, 260, 0, 64), options=dict(causal=True)),
+    ServingCase("varlen", 8, 1, 64, q_lens=(77, 150), k_lens=(200, 150), options=dict(window_size=(30, 10))),
+]
+
+
+def main(argv):
+    if "--list" in argv:
+        for case in VARIANTS:
+            print(case.name())
+        print("unchecked: paged decode with block_table entries outside the pages and cache_seqlens past the cache")
+        return 0
+    import flashsim
+
+    for case in VARIANTS:
+        a = case.arrays()
+        kw = case.call_kwargs()
+        if case.call == "kvcache":
+            o, lse = flashsim.gpu.attention_with_kvcache(
+                a["q"],
+                a["k_cache"],
+                a["v_cache"],
+                cache_seqlens=a.get("cache_seqlens"),
+                block_table=a.get("block_table"),
+                check_overflow=False,
+                **kw,
+            )
+        else:
+            o, lse = flashsim.gpu.attention_varlen(
+                a["q"],
+                a["k"],
+                a["v"],
+                a["cu_seqlens_q"],
+                a["cu_seqlens_k"],
+                a["max_seqlen_q"],
+                a["max_seqlen_k"],
+                check_overflow=False,
+                **kw,
+            )
+        print(f"ran {case.name()}", flush=True)
+    case = VARIANTS[1]
+    a = case.arrays()
+    table = a["block_table"].copy()
+    table[0, 2], table[1, -1] = 10**6, -7  # outside [0, num_pages)
+    lengths = np.array([10**5, 1, 5000, 2], np.int32)  # past the cache
+    flashsim.gpu.attention_with_kvcache(
+        a["q"],
+        a["k_cache"],
+        a["v_cache"],
+        cache_seqlens=lengths,
+        block_table=table,
+        num_splits=3,
+        check_indices=False,
+        check_overflow=False,
+    )
+    print("ran unchecked bad indices (clamped)", flush=True)
+    print(f"sanitize_serving: {len(VARIANTS) + 1} launches (each split launch followed by flash_combine)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,345 @@
+"""The launch plan of the serving kernel (kernel/flash_fwd.cu with KernelConfig's serving switches) and of
+flash_combine after it, and their front-end for numpy arrays and DeviceArrays.
+
+A ``ServingPlan`` holds what the launches of one flashsim.serving.ServingProblem need, built once: the loaded
+flash_fwd (and with split-KV flash_combine, from the same build), the cuda.core LaunchConfigs, the scalar arguments
+and the bytes of scratch the split parts take. ``launch_serving`` enqueues flash_fwd and then, on the same stream,
+flash_combine: no host synchronisation between them, so a torch or cupy caller's stream orders them like any
+other work. The front-ends (``attention_with_kvcache`` / ``attention_varlen`` here for numpy and DeviceArrays,
+flashsim.gpu.serving_cupy, flashsim.gpu.serving_torch) check the call with flashsim.serving.problem, allocate the
+outputs and the scratch with their library's allocator, and call ``launch_serving``.
+
+Index values (cache_seqlens, block_table, cu_seqlens) are checked on the host before the launch
+(flashsim.serving.problem.check_indices): numpy ones as they are, GPU ones after a copy to the host, which waits
+for the GPU; ``check_indices=False`` skips that copy (for CUDA graphs and loops that must not wait), and the kernel
+clamps every index it reads, so an unchecked bad index gives wrong rows, never an out-of-bounds read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..constants import COMBINE_WARPS
+from ..numerics.formats import get_format
+from ..overflow import OverflowCheck
+from ..serving.problem import SequenceIndex, ServingProblem, check_indices, index_of
+from . import launch
+from . import runtime as rt
+
+COMBINE_NAME = "flash_combine"
+_PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
+
+
+def part_layout(prob: ServingProblem) -> tuple[int, int]:
+    """(bytes of the split parts' scratch, byte offset of lse_part in it): o_part (S, R, d) f32 then lse_part (S, R)
+    f32 at a SCRATCH_ALIGN boundary; (0, 0) without splits."""
+    if not prob.config.split:
+        return 0, 0
+    n = prob.num_splits * prob.part_rows
+    o_bytes = -(-n * prob.head_dim * 4 // launch.SCRATCH_ALIGN) * launch.SCRATCH_ALIGN
+    return o_bytes + n * 4, o_bytes
+
+
+def strides(prob: ServingProblem) -> tuple[int, ...]:
+    """flash_fwd's element strides (q: batch, head, row; k / v: batch, head, row) for the call's arrays: q (B, Nq, Hq,
+    d) or (total_q, Hq, d); caches (B, N_cache, Hkv, d), pages (num_pages, page_size, Hkv, d) or (total_k, Hkv, d)."""
+    d, h, hk = prob.head_dim, prob.heads, prob.heads_kv
+    q_bs = prob.nq_cap * h * d if prob.kind == "kvcache" else 0
+    kv_bs = prob.nk_cap * hk * d if prob.kind == "kvcache" and not prob.page_size else 0
+    return q_bs, d, h * d, kv_bs, d, hk * d
+
+
+def kernel_scalars(prob: ServingProblem) -> tuple:
+    """flash_fwd's arguments after the six pointers that do not change from call to call, in two parts: those before
+    the serving arguments (nq_cap, nk_cap, group, the strides, the scales, the window, the four null quantization
+    pointers and nkp) and the serving scalars between the index pointers (q_total, k_total | bt_stride, page_shift,
+    num_pages, num_splits | lse_bs, lse_hs)."""
+    win = prob.window
+    head = (
+        np.int32(prob.nq_cap),
+        np.int32(prob.nk_cap),
+        np.int32(prob.group),
+        *(np.int64(x) for x in strides(prob)),
+        np.float32(prob.lse_scale),
+        np.float32(prob.scale_log2),
+        np.float32(prob.cap_scale),
+        np.int32(win.left if win else 0),
+        np.int32(win.right if win else 0),
+        *(np.uint64(0),) * 4,
+        np.int32(0),
+    )
+    totals = (np.int32(prob.q_total), np.int32(prob.k_total))
+    pages = (np.int32(prob.max_pages), np.int32(prob.page_shift), np.int32(prob.num_pages), np.int32(prob.num_splits))
+    lse_bs, lse_hs = prob.lse_strides
+    return head, totals, pages, (np.int64(lse_bs), np.int64(lse_hs))
+
+
+class ServingPlan:
+    """One ServingProblem's launches: flash_fwd (``kernel``, ``launch_config``) and, with splits, flash_combine
+    (``combine``, ``combine_config``); the scalar arguments; the scratch the parts need (``part_bytes``, lse_part at
+    ``lse_offset``); ``runs``: False when the grid is empty (a varlen batch without query rows: nothing to launch)."""
+
+    __slots__ = (
+        "problem",
+        "kernel",
+        "combine",
+        "launch_config",
+        "combine_config",
+        "scalars",
+        "what",
+        "part_bytes",
+        "lse_offset",
+        "runs",
+    )
+
+    def __init__(self, problem: ServingProblem, kernel, combine, launch_config, combine_config, what: str):
+        self.problem = problem
+        self.kernel, self.combine = kernel, combine
+        self.launch_config, self.combine_config = launch_config, combine_config
+        self.scalars = kernel_scalars(problem)
+        self.what = what
+        self.part_bytes, self.lse_offset = part_layout(problem)
+        self.runs = launch_config is not None
+
+    def __repr__(self) -> str:
+        return f"ServingPlan({self.what})"
+
+
+def combine_for(config, arch: str):
+    """flash_combine of ``config``'s build (loaded once per (config, arch); the build is flash_fwd's, cached)."""
+    key = ("combine", config, arch)
+    kern = launch._KERNELS.get(key)
+    if kern is None:
+        kern = launch._KERNELS[key] = rt.load(launch.build_kernel(config, arch), COMBINE_NAME)
+    return kern
+
+
+def plan_for(prob: ServingProblem) -> ServingPlan:
+    """The cached ServingPlan of ``prob`` (for the current GPU): compiles and loads the kernels the first time."""
+    plan = _PLANS.get(prob)
+    if plan is not None:
+        return plan
+    cfg = prob.config
+    if launch._core_launch is None:
+        from cuda.core import launch as core_launch
+
+        launch._core_launch = core_launch
+    grid = prob.grid
+    what = f"kernel flash_fwd (grid {grid}, block ({cfg.threads}, 1, 1), {cfg.smem_bytes} B dynamic smem; " + (
+        f"{cfg.describe()}); {prob.describe()}"
+    )
+    if min(grid) == 0:
+        plan = ServingPlan(prob, None, None, None, None, what + " (empty grid: no launch)")
+    else:
+        kern = launch.kernel_for(cfg, prob.arch)
+        config = rt.launch_config(grid, (cfg.threads, 1, 1), cfg.smem_bytes)
+        comb = comb_config = None
+        if cfg.split:
+            comb = combine_for(cfg, prob.arch)
+            comb_config = rt.launch_config((-(-prob.part_rows // COMBINE_WARPS), 1, 1), (32 * COMBINE_WARPS, 1, 1))
+            what += f"; then {COMBINE_NAME} over {prob.num_splits} splits"
+        plan = ServingPlan(prob, kern, comb, config, comb_config, what)
+    if len(_PLANS) >= launch.MAX_KEYS:
+        _PLANS.clear()
+    _PLANS[prob] = plan
+    return plan
+
+
+def launch_serving(plan: ServingPlan, stream, ptrs: dict) -> None:
+    """Enqueue flash_fwd and (split-KV) flash_combine on ``stream``; no host synchronisation. ``ptrs``: device
+    addresses "q", "k", "v", "o", "lse", "overflow" (0 without the flag), "cu_q", "cu_k", "seqlens_k",
+    "block_table" (0 where the call has none), "parts" (``plan.part_bytes`` of scratch, with splits)."""
+    if not plan.runs:
+        return
+    sticky = rt.sticky_error()
+    if sticky:
+        from ..errors import GPUError
+
+        raise GPUError(
+            f"the CUDA context of this process is unusable after an earlier error ({sticky}); restart the process"
+        )
+    head, totals, pages, lse_strides = plan.scalars
+    u = np.uint64
+    parts = ptrs.get("parts", 0)
+    split = plan.problem.config.split
+    if split and not parts:
+        raise ValueError(f"split-KV needs {plan.part_bytes} B of scratch for its parts (got a null pointer)")
+    o_part, lse_part = (parts, parts + plan.lse_offset) if split else (0, 0)
+    try:
+        launch._core_launch(
+            stream,
+            plan.launch_config,
+            plan.kernel.kernel,
+            u(ptrs["q"]),
+            u(ptrs["k"]),
+            u(ptrs["v"]),
+            u(ptrs["o"]),
+            u(ptrs["lse"]),
+            u(ptrs.get("overflow", 0)),
+            *head,
+            u(ptrs.get("cu_q", 0)),
+            u(ptrs.get("cu_k", 0)),
+            u(ptrs.get("seqlens_k", 0)),
+            *totals,
+            u(ptrs.get("block_table", 0)),
+            *pages,
+            u(o_part),
+            u(lse_part),
+            *lse_strides,
+        )
+        if split:
+            p = plan.problem
+            launch._core_launch(
+                stream,
+                plan.combine_config,
+                plan.combine.kernel,
+                u(o_part),
+                u(lse_part),
+                u(ptrs["o"]),
+                u(ptrs["lse"]),
+                np.int32(p.num_splits),
+                np.int32(p.part_rows),
+                np.int32(p.nq_cap),
+                np.int32(p.heads),
+            )
+    except Exception as exc:
+        rt.launch_failed(plan.what, exc)
+
+
+def raise_if_overflowed(prob: ServingProblem, index: SequenceIndex, flag: int, v_host) -> None:
+    """FloatingPointError (flashsim.emulator.serving.overflow_of) when the kernel's flag names a row."""
+    if int(flag) == launch.NO_OVERFLOW or int(flag) < 0:
+        return
+    from ..emulator.serving import overflow_of
+
+    raise overflow_of(prob, index, v_host, int(flag))
+
+
+# -- the numpy / DeviceArray front-end ------------------------------------------------------------------------
+
+
+def _host_index(arrays: dict) -> dict:
+    """Host copies of the index arrays (numpy as is; DeviceArrays and DLPack GPU arrays copied back)."""
+    out = {}
+    for name, x in arrays.items():
+        if x is None:
+            out[name] = None
+        elif isinstance(x, np.ndarray):
+            out[name] = x
+        else:
+            out[name] = rt.to_device(x).to_numpy()
+    return out
+
+
+def run_host(q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=True, check_overflow=True, raw=False):
+    """Run ``prob`` on numpy arrays or DeviceArrays (synchronous): ``arrays`` the index arrays by name
+    (cache_seqlens, block_table, cu_seqlens_q, cu_seqlens_k). Returns (o, lse) as numpy when q, k, v are numpy,
+    else as DeviceArrays (with check_overflow="deferred", and the check); ``raw``: (o, lse, the row the kernel's
+    overflow flag names or None) with no overflow check (flashsim verify)."""
+    index = index_of(**_host_index(arrays))
+    if check:
+        check_indices(prob, index)
+    dq, dk, dv = (rt.to_device(x) for x in (q, k, v))
+    launch.misaligned(q=dq.ptr, k=dk.ptr, v=dv.ptr)
+    dev_index = {
+        name: rt.to_device(np.ascontiguousarray(x, np.int32))
+        for name, x in _host_index(arrays).items()
+        if x is not None
+    }
+    plan = plan_for(prob)
+    do = rt.empty(prob.o_shape, get_format(prob.config.dtype).dtype)
+    dl = rt.empty(prob.lse_shape, np.float32)
+    flag = rt.to_device(np.array([launch.NO_OVERFLOW], np.uint64)) if prob.config.pv_mma_f16 else None
+    parts = rt.empty((plan.part_bytes,), np.uint8) if plan.part_bytes else None
+    s = rt.as_stream(stream)
+    if s is not rt.default_stream():
+        rt.synchronize()  # the copies ran on the module's stream
+    rt.bind_thread()
+    k_ptr = dk.ptr if prob.k_total else dq.ptr  # an empty cache is never read: any valid address
+    ptrs = dict(
+        q=dq.ptr,
+        k=k_ptr,
+        v=dv.ptr if prob.k_total else dq.ptr,
+        o=do.ptr,
+        lse=dl.ptr,
+        overflow=flag.ptr if flag is not None else 0,
+        cu_q=dev_index["cu_seqlens_q"].ptr if "cu_seqlens_q" in dev_index else 0,
+        cu_k=dev_index["cu_seqlens_k"].ptr if "cu_seqlens_k" in dev_index else 0,
+        seqlens_k=dev_index["cache_seqlens"].ptr if "cache_seqlens" in dev_index else 0,
+        block_table=dev_index["block_table"].ptr if "block_table" in dev_index else 0,
+        parts=parts.ptr if parts is not None else 0,
+    )
+    launch_serving(plan, s, ptrs)
+    launch.sync_stream(s, plan.what)
+    v_host = v if isinstance(v, np.ndarray) else None
+
+    def overflow_check():
+        if flag is not None:
+            raise_if_overflowed(prob, index, int(flag.to_numpy()[0]), v_host if v_host is not None else dv.to_numpy())
+
+    host = all(isinstance(x, np.ndarray) for x in (q, k, v))
+    out = (do.to_numpy(), dl.to_numpy()) if host else (do, dl)
+    if raw:
+        value = None if flag is None else int(flag.to_numpy()[0])
+        return (*out, None if value in (None, launch.NO_OVERFLOW) else value)
+    if check_overflow is True:
+        overflow_check()
+    if check_overflow == "deferred":
+        return (*out, OverflowCheck(overflow_check))
+    return out
+
+
+# -- the cupy front-end -----------------------------------------------------------------------------------------
+
+
+def run_cupy(cupy, q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=True, check_overflow=True):
+    """Run ``prob`` on cupy arrays: cupy's current stream (or ``stream``), outputs and split parts from cupy's pool,
+    no wait unless the index check (``check``: copies the index arrays to the host) or the overflow check reads."""
+    for name, x in {"k": k, "v": v, **arrays}.items():
+        if x is not None and not isinstance(x, cupy.ndarray):
+            raise ValueError(f"{name} must be a cupy array like q, got {type(x).__name__}")
+        if x is not None and x.device.id != q.device.id:
+            raise ValueError(f"{name} is on device {x.device.id} but q is on device {q.device.id}")
+        if x is not None and not x.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous (cupy.ascontiguousarray first)")
+    if not q.flags.c_contiguous:
+        raise ValueError("q must be C-contiguous (cupy.ascontiguousarray first)")
+    index = None
+    if check or check_overflow is not False:
+        index = index_of(**{n: None if x is None else x.get() for n, x in arrays.items()})
+    if check:
+        check_indices(prob, index)
+    launch.misaligned(q=q.data.ptr, k=k.data.ptr, v=v.data.ptr)
+    plan = plan_for(prob)
+    with q.device:
+        o = cupy.empty(prob.o_shape, dtype=q.dtype)
+        lse = cupy.empty(prob.lse_shape, dtype=cupy.float32)
+        flag = cupy.full((1,), launch.NO_OVERFLOW, dtype=cupy.uint64) if prob.config.pv_mma_f16 else None
+        parts = cupy.empty((plan.part_bytes,), dtype=cupy.uint8) if plan.part_bytes else None
+        handle = cupy.cuda.get_current_stream().ptr if stream is None else rt.stream_handle(stream)
+    ptr = lambda x: 0 if x is None else x.data.ptr  # noqa: E731
+    ptrs = dict(
+        q=q.data.ptr,
+        k=k.data.ptr if prob.k_total else q.data.ptr,
+        v=v.data.ptr if prob.k_total else q.data.ptr,
+        o=o.data.ptr,
+        lse=lse.data.ptr,
+        overflow=ptr(flag),
+        cu_q=ptr(arrays.get("cu_seqlens_q")),
+        cu_k=ptr(arrays.get("cu_seqlens_k")),
+        seqlens_k=ptr(arrays.get("cache_seqlens")),
+        block_table=ptr(arrays.get("block_table")),
+        parts=ptr(parts),
+    )
+    rt.bind_thread()
+    launch_serving(plan, rt.stream_from_handle(handle), ptrs)
+
+    def overflow_check():
+        if flag is not None:
+            raise_if_overflowed(prob, index, int(flag.get()[0]), v.get())
+
+    if check_overflow is True:
+        overflow_check()
+    if check_overflow == "deferred":
+        return o, lse, OverflowCheck(overflow_check)
+    return o, lse

@@ -1,0 +1,59 @@
+"""The serving kernels built with NVRTC for sm_90 and sm_120 (no GPU): every default decode configuration builds
+without a spill (flash_fwd and flash_combine), the split build holds both entries, and the budget reports the
+decode and combine kernels' registers, shared memory and occupancy from ptxas.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from flashsim import KernelConfig
+from flashsim.resources.serving import decode_config, serving_budget
+
+pytestmark = pytest.mark.nvrtc
+
+# (head dim, packed rows per K / V head, paged, causal): decode (Nq = 1, group 4), speculative (Nq = 16, group 4:
+# 64 rows, four warps), MQA-like 32 rows, paged, every head dim class
+DECODE = [
+    (128, 4, False, False),
+    (128, 4, True, False),
+    (64, 4, False, False),
+    (256, 4, True, False),
+    (128, 64, False, True),
+    (128, 32, True, True),
+]
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
+@pytest.mark.parametrize("d, rows, paged, causal", DECODE, ids=lambda x: str(x))
+def test_decode_kernels_build_without_spills(arch, d, rows, paged, causal):
+    from flashsim.gpu.launch import build_kernel
+
+    cfg = decode_config(arch, d, rows, paged=paged, causal=causal)
+    build = build_kernel(cfg, arch)
+    for name in ("flash_fwd", "flash_combine"):
+        e = build.entry(name)
+        assert e.spill_stores == 0 and e.spill_loads == 0, f"{arch} {cfg.describe()}: {e}"
+    assert cfg.warps == (1 if rows <= 16 else 2 if rows <= 32 else 4)
+
+
+def test_a_build_without_splits_has_no_combine_entry():
+    from flashsim.gpu.launch import build_kernel
+
+    cfg = KernelConfig(head_dim=64, warps=1, kv_tile=64, stages=2, layout="bnhd", seqlens=True, pack_gqa=True)
+    build = build_kernel(cfg, "sm_90")
+    assert set(build.entry_points) == {"flash_fwd"}
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
+def test_the_budget_of_the_decode_and_combine_kernels(arch):
+    """flash_fwd's budget (ptxas registers, shared memory from the same formula as the kernel, blocks per SM) and
+    flash_combine's (no shared memory, 128 threads), for the decode configuration of the speed table (d = 128)."""
+    cfg = decode_config(arch, 128, 4)
+    main, combine = serving_budget(cfg, arch)
+    assert main.registers_source.startswith("ptxas") and main.reg.spill_stores == 0
+    assert main.smem_bytes == cfg.smem_bytes and main.fits
+    assert main.blocks_per_sm == min(main.occ.limits.values()) >= 2
+    assert combine.registers <= 64 and combine.spill_bytes == 0 and combine.threads == 128
+    assert combine.blocks_per_sm >= 8
+    assert "flash_combine" in combine.table() and "blocks/SM" in main.table()
