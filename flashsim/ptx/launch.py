@@ -28,6 +28,7 @@ from .errors import LaunchError
 from .machine import Machine
 from .memory import Memory, address
 from .module import Kernel
+from .sanitize import make_sanitizer, wave_blocks
 
 __all__ = ["launch", "Report"]
 
@@ -213,7 +214,7 @@ def launch(
         trace.bind(prog)
     report = Report(kernel.name, grid, block, trace=trace)
     n_total = grid[0] * grid[1] * grid[2]
-    per_wave = max(1, int(max_threads) // bt)
+    per_wave = wave_blocks(check, bt, total_shared, max(1, int(max_threads) // bt))
     counts = np.zeros(len(prog.ops), np.int64)
     t0 = time.perf_counter()
     for first in range(0, n_total, per_wave):
@@ -227,10 +228,9 @@ def launch(
         machine = Machine(
             prog, memory, n_blocks, bt, specials, kernel=kernel.name, locate=locate, spin_limit=spin_limit, trace=trace
         )
-        if check in ("racecheck", "initcheck"):
-            from .sanitize import make_sanitizer
-
-            machine.sanitizer = make_sanitizer(check, machine)
+        sanitizer = make_sanitizer(check, machine, block)
+        memory.hook = sanitizer
+        machine.sanitizer = sanitizer if check == "racecheck" else None
         machine.run()
         counts += machine.counts
         report.printf += machine.state.get("printf", [])

@@ -206,7 +206,7 @@ class Machine:
         self.spin_limit = spin_limit
         self.max_steps = max_steps
         self.locate = locate
-        self.sanitizer = sanitizer
+        self.sanitizer = sanitizer  # racecheck's synchronisation observer (flashsim.ptx.sanitize.RaceCheck) or None
         self.trace = trace
         self.current_pc = None  # the PC being run (errors name its line)
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
@@ -278,12 +278,15 @@ class Machine:
             self.R[s] = self.dtypes[s].type(self.clock)
         self.clock += end - start + 1
         trace = self.trace
+        sanitizer = self.sanitizer
         for pc in range(start, end + 1):
             g.pc = pc
             self.current_pc = pc
             if trace is not None and pc in trace.pcs:
                 trace.record(self, g, pc, before=True)
             ops[pc].run(g)
+            if sanitizer is not None:
+                sanitizer.executed(g, pc)
             if g.mask is not None and not g.mask.any():
                 self._finish(g, None)
                 return

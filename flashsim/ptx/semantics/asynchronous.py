@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import isa
+from ..errors import MemcheckError, SimulationError
 from ..ir import Imm, Reg
 from ..program import Decoded
 from .data import SPACES
@@ -30,7 +31,10 @@ class AsyncCopies:
         self.committed = np.zeros(machine.T, np.int64)
 
     def issue(self, threads, dst, src, cp: int, src_size) -> None:
-        self.records.append([threads, dst, src, cp, src_size, self.committed[threads].copy()])
+        pc = np.full(threads.size, self.m.current_pc, np.int64)  # the sanitizers name the cp.async's line
+        self.records.append([threads, dst, src, cp, src_size, self.committed[threads].copy(), pc])
+        if self.m.sanitizer is not None:
+            self.m.sanitizer.async_issued(threads, dst, cp)
 
     def commit(self, threads) -> None:
         self.committed[threads] += 1
@@ -44,20 +48,20 @@ class AsyncCopies:
         limit = None if keep_groups is None else self.committed - keep_groups  # groups below this are waited for
         left = []
         for rec in self.records:
-            th, dst, src, cp, size, group = rec
+            th, dst, src, cp, size, group, pc = rec
             sel = mine[th]
             if limit is not None:
                 sel &= group < limit[th]
             if sel.any():
-                self._copy(th[sel], dst[sel], src[sel], cp, size[sel])
+                self._copy(th[sel], dst[sel], src[sel], cp, size[sel], pc[sel])
                 rest = ~sel
                 if rest.any():
-                    left.append([th[rest], dst[rest], src[rest], cp, size[rest], group[rest]])
+                    left.append([th[rest], dst[rest], src[rest], cp, size[rest], group[rest], pc[rest]])
             else:
                 left.append(rec)
         self.records = left
 
-    def _copy(self, th, dst, src, cp, size) -> None:
+    def _copy(self, th, dst, src, cp, size, pc) -> None:
         m = self.m
         data = np.zeros((th.size, cp), np.uint8)
         full = size == cp
@@ -69,10 +73,15 @@ class AsyncCopies:
             data[k, :n] = m.mem.load(".global", src[k : k + 1] + np.arange(n, dtype=np.uint64), 1, np.full(n, th[k]))[
                 :, 0
             ]
-        m.mem.store(".shared", dst, data, th)
-        m.progress += 1
         if m.sanitizer is not None:
-            m.sanitizer.async_stored(th, dst, cp)
+            m.sanitizer.async_completed(th, dst, cp)
+        if m.mem.hook is None:
+            m.mem.store(".shared", dst, data, th)
+        else:  # the sanitizers see each cp.async instruction's part under its own PTX line
+            for p in np.unique(pc).tolist():
+                sel = pc == p
+                m.mem.store(".shared", dst[sel], data[sel], th[sel], pc=p)
+        m.progress += 1
 
 
 def copies(m) -> AsyncCopies:
@@ -201,7 +210,8 @@ class MBarriers:
     def get(self, g, key, t):
         st = self.state.get(key)
         if st is None:
-            raise self.m.error(f"mbarrier at shared offset {key[1]:#x} used before mbarrier.init", t)
+            cls = MemcheckError if self.m.mem.fault is MemcheckError else SimulationError
+            raise self.m.error(f"mbarrier at shared offset {key[1]:#x} used before mbarrier.init", t, cls)
         return st
 
     def init(self, g, addr, counts) -> None:
@@ -221,6 +231,8 @@ class MBarriers:
             st = self.get(g, key, int(lanes[k]))
             tokens[k] = st[0]
             st[3] += int(txs[k])
+            if self.m.sanitizer is not None:
+                self.m.sanitizer.mbarrier_arrive(key, lanes[k : k + 1])
             if inc:  # cp.async.mbarrier.arrive without .noinc: pending + 1, then the arrive: no net arrival
                 continue
             st[1] -= c
@@ -228,14 +240,16 @@ class MBarriers:
                 st[2] -= c
             if st[1] < 0:
                 raise self.m.error(f"mbarrier at shared offset {key[1]:#x}: more arrivals than expected", int(lanes[k]))
-            self._maybe_complete(st)
+            self._maybe_complete(st, key)
         self.m.progress += 1
         return tokens
 
-    def _maybe_complete(self, st) -> None:
+    def _maybe_complete(self, st, key) -> None:
         if st[1] == 0 and st[3] == 0:
             st[0] += 1
             st[1] = st[2]
+            if self.m.sanitizer is not None:
+                self.m.sanitizer.mbarrier_complete(key)
 
     def expect_tx(self, g, addr, tx) -> None:
         for k, key in enumerate(self._keys(g, addr)):
@@ -247,7 +261,7 @@ class MBarriers:
         for k, key in enumerate(self._keys(g, addr)):
             st = self.get(g, key, int(g.lanes()[k]))
             st[3] -= int(np.asarray(tx).reshape(-1)[k] if np.ndim(tx) else tx)
-            self._maybe_complete(st)
+            self._maybe_complete(st, key)
         self.m.progress += 1
 
     def done(self, g, addr, phase_or_parity, parity: bool) -> np.ndarray:
@@ -261,6 +275,8 @@ class MBarriers:
             out[k] = (st[0] & 1) != (want & 1) if parity else st[0] != want
             if out[k]:
                 polling.pop(int(lanes[k]), None)
+                if self.m.sanitizer is not None:
+                    self.m.sanitizer.mbarrier_acquire(key, lanes[k : k + 1])
             else:
                 polling[int(lanes[k])] = ("mbarrier", key[1], want & 1 if parity else want)
         return out

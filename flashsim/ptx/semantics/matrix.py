@@ -189,7 +189,5 @@ def ldmatrix(d: Decoded):
         rows = raw.view(np.uint16).reshape(th.shape[0], 8 * num, 8)
         regs = load_rows(rows, trans=trans)  # (W, 32, num)
         _scatter(g, dsts, None if g.mask is None and _warps(g) is None else th, regs)
-        if g.m.sanitizer is not None:
-            g.m.sanitizer.loaded(g, sp, addr, 16, rows_th)
 
     return d.op(run)
