@@ -291,8 +291,8 @@ class Memory:
         raise err
 
     def _whereabouts(self, space: str, a: int) -> str:
-        """Which buffer a faulting global address belongs to, or is just past: ``(argument 2, 4096 bytes: 4 bytes
-        past its end)``, ``(no buffer)``."""
+        """Which buffer a faulting global address belongs to, or is just past: ``(argument 2, 4096 bytes: the
+        access starts at its end)``, ``(no buffer)``."""
         if space != ".global":
             return ""
         i = int(np.searchsorted(self.bases, np.uint64(a), side="right")) - 1
@@ -301,7 +301,8 @@ class Memory:
         b = self.buffers[i]
         if a < int(self.ends[i]):
             return f" ({b.name}, {b.nbytes} bytes: offset {a - b.base})"
-        return f" ({b.name}, {b.nbytes} bytes: {a - int(self.ends[i])} bytes past its end)"
+        past = a - int(self.ends[i])
+        return f" ({b.name}, {b.nbytes} bytes: the access starts {f'{past} bytes past' if past else 'at'} its end)"
 
     def _check_align(self, addr, width, threads, space):
         if width > 1:
@@ -358,9 +359,8 @@ class Memory:
         self._check_align(addr, width, threads, space)
         bad = np.flatnonzero(addr + np.uint64(width) > np.uint64(limit))
         if bad.size:
-            self._error(
-                bad, threads, addr, f"{width}-byte {space[1:]} access past its {self._extent(space, limit)}", space
-            )
+            what = f"{width}-byte {space[1:]} {'store' if write else 'load'} past its {self._extent(space, limit)}"
+            self._error(bad, threads, addr, what, space)
         flat = arr.reshape(-1)
         off = row.astype(np.int64) * arr.shape[1] + addr.astype(np.int64)
         return [(flat, off, None)]

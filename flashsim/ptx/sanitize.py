@@ -47,7 +47,7 @@ from .errors import InitcheckError, RaceError
 
 __all__ = ["make_sanitizer", "wave_blocks", "RaceCheck", "InitCheck", "RACECHECK_BYTES"]
 
-RACECHECK_BYTES = 1 << 30  # shadow memory a wave of racecheck may hold
+RACECHECK_BYTES = 1 << 29  # shadow memory a wave of racecheck may hold (512 MiB)
 _PC_BITS = 24  # a read's shadow entry: epoch << 24 | PTX instruction index
 WARP_SYNC_OPCODES = ("shfl", "vote", "match", "redux", "elect", "mma", "ldmatrix", "stmatrix", "wmma", "movmatrix")
 
