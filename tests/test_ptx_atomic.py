@@ -492,3 +492,47 @@ def test_an_atomic_on_a_generic_local_address_is_an_error():
 """
     with pytest.raises(SimulationError, match="local"):
         P.launch(P.load(text, arch="sm_90").kernel("k"), 1, 32, [np.zeros(1, np.uint32)])
+
+
+# -- the silicon probes of flashsim.ptx.probes.memory: what they compare holds in the simulator ---------------------
+
+
+def _collide_probes():
+    from flashsim.ptx import probes
+
+    return [
+        p
+        for p in probes.probes("memory")
+        if p.name.startswith("collide") and len(p.args) > 3 and p.args[3].name == "chain"
+    ]
+
+
+@pytest.mark.nvrtc
+def test_the_chain_check_of_every_colliding_probe_is_zero():
+    """Each colliding probe's chain check is 0 for any serialisation, so the GPU's must be 0 too: here the
+    simulator's is."""
+    from flashsim.ptx import probes
+
+    for p in _collide_probes():
+        args, _ = probes.simulate(p)
+        assert not args[3].any(), p.key
+
+
+@pytest.mark.nvrtc
+def test_the_chain_check_sees_returns_no_order_gives(monkeypatch):
+    """Were every lane given the location's value from before the instruction (no serialisation), the chain
+    check of the colliding probes would not be 0."""
+    from flashsim.ptx import probes
+    from flashsim.ptx.semantics import atomic
+
+    real = atomic.serialise
+
+    def unserialised(op, t, init, b, c, segment, ftz):
+        _, after = real(op, t, init, b, c, segment, ftz)
+        return init.copy(), after
+
+    monkeypatch.setattr(atomic, "serialise", unserialised)
+    for p in _collide_probes():
+        if "_add_" in p.name or "_xor_" in p.name or "_exch_" in p.name:
+            args, _ = probes.simulate(p)
+            assert args[3][: probes.memory.LOCS].any(), p.key

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["f32_bits", "f32_special", "operand", "F32_SPECIAL"]
+__all__ = [
+    "f32_bits",
+    "f32_special",
+    "operand",
+    "F32_SPECIAL",
+    "F16_SPECIAL",
+    "BF16_SPECIAL",
+    "F64_SPECIAL",
+    "float_bits",
+    "int_bits",
+]
 
 F32_SPECIAL = np.array(
     [
@@ -78,3 +88,48 @@ def operand(k: int, arity: int, n: int, special=F32_SPECIAL, random=f32_bits):
         return np.concatenate([grid[:, k], random(rng, n - len(grid))]).astype(special.dtype)
 
     return make
+
+
+# -- the other formats of the atomics probes: float16, bfloat16, float64 bit patterns, integers of every width ------
+
+F16_SPECIAL = np.array(
+    [0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x83FF, 0x0400, 0x8400, 0x3C00, 0xBC00, 0x3C01, 0x3BFF, 0x7BFF,
+     0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0x1400, 0x0200, 0x6800],
+    np.uint16,
+)  # fmt: skip
+BF16_SPECIAL = np.array(
+    [0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x807F, 0x0080, 0x8080, 0x3F80, 0xBF80, 0x3F81, 0x3F7F, 0x7F7F,
+     0xFF7F, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81, 0x3B80, 0x0040, 0x4B00],
+    np.uint16,
+)  # fmt: skip
+F64_SPECIAL = np.array(
+    [0, 1 << 63, 1, (1 << 63) | 1, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x3FF0000000000000, 0xBFF0000000000000,
+     0x3FF0000000000001, 0x7FEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF, 0x7FF0000000000000, 0xFFF0000000000000,
+     0x7FF8000000000000, 0xFFF8000000000000, 0x7FF0000000000001, 0x3CA0000000000000, 0x0008000000000000],
+    np.uint64,
+)  # fmt: skip
+
+
+def float_bits(rng: np.random.Generator, n: int, exponent_bits: int, fraction_bits: int) -> np.ndarray:
+    """``n`` bit patterns of a binary float format (as uint64): a third uniform raw bits, a third of magnitude near
+    one (sums that round), a third subnormal or tiny (the flushes)."""
+    width = 1 + exponent_bits + fraction_bits
+    k = n // 3
+    sign = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(width - 1)
+    uniform = rng.integers(0, 1 << (width - 1), k, dtype=np.uint64)
+    bias = (1 << (exponent_bits - 1)) - 1
+    near = (rng.integers(bias - 4, bias + 4, k, dtype=np.uint64) << np.uint64(fraction_bits)) | rng.integers(
+        0, 1 << fraction_bits, k, dtype=np.uint64
+    )
+    tiny = rng.integers(0, 1 << (fraction_bits + 1), n - 2 * k, dtype=np.uint64)
+    return np.concatenate([uniform, near, tiny]) | sign
+
+
+def int_bits(rng: np.random.Generator, n: int, bits: int) -> np.ndarray:
+    """``n`` integers of ``bits`` (as uint64): uniform raw bits, with the edges 0, 1, the sign boundary and all
+    ones among them."""
+    hi = rng.integers(0, 1 << 32, n, dtype=np.uint64) << np.uint64(32)
+    out = (hi | rng.integers(0, 1 << 32, n, dtype=np.uint64)) & np.uint64((1 << bits) - 1)
+    edges = np.array([0, 1, 1 << (bits - 1), (1 << (bits - 1)) - 1, (1 << bits) - 1], np.uint64)
+    out[rng.choice(n, edges.size, replace=False)] = edges
+    return out
