@@ -67,7 +67,7 @@ def wave_blocks(check: str | None, block_threads: int, shared_bytes: int, per_wa
     and thread of a block) would pass RACECHECK_BYTES, at least one."""
     if check != "racecheck":
         return per_wave
-    per_block = max(shared_bytes, 1) * (8 * block_threads + 11)
+    per_block = max(shared_bytes, 1) * (8 * block_threads + 12)
     return max(1, min(per_wave, RACECHECK_BYTES // per_block))
 
 
@@ -155,6 +155,7 @@ class RaceCheck(_Observer):
         self.w_pc = np.zeros((nb, S), np.int32)
         self.w_atomic = np.zeros((nb, S), bool)
         self.reads = np.zeros((nb, S, bt), np.int64)  # epoch << _PC_BITS | pc, 0: no read since the last write
+        self.read_since = np.zeros((nb, S), bool)  # whether any thread read the byte since its last write
         self.p_thread = np.full((nb, S), -1, np.int32)  # the thread of a cp.async in flight to the byte, or -1
         self.p_pc = np.zeros((nb, S), np.int32)
         self.pending_any = False
@@ -197,24 +198,31 @@ class RaceCheck(_Observer):
                 self._report(kind, threads[k], pc, b, int(cols[k, j]), int(wt[k, j]), int(self.w_pc[b, cols[k, j]]))
         if not write:
             self.reads[r2, cols, lt[:, None]] = (own[:, None] << _PC_BITS) | pc
+            self.read_since[r2, cols] = True
             return
         if not atomic and n > 1:
             self._same_instruction(threads, rows, cols, pc)
-        seen = self.reads[r2, cols]  # (n, width, bt)
-        late = (seen >> _PC_BITS) > mine[:, None, :]
-        late[np.arange(n), :, lt] = False
-        if late.any():
-            k, j, reader = (int(x[0]) for x in np.nonzero(late))
-            b = int(rows[k])
-            pc_r = int(seen[k, j, reader] & ((1 << _PC_BITS) - 1))
-            self._report("write-after-read", threads[k], pc, b, int(cols[k, j]), reader, pc_r)
+        read = self.read_since[r2, cols]
+        if read.any():  # only the bytes read since their last write
+            k_idx, j_idx = np.nonzero(read)
+            seen = self.reads[rows[k_idx], cols[k_idx, j_idx]]  # (m, bt)
+            late = (seen >> _PC_BITS) > mine[k_idx]
+            late[np.arange(k_idx.size), lt[k_idx]] = False
+            if late.any():
+                e, reader = (int(x[0]) for x in np.nonzero(late))
+                k, j = int(k_idx[e]), int(j_idx[e])
+                b = int(rows[k])
+                pc_r = int(seen[e, reader] & ((1 << _PC_BITS) - 1))
+                self._report("write-after-read", threads[k], pc, b, int(cols[k, j]), reader, pc_r)
         if not record:
             return
         self.w_thread[r2, cols] = lt[:, None]
         self.w_epoch[r2, cols] = own[:, None]
         self.w_pc[r2, cols] = pc
         self.w_atomic[r2, cols] = atomic
-        self.reads[r2, cols] = 0
+        if read.any():
+            self.reads[rows[k_idx], cols[k_idx, j_idx]] = 0
+            self.read_since[r2, cols] = False
 
     # -- cp.async in flight -------------------------------------------------------------------------------
 
@@ -322,9 +330,8 @@ class RaceCheck(_Observer):
         lanes = g.lanes()
         if lanes.size == 0:
             return
-        m = self.m
-        warps = m.warp_of[lanes]
-        joined = np.zeros((m.n_warps, self.bt), np.int64)
-        np.maximum.at(joined, warps, self.vc[lanes])
-        self.vc[lanes] = joined[warps]
+        warps = self.m.warp_of[lanes]  # non-decreasing: lanes are in thread order, warps contiguous
+        starts = np.flatnonzero(np.diff(warps, prepend=-1))
+        joined = np.maximum.reduceat(self.vc[lanes], starts, axis=0)
+        self.vc[lanes] = np.repeat(joined, np.diff(np.append(starts, lanes.size)), axis=0)
         self.vc[lanes, self.local[lanes]] += 1
