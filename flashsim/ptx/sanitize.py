@@ -13,26 +13,28 @@ mbarrier, a warp synchronisation) publishes the thread's vector and then starts 
 barrier, an mbarrier wait that saw its phase complete, the end of a warp synchronisation) takes the elementwise
 maximum with what was published. An earlier access by thread t at epoch e is ordered before thread u's access iff
 t == u or ``vc[u][t] >= e``. Shadow state per shared byte of each block: the last writer (thread, epoch, PTX
-instruction, atomic or not) and, per thread of the block, the epoch and instruction of its last read since that
-write (8 bytes per byte and thread: launch runs as many blocks per wave as keep this under RACECHECK_BYTES). A read
-checks the last write (read-after-write), a write checks the last write (write-after-write), every read since it
-(write-after-read) and the other lanes of its own instruction; all of it whole-array numpy over the accessing lanes.
-What synchronises:
+instruction, atomic or not), per thread of the block the epoch and instruction of its last read since that write
+(8 bytes per byte and thread, and a flag per byte saying whether any read is kept: launch runs as many blocks per
+wave as keep this under RACECHECK_BYTES), and the cp.async in flight to it. A read checks the last write
+(read-after-write), a write checks the last write (write-after-write), every read since it (write-after-read) and
+the other lanes of its own instruction; all of it whole-array numpy over the accessing lanes. What synchronises:
   * bar.sync / barrier.sync / bar.red: the arriving threads release, the threads released at completion acquire
     (bar.arrive releases only); a named barrier with a thread count orders only the threads that take part in it;
   * mbarrier: an arrive (mbarrier.arrive, arrive_drop, cp.async.mbarrier.arrive) releases into the barrier; the
     completion of a phase fixes what a waiter of it acquires (a test_wait / try_wait that returns true);
-  * cp.async: the copy writes shared memory when it completes (cp.async.wait_group / wait_all of the issuing
-    thread, or the cp.async.mbarrier.arrive it was tied to), stamped with the issuing thread's epoch there and named
-    by the cp.async's own PTX line, so its write is ordered before what that thread (and whoever acquires from it)
-    does next, and unordered with whatever another thread did without synchronising with that completion;
+  * cp.async: its write may land at any moment between issue and completion (cp.async.wait_group / wait_all of the
+    issuing thread, or the cp.async.mbarrier.arrive it was tied to). At issue it is checked as a write of the
+    issuing thread against what came before, and its bytes are marked in flight: any access to them before the
+    completion is a hazard. At completion it is recorded as a write of the issuing thread at its epoch there, under
+    the cp.async's own PTX line, so it is ordered before what that thread (and whoever acquires from it) does next;
   * warp-synchronous instructions (bar.warp.sync = __syncwarp, shfl / vote / match / redux / elect .sync,
-    mma.sync, ldmatrix / stmatrix .sync, wmma): the lanes of a warp that run one together release and acquire among
-    themselves. Threads of one warp are otherwise not ordered (sm_70+ independent thread scheduling), so
-    intra-warp hazards are reported, as compute-sanitizer does.
+    mma.sync, ldmatrix / stmatrix .sync, wmma): the lanes of a warp that run one together release and acquire
+    among themselves (all of them: two member masks that split a warp and meet at one PC are joined as one).
+    Threads of one warp are otherwise not ordered (sm_70+ independent thread scheduling), so intra-warp hazards are
+    reported, as compute-sanitizer does.
 Atomics never conflict with atomics; an atomic conflicts with a plain access as a write does (only the last write of
 a byte is kept: a plain write followed by two atomics of other threads is checked against the first atomic only).
-Global memory is not checked (compute-sanitizer's racecheck checks shared memory too).
+Global memory is not checked, as compute-sanitizer's racecheck checks shared memory only.
 
 initcheck: a load of shared-memory bytes that no thread of the block wrote, or of local-memory bytes the thread
 itself did not write (InitcheckError); atomics read too. Global memory is initialised by definition: its arrays
