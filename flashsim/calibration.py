@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arch import get_arch
+from .settings import cache_override
 
 REFERENCE_ARCH = "sm_90"  # the architecture whose data ships with the package
 _PACKAGE_DATA = pathlib.Path(__file__).resolve().parent / "data"
@@ -60,7 +61,7 @@ def filename(kind: str, arch) -> str:
 
 def cache_root() -> pathlib.Path:
     """The user cache folder: $FLASHSIM_CACHE, else $XDG_CACHE_HOME/flashsim, else ~/.cache/flashsim."""
-    env = os.environ.get("FLASHSIM_CACHE")
+    env = cache_override()
     if env:
         return pathlib.Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 
 from .errors import GPUError
+from .settings import show_tracebacks
 
 # name -> module; a command is listed here only once its module does real work.
 COMMANDS = {
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
         return USER_ERROR
     except Exception as e:
         message = user_error_message(e)
-        if message is None or os.environ.get("FLASHSIM_TRACEBACK"):
+        if message is None or show_tracebacks():
             raise
         print(prefix + message, file=sys.stderr)
         return USER_ERROR

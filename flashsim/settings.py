@@ -31,7 +31,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-__all__ = ["EngineOptions", "default_mma_threads"]
+__all__ = ["EngineOptions", "default_mma_threads", "cache_override", "show_tracebacks"]
 
 _MAX_DEFAULT_THREADS = 8
 
@@ -115,3 +115,13 @@ def default_mma_threads() -> int:
     """Threads of the tensor-core kernel when the call gives none: $FLASHSIM_MMA_THREADS, else the CPUs this process
     may use, at most 8 (read on every call, so it follows the environment; one lookup, not the whole options)."""
     return _int(os.environ, "FLASHSIM_MMA_THREADS") or max(1, min(_cpus(), _MAX_DEFAULT_THREADS))
+
+
+def cache_override() -> str | None:
+    """$FLASHSIM_CACHE: the user cache folder flashsim.calibration uses instead of the platform's, or None."""
+    return os.environ.get("FLASHSIM_CACHE") or None
+
+
+def show_tracebacks() -> bool:
+    """$FLASHSIM_TRACEBACK set (non-empty): the CLI shows a user error's traceback instead of its one line."""
+    return bool(os.environ.get("FLASHSIM_TRACEBACK"))

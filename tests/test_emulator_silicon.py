@@ -44,8 +44,9 @@ def _cases():
 CASES = _cases()
 
 
-def check_case(path, case):
-    """Regenerate the inputs of ``case`` in the capture ``path``, run the emulator, compare every bit."""
+def check_case(path, case, backend="numpy"):
+    """Regenerate the inputs of ``case`` in the capture ``path``, run the emulator (``backend``: the numpy engine,
+    or "ptx": the kernel's own PTX in flashsim.ptx), compare every bit."""
     with np.load(path) as z:
         meta = json.loads(str(z[f"{case}_meta"]))
         o_gpu, lse_gpu = z[f"{case}_o"], z[f"{case}_lse"]
@@ -53,7 +54,7 @@ def check_case(path, case):
     q, k, v = c.inputs()
     assert inputs_sha256(q, k, v) == meta["inputs_sha256"], "regenerated inputs differ from those the GPU saw"
     o, lse, flagged = emulator_outputs(
-        q, k, v, c.config, meta["arch"], window_size=c.window, softcap=c.softcap, layout=c.layout
+        q, k, v, c.config, meta["arch"], backend, window_size=c.window, softcap=c.softcap, layout=c.layout
     )  # raw outputs, no overflow check
     if "overflow_row" in meta:  # the kernel's overflow flag
         assert flagged == meta["overflow_row"], (meta["name"], flagged, meta["overflow_row"])
@@ -69,6 +70,49 @@ def check_case(path, case):
 @pytest.mark.parametrize("file, case", CASES, ids=[f"{f[10:-4]}-{c}" for f, c in CASES])
 def test_emulator_reproduces_the_h200_bits(file, case):
     check_case(DATA / file, case)
+
+
+def _ptx_sample(per_file: int = 5) -> list:
+    """The cases flashsim.ptx reruns: per capture file the cheapest case of each distinct configuration and input
+    kind (configuration: accumulator, quant, head dim, element type, window, softcap, layout), at most
+    ``per_file``, so that every capture set and its features are sampled at CI cost."""
+    out = []
+    for path in sorted(DATA.glob("attn_sm90_*.npz")):
+        with np.load(path) as z:
+            metas = {c: json.loads(str(z[f"{c}_meta"])) for c in _case_keys(path)}
+
+        def cost(m):
+            b, h, _, nq, nk, d = m["shape"]
+            return b * h * -(-nq // 128) * nk * d
+
+        seen, picked = set(), []
+        for c, m in sorted(metas.items(), key=lambda cm: (cost(cm[1]), int(cm[0][1:]))):
+            cfg = m["config"]
+            key = (
+                cfg.get("pv_accum"),
+                cfg.get("quant"),
+                cfg.get("head_dim"),
+                cfg.get("dtype"),
+                str(m.get("window")),
+                m.get("softcap"),
+                m.get("layout"),
+                m.get("kind"),
+            )
+            if key not in seen and len(picked) < per_file:
+                seen.add(key)
+                picked.append((path.name, c))
+        out += picked
+    return out
+
+
+PTX_CASES = _ptx_sample() if CASES else []
+
+
+@pytest.mark.nvrtc  # the kernel's PTX comes from NVRTC
+@pytest.mark.parametrize("file, case", PTX_CASES, ids=[f"{f[10:-4]}-{c}" for f, c in PTX_CASES])
+def test_ptx_simulator_reproduces_the_h200_bits(file, case):
+    """kernel/flash_fwd.cu (and quantize.cu) as PTX in flashsim.ptx: the stored GPU bits, every one."""
+    check_case(DATA / file, case, backend="ptx")
 
 
 def test_replay_recaptures_the_same_cases_with_provenance(tmp_path, monkeypatch):

@@ -470,8 +470,10 @@ def test_forms_outside_the_isa_are_refused(line, why):
   ret;
 }}
 """
-    with pytest.raises(UnsupportedInstruction):
-        assert P.load(text, arch="sm_90").kernel("k").program is None  # decoding refuses it first
+    kern = P.load(text, arch="sm_90").kernel("k")
+    assert [e.line for e in kern.program.unsupported] == [11]  # the decoder names it ...
+    with pytest.raises(UnsupportedInstruction, match=why.split()[-1]):  # ... and a thread that reaches it raises
+        P.launch(kern, 1, 32, [np.zeros(4, np.uint32)])
 
 
 def test_an_atomic_on_a_generic_local_address_is_an_error():

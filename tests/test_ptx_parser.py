@@ -826,6 +826,7 @@ def test_flash_fwd_lineinfo_maps_to_the_source():
     assert pathlib.PurePath(m.files[index].path).name == "flash_fwd.cu"
     source = kernel_path("flash_fwd.cu").read_text().split("\n")
     asm = [i for i in m.functions["flash_fwd"].body if i.opcode in ("mma", "ldmatrix", "ex2", "mbarrier")]
+
     def statement(line: int) -> str:
         """The asm statement that ends on (or holds) 1-based ``line``: a multi-line asm string gets the .loc of the
         line its statement ends on, so the text runs back to the line that opens it."""

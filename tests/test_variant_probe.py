@@ -1,6 +1,6 @@
 """benchmarks/experiments/kernel_variant_probe.py builds its variant with the switch it is given, whatever main()
 does afterwards: until 2026-11-30 the switch's name was a variable that main's timing loop reused, so every timed
-"variant" was the patched source with the switch off (benchmarks/RESULTS.md, sixth round). No GPU: the builder is
+"variant" was the patched source with the switch off (found and fixed in commit 5cb28bf). No GPU: the builder is
 run on a stand-in for flashsim.gpu.launch.build_kernel that records what it is asked to build."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@
 # round_2.tar, ... (older rounds: logs/ loose beside them).
 #   captures (round.tar: captures/)      -> tests/data/   attn_sm90_{defaults,w8m1,specials,f16x2,variants,quant}.npz, mma_sm90.npz,
 #                                                          mma_sm90_summary.json, layout_sm90.npz, sfu_sample_sm90.npz
+#   ptx_isa/<topic>_sm90.npz             -> tests/data/ptx_isa/ (flashsim.ptx's silicon probes)
 #   sfu_tables_sm90.npz                  -> flashsim/data/sfu/ only with --sfu-tables (package data: ship new tables
 #                                           only when the calibration itself changed)
 #   logs/*.txt, json/*.json, summary.txt -> benchmarks/logs/<date>/  (<date>: the round's, from summary.txt;
@@ -57,7 +58,10 @@ for f in "$WORK"/captures/*; do     # anything else the round captured
   [[ -e $f ]] || continue
   name=$(basename "$f")
   [[ " ${CAPTURES[*]} " == *" $name "* ]] && continue
-  if [[ $name == sfu_tables_sm90.npz && $SFU_TABLES == 1 ]]; then
+  if [[ $name == ptx_isa && -d $f ]]; then   # the silicon probes of flashsim.ptx (no compiled stamp: each
+    mkdir -p tests/data/ptx_isa               # records its PTX's sha256, checked by tests/test_ptx_silicon.py)
+    cp "$f"/*.npz tests/data/ptx_isa/ && copied+=(tests/data/ptx_isa/*.npz)
+  elif [[ $name == sfu_tables_sm90.npz && $SFU_TABLES == 1 ]]; then
     cp "$f" flashsim/data/sfu/ && copied+=("flashsim/data/sfu/$name")
   elif [[ $name == sfu_tables_sm90.npz ]]; then
     echo "not copied: $name (package data: pass --sfu-tables to ship it)"

@@ -35,6 +35,9 @@
 #                         -> benchmarks/logs/<date>/sanitize.txt
 #   quantbench 29 s       benchmarks/bench_quant.py: INT8 / FP8 attention beside the f16 kernel and the ceilings
 #                         -> benchmarks/logs/<date>/quantbench.txt, bench_quant.json
+#   ptxisa    (new)       python3 -m flashsim.gpu.capture.isa: the silicon probes of flashsim.ptx -> captures/ptx_isa/
+#                         (collect_device_round.sh copies them to tests/data/ptx_isa/)
+#   ptxverify (new)       flashsim verify --ptx on small shapes: GPU, flashsim.ptx and the numpy engine three ways
 #   peak      9-10 s      benchmarks/bench_peak.py (flashsim bench peak), with --vary all and --sweep,
 #                         tests/test_gpu_peak.py -> benchmarks/logs/<date>/peak.txt, bench_peak*.json
 #   jax       ~2 min      tools/jax_gpu_bench.py --n 16384 and tools/jax_gpu_variants.py --n 16384 (the JAX engine
@@ -70,14 +73,14 @@
 # Exit status: 0 every step passed; 1 a step failed (the first failure stops the round); 2 bad usage; 3 out of time.
 set -euo pipefail
 
-ALL_STEPS=(captures verify tests sanitize bench)   # and, by name only: attn, quantbench, peak, jax
+ALL_STEPS=(captures verify tests sanitize bench)   # and, by name only: attn, quantbench, peak, jax, ptxisa, ptxverify
 # ESTIMATE: measured in the 2026-11-30 and 2026-12-01 rounds (summary_*.txt: attn 77-128 s, verify 35-45, tests
 # 54-78, sanitize 63-86, bench 45-55, quantbench 28-29, peak 9-10), with a margin (bench's was 180 s, which kept it
 # from starting with 102 s left in 2026-12-01f)
 declare -A ESTIMATE=([captures]=240 [attn]=150 [verify]=60 [tests]=150 [sanitize]=120 [bench]=90
-                     [quantbench]=45 [peak]=30 [jax]=150)                                                             # seconds, to plan
+                     [quantbench]=45 [peak]=30 [jax]=150 [ptxisa]=60 [ptxverify]=120)                                 # seconds, to plan
 declare -A CAP=([captures]=420 [attn]=300 [verify]=240 [tests]=420 [sanitize]=480 [bench]=420
-                [quantbench]=240 [peak]=240 [jax]=400)                                                                 # seconds, to kill
+                [quantbench]=240 [peak]=240 [jax]=400 [ptxisa]=240 [ptxverify]=300)                                   # seconds, to kill
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "$1"; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && usage 0
@@ -188,6 +191,21 @@ step_attn() {      # only the attention captures (after a change of kernel/flash
   for set in $ATTN_SETS; do capture_attn "$set" "$log" "$(left)" || return; done
   for set in $ATTN_SETS; do [[ -f $c/attn_sm90_$set.npz ]] || { echo "missing attn_sm90_$set.npz" | tee -a "$log"; return 1; }; done
   RESULT="$(echo $ATTN_SETS | wc -w) attention capture files ($(grep -c '^verdict: every bit agrees' "$log") sets bit-exact)"
+}
+
+step_ptxisa() {   # the silicon probes of flashsim.ptx (flashsim/ptx/probes): GPU outputs -> captures/ptx_isa/
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core || return
+  run "$log" "$(left)" $PY -m flashsim.gpu.capture.isa --out "$STAGE/captures/ptx_isa" || return
+  RESULT="$(ls "$STAGE/captures/ptx_isa" | wc -l) probe capture files"
+}
+
+step_ptxverify() {   # three ways on small shapes: GPU, the kernel's PTX in flashsim.ptx, the numpy engine
+  local log=$1
+  need_modules numpy ml_dtypes cuda.core || return
+  run "$log" "$(left)" $PY -m flashsim.cli verify --ptx --only --shape 1,2,200,200,64 --shape 1,1,130,257,128,causal \
+    --kinds normal,adversarial --pv-accum all --json "$STAGE/json/verify_ptx.json" || return
+  RESULT=$(grep -m1 '^verdict:' "$log" || echo "no verdict line")
 }
 
 step_verify() {

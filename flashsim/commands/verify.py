@@ -11,6 +11,9 @@ flashsim.provenance). --replay FILE.npz runs exactly the cases of such a file ag
 kinds and seeds; the regenerated inputs must hash as recorded), which is how tests/data/attn_sm90_*.npz are
 re-captured (tools/device_round.sh captures).
 
+--ptx adds a third witness: the kernel's own PTX run instruction by instruction in flashsim.ptx on the CPU
+(backend="ptx"), against the GPU's bits; a case passes only if all three agree (slow: meant for small shapes).
+
 --fa2-rule gpu|emulator adds a report of FlashAttention-2's own acceptance rule (max|out - out_ref| <= 2 max|out_pt -
 out_ref|, out_pt = PyTorch's f16 attention) on FlashAttention-2's 40-case grid for every pv_accum mode
 (flashsim.commands.fa2_rule), also under "fa2_rule" in --json. It is a report: its failing cases do not change the
@@ -31,7 +34,7 @@ import numpy as np
 from .. import gpu, provenance
 from ..config import SUPPORTED_HEAD_DIMS, SUPPORTED_M_TILES, SUPPORTED_PV_ACCUM, KernelConfig, pv_accums
 from ..diff import compare, kernel_coordinates
-from ..emulator import check_emulator_memory, engine_numpy
+from ..emulator import ENGINES, check_emulator_memory
 from ..gpu import runtime as rt
 from ..gpu.launch import NO_OVERFLOW
 from ..numerics import sfu
@@ -244,6 +247,11 @@ def add_arguments(p):
         help="run the cases saved in FILE by --save-cases (their configurations, shapes, kinds, seeds) instead "
         "of the default set (repeatable; --shape cases are added with the other options)",
     )
+    p.add_argument(
+        "--ptx",
+        action="store_true",
+        help="three ways: also run the kernel's own PTX in flashsim.ptx (CPU, slow: small shapes) against the GPU",
+    )
     fa2_rule.add_arguments(p)
 
 
@@ -443,26 +451,42 @@ def gpu_outputs(q, k, v, config, **options):
     return do.to_numpy(), dl.to_numpy(), None if value in (None, NO_OVERFLOW) else value
 
 
-def emulator_outputs(q, k, v, config, arch, **options):
-    """The emulator's (o, lse, overflow row): the same three values as ``gpu_outputs``, from the numpy engine."""
+def emulator_outputs(q, k, v, config, arch, backend: str = "numpy", **options):
+    """The emulator's (o, lse, overflow row): the same three values as ``gpu_outputs``, from the numpy engine (the
+    kernel's program) or with ``backend="ptx"`` from the kernel's own PTX run by flashsim.ptx."""
 
     prob = prepare(q, k, v, config=config, arch=arch, **options)
-    o, lse, rows = engine_numpy.run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=False)
+    o, lse, rows = ENGINES[backend].run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=False)
     return np.ascontiguousarray(to_bhnd(o, prob.layout)), lse, first_flagged(rows.flag) if config.pv_mma_f16 else None
 
 
-def verify_case(q, k, v, config, arch, **options):
-    """Run both executions; return (o_diff, lse_diff, gpu outputs (o, lse, overflow row), timings, overflow rows
-    (gpu, emulator)). O is compared as (B, H, N, d) whatever the layout (mismatch coordinates are the kernel's)."""
+def verify_case(q, k, v, config, arch, backend: str = "numpy", **options):
+    """Run the GPU and the emulator (``backend``); return (o_diff, lse_diff, gpu outputs (o, lse, overflow row),
+    timings, overflow rows (gpu, emulator)). O is compared as (B, H, N, d) whatever the layout (mismatch coordinates
+    are the kernel's)."""
 
     layout = options.get("layout") or "bhnd"
     t0 = time.perf_counter()
     o_g, lse_g, f_g = gpu_outputs(q, k, v, config, **options)
     t1 = time.perf_counter()
-    o_e, lse_e, f_e = emulator_outputs(q, k, v, config, arch, **options)
+    o_e, lse_e, f_e = emulator_outputs(q, k, v, config, arch, backend, **options)
     t2 = time.perf_counter()
     od = compare("O", np.ascontiguousarray(to_bhnd(o_g, layout)), np.ascontiguousarray(to_bhnd(o_e, layout)))
     return od, compare("LSE", lse_g, lse_e), (o_g, lse_g, f_g), (t1 - t0, t2 - t1), (f_g, f_e)
+
+
+def ptx_agrees(q, k, v, config, arch, gpu, **options) -> str:
+    """The third witness (--ptx): the kernel's own PTX in flashsim.ptx against the GPU's outputs ``gpu`` (o, lse,
+    overflow row); "" when every bit agrees, else what differs."""
+    o, lse, flag = emulator_outputs(q, k, v, config, arch, "ptx", **options)
+    bad = [
+        name
+        for name, a, b in (("O", gpu[0], o), ("LSE", gpu[1], lse))
+        if not np.array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
+    ]
+    if gpu[2] != flag:
+        bad.append(f"overflow row {flag} (gpu {gpu[2]})")
+    return ", ".join(bad)
 
 
 def case_meta(name, arch, case: Case, q, k, v) -> dict:
@@ -592,9 +616,8 @@ def run(args) -> int:
     for case in cases:
         cfg = case.config
         q, k, v = case.inputs()
-        od, ld, outs, times, flags = verify_case(
-            q, k, v, cfg, arch, window_size=case.window, softcap=case.softcap, layout=case.layout
-        )
+        case_options = dict(window_size=case.window, softcap=case.softcap, layout=case.layout)
+        od, ld, outs, times, flags = verify_case(q, k, v, cfg, arch, **case_options)
         name = case.name()
         where = ""
         for diff, kindname in ((od, "o"), (ld, "lse")):
@@ -608,7 +631,10 @@ def run(args) -> int:
                 )
         if flags[0] != flags[1]:
             where = f"overflow flag: gpu row {flags[0]}, emulator row {flags[1]}" + (f"; {where}" if where else "")
-        ok = od.ok and ld.ok and flags[0] == flags[1]
+        ptx_bad = ptx_agrees(q, k, v, cfg, arch, outs, **case_options) if args.ptx else ""
+        if ptx_bad:
+            where = f"flashsim.ptx differs from the GPU in {ptx_bad}" + (f"; {where}" if where else "")
+        ok = od.ok and ld.ok and flags[0] == flags[1] and not ptx_bad
         all_ok &= ok
         print(
             f"{name:{width}} {od.bit_equal_fraction:9.4%} {od.max_ulp:6d} {ld.bit_equal_fraction:10.4%} "

@@ -12,12 +12,12 @@ import numpy as np
 from ..overflow import OverflowCheck, check_mode, first_flagged, overflow_error, v_head
 from ..problem import check_memory, prepare, shape_text, to_bhnd
 from ..settings import EngineOptions
-from . import engine_jax, engine_numpy
+from . import engine_jax, engine_numpy, engine_ptx
 from .reference import reference_attention
 
 __all__ = ["attention", "reference_attention", "check_emulator_memory", "ENGINES"]
 
-ENGINES = {"numpy": engine_numpy, "jax": engine_jax}  # backend -> engine module (run, peak_bytes)
+ENGINES = {"numpy": engine_numpy, "jax": engine_jax, "ptx": engine_ptx}  # backend -> module (run, peak_bytes)
 
 
 def _engine(backend: str):
@@ -65,10 +65,11 @@ def attention(
     "f32", or "f16x2": f16 sums of 64 keys from zero added to an f32 O, V in the range that keeps them finite:
     flashsim.config.FP8_V_RANGE). ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's
     default configuration for these options. Options left out (None) take the config's values, or the defaults;
-    given, they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default) or "jax";
-    ``engine``: how the engine runs (flashsim.settings.EngineOptions: threads, memory limit, the JAX engine's
-    form; the same bits whatever they are; default: from the environment). A problem whose emulation would not fit
-    in memory is refused first (the engine's ``peak_bytes`` against ``EngineOptions.max_bytes`` or this machine's).
+    given, they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default), "jax", or "ptx"
+    (the kernel's own PTX in flashsim.ptx, slow: for verification); ``engine``: how the engine runs
+    (flashsim.settings.EngineOptions: threads, memory limit, the JAX engine's form; the same bits whatever they are;
+    default: from the environment). A problem whose emulation would not fit in memory is refused first (the engine's
+    ``peak_bytes`` against ``EngineOptions.max_bytes`` or this machine's).
     With an f16 P@V mma on f16 P and V (pv_accum "f16" or "f16x2" without FP8) a row whose f16 accumulator
     overflowed raises FloatingPointError naming the row and the bound, as the GPU runner does (flashsim.overflow);
     ``check_overflow=False`` returns the kernel's inf / NaN instead; "deferred" returns (o, lse, check) with
@@ -104,7 +105,8 @@ def attention(
         flat = first_flagged(rows.flag) if prob.config.pv_mma_f16 else None
         if flat is not None:
             vh = v_head(prob, v, flat)
-            raise overflow_error(prob, flat, float(np.abs(vh.astype(np.float32)).max()), float(rows.l.flat[flat]))
+            l = None if rows.l is None else float(rows.l.flat[flat])  # the ptx engine has the kernel's outputs only
+            raise overflow_error(prob, flat, float(np.abs(vh.astype(np.float32)).max()), l)
 
     if mode == "deferred":
         return o, lse, OverflowCheck(check)

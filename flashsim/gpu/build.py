@@ -69,14 +69,18 @@ def kernel_path(relative: str) -> pathlib.Path:
 
 
 @lru_cache(maxsize=1)
+def _toolkit_roots() -> list[str]:
+    """$CUDA_HOME and $CUDA_PATH where set: the platform's convention for where the CUDA toolkit lies."""
+    return [r for r in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")) if r]
+
+
 def cuda_include_dirs() -> tuple[str, ...]:
     """Folders holding the CUDA toolkit headers (cuda_fp16.h...), first found first; () if none.
 
     NVRTC knows no include folder by itself. Looked at, in order: $CUDA_HOME / $CUDA_PATH, the pip wheels
     (nvidia/cu13/include, nvidia/cuda_runtime/include, nvidia/cuda_nvrtc/include), /usr/local/cuda, nvcc's.
     """
-    candidates = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
-    candidates = [os.path.join(c, "include") for c in candidates if c]
+    candidates = [os.path.join(c, "include") for c in _toolkit_roots()]
     for entry in sys.path:
         for sub in (
             "nvidia/cu13/include",
@@ -525,8 +529,8 @@ def cuda_tool(name: str) -> str:
     found = shutil.which(name)
     if found:
         return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (pathlib.Path(root) / "bin" / name).is_file():
+    for root in (*_toolkit_roots(), "/usr/local/cuda"):
+        if (pathlib.Path(root) / "bin" / name).is_file():
             return str(pathlib.Path(root) / "bin" / name)
     spec = importlib.util.find_spec("nvidia")
     for root in spec.submodule_search_locations if spec else []:

@@ -161,29 +161,106 @@ def output_shape(prob) -> tuple:
     return (p.batch, p.heads, p.nq, p.head_dim) if p.layout == "bhnd" else (p.batch, p.nq, p.heads, p.head_dim)
 
 
-class QuantPlan:
-    """The quantization pass of one Problem (quant "int8" / "int8-fp8"): kernel/quantize.cu's kernels (k_mean,
-    quantize_k, quantize_q; with FP8 P@V also v_absmax, quantize_v) with their launch configurations and scalars,
-    and the scratch layout they write (``scratch_layout``)."""
+QUANT_KERNELS = ("k_mean", "quantize_k", "quantize_q", "v_absmax", "quantize_v")  # kernel/quantize.cu, in order
 
-    __slots__ = ("kernels", "configs", "layout", "q_scalars", "k_scalars", "v_scalars", "nkp")
+
+def quant_dims(prob) -> tuple:
+    """(grid, block) of each of QUANT_KERNELS for ``prob``."""
+    p = prob
+    rows = QUANT_BLOCK * QUANT_WARPS  # rows per quantize_k / quantize_q block
+    return (
+        ((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
+        ((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
+        ((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)),
+        ((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
+        ((fp8_keys(p.nk) // MMA8_K, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)),
+    )
+
+
+def attention_dims(prob) -> tuple:
+    """(grid, block, dynamic shared bytes) of flash_fwd for ``prob``."""
+    cfg = prob.config
+    return (prob.q_blocks, prob.heads, prob.batch), (cfg.threads, 1, 1), cfg.smem_bytes
+
+
+def launch_list(prob, q: int, k: int, v: int, o: int, lse: int, overflow: int = 0, scratch: int = 0) -> list:
+    """Every launch of one attention call in order, without a GPU: (kernel name, grid, block, dynamic shared bytes,
+    arguments) with the addresses given as ints; the quantization pass's kernels (kernel/quantize.cu, with a
+    quant) before flash_fwd. ``launch_plan`` enqueues the same launches on a GPU; flashsim.ptx runs them on a CPU."""
+    grid, block, smem = attention_dims(prob)
+    attend = (
+        KERNEL_NAME,
+        grid,
+        block,
+        smem,
+        attention_args(prob, kernel_scalars(prob), q, k, v, o, lse, overflow, scratch),
+    )
+    if not prob.config.int8:
+        return [attend]
+    passes = zip(QUANT_KERNELS, quant_dims(prob), quant_args(prob, q, k, v, scratch))
+    return [(name, g, b, 0, args) for name, (g, b), args in passes] + [attend]
+
+
+def _pointers(prob, scratch: int) -> dict:
+    return {name: scratch + off for name, (off, _, _) in scratch_layout(prob).items()}
+
+
+def quant_args(prob, q: int, k: int, v: int, scratch: int) -> list:
+    """The arguments of each kernel of the quantization pass (QUANT_KERNELS; the FP8 V pair only with FP8 P@V)."""
+    p = prob
+    s = _pointers(p, scratch)
+    u = np.uint64
+    ks = tuple(np.int64(x) for x in strides(p, "kv"))
+    qs = tuple(np.int64(x) for x in strides(p, "q"))
+    args = [
+        (u(k), u(s["mean"]), np.int32(p.nk), *ks),
+        (u(k), u(s["mean"]), u(s["k8"]), u(s["k_scale"]), np.int32(p.nk), *ks),
+        (u(q), u(s["mean"]), u(s["q8"]), u(s["q_scale"]), u(s["corr"]), np.int32(p.nq), np.int32(p.group), *qs),
+    ]
+    if p.config.fp8_pv:
+        args += [
+            (u(v), u(s["v_inv"]), u(s["v_deq"]), np.int32(p.nk), *ks, *v_scalars(p.config.fp8_v_range)),
+            (u(v), u(s["v_inv"]), u(s["v8t"]), np.int32(p.nk), np.int32(fp8_keys(p.nk)), *ks),
+        ]
+    return args
+
+
+def attention_args(prob, scalars, q, k, v, o, lse, overflow, scratch: int = 0) -> tuple:
+    """flash_fwd's arguments: the six pointers (with a quant the quantized q / k / V^T from the scratch), the
+    scalars (``kernel_scalars``), then the quant's scales, correction, V's factors and padded key count (null and 0
+    without one)."""
+    u = np.uint64
+    if not prob.config.int8:
+        return (u(q), u(k), u(v), u(o), u(lse), u(overflow), *scalars, *_NO_QUANT_ARGS)
+    s = _pointers(prob, scratch)
+    fp8 = prob.config.fp8_pv
+    return (
+        u(s["q8"]),
+        u(s["k8"]),
+        u(s["v8t"]) if fp8 else u(v),
+        u(o),
+        u(lse),
+        u(overflow),
+        *scalars,
+        u(s["q_scale"]),
+        u(s["k_scale"]),
+        u(s["corr"]),
+        u(s["v_deq"]) if fp8 else u(0),
+        np.int32(fp8_keys(prob.nk) if fp8 else 0),
+    )
+
+
+class QuantPlan:
+    """The quantization pass of one Problem (quant "int8" / "int8-fp8"): kernel/quantize.cu's kernels
+    (QUANT_KERNELS; the FP8 V pair used only with FP8 P@V) with their launch configurations (``quant_dims``), and the
+    scratch layout they write (``scratch_layout``)."""
+
+    __slots__ = ("kernels", "configs", "layout")
 
     def __init__(self, prob, kernels):
-        p = prob
-        self.kernels = kernels  # (k_mean, quantize_k, quantize_q, v_absmax, quantize_v)
-        self.layout = scratch_layout(p)
-        rows = QUANT_BLOCK * QUANT_WARPS  # rows per quantize_k / quantize_q block
-        self.nkp = fp8_keys(p.nk)  # V^T's padded key count (FP8 P@V: a kernel argument)
-        self.configs = (
-            rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
-            rt.launch_config((-(-p.nk // rows), p.heads_kv, p.batch), (32 * QUANT_WARPS, 1, 1)),
-            rt.launch_config((-(-p.nq // rows), p.heads, p.batch), (32 * QUANT_WARPS, 1, 1)),
-            rt.launch_config((p.head_dim // 32, p.heads_kv, p.batch), (32, MEAN_SLICES, 1)),
-            rt.launch_config((self.nkp // MMA8_K, p.heads_kv, p.batch), (QUANT_V_THREADS, 1, 1)),
-        )
-        self.k_scalars = tuple(np.int64(x) for x in strides(p, "kv"))
-        self.q_scalars = tuple(np.int64(x) for x in strides(p, "q"))
-        self.v_scalars = v_scalars(p.config.fp8_v_range) if p.config.fp8_pv else ()  # v_absmax's range arguments
+        self.kernels = kernels
+        self.layout = scratch_layout(prob)
+        self.configs = tuple(rt.launch_config(grid, block) for grid, block in quant_dims(prob))
 
     def pointers(self, scratch_ptr: int) -> dict:
         return {name: scratch_ptr + off for name, (off, _, _) in self.layout.items()}
@@ -238,9 +315,7 @@ def _quant_kernels_for(config: KernelConfig, arch: str) -> tuple:
     kerns = _KERNELS.get(key)
     if kerns is None:
         build = build_quantize(config, arch)
-        kerns = _KERNELS[key] = tuple(
-            rt.load(build, name) for name in ("k_mean", "quantize_k", "quantize_q", "v_absmax", "quantize_v")
-        )
+        kerns = _KERNELS[key] = tuple(rt.load(build, name) for name in QUANT_KERNELS)
     return kerns
 
 
@@ -272,7 +347,7 @@ def plan_for(prob) -> Plan:
 
         _core_launch = core_launch
     kern = kernel_for(cfg, prob.arch)
-    grid, block = (prob.q_blocks, prob.heads, prob.batch), (cfg.threads, 1, 1)
+    grid, block, _ = attention_dims(prob)
     what = f"kernel {KERNEL_NAME} (grid {grid}, block {block}, {cfg.smem_bytes} B dynamic smem; {cfg.describe()})"
     quant = None
     if cfg.int8:
@@ -322,93 +397,17 @@ def launch_plan(
             f"{plan.scratch_bytes} B (got pointer {scratch_ptr:#x})"
         )
     try:
-        if qp is None:
-            _core_launch(
-                stream,
-                plan.launch_config,
-                plan.kernel.kernel,
-                q_ptr,
-                k_ptr,
-                v_ptr,
-                o_ptr,
-                lse_ptr,
-                np.uint64(overflow_ptr),
-                *plan.scalars,
-                *_NO_QUANT_ARGS,
+        if qp is not None and quantize:
+            kernels = [kern.kernel for kern in qp.kernels]
+            for config, kern, args in zip(
+                qp.configs, kernels, quant_args(plan.problem, q_ptr, k_ptr, v_ptr, scratch_ptr)
+            ):
+                _core_launch(stream, config, kern, *args)
+        if qp is None or attend:
+            args = attention_args(
+                plan.problem, plan.scalars, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, overflow_ptr, scratch_ptr
             )
-            return
-        p = plan.problem
-        s = qp.pointers(scratch_ptr)
-        u = np.uint64
-        fp8 = p.config.fp8_pv
-        if quantize:
-            k_mean, quantize_k, quantize_q, v_absmax, quantize_v = (kern.kernel for kern in qp.kernels)
-            _core_launch(stream, qp.configs[0], k_mean, u(k_ptr), u(s["mean"]), np.int32(p.nk), *qp.k_scalars)
-            _core_launch(
-                stream,
-                qp.configs[1],
-                quantize_k,
-                u(k_ptr),
-                u(s["mean"]),
-                u(s["k8"]),
-                u(s["k_scale"]),
-                np.int32(p.nk),
-                *qp.k_scalars,
-            )
-            _core_launch(
-                stream,
-                qp.configs[2],
-                quantize_q,
-                u(q_ptr),
-                u(s["mean"]),
-                u(s["q8"]),
-                u(s["q_scale"]),
-                u(s["corr"]),
-                np.int32(p.nq),
-                np.int32(p.group),
-                *qp.q_scalars,
-            )
-            if fp8:
-                _core_launch(
-                    stream,
-                    qp.configs[3],
-                    v_absmax,
-                    u(v_ptr),
-                    u(s["v_inv"]),
-                    u(s["v_deq"]),
-                    np.int32(p.nk),
-                    *qp.k_scalars,
-                    *qp.v_scalars,
-                )
-                _core_launch(
-                    stream,
-                    qp.configs[4],
-                    quantize_v,
-                    u(v_ptr),
-                    u(s["v_inv"]),
-                    u(s["v8t"]),
-                    np.int32(p.nk),
-                    np.int32(qp.nkp),
-                    *qp.k_scalars,
-                )
-        if attend:
-            _core_launch(
-                stream,
-                plan.launch_config,
-                plan.kernel.kernel,
-                u(s["q8"]),
-                u(s["k8"]),
-                u(s["v8t"]) if fp8 else v_ptr,
-                o_ptr,
-                lse_ptr,
-                np.uint64(overflow_ptr),
-                *plan.scalars,
-                u(s["q_scale"]),
-                u(s["k_scale"]),
-                u(s["corr"]),
-                u(s["v_deq"]) if fp8 else u(0),
-                np.int32(qp.nkp if fp8 else 0),
-            )
+            _core_launch(stream, plan.launch_config, plan.kernel.kernel, *args)
     except Exception as exc:
         rt.launch_failed(plan.what, exc)
 

@@ -26,7 +26,8 @@ class UnknownKernel(ValueError, LookupError):
 class UnsupportedInstruction(ValueError):
     """An instruction (opcode and modifiers) the simulator does not implement for the arch: never guessed, never
     skipped. ``opcode`` is the full spelling (``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``), ``line`` its
-    PTX line, ``kernel`` the entry being built, ``reason`` what is missing."""
+    PTX line, ``kernel`` the entry being built, ``reason`` what is missing. Raised when a thread reaches the
+    instruction; ``Kernel.program.unsupported`` lists every one of a kernel beforehand."""
 
     def __init__(self, opcode: str, line: int, kernel: str, reason: str):
         self.opcode, self.line, self.kernel, self.reason = opcode, line, kernel, reason

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import batching, vectorize
 from .barriers import Barriers
 from .errors import Deadlock, SimulationError
 
@@ -209,6 +210,10 @@ class Machine:
         self.sanitizer = sanitizer  # racecheck's synchronisation observer (flashsim.ptx.sanitize.RaceCheck) or None
         self.trace = trace
         self.current_pc = None  # the PC being run (errors name its line)
+        # mma's batched per block (flashsim.ptx.batching); not under a trace, which reads registers at each PC
+        self.batch_plan = prog.batch_plan if trace is None else None
+        self.schedule = prog.schedule if trace is None else None  # lane-wise ops stacked (flashsim.ptx.vectorize)
+        self._group_slots: dict = {}
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
 
     # -- scheduling -------------------------------------------------------------------------------------
@@ -279,9 +284,32 @@ class Machine:
         self.clock += end - start + 1
         trace = self.trace
         sanitizer = self.sanitizer
-        for pc in range(start, end + 1):
+        plan = self.batch_plan
+        pending = None
+        items = self.schedule.items.get(start) if self.schedule is not None else None
+        flush_at = self.schedule.flush_first[start] if items is not None else None
+        for index, item in enumerate(range(start, end + 1) if items is None else items):
+            pc = item if type(item) is int else item[0]
             g.pc = pc
             self.current_pc = pc
+            if plan is not None:
+                if (
+                    pending is not None
+                    and pending.entries
+                    and (plan.flush_before[pc] if flush_at is None else index in flush_at)
+                ):
+                    batching.flush(g, pending, _scatter_words)
+                if plan.deferrable[pc]:
+                    pending = self._defer(g, pc, pending)
+                    if sanitizer is not None:  # a deferred mma.sync still orders its warp's lanes here
+                        sanitizer.executed(g, pc)
+                    if g.mask is not None and not g.mask.any():
+                        self._finish(g, None)
+                        return
+                    continue
+            if type(item) is not int:  # congruent lane-wise ops, run once stacked (flashsim.ptx.vectorize)
+                vectorize.run_group(g, prog, item, self._group_slots)
+                continue
             if trace is not None and pc in trace.pcs:
                 trace.record(self, g, pc, before=True)
             ops[pc].run(g)
@@ -290,7 +318,24 @@ class Machine:
             if g.mask is not None and not g.mask.any():
                 self._finish(g, None)
                 return
+        if pending is not None and pending.entries:
+            self.current_pc = end
+            batching.flush(g, pending, _scatter_words)
         self._finish(g, end + 1)
+
+    def _defer(self, g: Group, pc: int, pending):
+        """Defer the mma at ``pc`` for the group's warps (flashsim.ptx.batching); flush first when the warps
+        changed (lanes stopped at a warp-synchronous instruction)."""
+        info = self.prog.ops[pc].info
+        if g.mask is not None and not g.converge(info.member):
+            return pending
+        threads = _warp_threads(g)
+        if pending is None:
+            pending = batching.Pending()
+        elif pending.entries and not _same_threads(pending.threads, threads):
+            batching.flush(g, pending, _scatter_words)
+        pending.add(g, info, threads)
+        return pending
 
     def _finish(self, g: Group, next_pc) -> None:
         """Apply a block's ending to its lanes: fall through to ``next_pc``, or what its terminator recorded."""
@@ -324,7 +369,8 @@ class Machine:
             return ("barrier", int(self.block_of[t]), int(self.barriers.bar_id[t]))
         if self.wait[t] == WAIT_SYNC:
             return ("sync",)
-        poll = self.state.get("polling", {}).get(t)
+        mbarriers = self.state.get("mbarrier")
+        poll = mbarriers.waits_for(t) if mbarriers is not None else None
         return poll if poll is not None else ("spin",)
 
     # -- reports ----------------------------------------------------------------------------------------
@@ -347,6 +393,43 @@ class Machine:
                 break
         t = int(np.flatnonzero(live)[0])
         raise Deadlock(f"deadlock: {why}\n" + "\n".join(lines), **self.locate(t))
+
+
+def _warp_threads(g: Group):
+    """The (W, 32) threads of the group's whole warps, or None when it is every thread of a wave of whole warps."""
+    m = g.m
+    if g.mask is None and m.block_threads % 32 == 0:
+        return None
+    lanes = g.lanes()
+    warps = np.unique(m.warp_of[lanes])
+    first = lanes[np.searchsorted(m.warp_of[lanes], warps)]
+    if lanes.size != 32 * warps.size or (m.lane_of[first] != 0).any():
+        raise m.error(
+            "a .aligned warp instruction with part of a warp (its other lanes exited or diverged)", int(lanes[0])
+        )
+    return first[:, None] + np.arange(32)[None, :]
+
+
+def _same_threads(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.shape == b.shape and bool((a == b).all())
+
+
+def _scatter_words(g: Group, slots, threads, words) -> None:
+    """Register ``slots[k]`` := row k of ``words`` (len(slots), threads) uint32 on the warps ``threads`` (None: every
+    thread of the wave; the rows then become the registers, views of one buffer: registers are never written in
+    place)."""
+    R = g.R
+    if threads is None:
+        for k, s in enumerate(slots):
+            R[s] = words[k]
+        return
+    idx = threads.reshape(-1)
+    for k, s in enumerate(slots):
+        new = np.broadcast_to(np.asarray(R[s]), (g.m.T,)).astype(g.m.dtypes[s], copy=True)
+        new[idx] = words[k]
+        R[s] = new
 
 
 def _wait_text(info) -> str:

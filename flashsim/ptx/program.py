@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import isa
+from . import batching, isa, vectorize
 from .errors import UnsupportedInstruction
 from .ir import SPECIAL_REGISTERS, TYPE_SIZES, Addr, Function, Imm, Instruction, Module, Reg, Sink, Sym, Var
 
@@ -60,7 +60,9 @@ def reg_bits(type_name: str) -> int:
 class Op:
     """One decoded instruction. ``run(g)`` executes it for the lanes of group ``g`` (flashsim.ptx.machine.Group);
     ``kind`` PLAIN, BRANCH, EXIT, BARRIER, CALL or RETURN; ``name`` the full spelling (opcode and modifiers);
-    ``line`` the PTX line; ``loc`` the .loc (file, line, column) or None; ``function`` the function's name."""
+    ``line`` the PTX line; ``loc`` the .loc (file, line, column) or None; ``function`` the function's name;
+    ``regs`` the register slots its operands name, ``writes`` those it writes; ``info`` a builder's description
+    for later passes."""
 
     run: object
     kind: int
@@ -68,6 +70,9 @@ class Op:
     line: int
     loc: tuple | None
     function: str
+    regs: set = field(default_factory=set)  # every register slot the instruction names (its guard too)
+    writes: set = field(default_factory=set)  # the slots it names as destinations (Decoded.dst)
+    info: object = None  # what a later pass needs to know of it (flashsim.ptx.batching: an mma's operands)
 
 
 @dataclass
@@ -90,7 +95,8 @@ class Program:
     FunctionInfo; ``param_layout`` kernel parameter name -> (offset, size, Param); ``param_size`` their bytes;
     ``shared_static`` the static shared-memory variables -> offset; ``shared_size`` their bytes (dynamic shared
     memory starts at ``dynamic_offset``); ``local_layout`` / ``local_size`` the per-thread local frame;
-    ``const_layout`` / ``const_image`` the constant bank; ``global_vars`` the module's .global variables."""
+    ``const_layout`` / ``const_image`` the constant bank; ``global_vars`` the module's .global variables;
+    ``unsupported`` the UnsupportedInstruction of every instruction it cannot run (raised when a thread reaches it)."""
 
     def __init__(self, module: Module, kernel: Function, arch: str, memory_layout, contraction=None):
         self.module, self.kernel_fn, self.arch = module, kernel, arch
@@ -107,6 +113,7 @@ class Program:
         self.functions: dict[str, FunctionInfo] = {}
         self.labels: dict[tuple[str, str], int] = {}
         self.call_returns: dict[int, list] = {}  # call PC -> (callee frame offset, caller frame offset, size)
+        self.unsupported: list[UnsupportedInstruction] = []  # instructions decoded into ops that raise when run
         self._leaders: set[int] = set()
         self._decode_all()
 
@@ -212,6 +219,8 @@ class Program:
         for a, b in zip(starts, starts[1:] + [n]):
             self.block_end[a] = b - 1
         self.op_names = [op.name for op in self.ops]
+        self.batch_plan = batching.plan(self)
+        self.schedule = vectorize.schedule(self, self.batch_plan.flush_before)
 
     def _implicit_end(self, fn: Function, info: FunctionInfo) -> Op:
         """The op after a body's last instruction: falling off the end of a kernel exits, of a function returns."""
@@ -228,15 +237,26 @@ class Program:
                 if isa.builder(ins.opcode) is None and not any(isa.builder(ins.opcode, (t,)) for t in (".b32", ".f32"))
                 else "type not implemented for this opcode"
             )
-            raise UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, what)
+            return self._unsupported(UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, what), fn, ins)
         d = Decoded(self, fi, fn, ins, pc)
         try:
             op = build(d)
         except isa.Unsupported as exc:
-            raise UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, str(exc)) from None
+            return self._unsupported(UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, str(exc)), fn, ins)
         if ins.pred is not None:
             op = d.guarded(op)
         return op
+
+    def _unsupported(self, error: UnsupportedInstruction, fn: Function, ins: Instruction) -> Op:
+        """An instruction the simulator does not implement: recorded in ``unsupported``, and an op that raises the
+        error when a thread reaches it (so a kernel whose unsupported forms lie on paths a launch never takes, an
+        error branch say, still runs; one that reaches them stops there, never guessing)."""
+        self.unsupported.append(error)
+
+        def run(g):
+            raise error
+
+        return Op(run, PLAIN, ins.opcode + "".join(ins.mods), ins.line, ins.loc, fn.name)
 
     # -- queries ----------------------------------------------------------------------------------------
 
@@ -261,18 +281,22 @@ class Decoded:
         self.mods = isa.Mods(ins.mods)
         self.name = ins.opcode + "".join(ins.mods)
         self.key = (fn.name, pc - prog.functions[fn.name].start)  # (function, index in its body)
+        self.touched: set[int] = set()  # the register slots the builder asked for (Op.regs)
+        self.written: set[int] = set()  # those asked for as destinations (Op.writes)
 
     @property
     def operands(self) -> tuple:
         return self.ins.operands
 
-    def op(self, run, kind: int = PLAIN) -> Op:
-        return Op(run, kind, self.name, self.ins.line, self.ins.loc, self.fn.name)
+    def op(self, run, kind: int = PLAIN, info=None) -> Op:
+        return Op(run, kind, self.name, self.ins.line, self.ins.loc, self.fn.name, self.touched, self.written, info)
 
     def reg(self, operand) -> int:
         if not isinstance(operand, Reg):
             raise isa.Unsupported(f"expected a register, got {operand!r}")
-        return self.prog.register(self.fi, operand.name, self.fn)
+        slot = self.prog.register(self.fi, operand.name, self.fn)
+        self.touched.add(slot)
+        return slot
 
     def dst(self, i: int) -> int | None:
         """The register slot of destination operand ``i`` (None for the sink ``_``)."""
@@ -281,7 +305,9 @@ class Decoded:
             return None
         if isinstance(operand, Reg) and operand.name in SPECIAL_REGISTERS:
             raise isa.Unsupported(f"{operand.name} is read-only")
-        return self.reg(operand)
+        slot = self.reg(operand)
+        self.written.add(slot)
+        return slot
 
     def src(self, i: int, dtype) -> int:
         """The slot of source operand ``i`` read as ``dtype``: a register, or a constant slot for an immediate (its
@@ -331,7 +357,7 @@ class Decoded:
             if sub is not None:
                 inner(sub)
 
-        return Op(run, op.kind, op.name, op.line, op.loc, op.function)
+        return Op(run, op.kind, op.name, op.line, op.loc, op.function, op.regs | {p}, op.writes, None)
 
 
 def imm_bits(imm: Imm, dtype: np.dtype, float_kind: str | None = None) -> int:

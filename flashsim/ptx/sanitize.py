@@ -162,8 +162,8 @@ class RaceCheck(_Observer):
         self.p_pc = np.zeros((nb, S), np.int32)
         self.pending_any = False
         self.released: dict = {}  # (block, barrier id) -> clock vector published into a pending barrier
-        self.mb_released: dict = {}  # (block, mbarrier offset) -> clock vector published into it
-        self.mb_phase: dict = {}  # (block, mbarrier offset) -> what the last completed phase releases
+        self.mb_released: dict = {}  # mbarrier object -> clock vector published into it
+        self.mb_phase: dict = {}  # mbarrier object -> what its last completed phase releases
         names = m.prog.op_names
         self.warp_sync = np.array(
             [n.startswith("bar.warp.sync") or (n.split(".")[0] in WARP_SYNC_OPCODES and ".sync" in n) for n in names],
@@ -309,20 +309,26 @@ class RaceCheck(_Observer):
         if vector is not None and threads.size:
             self._acquire(threads, vector)
 
-    def mbarrier_arrive(self, key, threads) -> None:
-        joined = self._release(threads)
-        prev = self.mb_released.get(key)
-        self.mb_released[key] = joined if prev is None else np.maximum(prev, joined)
+    def mbarrier_arrive(self, ids, threads) -> None:
+        """Threads arrive on the mbarrier objects ``ids`` (one per thread): each releases into its object."""
+        for i in np.unique(ids).tolist():  # the distinct objects of one instruction: a handful
+            joined = self._release(threads[ids == i])
+            prev = self.mb_released.get(i)
+            self.mb_released[i] = joined if prev is None else np.maximum(prev, joined)
 
-    def mbarrier_complete(self, key) -> None:
-        vector = self.mb_released.get(key)
-        if vector is not None:
-            self.mb_phase[key] = vector.copy()
+    def mbarrier_complete(self, ids) -> None:
+        """The current phase of the objects ``ids`` completed: its waiters acquire what was released so far."""
+        for i in np.asarray(ids).tolist():
+            vector = self.mb_released.get(i)
+            if vector is not None:
+                self.mb_phase[i] = vector.copy()
 
-    def mbarrier_acquire(self, key, threads) -> None:
-        vector = self.mb_phase.get(key)
-        if vector is not None:
-            self._acquire(threads, vector)
+    def mbarrier_acquire(self, ids, threads) -> None:
+        """Threads whose wait on the objects ``ids`` saw the phase complete."""
+        for i in np.unique(ids).tolist():
+            vector = self.mb_phase.get(i)
+            if vector is not None:
+                self._acquire(threads[ids == i], vector)
 
     def executed(self, g, pc: int) -> None:
         """After instruction ``pc`` ran for group ``g``: a warp-synchronous one orders the lanes of each warp that

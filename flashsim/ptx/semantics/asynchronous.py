@@ -22,8 +22,8 @@ from .data import SPACES
 
 
 class AsyncCopies:
-    """The in-flight cp.async operations of a machine: records (threads, dst, src, cp size, src size, group) and
-    each thread's count of committed groups."""
+    """The in-flight cp.async operations of a machine: records (threads, dst, src, cp size, src size, group, the
+    issuing PC: the sanitizers name the cp.async's line) and each thread's count of committed groups."""
 
     def __init__(self, machine):
         self.m = machine
@@ -31,7 +31,7 @@ class AsyncCopies:
         self.committed = np.zeros(machine.T, np.int64)
 
     def issue(self, threads, dst, src, cp: int, src_size) -> None:
-        pc = np.full(threads.size, self.m.current_pc, np.int64)  # the sanitizers name the cp.async's line
+        pc = np.full(threads.size, self.m.current_pc, np.int64)
         self.records.append([threads, dst, src, cp, src_size, self.committed[threads].copy(), pc])
         if self.m.sanitizer is not None:
             self.m.sanitizer.async_issued(threads, dst, cp)
@@ -41,24 +41,29 @@ class AsyncCopies:
 
     def complete(self, threads, keep_groups=None) -> None:
         """Perform the copies of ``threads`` (all of them, or all but their ``keep_groups`` most recent committed
-        groups and the open one) in issue order."""
+        groups and the open one) in issue order: consecutive records of one copy size as one load and one store."""
         m = self.m
         mine = np.zeros(m.T, bool)
         mine[threads] = True
         limit = None if keep_groups is None else self.committed - keep_groups  # groups below this are waited for
-        left = []
+        left, run = [], []
         for rec in self.records:
             th, dst, src, cp, size, group, pc = rec
             sel = mine[th]
             if limit is not None:
                 sel &= group < limit[th]
             if sel.any():
-                self._copy(th[sel], dst[sel], src[sel], cp, size[sel], pc[sel])
+                if run and run[0][3] != cp:
+                    self._copy(*_joined(run))
+                    run = []
+                run.append((th[sel], dst[sel], src[sel], cp, size[sel], pc[sel]))
                 rest = ~sel
                 if rest.any():
                     left.append([th[rest], dst[rest], src[rest], cp, size[rest], group[rest], pc[rest]])
             else:
                 left.append(rec)
+        if run:
+            self._copy(*_joined(run))
         self.records = left
 
     def _copy(self, th, dst, src, cp, size, pc) -> None:
@@ -68,11 +73,10 @@ class AsyncCopies:
         if full.any():
             data[full] = m.mem.load(".global", src[full], cp, th[full])
         part = np.flatnonzero((size > 0) & ~full)
-        for k in part.tolist():  # rare: a partial source, byte by byte
-            n = int(size[k])
-            data[k, :n] = m.mem.load(".global", src[k : k + 1] + np.arange(n, dtype=np.uint64), 1, np.full(n, th[k]))[
-                :, 0
-            ]
+        if part.size:  # a partial source (src-size < cp): its bytes one by one, the rest zero
+            k, j = np.nonzero(np.arange(cp)[None, :] < size[part][:, None])
+            lanes = part[k]
+            data[lanes, j] = m.mem.load(".global", src[lanes] + j.astype(np.uint64), 1, th[lanes])[:, 0]
         if m.sanitizer is not None:
             m.sanitizer.async_completed(th, dst, cp)
         if m.mem.hook is None:
@@ -82,6 +86,21 @@ class AsyncCopies:
                 sel = pc == p
                 m.mem.store(".shared", dst[sel], data[sel], th[sel], pc=p)
         m.progress += 1
+
+
+def _joined(run: list) -> tuple:
+    """Records (threads, dst, src, cp, size, pc) of one copy size as one."""
+    if len(run) == 1:
+        return run[0]
+    th, dst, src, cp, size, pc = zip(*run)
+    return (
+        np.concatenate(th),
+        np.concatenate(dst),
+        np.concatenate(src),
+        cp[0],
+        np.concatenate(size),
+        np.concatenate(pc),
+    )
 
 
 def copies(m) -> AsyncCopies:
@@ -197,89 +216,117 @@ def cp(d: Decoded):
 
 
 class MBarriers:
-    """mbarrier objects by (block, shared offset): [phase count, pending, expected, tx count]."""
+    """The mbarrier objects of a wave, by (block, shared offset): index ``ids`` into arrays of the phase count, the
+    pending and expected arrivals and the transaction count. An instruction's lanes act at once: their arrivals on
+    one object add up (np.add.at), the phase completes when pending arrivals and transactions reach zero, and each
+    lane's state token is the phase it arrived in."""
 
     def __init__(self, machine):
         self.m = machine
-        self.state: dict = {}
+        self.index: dict[int, int] = {}  # block * 2^32 + offset -> object
+        self.phase = np.zeros(0, np.int64)
+        self.pending = np.zeros(0, np.int64)
+        self.expected = np.zeros(0, np.int64)
+        self.tx = np.zeros(0, np.int64)
+        self.live = np.zeros(0, bool)
+        n = machine.T
+        self.poll_offset = np.full(n, -1, np.int64)  # per thread: the mbarrier it last polled in vain (deadlocks)
+        self.poll_want = np.zeros(n, np.int64)
 
-    def _keys(self, g, addr):
-        blocks = self.m.block_of[g.lanes()]
-        return list(zip(blocks.tolist(), addr.astype(np.int64).tolist()))
+    def _keys(self, g, addr) -> np.ndarray:
+        return self.m.block_of[g.lanes()].astype(np.int64) * (1 << 32) + addr.astype(np.int64)
 
-    def get(self, g, key, t):
-        st = self.state.get(key)
-        if st is None:
-            cls = MemcheckError if self.m.mem.fault is MemcheckError else SimulationError
-            raise self.m.error(f"mbarrier at shared offset {key[1]:#x} used before mbarrier.init", t, cls)
-        return st
+    def ids(self, g, addr, create: bool = False) -> np.ndarray:
+        """The object of each running lane's address (created by ``init``; an error for one never initialised)."""
+        keys = self._keys(g, addr)
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        found = np.empty(uniq.size, np.int64)
+        for u, key in enumerate(uniq.tolist()):  # the distinct objects of one instruction: a handful
+            i = self.index.get(key)
+            if i is None and create:
+                i = self.index[key] = self.phase.size
+                self.phase, self.pending, self.expected, self.tx = (
+                    np.append(a, 0) for a in (self.phase, self.pending, self.expected, self.tx)
+                )
+                self.live = np.append(self.live, False)
+            if i is None or not (create or self.live[i]):
+                t = int(g.lanes()[np.flatnonzero(keys == key)[0]])
+                cls = MemcheckError if self.m.mem.fault is MemcheckError else SimulationError
+                raise self.m.error(f"mbarrier at shared offset {key & 0xFFFFFFFF:#x} used before mbarrier.init", t, cls)
+            found[u] = i
+        return found[inverse]
 
     def init(self, g, addr, counts) -> None:
-        for (b, off), c in zip(self._keys(g, addr), counts.tolist()):
-            if not 1 <= c < (1 << 20):
-                raise self.m.error(f"mbarrier.init count {c} outside 1..2^20-1", int(g.lanes()[0]))
-            self.state[(b, off)] = [0, int(c), int(c), 0]
+        bad = np.flatnonzero((counts < 1) | (counts >= 1 << 20))
+        if bad.size:
+            raise self.m.error(f"mbarrier.init count {int(counts[bad[0]])} outside 1..2^20-1", int(g.lanes()[bad[0]]))
+        ids = self.ids(g, addr, create=True)
+        self.phase[ids], self.pending[ids], self.expected[ids], self.tx[ids] = 0, counts, counts, 0
+        self.live[ids] = True
         self.m.progress += 1
 
-    def arrive(self, g, addr, counts, inc: bool = False, drop: bool = False, tx: int | np.ndarray = 0):
+    def invalidate(self, g, addr) -> None:
+        self.live[self.ids(g, addr)] = False
+
+    def arrive(self, g, addr, counts, inc: bool = False, drop: bool = False, tx=0):
         """Arrivals of the running lanes (``counts`` each); returns each lane's state token (its phase count)."""
-        lanes = g.lanes()
-        tokens = np.zeros(lanes.size, np.uint64)
-        keys = self._keys(g, addr)
-        txs = np.broadcast_to(np.asarray(tx, np.int64), (lanes.size,))
-        for k, (key, c) in enumerate(zip(keys, np.asarray(counts).tolist())):
-            st = self.get(g, key, int(lanes[k]))
-            tokens[k] = st[0]
-            st[3] += int(txs[k])
-            if self.m.sanitizer is not None:
-                self.m.sanitizer.mbarrier_arrive(key, lanes[k : k + 1])
-            if inc:  # cp.async.mbarrier.arrive without .noinc: pending + 1, then the arrive: no net arrival
-                continue
-            st[1] -= c
+        ids = self.ids(g, addr)
+        tokens = self.phase[ids].astype(np.uint64)
+        np.add.at(self.tx, ids, np.broadcast_to(np.asarray(tx, np.int64), ids.shape))
+        if self.m.sanitizer is not None:
+            self.m.sanitizer.mbarrier_arrive(ids, g.lanes())
+        if not inc:  # cp.async.mbarrier.arrive without .noinc: pending + 1, then the arrive: no net arrival
+            np.subtract.at(self.pending, ids, counts)
             if drop:
-                st[2] -= c
-            if st[1] < 0:
-                raise self.m.error(f"mbarrier at shared offset {key[1]:#x}: more arrivals than expected", int(lanes[k]))
-            self._maybe_complete(st, key)
+                np.subtract.at(self.expected, ids, counts)
+            over = np.flatnonzero(self.pending[ids] < 0)
+            if over.size:
+                key = int(self._keys(g, addr)[over[0]])
+                raise self.m.error(
+                    f"mbarrier at shared offset {key & 0xFFFFFFFF:#x}: more arrivals than expected",
+                    int(g.lanes()[over[0]]),
+                )
+        self._complete(np.unique(ids))
         self.m.progress += 1
         return tokens
 
-    def _maybe_complete(self, st, key) -> None:
-        if st[1] == 0 and st[3] == 0:
-            st[0] += 1
-            st[1] = st[2]
-            if self.m.sanitizer is not None:
-                self.m.sanitizer.mbarrier_complete(key)
+    def _complete(self, ids) -> None:
+        """Objects ``ids`` whose pending arrivals and transactions are zero move to the next phase."""
+        full = ids[(self.pending[ids] == 0) & (self.tx[ids] == 0)]
+        self.phase[full] += 1
+        self.pending[full] = self.expected[full]
+        if self.m.sanitizer is not None and full.size:
+            self.m.sanitizer.mbarrier_complete(full)
 
     def expect_tx(self, g, addr, tx) -> None:
-        for k, key in enumerate(self._keys(g, addr)):
-            st = self.get(g, key, int(g.lanes()[k]))
-            st[3] += int(np.asarray(tx).reshape(-1)[k] if np.ndim(tx) else tx)
+        ids = self.ids(g, addr)
+        np.add.at(self.tx, ids, np.broadcast_to(np.asarray(tx, np.int64), ids.shape))
         self.m.progress += 1
 
     def complete_tx(self, g, addr, tx) -> None:
-        for k, key in enumerate(self._keys(g, addr)):
-            st = self.get(g, key, int(g.lanes()[k]))
-            st[3] -= int(np.asarray(tx).reshape(-1)[k] if np.ndim(tx) else tx)
-            self._maybe_complete(st, key)
+        ids = self.ids(g, addr)
+        np.subtract.at(self.tx, ids, np.broadcast_to(np.asarray(tx, np.int64), ids.shape))
+        self._complete(np.unique(ids))
         self.m.progress += 1
 
     def done(self, g, addr, phase_or_parity, parity: bool) -> np.ndarray:
         """Whether the phase each lane names (its state token, or with ``parity`` the phase parity) completed."""
+        ids = self.ids(g, addr)
+        want = np.asarray(phase_or_parity, np.int64)
+        phase = self.phase[ids]
+        out = ((phase & 1) != (want & 1)) if parity else (phase != want)
         lanes = g.lanes()
-        out = np.zeros(lanes.size, bool)
-        polling = self.m.state.setdefault("polling", {})
-        for k, key in enumerate(self._keys(g, addr)):
-            st = self.get(g, key, int(lanes[k]))
-            want = int(phase_or_parity[k])
-            out[k] = (st[0] & 1) != (want & 1) if parity else st[0] != want
-            if out[k]:
-                polling.pop(int(lanes[k]), None)
-                if self.m.sanitizer is not None:
-                    self.m.sanitizer.mbarrier_acquire(key, lanes[k : k + 1])
-            else:
-                polling[int(lanes[k])] = ("mbarrier", key[1], want & 1 if parity else want)
+        if self.m.sanitizer is not None and out.any():
+            self.m.sanitizer.mbarrier_acquire(ids[out], lanes[out])
+        self.poll_offset[lanes] = np.where(out, -1, addr.astype(np.int64))
+        self.poll_want[lanes] = want & 1 if parity else want
         return out
+
+    def waits_for(self, t: int):
+        """("mbarrier", offset, phase) for a thread whose last poll found its phase incomplete, else None."""
+        if self.poll_offset[t] < 0:
+            return None
+        return ("mbarrier", int(self.poll_offset[t]), int(self.poll_want[t]))
 
 
 def barriers(m) -> MBarriers:
@@ -327,9 +374,7 @@ def mbarrier(d: Decoded):
         addr = _shared_addr(d, 0)
 
         def run(g):
-            mb = barriers(g.m)
-            for key in mb._keys(g, addr(g)):
-                mb.state.pop(key, None)
+            barriers(g.m).invalidate(g, addr(g))
 
         return d.op(run)
     if op in (".arrive", ".arrive_drop"):

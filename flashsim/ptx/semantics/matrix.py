@@ -16,6 +16,7 @@ from ...layout.ldmatrix import load_rows
 from ...numerics.tensorcore import fast
 from ...numerics.tensorcore import mma as tc_mma
 from .. import isa
+from ..batching import MmaInfo
 from ..ir import Vec
 from ..program import Decoded
 from .data import SPACES
@@ -149,7 +150,19 @@ def mma(d: Decoded):
         vals = np.take(out.view(c_unit).reshape(out.shape[0], -1), gather_c, axis=1)  # (W, 32, elems)
         _scatter(g, d_slots, th, np.ascontiguousarray(vals).view(np.uint32))
 
-    return d.op(run)
+    info = MmaInfo(
+        key=(shape, *types),
+        a=tuple(a_slots),
+        b=tuple(b_slots),
+        c=tuple(c_slots),
+        d=tuple(d_slots),
+        member=member,
+        maps=(amap, bmap, cmap),
+        dtypes=(a_dt, b_dt, c_dt),
+        model=lambda a, b, c: model(a, b, c, arch),
+        chainable=not eight,
+    )
+    return d.op(run, info=info)
 
 
 @isa.implements("ldmatrix")

@@ -1,0 +1,219 @@
+"""Independent lane-wise instructions of a basic block run together, stacked along a new leading axis.
+
+A kernel's unrolled loops issue the same instruction on many registers: FlashAttention's softmax is 64 ``ex2`` of
+64 scores per thread, each with its ``fma`` and ``add`` around it. One numpy call per instruction over the wave's
+threads is dominated by its fixed cost; one call over (K, threads) for K such instructions is not. So:
+
+- a builder whose ``run(g)`` is lane-wise marks its op ``info=ELEMENTWISE``: it reads registers only as
+  ``g.R[slot]`` of its own slots, computes element by element (numpy broadcasting over any leading axes) and writes
+  only through ``g.write(slot, value)``. Everything else (memory, warp-synchronous and control instructions, mma)
+  is a barrier that keeps its place. Its destinations must come from ``Decoded.dst`` (``Op.writes``).
+- ``schedule(prog)``, once per program: between two barriers, the lane-wise ops form a dependence graph (one
+  depends on an earlier one that writes a register it reads or writes, or that reads a register it writes); list
+  scheduling takes, at each step, every ready op of the most common *congruent* kind: ops whose ``run`` closures
+  have the same code and the same values in every cell except their register slots (so the same opcode,
+  modifiers and constants).
+- at run time a group runs the first op's ``run`` once on a ``StackedGroup``: its slot ``s`` reads the K ops'
+  corresponding registers stacked into one (K, threads) array, and its writes go, row by row, to each op's own
+  destination. The arithmetic per element is the op's own: the bits do not change (tests/test_ptx_vectorize.py
+  runs kernels both ways).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+__all__ = ["ELEMENTWISE", "schedule", "run_group", "Schedule"]
+
+
+class _Elementwise:
+    """The ``info`` of a lane-wise op (the module docstring)."""
+
+    def __repr__(self) -> str:
+        return "ELEMENTWISE"
+
+
+ELEMENTWISE = _Elementwise()
+
+
+def _key(op):
+    """(the congruence key, the closure's slot cells) of an ELEMENTWISE op, or None when its closure cannot be read.
+    A cell is a slot when it holds an int (not a bool) among the op's registers."""
+    fn = op.run
+    cells = fn.__closure__ or ()
+    parts, slots = [fn.__code__], []
+    for i, cell in enumerate(cells):
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            return None
+        if type(v) is int and v in op.regs:
+            parts.append((i, "slot"))
+            slots.append(i)
+            continue
+        try:
+            hash(v)
+            parts.append((i, type(v), v))
+        except TypeError:
+            parts.append((i, "id", id(v)))
+    return tuple(parts), tuple(slots)
+
+
+class Schedule:
+    """Per block start PC: the order to run its ops in, a list of items, each a PC (run alone) or a tuple of PCs
+    (a congruent group run once, stacked); ``flush_first`` the items before which pending mma's are flushed."""
+
+    def __init__(self):
+        self.items: dict[int, list] = {}
+        self.flush_first: dict[int, set] = {}
+
+
+def schedule(prog, flush_before) -> Schedule:
+    """The grouped order of every block of ``prog`` that has a group of two or more (the module docstring);
+    ``flush_before``: flashsim.ptx.batching's per-PC flush flags, moved to the start of each reordered segment."""
+    out = Schedule()
+    keys = {}
+    for pc, op in enumerate(prog.ops):
+        if op.info is ELEMENTWISE:
+            k = _key(op)
+            if k is not None:
+                keys[pc] = k
+    for start in np.flatnonzero(prog.block_end >= 0):
+        start, end = int(start), int(prog.block_end[start])
+        items, flush, grouped = [], set(), False
+        segment: list[int] = []
+
+        def close():
+            nonlocal grouped
+            if not segment:
+                return
+            first = len(items)
+            for item in _list_schedule(prog, segment, keys):
+                items.append(item)
+                grouped |= isinstance(item, tuple)
+            if any(flush_before[p] for p in segment):
+                flush.add(first)
+            segment.clear()
+
+        for pc in range(start, end + 1):
+            if pc in keys:
+                segment.append(pc)
+                continue
+            close()
+            if flush_before[pc]:
+                flush.add(len(items))
+            items.append(pc)
+        close()
+        if grouped:
+            out.items[start] = items
+            out.flush_first[start] = flush
+    return out
+
+
+def _list_schedule(prog, segment: list[int], keys: dict) -> list:
+    """Segment ``segment`` (PCs of lane-wise ops, in program order) as a list of PCs and tuples of PCs."""
+    n = len(segment)
+    regs = [prog.ops[p].regs for p in segment]
+    writes = [prog.ops[p].writes for p in segment]
+    preds = [set() for _ in range(n)]
+    for j in range(n):
+        for i in range(j):  # j after i: it reads or writes what i writes, or writes what i reads
+            if not writes[i].isdisjoint(regs[j]) or not writes[j].isdisjoint(regs[i]):
+                preds[j].add(i)
+    done: set[int] = set()
+    out = []
+    ready = [j for j in range(n) if not preds[j]]
+    while ready:
+        by_key = Counter(keys[segment[j]][0] for j in ready)
+        best = max(by_key, key=lambda k: (by_key[k], -min(j for j in ready if keys[segment[j]][0] == k)))
+        chosen = [j for j in ready if keys[segment[j]][0] == best]
+        out.append(segment[chosen[0]] if len(chosen) == 1 else tuple(segment[j] for j in chosen))
+        done.update(chosen)
+        pending = set(range(n)) - done
+        ready = sorted(j for j in pending if preds[j] <= done)
+    return out
+
+
+class _StackedRegs:
+    """``R`` as the first op of a group sees it: its slot cells read the K ops' registers stacked."""
+
+    __slots__ = ("R", "maps", "K", "T", "cache")
+
+    def __init__(self, R, maps, K, T):
+        self.R, self.maps, self.K, self.T = R, maps, K, T
+        self.cache = {}
+
+    def __getitem__(self, slot):
+        m = self.maps.get(slot)
+        if m is None:
+            return self.R[slot]
+        got = self.cache.get(slot)
+        if got is None:
+            values = [self.R[s] for s in m]
+            if all(v is values[0] for v in values):
+                got = values[0]
+            elif all(np.ndim(v) == 0 for v in values):
+                got = np.array(values)[:, None]
+            else:
+                got = np.stack([np.broadcast_to(v, (self.T,)) for v in values])
+            self.cache[slot] = got
+        return got
+
+
+class StackedGroup:
+    """The group a stacked run sees: the real group's lanes and mask, stacked registers, recorded writes."""
+
+    __slots__ = ("g", "R", "m", "mask", "pc", "ctl", "writes")
+
+    def __init__(self, g, maps, K):
+        self.g, self.m, self.mask, self.pc, self.ctl = g, g.m, g.mask, g.pc, g.ctl
+        self.R = _StackedRegs(g.R, maps, K, g.m.T)
+        self.writes = []
+
+    def write(self, slot, value) -> None:
+        self.writes.append((slot, value))
+
+    def lanes(self):
+        return self.g.lanes()
+
+    def active(self):
+        return self.g.active()
+
+
+def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
+    """Run the congruent ops at ``pcs`` as one stacked call of the first one's ``run`` (the module docstring)."""
+    ops = [prog.ops[p] for p in pcs]
+    slots = keys_cache.get(pcs)
+    if slots is None:
+        slots = keys_cache[pcs] = _slot_maps(ops)
+    K, T = len(ops), g.m.T
+    sg = StackedGroup(g, slots, K)
+    ops[0].run(sg)
+    for slot, value in sg.writes:
+        targets = slots.get(slot)
+        value = np.asarray(value)
+        if targets is None:
+            raise RuntimeError(f"a stacked {ops[0].name} wrote register slot {slot}, not one of its own")
+        per_op = value.ndim == 2 and value.shape[0] == K
+        for k, target in enumerate(targets):
+            v = value[k] if per_op else value
+            if v.ndim == 1 and v.shape[0] != T:
+                v = np.broadcast_to(v, (T,))
+            g.write(target, v)
+
+
+def _slot_maps(ops) -> dict:
+    """{slot of the first op: the K ops' corresponding slots}, from their closures' slot cells."""
+    cells = [[c.cell_contents for c in op.run.__closure__] for op in ops]
+    first = ops[0]
+    maps: dict[int, list] = {}
+    for i, v in enumerate(cells[0]):
+        if type(v) is int and v in first.regs:
+            column = [c[i] for c in cells]
+            known = maps.get(v)
+            if known is not None and known != column:
+                raise RuntimeError(f"inconsistent register cells in a stacked {first.name}")
+            maps[v] = column
+    return maps
