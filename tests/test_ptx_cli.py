@@ -153,7 +153,7 @@ def test_a_kernel_that_faults_exits_1_with_the_simulators_message(files, capsys)
     argv = ptx_run(tmp_path, n=256)  # the kernel reads 256 floats of a 200-float array
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert "thread (72, 0, 0)" in err and "800 bytes into argument 1, which has 800" in err, err
+    assert "thread (72, 0, 0)" in err and "(argument 1, 800 bytes: the access starts at its end)" in err, err
 
 
 def test_no_traceback_from_a_fresh_process(files):

@@ -313,7 +313,8 @@ def test_an_array_too_small_is_a_memory_fault_naming_it(scale):
     with pytest.raises(P.MemoryFault) as info:
         P.launch(scale, 1, 128, [out, x, np.uint32(100), np.float32(1)])
     e = info.value
-    assert "4-byte global load outside every buffer (256 bytes into argument 1, which has 256)" in str(e)
+    assert "4-byte global load outside every buffer at address" in str(e)
+    assert "(argument 1, 256 bytes: the access starts at its end)" in str(e)
     assert e.thread == (64, 0, 0) and e.block == (0, 0, 0) and e.line == line_of(SCALE, "ld.global.f32")
 
 

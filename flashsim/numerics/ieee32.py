@@ -61,6 +61,9 @@ __all__ = [
     "div",
     "fma",
     "mul_f16",
+    "add_f16",
+    "add_bf16",
+    "add_f64",
     "fmax",
     "fmax_reduce",
     "fabs",
@@ -380,3 +383,40 @@ def cvt_f16_to_f32(h, *, generic: bool = False, target: Target = PLAIN):
     """cvt.f32.f16: exact widening; NaN -> 0x7FFFFFFF (canonical, assumed from the PTX rule that NaN results are
     canonical; not yet checked on silicon)."""
     return rounding.f16_to_f32(_checked("h", h, np.float16), generic=generic, target=target)
+
+
+# -- adds of the other formats of atom.add / red.add (numpy only) ----------------------------------------------------
+# add.rn of float16, bfloat16 and float64 bit patterns, as atom.add.noftz.f16 / .bf16 (and each half of .f16x2 /
+# .bf16x2) and atom.add.f64 round them: subnormals kept, NaN results canonical (0x7FFF, 0x7FFFFFFFFFFFFFFF).
+
+
+def add_f16(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """float16 x + y to nearest even, subnormals kept (``add.rn.f16``): the float64 sum of two float16 is exact
+    (their exponents span 2^15 .. 2^-24, 40 bits < 53), then one rounding (rounding.f64_to_f16, NaN -> 0x7FFF)."""
+    x, y = _checked("x", x, np.float16), _checked("y", y, np.float16)
+    with np.errstate(all="ignore"):  # inf - inf, signalling NaNs
+        return rounding.f64_to_f16(x.astype(np.float64) + y.astype(np.float64))
+
+
+def add_bf16(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """bfloat16 x + y to nearest even, subnormals kept (``add.rn.bf16``): the float32 sum (``add``: correctly
+    rounded, gradual underflow), then float32 -> bfloat16 to nearest even. Rounding twice is innocuous for + because
+    24 >= 2 * 8 + 2 (Figueroa 1995; in the subnormal range bfloat16 keeps <= 7 bits and float32 16 more); the
+    float32 overflow threshold lies above bfloat16's, and NaN ends as 0x7FFF."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.name != "bfloat16" or y.dtype.name != "bfloat16":
+        raise ValueError(f"x and y must be bfloat16, got {x.dtype} and {y.dtype}")
+    return rounding.f32_to_bf16(add(cvt_bf16_to_f32(x), cvt_bf16_to_f32(y)))
+
+
+def add_f64(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """float64 x + y to nearest even (numpy's IEEE add, gradual underflow), NaN results 0x7FFFFFFFFFFFFFFF."""
+    x, y = _checked("x", x, np.float64), _checked("y", y, np.float64)
+    _check_fp_environment()
+    with np.errstate(all="ignore"):
+        r = np.asarray(x + y, np.float64)
+    nan = np.isnan(r)
+    if nan.any():
+        r = np.array(r, copy=True)
+        r.view(np.uint64)[nan] = np.uint64(0x7FFFFFFFFFFFFFFF)
+    return r

@@ -60,6 +60,8 @@ class Barriers:
                 )
             self.need[b, i] = need
             mine = lanes[sel]
+            if m.sanitizer is not None:
+                m.sanitizer.barrier_arrive(b, i, mine)
             if red is not None:
                 op, dst, values = red
                 entry = self.red.setdefault((b, i), (op, {}))
@@ -114,6 +116,8 @@ class Barriers:
         threads = np.flatnonzero(waiting) + b * bt
         m.wait[threads] = WAIT_NONE
         self.bar_id[threads] = -1
+        if m.sanitizer is not None:
+            m.sanitizer.barrier_complete(b, i, threads)
         self.arrived[b, i] = 0
         self.need[b, i] = -1
         m.progress += 1

@@ -28,6 +28,7 @@ from .errors import LaunchError
 from .machine import Machine
 from .memory import Memory, address
 from .module import Kernel
+from .sanitize import make_sanitizer, wave_blocks
 
 __all__ = ["launch", "Report"]
 
@@ -227,7 +228,7 @@ def launch(
             f"blocks must be a range(start, stop) of linear block indices within 0..{n_grid}, got {blocks!r}"
         )
     n_total = blocks.stop
-    per_wave = max(1, int(max_threads) // bt)
+    per_wave = wave_blocks(check, bt, total_shared, max(1, int(max_threads) // bt))
     counts = np.zeros(len(prog.ops), np.int64)
     t0 = time.perf_counter()
     for first in range(blocks.start, n_total, per_wave):
@@ -243,10 +244,9 @@ def launch(
         )
         if trace is not None:
             trace.wave(first, n_blocks)
-        if check in ("racecheck", "initcheck"):
-            from .sanitize import make_sanitizer
-
-            machine.sanitizer = make_sanitizer(check, machine)
+        sanitizer = make_sanitizer(check, machine, block)
+        memory.hook = sanitizer
+        machine.sanitizer = sanitizer if check == "racecheck" else None
         machine.run()
         counts += machine.counts
         report.printf += machine.state.get("printf", [])

@@ -207,7 +207,7 @@ class Machine:
         self.spin_limit = spin_limit
         self.max_steps = max_steps
         self.locate = locate
-        self.sanitizer = sanitizer
+        self.sanitizer = sanitizer  # racecheck's synchronisation observer (flashsim.ptx.sanitize.RaceCheck) or None
         self.trace = trace
         self.current_pc = None  # the PC being run (errors name its line)
         # mma's batched per block (flashsim.ptx.batching); not under a trace, which reads registers at each PC
@@ -285,6 +285,7 @@ class Machine:
             self.R[s] = self.dtypes[s].type(self.clock)
         self.clock += end - start + 1
         trace = self.trace
+        sanitizer = self.sanitizer
         plan = self.batch_plan
         pending = None
         items = self.schedule.items.get(start) if self.schedule is not None else None
@@ -302,6 +303,8 @@ class Machine:
                     batching.flush(g, pending, _scatter_words)
                 if plan.deferrable[pc]:
                     pending = self._defer(g, pc, pending)
+                    if sanitizer is not None:  # a deferred mma.sync still orders its warp's lanes here
+                        sanitizer.executed(g, pc)
                     if g.mask is not None and not g.mask.any():  # its lanes wait for the rest of their warps
                         if pending is not None and pending.entries:
                             batching.flush(g, pending, _scatter_words)
@@ -314,6 +317,8 @@ class Machine:
             if trace is not None and pc in trace.pcs:
                 trace.record(self, g, pc, before=True)
             ops[pc].run(g)
+            if sanitizer is not None:
+                sanitizer.executed(g, pc)
             if g.mask is not None and not g.mask.any():  # every lane stopped (a barrier, an exit, a wait)
                 if pending is not None and pending.entries:  # the deferred mma's ran before it: their results
                     batching.flush(g, pending, _scatter_words)

@@ -233,10 +233,14 @@ class Layout:
 
 class Memory:
     """The memory of one launch (one wave of blocks): ``global`` buffers (the launch's arrays, every array with an
-    address, the module's global image), ``shared`` (blocks x bytes), ``local`` and ``frame`` (threads x bytes),
-    ``params`` (the kernel's parameter bytes) and ``const`` (the constant bank). ``load`` / ``store`` take the
-    addresses of the lanes that access (uint64, one per lane), the thread index of each lane and the access width;
-    an access out of every buffer raises MemoryFault (MemcheckError with check="memcheck") located by ``locate``."""
+        address, the module's global image), ``shared`` (blocks x bytes), ``local`` and ``frame`` (threads x bytes),
+        ``params`` (the kernel's parameter bytes) and ``const`` (the constant bank). ``load`` / ``store`` take the
+        addresses of the lanes that access (uint64, one per lane), the thread index of each lane and the access width;
+        an access out of every buffer raises MemoryFault (MemcheckError with check="memcheck") located by ``locate`` and
+    naming the address, the space and the buffer (the launch argument and how far past its end, or no buffer).
+    ``hook``: None, or a sanitizer (flashsim.ptx.sanitize) that sees every access once its addresses are resolved and in
+    bounds: ``hook.access(space, addresses in the space, width, threads, write, atomic, pc)``; None costs one test per
+    load / store, nothing per lane."""
 
     def __init__(
         self,
@@ -276,18 +280,37 @@ class Memory:
         self.block_threads = block_threads
         self.fault = MemcheckError if check == "memcheck" else MemoryFault
         self.locate = locate
+        self.hook = None
 
     # -- address resolution -----------------------------------------------------------------------------
 
-    def _error(self, lanes, threads, addr, what: str):
+    def _error(self, lanes, threads, addr, what: str, space: str = ".global", where: str = ""):
         t = int(threads[lanes[0]])
-        raise self.fault(f"{what} at address {int(addr[lanes[0]]):#x}", **self.locate(t))
+        a = int(addr[lanes[0]])
+        shown = f"address {a:#x}" if space == ".global" else f"{space[1:]} offset {a:#x}"
+        err = self.fault(f"{what} at {shown}{where or self._whereabouts(space, a)}", **self.locate(t))
+        err.address, err.space = a, space
+        raise err
+
+    def _whereabouts(self, space: str, a: int) -> str:
+        """Which buffer a faulting global address belongs to, or is just past: ``(argument 2, 4096 bytes: the
+        access starts at its end)``, ``(no buffer)``."""
+        if space != ".global":
+            return ""
+        i = int(np.searchsorted(self.bases, np.uint64(a), side="right")) - 1
+        if i < 0 or a >= int(self.ends[i]) + _GAP:
+            return " (no buffer)"
+        b = self.buffers[i]
+        if a < int(self.ends[i]):
+            return f" ({b.name}, {b.nbytes} bytes: offset {a - b.base})"
+        past = a - int(self.ends[i])
+        return f" ({b.name}, {b.nbytes} bytes: the access starts {f'{past} bytes past' if past else 'at'} its end)"
 
     def _check_align(self, addr, width, threads, space):
         if width > 1:
             bad = np.flatnonzero(addr % np.uint64(min(width, 16)))
             if bad.size:
-                self._error(bad, threads, addr, f"misaligned {width}-byte {space} access")
+                self._error(bad, threads, addr, f"misaligned {width}-byte {space[1:]} access", space)
 
     def _global_rows(self, addr, width, threads, write: bool):
         """(buffer index per lane, byte offset per lane) of global accesses, every byte inside one buffer."""
@@ -297,11 +320,12 @@ class Memory:
         end_ok = addr + np.uint64(width) <= self.ends[safe]
         bad = np.flatnonzero(~(inside & end_ok))
         if bad.size:
+            k, a = int(bad[0]), int(addr[bad[0]])
             what = f"{width}-byte global {'store' if write else 'load'} outside every buffer"
-            below = int(idx[bad[0]])
-            if below >= 0:  # name the buffer the access ran past: an array too small for what the kernel reads
-                b = self.buffers[below]
-                what += f" ({int(addr[bad[0]]) - b.base} bytes into {b.name}, which has {b.nbytes})"
+            if inside[k] and a < int(self.ends[safe[k]]):  # starts inside, ends past the end
+                b = self.buffers[int(safe[k])]
+                end = a + width - int(self.ends[safe[k]])
+                self._error(bad, threads, addr, what, where=f" ({b.name}, {b.nbytes} bytes: ends {end} bytes past it)")
             self._error(bad, threads, addr, what)
         if write:
             for i in np.unique(safe):
@@ -313,7 +337,7 @@ class Memory:
     def _rows(self, space: str, addr, width: int, threads, write: bool):
         """[(flat uint8 array, byte offsets, lane indices)] for accesses of ``width`` bytes in ``space``."""
         if space == ".global":
-            self._check_align(addr, width, threads, "global")
+            self._check_align(addr, width, threads, ".global")
             buf, off = self._global_rows(addr, width, threads, write)
             if buf.size and (buf == buf[0]).all():
                 return [(self.buffers[int(buf[0])].bytes, off, None)]
@@ -334,13 +358,20 @@ class Memory:
             limit, arr, row = self.const.size, self.const[None, :], np.zeros_like(threads)
         else:
             raise ValueError(f"unknown state space {space}")
-        self._check_align(addr, width, threads, space[1:])
+        self._check_align(addr, width, threads, space)
         bad = np.flatnonzero(addr + np.uint64(width) > np.uint64(limit))
         if bad.size:
-            self._error(bad, threads, addr, f"{width}-byte {space[1:]} access past its {limit} bytes")
+            what = f"{width}-byte {space[1:]} {'store' if write else 'load'} past its {self._extent(space, limit)}"
+            self._error(bad, threads, addr, what, space)
         flat = arr.reshape(-1)
         off = row.astype(np.int64) * arr.shape[1] + addr.astype(np.int64)
         return [(flat, off, None)]
+
+    def _extent(self, space: str, limit: int) -> str:
+        if space == ".shared":
+            dyn = limit - self.layout.dynamic_offset if limit > self.layout.static_shared else 0
+            return f"{limit} bytes ({self.layout.static_shared} static, {max(dyn, 0)} dynamic)"
+        return f"{limit} bytes"
 
     def classify(self, generic):
         """The state space of each generic address (a numpy array of str codes would be slow: a list of (space,
@@ -360,8 +391,9 @@ class Memory:
 
     # -- loads and stores -------------------------------------------------------------------------------
 
-    def load(self, space: str | None, addr, width: int, threads) -> np.ndarray:
-        """The ``width`` bytes at each lane's address, as an (n, width) uint8 array; ``space`` None: generic."""
+    def load(self, space: str | None, addr, width: int, threads, *, atomic: bool = False) -> np.ndarray:
+        """The ``width`` bytes at each lane's address, as an (n, width) uint8 array; ``space`` None: generic.
+        ``atomic``: the read of an atomic read-modify-write (for the sanitizers)."""
         addr = np.asarray(addr, np.uint64)
         threads = np.asarray(threads)
         out = np.empty((addr.size, width), np.uint8)
@@ -375,11 +407,14 @@ class Memory:
                 else:
                     dest = lanes if sub is None else (sub if lanes is None else lanes[sub])
                     out[dest] = got
+            if self.hook is not None:
+                self.hook.access(sp, a, width, th, False, atomic, None)
         return out
 
-    def store(self, space: str | None, addr, data: np.ndarray, threads) -> None:
+    def store(self, space: str | None, addr, data: np.ndarray, threads, *, atomic: bool = False, pc=None) -> None:
         """Write ``data`` ((n, width) uint8) at each lane's address; lanes in order, the last lane to write a byte
-        wins (as one of them does on a GPU: which one is undefined there)."""
+        wins (as one of them does on a GPU: which one is undefined there). ``atomic``: the write of an atomic;
+        ``pc``: the instruction the write belongs to when it is not the one running (a cp.async completing)."""
         addr = np.asarray(addr, np.uint64)
         threads = np.asarray(threads)
         width = data.shape[1]
@@ -389,6 +424,8 @@ class Memory:
             d = data if lanes is None else data[lanes]
             for flat, off, sub in self._rows(sp, a, width, th, write=True):
                 _scatter(flat, off if sub is None else off, d if sub is None else d[sub], width)
+            if self.hook is not None:
+                self.hook.access(sp, a, width, th, True, atomic, pc)
 
 
 def _unit(width: int, size: int) -> int:

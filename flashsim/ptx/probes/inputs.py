@@ -9,6 +9,7 @@ __all__ = ["f32_bits", "f32_special", "operand", "F32_SPECIAL", "F64_SPECIAL", "
 __all__ += ["INT32_SPECIAL", "INT64_SPECIAL", "float_bits", "f64_bits", "f16_bits", "bf16_bits", "int_bits", "packed"]
 __all__ += ["fp8_pairs"]
 __all__ += ["int_special", "positions", "POSITION_SPECIAL", "mixed_operand"]
+__all__ += ["float_pattern", "int_pattern"]
 
 F32_SPECIAL = np.array(
     [
@@ -258,3 +259,28 @@ def mixed_operand(k: int, specials: list, randoms: list, n: int):
         return np.concatenate([column.astype(dtype), randoms[k](rng, n - column.size).astype(dtype)])
 
     return make
+
+
+def float_pattern(rng: np.random.Generator, n: int, exponent_bits: int, fraction_bits: int) -> np.ndarray:
+    """``n`` bit patterns of a binary float format (as uint64): a third uniform raw bits, a third of magnitude near
+    one (sums that round), a third subnormal or tiny (the flushes)."""
+    width = 1 + exponent_bits + fraction_bits
+    k = n // 3
+    sign = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(width - 1)
+    uniform = rng.integers(0, 1 << (width - 1), k, dtype=np.uint64)
+    bias = (1 << (exponent_bits - 1)) - 1
+    near = (rng.integers(bias - 4, bias + 4, k, dtype=np.uint64) << np.uint64(fraction_bits)) | rng.integers(
+        0, 1 << fraction_bits, k, dtype=np.uint64
+    )
+    tiny = rng.integers(0, 1 << (fraction_bits + 1), n - 2 * k, dtype=np.uint64)
+    return np.concatenate([uniform, near, tiny]) | sign
+
+
+def int_pattern(rng: np.random.Generator, n: int, bits: int) -> np.ndarray:
+    """``n`` integers of ``bits`` (as uint64): uniform raw bits, with the edges 0, 1, the sign boundary and all
+    ones among them."""
+    hi = rng.integers(0, 1 << 32, n, dtype=np.uint64) << np.uint64(32)
+    out = (hi | rng.integers(0, 1 << 32, n, dtype=np.uint64)) & np.uint64((1 << bits) - 1)
+    edges = np.array([0, 1, 1 << (bits - 1), (1 << (bits - 1)) - 1, (1 << bits) - 1], np.uint64)
+    out[rng.choice(n, edges.size, replace=False)] = edges
+    return out

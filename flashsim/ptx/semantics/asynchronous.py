@@ -15,14 +15,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import isa
+from ..errors import MemcheckError, SimulationError
 from ..ir import Imm, Reg
 from ..program import Decoded
 from .data import SPACES
 
 
 class AsyncCopies:
-    """The in-flight cp.async operations of a machine: records (threads, dst, src, cp size, src size, group) and
-    each thread's count of committed groups."""
+    """The in-flight cp.async operations of a machine: records (threads, dst, src, cp size, src size, group, the
+    issuing PC: the sanitizers name the cp.async's line) and each thread's count of committed groups."""
 
     def __init__(self, machine):
         self.m = machine
@@ -30,7 +31,10 @@ class AsyncCopies:
         self.committed = np.zeros(machine.T, np.int64)
 
     def issue(self, threads, dst, src, cp: int, src_size) -> None:
-        self.records.append([threads, dst, src, cp, src_size, self.committed[threads].copy()])
+        pc = np.full(threads.size, self.m.current_pc, np.int64)
+        self.records.append([threads, dst, src, cp, src_size, self.committed[threads].copy(), pc])
+        if self.m.sanitizer is not None:
+            self.m.sanitizer.async_issued(threads, dst, cp)
 
     def commit(self, threads) -> None:
         self.committed[threads] += 1
@@ -44,7 +48,7 @@ class AsyncCopies:
         limit = None if keep_groups is None else self.committed - keep_groups  # groups below this are waited for
         left, run = [], []
         for rec in self.records:
-            th, dst, src, cp, size, group = rec
+            th, dst, src, cp, size, group, pc = rec
             sel = mine[th]
             if limit is not None:
                 sel &= group < limit[th]
@@ -52,17 +56,17 @@ class AsyncCopies:
                 if run and run[0][3] != cp:
                     self._copy(*_joined(run))
                     run = []
-                run.append((th[sel], dst[sel], src[sel], cp, size[sel]))
+                run.append((th[sel], dst[sel], src[sel], cp, size[sel], pc[sel]))
                 rest = ~sel
                 if rest.any():
-                    left.append([th[rest], dst[rest], src[rest], cp, size[rest], group[rest]])
+                    left.append([th[rest], dst[rest], src[rest], cp, size[rest], group[rest], pc[rest]])
             else:
                 left.append(rec)
         if run:
             self._copy(*_joined(run))
         self.records = left
 
-    def _copy(self, th, dst, src, cp, size) -> None:
+    def _copy(self, th, dst, src, cp, size, pc) -> None:
         m = self.m
         data = np.zeros((th.size, cp), np.uint8)
         full = size == cp
@@ -73,18 +77,30 @@ class AsyncCopies:
             k, j = np.nonzero(np.arange(cp)[None, :] < size[part][:, None])
             lanes = part[k]
             data[lanes, j] = m.mem.load(".global", src[lanes] + j.astype(np.uint64), 1, th[lanes])[:, 0]
-        m.mem.store(".shared", dst, data, th)
-        m.progress += 1
         if m.sanitizer is not None:
-            m.sanitizer.async_stored(th, dst, cp)
+            m.sanitizer.async_completed(th, dst, cp)
+        if m.mem.hook is None:
+            m.mem.store(".shared", dst, data, th)
+        else:  # the sanitizers see each cp.async instruction's part under its own PTX line
+            for p in np.unique(pc).tolist():
+                sel = pc == p
+                m.mem.store(".shared", dst[sel], data[sel], th[sel], pc=p)
+        m.progress += 1
 
 
 def _joined(run: list) -> tuple:
-    """Records (threads, dst, src, cp, size) of one copy size as one."""
+    """Records (threads, dst, src, cp, size, pc) of one copy size as one."""
     if len(run) == 1:
         return run[0]
-    th, dst, src, cp, size = zip(*run)
-    return np.concatenate(th), np.concatenate(dst), np.concatenate(src), cp[0], np.concatenate(size)
+    th, dst, src, cp, size, pc = zip(*run)
+    return (
+        np.concatenate(th),
+        np.concatenate(dst),
+        np.concatenate(src),
+        cp[0],
+        np.concatenate(size),
+        np.concatenate(pc),
+    )
 
 
 def copies(m) -> AsyncCopies:
@@ -235,7 +251,8 @@ class MBarriers:
                 self.live = np.append(self.live, False)
             if i is None or not (create or self.live[i]):
                 t = int(g.lanes()[np.flatnonzero(keys == key)[0]])
-                raise self.m.error(f"mbarrier at shared offset {key & 0xFFFFFFFF:#x} used before mbarrier.init", t)
+                cls = MemcheckError if self.m.mem.fault is MemcheckError else SimulationError
+                raise self.m.error(f"mbarrier at shared offset {key & 0xFFFFFFFF:#x} used before mbarrier.init", t, cls)
             found[u] = i
         return found[inverse]
 
@@ -256,6 +273,8 @@ class MBarriers:
         ids = self.ids(g, addr)
         tokens = self.phase[ids].astype(np.uint64)
         np.add.at(self.tx, ids, np.broadcast_to(np.asarray(tx, np.int64), ids.shape))
+        if self.m.sanitizer is not None:
+            self.m.sanitizer.mbarrier_arrive(ids, g.lanes())
         if not inc:  # cp.async.mbarrier.arrive without .noinc: pending + 1, then the arrive: no net arrival
             np.subtract.at(self.pending, ids, counts)
             if drop:
@@ -276,6 +295,8 @@ class MBarriers:
         full = ids[(self.pending[ids] == 0) & (self.tx[ids] == 0)]
         self.phase[full] += 1
         self.pending[full] = self.expected[full]
+        if self.m.sanitizer is not None and full.size:
+            self.m.sanitizer.mbarrier_complete(full)
 
     def expect_tx(self, g, addr, tx) -> None:
         ids = self.ids(g, addr)
@@ -295,6 +316,8 @@ class MBarriers:
         phase = self.phase[ids]
         out = ((phase & 1) != (want & 1)) if parity else (phase != want)
         lanes = g.lanes()
+        if self.m.sanitizer is not None and out.any():
+            self.m.sanitizer.mbarrier_acquire(ids[out], lanes[out])
         self.poll_offset[lanes] = np.where(out, -1, addr.astype(np.int64))
         self.poll_want[lanes] = want & 1 if parity else want
         return out

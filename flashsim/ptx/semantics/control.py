@@ -239,7 +239,8 @@ def _warp_sync(d: Decoded):
 
 @isa.implements("membar", "fence")
 def fence(d: Decoded):
-    """Orders memory accesses; a no-op on sequentially consistent memory (every scope and proxy accepted)."""
+    """Orders memory accesses; a no-op on sequentially consistent memory (every scope and proxy accepted). Why a
+    sequentially consistent execution is a valid one of the PTX memory model: flashsim.ptx.semantics.atomic."""
     d.mods.left = [
         m
         for m in d.mods.left

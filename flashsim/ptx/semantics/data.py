@@ -154,8 +154,6 @@ def st(d: Decoded):
         data = np.stack(cols, axis=1).view(np.uint8).reshape(-1, width * n)
         g.m.mem.store(space, addr(g), data, g.lanes())
         g.m.progress += 1
-        if g.m.sanitizer is not None:
-            g.m.sanitizer.stored(g, space, addr(g), width * n)
 
     return d.op(run)
 

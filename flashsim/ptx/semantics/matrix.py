@@ -247,8 +247,6 @@ def ldmatrix(d: Decoded):
         raw = g.m.mem.load(sp, addr, 16, rows_th)  # (W * 8num, 16) bytes
         regs = load_rows(raw.view(np.uint16).reshape(th.shape[0], 8 * num, 8), trans=trans)  # (W, 32, num)
         _scatter(g, dsts, None if g.mask is None and _warps(g) is None else th, regs)
-        if g.m.sanitizer is not None:
-            g.m.sanitizer.loaded(g, sp, addr, 16, rows_th)
 
     return d.op(run)
 
@@ -269,8 +267,6 @@ def stmatrix(d: Decoded):
         rows = store_rows(_gather(g, srcs, None if g.mask is None and _warps(g) is None else th), trans)
         g.m.mem.store(sp, addr, rows.reshape(-1, 8).view(np.uint8).reshape(-1, 16), rows_th)
         g.m.progress += 1
-        if g.m.sanitizer is not None:
-            g.m.sanitizer.stored(g, sp, addr, 16)
 
     return d.op(run)
 

@@ -1,0 +1,345 @@
+"""The three sanitizers of a launch (``launch(..., check=...)``), as compute-sanitizer's tools, on the CPU.
+
+memcheck: the memory (flashsim.ptx.memory) refuses every access outside the arrays, shared and local memory it
+holds whatever ``check`` is; with check="memcheck" the error is a MemcheckError. Every report names kernel, block,
+thread, PTX line, CUDA line (``.loc``), address and buffer: the launch argument and how far past its end the access
+lies, or "no buffer"; misaligned accesses, stores to read-only arrays, shared accesses past the block's static plus
+dynamic bytes, local ones past the frame, and an mbarrier used before mbarrier.init the same.
+
+racecheck: shared-memory hazards between two threads of a block that no synchronisation orders (RaceError at the
+first). Design: vector clocks. Every thread t holds a clock vector ``vc[t]`` over the threads of its block, its own
+entry its current epoch; an access is stamped with the epoch of its thread. A release (arriving at a barrier, an
+mbarrier, a warp synchronisation) publishes the thread's vector and then starts a new epoch; an acquire (leaving a
+barrier, an mbarrier wait that saw its phase complete, the end of a warp synchronisation) takes the elementwise
+maximum with what was published. An earlier access by thread t at epoch e is ordered before thread u's access iff
+t == u or ``vc[u][t] >= e``. Shadow state per shared byte of each block: the last writer (thread, epoch, PTX
+instruction, atomic or not), per thread of the block the epoch and instruction of its last read since that write
+(8 bytes per byte and thread, and a flag per byte saying whether any read is kept: launch runs as many blocks per
+wave as keep this under RACECHECK_BYTES), and the cp.async in flight to it. A read checks the last write
+(read-after-write), a write checks the last write (write-after-write), every read since it (write-after-read) and
+the other lanes of its own instruction; all of it whole-array numpy over the accessing lanes. What synchronises:
+  * bar.sync / barrier.sync / bar.red: the arriving threads release, the threads released at completion acquire
+    (bar.arrive releases only); a named barrier with a thread count orders only the threads that take part in it;
+  * mbarrier: an arrive (mbarrier.arrive, arrive_drop, cp.async.mbarrier.arrive) releases into the barrier; the
+    completion of a phase fixes what a waiter of it acquires (a test_wait / try_wait that returns true);
+  * cp.async: its write may land at any moment between issue and completion (cp.async.wait_group / wait_all of the
+    issuing thread, or the cp.async.mbarrier.arrive it was tied to). At issue it is checked as a write of the
+    issuing thread against what came before, and its bytes are marked in flight: any access to them before the
+    completion is a hazard. At completion it is recorded as a write of the issuing thread at its epoch there, under
+    the cp.async's own PTX line, so it is ordered before what that thread (and whoever acquires from it) does next;
+  * warp-synchronous instructions (bar.warp.sync = __syncwarp, shfl / vote / match / redux / elect .sync,
+    mma.sync, ldmatrix / stmatrix .sync, wmma): the lanes of a warp that run one together release and acquire
+    among themselves (all of them: two member masks that split a warp and meet at one PC are joined as one).
+    Threads of one warp are otherwise not ordered (sm_70+ independent thread scheduling), so intra-warp hazards are
+    reported, as compute-sanitizer does.
+Atomics never conflict with atomics; an atomic conflicts with a plain access as a write does (only the last write of
+a byte is kept: a plain write followed by two atomics of other threads is checked against the first atomic only).
+Global memory is not checked, as compute-sanitizer's racecheck checks shared memory only.
+
+initcheck: a load of shared-memory bytes that no thread of the block wrote, or of local-memory bytes the thread
+itself did not write (InitcheckError); atomics read too. Global memory is initialised by definition: its arrays
+come from numpy, every byte of them holds a value the caller gave; cp.async writes its bytes when it completes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InitcheckError, RaceError
+
+__all__ = ["make_sanitizer", "wave_blocks", "RaceCheck", "InitCheck", "RACECHECK_BYTES"]
+
+RACECHECK_BYTES = 1 << 29  # shadow memory a wave of racecheck may hold (512 MiB)
+_PC_BITS = 24  # a read's shadow entry: epoch << 24 | PTX instruction index
+WARP_SYNC_OPCODES = ("shfl", "vote", "match", "redux", "elect", "mma", "ldmatrix", "stmatrix", "wmma", "movmatrix")
+
+
+def make_sanitizer(check: str | None, machine, block: tuple):
+    """The access observer of ``check`` for a wave's ``machine`` (None for no check and for memcheck, which is the
+    memory's own bounds checks with MemcheckError)."""
+    if check == "racecheck":
+        return RaceCheck(machine, block)
+    if check == "initcheck":
+        return InitCheck(machine, block)
+    return None
+
+
+def wave_blocks(check: str | None, block_threads: int, shared_bytes: int, per_wave: int) -> int:
+    """How many blocks a wave runs: ``per_wave``, fewer under racecheck where its shadow (8 bytes per shared byte
+    and thread of a block) would pass RACECHECK_BYTES, at least one."""
+    if check != "racecheck":
+        return per_wave
+    per_block = max(shared_bytes, 1) * (8 * block_threads + 12)
+    return max(1, min(per_wave, RACECHECK_BYTES // per_block))
+
+
+class _Observer:
+    """What both shadow sanitizers share: the machine, the block shape and reports that name both ends."""
+
+    def __init__(self, machine, block: tuple):
+        self.m = machine
+        self.block = tuple(block)
+        self.bt = machine.block_threads
+
+    def _where(self, t: int, pc: int) -> dict:
+        """The error fields of thread ``t`` (wave index) at instruction ``pc``."""
+        loc = dict(self.m.locate(t))
+        prog = self.m.prog
+        loc["line"] = prog.ops[pc].line
+        loc["source"] = prog.source_of(pc)
+        return loc
+
+    def _thread(self, local: int) -> tuple:
+        bx, by = self.block[0], self.block[1]
+        return (local % bx, (local // bx) % by, local // (bx * by))
+
+    def _line(self, pc: int) -> str:
+        src = self.m.prog.source_of(pc)
+        return f"PTX line {self.m.prog.ops[pc].line}" + (f" ({src})" if src else "")
+
+    def _pc(self, pc) -> int:
+        return int(self.m.current_pc if pc is None else pc)
+
+
+class InitCheck(_Observer):
+    """check="initcheck": which bytes of each block's shared memory and each thread's local memory were written."""
+
+    def __init__(self, machine, block: tuple):
+        super().__init__(machine, block)
+        mem = machine.mem
+        self.shared = np.zeros(mem.shared.shape, bool)
+        self.local = np.zeros(mem.local.shape, bool)
+
+    def access(self, space, addr, width, threads, write, atomic, pc) -> None:
+        if space == ".shared":
+            shadow, rows = self.shared, self.m.block_of[threads]
+        elif space == ".local":
+            shadow, rows = self.local, threads
+        else:
+            return
+        cols = addr.astype(np.int64)[:, None] + np.arange(width)
+        if write:
+            shadow[rows[:, None], cols] = True
+            return
+        done = shadow[rows[:, None], cols]
+        if done.all():
+            return
+        k, j = (int(x[0]) for x in np.nonzero(~done))
+        t = int(threads[k])
+        where = "no thread of the block wrote it" if space == ".shared" else "this thread never wrote it"
+        missing = int((~done[k]).sum())
+        err = InitcheckError(
+            f"{width}-byte {space[1:]} load at {space[1:]} offset {int(addr[k]) + j:#x}: {missing} of its bytes "
+            f"uninitialised ({where})",
+            **self._where(t, self._pc(pc)),
+        )
+        err.address, err.space = int(addr[k]) + j, space
+        raise err
+
+
+class RaceCheck(_Observer):
+    """check="racecheck": the vector clocks of a wave's threads and the shadow of its blocks' shared memory (the
+    module docstring). The machine calls ``executed`` after each instruction, the barriers ``barrier_arrive`` /
+    ``barrier_complete``, the mbarriers ``mbarrier_arrive`` / ``mbarrier_complete`` / ``mbarrier_acquire``."""
+
+    def __init__(self, machine, block: tuple):
+        super().__init__(machine, block)
+        m = machine
+        bt = self.bt
+        self.local = (np.arange(m.T) % bt).astype(np.int64)
+        self.vc = np.zeros((m.T, bt), np.int64)
+        self.vc[np.arange(m.T), self.local] = 1
+        S = m.mem.shared.shape[1]
+        nb = m.n_blocks
+        self.S = S
+        self.w_thread = np.full((nb, S), -1, np.int32)
+        self.w_epoch = np.zeros((nb, S), np.int64)
+        self.w_pc = np.zeros((nb, S), np.int32)
+        self.w_atomic = np.zeros((nb, S), bool)
+        self.reads = np.zeros((nb, S, bt), np.int64)  # epoch << _PC_BITS | pc, 0: no read since the last write
+        self.read_since = np.zeros((nb, S), bool)  # whether any thread read the byte since its last write
+        self.p_thread = np.full((nb, S), -1, np.int32)  # the thread of a cp.async in flight to the byte, or -1
+        self.p_pc = np.zeros((nb, S), np.int32)
+        self.pending_any = False
+        self.released: dict = {}  # (block, barrier id) -> clock vector published into a pending barrier
+        self.mb_released: dict = {}  # mbarrier object -> clock vector published into it
+        self.mb_phase: dict = {}  # mbarrier object -> what its last completed phase releases
+        names = m.prog.op_names
+        self.warp_sync = np.array(
+            [n.startswith("bar.warp.sync") or (n.split(".")[0] in WARP_SYNC_OPCODES and ".sync" in n) for n in names],
+            bool,
+        )
+
+    # -- accesses ---------------------------------------------------------------------------------------------
+
+    def access(self, space, addr, width, threads, write, atomic, pc, record: bool = True) -> None:
+        if space != ".shared" or threads.size == 0 or (atomic and not write):
+            return  # an atomic's read is checked as its write
+        m = self.m
+        pc = self._pc(pc)
+        n = threads.size
+        rows = m.block_of[threads].astype(np.int64)
+        lt = self.local[threads]
+        cols = addr.astype(np.int64)[:, None] + np.arange(width)  # (n, width)
+        r2 = np.broadcast_to(rows[:, None], cols.shape)
+        if self.pending_any:
+            self._in_flight(threads, rows, r2, cols, write, pc)
+        mine = self.vc[threads]  # (n, bt)
+        own = mine[np.arange(n), lt]
+        wt = self.w_thread[r2, cols].astype(np.int64)
+        other = (wt >= 0) & (wt != lt[:, None])
+        if atomic:
+            other &= ~self.w_atomic[r2, cols]
+        if other.any():
+            known = mine[np.arange(n)[:, None], np.maximum(wt, 0)] >= self.w_epoch[r2, cols]
+            bad = other & ~known
+            if bad.any():
+                k, j = (int(x[0]) for x in np.nonzero(bad))
+                kind = "write-after-write" if write else "read-after-write"
+                b = int(rows[k])
+                self._report(kind, threads[k], pc, b, int(cols[k, j]), int(wt[k, j]), int(self.w_pc[b, cols[k, j]]))
+        if not write:
+            self.reads[r2, cols, lt[:, None]] = (own[:, None] << _PC_BITS) | pc
+            self.read_since[r2, cols] = True
+            return
+        if not atomic and n > 1:
+            self._same_instruction(threads, rows, cols, pc)
+        read = self.read_since[r2, cols]
+        if read.any():  # only the bytes read since their last write
+            k_idx, j_idx = np.nonzero(read)
+            seen = self.reads[rows[k_idx], cols[k_idx, j_idx]]  # (m, bt)
+            late = (seen >> _PC_BITS) > mine[k_idx]
+            late[np.arange(k_idx.size), lt[k_idx]] = False
+            if late.any():
+                e, reader = (int(x[0]) for x in np.nonzero(late))
+                k, j = int(k_idx[e]), int(j_idx[e])
+                b = int(rows[k])
+                pc_r = int(seen[e, reader] & ((1 << _PC_BITS) - 1))
+                self._report("write-after-read", threads[k], pc, b, int(cols[k, j]), reader, pc_r)
+        if not record:
+            return
+        self.w_thread[r2, cols] = lt[:, None]
+        self.w_epoch[r2, cols] = own[:, None]
+        self.w_pc[r2, cols] = pc
+        self.w_atomic[r2, cols] = atomic
+        if read.any():
+            self.reads[rows[k_idx], cols[k_idx, j_idx]] = 0
+            self.read_since[r2, cols] = False
+
+    # -- cp.async in flight -------------------------------------------------------------------------------
+
+    def async_issued(self, threads, dst, width: int) -> None:
+        """cp.async issued: its write may land at any moment until it completes, so it is checked now against what
+        came before (as a write of the issuing threads) and marks its bytes in flight."""
+        addr = np.asarray(dst, np.uint64)
+        self.access(".shared", addr, width, threads, True, False, None, record=False)
+        rows = self.m.block_of[threads].astype(np.int64)
+        cols = addr.astype(np.int64)[:, None] + np.arange(width)
+        r2 = np.broadcast_to(rows[:, None], cols.shape)
+        self.p_thread[r2, cols] = self.local[threads][:, None]
+        self.p_pc[r2, cols] = int(self.m.current_pc)
+        self.pending_any = True
+
+    def async_completed(self, threads, dst, width: int) -> None:
+        """cp.async completes (its write follows through the memory): its bytes are no longer in flight."""
+        rows = self.m.block_of[threads].astype(np.int64)
+        cols = np.asarray(dst, np.uint64).astype(np.int64)[:, None] + np.arange(width)
+        self.p_thread[np.broadcast_to(rows[:, None], cols.shape), cols] = -1
+        self.pending_any = bool((self.p_thread >= 0).any())
+
+    def _in_flight(self, threads, rows, r2, cols, write, pc) -> None:
+        """Any access to bytes an incomplete cp.async will write races with it."""
+        busy = self.p_thread[r2, cols] >= 0
+        if busy.any():
+            k, j = (int(x[0]) for x in np.nonzero(busy))
+            b, c = int(rows[k]), int(cols[k, j])
+            kind = "write-after-write" if write else "read-after-write"
+            self._report(kind, threads[k], pc, b, c, int(self.p_thread[b, c]), int(self.p_pc[b, c]), " (in flight)")
+
+    def _same_instruction(self, threads, rows, cols, pc) -> None:
+        """Two lanes of one store that write the same byte (a write-after-write inside the instruction)."""
+        key = (rows[:, None] * self.S + cols).reshape(-1)
+        who = np.repeat(threads, cols.shape[1])
+        order = np.argsort(key, kind="stable")
+        k, w = key[order], who[order]
+        dup = np.flatnonzero((k[1:] == k[:-1]) & (w[1:] != w[:-1]))
+        if dup.size:
+            i = int(dup[0])
+            first, second = int(w[i]), int(w[i + 1])
+            b = int(self.m.block_of[second])
+            self._report("write-after-write", second, pc, b, int(k[i] - b * self.S), int(self.local[first]), pc)
+
+    def _report(self, kind: str, t, pc: int, block: int, offset: int, other_local: int, other_pc: int, note=""):
+        t = int(t)
+        other = self._thread(other_local)
+        me = self._thread(int(self.local[t]))
+        first, then = (
+            ("reads", "writes") if kind == "write-after-read" else ("writes", "reads" if kind[0] == "r" else "writes")
+        )
+        err = RaceError(
+            f"{kind} hazard at shared offset {offset:#x}: thread {other} {first} it{note} at {self._line(other_pc)}, "
+            "then "
+            f"thread {me} {then} it at {self._line(pc)}, with no synchronisation ordering them",
+            **self._where(t, pc),
+        )
+        err.kind, err.address, err.space = kind, offset, ".shared"
+        err.other_thread, err.other_line = other, self.m.prog.ops[other_pc].line
+        err.other_source = self.m.prog.source_of(other_pc)
+        raise err
+
+    # -- synchronisation --------------------------------------------------------------------------------------
+
+    def _release(self, threads) -> np.ndarray:
+        """The join of ``threads``' clock vectors (one block's), after which each starts a new epoch."""
+        joined = self.vc[threads].max(axis=0)
+        self.vc[threads, self.local[threads]] += 1
+        return joined
+
+    def _acquire(self, threads, vector) -> None:
+        self.vc[threads] = np.maximum(self.vc[threads], vector)
+
+    def barrier_arrive(self, block: int, barrier: int, threads) -> None:
+        joined = self._release(threads)
+        key = (block, barrier)
+        prev = self.released.get(key)
+        self.released[key] = joined if prev is None else np.maximum(prev, joined)
+
+    def barrier_complete(self, block: int, barrier: int, threads) -> None:
+        vector = self.released.pop((block, barrier), None)
+        if vector is not None and threads.size:
+            self._acquire(threads, vector)
+
+    def mbarrier_arrive(self, ids, threads) -> None:
+        """Threads arrive on the mbarrier objects ``ids`` (one per thread): each releases into its object."""
+        for i in np.unique(ids).tolist():  # the distinct objects of one instruction: a handful
+            joined = self._release(threads[ids == i])
+            prev = self.mb_released.get(i)
+            self.mb_released[i] = joined if prev is None else np.maximum(prev, joined)
+
+    def mbarrier_complete(self, ids) -> None:
+        """The current phase of the objects ``ids`` completed: its waiters acquire what was released so far."""
+        for i in np.asarray(ids).tolist():
+            vector = self.mb_released.get(i)
+            if vector is not None:
+                self.mb_phase[i] = vector.copy()
+
+    def mbarrier_acquire(self, ids, threads) -> None:
+        """Threads whose wait on the objects ``ids`` saw the phase complete."""
+        for i in np.unique(ids).tolist():
+            vector = self.mb_phase.get(i)
+            if vector is not None:
+                self._acquire(threads[ids == i], vector)
+
+    def executed(self, g, pc: int) -> None:
+        """After instruction ``pc`` ran for group ``g``: a warp-synchronous one orders the lanes of each warp that
+        ran it together."""
+        if not self.warp_sync[pc]:
+            return
+        lanes = g.lanes()
+        if lanes.size == 0:
+            return
+        warps = self.m.warp_of[lanes]  # non-decreasing: lanes are in thread order, warps contiguous
+        starts = np.flatnonzero(np.diff(warps, prepend=-1))
+        joined = np.maximum.reduceat(self.vc[lanes], starts, axis=0)
+        self.vc[lanes] = np.repeat(joined, np.diff(np.append(starts, lanes.size)), axis=0)
+        self.vc[lanes, self.local[lanes]] += 1
