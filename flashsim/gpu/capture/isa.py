@@ -26,21 +26,30 @@ from ...ptx import probes as P
 from .. import runtime as rt
 from ..build import Build, assemble_ptx, ptxas_version
 
+_BUILDS: dict = {}  # (sha256 of a PTX, arch) -> its Build: a topic's probes share one module, assembled once
+
+
+def _build(ptx: str, arch: str, source: str) -> Build:
+    key = (hashlib.sha256(ptx.encode()).hexdigest(), arch)
+    got = _BUILDS.get(key)
+    if got is None:
+        cubin = assemble_ptx(ptx, arch)
+        got = _BUILDS[key] = Build(
+            cubin=cubin,
+            arch=arch,
+            entry_points={},
+            lowered_names={},
+            log="",
+            source_name=source,
+            key=hashlib.sha256(cubin).hexdigest(),
+        )
+    return got
+
 
 def run_probe(probe: P.Probe, arch: str) -> tuple[list, list, dict]:
     """(arguments before, arguments after, metadata) of one launch of ``probe`` on the GPU."""
     ptx = P.ptx_of(probe, arch)
-    cubin = assemble_ptx(ptx, arch)
-    build = Build(
-        cubin=cubin,
-        arch=arch,
-        entry_points={},
-        lowered_names={},
-        log="",
-        source_name=probe.source,
-        key=hashlib.sha256(cubin).hexdigest(),
-    )
-    kernel = rt.load(build, probe.kernel)
+    kernel = rt.load(_build(ptx, arch, probe.source), probe.kernel)
     before = P.arguments(probe)
     device = [rt.to_device(a) if isinstance(a, np.ndarray) else a for a in before]
     t0 = time.perf_counter()

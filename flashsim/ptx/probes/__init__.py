@@ -152,9 +152,15 @@ def load_capture(topic: str, arch: str = "sm_90") -> dict:
         return out
 
 
+@lru_cache(maxsize=32)
+def _module(ptx: str, arch: str, contraction: str):
+    """One Module per probe source: its kernels are decoded once each, its contraction read once."""
+    return load(ptx, arch=arch, contraction=contraction)
+
+
 def simulate(probe: Probe, arch: str = "sm_90", *, args=None, check=None, contraction: str = "sass"):
     """Run the probe in flashsim.ptx; (the arguments after the launch, the report)."""
-    module = load(ptx_of(probe, arch), arch=arch, contraction=contraction)
+    module = _module(ptx_of(probe, arch), arch, contraction)
     args = arguments(probe) if args is None else [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     report = launch(
         module.kernel(probe.kernel), probe.grid, probe.block, args, shared_mem=probe.shared_mem, check=check

@@ -218,6 +218,8 @@ def fp8_pairs(n: int):
             np.uint16
         )
 
+    return make
+
 
 def int_special(bits: int) -> np.ndarray:
     """The integer edges of a ``bits``-wide operand: 0, 1, 2, all ones and its neighbour, INT_MIN / INT_MAX and
