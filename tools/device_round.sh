@@ -198,7 +198,9 @@ step_attn() {      # only the attention captures (after a change of kernel/flash
 step_ptxisa() {   # the silicon probes of flashsim.ptx (flashsim/ptx/probes): GPU outputs -> captures/ptx_isa/
   local log=$1
   need_modules numpy ml_dtypes cuda.core || return
-  run "$log" "$(left)" $PY -m flashsim.gpu.capture.isa --out "$STAGE/captures/ptx_isa" || return
+  local from=()   # the PTX made here with the pinned NVRTC (python -m flashsim.gpu.capture.isa --export-ptx .probes_ptx)
+  [[ -d .probes_ptx ]] && from=(--ptx-dir .probes_ptx)
+  run "$log" "$(left)" $PY -m flashsim.gpu.capture.isa --out "$STAGE/captures/ptx_isa" "${from[@]}" || return
   RESULT="$(ls "$STAGE/captures/ptx_isa" | wc -l) probe capture files"
 }
 

@@ -7,7 +7,8 @@ ones. DIR/<topic>_<arch>.npz holds, per probe, every argument array before (``na
 launch and, in ``meta``, the PTX's sha256, the ptxas version and the launch, so tests/test_ptx_silicon.py can
 rerun each probe in the simulator and the drift guard can tell a changed probe from a stored one. A probe whose
 launch fails is recorded with its error (and the CUDA context is rebuilt only by a new process: the run stops).
-Exit 0 when every probe ran.
+Exit 0 when every probe ran. ``--export-ptx DIR`` (no GPU) writes the PTX of every probe build where the pinned
+NVRTC is, ``--ptx-dir DIR`` runs those files on the GPU, so that the GPU runs the PTX the tests compile.
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ def _build(ptx: str, arch: str, source: str) -> Build:
     return got
 
 
-def run_probe(probe: P.Probe, arch: str) -> tuple[list, list, dict]:
-    """(arguments before, arguments after, metadata) of one launch of ``probe`` on the GPU."""
-    ptx = P.ptx_of(probe, arch)
+def run_probe(probe: P.Probe, arch: str, ptx_dir: pathlib.Path | None = None) -> tuple[list, list, dict]:
+    """(arguments before, arguments after, metadata) of one launch of ``probe`` on the GPU; its PTX compiled here,
+    or read from ``ptx_dir`` (``--export-ptx``'s files, made where the pinned NVRTC is)."""
+    ptx = P.ptx_of(probe, arch) if ptx_dir is None else (ptx_dir / P.build_key(probe, arch)).read_text()
     kernel = rt.load(_build(ptx, arch, probe.source), probe.kernel)
     before = P.arguments(probe)
     device = [rt.to_device(a) if isinstance(a, np.ndarray) else a for a in before]
@@ -68,7 +70,7 @@ def run_probe(probe: P.Probe, arch: str) -> tuple[list, list, dict]:
     return before, after, meta
 
 
-def capture_topic(topic: str, arch: str, out: pathlib.Path) -> int:
+def capture_topic(topic: str, arch: str, out: pathlib.Path, ptx_dir: pathlib.Path | None = None) -> int:
     """Run every probe of ``topic``; write out/<topic>_<arch>.npz; the number of probes that failed."""
     arrays, meta, failed = (
         {},
@@ -84,7 +86,7 @@ def capture_topic(topic: str, arch: str, out: pathlib.Path) -> int:
     )
     for probe in P.probes(topic):
         try:
-            before, after, info = run_probe(probe, arch)
+            before, after, info = run_probe(probe, arch, ptx_dir)
         except Exception as exc:  # record and go on only for compile errors; a launch error ends the process
             print(f"  {probe.key}: FAILED {type(exc).__name__}: {exc}", flush=True)
             meta.setdefault("failed", {})[probe.name] = f"{type(exc).__name__}: {exc}"
@@ -104,14 +106,41 @@ def capture_topic(topic: str, arch: str, out: pathlib.Path) -> int:
     return failed
 
 
+def export_ptx(folder: pathlib.Path, arch: str) -> int:
+    """Write every probe build's PTX to ``folder`` (P.build_key names); the number of files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    done = set()
+    for probe in P.probes():
+        key = P.build_key(probe, arch)
+        if key not in done:
+            (folder / key).write_text(P.ptx_of(probe, arch))
+            done.add(key)
+    return len(done)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m flashsim.gpu.capture.isa", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, type=pathlib.Path)
+    ap.add_argument("--out", type=pathlib.Path, help="folder for the captures (needs a GPU)")
     ap.add_argument("--topic", action="append", choices=P.TOPICS, help="only these topics (default: all)")
+    ap.add_argument(
+        "--export-ptx",
+        type=pathlib.Path,
+        metavar="DIR",
+        help="only write every probe's PTX to DIR "
+        "(no GPU): made where the pinned NVRTC is, carried to the GPU and read there with --ptx-dir",
+    )
+    ap.add_argument("--ptx-dir", type=pathlib.Path, help="read the probes' PTX from DIR instead of compiling it")
+    ap.add_argument("--arch", default="sm_90", help="with --export-ptx: the arch to compile for")
     args = ap.parse_args(argv)
+    if args.export_ptx is not None:
+        print(f"{export_ptx(args.export_ptx, args.arch)} PTX files -> {args.export_ptx}")
+        return 0
+    if args.out is None:
+        ap.error("--out is needed (or --export-ptx)")
     args.out.mkdir(parents=True, exist_ok=True)
     arch = rt.current_arch()
-    failed = sum(capture_topic(t, arch, args.out) for t in (args.topic or P.TOPICS) if P.probes(t))
+    topics = [t for t in (args.topic or P.TOPICS) if P.probes(t)]
+    failed = sum(capture_topic(t, arch, args.out, args.ptx_dir) for t in topics)
     return 1 if failed else 0
 
 

@@ -112,6 +112,13 @@ def ptx_of(probe: Probe, arch: str = "sm_90") -> str:
     return _ptx(probe.source, tuple(probe.defines), tuple(probe.options), arch)
 
 
+def build_key(probe: Probe, arch: str = "sm_90") -> str:
+    """A file name for the probe's PTX build (its source, defines, options and arch): probes that share a build
+    share it (``python -m flashsim.gpu.capture.isa --export-ptx`` writes them, ``--ptx-dir`` reads them)."""
+    text = json.dumps([probe.source, list(probe.defines), list(probe.options), arch])
+    return hashlib.sha256(text.encode()).hexdigest()[:20] + ".ptx"
+
+
 def ptx_sha256(probe: Probe, arch: str = "sm_90") -> str:
     return hashlib.sha256(ptx_of(probe, arch).encode()).hexdigest()
 
