@@ -163,3 +163,23 @@ def test_capture_tool_builds_checks_and_stores_what_the_tests_replay(tmp_path, p
     assert stored_after["dst"].tobytes() == _ran(simulated, name)["dst"].tobytes()
     with pytest.raises(ValueError, match="parameter 0"):
         capture_tool._check_sizes(ir.functions[entry], [b"\0" * 4] + params[1:])
+
+
+def test_a_unit_builds_to_one_ptx_from_any_checkout(tmp_path):
+    """nvcc names internal-linkage globals after the unit's absolute path; build_ptx zeroes that part, so the
+    capture made from the GPU machine's checkout and the PTX built here are one text (FlashAttention-2's CuTe
+    globals are such names)."""
+    import subprocess
+
+    unit = 'namespace { __device__ int seen[1]; }\nextern "C" __global__ void k(int* o) { o[0] = seen[0]; }\n'
+    texts = []
+    for where in ("one", "two"):
+        folder = tmp_path / where
+        folder.mkdir()
+        (folder / "unit.cu").write_text(unit)
+        cmd = [build.cuda_tool("nvcc"), "-ptx", "-arch=sm_90", "unit.cu", "-o", "unit.ptx"]
+        subprocess.run(cmd, cwd=folder, check=True, capture_output=True)
+        texts.append((folder / "unit.ptx").read_text())
+    assert all("_INTERNAL_" in t for t in texts)
+    assert build.stable_internal_names(texts[0]) == build.stable_internal_names(texts[1])
+    parse(build.stable_internal_names(texts[0]))  # still PTX the parser (and ptxas) read

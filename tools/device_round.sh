@@ -116,7 +116,7 @@ pack() {   # round.tar (logs/, json/ and the first captures), round_2.tar, ...: 
            # at most 8 files, each under 16 MB; the captures are ~19 MB since the FP8 cases)
   local limit=$(( ${PACK_MB:-14} * 1024 * 1024 )) n=1 size=0 files=(logs json) f sz
   rm -f "$OUT"/round*.tar
-  for f in $(cd "$STAGE" && ls captures/* 2>/dev/null); do
+  for f in $(cd "$STAGE" && find captures -type f 2>/dev/null | sort); do
     sz=$(stat -c %s "$STAGE/$f")
     if (( size + sz > limit && ${#files[@]} > 0 )); then
       tar -C "$STAGE" -cf "$OUT/round$([[ $n -gt 1 ]] && echo _$n).tar" "${files[@]}"; n=$(( n + 1 )); files=(); size=0

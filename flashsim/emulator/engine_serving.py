@@ -248,7 +248,8 @@ def _run(q, k, v, prob, index, backend, progress, options, max_tile_elems):
                 o_part[np.broadcast_to(s, pr.shape)[valid], pr[valid]] = np.asarray(op)[valid]
                 lse_part[np.broadcast_to(s, pr.shape)[valid], pr[valid]] = np.asarray(lp)[valid]
                 _, li = output_rows(prob, index, blocks, units)
-                flag[li[valid]] |= np.asarray(fl)[valid]
+                # splits share rows: an unbuffered or (a fancy-index |= keeps only the last split's value per row)
+                np.logical_or.at(flag, li[valid], np.asarray(fl)[valid])
             else:
                 oo, ll, _, fl = epilogue(l, acc, m)
                 oi, li = output_rows(prob, index, blocks, units)

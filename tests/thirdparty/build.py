@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import pathlib
+import re
 import subprocess
 import tempfile
 from functools import lru_cache
@@ -20,7 +21,7 @@ from flashsim.gpu.build import cuda_tool, kernel_path
 
 from . import packages
 
-__all__ = ["nvcc_version", "build_ptx", "shim_folder", "ptx_sha256"]
+__all__ = ["nvcc_version", "build_ptx", "shim_folder", "ptx_sha256", "stable_internal_names"]
 
 
 def shim_folder() -> pathlib.Path:
@@ -38,6 +39,17 @@ def ptx_sha256(ptx: str) -> str:
     return hashlib.sha256(ptx.encode()).hexdigest()
 
 
+_INTERNAL_HASH = re.compile(r"(_INTERNAL_|_GLOBAL__N__)[0-9a-f]{8}_")
+
+
+def stable_internal_names(ptx: str) -> str:
+    """The PTX with the 8 hex digits nvcc puts in internal-linkage names (_INTERNAL_<hash>_, _GLOBAL__N__<hash>_)
+    set to zeros. nvcc derives them from the unit's absolute path, so the same sources built from two checkouts give
+    two PTX texts that differ in those names alone; zeroed (the same length, so the mangling stays valid), every
+    machine builds, hashes and runs one text."""
+    return _INTERNAL_HASH.sub(lambda m: m.group(1) + "0" * 8 + "_", ptx)
+
+
 def _command(unit: pathlib.Path, tree: pathlib.Path, includes, flags, arch: str, out: pathlib.Path) -> list[str]:
     incs = [f"-I{shim_folder()}"] + [f"-I{tree / inc}" for inc in includes]
     return [cuda_tool("nvcc"), "-ptx", f"-arch={arch}", *flags, *incs, str(unit), "-o", str(out)]
@@ -45,7 +57,8 @@ def _command(unit: pathlib.Path, tree: pathlib.Path, includes, flags, arch: str,
 
 def _key(unit: pathlib.Path, package, includes, flags, arch: str) -> str:
     h = hashlib.sha256()
-    for part in (nvcc_version(), arch, repr(tuple(flags)), repr(tuple(includes)), package.sha256, unit.read_text()):
+    parts = ("stable-internal-names", nvcc_version(), arch, repr(tuple(flags)), repr(tuple(includes)), package.sha256)
+    for part in (*parts, unit.read_text()):
         h.update(part.encode() + b"\0")
     for shim in sorted(shim_folder().rglob("*.h*")):
         h.update(str(shim.relative_to(shim_folder())).encode() + b"\0" + shim.read_bytes() + b"\0")
@@ -68,7 +81,7 @@ def build_ptx(kernel, arch: str = "sm_90", staged: pathlib.Path | None = None, c
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
         if done.returncode != 0 or not out.is_file():
             raise RuntimeError(f"nvcc failed on {kernel.unit}:\n{' '.join(cmd)}\n{done.stderr.strip()}")
-        ptx = out.read_text()
+        ptx = stable_internal_names(out.read_text())
     if cache:
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(ptx)

@@ -273,3 +273,20 @@ def nothing(d: Decoded):
         return None
 
     return d.op(run)
+
+
+@isa.implements("griddepcontrol")
+def grid_dependency(d: Decoded):
+    """griddepcontrol.wait / .launch_dependents (programmatic dependent launch, sm_90+): wait blocks until the grids
+    this one depends on have completed and flushed their memory; launch_dependents lets a dependent grid start
+    early. A launch here runs one grid to its end before the next one starts, so every prerequisite is complete
+    and visible when a grid begins: both are no-ops on that order."""
+    action = d.mods.take(".wait", ".launch_dependents")
+    if action is None:
+        raise isa.Unsupported("griddepcontrol needs .wait or .launch_dependents")
+    d.mods.done()
+
+    def run(g):
+        return None
+
+    return d.op(run)

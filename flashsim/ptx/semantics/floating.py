@@ -419,6 +419,9 @@ def setp_float(d: Decoded):
     compare = _compare_values(cmp, t, ftz)
     if t in PACKED:
         return _setp_packed(d, compare, a, b, t)
+    if t in (".f16", ".bf16") and isinstance(d.operands[0], Pair):
+        # the scalar half forms write one predicate (PTX ISA, half-precision setp); ptxas rejects p|q there
+        raise isa.Unsupported(f"setp{t} writes one predicate, not p|q")
     run = setp_common(d, lambda g, a, b: compare(_read(g, a, t), _read(g, b, t)), a, b)
     d.mods.done()
     return d.op(run)

@@ -44,6 +44,16 @@ typedef unsigned long long uint64_t;
             out[i] = r;                                                                                         \
         }                                                                                                       \
     }
+// the scalar half compares (.f16, .bf16) write one predicate only (bit 0 of out): p|q is not their form
+#define SETP1(NAME, T, C, INSN)                                                                                 \
+    extern "C" __global__ void NAME(const T* a, const T* b, uint32_t* out, int n) {                           \
+        INDEX;                                                                                                  \
+        if (i < n) {                                                                                            \
+            uint32_t r;                                                                                         \
+            asm("{ .reg .pred p;\n\t" INSN " p, %1, %2;\n\tselp.b32 %0, 1, 0, p; }" : "=r"(r) : C(a[i]), C(b[i]));  \
+            out[i] = r;                                                                                         \
+        }                                                                                                       \
+    }
 // setp with a combining predicate c = (c_in != 0)
 #define SETP_BOP(NAME, T, C, INSN)                                                                              \
     extern "C" __global__ void NAME(const T* a, const T* b, const uint32_t* c, uint32_t* out, int n) {        \
@@ -239,9 +249,9 @@ SETP(setp_ne_ftz_f32, uint32_t, "r", "setp.ne.ftz.f32")
 SETP(setp_num_f32, uint32_t, "r", "setp.num.f32")
 SETP(setp_nan_f64, uint64_t, "l", "setp.nan.f64")
 SETP(setp_gtu_f64, uint64_t, "l", "setp.gtu.f64")
-SETP(setp_le_f16, uint16_t, "h", "setp.le.f16")
-SETP(setp_neu_ftz_f16, uint16_t, "h", "setp.neu.ftz.f16")
-SETP(setp_ge_bf16, uint16_t, "h", "setp.ge.bf16")
+SETP1(setp_le_f16, uint16_t, "h", "setp.le.f16")
+SETP1(setp_neu_ftz_f16, uint16_t, "h", "setp.neu.ftz.f16")
+SETP1(setp_ge_bf16, uint16_t, "h", "setp.ge.bf16")
 SETP(setp_lt_f16x2, uint32_t, "r", "setp.lt.f16x2")
 SETP(setp_nan_bf16x2, uint32_t, "r", "setp.nan.bf16x2")
 SETP_BOP(setp_lt_or_f32, uint32_t, "r", "setp.lt.or.f32")
