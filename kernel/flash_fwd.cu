@@ -576,7 +576,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     // The block's q block, head and batch. Causal: the blocks run longest first across the whole grid (the
     // scheduler starts blocks in the order of their linear index): linear index L takes q block
     // gridDim.x - 1 - L / (H B), so every head's last q block (the most KV tiles) starts before any shorter one.
-    // Measured 1.10-1.14x on causal 4 x 16 x 4096 on the H200 (benchmarks/experiments/causal_block_order).
+    // Measured 1.10-1.14x on causal 4 x 16 x 4096 on the H200 (benchmarks/experiments/lpt).
     unsigned qblk = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;     // blockIdx's type: the same arithmetic
     if (CAUSAL) {
         const unsigned bhn = gridDim.y * gridDim.z;

@@ -3,8 +3,9 @@
 
 Each probe's PTX (NVRTC's for its .cu source, the same text flashsim.ptx runs) is assembled by ptxas for the GPU's
 arch, so the SASS that ran is the SASS the simulator's contraction reader sees; its inputs are the probe's seeded
-ones. DIR/<topic>_<arch>.npz holds, per probe, every argument array before (``name/inI``) and after (``name/I``) the
-launch and, in ``meta``, the PTX's sha256, the ptxas version and the launch, so tests/test_ptx_silicon.py can
+ones. DIR/<topic>_<arch>.npz holds, per probe, every array the launch writes (``name/I``, kinds "out" / "inout")
+and, in ``meta``, the sha256 of each generated input (regenerated from the seed, not stored: a fifth of the bytes),
+the PTX's sha256, the ptxas version and the launch, so tests/test_ptx_silicon.py can
 rerun each probe in the simulator and the drift guard can tell a changed probe from a stored one. A probe whose
 launch fails is recorded with its error (and the CUDA context is rebuilt only by a new process: the run stops).
 Exit 0 when every probe ran. ``--export-ptx DIR`` (no GPU) writes the PTX of every probe build where the pinned
@@ -60,6 +61,7 @@ def run_probe(probe: P.Probe, arch: str, ptx_dir: pathlib.Path | None = None) ->
     meta = {
         "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(),
         "n_args": len(before),
+        "inputs_sha256": P.inputs_sha256(probe, before),
         "source": probe.source,
         "kernel": probe.kernel,
         "grid": list(probe.grid),
@@ -94,9 +96,8 @@ def capture_topic(topic: str, arch: str, out: pathlib.Path, ptx_dir: pathlib.Pat
             if rt.sticky_error():
                 break
             continue
-        for i, (a, b) in enumerate(zip(before, after)):
-            if b is not None:
-                arrays[f"{probe.name}/in{i}"] = a
+        for i, (arg, b) in enumerate(zip(probe.args, after)):
+            if arg.kind in ("out", "inout"):
                 arrays[f"{probe.name}/{i}"] = b
         meta["probes"][probe.name] = info
         print(f"  {probe.key}: ok ({info['seconds']} s)", flush=True)

@@ -139,20 +139,30 @@ def arguments(probe: Probe) -> list:
     return out
 
 
+def inputs_sha256(probe: Probe, args: list) -> list:
+    """sha256 of each generated input array (kind "in" / "inout") of ``args``, None for the others: what a capture
+    records instead of the inputs themselves, which ``arguments`` regenerates from the probe's seed."""
+    return [
+        hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest() if a.kind in ("in", "inout") else None
+        for a, x in zip(probe.args, args)
+    ]
+
+
 def capture_path(topic: str, arch: str = "sm_90") -> pathlib.Path:
     return CAPTURE_DIR / f"{topic}_{arch.replace('_', '')}.npz"
 
 
 def load_capture(topic: str, arch: str = "sm_90") -> dict:
-    """{probe name: {"args": [arrays...], "ptx_sha256": str, "meta": dict}} of a stored capture (the GPU's
-    arrays after the launch; scalars are not stored)."""
+    """{probe name: {"args": [arrays...], "inputs_sha256": [...], "ptx_sha256": str, "meta": dict}} of a stored
+    capture: the GPU's written arrays (kind "out" / "inout") after the launch, None for the other arguments, and the
+    hash of every generated input (the inputs are regenerated, not stored: ``check``)."""
     with np.load(capture_path(topic, arch), allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
         out = {}
         for name, info in meta["probes"].items():
             out[name] = {
                 "args": [z[f"{name}/{i}"] if f"{name}/{i}" in z else None for i in range(info["n_args"])],
-                "inputs": [z[f"{name}/in{i}"] if f"{name}/in{i}" in z else None for i in range(info["n_args"])],
+                "inputs_sha256": info["inputs_sha256"],
                 "ptx_sha256": info["ptx_sha256"],
                 "meta": {**{k: v for k, v in meta.items() if k != "probes"}, **info},
             }
@@ -199,8 +209,13 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 def check(probe: Probe, stored: dict, arch: str = "sm_90") -> Mismatch | None:
-    """Run ``probe`` in the simulator on the stored inputs and compare every written array with the GPU's."""
-    inputs = [s if s is not None else a for s, a in zip(stored["inputs"], arguments(probe))]
+    """Run ``probe`` in the simulator on its inputs, regenerated and checked against the capture's hashes (a
+    ValueError when they differ: the probe's generator or numpy's random stream changed since the capture), and
+    compare every written array with the GPU's."""
+    inputs = arguments(probe)
+    for a, want, got in zip(probe.args, stored["inputs_sha256"], inputs_sha256(probe, inputs)):
+        if want != got:
+            raise ValueError(f"{probe.key}: input {a.name} no longer regenerates as captured: capture the probe again")
     got, _ = simulate(probe, arch, args=inputs)
     for a, mine, gpu in zip(probe.args, got, stored["args"]):
         if a.kind not in ("out", "inout"):
