@@ -3,7 +3,8 @@ fractions.Fraction, the operation done exactly (square roots by math.isqrt), one
 the named direction, and the bits encoded again. Used by tests/test_ptx_float.py and tests/test_ptx_convert.py.
 
 Formats are (exponent bits, fraction bits, has_inf); a format without infinities (e4m3) keeps numbers in its top
-binade except the all-ones pattern (its NaN). NaN results are the canonical NaN (sign clear, the other bits set).
+binade except the all-ones pattern (its NaN). NaN results are the canonical NaN (sign clear, the other bits set),
+except where ``nan_result`` gives the H200's f64 rule.
 """
 
 from __future__ import annotations
@@ -68,6 +69,39 @@ def value(bits: int, fmt: str):
 
 def nan(fmt: str) -> int:
     return (1 << (width(fmt) - 1)) - 1
+
+
+def nan_result(fmt: str, *operands: int) -> int:
+    """The NaN an H200 operation gives (as its silicon probes show): f64, the first NaN among ``operands`` (in the
+    unit's order of preference) with its quiet bit set, or -0x7FF8... (0xFFF8000000000000) when none is NaN; every
+    other format, the canonical NaN."""
+    if fmt != "f64":
+        return nan(fmt)
+    for b in operands:
+        if decode(b, fmt)[1] == NAN:
+            return b | (1 << 51)
+    return 0xFFF8000000000000
+
+
+def convert_nan(bits: int, src: str, dst: str) -> int:
+    """The NaN an H200 conversion of the NaN ``bits`` of ``src`` gives: with an f64 side, the sign and the leading
+    payload bits aligned at the top of dst's fraction, quiet bit set; otherwise dst's canonical NaN."""
+    if "f64" not in (src, dst):
+        return nan(dst)
+    (_, ms, _), (e, m, _) = FORMATS[src], FORMATS[dst]
+    frac = bits & ((1 << ms) - 1)
+    payload = frac << (m - ms) if m >= ms else frac >> (ms - m)
+    sign = bits >> (width(src) - 1) & 1
+    return (sign << (e + m)) | (((1 << e) - 1) << m) | payload | (1 << (m - 1))
+
+
+def tiny_before_rounding(v: Fraction, fmt: str, mode: str) -> bool:
+    """Whether nonzero ``v`` is tiny before rounding (IEEE 754 section 7.5): rounded in ``mode`` to fmt's precision
+    with no bound on the exponent, its magnitude is below the smallest normal number (what .ftz flushes)."""
+    m = FORMATS[fmt][1]
+    a = abs(v)
+    quantum = Fraction(2) ** (_ilog2(a) - m)
+    return _round_int(a / quantum, mode, v < 0) * quantum < Fraction(2) ** (1 - _bias(fmt))
 
 
 def _ilog2(a: Fraction) -> int:

@@ -319,6 +319,28 @@ def flush_bits(b: int) -> int:
     return b & 0x80000000 if (b & 0x7F800000) == 0 else b
 
 
+def ftz_result(b: int, exact) -> int:
+    """The .ftz result of an operation whose rounded result is ``b`` and exact value ``exact`` (a Fraction; a float
+    for inf / NaN): the zero of its sign where the value is tiny before rounding (rounded to 24 bits with no
+    exponent bound, below 2^-126: the H200's rule), else ``b``."""
+    if not isinstance(exact, Fraction) or exact == 0:
+        return b
+    a = abs(exact)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    e -= Fraction(2) ** e > a  # floor(log2 a)
+    quantum = Fraction(2) ** (e - 23)
+    tiny = round(a / quantum) * quantum < Fraction(2) ** -126  # round(): ties to even
+    return (0x80000000 if exact < 0 else 0) if tiny else b
+
+
+def exact_of(op, *bits):
+    """The exact value of op on float32 bit patterns, or None where an operand is inf / NaN (or a divisor 0)."""
+    vs = [value_of(b, F32) for b in bits]
+    if not all(isinstance(v, Fraction) for v in vs) or (op == "div" and vs[1] == 0):
+        return None
+    return {"mul": lambda x, y: x * y, "div": lambda x, y: x / y, "fma": lambda x, y, z: x * y + z}[op](*vs)
+
+
 def fmax_oracle(x: int, y: int) -> int:
     nx, ny = is_nan_bits(x, F32), is_nan_bits(y, F32)
     if nx and ny:
@@ -348,7 +370,8 @@ def test_add_sub_mul_div_fmax_three_ways_and_oracle(pairs):
         assert got[2] == mul_ref(x, y) and got[3] == div_ref(x, y)
         fx, fy = flush_bits(x), flush_bits(y)
         assert got[4] == flush_bits(add_ref(fx, fy)) and got[5] == flush_bits(add_ref(fx, fy ^ 0x80000000))
-        assert got[6] == flush_bits(mul_ref(fx, fy)) and got[7] == flush_bits(div_ref(fx, fy))
+        assert got[6] == ftz_result(flush_bits(mul_ref(fx, fy)), exact_of("mul", fx, fy))
+        assert got[7] == ftz_result(flush_bits(div_ref(fx, fy)), exact_of("div", fx, fy))
         assert got[8] == fmax_oracle(x, y), (hex(x), hex(y), hex(got[8]))
 
 
@@ -381,7 +404,36 @@ def test_fma_three_ways_and_oracle(triples):
     fused, fused_ftz = three_ways(fma_suite, f32_array(xb), f32_array(yb), f32_array(zb))
     for j, (x, y, z) in enumerate(triples):
         assert int(ubits(fused)[j]) == fma_ref(x, y, z), (hex(x), hex(y), hex(z))
-        assert int(ubits(fused_ftz)[j]) == flush_bits(fma_ref(flush_bits(x), flush_bits(y), flush_bits(z)))
+        fx, fy, fz = flush_bits(x), flush_bits(y), flush_bits(z)
+        assert int(ubits(fused_ftz)[j]) == ftz_result(flush_bits(fma_ref(fx, fy, fz)), exact_of("fma", fx, fy, fz))
+
+
+# operands whose exact result lies just below 2^-126 and rounds up to it (or just not): x, y, z, and whether the
+# product, quotient and fma are tiny before rounding. 2^-126 (1 - 2^-24) is tiny (24 bits hold it: the H200
+# flushes it, silicon probe floating/mul_rn_ftz_sat_f32); so is (2 - 2^-23) 2^-126 / 2 = 2^-126 - 2^-150
+EDGES = [
+    (0x00800000, 0x3F7FFFFF, 0x00000000),  # 2^-126 * (1 - 2^-24): tiny, rounds to 2^-126
+    (0xBF7FFFFF, 0x00800000, 0x80000000),  # its negative
+    (0x00FFFFFF, 0x40000000, 0x00000000),  # (2 - 2^-23) 2^-126 / 2: tiny, rounds to 2^-126 (ties to even)
+    (0x00800000, 0x3F800000, 0x00000000),  # 2^-126 exactly: not tiny
+    (0x00800001, 0x3F7FFFFF, 0x00000000),  # 2^-126 (1 + 2^-23)(1 - 2^-24): above 2^-126, not tiny
+    (0x00800000, 0x3F7FFFFF, 0x00000001),  # a subnormal addend, flushed: as the first
+    (0x3F800000, 0x00800000, 0x80000001),  # 2^-126 plus a flushed -2^-149: not tiny
+]
+
+
+def test_ftz_flushes_results_tiny_before_rounding():
+    x, y, z = (f32_array([e[i] for e in EDGES]) for i in range(3))
+    out = three_ways(binary_suite, x, y)
+    fused_ftz = three_ways(fma_suite, x, y, z)[1]
+    for j, (a, b, c) in enumerate(EDGES):
+        fa, fb, fc = flush_bits(a), flush_bits(b), flush_bits(c)
+        assert int(ubits(out[6])[j]) == ftz_result(mul_ref(fa, fb), exact_of("mul", fa, fb)), (hex(a), hex(b))
+        assert int(ubits(out[7])[j]) == ftz_result(div_ref(fa, fb), exact_of("div", fa, fb)), (hex(a), hex(b))
+        want = ftz_result(fma_ref(fa, fb, fc), exact_of("fma", fa, fb, fc))
+        assert int(ubits(fused_ftz)[j]) == want, (hex(a), hex(b), hex(c))
+    assert [int(ubits(out[6])[j]) for j in (0, 1, 3)] == [0, 0x80000000, 0x00800000]  # mul: flushed twice, kept
+    assert int(ubits(out[7])[2]) == 0 and int(ubits(fused_ftz)[5]) == 0  # div, fma: flushed
 
 
 def ieee_suite(generic, x, y, z, target=PLAIN):

@@ -145,7 +145,7 @@ def _round(q: Fraction, sign_if_zero: int, E: int, M: int) -> int:
 def float_add(x: int, y: int, t: str, ftz: bool = False) -> int:
     E, M = FORMATS[t]
     width = 1 + E + M
-    nan = (1 << (width - 1)) - 1  # canonical: 0x7FFF, 0x7FFFFFFF, ...
+    nan = (1 << (width - 1)) - 1  # canonical: 0x7FFF, 0x7FFFFFFF (f64: the NaN operand, below)
     small = 1 << M  # below this magnitude (field 0): subnormal
 
     def flush(b):
@@ -153,6 +153,10 @@ def float_add(x: int, y: int, t: str, ftz: bool = False) -> int:
 
     x, y = flush(x), flush(y)
     a, b = _decode(x, E, M), _decode(y, E, M)
+    if t == ".f64" and (a[0] == "nan" or b[0] == "nan"):  # DADD: y's NaN, else x's, quieted
+        return (y if b[0] == "nan" else x) | (1 << 51)
+    if t == ".f64" and a[0] == b[0] == "inf" and a[1] != b[1]:
+        return 0xFFF8000000000000
     if a[0] == "nan" or b[0] == "nan" or (a[0] == b[0] == "inf" and a[1] != b[1]):
         return nan
     if a[0] == "inf" or b[0] == "inf":

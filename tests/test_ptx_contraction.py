@@ -232,9 +232,20 @@ def _round_f32(q: Fraction) -> int:
     return sign | ((e + 127) << 23) | (m - (1 << 23))
 
 
+def _tiny_before_rounding(q: Fraction) -> bool:
+    """Whether non-zero ``q`` rounded to 24 bits (ties to even) with no bound on the exponent is below 2^-126:
+    what .ftz flushes on the H200 (the silicon probe contraction/mul_add_ftz)."""
+    a = abs(q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    e -= Fraction(2) ** e > a
+    quantum = Fraction(2) ** (e - 23)
+    return round(a / quantum) * quantum < Fraction(2) ** -126  # round(): ties to even
+
+
 def fma_oracle(x: int, y: int, z: int, ftz: bool = False) -> int:
     """x * y + z rounded once to binary32 (bits in, bits out); NaN as the H200's canonical 0x7FFFFFFF. mul is
-    fma(x, y, -0) and add fma(x, 1, z): the same exact sums."""
+    fma(x, y, -0) and add fma(x, 1, z): the same exact sums. ``ftz``: subnormal operands and results tiny before
+    rounding flushed."""
 
     def flush(b):
         return b & 0x80000000 if ftz and (b & 0x7F800000) == 0 else b
@@ -253,8 +264,9 @@ def fma_oracle(x: int, y: int, z: int, ftz: bool = False) -> int:
         if _f32(x) * _f32(y) == 0 and _f32(z) == 0:
             return 0x80000000 if product_negative and z >> 31 else 0
         return 0
-    r = _round_f32(exact)
-    return flush(r)
+    if ftz and _tiny_before_rounding(exact):
+        return 0x80000000 if exact < 0 else 0
+    return _round_f32(exact)
 
 
 def _oracle(kind, x, y, z):

@@ -59,22 +59,23 @@ def _post(out, fmt, sat=False, relu=False):
 
 
 def float_oracle(src, dst, mode="rne", *, ftz=False, sat=False, relu=False, satfinite=False):
-    """One float -> float conversion: flush f32 inputs (.ftz), round once, flush f32 results, then .sat / .relu;
-    NaN canonical, infinities kept (.satfinite: the largest finite value, as every overflow)."""
+    """One float -> float conversion: flush f32 inputs (.ftz: through the f32 unit, so a NaN becomes canonical),
+    round once (.ftz: an f32 result tiny before rounding flushed), then .sat / .relu; NaN as O.convert_nan,
+    infinities kept (.satfinite: the largest finite value, as every overflow)."""
 
     def f(a):
         if ftz and src == "f32":
-            a = _flush(a, src)
+            a = O.nan(src) if O.value(a, src) == O.NAN else _flush(a, src)
         negative, v = O.decode(a, src)
         if v == O.NAN:
-            out = O.nan(dst)
+            out = O.convert_nan(a, src, dst)
         elif v == O.INF:
             big = O.max_finite(dst) * (-1 if negative else 1)
             out = O.round_to(big, dst, "rz") if satfinite else _inf_bits(dst, negative)
+        elif ftz and dst == "f32" and v != 0 and O.tiny_before_rounding(v, dst, mode):
+            out = int(negative) << 31
         else:
             out = O.round_to(-v if negative else v, dst, mode, negative_zero=negative, satfinite=satfinite)
-        if ftz and dst == "f32":
-            out = _flush(out, dst)
         return _post(out, dst, sat, relu)
 
     return f
@@ -99,6 +100,8 @@ def int_to_float_oracle(st, dst, mode, sat=False):
 
 
 def float_to_int_oracle(src, dt, mode, reg_bits, *, ftz=False):
+    """Round in ``mode``, clamp to dt's range; NaN: the H200's F2I gives 0 from f32 / f16 / bf16 to at most 32
+    bits, and 1 << (bits - 1) from f64 or to 64 bits (the silicon probes convert/cvt_*)."""
     bits, signed = INTS[dt], dt[0] == "s"
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
 
@@ -107,8 +110,8 @@ def float_to_int_oracle(src, dt, mode, reg_bits, *, ftz=False):
             a = _flush(a, src)
         negative, v = O.decode(a, src)
         if v == O.NAN:
-            return 0
-        if v == O.INF:
+            r = 1 << (bits - 1) if src == "f64" or bits == 64 else 0
+        elif v == O.INF:
             r = lo if negative else hi
         else:
             r = O._round_int(v, mode, negative) * (-1 if negative else 1)
@@ -142,7 +145,7 @@ def integral_oracle(fmt, mode, ftz=False):
             a = _flush(a, fmt)
         negative, v = O.decode(a, fmt)
         if v == O.NAN:
-            return O.nan(fmt)
+            return O.nan_result(fmt, a)
         if v == O.INF:
             return a
         r = Fraction(O._round_int(v, mode, negative))
@@ -300,8 +303,8 @@ def test_unpack_to_f16x2_is_exact(st, relu):
 
     def lane(v):
         negative, value = O.decode(v, fmt)
-        if value == O.NAN:  # formats.fp8_to_f16's NaN (until the probes say what F2FP.UNPACK_B gives): a quiet one
-            out = (int(negative) << 15) | 0x7E00
+        if value == O.NAN:  # the canonical f16 NaN (silicon probes convert/cvt_rn_f16x2_e4m3x2, _e5m2x2)
+            out = O.nan("f16")
         elif value == O.INF:
             out = (int(negative) << 15) | 0x7C00
         else:

@@ -88,21 +88,27 @@ def _exact(op, xs, mode):
     raise ValueError(op)
 
 
+# the order in which an H200 unit prefers NaN operands (O.nan_result): DADD / DMUL the second source, DFMA taken
+# as c, b, a, the division sequences the dividend
+NAN_ORDER = {"add": (1, 0), "sub": (1, 0), "mul": (1, 0), "fma": (2, 1, 0), "div": (0, 1), "rcp": (0,), "sqrt": (0,)}
+
+
 def arith_oracle(op, fmt, mode="rne", ftz=False, sat=False, relu=False):
-    """The bits one lane of ``op`` gives, from raw operand bits."""
+    """The bits one lane of ``op`` gives, from raw operand bits; .ftz flushes subnormal operands and results that
+    are tiny before rounding (the H200's rule)."""
 
     def f(*bits):
         if ftz:
             bits = [_flush(b, fmt) for b in bits]
         r = _exact(op, [O.decode(b, fmt) for b in bits], mode)
         if r[0] == "nan":
-            out = O.nan(fmt)
+            out = O.nan_result(fmt, *(bits[k] for k in NAN_ORDER[op]))
         elif r[0] == "inf":
             out = _inf(fmt, r[1])
+        elif ftz and r[1] != 0 and O.tiny_before_rounding(r[1], fmt, mode):
+            out = int(r[1] < 0) << (O.width(fmt) - 1)
         else:
             out = O.round_to(r[1], fmt, mode, negative_zero=r[2])
-        if ftz:
-            out = _flush(out, fmt)
         return _modifiers(out, fmt, sat, relu)
 
     return f
@@ -238,11 +244,46 @@ def test_arithmetic_on_hypothesis_bits(arith_forms, data, i):
     check(arith_forms, i, lanes(arith_oracle(op, LANE[t], MODES[r], ftz, sat, relu), t), cols)
 
 
+# operands at the subnormal boundary, where .ftz's flush before rounding and a flush after it differ: a product,
+# quotient or fma just below the smallest normal that rounds up to it (f32: 2^-126 (1 - 2^-24); f16: 2^-14 (1 -
+# 2^-11)), with both signs, addends of either kind, and neighbours that are not tiny
+FTZ_EDGES = {
+    "f32": [0x00800000, 0x80800000, 0x3F7FFFFF, 0xBF7FFFFF, 0x00FFFFFF, 0x40000000, 0x3F800000, 0x00800001, 0, 1],
+    "f16": [0x0400, 0x8400, 0x3BFF, 0xBBFF, 0x07FF, 0x4000, 0x3C00, 0x0401, 0, 1],
+}
+FTZ_FORMS = [
+    ("mul.rn.ftz.f32", "f32", "mul", "rn"),
+    ("mul.rp.ftz.f32", "f32", "mul", "rp"),
+    ("mul.rm.ftz.f32", "f32", "mul", "rm"),
+    ("div.rn.ftz.f32", "f32", "div", "rn"),
+    ("div.rp.ftz.f32", "f32", "div", "rp"),
+    ("fma.rn.ftz.f32", "f32", "fma", "rn"),
+    ("fma.rz.ftz.f32", "f32", "fma", "rz"),
+    ("mul.rn.ftz.f16", "f16", "mul", "rn"),
+    ("fma.rn.ftz.f16", "f16", "fma", "rn"),
+]
+
+
+def test_ftz_flushes_results_tiny_before_rounding():
+    forms = Forms(
+        [
+            (_template(_ARITY[op]).replace("NAME", name), [BITS[t]] * _ARITY[op], BITS[t], 0)
+            for name, t, op, _ in FTZ_FORMS
+        ]
+    )
+    for i, (_, t, op, r) in enumerate(FTZ_FORMS):
+        edges = np.array(FTZ_EDGES[t], np.uint64)
+        grid = np.stack(np.meshgrid(*[edges] * _ARITY[op], indexing="ij"), -1).reshape(-1, _ARITY[op])
+        check(forms, i, arith_oracle(op, t, MODES[r], ftz=True), [grid[:, k] for k in range(_ARITY[op])])
+    one_below = np.array([0x00800000], np.uint64), np.array([0x3F7FFFFF], np.uint64)
+    assert forms.run(0, *one_below).tolist() == [0]  # rounds to 2^-126, but flushed: the H200's result
+
+
 # -- abs neg min max copysign -------------------------------------------------------------------------------------
 
 
 def minmax_oracle(fmt, largest, nan=False, xorsign=False):
-    """min / max of one lane: -0 < +0; a NaN operand ignored unless .NaN (both NaN: canonical); .xorsign.abs
+    """min / max of one lane: -0 < +0; a NaN operand ignored unless .NaN (both NaN: O.nan_result of b); .xorsign.abs
     compares magnitudes and gives the XOR of the signs."""
     sign = 1 << (O.width(fmt) - 1)
 
@@ -251,7 +292,7 @@ def minmax_oracle(fmt, largest, nan=False, xorsign=False):
         vx, vy = O.value(x, fmt), O.value(y, fmt)
         if O.NAN in (vx, vy):
             if nan or vx == vy:
-                return O.nan(fmt)
+                return O.nan_result(fmt, y)
             r = y if vx == O.NAN else x
         else:
             kx, ky = (vx, -(x >= sign)), (vy, -(y >= sign))
@@ -266,7 +307,7 @@ def _absneg_oracle(fmt, neg, ftz):
         if ftz:
             a = _flush(a, fmt)
         if O.value(a, fmt) == O.NAN:
-            return O.nan(fmt)
+            return O.nan_result(fmt, a)
         sign = 1 << (O.width(fmt) - 1)
         return a ^ sign if neg else a & (sign - 1)
 

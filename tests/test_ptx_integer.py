@@ -223,11 +223,17 @@ def halves(fn, signed):
     return run2
 
 
+def _field(w, pos, length):
+    """bfe / bfi's position and length: the low byte of each for 32 bits (the ISA's pseudocode), the whole 32-bit
+    operand for 64 (ptxas's shift sequence; silicon probes integer/bfe_u64, bfe_s64, bfi_b64)."""
+    return (pos & 0xFF, length & 0xFF) if w == 32 else (pos, length)
+
+
 def bfe_oracle(t):
     w, signed = INT[t]
 
     def fn(a, b, c):
-        msb, pos, length = w - 1, b & 0xFF, c & 0xFF
+        msb, (pos, length) = w - 1, _field(w, b, c)
         sbit = 0 if (not signed or length == 0) else (a >> min(pos + length - 1, msb)) & 1
         return sum(((a >> (pos + i)) & 1 if (i < length and pos + i <= msb) else sbit) << i for i in range(w))
 
@@ -236,7 +242,7 @@ def bfe_oracle(t):
 
 def bfi_oracle(w):
     def fn(a, b, c, e):
-        msb, pos, length = w - 1, c & 0xFF, e & 0xFF
+        msb, (pos, length) = w - 1, _field(w, c, e)
         f = b
         i = 0
         while i < length and pos + i <= msb:

@@ -3,11 +3,13 @@
 Formats: f64, f32, tf32, f16, bf16, e4m3, e5m2 (flashsim.numerics.formats); directions: "rne", "rna", "rz",
 "rm", "rp" (flashsim.numerics.rounding.MODES). Every function takes and returns bit patterns (unsigned integer
 arrays of the format's width; tf32 as its 19-bit pattern) and rounds the exact result once, through the one
-rounding core of flashsim.numerics.rounding (``round_magnitude`` / ``round_shift``). NaN results are the format's
-canonical NaN (sign clear, every exponent and fraction bit set: 0x7FFFFFFF, 0x7FFF, ...), the NaN NVIDIA GPUs
-produce. binary32 to nearest even is flashsim.numerics.ieee32's (the kernel's own numerics, with its fast paths):
-``add`` / ``sub`` / ``mul`` / ``fma`` / ``div`` hand those to it, and so do ``mul`` of f16 to nearest
-(ieee32.mul_f16) and ``minmax`` for max.f32 (ieee32.fmax).
+rounding core of flashsim.numerics.rounding (``round_magnitude`` / ``round_shift``). NaN results follow the
+H200's units (``nan_result``): f32 / f16 / bf16 results are the format's canonical NaN (sign clear, every exponent
+and fraction bit set: 0x7FFFFFFF, 0x7FFF); f64 results, and conversions with an f64 side, keep a NaN operand's
+sign and payload with the quiet bit set, and an invalid operation gives 0xFFF8000000000000. binary32 to nearest
+even is flashsim.numerics.ieee32's (the kernel's own numerics, with its fast paths): ``add`` / ``sub`` / ``mul`` /
+``fma`` / ``div`` hand those to it (.ftz too), and so do ``mul`` of f16 to nearest (ieee32.mul_f16) and
+``minmax`` for max.f32 (ieee32.fmax).
 
 How the exact result is kept (vectorised integer arithmetic, numpy only: this module serves flashsim.ptx):
 * a finite value is (sign, significand m, exponent e) with value m * 2**e; products of two significands are kept
@@ -25,8 +27,9 @@ How the exact result is kept (vectorised integer arithmetic, numpy only: this mo
   Melquiond, IEEE Trans. Computers 57(4), 2008, for nearest; for the directed modes the odd image lies strictly
   inside the same interval between p-bit numbers as the exact value). Here k >= 55 and p <= 53.
 Signed zeros follow IEEE 754: an exact zero sum of opposite-signed terms is +0 (-0 under "rm"); a product or
-quotient of zeros takes the XOR of the signs; sqrt(-0) = -0. Subnormals are kept (.ftz is the caller's, with
-``flush_subnormal``).
+quotient of zeros takes the XOR of the signs; sqrt(-0) = -0. Subnormals are kept unless ``ftz`` (PTX .ftz):
+then subnormal operands read as zeros of their sign and a result that is tiny before rounding becomes the zero of
+its sign (rounding.round_magnitude says why: the H200 flushes before rounding, not after).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import ieee32, rounding
-from .formats import F16, F32, FiniteFormat, Format
+from .formats import F16, F32, F64, FiniteFormat, Format
 from .xp import bit_length
 
 __all__ = [
@@ -45,6 +48,8 @@ __all__ = [
     "flush_subnormal",
     "is_subnormal",
     "canonical_nan",
+    "nan_result",
+    "F64_DEFAULT_NAN",
     "to_float64",
     "add",
     "sub",
@@ -111,6 +116,40 @@ def flush_subnormal(bits, f: Format) -> np.ndarray:
 
 def canonical_nan(f: Format, shape=()) -> np.ndarray:
     return np.full(shape, f.canonical_nan, f.uint)
+
+
+# The NaN of an invalid f64 operation (inf - inf, 0 * inf, 0 / 0, sqrt of a negative number) on the H200: sign set,
+# quiet bit only (silicon probes floating/add_*_f64, mul_*_f64, div_*_f64, sqrt_*_f64: tests/data/ptx_isa/).
+F64_DEFAULT_NAN = 0xFFF8000000000000
+
+
+def _quiet(bits, f: Format) -> np.ndarray:
+    return _bits(bits, f) | _U(1 << (f.frac_bits - 1))
+
+
+def nan_result(f: Format, *operands) -> np.ndarray:
+    """The bits an operation of format ``f`` returns where its result is NaN; ``operands`` (bit arrays, broadcast)
+    in the order the unit prefers them.
+
+    f32, f16, bf16 (FADD / FMUL / FFMA / HADD2 / HFMA2 ...): the canonical NaN, whatever the operands. f64 (the
+    H200's DADD / DMUL / DFMA and the double-precision sequences built on them): the first NaN operand, its sign and
+    payload kept and its quiet bit set (a signalling NaN becomes quiet), even where the instruction negates or takes
+    the absolute value of that operand; with no NaN operand (an invalid operation) ``F64_DEFAULT_NAN``. The order:
+    DADD and DMUL take the second source's NaN first (add / sub / mul d, a, b: b, then a), the div / rcp sequences
+    the dividend's, max / min of two NaNs the second; the silicon probes floating/*_f64 and memory/*_add_f64 show
+    each (tests/data/ptx_isa/). Where several fma operands are NaN the probes have no case: DFMA is taken to prefer
+    c, then b, then a, as DADD and DMUL prefer their last source."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in operands)) if operands else ()
+    if f != F64:
+        return canonical_nan(f, shape)
+    out = np.full(shape, _U(F64_DEFAULT_NAN))
+    for x in reversed(operands):
+        out = np.where(unpack(x, f).nan, _quiet(x, f), out)
+    return out.astype(f.uint)
+
+
+def _flush_inputs(f: Format, ftz: bool, *xs):
+    return [flush_subnormal(x, f) for x in xs] if ftz else list(xs)
 
 
 def to_float64(bits, f: Format) -> np.ndarray:
@@ -218,21 +257,24 @@ def _sum(na, ahi, alo, ea, nb, bhi, blo, eb):
     return neg, rhi, rlo, e
 
 
-def _pack(negative, hi, lo, exp, f: Format, mode: str, overflow: str = "ieee"):
-    """Round (-1)**negative (hi, lo) 2**exp (round-to-odd at >= 55 bits, or exact) to ``f``: its bit patterns."""
+def _pack(negative, hi, lo, exp, f: Format, mode: str, overflow: str = "ieee", ftz: bool = False):
+    """Round (-1)**negative (hi, lo) 2**exp (round-to-odd at >= 55 bits, or exact) to ``f``: its bit patterns
+    (``ftz``: a result tiny before rounding flushed to the zero of its sign). The round-to-odd image decides
+    tininess as the exact value does: both lie strictly inside one interval between p-bit numbers."""
     s = np.maximum(_bitlen128(hi, lo) - 61, 0)
     _, lo = _shr_jam128(hi, lo, s)
-    mag = rounding.round_magnitude(lo, exp + s, f, mode, negative, overflow=overflow)
+    mag = rounding.round_magnitude(lo, exp + s, f, mode, negative, overflow=overflow, ftz=ftz)
     return (mag.astype(np.uint64) | (negative.astype(np.uint64) << _U(f.bits - 1))).astype(f.uint)
 
 
-def _finish(bits, f: Format, nan, inf=None, inf_negative=None):
-    """``bits`` with NaN results canonical and infinite ones of their sign patched in."""
+def _finish(bits, f: Format, nan, inf=None, inf_negative=None, nan_from=()):
+    """``bits`` with infinite results of their sign and NaN results (``nan_result`` of the operands ``nan_from``,
+    in the unit's order) patched in."""
     out = bits
     if inf is not None:
         inf_bits = _U(f.inf_bits) | (inf_negative.astype(np.uint64) << _U(f.bits - 1))
         out = np.where(inf, inf_bits, out)
-    return np.where(nan, _U(f.canonical_nan), out).astype(f.uint)
+    return np.where(nan, nan_result(f, *nan_from).astype(np.uint64), out).astype(f.uint)
 
 
 def _zero_sum_negative(na, nb, mode):
@@ -247,69 +289,71 @@ def _broadcast(*arrays):
 # -- arithmetic -------------------------------------------------------------------------------------------------
 
 
-def _ieee32_rne(fn, f, mode, *args):
+def _ieee32_rne(fn, f, mode, ftz, *args):
+    """binary32 to nearest even (.ftz too: the same rule) is numerics.ieee32's; None for the other cases."""
     if f is F32 and mode == "rne":
         vals = [np.asarray(a).astype(np.uint32).view(np.float32) for a in _broadcast(*args)]
-        return np.asarray(fn(*vals)).view(np.uint32)
+        return np.asarray(fn(*vals, ftz)).view(np.uint32)
     return None
 
 
-def add(a, b, f: Format, mode: str = "rne"):
+def add(a, b, f: Format, mode: str = "rne", ftz: bool = False):
     """a + b rounded once to ``f``."""
-    fast = _ieee32_rne(ieee32.add, f, mode, a, b)
+    fast = _ieee32_rne(ieee32.add, f, mode, ftz, a, b)
     if fast is not None:
         return fast
-    a, b = _broadcast(a, b)
+    a, b = _flush_inputs(f, ftz, *_broadcast(a, b))
     A, B = unpack(a, f), unpack(b, f)
     z = np.zeros(A.mag.shape, np.uint64)
     neg, hi, lo, e = _sum(A.negative, z, A.mag, A.exp, B.negative, z, B.mag, B.exp)
     neg = np.where((hi == 0) & (lo == 0), _zero_sum_negative(A.negative, B.negative, mode), neg)
-    out = _pack(neg, hi, lo, e, f, mode)
+    out = _pack(neg, hi, lo, e, f, mode, ftz=ftz)
     nan = A.nan | B.nan | (A.inf & B.inf & (A.negative != B.negative))
-    return _finish(out, f, nan, A.inf | B.inf, np.where(A.inf, A.negative, B.negative))
+    return _finish(out, f, nan, A.inf | B.inf, np.where(A.inf, A.negative, B.negative), (b, a))
 
 
-def sub(a, b, f: Format, mode: str = "rne"):
-    """a - b rounded once to ``f`` (a + (-b): a NaN result is canonical whatever the signs)."""
-    fast = _ieee32_rne(ieee32.sub, f, mode, a, b)
+def sub(a, b, f: Format, mode: str = "rne", ftz: bool = False):
+    """a - b rounded once to ``f``: a + (-b), a NaN b passed on with its own sign (``nan_result``)."""
+    fast = _ieee32_rne(ieee32.sub, f, mode, ftz, a, b)
     if fast is not None:
         return fast
-    return add(a, _bits(b, f) ^ _U(f.sign_mask), f, mode)
+    b = _bits(b, f)
+    return add(a, np.where(unpack(b, f).nan, b, b ^ _U(f.sign_mask)), f, mode, ftz)
 
 
-def mul(a, b, f: Format, mode: str = "rne"):
+def mul(a, b, f: Format, mode: str = "rne", ftz: bool = False):
     """a * b rounded once to ``f``."""
-    fast = _ieee32_rne(ieee32.mul, f, mode, a, b)
+    fast = _ieee32_rne(ieee32.mul, f, mode, ftz, a, b)
     if fast is not None:
         return fast
-    if f is F16 and mode == "rne":  # mul.rn.f16: the kernel's
+    if f is F16 and mode == "rne" and not ftz:  # mul.rn.f16: the kernel's
         x, y = (np.asarray(v).astype(np.uint16).view(np.float16) for v in _broadcast(a, b))
         return np.asarray(ieee32.mul_f16(x, y)).view(np.uint16)
-    a, b = _broadcast(a, b)
+    a, b = _flush_inputs(f, ftz, *_broadcast(a, b))
     A, B = unpack(a, f), unpack(b, f)
     neg = A.negative != B.negative
     hi, lo = _mul128(A.mag, B.mag)
-    out = _pack(neg, hi, lo, A.exp + B.exp, f, mode)
+    out = _pack(neg, hi, lo, A.exp + B.exp, f, mode, ftz=ftz)
     nan = A.nan | B.nan | (A.inf & B.zero) | (A.zero & B.inf)
-    return _finish(out, f, nan, A.inf | B.inf, neg)
+    return _finish(out, f, nan, A.inf | B.inf, neg, (b, a))
 
 
-def fma(a, b, c, f: Format, mode: str = "rne"):
+def fma(a, b, c, f: Format, mode: str = "rne", ftz: bool = False):
     """a * b + c with one rounding to ``f`` (the product is never rounded)."""
-    fast = _ieee32_rne(ieee32.fma, f, mode, a, b, c)
+    fast = _ieee32_rne(ieee32.fma, f, mode, ftz, a, b, c)
     if fast is not None:
         return fast
-    a, b, c = _broadcast(a, b, c)
+    a, b, c = _flush_inputs(f, ftz, *_broadcast(a, b, c))
     A, B, C = unpack(a, f), unpack(b, f), unpack(c, f)
     pn = A.negative != B.negative
     phi, plo = _mul128(A.mag, B.mag)
     z = np.zeros(C.mag.shape, np.uint64)
     neg, hi, lo, e = _sum(pn, phi, plo, A.exp + B.exp, C.negative, z, C.mag, C.exp)
     neg = np.where((hi == 0) & (lo == 0), _zero_sum_negative(pn, C.negative, mode), neg)
-    out = _pack(neg, hi, lo, e, f, mode)
+    out = _pack(neg, hi, lo, e, f, mode, ftz=ftz)
     p_inf = A.inf | B.inf
     nan = A.nan | B.nan | C.nan | (A.inf & B.zero) | (A.zero & B.inf) | (p_inf & C.inf & (pn != C.negative))
-    return _finish(out, f, nan, p_inf | C.inf, np.where(p_inf, pn, C.negative))
+    return _finish(out, f, nan, p_inf | C.inf, np.where(p_inf, pn, C.negative), (c, b, a))
 
 
 def _normalise(mag, width: int):
@@ -318,12 +362,12 @@ def _normalise(mag, width: int):
     return _shl64(mag, np.where(mag == 0, 0, up)), up
 
 
-def div(a, b, f: Format, mode: str = "rne"):
+def div(a, b, f: Format, mode: str = "rne", ftz: bool = False):
     """a / b rounded once to ``f``: restoring division to precision + 3 quotient bits, the remainder jammed."""
-    fast = _ieee32_rne(ieee32.div, f, mode, a, b)
+    fast = _ieee32_rne(ieee32.div, f, mode, ftz, a, b)
     if fast is not None:
         return fast
-    a, b = _broadcast(a, b)
+    a, b = _flush_inputs(f, ftz, *_broadcast(a, b))
     A, B = unpack(a, f), unpack(b, f)
     neg = A.negative != B.negative
     x, ux = _normalise(A.mag, 54)
@@ -338,20 +382,22 @@ def div(a, b, f: Format, mode: str = "rne"):
         r = np.where(take, r - y, r) << _U(1)
     q = q | (r != 0).astype(np.uint64)
     e = (A.exp - ux) - (B.exp - uy) - below.astype(np.int64) - (n - 1)
-    out = _pack(neg, np.zeros_like(q), np.where(A.zero, _U(0), q), e, f, mode)
+    out = _pack(neg, np.zeros_like(q), np.where(A.zero, _U(0), q), e, f, mode, ftz=ftz)
     nan = A.nan | B.nan | (A.zero & B.zero) | (A.inf & B.inf)
     out = np.where(B.inf & ~nan, (neg.astype(np.uint64) << _U(f.bits - 1)).astype(f.uint), out)
-    return _finish(out, f, nan, (A.inf | B.zero) & ~A.zero, neg)
+    return _finish(out, f, nan, (A.inf | B.zero) & ~A.zero, neg, (a, b))
 
 
-def rcp(a, f: Format, mode: str = "rne"):
+def rcp(a, f: Format, mode: str = "rne", ftz: bool = False):
     """1 / a rounded once to ``f``."""
     one = np.full(np.shape(a), (f.bias << f.frac_bits), np.uint64)
-    return div(one, a, f, mode)
+    return div(one, a, f, mode, ftz)
 
 
-def sqrt(a, f: Format, mode: str = "rne"):
-    """The square root rounded once to ``f``: digit-by-digit to precision + 3 bits, the remainder jammed."""
+def sqrt(a, f: Format, mode: str = "rne", ftz: bool = False):
+    """The square root rounded once to ``f``: digit-by-digit to precision + 3 bits, the remainder jammed (a
+    square root is never tiny: ``ftz`` only flushes a subnormal operand)."""
+    (a,) = _flush_inputs(f, ftz, _bits(a, f))
     A = unpack(a, f)
     odd = (A.exp & 1) == 1
     m = np.where(odd, A.mag << _U(1), A.mag)
@@ -371,18 +417,36 @@ def sqrt(a, f: Format, mode: str = "rne"):
     root = root | (rem != 0).astype(np.uint64)
     out = _pack(A.negative, np.zeros_like(root), np.where(A.zero, _U(0), root), (e - 2 * k) // 2, f, mode)
     nan = A.nan | (A.negative & ~A.zero)
-    return _finish(out, f, nan, A.inf, A.negative)
+    return _finish(out, f, nan, A.inf, A.negative, (a,))
 
 
 # -- conversions ------------------------------------------------------------------------------------------------
 
 
-def convert(bits, src: Format, dst: Format, mode: str = "rne", overflow: str = "ieee"):
+def _convert_nan(bits, src: Format, dst: Format) -> np.ndarray:
+    """The NaN a conversion gives for the NaN patterns ``bits`` of ``src``. With an f64 side (F2F.F32.F64,
+    F2F.F64.F16 ...: the double-precision unit) the sign and the payload's leading bits carry over, aligned at the
+    top of the fraction (shifted up when widening, the low bits dropped when narrowing), and the quiet bit is set:
+    silicon probes convert/cvt_*_f64 and cvt_f64_* (tests/data/ptx_isa/). Between the other formats: dst's
+    canonical NaN (convert/cvt_rn_f16_f32, cvt_rn_bf16_f32 ...)."""
+    if F64 not in (src, dst) or isinstance(src, FiniteFormat) or isinstance(dst, FiniteFormat):
+        return canonical_nan(dst, np.shape(bits)).astype(np.uint64)
+    b = _bits(bits, src)
+    frac = b & _U((1 << src.frac_bits) - 1)
+    shift = dst.frac_bits - src.frac_bits
+    payload = frac << _U(shift) if shift >= 0 else frac >> _U(-shift)
+    sign = (b >> _U(src.bits - 1)) << _U(dst.bits - 1)
+    return sign | _U(dst.inf_bits) | payload | _U(1 << (dst.frac_bits - 1))
+
+
+def convert(bits, src: Format, dst: Format, mode: str = "rne", overflow: str = "ieee", ftz: bool = False):
     """Patterns of ``src`` rounded once to ``dst``. ``overflow``: "ieee" (per direction), or "finite" (PTX
     .satfinite: past the largest finite number, infinities included, the largest finite number of the sign). NaN
-    gives dst's canonical NaN; an infinity becomes dst's (its NaN where dst has none, as without .satfinite)."""
+    gives ``_convert_nan``'s; an infinity becomes dst's (its NaN where dst has none, as without .satfinite).
+    ``ftz`` flushes a result tiny before rounding (the .ftz of an f32 destination; an operand's flush is the
+    caller's, as .ftz reads only f32 operands as flushed)."""
     A = unpack(bits, src)
-    out = _pack(A.negative, np.zeros_like(A.mag), A.mag, A.exp, dst, mode, overflow)
+    out = _pack(A.negative, np.zeros_like(A.mag), A.mag, A.exp, dst, mode, overflow, ftz)
     sign = A.negative.astype(np.uint64) << _U(dst.bits - 1)
     if overflow == "finite":
         out = np.where(A.inf, _U(dst.max_finite_bits) | sign, out)
@@ -390,7 +454,7 @@ def convert(bits, src: Format, dst: Format, mode: str = "rne", overflow: str = "
         out = np.where(A.inf, _U(dst.canonical_nan), out)
     else:
         out = np.where(A.inf, _U(dst.inf_bits) | sign, out)
-    return np.where(A.nan, _U(dst.canonical_nan), out).astype(dst.uint)
+    return np.where(A.nan, _convert_nan(bits, src, dst), out).astype(dst.uint)
 
 
 def from_integer(bits, width: int, signed: bool, f: Format, mode: str = "rne"):
@@ -405,8 +469,13 @@ def from_integer(bits, width: int, signed: bool, f: Format, mode: str = "rne"):
 
 
 def to_integer(bits, f: Format, mode: str, width: int, signed: bool):
-    """Patterns of ``f`` rounded to integers in direction ``mode`` and clamped to the ``width``-bit range (NaN ->
-    0, as PTX's cvt to an integer type): the result's two's complement bits, uint64."""
+    """Patterns of ``f`` rounded to integers in direction ``mode`` and clamped to the ``width``-bit range: the
+    result's two's complement bits, uint64. NaN (PTX leaves it open) gives what the H200's F2I gives: 0 from an
+    f32 / f16 / bf16 source to an integer of at most 32 bits (convert/cvt_rni_s32_f32, cvt_rzi_u16_f16,
+    cvt_rni_s32_bf16 ...), and the destination's sign bit alone, 1 << (width - 1), whether signed or not, from an
+    f64 source or to a 64-bit integer (convert/cvt_rmi_s32_f64, cvt_rzi_s64_f64, cvt_rni_u64_f64, cvt_rni_s64_f32,
+    cvt_rzi_u64_f32: tests/data/ptx_isa/). f64 to 8- / 16-bit or .u32 and f16 / bf16 to 64 bits have no probe;
+    they take the rule of their unit (F2I.*.F64, F2I.64)."""
     A = unpack(bits, f)
     bl = bit_length(A.mag).astype(np.int64)
     too_big = A.inf | ((A.exp >= 0) & (A.mag != 0) & (bl + A.exp > 64))
@@ -419,17 +488,18 @@ def to_integer(bits, f: Format, mode: str, width: int, signed: bool):
     pos = np.where(too_big | (q > hi_pos), hi_pos, q)
     negm = np.where(too_big | (q > hi_neg), hi_neg, q)
     out = np.where(A.negative, (~negm + _U(1)) & mask, pos)
-    return np.where(A.nan, _U(0), out).astype(np.uint64)
+    nan_value = _U(1 << (width - 1)) if f.bits == 64 or width == 64 else _U(0)
+    return np.where(A.nan, nan_value, out).astype(np.uint64)
 
 
 def round_integral(bits, f: Format, mode: str):
     """Patterns of ``f`` rounded to integral values of ``f`` (cvt.rni.f32.f32 ...): zeros keep their sign, so do
-    values that round to zero; infinities stay; NaN -> canonical."""
+    values that round to zero; infinities stay; NaN -> ``nan_result`` of the operand."""
     A = unpack(bits, f)
     q = rounding.round_shift(A.mag, np.clip(-A.exp, 0, None), mode, A.negative)
     rounded = _pack(A.negative, np.zeros_like(q), q, np.zeros_like(A.exp), f, "rne")
     out = np.where(A.exp >= 0, _bits(bits, f), rounded)
-    return _finish(out, f, A.nan)
+    return _finish(out, f, A.nan, nan_from=(bits,))
 
 
 # -- min / max --------------------------------------------------------------------------------------------------
@@ -442,8 +512,8 @@ def _order_key(b, f: Format):
 
 
 def minmax(a, b, f: Format, *, largest: bool, propagate_nan: bool = False, xorsign_abs: bool = False):
-    """PTX min / max on patterns of ``f``: -0 < +0; a NaN operand is ignored (both NaN: canonical NaN) unless
-    ``propagate_nan`` (.NaN: any NaN operand gives the canonical NaN); ``xorsign_abs`` (.xorsign.abs) compares
+    """PTX min / max on patterns of ``f``: -0 < +0; a NaN operand is ignored (both NaN: ``nan_result`` of b, a)
+    unless ``propagate_nan`` (.NaN: any NaN operand gives the NaN result); ``xorsign_abs`` (.xorsign.abs) compares
     |a| and |b| and gives the result the XOR of a's and b's signs."""
     if f is F32 and largest and not (propagate_nan or xorsign_abs):  # max.f32: the kernel's fmaxf
         x, y = (np.asarray(v).astype(np.uint32).view(np.float32) for v in _broadcast(a, b))
@@ -459,4 +529,4 @@ def minmax(a, b, f: Format, *, largest: bool, propagate_nan: bool = False, xorsi
     if xorsign_abs:
         r = r | sign_xor
     nan = (A.nan | B.nan) if propagate_nan else (A.nan & B.nan)
-    return np.where(nan, _U(f.canonical_nan), r).astype(f.uint)
+    return np.where(nan, nan_result(f, b, a).astype(np.uint64), r).astype(f.uint)

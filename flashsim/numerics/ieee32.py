@@ -41,8 +41,13 @@ fast path, ms): add 107 -> 0.8, sub 106 -> 0.8, mul 106 -> 0.7, div 104 -> 0.8, 
 64) are generic only: np.fmax (0.1 / 0.5 ms) orders -0 and +0 by operand position, so it would need the key work
 anyway, and the kernel calls them on one value per row per tile.
 
-.ftz (PTX): subnormal inputs are replaced by zero of the same sign before the operation, and a subnormal result
-by zero of its sign after rounding.
+.ftz (PTX): subnormal inputs are replaced by zero of the same sign before the operation, and a result that is tiny
+before rounding by zero of its sign, as the H200 does (flashsim.numerics.rounding.round_magnitude gives the rule
+and its silicon evidence). That differs from flushing the rounded result only where the rounded result is the
+smallest normal 2^-126 itself (a value below it rounding up: possible for mul, div and fma, never for add and sub,
+whose tiny results are exact), so there the operation runs once more on operands scaled to make its result 2^64
+times as large (``_TINY_SCALE``), far from the subnormal range: that result, rounded as if the exponent were
+unbounded, says whether the value was tiny.
 """
 
 from __future__ import annotations
@@ -63,7 +68,6 @@ __all__ = [
     "mul_f16",
     "add_f16",
     "add_bf16",
-    "add_f64",
     "fmax",
     "fmax_reduce",
     "fabs",
@@ -134,7 +138,18 @@ def _run(fast, generic_fn, args, ftz: bool, generic: bool, target: Target):
             r = _canonical(xp, ptx(_PTX_OPS[generic_fn], np.float32, *args, target=target))
         else:
             r = generic_fn(*args, target=target)
-    return flush_subnormals(r) if ftz else r
+    if not ftz:
+        return r
+    r = flush_subnormals(r)
+    scale = _TINY_SCALE.get(generic_fn)
+    if scale is None:  # add / sub: a tiny sum is exact, so its flush after rounding is the flush before
+        return r
+    b = bitcast(r, np.uint32)
+    edge = (b & 0x7FFFFFFF) == 0x00800000  # rounded to the smallest normal: tiny before rounding or not
+    with errstate():  # the scaled operands of other elements may overflow: those results are not looked at
+        big = bitcast(_run(fast, generic_fn, scale(xp, *args), False, generic, target), np.uint32)
+    tiny = (big & 0x7FFFFFFF) < _TINY_SCALED
+    return bitcast(xp.where(edge & tiny, b & _SIGN, b), np.float32)
 
 
 def _f64(x, target: Target):
@@ -276,6 +291,30 @@ _PTX_OPS = {
     _fma_generic: "fma.rn.f32 $0, $1, $2, $3;",
 }
 
+_TWO64 = np.float32(2.0**64)
+_TINY_SCALED = 0x20800000  # the bits of 2^-62 = 2^-126 * 2^64
+
+
+def _up(xp, x):
+    return x * xp.asarray(_TWO64, dtype=np.float32)
+
+
+def _smaller_up(xp, x, y):
+    """x, y with the one of smaller magnitude times 2^64 (exact: an operand of a product near 2^-126 with the
+    other at least as large is at most 2^-63, and the inputs are flushed, so normal)."""
+    first = xp.abs(x) <= xp.abs(y)
+    return xp.where(first, _up(xp, x), x), xp.where(first, y, _up(xp, y))
+
+
+# per operation: its operands scaled so that the exact result is 2^64 times as large (``_run``'s tininess test).
+# A quotient near 2^-126 has a dividend below 2^2 (the divisor is below 2^128); an fma result near 2^-126 that is
+# not 0 has |z| below about 2^-78 (else x * y + z is a multiple of a larger power of two), so nothing overflows.
+_TINY_SCALE = {
+    _mul_generic: lambda xp, x, y: _smaller_up(xp, x, y),
+    _div_generic: lambda xp, x, y: (_up(xp, x), y),
+    _fma_generic: lambda xp, x, y, z: (*_smaller_up(xp, x, y), _up(xp, z)),
+}
+
 
 def _mul_f16_generic(x, y, target: Target):
     xp = namespace(x, y)
@@ -385,9 +424,10 @@ def cvt_f16_to_f32(h, *, generic: bool = False, target: Target = PLAIN):
     return rounding.f16_to_f32(_checked("h", h, np.float16), generic=generic, target=target)
 
 
-# -- adds of the other formats of atom.add / red.add (numpy only) ----------------------------------------------------
-# add.rn of float16, bfloat16 and float64 bit patterns, as atom.add.noftz.f16 / .bf16 (and each half of .f16x2 /
-# .bf16x2) and atom.add.f64 round them: subnormals kept, NaN results canonical (0x7FFF, 0x7FFFFFFFFFFFFFFF).
+# -- adds of the half formats of atom.add / red.add (numpy only) -----------------------------------------------------
+# add.rn of float16 and bfloat16 bit patterns, as atom.add.noftz.f16 / .bf16 (and each half of .f16x2 / .bf16x2)
+# round them: subnormals kept, NaN results canonical (0x7FFF). (atom.add.f64 is numerics.ieee.add: the f64 unit
+# passes NaN operands on.)
 
 
 def add_f16(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -407,16 +447,3 @@ def add_bf16(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype.name != "bfloat16" or y.dtype.name != "bfloat16":
         raise ValueError(f"x and y must be bfloat16, got {x.dtype} and {y.dtype}")
     return rounding.f32_to_bf16(add(cvt_bf16_to_f32(x), cvt_bf16_to_f32(y)))
-
-
-def add_f64(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """float64 x + y to nearest even (numpy's IEEE add, gradual underflow), NaN results 0x7FFFFFFFFFFFFFFF."""
-    x, y = _checked("x", x, np.float64), _checked("y", y, np.float64)
-    _check_fp_environment()
-    with np.errstate(all="ignore"):
-        r = np.asarray(x + y, np.float64)
-    nan = np.isnan(r)
-    if nan.any():
-        r = np.array(r, copy=True)
-        r.view(np.uint64)[nan] = np.uint64(0x7FFFFFFFFFFFFFFF)
-    return r

@@ -106,9 +106,24 @@ def round_shift(mag, shift, mode: str = "rne", negative=None):
     return q + _increment(xp, q, rem, half, mode, negative).astype(xp.uint64)
 
 
-def _round_core(xp, mag, x, f: Format, mode: str, overflow: str, target: Target, negative=None):
+def _tiny_before_rounding(xp, mag, bl, e_lead, f: Format, mode: str, negative):
+    """Where mag * 2**x (leading bit at 2**e_lead, ``bl`` bits) is tiny before rounding (IEEE 754 section 7.5):
+    rounded in ``mode`` to f's precision with an unbounded exponent range it still lies below 2**emin. Only a
+    value in the binade just below 2**emin needs the rounding: there tininess fails exactly when the rounding
+    carries into 2**emin."""
+    p = f.precision
+    drop = xp.clip(bl - p, 0, 63)
+    q = shr(mag, drop)
+    unit = shl(xp.ones_like(mag), drop)
+    up = _increment(xp, q, mag & (unit - 1), shr(unit, 1), mode, negative)
+    carries = up & (q == (1 << p) - 1)  # q all ones: one more unit gives 2**p, the value 2**emin
+    return (mag != 0) & ((e_lead < f.emin - 1) | ((e_lead == f.emin - 1) & ~carries))
+
+
+def _round_core(xp, mag, x, f: Format, mode: str, overflow: str, target: Target, negative=None, ftz: bool = False):
     """Magnitude bits (int64) of mag * 2**x rounded to ``f``: mag uint64 < 2**62, x int32 within +-2**20;
-    ``negative`` (bool) the sign of the value, needed by "rm" / "rp" and by their overflow rule."""
+    ``negative`` (bool) the sign of the value, needed by "rm" / "rp" and by their overflow rule; ``ftz``: a value
+    tiny before rounding (``_tiny_before_rounding``) gives 0 (the PTX .ftz result flush, ``round_magnitude``)."""
     p = f.precision
     bl = bit_length(mag, target)
     e_lead = x + bl - 1  # the value lies in [2**e_lead, 2**(e_lead + 1))
@@ -132,13 +147,25 @@ def _round_core(xp, mag, x, f: Format, mode: str, overflow: str, target: Target,
     else:  # "rm" / "rp" (IEEE): infinity in the direction of rounding, the largest finite number against it
         big = xp.where(negative == (mode == "rm"), f.inf_bits, f.max_finite_bits)
     out = xp.where(out >= f.inf_bits, big, out)
+    if ftz:
+        out = xp.where(_tiny_before_rounding(xp, mag, bl, e_lead, f, mode, negative), 0, out)
     return xp.where(mag == 0, 0, out)
 
 
-def round_magnitude(mag, x, fmt, mode: str = "rne", negative=None, *, overflow: str = "ieee", target: Target = PLAIN):
+def round_magnitude(
+    mag, x, fmt, mode: str = "rne", negative=None, *, overflow: str = "ieee", ftz: bool = False, target: Target = PLAIN
+):
     """The magnitude bits (int64, no sign) of ``fmt`` nearest mag * 2**x in direction ``mode``: mag uint64 <
     2**62, x integer (clamped to +-2**20 as ``round_scaled`` does); ``negative`` the value's sign (for "rm" / "rp").
-    For callers that build the exact value themselves (flashsim.numerics.ieee) and attach the sign afterwards."""
+    For callers that build the exact value themselves (flashsim.numerics.ieee) and attach the sign afterwards.
+
+    ``ftz``: the result flush of PTX .ftz as the H200 does it, a value that is tiny before rounding gives 0 (IEEE
+    754's "tininess before rounding": rounded to fmt's precision with an unbounded exponent it lies below the
+    smallest normal), so a value just below the smallest normal that rounds up to it is flushed too. Flushing
+    subnormal results after rounding would keep it: the silicon probes floating/mul_rn_ftz_sat_f32,
+    fma_rn_ftz_sat_f32, mul_rn_ftz_sat_f16, fma_rn_ftz_f16 and contraction/mul_add_ftz show the H200 gives 0
+    for 2**-126 * (1 - 2**-24) (f16: 2**-14 * (1 - 2**-11)), and convert/cvt_rn_ftz_f32_f64 that it keeps
+    2**-126 for 2**-126 - 2**-151, which rounds to 2**-126 already at 24 bits (tests/data/ptx_isa/)."""
     f = get_format(fmt)
     _check(mode, overflow)
     xp = namespace(mag, x)
@@ -146,7 +173,7 @@ def round_magnitude(mag, x, fmt, mode: str = "rne", negative=None, *, overflow: 
     x = xp.clip(xp.asarray(x).astype(xp.int64), -_EXP_CLAMP, _EXP_CLAMP).astype(xp.int32)
     if negative is not None:
         negative = xp.asarray(negative, dtype=bool)
-    return _round_core(xp, xp.asarray(mag).astype(xp.uint64), x, f, mode, overflow, target, negative)
+    return _round_core(xp, xp.asarray(mag).astype(xp.uint64), x, f, mode, overflow, target, negative, ftz)
 
 
 def _finish(xp, mag_bits, negative, special, special_bits, f: Format, signed_zero: bool):

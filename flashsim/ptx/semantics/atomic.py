@@ -7,7 +7,9 @@ vector forms on .global: .add .v2 / .v4 .f32, .add .v2 / .v4 / .v8 .f16 / .bf16 
 (``{...}`` operands; each element is one atomic operation). .inc: ``old >= b ? 0 : old + 1``; .dec: ``old == 0 ||
 old > b ? b : old - 1`` (unsigned). Float adds round to nearest even; atom.add.f32 flushes subnormal inputs and
 results to sign-preserving zero on global memory and keeps them on shared memory, as the ISA says (a silicon probe
-pins both); .noftz halves and f64 keep subnormals; NaN results are canonical (flashsim.numerics.ieee32).
+pins both); .noftz halves and f64 keep subnormals; NaN results of f32 and the halves are canonical
+(flashsim.numerics.ieee32), those of f64 the double-precision adder's (numerics.ieee.nan_result: the NaN operand
+quieted, 0xFFF8000000000000 for inf - inf; memory/own_atom_add_f64_*, own_red_add_f64_*).
 
 Serialisation: an instruction's lanes that hit the same location (the same global address, or the same shared
 offset of one block) are applied one after another in thread-index order (elements of one lane's vector in
@@ -30,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...numerics import ieee32
+from ...numerics import ieee, ieee32
+from ...numerics.formats import F64
 from .. import isa
 from ..ir import Sink, Vec
 from ..program import Decoded
@@ -106,7 +109,7 @@ def step_fn(op: str, t: str):
 
             return step
         if t == ".f64":
-            return lambda old, b, c, ftz: ieee32.add_f64(old.view(np.float64), b.view(np.float64)).view(np.uint64)
+            return lambda old, b, c, ftz: ieee.add(old, b, F64, "rne")
         if t in HALVES:
             half = _half_add(t)
             return lambda old, b, c, ftz: half(old, b)

@@ -6,17 +6,21 @@ from two f32 or an f16x2 (.satfinite, .relu), and f16x2 from e4m3x2 / e5m2x2.
 
 Roundings are flashsim.numerics' (numerics.ieee, and ieee32 / formats for the conversions the kernel runs). The
 modifier rules are the ISA's as ptxas enforces them: a float result narrower than its source, every int -> float
-and every float -> int needs a rounding; a widening takes none; an integer destination clamps (NaN -> 0) with or
-without .sat; .ftz flushes f32 subnormal inputs and results; .sat on a float destination clamps to [+0, 1] (NaN ->
-+0); .relu makes negative results +0 and NaN the canonical NaN; .satfinite makes overflows (infinities too) the
-largest finite value of their sign and keeps NaN a NaN. sm_100+ forms (.rs, e2m1 / e2m3 / e3m2 / ue8m0, x4
-packs) raise Unsupported.
+and every float -> int needs a rounding; a widening takes none; an integer destination clamps with or without
+.sat (NaN: numerics.ieee.to_integer's H200 rule); .ftz flushes f32 subnormal inputs and f32 results tiny before
+rounding; .sat on a float destination clamps to [+0, 1] (NaN -> +0); .relu makes negative results +0 and NaN the
+canonical NaN; .satfinite makes overflows (infinities too) the largest finite value of their sign and keeps NaN a
+NaN. A NaN converted to or from f64 keeps its sign and leading payload bits, quieted (numerics.ieee.convert); the
+other float conversions give the canonical NaN. sm_100+ forms (.rs, e2m1 / e2m3 / e3m2 / ue8m0, x4 packs) raise
+Unsupported.
 
 What ptxas makes of the forms the ISA leaves open, from nvdisasm of sm_90 cubins (pinned by the probes of
 flashsim.ptx.probes.convert): cvt.f32.f32 without modifiers is a move (NaN payloads kept), with .ftz / .sat an
-FADD (NaN canonical); cvt.f32.bf16 is a shift (NaN payloads kept); cvt.rna{.satfinite}.tf32.f32 is integer
-arithmetic on the bits (``_tf32_rna``), so a NaN keeps its top 19 bits (and one whose payload lies in the low 13
-bits becomes an infinity).
+FADD (NaN canonical); cvt.ftz.f64.f32 is FMUL.FTZ by 1 and then F2F.F64.F32, so its NaN is the canonical f32 NaN
+widened, 0x7FFFFFFFE0000000 (convert/cvt_ftz_f64_f32); cvt.f32.bf16 is a shift (NaN payloads kept);
+cvt.rna{.satfinite}.tf32.f32 is integer arithmetic on the bits (``_tf32_rna``), so a NaN keeps its top 19 bits
+(and one whose payload lies in the low 13 bits becomes an infinity); cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} gives the
+canonical f16 NaN 0x7FFF for a NaN byte (convert/cvt_rn_f16x2_e4m3x2, cvt_rn_f16x2_e5m2x2).
 """
 
 from __future__ import annotations
@@ -121,8 +125,8 @@ def _int_to_float(d: Decoded, dt: str, st: str, mode: str, ftz: bool, sat: bool)
 
 
 def _float_to_int(d: Decoded, dt: str, st: str, mode: str, ftz: bool):
-    """Round to an integer in ``mode`` and clamp to dt's range (NaN -> 0); .sat changes nothing (PTX: the clamp is
-    the default for float -> integer)."""
+    """Round to an integer in ``mode`` and clamp to dt's range (NaN: ieee.to_integer's H200 rule); .sat changes
+    nothing (PTX: the clamp is the default for float -> integer)."""
     f, db = FLOATS[st], bits_of(dt)
     dst, src = d.dst(0), d.src(1, udtype(st))
     reg_bits = d.prog.dtypes[dst].itemsize * 8 if dst is not None else db
@@ -169,12 +173,12 @@ def _float_to_float(d: Decoded, dt: str, st: str, rnd, ftz: bool, sat: bool, rel
             return ieee32.cvt_f16_to_f32(x.view(np.float16)).view(np.uint32)
         if (fs, fd) in ((F32, F16), (F32, BF16)) and rnd == ".rn" and not satfinite:
             return np.asarray(ieee32.cvt_f32_to(x.view(np.float32), fd.dtype)).view(np.uint16)
-        return ieee.convert(x, fs, fd, FLOAT_ROUND.get(rnd, "rne"), overflow)
+        return ieee.convert(x, fs, fd, FLOAT_ROUND.get(rnd, "rne"), overflow, ftz=flush_out)
 
     def run(g):
         x = np.asarray(g.R[src]).astype(fs.uint)
-        if flush_in:
-            x = ieee.flush_subnormal(x, fs)
+        if flush_in:  # ptxas's FMUL.FTZ x, 1 (or the .FTZ of the F2F / FADD itself): the f32 unit, NaN canonical
+            x = np.where(ieee.unpack(x, fs).nan, fs.uint(fs.canonical_nan), ieee.flush_subnormal(x, fs))
         g.write(dst, result_modifiers(convert(x), fd, flush_out, sat, relu))
 
     return d.op(run)
@@ -243,8 +247,9 @@ def _fp8(d: Decoded, dt: str, st: str, rnd, relu: bool, satfinite: bool, ftz_sat
     dtype8 = FP8[st].dtype
     dst, a = d.dst(0), d.src(1, np.uint16)
 
-    def widen8(x):
+    def widen8(x):  # exact, but a NaN byte gives the canonical f16 NaN (the F2FP unpack's; relu keeps it)
         r = formats.fp8_to_f16(np.ascontiguousarray(x.astype(np.uint8)).view(dtype8)).view(np.uint16)
+        r = np.where(ieee.unpack(r, F16).nan, F16.uint(F16.canonical_nan), r)
         return result_modifiers(r, F16, False, relu=relu).astype(np.uint32)
 
     def run(g):

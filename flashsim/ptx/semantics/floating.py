@@ -4,9 +4,11 @@ Precision Floating-Point Instructions").
 
 Every rounding is flashsim.numerics' (numerics.ieee: one rounding of the exact result in the named direction;
 binary32 to nearest through numerics.ieee32, the kernel's own): no second copy of a rounding lives here. Packed
-.f16x2 / .bf16x2 registers run lane-wise (bits 0-15 and 16-31). .ftz replaces subnormal inputs and subnormal
-results (after rounding) by zeros of their sign; .sat clamps to [+0, 1] with NaN -> +0; .relu makes a negative
-result +0 and a NaN the canonical NaN. NaN results are canonical (0x7FFFFFFF, 0x7FFF, 0x7FFFFFFFFFFFFFFF).
+.f16x2 / .bf16x2 registers run lane-wise (bits 0-15 and 16-31). .ftz replaces subnormal inputs by zeros of their
+sign, and results that are tiny before rounding (the H200's rule, numerics.rounding.round_magnitude: a product
+just below the smallest normal that rounds up to it is flushed too); .sat clamps to [+0, 1] with NaN -> +0; .relu
+makes a negative result +0 and a NaN the canonical NaN. NaN results are numerics.ieee.nan_result's: canonical for
+f32 / f16 / bf16 (0x7FFFFFFF, 0x7FFF); for f64 the preferred NaN operand, quieted, or 0xFFF8000000000000.
 
 An unrounded ``mul`` / ``add`` / ``sub`` (no .rn / .rz / .rm / .rp) of any type is ptxas's to contract into a fused
 multiply-add: the program's contraction table (flashsim.ptx.contraction) says which pairs it fused; a fused pair
@@ -15,7 +17,8 @@ to nearest even.
 
 What ptxas makes of the forms the ISA leaves to the implementation (read from nvdisasm of sm_90 cubins; the
 silicon probes of flashsim.ptx.probes.floating pin each):
-* abs / neg are FADD / HADD2 / HFMA2 / DADD with a -0 addend: the exact |a| or -a, NaN canonical, .ftz flushed.
+* abs / neg are FADD / HADD2 / HFMA2 / DADD with a -0 addend: the exact |a| or -a, .ftz flushed; a NaN is the
+  adder's NaN result (canonical; DADD: a itself quieted, its sign untouched by the |.| or - of the operand).
 * div.approx.f32 is MUFU.RCP of the divisor and an FMUL; the non-.ftz form first scales a divisor below 2^-126
   (and the dividend) by 2^24. div.full.f32 is the same with, in addition, both scaled by 1/4 for a divisor above
   2^126 (``_div_sass``). MUFU.RCP is flashsim.numerics.sfu.rcp (the model of rcp.approx.ftz.f32).
@@ -82,7 +85,9 @@ def lanewise(fn, t: str, *xs):
 
 
 def result_modifiers(r, f, ftz: bool, sat: bool = False, relu: bool = False):
-    """The result modifiers in PTX's order: flush (after rounding), then .sat or .relu."""
+    """The result modifiers in PTX's order: flush, then .sat or .relu. The flush here is that of a subnormal
+    result computed exactly (a widening, an abs); a rounded result is flushed by its numerics.ieee function
+    (``ftz=``), before rounding, which a flush of the rounded result cannot express."""
     if ftz:
         r = ieee.flush_subnormal(r, f)
     if not (sat or relu):
@@ -99,14 +104,14 @@ def result_modifiers(r, f, ftz: bool, sat: bool = False, relu: bool = False):
 
 
 def _arith(d: Decoded, t: str, fn, mode: str, srcs, ftz: bool, sat=False, relu=False, also=None):
-    """The op that writes fn(inputs) of type ``t`` rounded in ``mode``, with .ftz / .sat / .relu; ``also(g)`` runs
-    after the write (a fused product keeping its operands)."""
+    """The op that writes fn(inputs, f, mode, ftz=) of type ``t`` rounded in ``mode``, with .ftz / .sat / .relu;
+    ``also(g)`` runs after the write (a fused product keeping its operands)."""
     f, dst = FORMAT[t], d.dst(0)
 
     def compute(*xs):
         if ftz:
             xs = [ieee.flush_subnormal(x, f) for x in xs]
-        return result_modifiers(fn(*xs, f, mode), f, ftz, sat, relu)
+        return result_modifiers(fn(*xs, f, mode, ftz=ftz), f, ftz, sat, relu)
 
     def run(g):
         g.write(dst, lanewise(compute, t, *(_read(g, s, t) for s in srcs)))
@@ -168,9 +173,9 @@ def _fused_add(d: Decoded, t: str, a: int, b: int, ftz: bool, sat: bool):
     negate_p = d.ins.opcode == "sub" and not first
     sign = np.uint64(FORMAT[t].sign_mask)
 
-    def fused(xv, yv, cv, f, mode):
+    def fused(xv, yv, cv, f, mode, ftz=False):
         xv, cv = np.asarray(xv).astype(np.uint64), np.asarray(cv).astype(np.uint64)
-        return ieee.fma(xv ^ sign if negate_p else xv, yv, cv ^ sign if negate_c else cv, f, mode)
+        return ieee.fma(xv ^ sign if negate_p else xv, yv, cv ^ sign if negate_c else cv, f, mode, ftz)
 
     return _arith(d, t, fused, "rne", (x, y, c), ftz, sat)
 
@@ -283,10 +288,10 @@ def abs_neg(d: Decoded):
     _check_mods(t, None, ftz, False, directed=False)
     fn = _abs if d.ins.opcode == "abs" else _neg
 
-    def exact_canonical(x, f, mode):  # an FADD of -0: the exact value, NaN canonical
-        return np.where(ieee.unpack(x, f).nan, np.uint64(f.canonical_nan), fn(x, f, mode))
+    def exact(x, f, mode, ftz=False):  # an FADD / DADD of -0: the exact value; NaN: the adder's (DADD: x quieted)
+        return np.where(ieee.unpack(x, f).nan, ieee.nan_result(f, x), fn(x, f, mode))
 
-    return _arith(d, t, exact_canonical, "rne", (_operand(d, 1, t),), ftz)
+    return _arith(d, t, exact, "rne", (_operand(d, 1, t),), ftz)
 
 
 @isa.implements("min", "max", family=F)
@@ -307,7 +312,7 @@ def min_max(d: Decoded):
         raise isa.Unsupported(f".NaN / .xorsign.abs on {t}")
     largest = d.ins.opcode == "max"
 
-    def fn(x, y, f, mode):
+    def fn(x, y, f, mode, ftz=False):  # the inputs are flushed already; the result is one of them
         return ieee.minmax(x, y, f, largest=largest, propagate_nan=nan, xorsign_abs=xorsign)
 
     return _arith(d, t, fn, "rne", (_operand(d, 1, t), _operand(d, 2, t)), ftz)

@@ -469,11 +469,26 @@ def _low_mask(n, bits: int):
     return np.where(n >= 64, full, (np.uint64(1) << np.minimum(n, 63).astype(np.uint64)) - np.uint64(1))
 
 
+def _field_bounds(g, pos_slot, len_slot, bits: int):
+    """(pos, len) of bfe / bfi as int64 arrays. The 32-bit forms are the BFE / BFI instructions, which read the
+    low byte of each (PTX ISA: pos = b & 0xff, len = c & 0xff). sm_90 has no 64-bit bit-field instruction: ptxas
+    builds the .u64 / .s64 / .b64 forms from 64-bit funnel shifts of the whole 32-bit operands (mask = (1 << len) -
+    1, field = a >> pos), and those shifts clamp at 64. So on the H200 a position of 256 or more is past the msb
+    and a length of 256 or more covers the whole register, where the low byte would say otherwise (silicon probes
+    integer/bfe_u64, bfe_s64, bfi_b64: tests/data/ptx_isa/integer_sm90.npz)."""
+    pos = _val(g, pos_slot, np.uint32).astype(np.int64)
+    length = _val(g, len_slot, np.uint32).astype(np.int64)
+    if bits == 32:
+        return pos & 0xFF, length & 0xFF
+    return pos, length
+
+
 @isa.implements("bfe")
 def bfe(d: Decoded):
-    """Bit field extract (PTX ISA bfe): pos = b & 0xff, len = c & 0xff; bit i of d is a[pos + i] for i < len and
-    pos + i <= msb, else the sign bit: 0 for unsigned types and len 0, a[min(pos + len - 1, msb)] for signed ones
-    (so a field running past the msb, or starting past it, is filled with a's sign)."""
+    """Bit field extract (PTX ISA bfe): pos = b & 0xff, len = c & 0xff for .u32 / .s32, the whole of b and c for
+    .u64 / .s64 (``_field_bounds``); bit i of d is a[pos + i] for i < len and pos + i <= msb, else the sign bit: 0
+    for unsigned types and len 0, a[min(pos + len - 1, msb)] for signed ones (so a field running past the msb, or
+    starting past it, is filled with a's sign)."""
     t, bits, signed = _typed(d, ("u", "s"), (32, 64))
     d.mods.done()
     ud = udtype(bits)
@@ -481,8 +496,7 @@ def bfe(d: Decoded):
 
     def run(g):
         x = _val(g, a, ud).astype(np.uint64)
-        pos = _val(g, b, np.uint32).astype(np.int64) & 0xFF
-        length = _val(g, c, np.uint32).astype(np.int64) & 0xFF
+        pos, length = _field_bounds(g, b, c, bits)
         inside = np.clip(np.minimum(length, bits - pos), 0, bits)  # bits copied from a
         field = np.where(pos >= bits, np.uint64(0), x >> np.minimum(pos, 63).astype(np.uint64)) & _low_mask(
             inside, bits
@@ -499,7 +513,7 @@ def bfe(d: Decoded):
 @isa.implements("bfi")
 def bfi(d: Decoded):
     """Bit field insert (PTX ISA bfi): f = b with bits pos .. pos + len - 1 (those <= msb) taken from a's low
-    bits; pos = c & 0xff, len = d & 0xff."""
+    bits; pos = c & 0xff, len = d & 0xff for .b32, the whole of c and d for .b64 (``_field_bounds``)."""
     t, bits, _ = _typed(d, ("b",), (32, 64))
     d.mods.done()
     ud = udtype(bits)
@@ -508,8 +522,7 @@ def bfi(d: Decoded):
     def run(g):
         x = _val(g, a, ud).astype(np.uint64)
         y = _val(g, b, ud).astype(np.uint64)
-        pos = _val(g, c, np.uint32).astype(np.int64) & 0xFF
-        length = _val(g, e, np.uint32).astype(np.int64) & 0xFF
+        pos, length = _field_bounds(g, c, e, bits)
         shift = np.minimum(pos, 63).astype(np.uint64)
         where = np.where(pos >= bits, np.uint64(0), _low_mask(np.minimum(length, bits), bits) << shift)
         r = (y & ~where) | ((x << shift) & where)
