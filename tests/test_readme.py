@@ -63,4 +63,6 @@ def test_the_readme_has_an_example_for_each_job():
 
 def test_the_readme_starts_with_the_two_commands():
     first = README.read_text().split("```", 2)[1]
-    assert first == '\npip install -e . && flashsim emulate\npip install -e ".[test]" && python -m pytest\n'
+    assert first == (
+        '\npip install -e . && flashsim emulate\npip install -e ".[test]" && python -m pytest -n auto --dist loadfile\n'
+    )
