@@ -15,6 +15,7 @@ import numpy as np
 from .. import isa
 from ..ir import Reg, Sink, Vec
 from ..program import SPACE_BASE, Decoded
+from ..vectorize import ELEMENTWISE
 from .common import bits_of, kind_of, udtype, widen
 
 SPACES = {
@@ -201,7 +202,7 @@ def mov(d: Decoded):
     def run(g):
         g.write(target, g.R[source])
 
-    return d.op(run)
+    return d.op(run, info=ELEMENTWISE if target is not None else None)
 
 
 @isa.implements("cvta")

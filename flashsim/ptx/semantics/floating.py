@@ -35,6 +35,7 @@ from ...numerics.formats import BF16, F16, F32, F64
 from .. import isa
 from ..ir import Imm, Pair, Reg
 from ..program import Decoded
+from ..vectorize import ELEMENTWISE
 from . import special
 from .integer import _COMPARE, BOOL_OPS, _pred_src, _set_dests, setp_common
 
@@ -79,7 +80,8 @@ def lanewise(fn, t: str, *xs):
     on a leading axis), the results packed back (low half from bits 0-15)."""
     if t not in PACKED:
         return fn(*xs)
-    parts = [np.stack(np.broadcast_arrays(x & _LOW16, x >> np.uint32(16))) for x in xs]
+    xs = np.broadcast_arrays(*xs)  # one shape first: the halves go on a new leading axis
+    parts = [np.stack((x & _LOW16, x >> np.uint32(16))) for x in xs]
     r = np.asarray(fn(*parts)).astype(np.uint32)
     return r[0] | (r[1] << np.uint32(16))
 
@@ -103,10 +105,49 @@ def result_modifiers(r, f, ftz: bool, sat: bool = False, relu: bool = False):
     return r.astype(f.uint)
 
 
+def _apply(fn, t: str, f, mode: str, ftz: bool, sat: bool, relu: bool, *xs):
+    """fn(xs, f, mode, ftz=) with the input flush and the result modifiers, lane-wise (packed halves apart)."""
+
+    def compute(*ys):
+        if ftz:
+            ys = [ieee.flush_subnormal(y, f) for y in ys]
+        return result_modifiers(fn(*ys, f, mode, ftz=ftz), f, ftz, sat, relu)
+
+    return lanewise(compute, t, *xs)
+
+
+def _elementwise_run(dst: int, srcs, t: str, fn, f, mode: str, ftz: bool, sat: bool, relu: bool):
+    """``run`` of a lane-wise arithmetic op whose closure holds its register slots as plain ints and, apart from
+    them, only values that two ops of the same kind share (fn a module-level numerics function): what
+    flashsim.ptx.vectorize needs to run many such ops as one stacked call."""
+    if len(srcs) == 1:
+        (a,) = srcs
+
+        def run(g):
+            g.write(dst, _apply(fn, t, f, mode, ftz, sat, relu, _read(g, a, t)))
+
+    elif len(srcs) == 2:
+        a, b = srcs
+
+        def run(g):
+            g.write(dst, _apply(fn, t, f, mode, ftz, sat, relu, _read(g, a, t), _read(g, b, t)))
+
+    else:
+        a, b, c = srcs
+
+        def run(g):
+            g.write(dst, _apply(fn, t, f, mode, ftz, sat, relu, _read(g, a, t), _read(g, b, t), _read(g, c, t)))
+
+    return run
+
+
 def _arith(d: Decoded, t: str, fn, mode: str, srcs, ftz: bool, sat=False, relu=False, also=None):
     """The op that writes fn(inputs, f, mode, ftz=) of type ``t`` rounded in ``mode``, with .ftz / .sat / .relu;
-    ``also(g)`` runs after the write (a fused product keeping its operands)."""
+    ``also(g)`` runs after the write (a fused product keeping its operands). Without ``also`` it is lane-wise
+    (flashsim.ptx.vectorize.ELEMENTWISE)."""
     f, dst = FORMAT[t], d.dst(0)
+    if also is None and dst is not None and 1 <= len(srcs) <= 3:
+        return d.op(_elementwise_run(dst, srcs, t, fn, f, mode, ftz, sat, relu), info=ELEMENTWISE)
 
     def compute(*xs):
         if ftz:

@@ -18,6 +18,7 @@ import numpy as np
 from .. import isa
 from ..ir import Not, Pair, Sink
 from ..program import Decoded
+from ..vectorize import ELEMENTWISE
 from .common import bits_of, kind_of, sdtype, udtype
 
 I = isa.INTEGER
@@ -57,15 +58,24 @@ def _sat_s32(x):
     return np.asarray(np.clip(x, -(2**31), 2**31 - 1)).astype(np.int64).astype(np.int32).view(np.uint32)
 
 
-def _binary(d: Decoded, fn, bits: int):
-    """d = fn(a, b) on the low ``bits`` of both operands (unsigned arrays)."""
+def _binary(d: Decoded, fn, bits: int, elementwise: bool = False):
+    """d = fn(a, b) on the low ``bits`` of both operands (unsigned arrays). ``elementwise``: fn is one shared,
+    broadcasting function, so the op can run stacked with its like (flashsim.ptx.vectorize)."""
     ud = udtype(bits)
     dst, a, b = d.dst(0), d.src(1, ud), d.src(2, ud)
 
     def run(g):
         g.write(dst, fn(_val(g, a, ud), _val(g, b, ud)))
 
-    return d.op(run)
+    return d.op(run, info=ELEMENTWISE if elementwise and dst is not None else None)
+
+
+def _wrapping_add(x, y):
+    return x + y
+
+
+def _wrapping_sub(x, y):
+    return x - y
 
 
 def _packed_or_type(mods: isa.Mods) -> str:
@@ -127,7 +137,7 @@ def add_sub(d: Decoded):
             return _sat_s32(x - y if sub else x + y)
 
         return _binary(d, sat_fn, 32)
-    return _binary(d, (lambda x, y: x - y) if sub else (lambda x, y: x + y), bits)
+    return _binary(d, _wrapping_sub if sub else _wrapping_add, bits, elementwise=True)
 
 
 def _cc(g):

@@ -17,6 +17,7 @@ import numpy as np
 from ...numerics import sfu_approx
 from .. import isa
 from ..program import Decoded
+from ..vectorize import ELEMENTWISE
 
 F = isa.FLOAT
 _F32_OPCODES = ("rsqrt", "lg2", "sin", "cos")
@@ -38,7 +39,8 @@ def _form_op(d: Decoded, form: str):
         x = np.asarray(g.R[a]).astype(np.uint32)
         g.write(dst, np.asarray(model(x)).astype(dtype))
 
-    return d.op(run)
+    # lane-wise, and the model is one object per form and arch, so that the unrolled softmax's ex2's stack
+    return d.op(run, info=ELEMENTWISE if dst is not None else None)
 
 
 def _name(fn: str, ftz: bool, t: str) -> str:
