@@ -28,8 +28,7 @@ from ..config import KernelConfig
 from ..diff import compare
 from ..emulator import engine_serving
 from ..overflow import first_flagged
-from ..problem import resolve_options
-from ..serving.problem import check_indices, index_of, prepare_kvcache, prepare_varlen
+from ..serving.problem import check_indices, index_of, prepare_kvcache, prepare_varlen, serving_options
 from .case_inputs import make_case_inputs
 
 SERVING_KINDS = ("normal", "wide", "adversarial")
@@ -160,14 +159,14 @@ def inputs_sha256(arrays: dict) -> str:
 def problem_of(case: ServingCase, arrays: dict, arch: str, sm_count=None):
     """(ServingProblem, SequenceIndex) of ``case`` on ``arch`` (the GPU's SMs for its split choice)."""
     kw = case.call_kwargs()
-    opts = resolve_options(
+    opts = serving_options(
         kw.get("causal"),
         kw.get("pv_accum"),
         None,
         kw.get("softmax_scale"),
         kw.get("window_size"),
         kw.get("softcap"),
-        "bnhd",
+        None,
         None,
     )
     if case.call == "kvcache":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..overflow import OverflowCheck, check_mode, first_flagged, overflow_error_at
-from ..problem import resolve_options
 from ..serving.problem import (
     SequenceIndex,
     ServingProblem,
@@ -19,6 +18,7 @@ from ..serving.problem import (
     index_of,
     prepare_kvcache,
     prepare_varlen,
+    serving_options,
 )
 from ..settings import EngineOptions
 from . import engine_serving
@@ -30,10 +30,6 @@ __all__ = [
     "reference_attention_with_kvcache",
     "reference_attention_varlen",
 ]
-
-
-def _options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant):
-    return resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout or "bnhd", quant)
 
 
 def _numpy_inputs(**arrays) -> None:
@@ -74,7 +70,7 @@ def attention_with_kvcache(
     (window_size, softcap, softmax_scale, pv_accum, check_overflow, backend "numpy" or "jax", engine); quant is
     refused, layout is (B, N, H, d). ``config`` fixes the tiling (its serving switches follow the call)."""
     _numpy_inputs(q=q, k_cache=k_cache, v_cache=v_cache, cache_seqlens=cache_seqlens, block_table=block_table)
-    opts = _options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+    opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     prob = prepare_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, num_splits, opts=opts, arch=arch)
     index = index_of(cache_seqlens=cache_seqlens, block_table=block_table)
     return _run(q, k_cache, v_cache, prob, index, backend, progress, check_overflow, engine)
@@ -110,7 +106,7 @@ def attention_varlen(
     (int32 (B + 1,), from 0 to the totals; empty sequences allowed); max_seqlen_q / max_seqlen_k at least the
     longest. Options as attention_with_kvcache (no num_splits)."""
     _numpy_inputs(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
-    opts = _options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+    opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     prob = prepare_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, opts=opts, arch=arch)
     index = index_of(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     return _run(q, k, v, prob, index, backend, progress, check_overflow, engine)
@@ -193,7 +189,7 @@ def reference_attention_with_kvcache(
     """attention_with_kvcache in float64 (o float64 like q, lse float64 (B, Hq, Nq)): each row's keys gathered from
     the cache, then flashsim.reference_attention. ``checked``: the emulator's other options (num_splits, pv_accum,
     arch, ...), checked, ignored by the mathematics."""
-    opts = _options(
+    opts = serving_options(
         causal,
         checked.pop("pv_accum", None),
         checked.pop("config", None),
@@ -243,7 +239,7 @@ def reference_attention_varlen(
     **checked,
 ):
     """attention_varlen in float64 (o float64 like q, lse float64 (Hq, total_q)), sequence by sequence."""
-    opts = _options(
+    opts = serving_options(
         causal,
         checked.pop("pv_accum", None),
         checked.pop("config", None),

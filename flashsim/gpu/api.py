@@ -32,6 +32,7 @@ import sys
 
 from ..overflow import check_mode
 from ..problem import resolve_options
+from ..serving.problem import serving_options
 from . import cupy_api, host
 from . import serving as serving_launch
 
@@ -117,10 +118,6 @@ def prepared_launch(
 # -- serving: a KV cache (contiguous or paged) and variable-length batches ---------------------------------------
 
 
-def _serving_opts(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant):
-    return resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout or "bnhd", quant)
-
-
 def _device_problem(prepare, arch, *args, **kwargs):
     """``prepare`` (flashsim.serving.problem's) for the current GPU: its arch (``arch`` must name it) and its SMs."""
     from . import launch
@@ -161,7 +158,7 @@ def attention_with_kvcache(
     from . import runtime as rt
 
     check_overflow = check_mode(check_overflow)
-    opts = _serving_opts(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+    opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(q, torch.Tensor):
         from . import serving_torch
@@ -230,7 +227,7 @@ def attention_varlen(
     from ..serving.problem import prepare_varlen
 
     check_overflow = check_mode(check_overflow)
-    opts = _serving_opts(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+    opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(q, torch.Tensor):
         from . import serving_torch

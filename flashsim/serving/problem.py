@@ -33,7 +33,7 @@ from ..arch import get_arch
 from ..config import SUPPORTED_HEAD_DIMS, KernelConfig, pv_accums
 from ..errors import UnsupportedConfig
 from ..masking import Window
-from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, scales
+from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, resolve_options, scales
 from ..tuning import decode_tiling
 from .splits import MAX_SPLITS, choose_splits
 
@@ -196,6 +196,12 @@ def check_index_array(x, name: str, shape: tuple) -> None:
         raise ValueError(f"{name} must be int32, got {dtype_name(x) or type(x).__name__} (nothing is cast silently)")
     if got != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {got}")
+
+
+def serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant) -> Options:
+    """The serving calls' options (flashsim.problem.resolve_options), their layout (B, N, H, d) by default: what
+    the emulator's and the GPU's attention_with_kvcache / attention_varlen and verify --serving all resolve."""
+    return resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout or "bnhd", quant)
 
 
 def _serving_options(opts: Options) -> None:
