@@ -27,18 +27,15 @@ through the GPU synchronously.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import torch
 from torch.library import Library
 
 from ..config import overflow_flag_live
 from ..errors import GPUError
-from ..problem import resolve_options
 from ..serving.problem import check_indices, index_of, prepare_kvcache, prepare_varlen
 from . import launch, serving
 from . import runtime as rt
-from .torch_op import _ELEMENT, _capturing, _numpy_of, _raw_stream, _torch_of
+from .torch_op import _ELEMENT, _capturing, _numpy_of, _options, _raw_stream, _torch_of
 
 _OPTIONS = (
     'bool causal=False, float? softmax_scale=None, str pv_accum="f32", int[] tiles=[], str? arch=None, '
@@ -56,19 +53,6 @@ _INDEX = {
     "attention_with_kvcache": ("cache_seqlens", "block_table"),
     "attention_varlen": ("cu_seqlens_q", "cu_seqlens_k"),
 }
-
-
-def _opts(q, causal, softmax_scale, pv_accum, tiles, window, softcap):
-    opts = resolve_options(bool(causal), pv_accum, None, softmax_scale, tuple(window), softcap, "bnhd", "none")
-    if not tiles:
-        return opts
-    if len(tiles) != 5:
-        raise ValueError(f"tiles must be [] or [head_dim, warps, m_tiles, kv_tile, stages], got {list(tiles)}")
-    d, warps, m_tiles, kv_tile, stages = (int(t) for t in tiles)
-    config = opts.kernel_config(
-        "sm_90", d, _ELEMENT.get(q.dtype, "f16"), warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages
-    )
-    return replace(opts, config=config)
 
 
 def _describe(x):
@@ -153,7 +137,7 @@ def _run_cuda(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch
     )
     hit = _KEYS.get(key)
     if hit is None:
-        opts = _opts(tensors["q"], causal, softmax_scale, pv_accum, tiles, window, softcap)
+        opts = _options(tensors["q"], causal, softmax_scale, pv_accum, tiles, window, softcap, "bnhd")
         hit = _miss(op, key, tensors, scalars, opts, arch)
     prob, plan = hit
     q = tensors["q"]
@@ -201,7 +185,7 @@ def _run_cpu(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch,
     arrays = {
         n: (None if x is None else _numpy_of(x) if n not in _INDEX[op] else x.numpy()) for n, x in tensors.items()
     }
-    opts = _opts(tensors["q"], causal, softmax_scale, pv_accum, tiles, window, softcap)
+    opts = _options(tensors["q"], causal, softmax_scale, pv_accum, tiles, window, softcap, "bnhd")
     gpu_arch = launch.check_arch(arch)
     prob = _problem(op, arrays, scalars, opts, gpu_arch, rt.sm_count())
     names = ("q", "k_cache", "v_cache") if op == "attention_with_kvcache" else ("q", "k", "v")
