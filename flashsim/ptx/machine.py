@@ -215,6 +215,9 @@ class Machine:
         self.schedule = prog.schedule if trace is None else None  # lane-wise ops stacked (flashsim.ptx.vectorize)
         self._group_slots: dict = {}
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
+        # while set, called as watch(group, item) before each item (a PC, or a tuple of stacked PCs) of a block runs:
+        # an asynchronous unit's check of the registers it owns (flashsim.ptx.semantics.wgmma)
+        self.watch = None
 
     # -- scheduling -------------------------------------------------------------------------------------
 
@@ -294,6 +297,8 @@ class Machine:
             pc = item if type(item) is int else item[0]
             g.pc = pc
             self.current_pc = pc
+            if self.watch is not None:
+                self.watch(g, item)
             if plan is not None:
                 if (
                     pending is not None
