@@ -7,6 +7,7 @@ hazards, the errors, Triton's sm_90a PTX, and the silicon capture."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -257,6 +258,45 @@ def test_smem_written_without_a_barrier_is_a_race():
         _run(ptx, CASE, check="racecheck")
 
 
+@pytest.mark.parametrize("barrier", [False, True])
+def test_a_store_to_an_operand_before_the_wait_is_a_race(barrier):
+    """The async unit may read its shared-memory operands until the wait: a store into them in between races with
+    the wgmma (at the store; or, where a barrier orders the store after the issue, at the wait)."""
+    ptx = W.ptx_of(CASE)
+    commit = "  wgmma.commit_group.sync.aligned;\n"
+    store = "  setp.eq.u32 %p2, %r0, 64;\n  @%p2 st.shared.u32 [%r2+4], %r0;\n"
+    ptx = ptx.replace(commit, commit + ("  bar.sync 0;\n" if barrier else "") + store)
+    lines = ptx.splitlines()
+    issue, stored, wait = (
+        next(i for i, s in enumerate(lines, 1) if key in s)
+        for key in ("wgmma.mma_async", "st.shared.u32", "wait_group")
+    )
+    with pytest.raises(RaceError, match="hazard at shared offset 0x4") as err:
+        _run(ptx, CASE, check="racecheck")
+    if barrier:
+        assert err.value.kind == "read-after-write" and err.value.line == wait and err.value.other_line == stored
+        assert err.value.other_thread == (64, 0, 0)
+    else:
+        assert err.value.kind == "write-after-read" and err.value.line == stored and err.value.other_line == issue
+        assert err.value.thread == (64, 0, 0)
+
+
+def test_diverged_warpgroup_deadlock_names_the_rule():
+    from flashsim.ptx.errors import Deadlock
+
+    fence = "  wgmma.fence.sync.aligned;"
+    ptx = W.ptx_of(CASE).replace(
+        fence,
+        "  setp.lt.u32 %p2, %r0, 64;\n  @%p2 bra OTHER;\n"
+        + fence
+        + "\n  bra.uni AFTER;\nOTHER:\n"
+        + fence
+        + "\nAFTER:",
+    )
+    with pytest.raises(Deadlock, match="other threads of its warpgroup at a .sync.aligned wgmma"):
+        _run(ptx, CASE)
+
+
 def test_generic_store_without_fence_proxy_async():
     from flashsim.ptx.sanitize import RaceCheck
 
@@ -368,36 +408,45 @@ def test_two_warpgroups_of_a_block_run_apart(numerics):
 # -- Triton's sm_90a PTX and the silicon capture ------------------------------------------------------------------
 
 
-def test_triton_matmul_wgmma_decodes():
+def _triton_matmul():
+    """Triton's own sm_90a build of a tl.dot matmul (its compiler, no GPU): (PTX, dynamic shared bytes)."""
     triton = pytest.importorskip("triton", reason="triton is not installed (not a dependency of flashsim)")
-    import triton.language as tl
+    import triton_wgmma_kernels as K
     from triton.backends.compiler import GPUTarget
 
-    @triton.jit
-    def matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        pm, pn = tl.program_id(0), tl.program_id(1)
-        rm = pm * BM + tl.arange(0, BM)
-        rn = pn * BN + tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        acc = tl.zeros((BM, BN), tl.float32)
-        for k in range(0, K, BK):
-            x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
-            y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
-            acc += tl.dot(x, y)
-        tl.store(c + rm[:, None] * N + rn[None, :], acc)
-
     src = triton.compiler.ASTSource(
-        matmul,
+        K.matmul,
         signature={"a": "*fp16", "b": "*fp16", "c": "*fp32", "M": "i32", "N": "i32", "K": "i32"},
         constexprs={"BM": 128, "BN": 128, "BK": 64},
     )
     compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-    ptx = compiled.asm["ptx"]
-    assert "wgmma.mma_async" in ptx
-    module = load(ptx, arch="sm_90")
-    kernel = module.kernel(next(iter(re.findall(r"\.entry (\w+)", ptx))))
-    bad = [e for e in kernel.program.unsupported if e.opcode.startswith("wgmma")]
-    assert not bad, bad
+    return compiled.asm["ptx"], compiled.metadata.shared
+
+
+def test_triton_matmul_wgmma_decodes_and_runs(monkeypatch):
+    """Triton's descriptors, swizzles and wgmma pipeline (another compiler's reading of the same layouts): every
+    wgmma-family instruction decodes, and the kernel multiplies exactly (small integers: any correct arithmetic
+    gives the same bits), with racecheck finding nothing."""
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    ptx, shared = _triton_matmul()
+    assert "wgmma.mma_async" in ptx and "wgmma.wait_group" in ptx
+    entry = re.findall(r"\.entry (\w+)", ptx)[0]
+    kernel = load(ptx, arch="sm_90").kernel(entry)
+    assert not [e for e in kernel.program.unsupported if e.opcode.startswith("wgmma")]
+    if kernel.program.unsupported:  # fence.proxy.async.shared::cta, where its decode is not merged yet: the
+        # simulated memory is sequentially consistent, the fence orders nothing more than plain fence.proxy.async
+        ptx = ptx.replace("fence.proxy.async.shared::cta", "fence.proxy.async")
+        kernel = load(ptx, arch="sm_90").kernel(entry)
+    assert not kernel.program.unsupported, kernel.program.unsupported
+    rng = np.random.default_rng(5)
+    for (M, N, K), check in (((128, 128, 128), "racecheck"), ((256, 256, 192), None)):
+        a = rng.integers(-3, 4, (M, K)).astype(np.float16)
+        b = rng.integers(-3, 4, (K, N)).astype(np.float16)
+        c = np.zeros((M, N), np.float32)
+        scratch = np.zeros(256, np.uint8)
+        args = [a, b, c, np.uint32(M), np.uint32(N), np.uint32(K), scratch, scratch]
+        launch(kernel, (M // 128, N // 128, 1), (128, 1, 1), args, shared_mem=shared, check=check)
+        np.testing.assert_array_equal(c, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
 
 
 def test_silicon_capture():
@@ -413,6 +462,10 @@ def test_silicon_capture():
     for case in W.CASES:
         if case.name not in meta["cases"]:
             bad.append(f"{case.name}: not in the capture")
+            continue
+        stored = meta["cases"][case.name]["ptx_sha256"]
+        if stored != hashlib.sha256(W.ptx_of(case).encode()).hexdigest():
+            bad.append(f"{case.name}: the case's PTX changed since the capture (capture it again)")
             continue
         arrays = {k: data[f"{case.name}/{k}"] for k in ("img", "afrag", "c")}
         got = W.simulate(case, arrays)

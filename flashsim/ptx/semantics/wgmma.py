@@ -71,12 +71,21 @@ def _model():
 class _Record:
     """One wgmma.mma_async in flight for the warpgroups ``wgs`` (G,): their threads (G, 128), the register slots of
     D and A, the result words (G, 128, len(d)) that reach D at the wait, the group each belongs to (the count of
-    committed groups of its warpgroup at issue) and the issuing PC."""
+    committed groups of its warpgroup at issue), the issuing PC and, under racecheck, the shared-memory reads
+    [(addresses (G, ...), element bytes)] (checked again at the wait: the unit may read until then)."""
 
-    __slots__ = ("wgs", "threads", "d", "a", "words", "group", "pc")
+    __slots__ = ("wgs", "threads", "d", "a", "words", "group", "pc", "reads")
 
-    def __init__(self, wgs, threads, d, a, words, group, pc):
+    def __init__(self, wgs, threads, d, a, words, group, pc, reads=()):
         self.wgs, self.threads, self.d, self.a, self.words, self.group, self.pc = wgs, threads, d, a, words, group, pc
+        self.reads = reads
+
+    def rows(self, keep) -> _Record:
+        """This record for the warpgroups at indices ``keep``."""
+        reads = tuple((addr[keep], eb) for addr, eb in self.reads)
+        return _Record(
+            self.wgs[keep], self.threads[keep], self.d, self.a, self.words[keep], self.group[keep], self.pc, reads
+        )
 
 
 class WgmmaUnit:
@@ -178,11 +187,11 @@ class WgmmaUnit:
                 rows = rows[rec.group[rows] < limit[rec.wgs[rows]]]
             if rows.size:
                 _write(self.m, rec.d, rec.threads[rows], rec.words[rows])
+                if self.m.sanitizer is not None:  # the reads may happen until now: a store since the issue races
+                    for addr, eb in rec.reads:
+                        _sanitize_reads(self.m, rec.threads[rows], addr[rows], eb, self.m.current_pc, proxy=False)
             if rows.size < rec.wgs.size:
-                rest = np.setdiff1d(np.arange(rec.wgs.size), rows)
-                left.append(
-                    _Record(rec.wgs[rest], rec.threads[rest], rec.d, rec.a, rec.words[rest], rec.group[rest], rec.pc)
-                )
+                left.append(rec.rows(np.setdiff1d(np.arange(rec.wgs.size), rows)))
         self.records = left
         self.busy = {s for rec in left for s in (*rec.d, *rec.a)}
         if not left:
@@ -328,16 +337,16 @@ def _read_operand(m, descs, threads, pc, mn, k, dtype, mn_major, what):
     return data, addr
 
 
-def _sanitize_reads(m, threads, addr, eb: int, pc: int) -> None:
+def _sanitize_reads(m, threads, addr, eb: int, pc: int, proxy: bool = True) -> None:
     """Racecheck's view of a wgmma's shared-memory reads: the warpgroup's first thread reads them (generic ordering)
-    and, where the sanitizer tracks the async proxy, they are async-proxy reads."""
+    and, where the sanitizer tracks the async proxy (``proxy``), they are async-proxy reads."""
     san = m.sanitizer
     G = threads.shape[0]
     per = addr.reshape(G, -1)
     first = np.repeat(threads[:, 0], per.shape[1])
     offsets = per.reshape(-1).astype(np.uint64)
     san.access(".shared", offsets, eb, first, False, False, pc)
-    if hasattr(san, "async_proxy_access"):
+    if proxy and hasattr(san, "async_proxy_access"):
         blocks = m.block_of[first].astype(np.int64)
         san.async_proxy_access(blocks, offsets, eb, False, first, pc)
 
@@ -497,10 +506,11 @@ def _mma_async(d: Decoded):
             a, a_addr = _read_operand(
                 m, _uniform(m, a_desc, threads, "A descriptor", pc), threads, pc, 64, k, a_dtype, trans_a, "A"
             )
+        reads = ()
         if m.sanitizer is not None:
-            _sanitize_reads(m, threads, b_addr, b_dtype.itemsize, pc)
-            if not a_from_regs:
-                _sanitize_reads(m, threads, a_addr, a_dtype.itemsize, pc)
+            reads = ((b_addr, b_dtype.itemsize),) + (() if a_from_regs else ((a_addr, a_dtype.itemsize),))
+            for addr, eb in reads:
+                _sanitize_reads(m, threads, addr, eb, pc)
         scale_d = _uniform(m, scale_d_slot, threads, "scale-d predicate", pc).astype(bool)
         c_words = _gather(m, d_slots, threads)
         u.pending_words(wgs, d_slots, c_words)
@@ -516,6 +526,6 @@ def _mma_async(d: Decoded):
             satfinite=satfinite,
         )
         words = WL.warpgroup_gather(np.asarray(out, c_dtype).reshape(G, 64, n), d_map)
-        u.issue(_Record(wgs, threads, tuple(d_slots), tuple(a_slots), words, u.committed[wgs].copy(), pc))
+        u.issue(_Record(wgs, threads, tuple(d_slots), tuple(a_slots), words, u.committed[wgs].copy(), pc, reads))
 
     return d.op(run)
