@@ -345,10 +345,10 @@ def _sanitize_reads(m, threads, addr, eb: int, pc: int, proxy: bool = True) -> N
     per = addr.reshape(G, -1)
     first = np.repeat(threads[:, 0], per.shape[1])
     offsets = per.reshape(-1).astype(np.uint64)
-    san.access(".shared", offsets, eb, first, False, False, pc)
-    if proxy and hasattr(san, "async_proxy_access"):
-        blocks = m.block_of[first].astype(np.int64)
-        san.async_proxy_access(blocks, offsets, eb, False, first, pc)
+    if proxy and hasattr(san, "async_proxy_access"):  # it checks the generic ordering too
+        san.async_proxy_access(m.block_of[first].astype(np.int64), offsets, eb, False, first, pc)
+    else:
+        san.access(".shared", offsets, eb, first, False, False, pc)
 
 
 # -- the instructions ---------------------------------------------------------------------------------------------
