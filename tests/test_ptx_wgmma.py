@@ -297,6 +297,22 @@ def test_diverged_warpgroup_deadlock_names_the_rule():
         _run(ptx, CASE)
 
 
+def test_missing_wgmma_fence_is_a_racecheck_error(numerics):
+    fence = "  wgmma.fence.sync.aligned;\n"
+    unfenced = W.ptx_of(CASE).replace(fence, "")
+    with pytest.raises(RaceError, match="no wgmma.fence before the warpgroup's first wgmma.mma_async"):
+        _run(unfenced, CASE, check="racecheck")
+    late = W.ptx_of(CASE).replace(fence, fence + "  mov.f32 %acc3, 0f3F800000;\n")
+    with pytest.raises(RaceError, match=r"%acc3, a register of this wgmma.mma_async, was accessed at PTX line") as err:
+        _run(late, CASE, check="racecheck")
+    assert err.value.other_line == next(i for i, s in enumerate(late.splitlines(), 1) if "mov.f32 %acc3" in s)
+    # without racecheck the wgmma reads the registers as they are (the write included)
+    arrays = W.inputs(CASE)
+    patched = dict(arrays, c=arrays["c"].copy())
+    patched["c"][:, 3] = np.float32(1).view(np.uint32)
+    np.testing.assert_array_equal(_run(late, CASE, arrays), expected(CASE, patched, numerics))
+
+
 def test_generic_store_without_fence_proxy_async():
     from flashsim.ptx.sanitize import RaceCheck
 

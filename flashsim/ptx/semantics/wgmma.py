@@ -20,7 +20,9 @@ writes an in-flight A register, before the wait:
   * otherwise: the access waits for the warpgroup's in-flight wgmmas first, which is what the GPU does: ptxas
     injects that wait itself ("warpgroup.wait is injected ... to allow use of registers defined by GMMA", C7517),
     so the value read is the wgmma's result, never a stale one.
-Racecheck also sees the shared-memory reads: as reads of the warpgroup's first thread (a write by another thread
+Under racecheck a missing wgmma.fence is an error too: before a warpgroup's first mma_async, and between another
+instruction's access to a D or A register and an mma_async that uses it (without racecheck the wgmma reads the
+registers as they are). Racecheck also sees the shared-memory reads: as reads of the warpgroup's first thread (a write by another thread
 not ordered before by a barrier is a hazard) and, where the sanitizer tracks the async proxy, as async-proxy reads
 (a generic-proxy store not followed by fence.proxy.async is a hazard).
 
@@ -29,6 +31,8 @@ bf16 from a descriptor (the ISA allows it nowhere else).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
@@ -40,7 +44,7 @@ from ..ir import Imm, Reg, Vec
 from ..machine import WAIT_NONE, WAIT_SYNC
 from ..program import Decoded
 
-__all__ = ["WgmmaUnit", "unit", "SHAPES"]
+__all__ = ["WgmmaUnit", "unit", "SHAPES", "Operands"]
 
 # the instruction catalogue (PTX ISA, wgmma.mma_async): input type -> (K, element dtype, accumulator types)
 _INPUT = {
@@ -66,6 +70,14 @@ def _model():
 
 
 # -- the async unit's state ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operands:
+    """The ``info`` of a wgmma.mma_async op: its D and A register slots."""
+
+    d: tuple
+    a: tuple
 
 
 class _Record:
@@ -104,6 +116,16 @@ class WgmmaUnit:
         self.busy: set[int] = set()  # register slots of D and A of every record in flight
         self.exempt = {pc for pc, op in enumerate(m.prog.ops) if op.name.startswith("wgmma.")}
         self._names: dict | None = None
+        # racecheck's wgmma.fence rule: per warpgroup, the PC of the last access to each register a wgmma.mma_async
+        # of the program uses (D, A) since the warpgroup's last wgmma.fence (-1: none), and whether it ever fenced
+        self.checking = m.sanitizer is not None
+        tracked = sorted({s for op in m.prog.ops if isinstance(op.info, Operands) for s in (*op.info.d, *op.info.a)})
+        self.column = {s: k for k, s in enumerate(tracked)}
+        self.tracked = set(tracked)
+        self.accessed = np.full((self.n_wg, len(tracked)), -1, np.int64)
+        self.fenced = np.zeros(self.n_wg, bool)
+        if self.checking:
+            m.watch = self.watch
 
     # -- warpgroup convergence ------------------------------------------------------------------------------------
 
@@ -194,7 +216,7 @@ class WgmmaUnit:
                 left.append(rec.rows(np.setdiff1d(np.arange(rec.wgs.size), rows)))
         self.records = left
         self.busy = {s for rec in left for s in (*rec.d, *rec.a)}
-        if not left:
+        if not left and not self.checking:
             self.m.watch = None
         self.m.progress += 1
 
@@ -207,8 +229,13 @@ class WgmmaUnit:
             if pc in self.exempt:
                 continue
             op = ops[pc]
-            if op.regs & self.busy:
+            if self.busy and op.regs & self.busy:
                 self.touch(g, pc, op.regs, op.writes)
+            if self.checking:
+                hit = op.regs & self.tracked
+                if hit:
+                    wgs = np.unique(self.wg_of[g.lanes()])
+                    self.accessed[np.ix_(wgs, [self.column[s] for s in hit])] = pc
 
     def touch(self, g, pc: int, reads: set, writes: set) -> None:
         """Lanes of ``g`` at ``pc`` access registers ``reads`` (any access) and write ``writes``: a hazard with every
@@ -239,6 +266,39 @@ class WgmmaUnit:
             )
             err.kind, err.register = f"wgmma {kind}-before-wait", self._name(slot)
             err.other_line = m.prog.ops[rec.pc].line
+            raise err
+
+    def fence(self, wgs) -> None:
+        self.accessed[wgs] = -1
+        self.fenced[wgs] = True
+
+    def check_fenced(self, threads, wgs, slots, pc: int) -> None:
+        """Racecheck: the ISA requires a wgmma.fence before a warpgroup's first wgmma.mma_async and between any
+        other access to a register and a wgmma.mma_async that uses it (its D or A registers)."""
+        m = self.m
+        if not self.fenced[wgs].all():
+            row = int(np.flatnonzero(~self.fenced[wgs])[0])
+            err = m.error(
+                "wgmma.fence missing: no wgmma.fence before the warpgroup's first wgmma.mma_async (the ISA requires "
+                "one; without it the registers the wgmma reads are undefined)",
+                int(threads[row, 0]),
+                RaceError,
+            )
+            err.kind = "wgmma.fence missing"
+            raise err
+        cols = [self.column[s] for s in slots]
+        last = self.accessed[np.ix_(wgs, cols)]
+        if (last >= 0).any():
+            row, k = (int(x[0]) for x in np.nonzero(last >= 0))
+            other = int(last[row, k])
+            err = m.error(
+                f"wgmma.fence missing: {self._name(slots[k])}, a register of this wgmma.mma_async, was accessed at "
+                f"{_line(m, other)} after the warpgroup's last wgmma.fence (the ISA requires a wgmma.fence between a "
+                "register access and a wgmma.mma_async that uses the register)",
+                int(threads[row, 0]),
+                RaceError,
+            )
+            err.kind, err.register, err.other_line = "wgmma.fence missing", self._name(slots[k]), m.prog.ops[other].line
             raise err
 
     def _name(self, slot: int) -> str:
@@ -405,8 +465,8 @@ def wgmma(d: Decoded):
 
 
 def _collective(d: Decoded, action):
-    """wgmma.fence (None: orders register accesses; nothing to do where registers are read at issue), commit_group
-    ("commit") and wait_group N (an int)."""
+    """wgmma.fence (None: the registers are read at issue, so it only clears racecheck's record of accesses that
+    need it), commit_group ("commit") and wait_group N (an int)."""
 
     def run(g):
         u = unit(g.m)
@@ -414,7 +474,9 @@ def _collective(d: Decoded, action):
         if got is None:
             return
         _threads, wgs = got
-        if action == "commit":
+        if action is None:
+            u.fence(wgs)
+        elif action == "commit":
             u.commit(wgs)
         elif action is not None and u.records:
             u.complete(wgs, action)
@@ -496,6 +558,8 @@ def _mma_async(d: Decoded):
             return
         threads, wgs = got
         G = wgs.size
+        if u.checking:
+            u.check_fenced(threads, wgs, d_slots + a_slots, pc)
         b, b_addr = _read_operand(
             m, _uniform(m, b_desc, threads, "B descriptor", pc), threads, pc, n, k, b_dtype, trans_b, "B"
         )
@@ -528,4 +592,4 @@ def _mma_async(d: Decoded):
         words = WL.warpgroup_gather(np.asarray(out, c_dtype).reshape(G, 64, n), d_map)
         u.issue(_Record(wgs, threads, tuple(d_slots), tuple(a_slots), words, u.committed[wgs].copy(), pc, reads))
 
-    return d.op(run)
+    return d.op(run, info=Operands(tuple(d_slots), tuple(a_slots)))
