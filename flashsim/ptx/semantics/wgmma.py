@@ -22,9 +22,10 @@ writes an in-flight A register, before the wait:
     so the value read is the wgmma's result, never a stale one.
 Under racecheck a missing wgmma.fence is an error too: before a warpgroup's first mma_async, and between another
 instruction's access to a D or A register and an mma_async that uses it (without racecheck the wgmma reads the
-registers as they are). Racecheck also sees the shared-memory reads: as reads of the warpgroup's first thread (a write by another thread
-not ordered before by a barrier is a hazard) and, where the sanitizer tracks the async proxy, as async-proxy reads
-(a generic-proxy store not followed by fence.proxy.async is a hazard).
+registers as they are). Racecheck also sees the shared-memory reads, at issue and again at the wait (the unit may
+read until then): as reads of the warpgroup's first thread (a store by another thread not ordered before them by a
+barrier is a hazard) and, where the sanitizer tracks the async proxy, as async-proxy reads (a generic-proxy store
+not followed by fence.proxy.async is a hazard).
 
 Refused, clearly: ``.sp`` (sparse wgmma), the single-bit form (.b1 .and.popc), imm-trans for anything but f16 /
 bf16 from a descriptor (the ISA allows it nowhere else).
