@@ -32,7 +32,7 @@ element per register, f16 two), A is m16n8k16's A (f16 / bf16), m16n8k32's A8 (8
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -118,7 +118,7 @@ def canonical_offsets(mn: int, k: int, elem_bits: int, mn_major: bool, mode: str
     return out
 
 
-@cache
+@lru_cache(maxsize=1024)  # one per distinct descriptor of the kernels run (stages x K steps x operands): bounded
 def operand_addresses(desc: MatrixDescriptor, mn: int, k: int, elem_bits: int, mn_major: bool) -> np.ndarray:
     """(mn, k) int64 shared-memory byte addresses of the operand elements a descriptor describes (A: mn = 64
     rows of M; B: mn = N, the table's transpose is B's K x N), swizzled as the module docstring says."""
