@@ -50,11 +50,12 @@ _SPAN = {"none": 16, "32B": 32, "64B": 64, "128B": 128}
 
 @dataclass(frozen=True)
 class Case:
-    """One kernel: types, N, where A comes from, major-ness, swizzles, the layout strides (None: the compact
-    canonical ones, see ``descriptors``), the base-offset field (the operand then starts 128 * base bytes into its
-    pattern), ``k_steps_outer``: for K-major operands, put the K blocks in separate atom columns (a different SBO /
-    LBO arrangement), wgmmas per group, groups, scale-d (1, 0 or "pred": false in block 0, true in block 1), the
-    ±1 scales, .satfinite, blocks, the copy instruction and the value distribution."""
+    """One kernel: types, N, where A comes from, major-ness, swizzles, the base-offset field (the operand then
+    starts 128 * base bytes into its pattern), ``k_outer``: for K-major operands, each K block in its own atom
+    column (another SBO / LBO arrangement), wgmmas per group, groups (``one_acc``: every group accumulates into the
+    first accumulator set, each issued while the previous one is in flight, then wait_group N-1 .. 0), scale-d (1,
+    0 or "pred": false in block 0, true in block 1), the +-1 scales, .satfinite, blocks, the copy instruction and
+    the value distribution."""
 
     name: str
     atype: str = "f16"
@@ -71,6 +72,7 @@ class Case:
     k_outer: bool = False
     chain: int = 1
     groups: int = 1
+    one_acc: bool = False
     scale_d: object = 1
     scale_a: int = 1
     scale_b: int = 1
@@ -103,6 +105,7 @@ CASES = (
     ),
     # f16 accumulators, scale-d, negation, two groups in flight
     Case("f16_f16acc_groups2", dtype="f16", n=64, groups=2, chain=2),
+    Case("f16_one_acc_groups3", n=64, groups=3, chain=2, one_acc=True),
     Case("f16_scaled0", scale_d=0, n=64),
     Case("f16_scaled_pred", scale_d="pred", n=64, blocks=2),
     Case("f16_neg", scale_a=-1, scale_b=-1, n=32, values="normal"),
@@ -328,7 +331,7 @@ def ptx_of(case: Case) -> str:
     integer = case.atype in ("s8", "u8")
     sat = ".satfinite" if case.satfinite else ""
     for g in range(case.groups):
-        accs = ", ".join(f"%acc{g * nd + i}" for i in range(nd))
+        accs = ", ".join(f"%acc{(0 if case.one_acc else g) * nd + i}" for i in range(nd))
         for j in range(case.chain):
             w = g * case.chain + j
             a = "{" + ", ".join(f"%a{4 * w + i}" for i in range(4)) + "}" if case.a_regs else f"%da{w}"
@@ -349,7 +352,10 @@ def ptx_of(case: Case) -> str:
     ]
     for g in range(case.groups):
         lines += [f"  wgmma.wait_group.sync.aligned {case.groups - 1 - g};"]
-        lines += [f"  st.global.b32 [%rd10+{4 * (g * nd + i)}], %acc{g * nd + i};" for i in range(nd)]
+        stored = (
+            range(g * nd, (g + 1) * nd) if not case.one_acc else range(nd * case.groups) if g == case.groups - 1 else ()
+        )
+        lines += [f"  st.global.b32 [%rd10+{4 * i}], %acc{i};" for i in stored]
     lines += ["  ret;", "}", ""]
     return "\n".join(lines)
 
