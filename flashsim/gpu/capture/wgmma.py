@@ -852,6 +852,7 @@ def save_capture(path, results: dict, meta: dict) -> None:
             "d_sha256": hashlib.sha256(np.ascontiguousarray(d).tobytes()).hexdigest(),
         }
     arrays["meta_json"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    arrays["arch"] = np.array(BUILD_ARCH)  # what the kernels were built for (tools/stamp_captures.py reads it)
     if "provenance" in meta:
         arrays["provenance"] = np.array(provenance.to_json(meta["provenance"]))
     np.savez_compressed(path, **arrays)
