@@ -222,12 +222,20 @@ def test_f16_forms_equal_mma_sync_on_every_m16n8_sub_tile(form):
 
 @pytest.mark.parametrize(
     "form",
-    [(F16, F16, F32), (F16, F16, F16), (BF16, BF16, F32), (E4M3, E5M2, F32), (E5M2, E5M2, F16), (E4M3, E4M3, F32)],
+    [
+        (F16, F16, F32),
+        (F16, F16, F16),
+        (BF16, BF16, F32),
+        (F32, F32, F32),
+        (E4M3, E5M2, F32),
+        (E5M2, E5M2, F16),
+        (E4M3, E4M3, F32),
+    ],
     ids=_form_id,
 )
 def test_fast_route_equals_the_generic_routine(form):
-    """On numpy the f16 / bf16 forms run the m16n8k16 model's compiled kernel and the FP8 forms its native-FP8 one
-    (then E8M13 for f32 results): bit for bit the generic block routine, options included."""
+    """On numpy every floating-point form runs the numpy engine's compiled kernel with the wgmma block's parameters
+    (then E8M13 for FP8's f32 results): bit for bit the generic block routine, options included."""
     adt, bdt, cdt = form
     rng = np.random.default_rng(17)
     a, b, c = (np.stack(x) for x in zip(*(inputs(rng, adt, bdt, cdt, 40, k) for k in ("bits", "cancel", "tiny"))))

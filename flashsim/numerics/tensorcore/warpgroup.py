@@ -30,8 +30,6 @@ The entry points:
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,46 +178,26 @@ def wgmma_unchecked(a, b, c, arch: str | Arch = "sm_90", scale_d=True, scale_a=1
     if scale_a * scale_b == -1:  # (-a)(-b) = ab exactly: only a single negation changes anything
         a, b = (_negate(xp, a), b) if scale_a == -1 else (a, _negate(xp, b))
     P = WgmmaBlock.of(spec, a_dt, b.dtype)
-    if _fast_ok(xp, spec, a_dt, P):
-        return fast.chain_fast(np.asarray(a), np.asarray(b), np.asarray(c), spec)
-    if X.is_numpy(xp) and a_dt in _FP8:
-        d = _fp8_fast(a, b, c, spec, P)
+    if X.is_numpy(xp):
+        d = _fast(np.asarray(a), np.asarray(b), np.asarray(c), spec, P)
         if d is not None:
             return d
     return _float(xp, a, b, c, spec, P)
 
 
-@functools.lru_cache(maxsize=16)
-def _fp8_spec(spec: Arch, P: WgmmaBlock) -> Arch:
-    """``spec`` with its native-FP8 mma parameters set to the wgmma block's (the compiled kernel reads those), f32
-    results kept to 23 bits (``_fp8_fast`` cuts them)."""
-    return dataclasses.replace(spec, mma8_block_k=P.block, mma8_fraction_bits=P.F, mma8_f32_result_frac_bits=23)
-
-
-def _fp8_fast(a, b, c, spec: Arch, P: WgmmaBlock):
-    """FP8 on numpy through the numba engine's native-FP8 kernel (``fast.chain_k32_fast``: blocks of ``P.block``
-    products, F = ``P.F``), f32 results then truncated toward zero to ``P.f32_result_frac_bits`` fraction bits as
-    ``generic.block`` does (a truncation of a truncation toward zero is the truncation to the coarser grid, the f32
-    subnormals included); None where the kernel does not apply. tests/test_wgmma.py holds it to the generic route."""
-    d = fast.chain_k32_fast(np.asarray(a), np.asarray(b), np.asarray(c), _fp8_spec(spec, P))
+def _fast(a, b, c, spec: Arch, P: WgmmaBlock):
+    """The numpy engine's compiled kernel (``fast.chain_block``) with the wgmma block's parameters, for every
+    floating-point form; f32 results then truncated toward zero to ``P.f32_result_frac_bits`` fraction bits as
+    ``generic.block`` does (a truncation toward zero of a truncation toward zero is the truncation to the coarser
+    grid, f32 subnormals included). None where the kernel does not apply. tests/test_wgmma.py holds it bit for bit
+    to the generic routine."""
+    e_zero = spec.mma_zero_exponent_f16 if c.dtype == F16 else spec.mma_zero_exponent_f32
+    d = fast.chain_block(a, b, c, P.F, P.block, e_zero, P.int_dtype(np))
     if d is None or d.dtype == F16 or P.f32_result_frac_bits >= 23:
         return d
     u = d.view(np.uint32)
     keep = np.uint32(~((1 << (23 - P.f32_result_frac_bits)) - 1) & 0xFFFFFFFF)
     return np.where((u & 0x7F800000) == 0x7F800000, u, u & keep).view(np.float32)
-
-
-def _fast_ok(xp, spec: Arch, a_dt, P: WgmmaBlock) -> bool:
-    """f16 / bf16 on numpy with the arch's mma.sync parameters (sm_90: the same block of 16 products, F = 25): the
-    instruction is one k16 step of the m16n8k16 model on every sub-tile, so the numpy engine's compiled kernel
-    (``fast.chain_fast``) computes it (tests/test_wgmma.py holds it bit for bit to the generic route)."""
-    return (
-        X.is_numpy(xp)
-        and a_dt in (F16, BF16)
-        and P.block == spec.mma_block_k
-        and P.F == spec.mma_fraction_bits
-        and P.min_product_exp == 2 * (-126 if a_dt == BF16 else -14)
-    )
 
 
 def _float(xp, a, b, c, spec: Arch, P: WgmmaBlock, target: Target = PLAIN):
