@@ -400,13 +400,18 @@ def cat_subnormal(r, f, N, n):
 
 
 def cat_overflow(r, f, N, n):
+    """Products and sums near the accumulator's largest binade (as near as the inputs reach: FP8 and f16 products
+    stay far below f32's), same signs in half the wgmmas; c near its largest value or ordinary."""
     sa, sb, sc = _shapes(f, N, n)
     fa, fb, fc = f.fa, f.fb, f.fc
-    # products near the accumulator's largest binade: f16 / FP8 inputs reach it, wide inputs are steered to it
-    ta = min(fa.emax, max(fa.emax - 3, (fc.emax + 1) // 2 - 2))
-    tb = min(fb.emax, max(fb.emax - 3, (fc.emax + 1) // 2 - 2))
-    a = band(r, fa, sa, ta - 2, ta + 2)
-    b = band(r, fb, sb, tb - 2, tb + 2)
+
+    def top(fm):  # the largest exponent ``band`` draws (e4m3's top binade holds its NaN)
+        return min(fm.emax, fm.exp_field_max - 1 - fm.bias)
+
+    ta = min(top(fa), fc.emax // 2)
+    tb = min(top(fb), fc.emax - 1 - ta - int(np.log2(f.K)))  # the sum of K products up to about 2^(emax + 1)
+    a = band(r, fa, sa, ta - 2, ta)
+    b = band(r, fb, sb, tb - 2, tb)
     same = r.coin(0.5, (n, 1, 1))
     a = np.where(same, a & ~fa.sign_mask, a)
     b = np.where(same, b & ~fb.sign_mask, b)
