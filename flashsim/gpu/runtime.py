@@ -154,6 +154,30 @@ def synchronize() -> None:
     _checked("stream synchronize", lambda: default_stream().sync())
 
 
+def synchronize_device() -> None:
+    """Wait for all work on the device, whatever stream it is on (cuCtxSynchronize); GPUError on a pending error."""
+    from cuda.bindings import driver
+
+    require_gpu()
+    _driver("device synchronize", driver.cuCtxSynchronize())
+
+
+def mapped_host(nbytes: int) -> tuple[np.ndarray, int]:
+    """Pinned host memory the device writes directly (cuMemHostAlloc, portable and device-mapped): (a uint8 numpy
+    view the host reads without waiting for the GPU, the device address kernels write to). Never freed: for a
+    process's few small records."""
+    import ctypes
+
+    from cuda.bindings import driver
+
+    require_gpu()
+    flags = driver.CU_MEMHOSTALLOC_PORTABLE | driver.CU_MEMHOSTALLOC_DEVICEMAP
+    host = int(_driver("cuMemHostAlloc", driver.cuMemHostAlloc(int(nbytes), flags)))
+    dev = int(_driver("cuMemHostGetDevicePointer", driver.cuMemHostGetDevicePointer(host, 0)))
+    view = np.ctypeslib.as_array((ctypes.c_uint8 * int(nbytes)).from_address(host))
+    return view, dev
+
+
 def _result_name(err) -> str:
     return getattr(err, "name", str(err))
 
