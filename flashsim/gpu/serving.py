@@ -105,6 +105,8 @@ class ServingPlan:
         "runs",
         "check",
         "check_config",
+        "check_scalars",
+        "combine_scalars",
         "tag",
     )
 
@@ -118,6 +120,9 @@ class ServingPlan:
         self.runs = launch_config is not None
         self.check = check
         self.check_config = rt.launch_config((1, 1, 1), (indices.CHECK_THREADS, 1, 1)) if check is not None else None
+        self.check_scalars = check_scalars(problem)
+        p = problem
+        self.combine_scalars = tuple(np.int32(x) for x in (p.num_splits, p.part_rows, p.nq_cap, p.heads))
         self.tag = tag_of(problem)
 
     def __repr__(self) -> str:
@@ -207,15 +212,10 @@ def build_check(arch: str):
     return compile_cuda(kernel_path(CHECK_FILE).read_text(), arch=arch, name=CHECK_FILE, defines=indices.defines())
 
 
-def check_args(prob: ServingProblem, ptrs: dict, record: int, tag: int) -> tuple:
-    """serving_check's arguments for ``prob``: the index arrays' addresses (``ptrs`` "seqlens_k", "block_table",
-    "cu_q", "cu_k", 0 where absent), the scalars, the record's address and the tag its message is looked up by."""
-    u, i = np.uint64, np.int32
+def check_scalars(prob: ServingProblem) -> tuple:
+    """serving_check's scalar arguments for ``prob`` (between the four index pointers and the record)."""
+    i = np.int32
     return (
-        u(ptrs.get("seqlens_k", 0)),
-        u(ptrs.get("block_table", 0)),
-        u(ptrs.get("cu_q", 0)),
-        u(ptrs.get("cu_k", 0)),
         i(prob.batch),
         i(prob.seqlen_limit),
         i(prob.nk_cap),
@@ -225,8 +225,23 @@ def check_args(prob: ServingProblem, ptrs: dict, record: int, tag: int) -> tuple
         i(prob.q_total),
         i(prob.k_total),
         i(prob.nq_cap),
-        u(record),
-        u(tag),
+    )
+
+
+def check_args(prob: ServingProblem, ptrs: dict, record: int, tag: int, *, scalars=None, pointer=np.uint64) -> tuple:
+    """serving_check's arguments for ``prob``: the index arrays' addresses (``ptrs`` "seqlens_k", "block_table",
+    "cu_q", "cu_k", 0 where absent), the scalars (``check_scalars``, or ``scalars`` built by it), the record's
+    address and the tag its message is looked up by. ``pointer`` types the addresses: np.uint64 (flashsim.ptx wants
+    a width), or int for cuda.core's launch (a Python int is passed as an 8-byte intptr_t: no conversion)."""
+    get = ptrs.get
+    return (
+        pointer(get("seqlens_k", 0)),
+        pointer(get("block_table", 0)),
+        pointer(get("cu_q", 0)),
+        pointer(get("cu_k", 0)),
+        *(check_scalars(prob) if scalars is None else scalars),
+        pointer(record),
+        np.uint64(tag),
     )
 
 
@@ -288,54 +303,50 @@ def launch_serving(plan: ServingPlan, stream, ptrs: dict, check: bool = True) ->
             f"the CUDA context of this process is unusable after an earlier error ({sticky}); restart the process"
         )
     head, totals, pages, lse_strides = plan.scalars
-    u = np.uint64
-    parts = ptrs.get("parts", 0)
+    get = ptrs.get
+    parts = get("parts", 0)
     split = plan.problem.config.split
     if split and not parts:
         raise ValueError(f"split-KV needs {plan.part_bytes} B of scratch for its parts (got a null pointer)")
     o_part, lse_part = (parts, parts + plan.lse_offset) if split else (0, 0)
+    # addresses as Python ints: cuda.core passes an int as an 8-byte intptr_t, the .u64 the kernels take
     try:
         if check and plan.check is not None:
-            launch._core_launch(
-                stream, plan.check_config, plan.check.kernel, *check_args(plan.problem, ptrs, _RECORD["ptr"], plan.tag)
-            )
+            args = check_args(plan.problem, ptrs, _RECORD["ptr"], plan.tag, scalars=plan.check_scalars, pointer=int)
+            launch._core_launch(stream, plan.check_config, plan.check.kernel, *args)
         if not plan.runs:
             return
         launch._core_launch(
             stream,
             plan.launch_config,
             plan.kernel.kernel,
-            u(ptrs["q"]),
-            u(ptrs["k"]),
-            u(ptrs["v"]),
-            u(ptrs["o"]),
-            u(ptrs["lse"]),
-            u(ptrs.get("overflow", 0)),
+            ptrs["q"],
+            ptrs["k"],
+            ptrs["v"],
+            ptrs["o"],
+            ptrs["lse"],
+            get("overflow", 0),
             *head,
-            u(ptrs.get("cu_q", 0)),
-            u(ptrs.get("cu_k", 0)),
-            u(ptrs.get("seqlens_k", 0)),
+            get("cu_q", 0),
+            get("cu_k", 0),
+            get("seqlens_k", 0),
             *totals,
-            u(ptrs.get("block_table", 0)),
+            get("block_table", 0),
             *pages,
-            u(o_part),
-            u(lse_part),
+            o_part,
+            lse_part,
             *lse_strides,
         )
-        if split:
-            p = plan.problem
+        if split:  # flash_combine(o_part, lse_part, o, lse, num_splits, part_rows, nq_cap, heads)
             launch._core_launch(
                 stream,
                 plan.combine_config,
                 plan.combine.kernel,
-                u(o_part),
-                u(lse_part),
-                u(ptrs["o"]),
-                u(ptrs["lse"]),
-                np.int32(p.num_splits),
-                np.int32(p.part_rows),
-                np.int32(p.nq_cap),
-                np.int32(p.heads),
+                o_part,
+                lse_part,
+                ptrs["o"],
+                ptrs["lse"],
+                *plan.combine_scalars,
             )
     except Exception as exc:
         rt.launch_failed(plan.what, exc)

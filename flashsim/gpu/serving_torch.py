@@ -37,7 +37,17 @@ from ..errors import GPUError
 from ..serving.problem import index_of, prepare_kvcache, prepare_varlen
 from . import launch, serving
 from . import runtime as rt
-from .torch_op import _ELEMENT, _capturing, _numpy_of, _options, _raw_stream, _torch_of
+from .torch_op import (
+    _ELEMENT,
+    _capturing,
+    _numpy_of,
+    _op_args,
+    _op_tail,
+    _options,
+    _raw_stream,
+    _torch_of,
+    _torch_stream,
+)
 
 _OPTIONS = (
     'bool causal=False, float? softmax_scale=None, str pv_accum="f32", int[] tiles=[], str? arch=None, '
@@ -58,7 +68,7 @@ _INDEX = {
 
 
 def _describe(x):
-    return None if x is None else (tuple(x.shape), x.dtype, x.device, x.is_contiguous())
+    return None if x is None else (x.shape, x.dtype, x.device, x.is_contiguous())  # torch.Size hashes as a tuple
 
 
 def _check_devices(tensors: dict) -> None:
@@ -399,8 +409,6 @@ def _finish(op, flag, tensors, opts, arch, check_overflow, prob_args, wait=None)
 
 def _call(op_name, op, tensors, scalars, opts, arch, stream, check_overflow, check):
     _check_tensors(tensors)
-    from .torch_op import _op_args, _op_tail, _torch_stream
-
     causal, softmax_scale, pv_accum, tiles = _op_args(opts)
     window, softcap, _, _ = _op_tail(opts)
     args = (

@@ -210,8 +210,25 @@ def check_index_array(x, name: str, shape: tuple) -> None:
 
 def serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant) -> Options:
     """The serving calls' options (flashsim.problem.resolve_options), their layout (B, N, H, d) by default: what
-    the emulator's and the GPU's attention_with_kvcache / attention_varlen and verify --serving all resolve."""
-    return resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout or "bnhd", quant)
+    the emulator's and the GPU's attention_with_kvcache / attention_varlen and verify --serving all resolve.
+    Resolved once per distinct (hashable) set of arguments: a decode loop repeats them on every call, and Options
+    is immutable; keyed by the arguments' types too, so that causal=1 is not taken for causal=True (resolve_options
+    refuses it)."""
+    args = (causal, pv_accum, config, softmax_scale, window_size, softcap, layout or "bnhd", quant)
+    key = (args, tuple(type(a) for a in args))
+    try:
+        opts = _RESOLVED.get(key)
+    except TypeError:  # an unhashable argument (a list for window_size): resolved every time
+        return resolve_options(*args)
+    if opts is None:
+        opts = resolve_options(*args)
+        if len(_RESOLVED) >= 256:
+            _RESOLVED.clear()
+        _RESOLVED[key] = opts
+    return opts
+
+
+_RESOLVED: dict = {}  # serving_options' arguments and their types -> Options
 
 
 def _serving_options(opts: Options) -> None:
