@@ -24,8 +24,9 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
 * --call (these rows alone): the public call flashsim.gpu.attention_with_kvcache as a user makes it (torch tensors,
   cache_seqlens on the GPU, default arguments: the index check on the device, no host copy) on the decode shapes
   (B=8 Hq=32 Hkv=8 Nk=8192 d=128 bf16; d=64; B=1 Nk=32768; B=1 Nk=2048): its CUDA-graph replay, the kernels alone
-  (a graph of the unchecked call: flash_fwd and the combine), eager (do_bench of the call: what a loop of calls
-  gets), and the host time per call (wall time of 200 back-to-back calls without a synchronisation, divided by 200;
+  (a graph of the unchecked call: flash_fwd and the combine), the call with flash_fwd launched as the check's
+  programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), eager
+  (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 200 back-to-back calls without a synchronisation, divided by 200;
   also of the bare launches, flashsim.gpu.serving.launch_serving, and of the torch op without the Python wrapper);
   beside FA2 through torch SDPA and flash_attn.flash_attn_with_kvcache where it is importable, measured alike.
 
@@ -237,6 +238,12 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
         return
     _measure(r, "call", call)
     _measure(r, "kernel", unchecked, host=False)
+    overlap = gs.OVERLAP_CHECK
+    try:  # flash_fwd as the check's programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK), for the default
+        gs.OVERLAP_CHECK = True
+        _measure(r, "call_pdl", call, host=False)
+    finally:
+        gs.OVERLAP_CHECK = overlap
     op_args = (q, k, v, sl, None, 0, None, False, None, "f32", [], None, False, [-1, -1], 0.0, True)
     r["op_host_us"] = host_us(lambda: serving_torch.KVCACHE_OP(*op_args))
     o, lse = torch.empty_like(q), torch.empty((b, 32, 1), dtype=torch.float32, device="cuda")
@@ -488,7 +495,7 @@ def text(rows, bw, dev):
         for key in ("ours_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
             if key in r:
                 parts.append(f"{key[:-3]} {r[key]:8.1f}")
-        for who in ("call", "kernel", "FA2", "flash_attn"):
+        for who in ("call", "call_pdl", "kernel", "FA2", "flash_attn"):
             for what in ("graph", "eager", "eager_only", "host"):
                 if f"{who}_{what}_us" in r:
                     parts.append(f"{who} {what} {r[f'{who}_{what}_us']:.1f}")

@@ -22,6 +22,9 @@
 // after a system-scope fence, so a host that sees the code sees the value and the tag. `tag` names the call's
 // problem for the host's message.
 // Null arrays are not checked (a KV cache has no cu_seqlens; cache_seqlens and block_table are optional).
+// flash_fwd reads nothing this kernel writes, so the kernel lets it start at once (griddepcontrol.launch_dependents,
+// sm_90+): where the host launches flash_fwd as a programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK), the
+// check runs beside it instead of before it; otherwise the instruction has no effect.
 
 #ifndef FS_CHECK_THREADS
 #error "build through flashsim.gpu: the rule numbers arrive as defines (FS_CHECK_THREADS, FS_IDX_*)"
@@ -75,6 +78,9 @@ serving_check(const int* __restrict__ seqlens_k, const int* __restrict__ block_t
               const int* __restrict__ cu_k, int batch, int seqlen_limit, int nk_cap, int max_pages, int page_shift,
               int num_pages, int q_total, int k_total, int nq_cap, fs_u64* record, fs_u64 tag) {
     using namespace fsc;
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
     __shared__ fs_u64 s_code, s_value;
     const int tid = threadIdx.x;
     if (tid == 0) s_code = NONE;

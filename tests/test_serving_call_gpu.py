@@ -110,6 +110,27 @@ def test_a_cuda_graph_of_the_default_call_replays_bit_equal_to_eager(paged):
     flashsim.gpu.check_index_errors()
 
 
+def test_flash_fwd_overlapping_the_check_gives_the_same_bits(monkeypatch):
+    """flashsim.gpu.serving.OVERLAP_CHECK (programmatic dependent launch of flash_fwd after the check): eager and a
+    CUDA graph of it equal the plain launch bit for bit, and a bad index is still found."""
+    from flashsim.gpu import serving as gs
+
+    q, k, v, kw = _decode(page=16, seed=6)
+    plain = flashsim.gpu.attention_with_kvcache(q, k, v, num_splits=3, **kw)
+    monkeypatch.setattr(gs, "OVERLAP_CHECK", True)
+    assert _equal(flashsim.gpu.attention_with_kvcache(q, k, v, num_splits=3, **kw), plain)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = flashsim.gpu.attention_with_kvcache(q, k, v, num_splits=3, **kw)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert _equal(out, plain)
+    kw["cache_seqlens"][0] = -1
+    graph.replay()
+    with pytest.raises(ValueError, match=r"cache_seqlens\[0\] = -1"):
+        flashsim.gpu.check_index_errors()
+
+
 def test_torch_compile_fullgraph_equals_eager():
     q, k, v, kw = _decode(seed=3)
     vargs, vkw = _varlen(seed=3)

@@ -257,6 +257,21 @@ def test_max_seqlen_k_chooses_the_splits_and_a_longer_row_is_flagged(fake_gpu):
         flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=40000)
 
 
+def test_flash_fwd_overlaps_the_check_only_when_asked_and_checked(fake_gpu, monkeypatch):
+    """OVERLAP_CHECK launches flash_fwd as the check's programmatic dependent (the check writes nothing it reads);
+    without it, or without a check, flash_fwd's plain configuration."""
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+    for overlap, check, pdl in ((False, True, False), (True, True, True), (True, False, False)):
+        monkeypatch.setattr(gs, "OVERLAP_CHECK", overlap)
+        fake_gpu.calls.clear()
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=2, check_indices=check)
+        fwd = next(c for c in fake_gpu.calls if c[2] is fake_gpu.fwd.kernel)
+        comb = next(c for c in fake_gpu.calls if c[2] is fake_gpu.combine.kernel)
+        assert fwd[1].programmatic_stream_serialization is pdl and not comb[1].programmatic_stream_serialization
+        assert tuple(fwd[1].grid) == (1, 2, 6) and fwd[1].shmem_size > 0
+
+
 @pytest.fixture
 def no_host_reads(monkeypatch):
     """Every way a torch tensor's values reach the host raises (the call must neither copy nor wait)."""

@@ -297,13 +297,17 @@ def bind_thread() -> None:
     require_gpu()
 
 
-def launch_config(grid, block, smem_bytes: int = 0):
-    """A cuda.core LaunchConfig (validated dims), to build once and reuse for launches of the same shape."""
+def launch_config(grid, block, smem_bytes: int = 0, *, overlap_previous: bool = False):
+    """A cuda.core LaunchConfig (validated dims), to build once and reuse for launches of the same shape.
+    ``overlap_previous``: programmatic dependent launch (sm_90+): the kernel may start once the previous kernel on
+    the stream has run griddepcontrol.launch_dependents, for a kernel that reads nothing the previous one writes."""
     from cuda.core import LaunchConfig
 
     g, b = _dims(grid, "grid"), _dims(block, "block")
     if not isinstance(smem_bytes, (int, np.integer)) or smem_bytes < 0:
         raise ValueError(f"smem_bytes must be a non-negative int, got {smem_bytes!r}")
+    if overlap_previous:
+        return LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes), programmatic_stream_serialization=True)
     return LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes))
 
 

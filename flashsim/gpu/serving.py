@@ -23,6 +23,9 @@ arrays): a bad index gives wrong rows, never a read outside the caches.
 
 from __future__ import annotations
 
+import os
+import re
+
 import numpy as np
 
 from ..constants import COMBINE_WARPS
@@ -38,6 +41,10 @@ from .build import compile_cuda, kernel_path
 COMBINE_NAME = "flash_combine"
 CHECK_FILE = "serving_check.cu"  # the index check on the device (flashsim.serving.indices' rules)
 CHECK_NAME = "serving_check"
+# flash_fwd launched as a programmatic dependent of the index check (sm_90+), so that the check (one block) runs beside
+# it rather than before it: the check writes nothing flash_fwd reads. Off by default until measured on silicon
+# (benchmarks/bench_serving.py --call times both); FLASHSIM_SERVING_PDL=1 turns it on.
+OVERLAP_CHECK = os.environ.get("FLASHSIM_SERVING_PDL", "0") == "1"
 _PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
 
 
@@ -105,6 +112,7 @@ class ServingPlan:
         "runs",
         "check",
         "check_config",
+        "overlap_config",
         "check_scalars",
         "combine_scalars",
         "tag",
@@ -120,6 +128,12 @@ class ServingPlan:
         self.runs = launch_config is not None
         self.check = check
         self.check_config = rt.launch_config((1, 1, 1), (indices.CHECK_THREADS, 1, 1)) if check is not None else None
+        self.overlap_config = None  # flash_fwd's config as the check's programmatic dependent (sm_90+)
+        if check is not None and launch_config is not None and int(re.match(r"sm_(\d+)", problem.arch)[1]) >= 90:
+            cfg = problem.config
+            self.overlap_config = rt.launch_config(
+                problem.grid, (cfg.threads, 1, 1), cfg.smem_bytes, overlap_previous=True
+            )
         self.check_scalars = check_scalars(problem)
         p = problem
         self.combine_scalars = tuple(np.int32(x) for x in (p.num_splits, p.part_rows, p.nq_cap, p.heads))
@@ -310,15 +324,18 @@ def launch_serving(plan: ServingPlan, stream, ptrs: dict, check: bool = True) ->
         raise ValueError(f"split-KV needs {plan.part_bytes} B of scratch for its parts (got a null pointer)")
     o_part, lse_part = (parts, parts + plan.lse_offset) if split else (0, 0)
     # addresses as Python ints: cuda.core passes an int as an 8-byte intptr_t, the .u64 the kernels take
+    config = plan.launch_config
     try:
         if check and plan.check is not None:
             args = check_args(plan.problem, ptrs, _RECORD["ptr"], plan.tag, scalars=plan.check_scalars, pointer=int)
             launch._core_launch(stream, plan.check_config, plan.check.kernel, *args)
+            if OVERLAP_CHECK and plan.overlap_config is not None:
+                config = plan.overlap_config
         if not plan.runs:
             return
         launch._core_launch(
             stream,
-            plan.launch_config,
+            config,
             plan.kernel.kernel,
             ptrs["q"],
             ptrs["k"],
