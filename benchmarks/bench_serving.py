@@ -28,7 +28,8 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
   programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), eager
   (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 200 back-to-back
   calls without a synchronisation, divided by 200; also of the bare launches, flashsim.gpu.serving.launch_serving,
-  and of the torch op without the Python wrapper); beside FA2 through torch SDPA and flash_attn.flash_attn_with_kvcache where it is importable, measured alike.
+  and of the torch op without the Python wrapper); beside FA2 through torch SDPA and
+  flash_attn.flash_attn_with_kvcache where it is importable, measured alike.
 
 The JSON holds every row (times, bytes, rates, targets met or not, the configuration and split count of ours, and
 errors); the text is printed.
