@@ -23,7 +23,6 @@ arrays): a bad index gives wrong rows, never a read outside the caches.
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -43,8 +42,8 @@ CHECK_FILE = "serving_check.cu"  # the index check on the device (flashsim.servi
 CHECK_NAME = "serving_check"
 # flash_fwd launched as a programmatic dependent of the index check (sm_90+), so that the check (one block) runs beside
 # it rather than before it: the check writes nothing flash_fwd reads. Off by default until measured on silicon
-# (benchmarks/bench_serving.py --call times both); FLASHSIM_SERVING_PDL=1 turns it on.
-OVERLAP_CHECK = os.environ.get("FLASHSIM_SERVING_PDL", "0") == "1"
+# (benchmarks/bench_serving.py --call times both); set flashsim.gpu.serving.OVERLAP_CHECK = True to turn it on.
+OVERLAP_CHECK = False
 _PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
 
 
