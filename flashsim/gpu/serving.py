@@ -23,7 +23,9 @@ arrays): a bad index gives wrong rows, never a read outside the caches.
 
 from __future__ import annotations
 
+import atexit
 import re
+import sys
 
 import numpy as np
 
@@ -147,6 +149,7 @@ class ServingPlan:
 _TAGS: dict = {}  # ServingProblem -> tag (1, 2, ...): the record names the failing call's problem by it
 _TAGGED: dict = {}  # tag -> ServingProblem
 _RECORD: dict = {}  # "view": the record's u64 words on the host, "ptr": its device address (mapped_host)
+_AT_EXIT: list = []  # the exit hook, registered once
 
 
 def has_indices(prob: ServingProblem) -> bool:
@@ -172,7 +175,16 @@ def record() -> tuple[np.ndarray, int]:
         view[1:] = 0
         view[0] = indices.NONE
         _RECORD["view"], _RECORD["ptr"] = view, ptr
+        if not _AT_EXIT:
+            _AT_EXIT.append(atexit.register(_unread_at_exit))
     return view, _RECORD["ptr"]
+
+
+def _unread_at_exit() -> None:
+    """A bad index no one read by the end of the process is said on stderr rather than lost."""
+    err = pending_error()
+    if err is not None:
+        print(f"flashsim: a serving call's index check found a bad index that was never read: {err}", file=sys.stderr)
 
 
 def pending_error() -> ValueError | None:
