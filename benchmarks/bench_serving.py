@@ -232,7 +232,11 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
     try:
         call()
         unchecked()
-        prob, plan = next(hit for hit in serving_torch._KEYS.values() if hit[0].batch == b and hit[0].nk_cap == n)
+        prob, plan = next(
+            hit
+            for hit in serving_torch._KEYS.values()
+            if (hit[0].batch, hit[0].nk_cap, hit[0].head_dim, hit[0].kind) == (b, n, d, "kvcache")
+        )
         r["config"], r["num_splits"] = prob.config.describe(), prob.num_splits
     except Exception as exc:  # noqa: BLE001
         r["error"] = f"{type(exc).__name__}: {exc}"
