@@ -26,8 +26,8 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
   (B=8 Hq=32 Hkv=8 Nk=8192 d=128 bf16; d=64; B=1 Nk=32768; B=1 Nk=2048): its CUDA-graph replay, the kernels alone
   (a graph of the unchecked call: flash_fwd and the combine), the call with flash_fwd launched as the check's
   programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), eager
-  (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 200 back-to-back
-  calls without a synchronisation, divided by 200; also of the bare launches, flashsim.gpu.serving.launch_serving,
+  (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 100 back-to-back
+  calls without a synchronisation, divided by 100; also of the bare launches, flashsim.gpu.serving.launch_serving,
   and of the torch op without the Python wrapper); beside FA2 through torch SDPA and
   flash_attn.flash_attn_with_kvcache where it is importable, measured alike.
 
@@ -156,7 +156,7 @@ def ours(q, k, v, **kw):
     return (lambda: flashsim.gpu.attention_with_kvcache(q, k, v, **kw)), prob
 
 
-HOST_CALLS = 200  # back-to-back calls whose wall time gives the host time per call
+HOST_CALLS = 100  # back-to-back calls (3 launches each: well inside the launch queue) whose wall time gives the host time per call
 
 
 def host_us(fn, n=HOST_CALLS):
