@@ -156,7 +156,7 @@ def ours(q, k, v, **kw):
     return (lambda: flashsim.gpu.attention_with_kvcache(q, k, v, **kw)), prob
 
 
-HOST_CALLS = 100  # back-to-back calls (3 launches each: well inside the launch queue) whose wall time gives the host time per call
+HOST_CALLS = 100  # back-to-back calls timed for the host time per call (3 launches each: inside the launch queue)
 
 
 def host_us(fn, n=HOST_CALLS):
