@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import functools
+import sys
 import types
 
 import numpy as np
@@ -270,6 +271,57 @@ def test_flash_fwd_overlaps_the_check_only_when_asked_and_checked(fake_gpu, monk
         comb = next(c for c in fake_gpu.calls if c[2] is fake_gpu.combine.kernel)
         assert fwd[1].programmatic_stream_serialization is pdl and not comb[1].programmatic_stream_serialization
         assert tuple(fwd[1].grid) == (1, 2, 6) and fwd[1].shmem_size > 0
+
+
+class _FakeCupyArray:
+    """A cupy array stand-in over host memory (the mocked GPU's memory is the host's): shape, dtype, data.ptr."""
+
+    def __init__(self, a):
+        self.a = np.ascontiguousarray(a)
+        self.shape, self.dtype = self.a.shape, self.a.dtype
+        self.data = types.SimpleNamespace(ptr=self.a.ctypes.data)
+        self.flags = types.SimpleNamespace(c_contiguous=True)
+        self.device = _FakeDevice()
+
+    def get(self):
+        raise AssertionError("cupy .get() on the call's path: a device-to-host copy")
+
+
+class _FakeDevice:
+    id = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_cupy_arrays_take_the_device_check_without_a_copy(fake_gpu, monkeypatch):
+    cupy = types.SimpleNamespace(
+        ndarray=_FakeCupyArray,
+        empty=lambda shape, dtype: _FakeCupyArray(np.empty(shape, dtype)),
+        full=lambda shape, value, dtype: _FakeCupyArray(np.full(shape, value, dtype)),
+        float32=np.float32,
+        uint64=np.uint64,
+        uint8=np.uint8,
+        cuda=types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0xCAFE0)),
+    )
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    rng = np.random.default_rng(0)
+    q = _FakeCupyArray(rng.standard_normal((2, 1, 8, 128)).astype(np.float16))
+    pages = _FakeCupyArray(rng.standard_normal((20, 16, 2, 128)).astype(np.float16))
+    table = _FakeCupyArray(np.arange(16, dtype=np.int32).reshape(2, 8))
+    good, bad = (_FakeCupyArray(np.array(x, np.int32)) for x in ([128, 3], [128, 129]))
+    o, lse = flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=good, block_table=table, num_splits=2)
+    assert isinstance(o, _FakeCupyArray) and o.shape == (2, 1, 8, 128) and lse.shape == (2, 8, 1)
+    kernels = [c[2] for c in fake_gpu.calls]
+    assert kernels == [fake_gpu.check.kernel, fake_gpu.fwd.kernel, fake_gpu.combine.kernel]
+    assert [int(x) for x in fake_gpu.calls[0][3][:2]] == [good.data.ptr, table.data.ptr]
+    assert fake_gpu.calls[1][0] == ("stream", 0xCAFE0)
+    flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=bad, block_table=table, num_splits=2)
+    with pytest.raises(ValueError, match=r"cache_seqlens\[1\] = 129 is past the keys row 1 holds"):
+        flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=good, block_table=table, num_splits=2)
 
 
 @pytest.fixture
