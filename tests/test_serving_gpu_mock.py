@@ -256,6 +256,9 @@ def test_max_seqlen_k_chooses_the_splits_and_a_longer_row_is_flagged(fake_gpu):
         flashsim.gpu.check_index_errors()
     with pytest.raises(ValueError, match=r"max_seqlen_k must be None or an int in 0..32768"):
         flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=40000)
+    with pytest.raises(ValueError, match=r"max_seqlen_k must be None or an int, got 2048.0"):
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=2048.0)
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=np.int64(2048))
 
 
 def test_flash_fwd_overlaps_the_check_only_when_asked_and_checked(fake_gpu, monkeypatch):

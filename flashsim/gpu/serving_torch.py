@@ -34,7 +34,7 @@ from torch.library import Library
 
 from ..config import overflow_flag_live
 from ..errors import GPUError
-from ..serving.problem import index_of, prepare_kvcache, prepare_varlen
+from ..serving.problem import _is_int, index_of, prepare_kvcache, prepare_varlen
 from . import launch, serving
 from . import runtime as rt
 from .torch_op import (
@@ -456,6 +456,10 @@ def attention_with_kvcache(
 ):
     """flashsim.gpu.attention_with_kvcache for torch tensors (see there)."""
     tensors = dict(q=q, k_cache=k_cache, v_cache=v_cache, cache_seqlens=cache_seqlens, block_table=block_table)
+    if max_seqlen_k is not None:  # a numpy int is an int here; anything else is named as prepare_kvcache names it
+        if not _is_int(max_seqlen_k):
+            raise ValueError(f"max_seqlen_k must be None or an int, got {max_seqlen_k!r}")
+        max_seqlen_k = int(max_seqlen_k)
     scalars = dict(num_splits=0 if num_splits is None else num_splits, max_seqlen_k=max_seqlen_k)
     return _call(
         "attention_with_kvcache", KVCACHE_OP, tensors, scalars, opts, arch, stream, check_overflow, check_indices
