@@ -3,9 +3,10 @@
 #
 #     OUT=<dir> bash benchmarks/serving/run_call.sh [STEP ...]      steps: tests bench sanitize (default: tests bench)
 #
-#   tests     pytest -m gpu tests/test_serving_call_gpu.py tests/test_serving_gpu.py: no host synchronisation under
-#             torch's sync debug mode, CUDA graphs of the default call bit-equal to eager, torch.compile(fullgraph),
-#             the lazy ValueError of a bad index, max_seqlen_k's splits; and the serving GPU tests beside them
+#   tests     pytest -m gpu tests/test_serving_call_gpu.py: no host synchronisation under torch's sync debug mode,
+#             CUDA graphs of the default call bit-equal to eager (flash_fwd overlapping the check too),
+#             torch.compile(fullgraph), the lazy ValueError of a bad index, max_seqlen_k's splits and bits (the other
+#             serving GPU tests, tests/test_serving_gpu.py, are run_device.sh's tests step)
 #   bench     benchmarks/bench_serving.py --call: the public call (graph, eager, host time per call) beside the
 #             launches alone and FA2 (torch SDPA; flash_attn's flash_attn_with_kvcache where importable) on the decode
 #             shapes (bench_call.json, bench_call.log)
@@ -35,7 +36,7 @@ status=0
 for s in "${STEPS[@]}"; do
   start=$(date +%s)
   case $s in
-    tests) cmd=($PY -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_serving_call_gpu.py tests/test_serving_gpu.py) ;;
+    tests) cmd=($PY -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_serving_call_gpu.py) ;;
     bench) cmd=($PY benchmarks/bench_serving.py --call --json "$OUT/bench_call.json") ;;
     sanitize) cmd=(compute-sanitizer --tool memcheck --error-exitcode 1 $PY benchmarks/serving/sanitize_serving.py) ;;
   esac
