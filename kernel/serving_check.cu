@@ -97,7 +97,8 @@ serving_check(const int* __restrict__ seqlens_k, const int* __restrict__ block_t
             const int n = seqlens_k != nullptr ? min(max(__ldg(seqlens_k + b), 0), nk_cap) : nk_cap;
             const int used = (n + (1 << page_shift) - 1) >> page_shift;
             const int* row = block_table + static_cast<long long>(b) * max_pages;
-            for (int j = lane; j < used; j += 32) {
+#pragma unroll 4
+            for (int j = lane; j < used; j += 32) {   // unrolled: four independent loads in flight per lane
                 const int page = __ldg(row + j);
                 if (page < 0 || page >= num_pages)
                     m.add(code(FS_IDX_TABLE, static_cast<long long>(b) * max_pages + j), pack(page, used));

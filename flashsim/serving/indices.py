@@ -20,7 +20,7 @@ import numpy as np
 
 NONE = 2**64 - 1  # no violation: the flag's value when every index is valid
 ENTRY_BITS = 40  # an entry below 2^40: rows * max_pages < 2^16 * 2^26 (flashsim.serving.problem's limits)
-CHECK_THREADS = 256  # kernel/serving_check.cu's one block
+CHECK_THREADS = 512  # kernel/serving_check.cu's one block (a decode batch's table: its rows over 16 warps)
 RECORD_WORDS = 4  # the check's record: code, value, tag, unused (u64 each)
 RULES = (
     "seqlens",  # cache_seqlens[b] outside 0..limit
