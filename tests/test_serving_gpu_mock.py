@@ -388,7 +388,7 @@ def test_index_tensors_on_another_device_or_of_another_dtype_are_refused(fake_gp
 
 def test_the_fake_implementations_trace_under_torch_compile(fake_gpu):
     def f(q, k, v, sl, cq, ck, qv, kv):
-        o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=2)
+        o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=256)
         o2, lse2 = flashsim.gpu.attention_varlen(qv, kv, kv, cq, ck, 7, 5)
         return o.float() + 1, lse * 2, o2, lse2
 
