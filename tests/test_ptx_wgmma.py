@@ -471,7 +471,7 @@ def test_silicon_capture():
     if not W.CAPTURE.exists():
         pytest.skip(
             f"no silicon capture at {W.CAPTURE} (run python3 -m flashsim.gpu.capture.wgmma_ptx --out DIR on an H100 "
-            "/ H200 and commit DIR/wgmma_ptx_sm90.npz there)"
+            "/ H200 and commit DIR/wgmma_ptx_sm90.npz as tests/data/ptx_isa/wgmma_ptx_sm90.npz)"
         )
     data = np.load(W.CAPTURE)
     meta = json.loads(str(data["meta"]))

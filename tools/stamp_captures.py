@@ -60,6 +60,11 @@ CAPTURES = {
         "npz",
         "PYTHONPATH=. python3 -m flashsim.gpu.capture.wgmma --out tests/data",
     ),
+    "wgmma_sm90_summary.json": (
+        "wgmma_capture",
+        "json",
+        "PYTHONPATH=. python3 -m flashsim.gpu.capture.wgmma --out tests/data",
+    ),
     "mma_sm90_summary.json": (
         "mma_capture",
         "json",

@@ -2,7 +2,7 @@
 and stored, so that tests/test_ptx_wgmma.py replays each one in flashsim.ptx and compares the bits.
 
 ``python3 -m flashsim.gpu.capture.wgmma_ptx --out DIR`` (an sm_90 GPU: H100 / H200; about 20 s) writes
-DIR/wgmma_ptx_sm90.npz; commit it as tests/data/wgmma_ptx_sm90.npz.
+DIR/wgmma_ptx_sm90.npz; commit it as tests/data/ptx_isa/wgmma_ptx_sm90.npz.
 
 Each case (``CASES``) is one kernel (``ptx_of``): every block of 128 threads (one warpgroup) copies its shared-memory
 image from global memory (ld / st.shared or cp.async), fences it for the async proxy, builds its matrix descriptors
@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = ["Case", "CASES", "ptx_of", "inputs", "descriptors", "simulate", "capture", "CAPTURE"]
 
-CAPTURE = pathlib.Path(__file__).resolve().parents[3] / "tests" / "data" / "wgmma_ptx_sm90.npz"
+CAPTURE = pathlib.Path(__file__).resolve().parents[3] / "tests" / "data" / "ptx_isa" / "wgmma_ptx_sm90.npz"
 
 _DTYPE = {
     "f16": np.float16,
