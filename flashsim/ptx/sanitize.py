@@ -51,6 +51,7 @@ __all__ = ["make_sanitizer", "wave_blocks", "RaceCheck", "InitCheck", "RACECHECK
 
 RACECHECK_BYTES = 1 << 29  # shadow memory a wave of racecheck may hold (512 MiB)
 NO_FENCE, ASYNC_WRITE = -1, -2  # RaceCheck.f_thread: no fence.proxy.async covers the last generic write / async
+_CTA, _ALL = 1, 2  # what a thread's latest fence.proxy.async covers: its CTA's shared memory, or its cluster's
 _PC_BITS = 24  # a read's shadow entry: epoch << 24 | PTX instruction index
 WARP_SYNC_OPCODES = ("shfl", "vote", "match", "redux", "elect", "mma", "ldmatrix", "stmatrix", "wmma", "movmatrix")
 
@@ -72,7 +73,7 @@ def wave_blocks(check: str | None, block_threads: int, shared_bytes: int, per_wa
     if check != "racecheck":
         return per_wave
     ct = block_threads * cluster_size
-    per_block = max(shared_bytes, 1) * (8 * ct + 24) + 8 * block_threads * ct
+    per_block = max(shared_bytes, 1) * (8 * ct + 24) + 16 * block_threads * ct  # + clocks and fence clocks
     return max(1, min(per_wave, RACECHECK_BYTES // per_block))
 
 
@@ -163,10 +164,15 @@ class RaceCheck(_Observer):
         self.w_epoch = np.zeros((nb, S), np.int64)
         self.w_pc = np.zeros((nb, S), np.int32)
         self.w_atomic = np.zeros((nb, S), bool)
-        # the async proxy: a fence.proxy.async that covers the byte's last generic write (the fencing thread and its
-        # epoch there), NO_FENCE for none, ASYNC_WRITE where the async proxy wrote it (no fence needed)
+        # the async proxy: the writer of the byte's last generic write where the writer's own fence.proxy.async
+        # covers it (f_epoch: the writer's epoch at that fence), NO_FENCE, or ASYNC_WRITE where the async proxy
+        # wrote it (no fence needed)
         self.f_thread = np.full((nb, S), NO_FENCE, np.int32)
         self.f_epoch = np.zeros((nb, S), np.int64)
+        # each thread's latest fence.proxy.async: its clock vector, its own epoch (0: none) and what it covers
+        self.fence_vc = np.zeros((m.T, ct), np.int64)
+        self.fence_epoch = np.zeros(m.T, np.int64)
+        self.fence_scope = np.zeros(m.T, np.int8)
         self.reads = np.zeros((nb, S, ct), np.int64)  # epoch << _PC_BITS | pc, 0: no read since the last write
         self.read_since = np.zeros((nb, S), bool)  # whether any thread read the byte since its last write
         self.p_thread = np.full((nb, S), -1, np.int32)  # the thread of a cp.async in flight to the byte, or -1
@@ -314,11 +320,12 @@ class RaceCheck(_Observer):
         shared byte offset (uint64), ``width`` bytes per access, ``threads`` the issuing thread of each (wave
         indices), ``pc`` the issuing instruction. It is checked as an access of the issuing thread (ordered after
         what that thread has synchronised with), and a read must find every byte's last generic-proxy write
-        covered by a fence.proxy.async (``proxy_async_fence``) that is itself ordered before the read: the fencing
-        thread the writer or one the write was ordered before, and the read's thread that thread or one ordered
-        after the fence. A write marks its bytes as the async proxy's (an async read of them needs no fence; a
-        generic read needs the usual ordering, which the mbarrier that completes the copy gives when the copy's
-        completion releases the issuing thread's clock into it)."""
+        covered by a fence.proxy.async (``proxy_async_fence``) ordered between them: one of the writer after the
+        write that the reader is ordered after, one of the reader itself after it was ordered after the write, or
+        (the latest fence of each thread is kept) one of a third thread ordered after the write and before the
+        read. A write marks its bytes as the async proxy's (an async read of them needs no fence; a generic read
+        needs the usual ordering, which the mbarrier that completes the copy gives when the copy's completion
+        releases the issuing thread's clock into it)."""
         threads = np.asarray(threads)
         if threads.size == 0:
             return
@@ -330,75 +337,90 @@ class RaceCheck(_Observer):
         if write:
             self.f_thread[r2, cols] = ASYNC_WRITE
             return
-        writer = self.w_thread[r2, cols]
-        fence = self.f_thread[r2, cols]
-        need = (writer >= 0) & (fence != ASYNC_WRITE)
+        writer = self.w_thread[r2, cols].astype(np.int64)
+        mark = self.f_thread[r2, cols]
+        need = (writer >= 0) & (mark != ASYNC_WRITE)
         if not need.any():
             return
-        lt = self.local[threads]
-        f = np.maximum(fence, 0).astype(np.int64)
-        seen = self.vc[threads[:, None], f] >= self.f_epoch[r2, cols]
-        ok = (fence >= 0) & ((f == lt[:, None]) | seen)
-        bad = need & ~ok
-        if bad.any():
-            k, j = (int(x[0]) for x in np.nonzero(bad))
+        k_idx, j_idx = np.nonzero(need)
+        th = threads[k_idx]
+        w = writer[k_idx, j_idx]
+        row = rows[k_idx]
+        col = cols[k_idx, j_idx]
+        e = self.w_epoch[row, col]
+        vc_r = self.vc[th]  # (m, ct)
+        m_idx = np.arange(th.size)
+        # the writer fenced after the write, and the reader is ordered after that fence
+        ok = (mark[k_idx, j_idx] >= 0) & (vc_r[m_idx, w] >= self.f_epoch[row, col])
+        # the reader's own latest fence came after it was ordered after the write
+        scope = self.fence_scope[th]
+        covers = (scope == _ALL) | ((scope == _CTA) & (self.m.block_of[th] == row))
+        ok |= covers & (self.fence_vc[th, w] >= e) & (self.fence_epoch[th] > 0)
+        left = np.flatnonzero(~ok)
+        if left.size:  # a third thread's latest fence: ordered after the write and before the read
+            cluster_first = (row[left] // self.cs) * self.cs * self.bt  # the cluster's first wave thread
+            ct = self.vc.shape[1]
+            f = cluster_first[:, None] + np.arange(ct)[None, :]  # (n, ct) wave threads of each cluster
+            f = np.minimum(f, self.m.T - 1)
+            scope = self.fence_scope[f]
+            reach = (scope == _ALL) | ((scope == _CTA) & (self.m.block_of[f] == row[left][:, None]))
+            known = self.fence_vc[f, w[left][:, None]] >= e[left][:, None]
+            before = vc_r[left][np.arange(left.size)[:, None], self.local[f]] >= self.fence_epoch[f]
+            ok[left] = (reach & known & before & (self.fence_epoch[f] > 0)).any(axis=1)
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            q = int(bad[0])
+            k, j = int(k_idx[q]), int(j_idx[q])
             b, c = int(rows[k]), int(cols[k, j])
             where = f" of CTA rank {b % self.cs}" if self.cs > 1 else ""
-            why = (
-                "no fence.proxy.async between them"
-                if fence[k, j] == NO_FENCE
-                else f"the fence.proxy.async of {self._who(int(fence[k, j]))} is not ordered before the read"
-            )
             t = int(threads[k])
             pc = self._pc(pc)
+            wpc = int(self.w_pc[b, c])
             err = RaceError(
                 f"async-proxy hazard at shared offset {c:#x}{where}: {self._who(int(writer[k, j]))} writes it through "
-                f"the generic proxy at {self._line(int(self.w_pc[b, c]))}, then {self._who(int(lt[k]))} reads it "
-                f"through the async proxy at {self._line(pc)}, with {why}",
+                f"the generic proxy at {self._line(wpc)}, then {self._who(int(self.local[t]))} reads it through the "
+                f"async proxy at {self._line(pc)}, with no fence.proxy.async ordered between them",
                 **self._where(t, pc),
             )
             err.kind, err.address, err.space = "async-proxy", c, ".shared"
-            wpc = int(self.w_pc[b, c])
             err.other_thread, err.other_line = self._thread(int(writer[k, j])), self.m.prog.ops[wpc].line
             err.other_source = self.m.prog.source_of(wpc)
             raise err
 
     def proxy_async_fence(self, threads, scope: str | None) -> None:
         """``threads`` execute fence.proxy.async (``scope`` None for every state space, ".shared::cta" their own
-        CTA's shared memory, ".shared::cluster" their cluster's, ".global" no shared memory): every shared byte
-        whose last write is a generic one ordered before the fence is marked as covered by it (by the writer
-        itself when it is among ``threads``, else by the one of them that knows the write, at its epoch now)."""
+        CTA's shared memory, ".shared::cluster" their cluster's, ".global" no shared memory): each thread's fence
+        (its clock vector and epoch now) is kept, and the shared bytes it wrote itself and no fence covered yet are
+        marked with its epoch (the writer's first fence after the write)."""
         threads = np.asarray(threads)
         if scope == ".global" or threads.size == 0:
             return
         m = self.m
-        cs = self.cs
+        lt = self.local[threads]
+        self.fence_vc[threads] = self.vc[threads]
+        self.fence_epoch[threads] = self.vc[threads, lt]
+        self.fence_scope[threads] = _CTA if scope == ".shared::cta" else _ALL
+        self.vc[threads, lt] += 1  # what the thread does next is after the fence (a new epoch)
         blocks = m.block_of[threads]
-        key = blocks // cs if scope != ".shared::cta" else blocks
-        for k in np.unique(key).tolist():
-            mine = threads[key == k]
-            rows = [k] if scope == ".shared::cta" else list(range(k * cs, min((k + 1) * cs, m.n_blocks)))
-            lf = self.local[mine]
-            V = self.vc[mine]  # (n, ct)
-            own = V[np.arange(mine.size), lf]
-            best = np.argmax(V, axis=0)  # per cluster thread u: the fencing thread that knows most of u
-            cover = V[best, np.arange(V.shape[1])]
-            who = lf[best]
-            epoch = own[best]
-            me = np.full(V.shape[1], -1, np.int64)
-            me[lf] = np.arange(mine.size)  # a writer that fences covers its own writes
-            has = me >= 0
-            cover[has], who[has], epoch[has] = np.iinfo(np.int64).max, lf[me[has]], own[me[has]]
-            for r in rows:
-                w = self.w_thread[r]
-                sel = np.flatnonzero((w >= 0) & (self.f_thread[r] == NO_FENCE))
-                if sel.size == 0:
-                    continue
-                wu = w[sel].astype(np.int64)
-                ok = cover[wu] >= self.w_epoch[r, sel]
-                hit = sel[ok]
-                self.f_thread[r, hit] = who[wu[ok]]
-                self.f_epoch[r, hit] = epoch[wu[ok]]
+        cs = self.cs
+        rows = (
+            np.unique(blocks)
+            if scope == ".shared::cta"
+            else np.unique((blocks // cs)[:, None] * cs + np.arange(cs)[None, :])
+        )
+        for r in rows[rows < m.n_blocks].tolist():
+            fencer = np.zeros(self.vc.shape[1] + 1, bool)
+            mine = threads if scope != ".shared::cta" else threads[blocks == r]
+            if scope != ".shared::cta":
+                mine = mine[(m.block_of[mine] // cs) == r // cs]
+            fencer[self.local[mine]] = True
+            epoch = np.zeros(self.vc.shape[1] + 1, np.int64)
+            epoch[self.local[mine]] = self.fence_epoch[mine]  # the epoch at the fence, before the new one
+            w = self.w_thread[r].astype(np.int64)
+            sel = np.flatnonzero((w >= 0) & (self.f_thread[r] == NO_FENCE) & fencer[w])
+            if sel.size:
+                self.f_thread[r, sel] = w[sel]
+                self.f_epoch[r, sel] = epoch[w[sel]]
 
     # -- synchronisation --------------------------------------------------------------------------------------
 

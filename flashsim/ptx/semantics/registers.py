@@ -14,8 +14,9 @@ to whole warps), rounded down to a multiple of 8, at most 256; else the same for
 The pool starts empty (the CTA's registers are all its warps').
 
 Errors (each naming kernel, block, thread and PTX line): N outside 24..256 or not a multiple of 8; .dec to more
-than the warp has, .inc to less; an .inc the pool can never satisfy (the pool plus everything the CTA's other warps
-could still give back by decreasing to 24 is less than it asks); a warp of a warpgroup executing a different
+than the warp has, .inc to less; an .inc the pool can never satisfy (the pool plus everything the warps of the CTA's
+other warpgroups that are not waiting themselves could still give back by decreasing to 24 is less than it asks); a
+warp of a warpgroup executing a different
 setmaxnreg (another PTX line) than the other warps of its warpgroup did as their k-th, or exiting with fewer
 setmaxnreg than they executed (the ISA: undefined unless every warp of the warpgroup executes the same one). An
 .inc that waits for registers no warp will release ends in Deadlock, naming what it waits for.
@@ -102,7 +103,8 @@ class RegisterPool:
                 self.count[w] = n
                 self.want[w] = 0
                 continue
-            others = [x for x in range(b * m.warps_per_block, (b + 1) * m.warps_per_block) if x != w]
+            group = self._warpgroup(w)  # its warpgroup runs this same .inc: only the other warpgroups can give
+            others = [x for x in range(b * m.warps_per_block, (b + 1) * m.warps_per_block) if x not in group]
             could = int(self.pool[b] + sum(int(self.count[x]) - LOW for x in others if self.want[x] == 0) * 32)
             if need > could:
                 raise m.error(

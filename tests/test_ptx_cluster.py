@@ -1,0 +1,388 @@
+"""Thread-block clusters in flashsim.ptx: the launch (cluster=, .reqnctapercluster, waves of whole clusters), the
+cluster special registers against numpy, distributed shared memory through mapa and shared::cluster loads, stores
+and atomics, barrier.cluster, a remote mbarrier arrive, and the launches and accesses the rules refuse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flashsim.ptx as P
+from flashsim.ptx import cluster as C
+
+HEAD = ".version 8.0\n.target {target}\n.address_size 64\n"
+
+# Each CTA stores thread t's value (ctaid.x * 1000 + t) into CTA (rank + 1) % n's buffer through mapa and
+# st.shared::cluster, the cluster barrier orders it, then each thread reads its own buffer (out) and, through a
+# generic mapa address, the next CTA's (out2), and adds 1 to the next CTA's counter with a shared::cluster atomic.
+EXCHANGE = """
+.visible .entry exchange(.param .u64 out, .param .u64 out2, .param .u64 cnt){directives}
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<12>;
+    .shared .align 16 .b32 buf[64];
+    .shared .align 4 .b32 counter;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [out2];
+    ld.param.u64 %rd10, [cnt];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %cluster_ctarank;
+    mov.u32 %r4, %cluster_nctarank;
+    mov.u32 %r5, %ntid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra SKIP;
+    st.shared.u32 [counter], 0;
+SKIP:
+    barrier.cluster.arrive.release.aligned;
+    barrier.cluster.wait.acquire.aligned;
+    add.u32 %r6, %r3, 1;
+    rem.u32 %r6, %r6, %r4;
+    mov.u32 %r7, buf;
+    shl.b32 %r8, %r1, 2;
+    add.u32 %r7, %r7, %r8;
+    mapa.shared::cluster.u32 %r9, %r7, %r6;
+    mad.lo.u32 %r10, %r2, 1000, %r1;
+    st.shared::cluster.u32 [%r9], %r10;
+    mov.u32 %r11, counter;
+    mapa.shared::cluster.u32 %r12, %r11, %r6;
+    red.shared::cluster.add.u32 [%r12], 1;
+    {sync}
+    ld.shared::cta.u32 %r13, [%r7];
+    mov.u64 %rd3, buf;
+    cvta.shared.u64 %rd4, %rd3;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd4, %rd4, %rd5;
+    mapa.u64 %rd6, %rd4, %r6;
+    ld.u32 %r14, [%rd6];
+    mad.lo.u32 %r15, %r2, %r5, %r1;
+    mul.wide.u32 %rd7, %r15, 4;
+    add.s64 %rd8, %rd1, %rd7;
+    st.global.u32 [%rd8], %r13;
+    add.s64 %rd9, %rd2, %rd7;
+    st.global.u32 [%rd9], %r14;
+    @%p1 bra DONE;
+    ld.shared.u32 %r16, [counter];
+    mul.wide.u32 %rd11, %r2, 4;
+    add.s64 %rd11, %rd10, %rd11;
+    st.global.u32 [%rd11], %r16;
+DONE:
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
+    ret;
+}}
+"""
+SYNC = "barrier.cluster.arrive.release.aligned;\n    barrier.cluster.wait.acquire.aligned;"
+
+
+def _exchange(sync: bool = True, directives: str = "", target: str = "sm_90a"):
+    text = HEAD.format(target=target) + EXCHANGE.format(directives=directives, sync=SYNC if sync else "")
+    return P.load(text, arch="sm_90", contraction="none").kernel("exchange")
+
+
+def _expected(grid_x: int, n: int, threads: int):
+    b = np.arange(grid_x)
+    rank = b % n
+    src = b - rank + (rank - 1) % n  # the CTA that writes into b's buffer
+    dst = b - rank + (rank + 1) % n
+    t = np.arange(threads)
+    return (src[:, None] * 1000 + t).reshape(-1), (b[:, None] * 1000 + t).reshape(-1), dst
+
+
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("check", [None, "racecheck", "memcheck"])
+def test_cluster_exchange_through_distributed_shared_memory(n, check):
+    grid, threads = 8, 64
+    out = np.zeros(grid * threads, np.uint32)
+    out2 = np.zeros_like(out)
+    cnt = np.zeros(grid, np.uint32)
+    report = P.launch(_exchange(), grid, threads, [out, out2, cnt], cluster=(n, 1, 1), check=check)
+    want, want2, _ = _expected(grid, n, threads)
+    assert np.array_equal(out, want.astype(np.uint32))
+    assert np.array_equal(out2, want2.astype(np.uint32))
+    assert cnt.tolist() == [threads] * grid  # every thread of the previous CTA added 1 to this CTA's counter
+    assert report.counts["barrier.cluster.wait.acquire.aligned"] > 0
+
+
+def test_waves_hold_whole_clusters():
+    """A cluster whose threads pass max_threads is still one wave (its blocks wait for each other)."""
+    out = np.zeros(8 * 64, np.uint32)
+    out2, cnt = np.zeros_like(out), np.zeros(8, np.uint32)
+    report = P.launch(_exchange(), 8, 64, [out, out2, cnt], cluster=(4, 1, 1), max_threads=64)
+    assert report.waves == 2
+    assert np.array_equal(out, _expected(8, 4, 64)[0].astype(np.uint32))
+
+
+def test_reqnctapercluster_sets_the_cluster():
+    kernel = _exchange(directives=" .reqnctapercluster 2, 1, 1")
+    out = np.zeros(4 * 32, np.uint32)
+    out2, cnt = np.zeros_like(out), np.zeros(4, np.uint32)
+    P.launch(kernel, 4, 32, [out, out2, cnt])
+    assert np.array_equal(out, _expected(4, 2, 32)[0].astype(np.uint32))
+    with pytest.raises(P.LaunchError, match="reqnctapercluster 2, 1, 1; cluster is"):
+        P.launch(kernel, 4, 32, [out, out2, cnt], cluster=(4, 1, 1))
+
+
+def test_racecheck_names_the_missing_cluster_barrier():
+    out = np.zeros(4 * 32, np.uint32)
+    with pytest.raises(P.RaceError, match=r"CTA rank 1.*CTA rank 0|CTA rank 0.*CTA rank 1") as info:
+        P.launch(
+            _exchange(sync=False),
+            4,
+            32,
+            [out, out.copy(), np.zeros(4, np.uint32)],
+            cluster=(2, 1, 1),
+            check="racecheck",
+        )
+    assert info.value.kind in ("read-after-write", "write-after-read", "write-after-write")
+
+
+# -- special registers -------------------------------------------------------------------------------------------
+
+SPECIALS = [
+    "%ctaid.x",
+    "%ctaid.y",
+    "%ctaid.z",
+    "%cluster_ctarank",
+    "%cluster_nctarank",
+    "%clusterid.x",
+    "%clusterid.y",
+    "%clusterid.z",
+    "%nclusterid.x",
+    "%nclusterid.y",
+    "%nclusterid.z",
+    "%cluster_ctaid.x",
+    "%cluster_ctaid.y",
+    "%cluster_ctaid.z",
+    "%cluster_nctaid.x",
+    "%cluster_nctaid.y",
+    "%cluster_nctaid.z",
+]
+
+
+def _specials_kernel():
+    body = [f"    mov.u32 %r{i + 10}, {name};" for i, name in enumerate(SPECIALS)]
+    stores = [f"    st.global.u32 [%rd3+{4 * i}], %r{i + 10};" for i in range(len(SPECIALS))]
+    n = len(SPECIALS) + 1
+    text = (
+        HEAD.format(target="sm_90")
+        + f"""
+.visible .entry specials(.param .u64 out)
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<40>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra DONE;
+    mov.u32 %r2, %nctaid.x;
+    mov.u32 %r3, %nctaid.y;
+    mov.u32 %r4, %ctaid.z;
+    mov.u32 %r5, %ctaid.y;
+    mad.lo.u32 %r6, %r4, %r3, %r5;
+    mov.u32 %r7, %ctaid.x;
+    mad.lo.u32 %r8, %r6, %r2, %r7;
+    mul.wide.u32 %rd2, %r8, {4 * n};
+    add.s64 %rd3, %rd1, %rd2;
+"""
+        + "\n".join(body + stores)
+        + f"""
+    mov.pred %p1, %is_explicit_cluster;
+    selp.u32 %r9, 1, 0, %p1;
+    st.global.u32 [%rd3+{4 * len(SPECIALS)}], %r9;
+DONE:
+    ret;
+}}
+"""
+    )
+    return P.load(text, arch="sm_90", contraction="none").kernel("specials"), n
+
+
+@pytest.mark.parametrize("cluster", [None, (2, 1, 1), (2, 2, 1), (1, 2, 2), (2, 1, 2)])
+def test_cluster_special_registers(cluster):
+    grid = (4, 2, 2)
+    kernel, n = _specials_kernel()
+    out = np.zeros((16, n), np.uint32)
+    P.launch(kernel, grid, 32, [out], cluster=cluster)
+    cd = np.array(cluster or (1, 1, 1))
+    z, y, x = np.meshgrid(np.arange(2), np.arange(2), np.arange(4), indexing="ij")
+    ctaid = np.stack([x.reshape(-1), y.reshape(-1), z.reshape(-1)], axis=1)  # linear order, x fastest
+    local = ctaid % cd
+    want = {
+        "%ctaid": ctaid,
+        "%cluster_ctaid": local,
+        "%clusterid": ctaid // cd,
+        "%nclusterid": np.broadcast_to(np.array(grid) // cd, ctaid.shape),
+        "%cluster_nctaid": np.broadcast_to(cd, ctaid.shape),
+    }
+    got = {name: out[:, i] for i, name in enumerate(SPECIALS)}
+    for stem, values in want.items():
+        for k, axis in enumerate("xyz"):
+            assert got[f"{stem}.{axis}"].tolist() == values[:, k].tolist(), f"{stem}.{axis}"
+    rank = local[:, 0] + cd[0] * (local[:, 1] + cd[1] * local[:, 2])
+    assert got["%cluster_ctarank"].tolist() == rank.tolist()
+    assert got["%cluster_nctarank"].tolist() == [int(cd.prod())] * 16
+    assert out[:, -1].tolist() == [int(cluster is not None)] * 16
+
+
+def test_launch_order_is_cluster_by_cluster():
+    order = C.launch_order((4, 2, 1), C.Cluster((2, 2, 1), True))
+    assert order.tolist() == [0, 1, 4, 5, 2, 3, 6, 7]
+    assert C.launch_order((8, 1, 1), C.Cluster((4, 1, 1), True)) is None
+
+
+# -- the helper other instructions use for CTA masks ---------------------------------------------------------------
+
+
+def test_cluster_blocks_of_a_cta_mask():
+    class M:
+        cluster_size, block_threads = 4, 32
+
+        def error(self, message, t):
+            return RuntimeError(f"{message} (thread {t})")
+
+    m = M()
+    assert C.cluster_blocks(m, 5, 0b1011).tolist() == [4, 5, 7]
+    assert C.cluster_blocks(m, 2, 0).tolist() == []
+    with pytest.raises(RuntimeError, match="names rank 4, past the cluster's 4 CTAs"):
+        C.cluster_blocks(m, 1, 0x10)
+
+
+# -- bad input -----------------------------------------------------------------------------------------------------
+
+
+def _args(grid):
+    n = int(np.prod(grid)) * 32
+    return [np.zeros(n, np.uint32), np.zeros(n, np.uint32), np.zeros(int(np.prod(grid)), np.uint32)]
+
+
+@pytest.mark.parametrize(
+    "grid, cluster, match",
+    [
+        (6, (4, 1, 1), "does not divide grid"),
+        ((4, 3), (2, 2, 1), r"grid.y = 3 is not a multiple of 2"),
+        (32, (16, 1, 1), "past the portable limit of 8"),
+        (64, (32, 1, 1), "past the limit 16"),
+        ((4, 4), (3, 1, 1), "does not divide"),
+    ],
+)
+def test_cluster_shapes_refused(grid, cluster, match):
+    with pytest.raises(P.LaunchError, match=match):
+        P.launch(_exchange(), grid, 32, _args(grid), cluster=cluster)
+
+
+def test_nonportable_cluster_of_16():
+    args = _args(16)
+    P.launch(_exchange(), 16, 32, args, cluster=(16, 1, 1), nonportable_cluster=True)
+    assert np.array_equal(args[0], _expected(16, 16, 32)[0].astype(np.uint32))
+    kernel = P.load(HEAD.format(target="sm_90") + EXCHANGE.format(directives="", sync=SYNC), arch="sm_120")
+    with pytest.raises(P.LaunchError, match="non-portable cluster sizes"):
+        P.launch(kernel.kernel("exchange"), 16, 32, _args(16), cluster=(16, 1, 1), nonportable_cluster=True)
+
+
+def test_clusters_need_sm_90():
+    with pytest.raises(P.LaunchError, match=r"need sm_90 or later, and the PTX's .target sm_80"):
+        P.launch(_exchange(target="sm_80"), 4, 32, _args(4), cluster=(2, 1, 1))
+    old = P.load(HEAD.format(target="sm_80") + EXCHANGE.format(directives="", sync=SYNC), arch="sm_80")
+    with pytest.raises(P.LaunchError, match="the module's arch sm_80"):
+        P.launch(old.kernel("exchange"), 4, 32, _args(4), cluster=(2, 1, 1))
+
+
+def test_cluster_directives_checked():
+    with pytest.raises(P.LaunchError, match="declares .explicitcluster"):
+        P.launch(_exchange(directives=" .explicitcluster"), 4, 32, _args(4))
+    with pytest.raises(P.LaunchError, match="declares .maxclusterrank 2"):
+        P.launch(_exchange(directives=" .maxclusterrank 2"), 4, 32, _args(4), cluster=(4, 1, 1))
+    with pytest.raises(P.LaunchError, match="whole clusters of 2 blocks"):
+        P.launch(_exchange(), 4, 32, _args(4), cluster=(2, 1, 1), blocks=range(1, 4))
+
+
+def test_mapa_past_the_cluster_and_remote_access_past_shared_memory():
+    """mapa of a rank the cluster lacks is an error naming it; a shared::cluster store past the CTA's shared bytes
+    is a memory fault naming the CTA rank and offset."""
+    kernel = _exchange()
+    with pytest.raises(P.SimulationError, match="mapa names CTA rank 2, past the cluster's 2 CTAs"):
+        text = HEAD.format(target="sm_90") + EXCHANGE.format(directives="", sync=SYNC).replace(
+            "rem.u32 %r6, %r6, %r4;", "add.u32 %r6, %r6, 0;"
+        )
+        P.launch(P.load(text, contraction="none").kernel("exchange"), 4, 32, _args(4), cluster=(2, 1, 1))
+    far = HEAD.format(target="sm_90") + EXCHANGE.format(directives="", sync=SYNC).replace(
+        "add.u32 %r7, %r7, %r8;", "add.u32 %r7, %r7, %r8;\n    add.u32 %r7, %r7, 4096;"
+    )
+    with pytest.raises(P.MemcheckError, match=r"shared::cluster store past its .* of CTA rank 1 of the cluster") as e:
+        P.launch(
+            P.load(far, contraction="none").kernel("exchange"), 4, 32, _args(4), cluster=(2, 1, 1), check="memcheck"
+        )
+    assert e.value.rank == 1 and e.value.address == 4096
+    del kernel
+
+
+# -- a remote mbarrier arrive (CUTLASS's ClusterBarrier) ----------------------------------------------------------
+
+REMOTE_MBARRIER = """
+.visible .entry remote(.param .u64 out)
+{{
+    .reg .pred %p<3>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .shared .align 8 .b64 bar;
+    .shared .align 16 .b32 data[32];
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %cluster_ctarank;
+    mov.u32 %r3, %cluster_nctarank;
+    setp.eq.u32 %p1, %r1, 0;
+    @!%p1 bra INITED;
+    mbarrier.init.shared::cta.b64 [bar], 1;
+INITED:
+    fence.mbarrier_init.release.cluster;
+    barrier.cluster.arrive.relaxed.aligned;
+    barrier.cluster.wait.aligned;
+    add.u32 %r4, %r2, 1;
+    rem.u32 %r4, %r4, %r3;
+    mov.u32 %r5, data;
+    shl.b32 %r6, %r1, 2;
+    add.u32 %r5, %r5, %r6;
+    mapa.shared::cluster.u32 %r7, %r5, %r4;
+    mad.lo.u32 %r8, %r2, 100, %r1;
+    st.shared::cluster.u32 [%r7], %r8;
+    bar.sync 0;
+    @!%p1 bra WAIT;
+    mov.u32 %r9, bar;
+    mapa.shared::cluster.u32 %r10, %r9, %r4;
+    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r10];
+WAIT:
+    mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %p2, [bar], 0, 1000;
+    @!%p2 bra WAIT;
+    ld.shared.u32 %r11, [%r5];
+    mov.u32 %r12, %ctaid.x;
+    mad.lo.u32 %r13, %r12, 32, %r1;
+    mul.wide.u32 %rd2, %r13, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r11;
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("check", [None, "racecheck"])
+def test_remote_mbarrier_arrive(check):
+    kernel = P.load(HEAD.format(target="sm_90a") + REMOTE_MBARRIER.format(), contraction="none").kernel("remote")
+    out = np.zeros(4 * 32, np.uint32)
+    P.launch(kernel, 4, 32, [out], cluster=(4, 1, 1), check=check)
+    rank = np.arange(4)
+    src = (rank - 1) % 4
+    assert out.reshape(4, 32).tolist() == (src[:, None] * 100 + np.arange(32)).tolist()
+
+
+def test_remote_arrive_without_the_barrier_ordering_the_data_is_a_race():
+    """Without bar.sync, thread 0's remote arrive does not order the other threads' stores before the waiter's
+    loads: racecheck names the hazard."""
+    text = HEAD.format(target="sm_90a") + REMOTE_MBARRIER.format().replace("    bar.sync 0;\n", "")
+    kernel = P.load(text, contraction="none").kernel("remote")
+    with pytest.raises(P.RaceError, match="read-after-write"):
+        P.launch(kernel, 2, 32, [np.zeros(64, np.uint32)], cluster=(2, 1, 1), check="racecheck")
