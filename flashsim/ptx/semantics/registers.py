@@ -109,8 +109,8 @@ class RegisterPool:
             if need > could:
                 raise m.error(
                     f"setmaxnreg.inc to {n} registers per thread needs {need} registers from the CTA's pool, which "
-                    f"holds {int(self.pool[b])}; even with every other warp of the CTA decreased to {LOW} it would "
-                    f"hold {could} (the kernel starts its warps at {self.start} registers per thread)",
+                    f"holds {int(self.pool[b])}; even with every warp of the CTA's other warpgroups decreased to "
+                    f"{LOW} it would hold {could} (the kernel starts its warps at {self.start} registers per thread)",
                     t,
                 )
             self.want[w] = n
