@@ -386,3 +386,59 @@ def test_remote_arrive_without_the_barrier_ordering_the_data_is_a_race():
     kernel = P.load(text, contraction="none").kernel("remote")
     with pytest.raises(P.RaceError, match="read-after-write"):
         P.launch(kernel, 2, 32, [np.zeros(64, np.uint32)], cluster=(2, 1, 1), check="racecheck")
+
+
+# -- the silicon probes of clusters, in the simulator against numpy (their GPU capture: tests/test_ptx_silicon.py) ---
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize(
+    "name", [p.name for p in __import__("flashsim.ptx.probes", fromlist=["probes"]).probes("cluster")]
+)
+def test_cluster_probe_in_the_simulator(name):
+    from flashsim.ptx import probes as PR
+
+    probe = next(p for p in PR.probes("cluster") if p.name == name)
+    args, _ = PR.simulate(probe)
+    if name.startswith("specials"):
+        out = args[0]
+        cd = np.array(probe.cluster or ((2, 2, 1) if "static" in name else (1, 1, 1)))
+        gx, gy, gz = probe.grid
+        z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
+        ctaid = np.stack([x.reshape(-1), y.reshape(-1), z.reshape(-1)], axis=1)
+        local = ctaid % cd
+        rank = local[:, 0] + cd[0] * (local[:, 1] + cd[1] * local[:, 2])
+        want = np.concatenate(
+            [
+                rank[:, None],
+                np.full((rank.size, 1), cd.prod()),
+                ctaid // cd,
+                np.broadcast_to(np.array(probe.grid) // cd, ctaid.shape),
+                local,
+                np.broadcast_to(cd, ctaid.shape),
+                ctaid,
+                np.full((rank.size, 1), int("implicit" not in name)),
+            ],
+            axis=1,
+        )
+        assert out.tolist() == want.tolist()
+        return
+    x = args[0]
+    n = probe.cluster[0]
+    threads = probe.block[0]
+    blocks = probe.grid[0]
+    b = np.arange(blocks)
+    prev = b - b % n + (b % n - 1) % n
+    nxt = b - b % n + (b % n + 1) % n
+    t = np.arange(threads)
+    if name.startswith("remote"):
+        assert args[1].tolist() == x.reshape(blocks, threads)[prev].reshape(-1).tolist()
+        return
+    x2 = x.reshape(blocks, threads)
+    assert args[1].tolist() == x2[prev].reshape(-1).tolist()  # what the previous CTA stored into this one
+    assert args[2].tolist() == x2.reshape(-1).tolist()  # the next CTA's buffer holds this CTA's own values
+    rank_next = np.repeat(nxt % n, threads)
+    own = np.repeat(b % n, threads)
+    assert args[3].tolist() == (rank_next | rank_next << 4 | own << 8 | 1 << 12).tolist()
+    assert args[4].tolist() == (x2[prev] & 0xFF).sum(axis=1).tolist()
+    del t
