@@ -9,6 +9,7 @@ import pytest
 
 import flashsim.ptx as P
 from flashsim.ptx import cluster as C
+from flashsim.ptx import probes as PR
 
 HEAD = ".version 8.0\n.target {target}\n.address_size 64\n"
 
@@ -392,12 +393,9 @@ def test_remote_arrive_without_the_barrier_ordering_the_data_is_a_race():
 
 
 @pytest.mark.nvrtc
-@pytest.mark.parametrize(
-    "name", [p.name for p in __import__("flashsim.ptx.probes", fromlist=["probes"]).probes("cluster")]
-)
+@pytest.mark.parametrize("name", [p.name for p in PR.probes("cluster")])
 def test_cluster_probe_in_the_simulator(name):
-    from flashsim.ptx import probes as PR
-
+    """Each cluster probe, run in the simulator, against what the PTX ISA says it computes (numpy)."""
     probe = next(p for p in PR.probes("cluster") if p.name == name)
     args, _ = PR.simulate(probe)
     if name.startswith("specials"):
@@ -430,7 +428,6 @@ def test_cluster_probe_in_the_simulator(name):
     b = np.arange(blocks)
     prev = b - b % n + (b % n - 1) % n
     nxt = b - b % n + (b % n + 1) % n
-    t = np.arange(threads)
     if name.startswith("remote"):
         assert args[1].tolist() == x.reshape(blocks, threads)[prev].reshape(-1).tolist()
         return
@@ -441,4 +438,3 @@ def test_cluster_probe_in_the_simulator(name):
     own = np.repeat(b % n, threads)
     assert args[3].tolist() == (rank_next | rank_next << 4 | own << 8 | 1 << 12).tolist()
     assert args[4].tolist() == (x2[prev] & 0xFF).sum(axis=1).tolist()
-    del t
