@@ -438,3 +438,34 @@ def test_cluster_probe_in_the_simulator(name):
     own = np.repeat(b % n, threads)
     assert args[3].tolist() == (rank_next | rank_next << 4 | own << 8 | 1 << 12).tolist()
     assert args[4].tolist() == (x2[prev] & 0xFF).sum(axis=1).tolist()
+
+
+# -- trace and the command line ------------------------------------------------------------------------------------
+
+
+def test_trace_of_a_cluster_launch_names_the_launch_blocks():
+    """Blocks run cluster by cluster (launch order != linear order for a 2x2 cluster): the trace still names each
+    record's block by its %ctaid."""
+    from flashsim.ptx.trace import Trace
+
+    kernel, n = _specials_kernel()
+    trace = Trace(["%cluster_ctarank", "%clusterid.x"], lines=[kernel.program.ops[0].line], threads=[(5, 0), (2, 0)])
+    P.launch(kernel, (4, 2, 2), 32, [np.zeros((16, n), np.uint32)], cluster=(2, 2, 1), trace=trace)
+    rows = trace.records
+    got = {tuple(b): (int(r), int(c)) for b, r, c in zip(rows["block"], rows["%cluster_ctarank"], rows["%clusterid.x"])}
+    # linear block 5 = (1, 1, 0): rank 1 + 2 * 1 = 3 of cluster x 0; block 2 = (2, 0, 0): rank 0 of cluster x 1
+    assert got == {(1, 1, 0): (3, 0), (2, 0, 0): (0, 1)}
+
+
+def test_command_line_cluster(tmp_path, capsys):
+    from flashsim.cli import main
+
+    path = tmp_path / "exchange.ptx"
+    path.write_text(HEAD.format(target="sm_90a") + EXCHANGE.format(directives="", sync=SYNC))
+    argv = ["ptx", "run", str(path), "--grid", "4", "--block", "32", "--cluster", "2"]
+    argv += ["--arg", "out:u32:128", "--arg", "out:u32:128", "--arg", "out:u32:4", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    out = np.load(tmp_path / "o" / "arg0.npy")
+    assert np.array_equal(out, _expected(4, 2, 32)[0].astype(np.uint32))
+    assert main(argv[:8] + ["--cluster", "3"] + argv[9:]) == 2
+    assert "does not divide grid" in capsys.readouterr().err
