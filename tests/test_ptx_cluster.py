@@ -467,5 +467,5 @@ def test_command_line_cluster(tmp_path, capsys):
     assert main(argv) == 0
     out = np.load(tmp_path / "o" / "arg0.npy")
     assert np.array_equal(out, _expected(4, 2, 32)[0].astype(np.uint32))
-    assert main(argv[:8] + ["--cluster", "3"] + argv[9:]) == 2
+    assert main(argv[:7] + ["--cluster", "3"] + argv[9:]) == 2
     assert "does not divide grid" in capsys.readouterr().err
