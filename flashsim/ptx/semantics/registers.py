@@ -66,6 +66,7 @@ class RegisterPool:
         self.pool = np.zeros(m.n_blocks, np.int64)
         self.lines: list[list[int]] = [[] for _ in range(m.n_warps)]
         self.want = np.zeros(m.n_warps, np.int64)  # what a waiting warp asks for (0: not waiting)
+        self.retry = np.zeros(m.T, np.int64)  # the PC a waiting thread runs again when registers come back
         m.waiters[SETMAXNREG_ID] = self
 
     def _warpgroup(self, w: int) -> list[int]:
@@ -118,6 +119,7 @@ class RegisterPool:
         if blocked:
             stop = np.isin(m.warp_of, blocked) & g.active()
             m.barriers.bar_id[stop] = SETMAXNREG_ID
+            self.retry[stop] = g.pc
             g.stop(stop, WAIT_BARRIER, g.pc)  # retried when registers come back to the pool
         m.progress += 1
 
@@ -148,6 +150,7 @@ class RegisterPool:
             threads = waiting + b * m.block_threads
             m.wait[threads] = WAIT_NONE
             m.barriers.bar_id[threads] = -1
+            m.pc[threads] = self.retry[threads]
 
     def exited(self, threads) -> None:
         """Warps that exited must have run as many setmaxnreg as the rest of their warpgroup."""
