@@ -4,6 +4,8 @@ and atomics, barrier.cluster, a remote mbarrier arrive, and the launches and acc
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -469,3 +471,47 @@ def test_command_line_cluster(tmp_path, capsys):
     assert np.array_equal(out, _expected(4, 2, 32)[0].astype(np.uint32))
     assert main(argv[:7] + ["--cluster", "3"] + argv[9:]) == 2
     assert "does not divide grid" in capsys.readouterr().err
+
+
+# -- a cooperative-groups cluster kernel, as CUDA C++ writes one ---------------------------------------------------
+
+CG_HISTOGRAM = r"""
+#include <cooperative_groups.h>
+#include <cuda/barrier>
+namespace cg = cooperative_groups;
+extern "C" __global__ void __cluster_dims__(4, 1, 1) histogram(const unsigned* in, unsigned* out, int n) {
+    __shared__ unsigned bins[64];
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    cg::cluster_group cluster = cg::this_cluster();
+    unsigned rank = cluster.block_rank();
+    if (threadIdx.x == 0) init(&bar, blockDim.x);
+    for (int i = threadIdx.x; i < 64; i += blockDim.x) bins[i] = 0;
+    cluster.sync();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        unsigned v = in[i] % 256;
+        unsigned* remote = cluster.map_shared_rank(bins, v / 64);  // value v's bin lives in rank v / 64
+        atomicAdd(&remote[v % 64], 1u);
+    }
+    bar.arrive_and_wait();
+    cluster.sync();
+    for (int j = threadIdx.x; j < 64; j += blockDim.x) atomicAdd(&out[rank * 64 + j], bins[j]);
+}
+"""
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("check", [None, "racecheck"])
+def test_cooperative_groups_cluster_histogram(check):
+    """cg::this_cluster().sync() (barrier.cluster), map_shared_rank (generic mapa) and an atomicAdd on another
+    block's shared memory, with a cuda::barrier (mbarrier) in the block."""
+    from flashsim.gpu.build import cuda_include_dirs
+
+    cccl = [str(pathlib.Path(d, "cccl")) for d in cuda_include_dirs() if pathlib.Path(d, "cccl").is_dir()]
+    if not cccl:
+        pytest.skip("the CUDA toolkit's CCCL headers (include/cccl) are not installed")
+    module = P.compile(CG_HISTOGRAM, arch="sm_90", include_dirs=cccl)
+    x = np.random.default_rng(7).integers(0, 1 << 20, 1024).astype(np.uint32)
+    out = np.zeros(256, np.uint32)
+    P.launch(module.kernel("histogram"), 1024 // 128, 128, [x, out, np.int32(1024)], check=check)
+    assert np.array_equal(out, np.bincount(x % 256, minlength=256).astype(np.uint32))
