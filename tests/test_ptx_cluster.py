@@ -318,7 +318,7 @@ def test_mapa_past_the_cluster_and_remote_access_past_shared_memory():
         P.launch(
             P.load(far, contraction="none").kernel("exchange"), 4, 32, _args(4), cluster=(2, 1, 1), check="memcheck"
         )
-    assert e.value.rank == 1 and e.value.address == 4096
+    assert e.value.target_rank == 1 and e.value.rank == 0 and e.value.address == 4096
     del kernel
 
 

@@ -415,7 +415,7 @@ class Memory:
         t = int(threads[k])
         rank, o = int(row[k]) % self.cluster_size, int(off[k])
         err = self.fault(f"{what} at shared offset {o:#x} of CTA rank {rank} of the cluster", **self.locate(t))
-        err.address, err.space, err.rank = o, ".shared::cluster", rank
+        err.address, err.space, err.target_rank = o, ".shared::cluster", rank
         raise err
 
     def _extent(self, space: str, limit: int) -> str:
