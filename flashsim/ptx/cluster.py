@@ -51,16 +51,14 @@ def _sm(target: str) -> int:
 
 
 def resolve(kernel, grid: tuple, cluster, arch: str, nonportable: bool = False) -> Cluster:
-    """The Cluster of a launch of ``kernel`` on ``grid`` with ``cluster`` (None or up to 3 ints), checked against
-    the kernel's cluster directives, the grid and the arch (LaunchError naming the rule)."""
+    """The Cluster of a launch of ``kernel`` on ``grid`` with ``cluster`` (None or 3 positive ints, as launch parses
+    them), checked against the kernel's cluster directives, the grid and the arch (LaunchError naming the rule)."""
     fn = kernel.fn
     name = kernel.name
     req = fn.directive(".reqnctapercluster")
     want = None if req is None else tuple(int(x) for x in req.args) + (1,) * (3 - len(req.args))
     if cluster is not None:
-        from .launch import _dims  # one parser of dims for grid, block and cluster
-
-        dims = _dims(cluster, "cluster", (MAXIMUM,) * 3)
+        dims = tuple(cluster)
         if want is not None and dims != want:
             raise LaunchError(f"{name} declares .reqnctapercluster {', '.join(map(str, req.args))}; cluster is {dims}")
     elif want is not None:

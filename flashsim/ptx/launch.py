@@ -231,6 +231,8 @@ def launch(
             f"{total_shared} bytes of shared memory per block ({layout.static_shared} static + "
             f"{int(shared_mem)} dynamic) past {arch.name}'s {cap}"
         )
+    if cluster is not None:
+        cluster = _dims(cluster, "cluster", (clusters.MAXIMUM,) * 3)
     shape = clusters.resolve(kernel, grid, cluster, arch.name, bool(nonportable_cluster))
     cs = shape.size
     params, arrays = _param_bytes(kernel, args)
