@@ -221,6 +221,9 @@ class Machine:
         # WAIT_BARRIER and a barrier id of 16 or more, and the state that releases them is waiters[id]: an object
         # with ``waits_for(t)`` (a deadlock report's ("other", text)) and ``exited(threads)`` (exits may release)
         self.waiters: dict = {}
+        # while set, called as watch(group, item) before each item (a PC, or a tuple of stacked PCs) of a block runs:
+        # an asynchronous unit's check of the registers it owns (flashsim.ptx.semantics.wgmma)
+        self.watch = None
 
     # -- scheduling -------------------------------------------------------------------------------------
 
@@ -300,6 +303,8 @@ class Machine:
             pc = item if type(item) is int else item[0]
             g.pc = pc
             self.current_pc = pc
+            if self.watch is not None:
+                self.watch(g, item)
             if plan is not None:
                 if (
                     pending is not None
@@ -388,7 +393,7 @@ class Machine:
                 return self.waiters[bar].waits_for(t)
             return ("barrier", int(self.block_of[t]), bar)
         if self.wait[t] == WAIT_SYNC:
-            return ("sync",)
+            return ("warpgroup",) if self.prog.op_names[self.pc[t]].startswith("wgmma.") else ("sync",)
         mbarriers = self.state.get("mbarrier")
         poll = mbarriers.waits_for(t) if mbarriers is not None else None
         return poll if poll is not None else ("spin",)
@@ -458,6 +463,11 @@ def _wait_text(info) -> str:
         return f"waits at barrier {info[2]}"
     if kind == "sync":
         return "waits for the other lanes of its warp at a warp-synchronous instruction"
+    if kind == "warpgroup":
+        return (
+            "waits for the other threads of its warpgroup at a .sync.aligned wgmma instruction (the 128 threads of a "
+            "warpgroup must all execute the same one: they diverged)"
+        )
     if kind == "mbarrier":
         return f"polls an mbarrier at shared offset {info[1]:#x} for phase parity {info[2]}"
     if kind == "other":

@@ -1,7 +1,21 @@
 """The instruction semantics, one module per family; importing the package registers every builder in the
 instruction table (flashsim.ptx.isa). Each module says which opcodes and forms it implements and how."""
 
-from . import asynchronous, atomic, cluster, control, convert, data, floating, integer, matrix, registers, special, warp
+from . import (
+    asynchronous,
+    atomic,
+    cluster,
+    control,
+    convert,
+    data,
+    floating,
+    integer,
+    matrix,
+    registers,
+    special,
+    warp,
+    wgmma,
+)
 
 __all__ = [
     "asynchronous",
@@ -16,4 +30,5 @@ __all__ = [
     "registers",
     "special",
     "warp",
+    "wgmma",
 ]
