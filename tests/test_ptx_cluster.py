@@ -515,3 +515,31 @@ def test_cooperative_groups_cluster_histogram(check):
     out = np.zeros(256, np.uint32)
     P.launch(module.kernel("histogram"), 1024 // 128, 128, [x, out, np.int32(1024)], check=check)
     assert np.array_equal(out, np.bincount(x % 256, minlength=256).astype(np.uint32))
+
+
+def test_cluster_barrier_deadlock_names_the_missing_threads():
+    text = (
+        HEAD.format(target="sm_90")
+        + """
+.visible .entry stuck()
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<2>;
+    mov.u32 %r1, %cluster_ctarank;
+    setp.eq.u32 %p1, %r1, 1;
+    @%p1 bra SPIN;
+    barrier.cluster.arrive;
+    barrier.cluster.wait;
+    ret;
+SPIN:
+    bra.uni SPIN;
+}
+"""
+    )
+    kernel = P.load(text, contraction="none").kernel("stuck")
+    with pytest.raises(P.Deadlock, match=r"waits at barrier.cluster.wait for 32 thread\(s\) of its cluster to arrive"):
+        P.launch(kernel, 2, 32, [], cluster=(2, 1, 1), spin_limit=20)
+    with pytest.raises(P.SimulationError, match="barrier.cluster.wait without a barrier.cluster.arrive"):
+        P.launch(
+            P.load(text.replace("    barrier.cluster.arrive;\n", ""), contraction="none").kernel("stuck"), 2, 32, []
+        )
