@@ -3,8 +3,9 @@ flashsim.ptx.semantics.cluster), bar.warp.sync, and the memory-ordering instruct
 nothing here: the simulated memory is sequentially consistent and every access is complete when its instruction
 ends. Each fence form the PTX ISA defines is accepted by name, and none other:
 
-- ``fence{.sc|.acq_rel}.{cta,cluster,gpu,sys}`` (.acq_rel when omitted), ``fence.acquire.sync_restrict::shared::
-  cluster.cluster`` / ``fence.release.sync_restrict::shared::cta.cluster``, ``membar.{cta,gl,sys}``: no effect;
+- ``fence{.sc|.acq_rel|.acquire|.release}.{cta,cluster,gpu,sys}`` (.acq_rel when omitted),
+  ``fence.acquire.sync_restrict::shared::cluster.cluster`` / ``fence.release.sync_restrict::shared::cta.cluster``,
+  ``membar.{cta,gl,sys}``: no effect;
 - ``fence.mbarrier_init.release.cluster`` (what cuda::barrier and cooperative groups emit after mbarrier.init):
   makes the inits visible to the cluster, which they already are here;
 - ``fence.proxy.alias``, ``fence.proxy.tensormap::generic.{release,acquire}.{cta,cluster,gpu,sys}`` (the acquire
@@ -12,7 +13,12 @@ ends. Each fence form the PTX ISA defines is accepted by name, and none other:
 - ``fence.proxy.async{,.global,.shared::cta,.shared::cluster}`` (also spelled ``membar.proxy``): orders the
   thread's generic-proxy accesses before later async-proxy ones; under racecheck it marks the shared bytes whose
   last generic write it covers (flashsim.ptx.sanitize.RaceCheck.proxy_async_fence), which an async-proxy read
-  (wgmma, a bulk copy's source) requires.
+  (wgmma, a bulk copy's source) requires; ``fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster``
+  is that fence for the CTA's shared memory, its ``.acquire.sync_restrict::shared::cluster.cluster`` twin (async
+  writes before generic accesses, which the mbarrier orders here) has no effect.
+
+Which forms exist was checked against ptxas 13.0 (each accepted one assembles for sm_90a; each refused one is
+refused by ptxas too).
 
 A call copies the arguments' .param bytes into the callee's parameters (the per-thread parameter frame of
 flashsim.ptx.memory), pushes the return PC and jumps; ret pops it and copies the callee's return values into the call
@@ -264,6 +270,8 @@ def fence(d: Decoded):
     mods = d.mods
     opcode = d.ins.opcode
     if mods.flag(".proxy"):
+        if opcode == "membar" and mods.left != [".alias"]:
+            raise isa.Unsupported("membar.proxy is .alias only (fence.proxy has the other proxies)")
         return _proxy_fence(d)
     if opcode == "membar":
         level = mods.take(".cta", ".gl", ".sys")
@@ -283,11 +291,12 @@ def fence(d: Decoded):
     mods.done()
     if scope is None or d.operands:
         raise isa.Unsupported("fence needs a scope (.cta, .cluster, .gpu, .sys)")
-    if restrict is not None or sem in (".acquire", ".release"):
+    if restrict is not None:
         want = {".acquire": ".sync_restrict::shared::cluster", ".release": ".sync_restrict::shared::cta"}.get(sem)
         if restrict != want or scope != ".cluster":
             raise isa.Unsupported(
-                "fence.acquire / .release need .sync_restrict::shared::cluster / ::shared::cta and .cluster"
+                "fence.sync_restrict is .acquire.sync_restrict::shared::cluster.cluster or "
+                ".release.sync_restrict::shared::cta.cluster"
             )
     return d.op(_no_effect)
 
@@ -306,6 +315,23 @@ def _proxy_fence(d: Decoded):
         if (sem == ".acquire") != bool(d.operands):
             raise isa.Unsupported("fence.proxy.tensormap::generic.acquire takes [addr], size (and .release none)")
         return d.op(_no_effect)
+    if mods.flag(".async::generic"):  # the one-way fences between the generic and the async proxy (PTX 8.6)
+        sem, restrict, scope = mods.take(".release", ".acquire"), mods.prefixed(".sync_restrict::"), mods.take(*SCOPES)
+        mods.done()
+        want = {".release": ".sync_restrict::shared::cta", ".acquire": ".sync_restrict::shared::cluster"}.get(sem)
+        if sem is None or restrict != want or scope != ".cluster" or d.operands:
+            raise isa.Unsupported(
+                "fence.proxy.async::generic is .release.sync_restrict::shared::cta.cluster or "
+                ".acquire.sync_restrict::shared::cluster.cluster"
+            )
+        if sem == ".acquire":  # orders the async proxy's writes before later generic accesses: the mbarrier's job
+            return d.op(_no_effect)
+
+        def release(g):  # the generic proxy's writes to the CTA's shared memory before later async-proxy accesses
+            if g.m.sanitizer is not None:
+                g.m.sanitizer.proxy_async_fence(g.lanes(), ".shared::cta")
+
+        return d.op(release)
     if not mods.flag(".async"):
         raise isa.Unsupported(f"fence.proxy{''.join(mods.left)} (proxies: .alias, .async, .tensormap::generic)")
     space = mods.take(".global", ".shared::cta", ".shared::cluster")
