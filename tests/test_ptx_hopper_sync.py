@@ -4,10 +4,15 @@ them), elect.sync, setmaxnreg's register pool, and the .sem / .scope forms of mb
 
 from __future__ import annotations
 
+import pathlib
+import subprocess
+import tempfile
+
 import numpy as np
 import pytest
 
 import flashsim.ptx as P
+from flashsim.gpu.build import cuda_tool, parse_ptxas_log
 from flashsim.ptx import isa
 from flashsim.ptx.semantics.registers import initial_count
 
@@ -294,12 +299,58 @@ def _setmaxnreg(consumer: int, producer: int, directives: str = BOUNDS):
     return _load(SETMAXNREG.format(directives=directives, consumer=consumer, producer=producer))
 
 
-def test_initial_register_count_rule():
-    k = _setmaxnreg(240, 24)
-    assert initial_count(k.fn, 384, "sm_90") == 168  # 65536 / 384 = 170.7, down to a multiple of 8
-    assert initial_count(_setmaxnreg(240, 24, " .maxnreg 200").fn, 384, "sm_90") == 200
-    assert initial_count(_setmaxnreg(240, 24, " .maxntid 128, 1, 1 .minnctapersm 2").fn, 128, "sm_90") == 256
-    assert initial_count(_setmaxnreg(240, 24, "").fn, 256, "sm_90") == 256
+# (directives, the per-thread registers ptxas 13.0 -v reports for the kernel on sm_90a)
+PTXAS_COUNTS = [
+    (BOUNDS, 168),
+    (" .reqntid 384, 1, 1 .minnctapersm 1", 168),
+    (" .maxntid 128, 1, 1 .minnctapersm 1", 240),
+    (" .maxntid 128, 1, 1 .minnctapersm 3", 168),
+    (" .maxntid 256, 1, 1 .minnctapersm 2", 128),
+    (" .maxntid 640, 1, 1 .minnctapersm 1", 96),
+    (" .maxntid 384, 1, 1 .minnctapersm 2", 80),
+    (" .maxntid 1024, 1, 1 .minnctapersm 1", 64),
+    (" .maxnreg 200", 200),
+    (" .maxnreg 100", 100),
+    (" .maxnreg 256", 240),
+    (" .maxnreg 20", 24),
+    (" .maxntid 384, 1, 1 .maxnreg 232 .minnctapersm 1", 168),
+]
+
+
+@pytest.mark.parametrize("directives, registers", PTXAS_COUNTS)
+def test_initial_register_count_is_what_ptxas_allocates(directives, registers):
+    assert initial_count(_setmaxnreg(240, 24, directives).fn, "sm_90") == registers
+
+
+def test_initial_register_count_against_ptxas():
+    """The table above, from ptxas itself where it is installed."""
+    try:
+        ptxas = cuda_tool("ptxas")
+    except FileNotFoundError as exc:
+        pytest.skip(f"no ptxas: {exc}")
+    for directives, registers in PTXAS_COUNTS:
+        text = HEAD + SETMAXNREG.format(directives=directives, consumer=240, producer=24)
+        with tempfile.TemporaryDirectory() as tmp:
+            src = pathlib.Path(tmp, "k.ptx")
+            src.write_text(text)
+            done = subprocess.run(
+                [ptxas, "-arch=sm_90a", "-v", str(src), "-o", str(pathlib.Path(tmp, "k.cubin"))],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+        assert parse_ptxas_log(done.stdout + done.stderr)["k"]["registers"] == registers, directives
+
+
+def test_no_register_limit_keeps_no_pool():
+    """Without a declared limit ptxas allocates what the code needs and setmaxnreg may have no effect: only the
+    count's range and the warpgroup rule are checked."""
+    assert initial_count(_setmaxnreg(240, 24, " .maxntid 384, 1, 1").fn, "sm_90") is None
+    out = np.zeros(384, np.uint32)
+    P.launch(_setmaxnreg(256, 24, ""), 1, 384, [out])
+    assert out.tolist() == (np.arange(384) // 128).tolist()
+    with pytest.raises(P.SimulationError, match="setmaxnreg count 252"):
+        P.launch(_setmaxnreg(252, 24, ""), 1, 384, [out])
 
 
 @pytest.mark.parametrize("consumer, producer", [(240, 24), (232, 40), (168, 168)])

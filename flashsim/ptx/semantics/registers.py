@@ -6,12 +6,14 @@ taking the difference from the pool, and waits there until the pool holds enough
 until the registers are available). N is an immediate in 24..256, a multiple of 8. No register value changes:
 registers are unbounded in the simulator; what is checked is the bookkeeping a GPU would enforce.
 
-The count each warp starts with, the kernel's per-thread register count, is what ptxas allocates, which the PTX
-does not say. The ISA requires the kernel to declare a register limit for setmaxnreg to take effect, and the
-simulator takes that limit as the count: ``.maxnreg R`` gives R; else ``.maxntid`` / ``.reqntid`` (T threads) with
-``.minnctapersm B`` gives the most ptxas may allocate for B blocks of T threads on an SM: 65536 / (B * T rounded up
-to whole warps), rounded down to a multiple of 8, at most 256; else the same for one block of the launch's threads.
-The pool starts empty (the CTA's registers are all its warps').
+The count each warp starts with is the kernel's per-thread register count, which ptxas allocates and the PTX does
+not state. The ISA requires a declared register limit for setmaxnreg to take effect, and ptxas 13.0 (sm_90a) then
+allocates exactly that limit to a kernel that uses setmaxnreg (its ``-v`` report, held by a test): ``.maxnreg R``
+gives R; ``.maxntid`` / ``.reqntid`` (T threads) with ``.minnctapersm B`` gives 65536 / (B * T rounded up to whole
+warps) rounded down to a multiple of 8; both, the smaller; always within 24..240. Without such a limit ptxas
+allocates what the code needs and the ISA says setmaxnreg may have no effect: the simulator then keeps no pool
+(only the count's range and the warpgroup rule are checked). The pool starts empty (the CTA's registers are all its
+warps').
 
 Errors (each naming kernel, block, thread and PTX line): N outside 24..256 or not a multiple of 8; .dec to more
 than the warp has, .inc to less; an .inc the pool can never satisfy (the pool plus everything the warps of the CTA's
@@ -33,25 +35,30 @@ from ..program import BARRIER, Decoded
 
 __all__ = ["RegisterPool", "SETMAXNREG_ID", "initial_count"]
 
+CAP = 240  # the most ptxas 13.0 allocates a thread of a kernel that uses setmaxnreg
+
 SETMAXNREG_ID = 17  # Barriers.bar_id of a warp waiting at setmaxnreg.inc for registers (machine.waiters)
 WAIT_NONE, WAIT_BARRIER = 0, 1
 LOW, HIGH = 24, 256
 WARPGROUP = 4  # warps
 
 
-def initial_count(fn, block_threads: int, arch: str) -> int:
-    """The per-thread register count every warp of a kernel starts with (the module docstring's rule)."""
+def initial_count(fn, arch: str) -> int | None:
+    """The per-thread register count every warp of kernel ``fn`` starts with (the module docstring's rule), or None
+    where the PTX declares no register limit."""
+    limits = []
     maxnreg = fn.directive(".maxnreg")
     if maxnreg is not None:
-        return int(maxnreg.args[0])
-    threads, blocks = block_threads, 1
+        limits.append(int(maxnreg.args[0]))
     bound = fn.directive(".maxntid") or fn.directive(".reqntid")
-    if bound is not None:
+    minimum = fn.directive(".minnctapersm")
+    if bound is not None and minimum is not None:
         threads = int(np.prod([int(x) for x in bound.args]))
-        minimum = fn.directive(".minnctapersm")
-        blocks = int(minimum.args[0]) if minimum is not None else 1
-    regs = get_arch(arch).regs_per_sm // (blocks * 32 * -(-threads // 32))
-    return int(min(HIGH, regs - regs % 8))
+        regs = get_arch(arch).regs_per_sm // (int(minimum.args[0]) * 32 * -(-threads // 32))
+        limits.append(regs - regs % 8)
+    if not limits:
+        return None
+    return int(min(CAP, max(LOW, min(limits))))
 
 
 class RegisterPool:
@@ -61,8 +68,8 @@ class RegisterPool:
     def __init__(self, machine):
         m = self.m = machine
         prog = m.prog
-        self.start = initial_count(prog.kernel_fn, m.block_threads, prog.arch)
-        self.count = np.full(m.n_warps, self.start, np.int64)
+        self.start = initial_count(prog.kernel_fn, prog.arch)
+        self.count = np.full(m.n_warps, self.start or 0, np.int64)
         self.pool = np.zeros(m.n_blocks, np.int64)
         self.lines: list[list[int]] = [[] for _ in range(m.n_warps)]
         self.want = np.zeros(m.n_warps, np.int64)  # what a waiting warp asks for (0: not waiting)
@@ -83,6 +90,9 @@ class RegisterPool:
         blocked = []
         for w in warps.tolist():
             t = int(lanes[np.searchsorted(m.warp_of[lanes], w)])
+            if self.start is None:  # no declared limit: no pool to keep (the module docstring)
+                self._warpgroup_rule(w, line, t)
+                continue
             have = int(self.count[w])
             if self.want[w] == 0:  # a first try (a retry after waiting was checked already)
                 if (inc and n < have) or (not inc and n > have):
