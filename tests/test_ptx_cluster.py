@@ -543,3 +543,116 @@ SPIN:
         P.launch(
             P.load(text.replace("    barrier.cluster.arrive;\n", ""), contraction="none").kernel("stuck"), 2, 32, []
         )
+
+
+# -- st.async / red.async: writes into another CTA that complete on its mbarrier -----------------------------------
+
+ST_ASYNC = """
+.visible .entry stasync(.param .u64 out, .param .u64 sums)
+{{
+    .reg .pred %p<3>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .shared .align 8 .b64 bar;
+    .shared .align 16 .b32 data[64];
+    .shared .align 4 .b32 total;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd4, [sums];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %cluster_ctarank;
+    mov.u32 %r3, %cluster_nctarank;
+    setp.eq.u32 %p1, %r1, 0;
+    @!%p1 bra INITED;
+    st.shared.u32 [total], 0;
+    mbarrier.init.shared::cta.b64 [bar], 1;
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], {tx};
+INITED:
+    fence.mbarrier_init.release.cluster;
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
+    add.u32 %r4, %r2, 1;
+    rem.u32 %r4, %r4, %r3;
+    mov.u32 %r5, data;
+    shl.b32 %r6, %r1, 3;
+    add.u32 %r5, %r5, %r6;
+    mapa.shared::cluster.u32 %r7, %r5, %r4;
+    mov.u32 %r9, bar;
+    mapa.shared::cluster.u32 %r10, %r9, %r4;
+    mad.lo.u32 %r8, %r2, 100, %r1;
+    add.u32 %r12, %r8, 7;
+    st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.u32 [%r7], {{%r8, %r12}}, [%r10];
+    mov.u32 %r13, total;
+    mapa.shared::cluster.u32 %r14, %r13, %r4;
+    red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%r14], %r8, [%r10];
+WAIT:
+    mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+    @!%p2 bra WAIT;
+    mov.u32 %r5, data;
+    add.u32 %r5, %r5, %r6;
+    ld.shared.v2.u32 {{%r11, %r15}}, [%r5];
+    mov.u32 %r16, %ctaid.x;
+    mad.lo.u32 %r17, %r16, 32, %r1;
+    mul.wide.u32 %rd2, %r17, 8;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.v2.u32 [%rd3], {{%r11, %r15}};
+    @!%p1 bra DONE;
+    ld.shared.u32 %r18, [total];
+    mul.wide.u32 %rd5, %r16, 4;
+    add.s64 %rd6, %rd4, %rd5;
+    st.global.u32 [%rd6], %r18;
+DONE:
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("check", [None, "racecheck"])
+def test_st_async_and_red_async_complete_on_the_remote_mbarrier(check):
+    text = HEAD.replace("8.0", "8.6").format(target="sm_90a") + ST_ASYNC.format(tx=32 * 8 + 32 * 4)
+    out = np.zeros((4, 32, 2), np.uint32)
+    sums = np.zeros(4, np.uint32)
+    P.launch(P.load(text, contraction="none").kernel("stasync"), 4, 32, [out, sums], cluster=(4, 1, 1), check=check)
+    prev = (np.arange(4) - 1) % 4
+    first = prev[:, None] * 100 + np.arange(32)
+    assert out[..., 0].tolist() == first.tolist() and out[..., 1].tolist() == (first + 7).tolist()
+    assert sums.tolist() == first.sum(axis=1).tolist()
+
+
+def test_st_async_waits_for_every_byte():
+    """An mbarrier expecting more bytes than arrive never completes: the waiters deadlock at their poll."""
+    text = HEAD.replace("8.0", "8.6").format(target="sm_90a") + ST_ASYNC.format(tx=32 * 8 + 32 * 4 + 4)
+    with pytest.raises(P.Deadlock, match="polls an mbarrier"):
+        P.launch(
+            P.load(text, contraction="none").kernel("stasync"),
+            2,
+            32,
+            [np.zeros((2, 32, 2), np.uint32), np.zeros(2, np.uint32)],
+            cluster=(2, 1, 1),
+            spin_limit=50,
+        )
+
+
+def test_st_async_mbarrier_must_be_in_the_written_cta():
+    text = HEAD.replace("8.0", "8.6").format(target="sm_90a") + ST_ASYNC.format(tx=384).replace(
+        "[%r7], {%r8, %r12}, [%r10];", "[%r7], {%r8, %r12}, [%r9];"
+    )
+    with pytest.raises(P.SimulationError, match=r"the mbarrier is in CTA rank 0, the write in CTA rank 1"):
+        P.launch(
+            P.load(text, contraction="none").kernel("stasync"),
+            2,
+            32,
+            [np.zeros((2, 32, 2), np.uint32), np.zeros(2, np.uint32)],
+            cluster=(2, 1, 1),
+        )
+    good = HEAD.replace("8.0", "8.6").format(target="sm_90a") + ST_ASYNC.format(tx=384)
+    bad = good.replace("complete_tx::bytes.add.u32 [%r14]", "complete_tx::bytes.add.f32 [%r14]")
+    with pytest.raises(P.UnsupportedInstruction, match=r"red.async.add.f32"):
+        P.launch(
+            P.load(bad, contraction="none").kernel("stasync"),
+            2,
+            32,
+            [np.zeros((2, 32, 2), np.uint32), np.zeros(2, np.uint32)],
+            cluster=(2, 1, 1),
+        )

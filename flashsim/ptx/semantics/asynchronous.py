@@ -371,6 +371,7 @@ def barriers(m) -> MBarriers:
 @isa.implements("mbarrier")
 def mbarrier(d: Decoded):
     mods = d.mods
+    expect = ".arrive" in mods.left and mods.flag(".expect_tx")  # mbarrier.arrive.expect_tx: an arrive
     op = mods.take(
         ".init",
         ".arrive",
@@ -385,7 +386,6 @@ def mbarrier(d: Decoded):
     sem = mods.take(".release", ".acquire", ".relaxed")
     scope = mods.take(".cta", ".cluster")
     parity = mods.flag(".parity")
-    expect = mods.flag(".expect_tx")
     noComplete = mods.flag(".noComplete")
     space = mods.take(*SPACES)
     t = mods.type()

@@ -1,4 +1,5 @@
-"""Thread-block clusters (sm_90+): mapa, getctarank and the cluster barrier (barrier.cluster.arrive / wait).
+"""Thread-block clusters (sm_90+): mapa, getctarank, the cluster barrier (barrier.cluster.arrive / wait) and the
+asynchronous stores and reductions into a cluster's shared memory (st.async, red.async).
 
 Addresses (flashsim.ptx.program.CLUSTER_RANK_SHIFT, docs/ptx.md "The address map"): a shared::cluster address below
 2^24 is an offset in the executing CTA's own shared memory; ``(rank + 1) << 24 | offset`` is ``offset`` in CTA
@@ -12,6 +13,14 @@ non-exited thread of every CTA of the cluster arrives, then the phase completes 
 arrives once per phase and waits once per arrival (arriving twice, or waiting without arriving, is an error).
 .release / .acquire (the defaults) order the threads' shared-memory accesses for racecheck; an arrive.relaxed
 releases nothing. Memory is sequentially consistent here, so no value depends on these orders.
+
+``st.async{.weak}{.cluster}.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.type [a], b, [mbar]`` (.b32 .b64
+.u32 .s32 .u64 .s64 .f32 .f64; .v4 of 32-bit types) and ``red.async.relaxed.cluster.shared::cluster.mbarrier::
+complete_tx::bytes.op.type [a], b, [mbar]`` (.add .u32 .s32 .u64, .min / .max .u32 .s32, .inc / .dec .u32, .and /
+.or / .xor .b32 .b64, as atom's arithmetic: flashsim.ptx.semantics.atomic): the write lands in the shared memory
+of the CTA ``a`` names and completes its bytes on the mbarrier ``mbar`` of that same CTA (an error otherwise); here
+both happen when the instruction runs, which is one of the orders the ISA allows, and the completion releases the
+issuing thread's clock into the mbarrier so that racecheck orders the write before the waiters' reads.
 """
 
 from __future__ import annotations
@@ -19,9 +28,25 @@ from __future__ import annotations
 import numpy as np
 
 from .. import isa
+from ..ir import Instruction, Vec
 from ..program import BARRIER, CLUSTER_OFFSET_MASK, CLUSTER_RANK_SHIFT, SPACE_BASE, Decoded
+from . import atomic
+from .asynchronous import barriers
+from .common import bits_of, udtype
+from .data import address_fn
 
-__all__ = ["ClusterBarrier", "CLUSTER_BARRIER_ID", "barrier_cluster", "cluster_barrier", "mapa", "getctarank"]
+__all__ = [
+    "ClusterBarrier",
+    "CLUSTER_BARRIER_ID",
+    "barrier_cluster",
+    "cluster_barrier",
+    "mapa",
+    "getctarank",
+    "st_async",
+    "red_async",
+]
+COMPLETE_TX = ".mbarrier::complete_tx::bytes"
+ST_ASYNC_TYPES = (".b32", ".b64", ".u32", ".s32", ".u64", ".s64", ".f32", ".f64")
 
 CLUSTER_BARRIER_ID = 16  # Barriers.bar_id of a thread waiting at barrier.cluster.wait (machine.waiters)
 WAIT_NONE, WAIT_BARRIER = 0, 1
@@ -217,3 +242,104 @@ def barrier_cluster(d: Decoded):
             cluster_barrier(g.m).wait(g, g.lanes())
 
     return d.op(run, BARRIER)
+
+
+def _mbarrier_operand(d: Decoded, i: int):
+    """A function of a group giving each running lane's shared::cluster address of the mbarrier operand ``i``."""
+    sym_space, base, offset = d.addr(i)
+    if sym_space not in (None, ".shared"):
+        raise isa.Unsupported(f"a {sym_space} mbarrier operand")
+    off = np.uint64(offset & (2**64 - 1))
+    if base is None:
+        return lambda g: np.full(g.lanes().size, off, np.uint64)
+    return lambda g: g.lane_values(base).astype(np.uint64) + off
+
+
+def _complete(g, addr, mbar, width: int) -> None:
+    """The async write of ``width`` bytes per lane at ``addr`` completes on the mbarrier ``mbar`` of the same CTA."""
+    m = g.m
+    lanes = g.lanes()
+    rows, _ = m.mem.cluster_rows(addr, width, lanes)
+    mrows, _ = m.mem.cluster_rows(mbar, 8, lanes)
+    bad = np.flatnonzero(rows != mrows)
+    if bad.size:
+        raise m.error(
+            f"{g.m.prog.ops[g.pc].name}: the mbarrier is in CTA rank {int(mrows[bad[0]]) % m.cluster_size}, the "
+            f"write in CTA rank {int(rows[bad[0]]) % m.cluster_size} (they must be in the same CTA)",
+            int(lanes[bad[0]]),
+        )
+    bars = barriers(m)
+    if m.sanitizer is not None:  # the completion publishes the write to the mbarrier's waiters
+        m.sanitizer.mbarrier_arrive(bars.ids(g, mbar), lanes)
+    bars.complete_tx(g, mbar, np.full(lanes.size, width, np.int64))
+
+
+@isa.implements_form("st", ".async")
+def st_async(d: Decoded):
+    mods = d.mods
+    mods.flag(".async")
+    mods.take(".weak")
+    mods.take(".cluster")
+    space = mods.take(".shared::cluster")
+    complete = mods.flag(COMPLETE_TX)
+    n = {".v2": 2, ".v4": 4}.get(mods.take(".v2", ".v4"), 1)
+    t = mods.type()
+    mods.done()
+    bits = bits_of(t)
+    if space is None or not complete or t not in ST_ASYNC_TYPES or (n == 4 and bits == 64):
+        raise isa.Unsupported(
+            "st.async{.weak}{.cluster}.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4} of a 32- or 64-bit type "
+            "(.v4: 32-bit)"
+        )
+    ud = udtype(bits)
+    width = bits // 8 * n
+    _space, addr = address_fn(d, 0, ".shared::cluster")
+    operand = d.operands[1]
+    srcs = [d.value(x, ud) for x in (operand.items if isinstance(operand, Vec) else (operand,))]
+    if len(srcs) != n:
+        raise isa.Unsupported(f"{n} sources expected, got {len(srcs)}")
+    mbar = _mbarrier_operand(d, 2)
+
+    def run(g):
+        a = addr(g)
+        data = np.stack([g.lane_values(s).astype(ud) for s in srcs], axis=1).view(np.uint8).reshape(-1, width)
+        g.m.mem.store(".shared::cluster", a, data, g.lanes())
+        _complete(g, a, mbar(g), width)
+        g.m.progress += 1
+
+    return d.op(run)
+
+
+@isa.implements_form("red", ".async")
+def red_async(d: Decoded):
+    ins = d.ins
+    mods = [m for m in ins.mods if m not in (".async", COMPLETE_TX)]
+    if COMPLETE_TX not in ins.mods or ".shared::cluster" not in ins.mods or len(ins.operands) != 3:
+        raise isa.Unsupported(
+            "red.async{.relaxed}{.cluster}.shared::cluster.mbarrier::complete_tx::bytes.op.type [a], b, [mbar]"
+        )
+    op = next((m for m in mods if m in atomic.OPS), None)
+    t = next((m for m in mods if m in isa.TYPES), None)
+    allowed = {".add": (".u32", ".s32", ".u64"), ".min": (".u32", ".s32"), ".max": (".u32", ".s32")}
+    allowed.update({".inc": (".u32",), ".dec": (".u32",), ".and": (".b32", ".b64"), ".or": (".b32", ".b64")})
+    allowed[".xor"] = (".b32", ".b64")
+    if t not in allowed.get(op, ()):
+        raise isa.Unsupported(
+            f"red.async{op or ''}{t or ''} (the ISA's forms: .add .u32 .s32 .u64, .min / .max .u32 "
+            ".s32, .inc / .dec .u32, .and / .or / .xor .b32 .b64)"
+        )
+    # the reduction itself is red's (one arithmetic for atom, red and red.async), on the first two operands
+    inner_ins = Instruction("red", tuple(mods), ins.operands[:2], None, ins.line, ins.loc)
+    inner_d = Decoded(d.prog, d.fi, d.fn, inner_ins, d.pc)
+    inner = atomic.red(inner_d)
+    d.mods.left.clear()
+    d.touched |= inner_d.touched
+    _space, addr = address_fn(d, 0, ".shared::cluster")
+    mbar = _mbarrier_operand(d, 2)
+    width = bits_of(t) // 8
+
+    def run(g):
+        inner.run(g)
+        _complete(g, addr(g), mbar(g), width)
+
+    return d.op(run)
