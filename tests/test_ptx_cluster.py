@@ -433,6 +433,12 @@ def test_cluster_probe_in_the_simulator(name):
     if name.startswith("remote"):
         assert args[1].tolist() == x.reshape(blocks, threads)[prev].reshape(-1).tolist()
         return
+    if name.startswith("st_red_async"):
+        got = x.reshape(blocks, threads)[prev]
+        assert args[1].reshape(blocks, threads, 2)[..., 0].tolist() == got.tolist()
+        assert args[1].reshape(blocks, threads, 2)[..., 1].tolist() == (got ^ 0x5A5A5A5A).tolist()
+        assert args[2].tolist() == (got.astype(np.uint64).sum(axis=1) % 2**32).tolist()
+        return
     x2 = x.reshape(blocks, threads)
     assert args[1].tolist() == x2[prev].reshape(-1).tolist()  # what the previous CTA stored into this one
     assert args[2].tolist() == x2.reshape(-1).tolist()  # the next CTA's buffer holds this CTA's own values

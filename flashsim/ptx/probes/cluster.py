@@ -1,7 +1,8 @@
 """Probes of thread-block clusters (kernel/capture/isa/cluster.cu): the cluster special registers with a cluster
 launch (``Probe.cluster``), with ``__cluster_dims__`` (the PTX's .reqnctapercluster) and without a cluster (the
 implicit 1x1x1 cluster), distributed shared memory through mapa / st / red / ld .shared::cluster and a generic mapa
-address, getctarank and isspacep of mapped addresses, barrier.cluster, and a remote mbarrier arrive. What they store
+address, getctarank and isspacep of mapped addresses, barrier.cluster, a remote mbarrier arrive, and st.async /
+red.async completing on the receiving CTA's mbarrier. What they store
 is values, never addresses (the simulator's shared::cluster encoding is its own, docs/ptx.md)."""
 
 from __future__ import annotations
@@ -54,6 +55,16 @@ PROBES = [
     _exchange(2),
     _exchange(4),
     _exchange(8),
+    Probe(
+        "cluster",
+        "st_red_async_4",
+        SOURCE,
+        "st_red_async",
+        (8,),
+        (32,),
+        (Arg("in", "in", _bits(256)), Arg("out", "out", shape=(512,)), Arg("sums", "out", shape=(8,))),
+        cluster=(4, 1, 1),
+    ),
     Probe(
         "cluster",
         "remote_mbarrier_4",

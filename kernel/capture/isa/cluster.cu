@@ -126,3 +126,52 @@ extern "C" __global__ void remote_mbarrier(const uint32_t* in, uint32_t* out) {
     out[i] = data[t];
     cluster_sync();
 }
+
+// st.async / red.async: each thread writes {in[i], in[i] ^ 0x5A5A5A5A} into the next CTA's data and adds in[i] to its
+// total, completing the bytes on that CTA's mbarrier (which expects them all: 32 * 8 + 32 * 4 bytes); each CTA waits
+// on its own mbarrier and stores what arrived.
+extern "C" __global__ void st_red_async(const uint32_t* in, uint32_t* out, uint32_t* sums) {
+    __shared__ __align__(8) uint64_t bar;
+    __shared__ __align__(16) uint32_t data[64];
+    __shared__ uint32_t total;
+    uint32_t t = threadIdx.x, n;
+    uint32_t rank = rank_and_size(&n);
+    uint32_t i = blockIdx.x * blockDim.x + t;
+    uint32_t barp = (uint32_t)__cvta_generic_to_shared(&bar);
+    if (t == 0) {
+        total = 0;
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(barp) : "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barp), "r"(32u * 8u + 32u * 4u)
+                     : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    cluster_sync();
+    uint32_t target = (rank + 1) % n, rd, rb, rt;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(rd)
+                 : "r"((uint32_t)__cvta_generic_to_shared(&data[2 * t])), "r"(target));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(barp), "r"(target));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(rt)
+                 : "r"((uint32_t)__cvta_generic_to_shared(&total)), "r"(target));
+    uint32_t v = in[i];
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.u32 [%0], {%1, %2}, [%3];" ::"r"(rd),
+                 "r"(v), "r"(v ^ 0x5A5A5A5Au), "r"(rb)
+                 : "memory");
+    asm volatile("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%0], %1, [%2];" ::"r"(
+                     rt),
+                 "r"(v), "r"(rb)
+                 : "memory");
+    uint32_t done = 0;
+    while (!done) {
+        asm volatile(
+            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+            : "=r"(done)
+            : "r"(barp)
+            : "memory");
+    }
+    out[2 * i] = data[2 * t];
+    out[2 * i + 1] = data[2 * t + 1];
+    if (t == 0) sums[blockIdx.x] = total;
+    cluster_sync();
+}
