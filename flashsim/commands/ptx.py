@@ -1,8 +1,8 @@
 """Run a kernel's PTX on the CPU (flashsim.ptx): ``run`` a launch, ``diff`` it against the GPU, list ``kernels``.
 
     flashsim ptx kernels FILE.cu|FILE.ptx
-    flashsim ptx run FILE.cu|FILE.ptx --kernel NAME --grid G --block B [--shared-mem S] --arg SPEC ... [--out DIR]
-                     [--check memcheck|racecheck|initcheck] [--arch sm_90] [--define K=V ...]
+    flashsim ptx run FILE.cu|FILE.ptx --kernel NAME --grid G --block B [--cluster C] [--shared-mem S] --arg SPEC ...
+                     [--out DIR] [--check memcheck|racecheck|initcheck] [--arch sm_90] [--define K=V ...]
                      [--trace REGS --trace-at WHERE [--trace-threads T]]
     flashsim ptx diff (the same launch options): the launch on the GPU and in the simulator, the first difference
 
@@ -73,6 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--kernel", help="the kernel (PTX or C++ name); optional when the file has one")
         p.add_argument("--grid", required=True, type=parse_dims, help='blocks: "G" or "X,Y[,Z]"')
         p.add_argument("--block", required=True, type=parse_dims, help='threads per block: "B" or "X,Y[,Z]"')
+        p.add_argument(
+            "--cluster", type=parse_dims, default=None, help='blocks per thread-block cluster: "C" or "X,Y[,Z]"'
+        )
         p.add_argument("--shared-mem", type=_nonnegative, default=0, help="dynamic shared memory in bytes")
         p.add_argument("--arg", action="append", default=[], metavar="SPEC", help="one kernel parameter (in order)")
         p.add_argument("--out", type=pathlib.Path, help="write the arrays after the launch to DIR/arg<i>.npy")
@@ -281,6 +284,7 @@ def _simulate(kernel, args, values, trace=None, max_threads: int = 1 << 15):
             shared_mem=args.shared_mem,
             check=args.check,
             trace=trace,
+            cluster=args.cluster,
             max_threads=max_threads,
             progress=lambda done, total, seconds: bar.update(done),
         )
@@ -351,7 +355,7 @@ def first_difference(sim: list, gpu: list):
     return None
 
 
-def run_on_gpu(module, kernel, grid, block, values, shared_mem: int) -> list:
+def run_on_gpu(module, kernel, grid, block, values, shared_mem: int, cluster=None) -> list:
     """The arguments after a launch of ``kernel`` on the GPU at hand, from ptxas' cubin of the module's very PTX
     (so the GPU runs the instructions the simulator runs); GPUError without a usable GPU."""
     arch = rt.current_arch()
@@ -376,7 +380,7 @@ def run_on_gpu(module, kernel, grid, block, values, shared_mem: int) -> list:
             device.append(v)
         else:
             raise ValueError(f"argument {i}: diff passes arrays and numpy scalars to the GPU, not {type(v).__name__}")
-    rt.launch(k, grid, block, *device, smem_bytes=int(shared_mem))
+    rt.launch(k, grid, block, *device, smem_bytes=int(shared_mem), cluster=cluster)
     return [d.to_numpy() if isinstance(v, np.ndarray) else v for d, v in zip(device, values)]
 
 
@@ -391,7 +395,9 @@ def _show(bits: int, dtype: np.dtype) -> str:
 def _diff(args) -> int:
     module, kernel, values = _launch_inputs(args)
     rt.require_gpu()  # no GPU: one line (GPUError) before the simulation runs
-    gpu_values = run_on_gpu(module, kernel, args.grid, args.block, [_copy(v) for v in values], args.shared_mem)
+    gpu_values = run_on_gpu(
+        module, kernel, args.grid, args.block, [_copy(v) for v in values], args.shared_mem, args.cluster
+    )
     sim_values = [_copy(v) for v in values]
     try:
         report = _simulate(kernel, args, sim_values)

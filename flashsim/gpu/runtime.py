@@ -599,12 +599,16 @@ def _set_dynamic_smem(kernel: Kernel, smem_bytes: int) -> None:
         kernel._max_dyn_smem_set = smem_bytes
 
 
-def launch(kernel: Kernel, grid, block, *args, smem_bytes: int = 0, stream=None, sync: bool = True) -> None:
+def launch(
+    kernel: Kernel, grid, block, *args, smem_bytes: int = 0, stream=None, sync: bool = True, cluster=None
+) -> None:
     """Launch ``kernel`` on ``grid`` x ``block`` with ``args`` (DeviceArray -> pointer, numpy scalars by value).
 
     smem_bytes: dynamic shared memory per block (the opt-in attribute is set when above 48 KB). stream: anything
     ``as_stream`` takes (default: the module's). sync: wait for completion, so that errors surface here naming the
-    kernel.
+    kernel. cluster: None, or (x, y, z) blocks per thread-block cluster (sm_90+); ``grid`` still counts blocks
+    (each dimension a multiple of the cluster's), and cuda.core's LaunchConfig, whose grid counts clusters when a
+    cluster is given (cuda-core 1.2), gets grid / cluster.
     """
     from cuda.core import LaunchConfig
     from cuda.core import launch as _launch
@@ -619,10 +623,18 @@ def launch(kernel: Kernel, grid, block, *args, smem_bytes: int = 0, stream=None,
     _set_dynamic_smem(kernel, int(smem_bytes))
     s = as_stream(stream)
     what = f"kernel {kernel.name} (grid {g}, block {b}, {int(smem_bytes)} B dynamic smem)"
-    _checked(
-        f"launching {what}",
-        lambda: _launch(s, LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes)), kernel.kernel, *kargs),
-    )
+    if cluster is None:
+        config = LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes))
+    else:
+        c = _dims(cluster, "cluster")
+        c = c + (1,) * (len(g) - len(c)) if len(c) < len(g) else c
+        g3 = g + (1,) * (len(c) - len(g))
+        if any(x % y for x, y in zip(g3, c)):
+            raise ValueError(f"cluster {c} does not divide grid {g}")
+        what = f"kernel {kernel.name} (grid {g}, cluster {c}, block {b}, {int(smem_bytes)} B dynamic smem)"
+        clusters = tuple(x // y for x, y in zip(g3, c))
+        config = LaunchConfig(grid=clusters, cluster=c, block=b, shmem_size=int(smem_bytes))
+    _checked(f"launching {what}", lambda: _launch(s, config, kernel.kernel, *kargs))
     if sync:
         _checked(f"running {what}", s.sync)
 

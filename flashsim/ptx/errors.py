@@ -41,13 +41,15 @@ class LaunchError(ValueError):
 
 class SimulationError(RuntimeError):
     """A failure while the kernel runs. ``kernel``, ``block`` (x, y, z), ``thread`` (x, y, z), ``line`` (PTX),
-    ``source`` ("file:line" from ``.loc``, or None) locate the first thread concerned."""
+    ``source`` ("file:line" from ``.loc``, or None) locate the first thread concerned; ``rank`` its block's rank in
+    its thread-block cluster (None without a cluster launch)."""
 
-    def __init__(self, message: str, *, kernel: str, block=None, thread=None, line=None, source=None):
+    def __init__(self, message: str, *, kernel: str, block=None, thread=None, line=None, source=None, rank=None):
         self.kernel, self.block, self.thread, self.line, self.source = kernel, block, thread, line, source
+        self.rank = rank
         where = [kernel]
         if block is not None:
-            where.append(f"block {tuple(block)}")
+            where.append(f"block {tuple(block)}" + (f" (cluster rank {rank})" if rank is not None else ""))
         if thread is not None:
             where.append(f"thread {tuple(thread)}")
         if line is not None:

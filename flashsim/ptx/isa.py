@@ -12,9 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["implements", "builder", "opcodes", "Unsupported", "Mods", "TYPES", "ROUNDINGS", "INTEGER", "FLOAT", "ANY"]
+__all__ = [
+    "implements",
+    "implements_form",
+    "builder",
+    "opcodes",
+    "Unsupported",
+    "Mods",
+    "TYPES",
+    "ROUNDINGS",
+    "INTEGER",
+    "FLOAT",
+    "ANY",
+]
 
 _BUILDERS: dict[str, dict] = {}  # opcode -> {family: builder}
+_FORMS: dict[str, dict] = {}  # opcode -> {modifier: builder}: forms another family's module builds (st.async)
 
 INTEGER, FLOAT, ANY = "integer", "float", "any"  # families: by the instruction's first type modifier
 
@@ -39,6 +52,20 @@ def implements(*names: str, family: str = ANY):
     return register
 
 
+def implements_form(name: str, modifier: str):
+    """Register the decorated builder for the forms of opcode ``name`` that carry ``modifier`` (``st.async`` is a
+    cluster instruction, not a plain store): they go to it whatever the opcode's other builders are."""
+
+    def register(fn):
+        table = _FORMS.setdefault(name, {})
+        if modifier in table:
+            raise RuntimeError(f"{name}{modifier} registered twice ({fn.__module__})")
+        table[modifier] = fn
+        return fn
+
+    return register
+
+
 def family_of(mods: tuple) -> str:
     """INTEGER or FLOAT, by the first type modifier of ``mods`` (INTEGER when there is none)."""
     for m in mods:
@@ -48,7 +75,12 @@ def family_of(mods: tuple) -> str:
 
 
 def builder(opcode: str, mods: tuple = ()) -> Callable | None:
-    """The builder registered for ``opcode`` in the family of ``mods``, or None."""
+    """The builder registered for ``opcode`` in the family of ``mods`` (or for a form ``mods`` names), or None."""
+    forms = _FORMS.get(opcode)
+    if forms:
+        for m in mods:
+            if m in forms:
+                return forms[m]
     table = _BUILDERS.get(opcode)
     if not table:
         return None
@@ -57,7 +89,8 @@ def builder(opcode: str, mods: tuple = ()) -> Callable | None:
 
 def opcodes() -> list[str]:
     """Every registered opcode (with its families), sorted: the simulator's instruction set."""
-    return sorted(f"{name}" + ("" if ANY in t else f" ({', '.join(sorted(t))})") for name, t in _BUILDERS.items())
+    plain = [f"{name}" + ("" if ANY in t else f" ({', '.join(sorted(t))})") for name, t in _BUILDERS.items()]
+    return sorted(plain + [f"{name}{m}" for name, t in _FORMS.items() for m in t])
 
 
 # Fundamental types: name -> (kind, bits); kind "b" raw bits, "u" unsigned, "s" signed, "f" floating point,

@@ -14,6 +14,11 @@ make progress. Simulated values of the special registers: %tid / %ntid / %ctaid 
 %laneid the thread's lane, %warpid its warp in the block, %nwarpid the block's warps, %smid the block's linear index
 modulo %nsmid (the arch's SM count), %clock / %clock64 / %globaltimer a counter of simulated instructions of the
 wave, %lanemask_* the lane masks, %dynamic_smem_size / %total_smem_size the launch's, %gridid and %envreg* 0.
+
+Clusters (``cluster=(x, y, z)`` or the kernel's ``.reqnctapercluster``; flashsim.ptx.cluster): waves are made of
+whole clusters, run cluster by cluster (rank fastest), so the blocks of a cluster always run together and reach
+each other's shared memory through shared::cluster addresses; %cluster_ctarank, %clusterid and the other cluster
+registers as the PTX ISA defines them (without a cluster launch, each block its own 1x1x1 cluster).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..arch import get_arch
+from . import cluster as clusters
 from .errors import LaunchError
 from .machine import Machine
 from .memory import Memory, address
@@ -127,11 +133,13 @@ def _param_bytes(kernel: Kernel, args) -> tuple[bytes, list]:
     return bytes(buf), arrays
 
 
-def _specials(n_blocks: int, first_block: int, grid, block, arch: str, dyn: int, total: int) -> dict:
+def _specials(linear_blocks, grid, block, arch: str, dyn: int, total: int, cluster=None) -> dict:
+    """Every special register's values over the threads of a wave of blocks (their linear indices)."""
     bt = block[0] * block[1] * block[2]
-    t = np.arange(n_blocks * bt)
+    linear_blocks = np.asarray(linear_blocks, np.int64)
+    t = np.arange(linear_blocks.size * bt)
     local = t % bt
-    linear = first_block + t // bt
+    linear = linear_blocks[t // bt]
     gx, gy = grid[0], grid[1]
     lane = local % 32
     n_sm = SMS.get(arch, 132)
@@ -165,6 +173,8 @@ def _specials(n_blocks: int, first_block: int, grid, block, arch: str, dyn: int,
     }
     for i in range(32):
         values[f"%envreg{i}"] = 0
+    ctaid = (values["%ctaid.x"], values["%ctaid.y"], values["%ctaid.z"])
+    values.update(clusters.special_values(cluster or clusters.Cluster(), grid, ctaid))
     return values
 
 
@@ -181,13 +191,18 @@ def launch(
     spin_limit: int = 100_000,
     progress=None,
     blocks: range | None = None,
+    cluster=None,
+    nonportable_cluster: bool = False,
 ) -> Report:
     """Run ``kernel`` (flashsim.ptx.Module.kernel) on the CPU (the module docstring); returns a Report.
     ``check``: None, "memcheck", "racecheck" or "initcheck" (flashsim.ptx.sanitize); ``trace``: a
     flashsim.ptx.trace.Trace of what to record; ``progress``: None or a callable given (blocks done, blocks in all,
     seconds so far) after each wave (the CLI's progress line); ``blocks``: a range of linear block indices (x fastest)
     to run instead of the whole grid (a share of one launch for one worker: their %ctaid are the launch's), default
-    every block."""
+    every block; ``cluster``: None or (x, y, z) blocks per thread-block cluster (flashsim.ptx.cluster: sm_90+, each
+    dimension dividing the grid's, at most 8 blocks, 16 with ``nonportable_cluster``); with clusters ``blocks``
+    counts in the launch's order (cluster by cluster, rank fastest: the linear order when clusters span only x) and
+    holds whole clusters."""
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kernel must be a flashsim.ptx Kernel (Module.kernel(name)), got {type(kernel).__name__}")
     if check not in (None, "memcheck", "racecheck", "initcheck"):
@@ -216,6 +231,10 @@ def launch(
             f"{total_shared} bytes of shared memory per block ({layout.static_shared} static + "
             f"{int(shared_mem)} dynamic) past {arch.name}'s {cap}"
         )
+    if cluster is not None:
+        cluster = _dims(cluster, "cluster", (clusters.MAXIMUM,) * 3)
+    shape = clusters.resolve(kernel, grid, cluster, arch.name, bool(nonportable_cluster))
+    cs = shape.size
     params, arrays = _param_bytes(kernel, args)
     if trace is not None:
         trace.bind(prog, grid, block)
@@ -227,23 +246,39 @@ def launch(
         raise LaunchError(
             f"blocks must be a range(start, stop) of linear block indices within 0..{n_grid}, got {blocks!r}"
         )
+    if blocks.start % cs or blocks.stop % cs:
+        raise LaunchError(
+            f"blocks {blocks!r} must hold whole clusters of {cs} blocks (start and stop multiples of {cs})"
+        )
+    order = clusters.launch_order(grid, shape)
     n_total = blocks.stop
-    per_wave = wave_blocks(check, bt, total_shared, max(1, int(max_threads) // bt))
+    per_wave = wave_blocks(check, bt, total_shared, max(1, int(max_threads) // bt), cs)
+    per_wave = max(cs, per_wave - per_wave % cs)  # whole clusters: a cluster past max_threads is still one wave
     counts = np.zeros(len(prog.ops), np.int64)
     t0 = time.perf_counter()
     for first in range(blocks.start, n_total, per_wave):
         n_blocks = min(per_wave, n_total - first)
+        linear = np.arange(first, first + n_blocks) if order is None else order[first : first + n_blocks]
 
-        def locate(t, first=first):
-            return _locate(kernel, prog, machine, t, first, grid, block)
+        def locate(t, linear=linear):
+            return _locate(kernel, prog, machine, t, linear, grid, block)
 
-        memory = Memory(layout, arrays, params, n_blocks, bt, total_shared, check, lambda t: locate(t))
-        specials = _specials(n_blocks, first, grid, block, arch.name, int(shared_mem), total_shared)
+        memory = Memory(layout, arrays, params, n_blocks, bt, total_shared, check, lambda t: locate(t), cs)
+        specials = _specials(linear, grid, block, arch.name, int(shared_mem), total_shared, shape)
         machine = Machine(
-            prog, memory, n_blocks, bt, specials, kernel=kernel.name, locate=locate, spin_limit=spin_limit, trace=trace
+            prog,
+            memory,
+            n_blocks,
+            bt,
+            specials,
+            kernel=kernel.name,
+            locate=locate,
+            spin_limit=spin_limit,
+            trace=trace,
+            cluster_size=cs,
         )
         if trace is not None:
-            trace.wave(first, n_blocks)
+            trace.wave(first, n_blocks, None if order is None else linear)
         sanitizer = make_sanitizer(check, machine, block)
         memory.hook = sanitizer
         machine.sanitizer = sanitizer if check == "racecheck" else None
@@ -261,13 +296,16 @@ def launch(
     return report
 
 
-def _locate(kernel, prog, machine, t: int, first: int, grid, block) -> dict:
+def _locate(kernel, prog, machine, t: int, linear_blocks, grid, block) -> dict:
     bt = block[0] * block[1] * block[2]
-    linear = first + t // bt
+    linear = int(linear_blocks[t // bt])
     local = t % bt
     b = (linear % grid[0], (linear // grid[0]) % grid[1], linear // (grid[0] * grid[1]))
     th = (local % block[0], (local // block[0]) % block[1], local // (block[0] * block[1]))
     pc = machine.current_pc if machine.current_pc is not None else int(machine.pc[t])
     pc = min(pc, len(prog.ops) - 1)
     op = prog.ops[pc]
-    return dict(kernel=kernel.name, block=b, thread=th, line=op.line, source=prog.source_of(pc))
+    where = dict(kernel=kernel.name, block=b, thread=th, line=op.line, source=prog.source_of(pc))
+    if machine.cluster_size > 1:
+        where["rank"] = int(t // bt) % machine.cluster_size
+    return where

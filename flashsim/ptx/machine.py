@@ -169,8 +169,10 @@ class Machine:
         sanitizer=None,
         trace=None,
         max_steps: int | None = None,
+        cluster_size: int = 1,
     ):
         self.prog, self.mem = prog, memory
+        self.cluster_size = cluster_size  # wave block b is rank b % cluster_size of its cluster (flashsim.ptx.cluster)
         self.kernel = kernel
         self.n_blocks, self.block_threads = n_blocks, block_threads
         self.warps_per_block = -(-block_threads // 32)
@@ -215,6 +217,10 @@ class Machine:
         self.schedule = prog.schedule if trace is None else None  # lane-wise ops stacked (flashsim.ptx.vectorize)
         self._group_slots: dict = {}
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
+        # waits other than the 16 named barriers (barrier.cluster.wait, setmaxnreg.inc): threads wait with
+        # WAIT_BARRIER and a barrier id of 16 or more, and the state that releases them is waiters[id]: an object
+        # with ``waits_for(t)`` (a deadlock report's ("other", text)) and ``exited(threads)`` (exits may release)
+        self.waiters: dict = {}
         # while set, called as watch(group, item) before each item (a PC, or a tuple of stacked PCs) of a block runs:
         # an asynchronous unit's check of the registers it owns (flashsim.ptx.semantics.wgmma)
         self.watch = None
@@ -372,6 +378,8 @@ class Machine:
             self.wait[retry] = WAIT_NONE
             self.progress += 1
             self.barriers.exited(np.unique(self.block_of[ctl.exited]))
+            for waiter in list(self.waiters.values()):
+                waiter.exited(np.flatnonzero(ctl.exited))
 
     def error(self, message: str, t: int, cls=SimulationError) -> SimulationError:
         """A ``cls`` error located at thread ``t`` (its block, thread, PC)."""
@@ -380,7 +388,10 @@ class Machine:
     def waits_for(self, t: int) -> tuple:
         """What thread ``t`` waits for, for a deadlock report."""
         if self.wait[t] == WAIT_BARRIER:
-            return ("barrier", int(self.block_of[t]), int(self.barriers.bar_id[t]))
+            bar = int(self.barriers.bar_id[t])
+            if bar in self.waiters:
+                return self.waiters[bar].waits_for(t)
+            return ("barrier", int(self.block_of[t]), bar)
         if self.wait[t] == WAIT_SYNC:
             return ("warpgroup",) if self.prog.op_names[self.pc[t]].startswith("wgmma.") else ("sync",)
         mbarriers = self.state.get("mbarrier")
@@ -459,4 +470,6 @@ def _wait_text(info) -> str:
         )
     if kind == "mbarrier":
         return f"polls an mbarrier at shared offset {info[1]:#x} for phase parity {info[2]}"
+    if kind == "other":
+        return info[1]
     return "runs without ending (a spin loop)"

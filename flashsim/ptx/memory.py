@@ -10,7 +10,9 @@ outside all of them (or straddles the end of one) is a MemoryFault, whatever ``c
 too (the GPU faults on it).
 
 The generic address space (``cvta``, and loads without a state space): the windows of flashsim.ptx.program.SPACE_BASE
-for shared, local, const and param memory, global addresses below them.
+for shared, local, const and param memory, global addresses below them. The shared window holds shared::cluster
+addresses (flashsim.ptx.program.CLUSTER_RANK_SHIFT): an offset in the CTA's own shared memory, or in another CTA of
+its cluster (a row of ``Memory.shared``: the blocks of a wave are whole clusters, rank fastest).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 
 from .errors import MemcheckError, MemoryFault
 from .ir import Function, Var
-from .program import FUNCTION_BASE, SPACE_BASE, var_align
+from .program import CLUSTER_OFFSET_MASK, CLUSTER_RANK_SHIFT, FUNCTION_BASE, SPACE_BASE, var_align
 
 __all__ = ["address", "ModuleImage", "Layout", "Memory", "GLOBAL_BASE"]
 
@@ -239,8 +241,9 @@ class Memory:
         an access out of every buffer raises MemoryFault (MemcheckError with check="memcheck") located by ``locate`` and
     naming the address, the space and the buffer (the launch argument and how far past its end, or no buffer).
     ``hook``: None, or a sanitizer (flashsim.ptx.sanitize) that sees every access once its addresses are resolved and in
-    bounds: ``hook.access(space, addresses in the space, width, threads, write, atomic, pc)``; None costs one test per
-    load / store, nothing per lane."""
+    bounds: ``hook.access(space, addresses in the space, width, threads, write, atomic, pc, blocks)``, ``blocks`` the
+    wave block whose shared memory each lane reaches (None: each thread's own; a shared::cluster access gives them,
+    with ".shared" and the offsets in those blocks); None costs one test per load / store, nothing per lane."""
 
     def __init__(
         self,
@@ -252,8 +255,10 @@ class Memory:
         shared_bytes: int,
         check,
         locate,
+        cluster_size: int = 1,
     ):
         self.layout = layout
+        self.cluster_size = cluster_size  # CTAs per cluster: wave block b is rank b % cluster_size of its cluster
         roots = {}
         for i, a in enumerate(arrays):
             root = _root(a)
@@ -287,7 +292,7 @@ class Memory:
     def _error(self, lanes, threads, addr, what: str, space: str = ".global", where: str = ""):
         t = int(threads[lanes[0]])
         a = int(addr[lanes[0]])
-        shown = f"address {a:#x}" if space == ".global" else f"{space[1:]} offset {a:#x}"
+        shown = f"address {a:#x}" if space in (".global", ".shared::cluster") else f"{space[1:]} offset {a:#x}"
         err = self.fault(f"{what} at {shown}{where or self._whereabouts(space, a)}", **self.locate(t))
         err.address, err.space = a, space
         raise err
@@ -342,6 +347,10 @@ class Memory:
             if buf.size and (buf == buf[0]).all():
                 return [(self.buffers[int(buf[0])].bytes, off, None)]
             return [(self.buffers[int(i)].bytes, off[buf == i], np.flatnonzero(buf == i)) for i in np.unique(buf)]
+        if space == ".shared::cluster":
+            row, off = self.cluster_rows(addr, width, threads, write)
+            flat = self.shared.reshape(-1)
+            return [(flat, row * self.shared.shape[1] + off, None)]
         if space == ".shared":
             limit, arr, row = self.shared_bytes, self.shared, threads // self.block_threads
         elif space == ".local":
@@ -367,6 +376,48 @@ class Memory:
         off = row.astype(np.int64) * arr.shape[1] + addr.astype(np.int64)
         return [(flat, off, None)]
 
+    def cluster_rows(self, addr, width: int, threads, write: bool = False):
+        """(wave block, byte offset) of each lane's shared::cluster address (flashsim.ptx.program.CLUSTER_RANK_SHIFT:
+        below 2^24 the thread's own CTA, else CTA rank ``(addr >> 24) - 1`` of its cluster), int64 each; a rank past
+        the cluster, a misaligned access or one past the CTA's shared bytes is a fault naming the CTA rank and
+        offset."""
+        addr = np.asarray(addr, np.uint64)
+        own = np.asarray(threads) // self.block_threads
+        hi = (addr >> np.uint64(CLUSTER_RANK_SHIFT)).astype(np.int64)
+        off = (addr & np.uint64(CLUSTER_OFFSET_MASK)).astype(np.int64)
+        cs = self.cluster_size
+        if not hi.any():
+            row = own.astype(np.int64)
+        else:
+            bad = np.flatnonzero(hi > cs)
+            if bad.size:
+                self._error(
+                    bad,
+                    threads,
+                    addr,
+                    f"shared::cluster address names CTA rank {int(hi[bad[0]]) - 1}, past the cluster's {cs} "
+                    f"CTA{'s' if cs > 1 else ''}",
+                    ".shared::cluster",
+                )
+            row = np.where(hi == 0, own, own - own % cs + hi - 1).astype(np.int64)
+        if width > 1:
+            bad = np.flatnonzero(off % min(width, 16))
+            if bad.size:
+                self._cluster_error(bad, threads, row, off, f"misaligned {width}-byte shared::cluster access")
+        bad = np.flatnonzero(off + width > self.shared_bytes)
+        if bad.size:
+            what = f"{width}-byte shared::cluster {'store' if write else 'load'} past its "
+            self._cluster_error(bad, threads, row, off, what + self._extent(".shared", self.shared_bytes))
+        return row, off
+
+    def _cluster_error(self, lanes, threads, row, off, what: str):
+        k = int(lanes[0])
+        t = int(threads[k])
+        rank, o = int(row[k]) % self.cluster_size, int(off[k])
+        err = self.fault(f"{what} at shared offset {o:#x} of CTA rank {rank} of the cluster", **self.locate(t))
+        err.address, err.space, err.target_rank = o, ".shared::cluster", rank
+        raise err
+
     def _extent(self, space: str, limit: int) -> str:
         if space == ".shared":
             dyn = limit - self.layout.dynamic_offset if limit > self.layout.static_shared else 0
@@ -382,7 +433,9 @@ class Memory:
             inside = (generic >= np.uint64(base)) & (generic < np.uint64(base + (1 << 32)))
             if inside.any():
                 lanes = np.flatnonzero(inside)
-                out.append((space, lanes, generic[lanes] - np.uint64(base)))
+                # the shared window holds shared::cluster addresses (the CTA's own below 2^24)
+                named = ".shared::cluster" if space == ".shared" else space
+                out.append((named, lanes, generic[lanes] - np.uint64(base)))
                 rest &= ~inside
         if rest.any():
             lanes = np.flatnonzero(rest) if len(out) else None
@@ -408,7 +461,7 @@ class Memory:
                     dest = lanes if sub is None else (sub if lanes is None else lanes[sub])
                     out[dest] = got
             if self.hook is not None:
-                self.hook.access(sp, a, width, th, False, atomic, None)
+                self._notify(sp, a, width, th, False, atomic, None)
         return out
 
     def store(self, space: str | None, addr, data: np.ndarray, threads, *, atomic: bool = False, pc=None) -> None:
@@ -425,7 +478,16 @@ class Memory:
             for flat, off, sub in self._rows(sp, a, width, th, write=True):
                 _scatter(flat, off if sub is None else off, d if sub is None else d[sub], width)
             if self.hook is not None:
-                self.hook.access(sp, a, width, th, True, atomic, pc)
+                self._notify(sp, a, width, th, True, atomic, pc)
+
+    def _notify(self, space, addr, width, threads, write, atomic, pc) -> None:
+        """Tell the sanitizer of an access (in bounds: checked first); a shared::cluster one as ".shared" offsets in
+        the blocks it reaches."""
+        if space == ".shared::cluster":
+            rows, off = self.cluster_rows(addr, width, threads, write)
+            self.hook.access(".shared", off.astype(np.uint64), width, threads, write, atomic, pc, rows)
+        else:
+            self.hook.access(space, addr, width, threads, write, atomic, pc, None)
 
 
 def _unit(width: int, size: int) -> int:

@@ -24,7 +24,16 @@ from . import batching, isa, vectorize
 from .errors import UnsupportedInstruction
 from .ir import SPECIAL_REGISTERS, TYPE_SIZES, Addr, Function, Imm, Instruction, Module, Reg, Sink, Sym, Var
 
-__all__ = ["Program", "Op", "Decoded", "DTYPE_OF_BITS", "reg_bits", "SPACE_BASE"]
+__all__ = [
+    "Program",
+    "Op",
+    "Decoded",
+    "DTYPE_OF_BITS",
+    "reg_bits",
+    "SPACE_BASE",
+    "CLUSTER_RANK_SHIFT",
+    "CLUSTER_OFFSET_MASK",
+]
 
 DTYPE_OF_BITS = {
     1: np.dtype(bool),
@@ -44,6 +53,14 @@ SPACE_BASE = {
     ".param": 0x0000_F300_0000_0000,
 }
 FUNCTION_BASE = 0x0000_F400_0000_0000  # function "addresses" (function pointers, call tables)
+# The .shared::cluster window (docs/ptx.md, "The address map"): a 32-bit shared::cluster address below 2^24 is an
+# offset in the executing CTA's own shared memory (so every shared::cta address is the shared::cluster address of
+# the same byte of the CTA itself, as the PTX ISA guarantees); ``(rank + 1) << CLUSTER_RANK_SHIFT | offset`` is
+# ``offset`` in CTA ``rank`` of the cluster (what mapa returns). A CTA has at most 227 KiB < 2^24 bytes of shared
+# memory and a cluster at most 16 CTAs, so every address fits 32 bits; the generic shared window holds them too
+# (SPACE_BASE[".shared"] + the shared::cluster address).
+CLUSTER_RANK_SHIFT = 24
+CLUSTER_OFFSET_MASK = (1 << CLUSTER_RANK_SHIFT) - 1
 
 # op kinds: how the block runner treats an op
 PLAIN, BRANCH, EXIT, BARRIER, CALL, RETURN = range(6)

@@ -50,6 +50,8 @@ from .errors import InitcheckError, RaceError
 __all__ = ["make_sanitizer", "wave_blocks", "RaceCheck", "InitCheck", "RACECHECK_BYTES"]
 
 RACECHECK_BYTES = 1 << 29  # shadow memory a wave of racecheck may hold (512 MiB)
+NO_FENCE, ASYNC_WRITE = -1, -2  # RaceCheck.f_thread: no fence.proxy.async covers the last generic write / async
+_CTA, _ALL = 1, 2  # what a thread's latest fence.proxy.async covers: its CTA's shared memory, or its cluster's
 _PC_BITS = 24  # a read's shadow entry: epoch << 24 | PTX instruction index
 WARP_SYNC_OPCODES = ("shfl", "vote", "match", "redux", "elect", "mma", "ldmatrix", "stmatrix", "wmma", "movmatrix")
 
@@ -64,12 +66,14 @@ def make_sanitizer(check: str | None, machine, block: tuple):
     return None
 
 
-def wave_blocks(check: str | None, block_threads: int, shared_bytes: int, per_wave: int) -> int:
+def wave_blocks(check: str | None, block_threads: int, shared_bytes: int, per_wave: int, cluster_size: int = 1) -> int:
     """How many blocks a wave runs: ``per_wave``, fewer under racecheck where its shadow (8 bytes per shared byte
-    and thread of a block) would pass RACECHECK_BYTES, at least one."""
+    and thread of a cluster, and a clock vector over the cluster's threads per thread) would pass RACECHECK_BYTES,
+    at least one (the launch rounds to whole clusters)."""
     if check != "racecheck":
         return per_wave
-    per_block = max(shared_bytes, 1) * (8 * block_threads + 12)
+    ct = block_threads * cluster_size
+    per_block = max(shared_bytes, 1) * (8 * ct + 24) + 16 * block_threads * ct  # + clocks and fence clocks
     return max(1, min(per_wave, RACECHECK_BYTES // per_block))
 
 
@@ -90,6 +94,7 @@ class _Observer:
         return loc
 
     def _thread(self, local: int) -> tuple:
+        local = local % self.bt  # a cluster-wide index (rank * block threads + thread) names the thread
         bx, by = self.block[0], self.block[1]
         return (local % bx, (local // bx) % by, local // (bx * by))
 
@@ -110,9 +115,9 @@ class InitCheck(_Observer):
         self.shared = np.zeros(mem.shared.shape, bool)
         self.local = np.zeros(mem.local.shape, bool)
 
-    def access(self, space, addr, width, threads, write, atomic, pc) -> None:
+    def access(self, space, addr, width, threads, write, atomic, pc, blocks=None) -> None:
         if space == ".shared":
-            shadow, rows = self.shared, self.m.block_of[threads]
+            shadow, rows = self.shared, self.m.block_of[threads] if blocks is None else blocks
         elif space == ".local":
             shadow, rows = self.local, threads
         else:
@@ -146,8 +151,11 @@ class RaceCheck(_Observer):
         super().__init__(machine, block)
         m = machine
         bt = self.bt
-        self.local = (np.arange(m.T) % bt).astype(np.int64)
-        self.vc = np.zeros((m.T, bt), np.int64)
+        self.cs = cs = getattr(m, "cluster_size", 1)
+        ct = bt * cs  # clocks run over the threads of a cluster: its blocks reach each other's shared memory
+        t = np.arange(m.T)
+        self.local = (((t // bt) % cs) * bt + t % bt).astype(np.int64)  # rank * block threads + thread
+        self.vc = np.zeros((m.T, ct), np.int64)
         self.vc[np.arange(m.T), self.local] = 1
         S = m.mem.shared.shape[1]
         nb = m.n_blocks
@@ -156,7 +164,16 @@ class RaceCheck(_Observer):
         self.w_epoch = np.zeros((nb, S), np.int64)
         self.w_pc = np.zeros((nb, S), np.int32)
         self.w_atomic = np.zeros((nb, S), bool)
-        self.reads = np.zeros((nb, S, bt), np.int64)  # epoch << _PC_BITS | pc, 0: no read since the last write
+        # the async proxy: the writer of the byte's last generic write where the writer's own fence.proxy.async
+        # covers it (f_epoch: the writer's epoch at that fence), NO_FENCE, or ASYNC_WRITE where the async proxy
+        # wrote it (no fence needed)
+        self.f_thread = np.full((nb, S), NO_FENCE, np.int32)
+        self.f_epoch = np.zeros((nb, S), np.int64)
+        # each thread's latest fence.proxy.async: its clock vector, its own epoch (0: none) and what it covers
+        self.fence_vc = np.zeros((m.T, ct), np.int64)
+        self.fence_epoch = np.zeros(m.T, np.int64)
+        self.fence_scope = np.zeros(m.T, np.int8)
+        self.reads = np.zeros((nb, S, ct), np.int64)  # epoch << _PC_BITS | pc, 0: no read since the last write
         self.read_since = np.zeros((nb, S), bool)  # whether any thread read the byte since its last write
         self.p_thread = np.full((nb, S), -1, np.int32)  # the thread of a cp.async in flight to the byte, or -1
         self.p_pc = np.zeros((nb, S), np.int32)
@@ -172,13 +189,14 @@ class RaceCheck(_Observer):
 
     # -- accesses ---------------------------------------------------------------------------------------------
 
-    def access(self, space, addr, width, threads, write, atomic, pc, record: bool = True) -> None:
+    def access(self, space, addr, width, threads, write, atomic, pc, blocks=None, record: bool = True) -> None:
+        """A shared-memory access of ``threads`` (``blocks``: the wave block each one reaches, None: its own)."""
         if space != ".shared" or threads.size == 0 or (atomic and not write):
             return  # an atomic's read is checked as its write
         m = self.m
         pc = self._pc(pc)
         n = threads.size
-        rows = m.block_of[threads].astype(np.int64)
+        rows = (m.block_of[threads] if blocks is None else np.asarray(blocks)).astype(np.int64)
         lt = self.local[threads]
         cols = addr.astype(np.int64)[:, None] + np.arange(width)  # (n, width)
         r2 = np.broadcast_to(rows[:, None], cols.shape)
@@ -222,27 +240,29 @@ class RaceCheck(_Observer):
         self.w_epoch[r2, cols] = own[:, None]
         self.w_pc[r2, cols] = pc
         self.w_atomic[r2, cols] = atomic
+        self.f_thread[r2, cols] = NO_FENCE
         if read.any():
             self.reads[rows[k_idx], cols[k_idx, j_idx]] = 0
             self.read_since[r2, cols] = False
 
     # -- cp.async in flight -------------------------------------------------------------------------------
 
-    def async_issued(self, threads, dst, width: int) -> None:
+    def async_issued(self, threads, dst, width: int, blocks=None) -> None:
         """cp.async issued: its write may land at any moment until it completes, so it is checked now against what
-        came before (as a write of the issuing threads) and marks its bytes in flight."""
+        came before (as a write of the issuing threads) and marks its bytes in flight (``blocks``: the wave block
+        each write lands in, None: the issuing thread's)."""
         addr = np.asarray(dst, np.uint64)
-        self.access(".shared", addr, width, threads, True, False, None, record=False)
-        rows = self.m.block_of[threads].astype(np.int64)
+        self.access(".shared", addr, width, threads, True, False, None, blocks, record=False)
+        rows = (self.m.block_of[threads] if blocks is None else np.asarray(blocks)).astype(np.int64)
         cols = addr.astype(np.int64)[:, None] + np.arange(width)
         r2 = np.broadcast_to(rows[:, None], cols.shape)
         self.p_thread[r2, cols] = self.local[threads][:, None]
         self.p_pc[r2, cols] = int(self.m.current_pc)
         self.pending_any = True
 
-    def async_completed(self, threads, dst, width: int) -> None:
+    def async_completed(self, threads, dst, width: int, blocks=None) -> None:
         """cp.async completes (its write follows through the memory): its bytes are no longer in flight."""
-        rows = self.m.block_of[threads].astype(np.int64)
+        rows = (self.m.block_of[threads] if blocks is None else np.asarray(blocks)).astype(np.int64)
         cols = np.asarray(dst, np.uint64).astype(np.int64)[:, None] + np.arange(width)
         self.p_thread[np.broadcast_to(rows[:, None], cols.shape), cols] = -1
         self.pending_any = bool((self.p_thread >= 0).any())
@@ -266,26 +286,141 @@ class RaceCheck(_Observer):
         if dup.size:
             i = int(dup[0])
             first, second = int(w[i]), int(w[i + 1])
-            b = int(self.m.block_of[second])
+            b = int(k[i] // self.S)
             self._report("write-after-write", second, pc, b, int(k[i] - b * self.S), int(self.local[first]), pc)
+
+    def _who(self, local: int) -> str:
+        """``thread (x, y, z)``, with its CTA rank in a cluster launch."""
+        rank = f" of CTA rank {local // self.bt}" if self.cs > 1 else ""
+        return f"thread {self._thread(local)}{rank}"
 
     def _report(self, kind: str, t, pc: int, block: int, offset: int, other_local: int, other_pc: int, note=""):
         t = int(t)
         other = self._thread(other_local)
-        me = self._thread(int(self.local[t]))
         first, then = (
             ("reads", "writes") if kind == "write-after-read" else ("writes", "reads" if kind[0] == "r" else "writes")
         )
+        where = f" of CTA rank {block % self.cs}" if self.cs > 1 else ""
         err = RaceError(
-            f"{kind} hazard at shared offset {offset:#x}: thread {other} {first} it{note} at {self._line(other_pc)}, "
-            "then "
-            f"thread {me} {then} it at {self._line(pc)}, with no synchronisation ordering them",
+            f"{kind} hazard at shared offset {offset:#x}{where}: {self._who(other_local)} {first} it{note} at "
+            f"{self._line(other_pc)}, then {self._who(int(self.local[t]))} {then} it at {self._line(pc)}, with no "
+            "synchronisation ordering them",
             **self._where(t, pc),
         )
         err.kind, err.address, err.space = kind, offset, ".shared"
         err.other_thread, err.other_line = other, self.m.prog.ops[other_pc].line
         err.other_source = self.m.prog.source_of(other_pc)
         raise err
+
+    # -- the async proxy ----------------------------------------------------------------------------------------
+
+    def async_proxy_access(self, blocks, offsets, width: int, write: bool, threads, pc) -> None:
+        """An access of shared memory through the async proxy (a wgmma operand read, a bulk / TMA copy's read of its
+        source or write of its destination): ``blocks`` the wave block of each access (int64), ``offsets`` its
+        shared byte offset (uint64), ``width`` bytes per access, ``threads`` the issuing thread of each (wave
+        indices), ``pc`` the issuing instruction. It is checked as an access of the issuing thread (ordered after
+        what that thread has synchronised with), and a read must find every byte's last generic-proxy write
+        covered by a fence.proxy.async (``proxy_async_fence``) ordered between them: one of the writer after the
+        write that the reader is ordered after, one of the reader itself after it was ordered after the write, or
+        (the latest fence of each thread is kept) one of a third thread ordered after the write and before the
+        read. A write marks its bytes as the async proxy's (an async read of them needs no fence; a generic read
+        needs the usual ordering, which the mbarrier that completes the copy gives when the copy's completion
+        releases the issuing thread's clock into it)."""
+        threads = np.asarray(threads)
+        if threads.size == 0:
+            return
+        rows = np.asarray(blocks).astype(np.int64)
+        addr = np.asarray(offsets, np.uint64)
+        self.access(".shared", addr, width, threads, bool(write), False, pc, rows)
+        cols = addr.astype(np.int64)[:, None] + np.arange(width)
+        r2 = np.broadcast_to(rows[:, None], cols.shape)
+        if write:
+            self.f_thread[r2, cols] = ASYNC_WRITE
+            return
+        writer = self.w_thread[r2, cols].astype(np.int64)
+        mark = self.f_thread[r2, cols]
+        need = (writer >= 0) & (mark != ASYNC_WRITE)
+        if not need.any():
+            return
+        k_idx, j_idx = np.nonzero(need)
+        th = threads[k_idx]
+        w = writer[k_idx, j_idx]
+        row = rows[k_idx]
+        col = cols[k_idx, j_idx]
+        e = self.w_epoch[row, col]
+        vc_r = self.vc[th]  # (m, ct)
+        m_idx = np.arange(th.size)
+        # the writer fenced after the write, and the reader is ordered after that fence
+        ok = (mark[k_idx, j_idx] >= 0) & (vc_r[m_idx, w] >= self.f_epoch[row, col])
+        # the reader's own latest fence came after it was ordered after the write
+        scope = self.fence_scope[th]
+        covers = (scope == _ALL) | ((scope == _CTA) & (self.m.block_of[th] == row))
+        ok |= covers & (self.fence_vc[th, w] >= e) & (self.fence_epoch[th] > 0)
+        left = np.flatnonzero(~ok)
+        if left.size:  # a third thread's latest fence: ordered after the write and before the read
+            cluster_first = (row[left] // self.cs) * self.cs * self.bt  # the cluster's first wave thread
+            ct = self.vc.shape[1]
+            f = cluster_first[:, None] + np.arange(ct)[None, :]  # (n, ct) wave threads of each cluster
+            f = np.minimum(f, self.m.T - 1)
+            scope = self.fence_scope[f]
+            reach = (scope == _ALL) | ((scope == _CTA) & (self.m.block_of[f] == row[left][:, None]))
+            known = self.fence_vc[f, w[left][:, None]] >= e[left][:, None]
+            before = vc_r[left][np.arange(left.size)[:, None], self.local[f]] >= self.fence_epoch[f]
+            ok[left] = (reach & known & before & (self.fence_epoch[f] > 0)).any(axis=1)
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            q = int(bad[0])
+            k, j = int(k_idx[q]), int(j_idx[q])
+            b, c = int(rows[k]), int(cols[k, j])
+            where = f" of CTA rank {b % self.cs}" if self.cs > 1 else ""
+            t = int(threads[k])
+            pc = self._pc(pc)
+            wpc = int(self.w_pc[b, c])
+            err = RaceError(
+                f"async-proxy hazard at shared offset {c:#x}{where}: {self._who(int(writer[k, j]))} writes it through "
+                f"the generic proxy at {self._line(wpc)}, then {self._who(int(self.local[t]))} reads it through the "
+                f"async proxy at {self._line(pc)}, with no fence.proxy.async ordered between them",
+                **self._where(t, pc),
+            )
+            err.kind, err.address, err.space = "async-proxy", c, ".shared"
+            err.other_thread, err.other_line = self._thread(int(writer[k, j])), self.m.prog.ops[wpc].line
+            err.other_source = self.m.prog.source_of(wpc)
+            raise err
+
+    def proxy_async_fence(self, threads, scope: str | None) -> None:
+        """``threads`` execute fence.proxy.async (``scope`` None for every state space, ".shared::cta" their own
+        CTA's shared memory, ".shared::cluster" their cluster's, ".global" no shared memory): each thread's fence
+        (its clock vector and epoch now) is kept, and the shared bytes it wrote itself and no fence covered yet are
+        marked with its epoch (the writer's first fence after the write)."""
+        threads = np.asarray(threads)
+        if scope == ".global" or threads.size == 0:
+            return
+        m = self.m
+        lt = self.local[threads]
+        self.fence_vc[threads] = self.vc[threads]
+        self.fence_epoch[threads] = self.vc[threads, lt]
+        self.fence_scope[threads] = _CTA if scope == ".shared::cta" else _ALL
+        self.vc[threads, lt] += 1  # what the thread does next is after the fence (a new epoch)
+        blocks = m.block_of[threads]
+        cs = self.cs
+        rows = (
+            np.unique(blocks)
+            if scope == ".shared::cta"
+            else np.unique((blocks // cs)[:, None] * cs + np.arange(cs)[None, :])
+        )
+        for r in rows[rows < m.n_blocks].tolist():
+            fencer = np.zeros(self.vc.shape[1] + 1, bool)
+            mine = threads if scope != ".shared::cta" else threads[blocks == r]
+            if scope != ".shared::cta":
+                mine = mine[(m.block_of[mine] // cs) == r // cs]
+            fencer[self.local[mine]] = True
+            epoch = np.zeros(self.vc.shape[1] + 1, np.int64)
+            epoch[self.local[mine]] = self.fence_epoch[mine]  # the epoch at the fence, before the new one
+            w = self.w_thread[r].astype(np.int64)
+            sel = np.flatnonzero((w >= 0) & (self.f_thread[r] == NO_FENCE) & fencer[w])
+            if sel.size:
+                self.f_thread[r, sel] = w[sel]
+                self.f_epoch[r, sel] = epoch[w[sel]]
 
     # -- synchronisation --------------------------------------------------------------------------------------
 
@@ -329,6 +464,26 @@ class RaceCheck(_Observer):
             vector = self.mb_phase.get(i)
             if vector is not None:
                 self._acquire(threads[ids == i], vector)
+
+    def cluster_arrive(self, cluster: int, threads) -> None:
+        """barrier.cluster.arrive (.release) of ``threads`` of wave cluster ``cluster``."""
+        joined = self._release(threads)
+        key = ("cluster", cluster)
+        prev = self.mb_released.get(key)
+        self.mb_released[key] = joined if prev is None else np.maximum(prev, joined)
+
+    def cluster_complete(self, cluster: int) -> None:
+        """The cluster barrier's phase completed: what its waiters acquire."""
+        key = ("cluster", cluster)
+        vector = self.mb_released.pop(key, None)
+        if vector is not None:
+            self.mb_phase[key] = vector
+
+    def cluster_acquire(self, cluster: int, threads) -> None:
+        """barrier.cluster.wait of ``threads`` returned (the phase they arrived in completed)."""
+        vector = self.mb_phase.get(("cluster", cluster))
+        if vector is not None and np.size(threads):
+            self._acquire(threads, vector)
 
     def executed(self, g, pc: int) -> None:
         """After instruction ``pc`` ran for group ``g``: a warp-synchronous one orders the lanes of each warp that

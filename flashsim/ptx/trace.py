@@ -180,15 +180,23 @@ class Trace:
             raise ValueError(f"trace {what} {value!r} is outside {what} {dims}")
         return index
 
-    def wave(self, first_block: int, n_blocks: int) -> None:
-        """A wave of ``n_blocks`` blocks from linear block ``first_block`` starts: which of its threads to record."""
+    def wave(self, first_block: int, n_blocks: int, linear_blocks=None) -> None:
+        """A wave of ``n_blocks`` blocks from linear block ``first_block`` starts: which of its threads to record.
+        ``linear_blocks``: the linear index of each of the wave's blocks where they are not consecutive (a launch
+        whose clusters span y or z runs its blocks cluster by cluster)."""
         lo, n = first_block * self._bt, n_blocks * self._bt
-        self._offset = lo
-        if self._global is None:
-            self._wave = None
-        else:
-            chosen = self._global[(self._global >= lo) & (self._global < lo + n)]
-            self._wave = chosen - lo
+        if linear_blocks is None:
+            self._offset = lo
+            if self._global is None:
+                self._wave = None
+            else:
+                chosen = self._global[(self._global >= lo) & (self._global < lo + n)]
+                self._wave = chosen - lo
+            return
+        t = np.arange(n)
+        launch_wide = np.asarray(linear_blocks, np.int64)[t // self._bt] * self._bt + t % self._bt
+        self._offset = launch_wide  # wave thread -> launch-wide thread
+        self._wave = None if self._global is None else np.flatnonzero(np.isin(launch_wide, self._global))
 
     # -- recording: the machine calls record before it runs a PC of ``pcs`` ------------------------------------
 
@@ -205,7 +213,8 @@ class Trace:
             idx, self.truncated = idx[:room], True
         T = machine.T
         cols = [np.broadcast_to(np.asarray(machine.R[s]), (T,))[idx].copy() for s in self._slots[pc]]
-        self._chunks.append((pc, idx + self._offset, cols))
+        where = idx + self._offset if type(self._offset) is int else self._offset[idx]
+        self._chunks.append((pc, where, cols))
         self._rows += idx.size
 
     # -- results ---------------------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def run_probe(probe: P.Probe, arch: str, ptx_dir: pathlib.Path | None = None) ->
     before = P.arguments(probe)
     device = [rt.to_device(a) if isinstance(a, np.ndarray) else a for a in before]
     t0 = time.perf_counter()
-    rt.launch(kernel, probe.grid, probe.block, *device, smem_bytes=probe.shared_mem)
+    rt.launch(kernel, probe.grid, probe.block, *device, smem_bytes=probe.shared_mem, cluster=probe.cluster)
     after = [d.to_numpy() if isinstance(a, np.ndarray) else None for a, d in zip(before, device)]
     meta = {
         "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(),
@@ -67,6 +67,7 @@ def run_probe(probe: P.Probe, arch: str, ptx_dir: pathlib.Path | None = None) ->
         "grid": list(probe.grid),
         "block": list(probe.block),
         "shared_mem": probe.shared_mem,
+        "cluster": None if probe.cluster is None else list(probe.cluster),
         "seconds": round(time.perf_counter() - t0, 4),
     }
     return before, after, meta

@@ -38,7 +38,7 @@ __all__ = [
     "Mismatch",
 ]
 
-TOPICS = ("integer", "floating", "convert", "warp", "matrix", "memory", "sfu", "contraction")
+TOPICS = ("integer", "floating", "convert", "warp", "matrix", "memory", "sfu", "contraction", "cluster")
 CAPTURE_DIR = pathlib.Path(__file__).resolve().parents[3] / "tests" / "data" / "ptx_isa"
 
 
@@ -59,7 +59,8 @@ class Arg:
 
 @dataclass(frozen=True)
 class Probe:
-    """A launch of ``kernel`` in kernel/``source`` (.cu or .ptx) on ``grid`` x ``block`` with ``args``."""
+    """A launch of ``kernel`` in kernel/``source`` (.cu or .ptx) on ``grid`` x ``block`` (blocks, also with a
+    cluster) with ``args``; ``cluster`` (x, y, z) blocks per thread-block cluster of the launch, or None."""
 
     topic: str
     name: str
@@ -73,6 +74,7 @@ class Probe:
     options: tuple = ()
     seed: int = 0
     note: str = field(default="", compare=False)
+    cluster: tuple | None = None
 
     @property
     def key(self) -> str:
@@ -180,7 +182,13 @@ def simulate(probe: Probe, arch: str = "sm_90", *, args=None, check=None, contra
     module = _module(ptx_of(probe, arch), arch, contraction)
     args = arguments(probe) if args is None else [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     report = launch(
-        module.kernel(probe.kernel), probe.grid, probe.block, args, shared_mem=probe.shared_mem, check=check
+        module.kernel(probe.kernel),
+        probe.grid,
+        probe.block,
+        args,
+        shared_mem=probe.shared_mem,
+        check=check,
+        cluster=probe.cluster,
     )
     return args, report
 

@@ -1,17 +1,33 @@
 """The instruction semantics, one module per family; importing the package registers every builder in the
 instruction table (flashsim.ptx.isa). Each module says which opcodes and forms it implements and how."""
 
-from . import asynchronous, atomic, control, convert, data, floating, integer, matrix, special, warp, wgmma
+from . import (
+    asynchronous,
+    atomic,
+    cluster,
+    control,
+    convert,
+    data,
+    floating,
+    integer,
+    matrix,
+    registers,
+    special,
+    warp,
+    wgmma,
+)
 
 __all__ = [
     "asynchronous",
     "atomic",
+    "cluster",
     "control",
     "convert",
     "data",
     "floating",
     "integer",
     "matrix",
+    "registers",
     "special",
     "warp",
     "wgmma",

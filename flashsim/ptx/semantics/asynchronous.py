@@ -2,6 +2,16 @@
 cp.async.commit_group / wait_group / wait_all, cp.async.mbarrier.arrive{.noinc}, and mbarrier init / arrive /
 arrive_drop / expect_tx / complete_tx / test_wait / try_wait (phase token or parity) / pending_count / inval.
 
+mbarrier forms (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier"): the .sem qualifiers
+(.release / .relaxed on arrive, arrive_drop, expect_tx, complete_tx; .acquire / .relaxed on test_wait, try_wait)
+and the .scope ones (.cta, .cluster) are taken by name: memory is sequentially consistent, so they change no value.
+The object is named by a shared::cta address (.shared, .shared::cta), a shared::cluster address (.shared::cluster:
+the arrive forms and expect_tx / complete_tx, on the CTA's own mbarrier or, through mapa's address, another CTA's
+of the cluster; a remote arrive returns no state, its destination is ``_``) or a generic address of the shared
+window; the objects are kept by (wave block, offset) that address resolves to (flashsim.ptx.memory.cluster_rows).
+try_wait's optional suspend-time hint (a .u32 of nanoseconds) bounds how long a GPU suspends the thread before the
+instruction returns false; the simulator returns at once, which is one of the outcomes the ISA allows.
+
 A cp.async is recorded at issue (its source and destination addresses, sizes and the issuing thread's open group)
 and performed at the latest moment the PTX memory model allows the program to rely on: when a wait_group /
 wait_all of the issuing thread waits for its group, or when the mbarrier arrive it was tied to by
@@ -16,8 +26,8 @@ import numpy as np
 
 from .. import isa
 from ..errors import MemcheckError, SimulationError
-from ..ir import Imm, Reg
-from ..program import Decoded
+from ..ir import Imm, Reg, Sink
+from ..program import SPACE_BASE, Decoded
 from .data import SPACES
 
 
@@ -108,6 +118,25 @@ def copies(m) -> AsyncCopies:
     if state is None:
         state = m.state["cp.async"] = AsyncCopies(m)
     return state
+
+
+def _mbarrier_addr(d: Decoded, i: int, generic: bool):
+    """A function of a group giving each running lane's shared::cluster address of mbarrier operand ``i`` (a
+    generic one: its place in the shared window; an address outside it is an error)."""
+    get = _shared_addr(d, i)
+    if not generic:
+        return get
+    base, end = np.uint64(SPACE_BASE[".shared"]), np.uint64(SPACE_BASE[".shared"] + (1 << 32))
+
+    def addr(g):
+        a = get(g)
+        outside = (a < base) | (a >= end)
+        if outside.any():
+            t = int(g.lanes()[np.flatnonzero(outside)[0]])
+            raise g.m.error("mbarrier at a generic address outside shared memory", t)
+        return a - base
+
+    return addr
 
 
 def _shared_addr(d: Decoded, i: int):
@@ -234,7 +263,10 @@ class MBarriers:
         self.poll_want = np.zeros(n, np.int64)
 
     def _keys(self, g, addr) -> np.ndarray:
-        return self.m.block_of[g.lanes()].astype(np.int64) * (1 << 32) + addr.astype(np.int64)
+        """block * 2^32 + offset of each lane's object, resolved from its shared::cluster address (a shared::cta
+        offset names the lane's own block)."""
+        rows, off = self.m.mem.cluster_rows(addr, 8, g.lanes())
+        return rows * (1 << 32) + off
 
     def ids(self, g, addr, create: bool = False) -> np.ndarray:
         """The object of each running lane's address (created by ``init``; an error for one never initialised)."""
@@ -339,6 +371,7 @@ def barriers(m) -> MBarriers:
 @isa.implements("mbarrier")
 def mbarrier(d: Decoded):
     mods = d.mods
+    expect = ".arrive" in mods.left and mods.flag(".expect_tx")  # mbarrier.arrive.expect_tx: an arrive
     op = mods.take(
         ".init",
         ".arrive",
@@ -350,28 +383,40 @@ def mbarrier(d: Decoded):
         ".pending_count",
         ".inval",
     )
-    mods.take(".release", ".acquire", ".relaxed")
-    mods.take(".cta", ".cluster")
+    sem = mods.take(".release", ".acquire", ".relaxed")
+    scope = mods.take(".cta", ".cluster")
     parity = mods.flag(".parity")
-    expect = mods.flag(".expect_tx")
     noComplete = mods.flag(".noComplete")
     space = mods.take(*SPACES)
     t = mods.type()
     mods.done()
-    if op is None or t != ".b64" or (space is not None and SPACES[space] != ".shared") or noComplete:
+    if op is None or t != ".b64" or (space is not None and SPACES[space] not in (".shared", ".shared::cluster")):
         raise isa.Unsupported(f"mbarrier{op or ''}{t} (shared, .b64)")
-    if space is None and op != ".pending_count":
-        raise isa.Unsupported("mbarrier on a generic address (use .shared)")
+    if noComplete:
+        raise isa.Unsupported("mbarrier.arrive.noComplete (sm_80's form for cp.async groups) is not simulated")
+    arrives = op in (".arrive", ".arrive_drop", ".expect_tx", ".complete_tx")
+    waits = op in (".test_wait", ".try_wait")
+    if (sem is not None or scope is not None) and not (arrives or waits):
+        raise isa.Unsupported(f"mbarrier{op} takes no .sem / .scope")
+    if sem is not None and sem not in ((".release", ".relaxed") if arrives else (".acquire", ".relaxed")):
+        raise isa.Unsupported(f"mbarrier{op}{sem} ({'.release / .relaxed' if arrives else '.acquire / .relaxed'})")
+    remote = space is not None and SPACES[space] == ".shared::cluster"
+    if remote and not arrives:
+        raise isa.Unsupported(f"mbarrier{op} on a .shared::cluster address (only the arrive forms reach other CTAs)")
+    generic = space is None
     ops = d.operands
+    if remote and op in (".arrive", ".arrive_drop") and not isinstance(ops[0], Sink):
+        raise isa.Unsupported("a .shared::cluster mbarrier arrive returns no state: its destination is _")
+
     if op == ".init":
-        addr, count = _shared_addr(d, 0), d.src(1, np.uint32)
+        addr, count = _mbarrier_addr(d, 0, generic), d.src(1, np.uint32)
 
         def run(g):
             barriers(g.m).init(g, addr(g), g.lane_values(count).astype(np.int64))
 
         return d.op(run)
     if op == ".inval":
-        addr = _shared_addr(d, 0)
+        addr = _mbarrier_addr(d, 0, generic)
 
         def run(g):
             barriers(g.m).invalidate(g, addr(g))
@@ -379,7 +424,7 @@ def mbarrier(d: Decoded):
         return d.op(run)
     if op in (".arrive", ".arrive_drop"):
         dst = d.dst(0)
-        addr = _shared_addr(d, 1)
+        addr = _mbarrier_addr(d, 1, generic)
         rest = ops[2:]
         count = d.value(rest[0], np.uint32) if rest else None
         if expect:  # mbarrier.arrive.expect_tx state, [addr], tx_count
@@ -397,7 +442,7 @@ def mbarrier(d: Decoded):
 
         return d.op(run)
     if op in (".expect_tx", ".complete_tx"):
-        addr, tx_slot = _shared_addr(d, 0), d.src(1, np.uint32)
+        addr, tx_slot = _mbarrier_addr(d, 0, generic), d.src(1, np.uint32)
 
         def run(g):
             tx = g.lane_values(tx_slot).astype(np.int64)
@@ -407,8 +452,12 @@ def mbarrier(d: Decoded):
         return d.op(run)
     if op in (".test_wait", ".try_wait"):
         dst = d.dst(0)
-        addr = _shared_addr(d, 1)
-        token = d.src(2, np.uint32 if parity else np.uint64)  # a 4th operand, try_wait's time hint: no effect
+        addr = _mbarrier_addr(d, 1, generic)
+        token = d.src(2, np.uint32 if parity else np.uint64)
+        if len(ops) > 4 or (len(ops) == 4 and op != ".try_wait"):
+            raise isa.Unsupported(f"mbarrier{op} with {len(ops)} operands")
+        if len(ops) == 4:
+            d.src(3, np.uint32)  # try_wait's suspend-time hint: the simulator returns at once (module docstring)
 
         def run(g):
             want = g.lane_values(token).astype(np.int64)

@@ -1,5 +1,6 @@
 """Atomics: ``atom`` and ``red`` (PTX ISA, "Parallel Synchronization and Communication Instructions: atom / red")
-on .global, .shared (.shared::cta, .shared::cluster: a cluster of one block here) and generic addresses.
+on .global, .shared (.shared::cta; .shared::cluster: the CTA's own or another CTA's of its cluster, through a
+shared::cluster address) and generic addresses.
 
 Forms: .and / .or / .xor (.b32 .b64), .exch (.b32 .b64), .cas (.b16 .b32 .b64; atom only), .add (.u32 .s32 .u64
 .f32 .f64, and .noftz .f16 .f16x2 .bf16 .bf16x2), .inc / .dec (.u32), .min / .max (.u32 .s32 .u64 .s64); the sm_90
@@ -40,7 +41,12 @@ from ..program import Decoded
 from .common import BF16, F16, udtype
 from .data import address_fn
 
-SPACES = {".global": ".global", ".shared": ".shared", ".shared::cta": ".shared", ".shared::cluster": ".shared"}
+SPACES = {
+    ".global": ".global",
+    ".shared": ".shared",
+    ".shared::cta": ".shared",
+    ".shared::cluster": ".shared::cluster",
+}
 SEMANTICS = (".relaxed", ".acquire", ".release", ".acq_rel")
 SCOPES = (".cta", ".cluster", ".gpu", ".sys")
 OPS = (".and", ".or", ".xor", ".cas", ".exch", ".add", ".inc", ".dec", ".min", ".max")
@@ -297,14 +303,17 @@ def locations(m, space, a, lanes):
     row = np.zeros(a.size, np.int64)
     off = np.array(a, np.uint64)
     for sp, sel, where in parts:
-        if sp not in _SPACE_CODE:
+        if sp not in _SPACE_CODE and sp != ".shared::cluster":
             t = int(lanes[0] if sel is None else lanes[sel[0]])
             raise m.error(f"an atomic on a generic address in {sp} memory (only global and shared)", t)
         idx = slice(None) if sel is None else sel
-        code[idx] = _SPACE_CODE[sp]
+        code[idx] = _SPACE_CODE[".shared" if sp == ".shared::cluster" else sp]
         off[idx] = where
         if sp == ".shared":
             row[idx] = m.block_of[lanes[idx]]
+        elif sp == ".shared::cluster":  # the block and offset the address names (checked by the load before)
+            row[idx], o = m.mem.cluster_rows(where, 1, lanes[idx])
+            off[idx] = o.astype(np.uint64)
     return code, row, off
 
 

@@ -1,6 +1,24 @@
-"""Control flow and synchronisation: bra, brx.idx, call, ret, exit, trap, bar / barrier, bar.warp.sync, and the
-memory-ordering instructions (membar, fence), which order nothing here: the simulated memory is sequentially
-consistent and every access is complete when its instruction ends.
+"""Control flow and synchronisation: bra, brx.idx, call, ret, exit, trap, bar / barrier (barrier.cluster: in
+flashsim.ptx.semantics.cluster), bar.warp.sync, and the memory-ordering instructions (membar, fence), which order
+nothing here: the simulated memory is sequentially consistent and every access is complete when its instruction
+ends. Each fence form the PTX ISA defines is accepted by name, and none other:
+
+- ``fence{.sc|.acq_rel|.acquire|.release}.{cta,cluster,gpu,sys}`` (.acq_rel when omitted),
+  ``fence.acquire.sync_restrict::shared::cluster.cluster`` / ``fence.release.sync_restrict::shared::cta.cluster``,
+  ``membar.{cta,gl,sys}``: no effect;
+- ``fence.mbarrier_init.release.cluster`` (what cuda::barrier and cooperative groups emit after mbarrier.init):
+  makes the inits visible to the cluster, which they already are here;
+- ``fence.proxy.alias``, ``fence.proxy.tensormap::generic.{release,acquire}.{cta,cluster,gpu,sys}`` (the acquire
+  with its ``[addr], 128`` operands): no effect on values;
+- ``fence.proxy.async{,.global,.shared::cta,.shared::cluster}`` (also spelled ``membar.proxy``): orders the
+  thread's generic-proxy accesses before later async-proxy ones; under racecheck it marks the shared bytes whose
+  last generic write it covers (flashsim.ptx.sanitize.RaceCheck.proxy_async_fence), which an async-proxy read
+  (wgmma, a bulk copy's source) requires; ``fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster``
+  is that fence for the CTA's shared memory, its ``.acquire.sync_restrict::shared::cluster.cluster`` twin (async
+  writes before generic accesses, which the mbarrier orders here) has no effect.
+
+Which forms exist was checked against ptxas 13.0 (each accepted one assembles for sm_90a; each refused one is
+refused by ptxas too).
 
 A call copies the arguments' .param bytes into the callee's parameters (the per-thread parameter frame of
 flashsim.ptx.memory), pushes the return PC and jumps; ret pops it and copies the callee's return values into the call
@@ -16,6 +34,7 @@ from .. import isa
 from ..ir import Reg, Sym
 from ..printf import vprintf
 from ..program import BARRIER, BRANCH, CALL, EXIT, RETURN, Decoded
+from .cluster import barrier_cluster
 
 ORDERING = (".sc", ".acq_rel", ".acquire", ".release", ".relaxed", ".weak")
 SCOPES = (".cta", ".cluster", ".gpu", ".sys", ".gl")
@@ -179,6 +198,8 @@ def bar(d: Decoded):
     mods = d.mods
     if d.ins.opcode == "bar" and mods.flag(".warp"):
         return _warp_sync(d)
+    if d.ins.opcode == "barrier" and mods.flag(".cluster"):
+        return barrier_cluster(d)
     mods.take(".cta")
     mods.take(".aligned")
     kind = mods.take(".sync", ".arrive", ".red")
@@ -237,19 +258,91 @@ def _warp_sync(d: Decoded):
     return d.op(run)
 
 
+def _no_effect(g):
+    return None
+
+
 @isa.implements("membar", "fence")
 def fence(d: Decoded):
-    """Orders memory accesses; a no-op on sequentially consistent memory (every scope and proxy accepted). Why a
-    sequentially consistent execution is a valid one of the PTX memory model: flashsim.ptx.semantics.atomic."""
-    d.mods.left = [
-        m
-        for m in d.mods.left
-        if not (m in ORDERING or m in SCOPES or m.startswith(".proxy") or m in (".async", ".alias", ".tensormap"))
-    ]
-    d.mods.done()
+    """Orders memory accesses; no effect on values on sequentially consistent memory (the forms: the module
+    docstring; why a sequentially consistent execution is a valid one of the PTX memory model:
+    flashsim.ptx.semantics.atomic). fence.proxy.async is racecheck's async-proxy fence."""
+    mods = d.mods
+    opcode = d.ins.opcode
+    if mods.flag(".proxy"):
+        if opcode == "membar" and mods.left != [".alias"]:
+            raise isa.Unsupported("membar.proxy is .alias only (fence.proxy has the other proxies)")
+        return _proxy_fence(d)
+    if opcode == "membar":
+        level = mods.take(".cta", ".gl", ".sys")
+        mods.done()
+        if level is None or d.operands:
+            raise isa.Unsupported("membar needs .cta, .gl or .sys")
+        return d.op(_no_effect)
+    if mods.flag(".mbarrier_init"):
+        sem, scope = mods.take(".release"), mods.take(*SCOPES)
+        mods.done()
+        if sem is None or scope != ".cluster" or d.operands:
+            raise isa.Unsupported("fence.mbarrier_init is .release.cluster only")
+        return d.op(_no_effect)
+    sem = mods.take(".sc", ".acq_rel", ".acquire", ".release")
+    restrict = mods.prefixed(".sync_restrict::")
+    scope = mods.take(".cta", ".cluster", ".gpu", ".sys")
+    mods.done()
+    if scope is None or d.operands:
+        raise isa.Unsupported("fence needs a scope (.cta, .cluster, .gpu, .sys)")
+    if restrict is not None:
+        want = {".acquire": ".sync_restrict::shared::cluster", ".release": ".sync_restrict::shared::cta"}.get(sem)
+        if restrict != want or scope != ".cluster":
+            raise isa.Unsupported(
+                "fence.sync_restrict is .acquire.sync_restrict::shared::cluster.cluster or "
+                ".release.sync_restrict::shared::cta.cluster"
+            )
+    return d.op(_no_effect)
+
+
+def _proxy_fence(d: Decoded):
+    """fence.proxy.{alias, async{.global,.shared::cta,.shared::cluster}, tensormap::generic.{release,acquire}}."""
+    mods = d.mods
+    if mods.flag(".alias"):
+        mods.done()
+        return d.op(_no_effect)
+    if mods.flag(".tensormap::generic"):
+        sem, scope = mods.take(".release", ".acquire"), mods.take(*SCOPES)
+        mods.done()
+        if sem is None or scope not in (".cta", ".cluster", ".gpu", ".sys"):
+            raise isa.Unsupported("fence.proxy.tensormap::generic needs .release / .acquire and a scope")
+        if (sem == ".acquire") != bool(d.operands):
+            raise isa.Unsupported("fence.proxy.tensormap::generic.acquire takes [addr], size (and .release none)")
+        return d.op(_no_effect)
+    if mods.flag(".async::generic"):  # the one-way fences between the generic and the async proxy (PTX 8.6)
+        sem, restrict, scope = mods.take(".release", ".acquire"), mods.prefixed(".sync_restrict::"), mods.take(*SCOPES)
+        mods.done()
+        want = {".release": ".sync_restrict::shared::cta", ".acquire": ".sync_restrict::shared::cluster"}.get(sem)
+        if sem is None or restrict != want or scope != ".cluster" or d.operands:
+            raise isa.Unsupported(
+                "fence.proxy.async::generic is .release.sync_restrict::shared::cta.cluster or "
+                ".acquire.sync_restrict::shared::cluster.cluster"
+            )
+        if sem == ".acquire":  # orders the async proxy's writes before later generic accesses: the mbarrier's job
+            return d.op(_no_effect)
+
+        def release(g):  # the generic proxy's writes to the CTA's shared memory before later async-proxy accesses
+            if g.m.sanitizer is not None:
+                g.m.sanitizer.proxy_async_fence(g.lanes(), ".shared::cta")
+
+        return d.op(release)
+    if not mods.flag(".async"):
+        raise isa.Unsupported(f"fence.proxy{''.join(mods.left)} (proxies: .alias, .async, .tensormap::generic)")
+    space = mods.take(".global", ".shared::cta", ".shared::cluster")
+    mods.done()
+    if d.operands:
+        raise isa.Unsupported("fence.proxy.async takes no operands")
 
     def run(g):
-        return None
+        sanitizer = g.m.sanitizer
+        if sanitizer is not None:
+            sanitizer.proxy_async_fence(g.lanes(), space)
 
     return d.op(run)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import isa
 from ..ir import Reg, Sink, Vec
-from ..program import SPACE_BASE, Decoded
+from ..program import CLUSTER_RANK_SHIFT, SPACE_BASE, Decoded
 from ..vectorize import ELEMENTWISE
 from .common import bits_of, kind_of, udtype, widen
 
@@ -22,7 +22,7 @@ SPACES = {
     ".global": ".global",
     ".shared": ".shared",
     ".shared::cta": ".shared",
-    ".shared::cluster": ".shared",
+    ".shared::cluster": ".shared::cluster",  # the CTA's own shared memory or another CTA's of its cluster
     ".local": ".local",
     ".param": ".param",
     ".param::entry": ".param",
@@ -62,6 +62,8 @@ def address_fn(d: Decoded, i: int, space: str | None):
             raise isa.Unsupported("a memory access to a function")
         if space is None or space == sym_space or (space == ".param" and sym_space == ".frame"):
             space = sym_space
+        elif space == ".shared::cluster" and sym_space == ".shared":
+            pass  # a shared variable's offset is the shared::cluster address of the CTA's own copy
         elif sym_space == ".global" and space == ".global":
             pass
         else:
@@ -223,7 +225,8 @@ def cvta(d: Decoded):
         return d.op(run)
     if space == ".frame":
         raise isa.Unsupported("cvta of a function's parameters")
-    base = np.uint64(SPACE_BASE[space])
+    # shared::cluster addresses live in the shared window too (flashsim.ptx.program.CLUSTER_RANK_SHIFT)
+    base = np.uint64(SPACE_BASE[".shared" if space == ".shared::cluster" else space])
 
     def run(g):
         v = np.asarray(g.R[source]).astype(np.uint64)
@@ -242,6 +245,19 @@ def isspacep(d: Decoded):
         def run(g):
             v = np.asarray(g.R[source]).astype(np.uint64)
             g.write(target, v < np.uint64(min(SPACE_BASE.values())))
+
+        return d.op(run)
+    if space == ".shared::cluster":
+        space = ".shared"  # the whole shared window holds shared::cluster addresses
+    elif space == ".shared" and ".shared::cta" in d.ins.mods:
+        lo = np.uint64(SPACE_BASE[".shared"])
+
+        def run(g):  # the executing CTA's own window: an offset, or an address of its own rank
+            v = np.asarray(g.R[source]).astype(np.uint64)
+            inside = (v >= lo) & (v < lo + np.uint64(1 << 32))
+            hi = ((v - lo) >> np.uint64(CLUSTER_RANK_SHIFT)).astype(np.int64)
+            rank = (g.m.block_of % g.m.cluster_size).astype(np.int64)
+            g.write(target, inside & ((hi == 0) | (hi == rank + 1)))
 
         return d.op(run)
     if space not in SPACE_BASE:
