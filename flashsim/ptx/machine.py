@@ -228,6 +228,10 @@ class Machine:
     def run(self) -> None:
         try:
             self._schedule()
+            for unit in list(self.state.values()):  # asynchronous units with work never waited for finish it now
+                finish = getattr(unit, "at_exit", None)
+                if finish is not None:
+                    finish()
         finally:
             self.current_pc = None
 

@@ -1,6 +1,6 @@
 """The instruction semantics, one module per family; importing the package registers every builder in the
 instruction table (flashsim.ptx.isa). Each module says which opcodes and forms it implements and how."""
 
-from . import asynchronous, atomic, control, convert, data, floating, integer, matrix, special, warp
+from . import asynchronous, atomic, bulk, control, convert, data, floating, integer, matrix, special, warp
 
-__all__ = ["asynchronous", "atomic", "control", "convert", "data", "floating", "integer", "matrix", "special", "warp"]
+__all__ = ["asynchronous", "atomic", "bulk", "control", "convert", "data", "floating", "integer", "matrix", "special", "warp"]

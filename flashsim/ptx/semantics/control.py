@@ -244,7 +244,7 @@ def fence(d: Decoded):
     d.mods.left = [
         m
         for m in d.mods.left
-        if not (m in ORDERING or m in SCOPES or m.startswith(".proxy") or m in (".async", ".alias", ".tensormap"))
+        if not (m in ORDERING or m in SCOPES or m.startswith((".proxy", ".tensormap")) or m in (".async", ".alias"))
     ]
     d.mods.done()
 

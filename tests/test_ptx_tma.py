@@ -1,0 +1,450 @@
+"""TMA and bulk copies in flashsim.ptx: hand-written PTX kernels (flashsim.ptx.probes.tma) checked bit for bit
+against numpy oracles written here from the PTX ISA's own statements (the box as tensor elements c + k * stride,
+out-of-bound elements filled, the swizzle as the ISA's tables: 16-byte chunk c of 128-byte shared line L lands at
+chunk c ^ (L mod 2 / 4 / 8)), tensor-map refusals, bad destinations and mbarrier transaction errors; and the replay
+of the H200's capture (flashsim.gpu.capture.tma) when it is in tests/data/."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import flashsim.ptx as fp
+from flashsim.ptx.probes import tma as T
+from flashsim.ptx.tensormap import OOB_NAN
+
+CAPTURE = pathlib.Path(__file__).parent / "data" / "ptx_tma" / "tma_sm90.npz"
+_SPAN_ROWS = {"NONE": 1, "32B": 2, "64B": 4, "128B": 8}
+_DT = T._DTYPES
+
+
+def _map(case, tensor):
+    gd, gs = T.dims(case)
+    return fp.tensor_map_tiled(
+        tensor,
+        data_type=case.data_type,
+        global_dim=gd,
+        global_strides=gs,
+        box_dim=case.box,
+        element_strides=case.element_strides,
+        swizzle=case.swizzle,
+        oob_fill=case.oob_fill,
+    )
+
+
+def _physical(addr: np.ndarray, swizzle: str) -> np.ndarray:
+    """The ISA's swizzle tables: chunk c of line L (16 and 128 bytes) goes to chunk c ^ (L mod rows)."""
+    line, chunk = addr // 128, (addr // 16) % 8
+    return line * 128 + ((chunk ^ (line % _SPAN_ROWS[swizzle])) * 16) + addr % 16
+
+
+def _box_indices(case):
+    """(numpy index tuple into the logical tensor, in-bounds mask), both shaped like the box (outermost first)."""
+    es = list(case.element_strides or (1,) * case.rank)
+    es[0] = 1  # dim 0's traversal stride is ignored without interleave (cuda.h)
+    n = [case.box[0]] + [-(-b // e) for b, e in zip(case.box[1:], es[1:])]
+    per_dim = [c + np.arange(k) * e for c, k, e in zip(case.coords, n, es)]  # innermost first
+    grids = np.meshgrid(*reversed(per_dim), indexing="ij")  # outermost first
+    sizes = case.shape
+    inside = np.ones(grids[0].shape, bool)
+    for g, size in zip(grids, sizes):
+        inside &= (g >= 0) & (g < size)
+    return tuple(np.clip(g, 0, size - 1) for g, size in zip(grids, sizes)), inside
+
+
+def _logical(case, tensor):
+    return tensor[(Ellipsis, slice(0, case.shape[-1]))]
+
+
+def expected_load(case, tensor) -> np.ndarray:
+    idx, inside = _box_indices(case)
+    dt = _DT[case.dtype]
+    values = _logical(case, tensor)[idx].copy()
+    fill = 0
+    if case.oob_fill not in ("NONE", 0) and dt.kind == "f" or (case.oob_fill == 1 and case.dtype == "bf16"):
+        fill = OOB_NAN[dt.itemsize]
+    ud = np.dtype(f"u{dt.itemsize}")
+    raw = values.view(ud)
+    raw[~inside] = fill
+    logical = raw.tobytes()
+    image = np.zeros(T.smem_bytes(case), np.uint8)
+    src = np.frombuffer(logical, np.uint8).reshape(-1, 16)
+    where = _physical(case.dst_offset + 16 * np.arange(src.shape[0]), case.swizzle)
+    image[(where[:, None] + np.arange(16)).reshape(-1)] = src.reshape(-1)
+    return image
+
+
+def _reduce(op: str, dtype: str, old, new):
+    dt = _DT[dtype]
+    if op == "add":
+        if dt.kind == "f":
+            exact = old.astype(np.float64) + new.astype(np.float64)  # exact for two operands of these formats
+            if dtype == "f4":  # cp.reduce.async.bulk.add.f32 flushes subnormal inputs and results (PTX ISA)
+                tiny = np.float64(np.finfo(np.float32).tiny)
+                o = np.where(np.abs(old) < tiny, 0.0, old.astype(np.float64))
+                n = np.where(np.abs(new) < tiny, 0.0, new.astype(np.float64))
+                r = (o + n).astype(np.float32)
+                return np.where(np.abs(r) < np.float32(tiny), np.copysign(np.float32(0), r), r)
+            return exact.astype(dt)
+        return old + new
+    if op in ("min", "max"):
+        return (np.minimum if op == "min" else np.maximum)(old, new)
+    if op == "xor":
+        return old ^ new
+    if op == "inc":
+        return np.where(old >= new, 0, old + 1).astype(dt)
+    if op == "dec":
+        return np.where((old == 0) | (old > new), new, old - 1).astype(dt)
+    raise AssertionError(op)
+
+
+def expected_store(case, tensor, img) -> np.ndarray:
+    idx, inside = _box_indices(case)
+    dt = _DT[case.dtype]
+    nbytes = T.box_bytes(case)
+    where = _physical(case.dst_offset + 16 * np.arange(nbytes // 16), case.swizzle)
+    logical = img[(where[:, None] + np.arange(16)).reshape(-1)].view(dt).reshape(inside.shape)
+    out = tensor.copy()
+    view = _logical(case, out)
+    sel = tuple(i[inside] for i in idx)
+    if case.kind == "store":
+        view[sel] = logical[inside]
+    else:
+        view[sel] = _reduce(case.op, case.dtype, view[sel], logical[inside])
+    return out
+
+
+def _map_buffer(tm) -> np.ndarray:
+    buf = np.zeros(128, np.uint8)
+    buf[:] = np.frombuffer(tm.bytes, np.uint8)
+    return buf
+
+
+def run_case(case, map_param: bool, arrays=None, tmap=None):
+    a = T.arrays(case) if arrays is None else {k: v.copy() for k, v in arrays.items()}
+    tm = _map(case, a["tensor"]) if tmap is None else tmap
+    m = tm if map_param else _map_buffer(tm)
+    coords = [np.int32(c) for c in case.coords]
+    if case.kind == "load":
+        mod = fp.load(T.load_ptx(case, map_param))
+        out = np.zeros(T.smem_bytes(case), np.uint8)
+        fp.launch(mod.kernel("tma_load"), 1, 128, [m, out, *coords], check="initcheck")
+        return a, out
+    mod = fp.load(T.store_ptx(case, map_param))
+    fp.launch(mod.kernel("tma_store"), 1, 128, [m, a["img"], *coords], check="memcheck")
+    return a, a["tensor"]
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+@pytest.mark.parametrize("case", [c for c in T.CASES if c.kind == "load"], ids=lambda c: c.name)
+def test_tensor_load(case):
+    a, out = run_case(case, map_param=case.rank % 2 == 0)
+    want = expected_load(case, a["tensor"])
+    assert np.array_equal(out, want), f"first differing byte {np.flatnonzero(out != want)[:8]}"
+
+
+@pytest.mark.parametrize("case", [c for c in T.CASES if c.kind != "load"], ids=lambda c: c.name)
+def test_tensor_store_and_reduce(case):
+    before = T.arrays(case)
+    _, after = run_case(case, map_param=case.rank % 2 == 1, arrays=before)
+    want = expected_store(case, before["tensor"], before["img"])
+    assert np.array_equal(_bits(after), _bits(want)), np.argwhere(_bits(after) != _bits(want))[:8]
+
+
+def test_map_in_global_memory_and_param_agree():
+    case = next(c for c in T.CASES if c.name == "load2d_sw128_narrow")
+    a = T.arrays(case)
+    _, via_param = run_case(case, True, arrays=a)
+    _, via_global = run_case(case, False, arrays=a)
+    assert np.array_equal(via_param, via_global)
+
+
+def test_swizzle_changes_the_image():
+    """The oracle itself: a 128B-swizzled image differs from the plain one and holds the same bytes."""
+    case = next(c for c in T.CASES if c.name == "load2d_sw128")
+    plain = next(c for c in T.CASES if c.name == "load2d_none")
+    a = T.arrays(case)
+    sw, no = expected_load(case, a["tensor"]), expected_load(plain, a["tensor"])
+    assert not np.array_equal(sw, no) and np.array_equal(np.sort(sw), np.sort(no))
+
+
+@pytest.mark.parametrize("reduce", [None, ".add.f32", ".add.noftz.f16", ".min.u32", ".xor.b64", ".add.f64"])
+def test_bulk_copy(reduce):
+    size = 512
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, 2**32, size // 4, dtype=np.uint32)
+    if reduce and "f" in reduce.split(".")[-1]:
+        dt = np.dtype(reduce.split(".")[-1].replace("f", "f") and {"f32": "f4", "f16": "f2", "f64": "f8"}[reduce[-3:]])
+        src = (rng.standard_normal(size // dt.itemsize) * 8).astype(dt).view(np.uint32)
+    dst0 = rng.integers(0, 2**32, size // 4, dtype=np.uint32)
+    if reduce and "f" in reduce.split(".")[-1]:
+        dst0 = (rng.standard_normal(size // dt.itemsize) * 8).astype(dt).view(np.uint32)
+    dst = dst0.copy()
+    mod = fp.load(T.bulk_ptx(size, reduce))
+    fp.launch(mod.kernel("bulk_copy"), 1, 32, [src, dst], check="racecheck")
+    if reduce is None:
+        want = src
+    else:
+        op, t = reduce.split(".")[1], reduce.split(".")[-1]
+        dt = {"f32": "f4", "f16": "f2", "f64": "f8", "u32": "u4", "b64": "u8"}[t]
+        want = _reduce(op, dt, dst0.view(_DT[dt]), src.view(_DT[dt])).view(np.uint32)
+    assert np.array_equal(dst, want)
+
+
+def test_pipeline_on_expect_tx_and_parity():
+    tiles = 6
+    x = np.arange(tiles * 8 * 32, dtype=np.float32).reshape(tiles * 8, 32) * np.float32(0.5)
+    tm = fp.tensor_map_tiled(x, data_type="FLOAT32", global_dim=(32, tiles * 8), global_strides=(128,), box_dim=(32, 8))
+    out = np.zeros_like(x)
+    mod = fp.load(T.pipeline_ptx(tiles))
+    fp.launch(mod.kernel("pipeline"), 1, 64, [_map_buffer(tm), out], check="racecheck")
+    assert np.array_equal(out, x)
+
+
+# -- refusals -----------------------------------------------------------------------------------------------------
+
+
+def _tiled(**kw):
+    a = kw.pop("array", np.zeros((64, 64), np.float16))
+    args = dict(data_type="FLOAT16", global_dim=(64, 64), global_strides=(128,), box_dim=(64, 8))
+    args.update(kw)
+    return fp.tensor_map_tiled(a, **args)
+
+
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        (dict(box_dim=(64, 257)), "box_dim[1] = 257: must be 1..256"),
+        (dict(global_strides=(120,)), "global_strides[0] = 120: must be a positive multiple of 16"),
+        (dict(array=np.zeros(4104, np.uint8)[8:].view(np.float16).reshape(64, 32)), "must be 16-byte aligned"),
+        (dict(box_dim=(4, 8)), "multiple of 16 bytes"),
+        (dict(box_dim=(64, 8), swizzle="64B"), "at most the swizzle span (64 bytes"),
+        (dict(element_strides=(1, 9)), "element_strides[1] = 9: must be 1..8"),
+        (dict(global_dim=(64, 65)), "past the"),
+        (dict(data_type="UINT16", oob_fill="NAN_REQUEST_ZERO_FMA"), "only for floating-point data types"),
+        (dict(global_dim=(1,) * 6, global_strides=(16,) * 5, box_dim=(1,) * 6), "tensorRank 6 must be 1..5"),
+        (dict(global_strides=()), "global_strides: 1 entries expected"),
+        (dict(swizzle="128B_ATOM_32B"), "sm_100"),
+        (dict(data_type="FLOAT17"), "data_type: unknown name"),
+        (dict(interleave="32B", global_dim=(8, 8, 8), global_strides=(32, 256), box_dim=(8, 8, 8)), "SWIZZLE_32B"),
+    ],
+)
+def test_bad_maps(kw, words):
+    with pytest.raises(ValueError, match=None) as info:
+        _tiled(**kw)
+    assert words in str(info.value), str(info.value)
+
+
+def test_map_enums_by_name_and_number_agree():
+    a = np.zeros((64, 64), np.float16)
+    by_name = _tiled(array=a, data_type="CU_TENSOR_MAP_DATA_TYPE_FLOAT16", swizzle="CU_TENSOR_MAP_SWIZZLE_128B")
+    by_number = _tiled(array=a, data_type=6, swizzle=3)
+    assert by_name.bytes == by_number.bytes and len(by_name.bytes) == 128
+
+
+def _load_case(**kw):
+    base = next(c for c in T.CASES if c.name == "load2d_sw128")
+    return T.Case(**{**base.__dict__, **kw})
+
+
+def test_destination_must_be_128_byte_aligned():
+    case = _load_case(name="misaligned", dst_offset=64)
+    with pytest.raises(fp.MemoryFault, match="128-byte aligned") as info:
+        run_case(case, map_param=True)
+    assert info.value.line is not None and "cp.async.bulk.tensor destination" in str(info.value)
+
+
+def test_destination_past_shared_memory():
+    case = _load_case(name="past", dst_offset=128)
+    a = T.arrays(case)
+    ptx = T.load_ptx(case, True).replace(f"add.u32 %r9, %r3, {case.dst_offset};", "add.u32 %r9, %r3, 2048;")
+    mod = fp.load(ptx)
+    out = np.zeros(T.smem_bytes(case), np.uint8)
+    with pytest.raises(fp.MemoryFault, match="bytes of shared memory"):
+        fp.launch(mod.kernel("tma_load"), 1, 128, [_map(case, a["tensor"]), out, np.int32(0), np.int32(8)])
+
+
+def test_not_a_tensor_map():
+    case = _load_case(name="garbage")
+    a = T.arrays(case)
+    mod = fp.load(T.load_ptx(case, False))
+    garbage = np.arange(128, dtype=np.uint8)
+    out = np.zeros(T.smem_bytes(case), np.uint8)
+    with pytest.raises(fp.SimulationError, match="not a flashsim tensor map"):
+        fp.launch(mod.kernel("tma_load"), 1, 128, [garbage, out, np.int32(0), np.int32(8)])
+    del a
+
+
+def test_tx_underflow_names_the_mbarrier_and_line():
+    """The box is 2048 bytes, the phase expects 1024: the copy completes more than expected."""
+    case = _load_case(name="short")
+    ptx = T.load_ptx(case, True).replace("b64 _, [%r8], 2048;", "b64 _, [%r8], 1024;")
+    mod = fp.load(ptx)
+    a = T.arrays(case)
+    out = np.zeros(T.smem_bytes(case), np.uint8)
+    with pytest.raises(fp.SimulationError, match="tx-count underflow") as info:
+        fp.launch(mod.kernel("tma_load"), 1, 128, [_map(case, a["tensor"]), out, np.int32(0), np.int32(8)])
+    msg = str(info.value)
+    assert "mbarrier at shared offset" in msg and "1024 more bytes" in msg
+    line = next(i for i, s in enumerate(ptx.splitlines(), 1) if "cp.async.bulk.tensor" in s)
+    assert info.value.line == line and info.value.thread == (0, 0, 0)
+
+
+_TX_KERNEL = """.version 8.3
+.target sm_90a
+.address_size 64
+.visible .entry k()
+{
+\t.reg .b32 %r<4>;
+\t.shared .align 8 .b64 bar;
+\tmov.u32 %r1, bar;
+\tmbarrier.init.shared::cta.b64 [%r1], 1;
+\tmbarrier.expect_tx.shared::cta.b64 [%r1], EXPECT;
+\tmbarrier.complete_tx.shared::cta.b64 [%r1], COMPLETE;
+\tmbarrier.arrive.shared::cta.b64 _, [%r1];
+\tret;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "expect, complete, words",
+    [(100, 200, "100 more bytes completed than the phase expected"), (1 << 20, 0, "tx-count overflow")],
+)
+def test_tx_count_errors(expect, complete, words):
+    mod = fp.load(_TX_KERNEL.replace("EXPECT", str(expect)).replace("COMPLETE", str(complete)))
+    with pytest.raises(fp.SimulationError, match=words):
+        fp.launch(mod.kernel("k"), 1, 1, [])
+
+
+def test_tx_count_balanced_completes_the_phase():
+    mod = fp.load(_TX_KERNEL.replace("EXPECT", "300").replace("COMPLETE", "300"))
+    fp.launch(mod.kernel("k"), 1, 1, [])
+
+
+def test_refusals_are_clear():
+    case = _load_case(name="mc")
+    ptx = T.load_ptx(case, True).replace(
+        "complete_tx::bytes [%r9], [%rd1, {%r20, %r21}], [%r8];",
+        "complete_tx::bytes.multicast::cluster [%r9], [%rd1, {%r20, %r21}], [%r8], %rs1;",
+    ).replace(".reg .b32 %r<32>;", ".reg .b32 %r<32>;\n\t.reg .b16 %rs<2>;")
+    mod = fp.load(ptx)
+    assert any("multicast::cluster needs clusters" in str(e) for e in mod.kernel("tma_load").program.unsupported)
+    im2col = ptx.replace(".tile.mbarrier", ".im2col.mbarrier")
+    assert any("im2col" in str(e) for e in fp.load(im2col).kernel("tma_load").program.unsupported)
+
+
+# -- tensor maps edited on the device --------------------------------------------------------------------------------
+
+_REPLACE = """.version 8.3
+.target sm_90a
+.address_size 64
+.visible .entry edit(.param .u64 gmap, .param .u64 addr, .param .u64 out)
+{
+\t.reg .pred %p<4>;
+\t.reg .b32 %r<16>;
+\t.reg .b64 %rd<8>;
+\t.shared .align 128 .b8 tm[128];
+\t.shared .align 1024 .b8 smem[1024];
+\t.shared .align 8 .b64 bar;
+\tmov.u32 %r1, %tid.x;
+\tmov.u32 %r2, tm;
+\tshl.b32 %r3, %r1, 2;
+\tadd.u32 %r3, %r2, %r3;
+\tmov.u32 %r4, 0;
+\tst.shared.u32 [%r3], %r4;
+\tbar.warp.sync -1;
+\tsetp.ne.u32 %p1, %r1, 0;
+\tld.param.u64 %rd1, [gmap];
+\tld.param.u64 %rd2, [addr];
+\tcvt.u64.u32 %rd3, %r2;
+\t@%p1 bra $Lcopy;
+\ttensormap.replace.tile.global_address.shared::cta.b1024.b64 [%rd3], %rd2;
+\ttensormap.replace.tile.rank.shared::cta.b1024.b32 [%rd3], 1;
+\tmov.u32 %r5, 32;
+\ttensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%rd3], 0, %r5;
+\tmov.u32 %r5, 8;
+\ttensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%rd3], 1, %r5;
+\tmov.u32 %r5, 32;
+\ttensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%rd3], 0, %r5;
+\tmov.u32 %r5, 16;
+\ttensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%rd3], 1, %r5;
+\tmov.u64 %rd4, 128;
+\ttensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%rd3], 0, %rd4;
+\tmov.u32 %r5, 1;
+\ttensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%rd3], 0, %r5;
+\ttensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%rd3], 1, %r5;
+\ttensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%rd3], 7;
+\ttensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%rd3], 3;
+$Lcopy:
+\tbar.warp.sync -1;
+\ttensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd1], [%rd3], 128;
+\tfence.proxy.tensormap::generic.acquire.gpu [%rd1], 128;
+\t@%p1 bra $Lend;
+\tmov.u32 %r8, bar;
+\tmbarrier.init.shared::cta.b64 [%r8], 1;
+\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], 1024;
+\tmov.u32 %r9, smem;
+\tmov.u32 %r10, 4;
+\tcp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes [%r9], [%rd1, {%r4, %r10}], [%r8];
+$Lwait:
+\tmbarrier.try_wait.parity.shared::cta.b64 %p2, [%r8], 0;
+\t@!%p2 bra $Lwait;
+\tld.param.u64 %rd5, [out];
+\tmov.u32 %r11, 0;
+$Lout:
+\tadd.u32 %r12, %r9, %r11;
+\tld.shared.v4.u32 {%r4, %r5, %r6, %r7}, [%r12];
+\tcvt.u64.u32 %rd6, %r11;
+\tadd.u64 %rd7, %rd5, %rd6;
+\tst.global.v4.u32 [%rd7], {%r4, %r5, %r6, %r7};
+\tadd.u32 %r11, %r11, 16;
+\tsetp.lt.u32 %p3, %r11, 1024;
+\t@%p3 bra $Lout;
+$Lend:
+\tret;
+}
+"""
+
+
+def test_tensormap_replace_builds_a_map_on_the_device():
+    """Triton's device-side descriptor sequence: 128 zero bytes in shared memory, tensormap.replace of each field,
+    tensormap.cp_fenceproxy to global memory, fence.proxy.tensormap::generic.acquire, then a TMA load through it."""
+    x = np.random.default_rng(5).standard_normal((16, 32)).astype(np.float32)
+    gmap = np.zeros(128, np.uint8)
+    out = np.zeros(1024, np.uint8)
+    mod = fp.load(_REPLACE)
+    fp.launch(mod.kernel("edit"), 1, 32, [gmap, np.uint64(fp.address(x)), out])
+    host = fp.tensor_map_tiled(
+        x, data_type="FLOAT32", global_dim=(32, 16), global_strides=(128,), box_dim=(32, 8), swizzle="128B"
+    )
+    assert gmap.tobytes() == host.bytes
+    case = T.Case("edit", "load", "f4", "FLOAT32", (16, 32), (32, 8), (0, 4), swizzle="128B")
+    assert np.array_equal(out, expected_load(case, x)[:1024])
+
+
+# -- silicon ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not CAPTURE.exists(), reason=f"no H200 capture yet ({CAPTURE}: python -m flashsim.gpu.capture.tma)")
+def test_replay_h200_capture():
+    """Every case the GPU ran (the driver's map in global memory), rerun here with flashsim's map: the shared-memory
+    images and tensors bit for bit."""
+    cap = np.load(CAPTURE, allow_pickle=False)
+    names = [str(n) for n in cap["names"]]
+    failed = []
+    for case in T.CASES:
+        if case.name not in names:
+            continue
+        arrays = {k.split("/", 1)[1]: cap[k] for k in cap.files if k.startswith(f"in_{case.name}/")}
+        _, got = run_case(case, map_param=False, arrays=arrays)
+        want = cap[f"out_{case.name}"]
+        if not np.array_equal(_bits(np.asarray(got).reshape(-1).view(np.uint8)), want.reshape(-1).view(np.uint8)):
+            failed.append(case.name)
+    assert not failed, f"differ from the H200: {failed}"
