@@ -145,8 +145,16 @@ class TensorMap:
     @property
     def bytes(self) -> bytes:
         head = struct.pack(
-            "<4s8B", MAGIC, VERSION, self.rank - 1, self.elemtype, self.interleave, self.swizzle,
-            self.swizzle_atomicity, self.fill, self.l2_promotion,
+            "<4s8B",
+            MAGIC,
+            VERSION,
+            self.rank - 1,
+            self.elemtype,
+            self.interleave,
+            self.swizzle,
+            self.swizzle_atomicity,
+            self.fill,
+            self.l2_promotion,
         )
         pad = lambda t, n: tuple(t) + (0,) * (n - len(t))  # noqa: E731
         out = bytearray(SIZE)

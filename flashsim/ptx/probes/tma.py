@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - a base dependency
     _BF16 = None
 
 __all__ = ["Case", "CASES", "load_ptx", "store_ptx", "bulk_ptx", "pipeline_ptx", "arrays", "smem_bytes", "dims"]
+__all__ += ["BULK", "bulk_inputs", "bulk_name"]
 
 _DTYPES = {"f2": np.dtype(np.float16), "f4": np.dtype(np.float32), "u1": np.dtype(np.uint8)}
 _DTYPES.update({"u2": np.dtype(np.uint16), "u4": np.dtype(np.uint32), "i4": np.dtype(np.int32), "bf16": _BF16})
@@ -136,7 +137,7 @@ def arrays(case: Case, seed: int = 0) -> dict:
     if case.kind in ("store", "reduce"):
         size = smem_bytes(case)
         if case.dtype in ("f2", "f4", "f8", "bf16"):
-            y = (rng.standard_normal(size // dt.itemsize) * np.exp2(rng.integers(-20, 8, size // dt.itemsize)))
+            y = rng.standard_normal(size // dt.itemsize) * np.exp2(rng.integers(-20, 8, size // dt.itemsize))
             img = y.astype(dt).view(np.uint8)
         else:
             img = rng.integers(0, 256, size, dtype=np.uint8)
@@ -144,6 +145,31 @@ def arrays(case: Case, seed: int = 0) -> dict:
                 img = (img.view(dt) % 64).astype(dt).view(np.uint8)
         out["img"] = np.ascontiguousarray(img)
     return out
+
+
+# the bulk-copy cases: a plain copy and cp.reduce.async.bulk into global memory (operation and type modifiers)
+BULK = (None, ".add.f32", ".add.noftz.f16", ".min.u32", ".xor.b64", ".add.f64")
+
+
+def bulk_inputs(reduce, size: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) of a bulk-copy case, as uint32 words: seeded; floats for the float reductions, subnormals and
+    zeros among them (f32 add flushes them, f16 keeps them)."""
+    rng = np.random.default_rng(3)
+    t = reduce.split(".")[-1] if reduce else "u32"
+    if t[0] == "f":
+        dt = np.dtype({"f32": np.float32, "f16": np.float16, "f64": np.float64}[t])
+        n = size // dt.itemsize
+
+        def make():
+            with np.errstate(over="ignore", under="ignore"):
+                return (rng.standard_normal(n) * np.exp2(rng.integers(-140, 8, n))).astype(dt)
+
+        return make().view(np.uint32), make().view(np.uint32)
+    return rng.integers(0, 2**32, size // 4, dtype=np.uint32), rng.integers(0, 2**32, size // 4, dtype=np.uint32)
+
+
+def bulk_name(reduce) -> str:
+    return "bulk" + (reduce or "_copy").replace(".", "_")
 
 
 _HEAD = """.version 8.3
@@ -292,7 +318,9 @@ def bulk_ptx(size: int, reduce: str | None = None) -> str:
     -> global (bulk_group), or with ``reduce`` (".add.f32", ".add.noftz.f16", ".min.u32" ...) cp.reduce.async.bulk
     into ``dst``."""
     store = (
-        f"cp.reduce.async.bulk.global.shared::cta.bulk_group{reduce}" if reduce else "cp.async.bulk.global.shared::cta.bulk_group"
+        f"cp.reduce.async.bulk.global.shared::cta.bulk_group{reduce}"
+        if reduce
+        else "cp.async.bulk.global.shared::cta.bulk_group"
     )
     return (
         _HEAD
@@ -391,7 +419,8 @@ $Lfree:
 \tadd.u32 %r17, %r3, %r17;
 \tshl.b32 %r18, %r10, 3;
 \tmov.u32 %r19, 0;
-\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r17], [%rd1, {{%r19, %r18}}], [%r16];
+\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+\t\t[%r17], [%rd1, {{%r19, %r18}}], [%r16];
 \tadd.u32 %r10, %r10, 1;
 \tsetp.lt.u32 %p6, %r10, {tiles};
 \t@%p6 bra $Lproduce;

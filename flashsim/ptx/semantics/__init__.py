@@ -3,4 +3,16 @@ instruction table (flashsim.ptx.isa). Each module says which opcodes and forms i
 
 from . import asynchronous, atomic, bulk, control, convert, data, floating, integer, matrix, special, warp
 
-__all__ = ["asynchronous", "atomic", "bulk", "control", "convert", "data", "floating", "integer", "matrix", "special", "warp"]
+__all__ = [
+    "asynchronous",
+    "atomic",
+    "bulk",
+    "control",
+    "convert",
+    "data",
+    "floating",
+    "integer",
+    "matrix",
+    "special",
+    "warp",
+]
