@@ -215,6 +215,75 @@ def test_pipeline_on_expect_tx_and_parity():
     assert np.array_equal(out, x)
 
 
+_CUDA = r"""
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+struct alignas(64) TensorMap { uint64_t opaque[16]; };  // cuda.h's CUtensorMap (NVRTC has no cuda.h)
+struct Params { TensorMap a; float* out; };
+
+__device__ void load(const TensorMap* tmap, float* smem, uint64_t* bar, int x, int y) {
+  uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+  uint32_t b = (uint32_t)__cvta_generic_to_shared(bar);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 1024;" :: "r"(b));
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" :: "r"(s), "l"(tmap), "r"(x), "r"(y), "r"(b) : "memory");
+  }
+  __syncthreads();
+  asm volatile("{ .reg .pred p; W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0; @!p bra W; }"
+               :: "r"(b) : "memory");
+}
+
+extern "C" __global__ void by_param(const __grid_constant__ TensorMap tmap, float* out, int x, int y) {
+  __shared__ alignas(1024) float smem[8 * 32];
+  __shared__ alignas(8) uint64_t bar;
+  load(&tmap, smem, &bar, x, y);
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) out[i] = smem[i];
+}
+
+extern "C" __global__ void in_struct(const __grid_constant__ Params p, int x, int y) {
+  __shared__ alignas(1024) float smem[8 * 32];
+  __shared__ alignas(8) uint64_t bar;
+  load(&p.a, smem, &bar, x, y);
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) p.out[i] = smem[i];
+}
+"""
+
+
+@pytest.mark.nvrtc
+def test_cuda_kernels_take_the_map_as_grid_constant_or_in_a_struct():
+    """nvcc-style PTX (cvta.param of the map's parameter): a __grid_constant__ map, and one inside a params struct
+    (FlashAttention-3's and CUTLASS's way), given as TensorMap and as its bytes."""
+    mod = fp.compile(_CUDA, arch="sm_90a")
+    x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+    tm = fp.tensor_map_tiled(x, data_type="FLOAT32", global_dim=(32, 16), global_strides=(128,), box_dim=(32, 8))
+    out = np.zeros(256, np.float32)
+    fp.launch(mod.kernel("by_param"), 1, 64, [tm, out, np.int32(0), np.int32(5)])
+    assert np.array_equal(out.reshape(8, 32), x[5:13])
+    out[:] = 0
+    params = tm.bytes + int(fp.address(out)).to_bytes(8, "little") + bytes(56)
+    fp.launch(mod.kernel("in_struct"), 1, 64, [params, np.int32(0), np.int32(7)])
+    assert np.array_equal(out.reshape(8, 32), x[7:15])
+
+
+def test_a_read_before_the_wait_sees_the_old_bytes():
+    """The copy lands when the mbarrier is polled, not when it is issued: thread 0 reads its destination right
+    after issuing and gets what was there (zero), then the box after its wait."""
+    case = _load_case(name="early")
+    size = T.smem_bytes(case)
+    ptx = T.load_ptx(case, True).replace(
+        "$Lwait:\n",
+        f"\tld.shared.u32 %r15, [%r9];\n\tld.param.u64 %rd3, [out];\n\tst.global.u32 [%rd3+{size}], %r15;\n$Lwait:\n",
+    )
+    a = T.arrays(case)
+    out = np.zeros(size + 16, np.uint8)
+    out[size : size + 4] = 0xAB
+    fp.launch(fp.load(ptx).kernel("tma_load"), 1, 32, [_map(case, a["tensor"]), out, np.int32(0), np.int32(8)])
+    assert out[size : size + 4].tolist() == [0, 0, 0, 0]
+    assert np.array_equal(out[: T.smem_bytes(case)], expected_load(case, a["tensor"]))
+
+
 # -- refusals -----------------------------------------------------------------------------------------------------
 
 
@@ -331,9 +400,24 @@ def test_tx_count_errors(expect, complete, words):
         fp.launch(mod.kernel("k"), 1, 1, [])
 
 
-def test_tx_count_balanced_completes_the_phase():
-    mod = fp.load(_TX_KERNEL.replace("EXPECT", "300").replace("COMPLETE", "300"))
-    fp.launch(mod.kernel("k"), 1, 1, [])
+def test_tx_count_may_go_negative_before_its_expect():
+    """complete_tx before expect_tx is legal (the range is -(2^20 - 1) .. 2^20 - 1): the phase then completes."""
+    ptx = _TX_KERNEL.replace("EXPECT", "300").replace("COMPLETE", "300")
+    lines = ptx.splitlines()
+    i = next(k for k, s in enumerate(lines) if "expect_tx" in s)
+    lines[i], lines[i + 1] = lines[i + 1], lines[i]  # complete first
+    ptx = "\n".join(lines).replace(
+        "\tret;",
+        "\tmbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
+        "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1], %r2;\n\tret;",
+    )
+    ptx = ptx.replace(".visible .entry k()", ".visible .entry k(.param .u64 out)").replace(
+        "\tmov.u32 %r1, bar;",
+        "\t.reg .pred %p<2>;\n\t.reg .b64 %rd<2>;\n\tld.param.u64 %rd1, [out];\n\tmov.u32 %r1, bar;",
+    )
+    out = np.zeros(1, np.uint32)
+    fp.launch(fp.load(ptx).kernel("k"), 1, 1, [out])
+    assert out[0] == 1
 
 
 def test_refusals_are_clear():
@@ -439,6 +523,35 @@ def test_tensormap_replace_builds_a_map_on_the_device():
     assert gmap.tobytes() == host.bytes
     case = T.Case("edit", "load", "f4", "FLOAT32", (16, 32), (32, 8), (0, 4), swizzle="128B")
     assert np.array_equal(out, expected_load(case, x)[:1024])
+
+
+_REPLACE_GLOBAL = """.version 8.3
+.target sm_90a
+.address_size 64
+.visible .entry edit(.param .u64 gmap)
+{
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<4>;
+\tld.param.u64 %rd1, [gmap];
+\tmov.u32 %r1, 8;
+\ttensormap.replace.tile.box_dim.global.b1024.b32 [%rd1], 1, %r1;
+\ttensormap.replace.tile.swizzle_mode.global.b1024.b32 [%rd1], 2;
+\ttensormap.replace.tile.fill_mode.global.b1024.b32 [%rd1], 1;
+\tfence.proxy.tensormap::generic.release.gpu;
+\tret;
+}
+"""
+
+
+def test_tensormap_replace_in_global_memory():
+    x = np.zeros((40, 32), np.float16)
+    before = fp.tensor_map_tiled(x, data_type="FLOAT16", global_dim=(32, 40), global_strides=(64,), box_dim=(32, 16))
+    after = fp.tensor_map_tiled(
+        x, data_type="FLOAT16", global_dim=(32, 40), global_strides=(64,), box_dim=(32, 8), swizzle="64B", oob_fill=1
+    )
+    gmap = _map_buffer(before)
+    fp.launch(fp.load(_REPLACE_GLOBAL).kernel("edit"), 1, 1, [gmap])
+    assert gmap.tobytes() == after.bytes
 
 
 # -- silicon ----------------------------------------------------------------------------------------------------

@@ -395,6 +395,7 @@ class MBarriers:
             self._check_tx(np.array([i]), np.array([t]), f"the completion of {len(copies)} bulk copies ({total} bytes)")
             self._complete(np.array([i]))
             self.m.current_pc = pc
+            self.m.progress += 1
 
     def done(self, g, addr, phase_or_parity, parity: bool) -> np.ndarray:
         """Whether the phase each lane names (its state token, or with ``parity`` the phase parity) completed."""
