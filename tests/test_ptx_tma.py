@@ -6,6 +6,8 @@ of the H200's capture (flashsim.gpu.capture.tma) when it is in tests/data/."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import pathlib
 
 import numpy as np
@@ -563,6 +565,11 @@ def test_replay_h200_capture():
     images and tensors bit for bit."""
     cap = np.load(CAPTURE, allow_pickle=False)
     names = [str(n) for n in cap["names"]]
+    shas = json.loads(str(cap["meta"]))["ptx_sha256"]
+    today = {c.name: (T.load_ptx(c) if c.kind == "load" else T.store_ptx(c)) for c in T.CASES}
+    today.update({T.bulk_name(r): T.bulk_ptx(T.bulk_inputs(r)[0].nbytes, r) for r in T.BULK})
+    stale = [n for n in names if hashlib.sha256(today[n].encode()).hexdigest() != shas[n]]
+    assert not stale, f"the PTX of {stale} changed after the capture: re-capture (python -m flashsim.gpu.capture.tma)"
     failed = []
     for case in T.CASES:
         if case.name not in names:

@@ -262,23 +262,22 @@ def _async_shared(m, block: int, phys, data, t: int, write: bool, pc):
     return out
 
 
-def _deliver(m, t: int, block: int, phys, image: np.ndarray, mbar: int, nbytes: int) -> None:
-    """Copy ``image`` (bytes) into block ``block``'s shared memory, 16-byte chunk k at ``phys[k]`` (the swizzled
-    destination), once the mbarrier object ``mbar`` of that block lets the program rely on it, completing
-    ``nbytes`` on it then. One destination CTA: a multicast is this for each CTA of its mask."""
+def _deliver(m, t: int, block: int, offset: int, image: np.ndarray, mode: str, mbar: int, align: int, what: str):
+    """The destination side of a copy into shared memory: ``image`` (bytes) goes to wave block ``block``'s shared
+    memory at ``offset``, swizzled by ``mode`` (checked now: ``align`` and the block's bounds), when the mbarrier at
+    shared offset ``mbar`` of that block lets the program rely on it, completing the image's bytes on it then. A
+    multicast is this for each CTA of its mask, at the same offsets."""
+    phys = _check_shared(m, t, offset, image.size, align, what, mode)
+    obj = asynchronous.barriers(m).id_of(block, mbar, t)
     pc = m.current_pc
     chunks = image.reshape(-1, 16)
+    nbytes = int(image.size)
 
     def perform():
         _async_shared(m, block, phys, chunks, t, True, pc)
         return nbytes
 
-    asynchronous.barriers(m).track(mbar, perform, nbytes, t)
-
-
-def _mbarrier(m, t: int, addr: int) -> tuple[int, int]:
-    block, offset = _cluster_target(m, t, addr, ".shared::cluster")
-    return block, asynchronous.barriers(m).id_of(block, offset, t)
+    asynchronous.barriers(m).track(obj, perform, nbytes, t)
 
 
 def _fill(tm) -> bytes:
@@ -430,16 +429,15 @@ def _tensor_load(d: Decoded, rank: int, hint: bool):
             if tm.interleave:
                 raise m.error("interleaved tensor maps are not simulated (tile mode without interleave only)", t)
             block, offset = _cluster_target(m, t, int(dsts[k]), ".shared::cluster")
-            nbytes = tm.box_bytes
-            phys = _check_shared(m, t, offset, nbytes, 128, "cp.async.bulk.tensor destination", tm.swizzle_mode)
-            _mb_block, obj = _mbarrier(m, t, int(mbars[k]))
+            _mb_block, mb_offset = _cluster_target(m, t, int(mbars[k]), ".shared::cluster")
             gaddr, inside = _box(tm, coords[:, k])
             esize = tm.element_size
             data = np.frombuffer(_fill(tm) * inside.size, np.uint8).reshape(-1, esize).copy()
             if inside.any():
                 sel = gaddr[inside].astype(np.uint64)
                 data[inside] = m.mem.load(".global", sel, esize, np.full(sel.size, t))
-            _deliver(m, t, block, phys, data.reshape(-1), obj, nbytes)
+            what = "cp.async.bulk.tensor destination"
+            _deliver(m, t, block, offset, data.reshape(-1), tm.swizzle_mode, mb_offset, 128, what)
 
     return d.op(run)
 
@@ -508,11 +506,10 @@ def _load(d: Decoded, hint: bool):
             n = int(sizes[k])
             _check_size(m, t, n, int(srcs[k]), "source")
             block, offset = _cluster_target(m, t, int(dsts[k]), ".shared::cluster")
-            phys = _check_shared(m, t, offset, n, 16, "cp.async.bulk destination")
-            _mb_block, obj = _mbarrier(m, t, int(mbars[k]))
+            _mb_block, mb_offset = _cluster_target(m, t, int(mbars[k]), ".shared::cluster")
             addr = np.uint64(srcs[k]) + np.uint64(16) * np.arange(n // 16, dtype=np.uint64)
             image = m.mem.load(".global", addr, 16, np.full(addr.size, t)).reshape(-1)
-            _deliver(m, t, block, phys, image, obj, n)
+            _deliver(m, t, block, offset, image, "none", mb_offset, 16, "cp.async.bulk destination")
 
     return d.op(run)
 
