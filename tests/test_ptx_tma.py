@@ -91,7 +91,12 @@ def _reduce(op: str, dtype: str, old, new):
             return exact.astype(dt)
         return old + new
     if op in ("min", "max"):
-        return (np.minimum if op == "min" else np.maximum)(old, new)
+        r = (np.minimum if op == "min" else np.maximum)(old, new)
+        if dt.kind == "f":  # -0 < +0, as PTX's min / max order them
+            zeros = (old == 0) & (new == 0)
+            neg = (np.signbit(old) | np.signbit(new)) if op == "min" else (np.signbit(old) & np.signbit(new))
+            r = np.where(zeros, np.where(neg, -0.0, 0.0).astype(dt), r)
+        return r
     if op == "xor":
         return old ^ new
     if op == "inc":

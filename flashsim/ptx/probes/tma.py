@@ -122,12 +122,13 @@ def arrays(case: Case, seed: int = 0) -> dict:
     padded = case.shape[:-1] + (case.shape[-1] + case.pad,)
     n = int(np.prod(padded))
     if case.dtype in ("f2", "f4", "f8", "bf16"):
-        if case.kind == "reduce":  # sums of moderate values: no NaN, so that every bit is compared meaningfully
+        if case.kind == "reduce":  # moderate values, no NaN, a few subnormals (f32 add flushes them: the ISA's note)
             x = rng.standard_normal(n) * np.exp2(rng.integers(-20, 8, n))
+            x[rng.random(n) < 0.1] *= 2.0**-130
         else:
             x = rng.standard_normal(n) * np.exp2(rng.integers(-30, 30, n))
             x[rng.random(n) < 0.02] = np.inf
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", under="ignore"):
             tensor = x.astype(dt).reshape(padded)
     else:
         tensor = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt).reshape(padded)
@@ -137,8 +138,11 @@ def arrays(case: Case, seed: int = 0) -> dict:
     if case.kind in ("store", "reduce"):
         size = smem_bytes(case)
         if case.dtype in ("f2", "f4", "f8", "bf16"):
-            y = rng.standard_normal(size // dt.itemsize) * np.exp2(rng.integers(-20, 8, size // dt.itemsize))
-            img = y.astype(dt).view(np.uint8)
+            k = size // dt.itemsize
+            y = rng.standard_normal(k) * np.exp2(rng.integers(-20, 8, k))
+            y[rng.random(k) < 0.1] *= 2.0**-130
+            with np.errstate(under="ignore"):
+                img = y.astype(dt).view(np.uint8)
         else:
             img = rng.integers(0, 256, size, dtype=np.uint8)
             if case.op in ("inc", "dec"):
