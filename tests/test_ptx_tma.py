@@ -15,6 +15,7 @@ import pytest
 
 import flashsim.ptx as fp
 from flashsim.ptx.probes import tma as T
+from flashsim.ptx.sanitize import RaceCheck
 from flashsim.ptx.tensormap import OOB_NAN
 
 CAPTURE = pathlib.Path(__file__).parent / "data" / "ptx_tma" / "tma_sm90.npz"
@@ -441,6 +442,22 @@ def test_refusals_are_clear():
     assert any("multicast::cluster needs clusters" in str(e) for e in mod.kernel("tma_load").program.unsupported)
     im2col = ptx.replace(".tile.mbarrier", ".im2col.mbarrier")
     assert any("im2col" in str(e) for e in fp.load(im2col).kernel("tma_load").program.unsupported)
+
+
+@pytest.mark.skipif(
+    not hasattr(RaceCheck, "async_proxy_access"), reason="racecheck has no async-proxy tracking in this build"
+)
+def test_racecheck_a_tma_store_of_unfenced_generic_writes():
+    """The threads fill the store's shared source with st.shared: without fence.proxy.async before the bulk copy
+    reads it (through the async proxy) that is a hazard; with the fence, none."""
+    case = next(c for c in T.CASES if c.name == "store2d_none")
+    a = T.arrays(case)
+    tm = _map(case, a["tensor"])
+    fenced = fp.load(T.store_ptx(case, True))
+    fp.launch(fenced.kernel("tma_store"), 1, 128, [tm, a["img"], np.int32(0), np.int32(8)], check="racecheck")
+    unfenced = fp.load(T.store_ptx(case, True).replace("\tfence.proxy.async;\n", ""))
+    with pytest.raises(fp.RaceError, match="async"):
+        fp.launch(unfenced.kernel("tma_store"), 1, 128, [tm, a["img"], np.int32(0), np.int32(8)], check="racecheck")
 
 
 # -- tensor maps edited on the device --------------------------------------------------------------------------------
