@@ -391,6 +391,8 @@ class MBarriers:
                 self.m.current_pc = issued  # errors name the copy's line
                 total += perform()
             _perform, nbytes, t, issued = copies[-1]
+            if self.m.sanitizer is not None:  # complete-tx releases (PTX ISA): each copy's issuing thread's clock
+                self.m.sanitizer.mbarrier_arrive(np.full(len(copies), i), np.array([c[2] for c in copies]))
             self.tx[i] -= total
             self._check_tx(np.array([i]), np.array([t]), f"the completion of {len(copies)} bulk copies ({total} bytes)")
             self._complete(np.array([i]))
