@@ -428,20 +428,43 @@ def test_tx_count_may_go_negative_before_its_expect():
     assert out[0] == 1
 
 
-def test_refusals_are_clear():
-    case = _load_case(name="mc")
-    ptx = (
+def _multicast_ptx(case, mask: int) -> str:
+    return (
         T.load_ptx(case, True)
         .replace(
             "complete_tx::bytes [%r9], [%rd1, {%r20, %r21}], [%r8];",
             "complete_tx::bytes.multicast::cluster [%r9], [%rd1, {%r20, %r21}], [%r8], %rs1;",
         )
-        .replace(".reg .b32 %r<32>;", ".reg .b32 %r<32>;\n\t.reg .b16 %rs<2>;")
+        .replace(".reg .b32 %r<32>;", f".reg .b32 %r<32>;\n\t.reg .b16 %rs<2>;\n\tmov.u16 %rs1, {mask};")
     )
-    mod = fp.load(ptx)
-    assert any("multicast::cluster needs clusters" in str(e) for e in mod.kernel("tma_load").program.unsupported)
-    im2col = ptx.replace(".tile.mbarrier", ".im2col.mbarrier")
-    assert any("im2col" in str(e) for e in fp.load(im2col).kernel("tma_load").program.unsupported)
+
+
+def test_multicast_within_the_cluster():
+    """A launch without clusters is a cluster of one CTA per block: ctaMask 1 delivers to the CTA itself (as the
+    plain copy does), a mask naming another rank is an error naming it."""
+    case = _load_case(name="mc")
+    a = T.arrays(case)
+    out = np.zeros(T.smem_bytes(case), np.uint8)
+    args = [_map(case, a["tensor"]), out, np.int32(0), np.int32(8)]
+    fp.launch(fp.load(_multicast_ptx(case, 1)).kernel("tma_load"), 1, 128, args)
+    assert np.array_equal(out, expected_load(case, a["tensor"]))
+    with pytest.raises(fp.SimulationError, match="names CTA rank 1, past the cluster's 1 CTA"):
+        fp.launch(fp.load(_multicast_ptx(case, 3)).kernel("tma_load"), 1, 128, args)
+
+
+def test_remote_copy_needs_another_cta():
+    ptx = T.bulk_ptx(512).replace(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r3], [%rd1], 512, [%r8];",
+        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r3], [%r3], 512, [%r8];",
+    )
+    src, dst = T.bulk_inputs(None)
+    with pytest.raises(fp.SimulationError, match="must be in another CTA of the cluster"):
+        fp.launch(fp.load(ptx).kernel("bulk_copy"), 1, 32, [src, dst])
+
+
+def test_im2col_is_refused():
+    ptx = T.load_ptx(_load_case(name="i2c"), True).replace(".tile.mbarrier", ".im2col.mbarrier")
+    assert any("im2col" in str(e) for e in fp.load(ptx).kernel("tma_load").program.unsupported)
 
 
 @pytest.mark.skipif(

@@ -29,8 +29,13 @@ s64 / f16 / bf16, .inc / .dec on u32, .and / .or / .xor on 32- and 64-bit intege
 (flashsim.ptx.semantics.atomic.step_fn: f32 add flushes subnormal inputs and results, as the ISA says its current
 implementation does; f16 / bf16 add keep them; min / max of halves numerics.ieee.minmax). Not simulated, each
 refused clearly: im2col and gather4 / scatter4 modes, interleaved maps (at the copy), .cta_group, .cp_mask,
-.ignore_oob, and ``.multicast::cluster`` and remote shared::cluster destinations until launches have clusters (the
-destination side is one function, ``_deliver``, so multicast is a loop over the mask's CTAs).
+.ignore_oob.
+
+Clusters: the destination side is one function (``_deliver``: a block, an offset, an mbarrier offset); a
+.shared::cluster address goes through the memory's map of cluster addresses where the launch has clusters, and a
+``.multicast::cluster`` copy delivers the same bytes to the same CTA-relative offsets of each CTA its ctaMask names,
+completing each CTA's mbarrier at the same offset. A launch without clusters is a cluster of one CTA per block: a
+ctaMask naming another rank, or a shared::cta -> shared::cluster copy (which must reach another CTA), is an error.
 
 Sanitizers: the copy unit's shared-memory accesses go to racecheck's async-proxy tracking when it has one
 (``async_proxy_access(blocks, offsets, width, write, threads, pc)``), not to its generic-proxy shadow; initcheck
@@ -210,10 +215,32 @@ def _box(tm, coords):
     return gaddr, inside
 
 
-def _cluster_target(m, t: int, addr: int, space: str):
-    """(wave block, shared offset) of a shared address of thread ``t``: a .shared::cta address is in its own block;
-    a .shared::cluster address of a launch without clusters is one of its own block (a cluster of one CTA)."""
-    return int(m.block_of[t]), int(addr)
+def _cluster_size(m) -> int:
+    """Blocks per cluster of the launch (1 for a launch without clusters: each block is its own cluster)."""
+    return int(getattr(m, "cluster_size", 1))
+
+
+def _cluster_target(m, t: int, addr: int) -> tuple[int, int]:
+    """(wave block, offset in its shared memory) of thread ``t``'s shared::cluster address ``addr``: the memory's
+    map of cluster addresses where the launch has clusters; else an address of the thread's own block (a .shared::cta
+    address of the executing CTA is one of its .shared::cluster addresses, as the ISA says)."""
+    rows = getattr(m.mem, "cluster_rows", None)
+    if rows is None:
+        return int(m.block_of[t]), int(addr)
+    row, off = rows(np.array([addr], np.uint64), 1, np.array([t]))
+    return int(row[0]), int(off[0])
+
+
+def _mask_blocks(m, t: int, mask: int) -> list[int]:
+    """The wave blocks of the CTA ranks a multicast's 16-bit ``mask`` names in thread ``t``'s cluster."""
+    cs = _cluster_size(m)
+    own = int(m.block_of[t])
+    ranks = [r for r in range(16) if (mask >> r) & 1]
+    if not ranks:
+        raise m.error("a multicast ctaMask of 0 names no CTA", t)
+    if ranks[-1] >= cs:
+        raise m.error(f"ctaMask {mask:#06x} names CTA rank {ranks[-1]}, past the cluster's {cs} CTA(s)", t)
+    return [own - own % cs + r for r in ranks]
 
 
 def _check_shared(m, t: int, offset: int, nbytes: int, align: int, what: str, mode: str = "none"):
@@ -262,11 +289,14 @@ def _async_shared(m, block: int, phys, data, t: int, write: bool, pc):
     return out
 
 
-def _deliver(m, t: int, block: int, offset: int, image: np.ndarray, mode: str, mbar: int, align: int, what: str):
+def _deliver(
+    m, t: int, block: int, offset: int, image: np.ndarray, mode: str, mbar: int, align: int, what: str, combine=None
+):
     """The destination side of a copy into shared memory: ``image`` (bytes) goes to wave block ``block``'s shared
     memory at ``offset``, swizzled by ``mode`` (checked now: ``align`` and the block's bounds), when the mbarrier at
-    shared offset ``mbar`` of that block lets the program rely on it, completing the image's bytes on it then. A
-    multicast is this for each CTA of its mask, at the same offsets."""
+    shared offset ``mbar`` of that block lets the program rely on it, completing the image's bytes on it then
+    (``combine(old, image)``, for a reduction, gives the bytes written from those there). A multicast is this for
+    each CTA of its mask, at the same offsets."""
     phys = _check_shared(m, t, offset, image.size, align, what, mode)
     obj = asynchronous.barriers(m).id_of(block, mbar, t)
     pc = m.current_pc
@@ -274,7 +304,11 @@ def _deliver(m, t: int, block: int, offset: int, image: np.ndarray, mode: str, m
     nbytes = int(image.size)
 
     def perform():
-        _async_shared(m, block, phys, chunks, t, True, pc)
+        data = chunks
+        if combine is not None:
+            old = _async_shared(m, block, phys, None, t, False, pc)
+            data = combine(old.reshape(-1), chunks.reshape(-1)).reshape(-1, 16)
+        _async_shared(m, block, phys, data, t, True, pc)
         return nbytes
 
     asynchronous.barriers(m).track(obj, perform, nbytes, t)
@@ -356,8 +390,6 @@ def build(d: Decoded):
     mods.done()
     if mode not in (None, ".tile"):
         raise isa.Unsupported(f"{mode} mode (only tile mode is simulated; im2col, gather4 and scatter4 are not)")
-    if multicast:
-        raise isa.Unsupported(".multicast::cluster needs clusters, which launches of this build do not have")
     if tensor and dim is None:
         raise isa.Unsupported("a tensor copy needs .1d .. .5d")
     rank = _DIMS.index(dim) + 1 if dim else 0
@@ -373,7 +405,11 @@ def build(d: Decoded):
             raise isa.Unsupported("global -> shared copies complete on an mbarrier (.mbarrier::complete_tx::bytes)")
         if types or noftz:
             raise isa.Unsupported("a type on a copy")
-        return _tensor_load(d, rank, hint) if tensor else _load(d, hint)
+        if multicast and dst != ".shared::cluster":
+            raise isa.Unsupported(".multicast::cluster needs a .shared::cluster destination")
+        return _tensor_load(d, rank, hint, multicast) if tensor else _load(d, hint, multicast)
+    if multicast:
+        raise isa.Unsupported(".multicast::cluster copies from global memory into shared::cluster only")
     if dst == ".global" and src in (".shared", ".shared::cta"):
         if completion != ".bulk_group":
             raise isa.Unsupported("shared -> global copies complete in bulk async-groups (.bulk_group)")
@@ -411,8 +447,28 @@ def _operands(d: Decoded, base: int, hint: bool) -> None:
         raise isa.Unsupported(f"{len(d.operands)} operands, {want} expected")
 
 
-def _tensor_load(d: Decoded, rank: int, hint: bool):
-    _operands(d, 3, hint)
+def _destinations(d: Decoded, hint: bool, multicast: bool, base: int):
+    """The operand count check of a copy into shared memory and a function of a group giving each lane's ctaMask
+    (None without .multicast::cluster): [dst], [src], ..., [mbar] are the first ``base`` operands."""
+    _operands(d, base + (1 if multicast else 0), hint)
+    if not multicast:
+        return None
+    slot = d.value(d.operands[base], np.uint16)
+    return lambda g: g.lane_values(slot).astype(np.int64)
+
+
+def _targets(m, t: int, dst: int, mbar: int, masks, k: int):
+    """[(wave block, destination offset, mbarrier offset)] of a copy into shared memory: the shared::cluster
+    destination, or with a multicast the same CTA-relative offsets in each CTA of the mask (PTX ISA)."""
+    block, offset = _cluster_target(m, t, dst)
+    _mb_block, mb_offset = _cluster_target(m, t, mbar)
+    if masks is None:
+        return [(block, offset, mb_offset)]
+    return [(b, offset, mb_offset) for b in _mask_blocks(m, t, int(masks[k]))]
+
+
+def _tensor_load(d: Decoded, rank: int, hint: bool, multicast: bool):
+    masks_of = _destinations(d, hint, multicast, 3)
     dst = asynchronous._shared_addr(d, 0)
     map_addr, coord_slots = _tensor_operand(d, 1, rank)
     mbar = asynchronous._shared_addr(d, 2)
@@ -421,6 +477,7 @@ def _tensor_load(d: Decoded, rank: int, hint: bool):
         m = g.m
         lanes = g.lanes()
         maps, dsts, mbars = map_addr(g), dst(g), mbar(g)
+        masks = None if masks_of is None else masks_of(g)
         coords = np.stack([g.lane_values(s).astype(np.uint32).view(np.int32) for s in coord_slots])
         for k, t in enumerate(lanes.tolist()):
             tm = _read_map(m, int(maps[k]), t)
@@ -428,8 +485,7 @@ def _tensor_load(d: Decoded, rank: int, hint: bool):
                 raise m.error(f"a .{rank}d tensor copy with a rank-{tm.rank} tensor map", t)
             if tm.interleave:
                 raise m.error("interleaved tensor maps are not simulated (tile mode without interleave only)", t)
-            block, offset = _cluster_target(m, t, int(dsts[k]), ".shared::cluster")
-            _mb_block, mb_offset = _cluster_target(m, t, int(mbars[k]), ".shared::cluster")
+            targets = _targets(m, t, int(dsts[k]), int(mbars[k]), masks, k)
             gaddr, inside = _box(tm, coords[:, k])
             esize = tm.element_size
             data = np.frombuffer(_fill(tm) * inside.size, np.uint8).reshape(-1, esize).copy()
@@ -437,7 +493,8 @@ def _tensor_load(d: Decoded, rank: int, hint: bool):
                 sel = gaddr[inside].astype(np.uint64)
                 data[inside] = m.mem.load(".global", sel, esize, np.full(sel.size, t))
             what = "cp.async.bulk.tensor destination"
-            _deliver(m, t, block, offset, data.reshape(-1), tm.swizzle_mode, mb_offset, 128, what)
+            for block, offset, mb_offset in targets:
+                _deliver(m, t, block, offset, data.reshape(-1), tm.swizzle_mode, mb_offset, 128, what)
 
     return d.op(run)
 
@@ -490,9 +547,10 @@ def _tensor_store(d: Decoded, rank: int, hint: bool, redop):
     return d.op(run)
 
 
-def _load(d: Decoded, hint: bool):
-    """cp.async.bulk.shared::{cta,cluster}.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]."""
-    _operands(d, 4, hint)
+def _load(d: Decoded, hint: bool, multicast: bool):
+    """cp.async.bulk.shared::{cta,cluster}.global.mbarrier::complete_tx::bytes{.multicast::cluster} [dst], [src],
+    size, [mbar]{, ctaMask}."""
+    masks_of = _destinations(d, hint, multicast, 4)
     dst = asynchronous._shared_addr(d, 0)
     src = _global_addr(d, 1)
     size = _size(d, 2)
@@ -502,14 +560,15 @@ def _load(d: Decoded, hint: bool):
         m = g.m
         lanes = g.lanes()
         dsts, srcs, sizes, mbars = dst(g), src(g), g.lane_values(size).astype(np.int64), mbar(g)
+        masks = None if masks_of is None else masks_of(g)
         for k, t in enumerate(lanes.tolist()):
             n = int(sizes[k])
             _check_size(m, t, n, int(srcs[k]), "source")
-            block, offset = _cluster_target(m, t, int(dsts[k]), ".shared::cluster")
-            _mb_block, mb_offset = _cluster_target(m, t, int(mbars[k]), ".shared::cluster")
+            targets = _targets(m, t, int(dsts[k]), int(mbars[k]), masks, k)
             addr = np.uint64(srcs[k]) + np.uint64(16) * np.arange(n // 16, dtype=np.uint64)
             image = m.mem.load(".global", addr, 16, np.full(addr.size, t)).reshape(-1)
-            _deliver(m, t, block, offset, image, "none", mb_offset, 16, "cp.async.bulk destination")
+            for block, offset, mb_offset in targets:
+                _deliver(m, t, block, offset, image, "none", mb_offset, 16, "cp.async.bulk destination")
 
     return d.op(run)
 
@@ -556,20 +615,43 @@ def _store(d: Decoded, hint: bool, redop, rtype):
 
 
 def _remote(d: Decoded, redop, rtype):
-    """cp{.reduce}.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes: the destination must be
-    another CTA of the cluster (PTX ISA), which launches without clusters do not have: an error naming it."""
+    """cp{.reduce}.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes{.op.type} [dst], [src], size,
+    [mbar]: the source (read at issue) into another CTA of the cluster (the PTX ISA's rule: an error for the
+    executing CTA itself, which is all a launch without clusters has), reduced into it with ``redop``."""
     _operands(d, 4, False)
     dst = asynchronous._shared_addr(d, 0)
+    src = asynchronous._shared_addr(d, 1)
+    size = _size(d, 2)
+    mbar = asynchronous._shared_addr(d, 3)
+    combine = None
+    if redop is not None:
+        reduce = _reducer(redop, rtype)
+        ud = udtype(_TYPE_BYTES[rtype] * 8)
+
+        def combine(old, new):
+            out = np.asarray(reduce(old.view(ud), np.ascontiguousarray(new).view(ud))).astype(ud)
+            return out.view(np.uint8)
 
     def run(g):
         m = g.m
-        t = int(g.lanes()[0])
-        block, offset = _cluster_target(m, t, int(dst(g)[0]), ".shared::cluster")
-        raise m.error(
-            f"cp{'.reduce' if redop else ''}.async.bulk.shared::cluster.shared::cta: the destination (shared offset "
-            f"{offset:#x} of this CTA) must be in the shared memory of another CTA of the cluster (PTX ISA)",
-            t,
-        )
+        lanes = g.lanes()
+        dsts, srcs, sizes, mbars = dst(g), src(g), g.lane_values(size).astype(np.int64), mbar(g)
+        for k, t in enumerate(lanes.tolist()):
+            n = int(sizes[k])
+            ((block, offset, mb_offset),) = _targets(m, t, int(dsts[k]), int(mbars[k]), None, k)
+            own = int(m.block_of[t])
+            if block == own:
+                raise m.error(
+                    f"cp{'.reduce' if redop else ''}.async.bulk.shared::cluster.shared::cta: the destination "
+                    f"(shared offset {offset:#x} of the executing CTA) must be in another CTA of the cluster (PTX ISA)",
+                    t,
+                )
+            if n % 16 or n <= 0:
+                raise m.error(f"cp.async.bulk size {n}: must be a positive multiple of 16", t)
+            phys = _check_shared(m, t, int(srcs[k]), n, 16, "cp.async.bulk source")
+            image = _async_shared(m, own, phys, None, t, False, m.current_pc).reshape(-1)
+            what = "cp.async.bulk destination"
+            _deliver(m, t, block, offset, image, "none", mb_offset, 16, what, combine)
 
     return d.op(run)
 
