@@ -7,6 +7,7 @@ of the H200's capture (flashsim.gpu.capture.tma) when it is in tests/data/."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import pathlib
 
@@ -694,3 +695,147 @@ def test_replay_h200_capture():
             if not np.array_equal(got, cap[f"out_{name}"]):
                 failed.append(name)
     assert names and not failed, f"differ from the H200: {failed}"
+
+
+_MULTICAST = """.version 8.3
+.target sm_90a
+.address_size 64
+.visible .entry mc(.param .u64 tmap, .param .u64 out)
+{
+\t.reg .pred %p<4>;
+\t.reg .b16 %rs<2>;
+\t.reg .b32 %r<24>;
+\t.reg .b64 %rd<8>;
+\t.shared .align 1024 .b8 smem[2048];
+\t.shared .align 8 .b64 bar;
+\tmov.u32 %r1, %tid.x;
+\tmov.u32 %r2, %cluster_ctarank;
+\tmov.u32 %r3, smem;
+\tmov.u32 %r8, bar;
+\tsetp.ne.u32 %p1, %r1, 0;
+\t@%p1 bra $Lsync;
+\tmbarrier.init.shared::cta.b64 [%r8], 1;
+\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], 2048;
+$Lsync:
+\tfence.mbarrier_init.release.cluster;
+\tbarrier.cluster.arrive;
+\tbarrier.cluster.wait;
+\tsetp.ne.u32 %p2, %r2, 0;
+\tor.pred %p3, %p1, %p2;
+\t@%p3 bra $Lwait;
+\tld.param.u64 %rd1, [tmap];
+\tmov.u16 %rs1, 3;
+\tmov.u32 %r10, 0;
+\tmov.u32 %r11, 8;
+\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
+\t\t[%r3], [%rd1, {%r10, %r11}], [%r8], %rs1;
+$Lwait:
+\tmbarrier.try_wait.parity.shared::cta.b64 %p3, [%r8], 0;
+\t@!%p3 bra $Lwait;
+\tld.param.u64 %rd2, [out];
+\tmul.wide.u32 %rd3, %r2, 2048;
+\tadd.u64 %rd2, %rd2, %rd3;
+\tshl.b32 %r4, %r1, 4;
+\tadd.u32 %r5, %r3, %r4;
+\tld.shared.v4.u32 {%r12, %r13, %r14, %r15}, [%r5];
+\tcvt.u64.u32 %rd4, %r4;
+\tadd.u64 %rd5, %rd2, %rd4;
+\tst.global.v4.u32 [%rd5], {%r12, %r13, %r14, %r15};
+\tbarrier.cluster.arrive;
+\tbarrier.cluster.wait;
+\tret;
+}
+"""
+
+
+@pytest.mark.skipif(
+    "cluster" not in inspect.signature(fp.launch).parameters, reason="launches have no clusters in this build"
+)
+def test_multicast_to_a_cluster_of_two():
+    """Rank 0 multicasts one box to both CTAs of a 2-CTA cluster (ctaMask 0b11); each CTA's own mbarrier completes
+    with the box's bytes and each CTA finds the same 128B-swizzled image."""
+    case = _load_case(name="mc2")
+    a = T.arrays(case)
+    out = np.zeros((2, 2048), np.uint8)
+    mod = fp.load(_MULTICAST)
+    fp.launch(
+        mod.kernel("mc"), 2, 128, [_map_buffer(_map(case, a["tensor"])), out], cluster=(2, 1, 1), check="racecheck"
+    )
+    want = expected_load(case, a["tensor"])
+    assert np.array_equal(out[0], want) and np.array_equal(out[1], want)
+
+
+_REMOTE = """.version 8.3
+.target sm_90a
+.address_size 64
+.visible .entry remote(.param .u64 src, .param .u64 out)
+{
+\t.reg .pred %p<4>;
+\t.reg .b32 %r<24>;
+\t.reg .b64 %rd<8>;
+\t.shared .align 128 .b8 buf[512];
+\t.shared .align 128 .b8 dst[512];
+\t.shared .align 8 .b64 bar;
+\tmov.u32 %r1, %tid.x;
+\tmov.u32 %r2, %cluster_ctarank;
+\tmov.u32 %r3, buf;
+\tmov.u32 %r4, dst;
+\tmov.u32 %r8, bar;
+\tld.param.u64 %rd1, [src];
+\tmul.wide.u32 %rd7, %r2, 512;
+\tadd.u64 %rd1, %rd1, %rd7;
+\tshl.b32 %r5, %r1, 4;
+\tcvt.u64.u32 %rd2, %r5;
+\tadd.u64 %rd3, %rd1, %rd2;
+\tld.global.v4.u32 {%r12, %r13, %r14, %r15}, [%rd3];
+\tadd.u32 %r6, %r3, %r5;
+\tst.shared.v4.u32 [%r6], {%r12, %r13, %r14, %r15};
+\tadd.u32 %r6, %r4, %r5;
+\tst.shared.v4.u32 [%r6], {%r12, %r13, %r14, %r15};
+\tsetp.ne.u32 %p1, %r1, 0;
+\t@%p1 bra $Lsync;
+\tmbarrier.init.shared::cta.b64 [%r8], 1;
+\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], 512;
+$Lsync:
+\tfence.proxy.async;
+\tfence.mbarrier_init.release.cluster;
+\tbarrier.cluster.arrive;
+\tbarrier.cluster.wait;
+\t@%p1 bra $Lwait;
+\tsetp.ne.u32 %p2, %r2, 0;
+\t@%p2 bra $Lrank1;
+\tmapa.shared::cluster.u32 %r9, %r4, 1;
+\tmapa.shared::cluster.u32 %r10, %r8, 1;
+\tcp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r9], [%r3], 512, [%r10];
+\tbra $Lwait;
+$Lrank1:
+\tmapa.shared::cluster.u32 %r9, %r4, 0;
+\tmapa.shared::cluster.u32 %r10, %r8, 0;
+\tcp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 [%r9], [%r3], 512, [%r10];
+$Lwait:
+\tmbarrier.try_wait.parity.shared::cta.b64 %p3, [%r8], 0;
+\t@!%p3 bra $Lwait;
+\tld.param.u64 %rd4, [out];
+\tmul.wide.u32 %rd5, %r2, 512;
+\tadd.u64 %rd4, %rd4, %rd5;
+\tadd.u32 %r6, %r4, %r5;
+\tld.shared.v4.u32 {%r12, %r13, %r14, %r15}, [%r6];
+\tadd.u64 %rd6, %rd4, %rd2;
+\tst.global.v4.u32 [%rd6], {%r12, %r13, %r14, %r15};
+\tbarrier.cluster.arrive;
+\tbarrier.cluster.wait;
+\tret;
+}
+"""
+
+
+@pytest.mark.skipif(
+    "cluster" not in inspect.signature(fp.launch).parameters, reason="launches have no clusters in this build"
+)
+def test_bulk_copy_and_reduce_into_the_other_cta():
+    """Rank 0 copies its buffer into rank 1's shared memory, rank 1 adds its buffer into rank 0's (u32, wrapping):
+    each completes on the destination CTA's mbarrier."""
+    src = np.random.default_rng(4).integers(0, 2**32, (2, 128), dtype=np.uint32)
+    out = np.zeros((2, 128), np.uint32)
+    fp.launch(fp.load(_REMOTE).kernel("remote"), 2, 32, [src, out], cluster=(2, 1, 1), check="racecheck")
+    assert np.array_equal(out[1], src[0]) and np.array_equal(out[0], src[0] + src[1])
