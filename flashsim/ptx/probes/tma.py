@@ -176,6 +176,10 @@ def bulk_name(reduce) -> str:
     return "bulk" + (reduce or "_copy").replace(".", "_")
 
 
+# a wait gives up after this many polls (on a GPU where a copy never completed, the kernel ends with a wrong image
+# instead of hanging the capture; the simulator's copies land at the first poll)
+SPIN_LIMIT = 1 << 22
+
 _HEAD = """.version 8.3
 .target sm_90a
 .address_size 64
@@ -240,9 +244,14 @@ $Linit:
 {_map_load(map_param)}{load_coords}\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], {box_bytes(case)};
 \tadd.u32 %r9, %r3, {case.dst_offset};
 \tcp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r9], [%rd1, {{{regs}}}], [%r8];
+\tmov.u32 %r16, 0;
 $Lwait:
 \tmbarrier.try_wait.parity.shared::cta.b64 %p3, [%r8], 0;
-\t@!%p3 bra $Lwait;
+\tadd.u32 %r16, %r16, 1;
+\tsetp.lt.u32 %p0, %r16, {SPIN_LIMIT};
+\t@%p3 bra $Lwaited;
+\t@%p0 bra $Lwait;
+$Lwaited:
 \tld.param.u64 %rd3, [out];
 \tshl.b32 %r4, %r1, 4;
 $Lcopy:
@@ -332,7 +341,7 @@ def bulk_ptx(size: int, reduce: str | None = None) -> str:
 .visible .entry bulk_copy(.param .u64 src, .param .u64 dst)
 {{
 \t.reg .pred %p<4>;
-\t.reg .b32 %r<16>;
+\t.reg .b32 %r<20>;
 \t.reg .b64 %rd<8>;
 \t.shared .align 128 .b8 smem[{size}];
 \t.shared .align 8 .b64 bar;
@@ -348,9 +357,14 @@ def bulk_ptx(size: int, reduce: str | None = None) -> str:
 \tmbarrier.expect_tx.shared::cta.b64 [%r8], {size};
 \tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r3], [%rd1], {size}, [%r8];
 \tmbarrier.arrive.shared::cta.b64 _, [%r8];
+\tmov.u32 %r16, 0;
 $Lwait:
 \tmbarrier.try_wait.parity.shared::cta.b64 %p3, [%r8], 0;
-\t@!%p3 bra $Lwait;
+\tadd.u32 %r16, %r16, 1;
+\tsetp.lt.u32 %p1, %r16, {SPIN_LIMIT};
+\t@%p3 bra $Lwaited;
+\t@%p1 bra $Lwait;
+$Lwaited:
 \t{store} [%rd2], [%r3], {size};
 \tcp.async.bulk.commit_group;
 \tcp.async.bulk.wait_group 0;
