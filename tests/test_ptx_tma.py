@@ -382,6 +382,16 @@ def test_tx_underflow_names_the_mbarrier_and_line():
     assert info.value.line == line and info.value.thread == (0, 0, 0)
 
 
+def test_expect_tx_too_large_is_a_deadlock_naming_the_missing_bytes():
+    """The phase expects 4096 bytes, the copy brings the box's 2048: the waiters never see it complete."""
+    case = _load_case(name="long")
+    ptx = T.load_ptx(case, True).replace("b64 _, [%r8], 2048;", "b64 _, [%r8], 4096;")
+    a = T.arrays(case)
+    args = [_map(case, a["tensor"]), np.zeros(T.smem_bytes(case), np.uint8), np.int32(0), np.int32(8)]
+    with pytest.raises(fp.Deadlock, match="waits for 0 arrival\\(s\\) and a tx-count of 2048"):
+        fp.launch(fp.load(ptx).kernel("tma_load"), 1, 32, args, spin_limit=50)
+
+
 _TX_KERNEL = """.version 8.3
 .target sm_90a
 .address_size 64

@@ -452,5 +452,5 @@ def _wait_text(info) -> str:
     if kind == "sync":
         return "waits for the other lanes of its warp at a warp-synchronous instruction"
     if kind == "mbarrier":
-        return f"polls an mbarrier at shared offset {info[1]:#x} for phase parity {info[2]}"
+        return f"polls an mbarrier at shared offset {info[1]:#x} for phase parity {info[2]}" + "".join(info[3:])
     return "runs without ending (a spin loop)"

@@ -415,10 +415,16 @@ class MBarriers:
         return out
 
     def waits_for(self, t: int):
-        """("mbarrier", offset, phase) for a thread whose last poll found its phase incomplete, else None."""
+        """("mbarrier", offset, phase, what the phase still waits for) for a thread whose last poll found its phase
+        incomplete, else None."""
         if self.poll_offset[t] < 0:
             return None
-        return ("mbarrier", int(self.poll_offset[t]), int(self.poll_want[t]))
+        offset = int(self.poll_offset[t])
+        i = self.index.get(int(self.m.block_of[t]) * (1 << 32) + offset)
+        left = ""
+        if i is not None:
+            left = f" (the phase waits for {int(self.pending[i])} arrival(s) and a tx-count of {int(self.tx[i])})"
+        return ("mbarrier", offset, int(self.poll_want[t]), left)
 
 
 def barriers(m) -> MBarriers:
