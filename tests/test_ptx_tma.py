@@ -674,6 +674,79 @@ def test_triton_tma_kernels():
     assert np.array_equal(out.view(np.uint16), want.view(np.uint16))
 
 
+def _triton_matmuls():
+    """A Triton matmul through host TensorDescriptors (TMA loads, a 3-stage mbarrier ring) and the same matmul
+    through pointers (cp.async), both with mma.sync (DISABLE_MMA_V3: wgmma is simulated elsewhere)."""
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    @triton.jit
+    def mm_desc(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in tl.range(0, K, BK, num_stages=3):
+            acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
+        offs_m, offs_n = pid_m * BM + tl.arange(0, BM), pid_n * BN + tl.arange(0, BN)
+        tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc)
+
+    @triton.jit
+    def mm_ptr(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+        acc = tl.zeros((BM, BN), tl.float32)
+        offs_m, offs_n = pid_m * BM + tl.arange(0, BM), pid_n * BN + tl.arange(0, BN)
+        for k in tl.range(0, K, BK, num_stages=3):
+            offs_k = k + tl.arange(0, BK)
+            a = tl.load(a_ptr + offs_m[:, None] * K + offs_k[None, :])
+            b = tl.load(b_ptr + offs_k[:, None] * N + offs_n[None, :])
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc)
+
+    const = {"BM": 64, "BN": 64, "BK": 32}
+    sizes = {"c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in const}}
+    out = []
+    for fn, sig in (
+        (mm_desc, {"a_desc": "tensordesc<fp16[64, 32]>", "b_desc": "tensordesc<fp16[32, 64]>", **sizes}),
+        (mm_ptr, {"a_ptr": "*fp16", "b_ptr": "*fp16", **sizes}),
+    ):
+        c = triton.compile(ASTSource(fn, sig, constexprs=const), target=GPUTarget("cuda", 90, 32))
+        ptx = c.asm["ptx"].replace("fence.proxy.async.shared::cta", "fence.proxy.async")  # as above
+        out.append((fp.load(ptx), c.metadata, ptx))
+    return out
+
+
+@pytest.mark.needs("triton")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_triton_tma_matmul_equals_its_pointer_twin(monkeypatch):
+    """Triton's ldmatrix reads of the TMA-written tiles assume the GPU's 64B / 128B swizzles: the matmul is bit-equal
+    to the pointer-based one only if the simulated TMA lays the tiles out as the hardware does."""
+    monkeypatch.setenv("DISABLE_MMA_V3", "1")
+    (desc, desc_meta, desc_ptx), (ptr, ptr_meta, _) = _triton_matmuls()
+    assert "cp.async.bulk.tensor" in desc_ptx and "mma.sync" in desc_ptx
+    swizzles = [m["swizzle"] for m in desc_meta.tensordesc_meta]
+    assert sorted(swizzles) == [2, 3]  # A (64 x 32 f16): 64B; B (32 x 64 f16): 128B
+    m = n = k = 128
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    ta = fp.tensor_map_tiled(
+        a, data_type="FLOAT16", global_dim=(k, m), global_strides=(2 * k,), box_dim=(32, 64), swizzle=swizzles[0]
+    )
+    tb = fp.tensor_map_tiled(
+        b, data_type="FLOAT16", global_dim=(n, k), global_strides=(2 * n,), box_dim=(64, 32), swizzle=swizzles[1]
+    )
+    c_desc, c_ptr = np.zeros((m, n), np.float32), np.zeros((m, n), np.float32)
+    sizes = [np.int32(m), np.int32(n), np.int32(k), np.uint64(0), np.uint64(0)]
+    desc_args = [ta, np.int32(m), np.int32(k), np.int64(k), np.int64(1)]
+    desc_args += [tb, np.int32(k), np.int32(n), np.int64(n), np.int64(1), c_desc, *sizes]
+    fp.launch(desc.kernel(desc.kernels[0]), (2, 2), 128, desc_args, shared_mem=desc_meta.shared)
+    fp.launch(ptr.kernel(ptr.kernels[0]), (2, 2), 128, [a, b, c_ptr, *sizes], shared_mem=ptr_meta.shared)
+    assert np.array_equal(c_desc.view(np.uint32), c_ptr.view(np.uint32))
+    # f32 accumulation of 128 products of size about 1: at most about k * k * 2^-24 = 1e-3 from the exact product
+    assert np.abs(c_desc - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
+
+
 # -- silicon ----------------------------------------------------------------------------------------------------
 
 
