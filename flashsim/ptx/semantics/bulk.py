@@ -388,6 +388,8 @@ def build(d: Decoded):
         if unsupported in mods.left:
             raise isa.Unsupported(f"{unsupported} (an sm_100 / PTX 8.6+ form, not simulated)")
     mods.done()
+    if reduce and redop is None:
+        raise isa.Unsupported(f"cp.reduce needs an operation ({' '.join(_REDOPS)})")
     if mode not in (None, ".tile"):
         raise isa.Unsupported(f"{mode} mode (only tile mode is simulated; im2col, gather4 and scatter4 are not)")
     if tensor and dim is None:
