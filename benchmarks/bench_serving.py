@@ -2,6 +2,7 @@
 beside torch SDPA's FlashAttention-2 and cuDNN backends in the same run.
 
     python3 benchmarks/bench_serving.py --json bench_serving.json [--sweep] [--quick]
+    python3 benchmarks/bench_serving.py --call --json bench_call.json      # the public call beside FA2 alone
 
 Every time is triton.testing.do_bench's median (milliseconds, shown in us) of a CUDA graph replaying one call (the
 kernels alone: the host's per-call work is apart, reported for ours as "eager" beside it). Rows:
@@ -20,6 +21,15 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
   TB/s, NVIDIA's spec): the decode's bytes at the fraction of copy bandwidth it reached on this GPU. A prediction.
 * --sweep: the decode shape with the neighbouring tilings and split counts (what a change of
   flashsim.tuning.decode_tiling needs to be measured).
+* --call (these rows alone): the public call flashsim.gpu.attention_with_kvcache as a user makes it (torch tensors,
+  cache_seqlens on the GPU, default arguments: the index check on the device, no host copy) on the decode shapes
+  (B=8 Hq=32 Hkv=8 Nk=8192 d=128 bf16; d=64; B=1 Nk=32768; B=1 Nk=2048): its CUDA-graph replay, the kernels alone
+  (a graph of the unchecked call: flash_fwd and the combine), the call with flash_fwd launched as the check's
+  programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), eager
+  (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 100 back-to-back
+  calls without a synchronisation, divided by 100; also of the bare launches, flashsim.gpu.serving.launch_serving,
+  and of the torch op without the Python wrapper); beside FA2 through torch SDPA and
+  flash_attn.flash_attn_with_kvcache where it is importable, measured alike.
 
 The JSON holds every row (times, bytes, rates, targets met or not, the configuration and split count of ours, and
 errors); the text is printed.
@@ -146,6 +156,120 @@ def ours(q, k, v, **kw):
     return (lambda: flashsim.gpu.attention_with_kvcache(q, k, v, **kw)), prob
 
 
+HOST_CALLS = 100  # back-to-back calls timed for the host time per call (3 launches each: inside the launch queue)
+
+
+def host_us(fn, n=HOST_CALLS):
+    """Host time per call of ``fn`` in us: the wall time of ``n`` calls without a synchronisation (after a warm-up
+    and a synchronisation), divided by n; the GPU's queue absorbs the launches meanwhile."""
+    import torch
+
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    dt = time.perf_counter() - t
+    torch.cuda.synchronize()
+    return dt / n * 1e6
+
+
+def _measure(r, prefix, fn, host=True):
+    """Graph replay, eager and host time of ``fn`` into row ``r`` (keys prefix_graph_us, prefix_eager_us,
+    prefix_host_us); an error is recorded, the row goes on."""
+    try:
+        ms, how = timed(fn)
+        r[f"{prefix}_graph_us" if how == "graph" else f"{prefix}_eager_only_us"] = ms * 1e3
+        r[f"{prefix}_eager_us"] = _do_bench(fn) * 1e3
+        if host:
+            r[f"{prefix}_host_us"] = host_us(fn)
+    except Exception as exc:  # noqa: BLE001 - recorded
+        r[f"{prefix}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def bench_call(rows, args):
+    """The public call beside the launches alone and FA2 (module docstring, --call)."""
+    import torch
+
+    try:
+        from flash_attn import flash_attn_with_kvcache
+    except Exception:  # noqa: BLE001 - not installed: SDPA's FA2 alone
+        flash_attn_with_kvcache = None
+    shapes = [
+        ("call decode", 8, 8192, 128),
+        ("call decode d=64", 8, 8192, 64),
+        ("call decode B=1 Nk=32768", 1, 32768, 128),
+        ("call decode B=1 Nk=2048", 1, 2048, 128),
+    ]
+    for name, b, n, d in shapes[: 1 if args.quick else None]:
+        call_row(rows, name, b, n, d, flash_attn_with_kvcache)
+        torch.cuda.empty_cache()
+
+
+def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
+    """One --call row: decode B x Hq=32 x Hkv=8 x Nk=n x d, bf16, cache_seqlens on the GPU."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import flashsim
+    from flashsim.gpu import runtime as rt
+    from flashsim.gpu import serving as gs
+    from flashsim.gpu import serving_torch
+    from flashsim.gpu.torch_op import _raw_stream
+
+    q, k, v = cache(b, n, 32, 8, d, torch.bfloat16)
+    sl = torch.full((b,), n, dtype=torch.int32, device="cuda")
+    r = row(rows, name, shape=dict(B=b, Hq=32, Hkv=8, Nq=1, Nk=n, d=d, dtype="bf16"))
+    r["bytes"] = 2 * k.numel() * k.element_size()
+
+    def call():
+        return flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl)
+
+    def unchecked():
+        return flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, check_indices=False)
+
+    try:
+        call()
+        unchecked()
+        prob, plan = next(
+            hit
+            for hit in serving_torch._KEYS.values()
+            if (hit[0].batch, hit[0].nk_cap, hit[0].head_dim, hit[0].kind) == (b, n, d, "kvcache")
+        )
+        r["config"], r["num_splits"] = prob.config.describe(), prob.num_splits
+    except Exception as exc:  # noqa: BLE001
+        r["error"] = f"{type(exc).__name__}: {exc}"
+        return
+    _measure(r, "call", call)
+    _measure(r, "kernel", unchecked, host=False)
+    overlap = gs.OVERLAP_CHECK
+    try:  # flash_fwd as the check's programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK), for the default
+        gs.OVERLAP_CHECK = True
+        _measure(r, "call_pdl", call, host=False)
+    finally:
+        gs.OVERLAP_CHECK = overlap
+    op_args = (q, k, v, sl, None, 0, None, False, None, "f32", [], None, False, [-1, -1], 0.0, True)
+    r["op_host_us"] = host_us(lambda: serving_torch.KVCACHE_OP(*op_args))
+    o, lse = torch.empty_like(q), torch.empty((b, 32, 1), dtype=torch.float32, device="cuda")
+    parts = torch.empty((max(plan.part_bytes, 1),), dtype=torch.uint8, device="cuda")
+    ptrs = dict(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=lse.data_ptr())
+    ptrs.update(seqlens_k=sl.data_ptr(), parts=parts.data_ptr())
+    stream = rt.stream_from_handle(_raw_stream(q.get_device()))
+    r["launch_host_us"] = host_us(lambda: gs.launch_serving(plan, stream, ptrs))
+    if "call_graph_us" in r:
+        r["tb_s"] = r["bytes"] / (r["call_graph_us"] * 1e-6) / 1e12
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # entered once: its own cost is not the call's
+        _measure(r, "FA2", lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True))
+    if flash_attn_with_kvcache is not None:
+        _measure(r, "flash_attn", lambda: flash_attn_with_kvcache(q, k, v, cache_seqlens=sl))
+    fa = r.get("flash_attn_host_us", r.get("FA2_host_us"))
+    if fa is not None and "call_host_us" in r:
+        r["target"] = "host time per call at most FA2's (aim 10 us); the call's graph replay near the kernels'"
+        r["met"] = r["call_host_us"] <= fa
+
+
 def row(rows, name, **fields):
     rows.append(dict(name=name, **fields))
     return rows[-1]
@@ -172,6 +296,7 @@ def bench_decode(rows, bw, args):
             ms, r["method"] = timed(fn)
             r["ours_us"] = ms * 1e3
             r["eager_us"] = _do_bench(fn) * 1e3
+            r["eager_host_us"] = host_us(fn)
             r["tb_s"] = r["bytes"] / (ms * 1e-3) / 1e12
             r["copy_fraction"] = r["tb_s"] / bw
         except Exception as exc:  # noqa: BLE001 - recorded, the table goes on
@@ -375,6 +500,13 @@ def text(rows, bw, dev):
         for key in ("ours_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
             if key in r:
                 parts.append(f"{key[:-3]} {r[key]:8.1f}")
+        for who in ("call", "call_pdl", "kernel", "FA2", "flash_attn"):
+            for what in ("graph", "eager", "eager_only", "host"):
+                if f"{who}_{what}_us" in r:
+                    parts.append(f"{who} {what} {r[f'{who}_{what}_us']:.1f}")
+        for key in ("op_host_us", "launch_host_us"):
+            if key in r:
+                parts.append(f"{key[:-3].replace('_', ' ')} {r[key]:.1f}")
         for key, fmt in (
             ("tb_s", "{:.2f} TB/s"),
             ("copy_fraction", "{:.1%} of copy"),
@@ -401,6 +533,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="write every row as JSON")
     p.add_argument("--sweep", action="store_true", help="also time neighbouring decode tilings and split counts")
     p.add_argument("--quick", action="store_true", help="the decode row alone (a smoke run)")
+    p.add_argument("--call", action="store_true", help="the public call's rows alone (host time, graphs, FA2)")
     args = p.parse_args(argv)
     import torch
 
@@ -409,13 +542,16 @@ def main(argv=None) -> int:
     bw = copy_bandwidth()
     rows: list = []
     steps = [bench_decode] if args.quick else [bench_decode, bench_speculative, bench_varlen, bench_prefill]
+    if args.call:
+        steps = [bench_call]
     for step in steps:
         try:
             step(rows, bw, args) if step is bench_decode else step(rows, args)
         except Exception as exc:  # noqa: BLE001
             row(rows, step.__name__, error=f"{type(exc).__name__}: {exc}")
         torch.cuda.empty_cache()
-    predict_sm120(rows)
+    if not args.call:
+        predict_sm120(rows)
     report = text(rows, bw, dev)
     print(report)
     print(f"bench_serving: {time.time() - t0:.0f} s")

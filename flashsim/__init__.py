@@ -1,10 +1,10 @@
 """flashsim: emulate, prove and verify a raw mma.sync FlashAttention forward kernel, bit for bit.
 
-Public contracts: ``mma`` (the tensor-core model), ``attention`` / ``reference_attention`` (the emulator and
-its float64 reference), ``attention_with_kvcache`` / ``attention_varlen`` (serving: a KV cache, paged or not, and
-variable-length batches, with their references), ``sfu.ex2`` / ``sfu.rcp``, ``budget`` (the resource model: shared
-memory, registers, occupancy), ``gpu.attention`` (the real kernel), ``EngineOptions`` (how the emulator's engines
-run), and the ``layout`` and ``numerics`` packages.
+Public contracts: ``mma`` (the tensor-core model), ``wgmma`` (Hopper's warpgroup MMA, the same model family),
+``attention`` / ``reference_attention`` (the emulator and its float64 reference), ``attention_with_kvcache`` /
+``attention_varlen`` (serving: a KV cache, paged or not, and variable-length batches, with their references),
+``sfu.ex2`` / ``sfu.rcp``, ``budget`` (the resource model: shared memory, registers, occupancy), ``gpu.attention``
+(the real kernel), ``EngineOptions`` (how the emulator's engines run), and the ``layout`` and ``numerics`` packages.
 ``import flashsim`` needs only numpy and ml_dtypes: sympy loads when a symbolic function is called, and
 cuda-python (the gpu extra), JAX and matplotlib only inside the functions that use them.
 """
@@ -23,7 +23,7 @@ from .emulator import (
     reference_attention_with_kvcache,
 )
 from .numerics import sfu
-from .numerics.tensorcore import mma
+from .numerics.tensorcore import mma, wgmma
 from .resources import budget
 from .settings import EngineOptions
 
@@ -36,6 +36,7 @@ __all__ = [
     "KernelConfig",
     "EngineOptions",
     "mma",
+    "wgmma",
     "attention",
     "reference_attention",
     "attention_with_kvcache",

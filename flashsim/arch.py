@@ -9,6 +9,12 @@ Sources
   how many products are fused per block (16 = one block for k16; 8 = two chained blocks);
   ``mma_fraction_bits`` is the number of fraction bits kept after alignment to the largest exponent;
   ``mma_zero_exponent_*`` is the exponent a zero term takes part in the alignment with (MMA-Sim's e_zero).
+- wgmma (``wgmma_*``, sm_90a only: the PTX ISA's Target ISA Notes for wgmma.mma_async): MMA-Sim's Hopper WGMMA
+  model (mmasim/nv_ptx/sim.py, class WGMMA): one fused block per ``wgmma_chunk_bytes`` bytes of K (32: 16 f16 / bf16,
+  8 tf32 or 32 FP8 products), F = ``wgmma_fraction_bits`` (25) for f16 / bf16 / tf32 and ``wgmma8_fraction_bits``
+  (13) for FP8, whose f32 results are truncated to ``wgmma8_f32_result_frac_bits`` (13: E8M13, the accumulation width
+  DeepSeek-V3's report, arXiv:2412.19437 section 3.3.2, describes); the zero exponents are mma.sync's of the same arch
+  (MMA-Sim uses -133 / -21 for both). Checked on the H200 by flashsim.gpu.capture.wgmma (docs/tensor-cores.md).
 - SM limits: CUDA C++ Programming Guide, compute-capability tables ("Technical Specifications per
   Compute Capability"); NVIDIA CCCL arch_traits.h. Occupancy rules: cuda_occupancy.h.
 - ``sm_count``: the SMs of the arch's reference GPU, which the split-KV heuristic fills (flashsim.serving.splits)
@@ -54,6 +60,18 @@ class Arch:
     mma8_f32_result_frac_bits: int = 23  # f32 results truncated to this many fraction bits (Ada: 13, "FP22")
     mma8_on_f16_mma: bool = False  # no FP8 mma in silicon: ptxas runs it as two f16 HMMA.16816 (sm_90)
     mma8_source: str = "mma.sync FP8 (m16n8k32 e4m3 / e5m2) exists from sm_89 on"
+    # tensor-core model of wgmma.mma_async (module docstring); None: the arch has no wgmma
+    wgmma_chunk_bytes: int | None = None  # bytes of K fused per block (f16 / bf16: 2 per product, tf32 4, FP8 1)
+    wgmma_fraction_bits: int | None = None  # F of f16 / bf16 / tf32 inputs
+    wgmma8_fraction_bits: int | None = None  # F of FP8 (e4m3 / e5m2) inputs
+    wgmma8_f32_result_frac_bits: int = 23  # FP8 f32 results truncated toward zero to this many fraction bits
+    wgmma_source: str = "wgmma.mma_async exists on sm_90a alone (PTX ISA, wgmma Target ISA Notes: requires sm_90a)"
+
+    @property
+    def has_wgmma(self) -> bool:
+        """Whether the arch has wgmma.mma_async (sm_90a); flashsim.wgmma raises ValueError with ``wgmma_source``
+        elsewhere."""
+        return self.wgmma_chunk_bytes is not None
 
     @property
     def has_fp8_model(self) -> bool:
@@ -99,6 +117,16 @@ _HOPPER_FP8 = dict(
     "the f16 m16n8k16 model: every bit of tests/data/mma_k32_sm90.npz (5 FP8 types x 11 "
     "categories) and of a held-out capture",
 )
+# wgmma.mma_async on Hopper (sm_90a): MMA-Sim's WGMMA parameters (module docstring)
+_HOPPER_WGMMA = dict(
+    wgmma_chunk_bytes=32,
+    wgmma_fraction_bits=25,
+    wgmma8_fraction_bits=13,
+    wgmma8_f32_result_frac_bits=13,
+    wgmma_source="MMA-Sim (arXiv:2511.10909), Hopper WGMMA: 32 bytes of K per fused block, F = 25 (f16 / bf16 / tf32)"
+    " and F = 13 with f32 results truncated to 13 fraction bits (FP8); tested against mmasim, held to the H200 by "
+    "flashsim.gpu.capture.wgmma",
+)
 _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
 
 
@@ -112,6 +140,7 @@ def _arch(
     blocks: int,
     sms: int,
     fp8: dict | None = None,
+    wgmma: dict | None = None,
 ) -> Arch:
     return Arch(
         name,
@@ -129,6 +158,7 @@ def _arch(
         max_blocks_per_sm=blocks,
         sm_count=sms,
         **(fp8 or {}),
+        **(wgmma or {}),
     )
 
 
@@ -138,7 +168,7 @@ ARCHS: dict[str, Arch] = {
         _arch("sm_80", "Ampere (A100)", _AMPERE_TC, 164 * KB, 163 * KB, 64, 32, 108),
         _arch("sm_86", "Ampere (RTX 30xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 16, 82),
         _arch("sm_89", "Ada Lovelace (RTX 40xx)", _AMPERE_TC, 100 * KB, 99 * KB, 48, 24, 128, _ADA_FP8),
-        _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, 132, _HOPPER_FP8),
+        _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, 132, _HOPPER_FP8, _HOPPER_WGMMA),
         _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, 148, _BLACKWELL_FP8),
         _arch(
             "sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24, 170, _RTX_BLACKWELL_FP8

@@ -57,6 +57,7 @@ KERNELS = {
     "quantize": "quantize.cu",
     "mma_capture": "capture/mma.cu",
     "mma_k32_capture": "capture/mma_k32.cu",
+    "wgmma_capture": "capture/wgmma.cu",
     "layout_capture": "capture/layout.cu",
     "sfu_capture": "capture/sfu.cu",
     "sfu_approx_capture": "capture/sfu_approx.cu",
@@ -91,7 +92,7 @@ def build_defines(kernel, config=None) -> dict[str, int]:
     flash_fwd (needs ``config``, a KernelConfig): the configuration's defines, FS_EXPECTED_SMEM (the kernel
     static_asserts its own shared-memory layout against it) and the FS_LOG_* constants of the emulator's
     log (flashsim.emulator.kernel_math). layout_capture: flashsim.layout.silicon's slot table. mma_capture,
-    sfu_capture and sfu_approx_capture: none.
+    wgmma_capture, sfu_capture and sfu_approx_capture: none.
     """
     name = _kernel_name(kernel)
     if name in NEEDS_CONFIG:
@@ -240,6 +241,7 @@ PROGRAM_NAMES = {
     "quantize": "quantize.cu",
     "mma_capture": "capture/mma.cu",
     "mma_k32_capture": "capture/mma_k32.cu",
+    "wgmma_capture": "capture/wgmma.cu",
     "layout_capture": "capture/layout.cu",
     "sfu_capture": "capture/sfu.cu",
     "sfu_approx_capture": "capture/sfu_approx.cu",

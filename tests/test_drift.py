@@ -463,7 +463,7 @@ def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
     describe what the kernel was built with."""
     from flashsim.gpu import build
     from flashsim.gpu import runtime as rt
-    from flashsim.gpu.capture import layout, mma, mma_k32, sfu, sfu_approx
+    from flashsim.gpu.capture import layout, mma, mma_k32, sfu, sfu_approx, wgmma
 
     launch = _launch_module()  # imported before compile_cuda is patched (it binds the name at import)
     default_name = inspect.signature(build.compile_cuda).parameters["name"].default
@@ -491,6 +491,7 @@ def test_every_build_passes_the_fingerprinted_defines(kernel, monkeypatch):
             "sfu_capture": sfu.GpuDevice,
             "sfu_approx_capture": sfu_approx.GpuDevice,
             "mma_k32_capture": mma_k32.GpuRunner,
+            "wgmma_capture": wgmma.GpuRunner,
         }[kernel]()
         want = provenance.build_defines(kernel)
     assert seen == [(want, provenance.PROGRAM_NAMES[kernel], ())]

@@ -1,41 +1,84 @@
 """The serving front-ends with the launch mocked (no GPU): the torch ops' launches and their arguments, the cache,
-the index checks on a cache hit, the fake implementations under torch.compile, and `flashsim verify --serving` with
-the emulator standing in for the kernel (its captures replay and carry the drift guard's records).
+the index check on the device (the mocked GPU runs serving_check's own PTX in flashsim.ptx) and its lazy ValueError,
+no host copy or read of any tensor on the call's path, the fake implementations under torch.compile, and `flashsim
+verify --serving` with the emulator standing in for the kernel (its captures replay and carry the drift guard's
+records).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import functools
+import sys
 import types
 
 import numpy as np
 import pytest
 
 import flashsim
+from flashsim import ptx
 from flashsim.constants import COMBINE_WARPS
 from flashsim.gpu import launch as gl
 from flashsim.gpu import runtime as rt
 from flashsim.gpu import serving as gs
+from flashsim.gpu.build import kernel_path
+from flashsim.serving import indices
 
 torch = pytest.importorskip("torch")
 serving_torch = pytest.importorskip("flashsim.gpu.serving_torch")
 
 
+@functools.lru_cache(maxsize=1)
+def _check_ptx():
+    mod = ptx.compile(kernel_path(gs.CHECK_FILE).read_text(), arch="sm_90", defines=indices.defines())
+    return mod.kernel(gs.CHECK_NAME)
+
+
+def _host_ints(ptr: int, n: int) -> np.ndarray:
+    """A copy of ``n`` int32 at host address ``ptr`` (the mocked GPU's memory is the host's), or None at 0."""
+    return np.ctypeslib.as_array((ctypes.c_int32 * n).from_address(ptr)).copy() if ptr else None
+
+
 class _Recorder:
+    """The mocked GPU's launches: recorded; serving_check's run as its PTX in flashsim.ptx on the index arrays its
+    arguments point at (CPU tensors here), its record written to the mocked mapped memory (``self.record``)."""
+
     def __init__(self):
         self.calls = []
+        self.record = np.zeros(indices.RECORD_WORDS * 8, np.uint8)
 
     def __call__(self, stream, config, kernel, *args):
         self.calls.append((stream, config, kernel, args))
+        if kernel is self.check.kernel:
+            self.run_check(config, args)
+
+    def run_check(self, config, args):
+        seq, table, cu_q, cu_k, batch, *_ = (int(a) for a in args)
+        max_pages = int(args[7])
+        arrays = [
+            _host_ints(seq, batch),
+            _host_ints(table, batch * max_pages),
+            _host_ints(cu_q, batch + 1),
+            _host_ints(cu_k, batch + 1),
+        ]
+        rec = self.record.view(np.uint64).copy()
+        ptrs = [ptx.address(a) if a is not None else 0 for a in arrays]
+        sim = (*(np.uint64(p) for p in ptrs), *args[4:13], np.uint64(ptx.address(rec)), args[14])
+        ptx.launch(_check_ptx(), tuple(config.grid), tuple(config.block), list(sim))
+        self.record.view(np.uint64)[:] = rec
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """A mocked sm_90 device (132 SMs) whose launches are recorded; CPU tensors take the CUDA path."""
+    """A mocked sm_90 device (132 SMs) whose launches are recorded (serving_check runs in flashsim.ptx); CPU tensors
+    take the CUDA path."""
     gl.clear_caches()
+    gs._RECORD.clear()
     rec = _Recorder()
     rec.fwd = types.SimpleNamespace(kernel=object(), name="flash_fwd")
     rec.combine = types.SimpleNamespace(kernel=object(), name="flash_combine")
+    rec.check = types.SimpleNamespace(kernel=object(), name="serving_check")
     monkeypatch.setitem(rt._state, "sticky", None)
     monkeypatch.setattr(rt, "require_gpu", lambda: object())
     monkeypatch.setattr(rt, "device_id", lambda: -1)
@@ -45,12 +88,15 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(rt, "stream_from_handle", lambda h: ("stream", h))
     monkeypatch.setattr(gl, "kernel_for", lambda cfg, arch: rec.fwd)
     monkeypatch.setattr(gs, "combine_for", lambda cfg, arch: rec.combine)
+    monkeypatch.setattr(gs, "check_for", lambda arch: rec.check)
+    monkeypatch.setattr(rt, "mapped_host", lambda n: (rec.record[:n], 0xD0000))
     monkeypatch.setattr(gl, "_core_launch", rec)
     monkeypatch.setattr(serving_torch, "_raw_stream", lambda dev: 0xABC0)
     monkeypatch.setattr(serving_torch, "_capturing", lambda: False)
     monkeypatch.setattr(serving_torch, "_run_cpu", serving_torch._run_cuda)
     yield rec
     gl.clear_caches()
+    gs._RECORD.clear()
 
 
 def _kv(b=3, nq=1, h=8, hk=2, n=256, d=128, seed=0):
@@ -64,7 +110,7 @@ def test_the_ops_are_registered_with_their_schemas():
     for name in ("attention_with_kvcache", "attention_varlen"):
         schema = str(getattr(torch.ops.flashsim, name).default._schema)
         assert schema.endswith("-> (Tensor o, Tensor lse, Tensor overflow)") and "bool check_indices=True" in schema
-    assert "Tensor? block_table=None, int num_splits=0" in str(serving_torch.KVCACHE_OP._schema)
+    assert "Tensor? block_table=None, int num_splits=0, int? max_seqlen_k=None" in str(serving_torch.KVCACHE_OP._schema)
 
 
 def test_a_split_call_launches_flash_fwd_then_the_combine_on_one_stream(fake_gpu):
@@ -72,8 +118,14 @@ def test_a_split_call_launches_flash_fwd_then_the_combine_on_one_stream(fake_gpu
     sl = torch.tensor([256, 1, 77], dtype=torch.int32)
     o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
     assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (3, 8, 1) and lse.dtype == torch.float32
-    (s1, c1, k1, a1), (s2, c2, k2, a2) = fake_gpu.calls
-    assert s1 == s2 == ("stream", 0xABC0) and k1 is fake_gpu.fwd.kernel and k2 is fake_gpu.combine.kernel
+    (s0, c0, k0, a0), (s1, c1, k1, a1), (s2, c2, k2, a2) = fake_gpu.calls
+    assert s0 == s1 == s2 == ("stream", 0xABC0) and k1 is fake_gpu.fwd.kernel and k2 is fake_gpu.combine.kernel
+    assert (
+        k0 is fake_gpu.check.kernel and tuple(c0.grid) == (1, 1, 1) and tuple(c0.block) == (indices.CHECK_THREADS, 1, 1)
+    )
+    # the index check first: seqlens, no table, no offsets; B, limit, capacity, ..., the record and the plan's tag
+    assert [int(x) for x in a0[:13]] == [sl.data_ptr(), 0, 0, 0, 3, 256, 256, 0, 0, 0, 3, 3 * 256, 1]
+    assert int(a0[13]) == 0xD0000 and gs._TAGGED[int(a0[14])].kind == "kvcache"
     prob = flashsim.serving.prepare_kvcache(q, k, v, sl, None, 4, opts=flashsim.problem.resolve_options(layout="bnhd"))
     cfg = prob.config
     assert cfg.split and cfg.pack_gqa and not cfg.paged and prob.grid == (1, 2, 12)
@@ -100,7 +152,19 @@ def test_one_split_is_one_launch_and_pages_pass_their_table(fake_gpu):
     pages = torch.randn((9, 16, 2, 128)).to(torch.float16)
     table = torch.arange(8, dtype=torch.int32).reshape(2, 4)
     flashsim.gpu.attention_with_kvcache(q, pages, pages, block_table=table, num_splits=1)
-    ((_, _, kern, args),) = fake_gpu.calls
+    (_, _, check, cargs), (_, _, kern, args) = fake_gpu.calls
+    assert check is fake_gpu.check.kernel and [int(x) for x in cargs[:10]] == [
+        0,
+        table.data_ptr(),
+        0,
+        0,
+        2,
+        64,
+        64,
+        4,
+        4,
+        9,
+    ]
     assert kern is fake_gpu.fwd.kernel
     assert int(args[7]) == 64  # nk_cap = max_pages * page_size
     assert [int(x) for x in args[30:35]] == [table.data_ptr(), 4, 4, 9, 1]
@@ -114,7 +178,22 @@ def test_varlen_passes_its_offsets_and_an_empty_batch_launches_nothing(fake_gpu)
     k = torch.randn((9, 2, 64)).to(torch.float16)
     o, lse = flashsim.gpu.attention_varlen(q, k, k, cq, ck, 7, 5, causal=True)
     assert o.shape == q.shape and lse.shape == (4, 10)
-    ((_, config, _, args),) = fake_gpu.calls
+    (_, _, check, cargs), (_, config, _, args) = fake_gpu.calls
+    assert check is fake_gpu.check.kernel and [int(x) for x in cargs[:13]] == [
+        0,
+        0,
+        cq.data_ptr(),
+        ck.data_ptr(),
+        3,
+        5,
+        5,
+        0,
+        0,
+        0,
+        10,
+        9,
+        7,
+    ]
     assert [int(x) for x in args[6:9]] == [7, 5, 2] and int(args[9]) == 0 and int(args[12]) == 0
     assert [int(x) for x in args[25:30]] == [cq.data_ptr(), ck.data_ptr(), 0, 10, 9]
     assert [int(x) for x in args[37:]] == [0, 10]  # lse (Hq, total_q)
@@ -123,12 +202,14 @@ def test_varlen_passes_its_offsets_and_an_empty_batch_launches_nothing(fake_gpu)
     e = torch.empty((0, 4, 64), dtype=torch.float16)
     z = torch.zeros(3, dtype=torch.int32)
     o, lse = flashsim.gpu.attention_varlen(e, k, k, z, torch.tensor([0, 5, 9], dtype=torch.int32), 0, 5)
-    assert o.shape == (0, 4, 64) and lse.shape == (4, 0) and not fake_gpu.calls
+    assert o.shape == (0, 4, 64) and lse.shape == (4, 0)
+    assert [c[2] for c in fake_gpu.calls] == [fake_gpu.check.kernel]  # no query row: the offsets are still checked
 
 
-def test_a_cache_hit_still_checks_the_index_values_unless_told_not_to(fake_gpu, monkeypatch):
-    """Shapes hit the cache, values change every decode step: a bad value on a hit is refused before the launch;
-    check_indices=False leaves the check (and its host copy) out and launches (the kernel clamps)."""
+def test_a_bad_index_is_found_on_the_device_and_raised_lazily_by_the_next_call(fake_gpu, monkeypatch):
+    """Shapes hit the cache, values change every decode step: each call launches the check before flash_fwd, which
+    records a bad value in mapped memory; the call itself does not wait, and the next serving call (or
+    check_index_errors) raises the ValueError naming the argument. check_indices=False leaves the check out."""
     calls = []
     real = serving_torch._problem
     monkeypatch.setattr(serving_torch, "_problem", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -136,13 +217,161 @@ def test_a_cache_hit_still_checks_the_index_values_unless_told_not_to(fake_gpu, 
     good = torch.tensor([256, 1, 77], dtype=torch.int32)
     for _ in range(3):
         flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=good, num_splits=2)
-    assert len(calls) == 1 and len(fake_gpu.calls) == 6
+    assert len(calls) == 1 and len(fake_gpu.calls) == 9  # check, flash_fwd, combine each time; one plan
     bad = torch.tensor([257, 1, 77], dtype=torch.int32)
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=bad, num_splits=2)  # launched: the check records
+    assert len(fake_gpu.calls) == 12
+    with pytest.raises(ValueError, match=r"cache_seqlens\[0\] = 257 is past the keys row 0 holds .*checked on the GPU"):
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=good, num_splits=2)
+    assert len(fake_gpu.calls) == 12  # raised before its launches
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=good, num_splits=2)  # the record was cleared
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=bad, num_splits=2)
     with pytest.raises(ValueError, match=r"cache_seqlens\[0\] = 257"):
-        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=bad, num_splits=2)
-    assert len(fake_gpu.calls) == 6
+        flashsim.gpu.check_index_errors()
+    flashsim.gpu.check_index_errors()  # nothing pending
+    fake_gpu.calls.clear()
     flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=bad, num_splits=2, check_indices=False)
-    assert len(fake_gpu.calls) == 8 and len(calls) == 1  # the same key: launched without the check
+    assert [c[2] for c in fake_gpu.calls] == [fake_gpu.fwd.kernel, fake_gpu.combine.kernel] and len(calls) == 1
+    flashsim.gpu.check_index_errors()
+
+
+def test_max_seqlen_k_chooses_the_splits_and_a_longer_row_is_flagged(fake_gpu):
+    """num_splits=None is chosen over the key tiles of the stated max_seqlen_k (the emulator's choice from the same
+    arguments), never from the lengths; a row past it is the lazily raised ValueError naming cache_seqlens."""
+    q, k, v = _kv(b=1, n=32768)
+    sl = torch.tensor([2000], dtype=torch.int32)
+    opts = flashsim.problem.resolve_options(layout="bnhd")
+    for stated in (None, 2048):
+        fake_gpu.calls.clear()
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=stated)
+        fwd = next(c for c in fake_gpu.calls if c[2] is fake_gpu.fwd.kernel)
+        emu = flashsim.serving.prepare_kvcache(q, k, v, sl, None, None, opts=opts, sm_count=132, max_seqlen_k=stated)
+        assert int(fwd[3][34]) == emu.num_splits
+        assert fwd[1].grid[2] == emu.num_splits
+    assert emu.num_splits < flashsim.serving.prepare_kvcache(q, k, v, sl, None, None, opts=opts).num_splits
+    flashsim.gpu.attention_with_kvcache(
+        q, k, v, cache_seqlens=torch.tensor([2049], dtype=torch.int32), max_seqlen_k=2048
+    )
+    with pytest.raises(ValueError, match=r"cache_seqlens\[0\] = 2049 is more than max_seqlen_k=2048"):
+        flashsim.gpu.check_index_errors()
+    with pytest.raises(ValueError, match=r"max_seqlen_k must be None or an int in 0..32768"):
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=40000)
+    with pytest.raises(ValueError, match=r"max_seqlen_k must be None or an int, got 2048.0"):
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=2048.0)
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=np.int64(2048))
+
+
+def test_flash_fwd_overlaps_the_check_only_when_asked_and_checked(fake_gpu, monkeypatch):
+    """OVERLAP_CHECK launches flash_fwd as the check's programmatic dependent (the check writes nothing it reads);
+    without it, or without a check, flash_fwd's plain configuration."""
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+    for overlap, check, pdl in ((False, True, False), (True, True, True), (True, False, False)):
+        monkeypatch.setattr(gs, "OVERLAP_CHECK", overlap)
+        fake_gpu.calls.clear()
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=2, check_indices=check)
+        fwd = next(c for c in fake_gpu.calls if c[2] is fake_gpu.fwd.kernel)
+        comb = next(c for c in fake_gpu.calls if c[2] is fake_gpu.combine.kernel)
+        assert fwd[1].programmatic_stream_serialization is pdl and not comb[1].programmatic_stream_serialization
+        assert tuple(fwd[1].grid) == (1, 2, 6) and fwd[1].shmem_size > 0
+
+
+class _FakeCupyArray:
+    """A cupy array stand-in over host memory (the mocked GPU's memory is the host's): shape, dtype, data.ptr."""
+
+    def __init__(self, a):
+        self.a = np.ascontiguousarray(a)
+        self.shape, self.dtype = self.a.shape, self.a.dtype
+        self.data = types.SimpleNamespace(ptr=self.a.ctypes.data)
+        self.flags = types.SimpleNamespace(c_contiguous=True)
+        self.device = _FakeDevice()
+
+    def get(self):
+        raise AssertionError("cupy .get() on the call's path: a device-to-host copy")
+
+
+class _FakeDevice:
+    id = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_cupy_arrays_take_the_device_check_without_a_copy(fake_gpu, monkeypatch):
+    cupy = types.SimpleNamespace(
+        ndarray=_FakeCupyArray,
+        empty=lambda shape, dtype: _FakeCupyArray(np.empty(shape, dtype)),
+        full=lambda shape, value, dtype: _FakeCupyArray(np.full(shape, value, dtype)),
+        float32=np.float32,
+        uint64=np.uint64,
+        uint8=np.uint8,
+        cuda=types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0xCAFE0)),
+    )
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    rng = np.random.default_rng(0)
+    q = _FakeCupyArray(rng.standard_normal((2, 1, 8, 128)).astype(np.float16))
+    pages = _FakeCupyArray(rng.standard_normal((20, 16, 2, 128)).astype(np.float16))
+    table = _FakeCupyArray(np.arange(16, dtype=np.int32).reshape(2, 8))
+    good, bad = (_FakeCupyArray(np.array(x, np.int32)) for x in ([128, 3], [128, 129]))
+    o, lse = flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=good, block_table=table, num_splits=2)
+    assert isinstance(o, _FakeCupyArray) and o.shape == (2, 1, 8, 128) and lse.shape == (2, 8, 1)
+    kernels = [c[2] for c in fake_gpu.calls]
+    assert kernels == [fake_gpu.check.kernel, fake_gpu.fwd.kernel, fake_gpu.combine.kernel]
+    assert [int(x) for x in fake_gpu.calls[0][3][:2]] == [good.data.ptr, table.data.ptr]
+    assert fake_gpu.calls[1][0] == ("stream", 0xCAFE0)
+    flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=bad, block_table=table, num_splits=2)
+    with pytest.raises(ValueError, match=r"cache_seqlens\[1\] = 129 is past the keys row 1 holds"):
+        flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=good, block_table=table, num_splits=2)
+
+
+@pytest.fixture
+def no_host_reads(monkeypatch):
+    """Every way a torch tensor's values reach the host raises (the call must neither copy nor wait)."""
+
+    def refuse(name):
+        def method(self, *args, **kwargs):
+            raise AssertionError(f"Tensor.{name} on the call's path: a device-to-host copy / synchronisation")
+
+        return method
+
+    for name in ("cpu", "item", "tolist", "numpy", "__array__", "__int__", "__float__", "__bool__", "__index__"):
+        monkeypatch.setattr(torch.Tensor, name, refuse(name))
+    real_to = torch.Tensor.to
+
+    def to(self, *args, **kwargs):
+        target = args[0] if args else kwargs.get("device")
+        if str(target).startswith("cpu"):
+            raise AssertionError("Tensor.to('cpu') on the call's path")
+        return real_to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "to", to)
+
+
+def test_no_tensor_is_copied_to_or_read_by_the_host_on_a_call(fake_gpu, no_host_reads):
+    """Paged decode with lengths, split-KV and varlen, first calls (plans built) and repeated ones, a bad index
+    among them: no tensor value is read by the host (its values reach the host only through the check's record)."""
+    q, _, _ = _kv(b=2)
+    pages = torch.randn((20, 16, 2, 128)).to(torch.float16)
+    table = torch.arange(16, dtype=torch.int32).reshape(2, 8)
+    cq = torch.tensor([0, 3, 3, 10], dtype=torch.int32)
+    ck = torch.tensor([0, 5, 9, 9], dtype=torch.int32)
+    qv, kv = torch.randn((10, 4, 64)).to(torch.float16), torch.randn((9, 2, 64)).to(torch.float16)
+    for sl in ([128, 17], [100, 3]):
+        seqlens = torch.tensor(sl, dtype=torch.int32)
+        for splits in (1, 2, None):
+            flashsim.gpu.attention_with_kvcache(
+                q, pages, pages, cache_seqlens=seqlens, block_table=table, num_splits=splits, check_overflow=True
+            )
+        flashsim.gpu.attention_varlen(qv, kv, kv, cq, ck, 7, 5, causal=True)
+    bad = torch.tensor([129, 3], dtype=torch.int32)
+    flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=bad, block_table=table, num_splits=2)
+    with pytest.raises(ValueError, match=r"cache_seqlens\[0\] = 129 is past the keys row 0 holds"):
+        flashsim.gpu.attention_varlen(qv, kv, kv, cq, ck, 7, 5)
+    with pytest.raises(AssertionError, match="Tensor.item"):  # the fixture is in force
+        seqlens.item()
 
 
 def test_index_tensors_on_another_device_or_of_another_dtype_are_refused(fake_gpu):
@@ -159,7 +388,7 @@ def test_index_tensors_on_another_device_or_of_another_dtype_are_refused(fake_gp
 
 def test_the_fake_implementations_trace_under_torch_compile(fake_gpu):
     def f(q, k, v, sl, cq, ck, qv, kv):
-        o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=2)
+        o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, max_seqlen_k=256)
         o2, lse2 = flashsim.gpu.attention_varlen(qv, kv, kv, cq, ck, 7, 5)
         return o.float() + 1, lse * 2, o2, lse2
 

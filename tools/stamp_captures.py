@@ -55,6 +55,11 @@ CAPTURES = {
         "npz",
         "PYTHONPATH=. python3 -m flashsim.gpu.capture.mma_k32 --out tests/data",
     ),
+    "wgmma_sm90.npz": (
+        "wgmma_capture",
+        "npz",
+        "PYTHONPATH=. python3 -m flashsim.gpu.capture.wgmma --out tests/data",
+    ),
     "mma_sm90_summary.json": (
         "mma_capture",
         "json",

@@ -6,7 +6,10 @@ The variants: decode with splits (contiguous cache, GQA packed, rows of 0 and 1 
 keys per page in random order with a page two rows share, speculative rows (causal) with a window, group 1 (not
 packed) and MQA, bf16 and f16x2, variable-length batches with empty sequences, and flash_combine after every split
 launch; then the same paged decode with check_indices=False and indices that point outside the pages and lengths
-past the cache: the kernel clamps every index it reads, so the sanitizer must find nothing there either.
+past the cache: the kernel clamps every index it reads, so the sanitizer must find nothing there either; then those
+bad indices as torch GPU tensors with the check on (kernel/serving_check.cu before flash_fwd, its record in mapped
+host memory, read by flashsim.gpu.check_index_errors, which must raise the ValueError naming block_table or
+cache_seqlens), and a good varlen call through torch with its check.
 """
 
 import sys
@@ -111,7 +114,36 @@ def main(argv):
         check_overflow=False,
     )
     print("ran unchecked bad indices (clamped)", flush=True)
-    print(f"sanitize_serving: {len(VARIANTS) + 1} launches (each split launch followed by flash_combine)")
+    checked = 0
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and torch.cuda.is_available():
+        gpu = {n: torch.from_numpy(np.ascontiguousarray(x)).cuda() for n, x in a.items() if isinstance(x, np.ndarray)}
+        flashsim.gpu.attention_with_kvcache(
+            gpu["q"],
+            gpu["k_cache"],
+            gpu["v_cache"],
+            cache_seqlens=torch.from_numpy(lengths).cuda(),
+            block_table=torch.from_numpy(table).cuda(),
+            num_splits=3,
+        )
+        try:
+            flashsim.gpu.check_index_errors()
+        except ValueError as exc:
+            print(f"ran checked bad indices on the GPU: {exc}", flush=True)
+        else:
+            print("ERROR: the device check found no bad index", flush=True)
+            return 1
+        v = VARIANTS[-2].arrays()
+        t = {n: torch.from_numpy(np.ascontiguousarray(v[n])).cuda() for n in ("q", "k", "v")}
+        cu = [torch.from_numpy(v[n]).cuda() for n in ("cu_seqlens_q", "cu_seqlens_k")]
+        flashsim.gpu.attention_varlen(t["q"], t["k"], t["v"], *cu, v["max_seqlen_q"], v["max_seqlen_k"], causal=True)
+        flashsim.gpu.check_index_errors()
+        print("ran a checked varlen call through torch", flush=True)
+        checked = 2
+    print(f"sanitize_serving: {len(VARIANTS) + 1 + checked} launches (each split launch followed by flash_combine)")
     return 0
 
 

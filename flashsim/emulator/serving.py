@@ -46,6 +46,7 @@ def attention_with_kvcache(
     cache_seqlens=None,
     block_table=None,
     num_splits=None,
+    max_seqlen_k=None,
     causal=None,
     softmax_scale=None,
     pv_accum=None,
@@ -66,12 +67,16 @@ def attention_with_kvcache(
     (num_pages, page_size, Hkv, d), page_size a power of two from 16 to 256; ``cache_seqlens`` (B,) int32: the keys
     row b holds (default: all of them); causal aligned to each row's cache length (query i at position
     i + cache_seqlens[b] - Nq). ``num_splits``: split-KV parts (1: the single pass; None: FlashAttention-2's
-    heuristic for ``arch``'s reference GPU, flashsim.serving.splits). The other options are flashsim.attention's
+    heuristic for ``arch``'s reference GPU, flashsim.serving.splits, over the key tiles of ``max_seqlen_k``, the
+    longest row the caller states, or of the capacity: the GPU call chooses alike from the same arguments; a row
+    longer than a stated max_seqlen_k is an index error, as on the GPU). The other options are flashsim.attention's
     (window_size, softcap, softmax_scale, pv_accum, check_overflow, backend "numpy" or "jax", engine); quant is
     refused, layout is (B, N, H, d). ``config`` fixes the tiling (its serving switches follow the call)."""
     _numpy_inputs(q=q, k_cache=k_cache, v_cache=v_cache, cache_seqlens=cache_seqlens, block_table=block_table)
     opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
-    prob = prepare_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, num_splits, opts=opts, arch=arch)
+    prob = prepare_kvcache(
+        q, k_cache, v_cache, cache_seqlens, block_table, num_splits, opts=opts, arch=arch, max_seqlen_k=max_seqlen_k
+    )
     index = index_of(cache_seqlens=cache_seqlens, block_table=block_table)
     return _run(q, k_cache, v_cache, prob, index, backend, progress, check_overflow, engine)
 
@@ -208,6 +213,7 @@ def reference_attention_with_kvcache(
         checked.pop("num_splits", None),
         opts=opts,
         arch=checked.pop("arch", "sm_90"),
+        max_seqlen_k=checked.pop("max_seqlen_k", None),
     )
     index = index_of(cache_seqlens=cache_seqlens, block_table=block_table)
     check_indices(prob, index)

@@ -2,6 +2,7 @@
 
     flashsim.gpu.attention(q, k, v, ...)                       # the real kernel, same contract as flashsim.attention
     flashsim.gpu.attention_with_kvcache(q, k_cache, v_cache, ...), flashsim.gpu.attention_varlen(...)   # serving
+    flashsim.gpu.check_index_errors()                          # raise a bad index the GPU's check found
     from flashsim.gpu.build import compile_cuda, kernel_path   # works without a GPU
     from flashsim.gpu import runtime as rt                     # needs a GPU: require_gpu, load, to_device, launch
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from ..errors import CompileError, GPUError, UnsupportedConfig
 from . import build, runtime
-from .api import attention, attention_varlen, attention_with_kvcache, prepared_launch
+from .api import attention, attention_varlen, attention_with_kvcache, check_index_errors, prepared_launch
 from .build import Build, compile_cuda, kernel_path
 from .runtime import gpu_available
 
@@ -33,4 +34,5 @@ __all__ = [
     "attention_with_kvcache",
     "attention_varlen",
     "prepared_launch",
+    "check_index_errors",
 ]

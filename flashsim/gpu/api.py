@@ -135,6 +135,7 @@ def attention_with_kvcache(
     cache_seqlens=None,
     block_table=None,
     num_splits=None,
+    max_seqlen_k=None,
     causal=None,
     softmax_scale=None,
     pv_accum=None,
@@ -151,9 +152,14 @@ def attention_with_kvcache(
     """The real kernel over a KV cache: flashsim.attention_with_kvcache's contract and bits, on the GPU (flash_fwd,
     then with split-KV flash_combine, on one stream). Output types follow the inputs as flashsim.gpu.attention's
     do (torch: the op torch.ops.flashsim.attention_with_kvcache; cupy; numpy, synchronous). num_splits=None chooses
-    for this GPU's SMs (flashsim.serving.splits). ``check_indices``: check cache_seqlens and block_table on the host
-    before the launch (GPU arrays are copied there: a wait); False skips it (CUDA graphs): the kernel still clamps
-    every index it reads, so nothing outside the arrays is read."""
+    for this GPU's SMs (flashsim.serving.splits) over the key tiles of ``max_seqlen_k`` (the longest row the caller
+    states, FlashAttention's name; None: the cache's capacity), never from the lengths' values. With the index
+    tensors on the GPU (torch, cupy) nothing is copied back and nothing waits: the call can be captured in a CUDA
+    graph. ``check_indices``: check cache_seqlens and block_table (host arrays on the host before the launch; GPU
+    ones by a check kernel on the device, whose ValueError is raised when its record is read: at the next serving
+    call, where this call reads its overflow flag, in a deferred check, or by flashsim.gpu.check_index_errors());
+    False leaves the check out. Either way the kernel clamps every index it reads: nothing outside the caches is
+    read."""
     from ..serving.problem import prepare_kvcache
     from . import runtime as rt
 
@@ -171,6 +177,7 @@ def attention_with_kvcache(
             block_table,
             num_splits,
             opts,
+            max_seqlen_k=max_seqlen_k,
             arch=arch,
             stream=stream,
             check_overflow=check_overflow,
@@ -187,6 +194,7 @@ def attention_with_kvcache(
         num_splits,
         opts=opts,
         sm_count=rt.sm_count() if rt.gpu_available()[0] else None,
+        max_seqlen_k=max_seqlen_k,
     )
     arrays = dict(cache_seqlens=cache_seqlens, block_table=block_table)
     cupy = sys.modules.get("cupy")
@@ -223,7 +231,7 @@ def attention_varlen(
 ):
     """The real kernel over a variable-length batch: flashsim.attention_varlen's contract and bits on the GPU
     (torch: torch.ops.flashsim.attention_varlen; cupy; numpy). ``check_indices`` as attention_with_kvcache's
-    (cu_seqlens_q / cu_seqlens_k)."""
+    (cu_seqlens_q / cu_seqlens_k, on the device for GPU arrays); no copy back, no wait, capturable likewise."""
     from ..serving.problem import prepare_varlen
 
     check_overflow = check_mode(check_overflow)
@@ -258,3 +266,12 @@ def attention_varlen(
     return serving_launch.run_host(
         q, k, v, prob, arrays, stream=stream, check=check_indices, check_overflow=check_overflow
     )
+
+
+def check_index_errors(wait: bool = True) -> None:
+    """Raise the ValueError of a bad index that a serving call's check kernel (eager, or replayed in a CUDA graph)
+    found on the GPU since the record was last read, naming the argument and the entry; ``wait``: first wait for
+    all work on the device, so that every check launched so far has run (a host synchronisation)."""
+    from . import serving
+
+    serving.check_index_errors(wait)

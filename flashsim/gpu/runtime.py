@@ -154,6 +154,30 @@ def synchronize() -> None:
     _checked("stream synchronize", lambda: default_stream().sync())
 
 
+def synchronize_device() -> None:
+    """Wait for all work on the device, whatever stream it is on (cuCtxSynchronize); GPUError on a pending error."""
+    from cuda.bindings import driver
+
+    require_gpu()
+    _driver("device synchronize", driver.cuCtxSynchronize())
+
+
+def mapped_host(nbytes: int) -> tuple[np.ndarray, int]:
+    """Pinned host memory the device writes directly (cuMemHostAlloc, portable and device-mapped): (a uint8 numpy
+    view the host reads without waiting for the GPU, the device address kernels write to). Never freed: for a
+    process's few small records."""
+    import ctypes
+
+    from cuda.bindings import driver
+
+    require_gpu()
+    flags = driver.CU_MEMHOSTALLOC_PORTABLE | driver.CU_MEMHOSTALLOC_DEVICEMAP
+    host = int(_driver("cuMemHostAlloc", driver.cuMemHostAlloc(int(nbytes), flags)))
+    dev = int(_driver("cuMemHostGetDevicePointer", driver.cuMemHostGetDevicePointer(host, 0)))
+    view = np.ctypeslib.as_array((ctypes.c_uint8 * int(nbytes)).from_address(host))
+    return view, dev
+
+
 def _result_name(err) -> str:
     return getattr(err, "name", str(err))
 
@@ -273,13 +297,17 @@ def bind_thread() -> None:
     require_gpu()
 
 
-def launch_config(grid, block, smem_bytes: int = 0):
-    """A cuda.core LaunchConfig (validated dims), to build once and reuse for launches of the same shape."""
+def launch_config(grid, block, smem_bytes: int = 0, *, overlap_previous: bool = False):
+    """A cuda.core LaunchConfig (validated dims), to build once and reuse for launches of the same shape.
+    ``overlap_previous``: programmatic dependent launch (sm_90+): the kernel may start once the previous kernel on
+    the stream has run griddepcontrol.launch_dependents, for a kernel that reads nothing the previous one writes."""
     from cuda.core import LaunchConfig
 
     g, b = _dims(grid, "grid"), _dims(block, "block")
     if not isinstance(smem_bytes, (int, np.integer)) or smem_bytes < 0:
         raise ValueError(f"smem_bytes must be a non-negative int, got {smem_bytes!r}")
+    if overlap_previous:
+        return LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes), programmatic_stream_serialization=True)
     return LaunchConfig(grid=g, block=b, shmem_size=int(smem_bytes))
 
 

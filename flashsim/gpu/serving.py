@@ -3,30 +3,49 @@ flash_combine after it, and their front-end for numpy arrays and DeviceArrays.
 
 A ``ServingPlan`` holds what the launches of one flashsim.serving.ServingProblem need, built once: the loaded
 flash_fwd (and with split-KV flash_combine, from the same build), the cuda.core LaunchConfigs, the scalar arguments
-and the bytes of scratch the split parts take. ``launch_serving`` enqueues flash_fwd and then, on the same stream,
-flash_combine: no host synchronisation between them, so a torch or cupy caller's stream orders them like any
-other work. The front-ends (``attention_with_kvcache`` / ``attention_varlen`` here for numpy and DeviceArrays,
-flashsim.gpu.serving_cupy, flashsim.gpu.serving_torch) check the call with flashsim.serving.problem, allocate the
-outputs and the scratch with their library's allocator, and call ``launch_serving``.
+and the bytes of scratch the split parts take. ``launch_serving`` enqueues the index check, flash_fwd and then
+flash_combine on one stream: no host synchronisation between them, so a torch or cupy caller's stream orders them
+like any other work. The front-ends (``run_host`` for numpy arrays and DeviceArrays, ``run_cupy``,
+flashsim.gpu.serving_torch) check the call with flashsim.serving.problem, allocate the outputs and the scratch with
+their library's allocator, and call ``launch_serving``.
 
-Index values (cache_seqlens, block_table, cu_seqlens) are checked on the host before the launch
-(flashsim.serving.problem.check_indices): numpy ones as they are, GPU ones after a copy to the host, which waits
-for the GPU; ``check_indices=False`` skips that copy (for CUDA graphs and loops that must not wait), and the kernel
-clamps every index it reads, so an unchecked bad index gives wrong rows, never an out-of-bounds read.
+Index values (cache_seqlens, block_table, cu_seqlens). Host (numpy) ones are checked on the host before the launch
+(flashsim.serving.problem.check_indices). GPU ones are never copied back: kernel/serving_check.cu, one block launched
+before flash_fwd on the same stream, applies the same rules (flashsim.serving.indices) where they live and writes the
+first violation into a record of mapped host memory (one per process, ``record``), which the host reads without
+waiting (``pending_error``): at the start of every later serving call, after the call where the call waits anyway
+(an overflow flag read with check_overflow=True), in a deferred check, and in ``check_index_errors``. So a bad index
+raises its ValueError one call late, or at the read the caller chooses, as CUDA's asynchronous errors do, and a
+CUDA graph replays the check with the rest. ``check_indices=False`` leaves the check out. Whatever the check says,
+flash_fwd clamps every index it reads (page numbers into the pages, lengths into the capacities, offsets into the
+arrays): a bad index gives wrong rows, never a read outside the caches.
 """
 
 from __future__ import annotations
+
+import atexit
+import re
+import sys
 
 import numpy as np
 
 from ..constants import COMBINE_WARPS
 from ..numerics.formats import get_format
 from ..overflow import OverflowCheck
+from ..serving import indices
+from ..serving.indices import index_error
 from ..serving.problem import SequenceIndex, ServingProblem, check_indices, index_of
 from . import launch
 from . import runtime as rt
+from .build import compile_cuda, kernel_path
 
 COMBINE_NAME = "flash_combine"
+CHECK_FILE = "serving_check.cu"  # the index check on the device (flashsim.serving.indices' rules)
+CHECK_NAME = "serving_check"
+# flash_fwd launched as a programmatic dependent of the index check (sm_90+), so that the check (one block) runs beside
+# it rather than before it: the check writes nothing flash_fwd reads. Off by default until measured on silicon
+# (benchmarks/bench_serving.py --call times both); set flashsim.gpu.serving.OVERLAP_CHECK = True to turn it on.
+OVERLAP_CHECK = False
 _PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
 
 
@@ -77,7 +96,9 @@ def kernel_scalars(prob: ServingProblem) -> tuple:
 class ServingPlan:
     """One ServingProblem's launches: flash_fwd (``kernel``, ``launch_config``) and, with splits, flash_combine
     (``combine``, ``combine_config``); the scalar arguments; the scratch the parts need (``part_bytes``, lse_part at
-    ``lse_offset``); ``runs``: False when the grid is empty (a varlen batch without query rows: nothing to launch)."""
+    ``lse_offset``); ``runs``: False when the grid is empty (a varlen batch without query rows: nothing to launch);
+    ``check`` / ``check_config``: serving_check, launched first where the call has index arrays (None otherwise), and
+    ``tag``, the number its record names the problem by."""
 
     __slots__ = (
         "problem",
@@ -90,9 +111,15 @@ class ServingPlan:
         "part_bytes",
         "lse_offset",
         "runs",
+        "check",
+        "check_config",
+        "overlap_config",
+        "check_scalars",
+        "combine_scalars",
+        "tag",
     )
 
-    def __init__(self, problem: ServingProblem, kernel, combine, launch_config, combine_config, what: str):
+    def __init__(self, problem: ServingProblem, kernel, combine, launch_config, combine_config, what: str, check=None):
         self.problem = problem
         self.kernel, self.combine = kernel, combine
         self.launch_config, self.combine_config = launch_config, combine_config
@@ -100,9 +127,147 @@ class ServingPlan:
         self.what = what
         self.part_bytes, self.lse_offset = part_layout(problem)
         self.runs = launch_config is not None
+        self.check = check
+        self.check_config = rt.launch_config((1, 1, 1), (indices.CHECK_THREADS, 1, 1)) if check is not None else None
+        self.overlap_config = None  # flash_fwd's config as the check's programmatic dependent (sm_90+)
+        if check is not None and launch_config is not None and int(re.match(r"sm_(\d+)", problem.arch)[1]) >= 90:
+            cfg = problem.config
+            self.overlap_config = rt.launch_config(
+                problem.grid, (cfg.threads, 1, 1), cfg.smem_bytes, overlap_previous=True
+            )
+        self.check_scalars = check_scalars(problem)
+        p = problem
+        self.combine_scalars = tuple(np.int32(x) for x in (p.num_splits, p.part_rows, p.nq_cap, p.heads))
+        self.tag = tag_of(problem)
 
     def __repr__(self) -> str:
         return f"ServingPlan({self.what})"
+
+
+# -- the index check on the device and its record ------------------------------------------------------------
+
+_TAGS: dict = {}  # ServingProblem -> tag (1, 2, ...): the record names the failing call's problem by it
+_TAGGED: dict = {}  # tag -> ServingProblem
+_RECORD: dict = {}  # "view": the record's u64 words on the host, "ptr": its device address (mapped_host)
+_AT_EXIT: list = []  # the exit hook, registered once
+
+
+def has_indices(prob: ServingProblem) -> bool:
+    """Whether a call of ``prob`` passes index arrays the check kernel reads."""
+    return prob.kind == "varlen" or prob.seqlens or bool(prob.page_size)
+
+
+def tag_of(prob: ServingProblem) -> int:
+    tag = _TAGS.get(prob)
+    if tag is None:
+        tag = _TAGS[prob] = len(_TAGS) + 1
+        _TAGGED[tag] = prob
+    return tag
+
+
+def record() -> tuple[np.ndarray, int]:
+    """(host view of the record's RECORD_WORDS u64, its device address): one per process, allocated on first use
+    (outside any capture: the first call of a shape allocates it) and set to no violation."""
+    view = _RECORD.get("view")
+    if view is None:
+        raw, ptr = rt.mapped_host(indices.RECORD_WORDS * 8)
+        view = raw.view(np.uint64)
+        view[1:] = 0
+        view[0] = indices.NONE
+        _RECORD["view"], _RECORD["ptr"] = view, ptr
+        if not _AT_EXIT:
+            _AT_EXIT.append(atexit.register(_unread_at_exit))
+    return view, _RECORD["ptr"]
+
+
+def _unread_at_exit() -> None:
+    """A bad index no one read by the end of the process is said on stderr rather than lost."""
+    err = pending_error()
+    if err is not None:
+        print(f"flashsim: a serving call's index check found a bad index that was never read: {err}", file=sys.stderr)
+
+
+def pending_error() -> ValueError | None:
+    """The ValueError of the violation the check kernel recorded (None without one), and the record cleared: a
+    host read of mapped memory, no wait for the GPU (a check still running is seen by a later read)."""
+    view = _RECORD.get("view")
+    if view is None:
+        return None
+    c = int(view[0])
+    if c == indices.NONE:
+        return None
+    value, tag = int(view[1]), int(view[2])
+    view[1:] = 0
+    view[0] = indices.NONE
+    prob = _TAGGED.get(tag)
+    if prob is None:
+        return ValueError(f"the serving index check on the GPU flagged a violation (code {c:#x}) of an unknown call")
+    err = index_error(prob, c, value)
+    op = "attention_with_kvcache" if prob.kind == "kvcache" else "attention_varlen"
+    return ValueError(f"{err} (checked on the GPU by flashsim.gpu.{op}: {prob.describe()})")
+
+
+def raise_pending() -> None:
+    """Raise the recorded index violation, if any (``pending_error``)."""
+    err = pending_error()
+    if err is not None:
+        raise err
+
+
+def check_index_errors(wait: bool = True) -> None:
+    """Raise the ValueError of a bad index any serving call (eager or replayed in a CUDA graph) has found on the GPU
+    since the last read; ``wait``: first wait for all work on the device (a host synchronisation), so that every
+    check launched so far has run."""
+    if wait and rt.opened():
+        rt.synchronize_device()
+    raise_pending()
+
+
+def check_for(arch: str):
+    """serving_check for ``arch``, loaded once."""
+    key = (CHECK_NAME, arch)
+    kern = launch._KERNELS.get(key)
+    if kern is None:
+        kern = launch._KERNELS[key] = rt.load(build_check(arch), CHECK_NAME)
+    return kern
+
+
+def build_check(arch: str):
+    """Compile kernel/serving_check.cu for ``arch`` (no GPU needed): its defines are flashsim.serving.indices'."""
+    return compile_cuda(kernel_path(CHECK_FILE).read_text(), arch=arch, name=CHECK_FILE, defines=indices.defines())
+
+
+def check_scalars(prob: ServingProblem) -> tuple:
+    """serving_check's scalar arguments for ``prob`` (between the four index pointers and the record)."""
+    i = np.int32
+    return (
+        i(prob.batch),
+        i(prob.seqlen_limit),
+        i(prob.nk_cap),
+        i(prob.max_pages),
+        i(prob.page_shift),
+        i(prob.num_pages),
+        i(prob.q_total),
+        i(prob.k_total),
+        i(prob.nq_cap),
+    )
+
+
+def check_args(prob: ServingProblem, ptrs: dict, record: int, tag: int, *, scalars=None, pointer=np.uint64) -> tuple:
+    """serving_check's arguments for ``prob``: the index arrays' addresses (``ptrs`` "seqlens_k", "block_table",
+    "cu_q", "cu_k", 0 where absent), the scalars (``check_scalars``, or ``scalars`` built by it), the record's
+    address and the tag its message is looked up by. ``pointer`` types the addresses: np.uint64 (flashsim.ptx wants
+    a width), or int for cuda.core's launch (a Python int is passed as an 8-byte intptr_t: no conversion)."""
+    get = ptrs.get
+    return (
+        pointer(get("seqlens_k", 0)),
+        pointer(get("block_table", 0)),
+        pointer(get("cu_q", 0)),
+        pointer(get("cu_k", 0)),
+        *(check_scalars(prob) if scalars is None else scalars),
+        pointer(record),
+        np.uint64(tag),
+    )
 
 
 def combine_for(config, arch: str):
@@ -128,8 +293,11 @@ def plan_for(prob: ServingProblem) -> ServingPlan:
     what = f"kernel flash_fwd (grid {grid}, block ({cfg.threads}, 1, 1), {cfg.smem_bytes} B dynamic smem; " + (
         f"{cfg.describe()}); {prob.describe()}"
     )
+    check = check_for(prob.arch) if has_indices(prob) else None
+    if check is not None:
+        record()  # allocated now, outside any capture
     if min(grid) == 0:
-        plan = ServingPlan(prob, None, None, None, None, what + " (empty grid: no launch)")
+        plan = ServingPlan(prob, None, None, None, None, what + " (empty grid: no launch)", check)
     else:
         kern = launch.kernel_for(cfg, prob.arch)
         config = rt.launch_config(grid, (cfg.threads, 1, 1), cfg.smem_bytes)
@@ -138,18 +306,19 @@ def plan_for(prob: ServingProblem) -> ServingPlan:
             comb = combine_for(cfg, prob.arch)
             comb_config = rt.launch_config((-(-prob.part_rows // COMBINE_WARPS), 1, 1), (32 * COMBINE_WARPS, 1, 1))
             what += f"; then {COMBINE_NAME} over {prob.num_splits} splits"
-        plan = ServingPlan(prob, kern, comb, config, comb_config, what)
+        plan = ServingPlan(prob, kern, comb, config, comb_config, what, check)
     if len(_PLANS) >= launch.MAX_KEYS:
         _PLANS.clear()
     _PLANS[prob] = plan
     return plan
 
 
-def launch_serving(plan: ServingPlan, stream, ptrs: dict) -> None:
-    """Enqueue flash_fwd and (split-KV) flash_combine on ``stream``; no host synchronisation. ``ptrs``: device
-    addresses "q", "k", "v", "o", "lse", "overflow" (0 without the flag), "cu_q", "cu_k", "seqlens_k",
-    "block_table" (0 where the call has none), "parts" (``plan.part_bytes`` of scratch, with splits)."""
-    if not plan.runs:
+def launch_serving(plan: ServingPlan, stream, ptrs: dict, check: bool = True) -> None:
+    """Enqueue serving_check (``check`` and a call with index arrays), flash_fwd and (split-KV) flash_combine on
+    ``stream``; no host synchronisation. ``ptrs``: device addresses "q", "k", "v", "o", "lse", "overflow" (0 without
+    the flag), "cu_q", "cu_k", "seqlens_k", "block_table" (0 where the call has none), "parts" (``plan.part_bytes``
+    of scratch, with splits)."""
+    if not plan.runs and not (check and plan.check is not None):
         return
     sticky = rt.sticky_error()
     if sticky:
@@ -159,48 +328,53 @@ def launch_serving(plan: ServingPlan, stream, ptrs: dict) -> None:
             f"the CUDA context of this process is unusable after an earlier error ({sticky}); restart the process"
         )
     head, totals, pages, lse_strides = plan.scalars
-    u = np.uint64
-    parts = ptrs.get("parts", 0)
+    get = ptrs.get
+    parts = get("parts", 0)
     split = plan.problem.config.split
     if split and not parts:
         raise ValueError(f"split-KV needs {plan.part_bytes} B of scratch for its parts (got a null pointer)")
     o_part, lse_part = (parts, parts + plan.lse_offset) if split else (0, 0)
+    # addresses as Python ints: cuda.core passes an int as an 8-byte intptr_t, the .u64 the kernels take
+    config = plan.launch_config
     try:
+        if check and plan.check is not None:
+            args = check_args(plan.problem, ptrs, _RECORD["ptr"], plan.tag, scalars=plan.check_scalars, pointer=int)
+            launch._core_launch(stream, plan.check_config, plan.check.kernel, *args)
+            if OVERLAP_CHECK and plan.overlap_config is not None:
+                config = plan.overlap_config
+        if not plan.runs:
+            return
         launch._core_launch(
             stream,
-            plan.launch_config,
+            config,
             plan.kernel.kernel,
-            u(ptrs["q"]),
-            u(ptrs["k"]),
-            u(ptrs["v"]),
-            u(ptrs["o"]),
-            u(ptrs["lse"]),
-            u(ptrs.get("overflow", 0)),
+            ptrs["q"],
+            ptrs["k"],
+            ptrs["v"],
+            ptrs["o"],
+            ptrs["lse"],
+            get("overflow", 0),
             *head,
-            u(ptrs.get("cu_q", 0)),
-            u(ptrs.get("cu_k", 0)),
-            u(ptrs.get("seqlens_k", 0)),
+            get("cu_q", 0),
+            get("cu_k", 0),
+            get("seqlens_k", 0),
             *totals,
-            u(ptrs.get("block_table", 0)),
+            get("block_table", 0),
             *pages,
-            u(o_part),
-            u(lse_part),
+            o_part,
+            lse_part,
             *lse_strides,
         )
-        if split:
-            p = plan.problem
+        if split:  # flash_combine(o_part, lse_part, o, lse, num_splits, part_rows, nq_cap, heads)
             launch._core_launch(
                 stream,
                 plan.combine_config,
                 plan.combine.kernel,
-                u(o_part),
-                u(lse_part),
-                u(ptrs["o"]),
-                u(ptrs["lse"]),
-                np.int32(p.num_splits),
-                np.int32(p.part_rows),
-                np.int32(p.nq_cap),
-                np.int32(p.heads),
+                o_part,
+                lse_part,
+                ptrs["o"],
+                ptrs["lse"],
+                *plan.combine_scalars,
             )
     except Exception as exc:
         rt.launch_failed(plan.what, exc)
@@ -269,7 +443,7 @@ def run_host(q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=
         block_table=dev_index["block_table"].ptr if "block_table" in dev_index else 0,
         parts=parts.ptr if parts is not None else 0,
     )
-    launch_serving(plan, s, ptrs)
+    launch_serving(plan, s, ptrs, check=False)  # checked above, on the host arrays
     launch.sync_stream(s, plan.what)
     v_host = v if isinstance(v, np.ndarray) else None
 
@@ -293,8 +467,9 @@ def run_host(q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=
 
 
 def run_cupy(cupy, q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=True, check_overflow=True):
-    """Run ``prob`` on cupy arrays: cupy's current stream (or ``stream``), outputs and split parts from cupy's pool,
-    no wait unless the index check (``check``: copies the index arrays to the host) or the overflow check reads."""
+    """Run ``prob`` on cupy arrays: cupy's current stream (or ``stream``), outputs and split parts from cupy's pool;
+    ``check``: serving_check on the device (its record read lazily: module docstring), no copy of the index arrays;
+    no wait unless the overflow check reads its flag (then the index record is read too)."""
     for name, x in {"k": k, "v": v, **arrays}.items():
         if x is not None and not isinstance(x, cupy.ndarray):
             raise ValueError(f"{name} must be a cupy array like q, got {type(x).__name__}")
@@ -304,11 +479,6 @@ def run_cupy(cupy, q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, 
             raise ValueError(f"{name} must be C-contiguous (cupy.ascontiguousarray first)")
     if not q.flags.c_contiguous:
         raise ValueError("q must be C-contiguous (cupy.ascontiguousarray first)")
-    index = None
-    if check or check_overflow is not False:
-        index = index_of(**{n: None if x is None else x.get() for n, x in arrays.items()})
-    if check:
-        check_indices(prob, index)
     launch.misaligned(q=q.data.ptr, k=k.data.ptr, v=v.data.ptr)
     plan = plan_for(prob)
     with q.device:
@@ -332,13 +502,19 @@ def run_cupy(cupy, q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, 
         parts=ptr(parts),
     )
     rt.bind_thread()
-    launch_serving(plan, rt.stream_from_handle(handle), ptrs)
+    raise_pending()  # an earlier call's bad index, without waiting
+    launch_serving(plan, rt.stream_from_handle(handle), ptrs, check=check)
 
     def overflow_check():
-        if flag is not None:
-            raise_if_overflowed(prob, index, int(flag.get()[0]), v.get())
+        value = int(flag.get()[0]) if flag is not None else None  # waits for the call
+        if value is None:
+            cupy.cuda.ExternalStream(handle).synchronize()
+        raise_pending()
+        if value is not None and value != launch.NO_OVERFLOW:
+            index = index_of(**{n: None if x is None else x.get() for n, x in arrays.items()})  # error path only
+            raise_if_overflowed(prob, index, value, v.get())
 
-    if check_overflow is True:
+    if check_overflow is True and flag is not None:  # the call waits for its flag anyway: both are read now
         overflow_check()
     if check_overflow == "deferred":
         return o, lse, OverflowCheck(overflow_check)

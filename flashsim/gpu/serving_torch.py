@@ -5,24 +5,26 @@ Importing this module imports torch and registers both ops (flashsim.gpu's servi
 call with a torch tensor)::
 
     flashsim::attention_with_kvcache(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens=None,
-        Tensor? block_table=None, int num_splits=0, bool causal=False, float? softmax_scale=None,
-        str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True, int[] window=[-1, -1],
-        float softcap=0.0, bool check_indices=True) -> (Tensor o, Tensor lse, Tensor overflow)
+        Tensor? block_table=None, int num_splits=0, int? max_seqlen_k=None, bool causal=False,
+        float? softmax_scale=None, str pv_accum="f32", int[] tiles=[], str? arch=None, bool flag=True,
+        int[] window=[-1, -1], float softcap=0.0, bool check_indices=True) -> (Tensor o, Tensor lse, Tensor overflow)
     flashsim::attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k,
         int max_seqlen_q, int max_seqlen_k, bool causal=False, ...the same options...) -> (o, lse, overflow)
 
-``num_splits`` 0 is the heuristic (None in Python), on the device's own SM count; ``tiles`` as flashsim::attention's.
+``num_splits`` 0 is the heuristic (None in Python), on the device's own SM count, over the key tiles of
+``max_seqlen_k`` (the longest row the caller states; None: the cache's capacity); ``tiles`` as flashsim::attention's.
 Fake (meta) implementations give the output shapes, so both ops trace under torch.compile(fullgraph=True).
 
-CUDA tensors: flash_fwd, then (split-KV) flash_combine, on torch's current stream of q's device; o, lse and the
-split parts come from torch's caching allocator. A repeated call does a key lookup (shapes, dtypes, devices,
-contiguity, the index tensors' shapes and dtypes, options), with ``check_indices`` a copy of the index tensors to the
-host and their check (flashsim.serving.problem.check_indices, which waits for the GPU), a 16-byte alignment test,
-the allocations and the launches. ``check_indices=False`` leaves out the copy, so nothing waits and the call can be
-captured in a CUDA graph; the kernel clamps every index it reads, so an unchecked bad index gives wrong rows but never
-an out-of-bounds read. The first call for a key checks everything else (ValueError naming the argument) and compiles
-the kernels, which must not happen inside a capture (call the shapes once before capturing). CPU tensors run
-through the GPU synchronously.
+CUDA tensors: with ``check_indices`` serving_check (the index rules, on the device), then flash_fwd, then (split-KV)
+flash_combine, on torch's current stream of q's device; o, lse and the split parts come from torch's caching
+allocator. A repeated call does a read of the index check's record (mapped host memory: no wait), a key lookup
+(shapes, dtypes, devices, contiguity, the index tensors' shapes and dtypes, options), a 16-byte alignment test, the
+allocations and the launches: no copy, no host synchronisation, so the call can be captured in a CUDA graph and
+replayed. A bad index found on the device raises its ValueError when the record is read (flashsim.gpu.serving: the
+next serving call, a flag read, or flashsim.gpu.check_index_errors()); the kernel clamps every index it reads, so it
+never reads outside the caches. The first call for a key checks everything else (ValueError naming the argument)
+and compiles the kernels, which must not happen inside a capture (call the shapes once before capturing). CPU
+tensors run through the GPU synchronously, their indices checked on the host first.
 """
 
 from __future__ import annotations
@@ -32,10 +34,20 @@ from torch.library import Library
 
 from ..config import overflow_flag_live
 from ..errors import GPUError
-from ..serving.problem import check_indices, index_of, prepare_kvcache, prepare_varlen
+from ..serving.problem import _is_int, index_of, prepare_kvcache, prepare_varlen
 from . import launch, serving
 from . import runtime as rt
-from .torch_op import _ELEMENT, _capturing, _numpy_of, _options, _raw_stream, _torch_of
+from .torch_op import (
+    _ELEMENT,
+    _capturing,
+    _numpy_of,
+    _op_args,
+    _op_tail,
+    _options,
+    _raw_stream,
+    _torch_of,
+    _torch_stream,
+)
 
 _OPTIONS = (
     'bool causal=False, float? softmax_scale=None, str pv_accum="f32", int[] tiles=[], str? arch=None, '
@@ -43,7 +55,7 @@ _OPTIONS = (
 )
 SCHEMAS = {
     "attention_with_kvcache": "attention_with_kvcache(Tensor q, Tensor k_cache, Tensor v_cache, "
-    f"Tensor? cache_seqlens=None, Tensor? block_table=None, int num_splits=0, {_OPTIONS}) "
+    f"Tensor? cache_seqlens=None, Tensor? block_table=None, int num_splits=0, int? max_seqlen_k=None, {_OPTIONS}) "
     "-> (Tensor o, Tensor lse, Tensor overflow)",
     "attention_varlen": "attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
     f"int max_seqlen_q, int max_seqlen_k, {_OPTIONS}) -> (Tensor o, Tensor lse, Tensor overflow)",
@@ -56,7 +68,7 @@ _INDEX = {
 
 
 def _describe(x):
-    return None if x is None else (tuple(x.shape), x.dtype, x.device, x.is_contiguous())
+    return None if x is None else (x.shape, x.dtype, x.device, x.is_contiguous())  # torch.Size hashes as a tuple
 
 
 def _check_devices(tensors: dict) -> None:
@@ -79,6 +91,7 @@ def _problem(op, tensors: dict, scalars: dict, opts, arch, sm_count):
             opts=opts,
             arch=arch,
             sm_count=sm_count,
+            max_seqlen_k=scalars["max_seqlen_k"],
         )
     return prepare_varlen(
         tensors["q"],
@@ -118,11 +131,12 @@ def _miss(op, key, tensors, scalars, opts, arch):
 
 
 def _host_index(op, tensors):
-    """The index tensors' values on the host (a copy that waits for the GPU), as a SequenceIndex."""
+    """The index tensors' values on the host (a copy that waits for the GPU; the overflow error's path only)."""
     return index_of(**{n: None if tensors[n] is None else tensors[n].detach().cpu().numpy() for n in _INDEX[op]})
 
 
 def _run_cuda(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
+    serving.raise_pending()  # an earlier call's bad index (a read of mapped host memory: no wait)
     key = (
         op,
         *(_describe(x) for x in tensors.values()),
@@ -145,8 +159,6 @@ def _run_cuda(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch
     qp, kp, vp = (tensors[n].data_ptr() for n in names)
     if (qp | kp | vp) & 15:
         launch.misaligned(**{n: tensors[n].data_ptr() for n in names})
-    if check:
-        check_indices(prob, _host_index(op, tensors))
     o = q.new_empty(prob.o_shape)
     lse = q.new_empty(prob.lse_shape, dtype=torch.float32)
     live = overflow_flag_live(pv_accum)
@@ -170,7 +182,7 @@ def _run_cuda(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch
     dev = q.get_device()
     stream = rt.stream_from_handle(_raw_stream(dev))
     rt.bind_thread()
-    serving.launch_serving(plan, stream, ptrs)
+    serving.launch_serving(plan, stream, ptrs, check=bool(check))
     return o, lse, out_flag if out_flag is not None else q.new_empty((0,), dtype=torch.int64)
 
 
@@ -203,6 +215,7 @@ def _kvcache_impl(device):
         cache_seqlens=None,
         block_table=None,
         num_splits=0,
+        max_seqlen_k=None,
         causal=False,
         softmax_scale=None,
         pv_accum="f32",
@@ -218,7 +231,7 @@ def _kvcache_impl(device):
         return run(
             "attention_with_kvcache",
             tensors,
-            dict(num_splits=int(num_splits)),
+            dict(num_splits=int(num_splits), max_seqlen_k=max_seqlen_k),
             causal,
             softmax_scale,
             pv_accum,
@@ -296,6 +309,7 @@ def _fake_kvcache(
     cache_seqlens=None,
     block_table=None,
     num_splits=0,
+    max_seqlen_k=None,
     causal=False,
     softmax_scale=None,
     pv_accum="f32",
@@ -373,11 +387,19 @@ def _check_tensors(tensors: dict) -> None:
                 )
 
 
-def _finish(op, flag, tensors, opts, arch, check_overflow, prob_args):
-    """The overflow check after a call (reads the op's flag: a host synchronisation)."""
-    if check_overflow is False or not flag.numel():
+def _finish(op, flag, tensors, opts, arch, check_overflow, prob_args, wait=None):
+    """The checks after a call, where it waits for the GPU: reading its overflow flag (check_overflow with an f16
+    P@V), or ``wait`` (a deferred check's wait for the call's stream); then the index check's record is read too, and
+    its ValueError comes first. A call that does not wait leaves the record to the next read (the next serving call,
+    flashsim.gpu.check_index_errors), so a bad index raises at a point that does not depend on the GPU's timing."""
+    if check_overflow is False or (not flag.numel() and wait is None):
         return None
-    value = int(flag.item()) & launch.NO_OVERFLOW
+    value = launch.NO_OVERFLOW
+    if flag.numel():
+        value = int(flag.item()) & launch.NO_OVERFLOW  # a host synchronisation
+    else:
+        wait()
+    serving.raise_pending()
     if value == launch.NO_OVERFLOW:
         return None
     prob = _problem(op, tensors, prob_args, opts, arch or rt.current_arch(), rt.sm_count())
@@ -387,8 +409,6 @@ def _finish(op, flag, tensors, opts, arch, check_overflow, prob_args):
 
 def _call(op_name, op, tensors, scalars, opts, arch, stream, check_overflow, check):
     _check_tensors(tensors)
-    from .torch_op import _op_args, _op_tail, _torch_stream
-
     causal, softmax_scale, pv_accum, tiles = _op_args(opts)
     window, softcap, _, _ = _op_tail(opts)
     args = (
@@ -404,15 +424,18 @@ def _call(op_name, op, tensors, scalars, opts, arch, stream, check_overflow, che
         softcap,
         check,
     )
+    q = tensors["q"]
     if stream is None:
         o, lse, flag = op(*args)
+        on = torch.cuda.current_stream(q.device) if check_overflow == "deferred" and q.is_cuda else None
     else:
-        with torch.cuda.stream(_torch_stream(stream, tensors["q"])):
+        on = _torch_stream(stream, q)
+        with torch.cuda.stream(on):
             o, lse, flag = op(*args)
-    pargs = scalars if op_name == "attention_varlen" else dict(num_splits=scalars["num_splits"])
     if check_overflow == "deferred":
-        return o, lse, serving.OverflowCheck(lambda: _finish(op_name, flag, tensors, opts, arch, True, pargs))
-    _finish(op_name, flag, tensors, opts, arch, check_overflow, pargs)
+        wait = on.synchronize if q.is_cuda else None
+        return o, lse, serving.OverflowCheck(lambda: _finish(op_name, flag, tensors, opts, arch, True, scalars, wait))
+    _finish(op_name, flag, tensors, opts, arch, check_overflow, scalars)
     return o, lse
 
 
@@ -425,6 +448,7 @@ def attention_with_kvcache(
     num_splits,
     opts,
     *,
+    max_seqlen_k=None,
     arch=None,
     stream=None,
     check_overflow=True,
@@ -432,7 +456,11 @@ def attention_with_kvcache(
 ):
     """flashsim.gpu.attention_with_kvcache for torch tensors (see there)."""
     tensors = dict(q=q, k_cache=k_cache, v_cache=v_cache, cache_seqlens=cache_seqlens, block_table=block_table)
-    scalars = dict(num_splits=0 if num_splits is None else num_splits)
+    if max_seqlen_k is not None:  # a numpy int is an int here; anything else is named as prepare_kvcache names it
+        if not _is_int(max_seqlen_k):
+            raise ValueError(f"max_seqlen_k must be None or an int, got {max_seqlen_k!r}")
+        max_seqlen_k = int(max_seqlen_k)
+    scalars = dict(num_splits=0 if num_splits is None else num_splits, max_seqlen_k=max_seqlen_k)
     return _call(
         "attention_with_kvcache", KVCACHE_OP, tensors, scalars, opts, arch, stream, check_overflow, check_indices
     )

@@ -215,6 +215,9 @@ class Machine:
         self.schedule = prog.schedule if trace is None else None  # lane-wise ops stacked (flashsim.ptx.vectorize)
         self._group_slots: dict = {}
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
+        # while set, called as watch(group, item) before each item (a PC, or a tuple of stacked PCs) of a block runs:
+        # an asynchronous unit's check of the registers it owns (flashsim.ptx.semantics.wgmma)
+        self.watch = None
 
     # -- scheduling -------------------------------------------------------------------------------------
 
@@ -298,6 +301,8 @@ class Machine:
             pc = item if type(item) is int else item[0]
             g.pc = pc
             self.current_pc = pc
+            if self.watch is not None:
+                self.watch(g, item)
             if plan is not None:
                 if (
                     pending is not None
@@ -381,7 +386,7 @@ class Machine:
         if self.wait[t] == WAIT_BARRIER:
             return ("barrier", int(self.block_of[t]), int(self.barriers.bar_id[t]))
         if self.wait[t] == WAIT_SYNC:
-            return ("sync",)
+            return ("warpgroup",) if self.prog.op_names[self.pc[t]].startswith("wgmma.") else ("sync",)
         mbarriers = self.state.get("mbarrier")
         poll = mbarriers.waits_for(t) if mbarriers is not None else None
         return poll if poll is not None else ("spin",)
@@ -451,6 +456,11 @@ def _wait_text(info) -> str:
         return f"waits at barrier {info[2]}"
     if kind == "sync":
         return "waits for the other lanes of its warp at a warp-synchronous instruction"
+    if kind == "warpgroup":
+        return (
+            "waits for the other threads of its warpgroup at a .sync.aligned wgmma instruction (the 128 threads of a "
+            "warpgroup must all execute the same one: they diverged)"
+        )
     if kind == "mbarrier":
         return f"polls an mbarrier at shared offset {info[1]:#x} for phase parity {info[2]}" + "".join(info[3:])
     return "runs without ending (a spin loop)"

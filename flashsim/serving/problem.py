@@ -3,10 +3,9 @@
 ``prepare_kvcache`` (FlashAttention-2's ``flash_attn_with_kvcache``) and ``prepare_varlen`` (``flash_attn_varlen``)
 check shapes, dtypes and options and return a ``ServingProblem``: what both executions run, hashable (the GPU
 runner's plan cache key), index values apart. ``SequenceIndex`` holds those values (cache_seqlens, block_table,
-cu_seqlens) as host arrays; ``check_indices`` checks them (every entry a block reads in range, lengths within what
-each row holds, offsets starting at 0, non-decreasing, ending at the total), naming the argument, before anything
-runs. The kernel clamps every index it reads as well, so that even an unchecked call (the GPU runner's
-``check_indices=False``, for CUDA graphs) never reads out of bounds.
+cu_seqlens) as host arrays; ``check_indices`` checks them (flashsim.serving.indices: the rules the GPU's check kernel
+applies on the device, so that GPU index tensors are never copied to the host), naming the argument. The kernel
+clamps every index it reads as well, so that even an unchecked or bad call never reads out of bounds.
 
 Decisions (each checked here and documented in docs/serving.md):
 * Layout: FlashAttention-2's (B, N, H, d) (``layout`` None or "bnhd"); lse (B, Hq, Nq) for a KV cache, (Hq, total_q)
@@ -17,7 +16,10 @@ Decisions (each checked here and documented in docs/serving.md):
 * GQA packing: on for a KV cache whenever Hq > Hkv (each K / V tile is then read once per group); varlen is not
   packed (its sequences are prefill-long).
 * num_splits: a KV cache only (varlen has no such argument in FlashAttention-2's contract); 1 is the single pass,
-  None FlashAttention-2's heuristic (flashsim.serving.splits); at most the key tiles of the cache's capacity.
+  None FlashAttention-2's heuristic (flashsim.serving.splits) over the key tiles of ``max_seqlen_k`` (the longest
+  row the caller states, FlashAttention's name for it) or, without it, of the cache's capacity: never of the lengths
+  themselves, which may live on the GPU (reading them back would wait for it); an explicit count at most the key
+  tiles of the cache's capacity. A row longer than the stated max_seqlen_k is an index error.
 * Empty sequences: a KV-cache row with cache_seqlens 0, or a varlen sequence with no keys, has O = 0 and
   LSE = +inf; a varlen sequence with no query rows has no output rows.
 """
@@ -35,6 +37,7 @@ from ..errors import UnsupportedConfig
 from ..masking import Window
 from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, resolve_options, scales
 from ..tuning import decode_tiling
+from .indices import index_error, index_flag
 from .splits import MAX_SPLITS, choose_splits
 
 PAGE_SIZES = (16, 32, 64, 128, 256)
@@ -48,7 +51,8 @@ class ServingProblem:
     nq_cap / nk_cap: the rows and keys one sequence can have (KV cache: Nq and the cache's capacity, N_cache or
     max_pages * page_size; varlen: max_seqlen_q and max_seqlen_k); q_total / k_total: the rows of q and of the K / V
     arrays (B * Nq and B * N_cache or num_pages * page_size; varlen total_q and total_k); page_size 0 without pages;
-    seqlens: cache_seqlens given (else every KV-cache row holds nk_cap keys)."""
+    seqlens: cache_seqlens given (else every KV-cache row holds nk_cap keys); max_seqlen_k: the longest row the
+    call states (a KV cache's max_seqlen_k, nk_cap when not stated; varlen: nk_cap)."""
 
     kind: str
     batch: int
@@ -63,6 +67,7 @@ class ServingProblem:
     num_pages: int
     max_pages: int
     seqlens: bool
+    max_seqlen_k: int
     num_splits: int
     config: KernelConfig
     arch: str
@@ -94,6 +99,11 @@ class ServingProblem:
     def grid(self) -> tuple[int, int, int]:
         """flash_fwd's grid: (q blocks, grid heads, batch x num_splits)."""
         return (self.q_blocks, self.grid_heads, self.batch * self.num_splits)
+
+    @property
+    def seqlen_limit(self) -> int:
+        """The most keys a KV-cache row may have: the capacity, or the smaller max_seqlen_k the call states."""
+        return min(self.nk_cap, self.max_seqlen_k)
 
     @property
     def key_tiles(self) -> int:
@@ -200,8 +210,25 @@ def check_index_array(x, name: str, shape: tuple) -> None:
 
 def serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant) -> Options:
     """The serving calls' options (flashsim.problem.resolve_options), their layout (B, N, H, d) by default: what
-    the emulator's and the GPU's attention_with_kvcache / attention_varlen and verify --serving all resolve."""
-    return resolve_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout or "bnhd", quant)
+    the emulator's and the GPU's attention_with_kvcache / attention_varlen and verify --serving all resolve.
+    Resolved once per distinct (hashable) set of arguments: a decode loop repeats them on every call, and Options
+    is immutable; keyed by the arguments' types too, so that causal=1 is not taken for causal=True (resolve_options
+    refuses it)."""
+    args = (causal, pv_accum, config, softmax_scale, window_size, softcap, layout or "bnhd", quant)
+    key = (args, tuple(type(a) for a in args))
+    try:
+        opts = _RESOLVED.get(key)
+    except TypeError:  # an unhashable argument (a list for window_size): resolved every time
+        return resolve_options(*args)
+    if opts is None:
+        opts = resolve_options(*args)
+        if len(_RESOLVED) >= 256:
+            _RESOLVED.clear()
+        _RESOLVED[key] = opts
+    return opts
+
+
+_RESOLVED: dict = {}  # serving_options' arguments and their types -> Options
 
 
 def _serving_options(opts: Options) -> None:
@@ -262,9 +289,22 @@ def _check_common(h: int, hk: int, d: int, dtype: str, opts: Options) -> None:
         )
 
 
-def _num_splits(num_splits, config: KernelConfig, arch: str, blocks: int, key_tiles: int, sm_count) -> int:
+def _max_seqlen_k(value, nk_cap: int, page_size: int) -> int:
+    """A KV cache's stated max_seqlen_k (None: the capacity), checked."""
+    if value is None:
+        return nk_cap
+    if not _is_int(value) or not 0 <= int(value) <= nk_cap:
+        holds = f"max_pages * page_size = {nk_cap}" if page_size else f"N_cache = {nk_cap}"
+        raise ValueError(
+            f"max_seqlen_k must be None or an int in 0..{nk_cap} (the keys a row holds: {holds}), got {value!r}"
+        )
+    return int(value)
+
+
+def _num_splits(num_splits, config: KernelConfig, arch: str, blocks: int, key_tiles: int, sm_count, stated) -> int:
+    """num_splits checked, or (None) chosen over the key tiles of ``stated`` keys (never of the lengths' values)."""
     if num_splits is None:
-        return choose_splits(config, arch, blocks, key_tiles, sm_count)
+        return choose_splits(config, arch, blocks, -(-stated // config.kv_tile), sm_count)
     if not _is_int(num_splits):
         raise ValueError(f"num_splits must be an int >= 1 or None (the heuristic), got {num_splits!r}")
     n = int(num_splits)
@@ -299,12 +339,15 @@ def prepare_kvcache(
     opts: Options,
     arch="sm_90",
     sm_count=None,
+    max_seqlen_k=None,
 ) -> ServingProblem:
     """Check a KV-cache call (shapes, dtypes, options) and return its ServingProblem.
 
     q (B, Nq, Hq, d); k_cache, v_cache (B, N_cache, Hkv, d), or with ``block_table`` (B, max_pages) int32 the pages
     (num_pages, page_size, Hkv, d); cache_seqlens (B,) int32 or None; num_splits an int or None (the heuristic, on
-    ``sm_count`` SMs: default the arch's reference GPU). The index values are checked by ``check_indices``."""
+    ``sm_count`` SMs: default the arch's reference GPU) over the key tiles of ``max_seqlen_k`` (an int: the longest
+    row the caller states, at most the capacity; None: the capacity). The index values are checked by
+    ``check_indices`` (or the GPU's check kernel)."""
     arch_name = get_arch(arch).name
     _serving_options(opts)
     qs, ks, vs = _shape(q, "q"), _shape(k_cache, "k_cache"), _shape(v_cache, "v_cache")
@@ -356,7 +399,8 @@ def prepare_kvcache(
     _limits(nq, nk_cap, config.block_m)
     heads_grid = hk if pack else h
     blocks = b * heads_grid * -(-rows // config.block_m)
-    n = _num_splits(num_splits, config, arch_name, blocks, -(-nk_cap // config.kv_tile), sm_count)
+    stated = _max_seqlen_k(max_seqlen_k, nk_cap, page_size)
+    n = _num_splits(num_splits, config, arch_name, blocks, -(-nk_cap // config.kv_tile), sm_count, stated)
     if b * n > GRID_YZ_MAX:
         raise ValueError(f"B * num_splits = {b} * {n} must be <= {GRID_YZ_MAX} (the CUDA grid's z)")
     config = config.with_(split=n > 1)
@@ -374,6 +418,7 @@ def prepare_kvcache(
         num_pages,
         max_pages,
         cache_seqlens is not None,
+        stated,
         n,
         config,
         arch_name,
@@ -421,11 +466,30 @@ def prepare_varlen(
     config = _config(opts, arch_name, d, dtype, max_q, pack=False, paged=False, decode=False)
     _fits(config, arch_name)
     _limits(max_q, max_k, config.block_m)
-    return _problem("varlen", b, h, hk, d, max_q, max_k, total_q, total_k, 0, 0, 0, False, 1, config, arch_name, opts)
+    return _problem(
+        "varlen", b, h, hk, d, max_q, max_k, total_q, total_k, 0, 0, 0, False, max_k, 1, config, arch_name, opts
+    )
 
 
 def _problem(
-    kind, b, h, hk, d, nq_cap, nk_cap, q_total, k_total, page_size, num_pages, max_pages, seqlens, n, config, arch, opts
+    kind,
+    b,
+    h,
+    hk,
+    d,
+    nq_cap,
+    nk_cap,
+    q_total,
+    k_total,
+    page_size,
+    num_pages,
+    max_pages,
+    seqlens,
+    max_seqlen_k,
+    n,
+    config,
+    arch,
+    opts,
 ) -> ServingProblem:
     s32, s_log2, lse_scale, cap_scale = scales(opts.softmax_scale, d, opts.softcap)
     window = Window.from_user(opts.window_size, nq_cap, nk_cap) if config.local else None
@@ -443,6 +507,7 @@ def _problem(
         num_pages,
         max_pages,
         seqlens,
+        max_seqlen_k,
         n,
         config,
         arch,
@@ -458,48 +523,11 @@ def _problem(
 
 
 def check_indices(prob: ServingProblem, index: SequenceIndex) -> None:
-    """The index values against the problem (host numpy arrays): ValueError naming the argument and the entry."""
-    if prob.kind == "varlen":
-        for name, cu, total, cap in (
-            ("cu_seqlens_q", index.cu_seqlens_q, prob.q_total, prob.nq_cap),
-            ("cu_seqlens_k", index.cu_seqlens_k, prob.k_total, prob.nk_cap),
-        ):
-            cu = np.asarray(cu, np.int64)
-            if cu[0] != 0:
-                raise ValueError(f"{name} must start at 0, got {name}[0] = {cu[0]}")
-            steps = np.diff(cu)
-            if (steps < 0).any():
-                i = int(np.flatnonzero(steps < 0)[0])
-                raise ValueError(f"{name} must not decrease, got {name}[{i}] = {cu[i]} > {name}[{i + 1}] = {cu[i + 1]}")
-            if cu[-1] != total:
-                raise ValueError(f"{name} must end at the total {total} (the rows of its array), got {cu[-1]}")
-            if steps.size and steps.max() > cap:
-                i = int(np.argmax(steps))
-                what = "max_seqlen_q" if name.endswith("q") else "max_seqlen_k"
-                raise ValueError(f"{name}: sequence {i} has {steps[i]} rows, more than {what}={cap}")
-        return
-    b = prob.batch
-    nk = np.full(b, prob.nk_cap, np.int64)
-    if index.cache_seqlens is not None:
-        nk = np.asarray(index.cache_seqlens, np.int64)
-        bad = np.flatnonzero((nk < 0) | (nk > prob.nk_cap))
-        if bad.size:
-            i = int(bad[0])
-            holds = f"max_pages * page_size = {prob.nk_cap}" if prob.page_size else f"N_cache = {prob.nk_cap}"
-            raise ValueError(
-                f"cache_seqlens[{i}] = {nk[i]} is past the keys row {i} holds ({holds}; it must be in 0..{prob.nk_cap})"
-            )
-    if prob.page_size:
-        table = np.asarray(index.block_table, np.int64)
-        used = -(-nk // prob.page_size)  # the pages each row reads
-        read = np.arange(prob.max_pages)[None, :] < used[:, None]
-        bad = read & ((table < 0) | (table >= prob.num_pages))
-        if bad.any():
-            i, j = (int(x) for x in np.argwhere(bad)[0])
-            raise ValueError(
-                f"block_table[{i}, {j}] = {table[i, j]} is outside [0, {prob.num_pages}) (the pages of k_cache); "
-                f"row {i} reads its first {used[i]} entries"
-            )
+    """The index values against the problem (host numpy arrays): the ValueError of their first violation
+    (flashsim.serving.indices: the rules the GPU's check kernel applies, in the same order)."""
+    err = index_error(prob, *index_flag(prob, index))
+    if err is not None:
+        raise err
 
 
 def index_of(cache_seqlens=None, block_table=None, cu_seqlens_q=None, cu_seqlens_k=None) -> SequenceIndex:

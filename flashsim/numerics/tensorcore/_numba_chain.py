@@ -89,26 +89,30 @@ def _f16_bits_overload(x):
 
 # The input formats, by code (flashsim.numerics.tensorcore picks it from the dtype): F16 and BF16 are the m16n8k16
 # inputs, E4M3 (finite-only e4m3fn: no inf, NaN only where exponent and fraction are all ones) and E5M2 the m16n8k32
-# FP8 ones. _decode_into holds each format's fields.
-F16, BF16, E4M3, E5M2 = 0, 1, 2, 3
+# FP8 ones, TF32 wgmma's (32-bit words of which the top 19 bits count: the low 13 are ignored, as the PTX ISA says).
+# _decode_into holds each format's fields.
+F16, BF16, E4M3, E5M2, TF32 = 0, 1, 2, 3, 4
 
 
 @njit(inline="always")
 def _fraction_bits(fmt):
     """Stored fraction bits of input format ``fmt``."""
-    return 10 if fmt == F16 else (7 if fmt == BF16 else (3 if fmt == E4M3 else 2))
+    return 10 if fmt == F16 or fmt == TF32 else (7 if fmt == BF16 else (3 if fmt == E4M3 else 2))
 
 
 @njit(nogil=True)
 def _decode_into(u, transpose, fmt, sig, exp, tmp_s, tmp_e):
-    """Input bits u (R, C) (uint16 f16 / bf16, uint8 e4m3 / e5m2; ``fmt`` its code) -> signed integer significands
-    sig and exponents exp, int32 (R, C), or (C, R) with ``transpose`` (then decoded into the flat scratch tmp_s /
-    tmp_e first, vectorised, and transposed).
+    """Input bits u (R, C) (uint16 f16 / bf16, uint8 e4m3 / e5m2, uint32 tf32; ``fmt`` its code) -> signed integer
+    significands sig and exponents exp, int32 (R, C), or (C, R) with ``transpose`` (then decoded into the flat
+    scratch tmp_s / tmp_e first, vectorised, and transposed).
 
     value = sig * 2^(exp - mbits) (mbits the format's fraction bits), subnormals with exp at the format minimum;
     zeros: sig 0, exp ZERO; inf / NaN: sig 0, exp POS_INF / NEG_INF / NAN."""
+    low = 0  # bits below the format's (tf32: the 13 ignored ones)
     if fmt == F16:
         fshift, fmask, bias, sbit, fn = 10, 0x1F, 15, 15, False
+    elif fmt == TF32:
+        fshift, fmask, bias, sbit, fn, low = 10, 0xFF, 127, 18, False, 13
     elif fmt == BF16:
         fshift, fmask, bias, sbit, fn = 7, 0xFF, 127, 15, False
     elif fmt == E4M3:
@@ -120,7 +124,7 @@ def _decode_into(u, transpose, fmt, sig, exp, tmp_s, tmp_e):
     flat = u.reshape(R * C)
     ds, de = (tmp_s, tmp_e) if transpose else (sig.reshape(R * C), exp.reshape(R * C))
     for i in range(R * C):  # one long loop: vectorised
-        ds[i], de[i] = _decode1(flat[i], fshift, fmask, mmask, bias, sbit, fn)
+        ds[i], de[i] = _decode1(flat[i] >> low, fshift, fmask, mmask, bias, sbit, fn)
     if transpose:
         for q in range(C):
             for r in range(R):

@@ -21,7 +21,7 @@ from ...settings import default_mma_threads
 from .. import xp as X
 from ..target import PLAIN, Target
 from . import generic
-from .types import BF16, E4M3, E5M2, F16, FP8_FIELDS
+from .types import BF16, E4M3, E5M2, F16, F32, FP8_FIELDS
 
 _KERNEL = None  # the numba kernel module once imported; False when numba cannot be imported
 
@@ -107,6 +107,17 @@ def chain_k32_fast(a: np.ndarray, b: np.ndarray, c: np.ndarray, spec: Arch, n_th
     return _run_kernel(kernel, a, b, c, F, block, e_zero, generic.sum_int_dtype(np, block, F, ma, mb), n_threads)
 
 
+def chain_block(a, b, c, F: int, block: int, e_zero: int, sum_dtype, n_threads: int | None = None):
+    """One chain of fused blocks with explicit parameters (fraction bits F, products per block, c's zero exponent,
+    the sum type ``generic.sum_int_dtype`` gives) on numpy operands of any of the kernel's formats (f16, bf16, FP8,
+    float32 as wgmma's tf32): wgmma's route (flashsim.numerics.tensorcore.warpgroup). None where the kernel does not
+    apply (numba missing, a block that is not a multiple of 4): the caller runs the generic routine."""
+    kernel = _numba_kernel()
+    if kernel is None or block % 4:
+        return None
+    return _run_kernel(kernel, a, b, c, F, block, e_zero, sum_dtype, n_threads)
+
+
 def _run_kernel(
     kernel,
     a: np.ndarray,
@@ -147,7 +158,8 @@ def _run_kernel(
     # the kernel vectorises over the columns of its right operand: with narrow outputs (N = 8: single mmas) it runs
     # d^T = B^T A^T + c^T instead, the same arithmetic per element
     transposed = N < 16 and M > N
-    codes = {F16: kernel.F16, BF16: kernel.BF16, E4M3: kernel.E4M3, E5M2: kernel.E5M2}  # the kernel's formats
+    # the kernel's formats (float32 operands are wgmma's tf32: flashsim.numerics.tensorcore.warpgroup)
+    codes = {F16: kernel.F16, BF16: kernel.BF16, E4M3: kernel.E4M3, E5M2: kernel.E5M2, F32: kernel.TF32}
     fa, fb = codes[np.dtype(a.dtype)], codes[np.dtype(b.dtype)]
 
     def run(lo, hi):
@@ -183,9 +195,10 @@ def _run_kernel(
 
 
 def _bits(x3: np.ndarray):
-    """The bits of an (n, R, C) f16 / bf16 / FP8 operand for the kernel: (C-contiguous uint16 or uint8 (n, R, C),
-    False), or (its transpose (n, C, R), True) when x3 is a transposed view of a C-contiguous array (K^T: no copy)."""
-    u = x3.view(np.uint16 if x3.itemsize == 2 else np.uint8)
+    """The bits of an (n, R, C) f16 / bf16 / FP8 / tf32 operand for the kernel: (C-contiguous uint16, uint8 or uint32
+    (n, R, C), False), or (its transpose (n, C, R), True) when x3 is a transposed view of a C-contiguous array (K^T:
+    no copy)."""
+    u = x3.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[x3.itemsize])
     if not u.flags.c_contiguous:
         t = u.swapaxes(1, 2)
         if t.flags.c_contiguous and t.flags.writeable:

@@ -187,19 +187,20 @@ def _over_k(xp, term, how: str, a, b, *per_output):
     return out
 
 
-def block(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, target: Target = PLAIN, fp8=None):
+def block(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, target: Target = PLAIN, params=None):
     """One fused block of products for every output: c bits -> d bits. A = (values, exponents) of the block's
-    columns of A, each a list of kb arrays (..., M, 1); B the same of its rows of B, each (..., 1, N). ``fp8``
-    (m16n8k32 with 8-bit float inputs, ``_Fp8Block``) replaces the m16n8k16 parameters (F, the smallest product
-    exponent, the integer width) and may truncate f32 results further (Ada's 13 fraction bits)."""
-    F = spec.mma_fraction_bits if fp8 is None else fp8.F
+    columns of A, each a list of kb arrays (..., M, 1); B the same of its rows of B, each (..., 1, N). ``params``
+    (the block parameters of another instruction: m16n8k32 with 8-bit float inputs, k32's ``_Fp8Block``; wgmma,
+    warpgroup's ``WgmmaBlock``) replaces the m16n8k16 parameters (F, the smallest product exponent, the integer
+    width) and may truncate f32 results further (Ada's and Hopper wgmma's FP8: 13 fraction bits)."""
+    F = spec.mma_fraction_bits if params is None else params.F
     e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
     av, ae = A
     bv, be = B
     c_neg, c_sig, c_x, ec = decode_acc(xp, c_bits, acc16, e_zero)
     # E: the largest exponent of the non-zero products (a zero factor's sentinel keeps its product below), then c
     e0 = xp.astype(_over_k(xp, lambda ea, eb: ea + eb, "max", ae, be), xp.int32)
-    min_product_exp = 2 * (-126 if is_bf16 else -14) if fp8 is None else fp8.min_product_exp
+    min_product_exp = 2 * (-126 if is_bf16 else -14) if params is None else params.min_product_exp
     E = xp.where(e0 < min_product_exp, ec, xp.maximum(e0, ec))
     # the products in units of 2^(E - F), truncated toward zero by the cast, summed exactly; the plain float sum of
     # c and the products tells inf and NaN (see the module docstring: in any order)
@@ -208,7 +209,7 @@ def block(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, target: Targ
         scale = pow2(xp, xp.minimum(F - E, 125), np.float32)
     else:
         scale = pow2(xp, F - E, np.float64)
-    idt = acc_int_dtype(xp, spec, is_bf16) if fp8 is None else fp8.int_dtype(xp)
+    idt = acc_int_dtype(xp, spec, is_bf16) if params is None else params.int_dtype(xp)
     acc = _over_k(xp, lambda va, vb, sc: X.trunc_to_int(va * vb * sc, idt, target), "sum", av, bv, scale)
     fsum = xp.astype(X.bitcast(c_bits, np.float16 if acc16 else np.float32), vdt) + _over_k(
         xp, lambda va, vb: va * vb, "sum", av, bv
@@ -222,7 +223,7 @@ def block(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, target: Targ
     # one rounding: f32 toward zero with |value| >= 2^128 -> inf (the H200), f16 to nearest even; zero -> +0
     fmt = formats.get_format("f16" if acc16 else "f32")
     ut = xp.uint16 if acc16 else xp.uint32
-    if target.inline_ptx and not acc16 and fp8 is None:  # a GPU's own f32 rounding toward zero of the exact value
+    if target.inline_ptx and not acc16 and params is None:  # a GPU's own f32 rounding toward zero of the exact value
         d = round_rz_ptx(xp, total, E - F, target)
     else:
         d = X.bitcast(
@@ -231,8 +232,8 @@ def block(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, target: Targ
             ),
             fmt.uint,
         )
-    if fp8 is not None and not acc16 and fp8.f32_result_frac_bits < 23:  # toward zero again, to fewer bits
-        keep = ~np.uint32((1 << (23 - fp8.f32_result_frac_bits)) - 1)
+    if params is not None and not acc16 and params.f32_result_frac_bits < 23:  # toward zero again, to fewer bits
+        keep = ~np.uint32((1 << (23 - params.f32_result_frac_bits)) - 1)
         d = xp.where((d & 0x7F800000) == 0x7F800000, d, d & xp.asarray(keep, dtype=ut))
     inf_bits = xp.where(
         fsum < 0, xp.asarray(fmt.inf_bits | fmt.sign_mask, dtype=ut), xp.asarray(fmt.inf_bits, dtype=ut)

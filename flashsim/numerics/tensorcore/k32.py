@@ -157,7 +157,7 @@ def _k32_fp8_generic(xp, a, b, c, spec: Arch, target: Target):
                 spec,
                 False,
                 target,
-                fp8=P,
+                params=P,
             )
     return X.bitcast(d, np.float16 if acc16 else np.float32)
 

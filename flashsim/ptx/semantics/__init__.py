@@ -1,7 +1,7 @@
 """The instruction semantics, one module per family; importing the package registers every builder in the
 instruction table (flashsim.ptx.isa). Each module says which opcodes and forms it implements and how."""
 
-from . import asynchronous, atomic, bulk, control, convert, data, floating, integer, matrix, special, warp
+from . import asynchronous, atomic, bulk, control, convert, data, floating, integer, matrix, special, warp, wgmma
 
 __all__ = [
     "asynchronous",
@@ -15,4 +15,5 @@ __all__ = [
     "matrix",
     "special",
     "warp",
+    "wgmma",
 ]

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The Hopper round on the H100 / H200, from the repository root, in one device call:
+#
+#     OUT=<dir> bash tools/device_hopper.sh [STEP ...]
+#
+#   bf16     benchmarks/experiments/bf16_attention_rows/run.py --gpu: a public-style bf16 attention kernel's outputs
+#            (the constant-folding defect's witness)                                         -> $OUT/bf16/
+#   wgmma    python3 -m flashsim.gpu.capture.wgmma: every dense wgmma form on adversarial inputs -> $OUT/wgmma/
+#   wgptx    python3 -m flashsim.gpu.capture.wgmma_ptx: descriptor / swizzle / fragment probes   -> $OUT/wgptx/
+#   tma      python3 -m flashsim.gpu.capture.tma: TMA and bulk copies with the driver's maps      -> $OUT/tma/
+#   cluster  python3 -m flashsim.gpu.capture.cluster: cluster kernels (mapa, DSMEM, barriers)     -> $OUT/cluster/
+#   triton   python3 -m flashsim.gpu.capture.triton: Triton's own cubins on the GPU               -> $OUT/triton/
+#   serving  benchmarks/serving/run_call.sh (the public serving call's GPU tests and benchmark)  -> $OUT/serving/
+#
+# A step whose module is absent is skipped and said so; each step has its own time cap; $OUT/summary.txt has one
+# line per step (seconds, exit status). Files under $OUT/<step>/ come back (at most two folders down).
+set -uo pipefail
+[[ -n ${OUT:-} ]] || { echo "set OUT" >&2; exit 2; }
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+STEPS=("$@"); [[ ${#STEPS[@]} -eq 0 ]] && STEPS=(bf16 wgmma wgptx tma cluster triton serving)
+mkdir -p "$OUT"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/summary.txt" 2>&1
+step() {  # step NAME CAP MODULE-OR-FILE COMMAND...
+  local name=$1 cap=$2 need=$3; shift 3
+  mkdir -p "$OUT/$name"
+  if [[ ! -e $need ]]; then echo "$name: skipped ($need absent)" | tee -a "$OUT/summary.txt"; return; fi
+  local t0=$(date +%s)
+  timeout "$cap" "$@" > "$OUT/$name/log.txt" 2>&1; local rc=$?
+  echo "$name: rc $rc, $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.txt"; tail -25 "$OUT/$name/log.txt"
+}
+for s in "${STEPS[@]}"; do
+  case $s in
+    bf16) step bf16 60 benchmarks/experiments/bf16_attention_rows/run.py \
+            python3 benchmarks/experiments/bf16_attention_rows/run.py --gpu "$OUT/bf16" ;;
+    wgmma) step wgmma 240 flashsim/gpu/capture/wgmma.py python3 -m flashsim.gpu.capture.wgmma --out "$OUT/wgmma" ;;
+    wgptx) step wgptx 120 flashsim/gpu/capture/wgmma_ptx.py python3 -m flashsim.gpu.capture.wgmma_ptx --out "$OUT/wgptx" ;;
+    tma) step tma 120 flashsim/gpu/capture/tma.py python3 -m flashsim.gpu.capture.tma --out "$OUT/tma" ;;
+    cluster) step cluster 120 flashsim/gpu/capture/cluster.py python3 -m flashsim.gpu.capture.cluster --out "$OUT/cluster" ;;
+    triton) step triton 180 flashsim/gpu/capture/triton.py python3 -m flashsim.gpu.capture.triton --out "$OUT/triton" ;;
+    serving) step serving 240 benchmarks/serving/run_call.sh env OUT="$OUT/serving" bash benchmarks/serving/run_call.sh ;;
+    *) echo "unknown step $s" >&2 ;;
+  esac
+done
