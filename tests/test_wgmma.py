@@ -73,45 +73,44 @@ def inputs(rng, adt, bdt, cdt, n: int, kind: str):
 # ------------------------------------------------------------------------------------------------ MMA-Sim
 
 
-torch = pytest.importorskip("torch", reason="mmasim needs torch (pip install 'flashsim[test]')")
-sim = pytest.importorskip("mmasim.nv_ptx.sim", reason="mmasim is not installed (pip install 'flashsim[test]')")
-
-TORCH = {
-    F16: torch.float16,
-    BF16: torch.bfloat16,
-    F32: torch.float32,
-    E4M3: torch.float8_e4m3fn,
-    E5M2: torch.float8_e5m2,
-}
-TORCH_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
+needs_mmasim = pytest.mark.needs("torch", "mmasim")  # pip install 'flashsim[test]'
 _OPS: dict = {}
 
 
 def to_torch(x: np.ndarray):
+    import torch
+
+    dtypes = {F16: torch.float16, BF16: torch.bfloat16, F32: torch.float32, E4M3: torch.float8_e4m3fn}
+    dtypes[E5M2] = torch.float8_e5m2
     u = np.ascontiguousarray(x).view({1: np.uint8, 2: np.int16, 4: np.int32}[x.itemsize]).copy()
-    return torch.from_numpy(u).view(TORCH[x.dtype])
+    return torch.from_numpy(u).view(dtypes[x.dtype])
 
 
 def mmasim_wgmma(a, b, c):
     """MMA-Sim's ``WGMMA("Hopper", "m64n{N}k{K}.{d}.{a}.{b}")`` on one tile (tf32: float32 inputs, as it takes them)."""
+    import torch
+    from mmasim.nv_ptx import sim
+
+    torch.set_num_threads(1)  # 64 x N tiles only lose time to thread hand-offs
     name, K = WGMMA_TYPES[(a.dtype, b.dtype, c.dtype)]
     key = f"m64n{b.shape[-1]}k{K}.{name}"
     if key not in _OPS:
         _OPS[key] = sim.WGMMA("Hopper", key)
     d = _OPS[key](to_torch(a), to_torch(b), to_torch(c))
-    return d.contiguous().view(TORCH_INT[c.itemsize]).numpy().view(c.dtype)
+    as_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[c.itemsize]
+    return d.contiguous().view(as_int).numpy().view(c.dtype)
 
 
 def _form_id(key):
     return WGMMA_TYPES[key][0]
 
 
+@needs_mmasim
 @pytest.mark.parametrize("form", FLOAT_FORMS, ids=_form_id)
 def test_agrees_with_mmasim_bit_for_bit(form):
     """Every floating-point form, N = 8 on every kind of input, N = 256 and 72 on raw bits and spread exponents."""
     adt, bdt, cdt = form
-    rng = np.random.default_rng(abs(hash(_form_id(form))) % (1 << 32))
-    torch.set_num_threads(1)
+    rng = np.random.default_rng(list(WGMMA_TYPES).index(form))
     cases = [(8, k) for k in ("bits", "normal", "spread", "cancel", "tiny", "big_c")] + [(256, "bits"), (72, "spread")]
     for n, kind in cases:
         a, b, c = inputs(rng, adt, bdt, cdt, n, kind)
@@ -120,6 +119,7 @@ def test_agrees_with_mmasim_bit_for_bit(form):
         np.testing.assert_array_equal(bits(got), bits(want), err_msg=f"{_form_id(form)} n={n} {kind}")
 
 
+@needs_mmasim
 @pytest.mark.parametrize("form", [(F16, F16, F32), (BF16, BF16, F32), (F32, F32, F32), (E4M3, E5M2, F16)], ids=_form_id)
 def test_scale_a_b_negate_the_inputs(form):
     """imm-scale-a / imm-scale-b = -1: MMA-Sim on numpy's negated operands (it has no such option)."""
@@ -285,6 +285,7 @@ def test_leading_dimensions_broadcast_as_mma():
             np.testing.assert_array_equal(bits(d[i, j]), bits(flashsim.wgmma(a[i, j], b, c[i, j])))
 
 
+@needs_mmasim
 def test_n_of_every_shape_the_isa_lists():
     rng = np.random.default_rng(11)
     assert N_FLOAT == tuple(range(8, 257, 8)) and 40 not in N_INT and 240 in N_INT and 256 in N_INT

@@ -21,9 +21,9 @@ scale-d = 0.
 Compact storage as flashsim.gpu.capture.mma's: inputs regenerated from the stored seed (SHA-256 checked), D stored
 as the difference from a fixed float64 predictor, its SHA-256 checked; DIR/wgmma_sm90.npz (a few MB) and
 DIR/wgmma_sm90_summary.json with the mismatches of flashsim.wgmma per variant and category and those of the
-alternative models ``HYPOTHESES`` (F = 24 / 26, FP8 F = 12 / 14, FP8 blocks of 16 or 8 products, f32 results to
-nearest, FP8 f32 results kept to 23 bits, tf32 inputs rounded, scale-d = 0 without a zero term): the fitted model
-should be the only one with no mismatch.
+alternative models ``HYPOTHESES`` (F = 24 / 26, FP8 F = 12 / 14 / 25, blocks of 16 or 8 bytes, f32 results to
+nearest, FP8 f32 results kept to 23 bits, other zero exponents, tf32 inputs rounded, scale-d = 0 without a zero
+term): the fitted model should be the only one with no mismatch.
 """
 
 from __future__ import annotations
@@ -747,7 +747,9 @@ HYPOTHESES = {
     "chunk 16 bytes (two blocks)": (lambda f: not f.integer, dict(wgmma_chunk_bytes=16), None),
     "chunk 8 bytes (FP8: four blocks of 8)": (lambda f: f.fp8, dict(wgmma_chunk_bytes=8), None),
     "f32 zero exponent -132": (lambda f: f.c_dtype == np.float32, dict(mma_zero_exponent_f32=-132), None),
+    "f32 zero exponent -134": (lambda f: f.c_dtype == np.float32, dict(mma_zero_exponent_f32=-134), None),
     "f16 zero exponent -20": (lambda f: f.c_dtype == np.float16, dict(mma_zero_exponent_f16=-20), None),
+    "f16 zero exponent -22": (lambda f: f.c_dtype == np.float16, dict(mma_zero_exponent_f16=-22), None),
     "scale-d 0 without a zero term": (
         lambda f: not f.integer,
         dict(mma_zero_exponent_f32=-300, mma_zero_exponent_f16=-60),
