@@ -676,7 +676,7 @@ def test_triton_tma_kernels():
 
 def _triton_matmuls():
     """A Triton matmul through host TensorDescriptors (TMA loads, a 3-stage mbarrier ring) and the same matmul
-    through pointers (cp.async), both with mma.sync (DISABLE_MMA_V3: wgmma is simulated elsewhere)."""
+    through pointers (cp.async): wgmma in Triton's default sm_90 build, mma.sync with DISABLE_MMA_V3."""
     import triton
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
@@ -718,12 +718,15 @@ def _triton_matmuls():
 
 @pytest.mark.needs("triton")
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_triton_tma_matmul_equals_its_pointer_twin(monkeypatch):
-    """Triton's ldmatrix reads of the TMA-written tiles assume the GPU's 64B / 128B swizzles: the matmul is bit-equal
-    to the pointer-based one only if the simulated TMA lays the tiles out as the hardware does."""
-    monkeypatch.setenv("DISABLE_MMA_V3", "1")
+@pytest.mark.parametrize("mma", ["wgmma", "mma.sync"])
+def test_triton_tma_matmul_equals_its_pointer_twin(monkeypatch, mma):
+    """Triton's reads of the TMA-written tiles (wgmma's matrix descriptors, or ldmatrix) assume the GPU's 64B / 128B
+    swizzles: the matmul is bit-equal to the pointer-based one only if the simulated TMA lays the tiles out as the
+    hardware does."""
+    if mma == "mma.sync":
+        monkeypatch.setenv("DISABLE_MMA_V3", "1")
     (desc, desc_meta, desc_ptx), (ptr, ptr_meta, _) = _triton_matmuls()
-    assert "cp.async.bulk.tensor" in desc_ptx and "mma.sync" in desc_ptx
+    assert "cp.async.bulk.tensor" in desc_ptx and mma in desc_ptx
     swizzles = [m["swizzle"] for m in desc_meta.tensordesc_meta]
     assert sorted(swizzles) == [2, 3]  # A (64 x 32 f16): 64B; B (32 x 64 f16): 128B
     m = n = k = 128
