@@ -335,7 +335,7 @@ $Lfilled:
 {_map_load(map_param)}{load_coords}\tadd.u32 %r9, %r3, {case.dst_offset};
 \t{op}.{mode} [%rd1, {{{regs}}}], [%r9];
 \tcp.async.bulk.commit_group;
-\tcp.async.bulk.wait_group.read 0;
+\tcp.async.bulk.wait_group 0;
 $Ldone:
 \tret;
 }}
