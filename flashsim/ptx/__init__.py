@@ -27,6 +27,7 @@ from .errors import (
 from .launch import Report, launch
 from .memory import address
 from .module import Kernel, Module, compile, load
+from .tensormap import TensorMap, tensor_map_tiled
 from .trace import Trace
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "load",
     "launch",
     "address",
+    "tensor_map_tiled",
+    "TensorMap",
     "Module",
     "Kernel",
     "Report",

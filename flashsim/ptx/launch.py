@@ -4,7 +4,8 @@ Arguments, matched to the entry's parameters in order: a numpy array is a global
 read and written in place, whatever its dtype); a numpy scalar is a by-value parameter of its width (np.int32(128)
 for a .u32 / .s32 / .b32, np.float32 for an .f32, np.uint64 for a .u64 that is not a pointer); ``bytes`` or a numpy
 structured scalar / 0-d array fills a by-value struct parameter (``.param .align 8 .b8 p[N]``), with
-``flashsim.ptx.address(array)`` giving the device address of an array to put in it. Everything is checked before
+``flashsim.ptx.address(array)`` giving the device address of an array to put in it; a flashsim.ptx.TensorMap
+(``tensor_map_tiled``) fills a ``.param .align 64 .b8 p[128]`` tensor-map parameter. Everything is checked before
 anything runs: the number and kind of arguments, grid and block against the arch's limits and the kernel's
 ``.reqntid`` / ``.maxntid``, shared memory (static plus ``shared_mem`` dynamic bytes) against the arch's cap.
 
@@ -35,6 +36,7 @@ from .machine import Machine
 from .memory import Memory, address
 from .module import Kernel
 from .sanitize import make_sanitizer, wave_blocks
+from .tensormap import TensorMap
 
 __all__ = ["launch", "Report"]
 
@@ -112,6 +114,8 @@ def _param_bytes(kernel: Kernel, args) -> tuple[bytes, list]:
                 raise LaunchError(f"{where}: an array is passed by its 8-byte address, the parameter has {size} bytes")
             arrays.append(a)
             raw = int(address(a)).to_bytes(8, "little")
+        elif isinstance(a, TensorMap):  # a .param .align 64 .b8 p[128]: flashsim's encoding of the map
+            raw = a.bytes
         elif isinstance(a, (bytes, bytearray, memoryview)):
             raw = bytes(a)
         elif isinstance(a, (np.void, np.ndarray)) or (isinstance(a, np.generic) and a.dtype.names is not None):

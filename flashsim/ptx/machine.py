@@ -237,6 +237,10 @@ class Machine:
     def run(self) -> None:
         try:
             self._schedule()
+            for unit in list(self.state.values()):  # asynchronous units with work never waited for finish it now
+                finish = getattr(unit, "at_exit", None)
+                if finish is not None:
+                    finish()
         finally:
             self.current_pc = None
 
@@ -469,7 +473,7 @@ def _wait_text(info) -> str:
             "warpgroup must all execute the same one: they diverged)"
         )
     if kind == "mbarrier":
-        return f"polls an mbarrier at shared offset {info[1]:#x} for phase parity {info[2]}"
+        return f"polls an mbarrier at shared offset {info[1]:#x} for phase parity {info[2]}" + "".join(info[3:])
     if kind == "other":
         return info[1]
     return "runs without ending (a spin loop)"

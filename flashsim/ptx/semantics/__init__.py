@@ -4,6 +4,7 @@ instruction table (flashsim.ptx.isa). Each module says which opcodes and forms i
 from . import (
     asynchronous,
     atomic,
+    bulk,
     cluster,
     control,
     convert,
@@ -20,6 +21,7 @@ from . import (
 __all__ = [
     "asynchronous",
     "atomic",
+    "bulk",
     "cluster",
     "control",
     "convert",

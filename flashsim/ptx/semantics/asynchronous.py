@@ -28,6 +28,7 @@ from .. import isa
 from ..errors import MemcheckError, SimulationError
 from ..ir import Imm, Reg, Sink
 from ..program import SPACE_BASE, Decoded
+from . import bulk
 from .data import SPACES
 
 
@@ -153,8 +154,10 @@ def _shared_addr(d: Decoded, i: int):
 @isa.implements("cp")
 def cp(d: Decoded):
     mods = d.mods
+    if ".bulk" in d.ins.mods or ".reduce" in d.ins.mods:  # the bulk copies (TMA): flashsim.ptx.semantics.bulk
+        return bulk.build(d)
     if not mods.flag(".async"):
-        raise isa.Unsupported("cp without .async (cp.async.bulk / cp.reduce: not simulated)")
+        raise isa.Unsupported("cp without .async")
     if mods.flag(".commit_group"):
         mods.done()
 
@@ -244,20 +247,33 @@ def cp(d: Decoded):
     return d.op(run)
 
 
+TX_LIMIT = (1 << 20) - 1  # a tx-count lies in -(2^20 - 1) .. 2^20 - 1 (PTX ISA, "Contents of the mbarrier object")
+
+
 class MBarriers:
     """The mbarrier objects of a wave, by (block, shared offset): index ``ids`` into arrays of the phase count, the
     pending and expected arrivals and the transaction count. An instruction's lanes act at once: their arrivals on
     one object add up (np.add.at), the phase completes when pending arrivals and transactions reach zero, and each
-    lane's state token is the phase it arrived in."""
+    lane's state token is the phase it arrived in.
+
+    Transactions: expect-tx raises the tx-count, complete-tx lowers it; the ISA lets it go negative within its
+    range (a copy may complete before its expect-tx), so the errors are what no execution can make right: a
+    tx-count outside -(2^20 - 1) .. 2^20 - 1 (overflow / underflow of the range), a phase whose arrivals are all in
+    with a negative tx-count (more bytes completed than the phase expected), and a phase that completes while bulk
+    copies it tracks are still in flight (their bytes were never expected). Bulk copies tracked by an object
+    (``track``) are performed at the latest moment the program may rely on them: when a thread polls the object
+    (test_wait / try_wait) and its arrivals are all in; their bytes are completed then."""
 
     def __init__(self, machine):
         self.m = machine
         self.index: dict[int, int] = {}  # block * 2^32 + offset -> object
+        self.where: list[tuple[int, int]] = []  # object -> (block, offset)
         self.phase = np.zeros(0, np.int64)
         self.pending = np.zeros(0, np.int64)
         self.expected = np.zeros(0, np.int64)
         self.tx = np.zeros(0, np.int64)
         self.live = np.zeros(0, bool)
+        self.inflight: dict[int, list] = {}  # object -> [(perform, bytes, thread, pc)] of bulk copies it tracks
         n = machine.T
         self.poll_offset = np.full(n, -1, np.int64)  # per thread: the mbarrier it last polled in vain (deadlocks)
         self.poll_want = np.zeros(n, np.int64)
@@ -268,6 +284,10 @@ class MBarriers:
         rows, off = self.m.mem.cluster_rows(addr, 8, g.lanes())
         return rows * (1 << 32) + off
 
+    def _uninitialised(self, key: int, t: int):
+        cls = MemcheckError if self.m.mem.fault is MemcheckError else SimulationError
+        return self.m.error(f"mbarrier at shared offset {key & 0xFFFFFFFF:#x} used before mbarrier.init", t, cls)
+
     def ids(self, g, addr, create: bool = False) -> np.ndarray:
         """The object of each running lane's address (created by ``init``; an error for one never initialised)."""
         keys = self._keys(g, addr)
@@ -277,16 +297,26 @@ class MBarriers:
             i = self.index.get(key)
             if i is None and create:
                 i = self.index[key] = self.phase.size
+                self.where.append((key >> 32, key & 0xFFFFFFFF))
                 self.phase, self.pending, self.expected, self.tx = (
                     np.append(a, 0) for a in (self.phase, self.pending, self.expected, self.tx)
                 )
                 self.live = np.append(self.live, False)
             if i is None or not (create or self.live[i]):
-                t = int(g.lanes()[np.flatnonzero(keys == key)[0]])
-                cls = MemcheckError if self.m.mem.fault is MemcheckError else SimulationError
-                raise self.m.error(f"mbarrier at shared offset {key & 0xFFFFFFFF:#x} used before mbarrier.init", t, cls)
+                raise self._uninitialised(key, int(g.lanes()[np.flatnonzero(keys == key)[0]]))
             found[u] = i
         return found[inverse]
+
+    def id_of(self, block: int, offset: int, t: int) -> int:
+        """The object at shared ``offset`` of wave block ``block``, for thread ``t``'s instruction."""
+        key = int(block) * (1 << 32) + int(offset)
+        i = self.index.get(key)
+        if i is None or not self.live[i]:
+            raise self._uninitialised(key, t)
+        return i
+
+    def _name(self, i: int) -> str:
+        return f"mbarrier at shared offset {self.where[i][1]:#x}"
 
     def init(self, g, addr, counts) -> None:
         bad = np.flatnonzero((counts < 1) | (counts >= 1 << 20))
@@ -295,10 +325,31 @@ class MBarriers:
         ids = self.ids(g, addr, create=True)
         self.phase[ids], self.pending[ids], self.expected[ids], self.tx[ids] = 0, counts, counts, 0
         self.live[ids] = True
+        for i in np.unique(ids).tolist():
+            self.inflight.pop(i, None)
         self.m.progress += 1
 
     def invalidate(self, g, addr) -> None:
         self.live[self.ids(g, addr)] = False
+
+    def _check_tx(self, ids, threads, what: str) -> None:
+        """Errors of the tx-counts of objects ``ids`` (one per thread of ``threads``) after ``what`` changed them."""
+        tx = self.tx[ids]
+        bad = np.flatnonzero((tx > TX_LIMIT) | (tx < -TX_LIMIT) | ((tx < 0) & (self.pending[ids] == 0)))
+        if not bad.size:
+            return
+        k = int(bad[0])
+        i, v = int(ids[k]), int(tx[k])
+        if v > TX_LIMIT:
+            why = f"tx-count overflow: {what} brings it to {v}, past 2^20 - 1"
+        elif v < -TX_LIMIT:
+            why = f"tx-count underflow: {what} brings it to {v}, below -(2^20 - 1)"
+        else:
+            why = (
+                f"tx-count underflow: {what} leaves it at {v} with every arrival of the phase in: "
+                f"{-v} more bytes completed than the phase expected"
+            )
+        raise self.m.error(f"{self._name(i)}: {why}", int(threads[k]))
 
     def arrive(self, g, addr, counts, inc: bool = False, drop: bool = False, tx=0):
         """Arrivals of the running lanes (``counts`` each); returns each lane's state token (its phase count)."""
@@ -318,6 +369,7 @@ class MBarriers:
                     f"mbarrier at shared offset {key & 0xFFFFFFFF:#x}: more arrivals than expected",
                     int(g.lanes()[over[0]]),
                 )
+        self._check_tx(ids, g.lanes(), "an arrive" + (".expect_tx" if np.any(tx) else ""))
         self._complete(np.unique(ids))
         self.m.progress += 1
         return tokens
@@ -325,6 +377,15 @@ class MBarriers:
     def _complete(self, ids) -> None:
         """Objects ``ids`` whose pending arrivals and transactions are zero move to the next phase."""
         full = ids[(self.pending[ids] == 0) & (self.tx[ids] == 0)]
+        for i in full.tolist():
+            if self.inflight.get(i):
+                _perform, nbytes, t, pc = self.inflight[i][0]
+                self.m.current_pc = pc
+                raise self.m.error(
+                    f"{self._name(i)}: its phase completed with this bulk copy of {nbytes} bytes still in flight "
+                    "(tx-count underflow: the copy completes bytes the phase never expected)",
+                    t,
+                )
         self.phase[full] += 1
         self.pending[full] = self.expected[full]
         if self.m.sanitizer is not None and full.size:
@@ -333,17 +394,48 @@ class MBarriers:
     def expect_tx(self, g, addr, tx) -> None:
         ids = self.ids(g, addr)
         np.add.at(self.tx, ids, np.broadcast_to(np.asarray(tx, np.int64), ids.shape))
+        self._check_tx(ids, g.lanes(), "mbarrier.expect_tx")
         self.m.progress += 1
 
     def complete_tx(self, g, addr, tx) -> None:
         ids = self.ids(g, addr)
         np.subtract.at(self.tx, ids, np.broadcast_to(np.asarray(tx, np.int64), ids.shape))
+        self._check_tx(ids, g.lanes(), "mbarrier.complete_tx")
         self._complete(np.unique(ids))
         self.m.progress += 1
+
+    def track(self, i: int, perform, nbytes: int, t: int) -> None:
+        """A bulk copy of thread ``t`` whose completion object ``i`` tracks: ``perform()`` writes its destination
+        and returns the bytes it completes (when a poll lets the program rely on it, ``done``)."""
+        self.inflight.setdefault(i, []).append((perform, nbytes, t, self.m.current_pc))
+        self.m.progress += 1
+
+    def _perform_tracked(self, ids) -> None:
+        """Perform the bulk copies tracked by the objects ``ids`` whose arrivals are all in, then complete their
+        bytes on each object at once (one underflow check over all of them)."""
+        for i in np.unique(ids).tolist():
+            if self.pending[i] != 0 or not self.inflight.get(i):
+                continue
+            copies = self.inflight.pop(i)
+            pc = self.m.current_pc
+            total = 0
+            for perform, _nbytes, _t, issued in copies:
+                self.m.current_pc = issued  # errors name the copy's line
+                total += perform()
+            _perform, nbytes, t, issued = copies[-1]
+            if self.m.sanitizer is not None:  # complete-tx releases (PTX ISA): each copy's issuing thread's clock
+                self.m.sanitizer.mbarrier_arrive(np.full(len(copies), i), np.array([c[2] for c in copies]))
+            self.tx[i] -= total
+            self._check_tx(np.array([i]), np.array([t]), f"the completion of {len(copies)} bulk copies ({total} bytes)")
+            self._complete(np.array([i]))
+            self.m.current_pc = pc
+            self.m.progress += 1
 
     def done(self, g, addr, phase_or_parity, parity: bool) -> np.ndarray:
         """Whether the phase each lane names (its state token, or with ``parity`` the phase parity) completed."""
         ids = self.ids(g, addr)
+        if self.inflight:
+            self._perform_tracked(ids)
         want = np.asarray(phase_or_parity, np.int64)
         phase = self.phase[ids]
         out = ((phase & 1) != (want & 1)) if parity else (phase != want)
@@ -355,10 +447,16 @@ class MBarriers:
         return out
 
     def waits_for(self, t: int):
-        """("mbarrier", offset, phase) for a thread whose last poll found its phase incomplete, else None."""
+        """("mbarrier", offset, phase, what the phase still waits for) for a thread whose last poll found its phase
+        incomplete, else None."""
         if self.poll_offset[t] < 0:
             return None
-        return ("mbarrier", int(self.poll_offset[t]), int(self.poll_want[t]))
+        offset = int(self.poll_offset[t])
+        i = self.index.get(int(self.m.block_of[t]) * (1 << 32) + offset)
+        left = ""
+        if i is not None:
+            left = f" (the phase waits for {int(self.pending[i])} arrival(s) and a tx-count of {int(self.tx[i])})"
+        return ("mbarrier", offset, int(self.poll_want[t]), left)
 
 
 def barriers(m) -> MBarriers:

@@ -1,0 +1,210 @@
+"""Run the TMA probes (flashsim.ptx.probes.tma) on the GPU at hand with the driver's tensor maps and store what they
+wrote: ``python3 -m flashsim.gpu.capture.tma --out DIR`` (one H100 / H200, about 10 s).
+
+For every case the tensor (and the shared image of a store) comes from the case's seed; the map is the driver's
+(cuda-python's cuTensorMapEncodeTiled over the device tensor, copied into a 128-byte device buffer: every probe
+kernel reads its map through a global pointer), and the kernel is the PTX the simulator runs, assembled by ptxas for
+sm_90a. DIR/tma_sm90.npz holds ``names``, ``in_<case>/tensor`` (and ``/img``), ``out_<case>`` (a load's shared
+image, a store's or reduction's tensor after it), the bulk-copy cases (``in_bulk<op>/src``, ``/dst``,
+``out_bulk<op>``) and ``meta`` (GPU, driver, ptxas, date, each PTX's sha256). tests/test_ptx_tma.py replays every
+case in the simulator with flashsim's own map, bit for bit.
+
+DIR/tma_driver_maps_sm90.json dumps the driver's 128 map bytes for the cases and for a series of maps that change
+one argument at a time (address, a dim, a stride, a box dim, an element stride, swizzle, type, fill, L2
+promotion, interleave), with the bytes that changed: how far the opaque format was looked at (flashsim does not
+use it; its own encoding is flashsim.ptx.tensormap's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+from ...ptx.probes import tma as T
+from ...ptx.tensormap import DATA_TYPES
+from .. import runtime as rt
+from ..build import Build, assemble_ptx, ptxas_version
+
+_SWIZZLE = {"NONE": 0, "32B": 1, "64B": 2, "128B": 3}
+_OOB = {"NONE": 0, "NAN_REQUEST_ZERO_FMA": 1, 0: 0, 1: 1}
+_ARCH = "sm_90a"
+
+
+def _kernel(ptx: str, name: str):
+    cubin = assemble_ptx(ptx, _ARCH)
+    build = Build(
+        cubin=cubin,
+        arch=_ARCH,
+        entry_points={},
+        lowered_names={},
+        log="",
+        source_name=f"{name}.ptx",
+        key=hashlib.sha256(cubin).hexdigest(),
+    )
+    return rt.load(build, name)
+
+
+def encode(data_type, address: int, dims, strides, box, element_strides=None, swizzle=0, oob=0, l2=0, interleave=0):
+    """The driver's map (128 bytes) of these cuTensorMapEncodeTiled arguments (innermost first)."""
+    from cuda.bindings import driver
+
+    dt = DATA_TYPES[data_type][0] if isinstance(data_type, str) else int(data_type)
+    es = element_strides or (1,) * len(dims)
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType(dt),
+        len(dims),
+        address,
+        [int(d) for d in dims],
+        [int(s) for s in strides],
+        [int(b) for b in box],
+        [int(e) for e in es],
+        driver.CUtensorMapInterleave(interleave),
+        driver.CUtensorMapSwizzle(swizzle),
+        driver.CUtensorMapL2promotion(l2),
+        driver.CUtensorMapFloatOOBfill(oob),
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {err}")
+    return np.array([int(q) for q in tmap.opaque], np.uint64).view(np.uint8)
+
+
+def run_case(case: T.Case) -> tuple[dict, np.ndarray, str, np.ndarray]:
+    """(inputs, output, the PTX's sha256, the driver's map bytes) of one case on the GPU."""
+    a = T.arrays(case)
+    tensor = rt.to_device(a["tensor"])
+    gd, gs = T.dims(case)
+    raw = encode(
+        case.data_type,
+        tensor.ptr,
+        gd,
+        gs,
+        case.box,
+        case.element_strides,
+        _SWIZZLE[case.swizzle],
+        _OOB[case.oob_fill],
+    )
+    tmap = rt.to_device(raw.copy())
+    coords = [np.int32(c) for c in case.coords]
+    if case.kind == "load":
+        ptx = T.load_ptx(case)
+        out = rt.to_device(np.zeros(T.smem_bytes(case), np.uint8))
+        rt.launch(_kernel(ptx, "tma_load"), 1, 128, tmap, out, *coords)
+        result = out.to_numpy()
+    else:
+        ptx = T.store_ptx(case)
+        img = rt.to_device(a["img"])
+        rt.launch(_kernel(ptx, "tma_store"), 1, 128, tmap, img, *coords)
+        result = tensor.to_numpy()
+    return a, result, hashlib.sha256(ptx.encode()).hexdigest(), raw
+
+
+def map_survey(base: int) -> list:
+    """Driver maps that differ from a reference in one argument, with the bytes that changed."""
+    ref = dict(data_type="FLOAT16", address=base, dims=(64, 40), strides=(128,), box=(64, 16))
+    variants = [
+        ("reference", {}),
+        ("address + 256", dict(address=base + 256)),
+        ("dims[0] 64 -> 48", dict(dims=(48, 40))),
+        ("dims[1] 40 -> 41", dict(dims=(64, 41))),
+        ("strides[0] 128 -> 256", dict(strides=(256,))),
+        ("box[0] 64 -> 32", dict(box=(32, 16))),
+        ("box[1] 16 -> 8", dict(box=(64, 8))),
+        ("element_strides (1, 2)", dict(element_strides=(1, 2))),
+        ("swizzle 128B", dict(swizzle=3)),
+        ("swizzle 64B, box 32", dict(swizzle=2, box=(32, 16))),
+        ("data_type BFLOAT16", dict(data_type="BFLOAT16")),
+        ("data_type FLOAT32, box 32", dict(data_type="FLOAT32", box=(32, 16))),
+        ("oob NaN", dict(oob=1)),
+        ("l2 promotion 128B", dict(l2=2)),
+        ("rank 3", dict(dims=(64, 40, 2), strides=(128, 5120), box=(64, 16, 1))),
+    ]
+    out, reference = [], None
+    for what, change in variants:
+        args = {**ref, **change}
+        raw = encode(
+            args["data_type"],
+            args["address"],
+            args["dims"],
+            args["strides"],
+            args["box"],
+            args.get("element_strides"),
+            args.get("swizzle", 0),
+            args.get("oob", 0),
+            args.get("l2", 0),
+        )
+        if reference is None:
+            reference = raw
+        changed = np.flatnonzero(raw != reference).tolist()
+        out.append({"variant": what, "args": dict(args), "hex": raw.tobytes().hex(), "changed": changed})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m flashsim.gpu.capture.tma", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=pathlib.Path, required=True, help="folder for the capture files")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    dev = rt.require_gpu()
+    arrays, names, shas, maps, failed = {}, [], {}, {}, {}
+    t0 = time.perf_counter()
+    for case in T.CASES:
+        try:
+            inputs, result, sha, raw = run_case(case)
+        except Exception as exc:  # a refused map or an assembly error: recorded; a sticky GPU error ends the run
+            failed[case.name] = f"{type(exc).__name__}: {exc}"
+            print(f"  {case.name}: FAILED {failed[case.name]}", flush=True)
+            if rt.sticky_error():
+                break
+            continue
+        names.append(case.name)
+        shas[case.name] = sha
+        maps[case.name] = raw.tobytes().hex()
+        for k, v in inputs.items():
+            arrays[f"in_{case.name}/{k}"] = v
+        arrays[f"out_{case.name}"] = result
+        print(f"  {case.name}: ok", flush=True)
+    for reduce in T.BULK:
+        name = T.bulk_name(reduce)
+        try:
+            src, dst = T.bulk_inputs(reduce)
+            ptx = T.bulk_ptx(src.nbytes, reduce)
+            d_src, d_dst = rt.to_device(src), rt.to_device(dst)
+            rt.launch(_kernel(ptx, "bulk_copy"), 1, 32, d_src, d_dst)
+            arrays[f"in_{name}/src"], arrays[f"in_{name}/dst"], arrays[f"out_{name}"] = src, dst, d_dst.to_numpy()
+            names.append(name)
+            shas[name] = hashlib.sha256(ptx.encode()).hexdigest()
+            print(f"  {name}: ok", flush=True)
+        except Exception as exc:
+            failed[name] = f"{type(exc).__name__}: {exc}"
+            print(f"  {name}: FAILED {failed[name]}", flush=True)
+            if rt.sticky_error():
+                break
+    from cuda.bindings import driver
+
+    _err, version = driver.cuDriverGetVersion()
+    meta = {
+        "gpu": dev.name,
+        "driver": int(version),
+        "ptxas": ptxas_version(),
+        "date": time.strftime("%Y-%m-%d"),
+        "ptx_sha256": shas,
+        "failed": failed,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    path = args.out / "tma_sm90.npz"
+    np.savez_compressed(path, names=np.array(names), meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+    base = rt.to_device(np.zeros(1 << 16, np.uint8))
+    survey = {"cases": maps, "survey": map_survey(int(base.ptr)), "driver": int(version), "gpu": dev.name}
+    (args.out / "tma_driver_maps_sm90.json").write_text(json.dumps(survey, indent=1, sort_keys=True))
+    print(f"{len(names)} cases -> {path}; {len(failed)} failed", flush=True)
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
