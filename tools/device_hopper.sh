@@ -8,7 +8,8 @@
 #   wgmma    python3 -m flashsim.gpu.capture.wgmma: every dense wgmma form on adversarial inputs -> $OUT/wgmma/
 #   wgptx    python3 -m flashsim.gpu.capture.wgmma_ptx: descriptor / swizzle / fragment probes   -> $OUT/wgptx/
 #   tma      python3 -m flashsim.gpu.capture.tma: TMA and bulk copies with the driver's maps      -> $OUT/tma/
-#   cluster  python3 -m flashsim.gpu.capture.cluster: cluster kernels (mapa, DSMEM, barriers)     -> $OUT/cluster/
+#   cluster  python3 -m flashsim.gpu.capture.isa --topic cluster: the cluster probes (mapa, DSMEM, barriers,
+#            special registers)                                                             -> $OUT/cluster/
 #   triton   python3 -m flashsim.gpu.capture.triton: Triton's own cubins on the GPU               -> $OUT/triton/
 #   serving  benchmarks/serving/run_call.sh (the public serving call's GPU tests and benchmark)  -> $OUT/serving/
 #
@@ -34,7 +35,7 @@ for s in "${STEPS[@]}"; do
     wgmma) step wgmma 240 flashsim/gpu/capture/wgmma.py python3 -m flashsim.gpu.capture.wgmma --out "$OUT/wgmma" ;;
     wgptx) step wgptx 120 flashsim/gpu/capture/wgmma_ptx.py python3 -m flashsim.gpu.capture.wgmma_ptx --out "$OUT/wgptx" ;;
     tma) step tma 120 flashsim/gpu/capture/tma.py python3 -m flashsim.gpu.capture.tma --out "$OUT/tma" ;;
-    cluster) step cluster 120 flashsim/gpu/capture/cluster.py python3 -m flashsim.gpu.capture.cluster --out "$OUT/cluster" ;;
+    cluster) step cluster 120 kernel/capture/isa/cluster.cu python3 -m flashsim.gpu.capture.isa --topic cluster --out "$OUT/cluster" ;;
     triton) step triton 180 flashsim/gpu/capture/triton.py python3 -m flashsim.gpu.capture.triton --out "$OUT/triton" ;;
     serving) step serving 240 benchmarks/serving/run_call.sh env OUT="$OUT/serving" bash benchmarks/serving/run_call.sh ;;
     *) echo "unknown step $s" >&2 ;;
