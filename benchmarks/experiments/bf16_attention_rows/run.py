@@ -2,6 +2,8 @@
 
     python run.py --gpu OUT        (device machine: nvcc -O3 -arch=sm_90, cupy) -> OUT/bf16_attention_gpu.npz
     python run.py --compare FILE   (any machine) flashsim.ptx on the same PTX and inputs; prints the mismatches
+    python run.py --compare FILE --no-folding    the same with the SFU's model for every instruction (as before
+                                   flashsim.numerics.sfu_folding): the defect
 
 The PTX is nvcc 13.0's ``-O3 -arch=sm_90 -ptx`` of attn_bf16.cu on either side (the same compiler, the same text:
 its sha256 is stored with the GPU's outputs and checked). Inputs: seeded, one head of N = 512 rows, d = 128, in
@@ -76,8 +78,13 @@ def gpu(out_dir: pathlib.Path) -> None:
     print(f"wrote {out_dir / 'bf16_attention_gpu.npz'}")
 
 
-def compare(path: pathlib.Path) -> int:
+def compare(path: pathlib.Path, folding: bool = True) -> int:
     import flashsim.ptx as P
+
+    if not folding:  # the simulator as it was: every SFU instruction on the unit's model, constants or not
+        from flashsim.ptx.semantics import special
+
+        special.folded = lambda form, bits: None
 
     got = np.load(path)
     text = ptx_text()
@@ -107,5 +114,6 @@ if __name__ == "__main__":
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--gpu", type=pathlib.Path, metavar="OUT")
     g.add_argument("--compare", type=pathlib.Path, metavar="FILE")
+    ap.add_argument("--no-folding", action="store_true", help="ignore ptxas's constant folding (the old simulator)")
     a = ap.parse_args()
-    sys.exit(gpu(a.gpu) if a.gpu else compare(a.compare))
+    sys.exit(gpu(a.gpu) if a.gpu else compare(a.compare, folding=not a.no_folding))
