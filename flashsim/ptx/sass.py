@@ -72,13 +72,15 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
+from ..arch import get_arch
 from ..calibration import cache_root
 from ..errors import CompileError
-from ..gpu.build import assemble_ptx, cuda_tool, ptxas_version
+from ..gpu.build import assemble_ptx, cuda_tools, ptx_header, select_ptxas, tool_release, tool_version
 
 __all__ = [
     "fused_pairs",
     "ContractionUndecided",
+    "MissingTools",
     "LineInfoChangedCode",
     "annotate",
     "classify",
@@ -90,6 +92,11 @@ ID_FILE = "flashsim-ptx-ids"
 _FORMAT = 1  # bump when the record below changes meaning
 _WATCHED = ("mul", "add", "sub")  # of a float type: flashsim.ptx.contraction's, which imports this module
 _FLOAT_TYPES = (".f32", ".f64", ".f16", ".f16x2", ".bf16", ".bf16x2")
+
+
+class MissingTools(FileNotFoundError):
+    """No ptxas that reads the PTX's .version, or no nvdisasm: contraction="sass" cannot run (the message names the
+    ``ptx`` extra)."""
 
 
 class ContractionUndecided(RuntimeError):
@@ -177,9 +184,27 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.(?P<name>[^,\s]+)")
 
 @lru_cache(maxsize=1)
 def _nvdisasm() -> tuple[str, str]:
-    exe = cuda_tool("nvdisasm")
-    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
-    return exe, next((line for line in out.splitlines() if "release" in line), out.strip())
+    """(path, version line) of the newest nvdisasm found (it must know the newest architecture a cubin may be for)."""
+    found = cuda_tools("nvdisasm")
+    if not found:
+        raise FileNotFoundError(
+            "nvdisasm was not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or a pip wheel: "
+            "pip install 'flashsim[ptx]' (brings nvdisasm 13.5)"
+        )
+    exe = max(found, key=tool_release)
+    return exe, tool_version(exe)
+
+
+def _assembler(ptx: str, arch: str) -> tuple[str, str]:
+    """(ptxas path, the architecture to assemble for) of ``ptx`` run on a GPU of ``arch``: its own ``.target``
+    (sm_90a stays sm_90a: the architecture-specific instructions need it, and the SASS read must be the one the
+    kernel's GPU runs), or ``arch`` where that is a newer GPU than the target (the driver compiles the PTX for the GPU
+    it runs on: an sm_80 build on an H200 runs sm_90 SASS); and the ptxas flashsim.gpu.build.select_ptxas picks for
+    its ``.version``."""
+    version, target = ptx_header(ptx)
+    number = lambda name: int(re.sub(r"\D", "", name) or 0)  # noqa: E731
+    gpu = get_arch(arch).name
+    return select_ptxas(version), (gpu if number(gpu) > number(target) else target)
 
 
 def _disassemble(cubin: bytes, line_info: bool) -> str:
@@ -308,7 +333,8 @@ _VERDICTS: dict[str, dict] = {}
 
 
 def _key(ptx: str, arch: str) -> str:
-    parts = (hashlib.sha256(ptx.encode()).hexdigest(), arch, ptxas_version(), _nvdisasm()[1], str(_FORMAT))
+    ptxas, target = _assembler(ptx, arch)
+    parts = (hashlib.sha256(ptx.encode()).hexdigest(), arch, target, tool_version(ptxas), _nvdisasm()[1], str(_FORMAT))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -350,8 +376,8 @@ def sass_verdicts(module) -> dict:
     ``module.arch``, verified as the module docstring says; cached."""
     try:
         key = _key(module.ptx, module.arch)
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(
+    except (FileNotFoundError, ValueError) as exc:
+        raise MissingTools(
             f"contraction='sass' reads ptxas's SASS with ptxas and nvdisasm: {exc} (or load the PTX with "
             "contraction='none' or 'all')"
         ) from exc
@@ -372,15 +398,16 @@ def _build(module) -> dict:
         raise ContractionUndecided(
             f"cannot annotate this PTX with one .loc per instruction: {exc} (load with contraction='none' or 'all')"
         ) from exc
+    ptxas, target = _assembler(module.ptx, module.arch)
     with ThreadPoolExecutor(2) as pool:
-        plain = pool.submit(assemble_ptx, module.ptx, module.arch)
-        lined = pool.submit(assemble_ptx, annotated, module.arch, ("-lineinfo",))
+        plain = pool.submit(assemble_ptx, module.ptx, target, (), ptxas)
+        lined = pool.submit(assemble_ptx, annotated, target, ("-lineinfo",), ptxas)
         try:
             plain_cubin = plain.result()
         except CompileError as exc:
             raise CompileError(
-                f"ptxas rejects this PTX for {module.arch}, so contraction='sass' cannot read which mul / add pairs it "
-                f"fuses (fix the PTX, or load it with contraction='none' or 'all'):\n{exc}"
+                f"ptxas ({tool_version(ptxas)}) rejects this PTX for {target}, so contraction='sass' cannot read which "
+                f"mul / add pairs it fuses (fix the PTX, or load it with contraction='none' or 'all'):\n{exc}"
             ) from exc
         try:
             lined_cubin = lined.result()
