@@ -78,7 +78,7 @@ def build(kernel, signature: dict, constexprs: dict, attrs: dict, target: Target
     refuses."""
     arch = get_arch(arch or target.arch).name
     if int(arch[3:]) < target.capability:
-        raise TritonArgumentError(f"arch: a {arch} GPU cannot run a {target.name} build (it needs {target.name} or later)")
+        raise TritonArgumentError(f"arch: a {arch} GPU cannot run a {target.name} build (it needs a later GPU)")
     key = _key(kernel, signature, constexprs, attrs, target, options, arch)
     hit = _CACHE.get(key)
     if hit is not None:
