@@ -365,10 +365,44 @@ def test_modules_without_a_pair_never_run_ptxas(tools, monkeypatch):
         assert load(HEAD + kernel("k", body), arch="sm_90").contraction == {}
 
 
-def test_ptx_ptxas_rejects_is_a_clear_error(tools):
+def test_ptx_ptxas_rejects_is_a_clear_error(tools, monkeypatch):
     text = PAIRS.replace(".version 9.0", ".version 9.5")  # newer than ptxas 13.0 reads
-    with pytest.raises(CompileError, match=r"ptxas rejects this PTX for sm_90.*contraction='none'"):
+    old = next((p for p in build.cuda_tools("ptxas") if build.tool_release(p) == (13, 0)), None)
+    if old is None:
+        pytest.skip("needs a ptxas of CUDA 13.0")
+    monkeypatch.setattr(sass, "select_ptxas", lambda version: old)
+    with pytest.raises(
+        CompileError, match=r"ptxas \(.*release 13.0.*\) rejects this PTX for sm_90.*contraction='none'"
+    ):
         load(text, arch="sm_90")
+
+
+def test_a_ptx_version_no_ptxas_reads_names_the_extra(tools):
+    text = PAIRS.replace(".version 9.0", ".version 9.9")
+    with pytest.raises(sass.MissingTools, match=r"no ptxas here reads PTX .version 9.9.*flashsim\[ptx\]"):
+        load(text, arch="sm_90")
+
+
+def test_the_ptxas_of_the_release_that_writes_the_version_is_chosen(monkeypatch):
+    releases = {"/a/ptxas": (13, 0), "/b/ptxas": (13, 5), "/c/ptxas": (12, 9), "/d/ptxas-blackwell": (13, 4)}
+    monkeypatch.setattr(build, "cuda_tools", lambda name: list(releases))
+    monkeypatch.setattr(build, "tool_release", releases.__getitem__)
+    assert build.select_ptxas((9, 0)) == "/a/ptxas"  # NVRTC 13.0's PTX: ptxas 13.0
+    assert build.select_ptxas((9, 4)) == "/d/ptxas-blackwell"  # Triton 3.9's sm_90a PTX: its own ptxas 13.4
+    assert build.select_ptxas((8, 8)) == "/c/ptxas"  # Triton 3.9's sm_80 PTX: its own ptxas 12.9
+    assert build.select_ptxas((9, 2)) == "/b/ptxas"  # no 13.2 here: the newest that reads 9.2
+    assert build.select_ptxas((8, 0)) == "/b/ptxas"
+    with pytest.raises(
+        FileNotFoundError, match=r"no ptxas here reads PTX .version 9.6.*13.5, reads up to 9.5.*flashsim\[ptx\]"
+    ):
+        build.select_ptxas((9, 6))
+    assert [build.ptx_isa_of_release(r) for r in ((12, 4), (12, 6), (12, 8), (13, 0), (13, 5))] == [
+        (8, 4),
+        (8, 5),
+        (8, 7),
+        (9, 0),
+        (9, 5),
+    ]
 
 
 def test_results_are_cached_in_process_and_on_disk(pairs, monkeypatch):

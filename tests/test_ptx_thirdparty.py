@@ -12,6 +12,7 @@ for the simulator, not a reason to skip.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 
 import numpy as np
@@ -30,6 +31,11 @@ capture_tool = load_tool("thirdparty_capture")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH"),
+    # pip fetches flash-attn's sdist by running its setup.py without build isolation (tests/thirdparty/packages.py)
+    pytest.mark.skipif(
+        any(importlib.util.find_spec(m) is None for m in ("torch", "wheel", "setuptools")),
+        reason="fetching flash-attn's sdist runs its setup.py, which needs torch, wheel and setuptools installed",
+    ),
 ]
 
 NAMES = sorted(kernels.KERNELS)

@@ -458,7 +458,8 @@ def _nvrtc():
         nvrtc.nvrtcVersion()  # loads the library: fails here when only the bindings are installed
     except Exception as exc:  # noqa: BLE001 - ImportError, or the loader's own error for a missing library
         raise NvrtcUnavailable(
-            f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[gpu]'"
+            f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[ptx]' (NVRTC, ptxas and "
+            "nvdisasm for flashsim.ptx) or 'flashsim[gpu]'"
         ) from None
     return nvrtc
 
@@ -484,9 +485,9 @@ def compile_ptx(
     the include path; no line information unless ``line_info``), for the virtual arch of ``arch`` (the same PTX as
     the real arch, without running ptxas): what the drift guard fingerprints and flashsim.ptx runs. ``options``:
     further NVRTC flags (e.g. "--use_fast_math"). No GPU needed."""
+    nvrtc = _nvrtc()  # first: without cuda-python this is the one clear error, naming the extra
     from cuda.core import ProgramOptions  # the runner's option spelling, so that both pass the same flags
 
-    nvrtc = _nvrtc()
     options = ProgramOptions(
         name=name,
         arch=_virtual(arch),
