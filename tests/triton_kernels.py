@@ -64,7 +64,9 @@ def matmul(
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
         left = K - k * BK
-        acc = tl.dot(tl.load(a, mask=rk[None, :] < left, other=0.0), tl.load(b, mask=rk[:, None] < left, other=0.0), acc)
+        acc = tl.dot(
+            tl.load(a, mask=rk[None, :] < left, other=0.0), tl.load(b, mask=rk[:, None] < left, other=0.0), acc
+        )
         a += BK * sak
         b += BK * sbk
     cm = pm * BM + tl.arange(0, BM)
@@ -147,3 +149,24 @@ def attention(
     o = acc / l[:, None]
     tl.store(o_ptr + head + rm[:, None] * sn + rd[None, :], o.to(o_ptr.dtype.element_ty), mask=rm[:, None] < N)
     tl.store(lse_ptr + tl.program_id(1) * N + rm, (m + tl.math.log2(l)) * 0.6931471805599453, mask=rm < N)
+
+
+@triton.jit
+def copy_tiles(src_desc, dst_ptr, n_cols, BM: tl.constexpr, BN: tl.constexpr):
+    """Each program loads one (BM, BN) tile through a host TensorDescriptor and stores it, doubled, by pointer."""
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    tile = src_desc.load([pm * BM, pn * BN])
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    tl.store(dst_ptr + rm[:, None] * n_cols + rn[None, :], tile * 2)
+
+
+@triton.jit
+def copy_tiles_device(src_ptr, dst_ptr, n_rows, n_cols, BM: tl.constexpr, BN: tl.constexpr):
+    """The same through a descriptor made on the device (tl.make_tensor_descriptor)."""
+    desc = tl.make_tensor_descriptor(src_ptr, shape=[n_rows, n_cols], strides=[n_cols, 1], block_shape=[BM, BN])
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    tile = desc.load([pm * BM, pn * BN])
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    tl.store(dst_ptr + rm[:, None] * n_cols + rn[None, :], tile * 2)

@@ -11,6 +11,7 @@ argument conventions (flashsim.triton.launch). docs/triton.md is the user's page
 
 from __future__ import annotations
 
+from .args import tensor_descriptor
 from .build import Compiled, clear_cache
 from .compare import Comparison, compare
 from .launch import jit, launch, prepare
@@ -27,6 +28,7 @@ __all__ = [
     "jit",
     "compare",
     "prepare",
+    "tensor_descriptor",
     "Comparison",
     "Compiled",
     "clear_cache",

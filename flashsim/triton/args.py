@@ -22,7 +22,7 @@ import numpy as np
 from ..ptx.memory import address
 from .support import TritonArgumentError
 
-__all__ = ["Pointer", "to_pointer", "convert", "encode", "NUMPY_TO_TRITON"]
+__all__ = ["Pointer", "to_pointer", "convert", "encode", "tensor_descriptor", "NUMPY_TO_TRITON"]
 
 # numpy dtype names (ml_dtypes' included) and torch dtype names -> triton.language dtype names
 NUMPY_TO_TRITON = {
@@ -121,6 +121,30 @@ def _descriptor(desc, where: str, roots: dict):
             [int(b) for b in desc.block_shape],
             desc.padding,
             desc.round_f32_to_tf32,
+        )
+    except AssertionError as exc:
+        raise TritonArgumentError(f"{where}: not a valid TensorDescriptor: {exc}") from None
+
+
+def tensor_descriptor(array, block_shape, padding: str = "zero", round_f32_to_tf32: bool = False):
+    """A host ``triton.tools.tensor_descriptor.TensorDescriptor`` over a numpy array or CPU torch tensor (Triton's
+    ``TensorDescriptor.from_tensor``, which needs a ``data_ptr()`` a numpy array lacks): shape and strides (in
+    elements) of ``array``, ``block_shape`` the block one load / store moves."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    where = "tensor_descriptor"
+    base = to_pointer(array, where, {}) if isinstance(array, np.ndarray) or _is_torch_tensor(array) else None
+    if base is None:
+        raise TritonArgumentError(f"{where}: a numpy array or a CPU torch tensor expected, got {type(array).__name__}")
+    if isinstance(array, np.ndarray):
+        shape, strides = array.shape, [s // array.itemsize for s in array.strides]
+        if any(s % array.itemsize for s in array.strides):
+            raise TritonArgumentError(f"{where}: strides {array.strides} are not whole elements")
+    else:
+        shape, strides = tuple(array.shape), list(array.stride())
+    try:
+        return TensorDescriptor(
+            base, [int(x) for x in shape], [int(x) for x in strides], list(block_shape), padding, round_f32_to_tf32
         )
     except AssertionError as exc:
         raise TritonArgumentError(f"{where}: not a valid TensorDescriptor: {exc}") from None

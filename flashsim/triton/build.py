@@ -29,7 +29,8 @@ __all__ = ["Compiled", "build", "clear_cache"]
 class Compiled:
     """One specialization of a kernel for a target: ``module`` / ``kernel`` (flashsim.ptx), ``metadata`` (Triton's:
     shared, num_warps, global_scratch_size...), ``signature`` (name -> Triton type), ``constexprs``, ``asm`` (Triton's
-    stages: "ptx", "cubin", ...), ``target``, ``arch`` (the GPU whose numerics run it)."""
+    stages: "ptx", "cubin", ...), ``target``, ``arch`` (the GPU whose numerics run it), ``attrs`` (the
+    specialization's hints: argument path -> [["tt.divisibility", 16]])."""
 
     module: object
     kernel: object
@@ -39,6 +40,7 @@ class Compiled:
     asm: dict
     target: Target
     arch: str
+    attrs: dict
 
     @property
     def ptx(self) -> str:
@@ -69,6 +71,7 @@ def _key(kernel, signature, constexprs, attrs, target, options, arch) -> tuple:
         repr(attrs),
         target.name,
         options.hash(),
+        arch,
     )
 
 
@@ -100,6 +103,6 @@ def build(kernel, signature: dict, constexprs: dict, attrs: dict, target: Target
     module = fptx.load(compiled.asm["ptx"], arch=arch, contraction=contraction)
     fn = module.kernel(compiled.metadata.name)
     asm = dict(compiled.asm)
-    record = Compiled(module, fn, compiled.metadata, dict(signature), dict(constexprs), asm, target, arch)
+    record = Compiled(module, fn, compiled.metadata, dict(signature), dict(constexprs), asm, target, arch, dict(attrs))
     _CACHE[key] = record
     return record
