@@ -392,3 +392,23 @@ def test_the_gpu_bits_of_triton_s_own_cubins():
     assert not differ, f"bits differ from the GPU: {differ}"
     if unsupported:
         pytest.skip(f"equal on {len(checked)} cases; not runnable yet: {', '.join(unsupported)}")
+
+
+# -- the command line ------------------------------------------------------------------------------------------------
+
+
+def test_the_command_line_runs_and_compares(capsys, tmp_path):
+    from flashsim.cli import main
+
+    spec = f"{K.__file__}:add"
+    base = ["--grid", "1", "--arg", "randn:f32:100", "--arg", "randn:f32:100", "--arg", "out:f32:100"]
+    assert main(["triton", "run", spec, *base, "--arg", "100", "--meta", "BLOCK=128", "--target", "sm_80",
+                 "--out", str(tmp_path)]) == 0  # fmt: skip
+    x, y, out = (np.load(tmp_path / f"{n}.npy") for n in ("x_ptr", "y_ptr", "out_ptr"))
+    assert np.array_equal(out, x + y) and "add: grid (1, 1, 1), block (128, 1, 1)" in capsys.readouterr().out
+    assert main(["triton", "run", spec, *base, "--arg", "128", "--meta", "BLOCK=128", "--target", "sm_80",
+                 "--check", "memcheck"]) == 1  # fmt: skip
+    assert "triton_kernels.py:" in capsys.readouterr().err
+    assert main(["triton", "run", spec, "--grid", "1", "--arg", "1.5"]) == 2  # a missing argument: one line
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "argument 'y_ptr': missing" in err[0]
