@@ -141,32 +141,18 @@ def test_matmul_within_its_bound(kind, target, arch):
 # -- layer norm ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("fusion", [True, False], ids=["fp-fusion", "no-fp-fusion"])
 @pytest.mark.parametrize("target,arch", RUNS, ids=RUN_IDS)
-def test_layer_norm_forward_within_its_bound(target, arch):
+def test_layer_norm_forward_within_its_bound(target, arch, fusion):
     rows, n = 4, 200
     x = (RNG.standard_normal((rows, n)) * 2 + 1).astype(np.float16)
     w = RNG.standard_normal(n).astype(np.float32)
     b = RNG.standard_normal(n).astype(np.float32)
     y, mean, rstd = np.zeros_like(x), np.zeros(rows, np.float32), np.zeros(rows, np.float32)
-    # enable_fp_fusion=False (Triton 3.10's default): with fusion, ptxas fuses the multiply of the mean's div.full
-    # into the following add, a pair flashsim.ptx.contraction does not model yet (docs/triton.md, limits)
-    run(
-        K.layer_norm,
-        (rows,),
-        x,
-        y,
-        w,
-        b,
-        mean,
-        rstd,
-        n,
-        n,
-        1e-5,
-        BLOCK=64,
-        enable_fp_fusion=False,
-        target=target,
-        arch=arch,
-    )
+    # with Triton's fp fusion (3.9's default) ptxas fuses the multiply of the variance's div.full into the add of
+    # eps; without it (3.10's default) nothing is fused
+    args = (x, y, w, b, mean, rstd, n, n, 1e-5)
+    run(K.layer_norm, (rows,), *args, BLOCK=64, enable_fp_fusion=fusion, target=target, arch=arch)
     x64 = x.astype(np.float64)
     mu = x64.mean(1)
     r = 1 / np.sqrt(x64.var(1) + 1e-5)

@@ -124,6 +124,38 @@ CASES = [
         meta=dict(BLOCK=64),
         options=dict(enable_fp_fusion=False),
     ),  # fmt: skip
+    Case(
+        "layer_norm_fused_sm90",
+        "layer_norm",
+        (64,),
+        {
+            "x": ("float16", (64, 200), "normal"),
+            "y": ("float16", (64, 200), "zero"),
+            "w": ("float32", (200,), "normal"),
+            "b": ("float32", (200,), "normal"),
+            "mean": ("float32", (64,), "zero"),
+            "rstd": ("float32", (64,), "zero"),
+        },
+        ("x", "y", "w", "b", "mean", "rstd", 200, 200, 1e-5),
+        "sm_90",
+        meta=dict(BLOCK=64),
+    ),  # fmt: skip
+    Case(
+        "layer_norm_fused_sm80",
+        "layer_norm",
+        (64,),
+        {
+            "x": ("float16", (64, 200), "wide"),
+            "y": ("float16", (64, 200), "zero"),
+            "w": ("float32", (200,), "normal"),
+            "b": ("float32", (200,), "normal"),
+            "mean": ("float32", (64,), "zero"),
+            "rstd": ("float32", (64,), "zero"),
+        },
+        ("x", "y", "w", "b", "mean", "rstd", 200, 200, 1e-5),
+        "sm_80",
+        meta=dict(BLOCK=64),
+    ),  # fmt: skip
     _mm("matmul_f16_sm80", "float16", "float16", "sm_80", (32, 32, 32)),
     _mm("matmul_bf16_sm80", "bfloat16", "float32", "sm_80", (32, 32, 32)),
     _mm("matmul_f16_sm90_mma", "float16", "float16", "sm_90", (32, 32, 32)),

@@ -12,7 +12,10 @@ operands are both products pairs with one of them, the one ptxas fuses where it 
 reader is an add it may fuse, else the first operand (an ``a*b + c*d`` gives ``FMUL`` of the second product and
 ``FFMA`` of the first). The guard does not matter: a product keeps its operands exactly when it writes its
 destination, so a fused add under another guard still reads the operands of the product it would have read.
-``contraction_table(module, mode)`` decides each candidate:
+A quotient of ``div.approx.f32`` / ``div.full.f32`` is a product too: ptxas builds it as the reciprocal of the divisor
+times the dividend, and fuses that multiply into an add like a mul's (a fused pair is then one fma of the dividend and
+the reciprocal, both after the division's range scalings). ``contraction_table(module, mode)`` decides each
+candidate:
 
     "sass"   as ptxas did for the module's arch: read from the SASS it makes of this PTX (flashsim.ptx.sass)
     "none"   none fused (what ``nvcc --fmad=false`` would give)
@@ -50,7 +53,7 @@ def candidates(module) -> dict:
         products = {
             ins.operands[0].name: i
             for i, ins in enumerate(fn.body)
-            if _unrounded(ins, ("mul",))
+            if (_unrounded(ins, ("mul",)) or approximate_division(ins))
             and isinstance(ins.operands[0], Reg)
             and ".sat" not in ins.mods
             and writes[ins.operands[0].name] == 1
@@ -63,6 +66,13 @@ def candidates(module) -> dict:
         for j, muls in pairing.items():
             out[(fn.name, j)] = muls[0] if len(muls) == 1 else _preferred(fn, j, muls, reads)
     return out
+
+
+def approximate_division(ins) -> bool:
+    """``div.approx.f32`` / ``div.full.f32`` (.ftz or not): ptxas builds them as MUFU.RCP of the divisor and a multiply
+    by the dividend (flashsim/ptx/semantics/floating.py), and that multiply is a product it may fuse into an add that
+    reads the quotient, like a mul's (Triton writes ``div.full.f32`` for ``/``: a mean plus an epsilon is one)."""
+    return ins.opcode == "div" and ".f32" in ins.mods and (".full" in ins.mods or ".approx" in ins.mods)
 
 
 def _fusable(mul, user) -> bool:

@@ -30,6 +30,9 @@ Method
                    fused      when an FMA belongs to a (or to m, where m pairs with no other add), no multiply
                               belongs to m and no add to a;
                    not fused  when a multiply belongs to m and an add to a and no FMA to a;
+               An approximate division (``div.approx.f32`` / ``div.full.f32``, flashsim.ptx.contraction) pairs as a
+               product: its multiplies by an immediate (the range scalings, ``FMUL R, R, 0.25`` / ``16777216``) are
+               set aside, and its multiply of dividend and reciprocal decides as a mul's would;
                and anything else (ptxas removed, folded or merged them in a way neither rule covers, or a copy of
                one was fused and another not) raises ContractionUndecided naming the PTX lines and the SASS seen,
                with the caller's way out: load the PTX with contraction="none" or "all" (flashsim.ptx.contraction).
@@ -76,6 +79,7 @@ from ..arch import get_arch
 from ..calibration import cache_root
 from ..errors import CompileError
 from ..gpu.build import assemble_ptx, cuda_tools, ptx_header, select_ptxas, tool_release, tool_version
+from .contraction import approximate_division
 
 __all__ = [
     "fused_pairs",
@@ -89,7 +93,7 @@ __all__ = [
 ]
 
 ID_FILE = "flashsim-ptx-ids"
-_FORMAT = 1  # bump when the record below changes meaning
+_FORMAT = 2  # bump when the record below changes meaning (2: approximate divisions watched too)
 _WATCHED = ("mul", "add", "sub")  # of a float type: flashsim.ptx.contraction's, which imports this module
 _FLOAT_TYPES = (".f32", ".f64", ".f16", ".f16x2", ".bf16", ".bf16x2")
 
@@ -304,6 +308,13 @@ def _split(text: str) -> tuple[str, list[str]]:
     return opcode, out
 
 
+def _scaling(text: str) -> bool:
+    """A multiply by an immediate (``FMUL R8, R21, 0.25``, ``@!P0 FMUL R7, R7, 16777216``): one of the range scalings
+    of an approximate division, not the multiply of dividend and reciprocal that ptxas may fuse."""
+    opcode, ops = _split(text)
+    return classify(text) == "mul" and any(not _REGISTER.match(op) for op in ops[1:3])
+
+
 def classify(text: str) -> str | None:
     """ "mul", "add", "fma", "move" for an instruction of the float multiply / add families, else None."""
     opcode, ops = _split(text)
@@ -366,7 +377,7 @@ def _watched_ids(ir) -> set:
     return {
         ident
         for ident, (_fn, _i, ins) in enumerate(_instructions(ir), 1)
-        if ins.opcode in _WATCHED and any(m in _FLOAT_TYPES for m in ins.mods)
+        if (ins.opcode in _WATCHED and any(m in _FLOAT_TYPES for m in ins.mods)) or approximate_division(ins)
     }
 
 
@@ -441,6 +452,8 @@ def fused_pairs(module, candidates: dict) -> dict:
     for (fn, add), mul in candidates.items():
         at_add = verdicts.get(ids[(fn, add)], [])
         at_mul = verdicts.get(ids[(fn, mul)], [])
+        if approximate_division(module.ir.functions[fn].body[mul]):
+            at_mul = [(k, t) for k, t in at_mul if not _scaling(t)]
         kinds_add = {k for k, _ in at_add}
         kinds_mul = {k for k, _ in at_mul}
         fma = "fma" in kinds_add or ("fma" in kinds_mul and adds_of[(fn, mul)] == 1)
@@ -452,6 +465,8 @@ def fused_pairs(module, candidates: dict) -> dict:
     for ident, seen in verdicts.items():
         if ident not in paired and any(k == "fma" for k, _ in seen):
             fn, i, ins = _by_id(module.ir, ident)
+            if approximate_division(ins):
+                continue  # a division's own sequence, not a fused add
             problems.append(
                 f"{fn}: the {ins.opcode} at PTX line {ins.line} is in no candidate pair, yet ptxas made an FMA of it "
                 "(a product that reaches its add through a mov / neg or another copy, which flashsim does not model): "
