@@ -1,4 +1,5 @@
-"""The README's Python examples run as they stand: every ```python block of README.md in a fresh interpreter.
+"""The README's Python examples run as they stand: every ```python block of README.md, saved as a file, in a fresh
+interpreter.
 
 A block whose first line is ``# needs a GPU`` carries the ``gpu`` mark, so tests/conftest.py skips it, with the
 reason, wherever flashsim.gpu.runtime.gpu_available() says no CUDA GPU with cuda-python can be used (and
@@ -63,7 +64,11 @@ def _params():
 
 @pytest.mark.parametrize("code", _params())
 def test_readme_example_runs(code, tmp_path):
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S)
+    script = tmp_path / "readme_example.py"  # a file, as a user saves it: @triton.jit reads its function's source
+    script.write_text(code)
+    done = subprocess.run(
+        [sys.executable, script.name], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S
+    )
     assert done.returncode == 0, f"exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
 
 
