@@ -40,6 +40,13 @@ def tensor_map(desc, meta: dict, where: str):
     if meta.get("fp4_padded", False):
         shape[-1] *= 2
     strides = [int(s) for s in desc.strides]
+    try:
+        return _encode(tensor_map_tiled, desc, meta, shape, strides, elem_size, elem_type)
+    except ValueError as exc:  # CUDA's rule, named by tensor_map_tiled
+        raise TritonArgumentError(f"{where}: the tensor map Triton's launcher would encode is refused: {exc}") from None
+
+
+def _encode(tensor_map_tiled, desc, meta, shape, strides, elem_size, elem_type):
     return tensor_map_tiled(
         desc.base.array,
         data_type=DEVICE_TO_HOST_DTYPE[elem_type],
