@@ -282,7 +282,8 @@ def test_memcheck_names_the_triton_source_line():
     line = next(
         i for i, t in enumerate(pathlib.Path(K.__file__).read_text().splitlines(), 1) if "x = tl.load(x_ptr" in t
     )
-    assert err.value.source == f"{K.__file__}:{line}", err.value
+    # the file as Triton first compiled it (its disk cache is keyed by the source, not the path)
+    assert err.value.source.endswith(f"/{pathlib.Path(K.__file__).name}:{line}"), err.value
 
 
 # -- against Triton's interpreter ------------------------------------------------------------------------------------
