@@ -370,7 +370,7 @@ def test_ptx_ptxas_rejects_is_a_clear_error(tools, monkeypatch):
     old = next((p for p in build.cuda_tools("ptxas") if build.tool_release(p) == (13, 0)), None)
     if old is None:
         pytest.skip("needs a ptxas of CUDA 13.0")
-    monkeypatch.setattr(sass, "select_ptxas", lambda version: old)
+    monkeypatch.setattr(build, "select_ptxas", lambda version: old)
     with pytest.raises(
         CompileError, match=r"ptxas \(.*release 13.0.*\) rejects this PTX for sm_90.*contraction='none'"
     ):

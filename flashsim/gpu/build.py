@@ -628,6 +628,17 @@ def select_ptxas(version: tuple[int, int]) -> str:
     )
 
 
+def assembler_for(ptx: str, arch) -> tuple[str, str]:
+    """(ptxas path, architecture to assemble for) of ``ptx`` run on a GPU of ``arch``: the PTX's own ``.target``
+    (sm_90a stays sm_90a: its architecture-specific instructions need it), or ``arch`` where that is a later GPU than
+    the target (the driver compiles the PTX for the GPU it runs on: an sm_80 build on an H200 runs sm_90 SASS); and
+    ``select_ptxas`` of its ``.version``."""
+    version, target = ptx_header(ptx)
+    gpu = get_arch(arch).name
+    number = lambda name: int(re.sub(r"\D", "", name) or 0)  # noqa: E731
+    return select_ptxas(version), (gpu if number(gpu) > number(target) else target)
+
+
 def ptxas_version(path: str | None = None) -> str:
     """The version line of ptxas at ``path`` (default: the first found) ("Cuda compilation tools, release 13.0,
     V13.0.88")."""

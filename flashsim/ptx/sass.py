@@ -75,10 +75,9 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
-from ..arch import get_arch
 from ..calibration import cache_root
 from ..errors import CompileError
-from ..gpu.build import assemble_ptx, cuda_tools, ptx_header, select_ptxas, tool_release, tool_version
+from ..gpu.build import assemble_ptx, assembler_for, cuda_tools, tool_release, tool_version
 from .contraction import approximate_division
 
 __all__ = [
@@ -200,15 +199,9 @@ def _nvdisasm() -> tuple[str, str]:
 
 
 def _assembler(ptx: str, arch: str) -> tuple[str, str]:
-    """(ptxas path, the architecture to assemble for) of ``ptx`` run on a GPU of ``arch``: its own ``.target``
-    (sm_90a stays sm_90a: the architecture-specific instructions need it, and the SASS read must be the one the
-    kernel's GPU runs), or ``arch`` where that is a newer GPU than the target (the driver compiles the PTX for the GPU
-    it runs on: an sm_80 build on an H200 runs sm_90 SASS); and the ptxas flashsim.gpu.build.select_ptxas picks for
-    its ``.version``."""
-    version, target = ptx_header(ptx)
-    number = lambda name: int(re.sub(r"\D", "", name) or 0)  # noqa: E731
-    gpu = get_arch(arch).name
-    return select_ptxas(version), (gpu if number(gpu) > number(target) else target)
+    """(ptxas path, the architecture to assemble for): flashsim.gpu.build.assembler_for (the PTX's own target, or a
+    later GPU's; the ptxas of its .version), so that the SASS read is the one the kernel's GPU runs."""
+    return assembler_for(ptx, arch)
 
 
 def _disassemble(cubin: bytes, line_info: bool) -> str:
