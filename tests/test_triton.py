@@ -323,8 +323,10 @@ def test_bad_input_is_one_clear_error_naming_the_argument(monkeypatch):
         ft.launch(K.add, (1,), x, x, x, 64, BLOCK=64, target="sm_75")
     with pytest.raises(ft.TritonArgumentError, match=r"argument 'y_ptr': dict is not an argument Triton can pass"):
         ft.launch(K.add, (1,), x, {}, x, 64, BLOCK=64, target="sm_80")
-    with pytest.raises(ft.TritonArgumentError, match=r"argument 'n': .* does not fit|argument 'n'"):
+    with pytest.raises(ft.TritonArgumentError, match=r"argument 'n': a string is only allowed for a tl.constexpr"):
         ft.launch(K.add, (1,), x, x, x, "64", BLOCK=64, target="sm_80")
+    with pytest.raises(ft.TritonArgumentError, match=r"argument 'n': \d+ does not fit 64 bits"):
+        ft.launch(K.add, (1,), x, x, x, 2**70, BLOCK=64, target="sm_80")
     with pytest.raises(ft.TritonArgumentError, match=r"arch: a sm_80 GPU cannot run a sm_90 build"):
         ft.launch(K.add, (1,), x, x, x, 64, BLOCK=64, target="sm_90", arch="sm_80")
     with pytest.raises(ft.TritonArgumentError, match=r"kernel: a @triton.jit function expected"):

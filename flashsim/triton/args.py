@@ -153,11 +153,13 @@ def tensor_descriptor(array, block_shape, padding: str = "zero", round_f32_to_tf
 def convert(value, where: str, roots: dict):
     """One argument as Triton's specializer should see it (module docstring); TritonArgumentError naming ``where``
     for values Triton cannot pass."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        raise TritonArgumentError(f"{where}: {value} does not fit 64 bits (Triton passes an int as i32, i64 or u64)")
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     if isinstance(value, np.generic):
         if value.dtype.kind in "biuf":
-            return value.item()
+            return convert(value.item(), where, roots)
         raise TritonArgumentError(f"{where}: a numpy scalar of type {value.dtype} has no Triton parameter type")
     if isinstance(value, tuple):
         return tuple(convert(v, f"{where}[{i}]", roots) for i, v in enumerate(value))

@@ -190,6 +190,8 @@ def prepare(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_sta
             ) from None
         for i, p in enumerate(fn.params):  # find the value Triton's specializer cannot take
             v = conv_args[i] if i < len(conv_args) else conv_meta.get(p.name)
+            if not p.is_constexpr and isinstance(v, str):
+                raise TritonArgumentError(f"argument {p.name!r}: a string is only allowed for a tl.constexpr") from None
             if not p.is_constexpr and v is not None and not isinstance(v, (bool, int, float, Pointer, tuple)):
                 if type(v).__name__ != "TensorDescriptor":
                     raise TritonArgumentError(f"argument {p.name!r}: Triton cannot pass a {type(v).__name__}") from None
