@@ -329,6 +329,10 @@ def test_bad_input_is_one_clear_error_naming_the_argument(monkeypatch):
         ft.launch(K.add, (1,), x, x, x, 2**70, BLOCK=64, target="sm_80")
     with pytest.raises(ft.TritonArgumentError, match=r"arch: a sm_80 GPU cannot run a sm_90 build"):
         ft.launch(K.add, (1,), x, x, x, 64, BLOCK=64, target="sm_90", arch="sm_80")
+    with pytest.raises(ft.TritonArgumentError, match=r"options .*'num_warps': 3.*Triton refuses them"):
+        ft.launch(K.add, (1,), x, x, x, 64, BLOCK=64, num_warps=3, target="sm_80")
+    with pytest.raises(ft.TritonArgumentError, match=r"arch: unknown arch 'sm_75'"):
+        ft.launch(K.add, (1,), x, x, x, 64, BLOCK=64, target="sm_80", arch="sm_75")
     with pytest.raises(ft.TritonArgumentError, match=r"kernel: a @triton.jit function expected"):
         ft.launch(lambda: None, (1,), target="sm_80")
     monkeypatch.setattr(triton, "__version__", "3.8.1")

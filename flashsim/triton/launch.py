@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ptx as fptx
+from ..arch import get_arch
 from .args import Pointer, convert, encode
 from .build import Compiled, build
 from .support import TritonArgumentError, import_triton
@@ -163,6 +164,11 @@ def prepare(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_sta
 
     fn = _function(kernel)
     tgt = _target(target)
+    if arch is not None:
+        try:
+            arch = get_arch(arch).name
+        except ValueError as exc:
+            raise TritonArgumentError(f"arch: {exc}") from None
     backend = make_backend(GPUTarget("cuda", tgt.capability, 32))
     names = [p.name for p in fn.params]
     option_names = set(backend.parse_options({}).__dict__)
@@ -202,7 +208,11 @@ def prepare(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_sta
             raise TritonArgumentError(f"argument {p.name!r}: a tl.constexpr cannot be a buffer")
         if not p.is_constexpr and isinstance(v, str):
             raise TritonArgumentError(f"argument {p.name!r}: a string is only allowed for a tl.constexpr")
-    options = backend.parse_options(kwargs)
+    try:
+        options = backend.parse_options(kwargs)
+    except (AssertionError, ValueError, TypeError) as exc:
+        given = {k: v for k, v in kwargs.items() if k not in names}
+        raise TritonArgumentError(f"options {given}: Triton refuses them: {exc or type(exc).__name__}") from None
     signature = {p.name: s[0] for p, s in zip(fn.params, specialization)}
     from triton._utils import find_paths_if, get_iterable_path
 
@@ -216,12 +226,7 @@ def prepare(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_sta
         path: backend.parse_attr(get_iterable_path(attrvals, path))
         for path in find_paths_if(attrvals, lambda _, x: isinstance(x, str))
     }
-    try:
-        compiled = build(fn, signature, constexprs, attrs, tgt, options, arch)
-    except ValueError as exc:
-        if isinstance(exc, TritonArgumentError):
-            raise
-        raise TritonArgumentError(f"arch: {exc}") from None
+    compiled = build(fn, signature, constexprs, attrs, tgt, options, arch)
     originals = dict(zip(names, args))
     originals.update({k: v for k, v in meta.items() if k in names})
     shown = {name: originals.get(name, bound[name]) for name in bound}
