@@ -299,9 +299,7 @@ def _driver():
 
 def capture(cubins: pathlib.Path, out: pathlib.Path) -> int:
     """On the GPU: run every case's cubin on its stored inputs (module docstring)."""
-    import ml_dtypes  # noqa: F401 - the stored bf16 / fp8 arrays
-
-    driver, ok = _driver()
+    driver, ok = _driver()  # the inputs are bytes here (bf16 / fp8 stored as void): numpy and cuda-python only
     ok("cuInit", driver.cuInit(0))
     dev = ok("cuDeviceGet", driver.cuDeviceGet(0))
     ctx = ok("cuDevicePrimaryCtxRetain", driver.cuDevicePrimaryCtxRetain(dev))
