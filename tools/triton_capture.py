@@ -256,7 +256,7 @@ def build(dest: pathlib.Path) -> int:
                 f"the PTX assembled for {c.arch} by {tool_version(ptxas)}",
             )
         (dest / f"{case.name}.cubin").write_bytes(cubin)
-        by_id = {id(v.array): name for name, v in p.values.items() if hasattr(v, "array")}
+        by_id = {id(a): name for name, a in inputs.items()}  # the Pointer of an input array holds that very array
         params = []
         for value in p.arguments():
             if isinstance(value, np.ndarray) and id(value) in by_id:
