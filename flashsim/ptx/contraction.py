@@ -33,6 +33,7 @@ fma of them.
 from __future__ import annotations
 
 from .ir import Addr, AddrTuple, Pair, Reg
+from .quotients import approximate_division
 
 __all__ = ["candidates", "contraction_table", "MODES"]
 
@@ -66,13 +67,6 @@ def candidates(module) -> dict:
         for j, muls in pairing.items():
             out[(fn.name, j)] = muls[0] if len(muls) == 1 else _preferred(fn, j, muls, reads)
     return out
-
-
-def approximate_division(ins) -> bool:
-    """``div.approx.f32`` / ``div.full.f32`` (.ftz or not): ptxas builds them as MUFU.RCP of the divisor and a multiply
-    by the dividend (flashsim/ptx/semantics/floating.py), and that multiply is a product it may fuse into an add that
-    reads the quotient, like a mul's (Triton writes ``div.full.f32`` for ``/``: a mean plus an epsilon is one)."""
-    return ins.opcode == "div" and ".f32" in ins.mods and (".full" in ins.mods or ".approx" in ins.mods)
 
 
 def _fusable(mul, user) -> bool:

@@ -78,7 +78,7 @@ from functools import lru_cache
 from ..calibration import cache_root
 from ..errors import CompileError
 from ..gpu.build import assemble_ptx, assembler_for, cuda_tools, tool_release, tool_version
-from .contraction import approximate_division
+from .quotients import approximate_division
 
 __all__ = [
     "fused_pairs",
