@@ -60,7 +60,13 @@ def ptx():
 
 @pytest.fixture(scope="module")
 def simulated(ptx):
-    """{kernel name: (its seeded arrays after the simulated launch, None) or (None, the error it raised)}."""
+    """{kernel name: (its seeded arrays after the simulated launch, None) or (None, the error it raised)}; skips
+    where ptxas or nvdisasm is missing (contraction="sass" reads the SASS ptxas makes: the ptx extra brings both)."""
+    from flashsim.gpu.build import cuda_tools
+
+    for tool in ("ptxas", "nvdisasm"):
+        if not cuda_tools(tool):
+            pytest.skip(f"needs {tool} for contraction='sass': pip install 'flashsim[ptx]'")
     out = {}
     for name in NAMES:
         kernel = kernels.KERNELS[name]
