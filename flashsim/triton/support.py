@@ -88,12 +88,15 @@ def import_triton():
     try:
         import triton
     except ImportError as exc:
-        raise TritonUnavailable(f"flashsim.triton needs Triton, which is not installed ({exc}): {INSTALL}") from None
+        raise TritonUnavailable(
+            f"flashsim.triton needs Triton, which is not installed ({exc}): {INSTALL}", name="triton"
+        ) from None
     have = _version(triton.__version__)
     first, last = SUPPORTED
     if not first <= have < last:
         raise TritonUnavailable(
             f"flashsim.triton supports Triton {first[0]}.{first[1]}.x (its launcher conventions were checked against "
-            f"that release line); this is Triton {triton.__version__}: {INSTALL}"
+            f"that release line); this is Triton {triton.__version__}: {INSTALL}",
+            name="triton",
         )
     return triton
