@@ -4,9 +4,9 @@ Triton's own compiler and run on the CPU with Triton's argument conventions.
 Each result is held to a float64 reference computed here, within a bound derived in the test from the kernel's
 arithmetic (f32 roundings, the SFU's error, tensor-core truncation, the output format); the GPU's own bits are held
 in test_the_gpu_bits_of_triton_s_own_cubins (tests/data/triton_gpu.npz, written on the GPU by
-flashsim.gpu.capture.triton). Targets: "sm_80" (Triton's A100 build), "sm_90" (its sm_90a build), "sm_120" (sm_120a),
-and the sm_80 build run on the H200's numerics (``arch="sm_90"``: the driver compiles its PTX for the H200), the
-combination this project's GPU can check. Kernels whose SFU approximations have no captured model for an arch
+tools/triton_capture.py). Targets: "sm_80" (Triton's A100 build) on the A100 (``arch="sm_80"``) and on the H200
+(the default ``arch``: the driver compiles its PTX for the H200, the combination this project's GPU can check),
+"sm_90" (its sm_90a build), "sm_120" (sm_120a). Kernels whose SFU approximations have no captured model for an arch
 (ex2 / lg2 off sm_90) or whose instructions the simulator does not run yet (sm_90a's wgmma, TMA) are skipped with
 the simulator's own reason. Skipped entirely where Triton is not installed (``pip install 'flashsim[triton]'``).
 """
@@ -37,9 +37,9 @@ U = 2.0**-24  # the unit roundoff of f32
 RNG = np.random.default_rng(20261206)
 DATA = pathlib.Path(__file__).parent / "data" / "triton_gpu.npz"
 
-# (target, arch): the build and the GPU whose numerics run it
-RUNS = [("sm_80", None), ("sm_80", "sm_90"), ("sm_90", None), ("sm_120", None)]
-RUN_IDS = ["sm_80", "sm_80-on-sm_90", "sm_90", "sm_120"]
+# (target, arch): the build and the GPU whose numerics run it (None: the default, the H200 but for sm_120a)
+RUNS = [("sm_80", "sm_80"), ("sm_80", None), ("sm_90", None), ("sm_120", None)]
+RUN_IDS = ["sm_80-on-A100", "sm_80-on-H200", "sm_90", "sm_120"]
 
 
 def run(kernel, grid, *args, target, arch=None, **meta):
@@ -57,12 +57,14 @@ def run(kernel, grid, *args, target, arch=None, **meta):
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_89", "sm_90", "sm_120"])
 def test_vector_add_is_numpy_s_f32_add(target):
+    """The default GPU: the H200 (sm_90) for every build it runs, sm_120 for the sm_120a build."""
     n = 1000
     x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
     out = np.zeros(n, np.float32)
     report = run(K.add, lambda m: (triton.cdiv(n, m["BLOCK"]),), x, y, out, n, BLOCK=256, target=target)
     assert np.array_equal(out.view(np.uint32), (x + y).view(np.uint32))
     assert report.block == (128, 1, 1) and report.grid == (4, 1, 1)
+    assert report.compiled.arch == ("sm_120" if target == "sm_120" else "sm_90")
 
 
 def test_jit_spelling_and_the_cache():

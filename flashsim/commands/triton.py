@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--arg", action="append", default=[], metavar="SPEC", help="one positional argument (in order)")
         p.add_argument("--meta", action="append", default=[], metavar="NAME=VALUE", help="a keyword argument")
         p.add_argument("--target", default="sm_90", choices=sorted(TARGETS), help="Triton's build (default sm_90)")
-        p.add_argument("--arch", help="the GPU that runs the build (default: the target's own)")
+        p.add_argument("--arch", help="the GPU that runs the build (default: sm_90, the H200; sm_120 for sm_120)")
         p.add_argument("--num-warps", type=int, default=4)
         p.add_argument("--num-stages", type=int, default=3)
         p.add_argument("--seed", type=int, default=0, help="seed of randn: arguments")

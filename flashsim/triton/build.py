@@ -77,8 +77,8 @@ def _key(kernel, signature, constexprs, attrs, target, options, arch) -> tuple:
 
 def build(kernel, signature: dict, constexprs: dict, attrs: dict, target: Target, options, arch=None) -> Compiled:
     """The Compiled record of ``kernel`` specialized so (module docstring), its PTX run with the numerics of ``arch``
-    (flashsim.arch; default the target's own GPU); TritonCompileError with Triton's message where its compiler
-    refuses."""
+    (flashsim.arch; default ``target.arch``: the H200 for every build it runs, sm_120 for sm_120a);
+    TritonCompileError with Triton's message where its compiler refuses."""
     arch = get_arch(arch or target.arch).name
     if int(arch[3:]) < target.capability:
         raise TritonArgumentError(f"arch: a {arch} GPU cannot run a {target.name} build (it needs a later GPU)")

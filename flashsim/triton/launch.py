@@ -235,9 +235,10 @@ def prepare(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_sta
 
 def launch(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_stages=3, check=None, trace=None, **meta):
     """Run ``kernel`` (a ``@triton.jit`` function) over ``grid`` on the CPU as Triton would run it on ``target``
-    ("sm_80", "sm_89", "sm_90" (the sm_90a build), "sm_120" (the sm_120a build)) on a GPU of ``arch`` (default the
-    target's own; a newer GPU, e.g. an sm_80 build on "sm_90", runs it as the driver does, compiling its PTX for that
-    GPU, with that GPU's numerics); ``args`` and the keyword
+    ("sm_80", "sm_89", "sm_90" (the sm_90a build), "sm_120" (the sm_120a build)) on a GPU of ``arch`` (default: the
+    H200, "sm_90", for every build it can run, as flashsim.ptx's default; "sm_120" for the sm_120a build; a later GPU
+    than the target runs its PTX as the driver does, compiled for itself, with its own numerics: "sm_80" names the
+    A100 itself; flashsim.triton.support.TARGETS); ``args`` and the keyword
     ``meta`` (constexprs, other parameters, Triton options) as in ``kernel[grid](*args, **meta)``. Arrays are written
     in place. Returns the flashsim.ptx Report, with ``compiled`` (flashsim.triton.build.Compiled) attached."""
     prepared = prepare(

@@ -42,7 +42,8 @@ class TritonCompileError(CompileError):
 
 class Target:
     """A target as flashsim.triton names it: ``name`` ("sm_90"), ``capability`` (Triton's GPUTarget arch, 90),
-    ``arch`` (flashsim.arch's record name the simulator runs with)."""
+    ``arch`` (the GPU, a flashsim.arch name, that runs the build unless a launch names another), ``build`` (the
+    architecture Triton compiles for: "sm_90a")."""
 
     def __init__(self, name: str, capability: int, arch: str, build: str):
         self.name, self.capability, self.arch, self.build = name, capability, arch, build
@@ -53,11 +54,16 @@ class Target:
 
 # Triton builds sm_90 and later with the architecture-specific suffix (its sm_arch_from_capability): "sm_90" here is
 # the sm_90a build (wgmma, TMA), "sm_120" the sm_120a one, as `triton.jit` makes them for those GPUs.
+# The GPU that runs a build, by default: the H200 (sm_90), as flashsim.ptx.load's default, for every build it can run
+# (an sm_80 / sm_89 build runs there as the driver runs it, its PTX compiled for sm_90): the H200 is the GPU whose
+# every unit flashsim models from silicon, and whose bits a launch can be checked against; an A100's or Ada's SFU has
+# no captured model, so most kernels would be refused there. An sm_120a build runs only on sm_120. A launch's ``arch``
+# names another GPU (arch="sm_80": the A100).
 TARGETS = {
     t.name: t
     for t in (
-        Target("sm_80", 80, "sm_80", "sm_80"),
-        Target("sm_89", 89, "sm_89", "sm_89"),
+        Target("sm_80", 80, "sm_90", "sm_80"),
+        Target("sm_89", 89, "sm_90", "sm_89"),
         Target("sm_90", 90, "sm_90", "sm_90a"),
         Target("sm_120", 120, "sm_120", "sm_120a"),
     )
