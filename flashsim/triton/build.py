@@ -2,10 +2,10 @@
 
 ``build(kernel, signature, constexprs, attrs, target, options)`` runs ``triton.compile(ASTSource(...),
 target=GPUTarget("cuda", capability, 32), options=...)``, exactly what ``triton.jit`` compiles for that GPU, and loads
-the PTX into flashsim.ptx. Two caches: on disk, Triton's own (``TRITON_CACHE_DIR``, default ~/.triton/cache), keyed as
+the PTX into flashsim.ptx with the numerics of the GPU that runs it (``arch``). Two caches: on disk, Triton's own (``TRITON_CACHE_DIR``, default ~/.triton/cache), keyed as
 Triton keys it (the source hash of the kernel and everything it calls, the signature, the constexprs and attributes,
 the target, the options, the Triton and ptxas versions and the environment variables Triton lists), so a later process
-skips the compiler; and in this process, keyed by the same things, the Compiled record with its decoded program, so a
+skips the compiler; and in this process, keyed by the same things and ``arch``, the Compiled record with its decoded program, so a
 second launch does neither the compile nor the decode.
 
 The contraction of unrounded mul / add pairs (flashsim.ptx.contraction): Triton passes ``--fmad=false`` to ptxas

@@ -1,5 +1,6 @@
-"""``launch(kernel, grid, *args, target=..., **meta)``: a ``@triton.jit`` kernel run on the CPU as it runs on the
-target GPU, with Triton's own compiler and Triton's own argument conventions; ``jit(kernel)[grid](*args, **meta)``.
+"""``launch(kernel, grid, *args, target=..., arch=None, **meta)``: a ``@triton.jit`` kernel run on the CPU as Triton's
+build for ``target`` runs on the GPU ``arch`` (by default the H200 for every build it runs: flashsim.triton.support),
+with Triton's own compiler and Triton's own argument conventions; ``jit(kernel)[grid](*args, **meta)`` on top.
 
 What Triton's JIT and launcher do, done here the same way (triton/runtime/jit.py, triton/backends/nvidia/driver.py):
     bind       the arguments to the kernel's parameters with Triton's own binder (defaults, keywords, constexprs);
