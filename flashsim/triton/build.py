@@ -1,12 +1,13 @@
 """Triton's compiler for a target, without a GPU, and the compiled kernels kept.
 
-``build(kernel, signature, constexprs, attrs, target, options)`` runs ``triton.compile(ASTSource(...),
+``build(kernel, signature, constexprs, attrs, target, options, arch)`` runs ``triton.compile(ASTSource(...),
 target=GPUTarget("cuda", capability, 32), options=...)``, exactly what ``triton.jit`` compiles for that GPU, and loads
-the PTX into flashsim.ptx with the numerics of the GPU that runs it (``arch``). Two caches: on disk, Triton's own (``TRITON_CACHE_DIR``, default ~/.triton/cache), keyed as
-Triton keys it (the source hash of the kernel and everything it calls, the signature, the constexprs and attributes,
-the target, the options, the Triton and ptxas versions and the environment variables Triton lists), so a later process
-skips the compiler; and in this process, keyed by the same things and ``arch``, the Compiled record with its decoded program, so a
-second launch does neither the compile nor the decode.
+the PTX into flashsim.ptx with the numerics of the GPU that runs it (``arch``). Two caches: on disk, Triton's own
+(``TRITON_CACHE_DIR``, default ~/.triton/cache), keyed as Triton keys it (the source hash of the kernel and everything
+it calls, the signature, the constexprs and attributes, the target, the options, the Triton and ptxas versions and
+the environment variables Triton lists), so a later process skips the compiler; and in this process, keyed by the
+same things and ``arch``, the Compiled record with its decoded program, so a second launch does neither the compile
+nor the decode.
 
 The contraction of unrounded mul / add pairs (flashsim.ptx.contraction): Triton passes ``--fmad=false`` to ptxas
 unless ``enable_fp_fusion`` (its default in 3.9), so without fusion no pair is fused ("none"), and with it the SASS of
