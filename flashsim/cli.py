@@ -29,6 +29,7 @@ COMMANDS = {
     "prove": "flashsim.commands.prove",
     "calibrate": "flashsim.commands.calibrate",
     "ptx": "flashsim.commands.ptx",
+    "triton": "flashsim.commands.triton",
 }
 
 USER_ERROR = 2
@@ -41,6 +42,7 @@ OPTIONAL = {
     "torch": "pip install torch",
     "cupy": "pip install cupy",
     "mmasim": "pip install mmasim",
+    "triton": "pip install 'flashsim[triton]'",
 }
 
 

@@ -38,7 +38,7 @@ def nvrtc_status() -> tuple[bool, str]:
 
         nvrtc.nvrtcVersion()
     except Exception as exc:  # noqa: BLE001 - ImportError, or the loader's error for a missing library
-        return False, f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[gpu]'"
+        return False, f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[ptx]'"
     return True, ""
 
 

@@ -67,3 +67,27 @@ def test_verify_on_the_base_install_says_why_in_one_line():
 def test_emulate_on_the_base_install():
     r = run_command("emulate", timeout=300)
     assert "Traceback" not in r.stdout + r.stderr and r.returncode == 0, r.stdout + r.stderr
+
+
+def test_flashsim_ptx_without_its_extra_says_which_extra_in_one_error():
+    r = run_base("""
+        import flashsim.ptx as P
+        from flashsim.gpu import build
+        try:
+            P.compile('extern "C" __global__ void k() {}')
+        except Exception as exc:
+            print("compile:", type(exc).__name__, exc)
+        build.cuda_tools = lambda name: []  # as on a machine without a CUDA toolkit
+        pair = (".version 9.0\\n.target sm_90\\n.address_size 64\\n.visible .entry k(.param .u64 p)\\n{\\n"
+                "\\t.reg .f32 %f<4>;\\n\\t.reg .b64 %rd<2>;\\n\\tld.param.u64 %rd1, [p];\\n"
+                "\\tld.global.f32 %f1, [%rd1];\\n\\tmul.f32 %f2, %f1, %f1;\\n\\tadd.f32 %f3, %f2, %f1;\\n"
+                "\\tst.global.f32 [%rd1], %f3;\\n\\tret;\\n}\\n")
+        try:
+            P.load(pair)
+        except Exception as exc:
+            print("sass:", type(exc).__name__, exc)
+    """)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("compile: NvrtcUnavailable") and "pip install 'flashsim[ptx]'" in lines[0], lines
+    assert lines[1].startswith("sass: MissingTools") and "pip install 'flashsim[ptx]'" in lines[1], lines

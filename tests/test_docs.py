@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from test_readme import GPU_MARK, python_blocks  # tests/test_readme.py: the same block extraction
+from test_readme import EXTRA_MARK, GPU_MARK, extra_missing, python_blocks  # tests/test_readme.py: the same rules
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -109,12 +109,18 @@ def _examples():
     out = []
     for page in PAGES:
         for line, code in python_blocks(page.read_text()):
-            gpu = code.splitlines()[0].strip() == GPU_MARK
-            out.append(pytest.param(code, id=f"{page.name}:{line}", marks=[pytest.mark.gpu] if gpu else []))
+            first = code.splitlines()[0].strip()
+            marks = [pytest.mark.gpu] if first == GPU_MARK else []
+            m = EXTRA_MARK.match(first)
+            why = extra_missing(m[1]) if m else None
+            marks += [pytest.mark.skip(reason=f"the example needs flashsim[{m[1]}]: {why}")] if why else []
+            out.append(pytest.param(code, id=f"{page.name}:{line}", marks=marks))
     return out
 
 
 @pytest.mark.parametrize("code", _examples())
 def test_docs_example_runs(code, tmp_path):
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    script = tmp_path / "docs_example.py"  # a file, as a user saves it: @triton.jit reads its function's source
+    script.write_text(code)
+    done = subprocess.run([sys.executable, script.name], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"

@@ -365,10 +365,44 @@ def test_modules_without_a_pair_never_run_ptxas(tools, monkeypatch):
         assert load(HEAD + kernel("k", body), arch="sm_90").contraction == {}
 
 
-def test_ptx_ptxas_rejects_is_a_clear_error(tools):
+def test_ptx_ptxas_rejects_is_a_clear_error(tools, monkeypatch):
     text = PAIRS.replace(".version 9.0", ".version 9.5")  # newer than ptxas 13.0 reads
-    with pytest.raises(CompileError, match=r"ptxas rejects this PTX for sm_90.*contraction='none'"):
+    old = next((p for p in build.cuda_tools("ptxas") if build.tool_release(p) == (13, 0)), None)
+    if old is None:
+        pytest.skip("needs a ptxas of CUDA 13.0")
+    monkeypatch.setattr(build, "select_ptxas", lambda version: old)
+    with pytest.raises(
+        CompileError, match=r"ptxas \(.*release 13.0.*\) rejects this PTX for sm_90.*contraction='none'"
+    ):
         load(text, arch="sm_90")
+
+
+def test_a_ptx_version_no_ptxas_reads_names_the_extra(tools):
+    text = PAIRS.replace(".version 9.0", ".version 9.9")
+    with pytest.raises(sass.MissingTools, match=r"no ptxas here reads PTX .version 9.9.*flashsim\[ptx\]"):
+        load(text, arch="sm_90")
+
+
+def test_the_ptxas_of_the_release_that_writes_the_version_is_chosen(monkeypatch):
+    releases = {"/a/ptxas": (13, 0), "/b/ptxas": (13, 5), "/c/ptxas": (12, 9), "/d/ptxas-blackwell": (13, 4)}
+    monkeypatch.setattr(build, "cuda_tools", lambda name: list(releases))
+    monkeypatch.setattr(build, "tool_release", releases.__getitem__)
+    assert build.select_ptxas((9, 0)) == "/a/ptxas"  # NVRTC 13.0's PTX: ptxas 13.0
+    assert build.select_ptxas((9, 4)) == "/d/ptxas-blackwell"  # Triton 3.9's sm_90a PTX: its own ptxas 13.4
+    assert build.select_ptxas((8, 8)) == "/c/ptxas"  # Triton 3.9's sm_80 PTX: its own ptxas 12.9
+    assert build.select_ptxas((9, 2)) == "/b/ptxas"  # no 13.2 here: the newest that reads 9.2
+    assert build.select_ptxas((8, 0)) == "/b/ptxas"
+    with pytest.raises(
+        FileNotFoundError, match=r"no ptxas here reads PTX .version 9.6.*13.5, reads up to 9.5.*flashsim\[ptx\]"
+    ):
+        build.select_ptxas((9, 6))
+    assert [build.ptx_isa_of_release(r) for r in ((12, 4), (12, 6), (12, 8), (13, 0), (13, 5))] == [
+        (8, 4),
+        (8, 5),
+        (8, 7),
+        (9, 0),
+        (9, 5),
+    ]
 
 
 def test_results_are_cached_in_process_and_on_disk(pairs, monkeypatch):
@@ -459,3 +493,64 @@ def test_flash_fwd_has_no_pair_and_its_unrounded_twin_is_decided_quickly(tools, 
     assert len(contraction.candidates(m.ir)) > 0
     fused = sass.fused_pairs(m, contraction.candidates(m.ir))
     assert set(fused) <= set(contraction.candidates(m.ir))
+
+
+QUOTIENT = (
+    HEAD
+    + """
+.visible .entry quotient(.param .u64 p, .param .u64 q)
+{
+\t.reg .f32 %f<8>;
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<8>;
+\tld.param.u64 %rd1, [p];
+\tld.param.u64 %rd2, [q];
+\tmov.u32 %r1, %tid.x;
+\tmul.wide.u32 %rd3, %r1, 12;
+\tadd.s64 %rd4, %rd1, %rd3;
+\tld.global.f32 %f1, [%rd4];
+\tld.global.f32 %f2, [%rd4+4];
+\tld.global.f32 %f3, [%rd4+8];
+\tdiv.full.f32 %f4, %f1, %f2;
+\tadd.f32 %f5, %f4, %f3;
+\tmul.wide.u32 %rd5, %r1, 4;
+\tadd.s64 %rd6, %rd2, %rd5;
+\tst.global.f32 [%rd6], %f5;
+\tret;
+}
+"""
+)
+
+
+def test_an_approximate_quotient_fuses_into_its_add_as_ptxas_does(tools):
+    """Triton writes div.full.f32 for `/`; ptxas fuses its final multiply (dividend times MUFU.RCP of the divisor)
+    into an add of the quotient: one fma of the dividend and the reciprocal, after the division's range scalings."""
+    from flashsim.numerics import ieee, sfu
+    from flashsim.numerics.formats import F32
+    from flashsim.ptx import launch
+
+    fused = load(QUOTIENT, arch="sm_90")
+    body = fused.ir.functions["quotient"].body
+    div = next(i for i, ins in enumerate(body) if ins.opcode == "div")
+    assert fused.contraction == {("quotient", div + 1): div}
+    rng = np.random.default_rng(7)
+    n = 512
+    xyz = rng.standard_normal((n, 3)).astype(np.float32)
+    xyz[:, 1] = xyz[:, 1] * np.exp2(rng.integers(-130, 126, n))  # the divisors the scalings are for, too
+    with np.errstate(over="ignore"):  # cancellation, where the unrounded product shows; inf where it overflows
+        xyz[:, 2] = -xyz[:, 0].astype(np.float64) / xyz[:, 1] * (1 + 2**-20)
+    out = {}
+    for mode in ("sass", "none"):
+        o = np.zeros(n, np.float32)
+        launch(load(QUOTIENT, arch="sm_90", contraction=mode).kernel("quotient"), 1, n, [xyz.copy(), o])
+        out[mode] = o.view(np.uint32)
+    x, y, z = (xyz[:, k].copy() for k in range(3))
+    big, small = np.abs(y) > 2.0**126, np.abs(y) < 2.0**-126
+    with np.errstate(over="ignore"):
+        x = np.where(big, x * np.float32(0.25), np.where(small, x * np.float32(2.0**24), x))
+        y = np.where(big, y * np.float32(0.25), np.where(small, y * np.float32(2.0**24), y))
+    r = np.asarray(sfu.rcp(y.astype(np.float32), arch="sm_90"), np.float32)
+    u32 = lambda a: a.view(np.uint32).astype(np.uint64)  # noqa: E731
+    want = np.asarray(ieee.fma(u32(x), u32(r), u32(z), F32, "rne")).astype(np.uint32)
+    assert np.array_equal(out["sass"], want)
+    assert np.count_nonzero(out["sass"] != out["none"]) > n // 4  # the two roundings really differ here

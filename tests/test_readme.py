@@ -1,9 +1,12 @@
-"""The README's Python examples run as they stand: every ```python block of README.md in a fresh interpreter.
+"""The README's Python examples run as they stand: every ```python block of README.md, saved as a file, in a fresh
+interpreter.
 
 A block whose first line is ``# needs a GPU`` carries the ``gpu`` mark, so tests/conftest.py skips it, with the
 reason, wherever flashsim.gpu.runtime.gpu_available() says no CUDA GPU with cuda-python can be used (and
-``pytest -m gpu`` runs it on the GPU machine). Each block runs in a temporary directory, so nothing it writes lands
-in the checkout.
+``pytest -m gpu`` runs it on the GPU machine). A block whose first line names an extra (``# needs flashsim[ptx]``,
+``# needs flashsim[triton]``) is skipped, with the reason, where that extra is not installed: NVRTC, ptxas and
+nvdisasm for ``ptx``; those and Triton for ``triton``. Each block runs in a temporary directory, so nothing it
+writes lands in the checkout.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytest
 
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 GPU_MARK = "# needs a GPU"
+EXTRA_MARK = re.compile(r"^# needs flashsim\[(\w+)\]")
 FENCE = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 TIMEOUT_S = 600  # a GPU block compiles kernels (and torch.compile's graph) on its first call
 
@@ -26,17 +30,45 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
     return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in FENCE.finditer(text)]
 
 
+def extra_missing(extra: str) -> str | None:
+    """Why the ``extra`` of pyproject.toml is not installed here, or None where it is."""
+    import importlib.util
+
+    from conftest import nvrtc_status  # tests/conftest.py
+
+    from flashsim.gpu.build import cuda_tools
+
+    ok, reason = nvrtc_status()
+    if not ok:
+        return reason
+    for tool in ("ptxas", "nvdisasm"):
+        if not cuda_tools(tool):
+            return f"needs {tool}"
+    if extra == "triton" and importlib.util.find_spec("triton") is None:
+        return "needs triton"
+    return None
+
+
 def _params():
     out = []
     for line, code in python_blocks(README.read_text()):
-        gpu = code.splitlines()[0].strip() == GPU_MARK
-        out.append(pytest.param(code, id=f"line{line}", marks=[pytest.mark.gpu] if gpu else []))
+        first = code.splitlines()[0].strip()
+        marks = [pytest.mark.gpu] if first == GPU_MARK else []
+        m = EXTRA_MARK.match(first)
+        if m:
+            why = extra_missing(m[1])
+            marks += [pytest.mark.skip(reason=f"the README block needs flashsim[{m[1]}]: {why}")] if why else []
+        out.append(pytest.param(code, id=f"line{line}", marks=marks))
     return out
 
 
 @pytest.mark.parametrize("code", _params())
 def test_readme_example_runs(code, tmp_path):
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S)
+    script = tmp_path / "readme_example.py"  # a file, as a user saves it: @triton.jit reads its function's source
+    script.write_text(code)
+    done = subprocess.run(
+        [sys.executable, script.name], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S
+    )
     assert done.returncode == 0, f"exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
 
 

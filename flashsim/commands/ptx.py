@@ -34,7 +34,7 @@ import numpy as np
 from .. import ptx
 from ..emulator.progress import Progress
 from ..gpu import runtime as rt
-from ..gpu.build import Build, assemble_ptx, compile_ptx, cuda_include_dirs, kernel_dir
+from ..gpu.build import Build, assemble_ptx, assembler_for, compile_ptx, cuda_include_dirs, kernel_dir
 from ..ptx import SimulationError, UnknownKernel
 from ..ptx.names import demangle
 from ..ptx.trace import Trace
@@ -361,7 +361,8 @@ def run_on_gpu(module, kernel, grid, block, values, shared_mem: int, cluster=Non
     arch = rt.current_arch()
     if arch != module.arch:
         raise ValueError(f"the GPU is {arch} and the simulator runs {module.arch}: run with --arch {arch}")
-    cubin = assemble_ptx(module.ptx, arch)
+    ptxas, target = assembler_for(module.ptx, arch)  # its own .target (sm_90a), a ptxas that reads its .version
+    cubin = assemble_ptx(module.ptx, target, (), ptxas)
     build = Build(
         cubin=cubin,
         arch=arch,

@@ -458,7 +458,8 @@ def _nvrtc():
         nvrtc.nvrtcVersion()  # loads the library: fails here when only the bindings are installed
     except Exception as exc:  # noqa: BLE001 - ImportError, or the loader's own error for a missing library
         raise NvrtcUnavailable(
-            f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[gpu]'"
+            f"NVRTC not available ({type(exc).__name__}: {exc}); pip install 'flashsim[ptx]' (NVRTC, ptxas and "
+            "nvdisasm for flashsim.ptx) or 'flashsim[gpu]'"
         ) from None
     return nvrtc
 
@@ -484,9 +485,9 @@ def compile_ptx(
     the include path; no line information unless ``line_info``), for the virtual arch of ``arch`` (the same PTX as
     the real arch, without running ptxas): what the drift guard fingerprints and flashsim.ptx runs. ``options``:
     further NVRTC flags (e.g. "--use_fast_math"). No GPU needed."""
+    nvrtc = _nvrtc()  # first: without cuda-python this is the one clear error, naming the extra
     from cuda.core import ProgramOptions  # the runner's option spelling, so that both pass the same flags
 
-    nvrtc = _nvrtc()
     options = ProgramOptions(
         name=name,
         arch=_virtual(arch),
@@ -519,38 +520,134 @@ def compile_file(relative: str, **kwargs) -> Build:
 # -- ptxas and nvdisasm ---------------------------------------------------------------------------
 
 
-def cuda_tool(name: str) -> str:
-    """The path of the CUDA binary ``name`` ("ptxas", "nvdisasm"): on PATH, under $CUDA_HOME / $CUDA_PATH or
-    /usr/local/cuda, else a pip package's (nvidia-cuda-nvdisasm ships nvdisasm); FileNotFoundError naming what
-    to install."""
+PTX_EXTRA = "pip install 'flashsim[ptx]'"
+_HINTS = {
+    "nvdisasm": f"{PTX_EXTRA} (brings nvdisasm 13.5)",
+    "ptxas": f"{PTX_EXTRA} (brings ptxas 13.5) or install the CUDA toolkit",
+}
+
+
+def cuda_tools(name: str) -> list[str]:
+    """Every CUDA binary ``name`` ("ptxas", "nvdisasm") found, in the order looked at: PATH, $CUDA_HOME / $CUDA_PATH,
+    /usr/local/cuda, the pip wheels (nvidia-cuda-nvcc ships ptxas, nvidia-cuda-nvdisasm nvdisasm: the ``ptx`` extra),
+    and Triton's own copies where Triton is installed (triton/backends/nvidia/bin: ``ptxas``, and ``ptxas-blackwell``,
+    the newer one Triton uses for sm_90 and later)."""
     import importlib.util
     import shutil
 
-    found = shutil.which(name)
-    if found:
-        return found
+    found = [shutil.which(name)]
     for root in (*_toolkit_roots(), "/usr/local/cuda"):
-        if (pathlib.Path(root) / "bin" / name).is_file():
-            return str(pathlib.Path(root) / "bin" / name)
+        found.append(str(pathlib.Path(root) / "bin" / name))
     spec = importlib.util.find_spec("nvidia")
     for root in spec.submodule_search_locations if spec else []:
-        for exe in sorted(pathlib.Path(root).glob(f"*/bin/{name}")):
-            return str(exe)
-    hint = "pip install 'nvidia-cuda-nvdisasm>=13,<14'" if name == "nvdisasm" else "install the CUDA toolkit (nvcc)"
-    raise FileNotFoundError(f"{name} was not found on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: {hint}")
+        found += [str(p) for p in sorted(pathlib.Path(root).glob(f"*/bin/{name}"))]
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        spec = None
+    for root in spec.submodule_search_locations if spec else []:
+        names = (name, "ptxas-blackwell") if name == "ptxas" else (name,)
+        found += [str(pathlib.Path(root) / "backends" / "nvidia" / "bin" / n) for n in names]
+    out = []
+    for f in found:
+        if f and os.path.isfile(f) and os.access(f, os.X_OK) and os.path.realpath(f) not in map(os.path.realpath, out):
+            out.append(f)
+    return out
 
 
-@lru_cache(maxsize=1)
-def ptxas_version() -> str:
-    """ptxas's version line ("Cuda compilation tools, release 13.0, V13.0.88")."""
+def cuda_tool(name: str) -> str:
+    """The path of the CUDA binary ``name`` ("ptxas", "nvdisasm"): the first of ``cuda_tools``; FileNotFoundError
+    naming what to install."""
+    found = cuda_tools(name)
+    if found:
+        return found[0]
+    hint = _HINTS.get(name, "install the CUDA toolkit")
+    raise FileNotFoundError(
+        f"{name} was not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or a pip wheel: {hint}"
+    )
+
+
+@lru_cache(maxsize=64)
+def tool_version(path: str) -> str:
+    """The version line of the CUDA binary at ``path`` ("Cuda compilation tools, release 13.0, V13.0.88")."""
     import subprocess
 
-    out = subprocess.run([cuda_tool("ptxas"), "--version"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, check=True).stdout
     return next((line for line in out.splitlines() if "release" in line), out.strip())
 
 
-def assemble_ptx(ptx: str, arch: str, options=()) -> bytes:
-    """The cubin ptxas makes of ``ptx`` for ``arch`` (a real arch, e.g. "sm_90"); CompileError with its log."""
+def tool_release(path: str) -> tuple[int, int]:
+    """(major, minor) of the CUDA release of the binary at ``path``; (0, 0) when its version line names none."""
+    m = re.search(r"release (\d+)\.(\d+)", tool_version(path))
+    return (int(m[1]), int(m[2])) if m else (0, 0)
+
+
+def ptx_isa_of_release(release: tuple[int, int]) -> tuple[int, int]:
+    """The newest PTX ISA version that ptxas of CUDA ``release`` reads (the PTX ISA's release notes; the same rule as
+    Triton's ``ptx_get_version``): CUDA 11.x reads 7.x, 12.0-12.5 read 8.0-8.5, 12.6 8.5, 12.8 8.7, 12.9 8.8, and
+    13.x reads 9.x (13.0 9.0, 13.4 9.4, 13.5 9.5)."""
+    major, minor = release
+    if major >= 13:
+        return (9 + (major - 13), minor)
+    if major == 12:
+        return (8, minor if minor < 6 else minor - 1)
+    if major == 11:
+        return (7, minor)
+    return (6, 3 + minor) if major == 10 else (0, 0)
+
+
+def ptx_header(ptx: str) -> tuple[tuple[int, int], str]:
+    """((major, minor) of ``.version``, the architecture of ``.target``) read from PTX text."""
+    v = re.search(r"^\s*\.version\s+(\d+)\.(\d+)", ptx, re.M)
+    t = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.M)
+    if v is None or t is None:
+        raise ValueError("the PTX has no .version or no .target directive")
+    return (int(v[1]), int(v[2])), t[1]
+
+
+def _dotted(v) -> str:
+    return ".".join(map(str, v))
+
+
+def select_ptxas(version: tuple[int, int]) -> str:
+    """The ptxas to assemble PTX of ISA ``version`` with: among every ptxas found (``cuda_tools``), one of the CUDA
+    release that writes exactly that version (NVRTC 13.0 writes 9.0, Triton 3.9 writes 9.4 for ptxas 13.4 and 8.8 for
+    ptxas 12.9: the ptxas the kernel's own build ran, so the SASS read is the SASS the GPU runs), else the newest that
+    reads it; FileNotFoundError naming what each one reads and the extra to install where none does."""
+    found = [(tool_release(p), p) for p in cuda_tools("ptxas")]
+    readers = [(r, p) for r, p in found if ptx_isa_of_release(r) >= tuple(version)]
+    exact = [p for r, p in readers if ptx_isa_of_release(r) == tuple(version)]
+    if exact:
+        return exact[0]
+    if readers:
+        return max(readers, key=lambda rp: rp[0])[1]
+    seen = ", ".join(f"{p} (CUDA {r[0]}.{r[1]}, reads up to {_dotted(ptx_isa_of_release(r))})" for r, p in found)
+    raise FileNotFoundError(
+        f"no ptxas here reads PTX .version {version[0]}.{version[1]} ({'found: ' + seen if seen else 'none found'}): "
+        f"{PTX_EXTRA} brings ptxas 13.5, which reads up to 9.5"
+    )
+
+
+def assembler_for(ptx: str, arch) -> tuple[str, str]:
+    """(ptxas path, architecture to assemble for) of ``ptx`` run on a GPU of ``arch``: the PTX's own ``.target``
+    (sm_90a stays sm_90a: its architecture-specific instructions need it), or ``arch`` where that is a later GPU than
+    the target (the driver compiles the PTX for the GPU it runs on: an sm_80 build on an H200 runs sm_90 SASS); and
+    ``select_ptxas`` of its ``.version``."""
+    version, target = ptx_header(ptx)
+    gpu = get_arch(arch).name
+    number = lambda name: int(re.sub(r"\D", "", name) or 0)  # noqa: E731
+    return select_ptxas(version), (gpu if number(gpu) > number(target) else target)
+
+
+def ptxas_version(path: str | None = None) -> str:
+    """The version line of ptxas at ``path`` (default: the first found) ("Cuda compilation tools, release 13.0,
+    V13.0.88")."""
+    return tool_version(path or cuda_tool("ptxas"))
+
+
+def assemble_ptx(ptx: str, arch: str, options=(), ptxas: str | None = None) -> bytes:
+    """The cubin ptxas makes of ``ptx`` for ``arch`` (a real arch, e.g. "sm_90" or "sm_90a"), with the ptxas at
+    ``ptxas`` (default: the first found); CompileError with its log."""
     import subprocess
     import tempfile
 
@@ -558,7 +655,7 @@ def assemble_ptx(ptx: str, arch: str, options=()) -> bytes:
         src, out = pathlib.Path(tmp, "in.ptx"), pathlib.Path(tmp, "out.cubin")
         src.write_text(ptx)
         done = subprocess.run(
-            [cuda_tool("ptxas"), f"-arch={_arch_name(arch)}", *map(str, options), str(src), "-o", str(out)],
+            [ptxas or cuda_tool("ptxas"), f"-arch={_arch_name(arch)}", *map(str, options), str(src), "-o", str(out)],
             capture_output=True,
             text=True,
         )

@@ -12,7 +12,10 @@ operands are both products pairs with one of them, the one ptxas fuses where it 
 reader is an add it may fuse, else the first operand (an ``a*b + c*d`` gives ``FMUL`` of the second product and
 ``FFMA`` of the first). The guard does not matter: a product keeps its operands exactly when it writes its
 destination, so a fused add under another guard still reads the operands of the product it would have read.
-``contraction_table(module, mode)`` decides each candidate:
+A quotient of ``div.approx.f32`` / ``div.full.f32`` is a product too: ptxas builds it as the reciprocal of the divisor
+times the dividend, and fuses that multiply into an add like a mul's (a fused pair is then one fma of the dividend and
+the reciprocal, both after the division's range scalings). ``contraction_table(module, mode)`` decides each
+candidate:
 
     "sass"   as ptxas did for the module's arch: read from the SASS it makes of this PTX (flashsim.ptx.sass)
     "none"   none fused (what ``nvcc --fmad=false`` would give)
@@ -30,6 +33,7 @@ fma of them.
 from __future__ import annotations
 
 from .ir import Addr, AddrTuple, Pair, Reg
+from .quotients import approximate_division
 
 __all__ = ["candidates", "contraction_table", "MODES"]
 
@@ -50,7 +54,7 @@ def candidates(module) -> dict:
         products = {
             ins.operands[0].name: i
             for i, ins in enumerate(fn.body)
-            if _unrounded(ins, ("mul",))
+            if (_unrounded(ins, ("mul",)) or approximate_division(ins))
             and isinstance(ins.operands[0], Reg)
             and ".sat" not in ins.mods
             and writes[ins.operands[0].name] == 1

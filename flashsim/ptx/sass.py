@@ -30,6 +30,9 @@ Method
                    fused      when an FMA belongs to a (or to m, where m pairs with no other add), no multiply
                               belongs to m and no add to a;
                    not fused  when a multiply belongs to m and an add to a and no FMA to a;
+               An approximate division (``div.approx.f32`` / ``div.full.f32``, flashsim.ptx.contraction) pairs as a
+               product: its multiplies by an immediate (the range scalings, ``FMUL R, R, 0.25`` / ``16777216``) are
+               set aside, and its multiply of dividend and reciprocal decides as a mul's would;
                and anything else (ptxas removed, folded or merged them in a way neither rule covers, or a copy of
                one was fused and another not) raises ContractionUndecided naming the PTX lines and the SASS seen,
                with the caller's way out: load the PTX with contraction="none" or "all" (flashsim.ptx.contraction).
@@ -74,11 +77,13 @@ from functools import lru_cache
 
 from ..calibration import cache_root
 from ..errors import CompileError
-from ..gpu.build import assemble_ptx, cuda_tool, ptxas_version
+from ..gpu.build import assemble_ptx, assembler_for, cuda_tools, tool_release, tool_version
+from .quotients import approximate_division
 
 __all__ = [
     "fused_pairs",
     "ContractionUndecided",
+    "MissingTools",
     "LineInfoChangedCode",
     "annotate",
     "classify",
@@ -87,9 +92,14 @@ __all__ = [
 ]
 
 ID_FILE = "flashsim-ptx-ids"
-_FORMAT = 1  # bump when the record below changes meaning
+_FORMAT = 2  # bump when the record below changes meaning (2: approximate divisions watched too)
 _WATCHED = ("mul", "add", "sub")  # of a float type: flashsim.ptx.contraction's, which imports this module
 _FLOAT_TYPES = (".f32", ".f64", ".f16", ".f16x2", ".bf16", ".bf16x2")
+
+
+class MissingTools(FileNotFoundError):
+    """No ptxas that reads the PTX's .version, or no nvdisasm: contraction="sass" cannot run (the message names the
+    ``ptx`` extra)."""
 
 
 class ContractionUndecided(RuntimeError):
@@ -177,9 +187,21 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.(?P<name>[^,\s]+)")
 
 @lru_cache(maxsize=1)
 def _nvdisasm() -> tuple[str, str]:
-    exe = cuda_tool("nvdisasm")
-    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
-    return exe, next((line for line in out.splitlines() if "release" in line), out.strip())
+    """(path, version line) of the newest nvdisasm found (it must know the newest architecture a cubin may be for)."""
+    found = cuda_tools("nvdisasm")
+    if not found:
+        raise FileNotFoundError(
+            "nvdisasm was not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or a pip wheel: "
+            "pip install 'flashsim[ptx]' (brings nvdisasm 13.5)"
+        )
+    exe = max(found, key=tool_release)
+    return exe, tool_version(exe)
+
+
+def _assembler(ptx: str, arch: str) -> tuple[str, str]:
+    """(ptxas path, the architecture to assemble for): flashsim.gpu.build.assembler_for (the PTX's own target, or a
+    later GPU's; the ptxas of its .version), so that the SASS read is the one the kernel's GPU runs."""
+    return assembler_for(ptx, arch)
 
 
 def _disassemble(cubin: bytes, line_info: bool) -> str:
@@ -279,6 +301,13 @@ def _split(text: str) -> tuple[str, list[str]]:
     return opcode, out
 
 
+def _scaling(text: str) -> bool:
+    """A multiply by an immediate (``FMUL R8, R21, 0.25``, ``@!P0 FMUL R7, R7, 16777216``): one of the range scalings
+    of an approximate division, not the multiply of dividend and reciprocal that ptxas may fuse."""
+    opcode, ops = _split(text)
+    return classify(text) == "mul" and any(not _REGISTER.match(op) for op in ops[1:3])
+
+
 def classify(text: str) -> str | None:
     """ "mul", "add", "fma", "move" for an instruction of the float multiply / add families, else None."""
     opcode, ops = _split(text)
@@ -308,7 +337,8 @@ _VERDICTS: dict[str, dict] = {}
 
 
 def _key(ptx: str, arch: str) -> str:
-    parts = (hashlib.sha256(ptx.encode()).hexdigest(), arch, ptxas_version(), _nvdisasm()[1], str(_FORMAT))
+    ptxas, target = _assembler(ptx, arch)
+    parts = (hashlib.sha256(ptx.encode()).hexdigest(), arch, target, tool_version(ptxas), _nvdisasm()[1], str(_FORMAT))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -340,7 +370,7 @@ def _watched_ids(ir) -> set:
     return {
         ident
         for ident, (_fn, _i, ins) in enumerate(_instructions(ir), 1)
-        if ins.opcode in _WATCHED and any(m in _FLOAT_TYPES for m in ins.mods)
+        if (ins.opcode in _WATCHED and any(m in _FLOAT_TYPES for m in ins.mods)) or approximate_division(ins)
     }
 
 
@@ -350,8 +380,8 @@ def sass_verdicts(module) -> dict:
     ``module.arch``, verified as the module docstring says; cached."""
     try:
         key = _key(module.ptx, module.arch)
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(
+    except (FileNotFoundError, ValueError) as exc:
+        raise MissingTools(
             f"contraction='sass' reads ptxas's SASS with ptxas and nvdisasm: {exc} (or load the PTX with "
             "contraction='none' or 'all')"
         ) from exc
@@ -372,15 +402,16 @@ def _build(module) -> dict:
         raise ContractionUndecided(
             f"cannot annotate this PTX with one .loc per instruction: {exc} (load with contraction='none' or 'all')"
         ) from exc
+    ptxas, target = _assembler(module.ptx, module.arch)
     with ThreadPoolExecutor(2) as pool:
-        plain = pool.submit(assemble_ptx, module.ptx, module.arch)
-        lined = pool.submit(assemble_ptx, annotated, module.arch, ("-lineinfo",))
+        plain = pool.submit(assemble_ptx, module.ptx, target, (), ptxas)
+        lined = pool.submit(assemble_ptx, annotated, target, ("-lineinfo",), ptxas)
         try:
             plain_cubin = plain.result()
         except CompileError as exc:
             raise CompileError(
-                f"ptxas rejects this PTX for {module.arch}, so contraction='sass' cannot read which mul / add pairs it "
-                f"fuses (fix the PTX, or load it with contraction='none' or 'all'):\n{exc}"
+                f"ptxas ({tool_version(ptxas)}) rejects this PTX for {target}, so contraction='sass' cannot read which "
+                f"mul / add pairs it fuses (fix the PTX, or load it with contraction='none' or 'all'):\n{exc}"
             ) from exc
         try:
             lined_cubin = lined.result()
@@ -414,6 +445,8 @@ def fused_pairs(module, candidates: dict) -> dict:
     for (fn, add), mul in candidates.items():
         at_add = verdicts.get(ids[(fn, add)], [])
         at_mul = verdicts.get(ids[(fn, mul)], [])
+        if approximate_division(module.ir.functions[fn].body[mul]):
+            at_mul = [(k, t) for k, t in at_mul if not _scaling(t)]
         kinds_add = {k for k, _ in at_add}
         kinds_mul = {k for k, _ in at_mul}
         fma = "fma" in kinds_add or ("fma" in kinds_mul and adds_of[(fn, mul)] == 1)
@@ -425,6 +458,8 @@ def fused_pairs(module, candidates: dict) -> dict:
     for ident, seen in verdicts.items():
         if ident not in paired and any(k == "fma" for k, _ in seen):
             fn, i, ins = _by_id(module.ir, ident)
+            if approximate_division(ins):
+                continue  # a division's own sequence, not a fused add
             problems.append(
                 f"{fn}: the {ins.opcode} at PTX line {ins.line} is in no candidate pair, yet ptxas made an FMA of it "
                 "(a product that reaches its add through a mov / neg or another copy, which flashsim does not model): "

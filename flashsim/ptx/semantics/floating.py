@@ -289,7 +289,11 @@ def _div_sass(d: Decoded, a: int, b: int, ftz: bool, full: bool):
             x = np.where(small, ieee32.mul(x, s), x)
         r = np.asarray(sfu.rcp(np.ascontiguousarray(y, np.float32), arch=arch), np.float32)
         g.write(dst, np.asarray(ieee32.mul(r, x, ftz)).view(np.uint32))
+        if kept is not None:  # its multiply fused into an add (flashsim.ptx.contraction): the add reads x and r
+            g.write(kept[0], np.asarray(x, np.float32).view(np.uint32))
+            g.write(kept[1], r.view(np.uint32))
 
+    kept = d.prog.kept_operands(d.key, np.uint32)
     return d.op(run)
 
 
