@@ -10,11 +10,12 @@
 #   tma      python3 -m flashsim.gpu.capture.tma: TMA and bulk copies with the driver's maps      -> $OUT/tma/
 #   cluster  python3 -m flashsim.gpu.capture.isa --topic cluster: the cluster probes (mapa, DSMEM, barriers,
 #            special registers)                                                             -> $OUT/cluster/
-#   triton   python3 -m flashsim.gpu.capture.triton: Triton's own cubins on the GPU               -> $OUT/triton/
+#   triton   python3 tools/triton_capture.py capture: Triton's own cubins on the GPU              -> $OUT/triton/
 #   serving  benchmarks/serving/run_call.sh (the public serving call's GPU tests and benchmark)  -> $OUT/serving/
 #
 # A step whose module is absent is skipped and said so; each step has its own time cap; $OUT/summary.txt has one
-# line per step (seconds, exit status). Files under $OUT/<step>/ come back (at most two folders down).
+# line per step (seconds, exit status). Files under $OUT/<step>/ come back (at most two folders down). The tree a call
+# carries is limited to 64 MiB: tools/device_slim.sh hold before the call, restore after.
 set -uo pipefail
 [[ -n ${OUT:-} ]] || { echo "set OUT" >&2; exit 2; }
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -36,7 +37,7 @@ for s in "${STEPS[@]}"; do
     wgptx) step wgptx 120 flashsim/gpu/capture/wgmma_ptx.py python3 -m flashsim.gpu.capture.wgmma_ptx --out "$OUT/wgptx" ;;
     tma) step tma 120 flashsim/gpu/capture/tma.py python3 -m flashsim.gpu.capture.tma --out "$OUT/tma" ;;
     cluster) step cluster 120 kernel/capture/isa/cluster.cu python3 -m flashsim.gpu.capture.isa --topic cluster --out "$OUT/cluster" ;;
-    triton) step triton 180 flashsim/gpu/capture/triton.py python3 -m flashsim.gpu.capture.triton --out "$OUT/triton" ;;
+    triton) step triton 180 tools/triton_capture.py python3 tools/triton_capture.py capture --out "$OUT/triton" ;;
     serving) step serving 240 benchmarks/serving/run_call.sh env OUT="$OUT/serving" bash benchmarks/serving/run_call.sh ;;
     *) echo "unknown step $s" >&2 ;;
   esac
