@@ -637,8 +637,7 @@ def _triton_kernels():
 
     def build(fn, signature):
         c = triton.compile(ASTSource(fn, signature, constexprs={"BM": 64, "BN": 64}), target=GPUTarget("cuda", 90, 32))
-        # fence.proxy.async with a state space is simulated elsewhere; the plain form orders the same here
-        return fp.load(c.asm["ptx"].replace("fence.proxy.async.shared::cta", "fence.proxy.async")), c.metadata
+        return fp.load(c.asm["ptx"]), c.metadata
 
     host = build(
         host_desc, {"desc": "tensordesc<fp16[64, 64]>", "out_ptr": "*fp16", "BM": "constexpr", "BN": "constexpr"}
@@ -711,7 +710,7 @@ def _triton_matmuls():
         (mm_ptr, {"a_ptr": "*fp16", "b_ptr": "*fp16", **sizes}),
     ):
         c = triton.compile(ASTSource(fn, sig, constexprs=const), target=GPUTarget("cuda", 90, 32))
-        ptx = c.asm["ptx"].replace("fence.proxy.async.shared::cta", "fence.proxy.async")  # as above
+        ptx = c.asm["ptx"]
         out.append((fp.load(ptx), c.metadata, ptx))
     return out
 

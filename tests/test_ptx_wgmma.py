@@ -450,11 +450,6 @@ def test_triton_matmul_wgmma_decodes_and_runs(monkeypatch):
     assert "wgmma.mma_async" in ptx and "wgmma.wait_group" in ptx
     entry = re.findall(r"\.entry (\w+)", ptx)[0]
     kernel = load(ptx, arch="sm_90").kernel(entry)
-    assert not [e for e in kernel.program.unsupported if e.opcode.startswith("wgmma")]
-    if kernel.program.unsupported:  # fence.proxy.async.shared::cta, where its decode is not merged yet: the
-        # simulated memory is sequentially consistent, the fence orders nothing more than plain fence.proxy.async
-        ptx = ptx.replace("fence.proxy.async.shared::cta", "fence.proxy.async")
-        kernel = load(ptx, arch="sm_90").kernel(entry)
     assert not kernel.program.unsupported, kernel.program.unsupported
     rng = np.random.default_rng(5)
     for (M, N, K), check in (((128, 128, 128), "racecheck"), ((256, 256, 192), None)):
