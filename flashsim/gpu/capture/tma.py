@@ -148,12 +148,17 @@ def map_survey(base: int) -> list:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m flashsim.gpu.capture.tma", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=pathlib.Path, required=True, help="folder for the capture files")
+    ap.add_argument("--skip", default="", help="comma-separated case names not to run (a case the GPU faults on)")
+    ap.add_argument("--only", default="", help="comma-separated case names to run alone (e.g. under compute-sanitizer)")
     args = ap.parse_args(argv)
+    skip, only = set(filter(None, args.skip.split(","))), set(filter(None, args.only.split(",")))
     args.out.mkdir(parents=True, exist_ok=True)
     dev = rt.require_gpu()
     arrays, names, shas, maps, failed = {}, [], {}, {}, {}
     t0 = time.perf_counter()
     for case in T.CASES:
+        if case.name in skip or (only and case.name not in only):
+            continue
         try:
             inputs, result, sha, raw = run_case(case)
         except Exception as exc:  # a refused map or an assembly error: recorded; a sticky GPU error ends the run
@@ -171,6 +176,8 @@ def main(argv=None) -> int:
         print(f"  {case.name}: ok", flush=True)
     for reduce in T.BULK:
         name = T.bulk_name(reduce)
+        if name in skip or (only and name not in only):
+            continue
         try:
             src, dst = T.bulk_inputs(reduce)
             ptx = T.bulk_ptx(src.nbytes, reduce)
