@@ -28,7 +28,6 @@ from .. import isa
 from ..errors import MemcheckError, SimulationError
 from ..ir import Imm, Reg, Sink
 from ..program import SPACE_BASE, Decoded
-from . import bulk
 from .data import SPACES
 
 
@@ -154,8 +153,6 @@ def _shared_addr(d: Decoded, i: int):
 @isa.implements("cp")
 def cp(d: Decoded):
     mods = d.mods
-    if ".bulk" in d.ins.mods or ".reduce" in d.ins.mods:  # the bulk copies (TMA): flashsim.ptx.semantics.bulk
-        return bulk.build(d)
     if not mods.flag(".async"):
         raise isa.Unsupported("cp without .async")
     if mods.flag(".commit_group"):

@@ -345,6 +345,8 @@ def _reduce_global(m, t: int, gaddr, src: np.ndarray, esize: int, reduce) -> Non
 # -- builders ---------------------------------------------------------------------------------------------------------
 
 
+@isa.implements_form("cp", ".bulk")  # cp.async.bulk{.tensor,.prefetch,...}: here, not cp.async's builder
+@isa.implements_form("cp", ".reduce")  # cp.reduce.async.bulk{.tensor}
 def build(d: Decoded):
     """cp{.reduce}.async.bulk{.prefetch}{.tensor} and the bulk group instructions (called by the cp builder of
     flashsim.ptx.semantics.asynchronous for every form with .bulk)."""
