@@ -20,6 +20,7 @@ import flashsim
 from flashsim import ptx
 from flashsim.constants import COMBINE_WARPS
 from flashsim.gpu import launch as gl
+from flashsim.gpu import packed
 from flashsim.gpu import runtime as rt
 from flashsim.gpu import serving as gs
 from flashsim.gpu.build import kernel_path
@@ -52,6 +53,11 @@ class _Recorder:
         self.calls.append((stream, config, kernel, args))
         if kernel is self.check.kernel:
             self.run_check(config, args)
+
+    def packed(self, p, stream):
+        """flashsim.gpu.packed.driver_launch: the launch with its parameters as the driver would read them back
+        from the packed slots, by their types."""
+        self(stream, p.config, p.kernel, *p.values())
 
     def run_check(self, config, args):
         seq, table, cu_q, cu_k, batch, *_ = (int(a) for a in args)
@@ -91,6 +97,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gs, "check_for", lambda arch: rec.check)
     monkeypatch.setattr(rt, "mapped_host", lambda n: (rec.record[:n], 0xD0000))
     monkeypatch.setattr(gl, "_core_launch", rec)
+    monkeypatch.setattr(packed, "driver_launch", rec.packed)
+    monkeypatch.setattr(serving_torch, "_on_gpu", lambda q: True)  # CPU tensors take the eager path too
     monkeypatch.setattr(serving_torch, "_raw_stream", lambda dev: 0xABC0)
     monkeypatch.setattr(serving_torch, "_capturing", lambda: False)
     monkeypatch.setattr(serving_torch, "_run_cpu", serving_torch._run_cuda)
@@ -119,7 +127,7 @@ def test_a_split_call_launches_flash_fwd_then_the_combine_on_one_stream(fake_gpu
     o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
     assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (3, 8, 1) and lse.dtype == torch.float32
     (s0, c0, k0, a0), (s1, c1, k1, a1), (s2, c2, k2, a2) = fake_gpu.calls
-    assert s0 == s1 == s2 == ("stream", 0xABC0) and k1 is fake_gpu.fwd.kernel and k2 is fake_gpu.combine.kernel
+    assert s0 == s1 == s2 == 0xABC0 and k1 is fake_gpu.fwd.kernel and k2 is fake_gpu.combine.kernel
     assert (
         k0 is fake_gpu.check.kernel and tuple(c0.grid) == (1, 1, 1) and tuple(c0.block) == (indices.CHECK_THREADS, 1, 1)
     )
@@ -321,7 +329,7 @@ def test_cupy_arrays_take_the_device_check_without_a_copy(fake_gpu, monkeypatch)
     kernels = [c[2] for c in fake_gpu.calls]
     assert kernels == [fake_gpu.check.kernel, fake_gpu.fwd.kernel, fake_gpu.combine.kernel]
     assert [int(x) for x in fake_gpu.calls[0][3][:2]] == [good.data.ptr, table.data.ptr]
-    assert fake_gpu.calls[1][0] == ("stream", 0xCAFE0)
+    assert fake_gpu.calls[1][0] == 0xCAFE0
     flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=bad, block_table=table, num_splits=2)
     with pytest.raises(ValueError, match=r"cache_seqlens\[1\] = 129 is past the keys row 1 holds"):
         flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=good, block_table=table, num_splits=2)
