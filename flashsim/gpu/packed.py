@@ -59,9 +59,12 @@ class PackedLaunch:
         return tuple(raw[i * SLOT : i * SLOT + t.itemsize].view(t)[0] for i, t in enumerate(self.types))
 
     def native(self):
-        """(the driver's CUlaunchConfig for ``config``, the kernel's handle as an int), built once."""
+        """(the driver's CUlaunchConfig for ``config``, the kernel's handle as a CUfunction), built once (the driver
+        takes a library's CUkernel where a CUfunction goes, as cuda.core's launch passes it)."""
         if self._native is None:
-            self._native = (native_config(self.config), int(self.kernel.handle))
+            from cuda.bindings import driver
+
+            self._native = (native_config(self.config), driver.CUfunction(int(self.kernel.handle)))
         return self._native
 
 
