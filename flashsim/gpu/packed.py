@@ -90,18 +90,19 @@ def native_config(config):
     return c
 
 
-_SUCCESS = []  # driver.CUresult.CUDA_SUCCESS, bound at the first launch
+_DRIVER: list = []  # cuda.bindings.driver, imported at the first launch (an import statement per launch costs)
 
 
 def driver_launch(p: PackedLaunch, stream: int) -> None:
     """Enqueue ``p`` on the raw CUstream handle ``stream`` (cuLaunchKernelEx); GPUError naming the kernel on failure
     (sticky errors recorded by flashsim.gpu.runtime)."""
-    from cuda.bindings import driver
+    if not _DRIVER:
+        from cuda.bindings import driver
 
-    if not _SUCCESS:
-        _SUCCESS.append(driver.CUresult.CUDA_SUCCESS)
+        _DRIVER.append(driver)
+    driver = _DRIVER[0]
     config, function = p._native if p._native is not None else p.native()
     config.hStream = stream
     (err,) = driver.cuLaunchKernelEx(config, function, p.params_addr, 0)
-    if err != _SUCCESS[0]:
+    if err:  # CUresult is an int: CUDA_SUCCESS is 0
         rt._driver(f"launching {p.what}", (err,))

@@ -3,9 +3,11 @@ flash_combine after it, and their front-end for numpy arrays and DeviceArrays.
 
 A ``ServingPlan`` holds what the launches of one flashsim.serving.ServingProblem need, built once: the loaded
 flash_fwd (and with split-KV flash_combine, from the same build), the cuda.core LaunchConfigs, the scalar arguments
-and the bytes of scratch the split parts take. ``launch_serving`` enqueues the index check, flash_fwd and then
-flash_combine on one stream: no host synchronisation between them, so a torch or cupy caller's stream orders them
-like any other work. The front-ends (``run_host`` for numpy arrays and DeviceArrays, ``run_cupy``,
+packed with them into flashsim.gpu.packed launches, and the bytes of scratch the split parts take.
+``launch_serving`` (``enqueue`` with the addresses as ints: the hot path) enqueues the index check, flash_fwd and then
+flash_combine on one stream, each one cuLaunchKernelEx whose only per-call work is writing the call's addresses into
+the packed parameters: no host synchronisation between them, so a torch or cupy caller's stream orders them like any
+other work. The front-ends (``run_host`` for numpy arrays and DeviceArrays, ``run_cupy``,
 flashsim.gpu.serving_torch) check the call with flashsim.serving.problem, allocate the outputs and the scratch with
 their library's allocator, and call ``launch_serving``.
 

@@ -16,15 +16,19 @@ call with a torch tensor)::
 Fake (meta) implementations give the output shapes, so both ops trace under torch.compile(fullgraph=True).
 
 CUDA tensors: with ``check_indices`` serving_check (the index rules, on the device), then flash_fwd, then (split-KV)
-flash_combine, on torch's current stream of q's device; o, lse and the split parts come from torch's caching
-allocator. A repeated call does a read of the index check's record (mapped host memory: no wait), a key lookup
-(shapes, dtypes, devices, contiguity, the index tensors' shapes and dtypes, options), a 16-byte alignment test, the
-allocations and the launches: no copy, no host synchronisation, so the call can be captured in a CUDA graph and
-replayed. A bad index found on the device raises its ValueError when the record is read (flashsim.gpu.serving: the
-next serving call, a flag read, or flashsim.gpu.check_index_errors()); the kernel clamps every index it reads, so it
-never reads outside the caches. The first call for a key checks everything else (ValueError naming the argument)
-and compiles the kernels, which must not happen inside a capture (call the shapes once before capturing). CPU
-tensors run through the GPU synchronously, their indices checked on the host first.
+flash_combine, on torch's current stream of q's device; o and lse come from torch's caching allocator, the split
+parts' scratch from a buffer kept per (device, stream, size) (a fresh allocation inside a CUDA graph capture). A
+repeated call does a read of the index check's record (mapped host memory: no wait), a key lookup (shapes, dtypes,
+devices, contiguity, the index tensors' shapes and dtypes, options), a 16-byte alignment test, two allocations and
+the launches (flashsim.gpu.packed: the parameters packed when the key was first seen, the addresses rewritten): no
+copy, no host synchronisation, so the call can be captured in a CUDA graph and replayed. The public calls
+(``kvcache_call``, ``varlen_call``) run the ops' CUDA body (``_enqueue``) without torch's dispatcher when nothing
+needs to see the op (``_eager``), through the op otherwise: the same launches either way. A bad index found on the
+device raises its ValueError when the record is read (flashsim.gpu.serving: the next serving call, a flag read, or
+flashsim.gpu.check_index_errors()); the kernel clamps every index it reads, so it never reads outside the caches.
+The first call for a key checks everything else (ValueError naming the argument) and compiles the kernels, which
+must not happen inside a capture (call the shapes once before capturing). CPU tensors run through the GPU
+synchronously, their indices checked on the host first.
 """
 
 from __future__ import annotations
