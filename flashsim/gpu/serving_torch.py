@@ -149,11 +149,12 @@ class _Call:
     shapes, whether the kernel writes an overflow flag, the sink it writes when nobody reads it, and whether the
     caches are empty (the kernel is then given q's address: it never reads them)."""
 
-    __slots__ = ("prob", "plan", "o_shape", "lse_shape", "live", "sink", "empty_kv")
+    __slots__ = ("prob", "plan", "o_shape", "o_like_q", "lse_shape", "live", "sink", "empty_kv")
 
     def __init__(self, prob, plan, q, pv_accum):
         self.prob, self.plan = prob, plan
         self.o_shape, self.lse_shape = prob.o_shape, prob.lse_shape
+        self.o_like_q = tuple(q.shape) == tuple(prob.o_shape)  # always, as the shapes are defined: empty_like(q)
         self.live = overflow_flag_live(pv_accum)
         # f16 P@V unchecked: a u64 the kernel may write and nobody reads (allocated here, outside any capture)
         self.sink = torch.empty((1,), dtype=torch.int64, device=q.device) if self.live else None
@@ -225,7 +226,8 @@ def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
         launch.misaligned(**dict(zip(_NAMES[op], (qp, kp, vp))))
     if hit.empty_kv:  # an empty cache is never read: any valid address
         kp = vp = qp
-    o = torch.empty_like(q)  # o has q's shape and dtype; q is contiguous (in the key), so o is too
+    # o has q's shape and dtype; q is contiguous (the first call checked it), so empty_like(q) is too (and cheaper)
+    o = torch.empty_like(q) if hit.o_like_q else q.new_empty(hit.o_shape)
     lse = q.new_empty(hit.lse_shape, dtype=torch.float32)
     out_flag = None
     fp = 0
