@@ -28,7 +28,8 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
   programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), eager
   (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 100 back-to-back
   calls without a synchronisation, divided by 100; also of the bare launches, flashsim.gpu.serving.launch_serving,
-  and of the torch op without the Python wrapper); beside FA2 through torch SDPA and
+  of the torch op without the Python wrapper, and of the op's body without the dispatcher, what the public call runs
+  eagerly, flashsim.gpu.serving_torch._enqueue); beside FA2 through torch SDPA and
   flash_attn.flash_attn_with_kvcache where it is importable, measured alike.
 
 The JSON holds every row (times, bytes, rates, targets met or not, the configuration and split count of ours, and
@@ -213,7 +214,6 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import flashsim
-    from flashsim.gpu import runtime as rt
     from flashsim.gpu import serving as gs
     from flashsim.gpu import serving_torch
     from flashsim.gpu.torch_op import _raw_stream
@@ -233,9 +233,9 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
         call()
         unchecked()
         prob, plan = next(
-            hit
+            (hit.prob, hit.plan)
             for hit in serving_torch._KEYS.values()
-            if (hit[0].batch, hit[0].nk_cap, hit[0].head_dim, hit[0].kind) == (b, n, d, "kvcache")
+            if (hit.prob.batch, hit.prob.nk_cap, hit.prob.head_dim, hit.prob.kind) == (b, n, d, "kvcache")
         )
         r["config"], r["num_splits"] = prob.config.describe(), prob.num_splits
     except Exception as exc:  # noqa: BLE001
@@ -251,11 +251,12 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
         gs.OVERLAP_CHECK = overlap
     op_args = (q, k, v, sl, None, 0, None, False, None, "f32", [], None, False, [-1, -1], 0.0, True)
     r["op_host_us"] = host_us(lambda: serving_torch.KVCACHE_OP(*op_args))
+    r["body_host_us"] = host_us(lambda: serving_torch._enqueue("attention_with_kvcache", *op_args))
     o, lse = torch.empty_like(q), torch.empty((b, 32, 1), dtype=torch.float32, device="cuda")
     parts = torch.empty((max(plan.part_bytes, 1),), dtype=torch.uint8, device="cuda")
     ptrs = dict(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=lse.data_ptr())
     ptrs.update(seqlens_k=sl.data_ptr(), parts=parts.data_ptr())
-    stream = rt.stream_from_handle(_raw_stream(q.get_device()))
+    stream = _raw_stream(q.get_device())  # the raw handle, as the call passes it
     r["launch_host_us"] = host_us(lambda: gs.launch_serving(plan, stream, ptrs))
     if "call_graph_us" in r:
         r["tb_s"] = r["bytes"] / (r["call_graph_us"] * 1e-6) / 1e12
@@ -504,7 +505,7 @@ def text(rows, bw, dev):
             for what in ("graph", "eager", "eager_only", "host"):
                 if f"{who}_{what}_us" in r:
                     parts.append(f"{who} {what} {r[f'{who}_{what}_us']:.1f}")
-        for key in ("op_host_us", "launch_host_us"):
+        for key in ("op_host_us", "body_host_us", "launch_host_us"):
             if key in r:
                 parts.append(f"{key[:-3].replace('_', ' ')} {r[key]:.1f}")
         for key, fmt in (

@@ -2,7 +2,8 @@
 reason, where there is none): no host synchronisation (torch's sync debug mode set to "error" around the calls), a
 CUDA graph of the default call (index check included) replaying bit-equal to eager as the lengths change in place,
 torch.compile(fullgraph=True) bit-equal to eager, a bad index raising its ValueError lazily (next call, graph replay,
-check_index_errors) with the context intact, and max_seqlen_k choosing the emulator's splits.
+check_index_errors) with the context intact, max_seqlen_k choosing the emulator's splits, and the public call's
+eager path (the op's body without torch's dispatcher) bit-equal to the op and to a graph of itself.
 
     python3 -m pytest -q -m gpu tests/test_serving_call_gpu.py
 """
@@ -206,3 +207,45 @@ def test_max_seqlen_k_chooses_the_emulators_splits_and_bits():
         progress=False,
     )
     assert np.array_equal(_bits(o), emu[0].view(np.int16)) and np.array_equal(_bits(lse), emu[1].view(np.int32))
+
+
+def test_the_eager_path_the_op_and_a_graph_give_the_same_bits():
+    """The public call runs the op's CUDA body without torch's dispatcher; torch.ops.flashsim.* (the dispatcher's
+    way, what torch.compile calls) and a CUDA graph of the public call give the same bits: split, paged, f16 P@V
+    with its flag read (eager), varlen; eager calls on a second stream (their own split scratch) too. The first
+    public call of each case plans it, so the captures below compile nothing."""
+    from flashsim.gpu import serving_torch
+
+    q, k, v, kw = _decode(seed=7)
+    qp, kp, vp, kwp = _decode(page=16, seed=8)
+    vargs, vkw = _varlen(seed=9)
+    calls = [
+        (
+            lambda **c: flashsim.gpu.attention_with_kvcache(q, k, v, num_splits=3, **kw, **c),
+            lambda: serving_torch.KVCACHE_OP(q, k, v, kw["cache_seqlens"], None, 3)[:2],
+        ),
+        (
+            lambda **c: flashsim.gpu.attention_with_kvcache(qp, kp, vp, pv_accum="f16", **kwp, **c),
+            lambda: serving_torch.KVCACHE_OP(qp, kp, vp, kwp["cache_seqlens"], kwp["block_table"], pv_accum="f16")[:2],
+        ),
+        (
+            lambda **c: flashsim.gpu.attention_varlen(*vargs, **vkw, **c),
+            lambda: serving_torch.VARLEN_OP(*vargs, causal=True)[:2],
+        ),
+    ]
+    side = torch.cuda.Stream()
+    for public, op in calls:
+        eager = public()
+        assert _equal(op(), eager)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            on_side = public()
+        torch.cuda.current_stream().wait_stream(side)
+        assert _equal(on_side, eager)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = public(check_overflow=False)  # reading f16's flag would wait: not inside a capture
+        graph.replay()
+        torch.cuda.synchronize()
+        assert _equal(out, eager) and _equal(public(), eager)
+    flashsim.gpu.check_index_errors()

@@ -20,6 +20,7 @@ import flashsim
 from flashsim import ptx
 from flashsim.constants import COMBINE_WARPS
 from flashsim.gpu import launch as gl
+from flashsim.gpu import packed
 from flashsim.gpu import runtime as rt
 from flashsim.gpu import serving as gs
 from flashsim.gpu.build import kernel_path
@@ -52,6 +53,11 @@ class _Recorder:
         self.calls.append((stream, config, kernel, args))
         if kernel is self.check.kernel:
             self.run_check(config, args)
+
+    def packed(self, p, stream):
+        """flashsim.gpu.packed.driver_launch: the launch with its parameters as the driver would read them back
+        from the packed slots, by their types."""
+        self(stream, p.config, p.kernel, *p.values())
 
     def run_check(self, config, args):
         seq, table, cu_q, cu_k, batch, *_ = (int(a) for a in args)
@@ -91,6 +97,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gs, "check_for", lambda arch: rec.check)
     monkeypatch.setattr(rt, "mapped_host", lambda n: (rec.record[:n], 0xD0000))
     monkeypatch.setattr(gl, "_core_launch", rec)
+    monkeypatch.setattr(packed, "driver_launch", rec.packed)
+    monkeypatch.setattr(serving_torch, "_on_gpu", lambda q: True)  # CPU tensors take the eager path too
     monkeypatch.setattr(serving_torch, "_raw_stream", lambda dev: 0xABC0)
     monkeypatch.setattr(serving_torch, "_capturing", lambda: False)
     monkeypatch.setattr(serving_torch, "_run_cpu", serving_torch._run_cuda)
@@ -119,7 +127,7 @@ def test_a_split_call_launches_flash_fwd_then_the_combine_on_one_stream(fake_gpu
     o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
     assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (3, 8, 1) and lse.dtype == torch.float32
     (s0, c0, k0, a0), (s1, c1, k1, a1), (s2, c2, k2, a2) = fake_gpu.calls
-    assert s0 == s1 == s2 == ("stream", 0xABC0) and k1 is fake_gpu.fwd.kernel and k2 is fake_gpu.combine.kernel
+    assert s0 == s1 == s2 == 0xABC0 and k1 is fake_gpu.fwd.kernel and k2 is fake_gpu.combine.kernel
     assert (
         k0 is fake_gpu.check.kernel and tuple(c0.grid) == (1, 1, 1) and tuple(c0.block) == (indices.CHECK_THREADS, 1, 1)
     )
@@ -321,7 +329,7 @@ def test_cupy_arrays_take_the_device_check_without_a_copy(fake_gpu, monkeypatch)
     kernels = [c[2] for c in fake_gpu.calls]
     assert kernels == [fake_gpu.check.kernel, fake_gpu.fwd.kernel, fake_gpu.combine.kernel]
     assert [int(x) for x in fake_gpu.calls[0][3][:2]] == [good.data.ptr, table.data.ptr]
-    assert fake_gpu.calls[1][0] == ("stream", 0xCAFE0)
+    assert fake_gpu.calls[1][0] == 0xCAFE0
     flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=bad, block_table=table, num_splits=2)
     with pytest.raises(ValueError, match=r"cache_seqlens\[1\] = 129 is past the keys row 1 holds"):
         flashsim.gpu.attention_with_kvcache(q, pages, pages, cache_seqlens=good, block_table=table, num_splits=2)
@@ -455,3 +463,146 @@ def test_verify_serving_saves_captures_that_replay_and_carry_provenance(tmp_path
     assert verify.run(p.parse_args(["--replay", str(out)])) == 0
     with pytest.raises(ValueError, match="runs the serving cases alone"):
         verify.run(p.parse_args(["--serving", "--shape", "1,1,4,4,64"]))
+
+
+# -- the host path's shortcuts: packed launches, the eager path, the scratch -------------------------------------
+
+
+def _params(addr: int, types) -> list:
+    """What the driver reads through ``kernelParams`` (a void** at ``addr``): each parameter's bytes at its pointer,
+    as its type."""
+    pointers = (ctypes.c_void_p * len(types)).from_address(addr)
+    return [
+        np.ctypeslib.as_array((ctypes.c_uint8 * t.itemsize).from_address(p)).view(t)[0] for p, t in zip(pointers, types)
+    ]
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "programmatic"])
+def test_a_packed_launch_hands_the_driver_its_configuration_and_parameters(monkeypatch, overlap):
+    """flashsim.gpu.packed.driver_launch with cuLaunchKernelEx recorded (no GPU): the driver's launch configuration is
+    cuda.core's own for the same LaunchConfig, the stream is the handle given, the function the kernel's handle, and
+    the parameter array points at each argument's value of its type, the addresses written after packing included."""
+    from cuda.bindings import driver
+
+    seen = []
+    monkeypatch.setattr(
+        driver,
+        "cuLaunchKernelEx",
+        lambda config, f, params, extra: seen.append((config, f, params, extra)) or (driver.CUresult.CUDA_SUCCESS,),
+    )
+    config = rt.launch_config((3, 2, 5), (128, 1, 1), 70_000, overlap_previous=overlap)
+    args = (0, np.int32(-7), np.float32(0.125), np.int64(-(2**40)), np.uint64(2**63 + 5), 0x7F00_0000_1000, np.int32(9))
+    kernel = types.SimpleNamespace(handle=0x1234)
+    p = packed.PackedLaunch(kernel, config, args, "kernel test")
+    p.slots[0] = 0x7F00_0000_2000  # a call's address, written into its slot
+    packed.driver_launch(p, 0xABC0)
+    packed.driver_launch(p.with_config(config), 0xDEF0)  # shares the slots
+    (c, f, params, extra), (c2, _, params2, _) = seen
+    assert int(f) == 0x1234 and extra == 0 and params == params2 == p.params_addr
+    want = (0x7F00_0000_2000, *args[1:])
+    assert [x.item() for x in _params(params, p.types)] == [int(a) if isinstance(a, int) else a.item() for a in want]
+    assert [t.itemsize for t in p.types] == [8, 4, 4, 8, 8, 8, 4]
+    assert int(c.hStream) == 0xABC0 and int(c2.hStream) == 0xDEF0
+    assert (c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.blockDimY, c.blockDimZ) == (3, 2, 5, 128, 1, 1)
+    assert c.sharedMemBytes == 70_000
+    lc = pytest.importorskip("cuda.core._launch_config")
+    ref = lc._to_native_launch_config(config)  # cuda.core's own, where this version has it
+    fields = ("gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY", "blockDimZ", "sharedMemBytes", "numAttrs")
+    assert [getattr(c, n) for n in fields] == [getattr(ref, n) for n in fields]
+    assert [(a.id, a.value.programmaticStreamSerializationAllowed) for a in c.attrs] == [
+        (a.id, a.value.programmaticStreamSerializationAllowed) for a in ref.attrs
+    ]
+    assert c.numAttrs == int(overlap)
+
+
+def _launches(rec, o, lse):
+    """The recorded launches with the call's own outputs' addresses named (they differ from call to call): o, lse
+    and flash_fwd's overflow flag (a fresh tensor per call where the flag is read)."""
+    names = {o.data_ptr(): "o", lse.data_ptr(): "lse"}
+    out = []
+    for s, c, k, args in rec.calls:
+        args = [names.get(int(a), int(a)) for a in args]
+        if k is rec.fwd.kernel and args[5]:
+            args[5] = "flag"
+        out.append((s, tuple(c.grid), tuple(c.block), c.shmem_size, c.programmatic_stream_serialization, k, args))
+    return out
+
+
+def test_the_eager_path_and_the_op_launch_the_same_kernels_with_the_same_arguments(fake_gpu, monkeypatch):
+    """The public call runs the op's CUDA body without torch's dispatcher (nothing there needs to see the op); through
+    the op (torch.ops.flashsim.*) the same launches come out, argument for argument: the same bits by construction."""
+    through_op = []
+    for name in ("KVCACHE_OP", "VARLEN_OP"):
+        real = getattr(serving_torch, name)
+        monkeypatch.setattr(serving_torch, name, lambda *a, _real=real: through_op.append(1) or _real(*a))
+    q, _, _ = _kv(b=2)
+    pages = torch.randn((20, 16, 2, 128)).to(torch.float16)
+    table = torch.arange(16, dtype=torch.int32).reshape(2, 8)
+    seqlens = torch.tensor([128, 17], dtype=torch.int32)
+    cq = torch.tensor([0, 3, 3, 10], dtype=torch.int32)
+    ck = torch.tensor([0, 5, 9, 9], dtype=torch.int32)
+    qv, kv = torch.randn((10, 4, 64)).to(torch.float16), torch.randn((9, 2, 64)).to(torch.float16)
+    calls = [
+        lambda: flashsim.gpu.attention_with_kvcache(
+            q, pages, pages, cache_seqlens=seqlens, block_table=table, num_splits=2
+        ),
+        lambda: flashsim.gpu.attention_with_kvcache(q, pages, pages, block_table=table, pv_accum="f16", causal=True),
+        lambda: flashsim.gpu.attention_varlen(qv, kv, kv, cq, ck, 7, 5, causal=True, softcap=30.0),
+    ]
+    for fn in calls:
+        for eager in (True, False):
+            monkeypatch.setattr(serving_torch, "_on_gpu", lambda q, _e=eager: _e)
+            fake_gpu.calls.clear()
+            through_op.clear()
+            o, lse = fn()
+            assert bool(through_op) is not eager
+            got = _launches(fake_gpu, o, lse)
+            if eager:
+                want = got
+        assert got == want and len(got) >= 2
+
+
+def test_the_op_is_used_wherever_something_watches_it(fake_gpu, monkeypatch):
+    """A dispatch mode, the profiler, grad mode with an input requiring grad: the call goes through the op (the
+    mode sees it; the profiler names it; the ValueError about grad is raised)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+    with Seen() as mode:
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl)
+    assert any("attention_with_kvcache" in op for op in mode.ops)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl)
+    assert any("flashsim::attention_with_kvcache" in e.name for e in prof.events())
+    with torch.enable_grad(), pytest.raises(ValueError, match="q requires grad"):
+        flashsim.gpu.attention_with_kvcache(q.clone().requires_grad_(), k, v, cache_seqlens=sl)
+
+
+def test_the_split_parts_scratch_is_kept_per_stream_outside_a_capture(fake_gpu, monkeypatch):
+    """Eager calls on one stream reuse one scratch buffer (stream order separates them); a call being captured into
+    a CUDA graph gets its own from the allocator (the capture's pool), never the eager calls' buffer."""
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+
+    def o_part():
+        fake_gpu.calls.clear()
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=3)
+        return next(int(c[3][35]) for c in fake_gpu.calls if c[2] is fake_gpu.fwd.kernel)
+
+    first = o_part()
+    assert o_part() == first
+    monkeypatch.setattr(serving_torch, "_raw_stream", lambda dev: 0xBBB0)
+    other = o_part()
+    assert other != first and o_part() == other
+    monkeypatch.setattr(serving_torch, "_capturing", lambda: True)
+    assert o_part() not in (first, other)

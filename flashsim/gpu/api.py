@@ -127,6 +127,19 @@ def _device_problem(prepare, arch, *args, **kwargs):
     return prepare(*args, arch=launch.check_arch(arch), **kwargs)
 
 
+def _serving_torch():
+    """flashsim.gpu.serving_torch (importing it registers the torch ops), looked up once."""
+    mod = _SERVING_TORCH.get("mod")
+    if mod is None:
+        from . import serving_torch as mod
+
+        _SERVING_TORCH["mod"] = mod
+    return mod
+
+
+_SERVING_TORCH: dict = {}
+
+
 def attention_with_kvcache(
     q,
     k_cache,
@@ -160,29 +173,34 @@ def attention_with_kvcache(
     call, where this call reads its overflow flag, in a deferred check, or by flashsim.gpu.check_index_errors());
     False leaves the check out. Either way the kernel clamps every index it reads: nothing outside the caches is
     read."""
-    from ..serving.problem import prepare_kvcache
-    from . import runtime as rt
-
-    check_overflow = check_mode(check_overflow)
-    opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(q, torch.Tensor):
-        from . import serving_torch
-
-        return serving_torch.attention_with_kvcache(
+    if torch is not None and isinstance(q, torch.Tensor):  # first: the decode loop's path, its options cached there
+        return _serving_torch().kvcache_call(
             q,
             k_cache,
             v_cache,
             cache_seqlens,
             block_table,
             num_splits,
-            opts,
-            max_seqlen_k=max_seqlen_k,
-            arch=arch,
-            stream=stream,
-            check_overflow=check_overflow,
-            check_indices=check_indices,
+            max_seqlen_k,
+            causal,
+            pv_accum,
+            config,
+            softmax_scale,
+            window_size,
+            softcap,
+            layout,
+            quant,
+            arch,
+            stream,
+            check_overflow,
+            check_indices,
         )
+    from ..serving.problem import prepare_kvcache
+    from . import runtime as rt
+
+    check_overflow = check_mode(check_overflow)
+    opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     prob = _device_problem(
         prepare_kvcache,
         arch,
@@ -232,15 +250,9 @@ def attention_varlen(
     """The real kernel over a variable-length batch: flashsim.attention_varlen's contract and bits on the GPU
     (torch: torch.ops.flashsim.attention_varlen; cupy; numpy). ``check_indices`` as attention_with_kvcache's
     (cu_seqlens_q / cu_seqlens_k, on the device for GPU arrays); no copy back, no wait, capturable likewise."""
-    from ..serving.problem import prepare_varlen
-
-    check_overflow = check_mode(check_overflow)
-    opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(q, torch.Tensor):
-        from . import serving_torch
-
-        return serving_torch.attention_varlen(
+        return _serving_torch().varlen_call(
             q,
             k,
             v,
@@ -248,12 +260,23 @@ def attention_varlen(
             cu_seqlens_k,
             max_seqlen_q,
             max_seqlen_k,
-            opts,
-            arch=arch,
-            stream=stream,
-            check_overflow=check_overflow,
-            check_indices=check_indices,
+            causal,
+            pv_accum,
+            config,
+            softmax_scale,
+            window_size,
+            softcap,
+            layout,
+            quant,
+            arch,
+            stream,
+            check_overflow,
+            check_indices,
         )
+    from ..serving.problem import prepare_varlen
+
+    check_overflow = check_mode(check_overflow)
+    opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
     prob = _device_problem(
         prepare_varlen, arch, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, opts=opts
     )

@@ -3,9 +3,11 @@ flash_combine after it, and their front-end for numpy arrays and DeviceArrays.
 
 A ``ServingPlan`` holds what the launches of one flashsim.serving.ServingProblem need, built once: the loaded
 flash_fwd (and with split-KV flash_combine, from the same build), the cuda.core LaunchConfigs, the scalar arguments
-and the bytes of scratch the split parts take. ``launch_serving`` enqueues the index check, flash_fwd and then
-flash_combine on one stream: no host synchronisation between them, so a torch or cupy caller's stream orders them
-like any other work. The front-ends (``run_host`` for numpy arrays and DeviceArrays, ``run_cupy``,
+packed with them into flashsim.gpu.packed launches, and the bytes of scratch the split parts take.
+``launch_serving`` (``enqueue`` with the addresses as ints: the hot path) enqueues the index check, flash_fwd and then
+flash_combine on one stream, each one cuLaunchKernelEx whose only per-call work is writing the call's addresses into
+the packed parameters: no host synchronisation between them, so a torch or cupy caller's stream orders them like any
+other work. The front-ends (``run_host`` for numpy arrays and DeviceArrays, ``run_cupy``,
 flashsim.gpu.serving_torch) check the call with flashsim.serving.problem, allocate the outputs and the scratch with
 their library's allocator, and call ``launch_serving``.
 
@@ -25,7 +27,9 @@ from __future__ import annotations
 
 import atexit
 import re
+import struct
 import sys
+import threading
 
 import numpy as np
 
@@ -35,7 +39,7 @@ from ..overflow import OverflowCheck
 from ..serving import indices
 from ..serving.indices import index_error
 from ..serving.problem import SequenceIndex, ServingProblem, check_indices, index_of
-from . import launch
+from . import launch, packed
 from . import runtime as rt
 from .build import compile_cuda, kernel_path
 
@@ -47,6 +51,11 @@ CHECK_NAME = "serving_check"
 # (benchmarks/bench_serving.py --call times both); set flashsim.gpu.serving.OVERLAP_CHECK = True to turn it on.
 OVERLAP_CHECK = False
 _PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
+# the slots a call writes in the packed launches (ServingPlan._pack checks them against the argument lists):
+# flash_fwd's cu_q (then cu_k, seqlens_k), block_table and o_part (then lse_part); serving_check's record
+_CU_Q, _TABLE, _PARTS = 25, 30, 35
+_RECORD_SLOT = 13
+_pack_six = struct.Struct("<6Q").pack_into  # six addresses into six slots at once
 
 
 def part_layout(prob: ServingProblem) -> tuple[int, int]:
@@ -117,6 +126,11 @@ class ServingPlan:
         "check_scalars",
         "combine_scalars",
         "tag",
+        "packed_check",
+        "packed_fwd",
+        "packed_overlap",
+        "packed_combine",
+        "lock",
     )
 
     def __init__(self, problem: ServingProblem, kernel, combine, launch_config, combine_config, what: str, check=None):
@@ -139,6 +153,30 @@ class ServingPlan:
         p = problem
         self.combine_scalars = tuple(np.int32(x) for x in (p.num_splits, p.part_rows, p.nq_cap, p.heads))
         self.tag = tag_of(problem)
+        self._pack()
+
+    def _pack(self) -> None:
+        """The launches with their parameters packed once (flashsim.gpu.packed): the scalars written now, the
+        addresses (0 here) by each call (``enqueue``), under ``lock``."""
+        self.lock = threading.Lock()
+        self.packed_check = self.packed_fwd = self.packed_overlap = self.packed_combine = None
+        if self.check is not None:
+            args = check_args(self.problem, {}, 0, self.tag, scalars=self.check_scalars, pointer=int)
+            if len(args) != _RECORD_SLOT + 2:
+                raise AssertionError("serving_check's argument list changed: update _RECORD_SLOT")
+            self.packed_check = packed.PackedLaunch(self.check.kernel, self.check_config, args, f"kernel {CHECK_NAME}")
+        if not self.runs:
+            return
+        head, totals, pages, lse_strides = self.scalars
+        args = (0,) * 6 + head + (0, 0, 0) + totals + (0,) + pages + (0, 0) + lse_strides
+        if (len(head), len(totals), len(pages)) != (_CU_Q - 6, _TABLE - _CU_Q - 3, _PARTS - _TABLE - 1):
+            raise AssertionError("flash_fwd's argument list changed: update the slot numbers in flashsim.gpu.serving")
+        self.packed_fwd = packed.PackedLaunch(self.kernel.kernel, self.launch_config, args, self.what)
+        if self.overlap_config is not None:
+            self.packed_overlap = self.packed_fwd.with_config(self.overlap_config)
+        if self.combine is not None:
+            args = (0, 0, 0, 0) + self.combine_scalars
+            self.packed_combine = packed.PackedLaunch(self.combine.kernel, self.combine_config, args, self.what)
 
     def __repr__(self) -> str:
         return f"ServingPlan({self.what})"
@@ -285,10 +323,6 @@ def plan_for(prob: ServingProblem) -> ServingPlan:
     if plan is not None:
         return plan
     cfg = prob.config
-    if launch._core_launch is None:
-        from cuda.core import launch as core_launch
-
-        launch._core_launch = core_launch
     grid = prob.grid
     what = f"kernel flash_fwd (grid {grid}, block ({cfg.threads}, 1, 1), {cfg.smem_bytes} B dynamic smem; " + (
         f"{cfg.describe()}); {prob.describe()}"
@@ -315,10 +349,35 @@ def plan_for(prob: ServingProblem) -> ServingPlan:
 
 def launch_serving(plan: ServingPlan, stream, ptrs: dict, check: bool = True) -> None:
     """Enqueue serving_check (``check`` and a call with index arrays), flash_fwd and (split-KV) flash_combine on
-    ``stream``; no host synchronisation. ``ptrs``: device addresses "q", "k", "v", "o", "lse", "overflow" (0 without
-    the flag), "cu_q", "cu_k", "seqlens_k", "block_table" (0 where the call has none), "parts" (``plan.part_bytes``
-    of scratch, with splits)."""
-    if not plan.runs and not (check and plan.check is not None):
+    ``stream`` (a raw CUstream handle, a cuda.core Stream or any form runtime.stream_handle takes); no host
+    synchronisation. ``ptrs``: device addresses "q", "k", "v", "o", "lse", "overflow" (0 without the flag), "cu_q",
+    "cu_k", "seqlens_k", "block_table" (0 where the call has none), "parts" (``plan.part_bytes`` of scratch, with
+    splits)."""
+    get = ptrs.get
+    enqueue(
+        plan,
+        stream if type(stream) is int else rt.stream_handle(stream),
+        ptrs["q"],
+        ptrs["k"],
+        ptrs["v"],
+        ptrs["o"],
+        ptrs["lse"],
+        get("overflow", 0),
+        get("cu_q", 0),
+        get("cu_k", 0),
+        get("seqlens_k", 0),
+        get("block_table", 0),
+        get("parts", 0),
+        check,
+    )
+
+
+def enqueue(plan, stream, q, k, v, o, lse, overflow, cu_q, cu_k, seqlens_k, block_table, parts, check=True) -> None:
+    """``launch_serving`` with the addresses as ints, in its order, and ``stream`` a raw CUstream handle: the
+    front-ends' hot path. The addresses go into the plan's packed launches (flashsim.gpu.packed) and each launch is
+    one cuLaunchKernelEx; the plan's lock covers the writes and the launches, so threads may share a plan."""
+    checked = check and plan.packed_check is not None
+    if not plan.runs and not checked:
         return
     sticky = rt.sticky_error()
     if sticky:
@@ -327,57 +386,34 @@ def launch_serving(plan: ServingPlan, stream, ptrs: dict, check: bool = True) ->
         raise GPUError(
             f"the CUDA context of this process is unusable after an earlier error ({sticky}); restart the process"
         )
-    head, totals, pages, lse_strides = plan.scalars
-    get = ptrs.get
-    parts = get("parts", 0)
-    split = plan.problem.config.split
+    split = plan.packed_combine is not None
     if split and not parts:
         raise ValueError(f"split-KV needs {plan.part_bytes} B of scratch for its parts (got a null pointer)")
-    o_part, lse_part = (parts, parts + plan.lse_offset) if split else (0, 0)
-    # addresses as Python ints: cuda.core passes an int as an 8-byte intptr_t, the .u64 the kernels take
-    config = plan.launch_config
-    try:
-        if check and plan.check is not None:
-            args = check_args(plan.problem, ptrs, _RECORD["ptr"], plan.tag, scalars=plan.check_scalars, pointer=int)
-            launch._core_launch(stream, plan.check_config, plan.check.kernel, *args)
-            if OVERLAP_CHECK and plan.overlap_config is not None:
-                config = plan.overlap_config
-        if not plan.runs:
-            return
-        launch._core_launch(
-            stream,
-            config,
-            plan.kernel.kernel,
-            ptrs["q"],
-            ptrs["k"],
-            ptrs["v"],
-            ptrs["o"],
-            ptrs["lse"],
-            get("overflow", 0),
-            *head,
-            get("cu_q", 0),
-            get("cu_k", 0),
-            get("seqlens_k", 0),
-            *totals,
-            get("block_table", 0),
-            *pages,
-            o_part,
-            lse_part,
-            *lse_strides,
-        )
-        if split:  # flash_combine(o_part, lse_part, o, lse, num_splits, part_rows, nq_cap, heads)
-            launch._core_launch(
-                stream,
-                plan.combine_config,
-                plan.combine.kernel,
-                o_part,
-                lse_part,
-                ptrs["o"],
-                ptrs["lse"],
-                *plan.combine_scalars,
-            )
-    except Exception as exc:
-        rt.launch_failed(plan.what, exc)
+    lse_part = parts + plan.lse_offset if split else 0
+    fwd = plan.packed_fwd
+    with plan.lock:
+        try:
+            if checked:  # serving_check(seqlens_k, block_table, cu_q, cu_k, scalars..., record, tag)
+                s = plan.packed_check.slots
+                s[0], s[1], s[2], s[3], s[_RECORD_SLOT] = seqlens_k, block_table, cu_q, cu_k, _RECORD["ptr"]
+                packed.driver_launch(plan.packed_check, stream)
+                if OVERLAP_CHECK and plan.packed_overlap is not None:
+                    fwd = plan.packed_overlap
+            if not plan.runs:
+                return
+            # flash_fwd(q, k, v, o, lse, overflow, scalars..., cu_q, cu_k, seqlens_k, q_total, k_total, block_table,
+            # pages..., o_part, lse_part, lse strides)
+            s = fwd.slots
+            _pack_six(s, 0, q, k, v, o, lse, overflow)
+            s[_CU_Q], s[_CU_Q + 1], s[_CU_Q + 2], s[_TABLE] = cu_q, cu_k, seqlens_k, block_table
+            s[_PARTS], s[_PARTS + 1] = (parts, lse_part) if split else (0, 0)
+            packed.driver_launch(fwd, stream)
+            if split:  # flash_combine(o_part, lse_part, o, lse, num_splits, part_rows, nq_cap, heads)
+                s = plan.packed_combine.slots
+                s[0], s[1], s[2], s[3] = parts, lse_part, o, lse
+                packed.driver_launch(plan.packed_combine, stream)
+        except Exception as exc:
+            rt.launch_failed(plan.what, exc)
 
 
 def raise_if_overflowed(prob: ServingProblem, index: SequenceIndex, flag: int, v_host) -> None:
@@ -503,7 +539,7 @@ def run_cupy(cupy, q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, 
     )
     rt.bind_thread()
     raise_pending()  # an earlier call's bad index, without waiting
-    launch_serving(plan, rt.stream_from_handle(handle), ptrs, check=check)
+    launch_serving(plan, int(handle), ptrs, check=check)
 
     def overflow_check():
         value = int(flag.get()[0]) if flag is not None else None  # waits for the call

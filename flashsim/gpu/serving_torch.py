@@ -16,15 +16,19 @@ call with a torch tensor)::
 Fake (meta) implementations give the output shapes, so both ops trace under torch.compile(fullgraph=True).
 
 CUDA tensors: with ``check_indices`` serving_check (the index rules, on the device), then flash_fwd, then (split-KV)
-flash_combine, on torch's current stream of q's device; o, lse and the split parts come from torch's caching
-allocator. A repeated call does a read of the index check's record (mapped host memory: no wait), a key lookup
-(shapes, dtypes, devices, contiguity, the index tensors' shapes and dtypes, options), a 16-byte alignment test, the
-allocations and the launches: no copy, no host synchronisation, so the call can be captured in a CUDA graph and
-replayed. A bad index found on the device raises its ValueError when the record is read (flashsim.gpu.serving: the
-next serving call, a flag read, or flashsim.gpu.check_index_errors()); the kernel clamps every index it reads, so it
-never reads outside the caches. The first call for a key checks everything else (ValueError naming the argument)
-and compiles the kernels, which must not happen inside a capture (call the shapes once before capturing). CPU
-tensors run through the GPU synchronously, their indices checked on the host first.
+flash_combine, on torch's current stream of q's device; o and lse come from torch's caching allocator, the split
+parts' scratch from a buffer kept per (device, stream, size) (a fresh allocation inside a CUDA graph capture). A
+repeated call does a read of the index check's record (mapped host memory: no wait), a key lookup (shapes, dtypes,
+devices, contiguity, the index tensors' shapes and dtypes, options), a 16-byte alignment test, two allocations and
+the launches (flashsim.gpu.packed: the parameters packed when the key was first seen, the addresses rewritten): no
+copy, no host synchronisation, so the call can be captured in a CUDA graph and replayed. The public calls
+(``kvcache_call``, ``varlen_call``) run the ops' CUDA body (``_enqueue``) without torch's dispatcher when nothing
+needs to see the op (``_eager``), through the op otherwise: the same launches either way. A bad index found on the
+device raises its ValueError when the record is read (flashsim.gpu.serving: the next serving call, a flag read, or
+flashsim.gpu.check_index_errors()); the kernel clamps every index it reads, so it never reads outside the caches.
+The first call for a key checks everything else (ValueError naming the argument) and compiles the kernels, which
+must not happen inside a capture (call the shapes once before capturing). CPU tensors run through the GPU
+synchronously, their indices checked on the host first.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from torch.library import Library
 
 from ..config import overflow_flag_live
 from ..errors import GPUError
-from ..serving.problem import _is_int, index_of, prepare_kvcache, prepare_varlen
+from ..overflow import check_mode
+from ..serving.problem import _is_int, index_of, prepare_kvcache, prepare_varlen, serving_options
 from . import launch, serving
 from . import runtime as rt
 from .torch_op import (
@@ -60,15 +65,19 @@ SCHEMAS = {
     "attention_varlen": "attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
     f"int max_seqlen_q, int max_seqlen_k, {_OPTIONS}) -> (Tensor o, Tensor lse, Tensor overflow)",
 }
-_KEYS: dict = launch.fast_keys()  # fast key -> (ServingProblem, ServingPlan)
+_KEYS: dict = launch.fast_keys()  # fast key -> _Call
 _INDEX = {
     "attention_with_kvcache": ("cache_seqlens", "block_table"),
     "attention_varlen": ("cu_seqlens_q", "cu_seqlens_k"),
 }
-
-
-def _describe(x):
-    return None if x is None else (x.shape, x.dtype, x.device, x.is_contiguous())  # torch.Size hashes as a tuple
+_NAMES = {  # the op's tensor arguments in order
+    "attention_with_kvcache": ("q", "k_cache", "v_cache", *_INDEX["attention_with_kvcache"]),
+    "attention_varlen": ("q", "k", "v", *_INDEX["attention_varlen"]),
+}
+_SCALARS = {
+    "attention_with_kvcache": ("num_splits", "max_seqlen_k"),
+    "attention_varlen": ("max_seqlen_q", "max_seqlen_k"),
+}
 
 
 def _check_devices(tensors: dict) -> None:
@@ -106,7 +115,7 @@ def _problem(op, tensors: dict, scalars: dict, opts, arch, sm_count):
     )
 
 
-def _miss(op, key, tensors, scalars, opts, arch):
+def _miss(op, key, tensors, scalars, opts, arch, pv_accum):
     """First call for ``key``: every check (ValueError naming the argument) before anything runs, then the plan."""
     _check_devices(tensors)
     q = tensors["q"]
@@ -123,11 +132,11 @@ def _miss(op, key, tensors, scalars, opts, arch):
             f"flashsim.gpu.{op}: the first call for these shapes happens inside a CUDA graph capture, where "
             "compiling and loading the kernel is not allowed; call it once with the same shapes before capturing"
         )
-    plan = serving.plan_for(prob)
+    call = _Call(prob, serving.plan_for(prob), q, pv_accum)
     if len(_KEYS) >= launch.MAX_KEYS:
         _KEYS.clear()
-    _KEYS[key] = (prob, plan)
-    return prob, plan
+    _KEYS[key] = call
+    return call
 
 
 def _host_index(op, tensors):
@@ -135,13 +144,68 @@ def _host_index(op, tensors):
     return index_of(**{n: None if tensors[n] is None else tensors[n].detach().cpu().numpy() for n in _INDEX[op]})
 
 
-def _run_cuda(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
+class _Call:
+    """What a repeated call of one fast key needs, built by its first call: the problem, the plan, the outputs'
+    shapes, whether the kernel writes an overflow flag, the sink it writes when nobody reads it, and whether the
+    caches are empty (the kernel is then given q's address: it never reads them)."""
+
+    __slots__ = ("prob", "plan", "o_shape", "o_like_q", "lse_shape", "live", "sink", "empty_kv")
+
+    def __init__(self, prob, plan, q, pv_accum):
+        self.prob, self.plan = prob, plan
+        self.o_shape, self.lse_shape = prob.o_shape, prob.lse_shape
+        self.o_like_q = tuple(q.shape) == tuple(prob.o_shape)  # always, as the shapes are defined: empty_like(q)
+        self.live = overflow_flag_live(pv_accum)
+        # f16 P@V unchecked: a u64 the kernel may write and nobody reads (allocated here, outside any capture)
+        self.sink = torch.empty((1,), dtype=torch.int64, device=q.device) if self.live else None
+        self.empty_kv = not prob.k_total
+
+
+def _scratch(q, dev, stream, nbytes):
+    """The split parts' scratch (``nbytes``) for a call on raw stream ``stream`` of device ``dev``: one buffer per
+    (device, stream, size), kept from call to call (each call's flash_fwd writes it and its flash_combine reads it,
+    in the stream's order, so calls on one stream may share it); inside a CUDA graph capture a fresh allocation
+    from the capture's pool instead, so that a graph never shares memory with eager calls on another stream. (A
+    stream destroyed with work pending and a new one given the same handle would share it too early: not done.)"""
+    if _capturing():
+        return q.new_empty((nbytes,), dtype=torch.uint8).data_ptr()
+    key = (dev, stream, nbytes)
+    hit = _SCRATCH.get(key)
+    if hit is None:
+        if len(_SCRATCH) >= 64:  # freed in stream order by the caching allocator: safe for queued work
+            _SCRATCH.clear()
+        buf = q.new_empty((nbytes,), dtype=torch.uint8)
+        hit = _SCRATCH[key] = (buf, buf.data_ptr())
+    return hit[1]
+
+
+_SCRATCH: dict = {}  # (device, raw stream, bytes) -> (uint8 tensor, its address)
+
+
+def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
+    """One call on CUDA tensors (``i0``, ``i1``: the index tensors of ``_INDEX[op]``; ``s0``, ``s1``: the op's two
+    ints): (o, lse, the overflow flag or None when nobody reads it). The body of both ops' CUDA kernel and of the
+    public calls' eager path, so both run the same launches with the same arguments."""
     serving.raise_pending()  # an earlier call's bad index (a read of mapped host memory: no wait)
     key = (
         op,
-        *(_describe(x) for x in tensors.values()),
-        tuple(sorted(scalars.items())),
-        bool(causal),
+        q.shape,
+        q.dtype,
+        q.device,
+        q.is_contiguous(),
+        k.shape,
+        k.dtype,
+        k.device,
+        k.is_contiguous(),
+        v.shape,
+        v.dtype,
+        v.device,
+        v.is_contiguous(),
+        None if i0 is None else (i0.shape, i0.dtype, i0.device, i0.is_contiguous()),
+        None if i1 is None else (i1.shape, i1.dtype, i1.device, i1.is_contiguous()),
+        s0,
+        s1,
+        causal,
         softmax_scale,
         pv_accum,
         tuple(tiles),
@@ -151,39 +215,58 @@ def _run_cuda(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch
     )
     hit = _KEYS.get(key)
     if hit is None:
-        opts = _options(tensors["q"], causal, softmax_scale, pv_accum, tiles, window, softcap, "bnhd")
-        hit = _miss(op, key, tensors, scalars, opts, arch)
-    prob, plan = hit
-    q = tensors["q"]
-    names = ("q", "k_cache", "v_cache") if op == "attention_with_kvcache" else ("q", "k", "v")
-    qp, kp, vp = (tensors[n].data_ptr() for n in names)
+        names = _NAMES[op]
+        tensors = dict(zip(names, (q, k, v, i0, i1)))
+        scalars = dict(zip(_SCALARS[op], (s0, s1)))
+        opts = _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, "bnhd")
+        hit = _miss(op, key, tensors, scalars, opts, arch, pv_accum)
+    plan = hit.plan
+    qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
     if (qp | kp | vp) & 15:
-        launch.misaligned(**{n: tensors[n].data_ptr() for n in names})
-    o = q.new_empty(prob.o_shape)
-    lse = q.new_empty(prob.lse_shape, dtype=torch.float32)
-    live = overflow_flag_live(pv_accum)
-    out_flag = torch.full((1,), -1, dtype=torch.int64, device=q.device) if live and flag else None
-    parts = q.new_empty((plan.part_bytes,), dtype=torch.uint8) if plan.part_bytes else None
-    sink = out_flag if out_flag is not None else (q.new_empty((1,), dtype=torch.int64) if live else None)  # unread
-    ptr = lambda n: 0 if tensors.get(n) is None else tensors[n].data_ptr()  # noqa: E731
-    ptrs = dict(
-        q=qp,
-        k=kp if prob.k_total else qp,
-        v=vp if prob.k_total else qp,
-        o=o.data_ptr(),
-        lse=lse.data_ptr(),
-        overflow=sink.data_ptr() if sink is not None else 0,
-        cu_q=ptr("cu_seqlens_q"),
-        cu_k=ptr("cu_seqlens_k"),
-        seqlens_k=ptr("cache_seqlens"),
-        block_table=ptr("block_table"),
-        parts=parts.data_ptr() if parts is not None else 0,
-    )
+        launch.misaligned(**dict(zip(_NAMES[op], (qp, kp, vp))))
+    if hit.empty_kv:  # an empty cache is never read: any valid address
+        kp = vp = qp
+    # o has q's shape and dtype; q is contiguous (the first call checked it), so empty_like(q) is too (and cheaper)
+    o = torch.empty_like(q) if hit.o_like_q else q.new_empty(hit.o_shape)
+    lse = q.new_empty(hit.lse_shape, dtype=torch.float32)
+    out_flag = None
+    fp = 0
+    if hit.live:
+        if flag:
+            out_flag = torch.full((1,), -1, dtype=torch.int64, device=q.device)  # -1: NO_OVERFLOW as u64
+            fp = out_flag.data_ptr()
+        else:
+            fp = hit.sink.data_ptr()
     dev = q.get_device()
-    stream = rt.stream_from_handle(_raw_stream(dev))
+    stream = _raw_stream(dev)
+    pp = _scratch(q, dev, stream, plan.part_bytes) if plan.part_bytes else 0
+    i0p = 0 if i0 is None else i0.data_ptr()
+    i1p = 0 if i1 is None else i1.data_ptr()
     rt.bind_thread()
-    serving.launch_serving(plan, stream, ptrs, check=bool(check))
-    return o, lse, out_flag if out_flag is not None else q.new_empty((0,), dtype=torch.int64)
+    if op == "attention_with_kvcache":  # cu_q, cu_k, seqlens_k, block_table
+        serving.enqueue(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, 0, 0, i0p, i1p, pp, check)
+    else:
+        serving.enqueue(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, i0p, i1p, 0, 0, pp, check)
+    return o, lse, out_flag
+
+
+def _run_cuda(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
+    """The ops' CUDA kernel: ``_enqueue``, with an empty overflow tensor where nobody reads the flag."""
+    o, lse, out_flag = _enqueue(
+        op,
+        *tensors.values(),
+        *scalars.values(),
+        causal,
+        softmax_scale,
+        pv_accum,
+        tiles,
+        arch,
+        flag,
+        window,
+        softcap,
+        check,
+    )
+    return o, lse, out_flag if out_flag is not None else o.new_empty((0,), dtype=torch.int64)
 
 
 def _run_cpu(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
@@ -371,6 +454,76 @@ KVCACHE_OP = torch.ops.flashsim.attention_with_kvcache.default
 VARLEN_OP = torch.ops.flashsim.attention_varlen.default
 
 
+def _finish(op, flag, tensors, opts, arch, check_overflow, prob_args, wait=None):
+    """The checks after a call, where it waits for the GPU: reading its overflow flag (check_overflow with an f16
+    P@V), or ``wait`` (a deferred check's wait for the call's stream); then the index check's record is read too, and
+    its ValueError comes first. A call that does not wait leaves the record to the next read (the next serving call,
+    flashsim.gpu.check_index_errors), so a bad index raises at a point that does not depend on the GPU's timing.
+    ``flag``: the op's overflow tensor, or None (the eager path, where nobody reads it)."""
+    has_flag = flag is not None and flag.numel() > 0
+    if check_overflow is False or (not has_flag and wait is None):
+        return None
+    value = launch.NO_OVERFLOW
+    if has_flag:
+        value = int(flag.item()) & launch.NO_OVERFLOW  # a host synchronisation
+    else:
+        wait()
+    serving.raise_pending()
+    if value == launch.NO_OVERFLOW:
+        return None
+    prob = _problem(op, tensors, prob_args, opts, arch or rt.current_arch(), rt.sm_count())
+    v = tensors["v_cache" if op == "attention_with_kvcache" else "v"].detach().float().cpu().numpy()
+    serving.raise_if_overflowed(prob, _host_index(op, tensors), value, v)
+
+
+# -- the eager path: the op's body without torch's dispatcher -------------------------------------------------
+
+
+def _probe(name):
+    """torch._C's ``name`` (a no-argument predicate), or one that always says yes where this torch lacks it (the
+    call then goes through the op)."""
+    fn = getattr(torch._C, name, None)
+    return fn if fn is not None else (lambda: True)
+
+
+_dispatch_modes = _probe("_len_torch_dispatch_stack")  # FakeTensorMode, make_fx, FlopCounterMode, ...
+_function_modes = _probe("_len_torch_function_stack")  # TorchFunctionMode (e.g. torch.device as a context)
+_functorch = _probe("_are_functorch_transforms_active")  # vmap, grad
+_jit_tracing = _probe("_get_tracing_state")  # torch.jit.trace
+_profiling = getattr(torch._C._autograd, "_profiler_enabled", lambda: True)  # the profiler records ops by name
+_compiling = torch.compiler.is_compiling  # Dynamo's tracing (a constant True inside torch.compile)
+_Tensor = torch.Tensor
+
+
+def _on_gpu(q) -> bool:
+    return q.is_cuda
+
+
+def _eager(tensors, scalars) -> bool:
+    """Whether a call may run the op's CUDA body directly (``_enqueue``) rather than through torch's dispatcher:
+    plain torch.Tensors (no subclass) on a CUDA device with ints for the op's int arguments, nothing that needs to
+    see the op (torch.compile's tracing, dispatch or function modes, functorch transforms, jit tracing, the
+    profiler) and no input requiring grad with grad mode on (the op's path raises that ValueError). The dispatcher
+    would pick the same CUDA body with the same arguments: the launches and the bits are the same either way
+    (tests/test_serving_gpu_mock.py compares the launches; tests/test_serving_call_gpu.py the bits); it only costs
+    host time, several us a call."""
+    if _compiling() or _dispatch_modes() or _function_modes() or _functorch() or _jit_tracing() or _profiling():
+        return False
+    for x in tensors:
+        if x is not None and type(x) is not _Tensor:
+            return False
+    for x in scalars:
+        if x is not None and type(x) is not int:
+            return False
+    if not _on_gpu(tensors[0]):
+        return False
+    if torch.is_grad_enabled():
+        for x in tensors:
+            if x is not None and x.requires_grad:
+                return False
+    return True
+
+
 # -- the Python entry points ----------------------------------------------------------------------------------
 
 
@@ -387,86 +540,117 @@ def _check_tensors(tensors: dict) -> None:
                 )
 
 
-def _finish(op, flag, tensors, opts, arch, check_overflow, prob_args, wait=None):
-    """The checks after a call, where it waits for the GPU: reading its overflow flag (check_overflow with an f16
-    P@V), or ``wait`` (a deferred check's wait for the call's stream); then the index check's record is read too, and
-    its ValueError comes first. A call that does not wait leaves the record to the next read (the next serving call,
-    flashsim.gpu.check_index_errors), so a bad index raises at a point that does not depend on the GPU's timing."""
-    if check_overflow is False or (not flag.numel() and wait is None):
-        return None
-    value = launch.NO_OVERFLOW
-    if flag.numel():
-        value = int(flag.item()) & launch.NO_OVERFLOW  # a host synchronisation
-    else:
-        wait()
-    serving.raise_pending()
-    if value == launch.NO_OVERFLOW:
-        return None
-    prob = _problem(op, tensors, prob_args, opts, arch or rt.current_arch(), rt.sm_count())
-    v = tensors["v_cache" if op == "attention_with_kvcache" else "v"].detach().float().cpu().numpy()
-    serving.raise_if_overflowed(prob, _host_index(op, tensors), value, v)
+def resolved(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant, check_overflow):
+    """(Options, the overflow check's mode, the op's option arguments (causal, softmax_scale, pv_accum, tiles,
+    window, softcap)) of the public calls' option arguments: check_mode, then serving_options (their errors, in that
+    order), resolved once per distinct hashable set of arguments and their types (so that causal=1 is still refused
+    after causal=True), every time otherwise."""
+    args = (causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant, check_overflow)
+    try:
+        key = (args, tuple(map(type, args)))
+        hit = _RESOLVED.get(key)
+    except TypeError:  # an unhashable argument (a list for window_size)
+        key = hit = None
+    if hit is None:
+        mode = check_mode(check_overflow)
+        opts = serving_options(causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant)
+        causal, softmax_scale, pv_accum, tiles = _op_args(opts)
+        window, cap, _, _ = _op_tail(opts)
+        hit = (opts, mode, (causal, softmax_scale, pv_accum, tuple(tiles), tuple(window), cap))
+        if key is not None:
+            if len(_RESOLVED) >= 256:
+                _RESOLVED.clear()
+            _RESOLVED[key] = hit
+    return hit
 
 
-def _call(op_name, op, tensors, scalars, opts, arch, stream, check_overflow, check):
-    _check_tensors(tensors)
-    causal, softmax_scale, pv_accum, tiles = _op_args(opts)
-    window, softcap, _, _ = _op_tail(opts)
-    args = (
-        *tensors.values(),
-        *scalars.values(),
-        causal,
-        softmax_scale,
-        pv_accum,
-        tiles,
-        arch,
-        check_overflow is not False,
-        window,
-        softcap,
-        check,
-    )
-    q = tensors["q"]
-    if stream is None:
-        o, lse, flag = op(*args)
-        on = torch.cuda.current_stream(q.device) if check_overflow == "deferred" and q.is_cuda else None
+_RESOLVED: dict = {}  # resolved's arguments and their types -> its result
+
+
+def _call(op_name, tensors, scalars, opts, option_args, arch, stream, check_overflow, check):
+    """One public call: ``tensors`` (q, k, v and the two index tensors of ``_INDEX[op_name]``) and ``scalars`` (the
+    op's two ints) in the op's order; ``option_args`` (causal, softmax_scale, pv_accum, tiles, window, softcap)."""
+    causal, softmax_scale, pv_accum, tiles, window, softcap = option_args
+    flag_read = check_overflow is not False
+    q = tensors[0]
+    if _eager(tensors, scalars):
+        args = (op_name, *tensors, *scalars, causal, softmax_scale, pv_accum, tiles, arch, flag_read, window, softcap)
+        if stream is None:
+            o, lse, flag = _enqueue(*args, check)
+        else:
+            with torch.cuda.stream(_torch_stream(stream, q)):
+                o, lse, flag = _enqueue(*args, check)
+        if check_overflow is False or (flag is None and check_overflow is True):
+            return o, lse  # nothing to read: the decode loop's case
     else:
-        on = _torch_stream(stream, q)
-        with torch.cuda.stream(on):
-            o, lse, flag = op(*args)
+        _check_tensors(dict(zip(_NAMES[op_name], tensors)))
+        op = KVCACHE_OP if op_name == "attention_with_kvcache" else VARLEN_OP
+        args = (*tensors, *scalars, causal, softmax_scale, pv_accum, list(tiles), arch, flag_read, list(window))
+        if stream is None:
+            o, lse, flag = op(*args, softcap, check)
+        else:
+            with torch.cuda.stream(_torch_stream(stream, q)):
+                o, lse, flag = op(*args, softcap, check)
+    named = dict(zip(_NAMES[op_name], tensors))
+    named_scalars = dict(zip(_SCALARS[op_name], scalars))
     if check_overflow == "deferred":
-        wait = on.synchronize if q.is_cuda else None
-        return o, lse, serving.OverflowCheck(lambda: _finish(op_name, flag, tensors, opts, arch, True, scalars, wait))
-    _finish(op_name, flag, tensors, opts, arch, check_overflow, scalars)
+        on = None
+        if q.is_cuda:
+            on = torch.cuda.current_stream(q.device) if stream is None else _torch_stream(stream, q)
+        wait = on.synchronize if on is not None else None
+        return (
+            o,
+            lse,
+            serving.OverflowCheck(lambda: _finish(op_name, flag, named, opts, arch, True, named_scalars, wait)),
+        )
+    _finish(op_name, flag, named, opts, arch, check_overflow, named_scalars)
     return o, lse
 
 
-def attention_with_kvcache(
+def kvcache_call(
     q,
     k_cache,
     v_cache,
     cache_seqlens,
     block_table,
     num_splits,
-    opts,
-    *,
-    max_seqlen_k=None,
-    arch=None,
-    stream=None,
-    check_overflow=True,
-    check_indices=True,
+    max_seqlen_k,
+    causal,
+    pv_accum,
+    config,
+    softmax_scale,
+    window_size,
+    softcap,
+    layout,
+    quant,
+    arch,
+    stream,
+    check_overflow,
+    check_indices,
 ):
-    """flashsim.gpu.attention_with_kvcache for torch tensors (see there)."""
-    tensors = dict(q=q, k_cache=k_cache, v_cache=v_cache, cache_seqlens=cache_seqlens, block_table=block_table)
-    if max_seqlen_k is not None:  # a numpy int is an int here; anything else is named as prepare_kvcache names it
+    """flashsim.gpu.attention_with_kvcache for torch tensors, from its own arguments (see there)."""
+    opts, mode, option_args = resolved(
+        causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant, check_overflow
+    )
+    if max_seqlen_k is not None and type(max_seqlen_k) is not int:  # a numpy int is an int here; else as named
         if not _is_int(max_seqlen_k):
             raise ValueError(f"max_seqlen_k must be None or an int, got {max_seqlen_k!r}")
         max_seqlen_k = int(max_seqlen_k)
-    scalars = dict(num_splits=0 if num_splits is None else num_splits, max_seqlen_k=max_seqlen_k)
+    scalars = (0 if num_splits is None else num_splits, max_seqlen_k)
     return _call(
-        "attention_with_kvcache", KVCACHE_OP, tensors, scalars, opts, arch, stream, check_overflow, check_indices
+        "attention_with_kvcache",
+        (q, k_cache, v_cache, cache_seqlens, block_table),
+        scalars,
+        opts,
+        option_args,
+        arch,
+        stream,
+        mode,
+        check_indices,
     )
 
 
-def attention_varlen(
+def varlen_call(
     q,
     k,
     v,
@@ -474,14 +658,31 @@ def attention_varlen(
     cu_seqlens_k,
     max_seqlen_q,
     max_seqlen_k,
-    opts,
-    *,
-    arch=None,
-    stream=None,
-    check_overflow=True,
-    check_indices=True,
+    causal,
+    pv_accum,
+    config,
+    softmax_scale,
+    window_size,
+    softcap,
+    layout,
+    quant,
+    arch,
+    stream,
+    check_overflow,
+    check_indices,
 ):
-    """flashsim.gpu.attention_varlen for torch tensors (see there)."""
-    tensors = dict(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
-    scalars = dict(max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
-    return _call("attention_varlen", VARLEN_OP, tensors, scalars, opts, arch, stream, check_overflow, check_indices)
+    """flashsim.gpu.attention_varlen for torch tensors, from its own arguments (see there)."""
+    opts, mode, option_args = resolved(
+        causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant, check_overflow
+    )
+    return _call(
+        "attention_varlen",
+        (q, k, v, cu_seqlens_q, cu_seqlens_k),
+        (max_seqlen_q, max_seqlen_k),
+        opts,
+        option_args,
+        arch,
+        stream,
+        mode,
+        check_indices,
+    )
