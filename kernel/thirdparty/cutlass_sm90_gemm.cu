@@ -17,6 +17,7 @@
 // to flashsim/ptx/hostshim/tensormap_shim.c, which records each call's arguments and, on a machine without a
 // driver, writes a tag the simulator's side replaces by flashsim.ptx.tensor_map_tiled's map of the same arguments.
 // "run" launches the kernel with CUTLASS's own launcher (a cluster launch) on the Params it also describes.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,7 +97,7 @@ static typename GemmKernel::Params make_params(int m, int n, int k, float alpha,
     return GemmKernel::to_underlying_arguments(args, nullptr);
 }
 
-static void describe(typename GemmKernel::Params const &params, char const *path) {
+static void describe(typename GemmKernel::Params const &params, void *const pointers[4], char const *path) {
     dim3 grid = GemmKernel::get_grid_shape(params);
     dim3 block = GemmKernel::get_block_shape();
     FILE *f = std::fopen(path, "w");
@@ -106,6 +107,9 @@ static void describe(typename GemmKernel::Params const &params, char const *path
     }
     std::fprintf(f, "{\"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], ", grid.x, grid.y, grid.z, block.x, block.y,
                  block.z);
+    std::fprintf(f, "\"pointers\": [");
+    for (int i = 0; i < 4; ++i) std::fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)(uintptr_t)pointers[i]);
+    std::fprintf(f, "], ");
     std::fprintf(f, "\"cluster\": [%d, %d, %d], \"shared_bytes\": %d, \"params_align\": %zu, \"params\": \"",
                  int(size<0>(ClusterShape{})), int(size<1>(ClusterShape{})), int(size<2>(ClusterShape{})),
                  int(GemmKernel::SharedStorageSize), alignof(typename GemmKernel::Params));
@@ -146,7 +150,12 @@ static int run(int m, int n, int k, float alpha, float beta, std::string const &
     check(cudaMemcpy(c, read_file(folder + "/C.bin", bytes_c).data(), bytes_c, cudaMemcpyHostToDevice), "copy C");
     check(cudaMemset(d, 0, bytes_d), "clear D");
     typename GemmKernel::Params params = make_params(m, n, k, alpha, beta, a, b, c, d);
-    describe(params, (folder + "/launch.json").c_str());
+    void *const pointers[4] = {a, b, c, d};
+    describe(params, pointers, (folder + "/launch.json").c_str());
+    // what GemmUniversalAdapter::initialize does before a launch (its static run() leaves it to the caller)
+    check(cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(GemmKernel::SharedStorageSize)),
+          "cudaFuncSetAttribute");
     cutlass::Status status = Gemm::run(params);
     if (status != cutlass::Status::kSuccess) {
         std::fprintf(stderr, "Gemm::run: %s\n", cutlass::cutlassGetStatusString(status));
@@ -168,7 +177,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 4; ++i) p[i] = reinterpret_cast<void *>(std::strtoull(argv[7 + i], nullptr, 16));
         auto params = make_params(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), std::strtof(argv[5], 0),
                                   std::strtof(argv[6], 0), p[0], p[1], p[2], p[3]);
-        describe(params, argv[11]);
+        describe(params, p, argv[11]);
         return 0;
     }
     if (mode == "run" && argc == 8)
