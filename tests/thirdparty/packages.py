@@ -3,10 +3,10 @@
 An archive is fetched with pip from PyPI (``pip download --no-deps --no-binary :all:``, the registry's own client;
 ``--only-binary :all:`` for a package whose sources PyPI carries in a wheel only: NVIDIA's nvidia-cutlass wheel is
 CUTLASS's source tree under cutlass_library/source) into the user cache (flashsim.calibration.cache_root()/thirdparty)
-and checked against its pinned sha256 before anything reads it. ``tree(package)`` extracts the members the builds need (``keep``: path prefixes and suffixes)
-into the cache; ``stage(package, folder)`` writes the same members as a smaller archive with a manifest, for a
-machine without network (the GPU machine); ``tree(package, staged=folder)`` reads that back. Both give the same
-files, so the PTX built from either is the same.
+and checked against its pinned sha256 before anything reads it. ``tree(package)`` extracts the members the builds need
+(``keep``: path prefixes and suffixes) into the cache; ``stage(package, folder)`` writes the same members as a smaller
+archive with a manifest, for a machine without network (the GPU machine); ``tree(package, staged=folder)`` reads that
+back. Both give the same files, so the PTX built from either is the same.
 """
 
 from __future__ import annotations
