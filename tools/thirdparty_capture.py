@@ -177,6 +177,7 @@ def capture_cutlass(sources: pathlib.Path, out: pathlib.Path) -> int:
     from flashsim.gpu import runtime as rt
     from flashsim.gpu.build import ptxas_version
 
+    gpu = rt.require_gpu().name  # before the build: no GPU, no point building
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         keep = pathlib.Path(tmp) / "keep"
@@ -209,7 +210,7 @@ def capture_cutlass(sources: pathlib.Path, out: pathlib.Path) -> int:
             params=launch["params"],
             pointers=launch["pointers"],
             tensor_maps=cutlass_gemm.relative_maps(log, launch["pointers"]),
-            gpu=rt.require_gpu().name,
+            gpu=gpu,
             ptxas=ptxas_version(),
             date=time.strftime("%Y-%m-%d"),
             seconds=round(seconds, 4),
