@@ -84,6 +84,9 @@ def test_patch_params_places_tensor_map_tiled_maps_at_the_tags():
     )
     assert out[64:192] == want_b.bytes and out[192:320] == want_a.bytes
     assert out[:64] == params[:64] and out[320:] == params[320:]
+    # a list of parameters (a kernel taking its maps as separate arguments): each patched, untagged ones kept
+    listed = hostshim.patch_params([b"\x33" * 12, bytes(params[192:320]), bytes(params[64:192])], records, [a, b])
+    assert listed == [b"\x33" * 12, want_a.bytes, want_b.bytes]
 
 
 def test_patch_params_refuses_what_it_cannot_place():
@@ -93,6 +96,8 @@ def test_patch_params_refuses_what_it_cannot_place():
         hostshim.patch_params(tagged, [_record(0, a)], [a])
     with pytest.raises(ValueError, match="no tagged tensor map"):
         hostshim.patch_params(bytes(256), [_record(0, a)], [a])
+    with pytest.raises(ValueError, match="no tagged tensor map"):
+        hostshim.patch_params([bytes(256), bytes(8)], [_record(0, a)], [a])
     other = np.zeros(16, np.float16)
     with pytest.raises(ValueError, match="lies in none of the given arrays"):
         hostshim.patch_params(hostshim.TAG + bytes(120), [_record(0, a)], [other])

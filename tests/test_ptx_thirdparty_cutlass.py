@@ -3,7 +3,9 @@ from the pinned nvidia-cutlass wheel with CUTLASS's flags and launched in flashs
 host code builds (flashsim.ptx.hostshim): the host code's tensor maps are what the operands ask for, the simulated
 GEMM computes alpha A B + beta C, runs clean under racecheck and memcheck, and is bit for bit what the GPU returned
 (tests/data/thirdparty/cutlass_sm90_gemm_<case>_sm90a.npz, made by tools/thirdparty_capture.py capture-cutlass),
-from the very PTX the GPU ran, with the maps CUTLASS asked of the driver there.
+from the very PTX the GPU ran, with the maps CUTLASS asked of the driver there. The same for CuTe's Hopper tutorial
+GEMM (wgmma_tma_sm90.cu, fp16 accumulators, a 3-stage pipeline, its maps passed as separate kernel arguments), run
+from the arguments the tutorial's own host code passes to cudaLaunchKernelExC.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import shutil
 
 import numpy as np
 import pytest
-from thirdparty import build, capture, cutlass_gemm, packages
+from thirdparty import build, capture, cute_tutorial, cutlass_gemm, packages
 
 from flashsim.ptx import hostshim
 
@@ -131,4 +133,80 @@ def test_simulator_is_bit_equal_to_the_gpu(name, ptx, program, simulated):
         pytest.fail(
             f"{name}.D: {len(diff)} of {gpu.size} elements differ from the GPU's; first D[{i[1]}, {i[0]}] (row, "
             f"column): GPU {int(gpu[i]):#010x}, simulator {int(sim[i]):#010x}"
+        )
+
+
+# CuTe's Hopper tutorial GEMM (tests/thirdparty/cute_tutorial.py): the maps and arguments its own host code passes
+TUTORIAL = sorted(cute_tutorial.CASES)
+
+
+@pytest.fixture(scope="module")
+def tutorial():
+    """(its PTX, its program, {case: (inputs before, arrays after the simulated launch under memcheck)})."""
+    ptx = build.build_ptx(cute_tutorial.CASES[TUTORIAL[0]], arch=cute_tutorial.ARCH)
+    program = cute_tutorial.build_host()
+    runs = {}
+    for name in TUTORIAL:
+        arrays = cute_tutorial.inputs(cute_tutorial.CASES[name])
+        before = {n: a.copy() for n, a in arrays.items()}
+        cute_tutorial.simulate(ptx, program, arrays, check="memcheck")
+        runs[name] = (before, arrays)
+    return ptx, program, runs
+
+
+def test_tutorial_host_code_launches_what_the_tutorial_says(tutorial):
+    """gemm_tn's launch: 128 x 128 tiles in 2 x 1 clusters of 128-thread blocks; one 128B-swizzled map per operand
+    with a 64 x 128 box (K block x tile rows), passed as separate arguments; every argument as the PTX declares it."""
+    ptx, program, _runs = tutorial
+    arrays = cute_tutorial.inputs(cute_tutorial.CASES[TUTORIAL[0]])
+    launch, log, params = cute_tutorial.describe(ptx, program, arrays)
+    assert (launch["grid"], launch["block"], launch["cluster"]) == ([2, 2, 1], [128, 1, 1], [2, 1, 1])
+    assert [len(p) for p in params] == cute_tutorial.entry(ptx)[1]
+    maps = cutlass_gemm.relative_maps(log, cute_tutorial.pointers(launch))
+    M, N, K = cute_tutorial.M, cute_tutorial.N, cute_tutorial.K
+    assert [(m["global_address"], m["global_dim"], m["global_strides"], m["box_dim"], m["swizzle"]) for m in maps] == [
+        (["A", 0], [K, M], [2 * K], [64, 128], 3),
+        (["B", 0], [K, N], [2 * K], [64, 128], 3),
+    ]
+
+
+@pytest.mark.parametrize("name", TUTORIAL)
+def test_simulated_tutorial_computes_alpha_ab_plus_beta_c(name, tutorial):
+    before, after = tutorial[2][name]
+    want, bound = cute_tutorial.reference(before)
+    got = after["C"].astype(np.float64)
+    assert np.isfinite(got).all()
+    assert (np.abs(got - want) <= bound).all(), f"{name}: max error {np.abs(got - want).max():.3g}"
+
+
+def test_tutorial_runs_clean_under_racecheck(tutorial):
+    ptx, program, _runs = tutorial
+    arrays = cute_tutorial.inputs(cute_tutorial.CASES["cute_tutorial_gemm_normal"])
+    cute_tutorial.simulate(ptx, program, arrays, check="racecheck")
+
+
+@pytest.mark.parametrize("name", TUTORIAL)
+def test_simulated_tutorial_is_bit_equal_to_the_gpu(name, tutorial):
+    ptx, program, runs = tutorial
+    path = capture.capture_path(name, cute_tutorial.ARCH)
+    if not path.is_file():
+        pytest.skip(
+            f"{path.name} is not captured yet: run `python3 tools/thirdparty_capture.py capture-cutlass --sources "
+            f".thirdparty --out DIR` on an H100 / H200 and store DIR/{path.name} in tests/data/thirdparty/"
+        )
+    before, after, meta = capture.load(path)
+    if meta["nvcc"] != build.nvcc_version():
+        pytest.skip(f"the capture ran PTX from nvcc {meta['nvcc']!r}; this machine's is {build.nvcc_version()!r}")
+    assert meta["ptx_sha256"] == build.ptx_sha256(ptx), f"{name}: the PTX built today is not the one the GPU ran"
+    seeded, simulated = runs[name]
+    assert all(before[n].tobytes() == seeded[n].tobytes() for n in "ABC"), f"{name}: stored inputs are not the seeded"
+    launch, log, _params = cute_tutorial.describe(ptx, program, cute_tutorial.inputs(cute_tutorial.CASES[name]))
+    assert meta["tensor_maps"] == cutlass_gemm.relative_maps(log, cute_tutorial.pointers(launch))
+    gpu, sim = after["C"].view(np.uint16), simulated["C"].view(np.uint16)
+    diff = np.argwhere(gpu != sim)
+    if diff.size:
+        i = tuple(int(j) for j in diff[0])
+        pytest.fail(
+            f"{name}.C: {len(diff)} of {gpu.size} elements differ from the GPU's; first C[{i[1]}, {i[0]}] (row, "
+            f"column): GPU {int(gpu[i]):#06x}, simulator {int(sim[i]):#06x}"
         )

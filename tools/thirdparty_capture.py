@@ -34,7 +34,7 @@ import numpy as np
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # tests/thirdparty: the launch descriptions the CPU tests use
 
-from thirdparty import build, capture, cutlass_gemm, kernels, packages  # noqa: E402
+from thirdparty import build, capture, cute_tutorial, cutlass_gemm, hostprogram, kernels, packages  # noqa: E402
 
 from flashsim import provenance  # noqa: E402
 from flashsim.ptx.parser import parse  # noqa: E402
@@ -55,7 +55,7 @@ def stage(dest: pathlib.Path, arch: str = "sm_90") -> int:
         # the folder that travels holds the small archives only
         expected["ptx_sha256"][name] = build.ptx_sha256(build.build_ptx(kernel, arch=arch))
         print(f"{name}: PTX {expected['ptx_sha256'][name]}")
-    for name, case in sorted(cutlass_gemm.CASES.items()):
+    for name, case in sorted({**cutlass_gemm.CASES, **cute_tutorial.CASES}.items()):
         expected["ptx_sha256"][name] = build.ptx_sha256(build.build_ptx(case, arch=cutlass_gemm.ARCH))
         print(f"{name}: PTX {expected['ptx_sha256'][name]} ({cutlass_gemm.ARCH})")
     (dest / EXPECTED).write_text(json.dumps(expected, indent=1) + "\n")
@@ -183,10 +183,9 @@ def capture_cutlass(sources: pathlib.Path, out: pathlib.Path) -> int:
         keep = pathlib.Path(tmp) / "keep"
         keep.mkdir()
         t0 = time.perf_counter()
-        program = cutlass_gemm.build_host(staged=sources, cache=False, keep=keep)
+        program = cutlass_gemm.build_host(staged=sources, keep=keep)
         build_seconds = time.perf_counter() - t0
-        (kept,) = keep.glob(f"*.compute_{cutlass_gemm.ARCH[3:]}.ptx")
-        ptx = build.stable_internal_names(kept.read_text())
+        ptx = hostprogram.kept_ptx(keep)
     print(f"harness built in {build_seconds:.1f} s", flush=True)
     for name, case in sorted(cutlass_gemm.CASES.items()):
         print(_compare_with_stage(sources, name, ptx), flush=True)
@@ -218,6 +217,55 @@ def capture_cutlass(sources: pathlib.Path, out: pathlib.Path) -> int:
         )
         path = capture.capture_path(name, cutlass_gemm.ARCH, out)
         capture.save(path, before, after, meta)
+        print(f"{name}: ok -> {path}", flush=True)
+    return capture_tutorial(sources, out, gpu)
+
+
+def capture_tutorial(sources: pathlib.Path, out: pathlib.Path, gpu: str) -> int:
+    """The same for CuTe's Hopper tutorial GEMM (tests/thirdparty/cute_tutorial.py): its own host code builds the
+    TMA atoms (the driver's maps, logged) and launches; C is read back."""
+    import tempfile
+
+    from flashsim.gpu.build import ptxas_version
+
+    with tempfile.TemporaryDirectory() as tmp:
+        keep = pathlib.Path(tmp) / "keep"
+        keep.mkdir()
+        t0 = time.perf_counter()
+        program = cute_tutorial.build_host(staged=sources, keep=keep)
+        build_seconds = time.perf_counter() - t0
+        ptx = hostprogram.kept_ptx(keep)
+    print(f"tutorial built in {build_seconds:.1f} s", flush=True)
+    _entry, sizes = cute_tutorial.entry(ptx)
+    for name, case in sorted(cute_tutorial.CASES.items()):
+        print(_compare_with_stage(sources, name, ptx), flush=True)
+        arrays = cute_tutorial.inputs(case)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = pathlib.Path(tmp)
+            for n in "ABC":
+                (folder / f"{n}.bin").write_bytes(arrays[n].tobytes())
+            args = ["run", cute_tutorial.M, cute_tutorial.N, cute_tutorial.K, folder]
+            t0 = time.perf_counter()
+            launch, log = cute_tutorial.run_harness(program, args, folder, "forward", sizes)
+            seconds = time.perf_counter() - t0
+            c = np.frombuffer((folder / "C.bin").read_bytes(), np.float16).reshape(arrays["C"].shape)
+        after = {**arrays, "C": c.copy()}
+        launch_tuple = (launch["grid"], launch["block"], launch["shared_bytes"])
+        meta = capture.record(case, ptx, build.nvcc_version(), launch_tuple, cute_tutorial.ARCH)
+        pointers = cute_tutorial.pointers(launch)
+        meta.update(
+            cluster=launch["cluster"],
+            params=launch["params"],
+            pointers=pointers,
+            tensor_maps=cutlass_gemm.relative_maps(log, pointers),
+            gpu=gpu,
+            ptxas=ptxas_version(),
+            date=time.strftime("%Y-%m-%d"),
+            seconds=round(seconds, 4),
+            build_seconds=round(build_seconds, 1),
+        )
+        path = capture.capture_path(name, cute_tutorial.ARCH, out)
+        capture.save(path, arrays, after, meta)
         print(f"{name}: ok -> {path}", flush=True)
     return 0
 

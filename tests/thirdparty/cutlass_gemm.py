@@ -14,11 +14,8 @@ tiles multicast), two K blocks of 64 per tile. Two input sets: standard normals,
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import pathlib
-import subprocess
 import tempfile
 from dataclasses import dataclass
 
@@ -26,16 +23,26 @@ import ml_dtypes
 import numpy as np
 
 import flashsim.ptx as fptx
-from flashsim.gpu.build import cuda_tool, kernel_path
 from flashsim.ptx import hostshim
 
-from . import build, packages
+from . import hostprogram
 
-__all__ = ["UNIT", "ARCH", "CASES", "Case", "inputs", "reference", "build_host", "describe", "simulate"]
+__all__ = [
+    "UNIT",
+    "ARCH",
+    "CASES",
+    "Case",
+    "inputs",
+    "reference",
+    "build_host",
+    "describe",
+    "simulate",
+    "relative_maps",
+]
 
 PACKAGE = "nvidia-cutlass"
 UNIT = "thirdparty/cutlass_sm90_gemm.cu"
-ARCH = "sm_90a"  # wgmma, setmaxnreg and multicast TMA are sm_90a's
+ARCH = hostprogram.ARCH
 INCLUDES = ("include", "tools/util/include")
 # CUTLASS's CMake build of a Release sm90a kernel: -O3 -DNDEBUG, C++17, --expt-relaxed-constexpr and
 # CUTLASS_ENABLE_TENSOR_CORE_MMA; CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL (CUTLASS's CMake option of that name) makes
@@ -123,53 +130,16 @@ def reference(arrays: dict) -> tuple:
     return want, 2.0**-16 * scale + 2.0**-126
 
 
-def _package():
-    return packages.PACKAGES[PACKAGE]
-
-
-def host_command(tree: pathlib.Path, out: pathlib.Path, keep: pathlib.Path | None = None) -> list[str]:
-    """nvcc's command building the harness program (device code for sm_90a, the shim linked in)."""
-    incs = [f"-I{tree / inc}" for inc in INCLUDES]
-    cmd = [cuda_tool("nvcc"), f"-arch={ARCH}", *FLAGS, *incs, str(kernel_path(UNIT)), str(hostshim.SHIM_SOURCE)]
-    cmd += ["-o", str(out), "-ldl"]
-    return cmd + (["--keep", "--keep-dir", str(keep)] if keep is not None else [])
-
-
-def build_host(staged: pathlib.Path | None = None, cache: bool = True, keep: pathlib.Path | None = None):
-    """The harness program's path (cached in the user cache, keyed by nvcc, the flags, the unit, the shim and the
-    package); with ``keep``, nvcc's intermediate files (the PTX it assembled among them) go there."""
-    package = _package()
-    h = hashlib.sha256()
-    for part in (build.nvcc_version(), ARCH, repr(FLAGS), repr(INCLUDES), package.sha256):
-        h.update(part.encode() + b"\0")
-    h.update(kernel_path(UNIT).read_bytes() + b"\0" + hostshim.SHIM_SOURCE.read_bytes())
-    cached = packages.cache_folder() / "host" / f"cutlass_sm90_gemm-{h.hexdigest()[:24]}"
-    if cache and keep is None and cached.is_file():
-        return cached
-    tree = packages.tree(package, staged)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp) / "harness"
-        cmd = host_command(tree, out, keep)
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
-        if done.returncode != 0 or not out.is_file():
-            raise RuntimeError(f"nvcc failed on {UNIT}:\n{' '.join(cmd)}\n{done.stderr.strip()}")
-        if not cache:
-            cached = pathlib.Path(tempfile.mkdtemp()) / "harness"
-        out.replace(cached)
-    return cached
+def build_host(staged: pathlib.Path | None = None, keep: pathlib.Path | None = None) -> pathlib.Path:
+    """The harness program (hostprogram.build_program of this unit)."""
+    return hostprogram.build_program(CASES[next(iter(CASES))], staged, keep)
 
 
 def run_harness(program, args: list, folder: pathlib.Path, mode: str) -> tuple[dict, list]:
     """Run the harness with ``args`` in ``folder``, the shim in ``mode`` ("tag" or "forward"); (its launch JSON,
     the shim's log)."""
-    log = folder / "tensormaps.jsonl"
-    log.unlink(missing_ok=True)
-    env = {**os.environ, "FLASHSIM_TENSORMAP_LOG": str(log), "FLASHSIM_TENSORMAP_MODE": mode}
-    done = subprocess.run([str(program), *map(str, args)], capture_output=True, text=True, env=env, cwd=folder)
-    if done.returncode != 0:
-        raise RuntimeError(f"{program} {' '.join(map(str, args))}: exit {done.returncode}\n{done.stderr.strip()}")
-    return json.loads((folder / "launch.json").read_text()), hostshim.read_log(log)
+    log = hostprogram.run_program(program, args, folder, mode)
+    return json.loads((folder / "launch.json").read_text()), log
 
 
 def describe(program, arrays: dict) -> tuple[dict, list, bytes]:

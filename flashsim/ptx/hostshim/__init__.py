@@ -12,9 +12,9 @@ the driver's function:
 2. Run it with ``FLASHSIM_TENSORMAP_LOG=<file>`` and device pointers that are ``flashsim.ptx.address(array)``
    values, and have it write the kernel's parameter bytes (and its grid, block, cluster, shared memory). Each map
    it encodes is a tag (``TAG``, the call's index) and a JSON line of the call's arguments in the log.
-3. ``patch_params(params, read_log(file), arrays)`` replaces each tagged map by
-   ``flashsim.ptx.tensor_map_tiled``'s map of the same arguments, over the array holding the map's global address;
-   the result goes to ``flashsim.ptx.launch`` as the kernel's parameter.
+3. ``patch_params(params, read_log(file), arrays)`` (one struct parameter's bytes, or a list of every parameter's)
+   replaces each tagged map by ``flashsim.ptx.tensor_map_tiled``'s map of the same arguments, over the array holding
+   the map's global address; the result goes to ``flashsim.ptx.launch`` as the kernel's parameter(s).
 
 With ``FLASHSIM_TENSORMAP_MODE=forward`` the same program calls the driver's function (libcuda.so.1) after logging,
 so one build runs on the GPU for real and says which maps it asked for. Why a shim and not a decoder of driver maps:
@@ -78,11 +78,8 @@ def tensor_map(record: dict, arrays):
         raise ValueError(f"{what}: {exc}") from None
 
 
-def patch_params(params: bytes, records: list[dict], arrays) -> bytes:
-    """``params`` with every tagged map (at a 64-byte multiple) replaced by the simulator's map of its logged call;
-    ValueError for a tag of a call the log lacks, and for params holding no tag at all (nothing to patch means the
-    host code did not go through the shim)."""
-    out = bytearray(params)
+def _patch(raw: bytes, records: list[dict], arrays) -> tuple[bytes, int]:
+    out = bytearray(raw)
     found = 0
     for offset in range(0, len(out) - SIZE + 1, _ALIGN):
         if out[offset : offset + len(TAG)] != TAG:
@@ -92,6 +89,16 @@ def patch_params(params: bytes, records: list[dict], arrays) -> bytes:
             raise ValueError(f"params offset {offset}: a map of call {index}, but the log has {len(records)} calls")
         out[offset : offset + SIZE] = tensor_map(records[index], arrays).bytes
         found += 1
-    if not found:
+    return bytes(out), found
+
+
+def patch_params(params, records: list[dict], arrays):
+    """``params`` (one parameter's bytes, or a list of them, one per kernel parameter) with every tagged map (at a
+    64-byte multiple of its parameter) replaced by the simulator's map of its logged call; ValueError for a tag of a
+    call the log lacks, and for params holding no tag at all (nothing to patch means the host code did not go
+    through the shim)."""
+    single = isinstance(params, (bytes, bytearray))
+    done = [_patch(bytes(p), records, arrays) for p in ([params] if single else params)]
+    if not sum(found for _raw, found in done):
         raise ValueError("params hold no tagged tensor map: was the host program linked with the shim?")
-    return bytes(out)
+    return done[0][0] if single else [raw for raw, _found in done]
