@@ -11,7 +11,8 @@
     python3 tools/thirdparty_capture.py capture-cutlass --sources .thirdparty --out DIR
         on an sm_90 GPU machine: build CUTLASS's sm90 GEMM harness (tests/thirdparty/cutlass_gemm.py, about 40 s of
         nvcc), run it on each input case through CUTLASS's own host code and launcher with the driver's tensor maps,
-        and write DIR/cutlass_sm90_gemm_<case>_sm90a.npz (inputs, D, the launch, the maps' arguments)
+        and write DIR/cutlass_sm90_gemm_<case>_sm90a.npz (inputs, D, the launch, the maps' arguments); then the same
+        for CuTe's Hopper tutorial GEMM (about 20 s of nvcc): DIR/cute_tutorial_gemm_<case>_sm90a.npz
 
 Each kernel runs in a process of its own, so a launch that breaks the CUDA context leaves the others running. The
 launch goes through the driver's cuLaunchKernel with one pointer per parameter, since the kernels take structs by
