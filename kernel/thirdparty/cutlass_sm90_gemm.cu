@@ -2,8 +2,8 @@
 // for the PTX simulator's third-party check (tests/thirdparty/hostgemm.py): D = alpha * A B + beta * C with A
 // (M x K, row-major) and B (K x N, column-major) in bf16, f32 accumulation and f32 C / D (column-major), through
 // CUTLASS's CollectiveBuilder for sm90: the TMA warp-specialised cooperative kernel (one producer warpgroup, two
-// consumer warpgroups on one 128 x 128 x 64 tile), a 2 x 1 x 1 cluster (each A tile loaded once and multicast to
-// both blocks of the cluster), the TMA warp-specialised epilogue, stage count chosen by the builder.
+// consumer warpgroups on one 128 x 128 x 64 tile), a 2 x 1 x 1 cluster (its two blocks share their B tile: each
+// loads half of it and multicasts it to both), the TMA warp-specialised epilogue, stage count chosen by the builder.
 //
 // Unlike the other units this one is a host program too: CUTLASS's own host code (GemmKernel::to_underlying_arguments)
 // builds the kernel's Params, TMA descriptors included, and this program writes the parameter bytes and the launch

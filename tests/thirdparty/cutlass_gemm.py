@@ -8,7 +8,7 @@ tensor_map_tiled's (``describe``); on the GPU the same program runs the GEMM its
 (tools/thirdparty_capture.py cutlass). The PTX the simulator runs is ``nvcc -ptx`` of the same unit and flags,
 which is the PTX nvcc embeds and assembles in the program (the capture checks it from the build's kept files).
 
-Problem: D = alpha A B + beta C, M = N = 256, K = 128: a 2 x 2 grid of 128 x 128 tiles (two 2 x 1 clusters, the A
+Problem: D = alpha A B + beta C, M = N = 256, K = 128: a 2 x 2 grid of 128 x 128 tiles (two 2 x 1 clusters, the B
 tiles multicast), two K blocks of 64 per tile. Two input sets: standard normals, and adversarial ones (``CASES``).
 """
 
