@@ -307,7 +307,7 @@ def _tiled(**kw):
     "kw, words",
     [
         (dict(box_dim=(64, 257)), "box_dim[1] = 257: must be 1..256"),
-        (dict(global_strides=(120,)), "global_strides[0] = 120: must be a positive multiple of 16"),
+        (dict(global_strides=(120,)), "global_strides[0] = 120: must be a multiple of 16"),
         (dict(array=np.zeros(4104, np.uint8)[8:].view(np.float16).reshape(64, 32)), "must be 16-byte aligned"),
         (dict(box_dim=(4, 8)), "multiple of 16 bytes"),
         (dict(box_dim=(64, 8), swizzle="64B"), "at most the swizzle span (64 bytes"),

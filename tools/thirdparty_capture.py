@@ -8,6 +8,11 @@
         kernel, build its PTX with that machine's nvcc from the staged sources, assemble it with ptxas (the GPU runs
         exactly the PTX the simulator runs), launch it on the seeded inputs and write DIR/<name>_<arch>.npz (inputs,
         outputs, provenance: tests/thirdparty/capture.py); then copy those files to tests/data/thirdparty/
+    python3 tools/thirdparty_capture.py capture-cutlass --sources .thirdparty --out DIR
+        on an sm_90 GPU machine: build CUTLASS's sm90 GEMM harness (tests/thirdparty/cutlass_gemm.py, about 40 s of
+        nvcc), run it on each input case through CUTLASS's own host code and launcher with the driver's tensor maps,
+        and write DIR/cutlass_sm90_gemm_<case>_sm90a.npz (inputs, D, the launch, the maps' arguments); then the same
+        for CuTe's Hopper tutorial GEMM (about 20 s of nvcc): DIR/cute_tutorial_gemm_<case>_sm90a.npz
 
 Each kernel runs in a process of its own, so a launch that breaks the CUDA context leaves the others running. The
 launch goes through the driver's cuLaunchKernel with one pointer per parameter, since the kernels take structs by
@@ -25,10 +30,12 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # tests/thirdparty: the launch descriptions the CPU tests use
 
-from thirdparty import build, capture, kernels, packages  # noqa: E402
+from thirdparty import build, capture, cute_tutorial, cutlass_gemm, hostprogram, kernels, packages  # noqa: E402
 
 from flashsim import provenance  # noqa: E402
 from flashsim.ptx.parser import parse  # noqa: E402
@@ -39,7 +46,7 @@ EXPECTED = "expected_ptx.json"
 def stage(dest: pathlib.Path, arch: str = "sm_90") -> int:
     """Stage every package the kernels use, and record the PTX each kernel builds to here (nvcc's version with
     it): the capture reports whether the GPU machine's build is the same, which the tests then require."""
-    used = sorted({k.package for k in kernels.KERNELS.values()})
+    used = sorted({k.package for k in kernels.KERNELS.values()} | {cutlass_gemm.PACKAGE})
     for name in used:
         out = packages.stage(packages.PACKAGES[name], dest)
         print(f"{name}: {out} ({out.stat().st_size / 1e6:.1f} MB)")
@@ -49,6 +56,9 @@ def stage(dest: pathlib.Path, arch: str = "sm_90") -> int:
         # the folder that travels holds the small archives only
         expected["ptx_sha256"][name] = build.ptx_sha256(build.build_ptx(kernel, arch=arch))
         print(f"{name}: PTX {expected['ptx_sha256'][name]}")
+    for name, case in sorted({**cutlass_gemm.CASES, **cute_tutorial.CASES}.items()):
+        expected["ptx_sha256"][name] = build.ptx_sha256(build.build_ptx(case, arch=cutlass_gemm.ARCH))
+        print(f"{name}: PTX {expected['ptx_sha256'][name]} ({cutlass_gemm.ARCH})")
     (dest / EXPECTED).write_text(json.dumps(expected, indent=1) + "\n")
     return 0
 
@@ -158,6 +168,109 @@ def capture_one(name: str, sources: pathlib.Path, out: pathlib.Path) -> pathlib.
     return path
 
 
+def capture_cutlass(sources: pathlib.Path, out: pathlib.Path) -> int:
+    """Build the CUTLASS GEMM harness (tests/thirdparty/cutlass_gemm.py) with this machine's nvcc from the staged
+    sources, keeping the PTX nvcc assembles into it, and run each input case through CUTLASS's own host code and
+    launcher, the driver encoding the maps (the shim forwards and logs them); store inputs, D, the launch (grid,
+    block, cluster, shared memory, the parameter bytes with the driver's maps) and the logged map arguments."""
+    import tempfile
+
+    from flashsim.gpu import runtime as rt
+    from flashsim.gpu.build import ptxas_version
+
+    gpu = rt.require_gpu().name  # before the build: no GPU, no point building
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        keep = pathlib.Path(tmp) / "keep"
+        keep.mkdir()
+        t0 = time.perf_counter()
+        program = cutlass_gemm.build_host(staged=sources, keep=keep)
+        build_seconds = time.perf_counter() - t0
+        ptx = hostprogram.kept_ptx(keep)
+    print(f"harness built in {build_seconds:.1f} s", flush=True)
+    for name, case in sorted(cutlass_gemm.CASES.items()):
+        print(_compare_with_stage(sources, name, ptx), flush=True)
+        arrays = cutlass_gemm.inputs(case)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = pathlib.Path(tmp)
+            for n in "ABC":
+                (folder / f"{n}.bin").write_bytes(arrays[n].tobytes())
+            args = ["run", cutlass_gemm.M, cutlass_gemm.N, cutlass_gemm.K]
+            args += [repr(cutlass_gemm.ALPHA), repr(cutlass_gemm.BETA), folder]
+            t0 = time.perf_counter()
+            launch, log = cutlass_gemm.run_harness(program, args, folder, "forward")
+            seconds = time.perf_counter() - t0
+            d = np.frombuffer((folder / "D.bin").read_bytes(), np.float32).reshape(arrays["D"].shape)
+        before = dict(arrays)
+        after = {**arrays, "D": d.copy()}
+        launch_tuple = (launch["grid"], launch["block"], launch["shared_bytes"])
+        meta = capture.record(case, ptx, build.nvcc_version(), launch_tuple, cutlass_gemm.ARCH)
+        meta.update(
+            cluster=launch["cluster"],
+            params=launch["params"],
+            pointers=launch["pointers"],
+            tensor_maps=cutlass_gemm.relative_maps(log, launch["pointers"]),
+            gpu=gpu,
+            ptxas=ptxas_version(),
+            date=time.strftime("%Y-%m-%d"),
+            seconds=round(seconds, 4),
+            build_seconds=round(build_seconds, 1),
+        )
+        path = capture.capture_path(name, cutlass_gemm.ARCH, out)
+        capture.save(path, before, after, meta)
+        print(f"{name}: ok -> {path}", flush=True)
+    return capture_tutorial(sources, out, gpu)
+
+
+def capture_tutorial(sources: pathlib.Path, out: pathlib.Path, gpu: str) -> int:
+    """The same for CuTe's Hopper tutorial GEMM (tests/thirdparty/cute_tutorial.py): its own host code builds the
+    TMA atoms (the driver's maps, logged) and launches; C is read back."""
+    import tempfile
+
+    from flashsim.gpu.build import ptxas_version
+
+    with tempfile.TemporaryDirectory() as tmp:
+        keep = pathlib.Path(tmp) / "keep"
+        keep.mkdir()
+        t0 = time.perf_counter()
+        program = cute_tutorial.build_host(staged=sources, keep=keep)
+        build_seconds = time.perf_counter() - t0
+        ptx = hostprogram.kept_ptx(keep)
+    print(f"tutorial built in {build_seconds:.1f} s", flush=True)
+    _entry, sizes = cute_tutorial.entry(ptx)
+    for name, case in sorted(cute_tutorial.CASES.items()):
+        print(_compare_with_stage(sources, name, ptx), flush=True)
+        arrays = cute_tutorial.inputs(case)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = pathlib.Path(tmp)
+            for n in "ABC":
+                (folder / f"{n}.bin").write_bytes(arrays[n].tobytes())
+            args = ["run", cute_tutorial.M, cute_tutorial.N, cute_tutorial.K, folder]
+            t0 = time.perf_counter()
+            launch, log = cute_tutorial.run_harness(program, args, folder, "forward", sizes)
+            seconds = time.perf_counter() - t0
+            c = np.frombuffer((folder / "C.bin").read_bytes(), np.float16).reshape(arrays["C"].shape)
+        after = {**arrays, "C": c.copy()}
+        launch_tuple = (launch["grid"], launch["block"], launch["shared_bytes"])
+        meta = capture.record(case, ptx, build.nvcc_version(), launch_tuple, cute_tutorial.ARCH)
+        pointers = cute_tutorial.pointers(launch)
+        meta.update(
+            cluster=launch["cluster"],
+            params=launch["params"],
+            pointers=pointers,
+            tensor_maps=cutlass_gemm.relative_maps(log, pointers),
+            gpu=gpu,
+            ptxas=ptxas_version(),
+            date=time.strftime("%Y-%m-%d"),
+            seconds=round(seconds, 4),
+            build_seconds=round(build_seconds, 1),
+        )
+        path = capture.capture_path(name, cute_tutorial.ARCH, out)
+        capture.save(path, arrays, after, meta)
+        print(f"{name}: ok -> {path}", flush=True)
+    return 0
+
+
 def capture_all(names, sources: pathlib.Path, out: pathlib.Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     failed = []
@@ -185,9 +298,14 @@ def main(argv=None) -> int:
         p.add_argument("--sources", type=pathlib.Path, required=True, help="the folder stage wrote")
         p.add_argument("--out", type=pathlib.Path, required=True)
     c.add_argument("--kernel", action="append", choices=sorted(kernels.KERNELS), help="only these (default: all)")
+    g = sub.add_parser("capture-cutlass", help="on a GPU: build and run the CUTLASS sm90 GEMM harness, store D")
+    g.add_argument("--sources", type=pathlib.Path, required=True, help="the folder stage wrote")
+    g.add_argument("--out", type=pathlib.Path, required=True)
     args = ap.parse_args(argv)
     if args.command == "stage":
         return stage(args.dest)
+    if args.command == "capture-cutlass":
+        return capture_cutlass(args.sources.resolve(), args.out)
     if args.command == "capture-one":
         path = capture_one(args.name, args.sources.resolve(), args.out)
         print(f"{args.name}: ok -> {path}")

@@ -340,8 +340,10 @@ def _validate(tm: TensorMap) -> None:
         if not 1 <= d <= 1 << 32:
             raise ValueError(f"global_dim[{i}] = {d}: must be 1..2^32")
     for i, s in enumerate(tm.global_strides):
-        if s % align or not 0 < s < 1 << 40:
-            raise ValueError(f"global_strides[{i}] = {s}: must be a positive multiple of {align} below 2^40")
+        # 0 is a multiple of 16 and the driver takes it: CUTLASS 3's host code encodes a batch mode of extent 1
+        # with stride 0 in every sm90 GEMM's A / B / C / D maps
+        if s % align or not 0 <= s < 1 << 40:
+            raise ValueError(f"global_strides[{i}] = {s}: must be a multiple of {align} below 2^40")
     for i, b in enumerate(tm.box_dim):
         if not 1 <= b <= 256:
             raise ValueError(f"box_dim[{i}] = {b}: must be 1..256")

@@ -1,11 +1,12 @@
 """The pinned source packages: where an archive comes from, what it must hash to, and the part of it the builds use.
 
-An archive is fetched with pip from PyPI (``pip download --no-deps --no-binary :all:``, the registry's own client)
-into the user cache (flashsim.calibration.cache_root()/thirdparty) and checked against its pinned sha256 before
-anything reads it. ``tree(package)`` extracts the members the builds need (``keep``: path prefixes and suffixes)
-into the cache; ``stage(package, folder)`` writes the same members as a smaller archive with a manifest, for a
-machine without network (the GPU machine); ``tree(package, staged=folder)`` reads that back. Both give the same
-files, so the PTX built from either is the same.
+An archive is fetched with pip from PyPI (``pip download --no-deps --no-binary :all:``, the registry's own client;
+``--only-binary :all:`` for a package whose sources PyPI carries in a wheel only: NVIDIA's nvidia-cutlass wheel is
+CUTLASS's source tree under cutlass_library/source) into the user cache (flashsim.calibration.cache_root()/thirdparty)
+and checked against its pinned sha256 before anything reads it. ``tree(package)`` extracts the members the builds need
+(``keep``: path prefixes and suffixes) into the cache; ``stage(package, folder)`` writes the same members as a smaller
+archive with a manifest, for a machine without network (the GPU machine); ``tree(package, staged=folder)`` reads that
+back. Both give the same files, so the PTX built from either is the same.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from dataclasses import dataclass
 
 from flashsim import calibration
@@ -33,7 +35,8 @@ class Package:
     triples, the members the builds read (files of that folder with one of the suffixes, and of its subfolders
     where ``nested``); ``build_isolation``: False where pip's metadata step needs this environment's packages
     (flash-attn's setup.py imports torch); ``pip_env``: variables pip's metadata step needs (flash-attn's setup.py
-    looks for a CUDA toolkit unless told to skip its CUDA build, which a download never runs)."""
+    looks for a CUDA toolkit unless told to skip its CUDA build, which a download never runs); ``wheel``: the
+    archive is a wheel (a zip), fetched as one."""
 
     name: str
     version: str
@@ -43,6 +46,7 @@ class Package:
     keep: tuple
     build_isolation: bool = True
     pip_env: tuple = ()
+    wheel: bool = False
 
     @property
     def key(self) -> str:
@@ -63,6 +67,21 @@ PACKAGES = {
             keep=(("csrc/flash_attn/", _HEADERS, True), ("csrc/cutlass/include/", _HEADERS, True)),
             build_isolation=False,
             pip_env=(("FLASH_ATTENTION_SKIP_CUDA_BUILD", "TRUE"),),
+        ),
+        Package(
+            # CUTLASS 4.2's sources as NVIDIA publishes them on PyPI (flash-attn's sdist carries CUTLASS's include/
+            # without the collective builders' .inl files, so no CollectiveBuilder GEMM builds from it)
+            name="nvidia-cutlass",
+            version="4.2.0.0",
+            filename="nvidia_cutlass-4.2.0.0-py3-none-any.whl",
+            sha256="f9599ada45c7bcb6bf53f7d3f0a7d154183e53451c01bfa59eecd37dd4a693f6",
+            root="cutlass_library/source",
+            keep=(
+                ("include/", _HEADERS, True),
+                ("tools/util/include/", _HEADERS, True),  # CUTLASS's host utilities (packed strides)
+                ("examples/cute/tutorial/hopper/", (".cu",), False),
+            ),
+            wheel=True,
         ),
         Package(
             name="llama-cpp-python",
@@ -100,7 +119,8 @@ def archive(package: Package) -> pathlib.Path:
     if not path.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--quiet"]
+            only = "--only-binary" if package.wheel else "--no-binary"
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", only, ":all:", "--quiet"]
             cmd += [] if package.build_isolation else ["--no-build-isolation"]
             cmd += ["-d", tmp, f"{package.name}=={package.version}"]
             env = {**os.environ, **dict(package.pip_env)}
@@ -126,16 +146,34 @@ def _kept(package: Package, member: str) -> bool:
     )
 
 
-def _extract(tar: tarfile.TarFile, package: Package, dest: pathlib.Path) -> list[str]:
-    """Write the kept regular files of ``tar`` under ``dest`` (paths relative to the package root); their names."""
+def _members(source: pathlib.Path):
+    """(name, bytes) of each regular file of the tar.gz or wheel (zip) ``source``, in the archive's order."""
+    if zipfile.is_zipfile(source):
+        with zipfile.ZipFile(source) as z:
+            for info in z.infolist():
+                if not info.is_dir():
+                    yield info.filename, z.read(info)
+        return
+    with tarfile.open(source, "r:gz") as tar:
+        for m in tar.getmembers():
+            if m.isfile():
+                yield m.name, tar.extractfile(m).read()
+
+
+def _kept_members(source: pathlib.Path, package: Package):
+    """(path relative to the package root, bytes) of each kept file of ``source``."""
+    for name, data in _members(source):
+        if _kept(package, name) and ".." not in pathlib.PurePosixPath(name).parts:
+            yield name[len(package.root) + 1 :], data
+
+
+def _extract(source: pathlib.Path, package: Package, dest: pathlib.Path) -> list[str]:
+    """Write the kept files of ``source`` under ``dest`` (paths relative to the package root); their names."""
     names = []
-    for m in tar.getmembers():
-        if not (m.isfile() and _kept(package, m.name)) or ".." in pathlib.PurePosixPath(m.name).parts:
-            continue
-        rel = m.name[len(package.root) + 1 :]
+    for rel, data in _kept_members(source, package):
         out = dest / rel
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(tar.extractfile(m).read())
+        out.write_bytes(data)
         names.append(rel)
     return sorted(names)
 
@@ -149,8 +187,7 @@ def _fill(folder: pathlib.Path, package: Package, source: pathlib.Path, archive_
         return dest
     if dest.exists():
         shutil.rmtree(dest)
-    with tarfile.open(source, "r:gz") as tar:
-        _extract(tar, package, dest)
+    _extract(source, package, dest)
     marker.write_text(archive_sha256)
     return dest
 
@@ -177,14 +214,12 @@ def stage(package: Package, folder: pathlib.Path) -> pathlib.Path:
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / f"{package.key}.tar.gz"
     files = {}
-    with tarfile.open(archive(package), "r:gz") as src, tarfile.open(out, "w:gz") as dst:
-        for m in src.getmembers():
-            if m.isfile() and _kept(package, m.name):
-                data = src.extractfile(m).read()
-                files[m.name[len(package.root) + 1 :]] = hashlib.sha256(data).hexdigest()
-                info = tarfile.TarInfo(m.name)
-                info.size, info.mode, info.mtime = len(data), 0o644, 0
-                dst.addfile(info, io.BytesIO(data))
+    with tarfile.open(out, "w:gz") as dst:
+        for rel, data in _kept_members(archive(package), package):
+            files[rel] = hashlib.sha256(data).hexdigest()
+            info = tarfile.TarInfo(f"{package.root}/{rel}")
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            dst.addfile(info, io.BytesIO(data))
     manifest = {
         "package": package.name,
         "version": package.version,
