@@ -11,7 +11,10 @@
 #   cluster  python3 -m flashsim.gpu.capture.isa --topic cluster: the cluster probes (mapa, DSMEM, barriers,
 #            special registers)                                                             -> $OUT/cluster/
 #   triton   python3 tools/triton_capture.py capture: Triton's own cubins on the GPU              -> $OUT/triton/
-#   serving  benchmarks/serving/run_call.sh (the public serving call's GPU tests and benchmark)  -> $OUT/serving/
+#   tmafault compute-sanitizer memcheck on the TMA cases of $TMA_SKIP alone (a case the GPU faults on)  -> $OUT/tma/
+#   serving  benchmarks/serving/run_call.sh $SERVING_STEPS (default: tests bits bench sanitize)  -> $OUT/serving/
+#   cutlass  tools/thirdparty_capture.py capture-cutlass: CUTLASS's sm90 GEMM and CuTe's Hopper tutorial built and
+#            run on the GPU (carry .thirdparty: `python tools/thirdparty_capture.py stage` first)  -> $OUT/cutlass/
 #
 # A step whose module is absent is skipped and said so; each step has its own time cap; $OUT/summary.txt has one
 # line per step (seconds, exit status). Files under $OUT/<step>/ come back (at most two folders down). The tree a call
@@ -35,10 +38,15 @@ for s in "${STEPS[@]}"; do
             python3 benchmarks/experiments/bf16_attention_rows/run.py --gpu "$OUT/bf16" ;;
     wgmma) step wgmma 240 flashsim/gpu/capture/wgmma.py python3 -m flashsim.gpu.capture.wgmma --out "$OUT/wgmma" ;;
     wgptx) step wgptx 120 flashsim/gpu/capture/wgmma_ptx.py python3 -m flashsim.gpu.capture.wgmma_ptx --out "$OUT/wgptx" ;;
-    tma) step tma 120 flashsim/gpu/capture/tma.py python3 -m flashsim.gpu.capture.tma --out "$OUT/tma" ;;
+    tma) step tma 120 flashsim/gpu/capture/tma.py python3 -m flashsim.gpu.capture.tma --skip "${TMA_SKIP:-}" --out "$OUT/tma" ;;
+    tmafault) step tmafault 120 flashsim/gpu/capture/tma.py compute-sanitizer --tool memcheck \
+            python3 -m flashsim.gpu.capture.tma --only "${TMA_SKIP:-}" --out "$OUT/tmafault/run" ;;
     cluster) step cluster 120 kernel/capture/isa/cluster.cu python3 -m flashsim.gpu.capture.isa --topic cluster --out "$OUT/cluster" ;;
     triton) step triton 180 tools/triton_capture.py python3 tools/triton_capture.py capture --out "$OUT/triton" ;;
-    serving) step serving 240 benchmarks/serving/run_call.sh env OUT="$OUT/serving" bash benchmarks/serving/run_call.sh ;;
+    serving) step serving 330 benchmarks/serving/run_call.sh env OUT="$OUT/serving" \
+            bash benchmarks/serving/run_call.sh ${SERVING_STEPS:-tests bits bench sanitize} ;;
+    cutlass) step cutlass 240 .thirdparty python3 tools/thirdparty_capture.py capture-cutlass --sources .thirdparty \
+            --out "$OUT/cutlass" ;;
     *) echo "unknown step $s" >&2 ;;
   esac
 done
