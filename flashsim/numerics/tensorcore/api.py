@@ -13,7 +13,7 @@ from .. import xp as X
 from ..target import PLAIN, Target
 from . import fast, generic
 from .k32 import mma_k32
-from .types import BF16, E4M3, E5M2, F16, F32, S8, mma_type
+from .types import BF16, E4M3, E5M2, F16, F32, S8, check_batch, mma_type
 
 
 def _check_array(name: str, x, dtypes: tuple, shape: tuple) -> None:
@@ -60,16 +60,7 @@ def mma(
     _check_array("b", b, (a.dtype,), (16, 8))
     _check_array("c", c, (F32, F16), (16, 8))
     mma_type(a.dtype, c.dtype)
-    batch = c.shape[:-2]
-    for name, x in (("a", a), ("b", b)):
-        try:
-            ok = np.broadcast_shapes(x.shape[:-2], batch) == batch
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"{name}'s batch dimensions {x.shape[:-2]} do not broadcast to c's batch dimensions {batch}"
-            )
+    check_batch(c.shape, a=a, b=b)
     if backend == "jax":
         return _on_jax(_jitted_chain(spec), a, b, c)
     return fast.chain_fast(a, b, c, spec, threads)

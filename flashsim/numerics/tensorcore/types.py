@@ -51,3 +51,18 @@ def k32_type(a_dtype, b_dtype, c_dtype) -> str:
         f"no mma.sync m16n8k32 for a {a}, b {b}, c {c}: int8 x int8 + int32, or float8_e4m3fn / "
         "float8_e5m2 (mixed allowed) + float32 / float16"
     )
+
+
+def check_batch(c_shape: tuple, **operands) -> None:
+    """ValueError naming the operand whose leading (batch) dimensions do not broadcast to c's (numpy rules): one B
+    may serve many A's, and d always has c's shape."""
+    batch = tuple(c_shape[:-2])
+    for name, x in operands.items():
+        try:
+            ok = np.broadcast_shapes(x.shape[:-2], batch) == batch
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"{name}'s batch dimensions {x.shape[:-2]} do not broadcast to c's batch dimensions {batch}"
+            )

@@ -40,7 +40,7 @@ from ..target import PLAIN, Target
 from . import fast
 from .generic import block, decode, pow2, sum_int_dtype
 from .k32 import _decode_fp8
-from .types import BF16, E4M3, E5M2, F16, F32, FP8_FIELDS, S8, S32, ZERO_BF16
+from .types import BF16, E4M3, E5M2, F16, F32, FP8_FIELDS, S8, S32, ZERO_BF16, check_batch
 
 U8 = np.dtype(np.uint8)
 TF32 = F32  # tf32 operands travel as float32 arrays (the low 13 bits ignored)
@@ -293,15 +293,7 @@ def wgmma(a, b, c, *, arch: str | Arch = "sm_90", scale_d=True, scale_a: int = 1
     if c.shape[-2:] != (M, N):
         raise ValueError(f"c must have shape (..., 64, {N}), got {c.shape}")
     batch = c.shape[:-2]
-    for name, x in (("a", a), ("b", b)):
-        try:
-            ok = np.broadcast_shapes(x.shape[:-2], batch) == batch
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"{name}'s batch dimensions {x.shape[:-2]} do not broadcast to c's batch dimensions {batch}"
-            )
+    check_batch(c.shape, a=a, b=b)
     if isinstance(scale_d, np.ndarray):
         if scale_d.dtype != np.bool_:
             raise ValueError(f"scale_d must be a bool or a bool array, got an array of {scale_d.dtype}")
