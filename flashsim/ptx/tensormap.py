@@ -73,9 +73,11 @@ _PTX_SIZE = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 4, 9: 8, 10: 2, 
 _PTX_NAME = {0: "u8", 1: "u16", 2: "u32", 3: "s32", 4: "u64", 5: "s64", 6: "f16", 7: "f32", 8: "f32.ftz", 9: "f64"}
 _PTX_NAME.update({10: "bf16", 11: "tf32", 12: "tf32.ftz"})
 FLOATING = frozenset({6, 7, 8, 9, 10, 11, 12})
-# The OOB-NaN of each floating element size: assumed the all-ones quiet NaN (0x7FFF..., the GPU's canonical NaN);
-# the silicon capture of flashsim.gpu.capture.tma records what the H200 writes, and its replay test checks this.
-OOB_NAN = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
+# The OOB-NaN of each floating element size, as the H100 writes it (tests/data/ptx_tma/tma_sm90.npz: the f32, f16
+# and bf16 NaN-fill cases): the halfword 0x7FF7 repeated over the element, whatever its type (0x7FF7 is a NaN of
+# f16 and bf16, 0x7FF77FF7 of f32), not the canonical NaN the arithmetic gives; f64 is taken to follow the same
+# pattern (0x7FF77FF77FF77FF7, a NaN too), which no capture has shown yet.
+OOB_NAN = {2: 0x7FF7, 4: 0x7FF77FF7, 8: 0x7FF77FF77FF77FF7}
 
 _INTERLEAVE = {"NONE": 0, "16B": 1, "32B": 2}
 _SWIZZLE = {"NONE": 0, "32B": 1, "64B": 2, "128B": 3}
