@@ -3,7 +3,7 @@ Triton's own compiler and run on the CPU with Triton's argument conventions.
 
 Each result is held to a float64 reference computed here, within a bound derived in the test from the kernel's
 arithmetic (f32 roundings, the SFU's error, tensor-core truncation, the output format); the GPU's own bits are held
-in test_the_gpu_bits_of_triton_s_own_cubins (tests/data/triton_gpu.npz, written on the GPU by
+in test_the_gpu_bits_of_triton_s_own_cubins (tests/data/triton_cubins/triton_gpu.npz, written on the GPU by
 tools/triton_capture.py). Targets: "sm_80" (Triton's A100 build) on the A100 (``arch="sm_80"``) and on the H200
 (the default ``arch``: the driver compiles its PTX for the H200, the combination this project's GPU can check),
 "sm_90" (its sm_90a build), "sm_120" (sm_120a). Kernels whose SFU approximations have no captured model for an arch
@@ -35,7 +35,7 @@ import triton_kernels as K  # noqa: E402 - tests/triton_kernels.py
 
 U = 2.0**-24  # the unit roundoff of f32
 RNG = np.random.default_rng(20261206)
-DATA = pathlib.Path(__file__).parent / "data" / "triton_gpu.npz"
+DATA = pathlib.Path(__file__).parent / "data" / "triton_cubins" / "triton_gpu.npz"
 
 # (target, arch): the build and the GPU whose numerics run it (None: the default, the H200 but for sm_120a)
 RUNS = [("sm_80", "sm_80"), ("sm_80", None), ("sm_90", None), ("sm_120", None)]

@@ -13,7 +13,7 @@ tests (tests/test_triton.py, test_the_gpu_bits_of_triton_s_own_cubins).
         on the GPU machine, from the repository root (cuda-python only; no Triton, no flashsim build step): load each
         cubin with the driver, copy the inputs in, launch, copy every buffer back, and write DIR/triton_gpu.npz
         (per case: "<case>/in:<name>", "<case>/out:<name>", "<case>/arch", "<case>/device"); then copy it to
-        tests/data/triton_gpu.npz. About 10 s.
+        tests/data/triton_cubins/triton_gpu.npz. About 10 s.
 
 ``simulate(case, inputs, arch)`` runs a case in flashsim.triton on given inputs and returns every buffer after the
 launch (the test's side).
