@@ -1,6 +1,8 @@
 """Floating-point arithmetic: add sub mul fma mad div rcp sqrt abs neg min max copysign testp, setp and set of
 floats, for .f32 / .f64 / .f16 / .f16x2 / .bf16 / .bf16x2 (PTX ISA, "Floating-Point Instructions" and "Half
-Precision Floating-Point Instructions").
+Precision Floating-Point Instructions"), and the sm_100+ forms (refused below sm_100, as ptxas refuses them): .f32x2
+add / sub / mul / fma (two f32 lanes of a .b64 register), three-input min / max.f32, and the mixed-precision
+add / sub / fma .f32.f16 / .f32.bf16 (PTX ISA 8.6+, "Mixed Precision Floating-Point Instructions").
 
 Every rounding is flashsim.numerics' (numerics.ieee: one rounding of the exact result in the named direction;
 binary32 to nearest through numerics.ieee32, the kernel's own): no second copy of a rounding lives here. Packed
