@@ -40,13 +40,15 @@ def _kernel(name: str, insn: str, in_bits, out_bits: int, preds: int) -> str:
 
 class Forms:
     """Kernels ``k0``, ``k1``, ... of one PTX module, one per form (instruction template, input widths, output
-    width, predicate count); ``run(i, *arrays)`` launches form i on arrays of its input widths."""
+    width, predicate count), built for and run with the numerics of ``arch``; ``run(i, *arrays)`` launches form i on
+    arrays of its input widths."""
 
-    def __init__(self, forms, contraction: str = "none"):
+    def __init__(self, forms, contraction: str = "none", arch: str = "sm_90"):
         self.forms = list(forms)
-        text = [".version 8.3", ".target sm_90", ".address_size 64"]
+        target = {"sm_100": "sm_100a", "sm_120": "sm_120a"}.get(arch, arch)  # the arch-specific forms need the a
+        text = [".version 8.3" if arch == "sm_90" else ".version 8.8", f".target {target}", ".address_size 64"]
         text += [_kernel(f"k{i}", *f) for i, f in enumerate(self.forms)]
-        self.module = load("\n".join(text), contraction=contraction)
+        self.module = load("\n".join(text), arch=arch, contraction=contraction)
 
     def run(self, i: int, *arrays) -> np.ndarray:
         _, in_bits, out_bits, preds = self.forms[i]

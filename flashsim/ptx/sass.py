@@ -92,9 +92,10 @@ __all__ = [
 ]
 
 ID_FILE = "flashsim-ptx-ids"
-_FORMAT = 2  # bump when the record below changes meaning (2: approximate divisions watched too)
+_FORMAT = 3  # bump when the record below changes meaning (2: approximate divisions watched too; 3: .f32x2)
 _WATCHED = ("mul", "add", "sub")  # of a float type: flashsim.ptx.contraction's, which imports this module
-_FLOAT_TYPES = (".f32", ".f64", ".f16", ".f16x2", ".bf16", ".bf16x2")
+# .f32x2 is watched but never paired (flashsim.ptx.contraction): an FMA ptxas made of one raises
+_FLOAT_TYPES = (".f32", ".f64", ".f16", ".f16x2", ".bf16", ".bf16x2", ".f32x2")
 
 
 class MissingTools(FileNotFoundError):

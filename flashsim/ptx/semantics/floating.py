@@ -1,6 +1,8 @@
 """Floating-point arithmetic: add sub mul fma mad div rcp sqrt abs neg min max copysign testp, setp and set of
 floats, for .f32 / .f64 / .f16 / .f16x2 / .bf16 / .bf16x2 (PTX ISA, "Floating-Point Instructions" and "Half
-Precision Floating-Point Instructions").
+Precision Floating-Point Instructions"), and the sm_100+ forms (refused below sm_100, as ptxas refuses them): .f32x2
+add / sub / mul / fma (two f32 lanes of a .b64 register), three-input min / max.f32, and the mixed-precision
+add / sub / fma .f32.f16 / .f32.bf16 (PTX ISA 8.6+, "Mixed Precision Floating-Point Instructions").
 
 Every rounding is flashsim.numerics' (numerics.ieee: one rounding of the exact result in the named direction;
 binary32 to nearest through numerics.ieee32, the kernel's own): no second copy of a rounding lives here. Packed
@@ -28,6 +30,8 @@ silicon probes of flashsim.ptx.probes.floating pin each):
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...numerics import ieee, ieee32, sfu
@@ -42,20 +46,31 @@ from .integer import _COMPARE, BOOL_OPS, _pred_src, _set_dests, setp_common
 F = isa.FLOAT
 _ROUNDED = (".rn", ".rz", ".rm", ".rp")
 MODE = {".rn": "rne", ".rz": "rz", ".rm": "rm", ".rp": "rp"}
-FORMAT = {".f32": F32, ".f64": F64, ".f16": F16, ".bf16": BF16, ".f16x2": F16, ".bf16x2": BF16}
+FORMAT = {".f32": F32, ".f64": F64, ".f16": F16, ".bf16": BF16, ".f16x2": F16, ".bf16x2": BF16, ".f32x2": F32}
 PACKED = (".f16x2", ".bf16x2")
 HALF = (".f16", ".bf16", ".f16x2", ".bf16x2")
 CONTAINER = {".f32": np.uint32, ".f64": np.uint64, ".f16": np.uint16, ".bf16": np.uint16}
-CONTAINER.update({".f16x2": np.uint32, ".bf16x2": np.uint32})
+CONTAINER.update({".f16x2": np.uint32, ".bf16x2": np.uint32, ".f32x2": np.uint64})
 _LOW16 = np.uint32(0xFFFF)
+# packed type -> (container, width of one lane): lane 0 in the low bits
+_LANES = {".f16x2": (np.uint32, 16), ".bf16x2": (np.uint32, 16), ".f32x2": (np.uint64, 32)}
 
 
 def _float_type(d: Decoded, allowed=tuple(FORMAT)):
     t = d.mods.type()
     if t not in allowed:
         raise isa.Unsupported(f"type {t}")
-    d.float_kind = {".f32": "f32", ".f64": "f64"}.get(t, "f16")
+    d.float_kind = {".f32": "f32", ".f32x2": "f32", ".f64": "f64"}.get(t, "f16")
+    if t == ".f32x2":
+        _require_sm100(d, f"{d.ins.opcode}.f32x2")
     return t
+
+
+def _require_sm100(d: Decoded, form: str) -> None:
+    """The forms sm_100 introduced (.f32x2 arithmetic, three-input min / max, the mixed-precision .f32.f16 /
+    .f32.bf16 forms): ptxas 13.0 refuses them below sm_100 ("Feature ... requires .target sm_100 or higher")."""
+    if int(d.prog.arch[3:]) < 100:
+        raise isa.Unsupported(f"{form} requires sm_100 or later ({d.prog.arch} has none)")
 
 
 def _operand(d: Decoded, i: int, t: str) -> int:
@@ -76,14 +91,16 @@ def _read(g, slot: int, t: str):
 
 
 def lanewise(fn, t: str, *xs):
-    """``fn`` applied to the values of type ``t`` in ``xs``: for .f16x2 / .bf16x2 to both halves at once (stacked
-    on a leading axis), the results packed back (low half from bits 0-15)."""
-    if t not in PACKED:
+    """``fn`` applied to the values of type ``t`` in ``xs``: for .f16x2 / .bf16x2 / .f32x2 to both lanes at once
+    (stacked on a leading axis), the results packed back (lane 0 from the low bits: PTX ISA, "fA[0] = a[0:31]")."""
+    if t not in _LANES:
         return fn(*xs)
-    xs = np.broadcast_arrays(*xs)  # one shape first: the halves go on a new leading axis
-    parts = [np.stack((x & _LOW16, x >> np.uint32(16))) for x in xs]
-    r = np.asarray(fn(*parts)).astype(np.uint32)
-    return r[0] | (r[1] << np.uint32(16))
+    ud, width = _LANES[t]
+    low, shift = ud((1 << width) - 1), ud(width)
+    xs = np.broadcast_arrays(*(np.asarray(x).astype(ud, copy=False) for x in xs))  # the lanes on a new leading axis
+    parts = [np.stack((x & low, x >> shift)) for x in xs]
+    r = np.asarray(fn(*parts)).astype(ud)
+    return r[0] | (r[1] << shift)
 
 
 def result_modifiers(r, f, ftz: bool, sat: bool = False, relu: bool = False):
@@ -163,9 +180,12 @@ def _arith(d: Decoded, t: str, fn, mode: str, srcs, ftz: bool, sat=False, relu=F
 
 
 def _check_mods(t: str, rnd, ftz: bool, sat: bool, relu: bool = False, *, directed: bool):
-    """The ISA's modifier rules per type: .f64 takes no .ftz / .sat; half types only .rn, bf16 no .ftz / .sat."""
+    """The ISA's modifier rules per type: .f64 takes no .ftz / .sat; .f32x2 no .sat; half types only .rn, bf16 no
+    .ftz / .sat."""
     if t == ".f64" and (ftz or sat or relu):
         raise isa.Unsupported(".ftz / .sat / .relu on .f64")
+    if t == ".f32x2" and sat:
+        raise isa.Unsupported(".sat on .f32x2 (ptxas: illegal modifier)")
     if t in HALF and rnd not in (None, ".rn"):
         raise isa.Unsupported(f"{rnd} on {t} (only .rn)")
     if t in (".bf16", ".bf16x2") and (ftz or sat):
@@ -182,16 +202,18 @@ def add_sub_mul(d: Decoded):
     rnd = mods.take(*_ROUNDED)
     ftz = mods.flag(".ftz")
     sat = mods.flag(".sat")
+    op = d.ins.opcode
+    if _is_mixed(mods) and op != "mul":
+        return _mixed(d, rnd, ftz, sat)
     t = _float_type(d)
     mods.done()
     _check_mods(t, rnd, ftz, sat, directed=True)
-    op = d.ins.opcode
     a, b = _operand(d, 1, t), _operand(d, 2, t)
     if rnd is None and op != "mul" and d.key in d.prog.contraction:
         return _fused_add(d, t, a, b, ftz, sat)
     also = None
     kept = d.prog.kept_operands(d.key, CONTAINER[t]) if rnd is None and op == "mul" else None
-    if kept is not None:  # a product ptxas fused into its add: the add reads its operands
+    if kept is not None:  # a product ptxas fused into its add: the add reads its operands (.f32x2: never a candidate)
 
         def also(g):
             g.write(kept[0], g.R[a])
@@ -221,6 +243,60 @@ def _fused_add(d: Decoded, t: str, a: int, b: int, ftz: bool, sat: bool):
     return _arith(d, t, fused, "rne", (x, y, c), ftz, sat)
 
 
+_MIXED_TYPES = ((".f32", ".f16"), (".f32", ".bf16"))
+
+
+def _is_mixed(mods: isa.Mods) -> bool:
+    """Whether the instruction is a mixed-precision form (``.f32.f16`` / ``.f32.bf16``: an f32 result)."""
+    return tuple(m for m in mods.left if m in isa.TYPES) in _MIXED_TYPES
+
+
+def _mixed_fn(op: str, half: str):
+    """The numerics of ``op{.rnd}.f32{half}``: the half-precision operands widened to f32 (exact: every f16 / bf16
+    value, subnormals included, is an f32 normal or zero), then the f32 operation rounded once in ``mode`` (PTX ISA,
+    "Mixed Precision Floating-Point Instructions"). One function per form, built once, so that ops of one form
+    share it (flashsim.ptx.vectorize groups them)."""
+    src = FORMAT[half]
+
+    def wide(x):
+        return ieee.convert(np.asarray(x).astype(np.uint64) & np.uint64(0xFFFF), src, F32)
+
+    if op == "fma":
+
+        def fused(a, b, c, f, mode, ftz=False):
+            return ieee.fma(wide(a), wide(b), c, f, mode)
+
+        return fused
+    arith = ieee.add if op == "add" else ieee.sub
+
+    def add_sub(a, c, f, mode, ftz=False):
+        return arith(wide(a), c, f, mode)
+
+    return add_sub
+
+
+_MIXED = {(op, h): _mixed_fn(op, h) for op in ("add", "sub", "fma") for _, h in _MIXED_TYPES}
+
+
+def _mixed(d: Decoded, rnd, ftz: bool, sat: bool):
+    """add{.rnd}{.sat}.f32.{f16,bf16} d, a, c / sub likewise / fma.rnd{.sat}.f32.{f16,bf16} d, a, b, c (sm_100+):
+    a (and b) half precision, c and d f32. No .ftz (ptxas: illegal modifier); add / sub without a rounding
+    modifier round to nearest even, and are never fused with a product (flashsim.ptx.contraction pairs only ops of
+    one type)."""
+    op = d.ins.opcode
+    _, half = d.mods.types()
+    d.mods.done()
+    _require_sm100(d, f"{op}.f32{half}")
+    if ftz:
+        raise isa.Unsupported(f".ftz on {op}.f32{half} (ptxas: illegal modifier)")
+    if op == "fma" and rnd is None:
+        raise isa.Unsupported(f"fma.f32{half} needs a rounding modifier")
+    d.float_kind = "f32"
+    halves = 2 if op == "fma" else 1
+    srcs = tuple(_operand(d, i, half if i <= halves else ".f32") for i in range(1, halves + 2))
+    return _arith(d, ".f32", _MIXED[(op, half)], MODE[rnd or ".rn"], srcs, False, sat)
+
+
 @isa.implements("fma", "mad", family=F)
 def fma(d: Decoded):
     mods = d.mods
@@ -230,6 +306,8 @@ def fma(d: Decoded):
     relu = mods.flag(".relu")
     if mods.flag(".oob"):
         raise isa.Unsupported(".oob (the OOB-NaN operands of TMA fills are not modelled)")
+    if _is_mixed(mods) and d.ins.opcode == "fma" and not relu:
+        return _mixed(d, rnd, ftz, sat)
     t = _float_type(d)
     mods.done()
     if d.ins.opcode == "mad":
@@ -348,10 +426,12 @@ def min_max(d: Decoded):
     absolute = mods.flag(".abs")
     t = _float_type(d)
     mods.done()
+    if len(d.operands) == 4:
+        return _min_max3(d, t, ftz, nan, xorsign, absolute)
     if xorsign != absolute:
         raise isa.Unsupported(".xorsign and .abs come together (.xorsign.abs)")
     if len(d.operands) != 3:
-        raise isa.Unsupported(f"{d.ins.opcode} with {len(d.operands) - 1} sources (three-input forms: sm_100+)")
+        raise isa.Unsupported(f"{d.ins.opcode} with {len(d.operands) - 1} sources")
     _check_mods(t, None, ftz, False, directed=False)
     if t == ".f64" and (nan or xorsign):
         raise isa.Unsupported(f".NaN / .xorsign.abs on {t}")
@@ -576,3 +656,33 @@ def set_compare(d: Decoded):
             g.write(dst, outcome(compare(x, y), true))
 
     return d.op(run)
+
+
+def _minmax3(x, y, z, f, mode, ftz=False, *, largest: bool, propagate_nan: bool, absolute: bool):
+    """The three-input min / max: |x|, |y|, |z| first under .abs; then the two-input rule twice (the order of -0 < +0
+    and the NaN rules make it associative: a NaN operand is ignored unless .NaN, all NaN give the canonical NaN)."""
+    if absolute:
+        x, y, z = (_abs(v, f, mode) for v in (x, y, z))
+    pair = ieee.minmax(x, y, f, largest=largest, propagate_nan=propagate_nan)
+    return ieee.minmax(pair, z, f, largest=largest, propagate_nan=propagate_nan)
+
+
+# (largest, .NaN, .abs) -> the numerics of that three-input form: one function each, shared by every op of the form
+_MINMAX3 = {
+    (largest, nan, absolute): functools.partial(_minmax3, largest=largest, propagate_nan=nan, absolute=absolute)
+    for largest in (False, True)
+    for nan in (False, True)
+    for absolute in (False, True)
+}
+
+
+def _min_max3(d: Decoded, t: str, ftz: bool, nan: bool, xorsign: bool, absolute: bool):
+    """min / max{.ftz}{.NaN}{.abs}.f32 d, a, b, c (sm_100+; PTX ISA 8.8): .f32 only, .abs without .xorsign."""
+    op = d.ins.opcode
+    _require_sm100(d, f"{op}.f32 with three inputs")
+    if t != ".f32":
+        raise isa.Unsupported(f"{op}{t} with three inputs (.f32 only)")
+    if xorsign:
+        raise isa.Unsupported(f".xorsign on the three-input {op} (ptxas: illegal modifier; .abs alone)")
+    fn = _MINMAX3[(op == "max", nan, absolute)]
+    return _arith(d, t, fn, "rne", tuple(_operand(d, i, t) for i in (1, 2, 3)), ftz)
