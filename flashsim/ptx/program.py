@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import batching, isa, vectorize
+from .constants import definitions
 from .errors import UnsupportedInstruction
 from .ir import SPECIAL_REGISTERS, TYPE_SIZES, Addr, Function, Imm, Instruction, Module, Reg, Sink, Sym, Var
 
@@ -131,6 +132,7 @@ class Program:
         self.labels: dict[tuple[str, str], int] = {}
         self.call_returns: dict[int, list] = {}  # call PC -> (callee frame offset, caller frame offset, size)
         self.unsupported: list[UnsupportedInstruction] = []  # instructions decoded into ops that raise when run
+        self._definitions: dict[str, dict] = {}  # function name -> its register definitions (flashsim.ptx.constants)
         self._leaders: set[int] = set()
         self._decode_all()
 
@@ -185,6 +187,13 @@ class Program:
         if slots is None:
             slots = self._kept[key] = (self._slot(dtype, None), self._slot(dtype, None))
         return slots
+
+    def definitions(self, fn: Function) -> dict:
+        """The register definitions of ``fn`` (flashsim.ptx.constants.definitions), computed once per function."""
+        found = self._definitions.get(fn.name)
+        if found is None:
+            found = self._definitions[fn.name] = definitions(fn)
+        return found
 
     # -- decoding ---------------------------------------------------------------------------------------
 

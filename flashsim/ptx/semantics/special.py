@@ -17,7 +17,7 @@ import numpy as np
 from ...numerics import sfu_approx
 from ...numerics.sfu_folding import folded
 from .. import isa
-from ..constants import definitions, known_bits
+from ..constants import known_bits
 from ..program import Decoded
 from ..vectorize import ELEMENTWISE
 
@@ -36,7 +36,7 @@ def _form_op(d: Decoded, form: str):
     if form.endswith((".f32", ".f16")):
         d.float_kind = form.rsplit(".", 1)[1]  # literal operands are rounded to the operand type as ptxas does
     dst, a = d.dst(0), d.src(1, dtype)
-    known = known_bits(_definitions(d), d.operands[1]) if width == 32 else None
+    known = known_bits(d.prog.definitions(d.fn), d.operands[1]) if width == 32 else None
     value = folded(form, known) if known is not None else None
     if value is not None:  # ptxas evaluated it at compile time (flashsim.numerics.sfu_folding): no MUFU runs
         const = d.prog.const(value, dtype)
@@ -52,15 +52,6 @@ def _form_op(d: Decoded, form: str):
 
     # lane-wise, and the model is one object per form and arch, so that the unrolled softmax's ex2's stack
     return d.op(run, info=ELEMENTWISE if dst is not None else None)
-
-
-def _definitions(d: Decoded) -> dict:
-    """The register definitions of the function being decoded (flashsim.ptx.constants), once per program and
-    function."""
-    cache = d.prog.__dict__.setdefault("_definitions", {})
-    if d.fn.name not in cache:
-        cache[d.fn.name] = definitions(d.fn)
-    return cache[d.fn.name]
 
 
 def _name(fn: str, ftz: bool, t: str) -> str:
