@@ -61,6 +61,7 @@ from ...numerics.formats import BF16, F16, F32, Format
 from ...numerics.tensorcore import mma
 from .. import runtime as rt
 from ..build import compile_file
+from . import verdict
 
 GENERATOR_VERSION = 2  # new captures; every version in SUPPORTED_VERSIONS still loads
 SUPPORTED_VERSIONS = (1, 2)
@@ -854,12 +855,7 @@ def main(argv=None) -> int:
         total_bad = sum(v["total_bad"] for v in verdicts.values())
         size = npz.stat().st_size
         print(f"\nwrote {npz} ({size / 1e6:.2f} MB) and {summary} in {time.time() - t0:.1f} s")
-        print(
-            "VERDICT: flashsim.mma reproduces every captured bit"
-            if total_bad == 0
-            else f"VERDICT: {total_bad} output elements differ from flashsim.mma (exit status 2; the files are written)"
-        )
-        return 0 if total_bad == 0 else 2
+        return verdict("flashsim.mma", total_bad)
     except Exception as exc:  # every failure: a message and exit status 1
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -47,6 +47,7 @@ from ...numerics.formats import BF16, E4M3, E5M2, F16, F32, Format
 from ...numerics.tensorcore import generic
 from ...numerics.tensorcore import warpgroup as W
 from ...numerics.tensorcore.warpgroup import WGMMA_TYPES, wgmma_generic, wgmma_unchecked
+from . import verdict
 from .mma import Rand, _bits, band, hash_seed, input_digest, special_values, subnormals
 
 GENERATOR_VERSION = 1
@@ -963,12 +964,7 @@ def main(argv=None) -> int:
         summary.write_text(json.dumps(meta, indent=1))
         total_bad = sum(r["total_bad"] for r in verdicts.values())
         print(f"\nwrote {npz} ({npz.stat().st_size / 1e6:.2f} MB) and {summary} in {time.time() - t0:.1f} s")
-        print(
-            "VERDICT: flashsim.wgmma reproduces every captured bit"
-            if total_bad == 0
-            else f"VERDICT: {total_bad} outputs differ from flashsim.wgmma (exit status 2; the files are written)"
-        )
-        return 0 if total_bad == 0 else 2
+        return verdict("flashsim.wgmma", total_bad)
     except Exception as exc:  # every failure: a message and exit status 1
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
