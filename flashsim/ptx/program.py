@@ -266,6 +266,7 @@ class Program:
             return self._unsupported(UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, what), fn, ins)
         d = Decoded(self, fi, fn, ins, pc)
         try:
+            isa.check_target(ins.opcode, ins.mods, self.arch)  # the arch-restricted forms (isa.requires)
             op = build(d)
         except isa.Unsupported as exc:
             return self._unsupported(UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, str(exc)), fn, ins)
