@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import ieee32, rounding
-from .formats import F16, F32, F64, FiniteFormat, Format
+from .formats import F16, F32, F64, AllFiniteFormat, FiniteFormat, Format
 from .xp import bit_length
 
 __all__ = [
@@ -94,6 +94,8 @@ def unpack(bits, f: Format) -> Parts:
     if isinstance(f, FiniteFormat):
         nan = magbits == _U(f.inf_bits)
         inf = np.zeros(b.shape, bool)
+    elif isinstance(f, AllFiniteFormat):  # every pattern a number
+        nan = inf = np.zeros(b.shape, bool)
     else:
         nan = (field == f.exp_field_max) & (frac != 0)
         inf = (field == f.exp_field_max) & (frac == 0)

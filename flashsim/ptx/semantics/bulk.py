@@ -345,7 +345,9 @@ def _reduce_global(m, t: int, gaddr, src: np.ndarray, esize: int, reduce) -> Non
 # -- builders ---------------------------------------------------------------------------------------------------------
 
 
-isa.requires("cp", ".async", ".bulk", archs=isa.since(90), source="PTX ISA: cp.async.bulk requires sm_90 or higher (ptxas 13.0)")
+isa.requires(
+    "cp", ".async", ".bulk", archs=isa.since(90), source="PTX ISA: cp.async.bulk requires sm_90 or higher (ptxas 13.0)"
+)
 isa.requires("tensormap", archs=isa.since(90), source="PTX ISA: tensormap requires sm_90 or higher")
 
 
