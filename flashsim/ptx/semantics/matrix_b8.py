@@ -22,6 +22,9 @@ for _op, _shape in (("ldmatrix", ".m8n16"), ("ldmatrix", ".m16n16"), ("stmatrix"
 for _op in ("ldmatrix", "stmatrix"):
     isa.requires(_op, ".b8", archs=("sm_100", "sm_120"), source=_RULE)
 isa.requires("ldmatrix", ".b8x16", archs=("sm_100", "sm_120"), source=_RULE)
+# stmatrix itself (its m8n8 .b16 forms: flashsim.ptx.semantics.matrix) is sm_90's: "Feature 'stmatrix' requires
+# .target sm_90 or higher" (ptxas 13.0); registered here beside its other arch rules
+isa.requires("stmatrix", archs=isa.since(90), source="PTX ISA: stmatrix requires sm_90 or higher (ptxas 13.0)")
 
 _SRC_FORMATS = (".b4x16_p64", ".b6x16_p32")
 
