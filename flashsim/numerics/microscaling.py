@@ -9,12 +9,13 @@ exact (every element value is an f16 value), .relu likewise.
 
 Scales (ue8m0: code c is 2^(c - 127), 0xFF NaN, no zero, no sign): ``to_ue8m0`` is cvt.{rz,rp}{.satfinite}.ue8m0x2
 of f32 or bf16 bits. The sign is ignored (a scale is a magnitude); .rz gives floor(log2 |x|) + 127 and .rp
-ceil(log2 |x|) + 127, clamped below at 0 (zero and every magnitude up to 2^-127 give code 0 under .rz; under .rp
-those up to 2^-127); a magnitude of 2^128 or more (an infinity too) gives 0xFF, the NaN code, unless .satfinite
-makes it 0xFE (2^127); a NaN gives 0xFF either way. ``ue8m0_to_bf16`` is cvt.rn.bf16x2.ue8m0x2: code c -> the bf16
-2^(c - 127) (code 0 -> 2^-127, the subnormal 0x0040), 0xFF -> the canonical bf16 NaN 0x7FFF. These are the rules
-NVIDIA's reference conversions state in CUDA 13.0's cuda_fp8.hpp (__nv_cvt_float_to_e8m0 and friends, the host
-code of the functions whose device code is these cvt instructions), taken as the reading of the PTX ISA's prose.
+ceil(log2 |x|) + 127, clamped below at 0 (code 0 for zero and, under .rz, every magnitude below 2^-126; under .rp
+every magnitude up to 2^-127); a code past 0xFE (an infinity; under .rp any magnitude above 2^127) is 0xFF, the NaN
+code, unless .satfinite makes it 0xFE (2^127); a NaN gives 0xFF either way. ``ue8m0_to_bf16`` is
+cvt.rn.bf16x2.ue8m0x2: code c -> the bf16 2^(c - 127) (code 0 -> 2^-127, the subnormal 0x0040), 0xFF -> the
+canonical bf16 NaN 0x7FFF. These are the rules NVIDIA's reference conversions state in CUDA 13.0's cuda_fp8.hpp
+(__nv_cvt_float_to_e8m0 and friends, the host code of the functions whose device code is these cvt instructions),
+taken as the reading of the PTX ISA's prose.
 """
 
 from __future__ import annotations
