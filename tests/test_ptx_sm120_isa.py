@@ -13,7 +13,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_ptx_hopper_sync import MBARRIER
+from test_ptx_hopper_sync import BOUNDS, MBARRIER, SETMAXNREG
+from test_ptx_tma import _load_case, _map, _multicast_ptx, expected_load
 
 import flashsim.ptx as P
 from flashsim.cli import main
@@ -259,3 +260,27 @@ def test_mbarrier_sem_scope_forms_run_on_sm_120(arrive, wait):
     out = np.zeros(32, np.uint32)
     P.launch(kernel, 1, 64, [out], check="racecheck")
     assert out.tolist() == (np.arange(32) * 7).tolist()
+
+
+def test_tma_multicast_runs_on_sm_120():
+    """cp.async.bulk.tensor ... .multicast::cluster, which ptxas accepts for sm_120a: with ctaMask 1 (a launch without
+    clusters is a cluster of one CTA) the box lands as the plain copy's."""
+    case = _load_case(name="mc")
+    a = T.arrays(case)
+    out = np.zeros(T.smem_bytes(case), np.uint8)
+    args = [_map(case, a["tensor"]), out, np.int32(0), np.int32(8)]
+    P.launch(P.load(for_sm120a(_multicast_ptx(case, 1)), arch="sm_120").kernel("tma_load"), 1, 128, args)
+    assert np.array_equal(out, expected_load(case, a["tensor"]))
+
+
+@pytest.mark.parametrize("consumer, producer", [(240, 24), (232, 40)])
+def test_setmaxnreg_register_split_runs_on_sm_120(consumer, producer):
+    """FlashAttention-3's split of 64K registers (SageAttention3 keeps it on sm_120a): the producer warpgroup gives
+    registers back, the consumers take them."""
+    text = ".version 8.8\n.target sm_120a\n.address_size 64\n" + SETMAXNREG.format(
+        directives=BOUNDS, consumer=consumer, producer=producer
+    )
+    out = np.zeros(384, np.uint32)
+    report = P.launch(P.load(text, arch="sm_120", contraction="none").kernel("k"), 2, 384, [out])
+    assert out.tolist() == (np.arange(384) // 128).tolist()
+    assert report.counts["setmaxnreg.inc.sync.aligned.u32"] > 0
