@@ -179,6 +179,17 @@ def require(opcode: str, name: str, arch: str) -> None:
     raise RuntimeError(f"no requirement {opcode} ({name}) registered")
 
 
+def _listed_refused(entry: str, arch: str, whole_refused: set) -> bool:
+    """Whether an entry of ``opcodes()`` ("add (float, integer)", "cp.bulk") is refused on ``arch``: its opcode as a
+    whole, or (a form another module builds) a restricted form carrying its modifier."""
+    opcode, _, modifier = entry.split(" ")[0].partition(".")
+    if opcode in whole_refused:
+        return True
+    return bool(modifier) and any(
+        "." + modifier in r.modifiers and not r.accepts(arch) for r in _REQUIRES.get(opcode, ())
+    )
+
+
 def forms(arch: str) -> dict[str, dict[str, list[str]]]:
     """What ``arch`` accepts, from the registered table: {"accepted": opcodes (with their families) the arch runs
     and the restricted forms it accepts, "refused": the restricted forms it refuses, each with its rule}. An
@@ -191,7 +202,7 @@ def forms(arch: str) -> dict[str, dict[str, list[str]]]:
         op for op, reqs in _REQUIRES.items() for r in reqs if not r.modifiers and r.name is None and not r.accepts(name)
     }
     for entry in opcodes():
-        if entry.split(" ")[0].split(".")[0] not in whole_refused:
+        if not _listed_refused(entry, name, whole_refused):
             accepted.append(entry)
     for op, reqs in sorted(_REQUIRES.items()):
         for r in reqs:
