@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from mx_oracle import Oracle
 from ptx_elementwise import Forms
 
+from flashsim.numerics import ieee
+from flashsim.numerics.formats import E2M1, E3M2, F32
 from flashsim.ptx import UnsupportedInstruction, load
 
 ELEMENT = {"e2m1": ml_dtypes.float4_e2m1fn, "e2m3": ml_dtypes.float6_e2m3fn, "e3m2": ml_dtypes.float6_e3m2fn}
@@ -317,3 +319,11 @@ def test_fp8_packs_refused_before_sm_89():
 def test_ptxas_refuses_mx_forms_off_the_arch_specific_targets(target, tmp_path):
     done = _ptxas(_module("  cvt.rn.satfinite.e2m1x2.f32 %c1, %r1, %r2;", target), target, tmp_path)
     assert done.returncode != 0 and "not supported on .target" in done.stderr
+
+
+def test_formats_without_infinity_need_satfinite():
+    """numerics.ieee.convert refuses to round into e2m1 / e2m3 / e3m2 without overflow="finite": their first
+    pattern past the largest finite one is the sign bit, not an infinity."""
+    for f in (E2M1, E3M2):
+        with pytest.raises(ValueError, match="has no infinity"):
+            ieee.convert(np.zeros(1, np.uint32), F32, f)

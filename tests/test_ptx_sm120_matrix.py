@@ -13,6 +13,7 @@ import functools
 import shutil
 import subprocess
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -286,3 +287,15 @@ def test_ptxas_refuses_them_on_sm_90a(tmp_path):
         _module("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%d0, %d1}, [%sa];", "sm_90a"), "sm_90a", tmp_path
     )
     assert done.returncode != 0 and "not supported on .target 'sm_90a'" in done.stderr
+
+
+def test_the_container_reading_makes_e2m1_an_e2m3_code():
+    """Why a 4-bit code sits in bits 2-5 of its byte (layout.ldmatrix.CONTAINER_SHIFT): read as e2m3 (bits 0-5) it is
+    the same number, as NVIDIA's cuda_fp4.hpp widens FP4 (ml_dtypes as the independent decoder)."""
+    codes = np.arange(16, dtype=np.uint8)
+    container = L.unpack_rows(
+        np.tile(np.array([0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE], np.uint8), 2), ".b4x16_p64"
+    )
+    assert np.array_equal(container, codes << L.CONTAINER_SHIFT[".b4x16_p64"])
+    as_e2m3 = container.view(ml_dtypes.float6_e2m3fn).astype(np.float32)
+    assert np.array_equal(as_e2m3, codes.view(ml_dtypes.float4_e2m1fn).astype(np.float32))

@@ -447,6 +447,8 @@ def convert(bits, src: Format, dst: Format, mode: str = "rne", overflow: str = "
     gives ``_convert_nan``'s; an infinity becomes dst's (its NaN where dst has none, as without .satfinite).
     ``ftz`` flushes a result tiny before rounding (the .ftz of an f32 destination; an operand's flush is the
     caller's, as .ftz reads only f32 operands as flushed)."""
+    if isinstance(dst, AllFiniteFormat) and overflow != "finite":  # its "infinity" pattern is the sign bit
+        raise ValueError(f"{dst.name} has no infinity: convert to it with overflow='finite' (PTX .satfinite)")
     A = unpack(bits, src)
     out = _pack(A.negative, np.zeros_like(A.mag), A.mag, A.exp, dst, mode, overflow, ftz)
     sign = A.negative.astype(np.uint64) << _U(dst.bits - 1)
