@@ -105,11 +105,11 @@ def test_m16n16_trans_gives_four_consecutive_columns_of_two_rows():
 
 
 def isa_elements(rows: np.ndarray, fmt: str) -> np.ndarray:
-    """(..., 16) uint8 rows -> their 16 elements in 8-bit containers: .b8 the bytes; .b4x16_p64 the nibbles of bytes
-    0-7, element 2i low in byte i, in container bits 2-5; .b6x16_p32 six bits each of bytes 0-11 little-endian."""
+    """(..., 16) uint8 rows -> their 16 elements, each in the low bits of a byte: .b8 the bytes; .b4x16_p64 the nibbles
+    of bytes 0-7, element 2i low in byte i; .b6x16_p32 six bits each of bytes 0-11 little-endian."""
     if fmt == ".b8":
         return rows
-    bits, shift = (4, 2) if fmt == ".b4x16_p64" else (6, 0)
+    bits, shift = (4, 0) if fmt == ".b4x16_p64" else (6, 0)
     flat = rows.reshape(-1, 16)
     out = np.zeros((flat.shape[0], 16), np.uint8)
     for i, r in enumerate(flat):
@@ -123,7 +123,7 @@ def test_unpack_rows_matches_the_isa_formats():
     rows = rng.integers(0, 256, (64, 16), dtype=np.uint8)
     for fmt in L.FORMAT_BITS:
         assert np.array_equal(L.unpack_rows(rows, fmt), isa_elements(rows, fmt)), fmt
-    assert not (L.unpack_rows(rows, ".b4x16_p64") & 0xC3).any()  # container bits 0-1 and 6-7 zero
+    assert not (L.unpack_rows(rows, ".b4x16_p64") & 0xF0).any()  # container bits 4-7 zero
     assert not (L.unpack_rows(rows, ".b6x16_p32") & 0xC0).any()
 
 
@@ -289,13 +289,13 @@ def test_ptxas_refuses_them_on_sm_90a(tmp_path):
     assert done.returncode != 0 and "not supported on .target 'sm_90a'" in done.stderr
 
 
-def test_the_container_reading_makes_e2m1_an_e2m3_code():
-    """Why a 4-bit code sits in bits 2-5 of its byte (layout.ldmatrix.CONTAINER_SHIFT): read as e2m3 (bits 0-5) it is
-    the same number, as NVIDIA's cuda_fp4.hpp widens FP4 (ml_dtypes as the independent decoder)."""
+def test_b4x16_p64_leaves_e2m1_in_the_low_nibble():
+    """CUTLASS (cute/atom/mma_traits_sm120.hpp, fp4_shift_A / fp4_shift_B): ldmatrix .b4x16_p64 leaves each FP4 code in
+    bits 0-3 of its byte, 0b0000ABCD, and a kernel shifts it to 0b00ABCD00 for kind::f8f6f4; FP6 stays as loaded. The
+    shifted byte, read as e2m3 (ml_dtypes as the independent decoder), is the e2m1 code's value."""
     codes = np.arange(16, dtype=np.uint8)
-    container = L.unpack_rows(
-        np.tile(np.array([0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE], np.uint8), 2), ".b4x16_p64"
-    )
-    assert np.array_equal(container, codes << L.CONTAINER_SHIFT[".b4x16_p64"])
-    as_e2m3 = container.view(ml_dtypes.float6_e2m3fn).astype(np.float32)
+    row = np.tile(np.array([0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE], np.uint8), 2)  # elements 0..15
+    container = L.unpack_rows(row, ".b4x16_p64")
+    assert np.array_equal(container, codes)
+    as_e2m3 = (container << 2).view(ml_dtypes.float6_e2m3fn).astype(np.float32)
     assert np.array_equal(as_e2m3, codes.view(ml_dtypes.float4_e2m1fn).astype(np.float32))

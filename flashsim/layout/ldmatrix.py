@@ -139,15 +139,15 @@ def v_x4t(ld: int = 16) -> np.ndarray:
 # The packed source rows (PTX ISA "Optional Decompression", the formats TMA's 16U4_ALIGN16B / 16U6_ALIGN16B write):
 # .b4x16_p64 is 16 4-bit codes packed into bytes 0-7 (element 2i in the low nibble of byte i), bytes 8-15 padding;
 # .b6x16_p32 is 16 6-bit codes packed little-endian into bytes 0-11 (element e in bits 6e .. 6e + 5), bytes 12-15
-# padding. The padding is never read. Each code lands in an 8-bit container: a 6-bit code in bits 0-5, a 4-bit code in
-# bits 2-5, every other bit 0. The ISA shows the containers only in figures; flashsim reads them so because bits 2-5
-# make an e2m1 code the e2m3 code of the same value (the two formats share sign, exponent and bias; e2m1's mantissa bit
-# is e2m3's top one), the identity NVIDIA's own reference conversion uses (cuda_fp4.hpp, __nv_cvt_fp4_to_halfraw:
-# "convert to e2m3 first", (x & 0xF) << 2). Silicon has not been asked (no sm_120 GPU here): CONTAINER_SHIFT is the
-# one place this reading lives.
+# padding. The padding is never read. Each code lands in the low bits of its destination byte (a 4-bit code in bits
+# 0-3, a 6-bit code in bits 0-5), the other bits zero. The ISA draws this only in figures; CUTLASS states the 4-bit
+# case in the comment of fp4_shift_A / fp4_shift_B (cute/atom/mma_traits_sm120.hpp): ldmatrix .b4x16_p64 leaves each
+# FP4 code in the low four bits of its byte, so a kernel shifts e2m1 bytes left by two before a kind::f8f6f4 mma,
+# whose container holds e2m1 in bits 2-5, and FP6 needs no such shift. No sm_120 GPU here
+# has confirmed it: CONTAINER_SHIFT is the one place this reading lives.
 
 FORMAT_BITS = {".b8": 8, ".b6x16_p32": 6, ".b4x16_p64": 4}  # source element bits of each source format
-CONTAINER_SHIFT = {".b8": 0, ".b6x16_p32": 0, ".b4x16_p64": 2}  # where a code sits in its destination byte
+CONTAINER_SHIFT = {".b8": 0, ".b6x16_p32": 0, ".b4x16_p64": 0}  # where a code sits in its destination byte
 B8_NUMS = {"m8n16": (1, 2, 4), "m16n16": (1, 2), "m16n8": (1, 2, 4)}
 _q, _g, _k = (_lane % 4)[:, None], (_lane // 4)[:, None], np.arange(4)[None, :]
 

@@ -2,7 +2,7 @@
 refuses them): ldmatrix.sync.aligned.m8n16.x{1,2,4}{.shared{::cta}}.b8x16.{b4x16_p64,b6x16_p32},
 ldmatrix.sync.aligned.m16n16.x{1,2}.trans{.shared{::cta}}.{b8, b8x16.b4x16_p64, b8x16.b6x16_p32} and
 stmatrix.sync.aligned.m16n8.x{1,2,4}.trans{.shared{::cta}}.b8. The register maps, the packed source formats and the
-8-bit containers the codes land in are flashsim.layout.ldmatrix's (b8_map, unpack_rows); each lane gives one 16-byte
+bytes the codes land in are flashsim.layout.ldmatrix's (b8_map, unpack_rows); each lane gives one 16-byte
 row address, as the 16-bit forms of flashsim.ptx.semantics.matrix do, whose helpers these share."""
 
 from __future__ import annotations
