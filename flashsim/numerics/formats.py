@@ -1,5 +1,6 @@
 """Bit-level view of the binary floating-point formats the kernel uses: f16, bf16 (ml_dtypes.bfloat16), f32; and
-the format descriptions of the others PTX names (f64, tf32, e4m3, e5m2) for flashsim.numerics.ieee.
+the format descriptions of the others PTX names (f64, tf32, e4m3, e5m2; e2m1, e2m3, e3m2, which have neither infinity
+nor NaN: ``AllFiniteFormat``) for flashsim.numerics.ieee.
 
 ``decode`` splits an array into sign, exponent field, unbiased exponent (subnormals clamped to emin),
 integer significand (implicit bit included) and a class code; ``encode`` builds values back from the fields.
@@ -29,6 +30,10 @@ __all__ = [
     "TF32",
     "E4M3",
     "E5M2",
+    "AllFiniteFormat",
+    "E2M1",
+    "E2M3",
+    "E3M2",
     "get_format",
     "Decoded",
     "decode",
@@ -128,6 +133,33 @@ F64 = Format("f64", 11, 52, np.dtype(np.float64), np.uint64)
 TF32 = Format("tf32", 8, 10, np.dtype(np.uint32), np.uint32)
 E4M3 = FiniteFormat("e4m3", 4, 3, np.dtype(ml_dtypes.float8_e4m3fn), np.uint8)
 E5M2 = Format("e5m2", 5, 2, np.dtype(ml_dtypes.float8_e5m2), np.uint8)
+
+
+@dataclass(frozen=True)
+class AllFiniteFormat(Format):
+    """A format whose every pattern is a number, no infinity and no NaN: the OCP MX element types e2m1 (FP4), e2m3
+    and e3m2 (FP6) (OCP Microscaling Formats 1.0, section 5.3.3; ml_dtypes.float4_e2m1fn / float6_*fn), one code in
+    the low bits of a uint8. The top exponent field holds numbers (``emax`` = bias + 1); ``inf_bits`` is the first
+    magnitude past the largest finite one (where rounding overflows: the sign bit); ``canonical_nan`` is the code a NaN
+    converts to, +MAX_NORM, as NVIDIA's reference conversions do (cuda_fp4.hpp / cuda_fp6.hpp of CUDA 13.0: "NaN
+    converts to positive MAXNORM"), the reading flashsim takes of PTX's cvt .satfinite into these types."""
+
+    @property
+    def emax(self) -> int:
+        return self.bias + 1
+
+    @property
+    def inf_bits(self) -> int:
+        return self.sign_mask
+
+    @property
+    def canonical_nan(self) -> int:
+        return self.max_finite_bits
+
+
+E2M1 = AllFiniteFormat("e2m1", 2, 1, np.dtype(ml_dtypes.float4_e2m1fn), np.uint8)
+E2M3 = AllFiniteFormat("e2m3", 2, 3, np.dtype(ml_dtypes.float6_e2m3fn), np.uint8)
+E3M2 = AllFiniteFormat("e3m2", 3, 2, np.dtype(ml_dtypes.float6_e3m2fn), np.uint8)
 
 
 def get_format(fmt) -> Format:

@@ -402,6 +402,13 @@ def _reduce_global(m, t: int, gaddr, src: np.ndarray, esize: int, reduce) -> Non
 # -- builders ---------------------------------------------------------------------------------------------------------
 
 
+isa.requires(
+    "cp", ".async", ".bulk", archs=isa.since(90), source="PTX ISA: cp.async.bulk requires sm_90 or higher (ptxas 13.0)"
+)
+isa.requires("cp", ".reduce", archs=isa.since(90), source="PTX ISA: cp.reduce.async.bulk requires sm_90 or higher")
+isa.requires("tensormap", archs=isa.since(90), source="PTX ISA: tensormap requires sm_90 or higher")
+
+
 @isa.implements_form("cp", ".bulk")  # cp.async.bulk{.tensor,.prefetch,...}: here, not cp.async's builder
 @isa.implements_form("cp", ".reduce")  # cp.reduce.async.bulk{.tensor}
 def build(d: Decoded):
