@@ -1,5 +1,6 @@
 """Register-level layout of mma.sync.m16n8k16 (and the 8-bit m16n8k32 and 4-bit m16n8k64 fragments, the block
-scales' selectors: ``blockscale``): fragment maps, ldmatrix, the warp register file, shuffles, and the S -> P repack. Everything is an integer numpy table computed once and applied by fancy indexing.
+scales' selectors: ``blockscale``): fragment maps, ldmatrix, the warp register file, shuffles, and the S -> P repack.
+Everything is an integer numpy table computed once and applied by fancy indexing.
 
 Conventions (details in fragments.py): lanes 0..31, groupID g = lane >> 2, tid t = lane & 3; registers
 are raw uint32 words, shape (..., 32, R); 16-bit pairs hold the lower-indexed element in bits 0..15;
