@@ -17,6 +17,7 @@ from mmasim.nv_ptx import sim
 
 from flashsim.numerics.tensorcore.types import BLOCK_SCALE_FORMS, F8F6F4_FORMATS
 
+torch.set_num_threads(1)  # small batches: torch's thread pool costs more than it gives, and the CPUs are shared
 ARCH = "RTX Blackwell"
 TORCH_FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
 K_OF = {"f8f6f4": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}

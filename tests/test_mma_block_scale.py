@@ -221,3 +221,30 @@ def test_bad_input_f8f6f4(kw, match):
     kw = {"arch": "sm_120", **kw}
     with pytest.raises(ValueError, match=match):
         flashsim.mma(a, b, c, **kw)
+
+
+JAX_FORMS = [
+    ("f8f6f4", None, None, "e5m2", "e2m1", "f16"),
+    ("mxf8f6f4", 1, "ue8m0", "e4m3", "e3m2", "f32"),
+    ("mxf4nvf4", 4, "ue4m3", "e2m1", "e2m1", "f32"),
+]
+
+
+@pytest.mark.parametrize("form", JAX_FORMS, ids=form_id)
+def test_jax_backend_gives_the_same_bits(form):
+    """backend="jax": the same routine on JAX arrays (the one description, another engine), bit for bit; one form
+    per branch of the model (unscaled with f16 accumulation, k32 scaled, k64 grouped)."""
+    pytest.importorskip("jax")
+    kind, n, sf, af, bf, acc = form
+    rng = np.random.default_rng(zlib.crc32(form_id(form).encode()) + 1)
+    for style in ("random", "specials"):
+        a, b, c, sa, sb = operands(rng, form, 2, style)
+        if kind == "f8f6f4":
+            kw = dict(arch="sm_120", kind="f8f6f4", a_format=af, b_format=bf)
+            d_np, d_jax = flashsim.mma(a, b, c, **kw), flashsim.mma(a, b, c, backend="jax", **kw)
+        else:
+            kw = dict(kind=kind, scale_vec=n, a_format=af, b_format=bf, scale_format=sf)
+            d_np = flashsim.mma_block_scale(a, b, c, sa, sb, **kw)
+            d_jax = flashsim.mma_block_scale(a, b, c, sa, sb, backend="jax", **kw)
+        u = np.uint16 if acc == "f16" else np.uint32
+        assert isinstance(d_jax, np.ndarray) and np.array_equal(d_np.view(u), d_jax.view(u)), style

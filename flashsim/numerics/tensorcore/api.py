@@ -65,9 +65,7 @@ def mma(
             )
         if a_format is None or b_format is None:
             raise ValueError("kind='f8f6f4' needs a_format and b_format (each one of e2m1, e2m3, e3m2, e4m3, e5m2)")
-        if backend != "numpy":
-            raise ValueError("kind='f8f6f4' runs on the numpy backend (backend='numpy')")
-        return mma_f8f6f4(a, b, c, a_format=a_format, b_format=b_format, arch=arch)
+        return mma_f8f6f4(a, b, c, a_format=a_format, b_format=b_format, arch=arch, backend=backend)
     spec = get_arch(arch)
     target = Target(mma_threads=threads)
     if isinstance(a, np.ndarray) and a.dtype in (S8, E4M3, E5M2):  # 8-bit inputs: m16n8k32 (it checks them)

@@ -32,6 +32,7 @@ Entry points: ``mma_block_scale`` (``flashsim.mma_block_scale``), ``mma_f8f6f4``
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -176,8 +177,30 @@ def _check_c(c, f16_ok: bool) -> None:
         raise ValueError(f"c must have shape (..., 16, 8), got {c.shape}")
 
 
+def _execute(backend: str, fn, *arrays):
+    """``fn(*arrays)`` on the numpy engine, or on JAX copies of the (checked numpy) arrays with ``backend="jax"``
+    (api's ``_on_jax``: the result comes back as numpy)."""
+    if backend == "numpy":
+        return fn(*arrays)
+    from .api import _on_jax  # api imports this module: imported when first needed
+
+    return _on_jax(fn, *arrays)
+
+
 def mma_block_scale(
-    a, b, c, scale_a, scale_b, *, kind, scale_vec, a_format, b_format, scale_format, arch: str | Arch = "sm_120"
+    a,
+    b,
+    c,
+    scale_a,
+    scale_b,
+    *,
+    kind,
+    scale_vec,
+    a_format,
+    b_format,
+    scale_format,
+    arch: str | Arch = "sm_120",
+    backend: str = "numpy",
 ):
     """D = (A * scale_A) (B * scale_B) + C as ``mma.sync.aligned.kind::<kind>.block_scale.scale_vec::<n>X`` computes
     it on ``arch`` (sm_120a), bit for bit (the module docstring).
@@ -189,7 +212,9 @@ def mma_block_scale(
     Valid forms (PTX ISA Table 36): mxf8f6f4 1X ue8m0 with any of e2m1 / e2m3 / e3m2 / e4m3 / e5m2; mxf4 2X ue8m0
     e2m1; mxf4nvf4 2X ue8m0, 4X ue8m0, 4X ue4m3, e2m1. Leading dimensions of every operand broadcast to c's batch
     shape. Returns d float32 with c's shape. A bad form, dtype, shape or code raises one ValueError before anything
-    runs."""
+    runs. backend: "numpy" (default) or "jax" (the same routine on JAX arrays; needs jax; returns numpy)."""
+    if backend not in ("numpy", "jax"):
+        raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
     k, n = block_scale_form(kind, scale_vec, a_format, b_format, scale_format)
     rec = get_arch(arch).mma_kind(k)
     K = rec.k
@@ -200,16 +225,17 @@ def mma_block_scale(
     _check_codes("scale_a", scale_a, fs, (M, n))
     _check_codes("scale_b", scale_b, fs, (n, N))
     check_batch(c.shape, a=a, b=b, scale_a=scale_a, scale_b=scale_b)
-    return block_scale_unchecked(
-        a, b, c, scale_a, scale_b, kind=k, a_format=fa, b_format=fb, scale_format=fs, arch=arch
-    )
+    run = functools.partial(block_scale_unchecked, kind=k, a_format=fa, b_format=fb, scale_format=fs, arch=arch)
+    return _execute(backend, run, a, b, c, scale_a, scale_b)
 
 
-def mma_f8f6f4(a, b, c, *, a_format, b_format, arch: str | Arch = "sm_120"):
+def mma_f8f6f4(a, b, c, *, a_format, b_format, arch: str | Arch = "sm_120", backend: str = "numpy"):
     """``mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4`` on ``arch`` (sm_120a), bit for bit: a (..., 16, 32) and b
     (..., 32, 8) uint8 codes of ``a_format`` / ``b_format`` (any of e2m1 / e2m3 / e3m2 / e4m3 / e5m2), c float32 or
     float16 (..., 16, 8); leading dimensions broadcast to c's. Returns d with c's dtype and shape; one ValueError
-    for a bad operand before anything runs."""
+    for a bad operand before anything runs. backend as ``mma_block_scale``'s."""
+    if backend not in ("numpy", "jax"):
+        raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
     for name, fmt in (("a_format", a_format), ("b_format", b_format)):
         if str(fmt).lower() not in F8F6F4_FORMATS:
             raise ValueError(f"{name} must be one of {', '.join(F8F6F4_FORMATS)} for kind f8f6f4, got {fmt!r}")
@@ -219,4 +245,5 @@ def mma_f8f6f4(a, b, c, *, a_format, b_format, arch: str | Arch = "sm_120"):
     _check_codes("b", b, fb, (rec.k, N))
     _check_c(c, f16_ok=True)
     check_batch(c.shape, a=a, b=b)
-    return block_scale_unchecked(a, b, c, None, None, kind="f8f6f4", a_format=fa, b_format=fb, arch=arch)
+    run = functools.partial(block_scale_unchecked, kind="f8f6f4", a_format=fa, b_format=fb, arch=arch)
+    return _execute(backend, lambda a, b, c: run(a, b, c, None, None), a, b, c)
