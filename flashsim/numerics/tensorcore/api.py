@@ -73,25 +73,15 @@ def mma(
             if not isinstance(x, np.ndarray):
                 raise ValueError(f"{name} must be a numpy array, got {type(x).__name__}")
         run = functools.partial(mma_k32, arch=spec, target=target)
-        return _on_jax(run, a, b, c) if backend == "jax" else run(a, b, c)
+        return X.on_jax(run, a, b, c) if backend == "jax" else run(a, b, c)
     _check_array("a", a, (F16, BF16), (16, 16))
     _check_array("b", b, (a.dtype,), (16, 8))
     _check_array("c", c, (F32, F16), (16, 8))
     mma_type(a.dtype, c.dtype)
     check_batch(c.shape, a=a, b=b)
     if backend == "jax":
-        return _on_jax(_jitted_chain(spec), a, b, c)
+        return X.on_jax(_jitted_chain(spec), a, b, c)
     return fast.chain_fast(a, b, c, spec, threads)
-
-
-def _on_jax(fn, *arrays):
-    """``fn`` on JAX copies of numpy ``arrays`` with 64-bit types, the result back as numpy (``mma``'s jax backend)."""
-    try:
-        import jax.numpy as jnp
-    except ImportError as e:
-        raise ValueError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
-    with X.enable_x64():
-        return np.asarray(fn(*(jnp.asarray(x) for x in arrays)))
 
 
 _JITTED: dict = {}

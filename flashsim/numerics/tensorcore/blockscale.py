@@ -179,12 +179,8 @@ def _check_c(c, f16_ok: bool) -> None:
 
 def _execute(backend: str, fn, *arrays):
     """``fn(*arrays)`` on the numpy engine, or on JAX copies of the (checked numpy) arrays with ``backend="jax"``
-    (api's ``_on_jax``: the result comes back as numpy)."""
-    if backend == "numpy":
-        return fn(*arrays)
-    from .api import _on_jax  # api imports this module: imported when first needed
-
-    return _on_jax(fn, *arrays)
+    (the result comes back as numpy)."""
+    return fn(*arrays) if backend == "numpy" else X.on_jax(fn, *arrays)
 
 
 def mma_block_scale(
