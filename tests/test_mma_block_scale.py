@@ -248,3 +248,19 @@ def test_jax_backend_gives_the_same_bits(form):
             d_jax = flashsim.mma_block_scale(a, b, c, sa, sb, backend="jax", **kw)
         u = np.uint16 if acc == "f16" else np.uint32
         assert isinstance(d_jax, np.ndarray) and np.array_equal(d_np.view(u), d_jax.view(u)), style
+
+
+def test_f8f6f4_fp8_is_the_sm120_fp8_mma():
+    """kind::f8f6f4 with e4m3 / e5m2 is the same arithmetic as sm_120's plain FP8 m16n8k32 (flashsim.mma on
+    ml_dtypes float8 arrays): one model family, two spellings."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(9)
+    dts = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+    for af, bf, acc in (("e4m3", "e5m2", np.float32), ("e5m2", "e5m2", np.float16), ("e4m3", "e4m3", np.float32)):
+        form = ("f8f6f4", None, None, af, bf, "f16" if acc == np.float16 else "f32")
+        a, b, c, _, _ = operands(rng, form, 20, "random")
+        kind = flashsim.mma(a, b, c, arch="sm_120", kind="f8f6f4", a_format=af, b_format=bf)
+        plain = flashsim.mma(a.view(dts[af]), b.view(dts[bf]), c, arch="sm_120")
+        u = np.uint16 if acc == np.float16 else np.uint32
+        assert np.array_equal(kind.view(u), plain.view(u))
