@@ -21,10 +21,11 @@ oracle of tests/test_mma_block_scale.py and benchmarks/experiments/block_scale_v
   canonical NaN, even times a zero element; inf elements (e5m2) and inf / NaN in c follow IEEE sums (inf - inf NaN);
   a finite result of magnitude >= 2^128 is inf.
 
-Where the sources leave a bit open, flashsim takes mmasim's reading (docs/tensor-cores.md, "sm_120a's FP4 / FP6 /
-FP8 kinds"): a scale applies to the chunk of K / scale_vec consecutive k of its row (A) or column (B); ue4m3 is the
-7-bit unsigned format (matrix level: codes 0..127; its padding bit 7 is ignored where registers carry it, as mmasim
-clears it).
+The PTX ISA fixes the operands (each scale serves K / scale_vec consecutive k of its row of A or column of B) and
+leaves the rest open ("the accumulation order, rounding, and handling of subnormal inputs are unspecified"); there
+flashsim takes mmasim's model, the only one fitted to the silicon, and nowhere found do the two disagree. ue4m3 is the
+ISA's 7-bit unsigned format: matrix level takes codes 0..127; where registers carry its padding bit 7 it is ignored,
+as mmasim clears it (docs/tensor-cores.md, "sm_120a's FP4 / FP6 / FP8 kinds", lists every such reading).
 
 Entry points: ``mma_block_scale`` (``flashsim.mma_block_scale``), ``mma_f8f6f4`` (``flashsim.mma(..., kind=
 "f8f6f4")``), both checking every operand before anything runs, and ``block_scale_unchecked`` for the PTX simulator.
