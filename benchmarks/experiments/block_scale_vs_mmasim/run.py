@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 import math
 import platform
+import subprocess
 import sys
 import time
 import zlib
@@ -115,7 +116,10 @@ def main(argv=None) -> int:
         )
         print(summary, file=log)
     print(summary)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "flashsim"], cwd=ROOT, capture_output=True, text=True)
     meta = dict(
+        commit=commit + (" (flashsim/ modified)" if dirty.stdout.strip() else ""),
         seed=args.seed,
         cases_per_form=args.cases,
         styles=list(STYLES),
