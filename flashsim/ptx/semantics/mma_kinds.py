@@ -34,7 +34,7 @@ _SCALES = {".ue8m0": "ue8m0", ".ue4m3": "ue4m3"}
 _ACC = {".f32": np.float32, ".f16": np.float16}
 _DEFAULT_SCALE_VEC = {"mxf8f6f4": 1, "mxf4": 2}  # mxf4nvf4 must say (PTX ISA, mma)
 _SCATTER4 = {m.name: F._flat_tables(m, 1)[1] for m in (F.A4, F.B4)}
-_SCATTER8 = {m.name: F._flat_tables(m, 1)[1] for m in (F.A8, F.B8, F.C_F32, F.C_F16)}
+_SCATTER = {m.name: F._flat_tables(m, 1)[1] for m in (F.A8, F.B8, F.C_F32, F.C_F16)}
 
 
 def _take_types(mods) -> list[str]:
@@ -148,7 +148,7 @@ def _selector_values(g, th, selectors, n: int):
 def _tile8(words, fmap):
     """(W, 32, regs) uint32 -> (W, rows, cols) uint8 of a one-byte-per-element map."""
     elems = np.ascontiguousarray(words).view(np.uint8).reshape(words.shape[0], -1)
-    return np.take(elems, _SCATTER8[fmap.name], axis=1)
+    return np.take(elems, _SCATTER[fmap.name], axis=1)
 
 
 def _tile4(words, fmap):
@@ -186,7 +186,7 @@ def build(d: Decoded):
         else:
             a = L.from_container(np, _tile8(_gather(g, a_slots, th), amap), af)
             b = L.from_container(np, _tile8(_gather(g, b_slots, th), bmap), bf)
-        c = _tile8_c(_gather(g, c_slots, th), cmap, c_dt)
+        c = _tile_c(_gather(g, c_slots, th), cmap, c_dt)
         sa = sb = None
         if scaled:
             words = _gather(g, data, th)  # (W, 32, 2)
@@ -201,11 +201,11 @@ def build(d: Decoded):
     return d.op(run)
 
 
-def _tile8_c(words, cmap, dtype):
+def _tile_c(words, cmap, dtype):
     """(W, 32, regs) uint32 accumulator fragments -> (W, 16, 8) tiles of ``dtype`` (f32 or f16)."""
     unit = np.uint32 if cmap.per_reg == 1 else np.uint16
     elems = np.ascontiguousarray(words).view(unit).reshape(words.shape[0], -1)
-    return np.take(elems, _SCATTER8[cmap.name], axis=1).view(dtype)
+    return np.take(elems, _SCATTER[cmap.name], axis=1).view(dtype)
 
 
 for _kind in KINDS:
