@@ -12,6 +12,8 @@ import subprocess
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flashsim
 from flashsim import ptx
@@ -224,3 +226,28 @@ def test_selectors_outside_table_37():
     bad[1, 7, -4] = 2  # byte-id-a differs in lane 7 of warp 1
     with pytest.raises(ptx.SimulationError, match="different selectors"):
         run(form, bad)
+
+
+def _all_forms():
+    """Every form of the model (tests/mmasim_block_scale.py), as this file's form tuples without selectors."""
+    from mmasim_block_scale import FORMS as MODEL_FORMS
+
+    return MODEL_FORMS
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(st.sampled_from(_all_forms()), st.data())
+def test_any_form_and_selector(model_form, data):
+    """Any of the 79 forms with any valid selectors of Table 37, immediate or in registers, .scale_vec written or
+    defaulted where the ISA allows: the kernel's d is the matrix model's."""
+    kind, n, sf, af, bf, acc = model_form
+    sel, in_regs, say_vec = None, False, True
+    if n is not None:
+        sel = tuple(data.draw(st.sampled_from(v)) for v in blockscale.SELECTORS[n])
+        in_regs = data.draw(st.booleans())
+        say_vec = kind == "mxf4nvf4" or data.draw(st.booleans())
+    form = (kind, n, sf, af, bf, acc, sel, in_regs, say_vec)
+    a, b, c, sa, sb, rin = operands(form, np.random.default_rng(data.draw(st.integers(0, 2**16))))
+    want = model(form, a, b, c, sa & 0x7F if sf == "ue4m3" else sa, sb)
+    cmap = C_F16 if acc == "f16" else C_F32
+    np.testing.assert_array_equal(run(form, rin), np.ascontiguousarray(cmap.gather(want)).view(np.uint32))
