@@ -15,16 +15,14 @@ import numpy as np
 import torch
 from mmasim.nv_ptx import sim
 
-from flashsim.numerics.tensorcore.types import BLOCK_SCALE_FORMS, F8F6F4_FORMATS
+from flashsim.numerics.tensorcore.types import KIND_FORMS
 
 torch.set_num_threads(1)  # small batches: torch's thread pool costs more than it gives, and the CPUs are shared
 ARCH = "RTX Blackwell"
 TORCH_FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
 K_OF = {"f8f6f4": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
 
-# every form: (kind, scale_vec, scale format or None, a format, b format, accumulator)
-FORMS = [("f8f6f4", None, None, x, y, acc) for acc in ("f32", "f16") for x in F8F6F4_FORMATS for y in F8F6F4_FORMATS]
-FORMS += [(k, n, s, x, y, "f32") for (k, n, s), fmts in BLOCK_SCALE_FORMS.items() for x in fmts for y in fmts]
+FORMS = list(KIND_FORMS)  # (kind, scale_vec, scale format or None, a format, b format, accumulator)
 
 _OPS: dict = {}
 

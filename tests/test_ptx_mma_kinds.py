@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import flashsim
 from flashsim import ptx
 from flashsim.layout import A4, A8, B4, B8, C_F16, C_F32, blockscale, pack4, pack8
+from flashsim.numerics.tensorcore.types import KIND_FORMS
 from flashsim.ptx import UnsupportedInstruction
 
 WARPS = 2
@@ -228,15 +229,8 @@ def test_selectors_outside_table_37():
         run(form, bad)
 
 
-def _all_forms():
-    """Every form of the model (tests/mmasim_block_scale.py), as this file's form tuples without selectors."""
-    from mmasim_block_scale import FORMS as MODEL_FORMS
-
-    return MODEL_FORMS
-
-
 @settings(max_examples=12, deadline=None, derandomize=True)
-@given(st.sampled_from(_all_forms()), st.data())
+@given(st.sampled_from(KIND_FORMS), st.data())
 def test_any_form_and_selector(model_form, data):
     """Any of the 79 forms with any valid selectors of Table 37, immediate or in registers, .scale_vec written or
     defaulted where the ISA allows: the kernel's d is the matrix model's."""

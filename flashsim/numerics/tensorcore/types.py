@@ -113,3 +113,10 @@ def block_scale_form(kind, scale_vec, a_format: str, b_format: str, scale_format
                 f"{name} {fmt!r} is not an element format of kind::{k}: {', '.join(BLOCK_SCALE_FORMS[key])}"
             )
     return k, n
+
+
+# every form of the kinds: (kind, scale_vec or None, scale format or None, a format, b format, accumulator)
+KIND_FORMS = tuple(
+    [("f8f6f4", None, None, x, y, acc) for acc in ("f32", "f16") for x in F8F6F4_FORMATS for y in F8F6F4_FORMATS]
+    + [(k, n, s, x, y, "f32") for (k, n, s), fmts in BLOCK_SCALE_FORMS.items() for x in fmts for y in fmts]
+)
