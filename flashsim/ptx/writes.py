@@ -1,0 +1,240 @@
+"""What a share of a launch stored into global memory, and the merge of the shares into the arrays.
+
+A launch of some ``blocks`` (one worker's share of a distributed launch, flashsim.ptx.distributed) records, per byte
+of every array it stores into, the linear index of the block whose store wrote it last (``WriteLog``), and for a
+byte an atomic updated, which reduction did it. ``Written`` is what comes back: the writer of each byte as runs (a
+block writes whole rows: a few runs per block), the bytes written, in address order, and the atomics' runs; ``mask``
+and ``bytes`` give them per byte. ``Merger`` folds shares into the driver's arrays: a plain byte is copied, an
+atomic's byte merged by its reduction (flashsim.ptx.communication.merge); a byte that blocks of two shares both
+stored is an inter-block race (BlockRace naming both blocks, the array and the offset): on a GPU its value would
+depend on which block ran last.
+
+Within one share the log checks the same when asked (``races=True``): a byte stored by two blocks is a race too, so
+the verdict does not depend on how the blocks were split (a kernel whose blocks communicate runs on one worker, in
+block order, without this check: its blocks are ordered by the flags and atomics they communicate through).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .communication import element_width, merge, mergeable, reduction_of
+from .errors import BlockRace
+
+__all__ = ["WriteLog", "Written", "Merger", "block_xyz"]
+
+
+def block_xyz(linear: int, grid: tuple) -> tuple[int, int, int]:
+    """The (x, y, z) of linear block index ``linear`` of ``grid``."""
+    gx, gy = grid[0], grid[1]
+    return linear % gx, (linear // gx) % gy, linear // (gx * gy)
+
+
+def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start offsets, values) of the runs of equal values of a flat array."""
+    if values.size == 0:
+        return np.zeros(0, np.int64), values[:0]
+    starts = np.concatenate([[0], np.flatnonzero(values[1:] != values[:-1]) + 1]).astype(np.int64)
+    return starts, values[starts]
+
+
+def _expand(starts: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    return np.repeat(values, np.diff(np.append(starts, n)))
+
+
+class WriteLog:
+    """Records, per byte of each array a launch stores into, the block that wrote it (-1: none) and the reduction
+    an atomic updated it with (a code into ``kinds``; 0: none). ``wave(machine, linear)`` before each wave;
+    ``record`` from flashsim.ptx.memory.Memory.store after each global store."""
+
+    def __init__(self, races: bool = False, grid: tuple = (1, 1, 1)):
+        self.writers: dict[int, np.ndarray] = {}  # buffer base -> int32 block per byte
+        self.codes: dict[int, np.ndarray] = {}  # buffer base -> uint8 reduction code per byte
+        self.kinds: list[tuple[str, str]] = []
+        self.races = races
+        self.grid = grid
+        self.machine = None
+        self.linear = None
+
+    @property
+    def bases(self) -> set:
+        return set(self.writers)
+
+    def wave(self, machine, linear) -> None:
+        self.machine = machine
+        self.linear = np.asarray(linear, np.int64)
+
+    def _code(self, pc) -> int:
+        m = self.machine
+        kind = reduction_of(m.prog.op_names[m.current_pc if pc is None else pc])
+        if kind not in self.kinds:
+            self.kinds.append(kind)
+        return self.kinds.index(kind) + 1
+
+    def record(self, memory, addr, width: int, threads, atomic: bool, pc) -> None:
+        """The global store of ``width`` bytes at ``addr`` (in bounds: Memory checked) by ``threads`` is done."""
+        m = self.machine
+        idx = np.searchsorted(memory.bases, addr, side="right").astype(np.int64) - 1
+        blocks = self.linear[np.asarray(threads, np.int64) // m.block_threads]
+        for i in np.unique(idx):
+            sel = None if idx[0] == idx[-1] and (idx == i).all() else np.flatnonzero(idx == i)
+            buf = memory.buffers[int(i)]
+            off = (addr if sel is None else addr[sel]).astype(np.int64) - buf.base
+            blk = (blocks if sel is None else blocks[sel]).astype(np.int32)
+            cols = off[:, None] + np.arange(width)
+            writer = self.writers.get(buf.base)
+            if writer is None:
+                writer = self.writers[buf.base] = np.full(buf.nbytes, -1, np.int32)
+            if atomic:
+                codes = self.codes.get(buf.base)
+                if codes is None:
+                    codes = self.codes[buf.base] = np.zeros(buf.nbytes, np.uint8)
+                codes[cols] = self._code(pc)
+            elif self.races:
+                old = writer[cols]
+                clash = (old >= 0) & (old != blk[:, None])
+                if clash.any():
+                    lane, col = np.argwhere(clash)[0]
+                    t = int(threads[lane if sel is None else sel[lane]])
+                    raise BlockRace(
+                        _race_text(buf.name, int(cols[lane, col]), int(old[lane, col]), int(blk[lane]), self.grid),
+                        **m.locate(t),
+                    )
+            writer[cols] = blk[:, None]
+
+    def results(self, buffers) -> list:
+        """A Written per buffer of ``buffers`` (flashsim.ptx.memory.Buffer, their bytes after the launch) stored into."""
+        out = []
+        for buf in buffers:
+            writer = self.writers.get(buf.base)
+            if writer is None:
+                continue
+            codes = self.codes.get(buf.base)
+            starts, who = _runs(writer)
+            rs, rc = _runs(codes) if codes is not None else (np.zeros(1, np.int64), np.zeros(1, np.uint8))
+            out.append(
+                Written(buf.name, buf.base, buf.nbytes, starts, who, buf.bytes[writer >= 0].copy(), rs, rc, self.kinds)
+            )
+        return out
+
+
+def _race_text(name: str, offset: int, first: int, second: int, grid: tuple) -> str:
+    return (
+        f"blocks {block_xyz(first, grid)} and {block_xyz(second, grid)} both store byte {offset} of {name}: blocks "
+        "of one launch run in no set order on a GPU, so its value depends on which ran last (an inter-block race); "
+        "communicating=True runs every block on one worker, in block order, as one process does"
+    )
+
+
+@dataclass
+class Written:
+    """What a launch's blocks stored into one array: ``name`` (as errors name it: "argument 3"), ``base`` (its device
+    address), ``nbytes``; the writer runs (``starts``, ``writers``: from byte ``starts[i]`` on, the linear block
+    whose store wrote it, -1 none); ``data`` the written bytes in address order; the atomics' runs
+    (``reduced_starts``, ``reduced_codes``: 0 none, else 1 + an index into ``kinds``, (operation, type) pairs)."""
+
+    name: str
+    base: int
+    nbytes: int
+    starts: np.ndarray
+    writers: np.ndarray
+    data: np.ndarray
+    reduced_starts: np.ndarray
+    reduced_codes: np.ndarray
+    kinds: list
+
+    @property
+    def writer(self) -> np.ndarray:
+        """The linear block that wrote each byte (-1: none), int32."""
+        return _expand(self.starts, self.writers, self.nbytes)
+
+    @property
+    def mask(self) -> np.ndarray:
+        """Which bytes the blocks stored (bool per byte of the array)."""
+        return self.writer >= 0
+
+    @property
+    def bytes(self) -> np.ndarray:
+        """The array's bytes as the blocks left them where ``mask``, 0 elsewhere (uint8 per byte)."""
+        out = np.zeros(self.nbytes, np.uint8)
+        out[self.mask] = self.data
+        return out
+
+    @property
+    def reduced(self) -> np.ndarray:
+        """The reduction code of each byte (0: a plain store or none)."""
+        return _expand(self.reduced_starts, self.reduced_codes, self.nbytes)
+
+
+class Merger:
+    """Folds Written shares into the driver's arrays: ``targets`` {base: (flat uint8 bytes of the array, its name)};
+    ``grid`` names blocks in errors; ``kernel`` names the kernel."""
+
+    def __init__(self, targets: dict, grid: tuple, kernel: str):
+        self.targets = targets
+        self.grid = grid
+        self.kernel = kernel
+        self.owner: dict[int, np.ndarray] = {}  # base -> int32 block that wrote each byte (plain), -1 none
+        self.reduced: dict[int, np.ndarray] = {}  # base -> bool: updated by an atomic in a merged share
+        self.initial: dict[int, np.ndarray] = {}  # base -> the bytes before any atomic's merge
+
+    def add(self, share: list) -> None:
+        """Merge one share's Written list (BlockRace for a byte two shares stored)."""
+        for w in share:
+            target, name = self.targets[w.base]
+            writer = w.writer
+            mask = writer >= 0
+            red = w.reduced if w.reduced_codes.any() else None
+            plain = mask if red is None else mask & (red == 0)
+            owner = self.owner.get(w.base)
+            if owner is None:
+                owner = self.owner[w.base] = np.full(w.nbytes, -1, np.int32)
+            seen = self.reduced.get(w.base)
+            clash = plain & (owner >= 0)
+            if seen is not None:
+                clash |= plain & seen
+            if red is not None:
+                clash |= (red > 0) & (owner >= 0)
+            if clash.any():
+                o = int(np.flatnonzero(clash)[0])
+                other = int(owner[o]) if owner[o] >= 0 else -1
+                text = (
+                    _race_text(name, o, other, int(writer[o]), self.grid)
+                    if other >= 0
+                    else (
+                        f"block {block_xyz(int(writer[o]), self.grid)} and an atomic of another block both write "
+                        f"byte {o} of {name} (an inter-block race)"
+                    )
+                )
+                raise BlockRace(text, kernel=self.kernel, block=block_xyz(int(writer[o]), self.grid))
+            values = np.zeros(w.nbytes, np.uint8)
+            values[mask] = w.data
+            target[plain] = values[plain]
+            owner[plain] = writer[plain]
+            if red is not None:
+                self._reduce(w, target, name, red, values)
+
+    def _reduce(self, w: Written, target, name: str, red, values) -> None:
+        if w.base not in self.initial:
+            self.initial[w.base] = target.copy()
+        initial = self.initial[w.base]
+        seen = self.reduced.setdefault(w.base, np.zeros(w.nbytes, bool))
+        for code in np.unique(red[red > 0]):
+            op, kind = w.kinds[int(code) - 1]
+            width = element_width(kind)
+            index = np.unique(np.flatnonzero(red == code) // width)
+            cols = index[:, None] * width + np.arange(width)
+            if not mergeable(op, kind) and seen[cols].any():
+                o = int(cols[seen[cols].any(axis=1)][0, 0])
+                raise BlockRace(
+                    f"atomics {op}{kind} of several workers update byte {o} of {name}: their order decides the "
+                    "value, which no merge recovers; communicating=True runs every block on one worker",
+                    kernel=self.kernel,
+                )
+            view = np.dtype(f"u{width}")
+            cur, val, ini = (np.ascontiguousarray(a[cols]).view(view).reshape(-1) for a in (target, values, initial))
+            out = merge(op, kind, cur, val, ini) if mergeable(op, kind) else val  # the first share's: its value
+            target[cols] = out.astype(view).view(np.uint8).reshape(-1, width)
+            seen[cols] = True
