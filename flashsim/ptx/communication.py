@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ir import Reg, Vec
+
 __all__ = ["communicates", "reduction_of", "mergeable", "merge", "element_width"]
 
 REDUCTION_OPS = (".add", ".and", ".or", ".xor", ".min", ".max", ".inc", ".dec", ".exch", ".cas")
@@ -58,11 +60,11 @@ def communicates(prog) -> str | None:
     for op in prog.ops:
         for slot in op.regs:
             readers[slot] = readers.get(slot, 0) + 1
-    for op in prog.ops:
+    for pc, op in enumerate(prog.ops):
         name = op.name
         head = name.split(".", 1)[0]
         where = f"{name} at PTX line {op.line}"
-        if head == "atom" and _global(name) and any(readers.get(s, 0) > 1 for s in op.writes):
+        if head == "atom" and _global(name) and any(readers.get(s, 0) > 1 for s in _destinations(prog, pc)):
             return f"{where} returns an old value the kernel reads (an atomic whose result steers it)"
         if head in ("atom", "red") or name.startswith("cp.reduce.async.bulk"):
             if name.startswith("cp.reduce") and ".global" not in name and ".tensor" not in name:
@@ -75,6 +77,18 @@ def communicates(prog) -> str | None:
         if head == "ld" and _global(name) and any(m in name for m in (".volatile", ".acquire", ".relaxed")):
             return f"{where} reads global memory other blocks may write while it runs (a flag, a lock: a spin)"
     return None
+
+
+def _destinations(prog, pc: int) -> list[int]:
+    """The register slots an atom at ``pc`` returns its old value(s) into (none for the sink ``_``)."""
+    op = prog.ops[pc]
+    info = prog.functions[op.function]
+    ins = info.fn.body[pc - info.start]
+    dest = ins.operands[0]
+    regs = dest.items if isinstance(dest, Vec) else (dest,)
+    fi = list(prog.functions).index(op.function)
+    slots = (prog.regs.get(f"{fi}:{r.name}") for r in regs if isinstance(r, Reg))
+    return [s for s in slots if s is not None]
 
 
 def merge(op: str, kind: str, current: np.ndarray, value: np.ndarray, initial: np.ndarray) -> np.ndarray:

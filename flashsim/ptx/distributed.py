@@ -40,6 +40,7 @@ from . import errors
 from .communication import communicates
 from .errors import LaunchError, WorkerError
 from .executor import Died, resolve
+from .ir import Sym
 from .launch import LaunchPlan, Report, run_blocks
 from .memory import Buffer, launch_buffers
 from .module import Module
@@ -264,6 +265,16 @@ def _trace_spec(trace) -> dict | None:
     }
 
 
+def _prints(prog) -> bool:
+    """Whether the kernel's code calls vprintf (its lines come in the order the blocks of a wave ran)."""
+    for info in prog.functions.values():
+        for ins in info.fn.body:
+            callee = getattr(ins, "callee", None)
+            if isinstance(callee, Sym) and callee.name == "vprintf":
+                return True
+    return False
+
+
 def launch_distributed(plan: LaunchPlan, blocks: range, executor, *, trace=None, progress=None, communicating=None):
     """``launch(..., executor=...)``: the module docstring. Returns the merged Report."""
     if communicating not in (None, True, False):
@@ -284,9 +295,7 @@ def launch_distributed(plan: LaunchPlan, blocks: range, executor, *, trace=None,
         notes.append(f"every block ran on one worker: the blocks communicate ({reason})")
         parts = [blocks] if len(blocks) else []
     else:
-        ordered = (
-            trace is not None or "vprintf" in kernel.module.ir.functions or any(s in prog.specials for s in _CLOCKS)
-        )
+        ordered = trace is not None or _prints(prog) or any(s in prog.specials for s in _CLOCKS)
         align = plan.per_wave if ordered else plan.shape.size
         parts = shares(blocks, share_size(len(blocks), len(workers), align, plan.block_threads))
     handle = ex.broadcast(_payload(plan, buffers))
@@ -326,7 +335,7 @@ def launch_distributed(plan: LaunchPlan, blocks: range, executor, *, trace=None,
 def _collect(ex, tasks: dict, display, kernel: str, plan: LaunchPlan, t0: float) -> list:
     """Every share's result in block order; raises the error of the lowest share that failed (later shares are
     cancelled), or WorkerError for a share whose worker kept dying."""
-    results, failed = {}, None
+    results, failed, died = {}, None, []
     done_blocks, instructions = 0, 0
     total = sum(len(p) for p in tasks.values())
     for task, result in ex.completed(list(tasks)):
@@ -334,10 +343,8 @@ def _collect(ex, tasks: dict, display, kernel: str, plan: LaunchPlan, t0: float)
         if failed is not None and part.start > failed.start:
             continue
         if isinstance(result, Died):
-            raise WorkerError(
-                f"{kernel}: the worker running blocks {part.start}..{part.stop - 1} died, and so did the workers "
-                f"the engine ran them on again ({result}); nothing was merged into the arrays"
-            )
+            died.append((result.dropped, part, result))  # the others finish or die too: the one that killed, first
+            continue
         if isinstance(result, BaseException):
             raise WorkerError(f"{kernel}: blocks {part.start}..{part.stop - 1}: {type(result).__name__}: {result}")
         results[part.start] = result
@@ -353,6 +360,12 @@ def _collect(ex, tasks: dict, display, kernel: str, plan: LaunchPlan, t0: float)
         done_blocks += len(part)
         instructions += sum(result.counts.values())
         display(done_blocks, total, time.perf_counter() - t0, instructions)
+    if died:
+        _, part, why = min(died, key=lambda d: (d[0], d[1].start))
+        raise WorkerError(
+            f"{kernel}: the worker running blocks {part.start}..{part.stop - 1} died, and so did the workers the "
+            f"engine ran them on again ({why}); nothing was merged into the arrays"
+        )
     if failed is not None:
         where = f"{kernel}: blocks {failed.start}..{failed.stop - 1} on worker {failed.worker}"
         raise _rebuild(failed.error, where)

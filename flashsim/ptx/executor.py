@@ -27,7 +27,12 @@ _LOCAL: dict = {}  # N -> (LocalCluster, Client) of "local:N", kept for the proc
 
 
 class Died(Exception):
-    """A task whose worker died more often than the engine retries (carries the engine's message)."""
+    """A task whose worker died more often than the engine retries (carries the engine's message); ``dropped``: it
+    died with others, its input lost with the workers that held it."""
+
+    def __init__(self, message: str, dropped: bool = False):
+        super().__init__(message)
+        self.dropped = dropped
 
 
 class Executor:
@@ -96,6 +101,7 @@ class DaskExecutor(Executor):
 
     def completed(self, tasks):
         from distributed import as_completed
+        from distributed.client import FutureCancelledError
         from distributed.scheduler import KilledWorker
 
         for task in as_completed(tasks, loop=self.client.loop):
@@ -103,6 +109,8 @@ class DaskExecutor(Executor):
                 yield task, task.result()
             except KilledWorker as exc:
                 yield task, Died(str(exc))
+            except FutureCancelledError as exc:  # its input died with every worker that held it
+                yield task, Died(f"the task was dropped: {exc}", dropped=True)
 
     def cancel(self, tasks) -> None:
         self.client.cancel(list(tasks))

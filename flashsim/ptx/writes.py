@@ -105,7 +105,7 @@ class WriteLog:
             writer[cols] = blk[:, None]
 
     def results(self, buffers) -> list:
-        """A Written per buffer of ``buffers`` (flashsim.ptx.memory.Buffer, their bytes after the launch) stored into."""
+        """A Written per buffer of ``buffers`` (flashsim.ptx.memory.Buffer: bytes after the launch) it stored into."""
         out = []
         for buf in buffers:
             writer = self.writers.get(buf.base)
