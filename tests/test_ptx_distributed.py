@@ -271,3 +271,18 @@ def test_progress_shows_blocks_rate_and_eta_when_asked(module, capsys):
     assert "8/8" in err and "warp instructions/s" in err and "ETA" in err
     P.launch(module.kernel("hello"), 8, 128, [out], max_threads=256)
     assert capsys.readouterr().err == ""  # not a terminal: nothing unless asked
+
+
+def test_the_cli_runs_a_launch_on_an_executor(client, tmp_path, capsys):
+    from flashsim.cli import main
+
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    common = ["ptx", "run", str(source), "--kernel", "hello", "--grid", "8", "--block", "128", "--max-threads", "512"]
+    common += ["--arg", "out:u32:1024"]  # printf: shares of whole waves, 4 blocks each
+    assert main([*common, "--out", str(tmp_path / "here")]) == 0
+    assert main([*common, "--out", str(tmp_path / "there"), "--executor", client.scheduler.address]) == 0
+    out = capsys.readouterr().out
+    assert "on 2 of 2 worker(s)" in out and out.count("block 7 of 8") == 2
+    here, there = (np.load(tmp_path / d / "arg0.npy") for d in ("here", "there"))
+    assert here.any() and np.array_equal(here, there)
