@@ -286,3 +286,64 @@ def test_the_cli_runs_a_launch_on_an_executor(client, tmp_path, capsys):
     assert "on 2 of 2 worker(s)" in out and out.count("block 7 of 8") == 2
     here, there = (np.load(tmp_path / d / "arg0.npy") for d in ("here", "there"))
     assert here.any() and np.array_equal(here, there)
+
+
+def test_a_triton_kernel_distributed_is_bit_equal(client):
+    pytest.importorskip("triton", reason="needs Triton: pip install 'flashsim[triton]'")
+    import flashsim.triton as ft
+
+    try:
+        ft.support.import_triton()
+    except Exception as exc:  # noqa: BLE001 - Triton present but not the pinned release: its own reason
+        pytest.skip(str(exc))
+    import triton_kernels as K
+
+    rng = np.random.default_rng(5)
+    M, N, K_ = 96, 64, 64
+    a, b = rng.standard_normal((M, K_)).astype(np.float16), rng.standard_normal((K_, N)).astype(np.float16)
+    outs = []
+    for ex in (None, client):
+        c = np.zeros((M, N), np.float16)
+        report = ft.launch(
+            K.matmul,
+            (6,),
+            a,
+            b,
+            c,
+            M,
+            N,
+            K_,
+            K_,
+            1,
+            N,
+            1,
+            N,
+            1,
+            BM=32,
+            BN=32,
+            BK=32,
+            GROUP=2,
+            target="sm_80",
+            executor=ex,
+        )
+        outs.append((c, report))
+    assert outs[0][0].any() and np.array_equal(outs[0][0].view(np.uint16), outs[1][0].view(np.uint16))
+    assert outs[1][1].workers == 2
+
+
+def test_the_ptx_backend_spreads_its_launch_over_an_executor(client, monkeypatch):
+    import flashsim
+    from flashsim.settings import EngineOptions
+
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, 2, 128, 64)).astype(np.float16) for _ in range(3))
+    here = flashsim.attention(q, k, v, backend="ptx")
+    reports = []
+    run = distributed.launch_distributed
+    monkeypatch.setattr(
+        distributed, "launch_distributed", lambda *a, **kw: reports.append(run(*a, **kw)) or reports[-1]
+    )
+    there = flashsim.attention(q, k, v, backend="ptx", engine=EngineOptions(ptx_executor=client.scheduler.address))
+    assert here[0].any() and all(_bits(a).tobytes() == _bits(b).tobytes() for a, b in zip(here, there))
+    assert [r.kernel for r in reports] == ["flash_fwd"] and reports[0].workers == 2
+    assert EngineOptions.from_environment({"FLASHSIM_PTX_EXECUTOR": "local:3"}).ptx_executor == "local:3"

@@ -20,7 +20,7 @@ import re
 
 from .errors import LaunchError, WorkerError
 
-__all__ = ["Executor", "DaskExecutor", "resolve", "Died", "CONNECT_TIMEOUT"]
+__all__ = ["Executor", "DaskExecutor", "resolve", "close_local", "Died", "CONNECT_TIMEOUT"]
 
 CONNECT_TIMEOUT = 10  # seconds to reach a scheduler given by address
 _LOCAL: dict = {}  # N -> (LocalCluster, Client) of "local:N", kept for the process's later launches
@@ -139,6 +139,14 @@ def _local(n: int) -> DaskExecutor:
         client = distributed.Client(cluster, set_as_default=False)
         got = _LOCAL[n] = (cluster, client)
     return DaskExecutor(got[1])
+
+
+def close_local(n: int) -> None:
+    """Stop the LocalCluster of "local:N" if this process started one (a later "local:N" starts a new one)."""
+    got = _LOCAL.pop(n, None)
+    if got is not None:
+        got[1].close()
+        got[0].close()
 
 
 @atexit.register
