@@ -35,6 +35,7 @@ extern "C" __global__ void fsum(const float* x, float* total) {
     atomicAdd(total, x[blockIdx.x * blockDim.x + threadIdx.x]);
 }
 extern "C" __global__ void racy(unsigned* out) { out[threadIdx.x] = blockIdx.x; }
+extern "C" __global__ void racy_apart(unsigned* out) { out[threadIdx.x + 32 * (blockIdx.x % 2)] = blockIdx.x; }
 extern "C" __global__ void hello(unsigned* out) {
     if (threadIdx.x == 0) printf("block %d of %d\n", blockIdx.x, gridDim.x);
     out[blockIdx.x * blockDim.x + threadIdx.x] = blockIdx.x * 1000u + threadIdx.x;
@@ -128,6 +129,13 @@ def test_two_blocks_storing_one_byte_is_a_race_naming_both(module, client):
     assert not out.any()  # nothing merged
     P.launch(module.kernel("racy"), 4, 32, [out], executor=client, communicating=True)
     assert (out == 3).all()  # on one worker, in block order: the last block's values, as in one process
+
+
+def test_a_race_between_blocks_of_two_workers_is_found_when_merging(module, client):
+    out = np.zeros(64, np.uint32)
+    with pytest.raises(P.BlockRace, match=r"blocks \(0, 0, 0\) and \(2, 0, 0\) both store byte 0 of argument 0"):
+        P.launch(module.kernel("racy_apart"), 4, 32, [out], executor=client)  # shares: blocks 0-1, 2-3
+    assert not out.any()
 
 
 def test_a_worker_fault_is_raised_on_the_driver_naming_its_block(module, client):

@@ -159,6 +159,9 @@ def _rebuild(info: tuple, where: str) -> BaseException:
 def run_share(payload: Payload, start: int, stop: int, trace_spec, races: bool, fault) -> ShareResult:
     """A worker's task: run blocks ``start``..``stop`` of the payload's launch (the module docstring)."""
     result = ShareResult(start, stop, worker=f"{os.uname().nodename}:{os.getpid()}")
+    # a share is one task of a worker: its tensor-core calls run on one thread, the parallelism is the workers'
+    # (else N workers of 8 threads each would share N cores); a worker's own setting wins
+    os.environ.setdefault("FLASHSIM_MMA_THREADS", "1")
     try:
         if fault is not None and start <= fault[0] < stop:
             marker = fault[1]
@@ -300,30 +303,27 @@ def launch_distributed(plan: LaunchPlan, blocks: range, executor, *, trace=None,
         parts = shares(blocks, share_size(len(blocks), len(workers), align, plan.block_threads))
     handle = ex.broadcast(_payload(plan, buffers))
     display = progress_display(progress, len(blocks), f"simulating blocks on {len(workers)} workers")
+    merger = Merger({b.base: (b.bytes, b.name) for b in buffers}, plan.grid, kernel.name)
     tasks = {}
     try:
         spec = _trace_spec(trace)
         for part in parts:
             task = ex.submit(run_share, handle, part.start, part.stop, spec, reason is None, _TEST_FAULT)
             tasks[task] = part
-        results = _collect(ex, tasks, display, kernel.name, plan, t0)
+        results = _collect(ex, tasks, display, kernel.name, merger, t0)
     finally:
         display.close()
         ex.cancel([t for t in tasks])
         ex.release(handle)
+    merger.commit()  # every share merged without a race: now the arrays
     report = Report(kernel.name, plan.grid, plan.block, trace=trace)
-    merger = Merger({b.base: (b.bytes.copy(), b.name) for b in buffers if b.writable}, plan.grid, kernel.name)
     for r in results:
-        merger.add(r.writes)
         for op, n in r.counts.items():
             report.counts[op] = report.counts.get(op, 0) + n
         report.waves += r.waves
         report.printf += r.printf
         if trace is not None:
             trace.absorb(*r.trace)
-    for b in buffers:  # every share merged without a race: now the arrays
-        if b.base in merger.owner:
-            b.bytes[...] = merger.targets[b.base][0]
     report.instructions = sum(report.counts.values())
     report.workers = len({r.worker for r in results})
     report.seconds = time.perf_counter() - t0
@@ -332,9 +332,11 @@ def launch_distributed(plan: LaunchPlan, blocks: range, executor, *, trace=None,
     return report
 
 
-def _collect(ex, tasks: dict, display, kernel: str, plan: LaunchPlan, t0: float) -> list:
-    """Every share's result in block order; raises the error of the lowest share that failed (later shares are
-    cancelled), or WorkerError for a share whose worker kept dying."""
+def _collect(ex, tasks: dict, display, kernel: str, merger: Merger, t0: float) -> list:
+    """Every share's result in block order, its stores merged into ``merger``'s staging copies as it arrives (while
+    the other shares run: the reductions and a race-free set of copies give the same bytes in any order); raises the
+    error of the lowest share that failed (later shares are cancelled), or WorkerError for a share whose worker kept
+    dying."""
     results, failed, died = {}, None, []
     done_blocks, instructions = 0, 0
     total = sum(len(p) for p in tasks.values())
@@ -357,6 +359,8 @@ def _collect(ex, tasks: dict, display, kernel: str, plan: LaunchPlan, t0: float)
             continue
         if failed is not None and all(p.start in results for p in tasks.values() if p.start < failed.start):
             break
+        merger.add(result.writes)
+        result.writes = None
         done_blocks += len(part)
         instructions += sum(result.counts.values())
         display(done_blocks, total, time.perf_counter() - t0, instructions)

@@ -52,6 +52,7 @@ class WriteLog:
     def __init__(self, races: bool = False, grid: tuple = (1, 1, 1)):
         self.writers: dict[int, np.ndarray] = {}  # buffer base -> int32 block per byte
         self.codes: dict[int, np.ndarray] = {}  # buffer base -> uint8 reduction code per byte
+        self.spans: dict[int, list] = {}  # buffer base -> [first byte written, one past the last]
         self.kinds: list[tuple[str, str]] = []
         self.races = races
         self.grid = grid
@@ -87,6 +88,9 @@ class WriteLog:
             writer = self.writers.get(buf.base)
             if writer is None:
                 writer = self.writers[buf.base] = np.full(buf.nbytes, -1, np.int32)
+                self.spans[buf.base] = [buf.nbytes, 0]
+            span = self.spans[buf.base]
+            span[0], span[1] = min(span[0], int(off.min())), max(span[1], int(off.max()) + width)
             if atomic:
                 codes = self.codes.get(buf.base)
                 if codes is None:
@@ -111,12 +115,13 @@ class WriteLog:
             writer = self.writers.get(buf.base)
             if writer is None:
                 continue
+            lo, hi = self.spans[buf.base]
+            writer = writer[lo:hi]
             codes = self.codes.get(buf.base)
             starts, who = _runs(writer)
-            rs, rc = _runs(codes) if codes is not None else (np.zeros(1, np.int64), np.zeros(1, np.uint8))
-            out.append(
-                Written(buf.name, buf.base, buf.nbytes, starts, who, buf.bytes[writer >= 0].copy(), rs, rc, self.kinds)
-            )
+            rs, rc = _runs(codes[lo:hi]) if codes is not None else (np.zeros(1, np.int64), np.zeros(1, np.uint8))
+            data = buf.bytes[lo:hi][writer >= 0].copy()
+            out.append(Written(buf.name, buf.base, buf.nbytes, lo, hi, starts, who, data, rs, rc, list(self.kinds)))
         return out
 
 
@@ -131,13 +136,16 @@ def _race_text(name: str, offset: int, first: int, second: int, grid: tuple) -> 
 @dataclass
 class Written:
     """What a launch's blocks stored into one array: ``name`` (as errors name it: "argument 3"), ``base`` (its device
-    address), ``nbytes``; the writer runs (``starts``, ``writers``: from byte ``starts[i]`` on, the linear block
-    whose store wrote it, -1 none); ``data`` the written bytes in address order; the atomics' runs
-    (``reduced_starts``, ``reduced_codes``: 0 none, else 1 + an index into ``kinds``, (operation, type) pairs)."""
+    address), ``nbytes``; ``lo`` .. ``hi`` the bytes from the first written to past the last, and within them the
+    writer runs (``starts``, ``writers``: from byte ``lo + starts[i]`` on, the linear block whose store wrote it,
+    -1 none); ``data`` the written bytes in address order; the atomics' runs in the same span (``reduced_starts``,
+    ``reduced_codes``: 0 none, else 1 + an index into ``kinds``, (operation, type) pairs)."""
 
     name: str
     base: int
     nbytes: int
+    lo: int
+    hi: int
     starts: np.ndarray
     writers: np.ndarray
     data: np.ndarray
@@ -145,10 +153,20 @@ class Written:
     reduced_codes: np.ndarray
     kinds: list
 
+    def span_writer(self) -> np.ndarray:
+        """The writer of each byte of ``lo`` .. ``hi`` (int32, -1 none)."""
+        return _expand(self.starts, self.writers, self.hi - self.lo)
+
+    def span_reduced(self) -> np.ndarray | None:
+        """The reduction code of each byte of ``lo`` .. ``hi``, or None where no atomic wrote."""
+        return _expand(self.reduced_starts, self.reduced_codes, self.hi - self.lo) if self.reduced_codes.any() else None
+
     @property
     def writer(self) -> np.ndarray:
-        """The linear block that wrote each byte (-1: none), int32."""
-        return _expand(self.starts, self.writers, self.nbytes)
+        """The linear block that wrote each byte of the array (-1: none), int32."""
+        out = np.full(self.nbytes, -1, np.int32)
+        out[self.lo : self.hi] = self.span_writer()
+        return out
 
     @property
     def mask(self) -> np.ndarray:
@@ -162,61 +180,74 @@ class Written:
         out[self.mask] = self.data
         return out
 
-    @property
-    def reduced(self) -> np.ndarray:
-        """The reduction code of each byte (0: a plain store or none)."""
-        return _expand(self.reduced_starts, self.reduced_codes, self.nbytes)
-
 
 class Merger:
-    """Folds Written shares into the driver's arrays: ``targets`` {base: (flat uint8 bytes of the array, its name)};
-    ``grid`` names blocks in errors; ``kernel`` names the kernel."""
+    """Folds Written shares into staging copies of the driver's arrays, then (``commit``) into the arrays themselves:
+    ``targets`` {base: (flat uint8 bytes of the array, its name)}; ``grid`` names blocks in errors; ``kernel`` names
+    the kernel. Until ``commit`` the arrays are untouched: a launch that fails leaves them as they were."""
 
     def __init__(self, targets: dict, grid: tuple, kernel: str):
         self.targets = targets
         self.grid = grid
         self.kernel = kernel
+        self.staged: dict[int, np.ndarray] = {}  # base -> the merged bytes so far
         self.owner: dict[int, np.ndarray] = {}  # base -> int32 block that wrote each byte (plain), -1 none
         self.reduced: dict[int, np.ndarray] = {}  # base -> bool: updated by an atomic in a merged share
         self.initial: dict[int, np.ndarray] = {}  # base -> the bytes before any atomic's merge
 
+    def _stage(self, base: int) -> tuple[np.ndarray, str]:
+        original, name = self.targets[base]
+        got = self.staged.get(base)
+        if got is None:
+            got = self.staged[base] = original.copy()
+        return got, name
+
+    def commit(self) -> None:
+        """Copy the merged bytes into the arrays."""
+        for base, staged in self.staged.items():
+            self.targets[base][0][...] = staged
+
     def add(self, share: list) -> None:
-        """Merge one share's Written list (BlockRace for a byte two shares stored)."""
+        """Merge one share's Written list (BlockRace for a byte two shares stored); the work is over the bytes from
+        the first the share wrote to the last (a share's blocks write a run of rows: a small part of the array)."""
         for w in share:
-            target, name = self.targets[w.base]
-            writer = w.writer
+            target, name = self._stage(w.base)
+            lo, hi = w.lo, w.hi
+            writer = w.span_writer()
             mask = writer >= 0
-            red = w.reduced if w.reduced_codes.any() else None
+            red = w.span_reduced()
             plain = mask if red is None else mask & (red == 0)
             owner = self.owner.get(w.base)
             if owner is None:
                 owner = self.owner[w.base] = np.full(w.nbytes, -1, np.int32)
+            owned = owner[lo:hi]
             seen = self.reduced.get(w.base)
-            clash = plain & (owner >= 0)
+            clash = plain & (owned >= 0)
             if seen is not None:
-                clash |= plain & seen
+                clash |= plain & seen[lo:hi]
             if red is not None:
-                clash |= (red > 0) & (owner >= 0)
+                clash |= (red > 0) & (owned >= 0)
             if clash.any():
                 o = int(np.flatnonzero(clash)[0])
-                other = int(owner[o]) if owner[o] >= 0 else -1
-                text = (
-                    _race_text(name, o, other, int(writer[o]), self.grid)
-                    if other >= 0
-                    else (
+                other = int(owned[o])
+                if other >= 0:
+                    text = _race_text(name, lo + o, other, int(writer[o]), self.grid)
+                else:
+                    text = (
                         f"block {block_xyz(int(writer[o]), self.grid)} and an atomic of another block both write "
-                        f"byte {o} of {name} (an inter-block race)"
+                        f"byte {lo + o} of {name} (an inter-block race)"
                     )
-                )
                 raise BlockRace(text, kernel=self.kernel, block=block_xyz(int(writer[o]), self.grid))
-            values = np.zeros(w.nbytes, np.uint8)
+            values = np.zeros(hi - lo, np.uint8)
             values[mask] = w.data
-            target[plain] = values[plain]
-            owner[plain] = writer[plain]
+            part = target[lo:hi]
+            part[plain] = values[plain]
+            owned[plain] = writer[plain]
             if red is not None:
                 self._reduce(w, target, name, red, values)
 
     def _reduce(self, w: Written, target, name: str, red, values) -> None:
+        """Fold the bytes an atomic updated (``red``, ``values``: over the share's span) into ``target``."""
         if w.base not in self.initial:
             self.initial[w.base] = target.copy()
         initial = self.initial[w.base]
@@ -224,8 +255,8 @@ class Merger:
         for code in np.unique(red[red > 0]):
             op, kind = w.kinds[int(code) - 1]
             width = element_width(kind)
-            index = np.unique(np.flatnonzero(red == code) // width)
-            cols = index[:, None] * width + np.arange(width)
+            index = np.unique((w.lo + np.flatnonzero(red == code)) // width)
+            cols = index[:, None] * width + np.arange(width)  # absolute byte offsets of the elements
             if not mergeable(op, kind) and seen[cols].any():
                 o = int(cols[seen[cols].any(axis=1)][0, 0])
                 raise BlockRace(
@@ -234,7 +265,8 @@ class Merger:
                     kernel=self.kernel,
                 )
             view = np.dtype(f"u{width}")
-            cur, val, ini = (np.ascontiguousarray(a[cols]).view(view).reshape(-1) for a in (target, values, initial))
+            cur, ini = (np.ascontiguousarray(a[cols]).view(view).reshape(-1) for a in (target, initial))
+            val = np.ascontiguousarray(values[cols - w.lo]).view(view).reshape(-1)
             out = merge(op, kind, cur, val, ini) if mergeable(op, kind) else val  # the first share's: its value
             target[cols] = out.astype(view).view(np.uint8).reshape(-1, width)
             seen[cols] = True
