@@ -91,7 +91,7 @@ _PROBE = "__import__('flashsim.ptx.distributed', fromlist=['identity']).identity
 class Payload:
     """What every worker receives once: the module (PTX, arch, contraction table, the address of its .global image,
     a key for the worker's cache), the kernel's name, the launch (a LaunchPlan without kernel and arrays) and the
-    buffers (name, device address, writable, bytes)."""
+    buffers (name, device address, writable, bytes: a flat uint8 array, or the size of a buffer of zeros)."""
 
     module_key: str
     ptx: str
@@ -174,6 +174,8 @@ def run_share(payload: Payload, start: int, stop: int, trace_spec, races: bool, 
         plan = LaunchPlan(kernel=kernel, arrays=[], **payload.launch)
         buffers = [
             Buffer(data, name, base=base, writable=writable, private=False)
+            if isinstance(data, np.ndarray)
+            else Buffer(np.zeros(data, np.uint8), name, base=base, writable=writable)  # sent as its size: zeros
             for name, base, writable, data in payload.buffers
         ]
         trace = None
@@ -251,7 +253,9 @@ def _payload(plan: LaunchPlan, buffers: list) -> Payload:
     key = hashlib.sha256(
         "\0".join([module.ptx, module.arch, repr(sorted(contraction.items())), str(module.image.base)]).encode()
     ).hexdigest()
-    shipped = [(b.name, b.base, b.writable, b.bytes) for b in buffers]
+    # a buffer of zeros (an output not written yet, as a rule) goes as its size: the worker's np.zeros costs only the
+    # pages its stores touch, where the bytes would cost the transfer to every worker and a copy in every share
+    shipped = [(b.name, b.base, b.writable, b.bytes if b.bytes.any() else b.nbytes) for b in buffers]
     return Payload(key, module.ptx, module.arch, contraction, module.image.base, kernel.name, launch, shipped)
 
 

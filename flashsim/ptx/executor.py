@@ -84,7 +84,7 @@ class DaskExecutor(Executor):
         self.client = client
 
     def workers(self) -> list:
-        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        return sorted(self.client.nthreads())  # asks the scheduler (its cached info may predate the workers)
 
     def run_everywhere(self, source: str) -> dict:
         return self.client.run(eval, source, on_error="return")
@@ -137,6 +137,7 @@ def _local(n: int) -> DaskExecutor:
             n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
         )
         client = distributed.Client(cluster, set_as_default=False)
+        client.wait_for_workers(n, timeout=120)
         got = _LOCAL[n] = (cluster, client)
     return DaskExecutor(got[1])
 

@@ -50,7 +50,9 @@ class WriteLog:
     ``record`` from flashsim.ptx.memory.Memory.store after each global store."""
 
     def __init__(self, races: bool = False, grid: tuple = (1, 1, 1)):
-        self.writers: dict[int, np.ndarray] = {}  # buffer base -> int32 block per byte
+        # buffer base -> int32 per byte: 1 + the block that wrote it, 0 none (np.zeros: the memory of pages no store
+        # touches is never filled, which matters for the large outputs a share writes a small part of)
+        self.writers: dict[int, np.ndarray] = {}
         self.codes: dict[int, np.ndarray] = {}  # buffer base -> uint8 reduction code per byte
         self.spans: dict[int, list] = {}  # buffer base -> [first byte written, one past the last]
         self.kinds: list[tuple[str, str]] = []
@@ -87,7 +89,7 @@ class WriteLog:
             cols = off[:, None] + np.arange(width)
             writer = self.writers.get(buf.base)
             if writer is None:
-                writer = self.writers[buf.base] = np.full(buf.nbytes, -1, np.int32)
+                writer = self.writers[buf.base] = np.zeros(buf.nbytes, np.int32)
                 self.spans[buf.base] = [buf.nbytes, 0]
             span = self.spans[buf.base]
             span[0], span[1] = min(span[0], int(off.min())), max(span[1], int(off.max()) + width)
@@ -98,15 +100,15 @@ class WriteLog:
                 codes[cols] = self._code(pc)
             elif self.races:
                 old = writer[cols]
-                clash = (old >= 0) & (old != blk[:, None])
+                clash = (old > 0) & (old != blk[:, None] + 1)
                 if clash.any():
                     lane, col = np.argwhere(clash)[0]
                     t = int(threads[lane if sel is None else sel[lane]])
                     raise BlockRace(
-                        _race_text(buf.name, int(cols[lane, col]), int(old[lane, col]), int(blk[lane]), self.grid),
+                        _race_text(buf.name, int(cols[lane, col]), int(old[lane, col]) - 1, int(blk[lane]), self.grid),
                         **m.locate(t),
                     )
-            writer[cols] = blk[:, None]
+            writer[cols] = blk[:, None] + 1
 
     def results(self, buffers) -> list:
         """A Written per buffer of ``buffers`` (flashsim.ptx.memory.Buffer: bytes after the launch) it stored into."""
@@ -116,7 +118,7 @@ class WriteLog:
             if writer is None:
                 continue
             lo, hi = self.spans[buf.base]
-            writer = writer[lo:hi]
+            writer = writer[lo:hi] - 1
             codes = self.codes.get(buf.base)
             starts, who = _runs(writer)
             rs, rc = _runs(codes[lo:hi]) if codes is not None else (np.zeros(1, np.int64), np.zeros(1, np.uint8))
@@ -191,9 +193,10 @@ class Merger:
         self.grid = grid
         self.kernel = kernel
         self.staged: dict[int, np.ndarray] = {}  # base -> the merged bytes so far
-        self.owner: dict[int, np.ndarray] = {}  # base -> int32 block that wrote each byte (plain), -1 none
-        self.reduced: dict[int, np.ndarray] = {}  # base -> bool: updated by an atomic in a merged share
-        self.initial: dict[int, np.ndarray] = {}  # base -> the bytes before any atomic's merge
+        # base -> int32: 1 + the block whose plain store wrote each byte, 0 none; base -> bool: updated by an atomic
+        # (np.zeros: only the pages of the bytes shares wrote are ever filled)
+        self.owner: dict[int, np.ndarray] = {}
+        self.reduced: dict[int, np.ndarray] = {}
 
     def _stage(self, base: int) -> tuple[np.ndarray, str]:
         original, name = self.targets[base]
@@ -219,17 +222,17 @@ class Merger:
             plain = mask if red is None else mask & (red == 0)
             owner = self.owner.get(w.base)
             if owner is None:
-                owner = self.owner[w.base] = np.full(w.nbytes, -1, np.int32)
+                owner = self.owner[w.base] = np.zeros(w.nbytes, np.int32)
             owned = owner[lo:hi]
             seen = self.reduced.get(w.base)
-            clash = plain & (owned >= 0)
+            clash = plain & (owned > 0)
             if seen is not None:
                 clash |= plain & seen[lo:hi]
             if red is not None:
-                clash |= (red > 0) & (owned >= 0)
+                clash |= (red > 0) & (owned > 0)
             if clash.any():
                 o = int(np.flatnonzero(clash)[0])
-                other = int(owned[o])
+                other = int(owned[o]) - 1
                 if other >= 0:
                     text = _race_text(name, lo + o, other, int(writer[o]), self.grid)
                 else:
@@ -242,15 +245,13 @@ class Merger:
             values[mask] = w.data
             part = target[lo:hi]
             part[plain] = values[plain]
-            owned[plain] = writer[plain]
+            owned[plain] = writer[plain] + 1
             if red is not None:
                 self._reduce(w, target, name, red, values)
 
     def _reduce(self, w: Written, target, name: str, red, values) -> None:
         """Fold the bytes an atomic updated (``red``, ``values``: over the share's span) into ``target``."""
-        if w.base not in self.initial:
-            self.initial[w.base] = target.copy()
-        initial = self.initial[w.base]
+        initial = self.targets[w.base][0]  # the array itself: untouched until commit
         seen = self.reduced.setdefault(w.base, np.zeros(w.nbytes, bool))
         for code in np.unique(red[red > 0]):
             op, kind = w.kinds[int(code) - 1]
