@@ -296,7 +296,7 @@ def test_the_cli_runs_a_launch_on_an_executor(client, tmp_path, capsys):
     assert here.any() and np.array_equal(here, there)
 
 
-def test_a_triton_kernel_distributed_is_bit_equal(client):
+def test_a_triton_kernel_distributed_is_bit_equal(client, tmp_path, capsys):
     pytest.importorskip("triton", reason="needs Triton: pip install 'flashsim[triton]'")
     import flashsim.triton as ft
 
@@ -337,6 +337,13 @@ def test_a_triton_kernel_distributed_is_bit_equal(client):
         outs.append((c, report))
     assert outs[0][0].any() and np.array_equal(outs[0][0].view(np.uint16), outs[1][0].view(np.uint16))
     assert outs[1][1].workers == 2
+    from flashsim.cli import main
+
+    args = ["--arg", "randn:f32:512", "--arg", "randn:f32:512", "--arg", "out:f32:512", "--arg", "512"]
+    args += ["--meta", "BLOCK=128", "--target", "sm_80", "--executor", client.scheduler.address, "--out", str(tmp_path)]
+    assert main(["triton", "run", f"{K.__file__}:add", "--grid", "4", *args]) == 0
+    x, y, out = (np.load(tmp_path / f"{n}.npy") for n in ("x_ptr", "y_ptr", "out_ptr"))
+    assert np.array_equal(out, x + y) and "on 2 of 2 worker(s)" in capsys.readouterr().out
 
 
 def test_the_ptx_backend_spreads_its_launch_over_an_executor(client, monkeypatch):
