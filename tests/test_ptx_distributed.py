@@ -272,11 +272,14 @@ def test_bad_executors_each_get_one_clear_error(module, client, monkeypatch):
     assert not out.any()
 
 
-def test_progress_shows_blocks_rate_and_eta_when_asked(module, capsys):
+def test_progress_shows_blocks_rate_and_eta_when_asked(module, client, capsys):
     out = np.zeros(8 * 128, np.uint32)
     P.launch(module.kernel("hello"), 8, 128, [out], progress=True, max_threads=256)
     err = capsys.readouterr().err
     assert "8/8" in err and "warp instructions/s" in err and "ETA" in err
+    P.launch(module.kernel("hello"), 8, 128, [out], progress=True, max_threads=256, executor=client)
+    err = capsys.readouterr().err
+    assert "simulating blocks on 2 workers" in err and "8/8" in err and "warp instructions/s" in err
     P.launch(module.kernel("hello"), 8, 128, [out], max_threads=256)
     assert capsys.readouterr().err == ""  # not a terminal: nothing unless asked
 
