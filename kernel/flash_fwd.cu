@@ -1042,6 +1042,10 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     }
 #undef FS_FILL_SLOT
     cp_async_wait<0>();   // nothing may be in flight when the block exits
+    // O staging writes into the warp's own Q rows: the warp's last Q reads (ldmatrix) come first in the order its
+    // mma.sync's and shuffles give, and a __syncwarp puts that order in a form the memory model and racecheck accept
+    // (benchmarks/experiments/racecheck_warnings/: compute-sanitizer's warp-level WAR warnings without it)
+    if (OSTAGE) __syncwarp();
 
     // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
 #if FS_SEQLENS

@@ -1,5 +1,7 @@
-"""Run a kernel's PTX on the CPU (flashsim.ptx): ``run`` a launch, ``diff`` it against the GPU, list ``kernels``.
+"""Run a kernel's PTX on the CPU (flashsim.ptx): ``run`` a launch, ``diff`` it against the GPU, list ``kernels``,
+list what an arch accepts (``isa``).
 
+    flashsim ptx isa [--arch sm_120] [--refused]
     flashsim ptx kernels FILE.cu|FILE.ptx
     flashsim ptx run FILE.cu|FILE.ptx --kernel NAME --grid G --block B [--cluster C] [--shared-mem S] --arg SPEC ...
                      [--out DIR] [--check memcheck|racecheck|initcheck] [--arch sm_90] [--define K=V ...]
@@ -17,7 +19,9 @@ A .cu file is compiled with NVRTC (no GPU; with -lineinfo; its folder and kernel
 --out writes every array argument after the launch to DIR/arg<i>.npy (i its position), the trace to DIR/trace.npy.
 A kernel that faults, deadlocks or trips a sanitizer exits 1 with the simulator's message; bad input is a one-line
 error (exit 2). ``diff`` exits 0 when every output bit is equal, 1 naming the first differing element otherwise,
-2 without a GPU. --trace takes PTX register names ("%r5,%f3"), --trace-at PTX lines or source lines ("148",
+2 without a GPU. ``isa`` prints the instruction table of flashsim.ptx.isa for the arch: every opcode the simulator
+runs there and the arch-restricted forms it accepts (with --refused, those it refuses, each with its rule).
+--trace takes PTX register names ("%r5,%f3"), --trace-at PTX lines or source lines ("148",
 "flash_fwd.cu:88"), --trace-threads launch-wide thread indices ("0,33"; default 0).
 """
 
@@ -35,6 +39,7 @@ from .. import ptx
 from ..gpu import runtime as rt
 from ..gpu.build import Build, assemble_ptx, assembler_for, compile_ptx, cuda_include_dirs, kernel_dir
 from ..ptx import SimulationError, UnknownKernel, WorkerError
+from ..ptx import isa as ptx_isa
 from ..ptx.names import demangle
 from ..ptx.trace import Trace
 
@@ -57,8 +62,11 @@ CHECKS = ("memcheck", "racecheck", "initcheck")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="ptx_command", metavar="{run,diff,kernels}", parser_class=type(parser))
+    sub = parser.add_subparsers(dest="ptx_command", metavar="{run,diff,kernels,isa}", parser_class=type(parser))
     sub.required = True
+    table = sub.add_parser("isa", help="list the instruction forms an arch accepts (flashsim.ptx.isa.forms)")
+    table.add_argument("--arch", default="sm_90", help="the arch (default sm_90; sm_120 means sm_120a)")
+    table.add_argument("--refused", action="store_true", help="list the arch-restricted forms it refuses instead")
     kernels = sub.add_parser("kernels", help="list the file's kernels and their parameters")
     kernels.add_argument("file", type=pathlib.Path, help="a .cu or .ptx file")
     _add_build_options(kernels)
@@ -436,4 +444,11 @@ def _copy(v):
 
 
 def run(args) -> int:
-    return {"kernels": _kernels, "run": _run, "diff": _diff}[args.ptx_command](args)
+    return {"kernels": _kernels, "run": _run, "diff": _diff, "isa": _isa}[args.ptx_command](args)
+
+
+def _isa(args) -> int:
+    """Print flashsim.ptx.isa.forms(arch): one form a line."""
+    table = ptx_isa.forms(args.arch)  # an unknown arch: ValueError, the CLI's one-line error
+    print("\n".join(table["refused" if args.refused else "accepted"]))
+    return 0

@@ -258,7 +258,8 @@ def prepare(
     if total_shared > cap:
         raise LaunchError(
             f"{total_shared} bytes of shared memory per block ({layout.static_shared} static + "
-            f"{int(shared_mem)} dynamic) past {arch.name}'s {cap}"
+            f"{int(shared_mem)} dynamic) past {arch.name}'s {cap} ({cap // 1024} KB, the most a block may opt in to on "
+            f"compute capability {'.'.join(map(str, arch.compute_capability))})"
         )
     if cluster is not None:
         cluster = _dims(cluster, "cluster", (clusters.MAXIMUM,) * 3)
