@@ -124,6 +124,8 @@ def test_printf_and_trace_merge_in_block_order(module, client):
 
 def test_two_blocks_storing_one_byte_is_a_race_naming_both(module, client):
     out = np.zeros(32, np.uint32)
+    with pytest.raises(P.BlockRace, match=r"blocks \(0, 0, 0\) and \(1, 0, 0\) both store byte 0 of argument 0"):
+        P.launch(module.kernel("racy"), 4, 32, [out], executor=client, max_threads=128)  # one store, four blocks
     with pytest.raises(P.BlockRace, match=r"blocks \(\d, 0, 0\) and \(\d, 0, 0\) both store byte \d+ of argument 0"):
         P.launch(module.kernel("racy"), 4, 32, [out], executor=client)
     assert not out.any()  # nothing merged
@@ -132,6 +134,7 @@ def test_two_blocks_storing_one_byte_is_a_race_naming_both(module, client):
 
 
 def test_a_race_between_blocks_of_two_workers_is_found_when_merging(module, client):
+    client.wait_for_workers(2, timeout=60)
     out = np.zeros(64, np.uint32)
     with pytest.raises(P.BlockRace, match=r"blocks \(0, 0, 0\) and \(2, 0, 0\) both store byte 0 of argument 0"):
         P.launch(module.kernel("racy_apart"), 4, 32, [out], executor=client)  # shares: blocks 0-1, 2-3

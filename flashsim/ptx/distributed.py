@@ -288,6 +288,14 @@ def launch_distributed(plan: LaunchPlan, blocks: range, executor, *, trace=None,
         raise LaunchError(f"communicating must be None, True or False, got {communicating!r}")
     t0 = time.perf_counter()
     ex = resolve(executor)
+    try:
+        return _launch(plan, blocks, ex, trace, progress, communicating, t0)
+    finally:
+        ex.close()
+
+
+def _launch(plan: LaunchPlan, blocks: range, ex, trace, progress, communicating, t0: float) -> Report:
+    """The distributed launch on a resolved Executor (closed by the caller)."""
     kernel = plan.kernel
     prog = kernel.program
     if trace is not None:

@@ -45,7 +45,7 @@ class Executor:
     - ``broadcast(obj)``: put ``obj`` on every worker once; a handle tasks take in its place;
     - ``submit(fn, *args)``: run ``fn(*args)`` on some worker (handles replaced by their objects): a task;
     - ``completed(tasks)``: yields (task, result) as tasks finish; a task whose worker died past the engine's
-      retries yields (task, Died(...)); ``cancel(tasks)``; ``release(handle)``.
+      retries yields (task, Died(...)); ``cancel(tasks)``; ``release(handle)``; ``close()`` after the launch.
     """
 
     name = "executor"
@@ -74,14 +74,23 @@ class Executor:
     def release(self, handle) -> None:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """After the launch: let go of what ``resolve`` opened for it alone (a connection to an address)."""
+
 
 class DaskExecutor(Executor):
-    """An Executor on a connected ``dask.distributed.Client``."""
+    """An Executor on a connected ``dask.distributed.Client``; ``owned``: the client was opened for one launch (an
+    address) and ``close`` closes it."""
 
     name = "dask"
 
-    def __init__(self, client):
+    def __init__(self, client, owned: bool = False):
         self.client = client
+        self.owned = owned
+
+    def close(self) -> None:
+        if self.owned:
+            self.client.close()
 
     def workers(self) -> list:
         return sorted(self.client.nthreads())  # asks the scheduler (its cached info may predate the workers)
@@ -186,7 +195,7 @@ def resolve(spec) -> Executor:
             raise WorkerError(
                 f"cannot reach a Dask scheduler at {spec!r} within {CONNECT_TIMEOUT} s ({type(exc).__name__}: {exc})"
             ) from None
-        return DaskExecutor(client)
+        return DaskExecutor(client, owned=True)
     try:
         from distributed import Client
     except ImportError:

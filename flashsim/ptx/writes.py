@@ -99,16 +99,32 @@ class WriteLog:
                     codes = self.codes[buf.base] = np.zeros(buf.nbytes, np.uint8)
                 codes[cols] = self._code(pc)
             elif self.races:
-                old = writer[cols]
-                clash = (old > 0) & (old != blk[:, None] + 1)
-                if clash.any():
-                    lane, col = np.argwhere(clash)[0]
-                    t = int(threads[lane if sel is None else sel[lane]])
-                    raise BlockRace(
-                        _race_text(buf.name, int(cols[lane, col]), int(old[lane, col]) - 1, int(blk[lane]), self.grid),
-                        **m.locate(t),
-                    )
+                self._check(writer, cols, blk, buf.name, threads, sel)
             writer[cols] = blk[:, None] + 1
+
+    def _check(self, writer, cols, blk, name: str, threads, sel) -> None:
+        """BlockRace where a lane stores a byte another block wrote before, or another block's lane of the same
+        store writes too (lanes of one instruction in several blocks of a wave)."""
+        old = writer[cols]
+        clash = (old > 0) & (old != blk[:, None] + 1)
+        first = second = None
+        if clash.any():
+            lane, col = np.argwhere(clash)[0]
+            first, second, offset = int(old[lane, col]) - 1, int(blk[lane]), int(cols[lane, col])
+        elif blk.size > 1 and (blk != blk[0]).any():
+            flat = cols.reshape(-1)
+            who = np.repeat(blk, cols.shape[1])
+            order = np.argsort(flat, kind="stable")
+            c, b = flat[order], who[order]
+            dup = np.flatnonzero((c[1:] == c[:-1]) & (b[1:] != b[:-1]))
+            if dup.size:
+                k = int(dup[0])
+                first, second, offset = int(b[k]), int(b[k + 1]), int(c[k])
+                lane = int(order[k + 1]) // cols.shape[1]
+        if first is None:
+            return
+        t = int(threads[lane if sel is None else sel[lane]])
+        raise BlockRace(_race_text(name, offset, first, second, self.grid), **self.machine.locate(t))
 
     def results(self, buffers) -> list:
         """A Written per buffer of ``buffers`` (flashsim.ptx.memory.Buffer: bytes after the launch) it stored into."""
