@@ -3,7 +3,8 @@ built with nvcc for sm_90a with flashsim.ptx.hostshim's cuTensorMapEncodeTiled l
 kernel's launch and parameter bytes (no GPU needed) or, on a GPU, to launch it with the driver's maps.
 
 A build is cached in the user cache (packages.cache_folder()/host), keyed by everything that goes into it (nvcc's
-version, the flags, the includes, the unit, the shim and the package archive's sha256); with ``keep`` it is built
+version, the flags, the includes, the unit, the shim, the header shims build.build_ptx also puts first on the include
+path, and the package archive's sha256); with ``keep`` it is built
 afresh and nvcc's intermediate files go there, the PTX it assembled into the program among them.
 """
 
@@ -26,7 +27,8 @@ ARCH = "sm_90a"  # wgmma, setmaxnreg and multicast TMA are sm_90a's
 
 
 def _command(unit: str, tree: pathlib.Path, includes, flags, out: pathlib.Path, keep) -> list[str]:
-    incs = [f"-I{tree / inc}" for inc in includes]
+    # the shims first, as build.build_ptx puts them: the program embeds the PTX that build would give
+    incs = [f"-I{build.shim_folder()}"] + [f"-I{tree / inc}" for inc in includes]
     cmd = [cuda_tool("nvcc"), f"-arch={ARCH}", *flags, *incs, str(kernel_path(unit)), str(hostshim.SHIM_SOURCE)]
     cmd += ["-o", str(out), "-ldl"]
     return cmd + (["--keep", "--keep-dir", str(keep)] if keep is not None else [])
@@ -40,6 +42,8 @@ def build_program(spec, staged: pathlib.Path | None = None, keep: pathlib.Path |
     for part in (build.nvcc_version(), ARCH, repr(tuple(spec.flags)), repr(tuple(spec.includes)), package.sha256):
         h.update(part.encode() + b"\0")
     h.update(kernel_path(spec.unit).read_bytes() + b"\0" + hostshim.SHIM_SOURCE.read_bytes())
+    for shim in sorted(build.shim_folder().rglob("*.h*")):
+        h.update(b"\0" + str(shim.relative_to(build.shim_folder())).encode() + b"\0" + shim.read_bytes())
     stem = pathlib.PurePosixPath(spec.unit).stem
     cached = packages.cache_folder() / "host" / f"{stem}-{h.hexdigest()[:24]}"
     if keep is None and cached.is_file():
