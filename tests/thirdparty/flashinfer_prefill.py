@@ -46,7 +46,7 @@ __all__ = [
     "Case",
     "inputs",
     "reference",
-    "build_host",
+    "build",
     "entry",
     "describe",
     "simulate",
@@ -270,9 +270,10 @@ def reference(case: Case, arrays: dict) -> tuple:
     return o[0], o_bound, lse2, 2.0**-16 * np.abs(lse2) + 2.0**-12
 
 
-def build_host(variant: Variant, staged: pathlib.Path | None = None, keep: pathlib.Path | None = None):
-    """The variant's program (hostprogram.build_program of the unit with the variant's flags)."""
-    return hostprogram.build_program(variant, staged, keep)
+def build(variant: Variant, staged: pathlib.Path | None = None, cache: bool = True) -> tuple[pathlib.Path, str]:
+    """(the variant's program, the PTX it embeds): one nvcc run of the unit with the variant's flags
+    (hostprogram.build_with_ptx), from the pinned wheel or the copy staged in ``staged``."""
+    return hostprogram.build_with_ptx(variant, staged, cache)
 
 
 def entry(ptx: str) -> tuple[str, list]:

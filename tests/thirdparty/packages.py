@@ -4,9 +4,10 @@ An archive is fetched with pip from PyPI (``pip download --no-deps --no-binary :
 ``--only-binary :all:`` for a package whose sources PyPI carries in a wheel only: NVIDIA's nvidia-cutlass wheel is
 CUTLASS's source tree under cutlass_library/source) into the user cache (flashsim.calibration.cache_root()/thirdparty)
 and checked against its pinned sha256 before anything reads it. ``tree(package)`` extracts the members the builds need
-(``keep``: path prefixes and suffixes, or ``listed``: a committed list of the exact files) into the cache; ``stage(package, folder)`` writes the same members as a smaller
-archive with a manifest, for a machine without network (the GPU machine); ``tree(package, staged=folder)`` reads that
-back. Both give the same files, so the PTX built from either is the same.
+(``keep``: path prefixes and suffixes, or ``listed``: a committed list of the exact files) into the cache;
+``stage(package, folder)`` writes the same members as a smaller archive with a manifest, for a machine without network
+(the GPU machine); ``tree(package, staged=folder)`` reads that back. Both give the same files, so the PTX built from
+either is the same.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from flashsim import calibration
 
@@ -152,7 +153,7 @@ def archive(package: Package) -> pathlib.Path:
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def listed_members(package: Package) -> frozenset:
     """The members ``package.listed`` names (paths under the package root); empty where it names no list."""
     if not package.listed:
