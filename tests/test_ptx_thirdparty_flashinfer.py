@@ -20,9 +20,7 @@ import pytest
 from thirdparty import build, capture, packages
 from thirdparty import flashinfer_prefill as fi
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH"
-)
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH")
 
 QUICK = "flashinfer_sm90_prefill_d64_normal"
 CASES = [pytest.param(n, marks=() if n == QUICK else pytest.mark.slow) for n in sorted(fi.CASES)]
@@ -118,7 +116,8 @@ def test_simulator_is_bit_equal_to_the_gpu(name):
     # the same maps asked of the driver there as of the shim here, and the same launch
     launch, log, _params = fi.describe(case, ptx, program, fi.inputs(case))
     assert meta["tensor_maps"] == fi.relative_maps(log, launch["pointers"])
-    assert [meta["grid"], meta["block"], meta["shared_bytes"]] == [launch["grid"], launch["block"], launch["shared_bytes"]]
+    shape = ("grid", "block", "shared_bytes")
+    assert [meta[k] for k in shape] == [launch[k] for k in shape]
     for array, width in (("O", np.uint16), ("LSE", np.uint32)):
         gpu, sim = stored_after[array].view(width), after[array].view(width)
         diff = np.argwhere(gpu != sim)
