@@ -183,18 +183,29 @@ class WgmmaUnit:
 
     def pending_words(self, wgs, slots, words) -> None:
         """Overlay, on ``words`` (G, 128, len(slots)) read from the registers, the results of earlier wgmmas in
-        flight on the same warpgroups and registers (chained accumulators): the last one issued wins."""
+        flight on the same warpgroups and registers (chained accumulators): the last one issued wins. The records
+        are taken newest first and each (warpgroup, register) once, so a chain of n wgmmas on one accumulator costs
+        one copy per wgmma, not n: the newest record already holds the chain's result."""
         col = {s: k for k, s in enumerate(slots)}
-        for rec in self.records:
+        done = np.zeros((len(wgs), len(slots)), bool)  # (warpgroup row, slot column) already overlaid
+        for rec in reversed(self.records):
             shared = [(col[s], j) for j, s in enumerate(rec.d) if s in col]
             if not shared:
                 continue
             rows_new, rows_rec = _match(wgs, rec.wgs)
-            if rows_new.size:
-                dst, src = (list(x) for x in zip(*shared))
-                part = words[rows_new]
-                part[:, :, dst] = rec.words[rows_rec][:, :, src]
-                words[rows_new] = part
+            if not rows_new.size:
+                continue
+            dst, src = (np.array(x) for x in zip(*shared))
+            need = ~done[np.ix_(rows_new, dst)]  # (rows, columns) no newer record set
+            if not need.any():
+                continue
+            part = words[rows_new]
+            new = rec.words[rows_rec][:, :, src]
+            part[:, :, dst] = new if need.all() else np.where(need[:, None, :], new, part[:, :, dst])
+            words[rows_new] = part
+            done[np.ix_(rows_new, dst)] = True
+            if done.all():
+                break
 
     def commit(self, wgs) -> None:
         self.committed[wgs] += 1
@@ -203,18 +214,31 @@ class WgmmaUnit:
         """Write the results of the wgmmas in flight on ``wgs`` to their registers: of every group but the ``keep``
         most recent committed ones (wait_group ``keep``), or all of them, committed or not (``keep`` None)."""
         limit = None if keep is None else self.committed - keep
-        left = []
+        left, finished = [], []
         for rec in self.records:
             rows, _ = _match(rec.wgs, wgs)
             if keep is not None and rows.size:
                 rows = rows[rec.group[rows] < limit[rec.wgs[rows]]]
             if rows.size:
-                _write(self.m, rec.d, rec.threads[rows], rec.words[rows])
-                if self.m.sanitizer is not None:  # the reads may happen until now: a store since the issue races
-                    for addr, eb in rec.reads:
-                        _sanitize_reads(self.m, rec.threads[rows], addr[rows], eb, self.m.current_pc, proxy=False)
+                finished.append((rec, rows))
             if rows.size < rec.wgs.size:
                 left.append(rec.rows(np.setdiff1d(np.arange(rec.wgs.size), rows)))
+        # in issue order, as the unit retires them, but leaving out a warpgroup's words that a newer record finishing
+        # now overwrites in full (a chain of wgmmas on one accumulator writes its registers once, not once per link)
+        written: dict = {}  # warpgroup -> register slots newer finishing records write
+        live = []
+        for rec, rows in reversed(finished):
+            d = set(rec.d)
+            live.append(rows[[not d <= written.get(int(w), set()) for w in rec.wgs[rows]]])
+            for w in rec.wgs[rows]:
+                written.setdefault(int(w), set()).update(d)
+        for (rec, _rows), rows in zip(finished, reversed(live)):
+            if rows.size:
+                _write(self.m, rec.d, rec.threads[rows], rec.words[rows])
+        if self.m.sanitizer is not None:  # the reads may happen until now: a store since the issue races
+            for rec, rows in finished:
+                for addr, eb in rec.reads:
+                    _sanitize_reads(self.m, rec.threads[rows], addr[rows], eb, self.m.current_pc, proxy=False)
         self.records = left
         self.busy = {s for rec in left for s in (*rec.d, *rec.a)}
         if not left and not self.checking:
@@ -328,9 +352,12 @@ def _line(m, pc: int) -> str:
 
 def _gather(m, slots, threads) -> np.ndarray:
     """(G, 128, len(slots)) uint32: the registers ``slots`` of ``threads`` (G, 128)."""
+    values = [np.asarray(m.R[s]) for s in slots]
+    if all(v.shape == (m.T,) for v in values):  # the usual case: one stack, one gather
+        return np.stack(values, axis=-1).astype(np.uint32, copy=False)[threads]
     out = np.empty(threads.shape + (len(slots),), np.uint32)
-    for k, s in enumerate(slots):
-        out[..., k] = np.broadcast_to(np.asarray(m.R[s]), (m.T,))[threads]
+    for k, v in enumerate(values):
+        out[..., k] = np.broadcast_to(v, (m.T,))[threads]
     return out
 
 
