@@ -207,6 +207,22 @@ class WgmmaUnit:
             if done.all():
                 break
 
+    def chained_words(self, wgs, slots):
+        """The accumulator words (G, 128, len(slots)) of the newest wgmma in flight on ``wgs`` that writes ``slots``,
+        when that one wgmma writes exactly ``slots`` on every one of ``wgs`` (a chain's next link: what the registers
+        will hold at the wait); None otherwise (the registers and pending_words say it)."""
+        slots, wanted = tuple(slots), set(slots)
+        for rec in reversed(self.records):
+            rows_new, rows_rec = _match(wgs, rec.wgs)
+            if not rows_new.size or wanted.isdisjoint(rec.d):
+                continue
+            if rec.d != slots or rows_new.size != len(wgs):
+                return None
+            out = np.empty((len(wgs),) + rec.words.shape[1:], rec.words.dtype)
+            out[rows_new] = rec.words[rows_rec]
+            return out
+        return None
+
     def commit(self, wgs) -> None:
         self.committed[wgs] += 1
 
@@ -604,9 +620,14 @@ def _mma_async(d: Decoded):
             for addr, eb in reads:
                 _sanitize_reads(m, threads, addr, eb, pc)
         scale_d = _uniform(m, scale_d_slot, threads, "scale-d predicate", pc).astype(bool)
-        c_words = _gather(m, d_slots, threads)
-        u.pending_words(wgs, d_slots, c_words)
-        c = WL.warpgroup_scatter(c_words, d_map, c_dtype)
+        if not scale_d.any():  # D = A B: the accumulator is not read (zeros stand for it)
+            c = np.zeros((G, 64, n), c_dtype)
+        else:
+            c_words = u.chained_words(wgs, d_slots)
+            if c_words is None:
+                c_words = _gather(m, d_slots, threads)
+                u.pending_words(wgs, d_slots, c_words)
+            c = WL.warpgroup_scatter(c_words, d_map, c_dtype)
         out = _model()(
             np.ascontiguousarray(a),
             np.ascontiguousarray(b),
