@@ -227,11 +227,13 @@ static int run(int qo_len, int kv_len, int heads, std::string const &folder) {
     char const *names[5] = {"/Q.bin", "/K.bin", "/V.bin", "/O.bin", "/LSE.bin"};
     void *d[5];
     for (int i = 0; i < 5; ++i) {
-        if (cudaMalloc(&d[i], bytes[i]) != cudaSuccess) return 3;
-        if (i < 3) {
-            if (cudaMemcpy(d[i], read_file(folder + names[i], bytes[i]).data(), bytes[i], cudaMemcpyHostToDevice))
-                return 3;
-        } else if (cudaMemset(d[i], 0, bytes[i]) != cudaSuccess) {
+        cudaError_t err = cudaMalloc(&d[i], bytes[i]);
+        if (err == cudaSuccess && i < 3)
+            err = cudaMemcpy(d[i], read_file(folder + names[i], bytes[i]).data(), bytes[i], cudaMemcpyHostToDevice);
+        else if (err == cudaSuccess)
+            err = cudaMemset(d[i], 0, bytes[i]);
+        if (err != cudaSuccess) {
+            std::fprintf(stderr, "%s: %s\n", names[i] + 1, cudaGetErrorString(err));
             return 3;
         }
     }
@@ -242,9 +244,15 @@ static int run(int qo_len, int kv_len, int heads, std::string const &folder) {
     }
     for (int i = 3; i < 5; ++i) {
         std::vector<char> out(bytes[i]);
-        if (cudaMemcpy(out.data(), d[i], bytes[i], cudaMemcpyDeviceToHost) != cudaSuccess) return 3;
+        if (cudaError_t err = cudaMemcpy(out.data(), d[i], bytes[i], cudaMemcpyDeviceToHost)) {
+            std::fprintf(stderr, "%s: %s\n", names[i] + 1, cudaGetErrorString(err));
+            return 3;
+        }
         FILE *f = std::fopen((folder + names[i]).c_str(), "wb");
-        if (!f || std::fwrite(out.data(), 1, bytes[i], f) != bytes[i]) return 2;
+        if (!f || std::fwrite(out.data(), 1, bytes[i], f) != bytes[i]) {
+            std::fprintf(stderr, "cannot write %s%s\n", folder.c_str(), names[i]);
+            return 2;
+        }
         std::fclose(f);
     }
     return 0;
