@@ -17,12 +17,13 @@ import pytest
 
 from flashsim.numerics import ieee
 from flashsim.numerics.formats import BF16, E5M2, F16, F32, F64, TF32
-from flashsim.ptx import launch, load
+from flashsim.ptx import launch, load, vectorize
 
 N = 8  # unrolled pairs per thread
 
 
-def _kernel() -> str:
+def _kernel(first: int = 0) -> str:
+    """Threads from ``first`` on compute y = x * s - m for N values each (the others return at once)."""
     body = []
     for i in range(N):
         body.append(f"  ld.global.f32 %f{i}, [%rd3+{4 * i}];")
@@ -42,7 +43,9 @@ def _kernel() -> str:
             "  ld.param.u64 %rd1, [px]; ld.param.u64 %rd2, [py];",
             "  ld.param.f32 %f16, [s]; ld.param.f32 %f17, [m];",
             "  cvta.to.global.u64 %rd1, %rd1; cvta.to.global.u64 %rd2, %rd2;",
+            "  .reg .pred %p<2>;",
             "  mov.u32 %r1, %tid.x;",
+            f"  setp.lt.u32 %p1, %r1, {first}; @%p1 ret;",
             f"  mul.wide.u32 %rd5, %r1, {4 * N}; add.s64 %rd3, %rd1, %rd5;",
             f"  mul.wide.u32 %rd6, %r1, {4 * N}; add.s64 %rd4, %rd2, %rd6;",
             *body,
@@ -81,6 +84,29 @@ def test_fused_products_and_their_adds_stack_and_round_once():
         for i in range(N):
             want[t, i] = _round_f32(Fraction(float(x[t, i])) * Fraction(float(s)) - Fraction(float(m)))
     assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="contraction='sass' needs ptxas on PATH")
+def test_a_group_of_few_running_threads_computes_on_them_alone(monkeypatch):
+    """A quarter of the threads run the block (the rest returned, as a warp-specialised kernel's producer waits):
+    the stacked groups compute on those threads' columns and scatter back; the bits are those of the whole-wave
+    run, and the threads that returned keep their zeros."""
+    threads, first = 128, 96
+    kernel = load(_kernel(first), arch="sm_90", contraction="sass").kernel("fused")
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((threads, N)).astype(np.float32)
+    s, m = np.float32(0.125), np.float32(-1.5)
+    outs = []
+    for share in (0.0, vectorize.COMPACT_SHARE):
+        monkeypatch.setattr(vectorize, "COMPACT_SHARE", share)
+        y = np.zeros((threads, N), np.float32)
+        launch(kernel, 1, threads, [x, y, s, m])
+        outs.append(y)
+    assert np.array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32))
+    assert not outs[1][:first].any()
+    exact = lambda v: Fraction(float(v)) * Fraction(float(s)) - Fraction(float(m))  # noqa: E731
+    want = [[_round_f32(exact(v)) for v in row] for row in x[first:]]
+    assert np.array_equal(outs[1][first:].view(np.uint32), np.array(want, np.float32).view(np.uint32))
 
 
 @pytest.mark.parametrize("f", [F16, BF16, F32, F64, TF32, E5M2], ids=lambda f: f.name)
