@@ -120,6 +120,7 @@ VARIANTS = {
         Variant("flashinfer_sm90_prefill_d64_causal", 64, True),
         Variant("flashinfer_sm90_prefill_d128", 128, False),
         Variant("flashinfer_sm90_prefill_d128_causal", 128, True),
+        Variant("flashinfer_sm90_prefill_d64_f16", 64, False, half=True),
     )
 }
 
@@ -213,6 +214,16 @@ CASES = {
             "causal (keys past the diagonal -inf), " + _ADVERSARIAL,
         ),
         Case(
+            "flashinfer_sm90_prefill_d64_f16_adversarial",
+            "flashinfer_sm90_prefill_d64_f16",
+            256,
+            256,
+            1,
+            307,
+            True,
+            "f16 Q, K, V and O; " + _ADVERSARIAL.replace("bf16 subnormals and of 2^60", "f16 subnormals and of 2^14"),
+        ),
+        Case(
             "flashinfer_sm90_prefill_d128_n1024_normal",
             "flashinfer_sm90_prefill_d128",
             1024,
@@ -258,14 +269,19 @@ def reference(case: Case, arrays: dict) -> tuple:
     flashsim.reference_attention (causal bottom-right aligned, as FlashInfer's mask). O's bound: P is rounded to
     the inputs' 8-bit (bf16) or 11-bit (f16) significand before P V and O once more at the end, so each output may be
     off by 2^-(p-1) of sum_j p_j |v_j| (p the significand bits), plus the f32 steps and the SFU's ex2 (far smaller);
-    the LSE's: 2^-16 relative plus lg2.approx's 2^-20 absolute, in log2 units."""
+    the LSE's: 2^-16 relative plus lg2.approx's 2^-20 absolute, in log2 units. Near zero the error is absolute: P
+    entries and O below f16's subnormal grid or the f32 flush of .ftz (bf16) may be off by that floor."""
     v = case.build
     q, k, val = (arrays[n][None] for n in "QKV")  # (1, N, H, d): flashsim's "bnhd"
     opts = dict(causal=v.causal, softmax_scale=1.0 / np.sqrt(v.head_dim), layout="bnhd")
     o, lse = flashsim.reference_attention(q, k, val, **opts)
     mag, _ = flashsim.reference_attention(q, k, np.abs(val), **opts)
-    bits = 11 if v.half else 8
-    o_bound = 2.0 ** -(bits - 2) * mag[0] + 2.0**-126
+    # significand bits; the absolute floor: f16's smallest subnormal, or for bf16 the f32 flush of the kernel's .ftz
+    # arithmetic (2^-126, above bf16's subnormals)
+    bits, floor = (11, 2.0**-24) if v.half else (8, 2.0**-126)
+    # P below the floor is off by up to the floor (the row sum it is divided by is at least 1), O itself too
+    spread = floor * np.abs(arrays["V"].astype(np.float64)).sum(axis=0)[None]  # (1, H, d)
+    o_bound = 2.0 ** -(bits - 2) * mag[0] + spread + floor
     lse2 = np.asarray(lse[0], np.float64).T / np.log(2.0)  # (N, H), base 2
     return o[0], o_bound, lse2, 2.0**-16 * np.abs(lse2) + 2.0**-12
 

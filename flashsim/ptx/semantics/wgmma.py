@@ -378,10 +378,22 @@ def _gather(m, slots, threads) -> np.ndarray:
 
 
 def _write(m, slots, threads, words) -> None:
-    """Registers ``slots`` of ``threads`` (G, 128) := ``words`` (G, 128, len(slots)) (a new array per register:
-    registers are never written in place)."""
+    """Registers ``slots`` of ``threads`` (G, 128) := ``words`` (G, 128, len(slots)) (new arrays: registers are
+    never written in place)."""
     idx = threads.reshape(-1)
     every = idx.size == m.T and bool((idx == np.arange(m.T)).all())
+    dtypes = {m.dtypes[s] for s in slots}
+    if len(dtypes) == 1:  # one (slots, threads) array written at once; each register a row of it (never mutated)
+        dt = dtypes.pop()
+        columns = np.ascontiguousarray(words.reshape(-1, len(slots)).T, dtype=dt)
+        if every:
+            base = columns
+        else:
+            base = np.stack([np.broadcast_to(np.asarray(m.R[s]), (m.T,)) for s in slots]).astype(dt, copy=False)
+            base[:, idx] = columns
+        for k, s in enumerate(slots):
+            m.R[s] = base[k]
+        return
     for k, s in enumerate(slots):
         if every:
             m.R[s] = np.ascontiguousarray(words[..., k].reshape(-1)).astype(m.dtypes[s], copy=False)
