@@ -7,8 +7,8 @@ the GPU returned (tests/data/thirdparty/flashinfer_sm90_prefill_<case>_sm90a.npz
 tools/thirdparty_capture.py capture-flashinfer), from the very PTX the GPU's program embedded.
 
 The default suite runs the d = 64, N = 128 case (one 512-thread block; the variant's build, one nvcc run of about
-two minutes, is cached in the user cache); the other cases (d = 128, causal, adversarial inputs, N up to 1024) are
-marked slow.
+two minutes, is cached in the user cache); the other cases (d = 128, causal, f16, adversarial inputs, N up to 1024)
+are marked slow.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@
         for CuTe's Hopper tutorial GEMM (about 20 s of nvcc): DIR/cute_tutorial_gemm_<case>_sm90a.npz
     python3 tools/thirdparty_capture.py capture-flashinfer --sources .thirdparty --out DIR
         on an sm_90 GPU machine: build FlashInfer's Hopper single-prefill harness once per variant (head dim 64 / 128,
-        causal or not: tests/thirdparty/flashinfer_prefill.py; the four nvcc runs in parallel, about a minute), run
+        causal or not, bf16, and f16 at d = 64: tests/thirdparty/flashinfer_prefill.py; the five nvcc runs in
+        parallel, about a minute and a half), run
         each input case through FlashInfer's own host code and launch with the driver's tensor maps, and write
         DIR/flashinfer_sm90_prefill_<case>_sm90a.npz (inputs, O, LSE, the launch, the maps' arguments)
 
