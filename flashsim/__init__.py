@@ -1,6 +1,7 @@
 """flashsim: emulate, prove and verify a raw mma.sync FlashAttention forward kernel, bit for bit.
 
 Public contracts: ``mma`` (the tensor-core model), ``wgmma`` (Hopper's warpgroup MMA, the same model family),
+``mma_block_scale`` (sm_120a's block-scaled FP4 / FP6 / FP8 mma.sync, the same family),
 ``attention`` / ``reference_attention`` (the emulator and its float64 reference), ``attention_with_kvcache`` /
 ``attention_varlen`` (serving: a KV cache, paged or not, and variable-length batches, with their references),
 ``sfu.ex2`` / ``sfu.rcp``, ``budget`` (the resource model: shared memory, registers, occupancy), ``gpu.attention``
@@ -23,7 +24,7 @@ from .emulator import (
     reference_attention_with_kvcache,
 )
 from .numerics import sfu
-from .numerics.tensorcore import mma, wgmma
+from .numerics.tensorcore import mma, mma_block_scale, wgmma
 from .resources import budget
 from .settings import EngineOptions
 
@@ -36,6 +37,7 @@ __all__ = [
     "KernelConfig",
     "EngineOptions",
     "mma",
+    "mma_block_scale",
     "wgmma",
     "attention",
     "reference_attention",

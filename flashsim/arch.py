@@ -15,6 +15,12 @@ Sources
   (13) for FP8, whose f32 results are truncated to ``wgmma8_f32_result_frac_bits`` (13: E8M13, the accumulation width
   DeepSeek-V3's report, arXiv:2412.19437 section 3.3.2, describes); the zero exponents are mma.sync's of the same arch
   (MMA-Sim uses -133 / -21 for both). Checked on the H200 by flashsim.gpu.capture.wgmma (docs/tensor-cores.md).
+- sm_120a's mma.sync kinds with 4-, 6- and 8-bit inputs (``mma_kinds``, ``MmaKind``: ``kind::f8f6f4`` and the
+  block-scaled ``kind::mxf8f6f4`` / ``kind::mxf4`` / ``kind::mxf4nvf4``): MMA-Sim's RTX Blackwell models
+  (mmasim/nv_ptx/sim.py, classes MMA and MMABlockScale; the mmasim package, held bit for bit by
+  tests/test_mma_block_scale.py): k32 forms one fused block of 32 products, F = 25, each product a term of its own
+  (its exponent the elements' plus the scales'); k64 forms (FP4 with 2X / 4X scales) sum each group of 16 products
+  exactly, one term per group whose exponent is its scales' alone, F = 35, a zero term's exponent -139.
 - SM limits: CUDA C++ Programming Guide, compute-capability tables ("Technical Specifications per
   Compute Capability"); NVIDIA CCCL arch_traits.h. Occupancy rules: cuda_occupancy.h.
 - ``sm_count``: the SMs of the arch's reference GPU, which the split-KV heuristic fills (flashsim.serving.splits)
@@ -30,6 +36,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 KB = 1024
+
+
+@dataclass(frozen=True)
+class MmaKind:
+    """The tensor-core arithmetic of one ``.kind`` of mma.sync with 4-, 6- and 8-bit inputs on an arch (module
+    docstring): one fused block of the instruction's ``k`` products; ``group`` products summed exactly into one term
+    whose exponent is its block scales' alone (1: every product its own term, its exponent its factors'); the terms
+    and c aligned to the largest exponent, truncated to ``fraction_bits`` fraction bits, summed exactly and rounded
+    once (f32 toward zero, f16 to nearest even); a zero term takes ``zero_exponent_f32`` / ``_f16``."""
+
+    kind: str  # "f8f6f4", "mxf8f6f4", "mxf4", "mxf4nvf4"
+    k: int  # K of the instruction (m16n8k32 / m16n8k64)
+    fraction_bits: int
+    group: int
+    zero_exponent_f32: int
+    zero_exponent_f16: int | None  # None: f32 accumulators only (the block-scaled kinds)
+    source: str
 
 
 @dataclass(frozen=True)
@@ -66,6 +89,18 @@ class Arch:
     wgmma8_fraction_bits: int | None = None  # F of FP8 (e4m3 / e5m2) inputs
     wgmma8_f32_result_frac_bits: int = 23  # FP8 f32 results truncated toward zero to this many fraction bits
     wgmma_source: str = "wgmma.mma_async exists on sm_90a alone (PTX ISA, wgmma Target ISA Notes: requires sm_90a)"
+    # mma.sync kinds with 4-, 6- and 8-bit inputs (module docstring); empty: the arch has none
+    mma_kinds: tuple = ()
+
+    def mma_kind(self, kind: str) -> MmaKind:
+        """The MmaKind record of ``kind`` on this arch; ValueError saying which archs have it where it has none."""
+        for k in self.mma_kinds:
+            if k.kind == kind:
+                return k
+        raise ValueError(
+            f"no mma.sync .kind::{kind} on {self.name}: the kinds f8f6f4, mxf8f6f4, mxf4 and mxf4nvf4 need sm_120a "
+            "(PTX ISA, mma Target ISA Notes)"
+        )
 
     @property
     def has_wgmma(self) -> bool:
@@ -127,6 +162,26 @@ _HOPPER_WGMMA = dict(
     " and F = 13 with f32 results truncated to 13 fraction bits (FP8); tested against mmasim, held to the H200 by "
     "flashsim.gpu.capture.wgmma",
 )
+# sm_120a's mma.sync kinds (MMA-Sim's RTX Blackwell MMA and MMABlockScale models, module docstring)
+_RTX_BLACKWELL_SRC = "MMA-Sim (arXiv:2511.10909), RTX Blackwell; held bit for bit to mmasim"
+_RTX_BLACKWELL_KINDS = dict(
+    mma_kinds=(
+        MmaKind("f8f6f4", 32, 25, 1, -133, -21, _RTX_BLACKWELL_SRC + " (MMA, kind::f8f6f4)"),
+        MmaKind("mxf8f6f4", 32, 25, 1, -133, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k32: ST_FDPA)"),
+        MmaKind("mxf4", 64, 35, 16, -139, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k64: GST_FDPA, G = 16)"),
+        MmaKind("mxf4nvf4", 64, 35, 16, -139, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k64: GST_FDPA, G = 16)"),
+    )
+)
+# sm_120a's mma.sync kinds (MMA-Sim's RTX Blackwell MMA and MMABlockScale models, module docstring)
+_RTX_BLACKWELL_SRC = "MMA-Sim (arXiv:2511.10909), RTX Blackwell; held bit for bit to mmasim"
+_RTX_BLACKWELL_KINDS = dict(
+    mma_kinds=(
+        MmaKind("f8f6f4", 32, 25, 1, -133, -21, _RTX_BLACKWELL_SRC + " (MMA, kind::f8f6f4)"),
+        MmaKind("mxf8f6f4", 32, 25, 1, -133, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k32: ST_FDPA)"),
+        MmaKind("mxf4", 64, 35, 16, -139, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k64: GST_FDPA, G = 16)"),
+        MmaKind("mxf4nvf4", 64, 35, 16, -139, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k64: GST_FDPA, G = 16)"),
+    )
+)
 _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
 
 
@@ -141,6 +196,7 @@ def _arch(
     sms: int,
     fp8: dict | None = None,
     wgmma: dict | None = None,
+    kinds: dict | None = None,
 ) -> Arch:
     return Arch(
         name,
@@ -159,6 +215,7 @@ def _arch(
         sm_count=sms,
         **(fp8 or {}),
         **(wgmma or {}),
+        **(kinds or {}),
     )
 
 
@@ -171,7 +228,16 @@ ARCHS: dict[str, Arch] = {
         _arch("sm_90", "Hopper (H100/H200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, 132, _HOPPER_FP8, _HOPPER_WGMMA),
         _arch("sm_100", "Blackwell (B200)", _HOPPER_TC, 228 * KB, 227 * KB, 64, 32, 148, _BLACKWELL_FP8),
         _arch(
-            "sm_120", "consumer Blackwell (RTX 50xx)", _HOPPER_TC, 100 * KB, 99 * KB, 48, 24, 170, _RTX_BLACKWELL_FP8
+            "sm_120",
+            "consumer Blackwell (RTX 50xx)",
+            _HOPPER_TC,
+            100 * KB,
+            99 * KB,
+            48,
+            24,
+            170,
+            _RTX_BLACKWELL_FP8,
+            kinds=_RTX_BLACKWELL_KINDS,
         ),
     )
 }

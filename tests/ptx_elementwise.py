@@ -8,7 +8,7 @@ import numpy as np
 
 from flashsim.ptx import launch, load
 
-REG = {16: "%h", 32: "%r", 64: "%rd"}
+REG = {8: "%c", 16: "%h", 32: "%r", 64: "%rd"}
 BLOCK = 128
 
 
@@ -18,7 +18,7 @@ def _kernel(name: str, insn: str, in_bits, out_bits: int, preds: int) -> str:
     body = [
         f".visible .entry {name}({params})",
         "{",
-        "  .reg .b16 %h<8>; .reg .b32 %r<24>; .reg .b64 %rd<24>; .reg .pred %p<8>;",
+        "  .reg .b8 %c<8>; .reg .b16 %h<8>; .reg .b32 %r<24>; .reg .b64 %rd<24>; .reg .pred %p<8>;",
         "  mov.u32 %r20, %tid.x; mov.u32 %r21, %ctaid.x; mov.u32 %r22, %ntid.x; mad.lo.u32 %r23, %r21, %r22, %r20;",
         "  ld.param.u32 %r19, [n]; setp.ge.u32 %p7, %r23, %r19; @%p7 bra DONE;",
     ]

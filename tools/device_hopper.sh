@@ -7,11 +7,16 @@
 #            (the constant-folding defect's witness)                                         -> $OUT/bf16/
 #   wgmma    python3 -m flashsim.gpu.capture.wgmma: every dense wgmma form on adversarial inputs -> $OUT/wgmma/
 #   wgptx    python3 -m flashsim.gpu.capture.wgmma_ptx: descriptor / swizzle / fragment probes   -> $OUT/wgptx/
-#   tma      python3 -m flashsim.gpu.capture.tma: TMA and bulk copies with the driver's maps      -> $OUT/tma/
+#   tma      python3 -m flashsim.gpu.capture.tma --isolate: TMA and bulk copies with the driver's maps, each case
+#            in a process of its own (a case the GPU faults on is recorded as failed)        -> $OUT/tma/
 #   cluster  python3 -m flashsim.gpu.capture.isa --topic cluster: the cluster probes (mapa, DSMEM, barriers,
 #            special registers)                                                             -> $OUT/cluster/
 #   triton   python3 tools/triton_capture.py capture: Triton's own cubins on the GPU              -> $OUT/triton/
 #   tmafault compute-sanitizer memcheck on the TMA cases of $TMA_SKIP alone (a case the GPU faults on)  -> $OUT/tma/
+#   decodeprof  benchmarks/experiments/decode_profile/profile.sh: Nsight Compute over one call of each decode row
+#            (time, DRAM throughput, occupancy, waves, L2 hit rate)                              -> $OUT/decodeprof/
+#   decodesweep  benchmarks/bench_serving.py --decode --sweep: the decode rows beside FA2 / cuDNN with neighbouring
+#            tilings and split counts                                                      -> $OUT/decodesweep/
 #   serving  benchmarks/serving/run_call.sh $SERVING_STEPS (default: tests bits bench sanitize)  -> $OUT/serving/
 #   cutlass  tools/thirdparty_capture.py capture-cutlass: CUTLASS's sm90 GEMM and CuTe's Hopper tutorial built and
 #            run on the GPU (carry .thirdparty: `python tools/thirdparty_capture.py stage` first)  -> $OUT/cutlass/
@@ -40,13 +45,18 @@ for s in "${STEPS[@]}"; do
             python3 benchmarks/experiments/bf16_attention_rows/run.py --gpu "$OUT/bf16" ;;
     wgmma) step wgmma 240 flashsim/gpu/capture/wgmma.py python3 -m flashsim.gpu.capture.wgmma --out "$OUT/wgmma" ;;
     wgptx) step wgptx 120 flashsim/gpu/capture/wgmma_ptx.py python3 -m flashsim.gpu.capture.wgmma_ptx --out "$OUT/wgptx" ;;
-    tma) step tma 120 flashsim/gpu/capture/tma.py python3 -m flashsim.gpu.capture.tma --skip "${TMA_SKIP:-}" --out "$OUT/tma" ;;
+    tma) step tma 300 flashsim/gpu/capture/tma.py python3 -m flashsim.gpu.capture.tma --isolate --skip "${TMA_SKIP:-}" \
+            --out "$OUT/tma" ;;
     tmafault) step tmafault 120 flashsim/gpu/capture/tma.py compute-sanitizer --tool memcheck \
             python3 -m flashsim.gpu.capture.tma --only "${TMA_SKIP:-}" --out "$OUT/tmafault/run" ;;
     cluster) step cluster 120 kernel/capture/isa/cluster.cu python3 -m flashsim.gpu.capture.isa --topic cluster --out "$OUT/cluster" ;;
     triton) step triton 180 tools/triton_capture.py python3 tools/triton_capture.py capture --out "$OUT/triton" ;;
     serving) step serving 330 benchmarks/serving/run_call.sh env OUT="$OUT/serving" \
             bash benchmarks/serving/run_call.sh ${SERVING_STEPS:-tests bits bench sanitize} ;;
+    decodeprof) step decodeprof 240 benchmarks/experiments/decode_profile/profile.sh env OUT="$OUT/decodeprof" \
+            bash benchmarks/experiments/decode_profile/profile.sh ;;
+    decodesweep) step decodesweep 330 benchmarks/bench_serving.py python3 benchmarks/bench_serving.py --decode --sweep \
+            --json "$OUT/decodesweep/bench.json" ;;
     cutlass) step cutlass 240 .thirdparty python3 tools/thirdparty_capture.py capture-cutlass --sources .thirdparty \
             --out "$OUT/cutlass" ;;
     flashinfer) step flashinfer 300 .thirdparty python3 tools/thirdparty_capture.py capture-flashinfer \

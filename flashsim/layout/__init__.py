@@ -1,16 +1,18 @@
-"""Register-level layout of mma.sync.m16n8k16 (and the 8-bit m16n8k32 fragments): fragment maps, ldmatrix, the warp
-register file, shuffles,
-and the S -> P repack. Everything is an integer numpy table computed once and applied by fancy indexing.
+"""Register-level layout of mma.sync.m16n8k16 (and the 8-bit m16n8k32 and 4-bit m16n8k64 fragments, the block
+scales' selectors: ``blockscale``): fragment maps, ldmatrix, the warp register file, shuffles, and the S -> P repack.
+Everything is an integer numpy table computed once and applied by fancy indexing.
 
 Conventions (details in fragments.py): lanes 0..31, groupID g = lane >> 2, tid t = lane & 3; registers
 are raw uint32 words, shape (..., 32, R); 16-bit pairs hold the lower-indexed element in bits 0..15;
 tiles wider than one instruction tile number their registers tile by tile (reg = tile*regs_per_tile + r).
 """
 
-from . import ldmatrix
+from . import blockscale, ldmatrix
 from .cute import Layout
 from .fragments import (
+    A4,
     A8,
+    B4,
     B8,
     C_F16,
     C_F32,
@@ -24,10 +26,12 @@ from .fragments import (
     B,
     FragmentMap,
     Location,
+    a4_coord,
     a8_coord,
     a_coord,
     a_fragment,
     a_tile,
+    b4_coord,
     b8_coord,
     b_coord,
     b_fragment,
@@ -41,8 +45,11 @@ from .fragments import (
     locate_a,
     locate_b,
     locate_c,
+    pack4,
     pack8,
     pack16,
+    unpack4,
+    unpack8,
     unpack16,
 )
 from .regfile import (
@@ -63,8 +70,10 @@ from .repack import cvt_rn, cvt_rn_x2, repack_s_to_p, repack_sources
 __all__ = [
     "Layout",
     "A",
+    "A4",
     "A8",
     "B",
+    "B4",
     "B8",
     "C_F16",
     "C_F32",
@@ -76,9 +85,15 @@ __all__ = [
     "LANES",
     "FragmentMap",
     "Location",
+    "a4_coord",
     "a8_coord",
+    "b4_coord",
     "b8_coord",
+    "pack4",
     "pack8",
+    "unpack4",
+    "unpack8",
+    "blockscale",
     "a_coord",
     "a_fragment",
     "a_tile",

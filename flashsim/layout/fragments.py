@@ -72,6 +72,22 @@ def b8_coord(g, t, i: int):
     return 4 * t + (i & 3) + 16 * (i >> 2), g
 
 
+# mma.m16n8k64 with 4-bit inputs (PTX ISA, "Matrix fragments for mma.m16n8k64": .e2m1 of kind::mxf4 / mxf4nvf4, as
+# .u4 / .s4): eight elements per register, the lowest-indexed in the lowest nibble; C / D as m16n8k16 (c_coord).
+#   A (16 x 64, row)   a0..a31: row = g + 8*((i>>3)&1)        col = 8t + (i&7) + 32*(i>>4)
+#   B (64 x 8, col)    b0..b15: row = 8t + (i&7) + 32*(i>>3)   col = g
+# The f8f6f4 kinds (m16n8k32, any of e2m1 / e2m3 / e3m2 / e4m3 / e5m2) keep one element per byte: a8_coord, b8_coord,
+# the codes in their 8-bit containers (flashsim.layout.blockscale).
+def a4_coord(g, t, i: int):
+    """(row, col) in the 16x64 A tile of 4-bit element a_i (m16n8k64)."""
+    return g + 8 * ((i >> 3) & 1), 8 * t + (i & 7) + 32 * (i >> 4)
+
+
+def b4_coord(g, t, i: int):
+    """(row k, col n) in the 64x8 B tile (K x N) of 4-bit element b_i (m16n8k64)."""
+    return 8 * t + (i & 7) + 32 * (i >> 3), g
+
+
 # ---- CuTe's thread-value layouts (cutlass include/cute/atom/mma_traits_sm80.hpp) -----------------
 # Convention: the layout maps (thread, value) -> linear index of the element in the operand tile,
 # column-major: A over M x K (index = m + 16 k), B over N x K (index = n + 8 k), C over M x N
@@ -239,6 +255,8 @@ C_F32 = FragmentMap.build("C/D f32 (16x8)", MMA_M, MMA_N, 1, c_coord, 4)
 C_F16 = FragmentMap.build("C/D f16x2 (16x8)", MMA_M, MMA_N, 2, c_coord, 4)
 A8 = FragmentMap.build("A (16x32 row, 8-bit)", MMA_M, 32, 4, a8_coord, 16)
 B8 = FragmentMap.build("B (32x8 col, 8-bit)", 32, MMA_N, 4, b8_coord, 8)
+A4 = FragmentMap.build("A (16x64 row, 4-bit)", MMA_M, 64, 8, a4_coord, 32)
+B4 = FragmentMap.build("B (64x8 col, 4-bit)", 64, MMA_N, 8, b4_coord, 16)
 
 
 def pack8(values: np.ndarray) -> np.ndarray:
@@ -247,6 +265,24 @@ def pack8(values: np.ndarray) -> np.ndarray:
     v = np.ascontiguousarray(values).view(np.uint8).astype(np.uint32)
     v = v.reshape(v.shape[:-1] + (-1, 4))
     return v[..., 0] | (v[..., 1] << 8) | (v[..., 2] << 16) | (v[..., 3] << 24)
+
+
+def pack4(values: np.ndarray) -> np.ndarray:
+    """(..., 32, 8k) 4-bit codes (uint8, 0..15) -> (..., 32, k) uint32 registers, element 8r + j in bits 4j .. 4j + 3
+    of register r (the lowest-indexed element in the lowest nibble)."""
+    v = (np.asarray(values).astype(np.uint32) & 0xF).reshape(values.shape[:-1] + (-1, 8))
+    return np.bitwise_or.reduce(v << (4 * np.arange(8, dtype=np.uint32)), axis=-1)
+
+
+def unpack4(regs: np.ndarray) -> np.ndarray:
+    """The inverse of pack4: uint32 registers (..., k) -> 4-bit codes (..., 8k) uint8."""
+    nib = (_as_words(regs, "regs")[..., None] >> (4 * np.arange(8, dtype=np.uint32))) & 0xF
+    return nib.astype(np.uint8).reshape(regs.shape[:-1] + (-1,))
+
+
+def unpack8(regs: np.ndarray) -> np.ndarray:
+    """The inverse of pack8: uint32 registers (..., k) -> bytes (..., 4k) uint8, byte j of register r at 4r + j."""
+    return np.ascontiguousarray(_as_words(regs, "regs")).view("<u4").view(np.uint8).reshape(regs.shape[:-1] + (-1,))
 
 
 # ---- packing ----------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16, as vectorised gathers.
+"""ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16, as vectorised gathers; and (below) the 8-bit forms of
+sm_100a / sm_120a, ldmatrix.m8n16 / .m16n16 and stmatrix.m16n8, with their packed 4- / 6-bit source rows.
 
 Semantics (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): each of the 8*num address-giving lanes points at
 one
@@ -117,3 +118,89 @@ def v_x4t(ld: int = 16) -> np.ndarray:
     d0, d1 = B of V[:, 0:8] (n8 tile 0); d2, d3 = B of V[:, 8:16] (n8 tile 1).
     """
     return _offsets(_lane % 16, 8 * (_lane // 16), ld)
+
+
+# ---- the sm_100a / sm_120a forms: 8-bit elements in 16-byte rows ----------------------------------------------------
+#
+# ldmatrix.m8n16 (.x1 / .x2 / .x4; .b8x16 from .b4x16_p64 or .b6x16_p32), ldmatrix.m16n16 (.x1 / .x2, .trans always;
+# .b8, or .b8x16 from either packed format) and stmatrix.m16n8 (.x1 / .x2 / .x4, .trans always, .b8): PTX ISA 8.6+,
+# "ldmatrix" Figures 105 / 106 and "stmatrix". Lane i gives the address of row i (16 bytes; .m16n16: 16 rows per
+# matrix, so lanes 16m .. 16m + 15 give the rows of matrix m; .m8n16 / .m16n8: lanes 8m .. 8m + 7). Each register holds
+# four 8-bit elements, byte k at bits 8k .. 8k + 7. With g = lane // 4 and q = lane % 4:
+#   m8n16,        register m, byte k:          row 8m + g,                      element 4q + k
+#   m16n16.trans, register 2m + h, byte k:     row 16m + 4q + (k & 1) + 2h,     element g + 8 (k >> 1)
+#   m16n8.trans,  register m, byte k:          row 8m + 2q + (k & 1),           element g + 8 (k >> 1)
+# i.e. m16n16.trans gives each lane four consecutive columns (4q .. 4q + 3) of rows g and g + 8 of the transposed
+# 16 x 16 matrix (the ISA's words), and m16n8.trans stores an m16n8 fragment laid out as the mma accumulator (row g,
+# columns 2q, 2q + 1 in bytes 0, 1; row g + 8 in bytes 2, 3) transposed into 8 rows of 16 bytes. The tests hold these
+# maps to CuTe's SM100 copy atoms (copy_traits_sm100.hpp: SM100_U8x8_LDSM_T, SM100_U8x16_LDSM_T,
+# SM100_SU4_DU8x16_x*_LDSM_N, SM100_SU6_DU8x16_x*_LDSM_N, SM100_U8x*_STSM_T).
+#
+# The packed source rows (PTX ISA "Optional Decompression", the formats TMA's 16U4_ALIGN16B / 16U6_ALIGN16B write):
+# .b4x16_p64 is 16 4-bit codes packed into bytes 0-7 (element 2i in the low nibble of byte i), bytes 8-15 padding;
+# .b6x16_p32 is 16 6-bit codes packed little-endian into bytes 0-11 (element e in bits 6e .. 6e + 5), bytes 12-15
+# padding. The padding is never read. Each code lands in the low bits of its destination byte (a 4-bit code in bits
+# 0-3, a 6-bit code in bits 0-5), the other bits zero. The ISA draws this only in figures; CUTLASS states the 4-bit
+# case in the comment of fp4_shift_A / fp4_shift_B (cute/atom/mma_traits_sm120.hpp): ldmatrix .b4x16_p64 leaves each
+# FP4 code in the low four bits of its byte, so a kernel shifts e2m1 bytes left by two before a kind::f8f6f4 mma,
+# whose container holds e2m1 in bits 2-5, and FP6 needs no such shift. No sm_120 GPU here
+# has confirmed it: CONTAINER_SHIFT is the one place this reading lives.
+
+FORMAT_BITS = {".b8": 8, ".b6x16_p32": 6, ".b4x16_p64": 4}  # source element bits of each source format
+CONTAINER_SHIFT = {".b8": 0, ".b6x16_p32": 0, ".b4x16_p64": 0}  # where a code sits in its destination byte
+B8_NUMS = {"m8n16": (1, 2, 4), "m16n16": (1, 2), "m16n8": (1, 2, 4)}
+_q, _g, _k = (_lane % 4)[:, None], (_lane // 4)[:, None], np.arange(4)[None, :]
+
+
+def b8_map(shape: str, num: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, element), each (32, registers, 4): the addressed row and the element of it that byte k of register r of
+    each lane holds (ldmatrix) or gives (stmatrix), for ``shape`` "m8n16", "m16n16" (.trans) or "m16n8" (.trans)."""
+    if shape not in B8_NUMS or num not in B8_NUMS[shape]:
+        raise ValueError(f"{shape} takes num in {B8_NUMS.get(shape, ())}, got {num!r}")
+    rows, elems = [], []
+    for m in range(num):
+        for h in (0, 1) if shape == "m16n16" else (0,):
+            if shape == "m8n16":
+                rows.append(8 * m + _g + 0 * _k)
+                elems.append(4 * _q + _k)
+            else:
+                base = 16 * m + 2 * h if shape == "m16n16" else 8 * m
+                step = 4 if shape == "m16n16" else 2
+                rows.append(base + step * _q + (_k & 1))
+                elems.append(_g + 8 * (_k >> 1))
+    return np.stack(rows, axis=1).astype(np.int64), np.stack(elems, axis=1).astype(np.int64)
+
+
+def row_lanes(shape: str, num: int) -> int:
+    """How many lanes give a row address: 16 per 16 x 16 matrix, 8 per 8 x 16 or 16 x 8 one."""
+    return (16 if shape == "m16n16" else 8) * num
+
+
+def unpack_rows(rows: np.ndarray, fmt: str) -> np.ndarray:
+    """Rows (..., 16) uint8 as read from shared memory -> their 16 elements (..., 16) uint8, each in its 8-bit
+    container (CONTAINER_SHIFT), the padding of the packed formats not read."""
+    bits = FORMAT_BITS[fmt]
+    if bits == 8:
+        return np.asarray(rows, np.uint8)
+    packed = np.unpackbits(np.ascontiguousarray(rows[..., : 2 * bits], np.uint8), axis=-1, bitorder="little")
+    codes = packed.reshape(packed.shape[:-1] + (16, bits)) @ (1 << np.arange(bits, dtype=np.uint16))
+    return (codes.astype(np.uint8) << np.uint8(CONTAINER_SHIFT[fmt])).astype(np.uint8)
+
+
+def load_b8(rows: np.ndarray, shape: str, num: int, fmt: str = ".b8") -> np.ndarray:
+    """Registers (W, 32, registers) uint32 of ldmatrix.``shape``.x``num`` from the rows (W, row_lanes, 16) uint8 the
+    lanes point at (row i: lane i's), the source format ``fmt`` (".b8", ".b6x16_p32", ".b4x16_p64")."""
+    row, elem = b8_map(shape, num)
+    elements = unpack_rows(rows, fmt)
+    out = elements[:, row, elem]  # (W, 32, registers, 4) bytes
+    return np.ascontiguousarray(out).view(np.uint32)[..., 0]
+
+
+def store_b8(regs: np.ndarray, shape: str, num: int) -> np.ndarray:
+    """The inverse for stmatrix.m16n8.x``num``.trans.b8: registers (W, 32, num) uint32 -> the rows (W, 8 num, 16)
+    uint8 the lanes' addresses receive."""
+    row, elem = b8_map(shape, num)
+    W = regs.shape[0]
+    rows = np.empty((W, row_lanes(shape, num), 16), np.uint8)
+    rows[:, row, elem] = np.ascontiguousarray(regs, np.uint32).view(np.uint8).reshape(W, 32, -1, 4)
+    return rows

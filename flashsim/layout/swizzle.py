@@ -21,6 +21,7 @@ __all__ = [
     "span_bytes",
     "repeat_bytes",
     "swizzle",
+    "box_chunks",
     "from_tensor_map",
     "from_descriptor",
     "TENSOR_MAP_SWIZZLE",
@@ -63,6 +64,17 @@ def swizzle(addr, mode: str):
         a = addr.astype(np.int64, copy=False) if addr.dtype.kind == "u" and addr.dtype.itemsize < 8 else addr
         return a ^ ((a >> a.dtype.type(3)) & a.dtype.type(mask))
     return addr ^ ((addr >> 3) & mask)
+
+
+def box_chunks(row_bytes: int, rows: int, mode: str) -> np.ndarray:
+    """Logical byte offsets, from the copy's shared address, of the 16-byte chunks of a TMA box of ``rows`` rows of
+    ``row_bytes`` (the inner dimension; a multiple of 16), row after row: dense without a swizzle; under a swizzle
+    every row starts a new span, so a row narrower than the span leaves the rest of its span as padding that the copy
+    neither writes nor reads (measured on the H100: tests/data/ptx_tma/tma_sm90.npz, the *_narrow cases, whose
+    padding keeps the kernel's sentinel bytes and whose mbarrier completes on the box's unpadded bytes)."""
+    pitch = max(row_bytes, span_bytes(mode))
+    per_row = row_bytes // 16
+    return (np.arange(rows, dtype=np.int64)[:, None] * pitch + 16 * np.arange(per_row, dtype=np.int64)).reshape(-1)
 
 
 def from_tensor_map(code: int) -> str:

@@ -1,11 +1,15 @@
 """Bit-level view of the binary floating-point formats the kernel uses: f16, bf16 (ml_dtypes.bfloat16), f32; and
-the format descriptions of the others PTX names (f64, tf32, e4m3, e5m2) for flashsim.numerics.ieee.
+the format descriptions of the others PTX names (f64, tf32, e4m3, e5m2; e2m1, e2m3, e3m2, which have neither infinity
+nor NaN: ``AllFiniteFormat``) for flashsim.numerics.ieee.
 
 ``decode`` splits an array into sign, exponent field, unbiased exponent (subnormals clamped to emin),
 integer significand (implicit bit included) and a class code; ``encode`` builds values back from the fields.
 ``ulp_distance`` counts representable values between two arrays of one format (ordered-integer trick).
 Everything is vectorised and works on raw bits, so NaN payloads and signed zeros survive.
 ``fp8_to_f16`` widens e4m3 / e5m2 (ml_dtypes.float8_e4m3fn / float8_e5m2) to f16 exactly, on numpy or JAX arrays.
+``CodeFormat`` (``CODE_FORMATS``) describes the element and scale formats of the block-scaled tensor-core
+instructions, one code per element: e2m1, e2m3, e3m2, e4m3, e5m2, ue8m0, ue4m3 (PTX ISA, "Alternate Floating-Point
+Data Formats"); ``code_values`` gives the exact value of every code.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ __all__ = [
     "TF32",
     "E4M3",
     "E5M2",
+    "AllFiniteFormat",
+    "E2M1",
+    "E2M3",
+    "E3M2",
     "get_format",
     "Decoded",
     "decode",
@@ -43,6 +51,10 @@ __all__ = [
     "to_bits",
     "from_bits",
     "fp8_to_f16",
+    "CodeFormat",
+    "CODE_FORMATS",
+    "code_format",
+    "code_values",
 ]
 
 # class codes returned by decode
@@ -128,6 +140,33 @@ F64 = Format("f64", 11, 52, np.dtype(np.float64), np.uint64)
 TF32 = Format("tf32", 8, 10, np.dtype(np.uint32), np.uint32)
 E4M3 = FiniteFormat("e4m3", 4, 3, np.dtype(ml_dtypes.float8_e4m3fn), np.uint8)
 E5M2 = Format("e5m2", 5, 2, np.dtype(ml_dtypes.float8_e5m2), np.uint8)
+
+
+@dataclass(frozen=True)
+class AllFiniteFormat(Format):
+    """A format whose every pattern is a number, no infinity and no NaN: the OCP MX element types e2m1 (FP4), e2m3
+    and e3m2 (FP6) (OCP Microscaling Formats 1.0, section 5.3.3; ml_dtypes.float4_e2m1fn / float6_*fn), one code in
+    the low bits of a uint8. The top exponent field holds numbers (``emax`` = bias + 1); ``inf_bits`` is the first
+    magnitude past the largest finite one (where rounding overflows: the sign bit); ``canonical_nan`` is the code a NaN
+    converts to, +MAX_NORM, as NVIDIA's reference conversions do (cuda_fp4.hpp / cuda_fp6.hpp of CUDA 13.0: "NaN
+    converts to positive MAXNORM"), the reading flashsim takes of PTX's cvt .satfinite into these types."""
+
+    @property
+    def emax(self) -> int:
+        return self.bias + 1
+
+    @property
+    def inf_bits(self) -> int:
+        return self.sign_mask
+
+    @property
+    def canonical_nan(self) -> int:
+        return self.max_finite_bits
+
+
+E2M1 = AllFiniteFormat("e2m1", 2, 1, np.dtype(ml_dtypes.float4_e2m1fn), np.uint8)
+E2M3 = AllFiniteFormat("e2m3", 2, 3, np.dtype(ml_dtypes.float6_e2m3fn), np.uint8)
+E3M2 = AllFiniteFormat("e3m2", 3, 2, np.dtype(ml_dtypes.float6_e3m2fn), np.uint8)
 
 
 def get_format(fmt) -> Format:
@@ -266,3 +305,98 @@ def fp8_to_f16(x):
     xp = X.namespace(x)
     table = xp.asarray(_FP8_TO_F16[np.dtype(x.dtype)])
     return X.bitcast(xp.take(table, X.bitcast(x, np.uint8)), np.float16)
+
+
+@dataclass(frozen=True)
+class CodeFormat:
+    """A small floating-point format read from one unsigned integer code per element (PTX ISA 5.2.3, "Alternate
+    Floating-Point Data Formats"; OCP Microscaling Formats 1.0 for e2m1 / e2m3 / e3m2 / e8m0).
+
+    ``signed``: the top bit of the ``bits`` is the sign. ``nan``: which codes are NaN: "none" (e2m1, e2m3, e3m2),
+    "ones" (the all-ones magnitude: e4m3 0x7F / 0xFF, ue4m3 0x7F, ue8m0 0xFF), "ieee" (the top exponent field with a
+    non-zero fraction, and with a zero fraction infinity: e5m2). ``subnormals`` False: the exponent field 0 is a
+    normal power of two, there is no zero (ue8m0: code c is 2^(c - 127)). Value of a finite code: (-1)^s *
+    significand * 2^(exponent - frac_bits), the exponent of a subnormal the format's smallest one (``emin``)."""
+
+    name: str
+    exp_bits: int
+    frac_bits: int
+    signed: bool = True
+    nan: str = "none"
+    subnormals: bool = True
+
+    @property
+    def bits(self) -> int:
+        return int(self.signed) + self.exp_bits + self.frac_bits
+
+    @property
+    def codes(self) -> int:
+        """How many codes the format has (codes are 0 .. codes - 1)."""
+        return 1 << self.bits
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.exp_bits - 1)) - 1
+
+    @property
+    def emin(self) -> int:
+        """Exponent of the smallest normal number and of every subnormal."""
+        return 1 - self.bias if self.subnormals else -self.bias
+
+
+CODE_FORMATS = {
+    f.name: f
+    for f in (
+        CodeFormat("e2m1", 2, 1),
+        CodeFormat("e2m3", 2, 3),
+        CodeFormat("e3m2", 3, 2),
+        CodeFormat("e4m3", 4, 3, nan="ones"),
+        CodeFormat("e5m2", 5, 2, nan="ieee"),
+        CodeFormat("ue8m0", 8, 0, signed=False, nan="ones", subnormals=False),
+        CodeFormat("ue4m3", 4, 3, signed=False, nan="ones"),
+    )
+}
+
+
+def code_format(name) -> CodeFormat:
+    """The CodeFormat named ``name`` ("e2m1", ..., or a CodeFormat); ValueError listing the names."""
+    if isinstance(name, CodeFormat):
+        return name
+    if isinstance(name, str) and name.lower() in CODE_FORMATS:
+        return CODE_FORMATS[name.lower()]
+    raise ValueError(f"unknown element format {name!r}; known: {', '.join(CODE_FORMATS)}")
+
+
+def code_fields(xp, codes, fmt: CodeFormat):
+    """The fields of integer ``codes`` (any integer array, 0 .. fmt.codes - 1) of ``fmt`` on any array namespace:
+    (negative bool, significand int32 with the implicit bit, exponent int32 (subnormals at ``emin``), is_nan,
+    is_inf). The one decode every user of these formats builds on (``code_values``, the tensor-core model)."""
+    u = xp.astype(codes, xp.int32)
+    mag = u & ((1 << (fmt.exp_bits + fmt.frac_bits)) - 1)
+    negative = ((u >> (fmt.bits - 1)) & 1) == 1 if fmt.signed else xp.zeros_like(u) == 1
+    field = mag >> fmt.frac_bits
+    frac = mag & ((1 << fmt.frac_bits) - 1)
+    top = (1 << fmt.exp_bits) - 1
+    if fmt.subnormals:
+        sig = xp.where(field == 0, frac, frac | (1 << fmt.frac_bits))
+        exp = xp.maximum(field, 1) - fmt.bias
+    else:
+        sig = frac | (1 << fmt.frac_bits)
+        exp = field - fmt.bias
+    if fmt.nan == "ones":
+        is_nan, is_inf = mag == (1 << (fmt.exp_bits + fmt.frac_bits)) - 1, xp.zeros_like(u) == 1
+    elif fmt.nan == "ieee":
+        is_nan, is_inf = (field == top) & (frac != 0), (field == top) & (frac == 0)
+    else:
+        is_nan = is_inf = xp.zeros_like(u) == 1
+    return negative, sig, exp, is_nan, is_inf
+
+
+def code_values(fmt) -> np.ndarray:
+    """float64 value of every code 0 .. codes - 1 of ``fmt`` (a CodeFormat or its name), exactly; NaN and inf where
+    the format has them."""
+    f = code_format(fmt)
+    neg, sig, exp, is_nan, is_inf = code_fields(np, np.arange(f.codes), f)
+    v = np.ldexp(sig.astype(np.float64), exp - f.frac_bits)
+    v = np.where(is_inf, np.inf, np.where(is_nan, np.nan, v))
+    return np.where(neg, -v, v)

@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import ieee32, rounding
-from .formats import F16, F32, F64, FiniteFormat, Format
+from .formats import F16, F32, F64, AllFiniteFormat, FiniteFormat, Format
 from .xp import bit_length
 
 __all__ = [
@@ -94,6 +94,8 @@ def unpack(bits, f: Format) -> Parts:
     if isinstance(f, FiniteFormat):
         nan = magbits == _U(f.inf_bits)
         inf = np.zeros(b.shape, bool)
+    elif isinstance(f, AllFiniteFormat):  # every pattern a number
+        nan = inf = np.zeros(b.shape, bool)
     else:
         nan = (field == f.exp_field_max) & (frac != 0)
         inf = (field == f.exp_field_max) & (frac == 0)
@@ -454,6 +456,8 @@ def convert(bits, src: Format, dst: Format, mode: str = "rne", overflow: str = "
     gives ``_convert_nan``'s; an infinity becomes dst's (its NaN where dst has none, as without .satfinite).
     ``ftz`` flushes a result tiny before rounding (the .ftz of an f32 destination; an operand's flush is the
     caller's, as .ftz reads only f32 operands as flushed)."""
+    if isinstance(dst, AllFiniteFormat) and overflow != "finite":  # its "infinity" pattern is the sign bit
+        raise ValueError(f"{dst.name} has no infinity: convert to it with overflow='finite' (PTX .satfinite)")
     A = unpack(bits, src)
     out = _pack(A.negative, np.zeros_like(A.mag), A.mag, A.exp, dst, mode, overflow, ftz)
     sign = A.negative.astype(np.uint64) << _U(dst.bits - 1)

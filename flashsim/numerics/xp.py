@@ -43,6 +43,7 @@ __all__ = [
     "trunc_to_int",
     "pieces",
     "lookup",
+    "on_jax",
 ]
 
 
@@ -243,3 +244,14 @@ def lookup(table, index, target: Target = PLAIN):
     if target.fused:
         return table[index]
     return namespace(table, index).take(table, index)
+
+
+def on_jax(fn, *arrays):
+    """``fn`` on JAX copies of numpy ``arrays`` (None passes as None) under ``enable_x64``, the result back as numpy:
+    the ``backend="jax"`` of the tensor-core entry points. ValueError naming the extra where jax is missing."""
+    try:
+        import jax.numpy as jnp
+    except ImportError as e:
+        raise ValueError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
+    with enable_x64():
+        return np.asarray(fn(*(None if x is None else jnp.asarray(x) for x in arrays)))

@@ -256,6 +256,10 @@ class Program:
 
     def _decode(self, fi: int, fn: Function, ins: Instruction, pc: int) -> Op:
         spelled = ins.opcode + "".join(ins.mods)
+        try:
+            isa.check_target(ins.opcode, ins.mods, self.arch)  # the arch-restricted forms (isa.requires), first
+        except isa.Unsupported as exc:
+            return self._unsupported(UnsupportedInstruction(spelled, ins.line, self.kernel_fn.name, str(exc)), fn, ins)
         build = isa.builder(ins.opcode, ins.mods)
         if build is None:
             what = (

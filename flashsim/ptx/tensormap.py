@@ -31,7 +31,8 @@ front-ends pass flashsim maps unmodified.
 Validation is cuTensorMapEncodeTiled's (CUDA 13 cuda.h): rank 1..5 (>= 3 with interleave); global address 16-byte
 aligned (32 with 32B interleave); dims 1..2^32; strides multiples of 16 (32 with 32B interleave) below 2^40; box
 dims 1..256, the inner box a multiple of 16 bytes without interleave and at most the swizzle span with a swizzle;
-element strides 1..8; 32B interleave only with 32B swizzle; OOB-NaN fill only for floating-point types. Each
+element strides 1..8; OOB-NaN fill only for floating-point types (the driver's verdicts on MAP_RULES,
+flashsim.ptx.probes.tma, are held in tests/test_ptx_tma.py). Each
 refusal is a ValueError naming the argument and the rule. ``tensor_map_tiled`` also refuses a map whose region
 does not lie inside ``array`` (nothing is ever read or written outside the given arrays).
 """
@@ -75,8 +76,8 @@ _PTX_NAME.update({10: "bf16", 11: "tf32", 12: "tf32.ftz"})
 FLOATING = frozenset({6, 7, 8, 9, 10, 11, 12})
 # The OOB-NaN of each floating element size, as the H100 writes it (tests/data/ptx_tma/tma_sm90.npz: the f32, f16
 # and bf16 NaN-fill cases): the halfword 0x7FF7 repeated over the element, whatever its type (0x7FF7 is a NaN of
-# f16 and bf16, 0x7FF77FF7 of f32), not the canonical NaN the arithmetic gives; f64 is taken to follow the same
-# pattern (0x7FF77FF77FF77FF7, a NaN too), which no capture has shown yet.
+# f16 and bf16, 0x7FF77FF7 of f32), not the canonical NaN the arithmetic gives; f64 follows the same
+# pattern (0x7FF77FF77FF77FF7, a NaN too): the load2d_f64_nan case shows it.
 OOB_NAN = {2: 0x7FF7, 4: 0x7FF77FF7, 8: 0x7FF77FF77FF77FF7}
 
 _INTERLEAVE = {"NONE": 0, "16B": 1, "32B": 2}
@@ -143,6 +144,13 @@ class TensorMap:
     def box_bytes(self) -> int:
         """Bytes a copy of the box moves (and completes on an mbarrier), out-of-bound elements included."""
         return int(np.prod(self.box_elements)) * self.element_size
+
+    @property
+    def shared_chunks(self) -> np.ndarray:
+        """Logical offsets (before the swizzle) of the box's 16-byte chunks from a copy's shared address: rows padded
+        to the swizzle span (flashsim.layout.swizzle.box_chunks)."""
+        n = self.box_elements
+        return swz.box_chunks(n[0] * self.element_size, int(np.prod(n[1:])), self.swizzle_mode)
 
     @property
     def bytes(self) -> bytes:
@@ -333,8 +341,9 @@ def _validate(tm: TensorMap) -> None:
         raise ValueError(f"oob_fill NAN_REQUEST_ZERO_FMA: only for floating-point data types, not {tm.type_name}")
     if tm.interleave and rank < 3:
         raise ValueError(f"global_dim: tensorRank {rank} must be >= 3 with an interleave")
-    if tm.interleave == 2 and tm.swizzle != 1:
-        raise ValueError("swizzle: an INTERLEAVE_32B map must use SWIZZLE_32B")
+    # cuda.h says an INTERLEAVE_32B map must use SWIZZLE_32B, but the driver (580.159) encodes one with SWIZZLE_NONE
+    # too (tests/data/ptx_tma/tma_driver_maps_sm90.json, "rules"): the encoding follows the driver; a copy through an
+    # interleaved map is refused at the instruction anyway
     align = 32 if tm.interleave == 2 else 16
     if tm.global_address % align:
         raise ValueError(f"global address {tm.global_address:#x}: must be {align}-byte aligned")

@@ -12,7 +12,8 @@ case in the simulator with flashsim's own map, bit for bit.
 DIR/tma_driver_maps_sm90.json dumps the driver's 128 map bytes for the cases and for a series of maps that change
 one argument at a time (address, a dim, a stride, a box dim, an element stride, swizzle, type, fill, L2
 promotion, interleave), with the bytes that changed: how far the opaque format was looked at (flashsim does not
-use it; its own encoding is flashsim.ptx.tensormap's).
+use it; its own encoding is flashsim.ptx.tensormap's); and under "rules" the driver's accept / refuse on each of
+flashsim.ptx.probes.tma.MAP_RULES, which tests/test_ptx_tma.py holds tensor_map_tiled to.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def encode(data_type, address: int, dims, strides, box, element_strides=None, sw
 
     dt = DATA_TYPES[data_type][0] if isinstance(data_type, str) else int(data_type)
     es = element_strides or (1,) * len(dims)
+    if len(dims) == 1:  # cuda-python passes NULL for an empty stride list, which the driver refuses: call it directly
+        return _encode_c(dt, address, dims, box, es, swizzle, oob, l2, interleave)
     err, tmap = driver.cuTensorMapEncodeTiled(
         driver.CUtensorMapDataType(dt),
         len(dims),
@@ -72,6 +75,25 @@ def encode(data_type, address: int, dims, strides, box, element_strides=None, sw
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed: {err}")
     return np.array([int(q) for q in tmap.opaque], np.uint64).view(np.uint8)
+
+
+def _encode_c(dt: int, address: int, dims, box, es, swizzle, oob, l2, interleave) -> np.ndarray:
+    """cuTensorMapEncodeTiled through libcuda itself (ctypes) for a rank-1 map, with a valid (unread) stride
+    pointer; RuntimeError with the CUresult when the driver refuses."""
+    import ctypes
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    out = (ctypes.c_uint64 * 16)()
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    strides = (u64 * 1)(0)
+    err = cuda.cuTensorMapEncodeTiled(
+        ctypes.byref(out), ctypes.c_int(dt), u32(1), ctypes.c_void_p(address), (u64 * 1)(*dims), strides,
+        (u32 * 1)(*box), (u32 * 1)(*es), ctypes.c_int(interleave), ctypes.c_int(swizzle), ctypes.c_int(l2),
+        ctypes.c_int(oob),
+    )  # fmt: skip
+    if err:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: CUresult {err}")
+    return np.frombuffer(bytes(out), np.uint8).copy()
 
 
 def run_case(case: T.Case) -> tuple[dict, np.ndarray, str, np.ndarray]:
@@ -93,7 +115,7 @@ def run_case(case: T.Case) -> tuple[dict, np.ndarray, str, np.ndarray]:
     coords = [np.int32(c) for c in case.coords]
     if case.kind == "load":
         ptx = T.load_ptx(case)
-        out = rt.to_device(np.zeros(T.smem_bytes(case), np.uint8))
+        out = rt.to_device(np.zeros(T.load_out_bytes(case), np.uint8))
         rt.launch(_kernel(ptx, "tma_load"), 1, 128, tmap, out, *coords)
         result = out.to_numpy()
     else:
@@ -142,6 +164,30 @@ def map_survey(base: int) -> list:
             reference = raw
         changed = np.flatnonzero(raw != reference).tolist()
         out.append({"variant": what, "args": dict(args), "hex": raw.tobytes().hex(), "changed": changed})
+    return out
+
+
+def map_rules(base: int) -> list:
+    """The driver's verdict on each of flashsim.ptx.probes.tma.MAP_RULES at device address ``base``."""
+    out = []
+    for name, a in T.MAP_RULES:
+        try:
+            encode(
+                a["data_type"],
+                base,
+                a["dims"],
+                a["strides"],
+                a["box"],
+                a["element_strides"],
+                a["swizzle"],
+                a["oob"],
+                a["l2"],
+                a["interleave"],
+            )
+            verdict = {"accepted": True}
+        except Exception as exc:  # noqa: BLE001 - the driver's refusal (or the binding's) is the datum
+            verdict = {"accepted": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        out.append({"rule": name, "args": a, **verdict})
     return out
 
 
@@ -213,6 +259,8 @@ def main(argv=None) -> int:
     np.savez_compressed(path, names=np.array(names), meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
     base = rt.to_device(np.zeros(1 << 16, np.uint8))
     survey = {"cases": maps, "survey": map_survey(int(base.ptr)), "driver": int(version), "gpu": dev.name}
+    survey["rules"] = map_rules(int(base.ptr))
+    survey["rank1_encode"] = "libcuda through ctypes, a non-NULL stride pointer"
     (args.out / "tma_driver_maps_sm90.json").write_text(json.dumps(survey, indent=1, sort_keys=True))
     print(f"{len(names)} cases -> {path}; {len(failed)} failed", flush=True)
     return 0 if not failed else 1

@@ -11,14 +11,16 @@ summed exactly; the sum is rounded once (f32 toward zero, f16 to nearest even, s
 Modules, one job each: ``types`` (operand types and PTX type strings), ``api`` (``mma``, ``mma_chain``,
 ``mma_chain_generic`` and their checks), ``generic`` (the one routine, written against the array namespace, for every
 engine), ``k32`` (8-bit inputs: s8, and FP8 native or lowered onto the f16 model), ``warpgroup`` (Hopper's
-``wgmma.mma_async``: ``wgmma`` and ``wgmma_unchecked``, the same block routine with wgmma's parameters), ``fast``
-(the numpy engine's compiled kernel, ``_numba_chain``, its dispatch and threads). docs/tensorcore.md has the
-exactness argument, the H200 findings and the measured speeds.
+``wgmma.mma_async``: ``wgmma`` and ``wgmma_unchecked``, the same block routine with wgmma's parameters),
+``blockscale`` (sm_120a's kind::f8f6f4 and block-scaled kinds: ``mma_block_scale``, ``mma_f8f6f4``, the same block
+routine with the kinds' parameters), ``fast`` (the numpy engine's compiled kernel, ``_numba_chain``, its dispatch and
+threads). docs/tensorcore.md has the exactness argument, the H200 findings and the measured speeds.
 """
 
 from __future__ import annotations
 
 from .api import mma, mma_chain, mma_chain_generic, mma_unchecked
+from .blockscale import block_scale_unchecked, mma_block_scale, mma_f8f6f4
 from .k32 import mma_chain_k32, mma_chain_s8, mma_k32
 from .types import E4M3, E5M2, MMA_TYPES, k32_type, mma_type
 from .warpgroup import WGMMA_TYPES, wgmma, wgmma_type, wgmma_unchecked
@@ -28,6 +30,9 @@ __all__ = [
     "mma_chain",
     "mma_chain_generic",
     "mma_unchecked",
+    "mma_block_scale",
+    "mma_f8f6f4",
+    "block_scale_unchecked",
     "mma_type",
     "MMA_TYPES",
     "mma_k32",

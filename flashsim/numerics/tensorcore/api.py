@@ -12,6 +12,7 @@ from ...arch import Arch, get_arch
 from .. import xp as X
 from ..target import PLAIN, Target
 from . import fast, generic
+from .blockscale import mma_f8f6f4
 from .k32 import mma_k32
 from .types import BF16, E4M3, E5M2, F16, F32, S8, check_batch, mma_type
 
@@ -33,6 +34,9 @@ def mma(
     backend: str = "numpy",
     *,
     threads: int | None = None,
+    kind: str | None = None,
+    a_format: str | None = None,
+    b_format: str | None = None,
 ) -> np.ndarray:
     """d = a @ b + c as ``mma.sync.aligned.m16n8k16.row.col`` computes it on ``arch``, bit for bit (8-bit inputs:
     ``mma.sync.aligned.m16n8k32.row.col``, see ``mma_k32``: a (..., 16, 32) and b (..., 32, 8) int8 with c int32, or
@@ -45,9 +49,23 @@ def mma(
     backend: "numpy" (default) or "jax" (the same generic routine as every engine, ``mma_chain_generic``, compiled
     by jax.jit once per arch and type; needs jax; returns a numpy array too). threads: of the numpy backend's
     compiled kernel (default: flashsim.settings, FLASHSIM_MMA_THREADS or the CPUs this process may use).
+
+    kind="f8f6f4" (sm_120a's ``mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4``, arch "sm_120"): a (..., 16, 32) and
+    b (..., 32, 8) uint8, one code per element of ``a_format`` / ``b_format`` (any of "e2m1" 0..15, "e2m3" / "e3m2"
+    0..63, "e4m3" / "e5m2" bytes), c float32 or float16 (see ``blockscale.mma_f8f6f4``); the block-scaled kinds are
+    ``flashsim.mma_block_scale``. a_format / b_format without kind raise ValueError.
     """
     if backend not in ("numpy", "jax"):
         raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
+    if kind is not None or a_format is not None or b_format is not None:
+        if kind is None or str(kind).lower().removeprefix("kind::") != "f8f6f4":
+            raise ValueError(
+                f"flashsim.mma takes kind='f8f6f4' with a_format and b_format (got kind={kind!r}); the block-scaled "
+                "kinds mxf8f6f4 / mxf4 / mxf4nvf4 are flashsim.mma_block_scale"
+            )
+        if a_format is None or b_format is None:
+            raise ValueError("kind='f8f6f4' needs a_format and b_format (each one of e2m1, e2m3, e3m2, e4m3, e5m2)")
+        return mma_f8f6f4(a, b, c, a_format=a_format, b_format=b_format, arch=arch, backend=backend)
     spec = get_arch(arch)
     target = Target(mma_threads=threads)
     if isinstance(a, np.ndarray) and a.dtype in (S8, E4M3, E5M2):  # 8-bit inputs: m16n8k32 (it checks them)
@@ -55,25 +73,15 @@ def mma(
             if not isinstance(x, np.ndarray):
                 raise ValueError(f"{name} must be a numpy array, got {type(x).__name__}")
         run = functools.partial(mma_k32, arch=spec, target=target)
-        return _on_jax(run, a, b, c) if backend == "jax" else run(a, b, c)
+        return X.on_jax(run, a, b, c) if backend == "jax" else run(a, b, c)
     _check_array("a", a, (F16, BF16), (16, 16))
     _check_array("b", b, (a.dtype,), (16, 8))
     _check_array("c", c, (F32, F16), (16, 8))
     mma_type(a.dtype, c.dtype)
     check_batch(c.shape, a=a, b=b)
     if backend == "jax":
-        return _on_jax(_jitted_chain(spec), a, b, c)
+        return X.on_jax(_jitted_chain(spec), a, b, c)
     return fast.chain_fast(a, b, c, spec, threads)
-
-
-def _on_jax(fn, *arrays):
-    """``fn`` on JAX copies of numpy ``arrays`` with 64-bit types, the result back as numpy (``mma``'s jax backend)."""
-    try:
-        import jax.numpy as jnp
-    except ImportError as e:
-        raise ValueError(f"backend='jax' needs jax: pip install 'flashsim[jax]' ({e})") from None
-    with X.enable_x64():
-        return np.asarray(fn(*(jnp.asarray(x) for x in arrays)))
 
 
 _JITTED: dict = {}

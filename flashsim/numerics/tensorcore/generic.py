@@ -192,9 +192,13 @@ def block(xp, A, B, c_bits, acc16: bool, spec: Arch, is_bf16: bool, target: Targ
     columns of A, each a list of kb arrays (..., M, 1); B the same of its rows of B, each (..., 1, N). ``params``
     (the block parameters of another instruction: m16n8k32 with 8-bit float inputs, k32's ``_Fp8Block``; wgmma,
     warpgroup's ``WgmmaBlock``) replaces the m16n8k16 parameters (F, the smallest product exponent, the integer
-    width) and may truncate f32 results further (Ada's and Hopper wgmma's FP8: 13 fraction bits)."""
+    width) and may truncate f32 results further (Ada's and Hopper wgmma's FP8: 13 fraction bits); an ``e_zero``
+    attribute that is not None replaces the arch's zero exponent (sm_120a's block-scaled kinds, blockscale's
+    ``KindBlock``)."""
     F = spec.mma_fraction_bits if params is None else params.F
     e_zero = spec.mma_zero_exponent_f16 if acc16 else spec.mma_zero_exponent_f32
+    if getattr(params, "e_zero", None) is not None:  # an instruction with a zero exponent of its own (k64 kinds)
+        e_zero = params.e_zero
     av, ae = A
     bv, be = B
     c_neg, c_sig, c_x, ec = decode_acc(xp, c_bits, acc16, e_zero)

@@ -14,7 +14,8 @@ from .. import formats, ieee32, rounding
 from .. import xp as X
 from ..target import PLAIN, Target
 from . import fast
-from .generic import block, pow2, sum_int_dtype
+from .blockscale import decode_codes
+from .generic import block, sum_int_dtype
 from .types import E4M3, F16, FP8_FIELDS, ZERO_FP8, k32_type
 
 
@@ -36,25 +37,10 @@ class _Fp8Block:
 
 def _decode_fp8(xp, x, dt):
     """FP8 array -> (exact values as float32, inf / NaN kept; exponents int8, subnormals at the format minimum,
-    zeros at the sentinel). e4m3fn has no inf: S.1111.111 is NaN; e5m2 is IEEE-like."""
-    ebits, mbits, bias = FP8_FIELDS[dt]
-    u = xp.astype(X.bitcast(x, np.uint8), xp.int32)
-    field, m = (u >> mbits) & ((1 << ebits) - 1), u & ((1 << mbits) - 1)
-    sig = xp.where(field == 0, m, m | (1 << mbits))
-    e = xp.maximum(field, 1) - bias
-    exp = xp.astype(xp.where(sig == 0, ZERO_FP8, e), xp.int8)
-    val = xp.astype(sig, xp.float32) * pow2(xp, e - mbits, np.float32)
-    top = (1 << ebits) - 1
-    if dt == E4M3:
-        val = xp.where((field == top) & (m == (1 << mbits) - 1), xp.asarray(np.nan, dtype=xp.float32), val)
-    else:
-        val = xp.where(
-            field == top,
-            xp.where(m == 0, xp.asarray(np.inf, dtype=xp.float32), xp.asarray(np.nan, dtype=xp.float32)),
-            val,
-        )
-    val = xp.where(u >= 0x80, -val, val)
-    return val, exp
+    zeros at the sentinel): the one decode of the element formats (``blockscale.decode_codes``) on the array's bytes.
+    e4m3fn has no inf: S.1111.111 is NaN; e5m2 is IEEE-like."""
+    fmt = formats.code_format("e4m3" if dt == E4M3 else "e5m2")
+    return decode_codes(xp, X.bitcast(x, np.uint8), fmt, np.float32, np.int8, ZERO_FP8)
 
 
 # ptxas's lowering of an FP8 mma.sync.m16n8k32 onto the f16 mma (sm_90, ``Arch.mma8_on_f16_mma``): the column order

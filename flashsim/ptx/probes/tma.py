@@ -1,12 +1,14 @@
 """TMA probes: hand-written PTX kernels for bulk tensor copies and the cases they run, written once for the
 simulator's tests (tests/test_ptx_tma.py) and the silicon capture (python -m flashsim.gpu.capture.tma).
 
-Every kernel reads its tensor map through a global pointer (``.param .u64 tmap``, the map in a 128-byte global
-buffer: on the GPU the driver's CUtensorMap, in the simulator flashsim's encoding), or, with ``map_param``, takes
-it as a ``.param .align 64 .b8 tmap[128]`` parameter. A load kernel zeroes its shared buffer, copies the box to
-``smem + dst_offset`` with cp.async.bulk.tensor and an mbarrier (arrive.expect_tx, try_wait.parity) and writes the
-whole buffer (the swizzled image) to ``out``; a store kernel fills its buffer from ``img`` and stores (or reduces)
-the box at ``smem + dst_offset`` into the tensor. ``arrays(case)`` makes a case's seeded tensor and image.
+Every kernel reads its tensor map through a global pointer (``.param .u64 tmap``, the map in a 128-byte global buffer:
+on the GPU the driver's CUtensorMap, in the simulator flashsim's encoding), or, with ``map_param``, takes it as a
+``.param .align 64 .b8 tmap[128]`` parameter. A load kernel fills its shared buffer with ``SENTINEL`` bytes, copies
+the box to ``smem + dst_offset`` with cp.async.bulk.tensor and an mbarrier (arrive.expect_tx, try_wait.parity) and
+writes the whole buffer (the swizzled image) to ``out``, then a word that is 1 if the mbarrier's phase completed (the
+transaction bytes all arrived) and 0 if the wait gave up (``load_out_bytes``); a store kernel fills its buffer from
+``img`` and stores (or reduces) the box at ``smem + dst_offset`` into the tensor. ``arrays(case)`` makes a case's
+seeded tensor and image.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ except ImportError:  # pragma: no cover - a base dependency
     _BF16 = None
 
 __all__ = ["Case", "CASES", "load_ptx", "store_ptx", "bulk_ptx", "pipeline_ptx", "arrays", "smem_bytes", "dims"]
+__all__ += ["load_out_bytes", "SENTINEL", "MAP_RULES", "f32_edges"]
 __all__ += ["BULK", "bulk_inputs", "bulk_name"]
 
 _DTYPES = {"f2": np.dtype(np.float16), "f4": np.dtype(np.float32), "u1": np.dtype(np.uint8)}
@@ -35,7 +38,9 @@ class Case:
     """One TMA launch: ``kind`` "load", "store" or "reduce" (cp.reduce.async.bulk.tensor ``op``); the global tensor
     of numpy ``dtype`` and ``shape`` (outermost first; each row padded by ``pad`` elements, so that strides are not
     dims), the map's ``data_type`` (CUDA's name), ``box`` / ``element_strides`` / ``coords`` innermost first,
-    ``swizzle``, ``oob_fill``, and the shared destination ``dst_offset`` bytes past a 1024-aligned buffer."""
+    ``swizzle``, ``oob_fill``, the shared destination ``dst_offset`` bytes past a 1024-aligned buffer, and ``room``
+    spare bytes after the box in that buffer (where a layout wider than the dense box would show, instead of
+    faulting past the buffer); ``fault``, for a case the GPU faults on, what the simulator's refusal says."""
 
     name: str
     kind: str
@@ -50,6 +55,8 @@ class Case:
     dst_offset: int = 0
     pad: int = 0
     op: str = "add"
+    room: int = 0
+    fault: str = ""  # the GPU faults on this case: what the simulator's error says (a regular expression)
 
     @property
     def rank(self) -> int:
@@ -61,18 +68,96 @@ CASES = (
     Case("load2d_sw32", "load", "f2", "FLOAT16", (40, 48), (16, 16), (16, 4), swizzle="32B"),
     Case("load2d_sw64", "load", "f4", "FLOAT32", (40, 48), (16, 16), (16, 4), swizzle="64B"),
     Case("load2d_sw128", "load", "f2", "FLOAT16", (40, 64), (64, 16), (0, 8), swizzle="128B"),
-    Case("load2d_sw128_narrow", "load", "f2", "FLOAT16", (40, 64), (32, 24), (8, 3), swizzle="128B"),
+    Case("load2d_sw128_narrow", "load", "f2", "FLOAT16", (40, 64), (32, 24), (8, 3), swizzle="128B", room=2048),
     Case("load2d_sw128_offset", "load", "f2", "FLOAT16", (40, 64), (64, 8), (0, 0), swizzle="128B", dst_offset=384),
     Case("load2d_oob_zero", "load", "f4", "FLOAT32", (20, 24), (16, 16), (16, 12), pad=8),
     Case("load2d_oob_neg", "load", "f4", "FLOAT32", (20, 24), (16, 16), (-8, -5), swizzle="64B"),
     Case("load2d_oob_nan", "load", "f4", "FLOAT32", (20, 24), (16, 16), (16, 12), oob_fill="NAN_REQUEST_ZERO_FMA"),
     Case("load2d_oob_nan_f16", "load", "f2", "FLOAT16", (10, 24), (32, 8), (8, 6), oob_fill="NAN_REQUEST_ZERO_FMA"),
     Case("load2d_oob_nan_bf16", "load", "bf16", "BFLOAT16", (10, 24), (16, 8), (16, -3), oob_fill=1),
-    Case("load2d_u8", "load", "u1", "UINT8", (30, 100), (64, 8), (40, 25), swizzle="64B", pad=12),
+    Case(
+        "load2d_u8",
+        "load",
+        "u1",
+        "UINT8",
+        (30, 100),
+        (64, 8),
+        (40, 25),
+        swizzle="64B",
+        pad=12,
+        fault="innermost coordinate",
+    ),
+    # boxes narrower than their swizzle span, and where a UINT8 box may start: what the GPU does with each
+    Case("load2d_sw64_narrow", "load", "f2", "FLOAT16", (40, 48), (16, 12), (16, 4), swizzle="64B", room=1024),
+    Case("load2d_sw32_narrow", "load", "u4", "UINT32", (40, 32), (4, 10), (4, 2), swizzle="32B", room=1024),
+    Case("load2d_u8_none", "load", "u1", "UINT8", (30, 100), (64, 8), (40, 25), pad=12, fault="innermost coordinate"),
+    Case("load2d_u8_x48", "load", "u1", "UINT8", (30, 100), (64, 8), (48, 25), swizzle="64B", pad=12),
+    Case("load2d_u8_dim112", "load", "u1", "UINT8", (30, 112), (64, 8), (48, 25), swizzle="64B"),
+    Case(
+        "load2d_u8_x40_dim112",
+        "load",
+        "u1",
+        "UINT8",
+        (30, 112),
+        (64, 8),
+        (40, 25),
+        swizzle="64B",
+        fault="innermost coordinate",
+    ),
+    Case(
+        "load2d_u8_x40_inside",
+        "load",
+        "u1",
+        "UINT8",
+        (30, 112),
+        (64, 8),
+        (40, 4),
+        swizzle="64B",
+        fault="innermost coordinate",
+    ),
+    Case("load2d_f16_x4", "load", "f2", "FLOAT16", (40, 64), (32, 16), (4, 8), fault="innermost coordinate"),
+    # the layouts above, re-run where the GPU faulted: rows padded to the span overflow a buffer sized for the dense
+    # box (the simulator must refuse as the GPU faults), and the 5-D box with room to show its rows
+    Case(
+        "load2d_sw128_narrow_tight",
+        "load",
+        "f2",
+        "FLOAT16",
+        (40, 64),
+        (32, 24),
+        (8, 3),
+        swizzle="128B",
+        fault="pass the block's",
+    ),
+    Case(
+        "load5d_room",
+        "load",
+        "u2",
+        "UINT16",
+        (2, 3, 4, 5, 16),
+        (8, 4, 3, 2, 2),
+        (8, 2, 1, 2, 1),
+        swizzle="32B",
+        room=1024,
+    ),
+    # what a TFLOAT32 / *_FTZ map does to ties, subnormals, NaNs, infinities and the largest finite values
+    Case("load2d_tf32_edges", "load", "u4", "TFLOAT32", (16, 32), (32, 8), (0, 4)),
+    Case("load2d_tf32ftz_edges", "load", "u4", "TFLOAT32_FTZ", (16, 32), (32, 8), (0, 4)),
+    Case("load2d_f32ftz_edges", "load", "u4", "FLOAT32_FTZ", (16, 32), (32, 8), (0, 4)),
     Case("load2d_estride", "load", "u4", "UINT32", (40, 32), (8, 12), (4, 2), element_strides=(1, 3)),
     Case("load2d_estride_x0", "load", "u4", "UINT32", (40, 32), (8, 12), (4, 2), element_strides=(4, 2)),
     Case("load3d", "load", "f2", "FLOAT16", (3, 20, 32), (32, 8, 2), (0, 16, 2), swizzle="64B"),
-    Case("load5d", "load", "u2", "UINT16", (2, 3, 4, 5, 16), (8, 4, 3, 2, 2), (8, 2, 1, 2, 1), swizzle="32B"),
+    Case(
+        "load5d",
+        "load",
+        "u2",
+        "UINT16",
+        (2, 3, 4, 5, 16),
+        (8, 4, 3, 2, 2),
+        (8, 2, 1, 2, 1),
+        swizzle="32B",
+        fault="pass the block's",
+    ),
     Case("load1d", "load", "u4", "UINT32", (100,), (32,), (80,)),
     Case("load2d_tf32", "load", "u4", "TFLOAT32", (16, 32), (32, 4), (0, 2)),
     Case("load2d_f32ftz", "load", "u4", "FLOAT32_FTZ", (16, 32), (32, 4), (0, 2), swizzle="128B"),
@@ -92,6 +177,10 @@ CASES = (
         element_strides=(1, 1, 2, 2),
     ),
     Case("store2d_none", "store", "f2", "FLOAT16", (40, 64), (64, 16), (0, 8)),
+    Case("store2d_sw128_narrow", "store", "f2", "FLOAT16", (40, 64), (32, 8), (8, 3), swizzle="128B", room=1024),
+    Case("store2d_tf32_edges", "store", "u4", "TFLOAT32", (16, 32), (32, 8), (0, 4)),
+    Case("store2d_f16_x4", "store", "f2", "FLOAT16", (40, 64), (32, 8), (4, 3), fault="innermost coordinate"),
+    Case("reduce2d_add_f32_dim30", "reduce", "f4", "FLOAT32", (20, 30), (32, 8), (0, 4), pad=2),
     Case("store2d_estride", "store", "u4", "UINT32", (40, 32), (8, 12), (4, 2), element_strides=(1, 3)),
     Case("reduce2d_add_f32_oob", "reduce", "f4", "FLOAT32", (20, 24), (16, 16), (16, 12), swizzle="64B", pad=8),
     Case("store2d_sw128_oob", "store", "f2", "FLOAT16", (20, 60), (64, 8), (16, 16), swizzle="128B", pad=4),
@@ -105,6 +194,60 @@ CASES = (
     Case("reduce2d_xor_u64", "reduce", "u8", "UINT64", (20, 16), (16, 8), (0, 4), op="xor"),
     Case("reduce2d_inc_u32", "reduce", "u4", "UINT32", (20, 32), (32, 8), (0, 4), op="inc"),
     Case("reduce2d_dec_u32", "reduce", "u4", "UINT32", (20, 32), (32, 8), (0, 4), op="dec"),
+)
+
+
+def _rule(name: str, **change) -> tuple[str, dict]:
+    base = dict(data_type="FLOAT16", dims=(64, 40), strides=(128,), box=(64, 16), element_strides=None)
+    base.update(swizzle=0, oob=0, l2=0, interleave=0)
+    return name, {**base, **change}
+
+
+# cuTensorMapEncodeTiled's verdicts on maps that change one argument at a time across its rules (the capture asks
+# the driver; tests/test_ptx_tma.py holds flashsim.ptx.tensor_map_tiled to the same accept / refuse on each). The
+# arguments are the capture's ``encode``'s (enums as CUDA's integers; the address is a 1 KB-aligned device buffer).
+MAP_RULES = (
+    _rule("reference"),
+    _rule("rank 1, u32 100", data_type="UINT32", dims=(100,), strides=(), box=(32,)),
+    _rule("rank 1, u32 128", data_type="UINT32", dims=(128,), strides=(), box=(32,)),
+    _rule("rank 1, f16 256", dims=(256,), strides=(), box=(64,)),
+    _rule("rank 1, u8 256, 64B swizzle", data_type="UINT8", dims=(256,), strides=(), box=(64,), swizzle=2),
+    _rule("rank 2, one row", dims=(64, 1), box=(64, 1)),
+    _rule("inner box 8 bytes", box=(4, 16)),
+    _rule("inner box 48 bytes", box=(24, 16)),
+    _rule("box 256", dims=(256, 300), strides=(512,), box=(64, 256)),
+    _rule("box 257", dims=(256, 300), strides=(512,), box=(64, 257)),
+    _rule("box wider than the tensor", box=(128, 16)),
+    _rule("box taller than the tensor", box=(64, 64)),
+    _rule("element stride 8", element_strides=(1, 8)),
+    _rule("element stride 9", element_strides=(1, 9)),
+    _rule("element stride 0", element_strides=(1, 0)),
+    _rule("inner element stride 2", element_strides=(2, 1)),
+    _rule("box not a multiple of its element stride", box=(64, 15), element_strides=(1, 2)),
+    _rule("stride 120", strides=(120,)),
+    _rule("stride 0", strides=(0,)),
+    _rule("stride below the row", strides=(64,)),
+    _rule("stride 2^40 - 16", dims=(64, 2), strides=((1 << 40) - 16,)),
+    _rule("stride 2^40", dims=(64, 2), strides=(1 << 40,)),
+    _rule("dim 0", dims=(0, 40)),
+    _rule("dim 2^32", dims=(1 << 32, 1), strides=(1 << 33,)),
+    _rule("dim 2^32 + 1", dims=((1 << 32) + 1, 1), strides=(1 << 34,)),
+    _rule("inner box over the 32B span", box=(32, 16), swizzle=1),
+    _rule("inner box at the 32B span", box=(16, 16), swizzle=1),
+    _rule("inner box over the 128B span", dims=(128, 40), strides=(256,), box=(128, 16), swizzle=3),
+    _rule("OOB NaN on UINT16", data_type="UINT16", oob=1),
+    _rule("OOB NaN on FLOAT64", data_type="FLOAT64", dims=(16, 40), box=(16, 16), oob=1),
+    _rule("OOB NaN on TFLOAT32", data_type="TFLOAT32", dims=(32, 40), box=(32, 16), oob=1),
+    _rule("interleave 16B, rank 2", interleave=1),
+    _rule("interleave 16B, rank 3", dims=(64, 40, 2), strides=(128, 5120), box=(64, 16, 1), interleave=1),
+    _rule(
+        "interleave 32B, 32B swizzle", dims=(64, 40, 2), strides=(128, 5120), box=(64, 16, 1), interleave=2, swizzle=1
+    ),
+    _rule("interleave 32B, no swizzle", dims=(64, 40, 2), strides=(128, 5120), box=(64, 16, 1), interleave=2),
+    _rule("L2 promotion 256B", l2=3),
+    _rule("rank 5", dims=(16, 2, 2, 2, 2), strides=(32, 64, 128, 256), box=(16, 2, 2, 2, 2)),
+    _rule("rank 3, outer stride below the plane", dims=(64, 40, 2), strides=(128, 128), box=(64, 16, 1)),
+    _rule("box of 128 KB", dims=(256, 256), strides=(512,), box=(256, 256), data_type="UINT16"),
 )
 
 
@@ -125,9 +268,39 @@ def box_bytes(case: Case) -> int:
     return int(np.prod(n)) * _DTYPES[case.dtype].itemsize
 
 
+def load_out_bytes(case: Case) -> int:
+    """The load kernel's ``out``: the shared image, then a 16-byte slot whose first word is the completion flag."""
+    return smem_bytes(case) + 16
+
+
 def smem_bytes(case: Case) -> int:
-    """The kernel's shared buffer: the destination offset and the box, rounded up to 1024 bytes."""
-    return -(-(case.dst_offset + box_bytes(case)) // 1024) * 1024
+    """The kernel's shared buffer: the destination offset, the box and the room, rounded up to 1024 bytes."""
+    return -(-(case.dst_offset + box_bytes(case) + case.room) // 1024) * 1024
+
+
+_F32_MAPS = ("TFLOAT32", "TFLOAT32_FTZ", "FLOAT32_FTZ")  # maps whose copy may change an f32's bits
+
+
+def f32_edges(rng, n: int) -> np.ndarray:
+    """``n`` f32 bit patterns (uint32) that tell roundings and flushes apart: exact ties at tf32's 13th bit with the
+    kept bit odd and even, one below and above a tie, subnormals, NaNs of both signs and payloads, infinities, the
+    largest finite values, signed zeros and plain random patterns, in a seeded order."""
+    top = rng.integers(0, 1 << 19, n, dtype=np.uint32) << np.uint32(13)
+    kinds = [
+        top | np.uint32(0x1000),  # a tie
+        top | np.uint32(0x0FFF),
+        top | np.uint32(0x1001),
+        rng.integers(1, 1 << 23, n, dtype=np.uint32) | (rng.integers(0, 2, n, dtype=np.uint32) << np.uint32(31)),
+        np.uint32(0x7F800000) | rng.integers(1, 1 << 23, n, dtype=np.uint32),
+        np.uint32(0xFF800000) | rng.integers(1, 1 << 23, n, dtype=np.uint32),
+        np.full(n, 0x7F800000, np.uint32),
+        np.full(n, 0xFF800000, np.uint32),
+        np.uint32(0x7F7FE000) | rng.integers(0, 1 << 13, n, dtype=np.uint32),
+        np.full(n, 0x80000000, np.uint32),
+        rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32),
+    ]
+    pick = rng.integers(0, len(kinds), n)
+    return np.choose(pick, kinds).astype(np.uint32)
 
 
 def arrays(case: Case, seed: int = 0) -> dict:
@@ -147,6 +320,8 @@ def arrays(case: Case, seed: int = 0) -> dict:
             x[rng.random(n) < 0.02] = np.inf
         with np.errstate(over="ignore", under="ignore"):
             tensor = x.astype(dt).reshape(padded)
+    elif case.data_type in _F32_MAPS:
+        tensor = f32_edges(rng, n).reshape(padded)
     else:
         tensor = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt).reshape(padded)
         if case.op in ("inc", "dec"):
@@ -214,16 +389,21 @@ def _map_load(map_param: bool) -> str:
     return "\tld.param.u64 %rd1, [tmap];\n\tfence.proxy.tensormap::generic.acquire.gpu [%rd1], 128;\n"
 
 
-def _zero_smem(size: int) -> str:
+# the byte a load kernel fills its shared buffer with before the copy: bytes the copy leaves alone keep it, so an
+# image shows what the copy wrote (zeros and OOB fills included) apart from what it did not touch
+SENTINEL = 0xA5
+
+
+def _fill_smem(size: int) -> str:
     return f"""\tshl.b32 %r4, %r1, 4;
-$Lzero:
+$Lfill0:
 \tsetp.ge.u32 %p1, %r4, {size};
-\t@%p1 bra $Lzeroed;
+\t@%p1 bra $Lfilled0;
 \tadd.u32 %r6, %r3, %r4;
 \tst.shared.v4.u32 [%r6], {{%r0, %r0, %r0, %r0}};
 \tadd.u32 %r4, %r4, %r7;
-\tbra $Lzero;
-$Lzeroed:
+\tbra $Lfill0;
+$Lfilled0:
 """
 
 
@@ -245,13 +425,13 @@ def load_ptx(case: Case, map_param: bool = False) -> str:
 \t.shared .align 1024 .b8 smem[{size}];
 \t.shared .align 8 .b64 bar;
 
-\tmov.u32 %r0, 0;
+\tmov.u32 %r0, {SENTINEL * 0x01010101};
 \tmov.u32 %r1, %tid.x;
 \tmov.u32 %r2, %ntid.x;
 \tshl.b32 %r7, %r2, 4;
 \tmov.u32 %r3, smem;
 \tmov.u32 %r8, bar;
-{_zero_smem(size)}\tsetp.ne.u32 %p2, %r1, 0;
+{_fill_smem(size)}\tsetp.ne.u32 %p2, %r1, 0;
 \t@%p2 bra $Linit;
 \tmbarrier.init.shared::cta.b64 [%r8], 1;
 $Linit:
@@ -270,6 +450,10 @@ $Lwait:
 \t@%p0 bra $Lwait;
 $Lwaited:
 \tld.param.u64 %rd3, [out];
+\t@%p2 bra $Lflagged;
+\tselp.u32 %r15, 1, 0, %p3;
+\tst.global.u32 [%rd3+{size}], %r15;
+$Lflagged:
 \tshl.b32 %r4, %r1, 4;
 $Lcopy:
 \tsetp.ge.u32 %p1, %r4, {size};

@@ -463,6 +463,13 @@ def barriers(m) -> MBarriers:
     return state
 
 
+# The mbarrier forms Hopper added (ptxas 13.0: "Feature 'mbarrier.arrive.expect_tx' requires .target sm_90 or
+# higher", likewise try_wait and the .sem / .scope qualifiers); sm_120a accepts every one of them.
+_SM90_RULE = "PTX ISA: requires sm_90 or higher (ptxas 13.0)"
+for _mod in (".expect_tx", ".complete_tx", ".try_wait", ".relaxed", ".acquire", ".release", ".cluster"):
+    isa.requires("mbarrier", _mod, archs=isa.since(90), source=_SM90_RULE)
+
+
 @isa.implements("mbarrier")
 def mbarrier(d: Decoded):
     mods = d.mods

@@ -15,21 +15,29 @@ allows) for its group; operations never waited for are performed when the wave e
 the grid does). A program that reads a destination before the wait sees the old bytes, as it may on a GPU.
 
 The box (tile mode): element k_i (0 <= k_i < ceil(boxDim[i] / elementStrides[i]); dim 0's stride is 1 without
-interleave) is tensor element c_i + k_i * elementStrides[i] of coordinates c; the box is written densely to shared
-memory, dim 0 fastest, then every 16-byte chunk at byte address a goes to flashsim.layout.swizzle.swizzle(a, mode):
-the swizzle is a function of the shared address (PTX ISA 5.5.7: a destination off the pattern's 256 / 512 /
-1024-byte repeat starts at the "swizzle base offset" (dstMem / 128) % 2, 4, 8, exactly what swizzling the address
-gives). Out-of-bound elements are zero, or the map's OOB-NaN (flashsim.ptx.tensormap.OOB_NAN) for floating types
-with oob_fill; a store or reduction skips them. The destination of a tensor copy must be 128-byte aligned (PTX ISA
-5.5.7: only the swizzle base offset depends on finer alignment; CUTLASS's 1024-byte rule for 128B swizzle is its
-own, for wgmma descriptors with base offset 0), of a non-tensor copy 16-byte aligned, sizes multiples of 16.
+interleave) is tensor element c_i + k_i * elementStrides[i] of coordinates c; the innermost coordinate must fall on
+a 16-byte boundary (c_0 * element size a multiple of 16: the H100 raises an illegal instruction otherwise, a rule the
+ISA does not state). In shared memory the box goes row after row (dim 0 fastest), each row of the inner dimension
+starting a new swizzle span when there is a swizzle (a row narrower than the span leaves padding the copy does not
+touch: flashsim.layout.swizzle.box_chunks), then every 16-byte chunk at byte address a goes to
+flashsim.layout.swizzle.swizzle(a, mode): the swizzle is a function of the shared address (PTX ISA 5.5.7: a
+destination off the pattern's 256 / 512 / 1024-byte repeat starts at the "swizzle base offset" (dstMem / 128) % 2,
+4, 8, exactly what swizzling the address gives). A load fills out-of-bound elements with zero, or the map's OOB-NaN
+(flashsim.ptx.tensormap.OOB_NAN) for floating types with oob_fill; a TFLOAT32 map rounds each element to tf32 (no
+*_FTZ type flushes anything on a copy). A store or reduction skips out-of-bound elements, but tests the inner bound
+in 16-byte granules: elements past the tensor's inner extent that share a 16-byte granule with in-bound ones are
+written (into the row's padding: the H100 does so, the store2d_sw128_oob case). The destination of a tensor copy must
+be 128-byte aligned (PTX ISA 5.5.7: only the swizzle base offset depends on finer alignment; CUTLASS's 1024-byte rule
+for 128B swizzle is its own, for wgmma descriptors with base offset 0), of a non-tensor copy 16-byte aligned, sizes
+multiples of 16. Every rule above that the ISA does not state was measured on the H100 (flashsim.gpu.capture.tma,
+tests/data/ptx_tma/tma_sm90.npz).
 
 Reductions (PTX ISA's tables): tensor .add on u32 / s32 / u64 / f32 / f16 / bf16, .min / .max on u32 / s32 / u64 /
 s64 / f16 / bf16, .inc / .dec on u32, .and / .or / .xor on 32- and 64-bit integers; the arithmetic is the atomics'
-(flashsim.ptx.semantics.atomic.step_fn: f32 add flushes subnormal inputs and results, as the ISA says its current
-implementation does; f16 / bf16 add keep them; min / max of halves numerics.ieee.minmax). Not simulated, each
-refused clearly: im2col and gather4 / scatter4 modes, interleaved maps (at the copy), .cta_group, .cp_mask,
-.ignore_oob.
+(flashsim.ptx.semantics.atomic.step_fn; f32 add keeps subnormal inputs and results, as the H100 does, though the ISA
+says its current implementation flushes them; f16 / bf16 add keep them; min / max of halves numerics.ieee.minmax).
+Not simulated, each refused clearly: im2col and gather4 / scatter4 modes, interleaved maps (at the copy), .cta_group,
+.cp_mask, .ignore_oob.
 
 Clusters: the destination side is one function (``_deliver``: a block, an offset, an mbarrier offset); a
 .shared::cluster address goes through the memory's map of cluster addresses where the launch has clusters, and a
@@ -48,7 +56,7 @@ import numpy as np
 
 from ...layout.swizzle import swizzle
 from ...numerics import ieee
-from ...numerics.formats import BF16, F16
+from ...numerics.formats import BF16, F16, F32, TF32
 from .. import isa
 from ..ir import AddrTuple, Imm, Reg, Sym, Vec
 from ..program import SPACE_BASE, Decoded
@@ -200,15 +208,24 @@ def _read_map(m, addr: int, t: int):
     return tm
 
 
-def _box(tm, coords):
-    """(global address of each box element (int64), in-bounds mask), elements dim 0 fastest."""
+# the granule in which a tensor store or reduction tests the innermost dimension's bound (module docstring)
+STORE_GRANULE = 16
+
+
+def _box(tm, coords, store: bool = False):
+    """(global address of each box element (int64), in-bounds mask), elements dim 0 fastest. A store's (or
+    reduction's) inner bound is the tensor's inner extent rounded up to ``STORE_GRANULE`` bytes."""
     n = tm.box_elements
     rank = tm.rank
     es = np.array(tm.element_strides, np.int64)
     es[0] = 1
     grid = np.indices(tuple(reversed(n)), dtype=np.int64).reshape(rank, -1)[::-1]
     coord = np.asarray(coords, np.int64)[:, None] + grid * es[:, None]
-    inside = ((coord >= 0) & (coord < np.array(tm.global_dim, np.int64)[:, None])).all(axis=0)
+    dims = np.array(tm.global_dim, np.int64)
+    if store:
+        per = STORE_GRANULE // tm.element_size
+        dims[0] = -(-dims[0] // per) * per
+    inside = ((coord >= 0) & (coord < dims[:, None])).all(axis=0)
     strides = np.array((tm.element_size,) + tuple(tm.global_strides), np.int64)
     with np.errstate(over="ignore"):
         gaddr = np.int64(tm.global_address) + (coord * strides[:, None]).sum(axis=0)
@@ -243,12 +260,13 @@ def _mask_blocks(m, t: int, mask: int) -> list[int]:
     return [own - own % cs + r for r in ranks]
 
 
-def _check_shared(m, t: int, offset: int, nbytes: int, align: int, what: str, mode: str = "none"):
-    """The physical 16-byte chunks of [offset, offset + nbytes) under swizzle ``mode``, after checking the
-    alignment and that every chunk lies in the block's shared memory (errors name thread ``t``'s instruction)."""
+def _check_shared(m, t: int, offset: int, nbytes: int, align: int, what: str, mode: str = "none", layout=None):
+    """The physical 16-byte chunks of the ``nbytes`` at shared ``offset`` (dense, or at the logical chunk offsets
+    ``layout`` from it: a tensor box's rows) under swizzle ``mode``, after checking the alignment and that every
+    chunk lies in the block's shared memory (errors name thread ``t``'s instruction)."""
     if offset % align:
         raise m.error(f"{what} at shared offset {offset:#x}: must be {align}-byte aligned", t, m.mem.fault)
-    phys = _chunks(offset, nbytes, mode)
+    phys = _chunks(offset, nbytes, mode, layout)
     end = int(phys.max()) + 16 if phys.size else offset
     if max(end, offset + nbytes) > m.mem.shared_bytes:
         raise m.error(
@@ -260,9 +278,11 @@ def _check_shared(m, t: int, offset: int, nbytes: int, align: int, what: str, mo
     return phys
 
 
-def _chunks(offset: int, nbytes: int, mode: str) -> np.ndarray:
-    """Physical shared addresses of the 16-byte chunks of [offset, offset + nbytes) under swizzle ``mode``."""
-    logical = np.int64(offset) + 16 * np.arange(nbytes // 16, dtype=np.int64)
+def _chunks(offset: int, nbytes: int, mode: str, layout=None) -> np.ndarray:
+    """Physical shared addresses of the 16-byte chunks of [offset, offset + nbytes), or of those at ``layout``'s
+    logical offsets from ``offset``, under swizzle ``mode``."""
+    rel = 16 * np.arange(nbytes // 16, dtype=np.int64) if layout is None else np.asarray(layout, np.int64)
+    logical = np.int64(offset) + rel
     return np.asarray(swizzle(logical, mode)).astype(np.uint64)
 
 
@@ -290,14 +310,24 @@ def _async_shared(m, block: int, phys, data, t: int, write: bool, pc):
 
 
 def _deliver(
-    m, t: int, block: int, offset: int, image: np.ndarray, mode: str, mbar: int, align: int, what: str, combine=None
+    m,
+    t: int,
+    block: int,
+    offset: int,
+    image: np.ndarray,
+    mode: str,
+    mbar: int,
+    align: int,
+    what: str,
+    combine=None,
+    layout=None,
 ):
     """The destination side of a copy into shared memory: ``image`` (bytes) goes to wave block ``block``'s shared
     memory at ``offset``, swizzled by ``mode`` (checked now: ``align`` and the block's bounds), when the mbarrier at
     shared offset ``mbar`` of that block lets the program rely on it, completing the image's bytes on it then
-    (``combine(old, image)``, for a reduction, gives the bytes written from those there). A multicast is this for
-    each CTA of its mask, at the same offsets."""
-    phys = _check_shared(m, t, offset, image.size, align, what, mode)
+    (``combine(old, image)``, for a reduction, gives the bytes written from those there; ``layout``, a tensor box's
+    logical chunk offsets). A multicast is this for each CTA of its mask, at the same offsets."""
+    phys = _check_shared(m, t, offset, image.size, align, what, mode, layout)
     obj = asynchronous.barriers(m).id_of(block, mbar, t)
     pc = m.current_pc
     chunks = image.reshape(-1, 16)
@@ -314,6 +344,31 @@ def _deliver(
     asynchronous.barriers(m).track(obj, perform, nbytes, t)
 
 
+def _check_inner_coordinate(m, t: int, tm, c0: int) -> None:
+    """A tile-mode copy's innermost coordinate must fall on a 16-byte boundary of the tensor's rows: the H100 raises
+    an illegal instruction otherwise (tests/data/ptx_tma/tma_sm90.npz's failed cases: UINT8 boxes at x = 40 with and
+    without a swizzle, in bounds and not, a FLOAT16 box at x = 4; the same boxes at x = 48 run). The PTX ISA does
+    not state the rule; cuTensorMapEncodeTiled cannot check it (coordinates are the instruction's)."""
+    if (c0 * tm.element_size) % 16:
+        raise m.error(
+            f"cp.async.bulk.tensor: the innermost coordinate {c0} ({c0 * tm.element_size} bytes of {tm.type_name}) "
+            "is not a multiple of 16 bytes (the GPU raises an illegal instruction)",
+            t,
+        )
+
+
+def _on_load(tm, raw: np.ndarray) -> np.ndarray:
+    """What a load writes for in-bounds elements (bytes, one row per element): a TFLOAT32 or TFLOAT32_FTZ map rounds
+    each f32 to tf32 (nearest even; a NaN becomes the canonical one, 0x7FFFE000), as the H100 does; neither it nor
+    FLOAT32_FTZ flushes subnormals on the way (the load2d_*_edges cases: FLOAT32_FTZ copies every bit); every other
+    type is copied. A store copies every type's bits (store2d_tf32_edges)."""
+    if tm.type_name not in ("tf32", "tf32.ftz"):
+        return raw
+    x = np.ascontiguousarray(raw).reshape(-1).view(np.uint32)
+    x = ieee.convert(x, F32, TF32, "rne").astype(np.uint32) << np.uint32(13)
+    return x.view(np.uint8).reshape(raw.shape)
+
+
 def _fill(tm) -> bytes:
     if tm.fill and tm.elemtype in FLOATING:
         return int(OOB_NAN[tm.element_size]).to_bytes(tm.element_size, "little")
@@ -325,12 +380,14 @@ def _fill(tm) -> bytes:
 
 def _reducer(op: str, t: str):
     """``reduce(old, src)`` on uint arrays of type ``t``'s width: the atomics' arithmetic (step_fn), min / max of
-    halves by numerics.ieee.minmax, f32 add flushing subnormals (the ISA's note on cp.reduce.async.bulk)."""
+    halves by numerics.ieee.minmax. f32 add keeps subnormal inputs and results: the ISA's note on
+    cp.reduce.async.bulk says they are flushed, but the H100 adds them exactly (tests/data/ptx_tma/tma_sm90.npz:
+    bulk_add_f32 and reduce2d_add_f32 give subnormal sums of subnormal operands), and silicon wins."""
     if op in (".min", ".max") and t in (".f16", ".bf16"):
         f = F16 if t == ".f16" else BF16
         return lambda old, src: ieee.minmax(old, src, f, largest=op == ".max").astype(np.uint16)
     step = step_fn(op, t)
-    return lambda old, src: step(old, src, None, np.ones(old.shape, bool))
+    return lambda old, src: step(old, src, None, np.zeros(old.shape, bool))
 
 
 def _reduce_global(m, t: int, gaddr, src: np.ndarray, esize: int, reduce) -> None:
@@ -343,6 +400,13 @@ def _reduce_global(m, t: int, gaddr, src: np.ndarray, esize: int, reduce) -> Non
 
 
 # -- builders ---------------------------------------------------------------------------------------------------------
+
+
+isa.requires(
+    "cp", ".async", ".bulk", archs=isa.since(90), source="PTX ISA: cp.async.bulk requires sm_90 or higher (ptxas 13.0)"
+)
+isa.requires("cp", ".reduce", archs=isa.since(90), source="PTX ISA: cp.reduce.async.bulk requires sm_90 or higher")
+isa.requires("tensormap", archs=isa.since(90), source="PTX ISA: tensormap requires sm_90 or higher")
 
 
 @isa.implements_form("cp", ".bulk")  # cp.async.bulk{.tensor,.prefetch,...}: here, not cp.async's builder
@@ -489,16 +553,19 @@ def _tensor_load(d: Decoded, rank: int, hint: bool, multicast: bool):
                 raise m.error(f"a .{rank}d tensor copy with a rank-{tm.rank} tensor map", t)
             if tm.interleave:
                 raise m.error("interleaved tensor maps are not simulated (tile mode without interleave only)", t)
+            _check_inner_coordinate(m, t, tm, int(coords[0, k]))
             targets = _targets(m, t, int(dsts[k]), int(mbars[k]), masks, k)
             gaddr, inside = _box(tm, coords[:, k])
             esize = tm.element_size
             data = np.frombuffer(_fill(tm) * inside.size, np.uint8).reshape(-1, esize).copy()
             if inside.any():
                 sel = gaddr[inside].astype(np.uint64)
-                data[inside] = m.mem.load(".global", sel, esize, np.full(sel.size, t))
+                data[inside] = _on_load(tm, m.mem.load(".global", sel, esize, np.full(sel.size, t)))
             what = "cp.async.bulk.tensor destination"
             for block, offset, mb_offset in targets:
-                _deliver(m, t, block, offset, data.reshape(-1), tm.swizzle_mode, mb_offset, 128, what)
+                _deliver(
+                    m, t, block, offset, data.reshape(-1), tm.swizzle_mode, mb_offset, 128, what, None, tm.shared_chunks
+                )
 
     return d.op(run)
 
@@ -529,10 +596,12 @@ def _tensor_store(d: Decoded, rank: int, hint: bool, redop):
                         t,
                     )
                 reduce = _reducer(redop, rt)
+            _check_inner_coordinate(m, t, tm, int(coords[0, k]))
             block, offset = int(m.block_of[t]), int(srcs[k])
             nbytes, esize = tm.box_bytes, tm.element_size
-            phys = _check_shared(m, t, offset, nbytes, 128, "cp.async.bulk.tensor source", tm.swizzle_mode)
-            gaddr, inside = _box(tm, coords[:, k])
+            what = "cp.async.bulk.tensor source"
+            phys = _check_shared(m, t, offset, nbytes, 128, what, tm.swizzle_mode, tm.shared_chunks)
+            gaddr, inside = _box(tm, coords[:, k], store=True)
             sel = gaddr[inside].astype(np.uint64)
             if np.unique(sel).size != sel.size:
                 raise m.error("the box's elements overlap in global memory (aliasing strides): not simulated", t)

@@ -81,6 +81,13 @@ def _check_rank(g, ranks, what: str) -> None:
         raise g.m.error(f"{what} names CTA rank {int(ranks[bad[0]])}, past the cluster's {cs} CTA{'s' * (cs > 1)}", t)
 
 
+_SM90_RULE = "PTX ISA: requires sm_90 or higher (ptxas 13.0)"
+for _op in ("mapa", "getctarank"):
+    isa.requires(_op, archs=isa.since(90), source=_SM90_RULE)
+for _op in ("st", "red"):
+    isa.requires(_op, ".async", archs=isa.since(90), source=_SM90_RULE)
+
+
 @isa.implements("mapa")
 def mapa(d: Decoded):
     cluster = _space(d)

@@ -262,6 +262,16 @@ def _no_effect(g):
     return None
 
 
+# The Hopper forms of the barriers and fences: barrier.cluster, fence.proxy.async, fence.mbarrier_init and the
+# .cluster scope (ptxas 13.0: "Feature 'barrier.cluster.arrive' requires .target sm_90 or higher", "Modifier
+# '.async' requires .target sm_90 or higher").
+_SM90_RULE = "PTX ISA: requires sm_90 or higher (ptxas 13.0)"
+isa.requires("barrier", ".cluster", archs=isa.since(90), source=_SM90_RULE)
+isa.requires("fence", ".proxy", ".async", archs=isa.since(90), source=_SM90_RULE)
+isa.requires("fence", ".mbarrier_init", archs=isa.since(90), source=_SM90_RULE)
+isa.requires("fence", ".cluster", archs=isa.since(90), source=_SM90_RULE)
+
+
 @isa.implements("membar", "fence")
 def fence(d: Decoded):
     """Orders memory accesses; no effect on values on sequentially consistent memory (the forms: the module
@@ -366,6 +376,9 @@ def nothing(d: Decoded):
         return None
 
     return d.op(run)
+
+
+isa.requires("griddepcontrol", archs=isa.since(90), source="PTX ISA: requires sm_90 or higher (ptxas 13.0)")
 
 
 @isa.implements("griddepcontrol")

@@ -11,8 +11,14 @@ and every float -> int needs a rounding; a widening takes none; an integer desti
 rounding; .sat on a float destination clamps to [+0, 1] (NaN -> +0); .relu makes negative results +0 and NaN the
 canonical NaN; .satfinite makes overflows (infinities too) the largest finite value of their sign and keeps NaN a
 NaN. A NaN converted to or from f64 keeps its sign and leading payload bits, quieted (numerics.ieee.convert); the
-other float conversions give the canonical NaN. sm_100+ forms (.rs, e2m1 / e2m3 / e3m2 / ue8m0, x4 packs) raise
-Unsupported.
+other float conversions give the canonical NaN.
+
+The OCP MX forms of sm_100a / sm_120a (PTX ISA 8.6+; refused elsewhere, as ptxas 13.0 refuses them): cvt.rn.satfinite
+{.relu}.e2m1x2.{f32,f16x2} (d .b8: a in bits 4-7), cvt.rn{.relu}.f16x2.e2m1x2 (a .b8), cvt.rn.satfinite{.relu}
+.{e2m3x2,e3m2x2}.f32 (d .b16: a in bits 8-13, bits 6-7 and 14-15 zero), cvt.rn{.relu}.f16x2.{e2m3x2,e3m2x2} (the
+top two bits of each byte are not read: the ISA asks for them zero and says nothing of other values),
+cvt.{rz,rp}{.satfinite}.ue8m0x2.{f32,bf16x2} (a -> bits 8-15), cvt.rn.bf16x2.ue8m0x2; their roundings are
+flashsim.numerics.microscaling's. The .rs (stochastic rounding) and x4 forms are not simulated (Unsupported).
 
 What ptxas makes of the forms the ISA leaves open, from nvdisasm of sm_90 cubins (pinned by the probes of
 flashsim.ptx.probes.convert): cvt.f32.f32 without modifiers is a move (NaN payloads kept), with .ftz / .sat an
@@ -27,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...numerics import formats, ieee, ieee32
-from ...numerics.formats import BF16, E4M3, E5M2, F16, F32, F64, TF32
+from ...numerics import formats, ieee, ieee32, microscaling
+from ...numerics.formats import BF16, E2M1, E2M3, E3M2, E4M3, E5M2, F16, F32, F64, TF32
 from .. import isa
 from ..program import Decoded
 from .common import bits_of, kind_of, udtype, widen
@@ -38,7 +44,14 @@ INT_ROUND = {".rni": "rne", ".rzi": "rz", ".rmi": "rm", ".rpi": "rp"}
 FLOAT_ROUND = {".rn": "rne", ".rz": "rz", ".rm": "rm", ".rp": "rp", ".rna": "rna"}
 FLOATS = {".f64": F64, ".f32": F32, ".f16": F16, ".bf16": BF16}
 FP8 = {".e4m3x2": E4M3, ".e5m2x2": E5M2}
-SM100 = (".e2m1x2", ".e2m3x2", ".e3m2x2", ".ue8m0x2", ".e2m1x4", ".e4m3x4", ".e5m2x4", ".e2m3x4", ".e3m2x4")
+MX = {".e2m1x2": E2M1, ".e2m3x2": E2M3, ".e3m2x2": E3M2}  # the OCP MX element pairs
+X4 = (".e2m1x4", ".e4m3x4", ".e5m2x4", ".e2m3x4", ".e3m2x4")
+
+_MX_RULE = "PTX ISA 8.6+: sm_100a, sm_101a, sm_120a (ptxas 13.0 refuses them on sm_90a and on plain sm_120)"
+for _t in (*MX, ".ue8m0x2"):
+    isa.requires("cvt", _t, archs=("sm_100", "sm_120"), source=_MX_RULE)
+for _t in FP8:
+    isa.requires("cvt", _t, archs=isa.since(89), source="ptxas 13.0: cvt with .e4m3x2/.e5m2x2 requires sm_89 or higher")
 
 
 @isa.implements("cvt")
@@ -49,11 +62,18 @@ def cvt(d: Decoded):
     sat = mods.flag(".sat")
     satfinite = mods.flag(".satfinite")
     relu = mods.flag(".relu")
-    unknown = [m for m in mods.left if m in SM100]
+    unknown = [m for m in mods.left if m in X4]
     if unknown or rnd == ".rs":
-        raise isa.Unsupported(f"cvt {' '.join(unknown) or '.rs'}: an sm_100+ form ({d.prog.arch} has none)")
+        raise isa.Unsupported(
+            f"cvt {' '.join(unknown) or '.rs'}: stochastic rounding and the x4 packs are not simulated"
+        )
+    mx = [m for m in mods.left if m in MX or m == ".ue8m0x2"]
+    for m in mx:  # not fundamental types of isa.TYPES: taken here
+        mods.left.remove(m)
     types = mods.types()
     mods.done()
+    if mx:
+        return _mx(d, mx, types, rnd, relu, satfinite, ftz or sat)
     if len(types) != 2:
         raise isa.Unsupported("cvt needs a destination and a source type")
     dt, st = types
@@ -255,6 +275,80 @@ def _fp8(d: Decoded, dt: str, st: str, rnd, relu: bool, satfinite: bool, ftz_sat
     def run(g):
         x = np.asarray(g.R[a]).astype(np.uint16)
         g.write(dst, (widen8(x >> np.uint16(8)) << np.uint32(16)) | widen8(x & np.uint16(0xFF)))
+
+    return d.op(run)
+
+
+def _mx(d: Decoded, mx: list, types: list, rnd, relu: bool, satfinite: bool, ftz_sat: bool):
+    """The OCP MX forms (module docstring): one MX type and one of f32 / f16x2 / bf16x2, in PTX's order."""
+    if ftz_sat or len(mx) != 1 or len(types) != 1:
+        raise isa.Unsupported(
+            f"cvt{''.join(mx + types)}: one MX type and one of .f32 / .f16x2 / .bf16x2, no .ftz / .sat"
+        )
+    (m,), (t,) = mx, types
+    spelled = f"cvt{rnd or ''}{'.satfinite' if satfinite else ''}{'.relu' if relu else ''}"
+    widening = d.ins.mods.index(t) < d.ins.mods.index(m)  # the destination type comes first
+    if m == ".ue8m0x2":
+        if widening:
+            if t != ".bf16x2" or rnd != ".rn" or relu or satfinite:
+                raise isa.Unsupported(f"{spelled}{t}{m} (cvt.rn.bf16x2.ue8m0x2 only)")
+            return _unpack2(d, np.uint16, 8, microscaling.ue8m0_to_bf16)
+        if t not in (".f32", ".bf16x2") or rnd not in (".rz", ".rp") or relu:
+            raise isa.Unsupported(f"{spelled}{m}{t} (cvt.{{rz,rp}}{{.satfinite}}.ue8m0x2.{{f32,bf16x2}})")
+        src = F32 if t == ".f32" else BF16
+        mode = FLOAT_ROUND[rnd]
+        return _pack2(d, t, 8, lambda x: microscaling.to_ue8m0(x, src, mode, satfinite=satfinite))
+    f = MX[m]
+    width = 4 if f is E2M1 else 8
+    if widening:
+        if t != ".f16x2" or rnd != ".rn" or satfinite:
+            raise isa.Unsupported(f"{spelled}{t}{m} (cvt.rn{{.relu}}.f16x2{m})")
+        src_dtype = np.uint8 if width == 4 else np.uint16
+        return _unpack2(d, src_dtype, width, lambda c: microscaling.element_to_f16(c, f, relu=relu))
+    sources = (".f32", ".f16x2") if f is E2M1 else (".f32",)
+    if t not in sources or rnd != ".rn" or not satfinite:
+        raise isa.Unsupported(f"{spelled}{m}{t} (cvt.rn.satfinite{{.relu}}{m} from {' / '.join(sources)})")
+    src = F32 if t == ".f32" else F16
+    return _pack2(d, t, width, lambda x: microscaling.to_element(x, src, f, relu=relu))
+
+
+def _pack2(d: Decoded, st: str, width: int, narrow):
+    """d := narrow(a) << width | narrow(b) for cvt d, a, b with f32 sources, or d := narrow(a's upper half) << width |
+    narrow(its lower half) for cvt d, a with a packed .f16x2 / .bf16x2 source; d of 2 * width bits."""
+    dst = d.dst(0)
+    out = np.uint8 if width == 4 else np.uint16
+    if st == ".f32":
+        if len(d.operands) != 3:
+            raise isa.Unsupported("cvt from .f32 to a pair takes two sources")
+        a, b = d.src(1, np.uint32), d.src(2, np.uint32)
+
+        def halves(g):
+            return (np.asarray(g.R[s]).astype(np.uint32) for s in (a, b))
+    else:
+        if len(d.operands) != 2:
+            raise isa.Unsupported(f"cvt from {st} takes one source")
+        a = d.src(1, np.uint32)
+
+        def halves(g):
+            x = np.asarray(g.R[a]).astype(np.uint32)
+            return x >> np.uint32(16), x & np.uint32(0xFFFF)
+
+    def run(g):
+        hi, lo = (narrow(x).astype(out) for x in halves(g))
+        g.write(dst, (hi << out(width)) | lo)
+
+    return d.op(run)
+
+
+def _unpack2(d: Decoded, src_dtype, width: int, widen):
+    """d := widen(a's upper ``width`` bits) << 16 | widen(its lower ``width`` bits), 16-bit results."""
+    dst, a = d.dst(0), d.src(1, src_dtype)
+    mask = np.uint32((1 << width) - 1)
+
+    def run(g):
+        x = np.asarray(g.R[a]).astype(np.uint32)
+        hi, lo = (widen(v).astype(np.uint32) for v in ((x >> np.uint32(width)) & mask, x & mask))
+        g.write(dst, (hi << np.uint32(16)) | lo)
 
     return d.op(run)
 

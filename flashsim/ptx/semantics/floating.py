@@ -61,16 +61,20 @@ def _float_type(d: Decoded, allowed=tuple(FORMAT)):
     if t not in allowed:
         raise isa.Unsupported(f"type {t}")
     d.float_kind = {".f32": "f32", ".f32x2": "f32", ".f64": "f64"}.get(t, "f16")
-    if t == ".f32x2":
-        _require_sm100(d, f"{d.ins.opcode}.f32x2")
     return t
 
 
-def _require_sm100(d: Decoded, form: str) -> None:
-    """The forms sm_100 introduced (.f32x2 arithmetic, three-input min / max, the mixed-precision .f32.f16 /
-    .f32.bf16 forms): ptxas 13.0 refuses them below sm_100 ("Feature ... requires .target sm_100 or higher")."""
-    if int(d.prog.arch[3:]) < 100:
-        raise isa.Unsupported(f"{form} requires sm_100 or later ({d.prog.arch} has none)")
+# The forms sm_100 introduced (.f32x2 arithmetic, three-input min / max, the mixed-precision .f32.f16 / .f32.bf16
+# forms): ptxas 13.0 refuses them below sm_100 ("Feature ... requires .target sm_100 or higher"). The .f32x2 and
+# mixed forms are refused by the decoder (their modifiers name them); the three-input min / max by its builder.
+_SM100_RULE = "PTX ISA 8.6+, ptxas 13.0: requires .target sm_100 or higher"
+for _op in ("add", "sub", "mul", "fma"):
+    isa.requires(_op, ".f32x2", archs=isa.since(100), source=_SM100_RULE)
+for _op in ("add", "sub", "fma"):
+    for _half in (".f16", ".bf16"):
+        isa.requires(_op, ".f32", _half, archs=isa.since(100), source=_SM100_RULE)
+for _op in ("min", "max"):
+    isa.requires(_op, name="three inputs", archs=isa.since(100), source=_SM100_RULE)
 
 
 def _operand(d: Decoded, i: int, t: str) -> int:
@@ -318,7 +322,6 @@ def _mixed(d: Decoded, rnd, ftz: bool, sat: bool):
     op = d.ins.opcode
     _, half = d.mods.types()
     d.mods.done()
-    _require_sm100(d, f"{op}.f32{half}")
     if ftz:
         raise isa.Unsupported(f".ftz on {op}.f32{half} (ptxas: illegal modifier)")
     if op == "fma" and rnd is None:
@@ -711,7 +714,7 @@ _MINMAX3 = {
 def _min_max3(d: Decoded, t: str, ftz: bool, nan: bool, xorsign: bool, absolute: bool):
     """min / max{.ftz}{.NaN}{.abs}.f32 d, a, b, c (sm_100+; PTX ISA 8.8): .f32 only, .abs without .xorsign."""
     op = d.ins.opcode
-    _require_sm100(d, f"{op}.f32 with three inputs")
+    isa.require(op, "three inputs", d.prog.arch)
     if t != ".f32":
         raise isa.Unsupported(f"{op}{t} with three inputs (.f32 only)")
     if xorsign:

@@ -196,6 +196,13 @@ def pool(m) -> RegisterPool:
     return state
 
 
+isa.requires(
+    "setmaxnreg",
+    archs=("sm_90", "sm_100", "sm_120"),
+    source="PTX ISA: sm_90a, sm_100a, sm_120a (arch-specific); ptxas 13.0 refuses it on sm_80 / sm_89 and plain sm_120",
+)
+
+
 @isa.implements("setmaxnreg")
 def setmaxnreg(d: Decoded):
     mods = d.mods

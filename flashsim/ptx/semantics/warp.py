@@ -235,6 +235,9 @@ def redux(d: Decoded):
     return d.op(run)
 
 
+isa.requires("elect", archs=isa.since(90), source="PTX ISA: requires sm_90 or higher (ptxas 13.0)")
+
+
 @isa.implements("elect")
 def elect(d: Decoded):
     """elect.sync d|p, membermask: the leader is the lowest-numbered member (the ISA: deterministic, the same for

@@ -496,6 +496,13 @@ def _vec_slots(d: Decoded, i: int, n: int, what: str, write: bool = False) -> li
     return slots
 
 
+# wgmma exists on sm_90a alone (PTX ISA, wgmma's Target ISA Notes; ptxas 13.0 refuses it for sm_100a and sm_120a:
+# "Instruction 'wgmma.fence' not supported on .target 'sm_120a'"). tcgen05, the sm_100a tensor-core family, has no
+# builder here; its entry makes the refusal on the other archs say so rather than "not implemented".
+isa.requires("wgmma", archs=("sm_90",), source="PTX ISA: requires sm_90a; ptxas 13.0 refuses it on sm_100a / sm_120a")
+isa.requires("tcgen05", archs=("sm_100",), source="PTX ISA: sm_100a family; ptxas 13.0 refuses it on sm_90a / sm_120a")
+
+
 @isa.implements("wgmma")
 def wgmma(d: Decoded):
     mods = d.mods
