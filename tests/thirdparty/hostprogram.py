@@ -70,6 +70,12 @@ def build_program(spec, staged: pathlib.Path | None = None, keep: pathlib.Path |
     return cached
 
 
+def is_built(spec) -> bool:
+    """Whether ``build_with_ptx(spec)`` would come from the cache (no nvcc run, no download)."""
+    cached = _cache_path(spec)
+    return cached.is_file() and cached.with_suffix(".ptx").is_file()
+
+
 def build_with_ptx(spec, staged: pathlib.Path | None = None, cache: bool = True) -> tuple[pathlib.Path, str]:
     """(the program of ``spec``, the PTX nvcc assembled into it) from one nvcc run, cached together (the PTX beside
     the program, .ptx): the kernel the simulator runs is then the very one the program launches on a GPU, for half
