@@ -34,7 +34,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-__all__ = ["EngineOptions", "default_mma_threads", "cache_override", "show_tracebacks"]
+__all__ = ["EngineOptions", "default_mma_threads", "limit_mma_threads", "cache_override", "show_tracebacks"]
 
 _MAX_DEFAULT_THREADS = 8
 
@@ -124,6 +124,12 @@ def default_mma_threads() -> int:
     """Threads of the tensor-core kernel when the call gives none: $FLASHSIM_MMA_THREADS, else the CPUs this process
     may use, at most 8 (read on every call, so it follows the environment; one lookup, not the whole options)."""
     return _int(os.environ, "FLASHSIM_MMA_THREADS") or max(1, min(_cpus(), _MAX_DEFAULT_THREADS))
+
+
+def limit_mma_threads(threads: int) -> None:
+    """Make ``threads`` this process's default for FLASHSIM_MMA_THREADS unless its environment sets it (a cluster
+    engine's worker: the parallelism is the workers', one thread each, or N workers would each start several)."""
+    os.environ.setdefault("FLASHSIM_MMA_THREADS", str(int(threads)))
 
 
 def cache_override() -> str | None:

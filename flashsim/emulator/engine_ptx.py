@@ -24,7 +24,7 @@ from .engine_numpy import Rows
 
 __all__ = ["run", "peak_bytes", "modules"]
 
-MAX_THREADS = 1 << 14  # simulated threads per wave (flashsim.ptx.launch: the register file is this wide)
+MAX_THREADS = 1 << 14  # simulated threads per wave (flashsim.ptx.plan: the register file is this wide)
 
 
 @lru_cache(maxsize=16)

@@ -1,14 +1,14 @@
 """One launch over many processes or machines: ``launch(..., executor=...)`` (docs/ptx.md, "One launch over many
 machines").
 
-The driver checks the launch as ``launch`` does (flashsim.ptx.launch.prepare), then asks every worker who it is
+The driver checks the launch as ``launch`` does (flashsim.ptx.plan.prepare), then asks every worker who it is
 (``identity``: flashsim's version and a fingerprint of its source; a worker without flashsim, or with another
 flashsim, is refused before anything runs) and puts on every worker once (``Executor.broadcast``) the PTX text, the
 arch, the contraction decisions, the launch and every global buffer the kernel may reach (the array arguments and
 every array with an address, at the driver's addresses). It splits the blocks into shares, contiguous ranges of
 linear block indices, and submits one task per share; a worker decodes the module once per process
 (``_module``: decoded ops are closures, not worth shipping), runs its share in waves as one process would
-(flashsim.ptx.launch.run_blocks, ``%ctaid`` the launch's), over copies of the buffers made at their first store, and
+(flashsim.ptx.plan.run_blocks, ``%ctaid`` the launch's), over copies of the buffers made at their first store, and
 returns what its stores wrote (flashsim.ptx.writes.Written) with its counts, printf lines and trace rows.
 
 Shares: where the kernel's blocks communicate through global memory (flashsim.ptx.communication, or
@@ -36,14 +36,15 @@ from functools import lru_cache
 import numpy as np
 
 from .. import __version__
+from ..settings import limit_mma_threads
 from . import errors
 from .communication import communicates
 from .errors import LaunchError, WorkerError
 from .executor import Died, resolve
 from .ir import Sym
-from .launch import LaunchPlan, Report, run_blocks
 from .memory import Buffer, launch_buffers
 from .module import Module
+from .plan import LaunchPlan, Report, run_blocks
 from .progress import progress_display
 from .trace import Trace
 from .writes import Merger, WriteLog
@@ -161,7 +162,7 @@ def run_share(payload: Payload, start: int, stop: int, trace_spec, races: bool, 
     result = ShareResult(start, stop, worker=f"{os.uname().nodename}:{os.getpid()}")
     # a share is one task of a worker: its tensor-core calls run on one thread, the parallelism is the workers'
     # (else N workers of 8 threads each would share N cores); a worker's own setting wins
-    os.environ.setdefault("FLASHSIM_MMA_THREADS", "1")
+    limit_mma_threads(1)
     try:
         if fault is not None and start <= fault[0] < stop:
             marker = fault[1]
