@@ -144,6 +144,9 @@ class WriteLog:
 
 
 def _race_text(name: str, offset: int, first: int, second: int, grid: tuple) -> str:
+    """The race's message, the two blocks in index order (shares merge as they arrive: the order they came in is not
+    the launch's)."""
+    first, second = sorted((first, second))
     return (
         f"blocks {block_xyz(first, grid)} and {block_xyz(second, grid)} both store byte {offset} of {name}: blocks "
         "of one launch run in no set order on a GPU, so its value depends on which ran last (an inter-block race); "
