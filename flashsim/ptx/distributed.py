@@ -15,8 +15,9 @@ Shares: where the kernel's blocks communicate through global memory (flashsim.pt
 ``communicating=True``) the whole launch is one share on one worker, and the report says why. Otherwise a share is
 a whole number of the launch's waves where the order of the simulation is visible (a trace, printf, %clock /
 %globaltimer: their rows, lines and values are then those of one process), else of whole clusters, sized so that
-every worker gets work (``share_size``). The driver merges the shares in block order into staging copies and
-copies them into the arrays only once every share succeeded and merged (flashsim.ptx.writes.Merger: a byte that
+every worker gets work (``share_size``). The driver merges the shares into staging copies as they arrive (copies
+without a race and the reductions give the same bytes in any order) and copies them into the arrays only once every
+share succeeded and merged (flashsim.ptx.writes.Merger: a byte that
 two blocks stored is a BlockRace, an integer ``red`` merges by its reduction): nothing of a failed launch reaches
 the arrays. A share whose worker died is run again by the engine; past the engine's retries the launch fails with
 WorkerError naming the blocks. An error a share raised (a fault, a sanitizer's finding, a deadlock) is raised on the
