@@ -1,0 +1,126 @@
+"""Consumer Blackwell (sm_120a) kernels of other projects (tests/thirdparty: kernels.SM120_KERNELS), built from their
+pinned PyPI sources with their own nvcc flags for sm_120a and run in flashsim.ptx with arch="sm_120". No sm_120 GPU
+is here, so there is no silicon capture: each simulated launch is held to a float64 reference of the kernel's own
+math (the operands as the kernel quantised them, then exact arithmetic) within the bound the model predicts, and
+each of its block-scaled mma.sync instructions, warp by warp, to MMA-Sim's RTX Blackwell model (mmasim) on the
+registers the kernel fed it (tests/thirdparty/mma_trace.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import types
+
+import numpy as np
+import pytest
+from thirdparty import build, capture, kernels, mma_trace
+
+import flashsim.ptx as fptx
+from flashsim.ptx.errors import UnsupportedInstruction
+from flashsim.ptx.parser import parse
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH"),
+]
+
+NAMES = sorted(kernels.SM120_KERNELS)
+BUILD_ARCH = "sm_120a"  # the block-scaled kinds exist on sm_120a alone (ptxas refuses them on plain sm_120)
+ARCH = "sm_120"
+
+
+@pytest.fixture(scope="module")
+def ptx():
+    """{kernel name: its sm_120a PTX}, built once (and kept in the user cache)."""
+    return {name: build.build_ptx(kernels.SM120_KERNELS[name], arch=BUILD_ARCH) for name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def simulated(ptx):
+    """{kernel name: (its arrays after the simulated launch under memcheck, the mma instructions, their trace, the
+    launch's block)}."""
+    if importlib.util.find_spec("mmasim") is None:
+        pytest.skip("needs mmasim (MMA-Sim's models: the per-instruction oracle)")
+    out = {}
+    for name in NAMES:
+        kernel = kernels.SM120_KERNELS[name]
+        module = fptx.load(ptx[name], arch=ARCH)
+        entry = capture.single_entry(module.ir)
+        grid, block, shared = kernel.launch(module.ir)
+        arrays = kernel.arrays()
+        params = kernel.parameters(module.ir, arrays, lambda n, arrays=arrays: fptx.address(arrays[n]))
+        mmas = mma_trace.kind_mmas(module.ir, entry)
+        trace = mma_trace.trace(mmas)
+        fptx.launch(module.kernel(entry), grid, block, params, shared_mem=shared, check="memcheck", trace=trace)
+        out[name] = (arrays, mmas, trace, block)
+    return out
+
+
+def test_the_build_takes_the_block_scaled_path(ptx):
+    """Built for sm_120a, llama.cpp's W4A4 MXFP4 kernel multiplies with kind::mxf4 block_scale 2X alone (mma.cuh's
+    mma_block_scaled_fp4 under BLACKWELL_MMA_AVAILABLE): 16 instructions, selectors {0, 0}, no other mma."""
+    mmas = [line for line in ptx["llama_mmq_mxfp4"].splitlines() if line.strip().startswith("mma.")]
+    form = "mma.sync.aligned.kind::mxf4.block_scale.scale_vec::2X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue8m0 "
+    assert len(mmas) == 16 and all(m.strip().startswith(form) and m.count("{0, 0}") == 2 for m in mmas)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parameters_fit_the_ptx(name, ptx):
+    kernel = kernels.SM120_KERNELS[name]
+    ir = parse(ptx[name])
+    entry = ir.functions[capture.single_entry(ir)]
+    grid, block, shared = kernel.launch(ir)
+    assert all(g >= 1 for g in grid) and 32 <= np.prod(block) <= 1024 and block[0] * block[1] % 32 == 0
+    assert 0 < shared <= 101376  # sm_120's opt-in cap per block
+    arrays = kernel.arrays()
+    params = kernel.parameters(ir, arrays, lambda n: 0x1000 * (1 + sorted(arrays).index(n)))
+    assert [len(p) for p in params] == [p.size for p in entry.params]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_simulated_launch_computes_its_operation(name, simulated):
+    arrays = simulated[name][0]
+    for output, (want, bound) in kernels.SM120_KERNELS[name].reference(arrays).items():
+        got = arrays[output].astype(np.float64)
+        assert np.isfinite(got).all(), f"{name}.{output} holds non-finite values"
+        err = np.abs(got - want)
+        worst = np.unravel_index(np.argmax(err / bound), err.shape)
+        assert (err <= bound).all(), f"{name}.{output}{worst}: {err[worst]:.3g} off, past its bound {bound[worst]:.3g}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_mma_instruction_is_mmasims(name, simulated):
+    """Each warp's every block-scaled mma, on the fragments, scales and selectors the kernel gave it, is bit for bit
+    MMA-Sim's RTX Blackwell model (2 tiles x 8 warps x 16 mma for llama.cpp's: 256 warp-level instructions)."""
+    arrays, mmas, trace, block = simulated[name]
+    result = mma_trace.check(mmas, trace, block)
+    assert result["mismatches"] == 0, f"{name}: {result['mismatches']} elements of d differ; {result['first']}"
+    assert result["instructions"] == 256
+
+
+def test_the_instruction_check_sees_a_wrong_result(simulated):
+    """The per-instruction check is not vacuous: one bit of one traced d flipped is reported, with its place."""
+    arrays, mmas, trace, block = simulated["llama_mmq_mxfp4"]
+    m = mmas[3]
+    records = trace.records
+    row = np.flatnonzero((records["line"] == m.line) & records["after"])[5]
+    changed = records.copy()
+    changed[m.d[2]][row] ^= 1
+    result = mma_trace.check([m], types.SimpleNamespace(records=changed), block)
+    assert result["mismatches"] == 1 and f"PTX line {m.line}" in result["first"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_refused_below_sm_120(name, ptx):
+    """The same PTX on sm_90: the block-scaled kinds are refused when the kernel is decoded, as ptxas refuses them
+    there, before anything runs (the output stays untouched)."""
+    kernel = kernels.SM120_KERNELS[name]
+    module = fptx.load(ptx[name], arch="sm_90")
+    grid, block, shared = kernel.launch(module.ir)
+    arrays = kernel.arrays()
+    params = kernel.parameters(module.ir, arrays, lambda n: fptx.address(arrays[n]))
+    entry = module.kernel(capture.single_entry(module.ir))
+    with pytest.raises(UnsupportedInstruction, match="requires sm_120a"):
+        fptx.launch(entry, grid, block, params, shared_mem=shared)
+    assert not arrays[kernel.outputs[0]].any()
