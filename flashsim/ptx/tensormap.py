@@ -40,7 +40,7 @@ does not lie inside ``array`` (nothing is ever read or written outside the given
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,7 +54,10 @@ VERSION = 1
 SIZE = 128
 
 # CUtensorMapDataType (cuda.h) -> PTX .elemtype code (PTX ISA, tensormap.replace's new_val table: the two differ from
-# FLOAT64 on). The packed sub-byte types (13-15) are sm_100's and are refused.
+# FLOAT64 on). Of the packed sub-byte types of sm_100 / sm_120 (13-15), 16U4_ALIGN8B (PTX .b4x16: 4-bit elements
+# packed two per byte alike in global and in shared memory, what CUTLASS's sm120 FP4 GEMMs load) is a map of bytes
+# whose dim 0 counts 4-bit elements (``TensorMap.bytewise``); the two that pad in shared memory (16U4_ALIGN16B,
+# 16U6_ALIGN16B) are refused.
 DATA_TYPES = {
     "UINT8": (0, 0),
     "UINT16": (1, 1),
@@ -69,10 +72,12 @@ DATA_TYPES = {
     "FLOAT32_FTZ": (10, 8),
     "TFLOAT32": (11, 11),
     "TFLOAT32_FTZ": (12, 12),
+    "16U4_ALIGN8B": (13, 13),
 }
+PACKED_4BIT = frozenset({13})  # PTX .elemtype codes of two elements per byte, packed alike in global and shared
 _PTX_SIZE = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 4, 9: 8, 10: 2, 11: 4, 12: 4}
 _PTX_NAME = {0: "u8", 1: "u16", 2: "u32", 3: "s32", 4: "u64", 5: "s64", 6: "f16", 7: "f32", 8: "f32.ftz", 9: "f64"}
-_PTX_NAME.update({10: "bf16", 11: "tf32", 12: "tf32.ftz"})
+_PTX_NAME.update({10: "bf16", 11: "tf32", 12: "tf32.ftz", 13: "b4x16"})
 FLOATING = frozenset({6, 7, 8, 9, 10, 11, 12})
 # The OOB-NaN of each floating element size, as the H100 writes it (tests/data/ptx_tma/tma_sm90.npz: the f32, f16
 # and bf16 NaN-fill cases): the halfword 0x7FF7 repeated over the element, whatever its type (0x7FF7 is a NaN of
@@ -120,7 +125,30 @@ class TensorMap:
 
     @property
     def element_size(self) -> int:
+        if self.elemtype in PACKED_4BIT:
+            raise ValueError("a packed 4-bit tensor map has no whole-byte elements: copy through its bytewise() map")
         return _PTX_SIZE[self.elemtype]
+
+    def bytewise(self) -> TensorMap:
+        """The same map in bytes: a packed 4-bit map (16U4_ALIGN8B) as the UINT8 map of its bytes, dim 0's extent
+        and box halved (a coordinate along dim 0 halves too: ``byte_coordinate``); any other map itself."""
+        if self.elemtype not in PACKED_4BIT:
+            return self
+        return replace(
+            self,
+            elemtype=0,
+            global_dim=(self.global_dim[0] // 2, *self.global_dim[1:]),
+            box_dim=(self.box_dim[0] // 2, *self.box_dim[1:]),
+        )
+
+    def byte_coordinate(self, c0: int) -> int:
+        """Dim 0's coordinate ``c0`` (in elements) in the bytewise map; ValueError for a packed map's odd one (the
+        box would start inside a byte)."""
+        if self.elemtype not in PACKED_4BIT:
+            return c0
+        if c0 % 2:
+            raise ValueError(f"the innermost coordinate {c0} of a packed 4-bit tensor map is odd (mid-byte)")
+        return c0 // 2
 
     @property
     def type_name(self) -> str:
@@ -281,7 +309,7 @@ def tensor_map_tiled(
     dt = _enum(data_type, cuda_types, "data_type")
     to_ptx = {c: p for c, p in DATA_TYPES.values()}
     if dt not in to_ptx:
-        why = "the packed sub-byte types are sm_100's" if dt in (13, 14, 15) else "not a CUtensorMapDataType"
+        why = "the padded sub-byte types are not simulated" if dt in (14, 15) else "not a CUtensorMapDataType"
         raise ValueError(f"data_type {dt}: {why}")
     try:
         rank = len(global_dim)
@@ -313,19 +341,28 @@ def tensor_map_tiled(
     # the region must lie in the array's buffer: its last element's byte is the sum of (dim - 1) * stride
     root = _root(array)
     start, end = address(root), address(root) + root.nbytes
-    last = tm.global_address + (dims[0] - 1) * tm.element_size + sum((d - 1) * s for d, s in zip(dims[1:], strides))
-    if not (start <= tm.global_address and last + tm.element_size <= end):
+    tb = tm.bytewise()
+    last = tb.global_address + (tb.global_dim[0] - 1) * tb.element_size
+    last += sum((d - 1) * s for d, s in zip(dims[1:], strides))
+    if not (start <= tm.global_address and last + tb.element_size <= end):
         raise ValueError(
-            f"global_dim / global_strides: the region ends {last + tm.element_size - tm.global_address} bytes after "
+            f"global_dim / global_strides: the region ends {last + tb.element_size - tm.global_address} bytes after "
             f"the array's start, past the {end - tm.global_address} bytes of its buffer from there"
         )
     return tm
 
 
 def _validate(tm: TensorMap) -> None:
+    if tm.elemtype in PACKED_4BIT:
+        # whole bytes along dim 0: the extent and the box hold an even number of 4-bit elements (the driver asks
+        # for more: a 16-byte inner box and 16-byte strides, which the byte map's rules below check)
+        for name, n in (("global_dim[0]", tm.global_dim[0]), ("box_dim[0]", tm.box_dim[0])):
+            if n % 2:
+                raise ValueError(f"{name} = {n}: a packed 4-bit map (16U4_ALIGN8B) counts whole bytes of 2 elements")
+        tm = tm.bytewise()
     rank = tm.rank
     if tm.elemtype not in _PTX_SIZE:
-        why = "packed sub-byte types are sm_100's" if tm.elemtype in (13, 14, 15) else "not a PTX .elemtype code"
+        why = "the padded sub-byte types are not simulated" if tm.elemtype in (14, 15) else "not a PTX .elemtype code"
         raise ValueError(f"data_type (PTX .elemtype {tm.elemtype}): {why}")
     if tm.interleave not in (0, 1, 2):
         raise ValueError(f"interleave {tm.interleave}: must be NONE (0), 16B (1) or 32B (2)")

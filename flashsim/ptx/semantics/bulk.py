@@ -54,13 +54,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arch import get_arch
 from ...layout.swizzle import swizzle
 from ...numerics import ieee
 from ...numerics.formats import BF16, F16, F32, TF32
 from .. import isa
 from ..ir import AddrTuple, Imm, Reg, Sym, Vec
 from ..program import SPACE_BASE, Decoded
-from ..tensormap import FIELDS, FLOATING, OOB_NAN, SIZE, decode, replace_field
+from ..tensormap import FIELDS, FLOATING, OOB_NAN, PACKED_4BIT, SIZE, decode, replace_field
 from . import asynchronous
 from .atomic import step_fn
 from .common import udtype
@@ -206,6 +207,23 @@ def _read_map(m, addr: int, t: int):
             raise m.error(f"tensor map at {addr:#x}: {exc}", t) from None
         cache[raw] = tm
     return tm
+
+
+def _in_bytes(m, t: int, tm, coords: np.ndarray):
+    """(the map, the box's coordinates) in bytes: a packed 4-bit map (16U4_ALIGN8B, sm_100 / sm_120 only) becomes its
+    bytewise map, dim 0's coordinate halved (an odd one is an error naming the thread); any other map unchanged."""
+    if tm.elemtype not in PACKED_4BIT:
+        return tm, coords
+    if get_arch(m.prog.arch).compute_capability < (10, 0):
+        why = "the sub-byte types are sm_100's"
+        raise m.error(f"a packed 4-bit tensor map ({tm.type_name}) on {m.prog.arch}: {why}", t)
+    try:
+        c0 = tm.byte_coordinate(int(coords[0]))
+    except ValueError as exc:
+        raise m.error(f"cp.async.bulk.tensor: {exc}", t) from None
+    coords = np.array(coords, np.int64)
+    coords[0] = c0
+    return tm.bytewise(), coords
 
 
 # the granule in which a tensor store or reduction tests the innermost dimension's bound (module docstring)
@@ -553,9 +571,10 @@ def _tensor_load(d: Decoded, rank: int, hint: bool, multicast: bool):
                 raise m.error(f"a .{rank}d tensor copy with a rank-{tm.rank} tensor map", t)
             if tm.interleave:
                 raise m.error("interleaved tensor maps are not simulated (tile mode without interleave only)", t)
-            _check_inner_coordinate(m, t, tm, int(coords[0, k]))
+            tm, box = _in_bytes(m, t, tm, coords[:, k])
+            _check_inner_coordinate(m, t, tm, int(box[0]))
             targets = _targets(m, t, int(dsts[k]), int(mbars[k]), masks, k)
-            gaddr, inside = _box(tm, coords[:, k])
+            gaddr, inside = _box(tm, box)
             esize = tm.element_size
             data = np.frombuffer(_fill(tm) * inside.size, np.uint8).reshape(-1, esize).copy()
             if inside.any():
@@ -596,12 +615,13 @@ def _tensor_store(d: Decoded, rank: int, hint: bool, redop):
                         t,
                     )
                 reduce = _reducer(redop, rt)
-            _check_inner_coordinate(m, t, tm, int(coords[0, k]))
+            tm, box = _in_bytes(m, t, tm, coords[:, k])
+            _check_inner_coordinate(m, t, tm, int(box[0]))
             block, offset = int(m.block_of[t]), int(srcs[k])
             nbytes, esize = tm.box_bytes, tm.element_size
             what = "cp.async.bulk.tensor source"
             phys = _check_shared(m, t, offset, nbytes, 128, what, tm.swizzle_mode, tm.shared_chunks)
-            gaddr, inside = _box(tm, coords[:, k], store=True)
+            gaddr, inside = _box(tm, box, store=True)
             sel = gaddr[inside].astype(np.uint64)
             if np.unique(sel).size != sel.size:
                 raise m.error("the box's elements overlap in global memory (aliasing strides): not simulated", t)
