@@ -1,9 +1,10 @@
-"""Consumer Blackwell (sm_120a) kernels of other projects (tests/thirdparty: kernels.SM120_KERNELS), built from their
-pinned PyPI sources with their own nvcc flags for sm_120a and run in flashsim.ptx with arch="sm_120". No sm_120 GPU
-is here, so there is no silicon capture: each simulated launch is held to a float64 reference of the kernel's own
-math (the operands as the kernel quantised them, then exact arithmetic) within the bound the model predicts, and
-each of its block-scaled mma.sync instructions, warp by warp, to MMA-Sim's RTX Blackwell model (mmasim) on the
-registers the kernel fed it (tests/thirdparty/mma_trace.py).
+"""Consumer Blackwell (sm_120a) kernels of other projects, built from their pinned PyPI sources with their own nvcc
+flags for sm_120a and run in flashsim.ptx with arch="sm_120": llama.cpp's W4A4 MXFP4 mmq (tests/thirdparty:
+kernels.SM120_KERNELS) and CUTLASS 4.2's sm120 NVFP4 GEMM (cutlass_sm120.py, launched from CUTLASS's own host
+code). No sm_120 GPU is here, so there is no silicon capture: each simulated launch is held to a float64 reference
+of the kernel's own math (the operands as the kernel quantised them, then exact arithmetic) within the bound the
+model predicts, and each of its block-scaled mma.sync instructions, warp by warp, to MMA-Sim's RTX Blackwell model
+(mmasim) on the registers the kernel fed it (tests/thirdparty/mma_trace.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import types
 
 import numpy as np
 import pytest
-from thirdparty import build, capture, kernels, mma_trace
+from thirdparty import build, capture, cutlass_sm120, kernels, mma_trace
 
 import flashsim.ptx as fptx
 from flashsim.ptx.errors import UnsupportedInstruction
@@ -124,3 +125,86 @@ def test_refused_below_sm_120(name, ptx):
     with pytest.raises(UnsupportedInstruction, match="requires sm_120a"):
         fptx.launch(entry, grid, block, params, shared_mem=shared)
     assert not arrays[kernel.outputs[0]].any()
+
+
+# CUTLASS 4.2's sm120 block-scaled GEMM (tests/thirdparty/cutlass_sm120.py): NVFP4 x NVFP4, launched from the Params
+# CUTLASS's own host code builds (TMA maps through flashsim.ptx.hostshim)
+
+
+@pytest.fixture(scope="module")
+def cutlass():
+    """(its PTX, its harness program, CUTLASS's scale-factor layouts), built once (and kept in the user cache)."""
+    ptx = build.build_ptx(cutlass_sm120.CASE, arch=cutlass_sm120.ARCH)
+    program = cutlass_sm120.build_host()
+    return ptx, program, cutlass_sm120.layout(program)
+
+
+@pytest.fixture(scope="module")
+def cutlass_run(cutlass):
+    """(arrays after the simulated launch under memcheck, the mma instructions, their trace, the launch JSON)."""
+    if importlib.util.find_spec("mmasim") is None:
+        pytest.skip("needs mmasim (MMA-Sim's models: the per-instruction oracle)")
+    ptx, program, sf_layout = cutlass
+    arrays = cutlass_sm120.inputs(cutlass_sm120.CASE, sf_layout)
+    module = fptx.load(ptx, arch=ARCH)
+    mmas = mma_trace.kind_mmas(module.ir, capture.single_entry(module.ir))
+    trace = mma_trace.trace(mmas)
+    _report, launch = cutlass_sm120.simulate(ptx, program, arrays, check="memcheck", trace=trace)
+    return arrays, mmas, trace, launch
+
+
+def test_cutlass_build_is_the_block_scaled_clc_kernel(cutlass):
+    """The sm120 builder's kernel: kind::mxf4nvf4 block_scale 4X with ue4m3 scales (64 mma in the PTX), its A / B
+    tiles through ldmatrix, and the persistent scheduler's cluster launch control."""
+    ptx = cutlass[0]
+    form = "mma.sync.aligned.kind::mxf4nvf4.block_scale.scale_vec::4X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue4m3"
+    mmas = [line.strip() for line in ptx.splitlines() if line.strip().startswith("mma.")]
+    assert len(mmas) == 64 and all(m.startswith(form) for m in mmas)
+    assert "clusterlaunchcontrol.try_cancel" in ptx and "ldmatrix" in ptx
+
+
+def test_cutlass_host_code_asks_for_the_operands_maps(cutlass):
+    """CUTLASS's host code, run here without a driver: A and B as packed 4-bit maps (16U4_ALIGN8B: dims in codes,
+    a 128 x 128 box, 64B swizzle), the scale factors as UINT16 maps in CUTLASS's interleaved layout, C and D as f32
+    maps; one persistent 384-thread block for the one tile, within sm_120's 99 KB of shared memory."""
+    _ptx, program, sf_layout = cutlass
+    arrays = cutlass_sm120.inputs(cutlass_sm120.CASE, sf_layout)
+    launch, log, params = cutlass_sm120.describe(program, arrays)
+    M, N, K = cutlass_sm120.M, cutlass_sm120.N, cutlass_sm120.K
+    base = {fptx.address(arrays[n]): n for n in cutlass_sm120.POINTERS}
+    maps = [(base[r["global_address"]], r["data_type"], r["global_dim"], r["box_dim"], r["swizzle"]) for r in log]
+    assert maps[:2] == [("A", 13, [K, M, 1], [128, 128, 1], 2), ("B", 13, [K, N, 1], [128, 128, 1], 2)]
+    assert [m[:2] for m in maps[2:]] == [("SFA", 1), ("SFB", 1), ("C", 7), ("D", 7)]
+    assert (launch["grid"], launch["block"]) == ([1, 1, 1], [384, 1, 1]) and launch["shared_bytes"] <= 101376
+    assert len(params) == len(bytes.fromhex(launch["params"]))
+    # every scale of A's rows and B's columns has a place of its own
+    assert np.unique(sf_layout["sfa"]).size == M * K // 16 and np.unique(sf_layout["sfb"]).size == N * K // 16
+
+
+def test_cutlass_gemm_computes_alpha_ab_plus_beta_c(cutlass, cutlass_run):
+    arrays = cutlass_run[0]
+    want, bound = cutlass_sm120.reference(arrays, cutlass[2])
+    got = arrays["D"].astype(np.float64)
+    assert np.isfinite(got).all()
+    err = np.abs(got - want)
+    worst = np.unravel_index(np.argmax(err / bound), err.shape)
+    assert (err <= bound).all(), f"D{worst} is {err[worst]:.3g} off, past its bound {bound[worst]:.3g}"
+
+
+def test_cutlass_every_mma_instruction_is_mmasims(cutlass_run):
+    """8 consumer warps x 32 mma per K block of 128 x 2 K blocks: 512 warp-level instructions, each on the fragments,
+    ue4m3 scales and (register) selectors the kernel gave it, bit for bit MMA-Sim's RTX Blackwell model."""
+    _arrays, mmas, trace, launch = cutlass_run
+    result = mma_trace.check(mmas, trace, launch["block"])
+    assert result["mismatches"] == 0, f"{result['mismatches']} elements of d differ; {result['first']}"
+    assert result["instructions"] == 512
+
+
+def test_cutlass_gemm_runs_clean_under_racecheck(cutlass):
+    """The producer warp's TMA writes, the consumers' ldmatrix / scale reads and the epilogue ordered by mbarriers,
+    fences and named barriers: no shared-memory hazard."""
+    ptx, program, sf_layout = cutlass
+    arrays = cutlass_sm120.inputs(cutlass_sm120.CASE, sf_layout)
+    cutlass_sm120.simulate(ptx, program, arrays, check="racecheck")
+    want, bound = cutlass_sm120.reference(arrays, sf_layout)
+    assert (np.abs(arrays["D"] - want) <= bound).all()

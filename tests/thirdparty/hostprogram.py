@@ -25,19 +25,21 @@ __all__ = ["ARCH", "build_program", "run_program", "kept_ptx"]
 ARCH = "sm_90a"  # wgmma, setmaxnreg and multicast TMA are sm_90a's
 
 
-def _command(unit: str, tree: pathlib.Path, includes, flags, out: pathlib.Path, keep) -> list[str]:
+def _command(unit: str, tree: pathlib.Path, includes, flags, out: pathlib.Path, keep, arch: str) -> list[str]:
     incs = [f"-I{tree / inc}" for inc in includes]
-    cmd = [cuda_tool("nvcc"), f"-arch={ARCH}", *flags, *incs, str(kernel_path(unit)), str(hostshim.SHIM_SOURCE)]
+    cmd = [cuda_tool("nvcc"), f"-arch={arch}", *flags, *incs, str(kernel_path(unit)), str(hostshim.SHIM_SOURCE)]
     cmd += ["-o", str(out), "-ldl"]
     return cmd + (["--keep", "--keep-dir", str(keep)] if keep is not None else [])
 
 
-def build_program(spec, staged: pathlib.Path | None = None, keep: pathlib.Path | None = None) -> pathlib.Path:
-    """The program of ``spec`` (package, unit, includes, flags), built from the pinned package (or the copy staged in
-    ``staged``); RuntimeError with nvcc's log if it fails."""
+def build_program(
+    spec, staged: pathlib.Path | None = None, keep: pathlib.Path | None = None, arch: str = ARCH
+) -> pathlib.Path:
+    """The program of ``spec`` (package, unit, includes, flags), built for ``arch`` from the pinned package (or the
+    copy staged in ``staged``); RuntimeError with nvcc's log if it fails."""
     package = packages.PACKAGES[spec.package]
     h = hashlib.sha256()
-    for part in (build.nvcc_version(), ARCH, repr(tuple(spec.flags)), repr(tuple(spec.includes)), package.sha256):
+    for part in (build.nvcc_version(), arch, repr(tuple(spec.flags)), repr(tuple(spec.includes)), package.sha256):
         h.update(part.encode() + b"\0")
     h.update(kernel_path(spec.unit).read_bytes() + b"\0" + hostshim.SHIM_SOURCE.read_bytes())
     stem = pathlib.PurePosixPath(spec.unit).stem
@@ -47,7 +49,7 @@ def build_program(spec, staged: pathlib.Path | None = None, keep: pathlib.Path |
     tree = packages.tree(package, staged)
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / stem
-        cmd = _command(spec.unit, tree, spec.includes, spec.flags, out, keep)
+        cmd = _command(spec.unit, tree, spec.includes, spec.flags, out, keep, arch)
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
         if done.returncode != 0 or not out.is_file():
             raise RuntimeError(f"nvcc failed on {spec.unit}:\n{' '.join(cmd)}\n{done.stderr.strip()}")
