@@ -1,8 +1,9 @@
 """sm_100 / sm_120 pieces of flashsim.ptx that CUTLASS's sm120 GEMMs need, in hand-written kernels: .b128 registers
 (ld / st / mov, moved whole), cluster launch control (clusterlaunchcontrol.try_cancel / query_cancel: the simulator
 cancels no cluster, so every response says "failed", completes 16 bytes on the mbarrier and the CTA goes on with its
-own work; asking again after a failure is refused), and TMA through a packed 4-bit tensor map (16U4_ALIGN8B), which
-must move exactly the bytes of the UINT8 map over the same memory (that path held to the H100 in tests/test_ptx_tma.py).
+own work; asking again after a failure is refused), TMA through a packed 4-bit tensor map (16U4_ALIGN8B), which
+must move exactly the bytes of the UINT8 map over the same memory (that path held to the H100 in tests/test_ptx_tma.py),
+and through a padded 6-bit one (16U6_ALIGN16B, cuda.h's rules and layout).
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def test_packed_4bit_map_rules():
         fp.tensor_map_tiled(x, data_type="16U4_ALIGN8B", global_dim=(127, 8), global_strides=(64,), box_dim=(32, 8))
     with pytest.raises(ValueError, match="multiple of 16 bytes"):
         fp.tensor_map_tiled(x, data_type="16U4_ALIGN8B", global_dim=(128, 8), global_strides=(64,), box_dim=(16, 8))
-    with pytest.raises(ValueError, match="padded sub-byte"):
+    with pytest.raises(ValueError, match="must be 32-byte aligned|multiple of 32|must be 128"):
         fp.tensor_map_tiled(x, data_type=14, global_dim=(128, 8), global_strides=(64,), box_dim=(32, 8))
 
 
@@ -201,3 +202,44 @@ def test_packed_4bit_map_refused_on_sm_90_and_mid_byte():
             128,
             [packed, out, np.uint32(1), np.uint32(0)],
         )
+
+
+@pytest.mark.parametrize("swizzle", ["NONE", "128B"])
+def test_padded_6bit_map_pads_each_group_and_counts_packed_bytes(swizzle):
+    """16U6_ALIGN16B (cuda.h: "16 x U6" values, 12 bytes each group in global memory, 16-byte aligned in shared with
+    a 4-byte gap): a box of 128 codes x 8 rows lands as 8 rows of 128 bytes, each group's 12 bytes then 4 zero bytes
+    (the gap, flashsim's fill), swizzled as a byte map; the mbarrier completes the packed 96 bytes per row (the probe
+    kernel expects exactly the box's global bytes, 768: any other count would leave it waiting or underflow)."""
+    case = T.Case("padded", "load", "u1", "UINT8", (16, 96), (96, 8), (0, 4))  # the kernel's expect_tx: 768
+    tensor = np.random.default_rng(5).integers(0, 256, (16, 96)).astype(np.uint8)
+    tm = fp.tensor_map_tiled(
+        tensor,
+        data_type="16U6_ALIGN16B",
+        global_dim=(128, 16),
+        global_strides=(96,),
+        box_dim=(128, 8),
+        swizzle=swizzle,
+    )
+    assert tm.bytewise().element_size == 16 and tm.bytewise().global_element_size == 12
+    out = np.zeros(T.load_out_bytes(case), np.uint8)
+    kernel = fp.load(T.load_ptx(case, map_param=True), arch="sm_120").kernel("tma_load")
+    fp.launch(kernel, 1, 128, [tm, out, np.uint32(0), np.uint32(4)])
+    rows = tensor[4:12].reshape(8, 8, 12)
+    logical = np.concatenate([rows, np.zeros((8, 8, 4), np.uint8)], axis=2).reshape(8, 128)
+    if swizzle == "128B":  # 16-byte chunk c of 128-byte line L goes to chunk c ^ (L mod 8) (PTX ISA)
+        chunks = logical.reshape(8, 8, 16)
+        logical = chunks[np.arange(8)[:, None], np.arange(8)[None, :] ^ np.arange(8)[:, None]].reshape(8, 128)
+    assert np.array_equal(out[:1024].reshape(8, 128), logical) and out[1024] == 1
+
+
+def test_padded_map_rules():
+    x = np.zeros((16, 96), np.uint8)
+    good = dict(data_type="16U6_ALIGN16B", global_dim=(128, 16), global_strides=(96,), box_dim=(128, 8))
+    fp.tensor_map_tiled(x, **good)
+    for change, match in (
+        (dict(global_dim=(64, 16)), "multiple of 128"),
+        (dict(box_dim=(64, 8)), "must be 128"),
+        (dict(swizzle="64B"), "NONE or 128B"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            fp.tensor_map_tiled(x, **{**good, **change})
