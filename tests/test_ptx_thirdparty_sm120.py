@@ -127,63 +127,80 @@ def test_refused_below_sm_120(name, ptx):
     assert not arrays[kernel.outputs[0]].any()
 
 
-# CUTLASS 4.2's sm120 block-scaled GEMM (tests/thirdparty/cutlass_sm120.py): NVFP4 x NVFP4, launched from the Params
-# CUTLASS's own host code builds (TMA maps through flashsim.ptx.hostshim)
+# CUTLASS 4.2's sm120 block-scaled GEMMs (tests/thirdparty/cutlass_sm120.py): NVFP4 x NVFP4 and MXFP8 x MXFP6,
+# launched from the Params CUTLASS's own host code builds (TMA maps through flashsim.ptx.hostshim)
+GEMMS = sorted(cutlass_sm120.CASES)
 
 
 @pytest.fixture(scope="module")
 def cutlass():
-    """(its PTX, its harness program, CUTLASS's scale-factor layouts), built once (and kept in the user cache)."""
-    ptx = build.build_ptx(cutlass_sm120.CASE, arch=cutlass_sm120.ARCH)
-    program = cutlass_sm120.build_host()
-    return ptx, program, cutlass_sm120.layout(program)
+    """{case: (its PTX, its harness program, CUTLASS's scale-factor layouts)}, built once (kept in the user cache)."""
+    out = {}
+    for name in GEMMS:
+        case = cutlass_sm120.CASES[name]
+        ptx = build.build_ptx(case, arch=cutlass_sm120.ARCH)
+        program = cutlass_sm120.build_host(case=case)
+        out[name] = (ptx, program, cutlass_sm120.layout(program, case))
+    return out
 
 
 @pytest.fixture(scope="module")
-def cutlass_run(cutlass):
-    """(arrays after the simulated launch under memcheck, the mma instructions, their trace, the launch JSON)."""
+def cutlass_runs(cutlass):
+    """{case: (arrays after the simulated launch under memcheck, the mma instructions, their trace, the launch)}."""
     if importlib.util.find_spec("mmasim") is None:
         pytest.skip("needs mmasim (MMA-Sim's models: the per-instruction oracle)")
-    ptx, program, sf_layout = cutlass
-    arrays = cutlass_sm120.inputs(cutlass_sm120.CASE, sf_layout)
-    module = fptx.load(ptx, arch=ARCH)
-    mmas = mma_trace.kind_mmas(module.ir, capture.single_entry(module.ir))
-    trace = mma_trace.trace(mmas)
-    _report, launch = cutlass_sm120.simulate(ptx, program, arrays, check="memcheck", trace=trace)
-    return arrays, mmas, trace, launch
+    out = {}
+    for name in GEMMS:
+        ptx, program, sf_layout = cutlass[name]
+        arrays = cutlass_sm120.inputs(cutlass_sm120.CASES[name], sf_layout)
+        module = fptx.load(ptx, arch=ARCH)
+        mmas = mma_trace.kind_mmas(module.ir, capture.single_entry(module.ir))
+        trace = mma_trace.trace(mmas)
+        _report, launch = cutlass_sm120.simulate(ptx, program, arrays, check="memcheck", trace=trace)
+        out[name] = (arrays, mmas, trace, launch)
+    return out
 
 
-def test_cutlass_build_is_the_block_scaled_clc_kernel(cutlass):
-    """The sm120 builder's kernel: kind::mxf4nvf4 block_scale 4X with ue4m3 scales (64 mma in the PTX), its A / B
-    tiles through ldmatrix, and the persistent scheduler's cluster launch control."""
-    ptx = cutlass[0]
-    form = "mma.sync.aligned.kind::mxf4nvf4.block_scale.scale_vec::4X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue4m3"
+@pytest.mark.parametrize("name", GEMMS)
+def test_cutlass_build_is_the_block_scaled_clc_kernel(name, cutlass):
+    """The sm120 builder's kernel: one block-scaled mma form throughout (NVFP4: kind::mxf4nvf4 4X ue4m3, 64 in the
+    PTX; MXFP8 x MXFP6: kind::mxf8f6f4 1X ue8m0, 128, its FP6 tile read by ldmatrix .b6x16_p32), ldmatrix, and the
+    persistent scheduler's cluster launch control."""
+    ptx = cutlass[name][0]
+    case = cutlass_sm120.CASES[name]
     mmas = [line.strip() for line in ptx.splitlines() if line.strip().startswith("mma.")]
-    assert len(mmas) == 64 and all(m.startswith(form) for m in mmas)
+    assert len(mmas) == 64 * 64 // case.mma_k and all(m.startswith(case.mma_form + " ") for m in mmas)
     assert "clusterlaunchcontrol.try_cancel" in ptx and "ldmatrix" in ptx
+    assert ("b6x16_p32" in ptx) == (case.b_format == "e3m2")
 
 
-def test_cutlass_host_code_asks_for_the_operands_maps(cutlass):
-    """CUTLASS's host code, run here without a driver: A and B as packed 4-bit maps (16U4_ALIGN8B: dims in codes,
-    a 128 x 128 box, 64B swizzle), the scale factors as UINT16 maps in CUTLASS's interleaved layout, C and D as f32
-    maps; one persistent 384-thread block for the one tile, within sm_120's 99 KB of shared memory."""
-    _ptx, program, sf_layout = cutlass
-    arrays = cutlass_sm120.inputs(cutlass_sm120.CASE, sf_layout)
+@pytest.mark.parametrize("name", GEMMS)
+def test_cutlass_host_code_asks_for_the_operands_maps(name, cutlass):
+    """CUTLASS's host code, run here without a driver: A and B by sub-byte maps where their codes are (NVFP4: both
+    16U4_ALIGN8B, 64B swizzle; MXFP6: B by the padded 16U6_ALIGN16B, e4m3 A by UINT8), dims in codes, 128-code-wide
+    boxes; the scale factors as UINT16 maps in CUTLASS's interleaved layout, C and D as f32 maps; one persistent
+    384-thread block for the one tile, within sm_120's 99 KB of shared memory."""
+    _ptx, program, sf_layout = cutlass[name]
+    case = cutlass_sm120.CASES[name]
+    arrays = cutlass_sm120.inputs(case, sf_layout)
     launch, log, params = cutlass_sm120.describe(program, arrays)
     M, N, K = cutlass_sm120.M, cutlass_sm120.N, cutlass_sm120.K
     base = {fptx.address(arrays[n]): n for n in cutlass_sm120.POINTERS}
-    maps = [(base[r["global_address"]], r["data_type"], r["global_dim"], r["box_dim"], r["swizzle"]) for r in log]
-    assert maps[:2] == [("A", 13, [K, M, 1], [128, 128, 1], 2), ("B", 13, [K, N, 1], [128, 128, 1], 2)]
+    maps = [(base[r["global_address"]], r["data_type"], r["global_dim"], r["box_dim"][0]) for r in log]
+    want = {"e2m1": 13, "e3m2": 15, "e4m3": 0}
+    assert maps[:2] == [("A", want[case.a_format], [K, M, 1], 128), ("B", want[case.b_format], [K, N, 1], 128)]
     assert [m[:2] for m in maps[2:]] == [("SFA", 1), ("SFB", 1), ("C", 7), ("D", 7)]
     assert (launch["grid"], launch["block"]) == ([1, 1, 1], [384, 1, 1]) and launch["shared_bytes"] <= 101376
     assert len(params) == len(bytes.fromhex(launch["params"]))
     # every scale of A's rows and B's columns has a place of its own
-    assert np.unique(sf_layout["sfa"]).size == M * K // 16 and np.unique(sf_layout["sfb"]).size == N * K // 16
+    per = K // case.sf_vec
+    assert np.unique(sf_layout["sfa"]).size == M * per and np.unique(sf_layout["sfb"]).size == N * per
 
 
-def test_cutlass_gemm_computes_alpha_ab_plus_beta_c(cutlass, cutlass_run):
-    arrays = cutlass_run[0]
-    want, bound = cutlass_sm120.reference(arrays, cutlass[2])
+@pytest.mark.parametrize("name", GEMMS)
+def test_cutlass_gemm_computes_alpha_ab_plus_beta_c(name, cutlass, cutlass_runs):
+    arrays = cutlass_runs[name][0]
+    want, bound = cutlass_sm120.reference(arrays, cutlass[name][2], cutlass_sm120.CASES[name])
     got = arrays["D"].astype(np.float64)
     assert np.isfinite(got).all()
     err = np.abs(got - want)
@@ -191,20 +208,24 @@ def test_cutlass_gemm_computes_alpha_ab_plus_beta_c(cutlass, cutlass_run):
     assert (err <= bound).all(), f"D{worst} is {err[worst]:.3g} off, past its bound {bound[worst]:.3g}"
 
 
-def test_cutlass_every_mma_instruction_is_mmasims(cutlass_run):
-    """8 consumer warps x 32 mma per K block of 128 x 2 K blocks: 512 warp-level instructions, each on the fragments,
-    ue4m3 scales and (register) selectors the kernel gave it, bit for bit MMA-Sim's RTX Blackwell model."""
-    _arrays, mmas, trace, launch = cutlass_run
+@pytest.mark.parametrize("name", GEMMS)
+def test_cutlass_every_mma_instruction_is_mmasims(name, cutlass_runs):
+    """8 consumer warps, 2 K blocks of 128, each warp's 32 x 64 tile: 512 warp-level k64 instructions (NVFP4) or
+    1024 k32 ones (MXFP8 x MXFP6), each on the fragments, scales and (register) selectors the kernel gave it, bit for
+    bit MMA-Sim's RTX Blackwell model."""
+    _arrays, mmas, trace, launch = cutlass_runs[name]
     result = mma_trace.check(mmas, trace, launch["block"])
-    assert result["mismatches"] == 0, f"{result['mismatches']} elements of d differ; {result['first']}"
-    assert result["instructions"] == 512
+    assert result["mismatches"] == 0, f"{name}: {result['mismatches']} elements of d differ; {result['first']}"
+    assert result["instructions"] == 8 * 2 * (32 // 16) * (64 // 8) * (128 // cutlass_sm120.CASES[name].mma_k)
 
 
-def test_cutlass_gemm_runs_clean_under_racecheck(cutlass):
+@pytest.mark.parametrize("name", GEMMS)
+def test_cutlass_gemm_runs_clean_under_racecheck(name, cutlass):
     """The producer warp's TMA writes, the consumers' ldmatrix / scale reads and the epilogue ordered by mbarriers,
     fences and named barriers: no shared-memory hazard."""
-    ptx, program, sf_layout = cutlass
-    arrays = cutlass_sm120.inputs(cutlass_sm120.CASE, sf_layout)
+    ptx, program, sf_layout = cutlass[name]
+    case = cutlass_sm120.CASES[name]
+    arrays = cutlass_sm120.inputs(case, sf_layout)
     cutlass_sm120.simulate(ptx, program, arrays, check="racecheck")
-    want, bound = cutlass_sm120.reference(arrays, sf_layout)
+    want, bound = cutlass_sm120.reference(arrays, sf_layout, case)
     assert (np.abs(arrays["D"] - want) <= bound).all()

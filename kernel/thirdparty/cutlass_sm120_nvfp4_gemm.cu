@@ -1,7 +1,8 @@
 // A CUTLASS 3 block-scaled GEMM for consumer Blackwell (sm_120a), built from the CUTLASS 4.2 headers of NVIDIA's
 // nvidia-cutlass wheel for the PTX simulator's third-party check (tests/thirdparty/cutlass_sm120.py): D = alpha * A B
 // + beta * C with A (M x K, row-major) and B (K x N, column-major: both K-major, the only layout the sm120 builder
-// takes) in NVFP4 (e2m1 codes, two per byte, with a ue4m3 scale per 16 consecutive k), f32 accumulation, f32 C / D
+// takes) in NVFP4 (e2m1 codes, two per byte, with a ue4m3 scale per 16 consecutive k; with FLASHSIM_MXFP8_MXFP6 defined,
+// A in MXFP8 and B in MXFP6), f32 accumulation, f32 C / D
 // (row-major), through CUTLASS's CollectiveBuilder for cutlass::arch::Sm120 and OpClassBlockScaledTensorOp: the TMA
 // warp-specialised kernel (a producer warp loading A, B and both scale-factor tensors by TMA, consumer warps on
 // mma.sync kind::mxf4nvf4.block_scale.scale_vec::4X m16n8k64), a 128 x 128 x 128 tile, no cluster (sm120 has no
@@ -35,16 +36,27 @@
 
 using namespace cute;
 
+#ifdef FLASHSIM_MXFP8_MXFP6
+// the mixed variant: A in MXFP8 (e4m3 with a ue8m0 scale per 32 k), B in MXFP6 (e3m2, likewise), through
+// kind::mxf8f6f4.block_scale (m16n8k32, one byte per code in shared memory: B by a padded 6-bit TMA map)
+using ElementA = cutlass::mx_float8_t<cutlass::float_e4m3_t>;
+using ElementB = cutlass::mx_float6_t<cutlass::float_e3m2_t>;
+constexpr int AlignmentA = 16;   // 16 bytes of e4m3
+constexpr int AlignmentB = 128;  // the padded 6-bit map's box: 128 codes
+constexpr int kSfVec = 32;
+#else
 using ElementA = cutlass::nv_float4_t<cutlass::float_e2m1_t>;  // e2m1 data with ue4m3 scales per 16
 using ElementB = cutlass::nv_float4_t<cutlass::float_e2m1_t>;
+constexpr int AlignmentA = 32;  // 16 bytes of e2m1
+constexpr int AlignmentB = 32;
+constexpr int kSfVec = 16;
+#endif
 using ElementC = float;
 using ElementD = float;
 using ElementAccumulator = float;
 using LayoutA = cutlass::layout::RowMajor;
 using LayoutB = cutlass::layout::ColumnMajor;
 using LayoutC = cutlass::layout::RowMajor;
-constexpr int AlignmentA = 32;  // 16 bytes of e2m1
-constexpr int AlignmentB = 32;
 constexpr int AlignmentC = 128 / cutlass::sizeof_bits<ElementC>::value;
 
 using TileShape = Shape<_128, _128, _128>;
@@ -105,13 +117,14 @@ static typename GemmKernel::Params make_params(int m, int n, int k, float alpha,
     return GemmKernel::to_underlying_arguments(args, nullptr);
 }
 
-// "offsets": the scale-factor element each (row, k / 16) of A and (column, k / 16) of B is read from, row-major
+// "offsets": the scale-factor element each (row, k / kSfVec) of A and (column, k / kSfVec) of B is read from,
+// row-major
 template <class Layout>
 static void offsets(FILE *f, char const *name, Layout layout, int rows, int k) {
     std::fprintf(f, "\"%s\": [", name);
     for (int r = 0; r < rows; ++r)
-        for (int j = 0; j < k / 16; ++j)
-            std::fprintf(f, "%s%lld", r || j ? ", " : "", (long long)layout(r, j * 16, 0));
+        for (int j = 0; j < k / kSfVec; ++j)
+            std::fprintf(f, "%s%lld", r || j ? ", " : "", (long long)layout(r, j * kSfVec, 0));
     std::fprintf(f, "], \"%s_size\": %lld, ", name, (long long)size(filter_zeros(layout)));
 }
 

@@ -1,5 +1,6 @@
-"""CUTLASS 4.2's sm120 block-scaled GEMM (kernel/thirdparty/cutlass_sm120_nvfp4_gemm.cu: NVFP4 x NVFP4, f32 out),
-launched in flashsim.ptx with arch="sm_120" from the Params CUTLASS's own host code builds.
+"""CUTLASS 4.2's sm120 block-scaled GEMMs (kernel/thirdparty/cutlass_sm120_nvfp4_gemm.cu: NVFP4 x NVFP4, and with
+FLASHSIM_MXFP8_MXFP6 defined MXFP8 x MXFP6; f32 out), launched in flashsim.ptx with arch="sm_120" from the Params
+CUTLASS's own host code builds.
 
 As the sm90 GEMM (cutlass_gemm.py), the unit is a host program as well as a kernel, built with nvcc for sm_120a and
 flashsim.ptx.hostshim's cuTensorMapEncodeTiled shim: it writes the kernel's parameter bytes and launch for the
@@ -8,7 +9,7 @@ are flashsim.ptx.address values and the tagged maps are replaced by tensor_map_t
 is here: the launch is held to float64 and each mma to mmasim (tests/test_ptx_thirdparty_sm120.py).
 
 Problem: D = alpha A B + beta C, M = N = 128, K = 256: one 128 x 128 tile, two K blocks of 128 (the pipeline turns
-over), every scale of A and B its own (K / 16 = 16 per row and column).
+over), every scale of A and B its own (K / 16 or K / 32 per row and column).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from flashsim.ptx import hostshim
 
 from . import hostprogram
 
-__all__ = ["ARCH", "CASE", "Case", "inputs", "reference", "build_host", "layout", "describe", "simulate"]
+__all__ = ["ARCH", "CASES", "CASE", "Case", "inputs", "reference", "build_host", "layout", "describe", "simulate"]
 
 PACKAGE = "nvidia-cutlass"
 UNIT = "thirdparty/cutlass_sm120_nvfp4_gemm.cu"
@@ -42,17 +43,32 @@ FLAGS = (
     "-DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL=1",
 )
 M, N, K = 128, 128, 256
-SF_VEC = 16  # NVFP4: one ue4m3 scale per 16 consecutive k
 ALPHA, BETA = 1.25, -0.5
 POINTERS = ("A", "B", "SFA", "SFB", "C", "D")
+
+# formats: bits per code in global memory, ml_dtypes type of the code (decoded as ml_dtypes decodes it)
+_FORMATS = {
+    "e2m1": (4, ml_dtypes.float4_e2m1fn),
+    "e3m2": (6, ml_dtypes.float6_e3m2fn),
+    "e4m3": (8, ml_dtypes.float8_e4m3fn),
+}
+_SCALES = {"ue4m3": ml_dtypes.float8_e4m3fn, "ue8m0": ml_dtypes.float8_e8m0fnu}
 
 
 @dataclass(frozen=True)
 class Case:
-    """What build.build_ptx reads of a third-party launch (the unit's one input set)."""
+    """One build and input set: operand formats, the block-scale format and vector, the mma's K and the terms it
+    aligns (its products' groups and c), and what build.build_ptx reads of a third-party launch."""
 
-    name: str = "cutlass_sm120_nvfp4_gemm"
-    seed: int = 120
+    name: str
+    seed: int
+    a_format: str
+    b_format: str
+    scale_format: str
+    sf_vec: int
+    mma_k: int
+    mma_terms: int
+    mma_form: str
     package: str = PACKAGE
     unit: str = UNIT
     includes: tuple = INCLUDES
@@ -60,74 +76,133 @@ class Case:
     outputs: tuple = ("D",)
 
 
-CASE = Case()
+CASES = {
+    c.name: c
+    for c in (
+        Case(
+            "cutlass_sm120_nvfp4_gemm",
+            120,
+            "e2m1",
+            "e2m1",
+            "ue4m3",
+            16,
+            64,
+            5,  # 4 exact groups of 16 products, and c
+            "mma.sync.aligned.kind::mxf4nvf4.block_scale.scale_vec::4X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue4m3",
+        ),
+        Case(
+            "cutlass_sm120_mxfp8_mxfp6_gemm",
+            121,
+            "e4m3",
+            "e3m2",
+            "ue8m0",
+            32,
+            32,
+            33,  # 32 exact products, and c
+            "mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e4m3.e3m2.f32.ue8m0",
+            flags=FLAGS + ("-DFLASHSIM_MXFP8_MXFP6",),
+        ),
+    )
+}
+CASE = CASES["cutlass_sm120_nvfp4_gemm"]
 
 
-def _e2m1(codes) -> np.ndarray:
-    return np.asarray(codes, np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
+def _decode(codes, fmt: str) -> np.ndarray:
+    return np.asarray(codes, np.uint8).view(_FORMATS[fmt][1]).astype(np.float64)
 
 
-def _ue4m3(codes) -> np.ndarray:
-    """ue4m3 scale codes (0..127) -> float64: e4m3 with the sign bit clear (ml_dtypes' float8_e4m3fn)."""
-    return (np.asarray(codes, np.uint8) & 0x7F).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+def _scale(codes, fmt: str) -> np.ndarray:
+    """Scale codes -> float64 (ue4m3: e4m3 with the sign bit clear; ue8m0: 2^(code - 127))."""
+    codes = np.asarray(codes, np.uint8) & (0x7F if fmt == "ue4m3" else 0xFF)
+    return codes.view(_SCALES[fmt]).astype(np.float64)
 
 
-def _pack(codes: np.ndarray) -> np.ndarray:
-    """e2m1 codes (rows, K) -> (rows, K / 2) bytes, the lower k in the low nibble (CUTLASS's sub-byte packing)."""
-    return (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+def _pack(codes: np.ndarray, fmt: str) -> np.ndarray:
+    """Codes (rows, K) -> the rows' bytes as CUTLASS stores sub-byte types: a little-endian bit stream, code k in
+    bits b k .. b k + b - 1 (b = 4, 6, 8)."""
+    bits = _FORMATS[fmt][0]
+    if bits == 8:
+        return codes.astype(np.uint8)
+    shifts = np.arange(bits, dtype=np.uint8)
+    stream = ((codes[..., None] >> shifts) & 1).astype(np.uint8).reshape(codes.shape[0], -1)
+    return np.packbits(stream, axis=1, bitorder="little")
 
 
-def _unpack(packed: np.ndarray) -> np.ndarray:
-    return np.stack([packed & 0xF, packed >> 4], axis=-1).reshape(packed.shape[0], -1)
+def _unpack(packed: np.ndarray, fmt: str) -> np.ndarray:
+    bits = _FORMATS[fmt][0]
+    if bits == 8:
+        return packed
+    stream = np.unpackbits(packed, axis=1, bitorder="little").reshape(packed.shape[0], -1, bits)
+    return (stream << np.arange(bits, dtype=np.uint8)).sum(axis=-1).astype(np.uint8)
 
 
-def layout(program) -> dict:
-    """CUTLASS's scale-factor layouts for M, N, K: {"sfa": (M, K / 16) element offsets, "sfb": (N, K / 16),
+def layout(program, case: Case = CASE) -> dict:
+    """CUTLASS's scale-factor layouts for M, N, K: {"sfa": (M, K / sf_vec) element offsets, "sfb": (N, K / sf_vec),
     "sfa_size", "sfb_size"} (the harness run with placeholder addresses)."""
     launch, _log = _run(program, [hex(0x10000 * (i + 1)) for i in range(len(POINTERS))])
     return {
-        "sfa": np.array(launch["sfa"], np.int64).reshape(M, K // SF_VEC),
-        "sfb": np.array(launch["sfb"], np.int64).reshape(N, K // SF_VEC),
+        "sfa": np.array(launch["sfa"], np.int64).reshape(M, K // case.sf_vec),
+        "sfb": np.array(launch["sfb"], np.int64).reshape(N, K // case.sf_vec),
         "sfa_size": launch["sfa_size"],
         "sfb_size": launch["sfb_size"],
     }
 
 
+def _codes(rng, fmt: str, shape) -> np.ndarray:
+    """Random codes of ``fmt``, every finite one (e4m3's NaN codes 0x7F / 0xFF drawn again as zero)."""
+    codes = rng.integers(0, 1 << _FORMATS[fmt][0], shape).astype(np.uint8)
+    if fmt == "e4m3":
+        codes[(codes & 0x7F) == 0x7F] = 0
+    return codes
+
+
+def _scale_codes(rng, fmt: str, shape) -> np.ndarray:
+    """Scales within 2^-3 .. 2^3 (ue4m3 with random mantissas; ue8m0 powers of two)."""
+    if fmt == "ue4m3":
+        return rng.integers(0x20, 0x51, shape).astype(np.uint8)
+    return rng.integers(127 - 3, 127 + 4, shape).astype(np.uint8)
+
+
 def inputs(case: Case, sf_layout: dict) -> dict:
-    """A (M x K e2m1 codes, row-major, packed), B (N x K, packed: K x N column-major), their ue4m3 scales placed as
-    CUTLASS's layouts say (each scale 2^-3..2^3 with random mantissas), C (M x N f32, row-major) and D."""
+    """A (M x K codes, row-major, packed as CUTLASS packs them), B (N x K: K x N column-major), their block scales
+    placed as CUTLASS's layouts say, C (M x N f32, row-major) and D."""
     rng = np.random.default_rng(case.seed)
-    a = rng.integers(0, 16, (M, K)).astype(np.uint8)
-    b = rng.integers(0, 16, (N, K)).astype(np.uint8)
+    a = _codes(rng, case.a_format, (M, K))
+    b = _codes(rng, case.b_format, (N, K))
     sfa = np.zeros(sf_layout["sfa_size"], np.uint8)
     sfb = np.zeros(sf_layout["sfb_size"], np.uint8)
-    sfa[sf_layout["sfa"]] = rng.integers(0x20, 0x51, (M, K // SF_VEC))
-    sfb[sf_layout["sfb"]] = rng.integers(0x20, 0x51, (N, K // SF_VEC))
+    sfa[sf_layout["sfa"]] = _scale_codes(rng, case.scale_format, (M, K // case.sf_vec))
+    sfb[sf_layout["sfb"]] = _scale_codes(rng, case.scale_format, (N, K // case.sf_vec))
     c = rng.standard_normal((M, N)).astype(np.float32)
-    return {"A": _pack(a), "B": _pack(b), "SFA": sfa, "SFB": sfb, "C": c, "D": np.zeros((M, N), np.float32)}
+    a_bytes, b_bytes = _pack(a, case.a_format), _pack(b, case.b_format)
+    return {"A": a_bytes, "B": b_bytes, "SFA": sfa, "SFB": sfb, "C": c, "D": np.zeros((M, N), np.float32)}
 
 
-def dequantised(arrays: dict, sf_layout: dict) -> tuple[np.ndarray, np.ndarray]:
+def dequantised(arrays: dict, sf_layout: dict, case: Case = CASE) -> tuple[np.ndarray, np.ndarray]:
     """(A, B^T) as float64 (M x K, N x K): codes times their block scales."""
-    sa = np.repeat(_ue4m3(arrays["SFA"][sf_layout["sfa"]]), SF_VEC, axis=1)
-    sb = np.repeat(_ue4m3(arrays["SFB"][sf_layout["sfb"]]), SF_VEC, axis=1)
-    return _e2m1(_unpack(arrays["A"])) * sa, _e2m1(_unpack(arrays["B"])) * sb
+    sa = np.repeat(_scale(arrays["SFA"][sf_layout["sfa"]], case.scale_format), case.sf_vec, axis=1)
+    sb = np.repeat(_scale(arrays["SFB"][sf_layout["sfb"]], case.scale_format), case.sf_vec, axis=1)
+    a = _decode(_unpack(arrays["A"], case.a_format), case.a_format)
+    b = _decode(_unpack(arrays["B"], case.b_format), case.b_format)
+    return a * sa, b * sb
 
 
-def reference(arrays: dict, sf_layout: dict) -> tuple:
-    """(float64 D, elementwise bound). Each mma (k64, mxf4nvf4) sums its 4 exact groups of 16 products and c aligned
-    to F = 35 bits, rounded toward zero to f32 (at most 2^-23 of the largest magnitude in it); K / 64 of them chain
-    through c; the epilogue's fma rounds once more: 2^-22 (K / 64 + 1) of the magnitudes bounds all of it."""
-    a, b = dequantised(arrays, sf_layout)
+def reference(arrays: dict, sf_layout: dict, case: Case = CASE) -> tuple:
+    """(float64 D, elementwise bound). Each mma aligns its exact terms (``case.mma_terms``: its products or groups of
+    them, and c) and truncates each at F bits below the largest (F = 35 for k64, 25 for k32: at most 2^-23 of the
+    largest magnitude each), then rounds toward zero to f32; K / mma_k of them chain through c; the epilogue's fma
+    rounds once more: 2^-23 (K / mma_k) (terms + 1) of the magnitudes, plus 2^-24 of them, bounds all of it."""
+    a, b = dequantised(arrays, sf_layout, case)
     c = arrays["C"].astype(np.float64)
     want = ALPHA * (a @ b.T) + BETA * c
     scale = abs(ALPHA) * (np.abs(a) @ np.abs(b).T) + abs(BETA) * np.abs(c)
-    return want, 2.0**-22 * (K // 64 + 1) * scale + 2.0**-126
+    steps = K // case.mma_k
+    return want, (2.0**-23 * steps * (case.mma_terms + 1) + 2.0**-24) * scale + 2.0**-126
 
 
-def build_host(staged: pathlib.Path | None = None) -> pathlib.Path:
-    """The harness program (hostprogram.build_program of this unit, for sm_120a)."""
-    return hostprogram.build_program(CASE, staged, arch=ARCH)
+def build_host(staged: pathlib.Path | None = None, case: Case = CASE) -> pathlib.Path:
+    """The harness program of ``case`` (hostprogram.build_program of the unit with its flags, for sm_120a)."""
+    return hostprogram.build_program(case, staged, arch=ARCH)
 
 
 def _run(program, pointers: list) -> tuple[dict, list]:
