@@ -1,4 +1,4 @@
-"""CUTLASS 4.2's sm120 block-scaled GEMMs (kernel/thirdparty/cutlass_sm120_nvfp4_gemm.cu: NVFP4 x NVFP4, and with
+"""CUTLASS 4.2's sm120 block-scaled GEMMs (kernel/thirdparty/cutlass_sm120_gemm.cu: NVFP4 x NVFP4, and with
 FLASHSIM_MXFP8_MXFP6 defined MXFP8 x MXFP6; f32 out), launched in flashsim.ptx with arch="sm_120" from the Params
 CUTLASS's own host code builds.
 
@@ -30,7 +30,7 @@ from . import hostprogram
 __all__ = ["ARCH", "CASES", "CASE", "Case", "inputs", "reference", "build_host", "layout", "describe", "simulate"]
 
 PACKAGE = "nvidia-cutlass"
-UNIT = "thirdparty/cutlass_sm120_nvfp4_gemm.cu"
+UNIT = "thirdparty/cutlass_sm120_gemm.cu"
 ARCH = "sm_120a"  # the block-scaled mma kinds and cluster launch control are sm_120a's
 INCLUDES = ("include", "tools/util/include")
 # CUTLASS's CMake build of a Release sm120a kernel (as for the sm90 unit: cutlass_gemm.FLAGS)

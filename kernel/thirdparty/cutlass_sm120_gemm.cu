@@ -1,20 +1,20 @@
-// A CUTLASS 3 block-scaled GEMM for consumer Blackwell (sm_120a), built from the CUTLASS 4.2 headers of NVIDIA's
+// CUTLASS 3 block-scaled GEMMs for consumer Blackwell (sm_120a), built from the CUTLASS 4.2 headers of NVIDIA's
 // nvidia-cutlass wheel for the PTX simulator's third-party check (tests/thirdparty/cutlass_sm120.py): D = alpha * A B
 // + beta * C with A (M x K, row-major) and B (K x N, column-major: both K-major, the only layout the sm120 builder
-// takes) in NVFP4 (e2m1 codes, two per byte, with a ue4m3 scale per 16 consecutive k; with FLASHSIM_MXFP8_MXFP6 defined,
-// A in MXFP8 and B in MXFP6), f32 accumulation, f32 C / D
-// (row-major), through CUTLASS's CollectiveBuilder for cutlass::arch::Sm120 and OpClassBlockScaledTensorOp: the TMA
-// warp-specialised kernel (a producer warp loading A, B and both scale-factor tensors by TMA, consumer warps on
-// mma.sync kind::mxf4nvf4.block_scale.scale_vec::4X m16n8k64), a 128 x 128 x 128 tile, no cluster (sm120 has no
+// takes), f32 accumulation, f32 C / D (row-major), through CUTLASS's CollectiveBuilder for cutlass::arch::Sm120 and
+// OpClassBlockScaledTensorOp: the TMA warp-specialised kernel (a producer warp loading A, B and both scale-factor
+// tensors by TMA, consumer warps on the block-scaled mma.sync), a 128 x 128 x 128 tile, no cluster (sm120 has no
 // multicast), the schedule and stage count chosen by the builder, and the builder's default epilogue (a linear
-// combination) through TMA.
+// combination) through TMA. Operands: NVFP4 x NVFP4 (e2m1 codes, two per byte, a ue4m3 scale per 16 k:
+// kind::mxf4nvf4.block_scale.scale_vec::4X m16n8k64), or with FLASHSIM_MXFP8_MXFP6 defined MXFP8 x MXFP6 (e4m3 and
+// e3m2 codes, a ue8m0 scale per 32 k: kind::mxf8f6f4.block_scale m16n8k32).
 //
 // The unit is a host program too: CUTLASS's own host code (GemmKernel::to_underlying_arguments) builds the kernel's
 // Params, TMA descriptors included, and this program writes the parameter bytes and the launch (grid, block,
 // dynamic shared memory) as JSON, with where CUTLASS's scale-factor layouts (Sm1xxBlkScaledConfig's SFA / SFB: an
 // interleaved layout of 128-row x 4-scale atoms) put each scale:
 //
-//     cutlass_sm120_nvfp4_gemm describe M N K alpha beta A B SFA SFB C D OUT.json   (pointers: device addresses, hex)
+//     cutlass_sm120_gemm describe M N K alpha beta A B SFA SFB C D OUT.json   (pointers: device addresses, hex)
 //
 // No GPU is needed (nor exists here): the descriptors come from cuTensorMapEncodeTiled, resolved at link time
 // (CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL, a host-only switch) to flashsim/ptx/hostshim/tensormap_shim.c, which
