@@ -15,6 +15,7 @@ import flashsim.ptx as fp
 from flashsim.ptx import UnsupportedInstruction
 from flashsim.ptx.errors import SimulationError
 from flashsim.ptx.probes import tma as T
+from flashsim.ptx.trace import Trace
 
 HEADER = ".version 8.8\n.target sm_120a\n.address_size 64\n"
 
@@ -48,8 +49,13 @@ def test_b128_registers_load_store_and_move_whole():
     packs them swapped, copies the register and stores it: its two halves swapped."""
     src = np.random.default_rng(0).integers(0, 2**63, (64, 2), dtype=np.uint64)
     dst = np.zeros_like(src)
-    fp.launch(fp.load(B128, arch="sm_120").kernel("b128"), 1, 64, [src, dst], check="initcheck")
+    kernel = fp.load(B128, arch="sm_120").kernel("b128")
+    store = next(op.line for op in kernel.program.ops if op.name.startswith("st.global"))
+    trace = Trace(["%q1"], lines=[store], threads=[3])
+    fp.launch(kernel, 1, 64, [src, dst], check="initcheck", trace=trace)
     assert np.array_equal(dst, src[:, ::-1])
+    want = int(src[3, 1]) | int(src[3, 0]) << 64  # the swapped halves, the first (now src[3, 1]) the low 8 bytes
+    assert f"0x{want:032x}" in trace.table()
 
 
 CLC = (

@@ -302,6 +302,8 @@ def _xyz(v) -> str:
 def _cell(value, declared: str) -> str:
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
+    if np.asarray(value).dtype.kind == "V":  # a .b128 register: its 16 bytes as one little-endian number
+        return f"0x{int.from_bytes(bytes(value), 'little'):032x}"
     bits = int(value)
     width = value.dtype.itemsize * 2
     view = _FLOAT_VIEWS.get(declared)
