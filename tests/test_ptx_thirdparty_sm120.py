@@ -1,5 +1,5 @@
 """Consumer Blackwell (sm_120a) kernels of other projects, built from their pinned PyPI sources with their own nvcc
-flags for sm_120a and run in flashsim.ptx with arch="sm_120": llama.cpp's W4A4 MXFP4 mmq (tests/thirdparty:
+flags for sm_120a and run in flashsim.ptx with arch="sm_120": llama.cpp's W4A4 MXFP4 and NVFP4 mmq (tests/thirdparty:
 kernels.SM120_KERNELS) and CUTLASS 4.2's sm120 NVFP4 GEMM (cutlass_sm120.py, launched from CUTLASS's own host
 code). No sm_120 GPU is here, so there is no silicon capture: each simulated launch is held to a float64 reference
 of the kernel's own math (the operands as the kernel quantised them, then exact arithmetic) within the bound the
@@ -58,11 +58,18 @@ def simulated(ptx):
     return out
 
 
-def test_the_build_takes_the_block_scaled_path(ptx):
-    """Built for sm_120a, llama.cpp's W4A4 MXFP4 kernel multiplies with kind::mxf4 block_scale 2X alone (mma.cuh's
+FORMS = {
+    "llama_mmq_mxfp4": "kind::mxf4.block_scale.scale_vec::2X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue8m0",
+    "llama_mmq_nvfp4": "kind::mxf4nvf4.block_scale.scale_vec::4X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue4m3",
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_build_takes_the_block_scaled_path(name, ptx):
+    """Built for sm_120a, llama.cpp's W4A4 FP4 kernels multiply with one block-scaled form alone (mma.cuh's
     mma_block_scaled_fp4 under BLACKWELL_MMA_AVAILABLE): 16 instructions, selectors {0, 0}, no other mma."""
-    mmas = [line for line in ptx["llama_mmq_mxfp4"].splitlines() if line.strip().startswith("mma.")]
-    form = "mma.sync.aligned.kind::mxf4.block_scale.scale_vec::2X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue8m0 "
+    mmas = [line for line in ptx[name].splitlines() if line.strip().startswith("mma.")]
+    form = "mma.sync.aligned." + FORMS[name] + " "
     assert len(mmas) == 16 and all(m.strip().startswith(form) and m.count("{0, 0}") == 2 for m in mmas)
 
 
@@ -93,7 +100,7 @@ def test_simulated_launch_computes_its_operation(name, simulated):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_mma_instruction_is_mmasims(name, simulated):
     """Each warp's every block-scaled mma, on the fragments, scales and selectors the kernel gave it, is bit for bit
-    MMA-Sim's RTX Blackwell model (2 tiles x 8 warps x 16 mma for llama.cpp's: 256 warp-level instructions)."""
+    MMA-Sim's RTX Blackwell model (2 tiles x 8 warps x 16 mma: 256 warp-level instructions)."""
     arrays, mmas, trace, block = simulated[name]
     result = mma_trace.check(mmas, trace, block)
     assert result["mismatches"] == 0, f"{name}: {result['mismatches']} elements of d differ; {result['first']}"

@@ -341,6 +341,17 @@ def _e8m0(codes) -> np.ndarray:
     return np.asarray(codes, np.uint8).view(ml_dtypes.float8_e8m0fnu).astype(np.float64)
 
 
+def _ue4m3(codes) -> np.ndarray:
+    """ue4m3 scale codes (0..127) -> float64: e4m3 with the sign bit clear, by ml_dtypes' float8_e4m3fn."""
+    return (np.asarray(codes, np.uint8) & 0x7F).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def _nvfp4_nibbles(codes: np.ndarray) -> np.ndarray:
+    """ggml's NVFP4 nibble order for sub-blocks of 16 codes (..., 16) -> (..., 8) bytes: byte j holds code j low and
+    code j + 8 high (quantize_row_nvfp4_ref in ggml-quants.c; quantize_mmq_nvfp4 in quantize.cu packs alike)."""
+    return (codes[..., :8] | (codes[..., 8:] << 4)).astype(np.uint8)
+
+
 def _mxfp4_nibbles(codes: np.ndarray) -> np.ndarray:
     """ggml's MXFP4 nibble order for blocks of 32 codes (..., 32) -> (..., 16) bytes: byte j holds value j in its low
     nibble and value j + 16 in its high one (ggml-common.h's block_mxfp4, and quantize_mmq_mxfp4 in quantize.cu,
@@ -423,6 +434,72 @@ class LlamaMatMulMXFP4(ThirdPartyKernel):
         return {"dst": (a @ w.T, 2.0**-22 * (self.K // 64 + 1) * bound)}
 
 
+class LlamaMatMulNVFP4(LlamaMatMulMXFP4):
+    """The NVFP4 twin of LlamaMatMulMXFP4 (kind::mxf4nvf4 block_scale 4X, ue4m3): weights in ggml's block_nvfp4 (64
+    e2m1 codes, a ue4m3 scale per 16, 36 bytes; quantize_row_nvfp4_ref's nibble order: byte j of a 16-code
+    sub-block holds codes j and j + 8), activations in block_fp4_mmq with 16 ue4m3 scales per 256 codes (its d4
+    bytes, quantize_mmq_nvfp4's layout, the same nibble order) and a per-column f32 scale (y_scale, multiplied into
+    each output at the write-back). Scales within 2^-3 .. 2^3 with random mantissas; the column scales powers of two
+    times random mantissas."""
+
+    X_BLOCK = np.dtype([("d", "u1", 4), ("qs", "u1", 32)])  # block_nvfp4 (ggml-common.h), 36 bytes
+    Y_BLOCK = np.dtype([("d", "u1", 16), ("qs", "u1", 128)])  # block_fp4_mmq with NVFP4's 16 ue4m3 scales
+
+    def inputs(self, rng):
+        R, K, C = self.ROWS, self.K, self.COLS
+        w = rng.integers(0, 16, (R, K)).astype(np.uint8)
+        a = rng.integers(0, 16, (C, K)).astype(np.uint8)
+        x = np.zeros((R, K // 64), self.X_BLOCK)
+        x["d"] = rng.integers(0x20, 0x51, (R, K // 64, 4))
+        x["qs"] = _nvfp4_nibbles(w.reshape(R, K // 64, 4, 16)).reshape(R, K // 64, 32)
+        y = np.zeros(K // 256 * C + self.Y_PAD, self.Y_BLOCK)
+        data = y[: K // 256 * C].reshape(K // 256, C)
+        data["d"] = rng.integers(0x20, 0x51, (C, K // 256, 16)).transpose(1, 0, 2)
+        data["qs"] = _nvfp4_nibbles(a.reshape(C, K // 256, 16, 16)).reshape(C, K // 256, 128).transpose(1, 0, 2)
+        y_scale = (rng.uniform(1, 2, C) * 2.0 ** rng.integers(-4, 5, C)).astype(np.float32)
+        return {
+            "x": x.view(np.uint8).reshape(R, -1),
+            "y": y.view(np.uint8),
+            "y_scale": y_scale,
+            "dst": np.zeros((C, R), np.float32),
+        }
+
+    def parameters(self, ir, arrays, address):
+        if constant(ir, "k_per_iteration") > self.K:
+            raise ValueError("K must hold at least one of the kernel's K iterations")
+        blocks = self.K // 64  # block_nvfp4 per row
+        ntx = -(-self.COLS // constant(ir, "cols_per_tile"))
+        one = fastdiv_values(1).tobytes()
+        null = _u64(0)
+        y_ints = self.K // 256 * self.COLS * self.Y_BLOCK.itemsize // 4
+        out = [_u64(address("x")), _u64(address("y")), null, null, _u64(address("dst")), null]
+        out += [_u64(address("y_scale"))]
+        out += [fastdiv_values(blocks).tobytes(), _i32(self.ROWS), _i32(self.COLS), _i32(blocks), _i32(self.COLS)]
+        out += [_i32(self.ROWS)]  # stride_col_dst
+        out += [one, one, _i32(self.ROWS * blocks), _i32(y_ints), _i32(self.ROWS * self.COLS)]  # channels
+        out += [one, one, _i32(self.ROWS * blocks), _i32(y_ints), _i32(self.ROWS * self.COLS)]  # samples
+        out += [fastdiv_values(ntx).tobytes()]
+        return out
+
+    def dequantised(self, arrays) -> tuple[np.ndarray, np.ndarray]:
+        """(weights ROWS x K, activations COLS x K, the column scales applied) as float64."""
+        R, K, C = self.ROWS, self.K, self.COLS
+        x = arrays["x"].reshape(-1).view(self.X_BLOCK).reshape(R, K // 64)
+        qs = x["qs"].reshape(R, K // 64, 4, 8)
+        w = _e2m1(np.concatenate([qs & 0xF, qs >> 4], axis=-1)) * _ue4m3(x["d"])[..., None]
+        y = arrays["y"].view(self.Y_BLOCK)[: K // 256 * C].reshape(K // 256, C).transpose(1, 0)
+        qa = y["qs"].reshape(C, K // 256, 16, 8)
+        a = _e2m1(np.concatenate([qa & 0xF, qa >> 4], axis=-1)) * _ue4m3(y["d"])[..., None]
+        a = a.reshape(C, K) * arrays["y_scale"].astype(np.float64)[:, None]
+        return w.reshape(R, K), a
+
+    def reference(self, arrays):
+        w, a = self.dequantised(arrays)
+        # as the MXFP4 kernel's, and the write-back's product by the column scale (2^-24 more)
+        bound = np.abs(a) @ np.abs(w).T
+        return {"dst": (a @ w.T, (2.0**-22 * (self.K // 64 + 1) + 2.0**-24) * bound)}
+
+
 KERNELS = {
     k.name: k
     for k in (
@@ -477,12 +554,22 @@ SM120_KERNELS = {
         LlamaMatMulMXFP4(
             name="llama_mmq_mxfp4",
             package="llama-cpp-python",
-            unit="thirdparty/llama_mmq_mxfp4.cu",
+            unit="thirdparty/llama_mmq_fp4.cu",
             includes=GGML_INCLUDES,
             flags=GGML_FLAGS,
             outputs=("dst",),
             seed=4120,
             note="an FP4 GEMM: mma.sync kind::mxf4.block_scale.scale_vec::2X m16n8k64, e8m0 block scales, ldmatrix",
+        ),
+        LlamaMatMulNVFP4(
+            name="llama_mmq_nvfp4",
+            package="llama-cpp-python",
+            unit="thirdparty/llama_mmq_fp4.cu",
+            includes=GGML_INCLUDES,
+            flags=GGML_FLAGS + ("-DFLASHSIM_NVFP4",),
+            outputs=("dst",),
+            seed=4121,
+            note="an FP4 GEMM: kind::mxf4nvf4.block_scale.scale_vec::4X m16n8k64, ue4m3 block scales, column scales",
         ),
     )
 }

@@ -5,14 +5,20 @@
 // prec_src1 = GGML_PREC_Q4: block_fp4_mmq, 256 e2m1 codes with eight e8m0 scales), f32 out, 8 activation columns per
 // tile (J = 8), rows a multiple of the tile (no bounds fallback). With BLACKWELL_MMA_AVAILABLE (sm_120a) each
 // product is one `mma.sync.aligned.kind::mxf4.block_scale.scale_vec::2X.m16n8k64` (mma.cuh: mma_block_scaled_fp4),
-// its f32 result added to the tile's sums. Flags and include folders come from tests/thirdparty/kernels.py
-// (ggml-cuda's CMake).
+// its f32 result added to the tile's sums. With FLASHSIM_NVFP4 defined, the NVFP4 twin: block_nvfp4 weights (64
+// codes, a ue4m3 scale per 16), activations with a ue4m3 scale per 16 and a per-column f32 scale (y_scale, applied
+// at the write-back), `kind::mxf4nvf4.block_scale.scale_vec::4X` ue4m3. Flags and include folders come from
+// tests/thirdparty/kernels.py (ggml-cuda's CMake).
 //
 // The PTX also carries the threads per block, the rows per tile and the dynamic shared memory that
 // launch_mul_mat_q computes (mmq_get_nbytes_shared, on the device-side constexpr twins of its helpers).
 #include "mmq.cuh"
 
+#ifdef FLASHSIM_NVFP4
+constexpr ggml_type kType = GGML_TYPE_NVFP4;
+#else
 constexpr ggml_type kType = GGML_TYPE_MXFP4;
+#endif
 constexpr int kJ = 8;
 constexpr bool kFallback = false;
 constexpr ggml_prec kPrec = GGML_PREC_Q4;
