@@ -1,7 +1,7 @@
 """The serving speed table on the GPU: decode, speculative decoding, paged caches, varlen and prefill, the kernel
 beside torch SDPA's FlashAttention-2 and cuDNN backends in the same run.
 
-    python3 benchmarks/bench_serving.py --json bench_serving.json [--sweep] [--quick]
+    python3 benchmarks/bench_serving.py --json bench_serving.json [--sweep] [--quick | --decode]
     python3 benchmarks/bench_serving.py --call --json bench_call.json      # the public call beside FA2 alone
 
 Every time is triton.testing.do_bench's median (milliseconds, shown in us) of a CUDA graph replaying one call (the
@@ -19,8 +19,8 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
   benchmarks/RESULTS.md's bench kernel table.
 * sm_120: the decode configuration's budget there (ptxas, occupancy) and a predicted time on the RTX 5090 (1.79
   TB/s, NVIDIA's spec): the decode's bytes at the fraction of copy bandwidth it reached on this GPU. A prediction.
-* --sweep: the decode shape with the neighbouring tilings and split counts (what a change of
-  flashsim.tuning.decode_tiling needs to be measured).
+* --sweep: every decode shape with the neighbouring tilings and split counts (what a change of
+  flashsim.tuning.decode_tiling or of the split choice needs to be measured).
 * --call (these rows alone): the public call flashsim.gpu.attention_with_kvcache as a user makes it (torch tensors,
   cache_seqlens on the GPU, default arguments: the index check on the device, no host copy) on the decode shapes
   (B=8 Hq=32 Hkv=8 Nk=8192 d=128 bf16; d=64; B=1 Nk=32768; B=1 Nk=2048): its CUDA-graph replay, the kernels alone
@@ -203,7 +203,7 @@ def bench_call(rows, args):
         ("call decode B=1 Nk=32768", 1, 32768, 128),
         ("call decode B=1 Nk=2048", 1, 2048, 128),
     ]
-    for name, b, n, d in shapes[: 1 if args.quick else None]:
+    for name, b, n, d in shapes[: 1 if args.quick else None]:  # --quick: the first row alone
         call_row(rows, name, b, n, d, flash_attn_with_kvcache)
         torch.cuda.empty_cache()
 
@@ -286,7 +286,7 @@ def bench_decode(rows, bw, args):
         ("decode d=64", 8, 8192, 64),
         ("decode d=256", 8, 8192, 256),
     ]
-    for name, b, n, d in shapes[: 1 if args.quick else None]:
+    for name, b, n, d in shapes[: 1 if args.quick else None]:  # --quick: the first row alone
         q, k, v = cache(b, n, 32, 8, d, bf16)
         sl = torch.full((b,), n, dtype=torch.int32, device="cuda")
         r = row(rows, name, shape=dict(B=b, Hq=32, Hkv=8, Nq=1, Nk=n, d=d, dtype="bf16"))
@@ -331,28 +331,31 @@ def bench_decode(rows, bw, args):
                 except Exception as exc:  # noqa: BLE001
                     p["error"] = f"{type(exc).__name__}: {exc}"
                 del kp, vp
-        if name == "decode" and args.sweep:
-            sweep(rows, q, k, v, sl, r)
+        if args.sweep:
+            sweep(rows, q, k, v, sl, r, name)
 
 
-def sweep(rows, q, k, v, sl, base):
-    """The decode shape with neighbouring tilings (warps 1, kv_tile, stages) and split counts."""
+SWEEP_TILINGS = ((16, 3), (32, 2), (32, 3), (64, 2), (64, 3), (128, 2))  # (kv_tile, stages), one warp
+SWEEP_SPLITS = (1, 2, 3, 4, 6, 8, 9, 10, 11, 12, 16, 20, 24, 32, 40, 48, 64)
+
+
+def sweep(rows, q, k, v, sl, base, name):
+    """A decode shape with neighbouring tilings (one warp; kv_tile, stages: those whose shared memory fits) and split
+    counts: what a change of flashsim.tuning.decode_tiling or of the split choice needs to be measured."""
     from flashsim import KernelConfig
 
-    for kv_tile, stages in ((32, 2), (32, 3), (64, 3), (128, 2)):
-        cfg = KernelConfig(
-            head_dim=128, warps=1, m_tiles=1, kv_tile=kv_tile, stages=stages, dtype="bf16", layout="bnhd"
-        )
-        s = row(rows, f"sweep decode 1x{kv_tile}x{stages}", shape=base["shape"], bytes=base["bytes"])
+    d = q.shape[-1]
+    for kv_tile, stages in SWEEP_TILINGS:
+        cfg = KernelConfig(head_dim=d, warps=1, m_tiles=1, kv_tile=kv_tile, stages=stages, dtype="bf16", layout="bnhd")
+        s = row(rows, f"sweep {name} 1x{kv_tile}x{stages}", shape=base["shape"], bytes=base["bytes"])
         try:
             fn, prob = ours(q, k, v, cache_seqlens=sl, config=cfg)
             s["config"], s["num_splits"] = prob.config.describe(), prob.num_splits
             s["ours_us"] = timed(fn)[0] * 1e3
         except Exception as exc:  # noqa: BLE001
             s["error"] = f"{type(exc).__name__}: {exc}"
-    n0 = base.get("num_splits") or 6
-    for splits in sorted({max(1, n0 // 2), 2 * n0, 4 * n0}):
-        s = row(rows, f"sweep decode splits={splits}", shape=base["shape"], bytes=base["bytes"])
+    for splits in SWEEP_SPLITS:
+        s = row(rows, f"sweep {name} splits={splits}", shape=base["shape"], bytes=base["bytes"])
         try:
             fn, prob = ours(q, k, v, cache_seqlens=sl, num_splits=splits)
             s["config"], s["num_splits"] = prob.config.describe(), prob.num_splits
@@ -535,6 +538,7 @@ def main(argv=None) -> int:
     p.add_argument("--sweep", action="store_true", help="also time neighbouring decode tilings and split counts")
     p.add_argument("--quick", action="store_true", help="the decode row alone (a smoke run)")
     p.add_argument("--call", action="store_true", help="the public call's rows alone (host time, graphs, FA2)")
+    p.add_argument("--decode", action="store_true", help="the decode rows alone (every shape, the paged caches)")
     args = p.parse_args(argv)
     import torch
 
@@ -542,7 +546,9 @@ def main(argv=None) -> int:
     dev = torch.cuda.get_device_name()
     bw = copy_bandwidth()
     rows: list = []
-    steps = [bench_decode] if args.quick else [bench_decode, bench_speculative, bench_varlen, bench_prefill]
+    steps = [bench_decode, bench_speculative, bench_varlen, bench_prefill]
+    if args.quick or args.decode:
+        steps = [bench_decode]
     if args.call:
         steps = [bench_call]
     for step in steps:

@@ -19,6 +19,7 @@ from .constants import (
     FP8_P_SCALE,
     FP8_V_RANGE,
     INT8_BYTES,
+    MAX_SPLITS,
     MBARRIER_BYTES,
     MEAN_SLICES,
     MMA8_K,
@@ -391,6 +392,7 @@ class KernelConfig:
             "FS_PACK_GQA": int(self.pack_gqa),
             "FS_SPLIT": int(self.split),
             "FS_COMBINE_WARPS": COMBINE_WARPS,  # flash_combine's block (split builds)
+            "FS_MAX_SPLITS": MAX_SPLITS,  # flash_combine's staging of a row's parts
         }
 
     def quantize_defines(self) -> dict[str, int]:

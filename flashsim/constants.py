@@ -77,6 +77,7 @@ COMBINE_CONSTANTS = {
     "LOG2E": np.float32(1.0 / np.log(2.0)),
 }
 COMBINE_WARPS = 4  # flash_combine: warps per block, one query row each
+MAX_SPLITS = 128  # split-KV's most parts per row (FlashAttention-2's bound): flash_combine stages a row's weights
 
 
 def math_defines() -> dict[str, int]:

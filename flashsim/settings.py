@@ -17,6 +17,9 @@ Left out, an option takes its default from the environment variable below if it 
     FLASHSIM_PALLAS_WARPS   pallas_warps            Triton warps per fused-kernel program; default 16
     FLASHSIM_JAX_IEEE_CVT   jax_native_conversions  on GPU devices, f32 <-> f64 conversions are XLA's own (1) or
                                                     integer operations (0); default 1
+    FLASHSIM_PTX_EXECUTOR   ptx_executor            backend="ptx" spreads its launches' blocks over a cluster
+                                                    engine: "local:N" or a Dask scheduler's address
+                                                    (flashsim.ptx.distributed); default none (this process)
 
 FLASHSIM_CACHE (flashsim.calibration: where calibrated SFU tables live) and FLASHSIM_TRACEBACK (flashsim.cli: show a
 user error's traceback) are the other two variables flashsim reads. The defaults were measured (docs/engines.md and
@@ -76,6 +79,7 @@ class EngineOptions:
     pallas_rows: int = 16
     pallas_warps: int = 16
     jax_native_conversions: bool = True
+    ptx_executor: str | None = None
 
     def __post_init__(self):
         for name in ("mma_threads", "max_bytes"):
@@ -89,6 +93,10 @@ class EngineOptions:
         for name in ("jax_fused", "pallas_inline_ptx", "jax_native_conversions"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"EngineOptions.{name} must be a bool, got {getattr(self, name)!r}")
+        if self.ptx_executor is not None and not (isinstance(self.ptx_executor, str) and self.ptx_executor.strip()):
+            raise ValueError(
+                f"EngineOptions.ptx_executor must be 'local:N', an address or None, got {self.ptx_executor!r}"
+            )
 
     @classmethod
     def from_environment(cls, environ: Mapping | None = None, **overrides) -> EngineOptions:
@@ -104,6 +112,7 @@ class EngineOptions:
             pallas_rows=_int(env, "FLASHSIM_PALLAS_ROWS") or base.pallas_rows,
             pallas_warps=_int(env, "FLASHSIM_PALLAS_WARPS") or base.pallas_warps,
             jax_native_conversions=_flag(env, "FLASHSIM_JAX_IEEE_CVT", base.jax_native_conversions),
+            ptx_executor=env.get("FLASHSIM_PTX_EXECUTOR", "").strip() or None,
         )
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:

@@ -1042,6 +1042,10 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     }
 #undef FS_FILL_SLOT
     cp_async_wait<0>();   // nothing may be in flight when the block exits
+    // O staging writes into the warp's own Q rows: the warp's last Q reads (ldmatrix) come first in the order its
+    // mma.sync's and shuffles give, and a __syncwarp puts that order in a form the memory model and racecheck accept
+    // (benchmarks/experiments/racecheck_warnings/: compute-sanitizer's warp-level WAR warnings without it)
+    if (OSTAGE) __syncwarp();
 
     // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
 #if FS_SEQLENS
@@ -1186,31 +1190,43 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 // (exactly 0 for an empty part); W = w_0 + w_1 + ... in split order; O = sum over s in order of
 // fma(w_s * (1 / W), O_s, O) from 0, rounded to the element type; LSE = m + ln(W). Where W is 0 (no part saw a key)
 // or NaN, O is what the sum gave (0, or NaN) and LSE = +inf: the single-pass epilogue's rule. One warp per row, lane
-// l holding columns l, l + 32, ...; block = 32 * FS_COMBINE_WARPS threads, grid = ceil(R / FS_COMBINE_WARPS).
+// l holding columns l, l + 32, ...; block = 32 * FS_COMBINE_WARPS threads, grid = ceil(R / FS_COMBINE_WARPS). The
+// warp's lanes first load the row's part LSEs and compute their ex2 terms side by side into shared memory, so that the
+// serial max and sum in split order read registers' worth of shared memory instead of waiting on one global load per
+// part (with 40 parts the loads in a chain were 26% of a B=1 decode call: benchmarks/experiments/decode_profile/);
+// the operations and their order are the ones above, so the bits are the same.
 namespace fs {
 constexpr int COMBINE_WARPS = FS_COMBINE_WARPS;
+constexpr int MAX_SPLITS = FS_MAX_SPLITS;
 }
 extern "C" __global__ void __launch_bounds__(32 * fs::COMBINE_WARPS)
 flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_part, fs_half* __restrict__ o,
               float* __restrict__ lse, int num_splits, int rows, int nq, int heads) {
     using namespace fs;
-    const int row = blockIdx.x * COMBINE_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    __shared__ float part_lse[COMBINE_WARPS][MAX_SPLITS];
+    __shared__ float part_w[COMBINE_WARPS][MAX_SPLITS];
+    const int warp = threadIdx.x / 32, row = blockIdx.x * COMBINE_WARPS + warp, lane = threadIdx.x % 32;
     if (row >= rows) return;
     const long long R = rows;
     const float log2e = __int_as_float(FS_COMBINE_LOG2E);
+    for (int s = lane; s < num_splits; s += 32) part_lse[warp][s] = __ldg(lse_part + s * R + row);
+    __syncwarp();
     float mx = -FS_INF;
-    for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, __ldg(lse_part + s * R + row));
+    for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, part_lse[warp][s]);
     const float base = (mx == -FS_INF) ? 0.f : mx;
+    for (int s = lane; s < num_splits; s += 32)
+        part_w[warp][s] = ex2(__fmul_rn(__fsub_rn(part_lse[warp][s], base), log2e));
+    __syncwarp();
     float sum = 0.f;
-    for (int s = 0; s < num_splits; ++s)
-        sum = __fadd_rn(sum, ex2(__fmul_rn(__fsub_rn(__ldg(lse_part + s * R + row), base), log2e)));
+    for (int s = 0; s < num_splits; ++s) sum = __fadd_rn(sum, part_w[warp][s]);
     const bool empty = (sum == 0.f) || (sum != sum);
     const float inv = empty ? 1.f : __frcp_rn(sum);
     float acc[D / 32];
 #pragma unroll
     for (int j = 0; j < D / 32; ++j) acc[j] = 0.f;
+#pragma unroll 4
     for (int s = 0; s < num_splits; ++s) {
-        const float w = __fmul_rn(ex2(__fmul_rn(__fsub_rn(__ldg(lse_part + s * R + row), base), log2e)), inv);
+        const float w = __fmul_rn(part_w[warp][s], inv);
         const float* src = o_part + (s * R + row) * D + lane;
 #pragma unroll
         for (int j = 0; j < D / 32; ++j) acc[j] = __fmaf_rn(w, __ldg(src + 32 * j), acc[j]);

@@ -145,8 +145,7 @@ def cutlass():
     out = {}
     for name in GEMMS:
         case = cutlass_sm120.CASES[name]
-        ptx = build.build_ptx(case, arch=cutlass_sm120.ARCH)
-        program = cutlass_sm120.build_host(case=case)
+        program, ptx = cutlass_sm120.build(case)
         out[name] = (ptx, program, cutlass_sm120.layout(program, case))
     return out
 

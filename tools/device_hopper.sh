@@ -20,6 +20,8 @@
 #   serving  benchmarks/serving/run_call.sh $SERVING_STEPS (default: tests bits bench sanitize)  -> $OUT/serving/
 #   cutlass  tools/thirdparty_capture.py capture-cutlass: CUTLASS's sm90 GEMM and CuTe's Hopper tutorial built and
 #            run on the GPU (carry .thirdparty: `python tools/thirdparty_capture.py stage` first)  -> $OUT/cutlass/
+#   flashinfer  tools/thirdparty_capture.py capture-flashinfer: FlashInfer's FA3-style sm90 prefill (5 variants built
+#            in parallel, 8 input cases; carry .thirdparty as for cutlass)                   -> $OUT/flashinfer/
 #
 # A step whose module is absent is skipped and said so; each step has its own time cap; $OUT/summary.txt has one
 # line per step (seconds, exit status). Files under $OUT/<step>/ come back (at most two folders down). The tree a call
@@ -57,6 +59,8 @@ for s in "${STEPS[@]}"; do
             --json "$OUT/decodesweep/bench.json" ;;
     cutlass) step cutlass 240 .thirdparty python3 tools/thirdparty_capture.py capture-cutlass --sources .thirdparty \
             --out "$OUT/cutlass" ;;
+    flashinfer) step flashinfer 300 .thirdparty python3 tools/thirdparty_capture.py capture-flashinfer \
+            --sources .thirdparty --out "$OUT/flashinfer" ;;
     *) echo "unknown step $s" >&2 ;;
   esac
 done

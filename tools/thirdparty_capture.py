@@ -13,6 +13,12 @@
         nvcc), run it on each input case through CUTLASS's own host code and launcher with the driver's tensor maps,
         and write DIR/cutlass_sm90_gemm_<case>_sm90a.npz (inputs, D, the launch, the maps' arguments); then the same
         for CuTe's Hopper tutorial GEMM (about 20 s of nvcc): DIR/cute_tutorial_gemm_<case>_sm90a.npz
+    python3 tools/thirdparty_capture.py capture-flashinfer --sources .thirdparty --out DIR
+        on an sm_90 GPU machine: build FlashInfer's Hopper single-prefill harness once per variant (head dim 64 / 128,
+        causal or not, bf16, and f16 at d = 64: tests/thirdparty/flashinfer_prefill.py; the five nvcc runs in
+        parallel, about a minute and a half), run
+        each input case through FlashInfer's own host code and launch with the driver's tensor maps, and write
+        DIR/flashinfer_sm90_prefill_<case>_sm90a.npz (inputs, O, LSE, the launch, the maps' arguments)
 
 Each kernel runs in a process of its own, so a launch that breaks the CUDA context leaves the others running. The
 launch goes through the driver's cuLaunchKernel with one pointer per parameter, since the kernels take structs by
@@ -35,7 +41,16 @@ import numpy as np
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # tests/thirdparty: the launch descriptions the CPU tests use
 
-from thirdparty import build, capture, cute_tutorial, cutlass_gemm, hostprogram, kernels, packages  # noqa: E402
+from thirdparty import (  # noqa: E402
+    build,
+    capture,
+    cute_tutorial,
+    cutlass_gemm,
+    flashinfer_prefill,
+    hostprogram,
+    kernels,
+    packages,
+)
 
 from flashsim import provenance  # noqa: E402
 from flashsim.ptx.parser import parse  # noqa: E402
@@ -46,7 +61,7 @@ EXPECTED = "expected_ptx.json"
 def stage(dest: pathlib.Path, arch: str = "sm_90") -> int:
     """Stage every package the kernels use, and record the PTX each kernel builds to here (nvcc's version with
     it): the capture reports whether the GPU machine's build is the same, which the tests then require."""
-    used = sorted({k.package for k in kernels.KERNELS.values()} | {cutlass_gemm.PACKAGE})
+    used = sorted({k.package for k in kernels.KERNELS.values()} | {cutlass_gemm.PACKAGE, flashinfer_prefill.PACKAGE})
     for name in used:
         out = packages.stage(packages.PACKAGES[name], dest)
         print(f"{name}: {out} ({out.stat().st_size / 1e6:.1f} MB)")
@@ -59,6 +74,11 @@ def stage(dest: pathlib.Path, arch: str = "sm_90") -> int:
     for name, case in sorted({**cutlass_gemm.CASES, **cute_tutorial.CASES}.items()):
         expected["ptx_sha256"][name] = build.ptx_sha256(build.build_ptx(case, arch=cutlass_gemm.ARCH))
         print(f"{name}: PTX {expected['ptx_sha256'][name]} ({cutlass_gemm.ARCH})")
+    for name, case in sorted(flashinfer_prefill.CASES.items()):
+        # the PTX each variant's program embeds (one build per variant, cached in the user cache)
+        _program, ptx = flashinfer_prefill.build(case.build)
+        expected["ptx_sha256"][name] = build.ptx_sha256(ptx)
+        print(f"{name}: PTX {expected['ptx_sha256'][name]} ({flashinfer_prefill.ARCH})")
     (dest / EXPECTED).write_text(json.dumps(expected, indent=1) + "\n")
     return 0
 
@@ -271,6 +291,70 @@ def capture_tutorial(sources: pathlib.Path, out: pathlib.Path, gpu: str) -> int:
     return 0
 
 
+def capture_flashinfer(sources: pathlib.Path, out: pathlib.Path) -> int:
+    """Build FlashInfer's prefill harness (tests/thirdparty/flashinfer_prefill.py) once per variant with this
+    machine's nvcc from the staged sources (the builds in parallel), keeping the PTX nvcc assembles into each, and
+    run every input case through FlashInfer's own host code and launch, the driver encoding the maps (the shim
+    forwards and logs them); store inputs, O, LSE, the launch (grid, block, shared memory, the parameter bytes with
+    the driver's maps, the array addresses) and the logged map arguments."""
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flashsim.gpu import runtime as rt
+    from flashsim.gpu.build import ptxas_version
+
+    fi = flashinfer_prefill
+    gpu = rt.require_gpu().name  # before the builds: no GPU, no point building
+    out.mkdir(parents=True, exist_ok=True)
+    packages.tree(packages.PACKAGES[fi.PACKAGE], sources)  # extracted once, before the parallel builds read it
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(len(fi.VARIANTS)) as pool:
+        done = pool.map(lambda v: fi.build(v, staged=sources, cache=False), fi.VARIANTS.values())
+        built = dict(zip(fi.VARIANTS, done))
+    build_seconds = time.perf_counter() - t0
+    print(f"{len(built)} harness variants built in {build_seconds:.1f} s", flush=True)
+    failed = []
+    for name, case in sorted(fi.CASES.items()):
+        program, ptx = built[case.variant]
+        print(_compare_with_stage(sources, name, ptx), flush=True)
+        arrays = fi.inputs(case)
+        _entry, sizes = fi.entry(ptx)
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = pathlib.Path(tmp)
+                for n in "QKV":
+                    (folder / f"{n}.bin").write_bytes(arrays[n].tobytes())
+                args = ["run", case.qo_len, case.kv_len, case.heads, folder]
+                t0 = time.perf_counter()
+                launch, log = fi.run_harness(program, args, folder, "forward", sizes)
+                seconds = time.perf_counter() - t0
+                o = np.frombuffer((folder / "O.bin").read_bytes(), arrays["O"].dtype).reshape(arrays["O"].shape)
+                lse = np.frombuffer((folder / "LSE.bin").read_bytes(), np.float32).reshape(arrays["LSE"].shape)
+        except RuntimeError as exc:
+            failed.append(name)
+            print(f"{name}: FAILED\n{exc}", flush=True)
+            continue
+        after = {**arrays, "O": o.copy(), "LSE": lse.copy()}
+        launch_tuple = (launch["grid"], launch["block"], launch["shared_bytes"])
+        meta = capture.record(case, ptx, build.nvcc_version(), launch_tuple, fi.ARCH)
+        meta.update(
+            cluster=launch["cluster"],
+            params=launch["params"],
+            pointers=launch["pointers"],
+            tensor_maps=fi.relative_maps(log, launch["pointers"]),
+            gpu=gpu,
+            ptxas=ptxas_version(),
+            date=time.strftime("%Y-%m-%d"),
+            seconds=round(seconds, 4),
+            build_seconds=round(build_seconds, 1),
+        )
+        path = capture.capture_path(name, fi.ARCH, out)
+        capture.save(path, arrays, after, meta)
+        print(f"{name}: ok -> {path}", flush=True)
+    print(json.dumps({"captured": sorted(set(fi.CASES) - set(failed)), "failed": failed}), flush=True)
+    return 1 if failed else 0
+
+
 def capture_all(names, sources: pathlib.Path, out: pathlib.Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     failed = []
@@ -301,7 +385,12 @@ def main(argv=None) -> int:
     g = sub.add_parser("capture-cutlass", help="on a GPU: build and run the CUTLASS sm90 GEMM harness, store D")
     g.add_argument("--sources", type=pathlib.Path, required=True, help="the folder stage wrote")
     g.add_argument("--out", type=pathlib.Path, required=True)
+    f = sub.add_parser("capture-flashinfer", help="on a GPU: build and run FlashInfer's sm90 prefill, store O, LSE")
+    f.add_argument("--sources", type=pathlib.Path, required=True, help="the folder stage wrote")
+    f.add_argument("--out", type=pathlib.Path, required=True)
     args = ap.parse_args(argv)
+    if args.command == "capture-flashinfer":
+        return capture_flashinfer(args.sources.resolve(), args.out)
     if args.command == "stage":
         return stage(args.dest)
     if args.command == "capture-cutlass":

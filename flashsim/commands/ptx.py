@@ -5,7 +5,7 @@ list what an arch accepts (``isa``).
     flashsim ptx kernels FILE.cu|FILE.ptx
     flashsim ptx run FILE.cu|FILE.ptx --kernel NAME --grid G --block B [--cluster C] [--shared-mem S] --arg SPEC ...
                      [--out DIR] [--check memcheck|racecheck|initcheck] [--arch sm_90] [--define K=V ...]
-                     [--trace REGS --trace-at WHERE [--trace-threads T]]
+                     [--trace REGS --trace-at WHERE [--trace-threads T]] [--executor local:N|ADDRESS] [--progress]
     flashsim ptx diff (the same launch options): the launch on the GPU and in the simulator, the first difference
 
 A .cu file is compiled with NVRTC (no GPU; with -lineinfo; its folder and kernel/ on the include path, --define as
@@ -36,10 +36,9 @@ import sys
 import numpy as np
 
 from .. import ptx
-from ..emulator.progress import Progress
 from ..gpu import runtime as rt
 from ..gpu.build import Build, assemble_ptx, assembler_for, compile_ptx, cuda_include_dirs, kernel_dir
-from ..ptx import SimulationError, UnknownKernel
+from ..ptx import SimulationError, UnknownKernel, WorkerError
 from ..ptx import isa as ptx_isa
 from ..ptx.names import demangle
 from ..ptx.trace import Trace
@@ -88,6 +87,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--arg", action="append", default=[], metavar="SPEC", help="one kernel parameter (in order)")
         p.add_argument("--out", type=pathlib.Path, help="write the arrays after the launch to DIR/arg<i>.npy")
         p.add_argument("--check", choices=CHECKS, help="a sanitizer (flashsim.ptx.sanitize)")
+        p.add_argument(
+            "--executor",
+            metavar="ADDRESS",
+            help='spread the blocks over a cluster engine\'s workers: "local:N" (N processes here) or a Dask '
+            'scheduler\'s address ("tcp://host:8786"); flashsim.ptx.distributed',
+        )
+        p.add_argument(
+            "--communicating",
+            action="store_true",
+            help="the blocks wait on each other through global memory: run them all on one worker",
+        )
+        p.add_argument("--progress", action="store_true", help="show progress on stderr (default: on a terminal)")
         if name == "run":
             p.add_argument("--trace", help='registers to record, e.g. "%%r5,%%f3"')
             p.add_argument("--trace-at", help='PTX lines or source lines, e.g. "148" or "flash_fwd.cu:88"')
@@ -282,22 +293,20 @@ def _launch_inputs(args):
 
 
 def _simulate(kernel, args, values, trace=None, max_threads: int = 1 << 15):
-    bar = Progress(int(np.prod(args.grid)), label="simulating blocks")
-    try:
-        return ptx.launch(
-            kernel,
-            args.grid,
-            args.block,
-            values,
-            shared_mem=args.shared_mem,
-            check=args.check,
-            trace=trace,
-            cluster=args.cluster,
-            max_threads=max_threads,
-            progress=lambda done, total, seconds: bar.update(done),
-        )
-    finally:
-        bar.close()
+    return ptx.launch(
+        kernel,
+        args.grid,
+        args.block,
+        values,
+        shared_mem=args.shared_mem,
+        check=args.check,
+        trace=trace,
+        cluster=args.cluster,
+        max_threads=max_threads,
+        progress=True if args.progress else None,
+        executor=args.executor or None,
+        communicating=True if args.communicating else None,
+    )
 
 
 def _write(out: pathlib.Path | None, values) -> list[str]:
@@ -317,7 +326,7 @@ def _run(args) -> int:
     _, kernel, values = _launch_inputs(args)
     try:
         report = _simulate(kernel, args, values, trace, args.max_threads)
-    except SimulationError as exc:
+    except (SimulationError, WorkerError) as exc:
         print(f"flashsim ptx run: {exc}", file=sys.stderr)
         return 1
     print(report)
@@ -410,7 +419,7 @@ def _diff(args) -> int:
     sim_values = [_copy(v) for v in values]
     try:
         report = _simulate(kernel, args, sim_values)
-    except SimulationError as exc:
+    except (SimulationError, WorkerError) as exc:
         print(f"flashsim ptx diff: the simulator failed where the GPU ran: {exc}", file=sys.stderr)
         return 1
     print(report)

@@ -2,6 +2,7 @@
 
     flashsim triton run FILE.py:KERNEL --grid G --arg SPEC ... [--meta NAME=VALUE ...] [--target sm_90] [--arch A]
                         [--num-warps 4] [--num-stages 3] [--check memcheck|racecheck|initcheck] [--out DIR]
+                        [--executor local:N|ADDRESS]
     flashsim triton compare FILE.py:KERNEL (the same options, without --check)
 
 FILE.py is imported and KERNEL is its @triton.jit function. G: "8" or "8,4" (Triton's grid). Each --arg is one
@@ -56,6 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--out", type=pathlib.Path, help="write the arrays after the launch to DIR/<parameter>.npy")
         if name == "run":
             p.add_argument("--check", choices=CHECKS, help="a sanitizer (flashsim.ptx.sanitize)")
+            p.add_argument(
+                "--executor",
+                metavar="ADDRESS",
+                help="spread the programs over a cluster engine's workers: \"local:N\" or a Dask scheduler's address",
+            )
 
 
 def load_kernel(spec: str):
@@ -126,7 +132,7 @@ def _write(out: pathlib.Path, named: dict) -> None:
 
 def run(args) -> int:
     import flashsim.triton as ft
-    from flashsim.ptx import SimulationError
+    from flashsim.ptx import SimulationError, WorkerError
 
     kernel = load_kernel(args.kernel)
     rng = np.random.default_rng(args.seed)
@@ -141,8 +147,10 @@ def run(args) -> int:
             _write(args.out, {f"{k}.interpreter": v[1] for k, v in result.results.items()})
         return 0 if result.equal else 1
     try:
-        report = ft.launch(kernel, args.grid, *values, check=args.check, **options, **meta)
-    except SimulationError as exc:
+        report = ft.launch(
+            kernel, args.grid, *values, check=args.check, executor=args.executor or None, **options, **meta
+        )
+    except (SimulationError, WorkerError) as exc:
         print(f"flashsim triton run: {exc}", file=sys.stderr)
         return 1
     print(report)

@@ -44,6 +44,7 @@ from ..numerics import sfu
 from ..numerics.formats import get_format
 from ..overflow import first_flagged
 from ..problem import prepare, resolve_options, to_bhnd
+from ..settings import EngineOptions
 from . import fa2_rule, verify_serving
 from .case_inputs import INPUT_KINDS, make_case_inputs
 from .emulate import parse_window
@@ -261,6 +262,11 @@ def add_arguments(p):
         action="store_true",
         help="three ways: also run the kernel's own PTX in flashsim.ptx (CPU, slow: small shapes) against the GPU",
     )
+    p.add_argument(
+        "--executor",
+        metavar="ADDRESS",
+        help='with --ptx: spread the simulated blocks over a cluster engine: "local:N" or a Dask scheduler address',
+    )
     fa2_rule.add_arguments(p)
 
 
@@ -406,12 +412,14 @@ def gpu_outputs(q, k, v, config, **options):
     return do.to_numpy(), dl.to_numpy(), None if value in (None, NO_OVERFLOW) else value
 
 
-def emulator_outputs(q, k, v, config, arch, backend: str = "numpy", **options):
+def emulator_outputs(q, k, v, config, arch, backend: str = "numpy", engine=None, **options):
     """The emulator's (o, lse, overflow row): the same three values as ``gpu_outputs``, from the numpy engine (the
-    kernel's program) or with ``backend="ptx"`` from the kernel's own PTX run by flashsim.ptx."""
+    kernel's program) or with ``backend="ptx"`` from the kernel's own PTX run by flashsim.ptx; ``engine``: the
+    engine's EngineOptions (None: from the environment)."""
 
     prob = prepare(q, k, v, config=config, arch=arch, **options)
-    o, lse, rows = ENGINES[backend].run(*(to_bhnd(x, prob.layout) for x in (q, k, v)), prob, progress=False)
+    bhnd = (to_bhnd(x, prob.layout) for x in (q, k, v))
+    o, lse, rows = ENGINES[backend].run(*bhnd, prob, progress=False, options=engine)
     return np.ascontiguousarray(to_bhnd(o, prob.layout)), lse, first_flagged(rows.flag) if config.pv_mma_f16 else None
 
 
@@ -430,10 +438,12 @@ def verify_case(q, k, v, config, arch, backend: str = "numpy", **options):
     return od, compare("LSE", lse_g, lse_e), (o_g, lse_g, f_g), (t1 - t0, t2 - t1), (f_g, f_e)
 
 
-def ptx_agrees(q, k, v, config, arch, gpu, **options) -> str:
+def ptx_agrees(q, k, v, config, arch, gpu, executor=None, **options) -> str:
     """The third witness (--ptx): the kernel's own PTX in flashsim.ptx against the GPU's outputs ``gpu`` (o, lse,
-    overflow row); "" when every bit agrees, else what differs."""
-    o, lse, flag = emulator_outputs(q, k, v, config, arch, "ptx", **options)
+    overflow row); "" when every bit agrees, else what differs. ``executor``: the cluster engine its launches'
+    blocks spread over (flashsim.ptx.distributed), None for this process."""
+    engine = EngineOptions.from_environment(**({"ptx_executor": executor} if executor else {}))
+    o, lse, flag = emulator_outputs(q, k, v, config, arch, "ptx", engine, **options)
     bad = [
         name
         for name, a, b in (("O", gpu[0], o), ("LSE", gpu[1], lse))
@@ -589,7 +599,7 @@ def run(args) -> int:
                 )
         if flags[0] != flags[1]:
             where = f"overflow flag: gpu row {flags[0]}, emulator row {flags[1]}" + (f"; {where}" if where else "")
-        ptx_bad = ptx_agrees(q, k, v, cfg, arch, outs, **case_options) if args.ptx else ""
+        ptx_bad = ptx_agrees(q, k, v, cfg, arch, outs, args.executor, **case_options) if args.ptx else ""
         if ptx_bad:
             where = f"flashsim.ptx differs from the GPU in {ptx_bad}" + (f"; {where}" if where else "")
         ok = od.ok and ld.ok and flags[0] == flags[1] and not ptx_bad

@@ -50,7 +50,8 @@ def modules(prob: Problem) -> dict:
 def run(q, k, v, prob: Problem, progress: bool | None = None, options: EngineOptions | None = None):
     """Run the kernel's PTX on numpy q (B, Hq, Nq, d), k, v (B, Hkv, Nk, d) (layout (B, H, N, d)); returns (o like
     q, lse f32, Rows: the overflow flag the kernel set; l is not an output of the kernel, so None)."""
-    del progress, options  # one launch per kernel; the simulator has no options beyond the arch
+    del progress  # one launch per kernel: launch shows its own progress on a terminal
+    executor = (options if options is not None else EngineOptions.from_environment()).ptx_executor
     kernels = modules(prob)
     qs, ks, vs = (np.ascontiguousarray(to_bhnd(x, prob.layout)) for x in (q, k, v))  # the problem's layout
     o = np.zeros(plan.output_shape(prob), get_format(prob.config.dtype).dtype)
@@ -60,7 +61,7 @@ def run(q, k, v, prob: Problem, progress: bool | None = None, options: EngineOpt
     pointers = [address(x) for x in (qs, ks, vs, o, lse)]
     overflow = address(flag) if prob.config.pv_mma_f16 else 0
     for name, grid, block, smem, args in plan.launch_list(prob, *pointers, overflow, address(scratch)):
-        launch(kernels[name], grid, block, list(args), shared_mem=smem, max_threads=MAX_THREADS)
+        launch(kernels[name], grid, block, list(args), shared_mem=smem, max_threads=MAX_THREADS, executor=executor)
     flagged = np.zeros((prob.batch, prob.heads, prob.nq), bool)
     if int(flag[0]) != plan.NO_OVERFLOW:
         flagged.flat[int(flag[0])] = True

@@ -111,9 +111,15 @@ def is_subnormal(bits, f: Format) -> np.ndarray:
 
 
 def flush_subnormal(bits, f: Format) -> np.ndarray:
-    """Subnormals replaced by the zero of their sign (PTX .ftz), other patterns unchanged; f's unsigned dtype."""
-    b = _bits(bits, f)
-    return np.where(is_subnormal(b, f), b & _U(f.sign_mask), b).astype(f.uint)
+    """Subnormals replaced by the zero of their sign (PTX .ftz), other patterns unchanged; f's unsigned dtype.
+    Worked in f's own unsigned width (the cast keeps the low bits, as _bits's mask does): a pattern whose
+    exponent field is zero becomes its sign alone, which leaves a zero as it is."""
+    b = np.asarray(bits)
+    if b.dtype != f.uint:
+        b = b.astype(f.uint)
+    if f.bits < 8 * b.itemsize:  # a format narrower than its container (tf32)
+        b = b & f.uint((1 << f.bits) - 1)
+    return np.where((b & f.uint(f.exp_field_max << f.frac_bits)) == 0, b & f.uint(f.sign_mask), b)
 
 
 def canonical_nan(f: Format, shape=()) -> np.ndarray:
@@ -285,7 +291,10 @@ def _zero_sum_negative(na, nb, mode):
 
 
 def _broadcast(*arrays):
-    return np.broadcast_arrays(*[np.asarray(a) for a in arrays])
+    arrays = [np.asarray(a) for a in arrays]
+    if all(a.shape == arrays[0].shape for a in arrays):  # nothing to broadcast (np.broadcast_arrays' views cost)
+        return arrays
+    return np.broadcast_arrays(*arrays)
 
 
 # -- arithmetic -------------------------------------------------------------------------------------------------

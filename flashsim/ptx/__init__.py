@@ -13,6 +13,7 @@ program (flashsim.ptx.program), the machine (flashsim.ptx.machine: SIMT warps, s
 from __future__ import annotations
 
 from .errors import (
+    BlockRace,
     Deadlock,
     InitcheckError,
     LaunchError,
@@ -23,6 +24,7 @@ from .errors import (
     SimulationError,
     UnknownKernel,
     UnsupportedInstruction,
+    WorkerError,
 )
 from .launch import Report, launch
 from .memory import address
@@ -51,4 +53,6 @@ __all__ = [
     "MemcheckError",
     "RaceError",
     "InitcheckError",
+    "BlockRace",
+    "WorkerError",
 ]

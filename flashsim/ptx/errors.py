@@ -78,3 +78,15 @@ class RaceError(SimulationError):
 
 class InitcheckError(SimulationError):
     """check="initcheck": a read of shared or local memory that no thread wrote."""
+
+
+class BlockRace(SimulationError):
+    """Two blocks of one launch store the same global byte (or an atomic and a store meet there), seen where a
+    launch's blocks ran apart (flashsim.ptx.distributed): nothing orders blocks on a GPU, so the byte's value
+    depends on which ran last. Names both blocks, the array and the byte's offset in it."""
+
+
+class WorkerError(RuntimeError):
+    """A distributed launch that could not run on its executor: the engine cannot be reached, a worker lacks
+    flashsim or runs another version of it, a worker died running blocks more often than the engine retries, the
+    arrays do not fit a worker. Nothing of a failed launch is merged into the arrays."""

@@ -33,12 +33,14 @@ from ..arch import get_arch
 from . import cluster as clusters
 from .errors import LaunchError
 from .machine import Machine
-from .memory import Memory, address
+from .memory import Memory, address, launch_buffers
 from .module import Kernel
+from .progress import progress_display
 from .sanitize import make_sanitizer, wave_blocks
 from .tensormap import TensorMap
+from .writes import WriteLog
 
-__all__ = ["launch", "Report"]
+__all__ = ["launch", "Report", "LaunchPlan", "prepare", "check_blocks", "run_blocks"]
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
@@ -50,7 +52,9 @@ SMS = {"sm_90": 132, "sm_120": 170, "sm_100": 148, "sm_89": 128, "sm_86": 84, "s
 class Report:
     """What a launch did: ``counts`` warp instructions issued per opcode (predicated-off ones included, as a GPU
     issues them), ``instructions`` their sum, ``seconds`` the wall time, ``waves`` how many waves of blocks ran,
-    ``printf`` the lines vprintf wrote, ``trace`` the recorded register values (flashsim.ptx.trace)."""
+    ``printf`` the lines vprintf wrote, ``trace`` the recorded register values (flashsim.ptx.trace); ``writes``
+    what a launch of some ``blocks`` stored (flashsim.ptx.writes.Written per array it wrote); ``workers`` the
+    executor's workers that ran blocks (0: this process) and ``notes`` what the distributed launch decided."""
 
     kernel: str
     grid: tuple
@@ -61,6 +65,9 @@ class Report:
     waves: int = 0
     printf: list = field(default_factory=list)
     trace: object = None
+    writes: list = field(default_factory=list)
+    workers: int = 0
+    notes: list = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -74,6 +81,7 @@ class Report:
             f"{self.seconds:.3f} s ({self.rate:,.0f}/s), {self.waves} wave(s)"
         ]
         lines += [f"  {n:>12,}  {op}" for op, n in top]
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -182,7 +190,35 @@ def _specials(linear_blocks, grid, block, arch: str, dyn: int, total: int, clust
     return values
 
 
-def launch(
+@dataclass
+class LaunchPlan:
+    """A launch checked and ready to run (``prepare``): the kernel, its grid and block, the shared memory, the
+    cluster shape, the parameter bytes and the array arguments, the sanitizer, the blocks per wave and the launch
+    order of the blocks (None: linear)."""
+
+    kernel: Kernel
+    grid: tuple
+    block: tuple
+    shared_mem: int
+    total_shared: int
+    shape: clusters.Cluster
+    params: bytes
+    arrays: list
+    check: str | None
+    spin_limit: int
+    per_wave: int
+    order: np.ndarray | None
+
+    @property
+    def block_threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def n_blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+def prepare(
     kernel: Kernel,
     grid,
     block,
@@ -190,23 +226,12 @@ def launch(
     *,
     shared_mem: int = 0,
     check=None,
-    trace=None,
     max_threads: int = 1 << 15,
     spin_limit: int = 100_000,
-    progress=None,
-    blocks: range | None = None,
     cluster=None,
     nonportable_cluster: bool = False,
-) -> Report:
-    """Run ``kernel`` (flashsim.ptx.Module.kernel) on the CPU (the module docstring); returns a Report.
-    ``check``: None, "memcheck", "racecheck" or "initcheck" (flashsim.ptx.sanitize); ``trace``: a
-    flashsim.ptx.trace.Trace of what to record; ``progress``: None or a callable given (blocks done, blocks in all,
-    seconds so far) after each wave (the CLI's progress line); ``blocks``: a range of linear block indices (x fastest)
-    to run instead of the whole grid (a share of one launch for one worker: their %ctaid are the launch's), default
-    every block; ``cluster``: None or (x, y, z) blocks per thread-block cluster (flashsim.ptx.cluster: sm_90+, each
-    dimension dividing the grid's, at most 8 blocks, 16 with ``nonportable_cluster``); with clusters ``blocks``
-    counts in the launch's order (cluster by cluster, rank fastest: the linear order when clusters span only x) and
-    holds whole clusters."""
+) -> LaunchPlan:
+    """Check a launch (``launch``'s arguments) and lay out its parameters: a LaunchPlan, or LaunchError."""
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kernel must be a flashsim.ptx Kernel (Module.kernel(name)), got {type(kernel).__name__}")
     if check not in (None, "memcheck", "racecheck", "initcheck"):
@@ -241,12 +266,30 @@ def launch(
     shape = clusters.resolve(kernel, grid, cluster, arch.name, bool(nonportable_cluster))
     cs = shape.size
     params, arrays = _param_bytes(kernel, args)
-    if trace is not None:
-        trace.bind(prog, grid, block)
-    report = Report(kernel.name, grid, block, trace=trace)
-    n_grid = grid[0] * grid[1] * grid[2]
+    per_wave = wave_blocks(check, bt, total_shared, max(1, int(max_threads) // bt), cs)
+    per_wave = max(cs, per_wave - per_wave % cs)  # whole clusters: a cluster past max_threads is still one wave
+    return LaunchPlan(
+        kernel,
+        grid,
+        block,
+        int(shared_mem),
+        total_shared,
+        shape,
+        params,
+        arrays,
+        check,
+        int(spin_limit),
+        per_wave,
+        clusters.launch_order(grid, shape),
+    )
+
+
+def check_blocks(plan: LaunchPlan, blocks) -> range:
+    """``blocks`` (None: every block) as a range of whole clusters of the launch (LaunchError otherwise)."""
+    n_grid = plan.n_blocks
+    cs = plan.shape.size
     if blocks is None:
-        blocks = range(n_grid)
+        return range(n_grid)
     if not isinstance(blocks, range) or blocks.step != 1 or not 0 <= blocks.start <= blocks.stop <= n_grid:
         raise LaunchError(
             f"blocks must be a range(start, stop) of linear block indices within 0..{n_grid}, got {blocks!r}"
@@ -255,21 +298,100 @@ def launch(
         raise LaunchError(
             f"blocks {blocks!r} must hold whole clusters of {cs} blocks (start and stop multiples of {cs})"
         )
-    order = clusters.launch_order(grid, shape)
-    n_total = blocks.stop
-    per_wave = wave_blocks(check, bt, total_shared, max(1, int(max_threads) // bt), cs)
-    per_wave = max(cs, per_wave - per_wave % cs)  # whole clusters: a cluster past max_threads is still one wave
+    return blocks
+
+
+def launch(
+    kernel: Kernel,
+    grid,
+    block,
+    args,
+    *,
+    shared_mem: int = 0,
+    check=None,
+    trace=None,
+    max_threads: int = 1 << 15,
+    spin_limit: int = 100_000,
+    progress=None,
+    blocks: range | None = None,
+    cluster=None,
+    nonportable_cluster: bool = False,
+    executor=None,
+    communicating: bool | None = None,
+) -> Report:
+    """Run ``kernel`` (flashsim.ptx.Module.kernel) on the CPU (the module docstring); returns a Report.
+    ``check``: None, "memcheck", "racecheck" or "initcheck" (flashsim.ptx.sanitize); ``trace``: a
+    flashsim.ptx.trace.Trace of what to record; ``progress``: None (a progress line on stderr when it is a terminal
+    and the launch runs past a few seconds), True (always), False (never), or a callable given (blocks done, blocks
+    in all, seconds so far) after each wave (flashsim.ptx.progress); ``blocks``: a range of linear block indices
+    (x fastest) to run instead of the whole grid (a share of one launch: their %ctaid are the launch's), default
+    every block; with ``blocks`` the report's ``writes`` holds what the blocks stored (flashsim.ptx.writes.Written:
+    ``mask`` and ``bytes`` per array); ``cluster``: None or (x, y, z) blocks per thread-block cluster
+    (flashsim.ptx.cluster: sm_90+, each dimension dividing the grid's, at most 8 blocks, 16 with
+    ``nonportable_cluster``); with clusters ``blocks`` counts in the launch's order (cluster by cluster, rank
+    fastest: the linear order when clusters span only x) and holds whole clusters. ``executor``: None (this
+    process), "local:N" (N worker processes on this machine), a cluster engine's address ("tcp://host:8786") or a
+    connected client (dask.distributed.Client): the blocks spread over its workers and the arrays are written as one
+    process would write them (flashsim.ptx.distributed); ``communicating``: True runs every block on one worker
+    (blocks that wait on each other through global memory), None decides from the PTX
+    (flashsim.ptx.communication)."""
+    plan = prepare(
+        kernel,
+        grid,
+        block,
+        args,
+        shared_mem=shared_mem,
+        check=check,
+        max_threads=max_threads,
+        spin_limit=spin_limit,
+        cluster=cluster,
+        nonportable_cluster=nonportable_cluster,
+    )
+    blocks_given = blocks is not None
+    blocks = check_blocks(plan, blocks)
+    if executor is not None:
+        from .distributed import launch_distributed  # the engine's client is imported only when asked for
+
+        return launch_distributed(plan, blocks, executor, trace=trace, progress=progress, communicating=communicating)
+    if trace is not None:
+        trace.bind(kernel.program, plan.grid, plan.block)
+    log = WriteLog() if blocks_given else None
+    display = progress_display(progress, len(blocks), "simulating blocks")
+    try:
+        report = run_blocks(plan, blocks, trace=trace, progress=display, writes=log)
+    finally:
+        display.close()
+    if log is not None:
+        report.writes = log.results(report_buffers(plan, log))
+    return report
+
+
+def run_blocks(plan: LaunchPlan, blocks: range, *, trace=None, progress=None, buffers=None, writes=None) -> Report:
+    """Run the ``blocks`` of a checked launch in waves (the module docstring) over ``buffers`` (flashsim.ptx.memory
+    Buffers; None: the arrays in place); ``writes``: a WriteLog to record global stores in, or None; ``progress``:
+    None or called with (blocks done, blocks in all, seconds, warp instructions) after each wave."""
+    kernel = plan.kernel
+    prog = kernel.program
+    layout = prog.layout
+    grid, block, bt, cs = plan.grid, plan.block, plan.block_threads, plan.shape.size
+    order, per_wave = plan.order, plan.per_wave
+    arch = kernel.module.arch
+    report = Report(kernel.name, grid, block, trace=trace)
+    if buffers is None:
+        buffers = launch_buffers(plan.arrays, layout.global_image)
     counts = np.zeros(len(prog.ops), np.int64)
     t0 = time.perf_counter()
-    for first in range(blocks.start, n_total, per_wave):
-        n_blocks = min(per_wave, n_total - first)
+    for first in range(blocks.start, blocks.stop, per_wave):
+        n_blocks = min(per_wave, blocks.stop - first)
         linear = np.arange(first, first + n_blocks) if order is None else order[first : first + n_blocks]
 
         def locate(t, linear=linear):
             return _locate(kernel, prog, machine, t, linear, grid, block)
 
-        memory = Memory(layout, arrays, params, n_blocks, bt, total_shared, check, lambda t: locate(t), cs)
-        specials = _specials(linear, grid, block, arch.name, int(shared_mem), total_shared, shape)
+        memory = Memory(
+            layout, plan.arrays, plan.params, n_blocks, bt, plan.total_shared, plan.check, locate, cs, buffers
+        )
+        specials = _specials(linear, grid, block, arch, plan.shared_mem, plan.total_shared, plan.shape)
         machine = Machine(
             prog,
             memory,
@@ -278,27 +400,35 @@ def launch(
             specials,
             kernel=kernel.name,
             locate=locate,
-            spin_limit=spin_limit,
+            spin_limit=plan.spin_limit,
             trace=trace,
             cluster_size=cs,
         )
         if trace is not None:
             trace.wave(first, n_blocks, None if order is None else linear)
-        sanitizer = make_sanitizer(check, machine, block)
+        if writes is not None:
+            writes.wave(machine, linear)
+            memory.writes = writes
+        sanitizer = make_sanitizer(plan.check, machine, block)
         memory.hook = sanitizer
-        machine.sanitizer = sanitizer if check == "racecheck" else None
+        machine.sanitizer = sanitizer if plan.check == "racecheck" else None
         machine.run()
         counts += machine.counts
         report.printf += machine.state.get("printf", [])
         report.waves += 1
         if progress is not None:
-            progress(first + n_blocks - blocks.start, len(blocks), time.perf_counter() - t0)
+            progress(first + n_blocks - blocks.start, len(blocks), time.perf_counter() - t0, int(counts.sum()))
     report.seconds = time.perf_counter() - t0
     for pc in np.flatnonzero(counts):
         name = prog.op_names[pc]
         report.counts[name] = report.counts.get(name, 0) + int(counts[pc])
     report.instructions = int(counts.sum())
     return report
+
+
+def report_buffers(plan: LaunchPlan, log) -> list:
+    """The buffers a local launch wrote (its arrays in place), for WriteLog.results."""
+    return [b for b in launch_buffers(plan.arrays, plan.kernel.program.layout.global_image) if b.base in log.bases]
 
 
 def _locate(kernel, prog, machine, t: int, linear_blocks, grid, block) -> dict:

@@ -25,7 +25,7 @@ from .errors import MemcheckError, MemoryFault
 from .ir import Function, Var
 from .program import CLUSTER_OFFSET_MASK, CLUSTER_RANK_SHIFT, FUNCTION_BASE, SPACE_BASE, var_align
 
-__all__ = ["address", "ModuleImage", "Layout", "Memory", "GLOBAL_BASE"]
+__all__ = ["address", "ModuleImage", "Layout", "Memory", "Buffer", "launch_buffers", "GLOBAL_BASE"]
 
 GLOBAL_BASE = 0x0000_7000_0000_0000
 _GAP = 1 << 16  # unmapped bytes after each buffer: an access just past its end falls in no buffer
@@ -73,17 +73,47 @@ def address(array: np.ndarray) -> int:
     return _register(root) + (_data(array) - _data(root))
 
 
-class _Buffer:
-    __slots__ = ("base", "nbytes", "bytes", "name", "writable")
+class Buffer:
+    """One global buffer of a launch: ``bytes`` (a flat uint8 view of its root array), ``base`` (its device address),
+    ``name`` (for errors), ``writable``. By default the root's own address and bytes, written in place; a worker of
+    a distributed launch (flashsim.ptx.distributed) gives the driver's ``base``, ``name`` and ``writable`` for a
+    received copy of the driver's array, with ``private=False``: the first store copies the bytes (``own``), so the
+    received array, shared by the worker's shares, stays as the driver sent it."""
 
-    def __init__(self, root: np.ndarray, name: str):
-        self.base = _register(root)
+    __slots__ = ("base", "nbytes", "bytes", "name", "writable", "private")
+
+    def __init__(self, root: np.ndarray, name: str, *, base=None, writable=None, private: bool = True):
+        self.base = _register(root) if base is None else int(base)
         self.nbytes = root.nbytes
         self.bytes = root.reshape(-1).view(np.uint8) if root.flags.c_contiguous else None
         if self.bytes is None:
             raise ValueError(f"{name}: a global buffer must be C-contiguous")
         self.name = name
-        self.writable = root.flags.writeable
+        self.writable = root.flags.writeable if writable is None else bool(writable)
+        self.private = private
+
+    def own(self) -> None:
+        """Make ``bytes`` this buffer's own copy before a store (a no-op where it is already)."""
+        if not self.private:
+            self.bytes = self.bytes.copy()
+            self.private = True
+
+
+def launch_buffers(arrays, image=None) -> list:
+    """The global buffers a launch reaches, sorted by address: ``arrays`` (the launch's array arguments, named
+    "argument i") and every array with an address that is still alive (``image``: the module's .global variables,
+    named so)."""
+    roots = {}
+    for i, a in enumerate(arrays):
+        root = _root(a)
+        roots.setdefault(id(root), (root, f"argument {i}"))
+    # dict.copy, not list(items()): a collected array's weakref callback may pop an entry mid-iteration
+    for key, (ref, _addr) in _REGISTRY.copy().items():
+        root = ref()
+        if root is not None and key not in roots:
+            name = "the module's .global variables" if root is image else "an array with an address"
+            roots[key] = (root, name)
+    return sorted((Buffer(r, n) for r, n in roots.values()), key=lambda b: b.base)
 
 
 def _align_up(x: int, a: int) -> int:
@@ -95,7 +125,7 @@ class ModuleImage:
     device address, initialised from the PTX, relocations applied), the .const variables in the constant bank, and
     the functions' addresses (for function pointers)."""
 
-    def __init__(self, module):
+    def __init__(self, module, base: int | None = None):
         self.module = module
         self.globals: dict[str, int] = {}
         offset = 0
@@ -106,7 +136,11 @@ class ModuleImage:
                 placed.append((var, offset))
                 offset += var.size or 0
         self.global_image = np.zeros(max(offset, 1), np.uint8)
-        base = address(self.global_image)
+        # ``base``: the address the driver's copy of this module has (a worker of a distributed launch builds the
+        # same image at the same address, so that every address the kernel computes is the driver's); unregistered
+        if base is None:
+            base = address(self.global_image)
+        self.base = base
         for var, off in placed:
             self.globals[var.name] = base + off
         self.const: dict[str, int] = {}
@@ -256,20 +290,11 @@ class Memory:
         check,
         locate,
         cluster_size: int = 1,
+        buffers=None,
     ):
         self.layout = layout
         self.cluster_size = cluster_size  # CTAs per cluster: wave block b is rank b % cluster_size of its cluster
-        roots = {}
-        for i, a in enumerate(arrays):
-            root = _root(a)
-            roots.setdefault(id(root), (root, f"argument {i}"))
-        # dict.copy, not list(items()): a collected array's weakref callback may pop an entry mid-iteration
-        for key, (ref, _addr) in _REGISTRY.copy().items():
-            root = ref()
-            if root is not None and key not in roots:
-                name = "the module's .global variables" if root is layout.global_image else "an array with an address"
-                roots[key] = (root, name)
-        self.buffers = sorted((_Buffer(r, n) for r, n in roots.values()), key=lambda b: b.base)
+        self.buffers = launch_buffers(arrays, layout.global_image) if buffers is None else buffers
         self.bases = np.array([b.base for b in self.buffers], np.uint64)
         self.ends = np.array([b.base + b.nbytes for b in self.buffers], np.uint64)
         # rows padded to 16 bytes, so that every naturally aligned access is aligned in the flat array too
@@ -286,6 +311,7 @@ class Memory:
         self.fault = MemcheckError if check == "memcheck" else MemoryFault
         self.locate = locate
         self.hook = None
+        self.writes = None  # a flashsim.ptx.writes.WriteLog that sees every global store once it is done, or None
 
     # -- address resolution -----------------------------------------------------------------------------
 
@@ -337,6 +363,7 @@ class Memory:
                 if not self.buffers[i].writable:
                     lanes = np.flatnonzero(safe == i)
                     self._error(lanes, threads, addr, f"store into a read-only array ({self.buffers[i].name})")
+                self.buffers[i].own()
         return safe, (addr - self.bases[safe]).astype(np.int64)
 
     def _rows(self, space: str, addr, width: int, threads, write: bool):
@@ -477,6 +504,8 @@ class Memory:
             d = data if lanes is None else data[lanes]
             for flat, off, sub in self._rows(sp, a, width, th, write=True):
                 _scatter(flat, off if sub is None else off, d if sub is None else d[sub], width)
+            if self.writes is not None and sp == ".global":
+                self.writes.record(self, a, width, th, atomic, pc)
             if self.hook is not None:
                 self._notify(sp, a, width, th, True, atomic, pc)
 

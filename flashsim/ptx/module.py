@@ -41,13 +41,15 @@ class Module:
     """A PTX module for ``arch``: ``ptx`` (the text), ``ir`` (flashsim.ptx.ir.Module), ``kernels`` (the entry
     names), ``kernel(name)``. ``arch`` selects the numerics (tensor cores, SFU) of flashsim.arch."""
 
-    def __init__(self, ptx: str, arch: str, contraction: str = "sass"):
+    def __init__(self, ptx: str, arch: str, contraction="sass", *, image_base: int | None = None):
         self.arch = get_arch(arch).name
         self.ptx = ptx
         self.ir = parse(ptx)
-        self.image = ModuleImage(self.ir)
+        self.image = ModuleImage(self.ir, image_base)
         self._kernels: dict[str, Kernel] = {}
-        self.contraction = contraction_table(self, contraction)
+        # a mode of flashsim.ptx.contraction, or the table a mode gave (a worker of a distributed launch takes the
+        # driver's: the same decisions without running ptxas again)
+        self.contraction = contraction if isinstance(contraction, dict) else contraction_table(self, contraction)
 
     @property
     def kernels(self) -> list[str]:

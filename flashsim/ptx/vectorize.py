@@ -140,28 +140,37 @@ def _list_schedule(prog, segment: list[int], keys: dict) -> list:
 
 
 class _StackedRegs:
-    """``R`` as the first op of a group sees it: its slot cells read the K ops' registers stacked."""
+    """``R`` as the first op of a group sees it: its slot cells read the K ops' registers stacked; with ``lanes``
+    (the running threads' indices) every register comes restricted to those threads, (K, L) or (L,)."""
 
-    __slots__ = ("R", "maps", "K", "T", "cache")
+    __slots__ = ("R", "maps", "K", "T", "cache", "lanes")
 
-    def __init__(self, R, maps, K, T):
-        self.R, self.maps, self.K, self.T = R, maps, K, T
+    def __init__(self, R, maps, K, T, lanes=None):
+        self.R, self.maps, self.K, self.T, self.lanes = R, maps, K, T, lanes
         self.cache = {}
 
     def __getitem__(self, slot):
+        got = self.cache.get(slot)
+        if got is not None:
+            return got
         m = self.maps.get(slot)
         if m is None:
-            return self.R[slot]
-        got = self.cache.get(slot)
-        if got is None:
+            got = self.R[slot]
+        else:
             values = [self.R[s] for s in m]
             if all(v is values[0] for v in values):
                 got = values[0]
             elif all(np.ndim(v) == 0 for v in values):
                 got = np.array(values)[:, None]
             else:
+                if self.lanes is not None:
+                    values = [v[self.lanes] if np.ndim(v) else np.broadcast_to(v, self.lanes.shape) for v in values]
+                    self.cache[slot] = got = np.stack(values)
+                    return got
                 got = np.stack([np.broadcast_to(v, (self.T,)) for v in values])
-            self.cache[slot] = got
+        if self.lanes is not None and np.ndim(got) and np.shape(got)[-1] == self.T:
+            got = got[..., self.lanes]
+        self.cache[slot] = got
         return got
 
 
@@ -170,9 +179,9 @@ class StackedGroup:
 
     __slots__ = ("g", "R", "m", "mask", "pc", "ctl", "writes")
 
-    def __init__(self, g, maps, K):
+    def __init__(self, g, maps, K, lanes=None):
         self.g, self.m, self.mask, self.pc, self.ctl = g, g.m, g.mask, g.pc, g.ctl
-        self.R = _StackedRegs(g.R, maps, K, g.m.T)
+        self.R = _StackedRegs(g.R, maps, K, g.m.T, lanes)
         self.writes = []
 
     def write(self, slot, value) -> None:
@@ -185,6 +194,12 @@ class StackedGroup:
         return self.g.active()
 
 
+# A group whose running threads are at most this share of the wave computes on those threads alone (the registers'
+# running columns stacked, the results scattered back): a warp-specialised kernel's consumer warpgroups run while
+# its producer waits, so a third of the wave or less, and lane-wise arithmetic costs per element.
+COMPACT_SHARE = 0.5
+
+
 def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
     """Run the congruent ops at ``pcs`` as one stacked call of the first one's ``run`` (the module docstring)."""
     ops = [prog.ops[p] for p in pcs]
@@ -192,8 +207,14 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
     if slots is None:
         slots = keys_cache[pcs] = _slot_maps(ops)
     K, T = len(ops), g.m.T
-    sg = StackedGroup(g, slots, K)
+    lanes = None
+    if g.mask is not None:
+        lanes = g.lanes()
+        if lanes.size > COMPACT_SHARE * T:
+            lanes = None
+    sg = StackedGroup(g, slots, K, lanes)
     ops[0].run(sg)
+    width = T if lanes is None else lanes.size
     for slot, value in sg.writes:
         targets = slots.get(slot)
         value = np.asarray(value)
@@ -202,9 +223,15 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
         per_op = value.ndim == 2 and value.shape[0] == K
         for k, target in enumerate(targets):
             v = value[k] if per_op else value
-            if v.ndim == 1 and v.shape[0] != T:
-                v = np.broadcast_to(v, (T,))
-            g.write(target, v)
+            if v.ndim == 1 and v.shape[0] != width:
+                v = np.broadcast_to(v, (width,))
+            if lanes is None:
+                g.write(target, v)
+                continue
+            dtype = g.m.dtypes[target]  # the running columns replaced, in a new array (registers are not mutated)
+            new = np.broadcast_to(np.asarray(g.R[target]), (T,)).astype(dtype, copy=True)
+            new[lanes] = v.astype(dtype, copy=False)
+            g.R[target] = new
 
 
 def _slot_maps(ops) -> dict:

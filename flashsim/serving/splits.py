@@ -24,9 +24,9 @@ import numpy as np
 
 from ..arch import get_arch
 from ..config import KernelConfig
+from ..constants import MAX_SPLITS  # FlashAttention-2's bound; the partial outputs grow with it
 from ..resources.occupancy import occupancy
 
-MAX_SPLITS = 128  # FlashAttention-2's bound; the partial outputs grow with it
 FILL_NO_SPLIT = 0.8  # one split's blocks fill this much of the slots: no split
 EFFICIENCY_KEPT = 0.85  # the smallest split count within this share of the best efficiency
 

@@ -30,7 +30,7 @@ from .support import target as _target
 
 __all__ = ["launch", "jit", "prepare", "Prepared"]
 
-_LAUNCH_KEYS = ("target", "check", "trace")
+_LAUNCH_KEYS = ("target", "check", "trace", "executor", "progress", "communicating")
 
 
 def _function(kernel):
@@ -234,14 +234,30 @@ def prepare(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_sta
     return Prepared(compiled, shown, dict(bound), _grid(grid, shown))
 
 
-def launch(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_stages=3, check=None, trace=None, **meta):
+def launch(
+    kernel,
+    grid,
+    *args,
+    target="sm_90",
+    arch=None,
+    num_warps=4,
+    num_stages=3,
+    check=None,
+    trace=None,
+    executor=None,
+    progress=None,
+    communicating=None,
+    **meta,
+):
     """Run ``kernel`` (a ``@triton.jit`` function) over ``grid`` on the CPU as Triton would run it on ``target``
     ("sm_80", "sm_89", "sm_90" (the sm_90a build), "sm_120" (the sm_120a build)) on a GPU of ``arch`` (default: the
     H200, "sm_90", for every build it can run, as flashsim.ptx's default; "sm_120" for the sm_120a build; a later GPU
     than the target runs its PTX as the driver does, compiled for itself, with its own numerics: "sm_80" names the
     A100 itself; flashsim.triton.support.TARGETS); ``args`` and the keyword
     ``meta`` (constexprs, other parameters, Triton options) as in ``kernel[grid](*args, **meta)``. Arrays are written
-    in place. Returns the flashsim.ptx Report, with ``compiled`` (flashsim.triton.build.Compiled) attached."""
+    in place. ``executor``, ``progress``, ``communicating``: as flashsim.ptx.launch's (the blocks over a cluster
+    engine's workers: "local:N", an address, a dask.distributed.Client). Returns the flashsim.ptx Report, with
+    ``compiled`` (flashsim.triton.build.Compiled) attached."""
     prepared = prepare(
         kernel, grid, *args, target=target, arch=arch, num_warps=num_warps, num_stages=num_stages, **meta
     )
@@ -256,6 +272,9 @@ def launch(kernel, grid, *args, target="sm_90", arch=None, num_warps=4, num_stag
         shared_mem=int(c.metadata.shared or 0),
         check=check,
         trace=trace,
+        executor=executor,
+        progress=progress,
+        communicating=communicating,
     )
     report.compiled = c
     return report

@@ -27,7 +27,7 @@ from flashsim.ptx import hostshim
 
 from . import hostprogram
 
-__all__ = ["ARCH", "CASES", "CASE", "Case", "inputs", "reference", "build_host", "layout", "describe", "simulate"]
+__all__ = ["ARCH", "CASES", "CASE", "Case", "inputs", "reference", "build", "layout", "describe", "simulate"]
 
 PACKAGE = "nvidia-cutlass"
 UNIT = "thirdparty/cutlass_sm120_gemm.cu"
@@ -200,9 +200,10 @@ def reference(arrays: dict, sf_layout: dict, case: Case = CASE) -> tuple:
     return want, (2.0**-23 * steps * (case.mma_terms + 1) + 2.0**-24) * scale + 2.0**-126
 
 
-def build_host(staged: pathlib.Path | None = None, case: Case = CASE) -> pathlib.Path:
-    """The harness program of ``case`` (hostprogram.build_program of the unit with its flags, for sm_120a)."""
-    return hostprogram.build_program(case, staged, arch=ARCH)
+def build(case: Case = CASE, staged: pathlib.Path | None = None) -> tuple[pathlib.Path, str]:
+    """(the harness program of ``case``, the PTX nvcc assembled into it): one nvcc run for sm_120a
+    (hostprogram.build_with_ptx), cached."""
+    return hostprogram.build_with_ptx(case, staged, arch=ARCH)
 
 
 def _run(program, pointers: list) -> tuple[dict, list]:

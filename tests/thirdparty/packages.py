@@ -4,9 +4,10 @@ An archive is fetched with pip from PyPI (``pip download --no-deps --no-binary :
 ``--only-binary :all:`` for a package whose sources PyPI carries in a wheel only: NVIDIA's nvidia-cutlass wheel is
 CUTLASS's source tree under cutlass_library/source) into the user cache (flashsim.calibration.cache_root()/thirdparty)
 and checked against its pinned sha256 before anything reads it. ``tree(package)`` extracts the members the builds need
-(``keep``: path prefixes and suffixes) into the cache; ``stage(package, folder)`` writes the same members as a smaller
-archive with a manifest, for a machine without network (the GPU machine); ``tree(package, staged=folder)`` reads that
-back. Both give the same files, so the PTX built from either is the same.
+(``keep``: path prefixes and suffixes, or ``listed``: a committed list of the exact files) into the cache;
+``stage(package, folder)`` writes the same members as a smaller archive with a manifest, for a machine without network
+(the GPU machine); ``tree(package, staged=folder)`` reads that back. Both give the same files, so the PTX built from
+either is the same.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from functools import cache
 
 from flashsim import calibration
 
@@ -36,7 +38,9 @@ class Package:
     where ``nested``); ``build_isolation``: False where pip's metadata step needs this environment's packages
     (flash-attn's setup.py imports torch); ``pip_env``: variables pip's metadata step needs (flash-attn's setup.py
     looks for a CUDA toolkit unless told to skip its CUDA build, which a download never runs); ``wheel``: the
-    archive is a wheel (a zip), fetched as one."""
+    archive is a wheel (a zip), fetched as one; ``listed``: a file beside this module naming the exact members
+    (paths under root, one a line, # comments) the builds read, kept instead of ``keep`` where a package holds far
+    more than a build includes (FlashInfer's wheel: 101 MB, of which one kernel's build reads 2 MB compressed)."""
 
     name: str
     version: str
@@ -47,6 +51,7 @@ class Package:
     build_isolation: bool = True
     pip_env: tuple = ()
     wheel: bool = False
+    listed: str = ""
 
     @property
     def key(self) -> str:
@@ -82,6 +87,19 @@ PACKAGES = {
                 ("examples/cute/tutorial/hopper/", (".cu",), False),
             ),
             wheel=True,
+        ),
+        Package(
+            # FlashInfer's Hopper prefill (include/flashinfer/attention/hopper/), with the CUTLASS and CCCL headers
+            # its JIT builds with, as sources in its wheel (flashinfer/data/); only the headers nvcc reads for
+            # kernel/thirdparty/flashinfer_sm90_prefill.cu are kept
+            name="flashinfer-python",
+            version="0.7.4",
+            filename="flashinfer_python-0.7.4-py3-none-any.whl",
+            sha256="a051a62e09a2738e8b0de47a1944fd2f0f3eff01b728b662141ea660cb09dd32",
+            root="flashinfer/data",
+            keep=(),
+            wheel=True,
+            listed="flashinfer_headers.txt",
         ),
         Package(
             name="llama-cpp-python",
@@ -135,36 +153,48 @@ def archive(package: Package) -> pathlib.Path:
     return path
 
 
+@cache
+def listed_members(package: Package) -> frozenset:
+    """The members ``package.listed`` names (paths under the package root); empty where it names no list."""
+    if not package.listed:
+        return frozenset()
+    lines = (pathlib.Path(__file__).with_name(package.listed).read_text()).splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
 def _kept(package: Package, member: str) -> bool:
     prefix = package.root + "/"
     if not member.startswith(prefix):
         return False
     rel = member[len(prefix) :]
+    if package.listed:
+        return rel in listed_members(package)
     return any(
         rel.startswith(folder) and rel.endswith(suffixes) and (nested or "/" not in rel[len(folder) :])
         for folder, suffixes, nested in package.keep
     )
 
 
-def _members(source: pathlib.Path):
-    """(name, bytes) of each regular file of the tar.gz or wheel (zip) ``source``, in the archive's order."""
+def _members(source: pathlib.Path, wanted):
+    """(name, bytes) of each regular file of the tar.gz or wheel (zip) ``source`` whose name ``wanted`` accepts, in
+    the archive's order (the others are never decompressed)."""
     if zipfile.is_zipfile(source):
         with zipfile.ZipFile(source) as z:
             for info in z.infolist():
-                if not info.is_dir():
+                if not info.is_dir() and wanted(info.filename):
                     yield info.filename, z.read(info)
         return
     with tarfile.open(source, "r:gz") as tar:
         for m in tar.getmembers():
-            if m.isfile():
+            if m.isfile() and wanted(m.name):
                 yield m.name, tar.extractfile(m).read()
 
 
 def _kept_members(source: pathlib.Path, package: Package):
     """(path relative to the package root, bytes) of each kept file of ``source``."""
-    for name, data in _members(source):
-        if _kept(package, name) and ".." not in pathlib.PurePosixPath(name).parts:
-            yield name[len(package.root) + 1 :], data
+    wanted = lambda name: _kept(package, name) and ".." not in pathlib.PurePosixPath(name).parts  # noqa: E731
+    for name, data in _members(source, wanted):
+        yield name[len(package.root) + 1 :], data
 
 
 def _extract(source: pathlib.Path, package: Package, dest: pathlib.Path) -> list[str]:
@@ -179,16 +209,18 @@ def _extract(source: pathlib.Path, package: Package, dest: pathlib.Path) -> list
 
 
 def _fill(folder: pathlib.Path, package: Package, source: pathlib.Path, archive_sha256: str) -> pathlib.Path:
-    """Extract the kept members of the tar.gz ``source`` into ``folder``/<key> once (a marker holds the archive's
-    sha256, so a different archive re-extracts)."""
+    """Extract the kept members of the archive ``source`` into ``folder``/<key> once (a marker holds the archive's
+    sha256 and the hash of the listed members, so a different archive or list re-extracts)."""
     dest = folder / package.key
     marker = dest / ".flashsim-source"
-    if marker.is_file() and marker.read_text() == archive_sha256:
+    listed = sorted(listed_members(package))
+    stamp = archive_sha256 + ("\n" + hashlib.sha256("\n".join(listed).encode()).hexdigest() if listed else "")
+    if marker.is_file() and marker.read_text() == stamp:
         return dest
     if dest.exists():
         shutil.rmtree(dest)
     _extract(source, package, dest)
-    marker.write_text(archive_sha256)
+    marker.write_text(stamp)
     return dest
 
 

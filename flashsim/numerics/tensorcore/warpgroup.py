@@ -151,6 +151,8 @@ def _apply_scale_d(xp, c, scale_d):
     if isinstance(scale_d, (bool, np.bool_)):
         return c if scale_d else xp.zeros_like(c)
     mask = xp.asarray(scale_d, dtype=bool)
+    if isinstance(mask, np.ndarray) and mask.all():  # numpy, every accumulator kept: c itself (a traced mask: where)
+        return c
     return xp.where(xp.reshape(mask, tuple(mask.shape) + (1, 1)), c, xp.zeros_like(c))
 
 

@@ -126,13 +126,26 @@ def result_modifiers(r, f, ftz: bool, sat: bool = False, relu: bool = False):
     return r.astype(f.uint)
 
 
+# The numerics.ieee roundings that apply .ftz themselves (a subnormal operand read as zero, a result never
+# subnormal): around them the flushes of the inputs and of the result change nothing, and are not done again.
+_APPLY_FTZ = frozenset((ieee.add, ieee.sub, ieee.mul, ieee.fma, ieee.div, ieee.rcp, ieee.sqrt))
+
+
+def _compute(fn, f, mode: str, ftz: bool, sat: bool, relu: bool, *ys):
+    """fn(ys, f, mode, ftz=) with the input flush and the result modifiers (one lane of packed types)."""
+    if ftz and (fn in _APPLY_FTZ or getattr(fn, "applies_ftz", False)):
+        r = fn(*ys, f, mode, ftz=True)
+        return result_modifiers(r, f, False, sat, relu) if (sat or relu) else r
+    if ftz:
+        ys = [ieee.flush_subnormal(y, f) for y in ys]
+    return result_modifiers(fn(*ys, f, mode, ftz=ftz), f, ftz, sat, relu)
+
+
 def _apply(fn, t: str, f, mode: str, ftz: bool, sat: bool, relu: bool, *xs):
     """fn(xs, f, mode, ftz=) with the input flush and the result modifiers, lane-wise (packed halves apart)."""
 
     def compute(*ys):
-        if ftz:
-            ys = [ieee.flush_subnormal(y, f) for y in ys]
-        return result_modifiers(fn(*ys, f, mode, ftz=ftz), f, ftz, sat, relu)
+        return _compute(fn, f, mode, ftz, sat, relu, *ys)
 
     return lanewise(compute, t, *xs)
 
@@ -162,23 +175,18 @@ def _elementwise_run(dst: int, srcs, t: str, fn, f, mode: str, ftz: bool, sat: b
     return run
 
 
-def _arith(d: Decoded, t: str, fn, mode: str, srcs, ftz: bool, sat=False, relu=False, also=None):
+def _arith(d: Decoded, t: str, fn, mode: str, srcs, ftz: bool, sat=False, relu=False):
     """The op that writes fn(inputs, f, mode, ftz=) of type ``t`` rounded in ``mode``, with .ftz / .sat / .relu;
-    ``also(g)`` runs after the write (a fused product keeping its operands). Without ``also`` it is lane-wise
-    (flashsim.ptx.vectorize.ELEMENTWISE)."""
+    lane-wise (flashsim.ptx.vectorize.ELEMENTWISE) where it has a destination and one to three sources."""
     f, dst = FORMAT[t], d.dst(0)
-    if also is None and dst is not None and 1 <= len(srcs) <= 3:
+    if dst is not None and 1 <= len(srcs) <= 3:
         return d.op(_elementwise_run(dst, srcs, t, fn, f, mode, ftz, sat, relu), info=ELEMENTWISE)
 
     def compute(*xs):
-        if ftz:
-            xs = [ieee.flush_subnormal(x, f) for x in xs]
-        return result_modifiers(fn(*xs, f, mode, ftz=ftz), f, ftz, sat, relu)
+        return _compute(fn, f, mode, ftz, sat, relu, *xs)
 
     def run(g):
         g.write(dst, lanewise(compute, t, *(_read(g, s, t) for s in srcs)))
-        if also is not None:
-            also(g)
 
     return d.op(run)
 
@@ -215,16 +223,31 @@ def add_sub_mul(d: Decoded):
     a, b = _operand(d, 1, t), _operand(d, 2, t)
     if rnd is None and op != "mul" and d.key in d.prog.contraction:
         return _fused_add(d, t, a, b, ftz, sat)
-    also = None
     kept = d.prog.kept_operands(d.key, CONTAINER[t]) if rnd is None and op == "mul" else None
-    if kept is not None:  # a product ptxas fused into its add: the add reads its operands (.f32x2: never a candidate)
-
-        def also(g):
-            g.write(kept[0], g.R[a])
-            g.write(kept[1], g.R[b])
-
     fn = {"add": ieee.add, "sub": ieee.sub, "mul": ieee.mul}[op]
-    return _arith(d, t, fn, MODE[rnd or ".rn"], (a, b), ftz, sat, also=also)
+    dst = d.dst(0)
+    if kept is not None and dst is not None:
+        # a product ptxas fused into its add: the add reads its operands (.f32x2: never a candidate). The two kept
+        # slots are this op's registers (written here, read by the add), so that it stays lane-wise: the unrolled
+        # softmax's products and their fused adds stack (flashsim.ptx.vectorize) like any other
+        d.touched.update(kept)
+        d.written.update(kept)
+        return d.op(_kept_product_run(dst, a, b, kept, t, fn, FORMAT[t], MODE[".rn"], ftz, sat), info=ELEMENTWISE)
+    return _arith(d, t, fn, MODE[rnd or ".rn"], (a, b), ftz, sat)
+
+
+def _kept_product_run(dst: int, a: int, b: int, kept: tuple, t: str, fn, f, mode: str, ftz: bool, sat: bool):
+    """``run`` of a product whose operands a fused add reads: the product, and its operands as they were before it
+    wrote (its destination may be one of them) into the kept slots."""
+    k0, k1 = kept
+
+    def run(g):
+        x, y = g.R[a], g.R[b]
+        g.write(dst, _apply(fn, t, f, mode, ftz, sat, False, _read(g, a, t), _read(g, b, t)))
+        g.write(k0, x)
+        g.write(k1, y)
+
+    return run
 
 
 def _fused_add(d: Decoded, t: str, a: int, b: int, ftz: bool, sat: bool):
@@ -235,16 +258,25 @@ def _fused_add(d: Decoded, t: str, a: int, b: int, ftz: bool, sat: bool):
     mul_dst = d.fn.body[product].operands[0].name
     first = isinstance(d.operands[1], Reg) and d.operands[1].name == mul_dst
     x, y = d.prog.kept_operands((d.fn.name, product), CONTAINER[t])
+    d.touched.update((x, y))  # read here, written by the product (its registers too: the order between them)
     c = b if first else a
     negate_c = d.ins.opcode == "sub" and first
     negate_p = d.ins.opcode == "sub" and not first
-    sign = np.uint64(FORMAT[t].sign_mask)
+    return _arith(d, t, _fused_fn(negate_p, negate_c, FORMAT[t].sign_mask), "rne", (x, y, c), ftz, sat)
+
+
+@functools.cache
+def _fused_fn(negate_p: bool, negate_c: bool, sign_mask: int):
+    """The numerics of a fused add: fma of the product's operands and the addend, the product or the addend negated
+    by the FMA's operand negation. One function per form, so that the fused adds of a block stack."""
+    sign = np.uint64(sign_mask)
 
     def fused(xv, yv, cv, f, mode, ftz=False):
         xv, cv = np.asarray(xv).astype(np.uint64), np.asarray(cv).astype(np.uint64)
         return ieee.fma(xv ^ sign if negate_p else xv, yv, cv ^ sign if negate_c else cv, f, mode, ftz)
 
-    return _arith(d, t, fused, "rne", (x, y, c), ftz, sat)
+    fused.applies_ftz = True  # ieee.fma's .ftz rule
+    return fused
 
 
 _MIXED_TYPES = ((".f32", ".f16"), (".f32", ".bf16"))

@@ -183,18 +183,45 @@ class WgmmaUnit:
 
     def pending_words(self, wgs, slots, words) -> None:
         """Overlay, on ``words`` (G, 128, len(slots)) read from the registers, the results of earlier wgmmas in
-        flight on the same warpgroups and registers (chained accumulators): the last one issued wins."""
+        flight on the same warpgroups and registers (chained accumulators): the last one issued wins. The records
+        are taken newest first and each (warpgroup, register) once, so a chain of n wgmmas on one accumulator costs
+        one copy per wgmma, not n: the newest record already holds the chain's result."""
         col = {s: k for k, s in enumerate(slots)}
-        for rec in self.records:
+        done = np.zeros((len(wgs), len(slots)), bool)  # (warpgroup row, slot column) already overlaid
+        for rec in reversed(self.records):
             shared = [(col[s], j) for j, s in enumerate(rec.d) if s in col]
             if not shared:
                 continue
             rows_new, rows_rec = _match(wgs, rec.wgs)
-            if rows_new.size:
-                dst, src = (list(x) for x in zip(*shared))
-                part = words[rows_new]
-                part[:, :, dst] = rec.words[rows_rec][:, :, src]
-                words[rows_new] = part
+            if not rows_new.size:
+                continue
+            dst, src = (np.array(x) for x in zip(*shared))
+            need = ~done[np.ix_(rows_new, dst)]  # (rows, columns) no newer record set
+            if not need.any():
+                continue
+            part = words[rows_new]
+            new = rec.words[rows_rec][:, :, src]
+            part[:, :, dst] = new if need.all() else np.where(need[:, None, :], new, part[:, :, dst])
+            words[rows_new] = part
+            done[np.ix_(rows_new, dst)] = True
+            if done.all():
+                break
+
+    def chained_words(self, wgs, slots):
+        """The accumulator words (G, 128, len(slots)) of the newest wgmma in flight on ``wgs`` that writes ``slots``,
+        when that one wgmma writes exactly ``slots`` on every one of ``wgs`` (a chain's next link: what the registers
+        will hold at the wait); None otherwise (the registers and pending_words say it)."""
+        slots, wanted = tuple(slots), set(slots)
+        for rec in reversed(self.records):
+            rows_new, rows_rec = _match(wgs, rec.wgs)
+            if not rows_new.size or wanted.isdisjoint(rec.d):
+                continue
+            if rec.d != slots or rows_new.size != len(wgs):
+                return None
+            out = np.empty((len(wgs),) + rec.words.shape[1:], rec.words.dtype)
+            out[rows_new] = rec.words[rows_rec]
+            return out
+        return None
 
     def commit(self, wgs) -> None:
         self.committed[wgs] += 1
@@ -203,18 +230,31 @@ class WgmmaUnit:
         """Write the results of the wgmmas in flight on ``wgs`` to their registers: of every group but the ``keep``
         most recent committed ones (wait_group ``keep``), or all of them, committed or not (``keep`` None)."""
         limit = None if keep is None else self.committed - keep
-        left = []
+        left, finished = [], []
         for rec in self.records:
             rows, _ = _match(rec.wgs, wgs)
             if keep is not None and rows.size:
                 rows = rows[rec.group[rows] < limit[rec.wgs[rows]]]
             if rows.size:
-                _write(self.m, rec.d, rec.threads[rows], rec.words[rows])
-                if self.m.sanitizer is not None:  # the reads may happen until now: a store since the issue races
-                    for addr, eb in rec.reads:
-                        _sanitize_reads(self.m, rec.threads[rows], addr[rows], eb, self.m.current_pc, proxy=False)
+                finished.append((rec, rows))
             if rows.size < rec.wgs.size:
                 left.append(rec.rows(np.setdiff1d(np.arange(rec.wgs.size), rows)))
+        # in issue order, as the unit retires them, but leaving out a warpgroup's words that a newer record finishing
+        # now overwrites in full (a chain of wgmmas on one accumulator writes its registers once, not once per link)
+        written: dict = {}  # warpgroup -> register slots newer finishing records write
+        live = []
+        for rec, rows in reversed(finished):
+            d = set(rec.d)
+            live.append(rows[[not d <= written.get(int(w), set()) for w in rec.wgs[rows]]])
+            for w in rec.wgs[rows]:
+                written.setdefault(int(w), set()).update(d)
+        for (rec, _rows), rows in zip(finished, reversed(live)):
+            if rows.size:
+                _write(self.m, rec.d, rec.threads[rows], rec.words[rows])
+        if self.m.sanitizer is not None:  # the reads may happen until now: a store since the issue races
+            for rec, rows in finished:
+                for addr, eb in rec.reads:
+                    _sanitize_reads(self.m, rec.threads[rows], addr[rows], eb, self.m.current_pc, proxy=False)
         self.records = left
         self.busy = {s for rec in left for s in (*rec.d, *rec.a)}
         if not left and not self.checking:
@@ -328,17 +368,32 @@ def _line(m, pc: int) -> str:
 
 def _gather(m, slots, threads) -> np.ndarray:
     """(G, 128, len(slots)) uint32: the registers ``slots`` of ``threads`` (G, 128)."""
+    values = [np.asarray(m.R[s]) for s in slots]
+    if all(v.shape == (m.T,) for v in values):  # the usual case: one stack, one gather
+        return np.stack(values, axis=-1).astype(np.uint32, copy=False)[threads]
     out = np.empty(threads.shape + (len(slots),), np.uint32)
-    for k, s in enumerate(slots):
-        out[..., k] = np.broadcast_to(np.asarray(m.R[s]), (m.T,))[threads]
+    for k, v in enumerate(values):
+        out[..., k] = np.broadcast_to(v, (m.T,))[threads]
     return out
 
 
 def _write(m, slots, threads, words) -> None:
-    """Registers ``slots`` of ``threads`` (G, 128) := ``words`` (G, 128, len(slots)) (a new array per register:
-    registers are never written in place)."""
+    """Registers ``slots`` of ``threads`` (G, 128) := ``words`` (G, 128, len(slots)) (new arrays: registers are
+    never written in place)."""
     idx = threads.reshape(-1)
     every = idx.size == m.T and bool((idx == np.arange(m.T)).all())
+    dtypes = {m.dtypes[s] for s in slots}
+    if len(dtypes) == 1:  # one (slots, threads) array written at once; each register a row of it (never mutated)
+        dt = dtypes.pop()
+        columns = np.ascontiguousarray(words.reshape(-1, len(slots)).T, dtype=dt)
+        if every:
+            base = columns
+        else:
+            base = np.stack([np.broadcast_to(np.asarray(m.R[s]), (m.T,)) for s in slots]).astype(dt, copy=False)
+            base[:, idx] = columns
+        for k, s in enumerate(slots):
+            m.R[s] = base[k]
+        return
     for k, s in enumerate(slots):
         if every:
             m.R[s] = np.ascontiguousarray(words[..., k].reshape(-1)).astype(m.dtypes[s], copy=False)
@@ -584,9 +639,14 @@ def _mma_async(d: Decoded):
             for addr, eb in reads:
                 _sanitize_reads(m, threads, addr, eb, pc)
         scale_d = _uniform(m, scale_d_slot, threads, "scale-d predicate", pc).astype(bool)
-        c_words = _gather(m, d_slots, threads)
-        u.pending_words(wgs, d_slots, c_words)
-        c = WL.warpgroup_scatter(c_words, d_map, c_dtype)
+        if not scale_d.any():  # D = A B: the accumulator is not read (zeros stand for it)
+            c = np.zeros((G, 64, n), c_dtype)
+        else:
+            c_words = u.chained_words(wgs, d_slots)
+            if c_words is None:
+                c_words = _gather(m, d_slots, threads)
+                u.pending_words(wgs, d_slots, c_words)
+            c = WL.warpgroup_scatter(c_words, d_map, c_dtype)
         out = _model()(
             np.ascontiguousarray(a),
             np.ascontiguousarray(b),
