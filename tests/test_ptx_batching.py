@@ -80,3 +80,44 @@ def test_flash_fwd_batched_stacked_and_one_at_a_time(options):
     _same(outs)
     o_ref, lse_ref = flashsim.attention(q, k, v, **options, check_overflow=False)
     assert np.array_equal(outs[0][0].view(np.uint16), o_ref.view(np.uint16))
+
+
+ALIASED = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry aliased(.param .u64 out)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    add.u32 %r2, %r1, 7;
+    add.u32 %r3, %r1, %r1;
+    add.u32 %r4, %r1, %r2;
+    add.u32 %r5, %r2, %r2;
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r1, 16;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.v2.u32 [%rd3], {%r3, %r4};
+    st.global.u32 [%rd3+8], %r5;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("stack", [True, False])
+def test_stacked_ops_keep_their_register_aliasing(stack):
+    """add %r3, %r1, %r1 and add %r4, %r1, %r2 are not congruent (one register read twice against two): they run
+    apart, while add %r5, %r2, %r2 stacks with the first; the results are the same stacked or not."""
+    kernel = P.load(ALIASED).kernel("aliased")
+    prog = kernel.program
+    if not stack:
+        prog.schedule = None
+    else:
+        groups = [i for items in prog.schedule.items.values() for i in items if isinstance(i, tuple)]
+        names = [[prog.ops[pc] for pc in g] for g in groups]
+        assert any(len(g) == 2 and {op.line for op in g} == {11, 13} for g in names)
+    out = np.zeros((32, 4), np.uint32)
+    P.launch(kernel, 1, 32, [out])
+    t = np.arange(32, dtype=np.uint32)
+    assert np.array_equal(out[:, :3], np.stack([2 * t, 2 * t + 7, 2 * (t + 7)], axis=1))

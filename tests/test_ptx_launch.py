@@ -395,6 +395,59 @@ def test_trace_in_a_loop_gives_one_row_per_visit():
     assert out.tolist() == [sum(range(t)) for t in range(8)]
 
 
+SHUFFLE = (
+    HEADER
+    + """
+.visible .entry rotate(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    mul.lo.u32 %r2, %r1, 10;
+    setp.lt.u32 %p1, %r1, 16;
+    @%p1 bra LATE;
+    add.u32 %r2, %r2, 1;
+LATE:
+    add.u32 %r3, %r1, 1;
+    and.b32 %r3, %r3, 31;
+    shfl.sync.idx.b32 %r2, %r2, %r3, 31, -1;
+    add.u32 %r2, %r2, 0;
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+)
+
+
+def test_trace_before_and_after_an_instruction():
+    """when="both": a row before and a row after each visit, the after-row holding the instruction's result (here a
+    warp-synchronous shuffle after a divergent branch: each lane's value before, its neighbour's after)."""
+    kernel = P.load(SHUFFLE).kernel("rotate")
+    line = line_of(SHUFFLE, "shfl.sync")
+    mine_before = (np.arange(32) * 10 + (np.arange(32) >= 16)).astype(np.uint32)
+    out = np.zeros(32, np.uint32)
+    trace = Trace(["%r2"], lines=[line], when="both")
+    P.launch(kernel, 1, 32, [out], trace=trace)
+    rec = trace.records
+    before, after = rec[~rec["after"]], rec[rec["after"]]
+    assert sorted(after["thread"][:, 0].tolist()) == list(range(32)) and len(before) == 32
+    assert np.array_equal(out, np.roll(mine_before, -1))
+    for t in range(32):
+        mine = rec[rec["thread"][:, 0] == t]
+        assert mine["after"].tolist() == [False, True]
+        assert mine["%r2"].tolist() == [mine_before[t], out[t]]
+    only_after = Trace(["%r2"], lines=[line], when="after")
+    P.launch(kernel, 1, 32, [np.zeros(32, np.uint32)], trace=only_after)
+    assert only_after.records["after"].all() and len(only_after) == 32
+    assert "when" in trace.table().split("\n")[0] and "after" in trace.table()
+    with pytest.raises(ValueError, match="when is one of"):
+        Trace(["%r2"], lines=[line], when="during")
+
+
 @pytest.mark.nvrtc
 def test_trace_by_cuda_source_line():
     source = (

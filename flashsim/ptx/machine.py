@@ -329,9 +329,12 @@ class Machine:
             if type(item) is not int:  # congruent lane-wise ops, run once stacked (flashsim.ptx.vectorize)
                 vectorize.run_group(g, prog, item, self._group_slots)
                 continue
-            if trace is not None and pc in trace.pcs:
+            traced = trace is not None and pc in trace.pcs
+            if traced and trace.before:
                 trace.record(self, g, pc, before=True)
             ops[pc].run(g)
+            if traced and trace.after:
+                trace.record(self, g, pc, before=False)
             if sanitizer is not None:
                 sanitizer.executed(g, pc)
             if g.mask is not None and not g.mask.any():  # every lane stopped (a barrier, an exit, a wait)

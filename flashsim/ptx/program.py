@@ -42,6 +42,7 @@ DTYPE_OF_BITS = {
     16: np.dtype(np.uint16),
     32: np.dtype(np.uint32),
     64: np.dtype(np.uint64),
+    128: np.dtype("V16"),  # a .b128 register: 16 opaque bytes (lane 0's byte 0 the lowest), moved, loaded, stored whole
 }
 
 # Generic address windows (the simulated GPU's address map, documented in docs/ptx.md): global buffers at their

@@ -40,7 +40,7 @@ does not lie inside ``array`` (nothing is ever read or written outside the given
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,7 +54,12 @@ VERSION = 1
 SIZE = 128
 
 # CUtensorMapDataType (cuda.h) -> PTX .elemtype code (PTX ISA, tensormap.replace's new_val table: the two differ from
-# FLOAT64 on). The packed sub-byte types (13-15) are sm_100's and are refused.
+# FLOAT64 on). The packed sub-byte types of sm_100 / sm_120 (13-15; cuda.h: "16 x U4" / "16 x U6" values, dim 0
+# counting the values): 16U4_ALIGN8B (PTX .b4x16) packs two 4-bit values per byte alike in global and shared memory
+# (CUTLASS's sm120 FP4 GEMMs load A and B so); 16U4_ALIGN16B (.b4x16_p64) and 16U6_ALIGN16B (.b6x16_p32) copy each
+# group of 16 values (8 / 12 bytes in global memory) into 16 bytes of shared memory, leaving an 8 / 4-byte gap
+# after it (what ldmatrix .b4x16_p64 / .b6x16_p32 read: CUTLASS's mxf8f6f4 GEMMs load FP4 / FP6 operands so).
+# ``TensorMap.bytewise`` is the map the copy unit runs: bytes, or 16-value groups.
 DATA_TYPES = {
     "UINT8": (0, 0),
     "UINT16": (1, 1),
@@ -69,10 +74,20 @@ DATA_TYPES = {
     "FLOAT32_FTZ": (10, 8),
     "TFLOAT32": (11, 11),
     "TFLOAT32_FTZ": (12, 12),
+    "16U4_ALIGN8B": (13, 13),
+    "16U4_ALIGN16B": (14, 14),
+    "16U6_ALIGN16B": (15, 15),
 }
+PACKED_4BIT = frozenset({13})  # PTX .elemtype codes of two elements per byte, packed alike in global and shared
+# PTX .elemtype codes of 16-value groups padded in shared memory: (bytes of a group in global memory, in shared)
+PADDED_GROUPS = {14: (8, 16), 15: (12, 16)}
+GROUP = 16  # values per group of the padded types
+# the gap after each group in shared memory: cuda.h leaves its contents unstated; flashsim writes zeros there (no
+# instruction that reads such a tile, ldmatrix .b4x16_p64 / .b6x16_p32, reads the gap)
+GAP_FILL = 0
 _PTX_SIZE = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 4, 9: 8, 10: 2, 11: 4, 12: 4}
 _PTX_NAME = {0: "u8", 1: "u16", 2: "u32", 3: "s32", 4: "u64", 5: "s64", 6: "f16", 7: "f32", 8: "f32.ftz", 9: "f64"}
-_PTX_NAME.update({10: "bf16", 11: "tf32", 12: "tf32.ftz"})
+_PTX_NAME.update({10: "bf16", 11: "tf32", 12: "tf32.ftz", 13: "b4x16", 14: "b4x16_p64", 15: "b6x16_p32"})
 FLOATING = frozenset({6, 7, 8, 9, 10, 11, 12})
 # The OOB-NaN of each floating element size, as the H100 writes it (tests/data/ptx_tma/tma_sm90.npz: the f32, f16
 # and bf16 NaN-fill cases): the halfword 0x7FF7 repeated over the element, whatever its type (0x7FF7 is a NaN of
@@ -117,10 +132,53 @@ class TensorMap:
     swizzle_atomicity: int = 0
     fill: int = 0
     l2_promotion: int = 0
+    grouped: bool = False  # a padded map's copy-unit view: dim 0 counts 16-value groups (``bytewise``)
 
     @property
     def element_size(self) -> int:
+        """Bytes of an element in shared memory (a padded map's group: 16)."""
+        if self.elemtype in PADDED_GROUPS and self.grouped:
+            return PADDED_GROUPS[self.elemtype][1]
+        if self.elemtype in PACKED_4BIT or self.elemtype in PADDED_GROUPS:
+            raise ValueError("a packed sub-byte tensor map has no whole-byte elements: copy through its bytewise() map")
         return _PTX_SIZE[self.elemtype]
+
+    @property
+    def global_element_size(self) -> int:
+        """Bytes of an element in global memory (a padded map's group: 8 or 12)."""
+        if self.elemtype in PADDED_GROUPS and self.grouped:
+            return PADDED_GROUPS[self.elemtype][0]
+        return self.element_size
+
+    @property
+    def _per_unit(self) -> int:
+        """Values of the map per element of its bytewise view along dim 0."""
+        return 2 if self.elemtype in PACKED_4BIT else GROUP if self.elemtype in PADDED_GROUPS else 1
+
+    def bytewise(self) -> TensorMap:
+        """The map the copy unit runs: a 16U4_ALIGN8B map as the UINT8 map of its bytes (dim 0's extent and box
+        halved), a padded map with dim 0 in 16-value groups (``grouped``; ``element_size`` 16 bytes in shared memory,
+        ``global_element_size`` 8 or 12 in global memory); any other map itself. A coordinate along dim 0 converts
+        with ``byte_coordinate``."""
+        k = self._per_unit
+        if k == 1 or self.grouped:
+            return self
+        return replace(
+            self,
+            elemtype=0 if self.elemtype in PACKED_4BIT else self.elemtype,
+            grouped=self.elemtype in PADDED_GROUPS,
+            global_dim=(self.global_dim[0] // k, *self.global_dim[1:]),
+            box_dim=(self.box_dim[0] // k, *self.box_dim[1:]),
+        )
+
+    def byte_coordinate(self, c0: int) -> int:
+        """Dim 0's coordinate ``c0`` (in values) in the bytewise map; ValueError for one inside a byte (a packed 4-bit
+        map's odd one) or a group (a padded map's one off a multiple of 16)."""
+        k = 1 if self.grouped else self._per_unit
+        if c0 % k:
+            what = "odd (mid-byte)" if k == 2 else f"not a multiple of {k} (inside a group of the padded type)"
+            raise ValueError(f"the innermost coordinate {c0} of a packed {self.type_name} tensor map is {what}")
+        return c0 // k
 
     @property
     def type_name(self) -> str:
@@ -281,8 +339,7 @@ def tensor_map_tiled(
     dt = _enum(data_type, cuda_types, "data_type")
     to_ptx = {c: p for c, p in DATA_TYPES.values()}
     if dt not in to_ptx:
-        why = "the packed sub-byte types are sm_100's" if dt in (13, 14, 15) else "not a CUtensorMapDataType"
-        raise ValueError(f"data_type {dt}: {why}")
+        raise ValueError(f"data_type {dt}: not a CUtensorMapDataType")
     try:
         rank = len(global_dim)
     except TypeError:
@@ -313,20 +370,44 @@ def tensor_map_tiled(
     # the region must lie in the array's buffer: its last element's byte is the sum of (dim - 1) * stride
     root = _root(array)
     start, end = address(root), address(root) + root.nbytes
-    last = tm.global_address + (dims[0] - 1) * tm.element_size + sum((d - 1) * s for d, s in zip(dims[1:], strides))
-    if not (start <= tm.global_address and last + tm.element_size <= end):
+    tb = tm.bytewise()
+    last = tb.global_address + (tb.global_dim[0] - 1) * tb.global_element_size
+    last += sum((d - 1) * s for d, s in zip(dims[1:], strides))
+    if not (start <= tm.global_address and last + tb.global_element_size <= end):
+        ends = last + tb.global_element_size - tm.global_address
         raise ValueError(
-            f"global_dim / global_strides: the region ends {last + tm.element_size - tm.global_address} bytes after "
+            f"global_dim / global_strides: the region ends {ends} bytes after "
             f"the array's start, past the {end - tm.global_address} bytes of its buffer from there"
         )
     return tm
 
 
 def _validate(tm: TensorMap) -> None:
+    if tm.elemtype in PACKED_4BIT and not tm.grouped:
+        # cuda.h: globalDim[0] a multiple of 2; the box whole bytes too (the byte map's rules below check the rest)
+        for name, n in (("global_dim[0]", tm.global_dim[0]), ("box_dim[0]", tm.box_dim[0])):
+            if n % 2:
+                raise ValueError(f"{name} = {n}: a packed 4-bit map (16U4_ALIGN8B) counts whole bytes of 2 elements")
+        tm = tm.bytewise()
+    elif tm.elemtype in PADDED_GROUPS and not tm.grouped:
+        # cuda.h (CUDA 13): a 32-byte aligned address, globalDim[0] a multiple of 128, strides multiples of 32,
+        # boxDim[0] 128, no interleave, loads with SWIZZLE_NONE or _128B (or the sm_100 128B_ATOM_32B, refused here)
+        name = _PTX_NAME[tm.elemtype]
+        rules = (
+            (tm.global_address % 32 == 0, f"global address {tm.global_address:#x}: must be 32-byte aligned"),
+            (tm.global_dim[0] % 128 == 0, f"global_dim[0] = {tm.global_dim[0]}: must be a multiple of 128"),
+            (all(st % 32 == 0 for st in tm.global_strides), f"global_strides {tm.global_strides}: multiples of 32"),
+            (tm.box_dim[0] == 128, f"box_dim[0] = {tm.box_dim[0]}: must be 128"),
+            (tm.interleave == 0, "interleave: must be NONE"),
+            (tm.swizzle in (0, 3), f"swizzle {tm.swizzle}: must be NONE or 128B"),
+        )
+        for ok, why in rules:
+            if not ok:
+                raise ValueError(f"a padded {name} map (16U{4 if tm.elemtype == 14 else 6}_ALIGN16B): {why}")
+        tm = tm.bytewise()
     rank = tm.rank
-    if tm.elemtype not in _PTX_SIZE:
-        why = "packed sub-byte types are sm_100's" if tm.elemtype in (13, 14, 15) else "not a PTX .elemtype code"
-        raise ValueError(f"data_type (PTX .elemtype {tm.elemtype}): {why}")
+    if tm.elemtype not in _PTX_SIZE and not tm.grouped:
+        raise ValueError(f"data_type (PTX .elemtype {tm.elemtype}): not a PTX .elemtype code")
     if tm.interleave not in (0, 1, 2):
         raise ValueError(f"interleave {tm.interleave}: must be NONE (0), 16B (1) or 32B (2)")
     if tm.swizzle not in (0, 1, 2, 3):

@@ -5,6 +5,11 @@
     report.trace.records        # numpy structured array, one row per thread per visit
     print(report.trace.table())  # the same as text, each register shown as its declared type
 
+When: ``when="before"`` (the default) records the registers just before the instruction runs; ``"after"`` just
+after it ran, for the lanes that ran it (a warp-synchronous instruction: once its warp ran it; lanes that wait there
+are recorded when they run it); ``"both"`` records a row before and a row after, the ``after`` column telling them
+apart: an instruction's inputs and its result from one launch (an mma's fragments, scales and d).
+
 Where: ``lines`` PTX lines (the instruction that starts on the line), ``pcs`` program counters (indices into
 ``kernel.program.ops``), ``source_lines`` CUDA source lines from the PTX's ``.loc`` (an int for a line of any file,
 or "file.cu:120", the file matched by the end of its path); a source line is recorded before the first instruction
@@ -16,8 +21,9 @@ carries no C++ variable names, so a C++ variable is reached through the register
 thread``) or a pair (block, thread), each an int (linear) or an (x, y, z) tuple.
 
 A record is a row of ``records``: ``seq`` (the order of recording), ``pc``, ``line`` (PTX), ``source`` ("file:line" or
-""), ``block`` and ``thread`` ((x, y, z) each), then one column per register holding its bits (unsigned of its width;
-bool for a predicate). Recording stops after ``limit`` rows, and ``truncated`` says so.
+""), ``block`` and ``thread`` ((x, y, z) each), ``after`` (False: before the instruction), then one column per
+register holding its bits (unsigned of its width; bool for a predicate). Recording stops after ``limit`` rows, and
+``truncated`` says so.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import numpy as np
 __all__ = ["Trace"]
 
 _FLOAT_VIEWS = {".f16": np.float16, ".f32": np.float32, ".f64": np.float64}
-_FIXED = ("seq", "pc", "line", "source", "block", "thread")
+_FIXED = ("seq", "pc", "line", "source", "block", "thread", "after")
+_WHEN = ("before", "after", "both")
 
 
 def _dims3(value, what: str) -> tuple[int, int, int]:
@@ -42,7 +49,9 @@ def _dims3(value, what: str) -> tuple[int, int, int]:
 class Trace:
     """What to record in a launch (the module docstring) and, once it ran, ``records`` and ``table()``."""
 
-    def __init__(self, registers, *, lines=(), pcs=(), source_lines=(), threads=None, limit: int = 1_000_000):
+    def __init__(
+        self, registers, *, lines=(), pcs=(), source_lines=(), threads=None, limit: int = 1_000_000, when="before"
+    ):
         if isinstance(registers, str):
             registers = [registers]
         self.registers = [str(r) for r in registers]
@@ -58,6 +67,11 @@ class Trace:
         self.source_lines = list(source_lines)
         if not (self.lines or self.wanted_pcs or self.source_lines):
             raise ValueError("a Trace needs lines=, pcs= or source_lines= to say where to record")
+        if when not in _WHEN:
+            raise ValueError(f"a Trace's when is one of {', '.join(_WHEN)}, got {when!r}")
+        self.when = when
+        self.before = when in ("before", "both")
+        self.after = when in ("after", "both")
         self.threads = None if threads is None else list(threads)
         self.limit = int(limit)
         self.pcs: frozenset = frozenset()
@@ -108,6 +122,7 @@ class Trace:
                 ("source", f"U{width}"),
                 ("block", np.int64, (3,)),
                 ("thread", np.int64, (3,)),
+                ("after", np.bool_),
             ]
             + [(name, dt) for name, dt in zip(self.registers, dtypes)]
         )
@@ -198,13 +213,14 @@ class Trace:
         self._offset = launch_wide  # wave thread -> launch-wide thread
         self._wave = None if self._global is None else np.flatnonzero(np.isin(launch_wide, self._global))
 
-    # -- recording: the machine calls record before it runs a PC of ``pcs`` ------------------------------------
+    # -- recording: the machine calls record before (and after) it runs a PC of ``pcs`` --------------------------
 
     def record(self, machine, g, pc: int, before: bool = True) -> None:
-        """Record the registers of the running lanes of group ``g`` that are chosen threads, before PC ``pc``."""
+        """Record the registers of the running lanes of group ``g`` that are chosen threads, before PC ``pc`` runs,
+        or with ``before`` False after it ran (the lanes still running and not waiting there: those that ran it)."""
         if self.truncated:
             return
-        active = g.active()
+        active = g.active() if before else g.active() & (machine.wait == 0)
         idx = np.flatnonzero(active) if self._wave is None else self._wave[active[self._wave]]
         if idx.size == 0:
             return
@@ -214,7 +230,7 @@ class Trace:
         T = machine.T
         cols = [np.broadcast_to(np.asarray(machine.R[s]), (T,))[idx].copy() for s in self._slots[pc]]
         where = idx + self._offset if type(self._offset) is int else self._offset[idx]
-        self._chunks.append((pc, where, cols))
+        self._chunks.append((pc, where, cols, not before))
         self._rows += idx.size
 
     def absorb(self, chunks, rows: int, truncated: bool) -> None:
@@ -243,7 +259,7 @@ class Trace:
         at = 0
         gx, gy = self._grid[0], self._grid[1]
         bx, by = self._block[0], self._block[1]
-        for pc, threads, cols in self._chunks:
+        for pc, threads, cols, after in self._chunks:
             rows = out[at : at + threads.size]
             rows["pc"] = pc
             rows["line"] = self._prog.ops[pc].line
@@ -251,6 +267,7 @@ class Trace:
             b, t = threads // self._bt, threads % self._bt
             rows["block"] = np.stack([b % gx, (b // gx) % gy, b // (gx * gy)], axis=1)
             rows["thread"] = np.stack([t % bx, (t // bx) % by, t // (bx * by)], axis=1)
+            rows["after"] = after
             for name, values in zip(self.registers, cols):
                 rows[name] = values
             at += threads.size
@@ -269,10 +286,13 @@ class Trace:
     def table(self, max_rows: int = 50) -> str:
         """The records as text: one row each, every register in hex, a float register with its value too."""
         rec = self.records
-        head = ["seq", "line", "source", "block", "thread", *self.registers]
+        both = self.when == "both"
+        head = ["seq", "line", "source", "block", "thread", *(["when"] if both else []), *self.registers]
         rows = []
         for r in rec[:max_rows]:
             cells = [str(r["seq"]), str(r["line"]), r["source"] or "-", _xyz(r["block"]), _xyz(r["thread"])]
+            if both:
+                cells.append("after" if r["after"] else "before")
             for name, declared in zip(self.registers, self._types):
                 cells.append(_cell(r[name], declared))
             rows.append(cells)
@@ -297,6 +317,8 @@ def _xyz(v) -> str:
 def _cell(value, declared: str) -> str:
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
+    if np.asarray(value).dtype.kind == "V":  # a .b128 register: its 16 bytes as one little-endian number
+        return f"0x{int.from_bytes(bytes(value), 'little'):032x}"
     bits = int(value)
     width = value.dtype.itemsize * 2
     view = _FLOAT_VIEWS.get(declared)

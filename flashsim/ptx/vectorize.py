@@ -40,17 +40,20 @@ ELEMENTWISE = _Elementwise()
 
 def _key(op):
     """(the congruence key, the closure's slot cells) of an ELEMENTWISE op, or None when its closure cannot be read.
-    A cell is a slot when it holds an int (not a bool) among the op's registers."""
+    A cell is a slot when it holds an int (not a bool) among the op's registers. The key records which slot cells
+    hold the same register (``add %r1, %r2, %r2`` is not congruent with ``add %r1, %r2, %r3``: stacked, their
+    cells would map one slot to two columns)."""
     fn = op.run
     cells = fn.__closure__ or ()
     parts, slots = [fn.__code__], []
+    first_cell: dict[int, int] = {}
     for i, cell in enumerate(cells):
         try:
             v = cell.cell_contents
         except ValueError:
             return None
         if type(v) is int and v in op.regs:
-            parts.append((i, "slot"))
+            parts.append((i, "slot", first_cell.setdefault(v, i)))
             slots.append(i)
             continue
         try:

@@ -26,18 +26,18 @@ __all__ = ["ARCH", "build_program", "build_with_ptx", "run_program", "kept_ptx"]
 ARCH = "sm_90a"  # wgmma, setmaxnreg and multicast TMA are sm_90a's
 
 
-def _command(unit: str, tree: pathlib.Path, includes, flags, out: pathlib.Path, keep) -> list[str]:
+def _command(unit: str, tree: pathlib.Path, includes, flags, out: pathlib.Path, keep, arch: str) -> list[str]:
     # the shims first, as build.build_ptx puts them: the program embeds the PTX that build would give
     incs = [f"-I{build.shim_folder()}"] + [f"-I{tree / inc}" for inc in includes]
-    cmd = [cuda_tool("nvcc"), f"-arch={ARCH}", *flags, *incs, str(kernel_path(unit)), str(hostshim.SHIM_SOURCE)]
+    cmd = [cuda_tool("nvcc"), f"-arch={arch}", *flags, *incs, str(kernel_path(unit)), str(hostshim.SHIM_SOURCE)]
     cmd += ["-o", str(out), "-ldl"]
     return cmd + (["--keep", "--keep-dir", str(keep)] if keep is not None else [])
 
 
-def _cache_path(spec) -> pathlib.Path:
+def _cache_path(spec, arch: str = ARCH) -> pathlib.Path:
     package = packages.PACKAGES[spec.package]
     h = hashlib.sha256()
-    for part in (build.nvcc_version(), ARCH, repr(tuple(spec.flags)), repr(tuple(spec.includes)), package.sha256):
+    for part in (build.nvcc_version(), arch, repr(tuple(spec.flags)), repr(tuple(spec.includes)), package.sha256):
         h.update(part.encode() + b"\0")
     h.update(kernel_path(spec.unit).read_bytes() + b"\0" + hostshim.SHIM_SOURCE.read_bytes())
     for shim in sorted(build.shim_folder().rglob("*.h*")):
@@ -46,23 +46,25 @@ def _cache_path(spec) -> pathlib.Path:
     return packages.cache_folder() / "host" / f"{stem}-{h.hexdigest()[:24]}"
 
 
-def _build(spec, staged, keep, out: pathlib.Path) -> None:
+def _build(spec, staged, keep, out: pathlib.Path, arch: str) -> None:
     tree = packages.tree(packages.PACKAGES[spec.package], staged)
-    cmd = _command(spec.unit, tree, spec.includes, spec.flags, out, keep)
+    cmd = _command(spec.unit, tree, spec.includes, spec.flags, out, keep, arch)
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=out.parent)
     if done.returncode != 0 or not out.is_file():
         raise RuntimeError(f"nvcc failed on {spec.unit}:\n{' '.join(cmd)}\n{done.stderr.strip()}")
 
 
-def build_program(spec, staged: pathlib.Path | None = None, keep: pathlib.Path | None = None) -> pathlib.Path:
-    """The program of ``spec`` (package, unit, includes, flags), built from the pinned package (or the copy staged in
-    ``staged``); RuntimeError with nvcc's log if it fails."""
-    cached = _cache_path(spec)
+def build_program(
+    spec, staged: pathlib.Path | None = None, keep: pathlib.Path | None = None, arch: str = ARCH
+) -> pathlib.Path:
+    """The program of ``spec`` (package, unit, includes, flags), built for ``arch`` from the pinned package (or the
+    copy staged in ``staged``); RuntimeError with nvcc's log if it fails."""
+    cached = _cache_path(spec, arch)
     if keep is None and cached.is_file():
         return cached
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / cached.name.rsplit("-", 1)[0]
-        _build(spec, staged, keep, out)
+        _build(spec, staged, keep, out, arch)
         if keep is not None:
             cached = pathlib.Path(tempfile.mkdtemp()) / out.name
         cached.parent.mkdir(parents=True, exist_ok=True)
@@ -70,17 +72,19 @@ def build_program(spec, staged: pathlib.Path | None = None, keep: pathlib.Path |
     return cached
 
 
-def is_built(spec) -> bool:
-    """Whether ``build_with_ptx(spec)`` would come from the cache (no nvcc run, no download)."""
-    cached = _cache_path(spec)
+def is_built(spec, arch: str = ARCH) -> bool:
+    """Whether ``build_with_ptx(spec, arch=arch)`` would come from the cache (no nvcc run, no download)."""
+    cached = _cache_path(spec, arch)
     return cached.is_file() and cached.with_suffix(".ptx").is_file()
 
 
-def build_with_ptx(spec, staged: pathlib.Path | None = None, cache: bool = True) -> tuple[pathlib.Path, str]:
-    """(the program of ``spec``, the PTX nvcc assembled into it) from one nvcc run, cached together (the PTX beside
-    the program, .ptx): the kernel the simulator runs is then the very one the program launches on a GPU, for half
-    the compile time of building the PTX apart. ``cache=False`` builds afresh into a temporary folder."""
-    cached = _cache_path(spec)
+def build_with_ptx(
+    spec, staged: pathlib.Path | None = None, cache: bool = True, arch: str = ARCH
+) -> tuple[pathlib.Path, str]:
+    """(the program of ``spec``, the PTX nvcc assembled into it) from one nvcc run for ``arch``, cached together (the
+    PTX beside the program, .ptx): the kernel the simulator runs is then the very one the program launches on a GPU,
+    for half the compile time of building the PTX apart. ``cache=False`` builds afresh into a temporary folder."""
+    cached = _cache_path(spec, arch)
     ptx_path = cached.with_suffix(".ptx")
     if cache and cached.is_file() and ptx_path.is_file():
         return cached, ptx_path.read_text()
@@ -88,8 +92,8 @@ def build_with_ptx(spec, staged: pathlib.Path | None = None, cache: bool = True)
         keep = pathlib.Path(tmp) / "keep"
         keep.mkdir()
         out = pathlib.Path(tmp) / cached.name.rsplit("-", 1)[0]
-        _build(spec, staged, keep, out)
-        ptx = kept_ptx(keep)
+        _build(spec, staged, keep, out, arch)
+        ptx = kept_ptx(keep, arch)
         if not cache:
             cached = pathlib.Path(tempfile.mkdtemp()) / out.name
             ptx_path = cached.with_suffix(".ptx")
@@ -99,9 +103,10 @@ def build_with_ptx(spec, staged: pathlib.Path | None = None, cache: bool = True)
     return cached, ptx
 
 
-def kept_ptx(keep: pathlib.Path) -> str:
-    """The PTX nvcc assembled into a program built with ``keep`` (internal names made stable, as build_ptx does)."""
-    (kept,) = keep.glob(f"*.compute_{ARCH[3:]}.ptx")
+def kept_ptx(keep: pathlib.Path, arch: str = ARCH) -> str:
+    """The PTX nvcc assembled into a program built for ``arch`` with ``keep`` (internal names made stable, as
+    build_ptx does)."""
+    (kept,) = keep.glob(f"*.compute_{arch[3:]}.ptx")
     return build.stable_internal_names(kept.read_text())
 
 

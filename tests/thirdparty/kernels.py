@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-__all__ = ["KERNELS", "ThirdPartyKernel", "constant", "fastdiv_values"]
+__all__ = ["KERNELS", "SM120_KERNELS", "ThirdPartyKernel", "constant", "fastdiv_values"]
 
 # Their build flags (flash-attn 2.8.3 setup.py: nvcc_flags; ggml-cuda CMakeLists.txt: CUDA_FLAGS plus CMake's
 # Release flags, C++17 and the compile definitions of ggml's CMakeLists.txt). --threads, -gencode and the flags that
@@ -331,6 +331,175 @@ class LlamaMatMulQ8(ThirdPartyKernel):
         return {"dst": (want, 64 * 2.0**-24 * bound.max())}
 
 
+def _e2m1(codes) -> np.ndarray:
+    """e2m1 codes (uint8, 0..15) -> float64, by ml_dtypes' float4_e2m1fn (the OCP MX format's own decoding)."""
+    return np.asarray(codes, np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
+
+
+def _e8m0(codes) -> np.ndarray:
+    """e8m0 scale codes -> float64 (2^(code - 127)), by ml_dtypes' float8_e8m0fnu."""
+    return np.asarray(codes, np.uint8).view(ml_dtypes.float8_e8m0fnu).astype(np.float64)
+
+
+def _ue4m3(codes) -> np.ndarray:
+    """ue4m3 scale codes (0..127) -> float64: e4m3 with the sign bit clear, by ml_dtypes' float8_e4m3fn."""
+    return (np.asarray(codes, np.uint8) & 0x7F).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def _nvfp4_nibbles(codes: np.ndarray) -> np.ndarray:
+    """ggml's NVFP4 nibble order for sub-blocks of 16 codes (..., 16) -> (..., 8) bytes: byte j holds code j low and
+    code j + 8 high (quantize_row_nvfp4_ref in ggml-quants.c; quantize_mmq_nvfp4 in quantize.cu packs alike)."""
+    return (codes[..., :8] | (codes[..., 8:] << 4)).astype(np.uint8)
+
+
+def _mxfp4_nibbles(codes: np.ndarray) -> np.ndarray:
+    """ggml's MXFP4 nibble order for blocks of 32 codes (..., 32) -> (..., 16) bytes: byte j holds value j in its low
+    nibble and value j + 16 in its high one (ggml-common.h's block_mxfp4, and quantize_mmq_mxfp4 in quantize.cu,
+    which packs the activations the same way: "a0a16, a1a17, ...")."""
+    return (codes[..., :16] | (codes[..., 16:] << 4)).astype(np.uint8)
+
+
+class LlamaMatMulMXFP4(ThirdPartyKernel):
+    """llama.cpp's mul_mat_q on Blackwell's FP4 tensor cores (W4A4, kind::mxf4 block_scale 2X): MXFP4 weights,
+    256 rows of 1024 (32 blocks of 32 e2m1 codes with an e8m0 scale each: ggml's block_mxfp4, 17 bytes), times 8
+    activation columns quantised to MXFP4 in llama.cpp's block_fp4_mmq layout (per 256 values of a column: four
+    uint32 words, each two e8m0 scales in its low bytes, then 128 bytes of codes in the same nibble order), f32 out.
+    Two tiles of 128 rows, two K iterations of 512 each, each warp 16 mma per tile (each with c = 0, its d added to
+    the f32 sums); the stream-k kernel on a grid of one block per tile (no fixup buffer). The codes are random, the
+    scales within 2^-8..2^8, so the quantised operands are exact and the reference their exact products. The
+    activations end in Y_PAD spare blocks, as llama.cpp allocates them (the tile copy reads whole thread rounds past
+    the tile it uses)."""
+
+    ROWS, K, COLS, Y_PAD = 256, 1024, 8, 128
+    X_BLOCK = np.dtype([("e", "u1"), ("qs", "u1", 16)])  # block_mxfp4 (ggml-common.h), 17 bytes
+    Y_BLOCK = np.dtype([("d4", "<u4", 4), ("qs", "u1", 128)])  # block_fp4_mmq (mmq.cuh), 144 bytes
+
+    def inputs(self, rng):
+        R, K, C = self.ROWS, self.K, self.COLS
+        w = rng.integers(0, 16, (R, K)).astype(np.uint8)
+        we = rng.integers(127 - 8, 127 + 9, (R, K // 32)).astype(np.uint8)
+        a = rng.integers(0, 16, (C, K)).astype(np.uint8)
+        ae = rng.integers(127 - 8, 127 + 9, (C, K // 32)).astype(np.uint8)
+        x = np.zeros((R, K // 32), self.X_BLOCK)
+        x["e"] = we
+        x["qs"] = _mxfp4_nibbles(w.reshape(R, K // 32, 32))
+        y = np.zeros(K // 256 * C + self.Y_PAD, self.Y_BLOCK)  # [K block of 256][column], then the spare
+        data = y[: K // 256 * C].reshape(K // 256, C)
+        pairs = ae.reshape(C, K // 256, 4, 2).astype(np.uint32)
+        data["d4"] = (pairs[..., 0] | (pairs[..., 1] << 8)).transpose(1, 0, 2)
+        data["qs"] = _mxfp4_nibbles(a.reshape(C, K // 256, 8, 32)).reshape(C, K // 256, 128).transpose(1, 0, 2)
+        return {
+            "x": x.view(np.uint8).reshape(R, -1),
+            "y": y.view(np.uint8),
+            "dst": np.zeros((C, R), np.float32),
+        }
+
+    launch = LlamaMatMulQ8.launch
+
+    def parameters(self, ir, arrays, address):
+        if constant(ir, "k_per_iteration") > self.K:
+            raise ValueError("K must hold at least one of the kernel's K iterations")
+        blocks = self.K // 32  # block_mxfp4 per row
+        ntx = -(-self.COLS // constant(ir, "cols_per_tile"))
+        one = fastdiv_values(1).tobytes()
+        null = _u64(0)
+        y_ints = self.K // 256 * self.COLS * self.Y_BLOCK.itemsize // 4
+        out = [_u64(address("x")), _u64(address("y")), null, null, _u64(address("dst")), null, null]
+        out += [fastdiv_values(blocks).tobytes(), _i32(self.ROWS), _i32(self.COLS), _i32(blocks), _i32(self.COLS)]
+        out += [_i32(self.ROWS)]  # stride_col_dst
+        out += [one, one, _i32(self.ROWS * blocks), _i32(y_ints), _i32(self.ROWS * self.COLS)]  # channels
+        out += [one, one, _i32(self.ROWS * blocks), _i32(y_ints), _i32(self.ROWS * self.COLS)]  # samples
+        out += [fastdiv_values(ntx).tobytes()]
+        return out
+
+    def dequantised(self, arrays) -> tuple[np.ndarray, np.ndarray]:
+        """(weights ROWS x K, activations COLS x K) as float64, decoded from the blocks in ``arrays``."""
+        R, K, C = self.ROWS, self.K, self.COLS
+        x = arrays["x"].reshape(-1).view(self.X_BLOCK).reshape(R, K // 32)
+        w = np.concatenate([x["qs"] & 0xF, x["qs"] >> 4], axis=-1)  # (R, K / 32, 32) in value order
+        w = (_e2m1(w) * _e8m0(x["e"])[..., None]).reshape(R, K)
+        y = arrays["y"].view(self.Y_BLOCK)[: K // 256 * C].reshape(K // 256, C).transpose(1, 0)
+        qs = y["qs"].reshape(C, K // 256, 8, 16)
+        a = _e2m1(np.concatenate([qs & 0xF, qs >> 4], axis=-1))  # (C, K / 256, 8, 32)
+        words = y["d4"].astype(np.uint32)  # (C, K / 256, 4): scales of sub-blocks 2q and 2q + 1
+        scales = np.stack([words & 0xFF, (words >> 8) & 0xFF], axis=-1).reshape(C, K // 256, 8).astype(np.uint8)
+        return w, (a * _e8m0(scales)[..., None]).reshape(C, K)
+
+    def reference(self, arrays):
+        w, a = self.dequantised(arrays)
+        # each mma's d: 64 exact products in 4 exact groups of 16, aligned to F = 35 bits and rounded toward zero to
+        # f32 (at most 2^-23 of the largest magnitude in it); then K / 64 f32 additions of those d into the sums,
+        # each rounding at most 2^-24 of the running sum: 2^-22 (K / 64 + 1) of the sum of the magnitudes bounds both
+        bound = np.abs(a) @ np.abs(w).T
+        return {"dst": (a @ w.T, 2.0**-22 * (self.K // 64 + 1) * bound)}
+
+
+class LlamaMatMulNVFP4(LlamaMatMulMXFP4):
+    """The NVFP4 twin of LlamaMatMulMXFP4 (kind::mxf4nvf4 block_scale 4X, ue4m3): weights in ggml's block_nvfp4 (64
+    e2m1 codes, a ue4m3 scale per 16, 36 bytes; quantize_row_nvfp4_ref's nibble order: byte j of a 16-code
+    sub-block holds codes j and j + 8), activations in block_fp4_mmq with 16 ue4m3 scales per 256 codes (its d4
+    bytes, quantize_mmq_nvfp4's layout, the same nibble order) and a per-column f32 scale (y_scale, multiplied into
+    each output at the write-back). Scales within 2^-3 .. 2^3 with random mantissas; the column scales powers of two
+    times random mantissas."""
+
+    X_BLOCK = np.dtype([("d", "u1", 4), ("qs", "u1", 32)])  # block_nvfp4 (ggml-common.h), 36 bytes
+    Y_BLOCK = np.dtype([("d", "u1", 16), ("qs", "u1", 128)])  # block_fp4_mmq with NVFP4's 16 ue4m3 scales
+
+    def inputs(self, rng):
+        R, K, C = self.ROWS, self.K, self.COLS
+        w = rng.integers(0, 16, (R, K)).astype(np.uint8)
+        a = rng.integers(0, 16, (C, K)).astype(np.uint8)
+        x = np.zeros((R, K // 64), self.X_BLOCK)
+        x["d"] = rng.integers(0x20, 0x51, (R, K // 64, 4))
+        x["qs"] = _nvfp4_nibbles(w.reshape(R, K // 64, 4, 16)).reshape(R, K // 64, 32)
+        y = np.zeros(K // 256 * C + self.Y_PAD, self.Y_BLOCK)
+        data = y[: K // 256 * C].reshape(K // 256, C)
+        data["d"] = rng.integers(0x20, 0x51, (C, K // 256, 16)).transpose(1, 0, 2)
+        data["qs"] = _nvfp4_nibbles(a.reshape(C, K // 256, 16, 16)).reshape(C, K // 256, 128).transpose(1, 0, 2)
+        y_scale = (rng.uniform(1, 2, C) * 2.0 ** rng.integers(-4, 5, C)).astype(np.float32)
+        return {
+            "x": x.view(np.uint8).reshape(R, -1),
+            "y": y.view(np.uint8),
+            "y_scale": y_scale,
+            "dst": np.zeros((C, R), np.float32),
+        }
+
+    def parameters(self, ir, arrays, address):
+        if constant(ir, "k_per_iteration") > self.K:
+            raise ValueError("K must hold at least one of the kernel's K iterations")
+        blocks = self.K // 64  # block_nvfp4 per row
+        ntx = -(-self.COLS // constant(ir, "cols_per_tile"))
+        one = fastdiv_values(1).tobytes()
+        null = _u64(0)
+        y_ints = self.K // 256 * self.COLS * self.Y_BLOCK.itemsize // 4
+        out = [_u64(address("x")), _u64(address("y")), null, null, _u64(address("dst")), null]
+        out += [_u64(address("y_scale"))]
+        out += [fastdiv_values(blocks).tobytes(), _i32(self.ROWS), _i32(self.COLS), _i32(blocks), _i32(self.COLS)]
+        out += [_i32(self.ROWS)]  # stride_col_dst
+        out += [one, one, _i32(self.ROWS * blocks), _i32(y_ints), _i32(self.ROWS * self.COLS)]  # channels
+        out += [one, one, _i32(self.ROWS * blocks), _i32(y_ints), _i32(self.ROWS * self.COLS)]  # samples
+        out += [fastdiv_values(ntx).tobytes()]
+        return out
+
+    def dequantised(self, arrays) -> tuple[np.ndarray, np.ndarray]:
+        """(weights ROWS x K, activations COLS x K, the column scales applied) as float64."""
+        R, K, C = self.ROWS, self.K, self.COLS
+        x = arrays["x"].reshape(-1).view(self.X_BLOCK).reshape(R, K // 64)
+        qs = x["qs"].reshape(R, K // 64, 4, 8)
+        w = _e2m1(np.concatenate([qs & 0xF, qs >> 4], axis=-1)) * _ue4m3(x["d"])[..., None]
+        y = arrays["y"].view(self.Y_BLOCK)[: K // 256 * C].reshape(K // 256, C).transpose(1, 0)
+        qa = y["qs"].reshape(C, K // 256, 16, 8)
+        a = _e2m1(np.concatenate([qa & 0xF, qa >> 4], axis=-1)) * _ue4m3(y["d"])[..., None]
+        a = a.reshape(C, K) * arrays["y_scale"].astype(np.float64)[:, None]
+        return w.reshape(R, K), a
+
+    def reference(self, arrays):
+        w, a = self.dequantised(arrays)
+        # as the MXFP4 kernel's, and the write-back's product by the column scale (2^-24 more)
+        bound = np.abs(a) @ np.abs(w).T
+        return {"dst": (a @ w.T, (2.0**-22 * (self.K // 64 + 1) + 2.0**-24) * bound)}
+
+
 KERNELS = {
     k.name: k
     for k in (
@@ -373,6 +542,34 @@ KERNELS = {
             outputs=("dst",),
             seed=808,
             note="an INT8 GEMM: m16n8k32 s8 -> s32 tensor cores, per-block f16 / f32 scales, stream-k tiling",
+        ),
+    )
+}
+
+# Consumer Blackwell (sm_120a) kernels: no sm_120 GPU here, so no capture; run in flashsim.ptx with arch="sm_120" and
+# held to a float64 reference and, instruction by instruction, to mmasim (tests/test_ptx_thirdparty_sm120.py)
+SM120_KERNELS = {
+    k.name: k
+    for k in (
+        LlamaMatMulMXFP4(
+            name="llama_mmq_mxfp4",
+            package="llama-cpp-python",
+            unit="thirdparty/llama_mmq_fp4.cu",
+            includes=GGML_INCLUDES,
+            flags=GGML_FLAGS,
+            outputs=("dst",),
+            seed=4120,
+            note="an FP4 GEMM: mma.sync kind::mxf4.block_scale.scale_vec::2X m16n8k64, e8m0 block scales, ldmatrix",
+        ),
+        LlamaMatMulNVFP4(
+            name="llama_mmq_nvfp4",
+            package="llama-cpp-python",
+            unit="thirdparty/llama_mmq_fp4.cu",
+            includes=GGML_INCLUDES,
+            flags=GGML_FLAGS + ("-DFLASHSIM_NVFP4",),
+            outputs=("dst",),
+            seed=4121,
+            note="an FP4 GEMM: kind::mxf4nvf4.block_scale.scale_vec::4X m16n8k64, ue4m3 block scales, column scales",
         ),
     )
 }

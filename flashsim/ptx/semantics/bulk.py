@@ -54,13 +54,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arch import get_arch
 from ...layout.swizzle import swizzle
 from ...numerics import ieee
 from ...numerics.formats import BF16, F16, F32, TF32
 from .. import isa
 from ..ir import AddrTuple, Imm, Reg, Sym, Vec
 from ..program import SPACE_BASE, Decoded
-from ..tensormap import FIELDS, FLOATING, OOB_NAN, SIZE, decode, replace_field
+from ..tensormap import FIELDS, FLOATING, GAP_FILL, OOB_NAN, PACKED_4BIT, PADDED_GROUPS, SIZE, decode, replace_field
 from . import asynchronous
 from .atomic import step_fn
 from .common import udtype
@@ -208,6 +209,24 @@ def _read_map(m, addr: int, t: int):
     return tm
 
 
+def _in_bytes(m, t: int, tm, coords: np.ndarray):
+    """(the map, the box's coordinates) as the copy unit runs them: a packed sub-byte map (sm_100 / sm_120 only)
+    becomes its bytewise map (tensormap.TensorMap.bytewise: bytes, or 16-value groups), dim 0's coordinate with it
+    (one inside a byte or group is an error naming the thread); any other map unchanged."""
+    if tm.elemtype not in PACKED_4BIT and tm.elemtype not in PADDED_GROUPS:
+        return tm, coords
+    if get_arch(m.prog.arch).compute_capability < (10, 0):
+        why = "the sub-byte types are sm_100's"
+        raise m.error(f"a packed 4-bit tensor map ({tm.type_name}) on {m.prog.arch}: {why}", t)
+    try:
+        c0 = tm.byte_coordinate(int(coords[0]))
+    except ValueError as exc:
+        raise m.error(f"cp.async.bulk.tensor: {exc}", t) from None
+    coords = np.array(coords, np.int64)
+    coords[0] = c0
+    return tm.bytewise(), coords
+
+
 # the granule in which a tensor store or reduction tests the innermost dimension's bound (module docstring)
 STORE_GRANULE = 16
 
@@ -226,7 +245,7 @@ def _box(tm, coords, store: bool = False):
         per = STORE_GRANULE // tm.element_size
         dims[0] = -(-dims[0] // per) * per
     inside = ((coord >= 0) & (coord < dims[:, None])).all(axis=0)
-    strides = np.array((tm.element_size,) + tuple(tm.global_strides), np.int64)
+    strides = np.array((tm.global_element_size,) + tuple(tm.global_strides), np.int64)
     with np.errstate(over="ignore"):
         gaddr = np.int64(tm.global_address) + (coord * strides[:, None]).sum(axis=0)
     return gaddr, inside
@@ -321,17 +340,19 @@ def _deliver(
     what: str,
     combine=None,
     layout=None,
+    tx=None,
 ):
     """The destination side of a copy into shared memory: ``image`` (bytes) goes to wave block ``block``'s shared
     memory at ``offset``, swizzled by ``mode`` (checked now: ``align`` and the block's bounds), when the mbarrier at
-    shared offset ``mbar`` of that block lets the program rely on it, completing the image's bytes on it then
-    (``combine(old, image)``, for a reduction, gives the bytes written from those there; ``layout``, a tensor box's
-    logical chunk offsets). A multicast is this for each CTA of its mask, at the same offsets."""
+    shared offset ``mbar`` of that block lets the program rely on it, completing the image's bytes on it then, or
+    ``tx`` bytes where the copy counts others (``combine(old, image)``, for a reduction, gives the bytes written from
+    those there; ``layout``, a tensor box's logical chunk offsets). A multicast is this for each CTA of its mask, at
+    the same offsets."""
     phys = _check_shared(m, t, offset, image.size, align, what, mode, layout)
     obj = asynchronous.barriers(m).id_of(block, mbar, t)
     pc = m.current_pc
     chunks = image.reshape(-1, 16)
-    nbytes = int(image.size)
+    nbytes = int(image.size) if tx is None else int(tx)
 
     def perform():
         data = chunks
@@ -553,18 +574,40 @@ def _tensor_load(d: Decoded, rank: int, hint: bool, multicast: bool):
                 raise m.error(f"a .{rank}d tensor copy with a rank-{tm.rank} tensor map", t)
             if tm.interleave:
                 raise m.error("interleaved tensor maps are not simulated (tile mode without interleave only)", t)
-            _check_inner_coordinate(m, t, tm, int(coords[0, k]))
+            tm, box = _in_bytes(m, t, tm, coords[:, k])
+            _check_inner_coordinate(m, t, tm, int(box[0]))
             targets = _targets(m, t, int(dsts[k]), int(mbars[k]), masks, k)
-            gaddr, inside = _box(tm, coords[:, k])
-            esize = tm.element_size
+            gaddr, inside = _box(tm, box)
+            esize, gsize = tm.element_size, tm.global_element_size
             data = np.frombuffer(_fill(tm) * inside.size, np.uint8).reshape(-1, esize).copy()
             if inside.any():
                 sel = gaddr[inside].astype(np.uint64)
-                data[inside] = _on_load(tm, m.mem.load(".global", sel, esize, np.full(sel.size, t)))
+                if gsize < esize:  # a padded group: its 8 / 12 bytes as 4-byte words, then the gap (GAP_FILL)
+                    words = (sel[:, None] + np.arange(0, gsize, 4, dtype=np.uint64)).reshape(-1)
+                    loaded = m.mem.load(".global", words, 4, np.full(words.size, t)).reshape(sel.size, gsize)
+                    loaded = np.concatenate([loaded, np.full((sel.size, esize - gsize), GAP_FILL, np.uint8)], 1)
+                else:
+                    loaded = _on_load(tm, m.mem.load(".global", sel, gsize, np.full(sel.size, t)))
+                data[inside] = loaded
             what = "cp.async.bulk.tensor destination"
+            # the transaction bytes are the box's bytes in global memory: a padded map's groups count their packed
+            # 8 / 12 bytes, not the 16 they fill in shared memory (CUTLASS's sm120 mxf8f6f4 GEMMs expect exactly that
+            # of the hardware: their expect_tx counts 6 bits per FP6 code)
+            tx = inside.size * tm.global_element_size
             for block, offset, mb_offset in targets:
                 _deliver(
-                    m, t, block, offset, data.reshape(-1), tm.swizzle_mode, mb_offset, 128, what, None, tm.shared_chunks
+                    m,
+                    t,
+                    block,
+                    offset,
+                    data.reshape(-1),
+                    tm.swizzle_mode,
+                    mb_offset,
+                    128,
+                    what,
+                    None,
+                    tm.shared_chunks,
+                    tx,
                 )
 
     return d.op(run)
@@ -596,12 +639,15 @@ def _tensor_store(d: Decoded, rank: int, hint: bool, redop):
                         t,
                     )
                 reduce = _reducer(redop, rt)
-            _check_inner_coordinate(m, t, tm, int(coords[0, k]))
+            tm, box = _in_bytes(m, t, tm, coords[:, k])
+            if tm.grouped:
+                raise m.error(f"a tensor store through a padded {tm.type_name} map is not simulated", t)
+            _check_inner_coordinate(m, t, tm, int(box[0]))
             block, offset = int(m.block_of[t]), int(srcs[k])
             nbytes, esize = tm.box_bytes, tm.element_size
             what = "cp.async.bulk.tensor source"
             phys = _check_shared(m, t, offset, nbytes, 128, what, tm.swizzle_mode, tm.shared_chunks)
-            gaddr, inside = _box(tm, coords[:, k], store=True)
+            gaddr, inside = _box(tm, box, store=True)
             sel = gaddr[inside].astype(np.uint64)
             if np.unique(sel).size != sel.size:
                 raise m.error("the box's elements overlap in global memory (aliasing strides): not simulated", t)

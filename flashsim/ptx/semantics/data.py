@@ -83,6 +83,13 @@ def address_fn(d: Decoded, i: int, space: str | None):
     return space, addr
 
 
+B128 = np.dtype("V16")  # the register dtype of .b128 (flashsim.ptx.program.DTYPE_OF_BITS)
+
+
+def _items(operand) -> tuple:
+    return operand.items if isinstance(operand, Vec) else (operand,)
+
+
 def _dst_list(d: Decoded, i: int) -> list:
     operand = d.operands[i]
     if isinstance(operand, Vec):
@@ -116,14 +123,15 @@ def ld(d: Decoded):
     signed = kind_of(t) == "s"
     reg_bits = [None if s is None else d.prog.dtypes[s].itemsize * 8 for s in dsts]
     for rb in reg_bits:
-        if rb is not None and rb < bits and t != ".b128":
+        if rb is not None and rb < bits:
             raise isa.Unsupported(f"a {bits}-bit load into a {rb}-bit register")
-    if t == ".b128":
-        raise isa.Unsupported("128-bit loads into one register")
+        if t == ".b128" and rb not in (None, 128):
+            raise isa.Unsupported("ld .b128 loads into .b128 registers")
+    unit = B128 if bits == 128 else udtype(bits)
 
     def run(g):
         raw = g.m.mem.load(space, addr(g), width * n, g.lanes())
-        values = raw.view(udtype(bits)).reshape(-1, n)
+        values = raw.view(unit).reshape(-1, n)
         for k, (s, rb) in enumerate(zip(dsts, reg_bits)):
             if s is not None:
                 v = values[:, k]
@@ -140,17 +148,19 @@ def st(d: Decoded):
     n = VECTORS.get(mods.take(*VECTORS), 1)
     t = mods.type()
     mods.done()
-    if t == ".b128":
-        raise isa.Unsupported("128-bit stores from one register")
     bits = bits_of(t)
     width = bits // 8
     space, addr = address_fn(d, 0, space)
-    srcs = _src_list(d, 1, udtype(bits))
+    if t == ".b128" and not all(isinstance(x, Reg) for x in _items(d.operands[1])):
+        raise isa.Unsupported("st .b128 stores .b128 registers")
+    srcs = _src_list(d, 1, B128 if bits == 128 else udtype(bits))
     if len(srcs) != n:
         raise isa.Unsupported(f"{n} sources expected, got {len(srcs)}")
     if hint and len(d.operands) != 3:
         raise isa.Unsupported(".L2::cache_hint without its cache-policy operand")
-    ud = udtype(bits)
+    ud = B128 if bits == 128 else udtype(bits)
+    if bits == 128 and any(d.prog.dtypes[s] != B128 for s in srcs):
+        raise isa.Unsupported("st .b128 stores .b128 registers")
 
     def run(g):
         cols = [g.lane_values(s).astype(ud) for s in srcs]  # a wider register stores its low bits
@@ -167,8 +177,10 @@ def mov(d: Decoded):
     d.mods.done()
     bits = bits_of(t)
     dst, src = d.operands
+    if bits == 128:
+        return _mov_b128(d, dst, src)
     if isinstance(dst, Vec) or isinstance(src, Vec):  # pack / unpack: mov.b64 %rd, {%r1, %r2} and back
-        if t not in (".b16", ".b32", ".b64", ".b128"):
+        if t not in (".b16", ".b32", ".b64"):
             raise isa.Unsupported("vector mov of a non-.b type")
         if isinstance(src, Vec):
             parts = [d.value(x, udtype(bits // len(src.items))) for x in src.items]
@@ -205,6 +217,40 @@ def mov(d: Decoded):
         g.write(target, g.R[source])
 
     return d.op(run, info=ELEMENTWISE if target is not None else None)
+
+
+def _mov_b128(d: Decoded, dst, src):
+    """mov.b128 between .b128 registers, d, {a, b} (two .b64 or four .b32, the first in the lowest bytes) and back."""
+    if not isinstance(src, Vec) and not isinstance(dst, Vec):
+        if not isinstance(src, Reg) or d.prog.dtypes[d.reg(src)] != B128:
+            raise isa.Unsupported("mov.b128 d, a: a .b128 register")
+        source, target = d.reg(src), d.dst(0)
+
+        def run(g):
+            g.write(target, g.R[source])
+
+        return d.op(run)
+    if isinstance(src, Vec):
+        unit = udtype(128 // len(src.items))
+        parts = [d.value(x, unit) for x in src.items]
+        target = d.dst(0)
+
+        def run(g):
+            cols = [np.broadcast_to(np.asarray(g.R[p]).astype(unit), (g.m.T,)) for p in parts]
+            g.write(target, np.ascontiguousarray(np.stack(cols, axis=1)).view(B128)[:, 0])
+
+        return d.op(run)
+    items = [None if isinstance(x, Sink) else d.reg(x) for x in dst.items]
+    unit = udtype(128 // len(items))
+    source = d.reg(src)
+
+    def run(g):
+        words = np.ascontiguousarray(np.broadcast_to(g.R[source], (g.m.T,))).view(unit).reshape(g.m.T, -1)
+        for k, s in enumerate(items):
+            if s is not None:
+                g.write(s, words[:, k].copy())
+
+    return d.op(run)
 
 
 @isa.implements("cvta")
