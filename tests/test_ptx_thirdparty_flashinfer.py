@@ -9,13 +9,13 @@ tools/thirdparty_capture.py capture-flashinfer), from the very PTX the GPU's pro
 Cost: each variant is one nvcc run of two to four and a half minutes on the 2-core machine (cached in the user cache
 afterwards), and the pinned wheel is a 101 MB download. Five variants on a fresh machine would push the default suite
 far past its ten minutes, so a case runs where its variant is already built, or everywhere with
-FLASHSIM_THIRDPARTY_FULL=1 (which builds what is missing); elsewhere it skips saying so. The cases: d = 64 and 128,
+FLASHSIM_THIRDPARTY_FULL=1 (tests/thirdparty/hostprogram.FULL_BUILDS: it builds what is missing); elsewhere it skips
+saying so. The cases: d = 64 and 128,
 causal or not, f16 and bf16, adversarial inputs, N up to 1024 (the slow ones: N = 1024, racecheck).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import numpy as np
@@ -26,16 +26,15 @@ from thirdparty import flashinfer_prefill as fi
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH")
 
 QUICK = "flashinfer_sm90_prefill_d64_normal"
-FULL = bool(os.environ.get("FLASHSIM_THIRDPARTY_FULL"))
 
 
 def _gate(name: str) -> list:
-    """The case's marks: slow past the quick one; skipped where its variant is not built and FULL is not asked."""
+    """The case's marks: slow past the quick one; skipped where its variant is not built (hostprogram.unbuilt)."""
     variant = fi.VARIANTS[fi.CASES[name].variant]
     marks = [] if name == QUICK else [pytest.mark.slow]
-    if not (FULL or hostprogram.is_built(variant)):
-        why = f"{name}: FlashInfer's prefill ({variant.name}) is not built here: FLASHSIM_THIRDPARTY_FULL=1 builds it"
-        marks.append(pytest.mark.skip(reason=why + " (one nvcc run of 2-4.5 min; module docstring)"))
+    why = hostprogram.unbuilt(variant, f"{name}: FlashInfer's prefill ({variant.name})")
+    if why:
+        marks.append(pytest.mark.skip(reason=why))
     return marks
 
 

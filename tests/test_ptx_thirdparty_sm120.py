@@ -4,7 +4,8 @@ kernels.SM120_KERNELS) and CUTLASS 4.2's sm120 NVFP4 GEMM (cutlass_sm120.py, lau
 code). No sm_120 GPU is here, so there is no silicon capture: each simulated launch is held to a float64 reference
 of the kernel's own math (the operands as the kernel quantised them, then exact arithmetic) within the bound the
 model predicts, and each of its block-scaled mma.sync instructions, warp by warp, to MMA-Sim's RTX Blackwell model
-(mmasim) on the registers the kernel fed it (tests/thirdparty/mma_trace.py).
+(mmasim) on the registers the kernel fed it (tests/thirdparty/mma_trace.py). The CUTLASS GEMMs cost minutes of nvcc
+each: they run where built, or with FLASHSIM_THIRDPARTY_FULL=1 (tests/thirdparty/hostprogram.FULL_BUILDS).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import types
 
 import numpy as np
 import pytest
-from thirdparty import build, capture, cutlass_sm120, kernels, mma_trace
+from thirdparty import build, capture, cutlass_sm120, hostprogram, kernels, mma_trace
 
 import flashsim.ptx as fptx
 from flashsim.ptx.errors import UnsupportedInstruction
@@ -145,6 +146,9 @@ def cutlass():
     out = {}
     for name in GEMMS:
         case = cutlass_sm120.CASES[name]
+        why = hostprogram.unbuilt(case, f"CUTLASS's sm120 GEMM {name}", arch=cutlass_sm120.ARCH)
+        if why:
+            pytest.skip(why)
         program, ptx = cutlass_sm120.build(case)
         out[name] = (ptx, program, cutlass_sm120.layout(program, case))
     return out
