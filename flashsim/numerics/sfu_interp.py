@@ -46,6 +46,8 @@ class QuadFormat:
     def __post_init__(self):
         if self.rounding not in ROUNDINGS:
             raise ValueError(f"rounding must be one of {ROUNDINGS}, got {self.rounding!r}")
+        if min(self.sq_shift, self.t1, self.t2) < 0:
+            raise ValueError(f"shifts must be >= 0, got s={self.sq_shift}, t1={self.t1}, t2={self.t2}")
         if not 0 <= self.index_bits <= self.mant_bits <= 23:
             raise ValueError(f"need 0 <= index_bits <= mant_bits <= 23, got {self.index_bits}, {self.mant_bits}")
 
@@ -139,17 +141,20 @@ def synthetic_tanh(
 ) -> QuadUnit:
     """A member of the family that approximates tanh on ``biased_exponents``: per binade the accumulator lsb is
     ``guard_bits`` below the ulp of tanh(2^e), C1 and C2 have at most ``c1_bits`` / ``c2_bits`` bits in magnitude
-    (which fixes t1 / t2), C0 = the rounded constant term."""
+    where the function allows it (which fixes t1 / t2 >= 0; a C1 or C2 wider than asked keeps t = 0), C0 = the
+    rounded constant term."""
     binades = {}
     for E in biased_exponents:
         e = E - 127
         n = mant_bits - index_bits
         h = 2.0**e * 2.0**-mant_bits
         L = int(np.floor(np.log2(np.tanh(2.0**e)))) - 23 - guard_bits
-        a = np.array([chebyshev_fit(np.tanh, 2.0**e * (1 + i * 2.0**-index_bits), h, n) for i in range(1 << index_bits)])
+        a = np.array(
+            [chebyshev_fit(np.tanh, 2.0**e * (1 + i * 2.0**-index_bits), h, n) for i in range(1 << index_bits)]
+        )
         a = a * 2.0**-L  # accumulator units
-        t1 = c1_bits - int(np.ceil(np.log2(np.abs(a[:, 1]).max())))
-        t2 = c2_bits - int(np.ceil(np.log2(np.abs(a[:, 2]).max() * 2.0**sq_shift)))
+        t1 = max(0, c1_bits - int(np.ceil(np.log2(np.abs(a[:, 1]).max()))))
+        t2 = max(0, c2_bits - int(np.ceil(np.log2(np.abs(a[:, 2]).max() * 2.0**sq_shift))))
         fmt = QuadFormat(index_bits, L, sq_shift, t1, t2, rounding, mant_bits)
         c0 = np.rint(a[:, 0]).astype(np.int64)
         c1 = np.rint(a[:, 1] * 2.0**t1).astype(np.int64)

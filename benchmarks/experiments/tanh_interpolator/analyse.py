@@ -33,6 +33,7 @@ import numpy as np
 from flashsim.gpu.capture.tanh import inputs, read_capture
 from flashsim.numerics.sfu_interp import ONE, ROUNDINGS, QuadBinade, QuadFormat
 
+MIN_LOW_BITS = 6  # at least 2^6 inputs per segment in the exact search
 NOISE_ULPS = 2.5  # least-squares residual of a true segment: rounding (<= 1 ulp) plus truncations
 
 
@@ -167,7 +168,11 @@ def width_scan(b: Binade, ks) -> list[dict]:
 
 
 def choose_k(scan: list[dict], tol: float = NOISE_ULPS):
-    """The narrowest k (fewest segments) whose quadratic fits within ``tol`` ulps, and every k after it too."""
+    """The narrowest k (fewest segments) whose quadratic fits within ``tol`` ulps (or within 1.5 times the best
+    residual of the scan, where truncations inside the unit make the floor higher), and every k after it too."""
+    if not scan:
+        return None
+    tol = max(tol, 1.5 * min(s["ls_max_ulps"] for s in scan))
     good = [s["ls_max_ulps"] <= tol for s in scan]
     for i, s in enumerate(scan):
         if all(good[i:]):
@@ -225,10 +230,17 @@ def _segment_solve(X, lo, hi, sq_shift, t2, c2_cands, t1_max):
         for c0, gl, gh in zip(c0s, g_lo, g_hi):
             if gl >= gh:
                 continue
-            for t1 in range(0, t1_max + 1):
-                if np.ceil(gl * 2.0**t1) < gh * 2.0**t1:  # a multiple of 2^-t1 in [gl, gh)
-                    out.append((int(c2), int(c0), t1, float(gl), float(gh)))
-                    break
+            for t1 in range(0, t1_max + 1):  # the narrowest C1: a multiple of 2^-t1 in [gl, gh)
+                first, last = int(np.floor(gl * 2.0**t1)), int(np.ceil(gh * 2.0**t1))
+                if last - first < 3:  # near the ends the float ratios decide nothing: check in integers
+                    T = c0 + T2
+                    if not any(
+                        ((A := T + ((np.int64(c) * X) >> t1)) >= lo).all() and (A <= hi).all()
+                        for c in range(first, last + 1)
+                    ):
+                        continue
+                out.append((int(c2), int(c0), t1, float(gl), float(gh)))
+                break
     return out
 
 
@@ -270,50 +282,63 @@ class ExactFit:
 
     def _c2_candidates(self, s, L, sq_shift, t2, radius_max):
         centre = self.c2[s] * 2.0**-L * 2.0 ** (sq_shift + t2)
-        r = int(np.ceil(4 * self.c2_err * 2.0**-L * 2.0 ** (sq_shift + t2))) + 1
+        # statistical error of the fit, plus the floors' bias (up to about one accumulator unit over the segment,
+        # projected on X^2: a few / 2^2n per X^2)
+        r = int(np.ceil((5 * self.c2_err * 2.0**-L + 12.0 / 4.0**self.n) * 2.0 ** (sq_shift + t2))) + 2
         if r > radius_max:
             return None
         return np.arange(int(np.rint(centre)) - r, int(np.rint(centre)) + r + 1)
 
-    def screen_segments(self, count: int = 3) -> np.ndarray:
+    def screen_segments(self, count: int = 6) -> np.ndarray:
         s = self.segments
         if s.size <= count:
             return s
         return s[np.linspace(0, s.size - 1, count).round().astype(int)]
 
-    def hypotheses(self, sq_shifts=None, t2s=range(0, 40), radius_max: int = 24):
-        """Screen (rounding, guard, s, smallest feasible t2) on a few segments; yields (Hypothesis, t1)."""
+    def hypotheses(self, sq_shifts=None, t2s=range(0, 40), radius_max: int = 48, sample: int = 2048):
+        """Screen (rounding, guard, s, t2) on a few segments, in that order (t2 ascending: the narrowest C2
+        first), first on ``sample`` points of each (a necessary condition, cheap), then on all their points; yields
+        (Hypothesis, t1). ``self.best_partial``: the most screening segments any hypothesis reproduced, and that
+        hypothesis (the evidence when none passes)."""
         n = self.n
         sq_shifts = range(0, 2 * n + 1) if sq_shifts is None else sq_shifts
         screen = self.screen_segments()
+        self.best_partial = (0, None)
         for rounding in self.roundings:
             for g in self.guards:
                 L = self.base_ulp_exp - g
-                data = {s: self._seg(s, L, rounding) for s in screen}
+                full = {s: self._seg(s, L, rounding) for s in screen}
+                step = max(1, (1 << n) // sample)
+                part = {s: tuple(a[::step] for a in full[s]) for s in screen}
                 for sq in sq_shifts:
                     for t2 in t2s:
                         cands = {s: self._c2_candidates(s, L, sq, t2, radius_max) for s in screen}
                         if any(c is None for c in cands.values()):
                             break  # finer t2 only widens the windows
-                        t1 = 0
-                        ok = True
+                        t1, passed = 0, 0
                         for s in screen:
-                            sol = _segment_solve(*data[s], sq, t2, cands[s], self.t1_max)
+                            sol = _segment_solve(*part[s], sq, t2, cands[s], self.t1_max)
+                            sol = sol and _segment_solve(*full[s], sq, t2, cands[s], self.t1_max)
                             if not sol:
-                                ok = False
                                 break
+                            passed += 1
                             t1 = max(t1, min(x[2] for x in sol))
-                        if ok:
+                        if passed > self.best_partial[0]:
+                            self.best_partial = (passed, Hypothesis(rounding, g, sq, t2))
+                        if passed == len(screen):
                             yield Hypothesis(rounding, g, sq, t2), t1
-                            break  # the smallest t2 for this (rounding, g, s)
 
-    def confirm(self, h: Hypothesis, radius_max: int = 24):
+    def confirm(self, h: Hypothesis, radius_max: int = 48):
         """Per-segment tables under ``h`` over every full segment, or None with the first failing segment."""
         L = self.base_ulp_exp - h.guard
         sols = {}
         for s in self.segments:
             cands = self._c2_candidates(s, L, h.sq_shift, h.t2, radius_max)
-            sol = _segment_solve(*self._seg(s, L, h.rounding), h.sq_shift, h.t2, cands, self.t1_max) if cands is not None else []
+            sol = (
+                _segment_solve(*self._seg(s, L, h.rounding), h.sq_shift, h.t2, cands, self.t1_max)
+                if cands is not None
+                else []
+            )
             if not sol:
                 return None, int(s)
             sols[int(s)] = sol
@@ -348,7 +373,39 @@ def check(b: Binade, q: QuadBinade, segments) -> int:
 # -- driver --------------------------------------------------------------------------------------------------------
 
 
-def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_confirm: int = 8) -> dict:
+def _exact_at(b: Binade, k: int, guards, max_confirm: int, log) -> dict:
+    """The exact search at one index width: the screening record and (hypothesis, tables, ambiguous, fit) or None."""
+    fit = ExactFit(b, k, guards=guards)
+    confirmed, screened = [], []
+    for h, t1 in fit.hypotheses():  # confirmed lazily: the first exact one in the screening order wins
+        screened.append((h, t1))
+        if len(screened) > max_confirm:
+            break
+        res, _ = fit.confirm(h)
+        if res is None:
+            continue
+        q, ambiguous = res
+        bad = check(b, q, fit.segments)
+        confirmed.append((h, q, ambiguous, bad))
+        if bad == 0:
+            break
+    passed, best = fit.best_partial
+    ok = [c for c in confirmed if c[3] == 0]
+    log(f"E={b.E}: k={k}: {len(screened)} hypotheses passed the screening segments, exact: {bool(ok)}")
+    return {
+        "k": k,
+        "screened": [{**asdict(h), "t1": t1} for h, t1 in screened[:16]],
+        "screening": {
+            "segments": fit.screen_segments().tolist(),
+            "most_passed": passed,
+            "by": asdict(best) if best else None,
+        },
+        "best_mismatches": min((c[3] for c in confirmed), default=None),
+        "result": (ok[0][0], ok[0][1], ok[0][2], fit) if ok else None,
+    }
+
+
+def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_confirm: int = 64) -> dict:
     t0 = time.time()
     red = reduction(E, M, y, neg)
     out = {"E": E, "e": E - 127, "M": M, "reduction": red}
@@ -357,35 +414,27 @@ def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_
         out["verdict"] = "no interpolated range (identity or saturation)"
         return out
     b = Binade(E, M, y, lo, hi)
-    scan = width_scan(b, range(0, M - 1) if ks is None else ks)
+    scan = width_scan(b, range(0, min(M - 1, 15)) if ks is None else ks)
     out["width_scan"] = scan
     k = choose_k(scan)
-    out["k"] = k
+    out["k_scan"] = out["k"] = k
     log(f"E={E}: fitted m in [{lo}, {hi}); k scan " + ", ".join(f"{s['k']}:{s['ls_max_ulps']:.2f}" for s in scan))
     if k is None:
         out["verdict"] = "no index width where a quadratic per segment fits within rounding noise"
         return out
-    fit = ExactFit(b, k, guards=guards)
-    screened = list(fit.hypotheses())
-    out["screened"] = [{**asdict(h), "t1": t1} for h, t1 in screened]
-    log(f"E={E}: k={k}; {len(screened)} hypotheses pass the screening segments")
-    confirmed = []
-    for h, _ in screened[:max_confirm]:
-        res, bad_seg = fit.confirm(h)
-        if res is None:
-            continue
-        q, ambiguous = res
-        bad = check(b, q, fit.segments)
-        confirmed.append((h, q, ambiguous, bad))
-        if bad == 0:
+    # the scan's k is a lower bound (a binade where the unit is far more precise than its rounding hides segments):
+    # up to 3 finer widths are tried, never below MIN_LOW_BITS points' bits per segment (a quadratic through a few
+    # points proves nothing: finer still, even a cubic unit is reproduced)
+    for k_try in range(k, max(k, min(k + 3, M - MIN_LOW_BITS)) + 1):
+        r = _exact_at(b, k_try, guards, max_confirm, log)
+        out["exact_search"] = out.get("exact_search", []) + [{key: v for key, v in r.items() if key != "result"}]
+        if r["result"] is not None:
             break
-    ok = [c for c in confirmed if c[3] == 0]
-    if not ok:
-        out["verdict"] = "no exact fit" + ("" if confirmed else " (no hypothesis survived every segment)")
-        if confirmed:
-            out["best_mismatches"] = min(c[3] for c in confirmed)
+    if r["result"] is None:
+        out["verdict"] = "no exact fit at k = " + ", ".join(str(x["k"]) for x in out["exact_search"])
         return out
-    h, q, ambiguous, _ = ok[0]
+    h, q, ambiguous, fit = r["result"]
+    out["k"] = k_try
     out["verdict"] = "exact"
     out["format"] = asdict(q.fmt)
     out["guard_bits"] = h.guard

@@ -181,7 +181,9 @@ class FakeDevice:
 
     def __init__(self, exponents, mant_bits: int, arch: str = "sm_90"):
         inner = [E for E in exponents if 119 <= E < 130]
-        self.unit = sfu_interp.synthetic_tanh(inner or [126], index_bits=min(6, mant_bits), mant_bits=mant_bits)
+        self.unit = sfu_interp.synthetic_tanh(
+            inner or [126], index_bits=max(0, min(6, mant_bits - 6)), mant_bits=mant_bits
+        )
         self.arch, self.name = arch, "fake (numpy synthetic_tanh)"
 
     def tanh(self, x: np.ndarray) -> np.ndarray:
@@ -236,7 +238,9 @@ def capture(device, exponents, mant_bits: int, out_dir, *, bundle: bool = True, 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m flashsim.gpu.capture.tanh", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for the files (created if missing)")
-    ap.add_argument("--exponents", default=f"{DEFAULT_EXPONENTS[0]}-{DEFAULT_EXPONENTS[-1]}", help="biased, e.g. 117-130 or 120,126")
+    ap.add_argument(
+        "--exponents", default=f"{DEFAULT_EXPONENTS[0]}-{DEFAULT_EXPONENTS[-1]}", help="biased, e.g. 117-130 or 120,126"
+    )
     ap.add_argument("--mant-bits", type=int, default=23, help="mantissa grid (23: every f32 of each binade)")
     ap.add_argument("--no-bundle", action="store_true", help="keep one npz per binade (no tars)")
     ap.add_argument("--fake", action="store_true", help="flashsim.numerics.sfu_interp.synthetic_tanh instead of a GPU")
