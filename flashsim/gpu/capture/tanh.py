@@ -15,7 +15,9 @@ instead would cost 6-7 bits per input (the interpolator's error spans about +-13
 for the measured sizes. The binade files are then packed into at most 7 tar files of at most 15 MB each
 (``tanh_<tag>_e<E1>-<E2>.tar``) so that the device machine returns them, and ``summary_tanh_<tag>.json`` records per
 binade the error range against float32(tanh(x)), where the result is +-1 or x, the result exponents, odd-symmetry
-failures, whether the lowest input bit matters, and the timings. ``read_capture`` reads a folder of either form.
+failures, whether the lowest input bit matters, the timings, and whether ``tanh.approx.f16`` / ``.bf16`` (already
+modelled as measured 2^16-entry tables) equal the f32 instruction on the widened input rounded
+to nearest. ``read_capture`` reads a folder of either form.
 
 ``--fake`` replaces the GPU with flashsim.numerics.sfu_interp.synthetic_tanh (the host logic and the file format
 without a GPU).
@@ -35,6 +37,7 @@ import numpy as np
 
 from ... import calibration
 from ...numerics import sfu_interp
+from ...numerics.rounding import f16_to_f32, f32_to_bf16, f32_to_f16
 from ...numerics.sfu_approx import FORMS
 
 FORM = "tanh.approx.f32"
@@ -175,6 +178,9 @@ class GpuDevice:
     def tanh(self, x: np.ndarray) -> np.ndarray:
         return self.sweep.hw(FORM, x)
 
+    def half(self, form: str, h: np.ndarray) -> np.ndarray:
+        return self.sweep.hw(form, h) & np.uint32(0xFFFF)
+
 
 class FakeDevice:
     """flashsim.numerics.sfu_interp.synthetic_tanh over the capture's binades (no GPU)."""
@@ -188,6 +194,32 @@ class FakeDevice:
 
     def tanh(self, x: np.ndarray) -> np.ndarray:
         return self.unit.bits(x)
+
+    def half(self, form: str, h: np.ndarray) -> np.ndarray:
+        return half_through_f32(form, h, self.tanh)
+
+
+def half_through_f32(form: str, h: np.ndarray, f32) -> np.ndarray:
+    """``form`` (tanh.approx.f16 / .bf16) as the f32 instruction on the widened input, rounded to nearest even: the
+    relation the capture tests (if the unit computes the half forms on its f32 path, their tables follow from it)."""
+    h = np.asarray(h, np.uint32) & np.uint32(0xFFFF)
+    if form.endswith("bf16"):
+        y = f32(h << np.uint32(16)).view(np.float32)
+        return f32_to_bf16(y).view(np.uint16).astype(np.uint32)
+    x = f16_to_f32(h.astype(np.uint16).view(np.float16))
+    y = f32(np.asarray(x, np.float32).view(np.uint32)).view(np.float32)
+    return f32_to_f16(y).view(np.uint16).astype(np.uint32)
+
+
+def half_forms_vs_f32(device) -> dict:
+    """Per half form: over all 2^16 inputs, how often the GPU's result differs from ``half_through_f32``."""
+    h = np.arange(1 << 16, dtype=np.uint32)
+    out = {}
+    for form in ("tanh.approx.f16", "tanh.approx.bf16"):
+        got, want = device.half(form, h), half_through_f32(form, h, device.tanh)
+        bad = np.flatnonzero(got != want)
+        out[form] = {"mismatches": int(bad.size), "first": [[int(b), int(got[b]), int(want[b])] for b in bad[:16]]}
+    return out
 
 
 def capture(device, exponents, mant_bits: int, out_dir, *, bundle: bool = True, log=print) -> dict:
@@ -225,6 +257,11 @@ def capture(device, exponents, mant_bits: int, out_dir, *, bundle: bool = True, 
             f"E={E}: ulp error [{err['min']}, {err['max']}], saturated {s['saturated_to_1']['count']}, "
             f"returns x {s['returns_x']['count']}, not odd {s['not_odd']}, {s['file_bytes']:,} B"
         )
+    try:
+        summary["half_forms_vs_f32"] = half_forms_vs_f32(device)
+        log(f"half forms against the f32 instruction rounded: {summary['half_forms_vs_f32']}")
+    except Exception as exc:  # a side question: must not cost the capture
+        summary["half_forms_vs_f32"] = f"{type(exc).__name__}: {exc}"
     summary["total_bytes"] = int(sum(p.stat().st_size for p in paths))
     files = pack(paths, out_dir, tag) if bundle else paths
     summary["files"] = [p.name for p in files]
