@@ -128,3 +128,17 @@ def test_fake_capture_files_then_analysis(tmp_path: pathlib.Path):
         assert r["verdict"] == "exact"
         want = dev.unit.binades[E]
         assert r["tables"].fmt == want.fmt and np.array_equal(r["tables"].c1, want.c1)
+
+
+def test_an_opening_identity_run_is_left_out_and_named():
+    """The H200 returns x for 1,024 inputs of E = 119: such an opening run is left out of the fit, and the segment
+    it cuts is named as not solved."""
+    E, M = 126, 12
+    unit = S.synthetic_tanh([E], index_bits=4, mant_bits=M, guard_bits=2, c1_bits=14, c2_bits=8, sq_shift=3)
+    x = T.inputs(E, M)
+    y = unit.bits(x)
+    y[:100] = x[:100]
+    r = A.analyse_binade(E, M, y, y ^ S.SIGN, log=_quiet)
+    assert r["reduction"]["fitted"] == [100, 1 << M]
+    assert r["verdict"] == "exact on full segments; not solved: [0]"
+    assert np.array_equal(r["tables"].c1[1:], unit.binades[E].c1[1:])

@@ -435,7 +435,8 @@ def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_
         return out
     h, q, ambiguous, fit = r["result"]
     out["k"] = k_try
-    out["verdict"] = "exact"
+    # segments cut by an opening run of x or a closing run of 1 are not solved (the solve needs X = 0): named here
+    out["verdict"] = "exact" if fit.partial.size == 0 else f"exact on full segments; not solved: {fit.partial.tolist()}"
     out["format"] = asdict(q.fmt)
     out["guard_bits"] = h.guard
     out["ambiguous_segments"] = ambiguous
@@ -469,7 +470,7 @@ def main(argv=None) -> int:
         report[E] = r
         print(f"E={E}: {r['verdict']}", flush=True)
     (out_dir / "analysis.json").write_text(json.dumps(report, indent=1, default=str))
-    exact = sum(r["verdict"] == "exact" for r in report.values())
+    exact = sum(r["verdict"].startswith("exact") for r in report.values())
     print(f"{exact} of {len(report)} binades fitted exactly; report in {out_dir / 'analysis.json'}")
     return 0
 
