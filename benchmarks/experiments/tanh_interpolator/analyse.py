@@ -422,6 +422,9 @@ def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_
     if k is None:
         out["verdict"] = "no index width where a quadratic per segment fits within rounding noise"
         return out
+    z = red.get("coarsest_trailing_zeros", 0)
+    if z > 0:  # every result ends in z zero bits: an accumulator coarser than the result ulp is possible too
+        guards = sorted(set(guards) | set(range(-z, 0)))
     # the scan's k is a lower bound (a binade where the unit is far more precise than its rounding hides segments):
     # up to 3 finer widths are tried, never below MIN_LOW_BITS points' bits per segment (a quadratic through a few
     # points proves nothing: finer still, even a cubic unit is reproduced)
