@@ -17,6 +17,8 @@
 #            (time, DRAM throughput, occupancy, waves, L2 hit rate)                              -> $OUT/decodeprof/
 #   decodesweep  benchmarks/bench_serving.py --decode --sweep: the decode rows beside FA2 / cuDNN with neighbouring
 #            tilings and split counts                                                      -> $OUT/decodesweep/
+#   tanh     python3 -m flashsim.gpu.capture.tanh: tanh.approx.f32 on every input of binades 117-130, packed for the
+#            interpolator analysis (benchmarks/experiments/tanh_interpolator/)             -> $OUT/tanh/
 #   serving  benchmarks/serving/run_call.sh $SERVING_STEPS (default: tests bits bench sanitize)  -> $OUT/serving/
 #   cutlass  tools/thirdparty_capture.py capture-cutlass: CUTLASS's sm90 GEMM and CuTe's Hopper tutorial built and
 #            run on the GPU (carry .thirdparty: `python tools/thirdparty_capture.py stage` first)  -> $OUT/cutlass/
@@ -57,6 +59,7 @@ for s in "${STEPS[@]}"; do
             bash benchmarks/experiments/decode_profile/profile.sh ;;
     decodesweep) step decodesweep 330 benchmarks/bench_serving.py python3 benchmarks/bench_serving.py --decode --sweep \
             --json "$OUT/decodesweep/bench.json" ;;
+    tanh) step tanh 240 flashsim/gpu/capture/tanh.py python3 -m flashsim.gpu.capture.tanh --out "$OUT/tanh" ;;
     cutlass) step cutlass 240 .thirdparty python3 tools/thirdparty_capture.py capture-cutlass --sources .thirdparty \
             --out "$OUT/cutlass" ;;
     flashinfer) step flashinfer 300 .thirdparty python3 tools/thirdparty_capture.py capture-flashinfer \
