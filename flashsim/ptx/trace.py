@@ -237,14 +237,14 @@ class Trace:
         """Append the records another process took of the same launch (a share of a distributed launch, merged in
         block order: flashsim.ptx.distributed), up to ``limit`` rows in all."""
         del rows  # the chunks carry their rows
-        for pc, where, cols in chunks:
+        for pc, where, cols, after in chunks:  # as ``record`` appends them: after, the record of a PC that ran
             room = self.limit - self._rows
             if room <= 0:
                 self.truncated = True
                 return
             if where.size > room:
                 where, cols, self.truncated = where[:room], [c[:room] for c in cols], True
-            self._chunks.append((pc, where, cols))
+            self._chunks.append((pc, where, cols, after))
             self._rows += where.size
         self.truncated = self.truncated or truncated
 
