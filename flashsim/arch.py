@@ -172,16 +172,6 @@ _RTX_BLACKWELL_KINDS = dict(
         MmaKind("mxf4nvf4", 64, 35, 16, -139, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k64: GST_FDPA, G = 16)"),
     )
 )
-# sm_120a's mma.sync kinds (MMA-Sim's RTX Blackwell MMA and MMABlockScale models, module docstring)
-_RTX_BLACKWELL_SRC = "MMA-Sim (arXiv:2511.10909), RTX Blackwell; held bit for bit to mmasim"
-_RTX_BLACKWELL_KINDS = dict(
-    mma_kinds=(
-        MmaKind("f8f6f4", 32, 25, 1, -133, -21, _RTX_BLACKWELL_SRC + " (MMA, kind::f8f6f4)"),
-        MmaKind("mxf8f6f4", 32, 25, 1, -133, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k32: ST_FDPA)"),
-        MmaKind("mxf4", 64, 35, 16, -139, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k64: GST_FDPA, G = 16)"),
-        MmaKind("mxf4nvf4", 64, 35, 16, -139, None, _RTX_BLACKWELL_SRC + " (MMABlockScale k64: GST_FDPA, G = 16)"),
-    )
-)
 _BLACKWELL_FP8 = dict(mma8_source="MMA-Sim models sm_100's tcgen05 FP8, not its mma.sync, and there is no B200 here")
 
 
