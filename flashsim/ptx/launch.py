@@ -24,11 +24,13 @@ registers as the PTX ISA defines them (without a cluster launch, each block its 
 
 from __future__ import annotations
 
+from .machine import DEFAULT_SPIN_LIMIT
 from .module import Kernel
 from .plan import (  # noqa: F401  (re-exported: the launch's limits and plan are flashsim.ptx.launch's names too)
     MAX_BLOCK,
     MAX_GRID,
     MAX_THREADS_PER_BLOCK,
+    MAX_WAVE_THREADS,
     SMS,
     LaunchPlan,
     Report,
@@ -52,8 +54,8 @@ def launch(
     shared_mem: int = 0,
     check=None,
     trace=None,
-    max_threads: int = 1 << 15,
-    spin_limit: int = 100_000,
+    max_threads: int = MAX_WAVE_THREADS,
+    spin_limit: int = DEFAULT_SPIN_LIMIT,
     progress=None,
     blocks: range | None = None,
     cluster=None,

@@ -29,6 +29,7 @@ __all__ = ["Machine", "Group", "WAIT_NONE", "WAIT_BARRIER", "WAIT_SYNC"]
 WAIT_NONE, WAIT_BARRIER, WAIT_SYNC = 0, 1, 2
 _BIG = np.iinfo(np.int64).max
 CALL_DEPTH = 32
+DEFAULT_SPIN_LIMIT = 100_000  # polls of a barrier a wave waits before it is called a deadlock (launch's spin_limit)
 
 
 class _Control:
@@ -165,7 +166,7 @@ class Machine:
         *,
         kernel: str,
         locate,
-        spin_limit: int = 100_000,
+        spin_limit: int = DEFAULT_SPIN_LIMIT,
         sanitizer=None,
         trace=None,
         max_steps: int | None = None,

@@ -14,7 +14,7 @@ import numpy as np
 from ..arch import get_arch
 from . import cluster as clusters
 from .errors import LaunchError
-from .machine import Machine
+from .machine import DEFAULT_SPIN_LIMIT, Machine
 from .memory import Memory, address, launch_buffers
 from .module import Kernel
 from .sanitize import make_sanitizer, wave_blocks
@@ -26,6 +26,7 @@ __all__ = ["Report", "LaunchPlan", "prepare", "check_blocks", "run_blocks", "rep
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS_PER_BLOCK = 1024
+MAX_WAVE_THREADS = 1 << 15  # simulated threads of one wave, by default (launch's max_threads)
 SMS = {"sm_90": 132, "sm_120": 170, "sm_100": 148, "sm_89": 128, "sm_86": 84, "sm_80": 108}  # H200, RTX 5090, ...
 
 
@@ -207,8 +208,8 @@ def prepare(
     *,
     shared_mem: int = 0,
     check=None,
-    max_threads: int = 1 << 15,
-    spin_limit: int = 100_000,
+    max_threads: int = MAX_WAVE_THREADS,
+    spin_limit: int = DEFAULT_SPIN_LIMIT,
     cluster=None,
     nonportable_cluster: bool = False,
 ) -> LaunchPlan:
