@@ -158,15 +158,7 @@ def capture_one(name: str, sources: pathlib.Path, out: pathlib.Path) -> pathlib.
     kernel, ptx, ir, entry, launch = prepare(name, sources, arch)
     print(_compare_with_stage(sources, name, ptx), flush=True)
     cubin = assemble_ptx(ptx, arch)
-    built = Build(
-        cubin=cubin,
-        arch=arch,
-        entry_points={},
-        lowered_names={},
-        log="",
-        source_name=kernel.unit,
-        key=build.ptx_sha256(ptx),
-    )
+    built = Build.of_cubin(cubin, arch, kernel.unit, key=build.ptx_sha256(ptx))
     rt_kernel = rt.load(built, entry)
     arrays = kernel.arrays()
     device = {n: rt.to_device(a) for n, a in arrays.items()}
@@ -196,7 +188,6 @@ def capture_cutlass(sources: pathlib.Path, out: pathlib.Path) -> int:
     import tempfile
 
     from flashsim.gpu import runtime as rt
-    from flashsim.gpu.build import ptxas_version
 
     gpu = rt.require_gpu().name  # before the build: no GPU, no point building
     out.mkdir(parents=True, exist_ok=True)
@@ -221,33 +212,44 @@ def capture_cutlass(sources: pathlib.Path, out: pathlib.Path) -> int:
             launch, log = cutlass_gemm.run_harness(program, args, folder, "forward")
             seconds = time.perf_counter() - t0
             d = np.frombuffer((folder / "D.bin").read_bytes(), np.float32).reshape(arrays["D"].shape)
-        before = dict(arrays)
+        pointers = launch["pointers"]
+        maps = cutlass_gemm.relative_maps(log, pointers)
         after = {**arrays, "D": d.copy()}
-        launch_tuple = (launch["grid"], launch["block"], launch["shared_bytes"])
-        meta = capture.record(case, ptx, build.nvcc_version(), launch_tuple, cutlass_gemm.ARCH)
-        meta.update(
-            cluster=launch["cluster"],
-            params=launch["params"],
-            pointers=launch["pointers"],
-            tensor_maps=cutlass_gemm.relative_maps(log, launch["pointers"]),
-            gpu=gpu,
-            ptxas=ptxas_version(),
-            date=time.strftime("%Y-%m-%d"),
-            seconds=round(seconds, 4),
-            build_seconds=round(build_seconds, 1),
-        )
-        path = capture.capture_path(name, cutlass_gemm.ARCH, out)
-        capture.save(path, before, after, meta)
-        print(f"{name}: ok -> {path}", flush=True)
+        _save_host_run(
+            out, name, case, ptx, cutlass_gemm.ARCH, launch, pointers, maps, dict(arrays), after, gpu, seconds,
+            build_seconds,
+        )  # fmt: skip
     return capture_tutorial(sources, out, gpu)
+
+
+def _save_host_run(out, name, case, ptx, arch, launch, pointers, maps, before, after, gpu, seconds, build_seconds):
+    """Store one run of a kernel launched by its project's own host code: inputs, outputs and the provenance record
+    (tests/thirdparty/capture.py) with the launch (cluster, parameter bytes, array addresses), the logged map
+    arguments relative to those arrays, the GPU, ptxas and the run's and build's seconds."""
+    from flashsim.gpu.build import ptxas_version
+
+    launch_tuple = (launch["grid"], launch["block"], launch["shared_bytes"])
+    meta = capture.record(case, ptx, build.nvcc_version(), launch_tuple, arch)
+    meta.update(
+        cluster=launch["cluster"],
+        params=launch["params"],
+        pointers=pointers,
+        tensor_maps=maps,
+        gpu=gpu,
+        ptxas=ptxas_version(),
+        date=time.strftime("%Y-%m-%d"),
+        seconds=round(seconds, 4),
+        build_seconds=round(build_seconds, 1),
+    )
+    path = capture.capture_path(name, arch, out)
+    capture.save(path, before, after, meta)
+    print(f"{name}: ok -> {path}", flush=True)
 
 
 def capture_tutorial(sources: pathlib.Path, out: pathlib.Path, gpu: str) -> int:
     """The same for CuTe's Hopper tutorial GEMM (tests/thirdparty/cute_tutorial.py): its own host code builds the
     TMA atoms (the driver's maps, logged) and launches; C is read back."""
     import tempfile
-
-    from flashsim.gpu.build import ptxas_version
 
     with tempfile.TemporaryDirectory() as tmp:
         keep = pathlib.Path(tmp) / "keep"
@@ -271,23 +273,11 @@ def capture_tutorial(sources: pathlib.Path, out: pathlib.Path, gpu: str) -> int:
             seconds = time.perf_counter() - t0
             c = np.frombuffer((folder / "C.bin").read_bytes(), np.float16).reshape(arrays["C"].shape)
         after = {**arrays, "C": c.copy()}
-        launch_tuple = (launch["grid"], launch["block"], launch["shared_bytes"])
-        meta = capture.record(case, ptx, build.nvcc_version(), launch_tuple, cute_tutorial.ARCH)
         pointers = cute_tutorial.pointers(launch)
-        meta.update(
-            cluster=launch["cluster"],
-            params=launch["params"],
-            pointers=pointers,
-            tensor_maps=cutlass_gemm.relative_maps(log, pointers),
-            gpu=gpu,
-            ptxas=ptxas_version(),
-            date=time.strftime("%Y-%m-%d"),
-            seconds=round(seconds, 4),
-            build_seconds=round(build_seconds, 1),
+        maps = cutlass_gemm.relative_maps(log, pointers)
+        _save_host_run(
+            out, name, case, ptx, cute_tutorial.ARCH, launch, pointers, maps, arrays, after, gpu, seconds, build_seconds
         )
-        path = capture.capture_path(name, cute_tutorial.ARCH, out)
-        capture.save(path, arrays, after, meta)
-        print(f"{name}: ok -> {path}", flush=True)
     return 0
 
 
@@ -301,7 +291,6 @@ def capture_flashinfer(sources: pathlib.Path, out: pathlib.Path) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     from flashsim.gpu import runtime as rt
-    from flashsim.gpu.build import ptxas_version
 
     fi = flashinfer_prefill
     gpu = rt.require_gpu().name  # before the builds: no GPU, no point building
@@ -335,22 +324,11 @@ def capture_flashinfer(sources: pathlib.Path, out: pathlib.Path) -> int:
             print(f"{name}: FAILED\n{exc}", flush=True)
             continue
         after = {**arrays, "O": o.copy(), "LSE": lse.copy()}
-        launch_tuple = (launch["grid"], launch["block"], launch["shared_bytes"])
-        meta = capture.record(case, ptx, build.nvcc_version(), launch_tuple, fi.ARCH)
-        meta.update(
-            cluster=launch["cluster"],
-            params=launch["params"],
-            pointers=launch["pointers"],
-            tensor_maps=fi.relative_maps(log, launch["pointers"]),
-            gpu=gpu,
-            ptxas=ptxas_version(),
-            date=time.strftime("%Y-%m-%d"),
-            seconds=round(seconds, 4),
-            build_seconds=round(build_seconds, 1),
+        pointers = launch["pointers"]
+        maps = fi.relative_maps(log, pointers)
+        _save_host_run(
+            out, name, case, ptx, fi.ARCH, launch, pointers, maps, arrays, after, gpu, seconds, build_seconds
         )
-        path = capture.capture_path(name, fi.ARCH, out)
-        capture.save(path, arrays, after, meta)
-        print(f"{name}: ok -> {path}", flush=True)
     print(json.dumps({"captured": sorted(set(fi.CASES) - set(failed)), "failed": failed}), flush=True)
     return 1 if failed else 0
 

@@ -28,7 +28,6 @@ runs there and the arch-restricted forms it accepts (with --refused, those it re
 from __future__ import annotations
 
 import argparse
-import hashlib
 import pathlib
 import re
 import sys
@@ -380,15 +379,7 @@ def run_on_gpu(module, kernel, grid, block, values, shared_mem: int, cluster=Non
         raise ValueError(f"the GPU is {arch} and the simulator runs {module.arch}: run with --arch {arch}")
     ptxas, target = assembler_for(module.ptx, arch)  # its own .target (sm_90a), a ptxas that reads its .version
     cubin = assemble_ptx(module.ptx, target, (), ptxas)
-    build = Build(
-        cubin=cubin,
-        arch=arch,
-        entry_points={},
-        lowered_names={},
-        log="",
-        source_name=kernel.name,
-        key=hashlib.sha256(cubin).hexdigest(),
-    )
+    build = Build.of_cubin(cubin, arch, kernel.name)
     k = rt.load(build, kernel.name)
     device = []
     for i, v in enumerate(values):

@@ -152,6 +152,13 @@ class Build:
     stack_bytes = property(lambda self: self._worst("stack_bytes"))
     static_smem_bytes = property(lambda self: self._worst("static_smem_bytes"))
 
+    @classmethod
+    def of_cubin(cls, cubin: bytes, arch: str, source_name: str, key: str | None = None) -> Build:
+        """A Build of a cubin ptxas assembled from PTX (no resource report, no lowered names), keyed by the cubin's
+        sha256 unless ``key`` is given (the runtime caches loaded modules by it)."""
+        key = hashlib.sha256(cubin).hexdigest() if key is None else key
+        return cls(cubin=cubin, arch=arch, entry_points={}, lowered_names={}, log="", source_name=source_name, key=key)
+
     @property
     def resources_known(self) -> bool:
         """False when ptxas printed no -v report (the scalar numbers are then 0, not measured)."""

@@ -39,10 +39,12 @@ from typing import NamedTuple
 import numpy as np
 
 from . import ieee32, rounding
-from .formats import F16, F32, F64, AllFiniteFormat, FiniteFormat, Format
+from .formats import F16, F32, F64, TF32, AllFiniteFormat, FiniteFormat, Format
 from .xp import bit_length
 
 __all__ = [
+    "tf32_in_f32",
+    "tf32_rna_in_f32",
     "Parts",
     "unpack",
     "flush_subnormal",
@@ -468,6 +470,29 @@ def convert(bits, src: Format, dst: Format, mode: str = "rne", overflow: str = "
     else:
         out = np.where(A.inf, _U(dst.inf_bits) | sign, out)
     return np.where(A.nan, _convert_nan(bits, src, dst), out).astype(dst.uint)
+
+
+_TF32_LOW = np.uint32(0x1FFF)  # the 13 fraction bits of an f32 that tf32 drops
+
+
+def tf32_in_f32(bits, mode: str = "rne") -> np.ndarray:
+    """f32 patterns rounded to tf32 (10 fraction bits) by ``convert`` in ``mode``, as f32 patterns (the low 13 bits
+    zero; a NaN becomes the canonical 0x7FFFE000): cvt.{rn,rz}.tf32.f32's value, and what a TFLOAT32 TMA load
+    writes (nearest even, measured on the H100)."""
+    return convert(np.asarray(bits).astype(np.uint32), F32, TF32, mode).astype(np.uint32) << np.uint32(13)
+
+
+def tf32_rna_in_f32(bits, satfinite: bool = False) -> np.ndarray:
+    """The SASS of cvt.rna{.satfinite}.tf32.f32 on f32 patterns: a finite x gets half a tf32 unit (0x1000) added to
+    its bits (a carry moves into the exponent: ties away from zero, overflow to inf), then the low 13 bits are
+    cleared (a NaN keeps its top 19 bits); .satfinite then takes 0x2000 off any result that is inf or NaN (inf ->
+    the largest finite tf32)."""
+    x = np.asarray(bits).astype(np.uint32)
+    finite = (x & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
+    r = np.where(finite, x + np.uint32(0x1000), x) & ~_TF32_LOW
+    if satfinite:
+        r = np.where((r & np.uint32(0x7F800000)) == np.uint32(0x7F800000), r - np.uint32(0x2000), r)
+    return r.astype(np.uint32)
 
 
 def from_integer(bits, width: int, signed: bool, f: Format, mode: str = "rne"):

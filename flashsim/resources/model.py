@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ..arch import Arch, get_arch
 from ..config import KernelConfig
 from .occupancy import Occupancy, occupancy, occupancy_expressions
-from .registers import KERNEL_ENTRY, RegisterCount
+from .registers import RegisterCount
 from .registers import registers as count_registers
 from .report import table
 
@@ -130,11 +130,7 @@ def budget(
         reg = RegisterCount(registers, "given")
     else:
         reg = count_registers(config, a.name, registers)
-    static = 0
-    if reg.build is not None:  # flash_fwd's own (a split build's flash_combine has its own staging)
-        b = reg.build
-        entry = b.entry(KERNEL_ENTRY) if getattr(b, "entry_points", None) else b
-        static = int(getattr(entry, "static_smem_bytes", 0) or 0)
+    static = int(getattr(reg.entry, "static_smem_bytes", 0) or 0)  # flash_fwd's own, not flash_combine's
     dynamic = sum(breakdown.values())
     occ = occupancy(a.name, config.threads, reg.registers, dynamic, static)
     occ_expr = occupancy_expressions(a.name)

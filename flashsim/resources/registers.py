@@ -40,6 +40,17 @@ class RegisterCount:
     def compiled(self) -> bool:
         return self.build is not None
 
+    @property
+    def entry(self):
+        """flash_fwd's resource record in the build, or None uncompiled (``kernel_entry``)."""
+        return None if self.build is None else kernel_entry(self.build)
+
+
+def kernel_entry(build):
+    """flash_fwd's resource record in ``build`` (a split build has flash_combine too; a build without a resource
+    report stands for itself)."""
+    return build.entry(KERNEL_ENTRY) if getattr(build, "entry_points", None) else build
+
 
 def estimate(config: KernelConfig) -> int:
     """The documented estimate of registers per thread (see the module docstring)."""
@@ -128,7 +139,7 @@ def registers(config: KernelConfig, arch="sm_120", mode: str = "auto") -> Regist
             raise
         first = (str(e).strip().splitlines() or [""])[0][:120]
         return RegisterCount(estimate(config), f"estimate: the build failed ({type(e).__name__}: {first})")
-    entry = build.entry(KERNEL_ENTRY) if build.entry_points else build  # flash_fwd's (a split build has two)
+    entry = kernel_entry(build)
     return RegisterCount(
         int(entry.registers), f"ptxas (NVRTC, {a.name})", int(entry.spill_stores), int(entry.spill_loads), build
     )

@@ -36,15 +36,7 @@ def _build(ptx: str, arch: str, source: str) -> Build:
     got = _BUILDS.get(key)
     if got is None:
         cubin = assemble_ptx(ptx, arch)
-        got = _BUILDS[key] = Build(
-            cubin=cubin,
-            arch=arch,
-            entry_points={},
-            lowered_names={},
-            log="",
-            source_name=source,
-            key=hashlib.sha256(cubin).hexdigest(),
-        )
+        got = _BUILDS[key] = Build.of_cubin(cubin, arch, source)
     return got
 
 

@@ -39,15 +39,7 @@ _ARCH = "sm_90a"
 
 def _kernel(ptx: str, name: str):
     cubin = assemble_ptx(ptx, _ARCH)
-    build = Build(
-        cubin=cubin,
-        arch=_ARCH,
-        entry_points={},
-        lowered_names={},
-        log="",
-        source_name=f"{name}.ptx",
-        key=hashlib.sha256(cubin).hexdigest(),
-    )
+    build = Build.of_cubin(cubin, _ARCH, f"{name}.ptx")
     return rt.load(build, name)
 
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from ... import provenance
 from ...arch import get_arch
-from ...numerics import rounding
+from ...numerics import ieee, rounding
 from ...numerics.formats import BF16, E4M3, E5M2, F16, F32, Format
 from ...numerics.tensorcore import generic
 from ...numerics.tensorcore import warpgroup as W
@@ -712,12 +712,7 @@ def _arch_with(**changes):
 
 def _tf32_rounded(gen: dict) -> dict:
     """tf32 operands rounded to nearest (ties away, as cvt.rna.tf32.f32) instead of truncated."""
-    out = dict(gen)
-    for k in ("a", "b"):
-        u = gen[k].astype(np.uint64)
-        finite = ((u >> 23) & 0xFF) != 0xFF
-        out[k] = np.where(finite, (u + 0x1000) & 0xFFFFE000, u).astype(np.uint32)
-    return out
+    return {**gen, **{k: ieee.tf32_rna_in_f32(gen[k]) for k in ("a", "b")}}
 
 
 class _NearestF32:

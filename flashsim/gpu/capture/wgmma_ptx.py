@@ -392,10 +392,7 @@ def capture(out: pathlib.Path) -> int:
         ptx = ptx_of(case)
         try:
             cubin = assemble_ptx(ptx, "sm_90a")
-            key = hashlib.sha256(cubin).hexdigest()  # the runtime caches loaded modules by this key
-            build = Build(
-                cubin=cubin, arch="sm_90a", entry_points={}, lowered_names={}, log="", source_name=case.name, key=key
-            )
+            build = Build.of_cubin(cubin, "sm_90a", case.name)
             kernel = rt.load(build, "wgmma_probe")
             host = inputs(case)
             dev_args = [rt.to_device(host[k]) for k in ("img", "afrag", "c", "d")]

@@ -57,7 +57,7 @@ import numpy as np
 from ...arch import get_arch
 from ...layout.swizzle import swizzle
 from ...numerics import ieee
-from ...numerics.formats import BF16, F16, F32, TF32
+from ...numerics.formats import BF16, F16
 from .. import isa
 from ..ir import AddrTuple, Imm, Reg, Sym, Vec
 from ..program import SPACE_BASE, Decoded
@@ -385,8 +385,7 @@ def _on_load(tm, raw: np.ndarray) -> np.ndarray:
     type is copied. A store copies every type's bits (store2d_tf32_edges)."""
     if tm.type_name not in ("tf32", "tf32.ftz"):
         return raw
-    x = np.ascontiguousarray(raw).reshape(-1).view(np.uint32)
-    x = ieee.convert(x, F32, TF32, "rne").astype(np.uint32) << np.uint32(13)
+    x = ieee.tf32_in_f32(np.ascontiguousarray(raw).reshape(-1).view(np.uint32))
     return x.view(np.uint8).reshape(raw.shape)
 
 
@@ -409,6 +408,14 @@ def _reducer(op: str, t: str):
         return lambda old, src: ieee.minmax(old, src, f, largest=op == ".max").astype(np.uint16)
     step = step_fn(op, t)
     return lambda old, src: step(old, src, None, np.zeros(old.shape, bool))
+
+
+def _write_global(m, t: int, gaddr, src: np.ndarray, esize: int, reduce) -> None:
+    """A store's element bytes ``src`` (n, esize) to global memory at ``gaddr``: copied, or reduced with ``reduce``."""
+    if reduce is None:
+        m.mem.store(".global", gaddr, src, np.full(gaddr.size, t))
+    else:
+        _reduce_global(m, t, gaddr, src, esize, reduce)
 
 
 def _reduce_global(m, t: int, gaddr, src: np.ndarray, esize: int, reduce) -> None:
@@ -656,10 +663,7 @@ def _tensor_store(d: Decoded, rank: int, hint: bool, redop):
             def perform(t=t, block=block, phys=phys, sel=sel, inside=inside, esize=esize, reduce=reduce):
                 pc = m.current_pc
                 image = _async_shared(m, block, phys, None, t, False, pc).reshape(-1, esize)[inside]
-                if reduce is None:
-                    m.mem.store(".global", sel, image, np.full(sel.size, t))
-                else:
-                    _reduce_global(m, t, sel, image, esize, reduce)
+                _write_global(m, t, sel, image, esize, reduce)
 
             groups(m).issue(t, perform)
 
@@ -723,10 +727,7 @@ def _store(d: Decoded, hint: bool, redop, rtype):
 
             def perform(t=t, block=block, phys=phys, gaddr=gaddr):
                 image = _async_shared(m, block, phys, None, t, False, m.current_pc).reshape(-1, esize)
-                if reduce is None:
-                    m.mem.store(".global", gaddr, image, np.full(gaddr.size, t))
-                else:
-                    _reduce_global(m, t, gaddr, image, esize, reduce)
+                _write_global(m, t, gaddr, image, esize, reduce)
 
             groups(m).issue(t, perform)
 

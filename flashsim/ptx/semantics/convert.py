@@ -24,8 +24,8 @@ What ptxas makes of the forms the ISA leaves open, from nvdisasm of sm_90 cubins
 flashsim.ptx.probes.convert): cvt.f32.f32 without modifiers is a move (NaN payloads kept), with .ftz / .sat an
 FADD (NaN canonical); cvt.ftz.f64.f32 is FMUL.FTZ by 1 and then F2F.F64.F32, so its NaN is the canonical f32 NaN
 widened, 0x7FFFFFFFE0000000 (convert/cvt_ftz_f64_f32); cvt.f32.bf16 is a shift (NaN payloads kept);
-cvt.rna{.satfinite}.tf32.f32 is integer arithmetic on the bits (``_tf32_rna``), so a NaN keeps its top 19 bits
-(and one whose payload lies in the low 13 bits becomes an infinity); cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} gives the
+cvt.rna{.satfinite}.tf32.f32 is integer arithmetic on the bits (``ieee.tf32_rna_in_f32``), so a NaN keeps its top 19
+bits (and one whose payload lies in the low 13 bits becomes an infinity); cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} gives the
 canonical f16 NaN 0x7FFF for a NaN byte (convert/cvt_rn_f16x2_e4m3x2, cvt_rn_f16x2_e5m2x2).
 """
 
@@ -353,11 +353,8 @@ def _unpack2(d: Decoded, src_dtype, width: int, widen):
     return d.op(run)
 
 
-_TF32_LOW = np.uint32(0x1FFF)
-
-
 def _tf32(d: Decoded, st: str, rnd, relu: bool, satfinite: bool, ftz_sat: bool):
-    """cvt.rna{.satfinite}.tf32.f32 as ptxas builds it (``_tf32_rna``); cvt.{rn,rz}{.relu}.tf32.f32 (sm_90's
+    """cvt.rna{.satfinite}.tf32.f32 as ptxas builds it (``ieee.tf32_rna_in_f32``); cvt.{rn,rz}{.relu}.tf32.f32 (sm_90's
     F2FP.TF32) as one IEEE rounding to tf32's 10 fraction bits, the result in the upper 19 bits of d."""
     if st != ".f32" or ftz_sat:
         raise isa.Unsupported(f"cvt.tf32{st} (from .f32 only, no .ftz / .sat)")
@@ -367,7 +364,7 @@ def _tf32(d: Decoded, st: str, rnd, relu: bool, satfinite: bool, ftz_sat: bool):
             raise isa.Unsupported("cvt.rna.relu.tf32.f32")
 
         def run(g):
-            g.write(dst, _tf32_rna(np.asarray(g.R[a]).astype(np.uint32), satfinite))
+            g.write(dst, ieee.tf32_rna_in_f32(g.R[a], satfinite))
 
         return d.op(run)
     if rnd not in (".rn", ".rz") or satfinite:
@@ -380,14 +377,3 @@ def _tf32(d: Decoded, st: str, rnd, relu: bool, satfinite: bool, ftz_sat: bool):
         g.write(dst, r.astype(np.uint32) << np.uint32(13))
 
     return d.op(run)
-
-
-def _tf32_rna(x, satfinite: bool):
-    """The SASS of cvt.rna{.satfinite}.tf32.f32: a finite x gets half a tf32 unit (0x1000) added to its bits (a
-    carry moves into the exponent: ties away from zero, overflow to inf), then the low 13 bits are cleared;
-    .satfinite then takes 0x2000 off any result that is inf or NaN (inf -> the largest finite tf32)."""
-    finite = (x & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
-    r = np.where(finite, x + np.uint32(0x1000), x) & ~_TF32_LOW
-    if satfinite:
-        r = np.where((r & np.uint32(0x7F800000)) == np.uint32(0x7F800000), r - np.uint32(0x2000), r)
-    return r.astype(np.uint32)

@@ -14,7 +14,7 @@ from .. import isa
 from ..ir import Vec
 from ..program import Decoded
 from .data import SPACES
-from .matrix import FULL, _all_warps, _gather, _regs, _scatter, _warps
+from .matrix import FULL, _all_warps, _gather, _regs, _row_addresses, _scatter, _warps
 
 _RULE = "PTX ISA 8.6+: sm_100a, sm_101a, sm_120a (ptxas 13.0 refuses them on sm_90a and on plain sm_120)"
 for _op, _shape in (("ldmatrix", ".m8n16"), ("ldmatrix", ".m16n16"), ("stmatrix", ".m16n8")):
@@ -64,12 +64,6 @@ def _form(d: Decoded, opcode: str):
     return name, num, src_fmt or ".b8", sp, base, np.uint64(offset & (2**64 - 1))
 
 
-def _rows(g, th, lanes: int, base: int, off):
-    """The row-giving threads (lanes 0 .. lanes - 1 of each warp) and their addresses."""
-    rows_th = th[:, :lanes].reshape(-1)
-    return rows_th, np.broadcast_to(np.asarray(g.R[base]).astype(np.uint64), (g.m.T,))[rows_th] + off
-
-
 @isa.implements_form("ldmatrix", ".m8n16")
 @isa.implements_form("ldmatrix", ".m16n16")
 def ldmatrix_b8(d: Decoded):
@@ -85,7 +79,7 @@ def ldmatrix_b8(d: Decoded):
         if g.mask is not None and not g.converge(member):
             return
         th = _all_warps(g)
-        rows_th, addr = _rows(g, th, lanes, base, off)
+        rows_th, addr = _row_addresses(g, th, lanes // 8, base, off)  # 8 rows a matrix
         raw = g.m.mem.load(sp, addr, 16, rows_th).reshape(th.shape[0], lanes, 16)
         regs = L.load_b8(raw, shape, num, fmt)  # (W, 32, registers)
         _scatter(g, dsts, None if g.mask is None and _warps(g) is None else th, regs)
@@ -104,7 +98,7 @@ def stmatrix_b8(d: Decoded):
         if g.mask is not None and not g.converge(member):
             return
         th = _all_warps(g)
-        rows_th, addr = _rows(g, th, lanes, base, off)
+        rows_th, addr = _row_addresses(g, th, lanes // 8, base, off)  # 8 rows a matrix
         rows = L.store_b8(_gather(g, srcs, None if g.mask is None and _warps(g) is None else th), shape, num)
         g.m.mem.store(sp, addr, rows.reshape(-1, 16), rows_th)
         g.m.progress += 1
