@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-BLOCKED = ("cuda", "jax", "jaxlib", "matplotlib", "torch", "cupy", "mmasim")
+BLOCKED = ("cuda", "jax", "jaxlib", "matplotlib", "torch", "cupy", "mmasim", "triton", "distributed", "dask")
 
 # Prepended to every child: a meta-path finder that makes the optional dependencies unimportable.
 BLOCKER = textwrap.dedent(f"""
