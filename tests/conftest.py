@@ -5,6 +5,7 @@ with the reason, where that thing is missing (visible in ``pytest -ra``). The su
 Markers (registered in pyproject.toml):
   ``gpu``             a usable CUDA GPU (flashsim.gpu.runtime.gpu_available: cuda-python, a driver, a device)
   ``nvrtc``           kernel builds without a GPU: cuda.core importable and the NVRTC library loadable
+  ``sass``            flashsim.ptx's contraction="sass": a ptxas and an nvdisasm (the ptx extra brings both)
   ``needs("mod", ...)`` each named module importable (matplotlib, jax, torch, mmasim, ...)
 
 Each condition is evaluated once per session, and only when a collected test carries its marker. Fixtures:
@@ -43,6 +44,17 @@ def nvrtc_status() -> tuple[bool, str]:
 
 
 @functools.cache
+def sass_status() -> tuple[bool, str]:
+    """(True, "") where contraction="sass" can read ptxas's SASS here: a ptxas and an nvdisasm are found."""
+    from flashsim.gpu.build import cuda_tools
+
+    missing = [tool for tool in ("ptxas", "nvdisasm") if not cuda_tools(tool)]
+    if missing:
+        return False, f"needs {' and '.join(missing)} for contraction='sass': pip install 'flashsim[ptx]'"
+    return True, ""
+
+
+@functools.cache
 def module_status(name: str) -> tuple[bool, str]:
     try:
         importlib.import_module(name)
@@ -60,6 +72,10 @@ def _why_not(item) -> str | None:
                 return reason
     if item.get_closest_marker("nvrtc") is not None:
         ok, reason = nvrtc_status()
+        if not ok:
+            return reason
+    if item.get_closest_marker("sass") is not None:
+        ok, reason = sass_status()
         if not ok:
             return reason
     if item.get_closest_marker("gpu") is not None:

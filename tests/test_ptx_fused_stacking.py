@@ -9,7 +9,6 @@ every result is the one rounding of x * s - m (an oracle in exact rationals).
 
 from __future__ import annotations
 
-import shutil
 from fractions import Fraction
 
 import numpy as np
@@ -63,7 +62,7 @@ def _round_f32(q: Fraction) -> np.float32:
     return np.float32(best)
 
 
-@pytest.mark.skipif(shutil.which("ptxas") is None, reason="contraction='sass' needs ptxas on PATH")
+@pytest.mark.sass
 def test_fused_products_and_their_adds_stack_and_round_once():
     module = load(_kernel(), arch="sm_90", contraction="sass")
     kernel = module.kernel("fused")
@@ -86,7 +85,7 @@ def test_fused_products_and_their_adds_stack_and_round_once():
     assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.mark.skipif(shutil.which("ptxas") is None, reason="contraction='sass' needs ptxas on PATH")
+@pytest.mark.sass
 def test_a_group_of_few_running_threads_computes_on_them_alone(monkeypatch):
     """A quarter of the threads run the block (the rest returned, as a warp-specialised kernel's producer waits):
     the stacked groups compute on those threads' columns and scatter back; the bits are those of the whole-wave

@@ -19,6 +19,7 @@ from thirdparty import build, capture, cute_tutorial, cutlass_gemm, packages
 from flashsim.ptx import hostshim
 
 pytestmark = [
+    pytest.mark.sass,
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH"),
 ]

@@ -23,7 +23,10 @@ import pytest
 from thirdparty import build, capture, hostprogram, packages
 from thirdparty import flashinfer_prefill as fi
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH")
+pytestmark = [
+    pytest.mark.sass,
+    pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH"),
+]
 
 QUICK = "flashinfer_sm90_prefill_d64_normal"
 

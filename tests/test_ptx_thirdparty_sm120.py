@@ -23,6 +23,7 @@ from flashsim.ptx.errors import UnsupportedInstruction
 from flashsim.ptx.parser import parse
 
 pytestmark = [
+    pytest.mark.sass,
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit's compiler) on PATH"),
 ]

@@ -15,6 +15,8 @@ from flashsim.gpu.build import kernel_dir
 from flashsim.problem import resolve_options
 from flashsim.serving.problem import prepare_kvcache
 
+pytestmark = [pytest.mark.nvrtc, pytest.mark.sass]
+
 
 @pytest.fixture(scope="module")
 def kernel():

@@ -83,6 +83,8 @@ def _varlen_case(rng):
     return prob, index_of(cu_seqlens_q=cus[0], cu_seqlens_k=cus[1]), dict(cu_q=cus[0], cu_k=cus[1])
 
 
+@pytest.mark.nvrtc
+@pytest.mark.sass
 @pytest.mark.parametrize("make", [_kvcache_case, _varlen_case], ids=["kvcache", "varlen"])
 def test_the_check_kernel_writes_the_emulated_flag_bit_for_bit(make):
     rng = np.random.default_rng(7)
@@ -104,6 +106,8 @@ def test_the_check_kernel_writes_the_emulated_flag_bit_for_bit(make):
     assert bad >= 5 and good >= 5  # both paths exercised
 
 
+@pytest.mark.nvrtc
+@pytest.mark.sass
 def test_the_first_error_sticks_and_the_reads_stay_inside_the_arrays():
     q = np.zeros((3, 1, 4, 64), np.float16)
     pages = np.zeros((10, 16, 2, 64), np.float16)
