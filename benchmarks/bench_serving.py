@@ -9,7 +9,9 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
 
 * decode: B=8, Hq=32, Hkv=8, Nq=1, Nk=8192, d=128, bf16, contiguous cache (cache_seqlens all 8192), num_splits
   chosen by the heuristic; its K and V bytes over its time against the copy bandwidth measured here (torch's
-  device-to-device copy, bytes read plus written); FA2 and cuDNN on the same cache (transposed views, GQA).
+  device-to-device copy, bytes read plus written); FA2 and cuDNN on the same cache (transposed views, GQA); with
+  splits also "serial_combine": the combine launched in stream order instead of as flash_fwd's programmatic
+  dependent (flashsim.gpu.serving.OVERLAP_COMBINE).
 * B=1, Nk=32768 (d=128), and d=64 / d=256 at the decode shape, beside FA2.
 * speculative: Nq=16 causal (bottom-right: SDPA's causal_lower_right), beside cuDNN and FA2.
 * paged: the decode shape in pages of 16 and of 256 keys in a shuffled order, against the contiguous cache.
@@ -276,6 +278,19 @@ def row(rows, name, **fields):
     return rows[-1]
 
 
+def _serial_combine(fn):
+    """us per graph replay of ``fn`` with flash_combine launched in plain stream order, not as flash_fwd's
+    programmatic dependent (flashsim.gpu.serving.OVERLAP_COMBINE off): what the overlap gains."""
+    from flashsim.gpu import serving as gs
+
+    overlap = gs.OVERLAP_COMBINE
+    try:
+        gs.OVERLAP_COMBINE = False
+        return timed(fn)[0] * 1e3
+    finally:
+        gs.OVERLAP_COMBINE = overlap
+
+
 def bench_decode(rows, bw, args):
     import torch
 
@@ -300,6 +315,8 @@ def bench_decode(rows, bw, args):
             r["eager_host_us"] = host_us(fn)
             r["tb_s"] = r["bytes"] / (ms * 1e-3) / 1e12
             r["copy_fraction"] = r["tb_s"] / bw
+            if prob.config.split:  # the combine launched after flash_fwd in stream order instead of overlapped
+                r["serial_combine_us"] = _serial_combine(fn)
         except Exception as exc:  # noqa: BLE001 - recorded, the table goes on
             r["error"] = f"{type(exc).__name__}: {exc}"
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
@@ -501,7 +518,7 @@ def text(rows, bw, dev):
     out = [f"bench_serving on {dev}; copy bandwidth {bw:.2f} TB/s (read + written); times: do_bench medians (us)"]
     for r in rows:
         parts = [f"{r['name']:34}"]
-        for key in ("ours_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
+        for key in ("ours_us", "serial_combine_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
             if key in r:
                 parts.append(f"{key[:-3]} {r[key]:8.1f}")
         for who in ("call", "call_pdl", "kernel", "FA2", "flash_attn"):

@@ -456,35 +456,49 @@ __device__ __forceinline__ void st_global_f32x2(float* dst, float a, float b) {
     asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" :: "l"(dst), "f"(a), "f"(b) : "memory");
 }
 
+// PAGED: the page-table entries of the KV tile starting at key key0, one per lane: lane l holds the physical page of
+// the tile's l-th page, table[(key0 >> page_shift) + l] clamped into [0, num_pages) (the host checks the table; the
+// clamp keeps an unchecked one in bounds), 0 for a lane past the tile's last page or past the sequence's last key
+// (nothing read). A tile spans at most ROWS / 16 + 1 pages (pages of 16 keys or more): one warp's lanes hold them
+// all. Loaded one tile ahead (FS_FILL_SLOT), so the table's latency overlaps the copies in flight instead of
+// standing before each chunk's address.
+template <int ROWS>
+__device__ __forceinline__ int tile_pages(const int* __restrict__ table, int key0, int n, int page_shift,
+                                          int num_pages, int lane) {
+    static_assert(ROWS / 16 + 1 <= 32, "a KV tile's pages fit one warp's lanes");
+    const int first = key0 >> page_shift, last = (min(key0 + ROWS, n) - 1) >> page_shift;
+    const int idx = first + lane;
+    return (key0 < n && idx <= last) ? min(max(__ldg(table + idx), 0), num_pages - 1) : 0;
+}
+
 // Serving's K and V tiles: keys [key0, key0 + ROWS) of one head into the swizzled K and V tiles of C-chunk rows (the
 // two have one layout without quantization); keys at or past n are zero-filled without reading anything. Key j's
-// rows are kbase / vbase + j * rs bytes, or with PAGED physical row (page << page_shift) | (j & page mask), page =
-// table[j >> page_shift] clamped into [0, num_pages) (the host checks the table; the clamp keeps an unchecked one in
-// bounds), looked up once for both. Thread (r, c) copies column c of rows r, r + STEP, ... as load_rows does (else
-// the chunk loop of load_tile), in a loop unrolled 4 times instead of fully: with runtime row strides a fully
-// unrolled loop keeps an address per chunk alive (ptxas: the 1-warp d = 128 decode build used 255 registers and
-// spilt, the d = 256 one spilt 28 to 380 B).
+// rows are kbase / vbase + j * rs bytes, or with PAGED physical row (page << page_shift) | (j & page mask), page from
+// `pages` (tile_pages of this tile: lane l's entry is the tile's l-th page, read by a warp shuffle), looked up once
+// for both. Thread (r, c) copies column c of rows r, r + STEP, ... as load_rows does (else the chunk loop of
+// load_tile), in a loop unrolled 4 times instead of fully: with runtime row strides a fully unrolled loop keeps an
+// address per chunk alive (ptxas: the 1-warp d = 128 decode build used 255 registers and spilt, the d = 256 one spilt
+// 28 to 380 B). Every lane of the warp calls it (the shuffle), in the block-uniform fill.
 template <int ROWS, int C>
 __device__ __forceinline__ void load_kv_rows(uint32_t ktile, uint32_t vtile, const unsigned char* __restrict__ kbase,
-                                             const unsigned char* __restrict__ vbase, const int* __restrict__ table,
-                                             int key0, int n, long long rs, int page_shift, int num_pages, int tid) {
+                                             const unsigned char* __restrict__ vbase, int pages, int key0, int n,
+                                             long long rs, int page_shift, int tid) {
     static_assert(QK_CHUNKS == V_CHUNKS, "K and V rows of one layout");
     constexpr int CHUNKS = ROWS * C;
     constexpr bool BY_COLUMN = THREADS % C == 0;
     constexpr int STEP = BY_COLUMN ? THREADS / C : 1;
-    const int mask = (1 << page_shift) - 1;
+    const int mask = (1 << page_shift) - 1, first = key0 >> page_shift;
 #pragma unroll 4
     for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it) {
         const int i = it * THREADS + tid;
         const int r = BY_COLUMN ? tid / C + it * STEP : i / C, c = BY_COLUMN ? tid % C : i % C;
+        const int key = key0 + r;
+        // the tile's page of this key (every lane shuffles, also those past the tile's rows: their source is unused)
+        const int page = PAGED ? __shfl_sync(0xffffffffu, pages, ((key >> page_shift) - first) & 31) : 0;
         if (CHUNKS % THREADS == 0 || r < ROWS) {
-            const int key = key0 + r;
             long long at = 0;   // the chunk's byte offset (0 for a zero-filled one: a valid address, never read)
             if (key < n) {
-                long long row = key;
-                if (PAGED)
-                    row = (static_cast<long long>(min(max(__ldg(table + (key >> page_shift)), 0), num_pages - 1))
-                           << page_shift) + (key & mask);
+                const long long row = PAGED ? (static_cast<long long>(page) << page_shift) + (key & mask) : key;
                 at = row * rs + c * 16;
             }
             const uint32_t dst = swz<C>(r, c);
@@ -567,6 +581,12 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const uint32_t s_k = s_base + K_RING_OFFSET;
     const uint32_t s_v = s_base + V_RING_OFFSET;
 
+#if FS_SPLIT && __CUDA_ARCH__ >= 900
+    // flash_combine, launched as this grid's programmatic dependent (flashsim.gpu.serving.OVERLAP_COMBINE), may be
+    // scheduled once every block of this grid has started: its blocks wait (griddepcontrol.wait) for this grid to
+    // complete and its writes to be visible, so only their launch overlaps this grid, never their reads.
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32;
     const int lane = tid % 32;
@@ -670,8 +690,9 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid); \
             load_tile<BC, V_CHUNKS>(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid);  \
         } else {                                                                                                   \
-            load_kv_rows<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, s_v + (slot) * V_SLOT_BYTES, kh, vh, bt_row,   \
-                                        (t_begin + (tn)) * BC, nk, kv_row * 2, page_shift, num_pages, tid);        \
+            load_kv_rows<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, s_v + (slot) * V_SLOT_BYTES, kh, vh, pages,    \
+                                        (t_begin + (tn)) * BC, nk, kv_row * 2, page_shift, tid);                   \
+            if (PAGED) pages = tile_pages<BC>(bt_row, (t_begin + (tn) + 1) * BC, nk, page_shift, num_pages, lane);   \
         }                                                                                                          \
         if (MBAR) mbar_arrive_cp(full_bar + MBAR_BYTES * (slot));                                                  \
     } while (0)
@@ -684,6 +705,9 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     } while (0)
 #endif
 
+#if FS_SEQLENS
+    int pages = PAGED ? tile_pages<BC>(bt_row, t_begin * BC, nk, page_shift, num_pages, lane) : 0;   // tile 0's
+#endif
     if (MBAR) {   // every thread arrives once per phase on both barriers of a slot
         if (threadIdx.x == 0) {
             for (int s = 0; s < STAGES; ++s) {
@@ -1198,6 +1222,9 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 namespace fs {
 constexpr int COMBINE_WARPS = FS_COMBINE_WARPS;
 constexpr int MAX_SPLITS = FS_MAX_SPLITS;
+constexpr int COMBINE_COLS = FS_HEAD_DIM / 32;   // O columns per lane: lane l holds l, l + 32, ...
+// Parts whose outputs a lane holds at once: 64 registers' worth (16 parts at d = 128, 8 at d = 256)
+constexpr int COMBINE_BATCH = 64 / COMBINE_COLS;
 }
 extern "C" __global__ void __launch_bounds__(32 * fs::COMBINE_WARPS)
 flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_part, fs_half* __restrict__ o,
@@ -1205,9 +1232,29 @@ flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_pa
     using namespace fs;
     __shared__ float part_lse[COMBINE_WARPS][MAX_SPLITS];
     __shared__ float part_w[COMBINE_WARPS][MAX_SPLITS];
+    constexpr int COLS = COMBINE_COLS, BATCH = COMBINE_BATCH;
     const int warp = threadIdx.x / 32, row = blockIdx.x * COMBINE_WARPS + warp, lane = threadIdx.x % 32;
     if (row >= rows) return;
+#if __CUDA_ARCH__ >= 900
+    // launched as flash_fwd's programmatic dependent: the parts are read only once that grid is complete and its
+    // writes visible (without the launch attribute this returns at once: the stream's order already holds)
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
     const long long R = rows;
+    // The row's part outputs BATCH parts at a time, every load of a batch in flight at once (the first batch before
+    // the weights, whose loads it overlaps): ceil(num_splits / BATCH) round trips to memory instead of one per part.
+    float part_o[BATCH][COLS];
+    auto load_parts = [&](int s0) {
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            if (s0 + b < num_splits) {
+                const float* src = o_part + ((s0 + b) * R + row) * D + lane;
+#pragma unroll
+                for (int j = 0; j < COLS; ++j) part_o[b][j] = __ldg(src + 32 * j);
+            }
+        }
+    };
+    load_parts(0);
     const float log2e = __int_as_float(FS_COMBINE_LOG2E);
     for (int s = lane; s < num_splits; s += 32) part_lse[warp][s] = __ldg(lse_part + s * R + row);
     __syncwarp();
@@ -1221,19 +1268,23 @@ flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_pa
     for (int s = 0; s < num_splits; ++s) sum = __fadd_rn(sum, part_w[warp][s]);
     const bool empty = (sum == 0.f) || (sum != sum);
     const float inv = empty ? 1.f : __frcp_rn(sum);
-    float acc[D / 32];
+    float acc[COLS];
 #pragma unroll
-    for (int j = 0; j < D / 32; ++j) acc[j] = 0.f;
-#pragma unroll 4
-    for (int s = 0; s < num_splits; ++s) {
-        const float w = __fmul_rn(part_w[warp][s], inv);
-        const float* src = o_part + (s * R + row) * D + lane;
+    for (int j = 0; j < COLS; ++j) acc[j] = 0.f;
+    for (int s0 = 0; s0 < num_splits; s0 += BATCH) {
+        if (s0 > 0) load_parts(s0);
 #pragma unroll
-        for (int j = 0; j < D / 32; ++j) acc[j] = __fmaf_rn(w, __ldg(src + 32 * j), acc[j]);
+        for (int b = 0; b < BATCH; ++b) {
+            if (s0 + b < num_splits) {
+                const float w = __fmul_rn(part_w[warp][s0 + b], inv);
+#pragma unroll
+                for (int j = 0; j < COLS; ++j) acc[j] = __fmaf_rn(w, part_o[b][j], acc[j]);
+            }
+        }
     }
     fs_half* dst = o + static_cast<long long>(row) * D + lane;
 #pragma unroll
-    for (int j = 0; j < D / 32; ++j) dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);
+    for (int j = 0; j < COLS; ++j) dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);
     if (lane == 0) {
         const int b = row / (nq * heads), i = (row / heads) % nq, h = row % heads;
         lse[(static_cast<long long>(b) * heads + h) * nq + i] = empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum));

@@ -48,12 +48,13 @@ def test_a_build_without_splits_has_no_combine_entry():
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
 def test_the_budget_of_the_decode_and_combine_kernels(arch):
     """flash_fwd's budget (ptxas registers, shared memory from the same formula as the kernel, blocks per SM) and
-    flash_combine's (no shared memory, 128 threads), for the decode configuration of the speed table (d = 128)."""
+    flash_combine's (128 threads; a batch of 16 parts' outputs held in registers per lane, so its loads are in flight
+    together), for the decode configuration of the speed table (d = 128)."""
     cfg = decode_config(arch, 128, 4)
     main, combine = serving_budget(cfg, arch)
     assert main.registers_source.startswith("ptxas") and main.reg.spill_stores == 0
     assert main.smem_bytes == cfg.smem_bytes and main.fits
     assert main.blocks_per_sm == min(main.occ.limits.values()) >= 2
-    assert combine.registers <= 64 and combine.spill_bytes == 0 and combine.threads == 128
-    assert combine.blocks_per_sm >= 8
+    assert combine.registers <= 128 and combine.spill_bytes == 0 and combine.threads == 128
+    assert combine.blocks_per_sm >= 4  # 16 warps per SM, each with a batch of loads in flight
     assert "flash_combine" in combine.table() and "blocks/SM" in main.table()

@@ -271,17 +271,22 @@ def test_max_seqlen_k_chooses_the_splits_and_a_longer_row_is_flagged(fake_gpu):
 
 def test_flash_fwd_overlaps_the_check_only_when_asked_and_checked(fake_gpu, monkeypatch):
     """OVERLAP_CHECK launches flash_fwd as the check's programmatic dependent (the check writes nothing it reads);
-    without it, or without a check, flash_fwd's plain configuration."""
+    without it, or without a check, flash_fwd's plain configuration. OVERLAP_COMBINE, independently, launches the
+    combine as flash_fwd's (the combine waits for flash_fwd's writes in the kernel: griddepcontrol.wait)."""
     q, k, v = _kv()
     sl = torch.tensor([256, 1, 77], dtype=torch.int32)
-    for overlap, check, pdl in ((False, True, False), (True, True, True), (True, False, False)):
+    cases = ((False, True, False, True), (True, True, True, False), (True, False, False, True))
+    for overlap, check, pdl, combine_pdl in cases:
         monkeypatch.setattr(gs, "OVERLAP_CHECK", overlap)
+        monkeypatch.setattr(gs, "OVERLAP_COMBINE", combine_pdl)
         fake_gpu.calls.clear()
         flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=2, check_indices=check)
         fwd = next(c for c in fake_gpu.calls if c[2] is fake_gpu.fwd.kernel)
         comb = next(c for c in fake_gpu.calls if c[2] is fake_gpu.combine.kernel)
-        assert fwd[1].programmatic_stream_serialization is pdl and not comb[1].programmatic_stream_serialization
+        assert fwd[1].programmatic_stream_serialization is pdl
+        assert comb[1].programmatic_stream_serialization is combine_pdl
         assert tuple(fwd[1].grid) == (1, 2, 6) and fwd[1].shmem_size > 0
+        assert tuple(comb[1].grid) == (-(-3 * 8 // COMBINE_WARPS), 1, 1)  # B * Nq * Hq rows
 
 
 class _FakeCupyArray:

@@ -27,7 +27,9 @@
 #
 # A step whose module is absent is skipped and said so; each step has its own time cap; $OUT/summary.txt has one
 # line per step (seconds, exit status). Files under $OUT/<step>/ come back (at most two folders down). The tree a call
-# carries is limited to 64 MiB: tools/device_slim.sh hold before the call, restore after.
+# carries is limited to 64 MiB: tools/device_slim.sh hold before the call, restore after. The device returns at most
+# 8 files: PACK=1 turns each step's folder into $OUT/<step>.tar (the tanh step's own tars, up to 15 MB each, are
+# moved up beside it instead of nested).
 set -uo pipefail
 [[ -n ${OUT:-} ]] || { echo "set OUT" >&2; exit 2; }
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -67,3 +69,11 @@ for s in "${STEPS[@]}"; do
     *) echo "unknown step $s" >&2 ;;
   esac
 done
+if [[ ${PACK:-0} == 1 ]]; then
+  for s in "${STEPS[@]}"; do
+    [[ -d $OUT/$s ]] || continue
+    find "$OUT/$s" -maxdepth 1 -name 'tanh_*.tar' -exec mv {} "$OUT/" \;
+    tar -C "$OUT" -cf "$OUT/$s.tar" "$s" && rm -rf "${OUT:?}/$s"
+  done
+  ls -la "$OUT"
+fi

@@ -50,6 +50,10 @@ CHECK_NAME = "serving_check"
 # it rather than before it: the check writes nothing flash_fwd reads. Off by default until measured on silicon
 # (benchmarks/bench_serving.py --call times both); set flashsim.gpu.serving.OVERLAP_CHECK = True to turn it on.
 OVERLAP_CHECK = False
+# flash_combine launched as flash_fwd's programmatic dependent (sm_90+): its launch overlaps flash_fwd's last blocks
+# and its blocks wait (griddepcontrol.wait) for flash_fwd's writes, so a split call does not pay a launch gap between
+# the two (benchmarks/bench_serving.py times the kernels with it off too: "kernel_serial").
+OVERLAP_COMBINE = True
 _PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
 # the slots a call writes in the packed launches (ServingPlan._pack checks them against the argument lists):
 # flash_fwd's cu_q (then cu_k, seqlens_k), block_table and o_part (then lse_part); serving_check's record
@@ -123,6 +127,7 @@ class ServingPlan:
         "check",
         "check_config",
         "overlap_config",
+        "overlap_combine_config",
         "check_scalars",
         "combine_scalars",
         "tag",
@@ -130,6 +135,7 @@ class ServingPlan:
         "packed_fwd",
         "packed_overlap",
         "packed_combine",
+        "packed_combine_overlap",
         "lock",
     )
 
@@ -144,10 +150,16 @@ class ServingPlan:
         self.check = check
         self.check_config = rt.launch_config((1, 1, 1), (indices.CHECK_THREADS, 1, 1)) if check is not None else None
         self.overlap_config = None  # flash_fwd's config as the check's programmatic dependent (sm_90+)
-        if check is not None and launch_config is not None and int(re.match(r"sm_(\d+)", problem.arch)[1]) >= 90:
+        self.overlap_combine_config = None  # flash_combine's as flash_fwd's
+        pdl = int(re.match(r"sm_(\d+)", problem.arch)[1]) >= 90
+        if pdl and check is not None and launch_config is not None:
             cfg = problem.config
             self.overlap_config = rt.launch_config(
                 problem.grid, (cfg.threads, 1, 1), cfg.smem_bytes, overlap_previous=True
+            )
+        if pdl and combine_config is not None:
+            self.overlap_combine_config = rt.launch_config(
+                combine_config.grid, combine_config.block, overlap_previous=True
             )
         self.check_scalars = check_scalars(problem)
         p = problem
@@ -174,9 +186,12 @@ class ServingPlan:
         self.packed_fwd = packed.PackedLaunch(self.kernel.kernel, self.launch_config, args, self.what)
         if self.overlap_config is not None:
             self.packed_overlap = self.packed_fwd.with_config(self.overlap_config)
+        self.packed_combine_overlap = None
         if self.combine is not None:
             args = (0, 0, 0, 0) + self.combine_scalars
             self.packed_combine = packed.PackedLaunch(self.combine.kernel, self.combine_config, args, self.what)
+            if self.overlap_combine_config is not None:
+                self.packed_combine_overlap = self.packed_combine.with_config(self.overlap_combine_config)
 
     def __repr__(self) -> str:
         return f"ServingPlan({self.what})"
@@ -409,9 +424,12 @@ def enqueue(plan, stream, q, k, v, o, lse, overflow, cu_q, cu_k, seqlens_k, bloc
             s[_PARTS], s[_PARTS + 1] = (parts, lse_part) if split else (0, 0)
             packed.driver_launch(fwd, stream)
             if split:  # flash_combine(o_part, lse_part, o, lse, num_splits, part_rows, nq_cap, heads)
-                s = plan.packed_combine.slots
+                comb = plan.packed_combine
+                s = comb.slots
                 s[0], s[1], s[2], s[3] = parts, lse_part, o, lse
-                packed.driver_launch(plan.packed_combine, stream)
+                if OVERLAP_COMBINE and plan.packed_combine_overlap is not None:
+                    comb = plan.packed_combine_overlap
+                packed.driver_launch(comb, stream)
         except Exception as exc:
             rt.launch_failed(plan.what, exc)
 

@@ -1,0 +1,71 @@
+"""The serving kernel's own PTX (flash_fwd of a paged, split, GQA-packed decode build, then flash_combine) run by
+flashsim.ptx on the CPU, bit for bit against the emulator's serving call, under racecheck: the page translation (a
+warp's lanes hold a KV tile's page-table entries, read one tile ahead and passed by shuffles), rows of different
+lengths ending inside a page, a table with pages in a shuffled order, and the split parts merged by the combine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flashsim.ptx as P
+from flashsim import provenance
+from flashsim.constants import COMBINE_WARPS
+from flashsim.emulator import serving as emulated
+from flashsim.gpu import serving as gs
+from flashsim.gpu.build import kernel_dir
+from flashsim.serving.problem import prepare_kvcache, serving_options
+
+pytestmark = [pytest.mark.nvrtc, pytest.mark.sass]
+
+OPTS = serving_options(None, None, None, None, None, None, None, None)
+
+
+def _case(page_size, seqlens, splits, d=64, h=8, hk=2, seed=3):
+    """q (B, 1, h, d) and a paged cache whose pages are shuffled, with two pages no row uses."""
+    rng = np.random.default_rng(seed)
+    b, per = len(seqlens), -(-max(seqlens) // page_size)
+    pages = b * per + 2
+    table = rng.permutation(pages)[: b * per].reshape(b, per).astype(np.int32)
+    q = rng.standard_normal((b, 1, h, d)).astype(np.float16)
+    kp = rng.standard_normal((pages, page_size, hk, d)).astype(np.float16)
+    vp = rng.standard_normal((pages, page_size, hk, d)).astype(np.float16)
+    return q, kp, vp, np.asarray(seqlens, np.int32), table, splits
+
+
+def _run_ptx(q, kp, vp, seqlens, table, splits):
+    prob = prepare_kvcache(q, kp, vp, seqlens, table, splits, opts=OPTS, arch="sm_90", sm_count=132)
+    cfg = prob.config
+    assert cfg.paged and cfg.split and cfg.pack_gqa, cfg.describe()
+    src = (kernel_dir() / "flash_fwd.cu").read_text()
+    module = P.compile(src, arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg))
+    o = np.zeros_like(q)
+    lse = np.zeros((q.shape[0], q.shape[2], q.shape[1]), np.float32)
+    rows, d = prob.part_rows, prob.head_dim
+    o_part = np.zeros((splits, rows, d), np.float32)
+    lse_part = np.zeros((splits, rows), np.float32)
+    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
+    null = np.uint64(0)
+    args = [q, kp, vp, o, lse, null, *head, null, null, seqlens, *totals, table, *pages, o_part, lse_part]
+    args += list(lse_strides)
+    P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
+    comb = [o_part, lse_part, o, lse, *(np.int32(x) for x in (splits, rows, prob.nq_cap, prob.heads))]
+    P.launch(module.kernel("flash_combine"), -(-rows // COMBINE_WARPS), 32 * COMBINE_WARPS, comb, check="racecheck")
+    return o, lse
+
+
+@pytest.mark.parametrize(
+    "page_size, seqlens, splits",
+    [
+        (16, [300, 37, 1], 3),  # many pages per KV tile; a row ending inside its first page; a one-key row
+        (64, [256, 129], 2),  # a tile inside one page, a row one key into its third page
+    ],
+)
+def test_paged_split_decode_kernel_equals_the_emulator(page_size, seqlens, splits):
+    q, kp, vp, sl, table, splits = _case(page_size, seqlens, splits)
+    o, lse = _run_ptx(q, kp, vp, sl, table, splits)
+    o_ref, lse_ref = emulated.attention_with_kvcache(
+        q, kp, vp, cache_seqlens=sl, block_table=table, num_splits=splits, arch="sm_90"
+    )
+    np.testing.assert_array_equal(o.view(np.uint16), np.asarray(o_ref).view(np.uint16))
+    np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
