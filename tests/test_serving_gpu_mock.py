@@ -19,6 +19,7 @@ import pytest
 import flashsim
 from flashsim import ptx
 from flashsim.constants import COMBINE_WARPS
+from flashsim.errors import GPUError
 from flashsim.gpu import launch as gl
 from flashsim.gpu import packed
 from flashsim.gpu import runtime as rt
@@ -482,19 +483,41 @@ def _params(addr: int, types) -> list:
     ]
 
 
+_CONFIG_FIELDS = ("gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY", "blockDimZ", "sharedMemBytes")
+
+
+def _seen_config(c) -> dict:
+    """A driver launch configuration's fields (cuda.bindings' CUlaunchConfig or flashsim.gpu.packed's C structure),
+    read when the launch is made (the stream field is rewritten by the next one)."""
+    attrs = [(int(c.attrs[i].id), c.attrs[i].value.programmaticStreamSerializationAllowed) for i in range(c.numAttrs)]
+    return dict({n: getattr(c, n) for n in _CONFIG_FIELDS}, hStream=int(c.hStream or 0), attrs=attrs)
+
+
+@pytest.mark.parametrize("path", ["ctypes", "bindings"])
 @pytest.mark.parametrize("overlap", [False, True], ids=["plain", "programmatic"])
-def test_a_packed_launch_hands_the_driver_its_configuration_and_parameters(monkeypatch, overlap):
-    """flashsim.gpu.packed.driver_launch with cuLaunchKernelEx recorded (no GPU): the driver's launch configuration is
-    cuda.core's own for the same LaunchConfig, the stream is the handle given, the function the kernel's handle, and
-    the parameter array points at each argument's value of its type, the addresses written after packing included."""
+def test_a_packed_launch_hands_the_driver_its_configuration_and_parameters(monkeypatch, overlap, path):
+    """flashsim.gpu.packed.driver_launch with cuLaunchKernelEx recorded (no GPU), through libcuda by ctypes and through
+    cuda.bindings (the fallback): the driver's launch configuration is cuda.core's own for the same LaunchConfig, the
+    stream is the handle given, the function the kernel's handle, and the parameter array points at each argument's
+    value of its type, the addresses written after packing included."""
     from cuda.bindings import driver
 
     seen = []
-    monkeypatch.setattr(
-        driver,
-        "cuLaunchKernelEx",
-        lambda config, f, params, extra: seen.append((config, f, params, extra)) or (driver.CUresult.CUDA_SUCCESS,),
-    )
+    if path == "ctypes":  # the ctypes function's arguments: four integers, the configuration by its address
+
+        def launch(config, f, params, extra):
+            seen.append((_seen_config(packed.LaunchConfig.from_address(config)), f, params, extra))
+            return 0
+
+        monkeypatch.setattr(packed, "_LAUNCHER", [launch])
+    else:
+        monkeypatch.setattr(packed, "_LAUNCHER", [None])
+        monkeypatch.setattr(
+            driver,
+            "cuLaunchKernelEx",
+            lambda config, f, params, extra: seen.append((_seen_config(config), int(f), params, extra))
+            or (driver.CUresult.CUDA_SUCCESS,),
+        )
     config = rt.launch_config((3, 2, 5), (128, 1, 1), 70_000, overlap_previous=overlap)
     args = (0, np.int32(-7), np.float32(0.125), np.int64(-(2**40)), np.uint64(2**63 + 5), 0x7F00_0000_1000, np.int32(9))
     kernel = types.SimpleNamespace(handle=0x1234)
@@ -503,21 +526,23 @@ def test_a_packed_launch_hands_the_driver_its_configuration_and_parameters(monke
     packed.driver_launch(p, 0xABC0)
     packed.driver_launch(p.with_config(config), 0xDEF0)  # shares the slots
     (c, f, params, extra), (c2, _, params2, _) = seen
-    assert int(f) == 0x1234 and extra == 0 and params == params2 == p.params_addr
+    assert f == 0x1234 and not extra and params == params2 == p.params_addr
     want = (0x7F00_0000_2000, *args[1:])
     assert [x.item() for x in _params(params, p.types)] == [int(a) if isinstance(a, int) else a.item() for a in want]
     assert [t.itemsize for t in p.types] == [8, 4, 4, 8, 8, 8, 4]
-    assert int(c.hStream) == 0xABC0 and int(c2.hStream) == 0xDEF0
-    assert (c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.blockDimY, c.blockDimZ) == (3, 2, 5, 128, 1, 1)
-    assert c.sharedMemBytes == 70_000
+    assert c["hStream"] == 0xABC0 and c2["hStream"] == 0xDEF0
+    assert [c[n] for n in _CONFIG_FIELDS] == [3, 2, 5, 128, 1, 1, 70_000]
     lc = pytest.importorskip("cuda.core._launch_config")
-    ref = lc._to_native_launch_config(config)  # cuda.core's own, where this version has it
-    fields = ("gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY", "blockDimZ", "sharedMemBytes", "numAttrs")
-    assert [getattr(c, n) for n in fields] == [getattr(ref, n) for n in fields]
-    assert [(a.id, a.value.programmaticStreamSerializationAllowed) for a in c.attrs] == [
-        (a.id, a.value.programmaticStreamSerializationAllowed) for a in ref.attrs
-    ]
-    assert c.numAttrs == int(overlap)
+    ref = _seen_config(lc._to_native_launch_config(config))  # cuda.core's own, where this version has it
+    assert [c[n] for n in (*_CONFIG_FIELDS, "attrs")] == [ref[n] for n in (*_CONFIG_FIELDS, "attrs")]
+    assert c["attrs"] == ([(6, 1)] if overlap else [])
+    monkeypatch.setattr(driver, "cuGetErrorString", lambda err: (driver.CUresult.CUDA_SUCCESS, b"invalid argument"))
+    with pytest.raises(GPUError, match="launching kernel test failed: CUDA_ERROR_INVALID_VALUE: invalid argument"):
+        if path == "ctypes":
+            monkeypatch.setattr(packed, "_LAUNCHER", [lambda *a: 1])
+        else:
+            monkeypatch.setattr(driver, "cuLaunchKernelEx", lambda *a: (driver.CUresult(1),))
+        packed.driver_launch(packed.PackedLaunch(kernel, config, args, "kernel test"), 0)
 
 
 def _launches(rec, o, lse):

@@ -1,5 +1,5 @@
-"""Kernel launches from a prebuilt parameter array: cuLaunchKernelEx through cuda.bindings, for a launch a front-end
-repeats with the same kernel, grid and scalars and only new addresses (the serving calls' decode loop).
+"""Kernel launches from a prebuilt parameter array: one cuLaunchKernelEx per launch, for a launch a front-end repeats
+with the same kernel, grid and scalars and only new addresses (the serving calls' decode loop).
 
 cuda.core's ``launch`` packs every argument anew and builds the driver's launch configuration on each call: about
 5 us of host time per launch of flash_fwd's 39 arguments on an H100 host (benchmarks/experiments/serving_host_time).
@@ -9,6 +9,14 @@ addresses the driver takes as ``kernelParams`` is built once, the scalars are wr
 the addresses that change (``set``) before ``driver_launch``. The driver copies the parameters when the launch is
 enqueued (and a CUDA graph capture records them by value), so the slots may be rewritten as soon as it returns;
 callers that share a PackedLaunch between threads hold a lock from the writes to the launch.
+
+The driver call itself: libcuda's ``cuLaunchKernelEx`` through ctypes, with the driver's ``CUlaunchConfig`` (and its
+``CUlaunchAttribute`` array) built once per launch as C structures laid out as CUDA 13.0's cuda.h declares them
+(``LaunchConfig``, ``LaunchAttribute``): a call sets the stream field and passes four integers. That is the same
+entry point cuda.bindings' ``cuLaunchKernelEx`` resolves (the default, legacy-default-stream one), without its
+per-call argument objects and result enum (benchmarks/experiments/serving_host_time). Where ctypes cannot open
+libcuda.so.1 (another platform, a driver library under another name) the launch goes through cuda.bindings instead,
+with the same configuration.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ class PackedLaunch:
         base = ctypes.addressof(self.slots)
         self.params = (ctypes.c_void_p * n)(*(base + SLOT * i for i in range(n)))
         self.params_addr = ctypes.addressof(self.params)
-        self._native = None  # (driver CUlaunchConfig, function handle): built at the first real launch
+        self._native = None  # Native: built at the first real launch
 
     def with_config(self, config) -> PackedLaunch:
         """The same kernel and parameter slots under another LaunchConfig (one write of the addresses serves
@@ -58,51 +66,166 @@ class PackedLaunch:
         raw = np.frombuffer(self.slots, np.uint8)
         return tuple(raw[i * SLOT : i * SLOT + t.itemsize].view(t)[0] for i, t in enumerate(self.types))
 
-    def native(self):
-        """(the driver's CUlaunchConfig for ``config``, the kernel's handle as a CUfunction), built once (the driver
-        takes a library's CUkernel where a CUfunction goes, as cuda.core's launch passes it)."""
+    def native(self) -> Native:
+        """The driver call's prepared arguments (``Native``), built once."""
         if self._native is None:
-            from cuda.bindings import driver
-
-            self._native = (native_config(self.config), driver.CUfunction(int(self.kernel.handle)))
+            self._native = Native.of(self)
         return self._native
 
 
-def native_config(config):
-    """cuda.bindings' CUlaunchConfig for a cuda.core LaunchConfig without clusters (grid, block, dynamic shared
-    memory and, when set, the programmatic stream serialization attribute); hStream is set per launch."""
-    from cuda.bindings import driver
+# -- the driver's launch configuration as C structures (CUDA 13.0 cuda.h) ----------------------------------------
 
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6  # cuda.h: enum CUlaunchAttributeID_enum
+
+
+class LaunchAttributeValue(ctypes.Union):
+    """cuda.h's ``CUlaunchAttributeValue``: a union padded to 64 bytes (``char pad[64]``) whose largest-aligned member
+    (CUaccessPolicyWindow's base pointer) makes it 8-byte aligned; the one member used here is
+    ``programmaticStreamSerializationAllowed`` (an int at its start)."""
+
+    _fields_ = [
+        ("pad", ctypes.c_char * 64),
+        ("align", ctypes.c_void_p),
+        ("programmaticStreamSerializationAllowed", ctypes.c_int),
+    ]
+
+
+class LaunchAttribute(ctypes.Structure):
+    """cuda.h's ``CUlaunchAttribute``: ``CUlaunchAttributeID id`` (an enum: 4 bytes), ``char pad[8 - sizeof(id)]``,
+    ``CUlaunchAttributeValue value``: 72 bytes."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", LaunchAttributeValue)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """cuda.h's ``CUlaunchConfig``: grid and block dimensions and ``sharedMemBytes`` (seven unsigned ints), ``CUstream
+    hStream``, ``CUlaunchAttribute *attrs``, ``unsigned int numAttrs``: 56 bytes on a 64-bit host."""
+
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint),
+        ("gridDimY", ctypes.c_uint),
+        ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint),
+        ("blockDimY", ctypes.c_uint),
+        ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.POINTER(LaunchAttribute)),
+        ("numAttrs", ctypes.c_uint),
+    ]
+
+
+def launch_fields(config) -> tuple:
+    """(grid, block, dynamic shared memory bytes, attributes as (id, value) pairs) of a cuda.core LaunchConfig without
+    clusters or cooperative launch: what both forms of the driver's configuration are built from."""
     if getattr(config, "cluster", None) is not None:
         raise ValueError("a packed launch takes no thread-block clusters")
-    c = driver.CUlaunchConfig()
-    c.gridDimX, c.gridDimY, c.gridDimZ = (int(x) for x in config.grid)
-    c.blockDimX, c.blockDimY, c.blockDimZ = (int(x) for x in config.block)
-    c.sharedMemBytes = int(config.shmem_size or 0)
+    if getattr(config, "is_cooperative", False):
+        raise ValueError("a packed launch takes no cooperative launch")
     attrs = []
     if getattr(config, "programmatic_stream_serialization", False):
-        attr = driver.CUlaunchAttribute()
-        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        attr.value.programmaticStreamSerializationAllowed = 1
-        attrs.append(attr)
-    c.attrs = attrs
+        attrs.append((CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1))
+    grid, block = tuple(int(x) for x in config.grid), tuple(int(x) for x in config.block)
+    return grid, block, int(config.shmem_size or 0), tuple(attrs)
+
+
+def c_config(config) -> tuple[LaunchConfig, object]:
+    """(the C ``CUlaunchConfig`` of a cuda.core LaunchConfig, its attribute array: keep it alive with it); hStream
+    is set per launch."""
+    grid, block, smem, attrs = launch_fields(config)
+    c = LaunchConfig(*grid, *block, smem)
+    array = (LaunchAttribute * max(len(attrs), 1))()
+    for slot, (ident, value) in zip(array, attrs):
+        slot.id = ident
+        slot.value.programmaticStreamSerializationAllowed = value
+    c.attrs = ctypes.cast(array, ctypes.POINTER(LaunchAttribute)) if attrs else None
     c.numAttrs = len(attrs)
+    return c, array
+
+
+def native_config(config):
+    """cuda.bindings' CUlaunchConfig for a cuda.core LaunchConfig (the fallback launch's); hStream set per launch."""
+    from cuda.bindings import driver
+
+    grid, block, smem, attrs = launch_fields(config)
+    c = driver.CUlaunchConfig()
+    c.gridDimX, c.gridDimY, c.gridDimZ = grid
+    c.blockDimX, c.blockDimY, c.blockDimZ = block
+    c.sharedMemBytes = smem
+    out = []
+    for ident, value in attrs:
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID(ident)
+        attr.value.programmaticStreamSerializationAllowed = value
+        out.append(attr)
+    c.attrs = out
+    c.numAttrs = len(out)
     return c
 
 
-_DRIVER: list = []  # cuda.bindings.driver, imported at the first launch (an import statement per launch costs)
+# -- the driver call --------------------------------------------------------------------------------------------
+
+
+def _ctypes_launch():
+    """libcuda's cuLaunchKernelEx as a ctypes function of four pointer-sized integers (config, function, kernel
+    parameters, extra) returning the CUresult, or None where ctypes cannot open libcuda.so.1 (the library
+    cuda.bindings loaded: dlopen gives the same one back). The exported name is the legacy-default-stream entry point,
+    the one cuda.bindings resolves (CU_GET_PROC_ADDRESS_DEFAULT)."""
+    try:
+        fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx  # releases the GIL during the call, as cuda.bindings does
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_void_p,) * 4
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _bindings_launch(config, function, params, extra):
+    """The fallback: cuda.bindings' cuLaunchKernelEx (``config`` its CUlaunchConfig, ``function`` a CUfunction); the
+    CUresult as an int."""
+    from cuda.bindings import driver
+
+    return int(driver.cuLaunchKernelEx(config, function, params, 0)[0])
+
+
+_LAUNCHER: list = []  # [the ctypes function or None], chosen at the first launch
+
+
+class Native:
+    """What ``driver_launch`` passes the driver for one PackedLaunch: ``call`` (the ctypes cuLaunchKernelEx, or the
+    cuda.bindings fallback), ``config`` (whose ``hStream`` a launch sets), ``config_arg`` and ``function`` (what
+    ``call`` takes for them), ``keep`` (what must outlive the configuration: its attribute array)."""
+
+    __slots__ = ("call", "config", "config_arg", "function", "keep")
+
+    @classmethod
+    def of(cls, p: PackedLaunch) -> Native:
+        if not _LAUNCHER:
+            _LAUNCHER.append(_ctypes_launch())
+        n = cls()
+        handle = int(p.kernel.handle)  # a library's CUkernel, taken where a CUfunction goes (as cuda.core passes it)
+        if _LAUNCHER[0] is not None:
+            n.call = _LAUNCHER[0]
+            n.config, n.keep = c_config(p.config)
+            n.config_arg, n.function = ctypes.addressof(n.config), handle
+        else:
+            from cuda.bindings import driver
+
+            n.call, n.keep = _bindings_launch, None
+            n.config = n.config_arg = native_config(p.config)
+            n.function = driver.CUfunction(handle)
+        return n
 
 
 def driver_launch(p: PackedLaunch, stream: int) -> None:
     """Enqueue ``p`` on the raw CUstream handle ``stream`` (cuLaunchKernelEx); GPUError naming the kernel on failure
     (sticky errors recorded by flashsim.gpu.runtime)."""
-    if not _DRIVER:
+    n = p._native
+    if n is None:
+        n = p.native()
+    n.config.hStream = stream
+    err = n.call(n.config_arg, n.function, p.params_addr, None)
+    if err:  # CUDA_SUCCESS is 0
         from cuda.bindings import driver
 
-        _DRIVER.append(driver)
-    driver = _DRIVER[0]
-    config, function = p._native if p._native is not None else p.native()
-    config.hStream = stream
-    (err,) = driver.cuLaunchKernelEx(config, function, p.params_addr, 0)
-    if err:  # CUresult is an int: CUDA_SUCCESS is 0
-        rt._driver(f"launching {p.what}", (err,))
+        rt._driver(f"launching {p.what}", (driver.CUresult(err),))
