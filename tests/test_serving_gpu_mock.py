@@ -515,8 +515,9 @@ def test_a_packed_launch_hands_the_driver_its_configuration_and_parameters(monke
         monkeypatch.setattr(
             driver,
             "cuLaunchKernelEx",
-            lambda config, f, params, extra: seen.append((_seen_config(config), int(f), params, extra))
-            or (driver.CUresult.CUDA_SUCCESS,),
+            lambda config, f, params, extra: (
+                seen.append((_seen_config(config), int(f), params, extra)) or (driver.CUresult.CUDA_SUCCESS,)
+            ),
         )
     config = rt.launch_config((3, 2, 5), (128, 1, 1), 70_000, overlap_previous=overlap)
     args = (0, np.int32(-7), np.float32(0.125), np.int64(-(2**40)), np.uint64(2**63 + 5), 0x7F00_0000_1000, np.int32(9))
