@@ -146,15 +146,18 @@ def _host_index(op, tensors):
 
 class _Call:
     """What a repeated call of one fast key needs, built by its first call: the problem, the plan, the outputs'
-    shapes, whether the kernel writes an overflow flag, the sink it writes when nobody reads it, and whether the
-    caches are empty (the kernel is then given q's address: it never reads them)."""
+    shapes, a tensor of lse's shape and dtype on q's device (``lse_like``: a call allocates lse by
+    ``torch.empty_like`` of it, about half the host time of ``new_empty`` with a shape and a dtype), whether the
+    kernel writes an overflow flag, the sink it writes when nobody reads it, and whether the caches are empty (the
+    kernel is then given q's address: it never reads them)."""
 
-    __slots__ = ("prob", "plan", "o_shape", "o_like_q", "lse_shape", "live", "sink", "empty_kv")
+    __slots__ = ("prob", "plan", "o_shape", "o_like_q", "lse_shape", "lse_like", "live", "sink", "empty_kv")
 
     def __init__(self, prob, plan, q, pv_accum):
         self.prob, self.plan = prob, plan
         self.o_shape, self.lse_shape = prob.o_shape, prob.lse_shape
         self.o_like_q = tuple(q.shape) == tuple(prob.o_shape)  # always, as the shapes are defined: empty_like(q)
+        self.lse_like = q.new_empty(prob.lse_shape, dtype=torch.float32)  # contiguous: so is empty_like of it
         self.live = overflow_flag_live(pv_accum)
         # f16 P@V unchecked: a u64 the kernel may write and nobody reads (allocated here, outside any capture)
         self.sink = torch.empty((1,), dtype=torch.int64, device=q.device) if self.live else None
@@ -228,7 +231,7 @@ def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
         kp = vp = qp
     # o has q's shape and dtype; q is contiguous (the first call checked it), so empty_like(q) is too (and cheaper)
     o = torch.empty_like(q) if hit.o_like_q else q.new_empty(hit.o_shape)
-    lse = q.new_empty(hit.lse_shape, dtype=torch.float32)
+    lse = torch.empty_like(hit.lse_like)
     out_flag = None
     fp = 0
     if hit.live:
@@ -492,6 +495,7 @@ _functorch = _probe("_are_functorch_transforms_active")  # vmap, grad
 _jit_tracing = _probe("_get_tracing_state")  # torch.jit.trace
 _profiling = getattr(torch._C._autograd, "_profiler_enabled", lambda: True)  # the profiler records ops by name
 _compiling = torch.compiler.is_compiling  # Dynamo's tracing (a constant True inside torch.compile)
+_grad_enabled = torch.is_grad_enabled
 _Tensor = torch.Tensor
 
 
@@ -499,28 +503,33 @@ def _on_gpu(q) -> bool:
     return q.is_cuda
 
 
-def _eager(tensors, scalars) -> bool:
+def _eager(q, k, v, i0, i1, s0, s1) -> bool:
     """Whether a call may run the op's CUDA body directly (``_enqueue``) rather than through torch's dispatcher:
-    plain torch.Tensors (no subclass) on a CUDA device with ints for the op's int arguments, nothing that needs to
-    see the op (torch.compile's tracing, dispatch or function modes, functorch transforms, jit tracing, the
-    profiler) and no input requiring grad with grad mode on (the op's path raises that ValueError). The dispatcher
-    would pick the same CUDA body with the same arguments: the launches and the bits are the same either way
-    (tests/test_serving_gpu_mock.py compares the launches; tests/test_serving_call_gpu.py the bits); it only costs
-    host time, several us a call."""
+    plain torch.Tensors (no subclass) on a CUDA device with ints for the op's int arguments (``s0``, ``s1``), nothing
+    that needs to see the op (torch.compile's tracing, dispatch or function modes, functorch transforms, jit
+    tracing, the profiler) and no input requiring grad with grad mode on (the op's path raises that ValueError). The
+    dispatcher would pick the same CUDA body with the same arguments: the launches and the bits are the same either
+    way (tests/test_serving_gpu_mock.py compares the launches; tests/test_serving_call_gpu.py the bits); it only
+    costs host time, several us a call."""
     if _compiling() or _dispatch_modes() or _function_modes() or _functorch() or _jit_tracing() or _profiling():
         return False
-    for x in tensors:
-        if x is not None and type(x) is not _Tensor:
-            return False
-    for x in scalars:
-        if x is not None and type(x) is not int:
-            return False
-    if not _on_gpu(tensors[0]):
+    T = _Tensor
+    if type(q) is not T or type(k) is not T or type(v) is not T:
         return False
-    if torch.is_grad_enabled():
-        for x in tensors:
-            if x is not None and x.requires_grad:
-                return False
+    if (i0 is not None and type(i0) is not T) or (i1 is not None and type(i1) is not T):
+        return False
+    if (s0 is not None and type(s0) is not int) or (s1 is not None and type(s1) is not int):
+        return False
+    if not _on_gpu(q):
+        return False
+    if _grad_enabled() and (
+        q.requires_grad
+        or k.requires_grad
+        or v.requires_grad
+        or (i0 is not None and i0.requires_grad)
+        or (i1 is not None and i1.requires_grad)
+    ):
+        return False
     return True
 
 
@@ -545,9 +554,21 @@ def resolved(causal, pv_accum, config, softmax_scale, window_size, softcap, layo
     window, softcap)) of the public calls' option arguments: check_mode, then serving_options (their errors, in that
     order), resolved once per distinct hashable set of arguments and their types (so that causal=1 is still refused
     after causal=True), every time otherwise."""
-    args = (causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant, check_overflow)
+    key = (
+        (causal, pv_accum, config, softmax_scale, window_size, softcap, layout, quant, check_overflow),
+        (
+            type(causal),
+            type(pv_accum),
+            type(config),
+            type(softmax_scale),
+            type(window_size),
+            type(softcap),
+            type(layout),
+            type(quant),
+            type(check_overflow),
+        ),
+    )
     try:
-        key = (args, tuple(map(type, args)))
         hit = _RESOLVED.get(key)
     except TypeError:  # an unhashable argument (a list for window_size)
         key = hit = None
@@ -572,14 +593,20 @@ def _call(op_name, tensors, scalars, opts, option_args, arch, stream, check_over
     op's two ints) in the op's order; ``option_args`` (causal, softmax_scale, pv_accum, tiles, window, softcap)."""
     causal, softmax_scale, pv_accum, tiles, window, softcap = option_args
     flag_read = check_overflow is not False
-    q = tensors[0]
-    if _eager(tensors, scalars):
-        args = (op_name, *tensors, *scalars, causal, softmax_scale, pv_accum, tiles, arch, flag_read, window, softcap)
+    q, k, v, i0, i1 = tensors
+    s0, s1 = scalars
+    if _eager(q, k, v, i0, i1, s0, s1):
         if stream is None:
-            o, lse, flag = _enqueue(*args, check)
+            o, lse, flag = _enqueue(
+                op_name, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, flag_read, window,
+                softcap, check,
+            )  # fmt: skip
         else:
             with torch.cuda.stream(_torch_stream(stream, q)):
-                o, lse, flag = _enqueue(*args, check)
+                o, lse, flag = _enqueue(
+                    op_name, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, flag_read, window,
+                    softcap, check,
+                )  # fmt: skip
         if check_overflow is False or (flag is None and check_overflow is True):
             return o, lse  # nothing to read: the decode loop's case
     else:

@@ -274,6 +274,8 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--parts-only", action="store_true")
+    p.add_argument("--layers-only", action="store_true")
+    p.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N shapes")
     args = p.parse_args()
     mock_gpu()
     torch.set_grad_enabled(False)
@@ -281,11 +283,12 @@ def main() -> None:
     print(f"{platform.node()} python {sys.version.split()[0]} torch {torch.__version__}; driver: {where}")
     print(f"medians of {args.repeat} x {args.calls} back-to-back calls; CPU tensors for CUDA ones")
     gl.clear_caches()
-    for name, ns in parts(args.calls, args.repeat):
-        print(f"  {name:52s} {ns:8.0f} ns")
+    if not args.layers_only:
+        for name, ns in parts(args.calls, args.repeat):
+            print(f"  {name:52s} {ns:8.0f} ns")
     if args.parts_only:
         return
-    for name, b, n, d in SHAPES:
+    for name, b, n, d in SHAPES[: args.shapes]:
         gl.clear_caches()
         fns, prob = layers(b, n, d)
         times = {k: per_call(fn, args.calls, args.repeat) * 1e6 for k, fn in fns.items()}
