@@ -228,6 +228,7 @@ def record() -> tuple[np.ndarray, int]:
         view[1:] = 0
         view[0] = indices.NONE
         _RECORD["view"], _RECORD["ptr"] = view, ptr
+        _RECORD["word"] = memoryview(view)  # its items read as Python ints: raise_pending's cheap test
         if not _AT_EXIT:
             _AT_EXIT.append(atexit.register(_unread_at_exit))
     return view, _RECORD["ptr"]
@@ -261,10 +262,17 @@ def pending_error() -> ValueError | None:
 
 
 def raise_pending() -> None:
-    """Raise the recorded index violation, if any (``pending_error``)."""
+    """Raise the recorded index violation, if any (``pending_error``); every serving call's first step, so the
+    common case (no record yet, or no violation) is one read of the record's first word."""
+    word = _RECORD.get("word")
+    if word is None or word[0] == _NONE:
+        return
     err = pending_error()
     if err is not None:
         raise err
+
+
+_NONE = indices.NONE
 
 
 def check_index_errors(wait: bool = True) -> None:

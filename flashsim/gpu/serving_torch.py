@@ -254,26 +254,34 @@ def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
 
 
 def _run_cuda(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
-    """The ops' CUDA kernel: ``_enqueue``, with an empty overflow tensor where nobody reads the flag."""
+    """The ops' CUDA kernel: ``_enqueue`` (``tensors``: q, k, v and the two index tensors of ``_INDEX[op]``;
+    ``scalars``: the op's two ints), with an empty overflow tensor where nobody reads the flag."""
+    q, k, v, i0, i1 = tensors
+    s0, s1 = scalars
     o, lse, out_flag = _enqueue(
-        op,
-        *tensors.values(),
-        *scalars.values(),
-        causal,
-        softmax_scale,
-        pv_accum,
-        tiles,
-        arch,
-        flag,
-        window,
-        softcap,
-        check,
+        op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check
     )
-    return o, lse, out_flag if out_flag is not None else o.new_empty((0,), dtype=torch.int64)
+    if out_flag is None:
+        out_flag = torch.empty_like(_no_flag(o))
+    return o, lse, out_flag
+
+
+def _no_flag(o):
+    """A zero-size int64 tensor on o's device: the op's empty overflow output is ``torch.empty_like`` of it (half the
+    host time of ``new_empty`` with a shape and a dtype)."""
+    dev = o.get_device()
+    t = _NO_FLAG.get(dev)
+    if t is None:
+        t = _NO_FLAG[dev] = o.new_empty((0,), dtype=torch.int64)
+    return t
+
+
+_NO_FLAG: dict = {}  # device index -> zero-size int64 tensor
 
 
 def _run_cpu(op, tensors, scalars, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
     """CPU tensors through the GPU, synchronously (numpy in between)."""
+    tensors, scalars = dict(zip(_NAMES[op], tensors)), dict(zip(_SCALARS[op], scalars))
     _check_devices(tensors)
     for name in ("q",) + tuple(n for n in tensors if n not in _INDEX[op] and n != "q"):
         if tensors[name].dtype not in _ELEMENT:
@@ -312,12 +320,11 @@ def _kvcache_impl(device):
         softcap=0.0,
         check_indices=True,
     ):
-        tensors = dict(q=q, k_cache=k_cache, v_cache=v_cache, cache_seqlens=cache_seqlens, block_table=block_table)
         run = _run_cuda if device == "cuda" else _cpu_runner
         return run(
             "attention_with_kvcache",
-            tensors,
-            dict(num_splits=int(num_splits), max_seqlen_k=max_seqlen_k),
+            (q, k_cache, v_cache, cache_seqlens, block_table),
+            (int(num_splits), max_seqlen_k),
             causal,
             softmax_scale,
             pv_accum,
@@ -351,13 +358,11 @@ def _varlen_impl(device):
         softcap=0.0,
         check_indices=True,
     ):
-        tensors = dict(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
-        scalars = dict(max_seqlen_q=int(max_seqlen_q), max_seqlen_k=int(max_seqlen_k))
         run = _run_cuda if device == "cuda" else _cpu_runner
         return run(
             "attention_varlen",
-            tensors,
-            scalars,
+            (q, k, v, cu_seqlens_q, cu_seqlens_k),
+            (int(max_seqlen_q), int(max_seqlen_k)),
             causal,
             softmax_scale,
             pv_accum,
