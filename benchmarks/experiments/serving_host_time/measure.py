@@ -46,6 +46,11 @@ CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
 CUresult cuInit(unsigned f) { (void)f; return 0; }
 CUresult cuLaunchKernelEx(const void *c, void *f, void **p, void **e) { (void)c; (void)f; (void)p; (void)e; return 0; }
 CUresult cuLaunchKernelEx_ptsz(const void *c, void *f, void **p, void **e) { return cuLaunchKernelEx(c, f, p, e); }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned smem, void *s, void **p, void **e) {
+  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)s; (void)p; (void)e;
+  return 0;
+}
 CUresult cuGetProcAddress_v2(const char *s, void **pfn, int v, unsigned long long fl, int *st) {
   (void)v; (void)fl;
   *pfn = !strcmp(s, "cuDriverGetVersion") ? (void *)cuDriverGetVersion
