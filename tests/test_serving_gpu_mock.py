@@ -637,3 +637,56 @@ def test_the_split_parts_scratch_is_kept_per_stream_outside_a_capture(fake_gpu, 
     assert other != first and o_part() == other
     monkeypatch.setattr(serving_torch, "_capturing", lambda: True)
     assert o_part() not in (first, other)
+
+
+def test_a_repeated_call_gives_fresh_outputs_and_sees_every_change_of_its_tensors(fake_gpu):
+    """The fast key's repeat path: o and lse new tensors of the promised shapes and dtypes on every call (lse made
+    like a kept template, never the template itself); a tensor that changes its contiguity, dtype or shape between
+    two calls is checked again (its ValueError), whatever the first call cached."""
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+    o1, lse1 = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl)
+    o2, lse2 = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl)
+    (hit,) = serving_torch._KEYS.values()
+    ptrs = {x.data_ptr() for x in (o1, lse1, o2, lse2, hit.lse_like)}
+    assert len(ptrs) == 5
+    for o, lse in ((o1, lse1), (o2, lse2)):
+        assert o.shape == q.shape and o.dtype == q.dtype and o.is_contiguous() and o._base is None
+        assert lse.shape == (3, 8, 1) and lse.dtype == torch.float32 and lse.is_contiguous() and lse._base is None
+    strided = torch.empty((3, 2, 8, 128), dtype=torch.float16)[:, :1]  # q's shape, dtype and device: not contiguous
+    assert strided.shape == q.shape
+    with pytest.raises(ValueError, match="q must be contiguous"):
+        flashsim.gpu.attention_with_kvcache(strided, k, v, cache_seqlens=sl)
+    with pytest.raises(ValueError, match="cache_seqlens must be contiguous"):
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=torch.zeros(6, dtype=torch.int32)[::2])
+    with pytest.raises(ValueError, match="must have one dtype, got q float16, k_cache bfloat16"):
+        flashsim.gpu.attention_with_kvcache(q, k.to(torch.bfloat16), v, cache_seqlens=sl)
+    sl.resize_(2)  # in place: the same tensor object, another shape
+    with pytest.raises(ValueError, match="cache_seqlens"):
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl)
+
+
+def test_subclasses_and_non_int_scalars_take_the_op_with_the_same_launches(fake_gpu, monkeypatch):
+    """The eager shortcut is only for plain tensors and int scalars: a torch.Tensor subclass, or a numpy int for
+    num_splits, goes through the op (torch's dispatcher), which launches the same kernels with the same arguments;
+    the op's overflow output is an empty int64 tensor where nobody reads the flag."""
+    through_op = []
+    real = serving_torch.KVCACHE_OP
+    monkeypatch.setattr(serving_torch, "KVCACHE_OP", lambda *a: through_op.append(1) or real(*a))
+
+    class Sub(torch.Tensor):
+        pass
+
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+    o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=2)
+    want = _launches(fake_gpu, o, lse)
+    assert not through_op and len(want) == 3
+    for args in ((q.as_subclass(Sub), 2), (q, np.int64(2))):
+        fake_gpu.calls.clear()
+        o, lse = flashsim.gpu.attention_with_kvcache(args[0], k, v, cache_seqlens=sl, num_splits=args[1])
+        assert through_op.pop() and _launches(fake_gpu, o, lse) == want
+    o, lse, flag = real(q, k, v, sl, None, 2)
+    assert flag.shape == (0,) and flag.dtype == torch.int64
+    o, lse, flag = real(q, k, v, sl, None, 2, pv_accum="f16")
+    assert flag.shape == (1,) and flag.dtype == torch.int64
