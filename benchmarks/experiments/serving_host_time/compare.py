@@ -24,9 +24,10 @@ LINE = re.compile(r"^(decode .+?)\s+splits\s+\d+\s+(.*)$")
 CELL = re.compile(r"(\S+(?: x\d)?) +([0-9.]+)")
 
 
-def run(tree: str, calls: int, repeat: int) -> tuple[str, dict]:
+def run(tree: str, calls: int, repeat: int, wall: bool = False) -> tuple[str, dict]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     cmd = [sys.executable, str(HERE / "measure.py"), "--layers-only", "--calls", str(calls), "--repeat", str(repeat)]
+    cmd += ["--wall"] if wall else []
     text = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     rows = {}
     for line in text.splitlines():
@@ -43,12 +44,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--wall", action="store_true", help="measure.py --wall")
     args = ap.parse_args()
     runs = {"before": [], "after": []}
     for i in range(args.rounds):
         for name, tree in (("before", args.before), ("after", args.after)):
             load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else "?"
-            text, rows = run(tree, args.calls, args.repeat)
+            text, rows = run(tree, args.calls, args.repeat, args.wall)
             print(f"== round {i + 1} {name} ({tree}), load average {' '.join(load)}")
             print(text.rstrip())
             runs[name].append(rows)

@@ -11,7 +11,8 @@ compiler the launches are stubbed in Python instead (said in the output).
 
     python benchmarks/experiments/serving_host_time/measure.py [--calls N] [--repeat R] [--parts-only]
 
-Every number is the median over R repetitions of N back-to-back calls (timeit), in us (ns for the parts).
+Every number is the median over R repetitions of N back-to-back calls (timeit), in us (ns for the parts), of the
+process's CPU time (``TIMER``: other jobs' load on shared cores does not count; --wall for the wall clock).
 
 Layers (outermost first):
 
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import timeit
 import types
 
@@ -124,10 +126,17 @@ def mock_gpu() -> None:
 
 
 def per_call(fn, calls: int, repeat: int) -> float:
-    """Median over ``repeat`` runs of ``calls`` back-to-back calls of ``fn``: seconds per call."""
+    """Median over ``repeat`` runs of ``calls`` back-to-back calls of ``fn``: seconds per call, of this process's CPU
+    time (``TIMER``)."""
     for _ in range(min(calls, 1000)):
         fn()
-    return statistics.median(timeit.repeat(fn, number=calls, repeat=repeat)) / calls
+    return statistics.median(timeit.repeat(fn, number=calls, repeat=repeat, timer=TIMER)) / calls
+
+
+# The process's CPU time, not the wall clock: on the development machine's two cores shared with other jobs, wall
+# time per call moves by tens of percent with their load (the process waits for a core), CPU time much less; with
+# nothing else running the two agree (nothing here sleeps or waits). --wall for the wall clock.
+TIMER = time.process_time
 
 
 def setup(b, n, d):
@@ -281,12 +290,17 @@ def main() -> None:
     p.add_argument("--parts-only", action="store_true")
     p.add_argument("--layers-only", action="store_true")
     p.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N shapes")
+    p.add_argument("--wall", action="store_true", help="time by the wall clock rather than the process's CPU time")
     args = p.parse_args()
+    global TIMER
+    if args.wall:
+        TIMER = time.perf_counter
     mock_gpu()
     torch.set_grad_enabled(False)
     where = f"no-op libcuda ({FAKE})" if FAKE else "launches stubbed in Python (no C compiler)"
     print(f"{platform.node()} python {sys.version.split()[0]} torch {torch.__version__}; driver: {where}")
-    print(f"medians of {args.repeat} x {args.calls} back-to-back calls; CPU tensors for CUDA ones")
+    clock = "wall clock" if args.wall else "process CPU time"
+    print(f"medians of {args.repeat} x {args.calls} back-to-back calls ({clock}); CPU tensors for CUDA ones")
     gl.clear_caches()
     if not args.layers_only:
         for name, ns in parts(args.calls, args.repeat):
