@@ -230,6 +230,8 @@ def parts(calls: int, repeat: int) -> list[tuple[str, float]]:
     add("torch.empty_like(q)", lambda: torch.empty_like(q))
     add("q.new_empty(lse_shape, dtype=float32)", lambda: q.new_empty((b, 32, 1), dtype=torch.float32))
     add("torch.empty(o_shape, dtype=, device=)", lambda: torch.empty((b, 1, 32, d), dtype=q.dtype, device=q.device))
+    template = torch.empty((b, 32, 1), dtype=torch.float32)
+    add("torch.empty_like(lse-shaped float32 template)", lambda: torch.empty_like(template))
     if hasattr(st, "_scratch"):
         add("serving_torch._scratch (kept buffer)", lambda: st._scratch(q, -1, STREAM, plan.part_bytes))
     add("rt.bind_thread (repeat call)", rt.bind_thread)
