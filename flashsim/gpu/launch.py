@@ -287,9 +287,9 @@ def attention_args(prob, scalars, q, k, v, o, lse, overflow, scratch: int = 0) -
 
 
 class QuantPlan:
-    """The quantization pass of one Problem (any quant): kernel/quantize.cu's kernels
-    (``quant_kernels``; the FP8 V pair used only with FP8 P@V) with their launch configurations (``quant_dims``), and the
-    scratch layout they write (``scratch_layout``)."""
+    """The quantization pass of one Problem (any quant): kernel/quantize.cu's kernels (``quant_kernels``; the FP8 V
+    pair used only with FP8 P@V) with their launch configurations (``quant_dims``), and the scratch layout they write
+    (``scratch_layout``)."""
 
     __slots__ = ("kernels", "configs", "layout")
 

@@ -110,7 +110,7 @@ def compile_kernel(config: KernelConfig, arch: str, expected_smem: int | None = 
     except ImportError as e:
         raise _unavailable(e) from None
     try:
-        return compile_cuda(source, arch=get_arch(arch).name, defines=defines)
+        return compile_cuda(source, arch=config.build_arch(get_arch(arch).name), defines=defines)
     except ImportError as e:  # cuda.core imported lazily inside compile_cuda
         raise _unavailable(e) from None
     except CompileError:
