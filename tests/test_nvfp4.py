@@ -282,3 +282,29 @@ def test_the_ptx_engine_refuses_sm90_before_compiling():
     q, k, v = inputs(0, 1, 1, 1, 16, 16, 64)
     with pytest.raises(ValueError, match="no FP4 mma.sync before sm_120a"):
         emulator.attention(q, k, v, arch="sm_90", config=config(), backend="ptx")
+
+
+def test_the_gpu_runner_and_the_jax_engine_refuse_it_off_sm120_or_unsupported():
+    import dataclasses
+
+    from flashsim.emulator import engine_jax
+    from flashsim.gpu import launch
+    from flashsim.problem import prepare
+
+    q, k, v = inputs(0, 1, 1, 1, 16, 16, 64)
+    prob = prepare(q, k, v, arch=ARCH, config=config())
+    with pytest.raises(ValueError, match="no FP4 mma.sync before sm_120a"):  # before cuda.core is imported
+        launch.plan_for(dataclasses.replace(prob, arch="sm_90"))
+    with pytest.raises(ValueError, match="JAX engine does not run quant='nvfp4'"):
+        engine_jax.run(q, k, v, prob)
+
+
+def test_the_emulate_command_runs_it_beside_the_f16_kernel(capsys):
+    from flashsim.cli import main
+
+    args = ["emulate", "--quant", "nvfp4", "--nq", "48", "--nk", "80", "--head-dim", "64", "--pv-accum", "f32"]
+    assert main([*args, "--arch", ARCH]) == 0
+    out = capsys.readouterr().out
+    assert "nvfp4 P@V f32" in out and "O cosine similarity" in out
+    assert main([*args, "--arch", "sm_90"]) == 2
+    assert "no FP4 mma.sync before sm_120a" in capsys.readouterr().err
