@@ -21,8 +21,9 @@ ARCH = "sm_120"
 
 
 def config(d=64, **kw):
-    """A small NVFP4 tiling (4 warps of one m16 tile, kv_tile 32): quick in flashsim.ptx."""
-    return KernelConfig(head_dim=d, warps=4, m_tiles=1, kv_tile=32, stages=2, quant="nvfp4", **kw)
+    """A small NVFP4 tiling (4 warps of one m16 tile, kv_tile 32, unless ``kw`` says otherwise): quick in
+    flashsim.ptx."""
+    return KernelConfig(**(dict(head_dim=d, warps=4, m_tiles=1, kv_tile=32, stages=2, quant="nvfp4") | kw))
 
 
 def inputs(seed, b, hq, hk, nq, nk, d, scale=1.0):
@@ -260,16 +261,17 @@ def sm120_sfu(tmp_path, monkeypatch):
 @pytest.mark.nvrtc
 @pytest.mark.sass
 @pytest.mark.parametrize(
-    "d, shape, pv_accum",
+    "d, shape, kw",
     [
-        (64, (1, 2, 1, 40, 70), "f32"),  # GQA (two query heads on one K / V head), ragged Nq and Nk
-        (128, (1, 1, 1, 128, 128), "f32"),
-        (64, (2, 1, 1, 33, 96), "f16x2"),  # two batches; P V by the f16 mma per 32 keys, then f32
+        (64, (1, 2, 1, 40, 70), {}),  # GQA (two query heads on one K / V head), ragged Nq and Nk
+        (128, (1, 1, 1, 128, 128), {}),
+        (64, (2, 1, 1, 33, 96), dict(pv_accum="f16x2")),  # two batches; P V by the f16 mma per 32 keys, then f32
+        (128, (1, 1, 1, 100, 90), dict(warps=2, m_tiles=2, kv_tile=64)),  # Q re-read from shared memory per k64 step
     ],
 )
-def test_the_kernels_ptx_is_bit_equal_to_the_numpy_engine(sm120_sfu, d, shape, pv_accum):
+def test_the_kernels_ptx_is_bit_equal_to_the_numpy_engine(sm120_sfu, d, shape, kw):
     b, hq, hk, nq, nk = shape
-    cfg = config(d, pv_accum=pv_accum)
+    cfg = config(d, **kw)
     q, k, v = inputs(5 + d, b, hq, hk, nq, nk, d)
     want = emulator.attention(q, k, v, arch=ARCH, config=cfg)
     got = emulator.attention(q, k, v, arch=ARCH, config=cfg, backend="ptx")
@@ -308,3 +310,37 @@ def test_the_emulate_command_runs_it_beside_the_f16_kernel(capsys):
     assert "nvfp4 P@V f32" in out and "O cosine similarity" in out
     assert main([*args, "--arch", "sm_90"]) == 2
     assert "no FP4 mma.sync before sm_120a" in capsys.readouterr().err
+
+
+@pytest.mark.nvrtc
+@pytest.mark.sass
+def test_the_quantization_passs_ptx_writes_the_programs_codes_and_scales(sm120_sfu):
+    """kernel/quantize.cu's NVFP4 pass alone in flashsim.ptx: every scratch array equals quantize's, the codes two a
+    byte with the lower-indexed element in the low nibble, the block scales of every row of a 16-row block."""
+    from flashsim.emulator import engine_ptx
+    from flashsim.gpu import launch as plan
+    from flashsim.problem import prepare
+    from flashsim.ptx import address
+    from flashsim.ptx import launch as run_kernel
+
+    q, k, v = inputs(9, 2, 2, 1, 37, 50, 128)
+    cfg = config(128)
+    prob = prepare(q, k, v, arch=ARCH, config=cfg)
+    kernels = engine_ptx.modules(prob)
+    scratch = np.zeros(plan.scratch_bytes(prob), np.uint8)
+    o, lse = np.zeros_like(q), np.zeros(q.shape[:3], np.float32)
+    for name, grid, block, smem, args in plan.launch_list(prob, *map(address, (q, k, v, o, lse)), 0, address(scratch)):
+        if name != plan.KERNEL_NAME:
+            run_kernel(kernels[name], grid, block, list(args), shared_mem=smem)
+
+    def array(name):
+        off, shape, dt = plan.scratch_layout(prob)[name]
+        return scratch[off : off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
+
+    want = Q.quantize(q, k, prob.group, v, cfg.fp8_v_range, fp4=True)
+    for name, codes in (("q4", want.q8), ("k4", want.k8)):
+        np.testing.assert_array_equal(array(name), codes[..., 0::2] | (codes[..., 1::2] << 4), err_msg=name)
+    np.testing.assert_array_equal(array("q_sf"), want.q_sf)
+    np.testing.assert_array_equal(array("k_sf"), want.k_sf)
+    for name, x in (("q_scale", want.q_scale), ("k_scale", want.k_scale), ("corr", want.corr), ("mean", want.k_mean)):
+        np.testing.assert_array_equal(array(name).view(np.uint32), np.asarray(x, np.float32).view(np.uint32), name)
