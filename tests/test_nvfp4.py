@@ -344,3 +344,22 @@ def test_the_quantization_passs_ptx_writes_the_programs_codes_and_scales(sm120_s
     np.testing.assert_array_equal(array("k_sf"), want.k_sf)
     for name, x in (("q_scale", want.q_scale), ("k_scale", want.k_scale), ("corr", want.corr), ("mean", want.k_mean)):
         np.testing.assert_array_equal(array(name).view(np.uint32), np.asarray(x, np.float32).view(np.uint32), name)
+
+
+@pytest.mark.nvrtc
+@pytest.mark.sass
+def test_nan_and_inf_inputs_run_the_same_in_the_ptx_and_the_program(sm120_sfu):
+    """A NaN in q or k becomes e2m1's +6 times its block scale (cvt.rn.satfinite.e2m1x2 has no NaN); an inf makes its
+    16-row block's f32 scale inf and every score of those rows NaN; a NaN in v poisons its column (FP8 P V). The
+    kernel's PTX and the numpy engine agree bit for bit on all of it."""
+    cfg = config(64)
+    q, k, v = inputs(11, 1, 1, 1, 40, 70, 64)
+    q[0, 0, 3, 5], q[0, 0, 20, 7], k[0, 0, 50, 9], v[0, 0, 10, 3] = np.nan, np.inf, np.nan, np.nan
+    want = emulator.attention(q, k, v, arch=ARCH, config=cfg)
+    got = emulator.attention(q, k, v, arch=ARCH, config=cfg, backend="ptx")
+    np.testing.assert_array_equal(got[0].view(np.uint16), want[0].view(np.uint16))
+    np.testing.assert_array_equal(got[1].view(np.uint32), want[1].view(np.uint32))
+    o = want[0][0, 0]
+    assert np.isnan(o[16:32]).all() and np.isnan(o[:, 3]).all()  # the inf's row block; v's NaN column
+    others = np.delete(np.delete(o, np.s_[16:32], axis=0), 3, axis=1)
+    assert np.isfinite(others).all()  # q's and k's NaN are finite codes
