@@ -141,5 +141,5 @@ def registers(config: KernelConfig, arch="sm_120", mode: str = "auto") -> Regist
         return RegisterCount(estimate(config), f"estimate: the build failed ({type(e).__name__}: {first})")
     entry = kernel_entry(build)
     return RegisterCount(
-        int(entry.registers), f"ptxas (NVRTC, {a.name})", int(entry.spill_stores), int(entry.spill_loads), build
+        int(entry.registers), f"ptxas (NVRTC, {build.arch})", int(entry.spill_stores), int(entry.spill_loads), build
     )
