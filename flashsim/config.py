@@ -10,11 +10,14 @@ flashsim.tuning.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from fractions import Fraction
 
 from .arch import get_arch
 from .constants import (
     COMBINE_WARPS,
+    E4M3_MAX,
     F16_BYTES,
+    FP4_BLOCK,
     FP8_F16_KEYS,
     FP8_P_SCALE,
     FP8_V_RANGE,
@@ -26,6 +29,7 @@ from .constants import (
     MMA_K,
     MMA_M,
     MMA_N,
+    NVFP4_ROW_DIV,
     Q_IN_REGISTERS_MAX_D,
     QUANT_BLOCK,
     QUANT_V_THREADS,
@@ -46,7 +50,14 @@ SUPPORTED_M_TILES = (1, 2, 3, 4)
 # "int8-fp8": INT8 Q K^T as "int8", and P V in FP8 e4m3 (P * 448, V per channel; mma.sync.m16n8k32 e4m3): f16
 # inputs, kv_tile a multiple of 32, pv_accum "f32" (f32 accumulation) or "f16x2" (f16 accumulation from zero over
 # FP8_F16_KEYS keys, then added to the f32 O; V in the narrower range FP8_V_RANGE["f16x2"] so no sum can overflow).
-SUPPORTED_QUANT = ("none", "int8", "int8-fp8")
+# "nvfp4": Q and K in NVFP4 (e2m1 codes with a ue4m3 scale per 16 elements along d under an f32 scale per 16 rows; K
+# smoothed by its mean as INT8's) by kernel/quantize.cu, Q K^T by sm_120a's block-scaled
+# mma.sync.m16n8k64.kind::mxf4nvf4 (scale_vec::4X, ue4m3, f32 accumulation), P V in FP8 e4m3 as "int8-fp8" (the same
+# path): SageAttention3's FP4 Q K^T on consumer Blackwell. sm_120 only (no FP4 mma.sync before sm_120a:
+# ``check_arch``); d in NVFP4_HEAD_DIMS, f16, no causal / window / softcap, (B, H, N, d) layout.
+SUPPORTED_QUANT = ("none", "int8", "int8-fp8", "nvfp4")
+NVFP4_HEAD_DIMS = (64, 128)
+NVFP4_ARCH = "sm_120"  # the one arch with the FP4 mma.sync (built for its arch-specific target, sm_120a)
 SERVING_SWITCHES = ("seqlens", "paged", "pack_gqa", "split")  # KernelConfig's serving fields (flashsim.serving)
 
 
@@ -56,7 +67,7 @@ def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
     bound: it sums up to Nk products); else SUPPORTED_PV_ACCUM."""
     if dtype == "bf16":
         return ("f32",)
-    return tuple(FP8_V_RANGE) if quant == "int8-fp8" else SUPPORTED_PV_ACCUM
+    return tuple(FP8_V_RANGE) if quant in ("int8-fp8", "nvfp4") else SUPPORTED_PV_ACCUM
 
 
 def overflow_flag_live(pv_accum: str, quant: str = "none") -> bool:
@@ -64,15 +75,26 @@ def overflow_flag_live(pv_accum: str, quant: str = "none") -> bool:
     or "f16x2") on f16 P and V, so its sum can overflow f16's range. Not with FP8 P@V (quant "int8-fp8"): V's range
     makes every f16 sum finite (FP8_V_RANGE, proofs/prove_fp8_f16_range.py). The one statement of the rule: the
     kernel build, the emulator's check and every GPU front-end ask it."""
-    return pv_accum in ("f16", "f16x2") and quant != "int8-fp8"
+    return pv_accum in ("f16", "f16x2") and quant not in ("int8-fp8", "nvfp4")
 
 
 def smem_buffers(
-    block_m, kv_tile, head_dim, stages, elem_bytes=F16_BYTES, qk_bytes=None, v_bytes=None, ring_mbarrier=0
+    block_m,
+    kv_tile,
+    head_dim,
+    stages,
+    elem_bytes=F16_BYTES,
+    qk_bytes=None,
+    v_bytes=None,
+    ring_mbarrier=0,
+    k_scale_bytes=0,
 ):
     """Shared-memory buffers of one block, name -> bytes.
 
-    ``qk_bytes``: bytes of a Q / K element in shared memory (default ``elem_bytes``; 1 with quant="int8");
+    ``qk_bytes``: bytes of a Q / K element in shared memory (default ``elem_bytes``; 1 with quant="int8", 1/2 with
+    "nvfp4": two e2m1 codes a byte);
+    ``k_scale_bytes``: block-scale bytes per key that ride in the K ring beside its codes (NVFP4: d / 16 ue4m3; Q's
+    block scales are read into registers once, from global memory);
     ``v_bytes``: of a V element (default ``elem_bytes``; 1 with quant="int8-fp8");
     ``ring_mbarrier``: 1 when the K / V ring is synchronised by mbarriers (KernelConfig.ring_mbarrier): a "full" and
     an "empty" barrier per slot after the V ring, else 0.
@@ -87,7 +109,7 @@ def smem_buffers(
     v_bytes = elem_bytes if v_bytes is None else v_bytes
     return {
         "Q tile": block_m * head_dim * qk_bytes,
-        "K ring": stages * kv_tile * head_dim * qk_bytes,
+        "K ring": stages * kv_tile * (head_dim * qk_bytes + k_scale_bytes),
         "V ring": stages * kv_tile * head_dim * v_bytes,
         "ring barriers": 2 * stages * MBARRIER_BYTES * ring_mbarrier,
     }
@@ -130,6 +152,8 @@ class KernelConfig:
                its mean over tokens) from kernel/quantize.cu; Q K^T runs on mma.sync.m16n8k32 s8 (exact s32 sums),
                each score is float(s32) * (q_scale * k_scale) (two IEEE multiplies), the LSE gets the smoothing's
                q . mean(k) back. P V is unchanged. Not with softcap (tanh does not commute with the smoothing).
+               "int8-fp8": P V in FP8 too. "nvfp4": Q and K in NVFP4 (SUPPORTED_QUANT's note), each score
+               the k64 block-scaled mma's f32 sum times (q_scale * k_scale), P V as "int8-fp8"; sm_120 only.
 
     The serving switches (flashsim.serving; all off for flashsim.attention, whose builds they leave unchanged):
     seqlens    per-sequence lengths are launch arguments: each block reads its sequence's query and key counts
@@ -202,9 +226,19 @@ class KernelConfig:
         return self.quant in ("int8", "int8-fp8")
 
     @property
+    def nvfp4(self) -> bool:
+        """Q K^T in NVFP4 (quant "nvfp4"): e2m1 codes and ue4m3 block scales, sm_120a's block-scaled mma."""
+        return self.quant == "nvfp4"
+
+    @property
+    def quantized(self) -> bool:
+        """Q and K come from kernel/quantize.cu's pass (any quant): per-16-row f32 scales, K smoothed by its mean."""
+        return self.quant != "none"
+
+    @property
     def fp8_pv(self) -> bool:
-        """P V in FP8 e4m3 (quant "int8-fp8")."""
-        return self.quant == "int8-fp8"
+        """P V in FP8 e4m3 (quant "int8-fp8", and "nvfp4", which takes the same P V path)."""
+        return self.quant in ("int8-fp8", "nvfp4")
 
     @property
     def v_bytes(self) -> int:
@@ -212,9 +246,17 @@ class KernelConfig:
         return 1 if self.fp8_pv else F16_BYTES
 
     @property
-    def qk_bytes(self) -> int:
-        """Bytes of one Q / K element in shared memory: 1 with INT8 Q K^T, else the element type's 2."""
+    def qk_bytes(self) -> int | Fraction:
+        """Bytes of one Q / K element in shared memory: 1 with INT8 Q K^T, 1/2 with NVFP4 (two e2m1 codes a byte),
+        else the element type's 2."""
+        if self.nvfp4:
+            return Fraction(1, 2)
         return INT8_BYTES if self.int8 else F16_BYTES
+
+    @property
+    def k_scale_bytes(self) -> int:
+        """Block-scale bytes of one key in the K ring: d / FP4_BLOCK ue4m3 with NVFP4, else 0."""
+        return self.head_dim // FP4_BLOCK if self.nvfp4 else 0
 
     @property
     def ring_mbarrier(self) -> bool:
@@ -274,8 +316,9 @@ class KernelConfig:
 
     @property
     def qk_ksteps(self) -> int:
-        """k steps of Q K^T over the head dimension: k16 (f16 / bf16), or k32 (INT8, m16n8k32)."""
-        return self.head_dim * self.qk_bytes // (MMA_K * F16_BYTES)
+        """k steps of Q K^T over the head dimension: k16 (f16 / bf16), k32 (INT8, m16n8k32) or k64 (NVFP4,
+        m16n8k64): 32 bytes of a row each."""
+        return int(self.head_dim * self.qk_bytes // (MMA_K * F16_BYTES))
 
     @property
     def pv_ksteps(self) -> int:
@@ -285,16 +328,19 @@ class KernelConfig:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory the kernel asks for at launch."""
-        return sum(
-            smem_buffers(
-                self.block_m,
-                self.kv_tile,
-                self.head_dim,
-                self.stages,
-                qk_bytes=self.qk_bytes,
-                v_bytes=self.v_bytes,
-                ring_mbarrier=int(self.ring_mbarrier),
-            ).values()
+        return int(
+            sum(
+                smem_buffers(
+                    self.block_m,
+                    self.kv_tile,
+                    self.head_dim,
+                    self.stages,
+                    qk_bytes=self.qk_bytes,
+                    v_bytes=self.v_bytes,
+                    ring_mbarrier=int(self.ring_mbarrier),
+                    k_scale_bytes=self.k_scale_bytes,
+                ).values()
+            )
         )
 
     # ---- checks and build ----------------------------------------------------------------
@@ -331,11 +377,13 @@ class KernelConfig:
             or self.kv_tile % self.fp8_group_keys
         ):
             raise ValueError(
-                f"quant='int8-fp8' needs f16 inputs, pv_accum in {pv_accums('f16', self.quant)} (an f16 "
+                f"quant={self.quant!r} (FP8 P@V) needs f16 inputs, pv_accum in {pv_accums('f16', self.quant)} (an f16 "
                 f"O over the whole row has no overflow bound) and a kv_tile that is a multiple of 32 "
                 f"(with 'f16x2': at most {FP8_F16_KEYS} or a multiple of it) (got dtype={self.dtype!r}, "
                 f"pv_accum={self.pv_accum!r}, kv_tile={self.kv_tile})"
             )
+        if self.nvfp4:
+            self._validate_nvfp4()
         if self.int8 and self.softcap:
             raise ValueError(
                 f"quant={self.quant!r} does not combine with softcap: K is smoothed by its mean over tokens, "
@@ -354,6 +402,36 @@ class KernelConfig:
                 f"got layout={self.layout!r}, quant={self.quant!r} (the quantization pass smooths K over one "
                 "dense sequence)"
             )
+
+    def _validate_nvfp4(self) -> None:
+        """The NVFP4 variant's scope: what it was built and checked for, each other case refused by name."""
+        off = [name for name in ("causal", "local", "softcap") if getattr(self, name)]
+        if self.head_dim not in NVFP4_HEAD_DIMS or off or self.layout != "bhnd":
+            raise ValueError(
+                f"quant='nvfp4' is built for head_dim in {NVFP4_HEAD_DIMS}, layout 'bhnd', no causal / local / "
+                f"softcap (got head_dim={self.head_dim}, layout={self.layout!r}"
+                + (f", {', '.join(off)}" if off else "")
+                + ")"
+            )
+
+    def check_arch(self, arch) -> None:
+        """ValueError when this configuration cannot be built for ``arch``: quant 'nvfp4' needs sm_120a's
+        block-scaled FP4 mma.sync (kind::mxf4nvf4), which no earlier arch has (sm_90 and sm_100 included: sm_100's
+        block-scaled FP4 is tcgen05, not mma.sync)."""
+        name = get_arch(arch).name
+        if self.nvfp4 and name != NVFP4_ARCH:
+            raise ValueError(
+                f"quant='nvfp4' cannot be built for {name}: its Q K^T is mma.sync.m16n8k64.kind::mxf4nvf4 "
+                f"(block-scaled FP4), which only {NVFP4_ARCH}a has (no FP4 mma.sync before sm_120a); use arch "
+                f"{NVFP4_ARCH!r}, or quant 'int8-fp8' on {name}"
+            )
+
+    def build_arch(self, arch) -> str:
+        """The NVRTC / ptxas target of this configuration's build for ``arch``: ``arch`` as given, or with NVFP4
+        its arch-specific target sm_120a (the block-scaled mma and cvt to e2m1 exist only there; ``check_arch``
+        refuses every other arch first)."""
+        self.check_arch(arch)
+        return NVFP4_ARCH + "a" if self.nvfp4 else arch
 
     def fits(self, arch="sm_120") -> bool:
         """True if the dynamic shared memory fits the arch's per-block opt-in cap."""
@@ -380,6 +458,10 @@ class KernelConfig:
             "FS_BNHD": int(self.layout == "bnhd"),
             "FS_QUANT_INT8": int(self.int8),
             "FS_QUANT_FP8": int(self.fp8_pv),
+            "FS_QUANT_NVFP4": int(self.nvfp4),
+            "FS_FP4_BLOCK": FP4_BLOCK,
+            "FS_NVFP4_ROW_DIV": int(NVFP4_ROW_DIV),  # kernel/quantize.cu's NVFP4 scales (exact ints as floats)
+            "FS_NVFP4_SF_MAX": int(E4M3_MAX),
             "FS_QUANT_BLOCK": QUANT_BLOCK,
             "FS_MEAN_SLICES": MEAN_SLICES,
             "FS_FP8_P_SCALE": int(FP8_P_SCALE),
@@ -404,6 +486,10 @@ class KernelConfig:
             for k in (
                 "FS_HEAD_DIM",
                 "FS_BF16",
+                "FS_QUANT_NVFP4",
+                "FS_FP4_BLOCK",
+                "FS_NVFP4_ROW_DIV",
+                "FS_NVFP4_SF_MAX",
                 "FS_QUANT_BLOCK",
                 "FS_MEAN_SLICES",
                 "FS_QUANT_WARPS",
@@ -431,12 +517,14 @@ class KernelConfig:
         if key not in DEFAULT_TILES:
             return cls(**overrides)  # validate() names what is unsupported
         # FP8 P@V keeps O in f32 with either accumulation: f16x2 takes f32's tiling unless QUANT_TILES says otherwise
-        base = (key[0], "f32", head_dim) if quant == "int8-fp8" else key
+        base = (key[0], "f32", head_dim) if quant in ("int8-fp8", "nvfp4") else key
         warps, m_tiles, kv_tile, stages = QUANT_TILES.get(
             (quant, *key), QUANT_TILES.get((quant, *base), DEFAULT_TILES[base])
         )
         tuned = dict(warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages)
-        return cls(**{**tuned, **overrides})
+        config = cls(**{**tuned, **overrides})
+        config.check_arch(a)
+        return config
 
     def describe(self) -> str:
         """Every field as name=value; the serving switches only where they are on (they are off for every

@@ -41,6 +41,16 @@ def fp8_keys(nk: int) -> int:
 
 
 QUANT_BLOCK = 16  # query rows / keys per INT8 scale: one m16 tile of Q, one k16 slice of K
+# NVFP4 Q K^T (quant "nvfp4", kernel/quantize.cu's quantize_k_fp4 / quantize_q_fp4): each row of Q and K (K smoothed
+# by its mean, as INT8's) is cut into FP4_BLOCK elements along d, each block one ue4m3 scale and sixteen e2m1 codes;
+# above them one f32 scale per QUANT_BLOCK rows (as INT8's), amax_rows / (E2M1_MAX * E4M3_MAX), so the block scales
+# of those rows span ue4m3's whole range [0, 448] (NVFP4's per-tensor global scale, taken per 16 rows).
+# mma.sync.m16n8k64 kind::mxf4nvf4 scale_vec::4X ue4m3 multiplies the codes and their block scales (MMA4_K = 64:
+# four FP4_BLOCK chunks of a row per k64 step).
+FP4_BLOCK = 16
+E2M1_MAX = 6.0  # e2m1's largest value (cvt.rn.satfinite.e2m1x2 clamps to it)
+NVFP4_ROW_DIV = E2M1_MAX * E4M3_MAX  # 2688: a 16-row block's f32 scale is its amax / this (exact in f32)
+MMA4_K = 64
 MEAN_SLICES = 16  # interleaved partial sums of K's mean over tokens (kernel/quantize.cu k_mean)
 QUANT_WARPS = 4  # quantize_k / quantize_q: warps per block, one per 16-row block
 QUANT_V_THREADS = 256  # quantize_v's block (its __launch_bounds__ and loop stride)

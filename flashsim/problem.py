@@ -42,7 +42,7 @@ class Options:
     window_size: tuple = (-1, -1)  # FlashAttention-2's (left, right), -1 unbounded; causal has right = 0
     softcap: float = 0.0  # 0: off
     layout: str = "bhnd"
-    quant: str = "none"  # flashsim.config.SUPPORTED_QUANT: "none", "int8" or "int8-fp8"
+    quant: str = "none"  # flashsim.config.SUPPORTED_QUANT: "none", "int8", "int8-fp8" or "nvfp4"
 
     @property
     def local(self) -> bool:
@@ -369,9 +369,9 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
         raise ValueError(f"head dim d={d} is not supported by the kernel: it must be a multiple of 32 from 32 to 256")
     if h > GRID_YZ_MAX or b > GRID_YZ_MAX:
         raise ValueError(f"heads H={h} and batch B={b} must each be <= {GRID_YZ_MAX} (the CUDA grid's y and z)")
-    if opts.quant == "int8-fp8" and (dtype != "f16" or opts.pv_accum not in pv_accums(dtype, opts.quant)):
+    if opts.quant in ("int8-fp8", "nvfp4") and (dtype != "f16" or opts.pv_accum not in pv_accums(dtype, opts.quant)):
         raise ValueError(
-            f"quant='int8-fp8' runs P@V in FP8 on float16 inputs with pv_accum in "
+            f"quant={opts.quant!r} runs P@V in FP8 on float16 inputs with pv_accum in "
             f"{pv_accums('f16', opts.quant)} (f32, or f16 over {FP8_F16_KEYS} keys at a time then f32; "
             f"an f16 O over the whole row has no overflow bound): got {dtypes['q']} inputs and "
             f"pv_accum={opts.pv_accum!r} (use quant='int8' for the others)"
@@ -388,6 +388,7 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
         raise ValueError(f"config.head_dim={config.head_dim} does not match the inputs' head dim d={d}")
     elif config.dtype != dtype:
         raise ValueError(f"config.dtype={config.dtype!r} does not match the inputs' dtype {dtypes['q']}")
+    config.check_arch(arch_name)  # quant "nvfp4": sm_120 only
     cap = get_arch(arch_name).smem_per_block_optin
     if config.smem_bytes > cap:
         from .errors import UnsupportedConfig  # a ValueError; imported here (flashsim.gpu imports this module)

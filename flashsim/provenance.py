@@ -272,7 +272,7 @@ def compiled_builds(kernel, config=None) -> list[str]:
     """The KERNELS names whose PTX a capture of ``kernel`` ran: flash_fwd, and quantize before it with INT8 Q K^T
     (flashsim.gpu.launch runs kernel/quantize.cu only then); a capture kernel alone."""
     name = _kernel_name(kernel)
-    if name == "flash_fwd" and config is not None and config.int8:
+    if name == "flash_fwd" and config is not None and config.quantized:
         return ["flash_fwd", "quantize"]
     return [name]
 
@@ -310,11 +310,12 @@ def compiled_fingerprints(builds, *, root=None, workers: int = 1) -> list[dict]:
     plans = []
     for kernel, config, arch in builds:
         parts = compiled_builds(kernel, config)
+        target = config.build_arch(arch) if config is not None else arch  # NVFP4: sm_120a
         plans.append(
             (
                 arch,
                 [
-                    (p, tuple(sorted(build_defines(p, config if p in NEEDS_CONFIG else None).items())), arch, root)
+                    (p, tuple(sorted(build_defines(p, config if p in NEEDS_CONFIG else None).items())), target, root)
                     for p in parts
                 ],
             )

@@ -1,8 +1,9 @@
 // FlashAttention forward, raw mma.sync.m16n8k16, written for consumer Blackwell (sm_120), runs on sm_80+.
 // f16 or bf16 (FS_BF16); head dims 32..256; MQA / GQA; causal and sliding-window masks; logit soft-capping;
 // (B, H, N, d) or (B, N, H, d) through strides; quantized Q K^T (FS_QUANT_INT8: INT8 Q and K from kernel/quantize.cu,
-// mma.sync.m16n8k32 s8, as SageAttention) and P V (FS_QUANT_FP8: e4m3 P and V, mma.sync.m16n8k32 e4m3, f32 or
-// two-level f16 accumulation, as SageAttention2 / 2++).
+// mma.sync.m16n8k32 s8, as SageAttention; FS_QUANT_NVFP4: NVFP4 Q and K, sm_120a's block-scaled
+// mma.sync.m16n8k64.kind::mxf4nvf4, as SageAttention3) and P V (FS_QUANT_FP8: e4m3 P and V, mma.sync.m16n8k32 e4m3,
+// f32 or two-level f16 accumulation, as SageAttention2 / 2++).
 //
 // The seed's design, for real:
 //   * O accumulates in registers for the whole KV loop (never in shared memory); f32 or f16 (FS_PV_F16), or f32
@@ -65,7 +66,16 @@ static_assert(!(BF16 && (PV_F16 || PV_F16X2)), "bf16 has no f16 accumulator: P@V
 static_assert(!Q_IN_REGS || MT == 1, "Q stays in registers only with one m16 tile per warp");
 // INT8 Q K^T: Q and K are s8 with one f32 scale per QB query rows / keys (QB = 16: an m16 tile of Q, a k16 slice
 // of K); S = float(s32) * (q_scale * k_scale); the LSE gets q . mean(k) * lse_scale back (K was smoothed).
-constexpr bool QUANT = FS_QUANT_INT8 != 0;
+// NVFP4 Q K^T (FS_QUANT_NVFP4, quant "nvfp4"; built for sm_120a only): the same per-16-row / per-16-key f32 scales,
+// smoothing and LSE correction (QUANT), with Q and K as e2m1 codes two a byte (a row of D / 2 bytes: the s8 path's
+// ldmatrix fragments, byte for byte, are m16n8k64's e2m1 fragments) and a ue4m3 scale per FS_FP4_BLOCK elements of
+// each row. Q K^T on mma.sync.m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X (f32 accumulators from zero, k64
+// steps in order), S = acc * (q_scale * k_scale). The mma's scale selectors are {0, 0}: lane 4 g holds row g's four
+// scale bytes of a k64 step, lane 4 g + 1 row g + 8's (A), lane 4 g key 8 n + g's (B) (flashsim.layout.blockscale):
+// every lane loads row g + 8 (t4 & 1)'s and key 8 n + g's, the other lanes' copies unread. Q's block scales sit in
+// registers for the whole loop (one word per m16 tile and k64 step), K's ride in their own ring of KV slots.
+// (The NVFP4 constants exist only in its builds: every namespace-scope constant lands in the PTX.)
+constexpr bool QUANT = FS_QUANT_INT8 != 0 || FS_QUANT_NVFP4 != 0;
 constexpr int QB = FS_QUANT_BLOCK;
 static_assert(!QUANT || QB == 16, "an INT8 scale covers one m16 tile of Q and one k16 slice of K");
 static_assert(!(QUANT && SOFTCAP), "INT8 Q K^T smooths K, which softcap's tanh does not allow");
@@ -112,7 +122,7 @@ static_assert(!(OSTAGE && (PACK_GQA || SPLIT)), "O staging writes one head's con
 #endif
 
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
-constexpr int QK_ROW_BYTES = D * (QUANT ? 1 : 2);   // a row of the Q / K tiles (s8, or f16 / bf16)
+constexpr int QK_ROW_BYTES = FS_QUANT_NVFP4 ? D / 2 : D * (QUANT ? 1 : 2);   // a Q / K row: e2m1, s8, f16 / bf16
 // V rows: keys x d (f16 / bf16), or with FP8_PV d x keys (e4m3, transposed)
 constexpr int V_ROW_BYTES = FP8_PV ? FS_KV_TILE : D * 2;
 constexpr int QK_CHUNKS = QK_ROW_BYTES / 16;         // 16-byte chunks in a row: 2 .. 32
@@ -123,7 +133,21 @@ constexpr int V_SLOT_BYTES = FP8_PV ? D * V_ROW_BYTES : BC * V_ROW_BYTES;
 constexpr int K_RING_OFFSET = Q_BYTES;
 constexpr int V_RING_OFFSET = Q_BYTES + STAGES * K_SLOT_BYTES;
 enum : int { MBAR_BYTES = 8 };      // one mbarrier object (PTX: .b64 in shared memory); an enumerator, so no symbol
-constexpr int BAR_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES;   // MBAR: full[s], then empty[s]
+#if FS_QUANT_NVFP4
+constexpr int SF_ROW = D / FS_FP4_BLOCK;                  // ue4m3 block scales of a Q / K row
+constexpr int KSF_SLOT_BYTES = BC * SF_ROW;               // a KV tile's K block scales, key-major
+constexpr int KSF_RING_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES;
+static_assert(FS_FP4_BLOCK == 16 && SF_ROW % 4 == 0 && KSF_SLOT_BYTES % 16 == 0,
+              "NVFP4: 16-element blocks, whole k64 steps of scale words, whole 16-byte chunks of a tile's scales");
+static_assert(FP8_PV && !PV_F16 && !CAUSAL && !LOCAL && !SOFTCAP && !BNHD && !BF16,
+              "NVFP4 Q K^T: FP8 P V, (B, H, N, D) f16, no mask but the keys' bound (flashsim.config)");
+#define FS_KSF_RING_BYTES (STAGES * KSF_SLOT_BYTES)
+#define FS_QK_BYTES(elements) ((elements) / 2)             // two e2m1 codes a byte
+#else
+#define FS_KSF_RING_BYTES 0
+#define FS_QK_BYTES(elements) ((elements) * QK_EB)
+#endif
+constexpr int BAR_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES + FS_KSF_RING_BYTES;   // MBAR: full[s], then empty[s]
 constexpr int SMEM_BYTES = BAR_OFFSET + (MBAR ? 2 * STAGES * MBAR_BYTES : 0);
 static_assert(SMEM_BYTES == FS_EXPECTED_SMEM, "shared-memory layout differs from flashsim.config.smem_buffers");
 
@@ -205,6 +229,21 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#if FS_QUANT_NVFP4
+// NVFP4 Q K^T's mma (flashsim.emulator.quantize.NVFP4_FORM): sa / sb the lane's scale words, selectors {0, 0}.
+__device__ __forceinline__ void mma_fp4(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, uint32_t sa,
+                                        uint32_t sb) {
+    asm volatile("mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3}, %10, {0, 0}, %11, {0, 0};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(sa), "r"(sb));
+}
+__device__ __forceinline__ uint32_t ld_shared_b32(uint32_t addr) {
+    uint32_t v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+    return v;
+}
+#endif
 __device__ __forceinline__ void mma_fp8(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};\n"
@@ -450,6 +489,25 @@ __device__ __forceinline__ void load_v_tile(uint32_t tile, const unsigned char* 
         load_tile<BC, V_CHUNKS>(tile, vh, key0, nk, kv_row * 2, tid);
 }
 
+#if FS_QUANT_NVFP4
+// One KV tile's K block scales: keys [key0, key0 + BC) of the head's scale rows (SF_ROW bytes a key, rows nk16 =
+// nk rounded up to 16: the rows kernel/quantize.cu writes) into a ring slot, key-major and unswizzled (a warp reads
+// 8 consecutive keys' words: no bank conflict). A 16-byte chunk (16 / SF_ROW keys) at or past key nk16 is zero-filled.
+__device__ __forceinline__ void load_k_scales(uint32_t slot, const unsigned char* __restrict__ sfh, int key0, int nk16,
+                                              int tid) {
+    constexpr int CHUNKS = KSF_SLOT_BYTES / 16, KEYS = 16 / SF_ROW;
+#pragma unroll
+    for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it) {
+        const int i = it * THREADS + tid;
+        if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+            const bool valid = key0 + i * KEYS < nk16;
+            cp_async_16(slot + 16 * i, valid ? sfh + static_cast<long long>(key0) * SF_ROW + 16 * i : sfh,
+                        valid ? 16 : 0);
+        }
+    }
+}
+#endif
+
 #if FS_SEQLENS
 // SPLIT: two f32 of a partial O row to global memory in one 8-byte store (col is even: 8-byte aligned)
 __device__ __forceinline__ void st_global_f32x2(float* dst, float a, float b) {
@@ -565,6 +623,13 @@ __device__ __forceinline__ void load_q_packed(uint32_t tile, const unsigned char
 #define FS_NK_ARG nk
 #define FS_SERVING_ARGS
 #endif
+// NVFP4: q_sf (B, Hq, nq16, SF_ROW) and k_sf (B, Hkv, nk16, SF_ROW) ue4m3 block scales (kernel/quantize.cu), after
+// nkp; q and k are then the codes, rows of D / 2 bytes (q's and k's element strides halved).
+#if FS_QUANT_NVFP4
+#define FS_NVFP4_ARGS , const unsigned char* __restrict__ q_sf, const unsigned char* __restrict__ k_sf
+#else
+#define FS_NVFP4_ARGS
+#endif
 extern "C" __global__ void __launch_bounds__(fs::THREADS, 1)
 flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half* __restrict__ v,
           fs_half* __restrict__ o, float* __restrict__ lse, unsigned long long* __restrict__ overflow, int FS_NQ_ARG,
@@ -572,7 +637,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
           int group, long long q_bs, long long q_hs, long long q_rs, long long kv_bs, long long kv_hs,
           long long kv_rs, float lse_scale, float scale_log2, float cap_scale, int win_left, int win_right,
           const float* __restrict__ q_scale, const float* __restrict__ k_scale, const float* __restrict__ q_corr,
-          const float* __restrict__ v_deq, int nkp FS_SERVING_ARGS) {
+          const float* __restrict__ v_deq, int nkp FS_SERVING_ARGS FS_NVFP4_ARGS) {
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
@@ -634,9 +699,9 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const unsigned char* vh = reinterpret_cast<const unsigned char*>(v + kv_off);
     const int* bt_row = PAGED ? block_table + static_cast<long long>(batch) * bt_stride : nullptr;
 #else
-    const unsigned char* qh = static_cast<const unsigned char*>(q) + (batch * q_bs + head * q_hs) * QK_EB;
+    const unsigned char* qh = static_cast<const unsigned char*>(q) + FS_QK_BYTES(batch * q_bs + head * q_hs);
     const unsigned char* kh = static_cast<const unsigned char*>(k)
-                              + (batch * kv_bs + (head / group) * kv_hs) * QK_EB;
+                              + FS_QK_BYTES(batch * kv_bs + (head / group) * kv_hs);
     // FP8_PV: v is (B, Hkv, D, nkp) e4m3, keys padded to nkp (a multiple of 32) with zeros
     const unsigned char* vh = FP8_PV
         ? reinterpret_cast<const unsigned char*>(v) + (static_cast<long long>(batch) * (gridDim.y / group)
@@ -681,6 +746,17 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     // both refills. A macro, not a lambda or a function: those, however written, made ptxas schedule some defaults
     // differently from the hand-inlined code (with [&] the 3-stage d = 64 builds, with [=] the INT8 builds, as a
     // function the d = 128 f32 causal one); the macro's SASS is that code's, for every default on both arches.
+#if FS_QUANT_NVFP4
+    // the K block scales of the block's K / V head (rows nk16 apart) and their ring
+    const int nk16 = (nk + QB - 1) / QB * QB;
+    const unsigned char* ksfh = k_sf + (static_cast<long long>(batch) * (gridDim.y / group) + head / group)
+                                       * nk16 * SF_ROW;
+    const uint32_t s_ksf = s_base + KSF_RING_OFFSET;
+#define FS_FILL_K_SCALES(slot, tn)                                                                                 \
+    load_k_scales(s_ksf + (slot) * KSF_SLOT_BYTES, ksfh, (t_begin + (tn)) * BC, nk16, tid)
+#else
+#define FS_FILL_K_SCALES(slot, tn) do {} while (0)
+#endif
 #if FS_SEQLENS
 // Serving: a contiguous cache of few chunks per thread takes load_tile (the dense kernel's fast path); pages, and the
 // one-warp decode blocks' many chunks per thread, take load_kv_rows (its loop is not fully unrolled: see there).
@@ -699,8 +775,9 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 #else
 #define FS_FILL_SLOT(slot, tn)                                                                                     \
     do {                                                                                                           \
-        load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * QK_EB, tid); \
+        load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, FS_QK_BYTES(kv_row), tid); \
         load_v_tile(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row, nkp, tid);                 \
+        FS_FILL_K_SCALES(slot, tn);                                                                                \
         if (MBAR) mbar_arrive_cp(full_bar + MBAR_BYTES * (slot));                                                  \
     } while (0)
 #endif
@@ -721,7 +798,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 #if FS_PACK_GQA
     load_q_packed(s_q, qh, r0, rows, group, q_rs * 2, q_hs * 2, tid);
 #else
-    load_tile<BLOCK_M, QK_CHUNKS>(s_q, qh, r0, nq, q_row * QK_EB, tid);
+    load_tile<BLOCK_M, QK_CHUNKS>(s_q, qh, r0, nq, FS_QK_BYTES(q_row), tid);
 #endif
     cp_async_commit();
 #pragma unroll
@@ -789,6 +866,18 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         for (int mt = 0; mt < MT; ++mt)
             qsc[QUANT ? mt : 0] = __ldg(q_scale + bhq * nqb + min((row_base - g + mt * 16) / QB, nqb - 1));
     }
+#if FS_QUANT_NVFP4
+    // Q's block-scale words, held for the loop: m16 tile mt, k64 step ks, of row g + 8 (t4 & 1) (past the written
+    // rows the last one's: never stored)
+    uint32_t qsf[MT][QK_KS];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        const int row = min(row_base + mt * 16 + 8 * (t4 & 1), nqb * QB - 1);
+        const unsigned int* w = reinterpret_cast<const unsigned int*>(q_sf + (bhq * nqb * QB + row) * SF_ROW);
+#pragma unroll
+        for (int ks = 0; ks < QK_KS; ++ks) qsf[mt][ks] = __ldg(w + ks);
+    }
+#endif
 
     for (int t = 0; t < n_tiles; ++t) {
         // MBAR: wait for tile t's full barrier; the slot of tile t - 1 is refilled after Q K^T below. Otherwise
@@ -822,8 +911,12 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             for (int n = 0; n < S_NT; ++n)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
+#if FS_QUANT_NVFP4
+                    s_acc[mt][n][e] = 0.f;
+#else
                     if (QUANT) s_int[QUANT ? mt : 0][QUANT ? n : 0][e] = 0;
                     else s_acc[mt][n][e] = 0.f;
+#endif
                 }
 #pragma unroll
         for (int ks = 0; ks < QK_KS; ++ks) {
@@ -838,10 +931,19 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 // matrices: keys [8n, 8n+8) x row bytes [32ks, +16), [+16, +32); keys [8n+8, 8n+16) x the same
                 uint32_t b[4];
                 ldmatrix_x4(b, kt + k_lane + n * 8 * QK_ROW_BYTES + chunk_off(ks * 2, k_x));
+#if FS_QUANT_NVFP4
+                // keys 8n + g and 8n + 8 + g: their scale words of step ks
+                const uint32_t ksf_t = s_ksf + slot * KSF_SLOT_BYTES + (n * 8 + g) * SF_ROW + 4 * ks;
+                const uint32_t sb0 = ld_shared_b32(ksf_t), sb1 = ld_shared_b32(ksf_t + 8 * SF_ROW);
+#endif
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     const uint32_t (&a)[4] = Q_IN_REGS ? qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? ks : 0]
                                                        : qs[Q_IN_REGS ? 0 : mt];
+#if FS_QUANT_NVFP4
+                    mma_fp4(s_acc[mt][n], a, b[0], b[1], qsf[mt][ks], sb0);
+                    mma_fp4(s_acc[mt][n + 1], a, b[2], b[3], qsf[mt][ks], sb1);
+#else
                     if (QUANT) {
                         mma_s8(s_int[QUANT ? mt : 0][QUANT ? n : 0], a, b[0], b[1]);
                         mma_s8(s_int[QUANT ? mt : 0][QUANT ? n + 1 : 0], a, b[2], b[3]);
@@ -849,6 +951,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                         mma_f32(s_acc[mt][n], a, b[0], b[1]);
                         mma_f32(s_acc[mt][n + 1], a, b[2], b[3]);
                     }
+#endif
                 }
             }
         }
@@ -860,7 +963,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 FS_FILL_SLOT(sl, tn);
             }
         }
-        // ---- QUANT: dequantise, s = float(s32) * (q_scale * k_scale) per m16 tile x k16 slice of keys ------------
+        // ---- QUANT: dequantise, s = float(s32) * (q_scale * k_scale) per m16 tile x k16 slice of keys (NVFP4: s =
+        // acc * (q_scale * k_scale)) ------------------------------------------------------------------------------
         if (QUANT) {
 #pragma unroll
             for (int j = 0; j < PV_KS; ++j) {
@@ -872,8 +976,12 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                     for (int h = 0; h < 2; ++h)
 #pragma unroll
                         for (int e = 0; e < 4; ++e)
+#if FS_QUANT_NVFP4
+                            s_acc[mt][2 * j + h][e] = __fmul_rn(s_acc[mt][2 * j + h][e], f);
+#else
                             s_acc[mt][2 * j + h][e] = __fmul_rn(
                                 __int2float_rn(s_int[QUANT ? mt : 0][QUANT ? 2 * j + h : 0][e]), f);
+#endif
                 }
             }
         }
@@ -1065,6 +1173,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         if (MBAR) mbar_arrive(empty_bar + MBAR_BYTES * slot);
     }
 #undef FS_FILL_SLOT
+#undef FS_FILL_K_SCALES
     cp_async_wait<0>();   // nothing may be in flight when the block exits
     // O staging writes into the warp's own Q rows: the warp's last Q reads (ldmatrix) come first in the order its
     // mma.sync's and shuffles give, and a __syncwarp puts that order in a form the memory model and racecheck accept

@@ -12,6 +12,13 @@
 //   quantize_v  (FP8 P@V) V^T in e4m3: v8t[c][32 b + s] = e4m3(v[32 b + key(s)][c] * v_inv[c]) (cvt.rn.satfinite),
 //               keys past nk zero, key(s) = 16 (s / 16) + 8 ((s % 4) / 2) + 2 ((s % 16) / 4) + s % 2 (the order of
 //               flash_fwd's P fragment slots).
+//   quantize_k_fp4, quantize_q_fp4 (FS_QUANT_NVFP4; flashsim/emulator/quantize.py quantize_fp4_blocks): quantize_k /
+//               quantize_q with NVFP4 in place of INT8: per 16-row block A = max |x|, scale = A / FS_NVFP4_ROW_DIV
+//               (6 * 448), g = FS_NVFP4_SF_MAX / A and inv = FS_NVFP4_ROW_DIV / A (0 when A is 0); per FS_FP4_BLOCK
+//               elements of a row a = max |x|, the ue4m3 scale sf = cvt.rn.satfinite.e4m3(a * g), e = inv / sf (0
+//               when sf is 0 or NaN), the codes cvt.rn.satfinite.e2m1x2(x * e), two a byte (the lower-indexed
+//               element in the low nibble). Codes with x's strides halved (bytes), block scales (B, H, nb * 16,
+//               D / FS_FP4_BLOCK) bytes (rows past n: 0), scales as INT8's.
 // Quantizing a block: amax = max |x| over the block, starting from 0 (fmaxf ignores NaN, so amax is never NaN; the
 // max is order-free), scale = amax / 127, inv = 127 / amax (0 when amax is 0), x_q = cvt.rni.s32(x * inv) clamped
 // to [-127, 127] (cvt.rni turns NaN into 0). An inf in a block makes scale inf and inv 0: every element of the
@@ -125,6 +132,119 @@ __device__ __forceinline__ float fold_tokens(const fs_half* __restrict__ xh, int
     for (int i = 1; i < SLICES; ++i) tot = op(tot, part[i][threadIdx.x]);
     return tot;
 }
+// The row correction of quantize_q / quantize_q_fp4: each row's q . mean (fma over the channels in order from 0: the
+// even lane of the row's pair takes the first half, hands its sum to the odd lane, which goes on with the second
+// half), stored by the odd lane for rows below nq.
+__device__ __forceinline__ void row_correction(const uint4 (&raw)[PIECES], const float* __restrict__ mh,
+                                               float* __restrict__ corr, long long bh, int qb, int nq) {
+    const int lane = threadIdx.x % 32, r = qb * QB + (lane >> 1), c0 = (lane & 1) * HALF;
+    float acc = 0.f;
+    if (!(lane & 1)) {
+#pragma unroll
+        for (int i = 0; i < PIECES; ++i)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc = __fmaf_rn(elem(raw[i], e), mh[c0 + 8 * i + e], acc);
+    }
+    acc = __shfl_sync(0xffffffffu, acc, lane & ~1);   // the odd lane starts from its pair's first half
+    if (lane & 1) {
+#pragma unroll
+        for (int i = 0; i < PIECES; ++i)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc = __fmaf_rn(elem(raw[i], e), mh[c0 + 8 * i + e], acc);
+        if (r < nq) corr[bh * nq + r] = acc;
+    }
+}
+#if FS_QUANT_NVFP4
+// ---- NVFP4 (quantize_k_fp4, quantize_q_fp4): the warp and lane shapes of quantize_rows; a lane's half row holds
+// LANE_SF whole blocks of FB elements.
+constexpr int FB = FS_FP4_BLOCK;           // elements per ue4m3 block scale
+constexpr int SF_ROW = D / FB;             // block scales of a row
+constexpr int LANE_SF = HALF / FB;         // of a lane's half row: 2 (D = 64) or 4 (D = 128)
+static_assert(FB == 16 && (LANE_SF == 2 || LANE_SF == 4), "NVFP4: d = 64 or 128 (flashsim.config.NVFP4_HEAD_DIMS)");
+// cvt.rn.satfinite.e4m3x2 of (0, x): x's e4m3 code in the low byte (x >= 0 here, so it is a ue4m3 code; NaN: 0x7f)
+__device__ __forceinline__ unsigned int ue4m3_code(float x) {
+    unsigned short r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(r) : "f"(0.f), "f"(x));
+    return r & 0xffu;
+}
+// a ue4m3 code's value, exactly (cvt.rn.f16x2.e4m3x2, then f16 -> f32)
+__device__ __forceinline__ float ue4m3_value(unsigned int code) {
+    unsigned int h;
+    asm("{ .reg .b16 t; mov.b16 t, %1; cvt.rn.f16x2.e4m3x2 %0, t; }\n" : "=r"(h) : "h"(static_cast<unsigned short>(code)));
+    return widen(h & 0xffffu);
+}
+// eight f32 -> eight e2m1 codes (cvt.rn.satfinite.e2m1x2: to nearest even, clamped to +-6), y[0] in the low nibble
+__device__ __forceinline__ unsigned int e2m1x8(const float (&y)[8]) {
+    unsigned int r;
+    asm("{\n .reg .b8 b0, b1, b2, b3;\n"
+        " cvt.rn.satfinite.e2m1x2.f32 b0, %2, %1;\n"
+        " cvt.rn.satfinite.e2m1x2.f32 b1, %4, %3;\n"
+        " cvt.rn.satfinite.e2m1x2.f32 b2, %6, %5;\n"
+        " cvt.rn.satfinite.e2m1x2.f32 b3, %8, %7;\n"
+        " mov.b32 %0, {b0, b1, b2, b3};\n}\n"
+        : "=r"(r)
+        : "f"(y[0]), "f"(y[1]), "f"(y[2]), "f"(y[3]), "f"(y[4]), "f"(y[5]), "f"(y[6]), "f"(y[7]));
+    return r;
+}
+// quantize_rows in NVFP4: the warp's 16 rows [row0, row0 + 16) of x (rows >= n are zeros), smoothed by `mean` when
+// given; codes two a byte into xq (x's strides in bytes halved), the rows' block scales into sf (SF_ROW bytes a row,
+// every row of the block: rows >= n get 0), the block's f32 scale stored by lane 0.
+__device__ __forceinline__ void quantize_rows_fp4(const fs_half* __restrict__ x, const float* __restrict__ mean,
+                                                  unsigned char* __restrict__ xq, unsigned char* __restrict__ sf,
+                                                  long long rs, int row0, int n, float* __restrict__ scale,
+                                                  uint4 (&raw)[PIECES]) {
+    const int lane = threadIdx.x % 32, r = row0 + (lane >> 1), c0 = (lane & 1) * HALF;
+    const bool live = r < n;
+#pragma unroll
+    for (int i = 0; i < PIECES; ++i)
+        raw[i] = live ? *reinterpret_cast<const uint4*>(x + static_cast<long long>(r) * rs + c0 + 8 * i)
+                      : make_uint4(0u, 0u, 0u, 0u);
+    // the lane's element j (smoothed; rows past n: 0)
+    auto value = [&](int j) {
+        float v = elem(raw[j / 8], j % 8);
+        if (mean != nullptr) v = live ? __fsub_rn(v, mean[c0 + j]) : 0.f;
+        return v;
+    };
+    // each block's amax and the 16 rows' (from 0; fmaxf ignores NaN; order-free)
+    float ab[LANE_SF], a = 0.f;
+#pragma unroll
+    for (int b = 0; b < LANE_SF; ++b) {
+        float m = 0.f;
+#pragma unroll
+        for (int e = 0; e < FB; ++e) m = fmaxf(m, fabsf(value(FB * b + e)));
+        ab[b] = m;
+        a = fmaxf(a, m);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    const float inv = a > 0.f ? __fdiv_rn(static_cast<float>(FS_NVFP4_ROW_DIV), a) : 0.f;
+    const float g = a > 0.f ? __fdiv_rn(static_cast<float>(FS_NVFP4_SF_MAX), a) : 0.f;
+    if (lane == 0) *scale = __fdiv_rn(a, static_cast<float>(FS_NVFP4_ROW_DIV));
+    unsigned int sfw = 0u, codes[HALF / 8];
+#pragma unroll
+    for (int b = 0; b < LANE_SF; ++b) {
+        const unsigned int c = ue4m3_code(__fmul_rn(ab[b], g));
+        sfw |= c << (8 * b);
+        const float sv = ue4m3_value(c);
+        const float e = sv > 0.f ? __fdiv_rn(inv, sv) : 0.f;   // 0 for a zero or NaN scale
+#pragma unroll
+        for (int h = 0; h < FB / 8; ++h) {
+            float y[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) y[u] = __fmul_rn(value(FB * b + 8 * h + u), e);
+            codes[(FB / 8) * b + h] = e2m1x8(y);
+        }
+    }
+    unsigned char* sfr = sf + static_cast<long long>(r) * SF_ROW + c0 / FB;
+    if (LANE_SF == 4) *reinterpret_cast<unsigned int*>(sfr) = sfw;
+    else *reinterpret_cast<unsigned short*>(sfr) = static_cast<unsigned short>(sfw);
+    if (!live) return;
+    unsigned char* q = xq + static_cast<long long>(r) * (rs / 2) + c0 / 2;
+#pragma unroll
+    for (int i = 0; i < HALF / 32; ++i)     // 16 bytes (32 codes) per store
+        *reinterpret_cast<uint4*>(q + 16 * i) = make_uint4(codes[4 * i], codes[4 * i + 1], codes[4 * i + 2], codes[4 * i + 3]);
+}
+#endif
 }  // namespace fsq
 
 // grid (D / 32, Hkv, B), block (32, FS_MEAN_SLICES)
@@ -165,23 +285,43 @@ quantize_q(const fs_half* __restrict__ q, const float* __restrict__ mean, signed
     const float* mh = mean + (static_cast<long long>(blockIdx.z) * (gridDim.y / group) + blockIdx.y / group) * D;
     uint4 raw[PIECES];
     quantize_rows(q + base, nullptr, qq + base, rs, qb * QB, nq, scale + bh * nb + qb, raw);
-    const int lane = threadIdx.x % 32, r = qb * QB + (lane >> 1), c0 = (lane & 1) * HALF;
-    float acc = 0.f;
-    if (!(lane & 1)) {
-#pragma unroll
-        for (int i = 0; i < PIECES; ++i)
-#pragma unroll
-            for (int e = 0; e < 8; ++e) acc = __fmaf_rn(elem(raw[i], e), mh[c0 + 8 * i + e], acc);
-    }
-    acc = __shfl_sync(0xffffffffu, acc, lane & ~1);   // the odd lane starts from its pair's first half
-    if (lane & 1) {
-#pragma unroll
-        for (int i = 0; i < PIECES; ++i)
-#pragma unroll
-            for (int e = 0; e < 8; ++e) acc = __fmaf_rn(elem(raw[i], e), mh[c0 + 8 * i + e], acc);
-        if (r < nq) corr[bh * nq + r] = acc;
-    }
+    row_correction(raw, mh, corr, bh, qb, nq);
 }
+
+#if FS_QUANT_NVFP4
+// grid (ceil(nk / (QB WARPS)), Hkv, B), block 32 WARPS: quantize_k in NVFP4. kq: codes with k's strides halved
+// (bytes); sf: (B, Hkv, nb * QB, SF_ROW) block scales; scale: (B, Hkv, nb) f32.
+extern "C" __global__ void __launch_bounds__(32 * fsq::WARPS)
+quantize_k_fp4(const fs_half* __restrict__ k, const float* __restrict__ mean, unsigned char* __restrict__ kq,
+               unsigned char* __restrict__ sf, float* __restrict__ scale, int nk, long long bs, long long hs,
+               long long rs) {
+    using namespace fsq;
+    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    const long long base = blockIdx.z * bs + blockIdx.y * hs;
+    const int qb = blockIdx.x * WARPS + threadIdx.x / 32, nb = (nk + QB - 1) / QB;
+    if (qb >= nb) return;
+    uint4 raw[PIECES];
+    quantize_rows_fp4(k + base, mean + bh * D, kq + base / 2, sf + bh * nb * QB * SF_ROW, rs, qb * QB, nk,
+                      scale + bh * nb + qb, raw);
+}
+
+// grid (ceil(nq / (QB WARPS)), Hq, B), block 32 WARPS: quantize_q in NVFP4 (its row corrections as quantize_q's).
+extern "C" __global__ void __launch_bounds__(32 * fsq::WARPS)
+quantize_q_fp4(const fs_half* __restrict__ q, const float* __restrict__ mean, unsigned char* __restrict__ qq,
+               unsigned char* __restrict__ sf, float* __restrict__ scale, float* __restrict__ corr, int nq, int group,
+               long long bs, long long hs, long long rs) {
+    using namespace fsq;
+    const long long bh = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y;
+    const long long base = blockIdx.z * bs + blockIdx.y * hs;
+    const int qb = blockIdx.x * WARPS + threadIdx.x / 32, nb = (nq + QB - 1) / QB;
+    if (qb >= nb) return;
+    const float* mh = mean + (static_cast<long long>(blockIdx.z) * (gridDim.y / group) + blockIdx.y / group) * D;
+    uint4 raw[PIECES];
+    quantize_rows_fp4(q + base, nullptr, qq + base / 2, sf + bh * nb * QB * SF_ROW, rs, qb * QB, nq,
+                      scale + bh * nb + qb, raw);
+    row_correction(raw, mh, corr, bh, qb, nq);
+}
+#endif
 
 // grid (D / 32, Hkv, B), block (32, FS_MEAN_SLICES)
 extern "C" __global__ void v_absmax(const fs_half* __restrict__ v, float* __restrict__ v_inv,

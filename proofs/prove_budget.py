@@ -32,7 +32,7 @@ except ImportError:  # run from a checkout without an install
 import sympy as sp
 
 from flashsim.arch import ARCHS
-from flashsim.config import SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
+from flashsim.config import NVFP4_HEAD_DIMS, SUPPORTED_HEAD_DIMS, SUPPORTED_STAGES, KernelConfig
 from flashsim.constants import MBARRIER_BYTES
 from flashsim.prove.runner import run_as_script, run_steps
 from flashsim.resources import symbols as S
@@ -46,22 +46,31 @@ def step_closed_form():
     closed = (
         S.head_dim * (S.qk_bytes * (16 * S.m_tiles * S.warps + S.stages * S.kv_tile) + S.v_bytes * S.stages * S.kv_tile)
         + 2 * MBARRIER_BYTES * S.stages * S.ring_mbarrier
-    )  # a full and an empty mbarrier per ring slot
+        + S.k_scale_bytes * S.stages * S.kv_tile
+    )  # a full and an empty mbarrier per ring slot; NVFP4's K block scales ride in the ring
     if sp.simplify(total - closed) != 0:
         return False, f"smem total {total} != {closed}"
     count = 0
     for d, w, mt, bc, st, quant in itertools.product(
-        SUPPORTED_HEAD_DIMS, range(1, 17), (1, 2), range(16, 257, 16), SUPPORTED_STAGES, ("none", "int8", "int8-fp8")
+        SUPPORTED_HEAD_DIMS,
+        range(1, 17),
+        (1, 2),
+        range(16, 257, 16),
+        SUPPORTED_STAGES,
+        ("none", "int8", "int8-fp8", "nvfp4"),
     ):
-        if quant == "int8-fp8" and bc % 32:
+        if quant in ("int8-fp8", "nvfp4") and bc % 32:
             continue  # FP8 P@V takes k32 slices of the KV tile
+        if quant == "nvfp4" and d not in NVFP4_HEAD_DIMS:
+            continue
         cfg = KernelConfig(head_dim=d, warps=w, m_tiles=mt, kv_tile=bc, stages=st, quant=quant)
         if int(total.subs(S.values(cfg))) != cfg.smem_bytes:
             return False, f"symbolic {total.subs(S.values(cfg))} != smem_bytes {cfg.smem_bytes} at {cfg.describe()}"
         count += 1
     return True, (
-        f"Q + K + V + barriers = d (e_qk (16 m_t w + stages B_c) + e_v stages B_c) + 16 stages r_mb bytes "
-        f"(e_qk, e_v = e_in, or 1 with INT8 Q K^T, FP8 P@V; r_mb = 1 with the mbarrier ring); equals "
+        f"Q + K + V + barriers = d (e_qk (16 m_t w + stages B_c) + e_v stages B_c) + 16 stages r_mb + s_k stages "
+        f"B_c bytes (e_qk, e_v = e_in, or 1 with INT8 Q K^T, FP8 P@V, e_qk = 1/2 and s_k = d / 16 with NVFP4; r_mb = 1 "
+        f"with the mbarrier ring); equals "
         f"KernelConfig.smem_bytes on {count} configs"
     )
 
@@ -82,6 +91,7 @@ def step_fit_region():
                 S.v_bytes: 2,
                 S.stages: stages,
                 S.ring_mbarrier: int(KernelConfig().ring_mbarrier),
+                S.k_scale_bytes: 0,
             }
         ).subs(S.kv_tile, bc)
         bound = sp.solve(expr - cap, bc)[0]  # total is increasing in B_c: fits iff B_c <= bound

@@ -11,6 +11,7 @@ examples:
   flashsim budget --head-dim 64 --warps 4 --kv-tile 32 --stages 3 --arch sm_90
   flashsim budget --arch sm_120 --every-head-dim        (the default configuration of every head dim, 32 to 256)
   flashsim budget --arch sm_120 --every-head-dim --quant int8    (INT8 attention: s8 Q and K tiles)
+  flashsim budget --arch sm_120 --every-head-dim --quant nvfp4   (NVFP4 Q K^T: d = 64 and 128, sm_120 only)
   flashsim budget --serving --arch sm_90 --head-dim 128 --decode-rows 4   (decode kernel and flash_combine)
 """
 
@@ -20,6 +21,7 @@ import argparse
 
 from ..arch import ARCHS, get_arch
 from ..config import (
+    NVFP4_HEAD_DIMS,
     SUPPORTED_HEAD_DIMS,
     SUPPORTED_M_TILES,
     SUPPORTED_PV_ACCUM,
@@ -45,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--quant",
         choices=SUPPORTED_QUANT,
         default="none",
-        help="quantized attention: int8 holds Q and K as s8 in shared memory (half their bytes)",
+        help="quantized attention: int8 holds Q and K as s8 in shared memory (half their bytes), nvfp4 as e2m1 "
+        "(a quarter, plus a ue4m3 scale per 16 elements of K; sm_120 only, d 64 or 128)",
     )
     p.add_argument(
         "--what-if",
@@ -154,6 +157,8 @@ def every_head_dim(arch: str, registers: str = "auto", quant: str = "none") -> i
     0 when every one fits the arch, 1 otherwise (a head dim with no fitting configuration is named)."""
     from ..resources import budget
 
+    if quant == "nvfp4":  # sm_120 only: refused here, before any line is printed
+        KernelConfig(quant=quant, head_dim=NVFP4_HEAD_DIMS[0], kv_tile=32).check_arch(arch)
     source = (
         "measured on the H200 (tools/tile_sweep.py)"
         if tile_class(arch) == "sm_90"
@@ -168,7 +173,7 @@ def every_head_dim(arch: str, registers: str = "auto", quant: str = "none") -> i
         f"{'spill B':>8} {'blocks/SM':>9} {'occupancy':>9}  registers from"
     )
     bad = []
-    for d in SUPPORTED_HEAD_DIMS:
+    for d in NVFP4_HEAD_DIMS if quant == "nvfp4" else SUPPORTED_HEAD_DIMS:
         for acc in pv_accums("f16", quant):
             cfg = KernelConfig.default(arch, head_dim=d, pv_accum=acc, quant=quant)
             b = budget(cfg, arch, registers=registers)

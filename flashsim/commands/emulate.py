@@ -12,7 +12,8 @@ window, -1 unbounded), --softcap C, --layout bnhd (random inputs are made in tha
 --quant int8: INT8 attention (Q K^T in INT8 as SageAttention, flashsim.emulator.quantize) beside the unquantized
 kernel, each with every P@V accumulation: the table adds the cosine similarity of O to the reference, and --plot
 draws every run's error map side by side. --k-mean M adds M times a random per-channel mean to the random keys (the
-offset that K's smoothing removes; real models' keys have one).
+offset that K's smoothing removes; real models' keys have one). --quant nvfp4 (with --arch sm_120: the FP4 mma
+exists only there) adds the NVFP4 kernel (Q K^T in NVFP4, P V in FP8), likewise beside the unquantized one.
 
 examples:
   flashsim emulate
@@ -20,6 +21,7 @@ examples:
   flashsim emulate --dtype bf16 --heads 8 --kv-heads 2 --head-dim 256 --window 128,0 --softcap 30
   flashsim emulate --q q.npy --k k.npy --v v.npy --pv-accum f32
   flashsim emulate --quant int8 --k-mean 4 --plot int8.png
+  flashsim emulate --quant nvfp4 --arch sm_120
 """
 
 from __future__ import annotations

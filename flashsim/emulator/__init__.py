@@ -80,10 +80,11 @@ def attention(
     tokens, per-16-row / per-16-key symmetric scales: flashsim.emulator.quantize, kernel/quantize.cu), the LSE
     still that of the unsmoothed scores; ``quant="int8-fp8"``: that and P V in FP8 e4m3 (f16 inputs; pv_accum
     "f32", or "f16x2": f16 sums of 64 keys from zero added to an f32 O, V in the range that keeps them finite:
-    flashsim.config.FP8_V_RANGE). ``config`` (flashsim.KernelConfig) fixes the tiling; by default the arch's
-    default configuration for these options. Options left out (None) take the config's values, or the defaults;
-    given, they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default), "jax", or "ptx"
-    (the kernel's own PTX in flashsim.ptx, slow: for verification); ``engine``: how the engine runs
+    flashsim.config.FP8_V_RANGE); ``quant="nvfp4"`` (arch "sm_120" only; d 64 or 128): Q and K in NVFP4 on the
+    block-scaled FP4 mma, P V as "int8-fp8" (docs/quantized.md). ``config`` (flashsim.KernelConfig) fixes the tiling; by
+    default the arch's default configuration for these options. Options left out (None) take the config's values, or the
+    defaults; given, they must agree with it (flashsim.problem.resolve_options). ``backend``: "numpy" (default), "jax",
+    or "ptx" (the kernel's own PTX in flashsim.ptx, slow: for verification); ``engine``: how the engine runs
     (flashsim.settings.EngineOptions: threads, memory limit, the JAX engine's form; the same bits whatever they are;
     default: from the environment). A problem whose emulation would not fit in memory is refused first (the engine's
     ``peak_bytes`` against ``EngineOptions.max_bytes`` or this machine's).

@@ -301,6 +301,11 @@ def run(
     engine options (flashsim.settings; default: from the environment)."""
     if max_tile_elems is not None and int(max_tile_elems) < 1:
         raise ValueError(f"max_tile_elems must be >= 1, got {max_tile_elems!r}")
+    if prob.config.nvfp4:  # its quantization pass rounds to e2m1 with numpy's routine (flashsim.numerics.microscaling)
+        raise ValueError(
+            "the JAX engine does not run quant='nvfp4' (its e2m1 quantization is numpy only): use backend 'numpy', "
+            "or 'ptx' for the kernel's own PTX"
+        )
     options = options if options is not None else EngineOptions.from_environment()
     _jax()
     fused, why = fused_choice(prob, devices, options)

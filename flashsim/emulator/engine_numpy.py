@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..constants import FP4_BLOCK
 from ..numerics.target import Target
 from ..numerics.xp import errstate
 from ..problem import Problem
@@ -64,6 +65,10 @@ def run(
         q_sc = per_row(quant.q_scale, nqb * BM).reshape(B * H * nqb, BM)
         k_sc = per_row(quant.k_scale, T * BC).reshape(B * Hk, T * BC)
         corr = pad_rows(quant.corr.reshape(B * H, nq, 1), nqb * BM).reshape(B * H * nqb, BM)
+    if cfg.nvfp4:  # the block-scale codes, rows padded with zeros (the kernel's padded rows are masked or not stored)
+        nsf = d // FP4_BLOCK
+        q_sf = pad_rows(quant.q_sf.reshape(B * H, -1, nsf), nqb * BM).reshape(B * H * nqb, BM, nsf)
+        k_sf = pad_rows(quant.k_sf.reshape(B * Hk, -1, nsf), T * BC)
 
     qh = pad_rows(np.ascontiguousarray(q).reshape(B * H, nq, d), nqb * BM).reshape(B * H * nqb, BM, d)
     kh = pad_rows(np.ascontiguousarray(k).reshape(B * Hk, nk, d), T * BC)
@@ -102,6 +107,8 @@ def run(
                 vt = vh[kv[:, None], cols]
                 if quant is not None:
                     scale_opts = dict(q_scale=q_sc[u], k_scale=k_sc[kv[:, None], cols])
+                if cfg.nvfp4:
+                    scale_opts.update(q_sf=q_sf[u], k_sf=k_sf[kv[:, None], cols])
                 s, m_new, alpha, neg_m = K.scores(
                     qh[u],
                     kt,

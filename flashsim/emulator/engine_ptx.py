@@ -36,14 +36,15 @@ def _module(kernel: str, defines: tuple, arch: str) -> Module:
 def modules(prob: Problem) -> dict:
     """{kernel name: flashsim.ptx.Kernel} of every kernel a launch of ``prob`` runs."""
     cfg, arch = prob.config, prob.arch
+    target = cfg.build_arch(arch)  # NVFP4: sm_120a (refused off sm_120)
     out = {
         "flash_fwd": _module(
-            "flash_fwd", tuple(sorted(provenance.build_defines("flash_fwd", cfg).items())), arch
+            "flash_fwd", tuple(sorted(provenance.build_defines("flash_fwd", cfg).items())), target
         ).kernel(plan.KERNEL_NAME)
     }
-    if cfg.int8:
-        quant = _module("quantize", tuple(sorted(provenance.build_defines("quantize", cfg).items())), arch)
-        out.update({name: quant.kernel(name) for name in plan.QUANT_KERNELS})
+    if cfg.quantized:
+        quant = _module("quantize", tuple(sorted(provenance.build_defines("quantize", cfg).items())), target)
+        out.update({name: quant.kernel(name) for name in plan.quant_kernels(cfg)})
     return out
 
 

@@ -36,10 +36,10 @@ from ..constants import COMBINE_CONSTANTS, FP8_P_SCALE, MMA8_K
 from ..masking import key_visible
 from ..numerics import ieee32, sfu
 from ..numerics.target import PLAIN, Target
-from ..numerics.tensorcore import mma_chain, mma_chain_k32, mma_chain_s8
+from ..numerics.tensorcore import mma_chain, mma_chain_block_scale, mma_chain_k32, mma_chain_s8
 from ..numerics.xp import bitcast, namespace, pieces
 from .kernel_math import log_exact_ops, softcap_tanh
-from .quantize import slot_keys, to_e4m3
+from .quantize import NVFP4_FORM, slot_keys, to_e4m3
 
 __all__ = ["initial_state", "scores", "probabilities", "accumulate", "epilogue", "split_epilogue", "combine"]
 
@@ -77,12 +77,16 @@ def scores(
     cap_scale=None,
     q_scale=None,
     k_scale=None,
+    q_sf=None,
+    k_sf=None,
     target: Target = PLAIN,
 ):
     """Steps 1-3 of one KV tile: S = Q K^T, the soft-cap, the mask, the row max, the -inf guard, alpha.
 
     q (..., BM, d) and k (..., BC, d) f16 or bf16, or int8 (quant "int8", flashsim.emulator.quantize) with the
-    f32 scale of each row ``q_scale`` (..., BM) and of each key ``k_scale`` (..., BC); m_old (..., BM) f32; rows
+    f32 scale of each row ``q_scale`` (..., BM) and of each key ``k_scale`` (..., BC), or (quant "nvfp4") uint8 e2m1
+    codes with those scales and the ue4m3 block-scale codes ``q_sf`` (..., BM, d / 16) and ``k_sf`` (..., BC, d / 16);
+    m_old (..., BM) f32; rows
     (..., BM) and cols (..., BC) the global
     query and key indices; nq, nk, scale_log2 scalars; ``window`` a flashsim.masking.Window (config.local) or None;
     ``cap_scale`` (config.softcap) the f32 softmax_scale / softcap, or None. Returns (s (..., BM, BC), m_new, alpha,
@@ -91,8 +95,14 @@ def scores(
     xp = namespace(q, k, m_old)
     mul, sub = partial(ieee32.mul, target=target), partial(ieee32.sub, target=target)
     # 1. S = Q K^T, f32 accumulators from zero, k16 steps over d in order (INT8: s32 accumulators, k32 steps, then
-    #    s = float(s32) * (q_scale * k_scale)); soft-capping: s = tanh(s * cap_scale)
-    if q.dtype == xp.int8:
+    #    s = float(s32) * (q_scale * k_scale); NVFP4: the block-scaled k64 mma's f32 chain from zero, then
+    #    s = acc * (q_scale * k_scale)); soft-capping: s = tanh(s * cap_scale)
+    if q_sf is not None:
+        zeros = xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.float32)
+        kt, k_sft = xp.swapaxes(k, -1, -2), xp.swapaxes(k_sf, -1, -2)
+        acc = mma_chain_block_scale(q, kt, zeros, q_sf, k_sft, **NVFP4_FORM, arch=arch, target=target)
+        s = mul(acc, mul(q_scale[..., :, None], k_scale[..., None, :]))
+    elif q.dtype == xp.int8:
         acc = mma_chain_s8(q, xp.swapaxes(k, -1, -2), xp.zeros(q.shape[:-1] + (k.shape[-2],), dtype=xp.int32))
         f = mul(q_scale[..., :, None], k_scale[..., None, :])
         s = mul(xp.astype(acc, xp.float32), f)  # cvt.rn.f32.s32: exact, |acc| <= 127^2 * 256 < 2^24

@@ -20,7 +20,16 @@ import numpy as np
 from .. import provenance
 from ..arch import get_arch
 from ..config import KernelConfig
-from ..constants import MEAN_SLICES, MMA8_K, QUANT_BLOCK, QUANT_V_THREADS, QUANT_WARPS, fp8_keys, v_scalars
+from ..constants import (
+    FP4_BLOCK,
+    MEAN_SLICES,
+    MMA8_K,
+    QUANT_BLOCK,
+    QUANT_V_THREADS,
+    QUANT_WARPS,
+    fp8_keys,
+    v_scalars,
+)
 from ..errors import GPUError, UnsupportedConfig
 from ..overflow import overflow_error, v_head
 from . import runtime as rt
@@ -28,7 +37,7 @@ from .build import compile_cuda, kernel_path
 
 KERNEL_FILE = "flash_fwd.cu"
 KERNEL_NAME = "flash_fwd"
-QUANT_FILE = "quantize.cu"  # the quantization pass of quant "int8" / "int8-fp8"
+QUANT_FILE = "quantize.cu"  # the quantization pass of quant "int8" / "int8-fp8" / "nvfp4"
 SCRATCH_ALIGN = 256  # bytes: each scratch array's offset in the buffer (16-byte cp.async reads of s8)
 ALIGNMENT = 16  # bytes: cp.async.cg 16-byte copies from q, k, v
 _INT32_MAX = 2**31 - 1
@@ -48,18 +57,21 @@ def build_kernel(
     """Compile the kernel for ``arch`` (works with no GPU); returns flashsim.gpu.build.Build. ``source``: another
     text of flash_fwd.cu (an experiment's patched kernel), ``extra_defines`` on top of the configuration's (its
     switch), ``extra_options`` NVRTC options (compile_cuda's, e.g. "--generate-line-info"): the tools and probes
-    that build variants of the kernel go through here."""
+    that build variants of the kernel go through here. ValueError, before compiling, for a configuration ``arch``
+    cannot build (KernelConfig.check_arch: quant "nvfp4" off sm_120); NVFP4 builds for sm_120a."""
+    target = config.build_arch(arch)
     text = kernel_path(KERNEL_FILE).read_text() if source is None else source
     return compile_cuda(
-        text, arch=arch, defines={**build_defines(config), **(extra_defines or {})}, extra_options=extra_options
+        text, arch=target, defines={**build_defines(config), **(extra_defines or {})}, extra_options=extra_options
     )
 
 
 def build_quantize(config: KernelConfig, arch: str):
-    """Compile kernel/quantize.cu for ``config``'s head dim and element type (works with no GPU)."""
+    """Compile kernel/quantize.cu for ``config``'s head dim and element type (works with no GPU); NVFP4 as
+    ``build_kernel``."""
     return compile_cuda(
         kernel_path(QUANT_FILE).read_text(),
-        arch=arch,
+        arch=config.build_arch(arch),
         name=QUANT_FILE,
         defines=provenance.build_defines("quantize", config),
     )
@@ -118,17 +130,27 @@ def kernel_scalars(prob) -> tuple:
 
 def scratch_layout(prob) -> dict:
     """The scratch arrays of a quant, name -> (byte offset, shape, numpy dtype), in one buffer: q8 and k8 (s8,
-    q's and k's shapes and layout), q_scale (B, Hq, ceil(nq / 16)), k_scale (B, Hkv, ceil(nk / 16)), mean (B, Hkv,
-    d) and corr (B, Hq, nq), f32. Empty without quant."""
-    if not prob.config.int8:
+    q's and k's shapes and layout; NVFP4: q4 and k4, the e2m1 codes two a byte, rows of d / 2 bytes, and q_sf (B,
+    Hq, nqb 16, d / 16) and k_sf (B, Hkv, nkb 16, d / 16), their ue4m3 block scales), q_scale (B, Hq, nqb = ceil(nq
+    / 16)), k_scale (B, Hkv, nkb = ceil(nk / 16)), mean (B, Hkv, d) and corr (B, Hq, nq), f32. Empty without
+    quant."""
+    if not prob.config.quantized:
         return {}
     p = prob
     nqb, nkb = -(-p.nq // QUANT_BLOCK), -(-p.nk // QUANT_BLOCK)
     q_shape = output_shape(p)
     k_shape = (p.batch, p.heads_kv, p.nk, p.head_dim) if p.layout == "bhnd" else (p.batch, p.nk, p.heads_kv, p.head_dim)
-    arrays = (
-        ("q8", q_shape, np.int8),
-        ("k8", k_shape, np.int8),
+    if prob.config.nvfp4:
+        sf_row = p.head_dim // FP4_BLOCK
+        codes = (
+            ("q4", q_shape[:-1] + (p.head_dim // 2,), np.uint8),
+            ("k4", k_shape[:-1] + (p.head_dim // 2,), np.uint8),
+            ("q_sf", (p.batch, p.heads, nqb * QUANT_BLOCK, sf_row), np.uint8),
+            ("k_sf", (p.batch, p.heads_kv, nkb * QUANT_BLOCK, sf_row), np.uint8),
+        )
+    else:
+        codes = (("q8", q_shape, np.int8), ("k8", k_shape, np.int8))
+    arrays = codes + (
         ("q_scale", (p.batch, p.heads, nqb), np.float32),
         ("k_scale", (p.batch, p.heads_kv, nkb), np.float32),
         ("mean", (p.batch, p.heads_kv, p.head_dim), np.float32),
@@ -162,6 +184,13 @@ def output_shape(prob) -> tuple:
 
 
 QUANT_KERNELS = ("k_mean", "quantize_k", "quantize_q", "v_absmax", "quantize_v")  # kernel/quantize.cu, in order
+# NVFP4: the same pass with Q and K in NVFP4 (their kernels exist only in builds with FS_QUANT_NVFP4)
+QUANT_KERNELS_FP4 = ("k_mean", "quantize_k_fp4", "quantize_q_fp4", "v_absmax", "quantize_v")
+
+
+def quant_kernels(config) -> tuple:
+    """The quantization pass's kernels of ``config`` (kernel/quantize.cu), in launch order."""
+    return QUANT_KERNELS_FP4 if config.nvfp4 else QUANT_KERNELS
 
 
 def quant_dims(prob) -> tuple:
@@ -195,9 +224,9 @@ def launch_list(prob, q: int, k: int, v: int, o: int, lse: int, overflow: int = 
         smem,
         attention_args(prob, kernel_scalars(prob), q, k, v, o, lse, overflow, scratch),
     )
-    if not prob.config.int8:
+    if not prob.config.quantized:
         return [attend]
-    passes = zip(QUANT_KERNELS, quant_dims(prob), quant_args(prob, q, k, v, scratch))
+    passes = zip(quant_kernels(prob.config), quant_dims(prob), quant_args(prob, q, k, v, scratch))
     return [(name, g, b, 0, args) for name, (g, b), args in passes] + [attend]
 
 
@@ -206,16 +235,21 @@ def _pointers(prob, scratch: int) -> dict:
 
 
 def quant_args(prob, q: int, k: int, v: int, scratch: int) -> list:
-    """The arguments of each kernel of the quantization pass (QUANT_KERNELS; the FP8 V pair only with FP8 P@V)."""
+    """The arguments of each kernel of the quantization pass (``quant_kernels``; the FP8 V pair only with FP8
+    P@V)."""
     p = prob
     s = _pointers(p, scratch)
     u = np.uint64
     ks = tuple(np.int64(x) for x in strides(p, "kv"))
     qs = tuple(np.int64(x) for x in strides(p, "q"))
+    if p.config.nvfp4:  # the codes, then their block scales
+        k_out, q_out = (u(s["k4"]), u(s["k_sf"])), (u(s["q4"]), u(s["q_sf"]))
+    else:
+        k_out, q_out = (u(s["k8"]),), (u(s["q8"]),)
     args = [
         (u(k), u(s["mean"]), np.int32(p.nk), *ks),
-        (u(k), u(s["mean"]), u(s["k8"]), u(s["k_scale"]), np.int32(p.nk), *ks),
-        (u(q), u(s["mean"]), u(s["q8"]), u(s["q_scale"]), u(s["corr"]), np.int32(p.nq), np.int32(p.group), *qs),
+        (u(k), u(s["mean"]), *k_out, u(s["k_scale"]), np.int32(p.nk), *ks),
+        (u(q), u(s["mean"]), *q_out, u(s["q_scale"]), u(s["corr"]), np.int32(p.nq), np.int32(p.group), *qs),
     ]
     if p.config.fp8_pv:
         args += [
@@ -228,15 +262,16 @@ def quant_args(prob, q: int, k: int, v: int, scratch: int) -> list:
 def attention_args(prob, scalars, q, k, v, o, lse, overflow, scratch: int = 0) -> tuple:
     """flash_fwd's arguments: the six pointers (with a quant the quantized q / k / V^T from the scratch), the
     scalars (``kernel_scalars``), then the quant's scales, correction, V's factors and padded key count (null and 0
-    without one)."""
+    without one), and with NVFP4 the block scales of Q and K."""
     u = np.uint64
-    if not prob.config.int8:
+    if not prob.config.quantized:
         return (u(q), u(k), u(v), u(o), u(lse), u(overflow), *scalars, *_NO_QUANT_ARGS)
     s = _pointers(prob, scratch)
     fp8 = prob.config.fp8_pv
+    fp4 = prob.config.nvfp4
     return (
-        u(s["q8"]),
-        u(s["k8"]),
+        u(s["q4" if fp4 else "q8"]),
+        u(s["k4" if fp4 else "k8"]),
         u(s["v8t"]) if fp8 else u(v),
         u(o),
         u(lse),
@@ -247,13 +282,14 @@ def attention_args(prob, scalars, q, k, v, o, lse, overflow, scratch: int = 0) -
         u(s["corr"]),
         u(s["v_deq"]) if fp8 else u(0),
         np.int32(fp8_keys(prob.nk) if fp8 else 0),
+        *((u(s["q_sf"]), u(s["k_sf"])) if fp4 else ()),
     )
 
 
 class QuantPlan:
-    """The quantization pass of one Problem (quant "int8" / "int8-fp8"): kernel/quantize.cu's kernels
-    (QUANT_KERNELS; the FP8 V pair used only with FP8 P@V) with their launch configurations (``quant_dims``), and the
-    scratch layout they write (``scratch_layout``)."""
+    """The quantization pass of one Problem (any quant): kernel/quantize.cu's kernels (``quant_kernels``; the FP8 V
+    pair used only with FP8 P@V) with their launch configurations (``quant_dims``), and the scratch layout they write
+    (``scratch_layout``)."""
 
     __slots__ = ("kernels", "configs", "layout")
 
@@ -310,12 +346,12 @@ def kernel_for(config: KernelConfig, arch: str):
 
 
 def _quant_kernels_for(config: KernelConfig, arch: str) -> tuple:
-    """kernel/quantize.cu's (k_mean, quantize_k, quantize_q), loaded once per (head dim, element type, arch)."""
+    """kernel/quantize.cu's kernels (``quant_kernels``), loaded once per (quantize defines, arch)."""
     key = ("quantize", tuple(sorted(config.quantize_defines().items())), arch)
     kerns = _KERNELS.get(key)
     if kerns is None:
         build = build_quantize(config, arch)
-        kerns = _KERNELS[key] = tuple(rt.load(build, name) for name in QUANT_KERNELS)
+        kerns = _KERNELS[key] = tuple(rt.load(build, name) for name in quant_kernels(config))
     return kerns
 
 
@@ -332,6 +368,7 @@ def plan_for(prob) -> Plan:
     if plan is not None:
         return plan
     cfg = prob.config
+    cfg.check_arch(prob.arch)  # quant "nvfp4" off sm_120: refused before anything compiles
     cap = get_arch(prob.arch).smem_per_block_optin
     if cfg.smem_bytes > cap:
         raise UnsupportedConfig(
@@ -350,9 +387,9 @@ def plan_for(prob) -> Plan:
     grid, block, _ = attention_dims(prob)
     what = f"kernel {KERNEL_NAME} (grid {grid}, block {block}, {cfg.smem_bytes} B dynamic smem; {cfg.describe()})"
     quant = None
-    if cfg.int8:
+    if cfg.quantized:
         quant = QuantPlan(prob, _quant_kernels_for(cfg, prob.arch))
-        what += "; after kernel/quantize.cu's k_mean, quantize_k, quantize_q"
+        what += f"; after kernel/quantize.cu's {', '.join(quant_kernels(cfg)[:3])}"
     plan = Plan(prob, kern, rt.launch_config(grid, block, cfg.smem_bytes), kernel_scalars(prob), what, quant)
     _PLANS[prob] = plan
     return plan

@@ -110,7 +110,7 @@ def compile_kernel(config: KernelConfig, arch: str, expected_smem: int | None = 
     except ImportError as e:
         raise _unavailable(e) from None
     try:
-        return compile_cuda(source, arch=get_arch(arch).name, defines=defines)
+        return compile_cuda(source, arch=config.build_arch(get_arch(arch).name), defines=defines)
     except ImportError as e:  # cuda.core imported lazily inside compile_cuda
         raise _unavailable(e) from None
     except CompileError:
@@ -141,5 +141,5 @@ def registers(config: KernelConfig, arch="sm_120", mode: str = "auto") -> Regist
         return RegisterCount(estimate(config), f"estimate: the build failed ({type(e).__name__}: {first})")
     entry = kernel_entry(build)
     return RegisterCount(
-        int(entry.registers), f"ptxas (NVRTC, {a.name})", int(entry.spill_stores), int(entry.spill_loads), build
+        int(entry.registers), f"ptxas (NVRTC, {build.arch})", int(entry.spill_stores), int(entry.spill_loads), build
     )

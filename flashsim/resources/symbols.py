@@ -15,14 +15,29 @@ from ..config import KernelConfig, smem_buffers
 from ..constants import F16_BYTES, MMA_M
 
 # The configuration as symbols: warps (w), m16 tiles per warp (m_t), KV tile Bc, head dim d, ring stages,
-# element bytes (of the inputs; of Q and K in shared memory: e_qk, 1 with INT8; of V there: e_v, 1 with FP8 P@V).
+# element bytes (of the inputs; of Q and K in shared memory: e_qk, 1 with INT8, 1/2 with NVFP4; of V there: e_v, 1 with
+# FP8 P@V), and s_k, the block-scale bytes per key in the K ring (d / 16 with NVFP4, else 0).
 warps, m_tiles, kv_tile, head_dim, stages = sp.symbols("w m_t B_c d stages", integer=True, positive=True)
-elem_bytes, acc_bytes, qk_bytes, v_bytes = sp.symbols("e_in e_acc e_qk e_v", integer=True, positive=True)
+elem_bytes, acc_bytes, v_bytes = sp.symbols("e_in e_acc e_v", integer=True, positive=True)
+qk_bytes = sp.Symbol("e_qk", rational=True, positive=True)
+k_scale_bytes = sp.Symbol("s_k", integer=True, nonnegative=True)
 ring_mbarrier = sp.Symbol(
     "r_mb", integer=True, nonnegative=True
 )  # 1: the ring's mbarriers (KernelConfig.ring_mbarrier)
 block_m = MMA_M * m_tiles * warps  # B_r: 16 query rows per m16 tile, m_t tiles per warp
-SYMBOLS = (warps, m_tiles, kv_tile, head_dim, stages, elem_bytes, acc_bytes, qk_bytes, v_bytes, ring_mbarrier)
+SYMBOLS = (
+    warps,
+    m_tiles,
+    kv_tile,
+    head_dim,
+    stages,
+    elem_bytes,
+    acc_bytes,
+    qk_bytes,
+    v_bytes,
+    ring_mbarrier,
+    k_scale_bytes,
+)
 
 REG_BYTES = 4  # one 32-bit register
 LANES = 32
@@ -38,15 +53,18 @@ def values(config: KernelConfig) -> dict:
         stages: config.stages,
         elem_bytes: F16_BYTES,
         acc_bytes: 2 if config.o_f16 else 4,  # f16x2 keeps an f32 O
-        qk_bytes: config.qk_bytes,
+        qk_bytes: sp.Rational(config.qk_bytes),
         v_bytes: config.v_bytes,
         ring_mbarrier: int(config.ring_mbarrier),
+        k_scale_bytes: config.k_scale_bytes,
     }
 
 
 def smem_expressions() -> dict:
     """Buffer name -> bytes, as sympy expressions (from config.smem_buffers)."""
-    return dict(smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes, qk_bytes, v_bytes, ring_mbarrier))
+    return dict(
+        smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes, qk_bytes, v_bytes, ring_mbarrier, k_scale_bytes)
+    )
 
 
 def sp_buffer_expression():

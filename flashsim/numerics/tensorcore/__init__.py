@@ -20,7 +20,7 @@ threads). docs/tensorcore.md has the exactness argument, the H200 findings and t
 from __future__ import annotations
 
 from .api import mma, mma_chain, mma_chain_generic, mma_unchecked
-from .blockscale import block_scale_unchecked, mma_block_scale, mma_f8f6f4
+from .blockscale import block_scale_unchecked, mma_block_scale, mma_chain_block_scale, mma_f8f6f4
 from .k32 import mma_chain_k32, mma_chain_s8, mma_k32
 from .types import E4M3, E5M2, MMA_TYPES, k32_type, mma_type
 from .warpgroup import WGMMA_TYPES, wgmma, wgmma_type, wgmma_unchecked
@@ -33,6 +33,7 @@ __all__ = [
     "mma_block_scale",
     "mma_f8f6f4",
     "block_scale_unchecked",
+    "mma_chain_block_scale",
     "mma_type",
     "MMA_TYPES",
     "mma_k32",

@@ -28,7 +28,8 @@ ISA's 7-bit unsigned format: matrix level takes codes 0..127; where registers ca
 as mmasim clears it (docs/tensor-cores.md, "sm_120a's FP4 / FP6 / FP8 kinds", lists every such reading).
 
 Entry points: ``mma_block_scale`` (``flashsim.mma_block_scale``), ``mma_f8f6f4`` (``flashsim.mma(..., kind=
-"f8f6f4")``), both checking every operand before anything runs, and ``block_scale_unchecked`` for the PTX simulator.
+"f8f6f4")``), both checking every operand before anything runs, ``block_scale_unchecked`` for the PTX simulator, and
+``mma_chain_block_scale`` (a kernel's loop of k steps on whole matrices: the NVFP4 attention's Q K^T).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .generic import block, pow2
 from .types import F8F6F4_FORMATS, F16, F32, block_scale_form, check_batch, kind_name
 
 M, N = 16, 8
+M_TILE, N_TILE = M, N  # an mma's tile of d, as the chain cuts whole matrices
 ZERO_EXP = -2048  # exponent of a zero element or scale (int16): every sum with it is below MIN_TERM_EXP
 MIN_TERM_EXP = -1024  # below every real term's exponent (the smallest: 2 (-127) + 2 (-14) = -282)
 
@@ -128,6 +130,66 @@ def block_scale_unchecked(
             A, B = _group_terms(xp, av, bv, sav, sae, sbv, sbe, rec.group)
         d = block(xp, A, B, d, acc16, spec, False, target, params=params)
     return X.bitcast(d, np.float16 if acc16 else np.float32)
+
+
+def mma_chain_block_scale(
+    a, b, c, scale_a, scale_b, *, kind, scale_vec, a_format, b_format, scale_format, arch="sm_120", target=PLAIN
+):
+    """A kernel's loop of one block-scaled mma.sync form on whole matrices: for each k step s (the kind's K: 64 for
+    mxf4 / mxf4nvf4, 32 for mxf8f6f4) in order, every (m16, n8) tile of d gets d = mma(a[:, sK:sK+K], b[sK:sK+K, :],
+    d) with the step's scales, starting from d = c.
+
+    a (..., M, Kt) and b (..., Kt, N) uint8 codes of ``a_format`` / ``b_format`` (one per element), c float32 (..., M,
+    N), scale_a (..., M, Kt / block) and scale_b (..., Kt / block, N) uint8 codes of ``scale_format``, block = K /
+    scale_vec consecutive k per scale; M % 16, N % 8, Kt % K == 0, leading dimensions broadcast. The form is checked
+    (Table 36) and the shapes; the codes are the caller's (the kernel's own quantization made them). Returns d
+    float32 (..., M, N), each tile's chain bit for bit ``block_scale_unchecked``'s."""
+    k, n = block_scale_form(kind, scale_vec, a_format, b_format, scale_format)
+    K = get_arch(arch).mma_kind(k).k
+    xp = X.namespace(a, b, c, scale_a, scale_b)
+    M, Kt, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    per = K // n  # k per scale
+    if b.shape[-2] != Kt or Kt % K or M % M_TILE or N % N_TILE:
+        raise ValueError(
+            f"mma_chain_block_scale: shapes (..., M, K) x (..., K, N) with M % 16, N % 8, K % {K} == 0 expected, "
+            f"got {tuple(a.shape)} x {tuple(b.shape)}"
+        )
+    if tuple(scale_a.shape[-2:]) != (M, Kt // per) or tuple(scale_b.shape[-2:]) != (Kt // per, N):
+        raise ValueError(
+            f"mma_chain_block_scale: scale_a (..., {M}, {Kt // per}) and scale_b (..., {Kt // per}, {N}) expected "
+            f"({per} k per scale), got {tuple(scale_a.shape)} and {tuple(scale_b.shape)}"
+        )
+    lead = np.broadcast_shapes(*(tuple(x.shape[:-2]) for x in (a, b, c, scale_a, scale_b)))
+
+    def rows(x, cols):  # (..., M, cols) -> (..., M / 16, 1, 16, cols)
+        return xp.reshape(xp.broadcast_to(x, lead + (M, cols)), lead + (M // M_TILE, 1, M_TILE, cols))
+
+    def columns(x, rows_):  # (..., rows, N) -> (..., 1, N / 8, rows, 8)
+        x = xp.reshape(xp.broadcast_to(x, lead + (rows_, N)), lead + (1, rows_, N // N_TILE, N_TILE))
+        return xp.swapaxes(x, -3, -2)
+
+    at, sat = rows(a, Kt), rows(scale_a, Kt // per)
+    bt, sbt = columns(b, Kt), columns(scale_b, Kt // per)
+    d = xp.swapaxes(
+        xp.reshape(xp.broadcast_to(c, lead + (M, N)), lead + (M // M_TILE, M_TILE, N // N_TILE, N_TILE)), -3, -2
+    )
+    fa, fb, fs = (formats.code_format(f) for f in (a_format, b_format, scale_format))
+    for s in range(0, Kt, K):
+        j = slice(s // per, (s + K) // per)
+        d = block_scale_unchecked(
+            at[..., s : s + K],
+            bt[..., s : s + K, :],
+            d,
+            sat[..., j],
+            sbt[..., j, :],
+            kind=k,
+            a_format=fa,
+            b_format=fb,
+            scale_format=fs,
+            arch=arch,
+            target=target,
+        )
+    return xp.reshape(xp.swapaxes(d, -3, -2), lead + (M, N))
 
 
 def _group_terms(xp, av, bv, sav, sae, sbv, sbe, G: int):
