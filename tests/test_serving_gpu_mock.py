@@ -544,6 +544,10 @@ def test_a_packed_launch_hands_the_driver_its_configuration_and_parameters(monke
         else:
             monkeypatch.setattr(driver, "cuLaunchKernelEx", lambda *a: (driver.CUresult(1),))
         packed.driver_launch(packed.PackedLaunch(kernel, config, args, "kernel test"), 0)
+    if path == "ctypes":  # a code this cuda.bindings does not know: named by its number
+        monkeypatch.setattr(packed, "_LAUNCHER", [lambda *a: 123_456])
+        with pytest.raises(GPUError, match="launching kernel test failed: 123456: invalid argument"):
+            packed.driver_launch(packed.PackedLaunch(kernel, config, args, "kernel test"), 0)
 
 
 def _launches(rec, o, lse):

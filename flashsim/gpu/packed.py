@@ -226,6 +226,16 @@ def driver_launch(p: PackedLaunch, stream: int) -> None:
     n.config.hStream = stream
     err = n.call(n.config_arg, n.function, p.params_addr, None)
     if err:  # CUDA_SUCCESS is 0
-        from cuda.bindings import driver
+        _failed(p, err)
 
-        rt._driver(f"launching {p.what}", (driver.CUresult(err),))
+
+def _failed(p: PackedLaunch, err: int) -> None:
+    """GPUError for a launch's CUresult ``err`` (runtime._driver: its name and message, sticky errors recorded); a
+    code this cuda.bindings does not know is named by its number."""
+    from cuda.bindings import driver
+
+    try:
+        err = driver.CUresult(err)
+    except ValueError:
+        pass
+    rt._driver(f"launching {p.what}", (err,))
