@@ -162,6 +162,7 @@ def main() -> None:
     }
     res: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "calls": n, "repeat": r}
     res["serving.enqueue bits equal to the call"] = bool(same)
+    res["driver_launch path"] = "ctypes" if packed._LAUNCHER and packed._LAUNCHER[0] is not None else "cuda.bindings"
     op_args = (q, k, v, sl, None, 0, None, False, None, "f32", (), None, True, (-1, -1), 0.0, True)
     res["layers"] = {
         "call": host_us(lambda: flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl), n, r),
@@ -223,6 +224,7 @@ def main() -> None:
         res["FA2 error"] = f"{type(exc).__name__}: {exc}"[:300]
     lines = [f"{res['device']}, torch {res['torch']}: host us per call, median of {r} x {n} calls"]
     lines.append(f"serving.enqueue's outputs bit-equal to the call's: {res['serving.enqueue bits equal to the call']}")
+    lines.append(f"packed.driver_launch through {res['driver_launch path']}")
     if "FA2 error" in res:
         lines.append(f"FA2 (SDPA): {res['FA2 error']}")
     for section in ("layers", "parts"):
