@@ -18,6 +18,7 @@ Layers (outermost first):
 
 - ``call``: flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl), default options;
 - ``op``: torch.ops.flashsim.attention_with_kvcache (torch's dispatcher, then the op's CUDA body);
+- ``impl``: the op's registered CUDA function called directly (``op`` less the dispatcher);
 - ``body``: serving_torch._enqueue, what the public call runs eagerly;
 - ``enqueue``: flashsim.gpu.serving.enqueue with the addresses as ints (slot writes, lock, three launches);
 - ``launch_serving``: the same from a dict of addresses (what benchmarks/bench_serving.py's "launch host" times);
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import inspect
 import os
 import platform
 import shutil
@@ -161,6 +163,7 @@ def layers(b, n, d):
     addrs = (ptrs["q"], ptrs["k"], ptrs["v"], ptrs["o"], ptrs["lse"], 0, 0, 0, ptrs["seqlens_k"], 0, ptrs["parts"])
     launches = [p for p in (plan.packed_check, plan.packed_fwd, plan.packed_combine) if p is not None]
     dl = packed.driver_launch
+    impl = st._kvcache_impl("cuda")  # the op's CUDA function, called without the dispatcher
 
     def three():
         for p in launches:
@@ -169,6 +172,7 @@ def layers(b, n, d):
     out = {
         "call": lambda: flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl),
         "op": lambda: st.KVCACHE_OP(*op_args),
+        "impl": lambda: impl(*op_args),
         "body": lambda: st._enqueue("attention_with_kvcache", *op_args),
         "enqueue": lambda: gs.enqueue(plan, STREAM, *addrs),
         "launch_serving": lambda: gs.launch_serving(plan, STREAM, ptrs),
@@ -189,6 +193,12 @@ def parts(calls: int, repeat: int) -> list[tuple[str, float]]:
         out.append((name, per_call(fn, calls, repeat) * 1e9))
 
     add("empty function call (reference)", lambda: None)
+    defaults = (None,) * 8 + (True,)  # causal ... quant, check_overflow
+    add("serving_torch.resolved (default options)", lambda: st.resolved(*defaults))
+    if len(inspect.signature(st._eager).parameters) == 2:  # before: (tensors, scalars)
+        add("serving_torch._eager", lambda: st._eager((q, k, v, i0, None), (0, None)))
+    else:
+        add("serving_torch._eager", lambda: st._eager(q, k, v, i0, None, 0, None))
     add(
         "_enqueue's key tuple (24 entries, 21 tensor reads)",
         lambda: (
