@@ -242,6 +242,13 @@ def parts(calls: int, repeat: int) -> list[tuple[str, float]]:
     add("torch.empty(o_shape, dtype=, device=)", lambda: torch.empty((b, 1, 32, d), dtype=q.dtype, device=q.device))
     template = torch.empty((b, 32, 1), dtype=torch.float32)
     add("torch.empty_like(lse-shaped float32 template)", lambda: torch.empty_like(template))
+    nbytes_o = q.numel() * q.element_size()
+
+    def one_allocation():  # o and lse cut by views out of one uint8 allocation (not done: they would share storage)
+        buf = torch.empty((nbytes_o + template.numel() * 4,), dtype=torch.uint8)
+        return buf[:nbytes_o].view(q.dtype).view(q.shape), buf[nbytes_o:].view(torch.float32).view(template.shape)
+
+    add("one allocation cut into o and lse by four views", one_allocation)
     if hasattr(st, "_scratch"):
         add("serving_torch._scratch (kept buffer)", lambda: st._scratch(q, -1, STREAM, plan.part_bytes))
     add("rt.bind_thread (repeat call)", rt.bind_thread)
