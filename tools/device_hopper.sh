@@ -15,6 +15,8 @@
 #   tmafault compute-sanitizer memcheck on the TMA cases of $TMA_SKIP alone (a case the GPU faults on)  -> $OUT/tma/
 #   decodeprof  benchmarks/experiments/decode_profile/profile.sh: Nsight Compute over one call of each decode row
 #            (time, DRAM throughput, occupancy, waves, L2 hit rate)                              -> $OUT/decodeprof/
+#   decode   benchmarks/bench_serving.py --decode: the decode rows (every shape, the paged caches) beside FA2 / cuDNN
+#                                                                                          -> $OUT/decode/
 #   decodesweep  benchmarks/bench_serving.py --decode --sweep: the decode rows beside FA2 / cuDNN with neighbouring
 #            tilings and split counts                                                      -> $OUT/decodesweep/
 #   tanh     python3 -m flashsim.gpu.capture.tanh: tanh.approx.f32 on every input of binades 117-130, packed for the
@@ -59,6 +61,8 @@ for s in "${STEPS[@]}"; do
             bash benchmarks/serving/run_call.sh ${SERVING_STEPS:-tests bits bench sanitize} ;;
     decodeprof) step decodeprof 240 benchmarks/experiments/decode_profile/profile.sh env OUT="$OUT/decodeprof" \
             bash benchmarks/experiments/decode_profile/profile.sh ;;
+    decode) step decode 240 benchmarks/bench_serving.py python3 benchmarks/bench_serving.py --decode \
+            --json "$OUT/decode/bench.json" ;;
     decodesweep) step decodesweep 330 benchmarks/bench_serving.py python3 benchmarks/bench_serving.py --decode --sweep \
             --json "$OUT/decodesweep/bench.json" ;;
     tanh) step tanh 240 flashsim/gpu/capture/tanh.py python3 -m flashsim.gpu.capture.tanh --out "$OUT/tanh" ;;
