@@ -121,12 +121,24 @@ def flush_subnormals(x):
     return bitcast(xp.where((b & 0x7F800000) == 0, b & _SIGN, b), np.float32)
 
 
+def _flush(x):
+    """``flush_subnormals`` for the operations here: numpy arrays with no subnormal come back as they are (the
+    usual case: one test, no select; they are not written in place)."""
+    if type(x) is np.ndarray and x.dtype == np.float32 and x.ndim:
+        b = x.view(np.uint32)
+        sub = ((b & np.uint32(0x7FFFFFFF)) - np.uint32(1)) < np.uint32(0x7FFFFF)  # |x| in [1, 2^23) ulps: 0 wraps
+        if not sub.any():
+            return x
+        return np.where(sub, b & np.uint32(_SIGN), b).view(np.float32)
+    return flush_subnormals(x)
+
+
 def _run(fast, generic_fn, args, ftz: bool, generic: bool, target: Target):
     """Apply the operation to float32 ``args`` with the .ftz rule around it; numpy takes ``fast`` unless
     ``generic``; a target with inline PTX runs the instruction itself (``_PTX_OPS``)."""
     xp = namespace(*args)
     if ftz:
-        args = [flush_subnormals(a) for a in args]
+        args = [_flush(a) for a in args]
     if is_numpy(xp) and not generic:
         _check_fp_environment()
         with np.errstate(all="ignore"):
@@ -143,7 +155,7 @@ def _run(fast, generic_fn, args, ftz: bool, generic: bool, target: Target):
             r = generic_fn(*args, target=target)
     if not ftz:
         return r
-    r = flush_subnormals(r)
+    r = _flush(r)
     scale = _TINY_SCALE.get(generic_fn)
     if scale is None:  # add / sub: a tiny sum is exact, so its flush after rounding is the flush before
         return r
@@ -364,10 +376,30 @@ def fmax(x, y):
     order, which the emulator needs (the kernel's max runs in lane and shuffle order); the GPU's choice between
     equal zeros has not been measured (the kernel's scores have never been -0: README)."""
     x, y = _f32("x", x), _f32("y", y)
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.shape == y.shape and x.ndim:
+        return _fmax_np(x, y)
     xp = namespace(x, y)
     r = _from_key(xp, xp.maximum(_key(xp, x), _key(xp, y)))
     both = xp.isnan(x) & xp.isnan(y)
     return bitcast(xp.where(both, CANONICAL_NAN_F32, bitcast(r, np.uint32)), np.float32)
+
+
+def _fmax_np(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``fmax`` on numpy arrays of one shape, in a few passes instead of the key arithmetic: np.fmax is IEEE
+    maxNum (a NaN operand ignored, the result one of the operands: no rounding, subnormals compared as they are with
+    the environment ``_check_fp_environment`` requires); what it leaves open is fixed where it arises: a +0 / -0 pair
+    (its order by operand position) takes +0 (the AND of the two patterns), and two NaNs the canonical NaN.
+    tests/test_numerics_engines.py holds it bit for bit to the key routine."""
+    _check_fp_environment()
+    r = np.fmax(x, y).view(np.uint32)
+    xb, yb = x.view(np.uint32), y.view(np.uint32)
+    zeros = (xb | yb) == np.uint32(_SIGN)  # one +0 and one -0 (two -0 or two +0 give the same pattern anyway)
+    if zeros.any():
+        r = np.where(zeros, xb & yb, r)
+    nan = (r & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    if nan.any():
+        r = np.where(nan, CANONICAL_NAN_F32, r)
+    return r.view(np.float32)
 
 
 def fmax_reduce(x, axis: int = -1):

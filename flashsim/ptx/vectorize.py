@@ -141,13 +141,21 @@ def _list_schedule(prog, segment: list[int], keys: dict) -> list:
 
 class _StackedRegs:
     """``R`` as the first op of a group sees it: its slot cells read the K ops' registers stacked; with ``lanes``
-    (the running threads' indices) every register comes restricted to those threads, (K, L) or (L,)."""
+    (the running threads' indices) every register comes restricted to those threads, (K, L) or (L,); ``warps``: the
+    same threads as whole warps (indices of rows of 32), or None where they are not."""
 
-    __slots__ = ("R", "maps", "K", "T", "cache", "lanes")
+    __slots__ = ("R", "maps", "K", "T", "cache", "lanes", "warps")
 
-    def __init__(self, R, maps, K, T, lanes=None):
-        self.R, self.maps, self.K, self.T, self.lanes = R, maps, K, T, lanes
+    def __init__(self, R, maps, K, T, lanes=None, warps=None):
+        self.R, self.maps, self.K, self.T, self.lanes, self.warps = R, maps, K, T, lanes, warps
         self.cache = {}
+
+    def _columns(self, x):
+        """The running threads' columns of ``x`` (..., T)."""
+        if self.warps is not None:  # whole warps: rows of 32 taken as runs (much cheaper than a column gather)
+            lead = x.shape[:-1]
+            return np.take(x.reshape(lead + (-1, 32)), self.warps, axis=-2).reshape(lead + (-1,))
+        return np.take(x, self.lanes, axis=-1)
 
     def __getitem__(self, slot):
         got = self.cache.get(slot)
@@ -163,13 +171,17 @@ class _StackedRegs:
             elif all(np.ndim(v) == 0 for v in values):
                 got = np.array(values)[:, None]
             else:
-                if self.lanes is not None:
-                    values = [v[self.lanes] if np.ndim(v) else np.broadcast_to(v, self.lanes.shape) for v in values]
-                    self.cache[slot] = got = np.stack(values)
+                T = self.T
+                if all(type(v) is np.ndarray and v.shape == (T,) for v in values):
+                    got = np.stack(values)
+                else:
+                    got = np.stack([np.broadcast_to(v, (T,)) for v in values])
+                if self.lanes is not None:  # one gather of the running columns for the K registers
+                    got = self._columns(got)
+                    self.cache[slot] = got
                     return got
-                got = np.stack([np.broadcast_to(v, (self.T,)) for v in values])
         if self.lanes is not None and np.ndim(got) and np.shape(got)[-1] == self.T:
-            got = got[..., self.lanes]
+            got = self._columns(got)
         self.cache[slot] = got
         return got
 
@@ -179,9 +191,9 @@ class StackedGroup:
 
     __slots__ = ("g", "R", "m", "mask", "pc", "ctl", "writes")
 
-    def __init__(self, g, maps, K, lanes=None):
+    def __init__(self, g, maps, K, lanes=None, warps=None):
         self.g, self.m, self.mask, self.pc, self.ctl = g, g.m, g.mask, g.pc, g.ctl
-        self.R = _StackedRegs(g.R, maps, K, g.m.T, lanes)
+        self.R = _StackedRegs(g.R, maps, K, g.m.T, lanes, warps)
         self.writes = []
 
     def write(self, slot, value) -> None:
@@ -207,12 +219,14 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
     if slots is None:
         slots = keys_cache[pcs] = _slot_maps(ops)
     K, T = len(ops), g.m.T
-    lanes = None
+    lanes = warps = None
     if g.mask is not None:
         lanes = g.lanes()
         if lanes.size > COMPACT_SHARE * T:
             lanes = None
-    sg = StackedGroup(g, slots, K, lanes)
+        else:
+            warps = _whole_warps(lanes, T, keys_cache)
+    sg = StackedGroup(g, slots, K, lanes, warps)
     ops[0].run(sg)
     width = T if lanes is None else lanes.size
     for slot, value in sg.writes:
@@ -221,6 +235,8 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
         if targets is None:
             raise RuntimeError(f"a stacked {ops[0].name} wrote register slot {slot}, not one of its own")
         per_op = value.ndim == 2 and value.shape[0] == K
+        if per_op and g.mask is not None and value.shape[1] == width and _write_rows(g, targets, value, lanes, warps):
+            continue
         for k, target in enumerate(targets):
             v = value[k] if per_op else value
             if v.ndim == 1 and v.shape[0] != width:
@@ -232,6 +248,49 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
             new = np.broadcast_to(np.asarray(g.R[target]), (T,)).astype(dtype, copy=True)
             new[lanes] = v.astype(dtype, copy=False)
             g.R[target] = new
+
+
+def _whole_warps(lanes, T: int, memo: dict):
+    """The indices of the warps (rows of 32 threads) that ``lanes`` is, where it is whole warps of a wave of whole
+    warps; else None. Remembered for the last ``lanes`` array (a block's ops share their group's)."""
+    last = memo.get(_WARPS)
+    if last is not None and last[0] is lanes:
+        return last[1]
+    warps = None
+    if T % 32 == 0 and lanes.size % 32 == 0:
+        first = lanes[::32]
+        if not (first % 32).any() and (lanes.reshape(-1, 32) - first[:, None] == np.arange(32)).all():
+            warps = first // 32
+    memo[_WARPS] = (lanes, warps)
+    return warps
+
+
+_WARPS = ("whole warps",)  # the memo's key (never a tuple of PCs)
+
+
+def _write_rows(g, targets, value, lanes, warps=None) -> bool:
+    """Registers ``targets[k]`` := row k of ``value`` (K, width) on the running lanes of a masked group (``lanes``:
+    the columns of the compacted threads, ``warps`` the same as whole warps or None; or None when ``value`` spans
+    the wave), all at once: the K old registers stacked, the new values merged in one call, each register then a row
+    of that one array (registers are never written in place). False (nothing written) where the targets' dtypes
+    differ."""
+    dtypes = g.m.dtypes
+    dt = dtypes[targets[0]]
+    if any(dtypes[t] != dt for t in targets):
+        return False
+    R = g.R
+    base = np.empty((len(targets), g.m.T), dt)
+    for k, t in enumerate(targets):  # a register may hold a scalar: broadcast by the assignment
+        base[k] = R[t]
+    if lanes is None:
+        np.copyto(base, value, casting="unsafe", where=g.mask[None, :])
+    elif warps is not None:  # whole warps: rows of 32 written as runs
+        base.reshape(len(targets), -1, 32)[:, warps, :] = value.reshape(len(targets), -1, 32)
+    else:
+        base[:, lanes] = value
+    for k, t in enumerate(targets):
+        R[t] = base[k]
+    return True
 
 
 def _slot_maps(ops) -> dict:

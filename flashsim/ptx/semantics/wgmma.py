@@ -416,7 +416,9 @@ def _write(m, slots, threads, words) -> None:
         if every:
             base = np.ascontiguousarray(words.reshape(-1, len(slots)).T, dtype=dt)
         else:
-            base = np.stack([np.broadcast_to(np.asarray(m.R[s]), (m.T,)) for s in slots]).astype(dt, copy=False)
+            base = np.empty((len(slots), m.T), dt)
+            for k, s in enumerate(slots):  # a register may be a scalar (a constant): broadcast by the assignment
+                base[k] = m.R[s]
             first = threads[:, 0]
             if m.T % WL.WARPGROUP_THREADS == 0 and not (first % WL.WARPGROUP_THREADS).any():
                 # whole aligned warpgroups: rows of 128 threads copied as runs (a strided copy, no scatter)
