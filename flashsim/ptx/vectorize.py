@@ -25,7 +25,7 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["ELEMENTWISE", "schedule", "run_group", "Schedule"]
+__all__ = ["ELEMENTWISE", "schedule", "run_group", "Schedule", "Chain"]
 
 
 class _Elementwise:
@@ -93,7 +93,7 @@ def schedule(prog, flush_before) -> Schedule:
             if not segment:
                 return
             first = len(items)
-            for item in _list_schedule(prog, segment, keys):
+            for item in _link_chains(prog, _list_schedule(prog, segment, keys), keys):
                 items.append(item)
                 grouped |= isinstance(item, tuple)
             if any(flush_before[p] for p in segment):
@@ -137,6 +137,106 @@ def _list_schedule(prog, segment: list[int], keys: dict) -> list:
         pending = set(range(n)) - done
         ready = sorted(j for j in pending if preds[j] <= done)
     return out
+
+
+class Chain(tuple):
+    """A dependent chain of lane-wise ops run at once: the PCs of its ``groups`` (tuples of K congruent PCs, one per
+    chain), each op of group j + 1 reading the result of the op in its column of group j as one operand. Built by
+    ``_link_chains`` for ops whose ``run`` has a ``chain`` attribute (dst slot, the two source slots, the numerics of
+    the chain: x (n + 1, ...) float32 -> the n results, e.g. numerics.ieee32.add_chain); run by ``run_chain``."""
+
+    def __new__(cls, groups):
+        self = super().__new__(cls, [pc for group in groups for pc in group])
+        self.groups = tuple(groups)
+        return self
+
+
+def _link_chains(prog, items: list, keys: dict) -> list:
+    """``items`` (one segment's schedule) with every run of two or more consecutive items that form a dependent
+    chain (``_extends``) replaced by one Chain."""
+    out, i = [], 0
+    while i < len(items):
+        run = [items[i] if type(items[i]) is tuple else (items[i],)]
+        j = i + 1
+        while j < len(items):
+            nxt = _extends(prog, run, items[j], keys)
+            if nxt is None:
+                break
+            run.append(nxt)
+            j += 1
+        out.append(Chain(run) if len(run) > 1 else items[i])
+        i = j
+    return out
+
+
+def _extends(prog, run: list, item, keys: dict):
+    """``item`` as the next group of the chain ``run`` (its PCs in the order of ``run``'s columns), or None: it must
+    be congruent with the chain's ops, each of its ops must read the result of exactly one op of the last group as one
+    operand, and read as the other a register no op of the chain writes (read when the chain starts)."""
+    group = item if type(item) is tuple else (item,)
+    last = run[-1]
+    ops = prog.ops
+    if len(group) != len(last) or getattr(ops[last[0]].run, "chain", None) is None:
+        return None
+    if group[0] not in keys or keys[group[0]][0] != keys[last[0]][0]:
+        return None
+    column = {ops[p].run.chain[0]: k for k, p in enumerate(last)}
+    written = {ops[p].run.chain[0] for g in run for p in g}
+    ordered = [None] * len(last)
+    for q in group:
+        a, b = ops[q].run.chain[1]
+        if (a in column) == (b in column):
+            return None
+        k = column[a] if a in column else column[b]
+        if (b if a in column else a) in written or ordered[k] is not None:
+            return None
+        ordered[k] = q
+    return tuple(ordered)
+
+
+def run_chain(g, prog, chain: Chain, cache: dict) -> None:
+    """Run a Chain: its registers read at once (the first group's two operands, then each later op's other one),
+    its numerics once over the whole chain, and every op's result written to its destination."""
+    plan = cache.get(chain)
+    if plan is None:
+        plan = cache[chain] = _chain_plan(prog, chain)
+    reads, targets, scan = plan
+    n, K, T = len(chain.groups), len(chain.groups[0]), g.m.T
+    lanes = warps = None
+    if g.mask is not None:
+        lanes = g.lanes()
+        if lanes.size > COMPACT_SHARE * T:
+            lanes = None
+        else:
+            warps = _whole_warps(lanes, T, cache)
+    regs = _StackedRegs(g.R, {0: reads}, len(reads), T, lanes, warps)
+    width = T if lanes is None else lanes.size
+    x = np.asarray(regs[0]).astype(np.uint32, copy=False)
+    x = np.ascontiguousarray(np.broadcast_to(x, (len(reads), width))).reshape(n + 1, K, width)
+    value = np.asarray(scan(x.view(np.float32))).view(np.uint32).reshape(n * K, -1)
+    if g.mask is not None and _write_rows(g, targets, value, lanes, warps):
+        return
+    for k, target in enumerate(targets):  # in order: a register written twice keeps the later result
+        if lanes is None:
+            g.write(target, value[k])
+            continue
+        new = np.broadcast_to(np.asarray(g.R[target]), (T,)).astype(g.m.dtypes[target], copy=True)
+        new[lanes] = value[k]
+        g.R[target] = new
+
+
+def _chain_plan(prog, chain: Chain):
+    """(registers to read, in the order of the numerics' x: the first group's operands, then each later op's other
+    operand, K per step; destinations, n * K in order; the numerics)."""
+    ops = prog.ops
+    first = chain.groups[0]
+    reads = [ops[p].run.chain[1][0] for p in first] + [ops[p].run.chain[1][1] for p in first]
+    for prev, group in zip(chain.groups, chain.groups[1:]):
+        for p, q in zip(prev, group):
+            a, b = ops[q].run.chain[1]
+            reads.append(b if a == ops[p].run.chain[0] else a)
+    targets = [ops[p].run.chain[0] for group in chain.groups for p in group]
+    return reads, targets, ops[first[0]].run.chain[2]
 
 
 class _StackedRegs:
@@ -213,7 +313,11 @@ COMPACT_SHARE = 0.5
 
 
 def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
-    """Run the congruent ops at ``pcs`` as one stacked call of the first one's ``run`` (the module docstring)."""
+    """Run the congruent ops at ``pcs`` as one stacked call of the first one's ``run`` (the module docstring), or a
+    Chain as one call of its numerics."""
+    if type(pcs) is Chain:
+        run_chain(g, prog, pcs, keys_cache)
+        return
     ops = [prog.ops[p] for p in pcs]
     slots = keys_cache.get(pcs)
     if slots is None:

@@ -172,7 +172,26 @@ def _elementwise_run(dst: int, srcs, t: str, fn, f, mode: str, ftz: bool, sat: b
         def run(g):
             g.write(dst, _apply(fn, t, f, mode, ftz, sat, relu, _read(g, a, t), _read(g, b, t), _read(g, c, t)))
 
+    if len(srcs) == 2 and t == ".f32" and mode == "rne" and not (sat or relu):
+        scan = _chain_fn(_CHAINS.get(fn) or getattr(fn, "chain", None), ftz)
+        if scan is not None:  # a chain of such ops (a row sum, a row max) runs at once (flashsim.ptx.vectorize)
+            run.chain = (dst, tuple(srcs), scan)
     return run
+
+
+@functools.cache
+def _chain_fn(kind, ftz: bool):
+    """The numerics of a dependent chain of one f32 form (``kind``: "add", "fmax"; None: none), as
+    flashsim.ptx.vectorize runs it: x (n, ...) float32, the chain's first two operands then the next one of each
+    step -> the n - 1 results (numerics.ieee32.add_chain / fmax_chain, each held to its steps)."""
+    if kind == "add":
+        return functools.partial(ieee32.add_chain, ftz=ftz)
+    if kind == "fmax":
+        return functools.partial(ieee32.fmax_chain, ftz=ftz)
+    return None
+
+
+_CHAINS = {ieee.add: "add"}  # binary32 add to nearest: ieee.add's rule is ieee32.add's, whose chain add_chain is
 
 
 def _arith(d: Decoded, t: str, fn, mode: str, srcs, ftz: bool, sat=False, relu=False):
@@ -491,6 +510,8 @@ def _min_max_fn(largest: bool, nan: bool, xorsign: bool):
         return ieee.minmax(x, y, f, largest=largest, propagate_nan=nan, xorsign_abs=xorsign)
 
     fn.selects = True
+    if largest and not nan and not xorsign:  # max.f32 is numerics.ieee32.fmax (ieee.minmax's f32 route)
+        fn.chain = "fmax"
     return fn
 
 
