@@ -209,12 +209,12 @@ def run_chain(g, prog, chain: Chain, cache: dict) -> None:
             lanes = None
         else:
             warps = _whole_warps(lanes, T, cache)
-    regs = _StackedRegs(g.R, {0: reads}, len(reads), T, lanes, warps)
+    regs = _StackedRegs(g.R, {0: reads}, len(reads), T, lanes, warps, cache)
     width = T if lanes is None else lanes.size
     x = np.asarray(regs[0]).astype(np.uint32, copy=False)
     x = np.ascontiguousarray(np.broadcast_to(x, (len(reads), width))).reshape(n + 1, K, width)
     value = np.asarray(scan(x.view(np.float32))).view(np.uint32).reshape(n * K, -1)
-    if g.mask is not None and _write_rows(g, targets, value, lanes, warps):
+    if g.mask is not None and _write_rows(g, targets, value, lanes, warps, cache):
         return
     for k, target in enumerate(targets):  # in order: a register written twice keeps the later result
         if lanes is None:
@@ -244,11 +244,12 @@ class _StackedRegs:
     (the running threads' indices) every register comes restricted to those threads, (K, L) or (L,); ``warps``: the
     same threads as whole warps (indices of rows of 32), or None where they are not."""
 
-    __slots__ = ("R", "maps", "K", "T", "cache", "lanes", "warps")
+    __slots__ = ("R", "maps", "K", "T", "cache", "lanes", "warps", "memo")
 
-    def __init__(self, R, maps, K, T, lanes=None, warps=None):
+    def __init__(self, R, maps, K, T, lanes=None, warps=None, memo=None):
         self.R, self.maps, self.K, self.T, self.lanes, self.warps = R, maps, K, T, lanes, warps
         self.cache = {}
+        self.memo = memo  # the machine's record of the last stacked writes (``_write_rows``), or None
 
     def _columns(self, x):
         """The running threads' columns of ``x`` (..., T)."""
@@ -272,6 +273,13 @@ class _StackedRegs:
                 got = np.array(values)[:, None]
             else:
                 T = self.T
+                known = _written(self.memo, m, values, self.lanes)
+                if known is not None:  # registers written together: their array as it was
+                    got, was = known
+                    if was is None and self.lanes is not None:
+                        got = self._columns(got)
+                    self.cache[slot] = got
+                    return got
                 if all(type(v) is np.ndarray and v.shape == (T,) for v in values):
                     got = np.stack(values)
                 else:
@@ -291,9 +299,9 @@ class StackedGroup:
 
     __slots__ = ("g", "R", "m", "mask", "pc", "ctl", "writes")
 
-    def __init__(self, g, maps, K, lanes=None, warps=None):
+    def __init__(self, g, maps, K, lanes=None, warps=None, memo=None):
         self.g, self.m, self.mask, self.pc, self.ctl = g, g.m, g.mask, g.pc, g.ctl
-        self.R = _StackedRegs(g.R, maps, K, g.m.T, lanes, warps)
+        self.R = _StackedRegs(g.R, maps, K, g.m.T, lanes, warps, memo)
         self.writes = []
 
     def write(self, slot, value) -> None:
@@ -330,7 +338,7 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
             lanes = None
         else:
             warps = _whole_warps(lanes, T, keys_cache)
-    sg = StackedGroup(g, slots, K, lanes, warps)
+    sg = StackedGroup(g, slots, K, lanes, warps, keys_cache)
     ops[0].run(sg)
     width = T if lanes is None else lanes.size
     for slot, value in sg.writes:
@@ -339,7 +347,12 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
         if targets is None:
             raise RuntimeError(f"a stacked {ops[0].name} wrote register slot {slot}, not one of its own")
         per_op = value.ndim == 2 and value.shape[0] == K
-        if per_op and g.mask is not None and value.shape[1] == width and _write_rows(g, targets, value, lanes, warps):
+        if (
+            per_op
+            and g.mask is not None
+            and value.shape[1] == width
+            and _write_rows(g, targets, value, lanes, warps, keys_cache)
+        ):
             continue
         for k, target in enumerate(targets):
             v = value[k] if per_op else value
@@ -372,7 +385,7 @@ def _whole_warps(lanes, T: int, memo: dict):
 _WARPS = ("whole warps",)  # the memo's key (never a tuple of PCs)
 
 
-def _write_rows(g, targets, value, lanes, warps=None) -> bool:
+def _write_rows(g, targets, value, lanes, warps=None, memo=None) -> bool:
     """Registers ``targets[k]`` := row k of ``value`` (K, width) on the running lanes of a masked group (``lanes``:
     the columns of the compacted threads, ``warps`` the same as whole warps or None; or None when ``value`` spans
     the wave), all at once: the K old registers stacked, the new values merged in one call, each register then a row
@@ -392,9 +405,54 @@ def _write_rows(g, targets, value, lanes, warps=None) -> bool:
         base.reshape(len(targets), -1, 32)[:, warps, :] = value.reshape(len(targets), -1, 32)
     else:
         base[:, lanes] = value
-    for k, t in enumerate(targets):
-        R[t] = base[k]
+    rows = [base[k] for k in range(len(targets))]
+    for t, row in zip(targets, rows):
+        R[t] = row
+    if memo is not None and (lanes is None or value.dtype == dt):  # what a stacked read of the rows would give
+        remember(memo, targets, rows, lanes, base if lanes is None else value)
     return True
+
+
+# Registers written together as the rows of one array (a stacked group's results, ``_write_rows``; a wgmma's
+# accumulators): a group that reads some of them, still those rows, takes them from that array (its running columns,
+# where they were kept) instead of stacking the K registers and gathering their columns again: an unrolled loop's
+# steps (the scores out of the wgmma, their scale, the max subtracted, the ex2) pass their registers along this way.
+_WRITTEN = ("rows written together",)  # the memo's key (never a tuple of PCs): {slot: (entry, row)}
+
+
+def remember(memo: dict, targets, rows, lanes, stacked) -> None:
+    """Record that registers ``targets`` are now ``rows`` (views of one array), whose values on the threads ``lanes``
+    (None: every thread of the wave) are ``stacked`` (len(targets), width), in ``memo`` (the machine's
+    ``_group_slots``)."""
+    index = memo.setdefault(_WRITTEN, {})
+    entry = (rows, lanes, stacked)
+    for k, t in enumerate(targets):
+        index[t] = (entry, k)
+
+
+def _written(memo, slots, values, lanes):
+    """(the stacked array (K, width) of registers ``slots``, whose values are ``values`` now, and the threads it holds:
+    ``lanes``, or None for the whole wave), where they are rows recorded by ``remember`` on those threads or on the
+    whole wave; else None."""
+    index = memo.get(_WRITTEN) if memo is not None else None
+    if not index:
+        return None
+    got = index.get(slots[0])
+    if got is None:
+        return None
+    entry = got[0]
+    rows, was, stacked = entry
+    if was is not None and was is not lanes:
+        return None
+    idx = []
+    for s, v in zip(slots, values):
+        got = index.get(s)
+        if got is None or got[0] is not entry or v is not rows[got[1]]:
+            return None
+        idx.append(got[1])
+    if len(idx) != len(rows) or idx != list(range(len(rows))):
+        stacked = np.take(stacked, idx, axis=0)
+    return stacked, was
 
 
 def _slot_maps(ops) -> dict:

@@ -40,7 +40,7 @@ import ml_dtypes
 import numpy as np
 
 from ...layout import wgmma as WL
-from .. import isa
+from .. import isa, vectorize
 from ..errors import RaceError
 from ..ir import Imm, Reg, Vec
 from ..machine import WAIT_NONE, WAIT_SYNC
@@ -426,8 +426,10 @@ def _write(m, slots, threads, words) -> None:
                 view[:, first // WL.WARPGROUP_THREADS, :] = words.transpose(2, 0, 1)
             else:
                 base[:, idx] = words.reshape(-1, len(slots)).T
-        for k, s in enumerate(slots):
-            m.R[s] = base[k]
+        rows = [base[k] for k in range(len(slots))]
+        for s, row in zip(slots, rows):
+            m.R[s] = row
+        vectorize.remember(m._group_slots, slots, rows, None, base)  # the lane-wise ops after read them at once
         return
     for k, s in enumerate(slots):
         if every:
