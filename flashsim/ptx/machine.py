@@ -81,8 +81,14 @@ class Group:
                 value = value.astype(dt)
         if self.mask is None:
             self.R[i] = value if value.ndim else np.full(self.m.T, value, dt)
+            return
+        old = self.R[i]
+        if type(old) is np.ndarray and old.shape == self.mask.shape:  # a copy merged under the mask (cheaper)
+            new = old.copy()
+            np.copyto(new, value, where=self.mask)
+            self.R[i] = new
         else:
-            self.R[i] = np.where(self.mask, value, self.R[i])
+            self.R[i] = np.where(self.mask, value, old)
 
     def write_lanes(self, i: int | None, values) -> None:
         """Register ``i`` := ``values`` (one per running lane, in ``lanes()`` order)."""
