@@ -265,7 +265,9 @@ class WgmmaUnit:
                 rows = rows[rec.group[rows] < limit[rec.wgs[rows]]]
             if rows.size:
                 finished.append((rec, rows))
-            if rows.size < rec.wgs.size:
+            if not rows.size:
+                left.append(rec)  # untouched: kept as it is
+            elif rows.size < rec.wgs.size:
                 left.append(rec.rows(np.setdiff1d(np.arange(rec.wgs.size), rows)))
         # in issue order, as the unit retires them, but leaving out a warpgroup's words that a newer record finishing
         # now overwrites in full (a chain of wgmmas on one accumulator writes its registers once, not once per link)
@@ -394,10 +396,24 @@ def _line(m, pc: int) -> str:
     return f"PTX line {m.prog.ops[pc].line}" + (f" ({src})" if src else "")
 
 
+def _aligned(m, threads):
+    """The indices of the rows of 128 threads that ``threads`` (G, 128, whole warpgroups: ``converge``) are, where the
+    wave is whole aligned warpgroups (a register's values reshaped (-1, 128) then hold a warpgroup per row); else
+    None."""
+    first = threads[:, 0]
+    if m.T % WL.WARPGROUP_THREADS or (first % WL.WARPGROUP_THREADS).any():
+        return None
+    return first // WL.WARPGROUP_THREADS
+
+
 def _gather(m, slots, threads) -> np.ndarray:
     """(G, 128, len(slots)) uint32: the registers ``slots`` of ``threads`` (G, 128)."""
     values = [np.asarray(m.R[s]) for s in slots]
     if all(v.shape == (m.T,) for v in values):  # the usual case: one stack, one gather
+        rows = _aligned(m, threads)
+        if rows is not None:  # rows of 128 threads taken as runs
+            stacked = np.stack(values).astype(np.uint32, copy=False).reshape(len(slots), -1, WL.WARPGROUP_THREADS)
+            return np.take(stacked, rows, axis=1).transpose(1, 2, 0)
         return np.stack(values, axis=-1).astype(np.uint32, copy=False)[threads]
     out = np.empty(threads.shape + (len(slots),), np.uint32)
     for k, v in enumerate(values):
@@ -445,7 +461,12 @@ def _write(m, slots, threads, words) -> None:
 
 def _uniform(m, slot, threads, what: str, pc: int) -> np.ndarray:
     """The one value of register ``slot`` in each warpgroup (G,) (an error where its threads disagree)."""
-    v = np.broadcast_to(np.asarray(m.R[slot]), (m.T,))[threads]
+    value = m.R[slot]
+    rows = _aligned(m, threads) if np.ndim(value) else None
+    if rows is not None:
+        v = np.take(value.reshape(-1, WL.WARPGROUP_THREADS), rows, axis=0)
+    else:
+        v = np.broadcast_to(np.asarray(value), (m.T,))[threads]
     bad = np.flatnonzero((v != v[:, :1]).any(axis=1))
     if bad.size:
         row = int(bad[0])
@@ -473,6 +494,28 @@ def _operand_table(bits: int, mn: int, k: int, eb: int, mn_major: bool):
         if x is not None:
             x.flags.writeable = False
     return desc, None, table, int(table.max()) + eb, elements
+
+
+@functools.lru_cache(maxsize=1024)
+def _operand_chunks(bits: int, mn: int, k: int, eb: int, mn_major: bool):
+    """The operand ``_operand_table`` describes as whole 16-byte chunks of shared memory, where it is one: (chunk
+    indices (mn, k / c) with its elements in runs of c = 16 / eb along k, or (k, mn / c) along mn, and whether the runs
+    go along mn); else None. The canonical layouts are such runs (8 f16 / bf16 along the leading dimension of a
+    swizzle atom: PTX ISA, the wgmma matrix layouts), so a descriptor's operand is gathered as chunks, not
+    elements."""
+    table = _operand_table(bits, mn, k, eb, mn_major)[2]
+    if table is None:
+        return None
+    per = 16 // eb
+    for along_mn, t in ((False, table), (True, table.T)):
+        if t.shape[1] % per:
+            continue
+        runs = t.reshape(t.shape[0], -1, per)
+        if not (runs[..., 0] % 16).any() and (runs - runs[..., :1] == eb * np.arange(per)).all():
+            chunks = runs[..., 0] // 16
+            chunks.flags.writeable = False
+            return chunks, along_mn
+    return None
 
 
 def _read_operand(m, descs, threads, pc, mn, k, dtype, mn_major, what):
@@ -506,10 +549,33 @@ def _read_operand(m, descs, threads, pc, mn, k, dtype, mn_major, what):
     if m.sanitizer is not None:
         addr = tables[0][None] if len(tables) == 1 else np.stack(tables)[inverse]
         addr = np.broadcast_to(addr, (G, mn, k))
+    chunked = [_operand_chunks(int(bits), mn, k, eb, mn_major) for bits in uniq.tolist()]
+    if row % 16 == 0 and all(c is not None and c[1] == chunked[0][1] for c in chunked):  # 16-byte chunks
+        key = (descs.tobytes(), blocks.tobytes(), mn, k, eb, mn_major, "chunks")
+        cache = m.state.setdefault("wgmma.operand_index", {})
+        index = cache.get(key)
+        if index is None:
+            rel = chunked[0][0][None] if len(chunked) == 1 else np.stack([c[0] for c in chunked])[inverse]
+            index = blocks[:, None, None] * (row // 16) + rel
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = index
+        data = np.take(m.mem.shared.reshape(-1).view("V16"), index).view(dtype)  # (G, mn, k) or (G, k, mn)
+        return (data.transpose(0, 2, 1) if chunked[0][1] else data), addr
     if row % eb == 0 and all(e is not None for e in elements):  # gathered as elements, not bytes
-        rel = elements[0][None] if len(elements) == 1 else np.stack(elements)[inverse]
+        # the element indices over the wave's shared memory, kept per (descriptors, blocks): a pipeline's wgmmas
+        # cycle through a few stage buffers on the same blocks
+        key = (descs.tobytes(), blocks.tobytes(), mn, k, eb, mn_major)
+        cache = m.state.setdefault("wgmma.operand_index", {})
+        index = cache.get(key)
+        if index is None:
+            rel = elements[0][None] if len(elements) == 1 else np.stack(elements)[inverse]
+            index = blocks[:, None, None] * (row // eb) + rel
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = index
         flat = m.mem.shared.reshape(-1).view(np.dtype(f"u{eb}"))
-        return flat[blocks[:, None, None] * (row // eb) + rel].view(dtype), addr
+        return np.take(flat, index).view(dtype), addr
     rel = tables[0][None] if len(tables) == 1 else np.stack(tables)[inverse]
     flat = (blocks[:, None, None] * row + rel)[..., None] + np.arange(eb)
     data = m.mem.shared.reshape(-1)[flat].reshape(G, mn, k * eb).view(dtype)
@@ -711,9 +777,9 @@ def _mma_async(d: Decoded):
                 c_words = _gather(m, d_slots, threads)
                 u.pending_words(wgs, d_slots, c_words)
                 c = WL.warpgroup_scatter(c_words, d_map, c_dtype)
-        out = _model()(
-            np.ascontiguousarray(a),
-            np.ascontiguousarray(b),
+        out = _model()(  # a transposed operand (K-major B) goes as it is: the compiled kernel reads its base
+            a,
+            b,
             c,
             m.prog.arch,
             scale_d=scale_d,
