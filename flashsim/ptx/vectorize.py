@@ -442,7 +442,7 @@ def _written(memo, slots, values, lanes):
         return None
     entry = got[0]
     rows, was, stacked = entry
-    if was is not None and was is not lanes:
+    if was is not None and was is not lanes and (lanes is None or not np.array_equal(was, lanes)):
         return None
     idx = []
     for s, v in zip(slots, values):

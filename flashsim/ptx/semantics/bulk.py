@@ -640,6 +640,17 @@ def _tensor_load(d: Decoded, rank: int, hint: bool, multicast: bool):
 _LOAD_WHAT = "cp.async.bulk.tensor destination"
 
 
+def _targets_of(m, lanes, dsts, mbars, masks) -> list:
+    """``_targets`` of each lane (a list per lane), the shared::cluster addresses of all lanes resolved at once where
+    there is no multicast."""
+    rows = getattr(m.mem, "cluster_rows", None)
+    if masks is not None or rows is None:
+        return [_targets(m, t, int(dsts[k]), int(mbars[k]), masks, k) for k, t in enumerate(lanes.tolist())]
+    blocks, offsets = rows(np.asarray(dsts, np.uint64), 1, lanes)
+    _, mb_offsets = rows(np.asarray(mbars, np.uint64), 1, lanes)
+    return [[(b, o, mo)] for b, o, mo in zip(blocks.tolist(), offsets.tolist(), mb_offsets.tolist())]
+
+
 def _tensor_load_boxes(m, lanes, maps, dsts, mbars, masks, coords, rank: int) -> bool:
     """The tensor loads of ``lanes`` at once, where that gives what the per-lane path of ``_tensor_load`` gives: every
     lane copies one map's box, of a type copied byte for byte or rounded to tf32, with no sanitizer watching the
@@ -665,7 +676,7 @@ def _tensor_load_boxes(m, lanes, maps, dsts, mbars, masks, coords, rank: int) ->
     origin = np.int64(tm.global_address) + (c * box.strides[:, None]).sum(axis=0)
     whole = ((c >= 0) & (c + box.last[:, None] < box.dims[:, None])).all()
     try:
-        targets = [_targets(m, t, int(dsts[k]), int(mbars[k]), masks, k) for k, t in enumerate(lanes.tolist())]
+        targets = _targets_of(m, lanes, dsts, mbars, masks)
         if whole:
             addr = (origin[:, None] + box.chunks[None, :]).astype(np.uint64).reshape(-1)
             images = _on_load(tm, m.mem.load(".global", addr, 16, np.repeat(lanes, box.chunks.size)))
