@@ -222,7 +222,7 @@ class Machine:
         # mma's batched per block (flashsim.ptx.batching); not under a trace, which reads registers at each PC
         self.batch_plan = prog.batch_plan if trace is None else None
         self.schedule = prog.schedule if trace is None else None  # lane-wise ops stacked (flashsim.ptx.vectorize)
-        self._group_slots: dict = {}
+        self.stacked: dict = {}  # flashsim.ptx.vectorize's record of this wave's registers (rows written together)
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
         # waits other than the 16 named barriers (barrier.cluster.wait, setmaxnreg.inc): threads wait with
         # WAIT_BARRIER and a barrier id of 16 or more, and the state that releases them is waiters[id]: an object
@@ -334,7 +334,7 @@ class Machine:
                         return
                     continue
             if type(item) is not int:  # congruent lane-wise ops, run once stacked (flashsim.ptx.vectorize)
-                vectorize.run_group(g, prog, item, self._group_slots)
+                vectorize.run_group(g, prog, item, self.stacked)
                 continue
             traced = trace is not None and pc in trace.pcs
             if traced and trace.before:

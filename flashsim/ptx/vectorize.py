@@ -71,6 +71,7 @@ class Schedule:
     def __init__(self):
         self.items: dict[int, list] = {}
         self.flush_first: dict[int, set] = {}
+        self.plans: dict = {}  # per group or chain, what running it needs of its ops (kept with the program)
 
 
 def schedule(prog, flush_before) -> Schedule:
@@ -194,12 +195,13 @@ def _extends(prog, run: list, item, keys: dict):
     return tuple(ordered)
 
 
-def run_chain(g, prog, chain: Chain, cache: dict) -> None:
+def run_chain(g, prog, chain: Chain, memo: dict) -> None:
     """Run a Chain: its registers read at once (the first group's two operands, then each later op's other one),
     its numerics once over the whole chain, and every op's result written to its destination."""
-    plan = cache.get(chain)
+    plans = prog.schedule.plans
+    plan = plans.get(chain)
     if plan is None:
-        plan = cache[chain] = _chain_plan(prog, chain)
+        plan = plans[chain] = _chain_plan(prog, chain)
     reads, targets, scan = plan
     n, K, T = len(chain.groups), len(chain.groups[0]), g.m.T
     lanes = warps = None
@@ -208,13 +210,13 @@ def run_chain(g, prog, chain: Chain, cache: dict) -> None:
         if lanes.size > COMPACT_SHARE * T:
             lanes = None
         else:
-            warps = _whole_warps(lanes, T, cache)
-    regs = _StackedRegs(g.R, {0: reads}, len(reads), T, lanes, warps, cache)
+            warps = _whole_warps(lanes, T, memo)
+    regs = _StackedRegs(g.R, {0: reads}, len(reads), T, lanes, warps, memo)
     width = T if lanes is None else lanes.size
     x = np.asarray(regs[0]).astype(np.uint32, copy=False)
     x = np.ascontiguousarray(np.broadcast_to(x, (len(reads), width))).reshape(n + 1, K, width)
     value = np.asarray(scan(x.view(np.float32))).view(np.uint32).reshape(n * K, -1)
-    if g.mask is not None and _write_rows(g, targets, value, lanes, warps, cache):
+    if g.mask is not None and _write_rows(g, targets, value, lanes, warps, memo):
         return
     for k, target in enumerate(targets):  # in order: a register written twice keeps the later result
         if lanes is None:
@@ -320,16 +322,17 @@ class StackedGroup:
 COMPACT_SHARE = 0.5
 
 
-def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
+def run_group(g, prog, pcs: tuple, memo: dict) -> None:
     """Run the congruent ops at ``pcs`` as one stacked call of the first one's ``run`` (the module docstring), or a
     Chain as one call of its numerics."""
     if type(pcs) is Chain:
-        run_chain(g, prog, pcs, keys_cache)
+        run_chain(g, prog, pcs, memo)
         return
     ops = [prog.ops[p] for p in pcs]
-    slots = keys_cache.get(pcs)
+    plans = prog.schedule.plans
+    slots = plans.get(pcs)
     if slots is None:
-        slots = keys_cache[pcs] = _slot_maps(ops)
+        slots = plans[pcs] = _slot_maps(ops)
     K, T = len(ops), g.m.T
     lanes = warps = None
     if g.mask is not None:
@@ -337,8 +340,8 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
         if lanes.size > COMPACT_SHARE * T:
             lanes = None
         else:
-            warps = _whole_warps(lanes, T, keys_cache)
-    sg = StackedGroup(g, slots, K, lanes, warps, keys_cache)
+            warps = _whole_warps(lanes, T, memo)
+    sg = StackedGroup(g, slots, K, lanes, warps, memo)
     ops[0].run(sg)
     width = T if lanes is None else lanes.size
     for slot, value in sg.writes:
@@ -351,7 +354,7 @@ def run_group(g, prog, pcs: tuple, keys_cache: dict) -> None:
             per_op
             and g.mask is not None
             and value.shape[1] == width
-            and _write_rows(g, targets, value, lanes, warps, keys_cache)
+            and _write_rows(g, targets, value, lanes, warps, memo)
         ):
             continue
         for k, target in enumerate(targets):
@@ -423,7 +426,7 @@ _WRITTEN = ("rows written together",)  # the memo's key (never a tuple of PCs): 
 def remember(memo: dict, targets, rows, lanes, stacked) -> None:
     """Record that registers ``targets`` are now ``rows`` (views of one array), whose values on the threads ``lanes``
     (None: every thread of the wave) are ``stacked`` (len(targets), width), in ``memo`` (the machine's
-    ``_group_slots``)."""
+    ``stacked``)."""
     index = memo.setdefault(_WRITTEN, {})
     entry = (rows, lanes, stacked)
     for k, t in enumerate(targets):

@@ -201,15 +201,19 @@ def _read_map(m, addr: int, t: int):
     if addr % 64:
         raise m.error(f"tensor map at {addr:#x}: not 64-byte aligned (CUDA: a tensor map is 64-byte aligned)", t)
     raw = m.mem.load(None, np.array([addr], np.uint64), SIZE, np.array([t]))[0].tobytes()
-    cache = m.state.setdefault("tensormap.decoded", {})
-    tm = cache.get(raw)
+    tm = _DECODED.get(raw)
     if tm is None:
         try:
             tm = decode(raw)
         except ValueError as exc:
             raise m.error(f"tensor map at {addr:#x}: {exc}", t) from None
-        cache[raw] = tm
+        if len(_DECODED) >= 1024:
+            _DECODED.clear()
+        _DECODED[raw] = tm
     return tm
+
+
+_DECODED: dict = {}  # the 128 bytes of a map -> its TensorMap: decoded once per process, not per launch
 
 
 def _in_bytes(m, t: int, tm, coords: np.ndarray):

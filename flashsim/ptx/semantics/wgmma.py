@@ -445,7 +445,7 @@ def _write(m, slots, threads, words) -> None:
         rows = [base[k] for k in range(len(slots))]
         for s, row in zip(slots, rows):
             m.R[s] = row
-        vectorize.remember(m._group_slots, slots, rows, None, base)  # the lane-wise ops after read them at once
+        vectorize.remember(m.stacked, slots, rows, None, base)  # the lane-wise ops after read them at once
         return
     for k, s in enumerate(slots):
         if every:
