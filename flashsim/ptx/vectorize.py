@@ -350,13 +350,14 @@ def run_group(g, prog, pcs: tuple, memo: dict) -> None:
         if targets is None:
             raise RuntimeError(f"a stacked {ops[0].name} wrote register slot {slot}, not one of its own")
         per_op = value.ndim == 2 and value.shape[0] == K
-        if (
-            per_op
-            and g.mask is not None
-            and value.shape[1] == width
-            and _write_rows(g, targets, value, lanes, warps, memo)
-        ):
-            continue
+        if g.mask is not None and value.ndim <= 2 and (value.ndim < 2 or per_op):
+            # every op's row at once (a value the ops share, such as a register they all read, broadcast)
+            try:
+                rows = np.broadcast_to(value, (K, width))
+            except ValueError:
+                rows = None
+            if rows is not None and _write_rows(g, targets, rows, lanes, warps, memo):
+                continue
         for k, target in enumerate(targets):
             v = value[k] if per_op else value
             if v.ndim == 1 and v.shape[0] != width:
