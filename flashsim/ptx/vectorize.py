@@ -15,8 +15,17 @@ threads is dominated by its fixed cost; one call over (K, threads) for K such in
   modifiers and constants).
 - at run time a group runs the first op's ``run`` once on a ``StackedGroup``: its slot ``s`` reads the K ops'
   corresponding registers stacked into one (K, threads) array, and its writes go, row by row, to each op's own
-  destination. The arithmetic per element is the op's own: the bits do not change (tests/test_ptx_vectorize.py
-  runs kernels both ways).
+  destination. The arithmetic per element is the op's own: the bits do not change (tests/test_ptx_batching.py and
+  tests/test_ptx_fused_stacking.py run kernels both ways).
+- a run of consecutive groups that is a dependent chain (each op reads the result of its column's op in the group
+  before, and otherwise only registers the chain does not write), of a form whose ``run`` names the numerics of a
+  whole chain (``run.chain``: a row sum's add.rn.f32, a row max's max.f32), runs as one ``Chain``: one call of those
+  numerics (numerics.ieee32.add_chain / fmax_chain, each the bits of its steps), every link's result written
+  (tests/test_ptx_chains.py).
+- with few of the wave's threads running (a warp-specialised kernel's consumers while its producer waits), a group
+  computes on their columns alone, taken as whole warps; its K results become the rows of one array, which a later
+  group reading those registers (still those rows) takes as it is instead of stacking them again, as it does a
+  wgmma's accumulators (``remember``: the wave's ``Machine.stacked``).
 """
 
 from __future__ import annotations
@@ -65,8 +74,9 @@ def _key(op):
 
 
 class Schedule:
-    """Per block start PC: the order to run its ops in, a list of items, each a PC (run alone) or a tuple of PCs
-    (a congruent group run once, stacked); ``flush_first`` the items before which pending mma's are flushed."""
+    """Per block start PC: the order to run its ops in, a list of items, each a PC (run alone), a tuple of PCs (a
+    congruent group run once, stacked) or a Chain; ``flush_first`` the items before which pending mma's are
+    flushed; ``plans`` what running each group or chain needs, made on its first run."""
 
     def __init__(self):
         self.items: dict[int, list] = {}
