@@ -224,6 +224,46 @@ def test_fmax_rules_and_row_max():
     assert ieee32.fmax_reduce(np.zeros((2, 0), np.float32)).view(np.uint32).tolist() == [0xFF800000] * 2
 
 
+@pytest.mark.parametrize("n", [1, 3, 37])
+def test_fmax_ignores_a_signalling_nan_at_any_length(n):
+    """A signalling NaN operand is ignored like a quiet one, in arrays of any length (numpy's fmax turns it into a
+    NaN in its scalar loop, as C's fmaxf does, and not in its vector loop: the fast path must not depend on it)."""
+    x = np.full(n, 0xBFB61274, np.uint32).view(np.float32)
+    for nan in (0xFFA9E94D, 0x7F800001, 0xFFC00001):
+        y = np.full(n, nan, np.uint32).view(np.float32)
+        assert (ieee32.fmax(x, y).view(np.uint32) == 0xBFB61274).all()
+        assert (ieee32.fmax(y, x).view(np.uint32) == 0xBFB61274).all()
+
+
+def _steps(op, x):
+    y, out = x[0], []
+    for i in range(1, x.shape[0]):
+        y = op(y, x[i])
+        out.append(y)
+    return np.array(out).view(np.uint32)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(f32_bits(), min_size=3, max_size=3), min_size=2, max_size=14), st.booleans())
+def test_add_and_fmax_chains_are_their_steps(rows, ftz):
+    """add_chain / fmax_chain (a dependent chain of add.rn / max .f32 at once) give each step's bits: every input
+    class, partial sums that are subnormal (with .ftz: the step-by-step route), NaNs made canonical."""
+    x = np.array(rows, np.uint32).view(np.float32)
+    got = ieee32.add_chain(x, ftz).view(np.uint32)
+    assert np.array_equal(got, _steps(lambda a, b: ieee32.add(a, b, ftz), x))
+    flushed = np.array([ieee32.flush_subnormals(r) for r in x]) if ftz else x
+    assert np.array_equal(ieee32.fmax_chain(x, ftz).view(np.uint32), _steps(ieee32.fmax, flushed))
+
+
+def test_an_add_chain_through_a_subnormal_partial_sum():
+    """2^-125 - 1.25 * 2^-125 is subnormal: .ftz flushes it before the next add, without .ftz it is kept."""
+    x = np.array([[0x01000000], [0x81200000], [0x00C00000], [0x3F800000]], np.uint32).view(np.float32)
+    for ftz in (False, True):
+        want = _steps(lambda a, b, ftz=ftz: ieee32.add(a, b, ftz), x)
+        assert np.array_equal(ieee32.add_chain(x, ftz).view(np.uint32), want)
+    assert ieee32.add_chain(x, True).view(np.uint32)[0, 0] == 0x80000000
+
+
 def test_mul_f16_rounds_once_and_canonicalises_nan():
     h = np.array([0x3C01, 0x7C00, 0x0001, 0x7BFF, 0x7E01], np.uint16).view(np.float16)  # 1+2^-10, inf, tiny, max
     k = np.array([0x3C01, 0x0000, 0x3800, 0x4000, 0x3C00], np.uint16).view(np.float16)  # 1+2^-10, 0, 0.5, 2, 1

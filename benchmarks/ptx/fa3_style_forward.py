@@ -2,7 +2,7 @@
 flashinfer-python 0.7.4: TMA producer warpgroup, wgmma consumers, a 2-stage mbarrier pipeline, setmaxnreg) at B=1,
 H=1, N=1024, d=128, bf16, not causal, timed on the CPU against flashsim's numpy engine on the same problem.
 
-    python benchmarks/ptx/fa3_style_forward.py [--reps 3] [--json FILE]          (needs nvcc; tests/thirdparty)
+    python benchmarks/ptx/fa3_style_forward.py [--reps 3] [--json FILE] [--profile N]   (needs nvcc; tests/thirdparty)
 
 The kernel is tests/thirdparty/flashinfer_prefill.py's case flashinfer_sm90_prefill_d128_n1024_normal, built with
 FlashInfer's JIT flags (one nvcc run, cached in the user cache) and launched from the parameters FlashInfer's own host
@@ -12,15 +12,20 @@ in wall time and in this process's CPU time (the figure other jobs on a shared m
 The simulated O and LSE are checked against a float64 reference within bf16's bound, and bit for bit against the
 GPU's where tests/data/thirdparty holds the case's capture. The numpy engine runs flashsim.attention on the same bf16
 Q, K, V (its own kernel's program: 128-row tiles, f32 P V), so the ratio compares two simulations of one problem.
+``--profile N``: after the timed runs, cProfile of one more launch, the top N functions by own time and by
+cumulative time (where the simulator's time goes).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
 import pathlib
 import platform
+import pstats
 import statistics
 import sys
 import time
@@ -53,10 +58,24 @@ def clocked(fn):
     return time.perf_counter() - t0, time.process_time() - c0, out
 
 
+def profile(run, top: int) -> str:
+    """cProfile of one ``run()``: the top ``top`` functions by own time, then by cumulative time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    run()
+    prof.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile's top N of one more launch")
     args = ap.parse_args(argv)
     case = fi.CASES[CASE]
     t_build, (program, ptx) = timed(lambda: fi.build(case.build))
@@ -137,6 +156,9 @@ def main(argv=None) -> int:
     print(f"  within the float64 reference's bf16 bound: {within}; GPU: {gpu}")
     print(f"  top opcodes: {result['top_opcodes']}")
     print(f"  machine: {result['machine']}")
+    if args.profile:
+        result["profile"] = text = profile(run, args.profile)
+        print(f"cProfile of one launch, top {args.profile} by own time, then by cumulative time:\n{text}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     return 0 if within else 1

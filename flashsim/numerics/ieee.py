@@ -114,14 +114,21 @@ def is_subnormal(bits, f: Format) -> np.ndarray:
 
 def flush_subnormal(bits, f: Format) -> np.ndarray:
     """Subnormals replaced by the zero of their sign (PTX .ftz), other patterns unchanged; f's unsigned dtype.
-    Worked in f's own unsigned width (the cast keeps the low bits, as _bits's mask does): a pattern whose
-    exponent field is zero becomes its sign alone, which leaves a zero as it is."""
+    Worked in f's own unsigned width (the cast keeps the low bits, as _bits's mask does). The result may be
+    ``bits`` itself where nothing is flushed (the usual case: no select then), so it is not to be written in place.
+    A subnormal is a magnitude in [1, 2^frac_bits): magnitude - 1 below 2^frac_bits - 1 in unsigned arithmetic, where
+    the zero magnitude wraps to the largest value."""
     b = np.asarray(bits)
     if b.dtype != f.uint:
         b = b.astype(f.uint)
     if f.bits < 8 * b.itemsize:  # a format narrower than its container (tf32)
         b = b & f.uint((1 << f.bits) - 1)
-    return np.where((b & f.uint(f.exp_field_max << f.frac_bits)) == 0, b & f.uint(f.sign_mask), b)
+    if b.ndim == 0:  # numpy scalar arithmetic would warn on the wrap below
+        return np.where((b & f.uint(f.exp_field_max << f.frac_bits)) == 0, b & f.uint(f.sign_mask), b)
+    sub = ((b & f.uint(f.sign_mask - 1)) - f.uint(1)) < f.uint((1 << f.frac_bits) - 1)
+    if not sub.any():
+        return b
+    return np.where(sub, b & f.uint(f.sign_mask), b)
 
 
 def canonical_nan(f: Format, shape=()) -> np.ndarray:

@@ -70,6 +70,8 @@ __all__ = [
     "add_bf16",
     "fmax",
     "fmax_reduce",
+    "add_chain",
+    "fmax_chain",
     "fabs",
     "cvt_f32_to_f16",
     "cvt_f32_to_bf16",
@@ -121,12 +123,24 @@ def flush_subnormals(x):
     return bitcast(xp.where((b & 0x7F800000) == 0, b & _SIGN, b), np.float32)
 
 
+def _flush(x):
+    """``flush_subnormals`` for the operations here: numpy arrays with no subnormal come back as they are (the
+    usual case: one test, no select; they are not written in place)."""
+    if type(x) is np.ndarray and x.dtype == np.float32 and x.ndim:
+        b = x.view(np.uint32)
+        sub = ((b & np.uint32(0x7FFFFFFF)) - np.uint32(1)) < np.uint32(0x7FFFFF)  # |x| in [1, 2^23) ulps: 0 wraps
+        if not sub.any():
+            return x
+        return np.where(sub, b & np.uint32(_SIGN), b).view(np.float32)
+    return flush_subnormals(x)
+
+
 def _run(fast, generic_fn, args, ftz: bool, generic: bool, target: Target):
     """Apply the operation to float32 ``args`` with the .ftz rule around it; numpy takes ``fast`` unless
     ``generic``; a target with inline PTX runs the instruction itself (``_PTX_OPS``)."""
     xp = namespace(*args)
     if ftz:
-        args = [flush_subnormals(a) for a in args]
+        args = [_flush(a) for a in args]
     if is_numpy(xp) and not generic:
         _check_fp_environment()
         with np.errstate(all="ignore"):
@@ -143,7 +157,7 @@ def _run(fast, generic_fn, args, ftz: bool, generic: bool, target: Target):
             r = generic_fn(*args, target=target)
     if not ftz:
         return r
-    r = flush_subnormals(r)
+    r = _flush(r)
     scale = _TINY_SCALE.get(generic_fn)
     if scale is None:  # add / sub: a tiny sum is exact, so its flush after rounding is the flush before
         return r
@@ -364,10 +378,74 @@ def fmax(x, y):
     order, which the emulator needs (the kernel's max runs in lane and shuffle order); the GPU's choice between
     equal zeros has not been measured (the kernel's scores have never been -0: README)."""
     x, y = _f32("x", x), _f32("y", y)
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.shape == y.shape and x.ndim:
+        r = _fmax_np(x, y)
+        if r is not None:
+            return r
     xp = namespace(x, y)
     r = _from_key(xp, xp.maximum(_key(xp, x), _key(xp, y)))
     both = xp.isnan(x) & xp.isnan(y)
     return bitcast(xp.where(both, CANONICAL_NAN_F32, bitcast(r, np.uint32)), np.float32)
+
+
+def _fmax_np(x: np.ndarray, y: np.ndarray):
+    """``fmax`` on numpy arrays of one shape without NaNs, in a few passes instead of the key arithmetic; None where
+    an operand holds a NaN (the key routine then: np.fmax's own NaN rule is not one rule, its scalar loop follows C's
+    fmaxf, which turns a signalling NaN into a NaN result, its vector loop does not). Without NaNs np.maximum is
+    the larger operand (no rounding; subnormals compared as they are in the environment ``_check_fp_environment``
+    requires) and what it leaves open, the order of +0 and -0, is fixed where it arises: +0 (the AND of the two
+    patterns). tests/test_numerics_engines.py holds it bit for bit to the oracle."""
+    if np.isnan(x).any() or np.isnan(y).any():
+        return None
+    _check_fp_environment()
+    r = np.maximum(x, y).view(np.uint32)
+    xb, yb = x.view(np.uint32), y.view(np.uint32)
+    zeros = (xb | yb) == np.uint32(_SIGN)  # one +0 and one -0 (two -0 or two +0 give the same pattern anyway)
+    if zeros.any():
+        r = np.where(zeros, xb & yb, r)
+    return r.view(np.float32)
+
+
+def add_chain(x: np.ndarray, ftz: bool = False) -> np.ndarray:
+    """The results of the dependent chain of add.rn{.ftz}.f32 ``y1 = x[0] + x[1]``, ``y2 = y1 + x[2]``, ... on a
+    float32 numpy array x (n, ...): (n - 1, ...), each exactly ``add(y, x[i], ftz)`` of the previous one. The chain
+    is one ``np.add.accumulate`` along axis 0: it adds in order, each step a float32 addition rounded to nearest
+    even (the fast path of ``add``), so it is the chain; NaNs are made canonical at the end (a NaN stays NaN down a
+    chain of adds whatever its payload); with .ftz the inputs are flushed first, and where a partial sum is
+    subnormal (its flush would change the next step) the chain runs step by step instead. tests/test_ieee32.py holds
+    it to the steps."""
+    if ftz:
+        x = _flush(x)
+    _check_fp_environment()
+    with np.errstate(all="ignore"):
+        r = np.add.accumulate(x, axis=0, dtype=np.float32)[1:]
+    b = r.view(np.uint32)
+    if ftz and (((b & np.uint32(0x7FFFFFFF)) - np.uint32(1)) < np.uint32(0x7FFFFF)).any():
+        r = np.empty_like(r)
+        y = x[0]
+        for i in range(1, x.shape[0]):
+            y = r[i - 1] = add(y, x[i], True)
+        return r
+    nan = (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    if nan.any():
+        r = np.where(nan, CANONICAL_NAN_F32, b).view(np.float32)
+    return r
+
+
+def fmax_chain(x: np.ndarray, ftz: bool = False) -> np.ndarray:
+    """The results of the dependent chain of max{.ftz}.f32 (``fmax`` of the flushed operands) ``y1 = fmax(x[0],
+    x[1])``, ``y2 = fmax(y1, x[2])``, ... on a float32 numpy array x (n, ...): (n - 1, ...). fmax is a selection in
+    a total order (NaN below -inf; -0 below +0) with two NaNs giving the canonical NaN, so each y_i is the largest of
+    x[0..i] by ``_key`` (a running maximum of the keys), or the canonical NaN where x[0..i] are all NaN; a selection
+    of flushed operands needs no flush of its own."""
+    if ftz:
+        x = _flush(x)
+    k = np.maximum.accumulate(_key(np, x), axis=0)[1:]
+    r = _from_key(np, k).view(np.uint32)
+    none = np.logical_and.accumulate(np.isnan(x), axis=0)[1:]
+    if none.any():
+        r = np.where(none, CANONICAL_NAN_F32, r)
+    return r.view(np.float32)
 
 
 def fmax_reduce(x, axis: int = -1):

@@ -361,14 +361,16 @@ def f32_to_f64(x, *, generic: bool = False, target: Target = PLAIN):
 # tests/test_numerics_engines.py checks each bit for bit against the generic routine.
 
 CANONICAL_NAN_F64 = 0x7FFFFFFFFFFFFFFF
-_TINY = np.array([1.0e-45], np.float32)  # the smallest subnormal: DAZ would read it as 0
+# numpy scalars (a scalar product costs a tenth of an array one; it runs on the same SSE unit under the same MXCSR)
+_TINY = np.float32(1.0e-45)  # the smallest subnormal: DAZ would read it as 0
+_ONE, _MIN_NORMAL, _HALF = np.float32(1.0), np.float32(2.0**-126), np.float32(0.5)
 
 
 def check_fp_environment() -> None:
     """RuntimeError if the CPU flushes float32 subnormals (FTZ/DAZ, e.g. torch.set_flush_denormal(True)): the
     numpy fast paths rely on IEEE gradual underflow."""
     with np.errstate(all="ignore"):
-        if (_TINY * np.float32(1.0))[0] == 0 or (np.float32(2.0**-126) * np.array([0.5], np.float32))[0] == 0:
+        if _TINY * _ONE == 0 or _MIN_NORMAL * _HALF == 0:
             raise RuntimeError(
                 "the CPU flushes float32 subnormals (FTZ/DAZ is on, e.g. torch.set_flush_denormal"
                 "(True)): IEEE binary32 emulation needs it off"

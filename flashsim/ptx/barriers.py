@@ -85,12 +85,11 @@ class Barriers:
         m = self.m
         hit = np.zeros(m.T, bool)
         hit[lanes] = True
-        for w in np.unique(m.warp_of[lanes]):
-            threads = np.flatnonzero(m.warp_of == w)
-            live = threads[~m.exited[threads]]
-            if not hit[live].all():
-                raise m.error("bar.arrive by part of a warp (its other lanes diverged): not simulated", int(lanes[0]))
-            self.arrived[b, i] += 1
+        warps = np.zeros(m.n_warps, bool)
+        warps[m.warp_of[lanes]] = True
+        if (warps[m.warp_of] & ~m.exited & ~hit).any():  # a live thread of one of these warps is not here
+            raise m.error("bar.arrive by part of a warp (its other lanes diverged): not simulated", int(lanes[0]))
+        self.arrived[b, i] += int(warps.sum())
 
     def _check(self, b: int, i: int) -> None:
         """Complete barrier (b, i) if enough warps have arrived: release its threads (and give bar.red's result)."""
@@ -103,9 +102,14 @@ class Barriers:
         exited = m.exited[sl]
         wpb, bt = m.warps_per_block, m.block_threads
         pad = wpb * 32 - bt
-        w_wait = np.pad(waiting | exited, (0, pad), constant_values=True).reshape(wpb, 32)
-        w_any = np.pad(waiting, (0, pad)).reshape(wpb, 32).any(axis=1)
-        w_gone = np.pad(exited, (0, pad), constant_values=True).reshape(wpb, 32).all(axis=1)
+        if pad:  # a partial last warp: its missing lanes count as exited
+            w_wait = np.pad(waiting | exited, (0, pad), constant_values=True).reshape(wpb, 32)
+            w_any = np.pad(waiting, (0, pad)).reshape(wpb, 32).any(axis=1)
+            w_gone = np.pad(exited, (0, pad), constant_values=True).reshape(wpb, 32).all(axis=1)
+        else:
+            w_wait = (waiting | exited).reshape(wpb, 32)
+            w_any = waiting.reshape(wpb, 32).any(axis=1)
+            w_gone = exited.reshape(wpb, 32).all(axis=1)
         arrived = int((w_wait.all(axis=1) & w_any).sum()) + int(self.arrived[b, i])
         if need == 0:
             done = arrived + int(w_gone.sum()) >= wpb

@@ -81,8 +81,14 @@ class Group:
                 value = value.astype(dt)
         if self.mask is None:
             self.R[i] = value if value.ndim else np.full(self.m.T, value, dt)
+            return
+        old = self.R[i]
+        if type(old) is np.ndarray and old.shape == self.mask.shape:  # a copy merged under the mask (cheaper)
+            new = old.copy()
+            np.copyto(new, value, where=self.mask)
+            self.R[i] = new
         else:
-            self.R[i] = np.where(self.mask, value, self.R[i])
+            self.R[i] = np.where(self.mask, value, old)
 
     def write_lanes(self, i: int | None, values) -> None:
         """Register ``i`` := ``values`` (one per running lane, in ``lanes()`` order)."""
@@ -216,7 +222,7 @@ class Machine:
         # mma's batched per block (flashsim.ptx.batching); not under a trace, which reads registers at each PC
         self.batch_plan = prog.batch_plan if trace is None else None
         self.schedule = prog.schedule if trace is None else None  # lane-wise ops stacked (flashsim.ptx.vectorize)
-        self._group_slots: dict = {}
+        self.stacked: dict = {}  # flashsim.ptx.vectorize's record of this wave's registers (rows written together)
         self.state: dict = {}  # per-feature state of semantics modules (mbarriers, cp.async groups, ...)
         # waits other than the 16 named barriers (barrier.cluster.wait, setmaxnreg.inc): threads wait with
         # WAIT_BARRIER and a barrier id of 16 or more, and the state that releases them is waiters[id]: an object
@@ -328,7 +334,7 @@ class Machine:
                         return
                     continue
             if type(item) is not int:  # congruent lane-wise ops, run once stacked (flashsim.ptx.vectorize)
-                vectorize.run_group(g, prog, item, self._group_slots)
+                vectorize.run_group(g, prog, item, self.stacked)
                 continue
             traced = trace is not None and pc in trace.pcs
             if traced and trace.before:

@@ -173,7 +173,9 @@ def wgmma_unchecked(a, b, c, arch: str | Arch = "sm_90", scale_d=True, scale_a=1
     xp = X.namespace(a, b, c)
     X.require_x64(xp)
     lead = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), tuple(c.shape[:-2]))
-    c = _apply_scale_d(xp, xp.broadcast_to(c, lead + tuple(c.shape[-2:])), scale_d)
+    if tuple(c.shape[:-2]) != lead:  # (a broadcast view is read-only: the compiled kernel would copy it)
+        c = xp.broadcast_to(c, lead + tuple(c.shape[-2:]))
+    c = _apply_scale_d(xp, c, scale_d)
     a_dt = np.dtype(a.dtype)
     if a_dt in _INT8:
         return _integer(xp, a, b, c, satfinite)

@@ -52,6 +52,8 @@ sees them as writes and reads; global accesses go through the memory's bounds ch
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...arch import get_arch
@@ -59,6 +61,7 @@ from ...layout.swizzle import swizzle
 from ...numerics import ieee
 from ...numerics.formats import BF16, F16
 from .. import isa
+from ..errors import SimulationError
 from ..ir import AddrTuple, Imm, Reg, Sym, Vec
 from ..program import SPACE_BASE, Decoded
 from ..tensormap import FIELDS, FLOATING, GAP_FILL, OOB_NAN, PACKED_4BIT, PADDED_GROUPS, SIZE, decode, replace_field
@@ -198,15 +201,19 @@ def _read_map(m, addr: int, t: int):
     if addr % 64:
         raise m.error(f"tensor map at {addr:#x}: not 64-byte aligned (CUDA: a tensor map is 64-byte aligned)", t)
     raw = m.mem.load(None, np.array([addr], np.uint64), SIZE, np.array([t]))[0].tobytes()
-    cache = m.state.setdefault("tensormap.decoded", {})
-    tm = cache.get(raw)
+    tm = _DECODED.get(raw)
     if tm is None:
         try:
             tm = decode(raw)
         except ValueError as exc:
             raise m.error(f"tensor map at {addr:#x}: {exc}", t) from None
-        cache[raw] = tm
+        if len(_DECODED) >= 1024:
+            _DECODED.clear()
+        _DECODED[raw] = tm
     return tm
+
+
+_DECODED: dict = {}  # the 128 bytes of a map -> its TensorMap: decoded once per process, not per launch
 
 
 def _in_bytes(m, t: int, tm, coords: np.ndarray):
@@ -299,10 +306,22 @@ def _check_shared(m, t: int, offset: int, nbytes: int, align: int, what: str, mo
 
 def _chunks(offset: int, nbytes: int, mode: str, layout=None) -> np.ndarray:
     """Physical shared addresses of the 16-byte chunks of [offset, offset + nbytes), or of those at ``layout``'s
-    logical offsets from ``offset``, under swizzle ``mode``."""
-    rel = 16 * np.arange(nbytes // 16, dtype=np.int64) if layout is None else np.asarray(layout, np.int64)
-    logical = np.int64(offset) + rel
-    return np.asarray(swizzle(logical, mode)).astype(np.uint64)
+    logical offsets from ``offset``, under swizzle ``mode`` (read-only: one array per distinct copy, cached, since a
+    pipeline's copies go to a few stage buffers over and over)."""
+    key = (offset, nbytes, mode, None if layout is None else np.asarray(layout, np.int64).tobytes())
+    got = _CHUNKS.get(key)
+    if got is None:
+        rel = 16 * np.arange(nbytes // 16, dtype=np.int64) if layout is None else np.asarray(layout, np.int64)
+        got = np.asarray(swizzle(np.int64(offset) + rel, mode)).astype(np.uint64)
+        got.flags.writeable = False
+        if len(_CHUNKS) >= _CHUNKS_MAX:
+            _CHUNKS.clear()
+        _CHUNKS[key] = got
+    return got
+
+
+_CHUNKS: dict = {}
+_CHUNKS_MAX = 4096
 
 
 def _async_shared(m, block: int, phys, data, t: int, write: bool, pc):
@@ -575,6 +594,8 @@ def _tensor_load(d: Decoded, rank: int, hint: bool, multicast: bool):
         maps, dsts, mbars = map_addr(g), dst(g), mbar(g)
         masks = None if masks_of is None else masks_of(g)
         coords = np.stack([g.lane_values(s).astype(np.uint32).view(np.int32) for s in coord_slots])
+        if _tensor_load_boxes(m, lanes, maps, dsts, mbars, masks, coords, rank):
+            return
         for k, t in enumerate(lanes.tolist()):
             tm = _read_map(m, int(maps[k]), t)
             if tm.rank != rank:
@@ -618,6 +639,97 @@ def _tensor_load(d: Decoded, rank: int, hint: bool, multicast: bool):
                 )
 
     return d.op(run)
+
+
+_LOAD_WHAT = "cp.async.bulk.tensor destination"
+
+
+def _targets_of(m, lanes, dsts, mbars, masks) -> list:
+    """``_targets`` of each lane (a list per lane), the shared::cluster addresses of all lanes resolved at once where
+    there is no multicast."""
+    rows = getattr(m.mem, "cluster_rows", None)
+    if masks is not None or rows is None:
+        return [_targets(m, t, int(dsts[k]), int(mbars[k]), masks, k) for k, t in enumerate(lanes.tolist())]
+    blocks, offsets = rows(np.asarray(dsts, np.uint64), 1, lanes)
+    _, mb_offsets = rows(np.asarray(mbars, np.uint64), 1, lanes)
+    return [[(b, o, mo)] for b, o, mo in zip(blocks.tolist(), offsets.tolist(), mb_offsets.tolist())]
+
+
+def _tensor_load_boxes(m, lanes, maps, dsts, mbars, masks, coords, rank: int) -> bool:
+    """The tensor loads of ``lanes`` at once, where that gives what the per-lane path of ``_tensor_load`` gives: every
+    lane copies one map's box, of a type copied byte for byte or rounded to tf32, with no sanitizer watching the
+    element accesses. A box whole inside the tensor is gathered in 16-byte chunks: the inner box is a multiple of 16
+    bytes (the map's rule) starting on a 16-byte boundary (``_check_inner_coordinate``), so each of its rows is whole
+    chunks of global memory; a box reaching out of the tensor, element by element, the fill around. Nothing is done
+    (False: the per-lane path runs and names the first lane's error, if any) unless every lane's map, coordinates,
+    shared addresses and global reads check; the destinations then go to ``_deliver`` lane by lane, as the per-lane
+    path does."""
+    if m.mem.hook is not None or m.sanitizer is not None or not (maps == maps[0]).all():
+        return False
+    try:
+        tm = _read_map(m, int(maps[0]), int(lanes[0]))
+    except SimulationError:
+        return False
+    if tm.rank != rank or tm.interleave or tm.elemtype in PACKED_4BIT or tm.elemtype in PADDED_GROUPS:
+        return False
+    box = _box_geometry(tm)
+    c = coords.astype(np.int64)  # (rank, lanes)
+    esize = tm.element_size
+    if ((c[0] * esize) % 16).any():
+        return False
+    origin = np.int64(tm.global_address) + (c * box.strides[:, None]).sum(axis=0)
+    whole = ((c >= 0) & (c + box.last[:, None] < box.dims[:, None])).all()
+    try:
+        targets = _targets_of(m, lanes, dsts, mbars, masks)
+        if whole:
+            addr = (origin[:, None] + box.chunks[None, :]).astype(np.uint64).reshape(-1)
+            images = _on_load(tm, m.mem.load(".global", addr, 16, np.repeat(lanes, box.chunks.size)))
+        else:
+            coord = c[:, :, None] + box.grid[:, None, :]  # (rank, lanes, elements)
+            inside = ((coord >= 0) & (coord < box.dims[:, None, None])).all(axis=0)
+            images = np.frombuffer(_fill(tm) * inside.size, np.uint8).reshape(inside.shape + (esize,)).copy()
+            if inside.any():
+                addr = (origin[:, None] + box.elements[None, :])[inside].astype(np.uint64)
+                threads = np.broadcast_to(lanes[:, None], inside.shape)[inside]
+                images[inside] = _on_load(tm, m.mem.load(".global", addr, esize, threads))
+    except SimulationError:
+        return False
+    images = images.reshape(lanes.size, -1)
+    tx = box.count * tm.global_element_size
+    for k, t in enumerate(lanes.tolist()):
+        for block, offset, mb_offset in targets[k]:
+            _deliver(m, t, block, offset, images[k], tm.swizzle_mode, mb_offset, 128, _LOAD_WHAT, None, box.shared, tx)
+    return True
+
+
+class _BoxGeometry:
+    """What a batched tensor load of one map needs (``_box_geometry``): each dim's extent, the coordinate offset of
+    the box's last element along it, the byte stride of a coordinate step; the box's elements (dim 0 fastest) as
+    coordinate offsets (rank, count) and byte offsets from its first element, its 16-byte chunks in global memory
+    (byte offsets, rows in the same order) and in shared memory (``TensorMap.shared_chunks``), its element count."""
+
+    __slots__ = ("dims", "last", "strides", "grid", "elements", "chunks", "shared", "count")
+
+
+@functools.lru_cache(maxsize=256)
+def _box_geometry(tm) -> _BoxGeometry:
+    out = _BoxGeometry()
+    n = tm.box_elements
+    es = np.array(tm.element_strides, np.int64)
+    es[0] = 1
+    out.dims = np.array(tm.global_dim, np.int64)
+    out.last = (np.array(n, np.int64) - 1) * es
+    out.strides = np.array((tm.global_element_size,) + tuple(tm.global_strides), np.int64)
+    out.grid = np.indices(tuple(reversed(n)), dtype=np.int64).reshape(len(n), -1)[::-1] * es[:, None]
+    out.elements = (out.grid * out.strides[:, None]).sum(axis=0)
+    per_row = n[0] * tm.element_size // 16
+    rows = out.elements[:: n[0]]  # each row's first element
+    out.chunks = (rows[:, None] + 16 * np.arange(per_row, dtype=np.int64)[None, :]).reshape(-1)
+    out.shared = tm.shared_chunks
+    out.count = int(np.prod(n))
+    for a in (out.dims, out.last, out.strides, out.grid, out.elements, out.chunks, out.shared):
+        a.flags.writeable = False
+    return out
 
 
 def _tensor_store(d: Decoded, rank: int, hint: bool, redop):

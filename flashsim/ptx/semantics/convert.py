@@ -31,12 +31,15 @@ canonical f16 NaN 0x7FFF for a NaN byte (convert/cvt_rn_f16x2_e4m3x2, cvt_rn_f16
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...numerics import formats, ieee, ieee32, microscaling
 from ...numerics.formats import BF16, E2M1, E2M3, E3M2, E4M3, E5M2, F16, F32, F64, TF32
 from .. import isa
 from ..program import Decoded
+from ..vectorize import ELEMENTWISE
 from .common import bits_of, kind_of, udtype, widen
 from .floating import result_modifiers
 
@@ -212,13 +215,14 @@ def _pack_half2(d: Decoded, dt: str, rnd, relu: bool, satfinite: bool, ftz_sat: 
     dst, a, b = d.dst(0), d.src(1, np.uint32), d.src(2, np.uint32)
     one = _single(f, FLOAT_ROUND[rnd], relu, satfinite)
 
-    def run(g):
+    def run(g):  # lane-wise: an unrolled loop's conversions of one form stack (flashsim.ptx.vectorize)
         hi, lo = (one(np.asarray(g.R[s]).astype(np.uint32)) for s in (a, b))
         g.write(dst, (hi.astype(np.uint32) << np.uint32(16)) | lo.astype(np.uint32))
 
-    return d.op(run)
+    return d.op(run, info=ELEMENTWISE)
 
 
+@functools.cache  # one function per form: the closures of ops of one form hold the same one (they stack)
 def _single(f, mode: str, relu: bool, satfinite: bool):
     """f32 bits -> ``f`` bits in ``mode`` with .relu / .satfinite (the kernel's cvt.rn for the plain case)."""
 

@@ -138,7 +138,7 @@ def _compute(fn, f, mode: str, ftz: bool, sat: bool, relu: bool, *ys):
         return result_modifiers(r, f, False, sat, relu) if (sat or relu) else r
     if ftz:
         ys = [ieee.flush_subnormal(y, f) for y in ys]
-    return result_modifiers(fn(*ys, f, mode, ftz=ftz), f, ftz, sat, relu)
+    return result_modifiers(fn(*ys, f, mode, ftz=ftz), f, ftz and not getattr(fn, "selects", False), sat, relu)
 
 
 def _apply(fn, t: str, f, mode: str, ftz: bool, sat: bool, relu: bool, *xs):
@@ -172,7 +172,26 @@ def _elementwise_run(dst: int, srcs, t: str, fn, f, mode: str, ftz: bool, sat: b
         def run(g):
             g.write(dst, _apply(fn, t, f, mode, ftz, sat, relu, _read(g, a, t), _read(g, b, t), _read(g, c, t)))
 
+    if len(srcs) == 2 and t == ".f32" and mode == "rne" and not (sat or relu):
+        scan = _chain_fn(_CHAINS.get(fn) or getattr(fn, "chain", None), ftz)
+        if scan is not None:  # a chain of such ops (a row sum, a row max) runs at once (flashsim.ptx.vectorize)
+            run.chain = (dst, tuple(srcs), scan)
     return run
+
+
+@functools.cache
+def _chain_fn(kind, ftz: bool):
+    """The numerics of a dependent chain of one f32 form (``kind``: "add", "fmax"; None: none), as
+    flashsim.ptx.vectorize runs it: x (n, ...) float32, the chain's first two operands then the next one of each
+    step -> the n - 1 results (numerics.ieee32.add_chain / fmax_chain, each held to its steps)."""
+    if kind == "add":
+        return functools.partial(ieee32.add_chain, ftz=ftz)
+    if kind == "fmax":
+        return functools.partial(ieee32.fmax_chain, ftz=ftz)
+    return None
+
+
+_CHAINS = {ieee.add: "add"}  # binary32 add to nearest: ieee.add's rule is ieee32.add's, whose chain add_chain is
 
 
 def _arith(d: Decoded, t: str, fn, mode: str, srcs, ftz: bool, sat=False, relu=False):
@@ -444,12 +463,19 @@ def abs_neg(d: Decoded):
     t = _float_type(d)
     mods.done()
     _check_mods(t, None, ftz, False, directed=False)
-    fn = _abs if d.ins.opcode == "abs" else _neg
+    return _arith(d, t, _abs_neg_fn(d.ins.opcode), "rne", (_operand(d, 1, t),), ftz)
+
+
+@functools.cache
+def _abs_neg_fn(opcode: str):
+    """The numerics of abs / neg (the module docstring): one function per opcode, so that such ops of a block stack
+    (flashsim.ptx.vectorize groups ops whose closures hold the same values)."""
+    fn = _abs if opcode == "abs" else _neg
 
     def exact(x, f, mode, ftz=False):  # an FADD / DADD of -0: the exact value; NaN: the adder's (DADD: x quieted)
         return np.where(ieee.unpack(x, f).nan, ieee.nan_result(f, x), fn(x, f, mode))
 
-    return _arith(d, t, exact, "rne", (_operand(d, 1, t),), ftz)
+    return exact
 
 
 @isa.implements("min", "max", family=F)
@@ -470,12 +496,23 @@ def min_max(d: Decoded):
     _check_mods(t, None, ftz, False, directed=False)
     if t == ".f64" and (nan or xorsign):
         raise isa.Unsupported(f".NaN / .xorsign.abs on {t}")
-    largest = d.ins.opcode == "max"
+    fn = _min_max_fn(d.ins.opcode == "max", nan, xorsign)
+    return _arith(d, t, fn, "rne", (_operand(d, 1, t), _operand(d, 2, t)), ftz)
 
-    def fn(x, y, f, mode, ftz=False):  # the inputs are flushed already; the result is one of them
+
+@functools.cache
+def _min_max_fn(largest: bool, nan: bool, xorsign: bool):
+    """The numerics of one form of min / max: one function per form, so that such ops of a block stack. The inputs
+    come flushed (.ftz) and the result is one of them, the canonical NaN, or with .xorsign.abs |one| with a sign
+    (a flushed input's magnitude: nothing to flush), so the result is not flushed again (``selects``)."""
+
+    def fn(x, y, f, mode, ftz=False):
         return ieee.minmax(x, y, f, largest=largest, propagate_nan=nan, xorsign_abs=xorsign)
 
-    return _arith(d, t, fn, "rne", (_operand(d, 1, t), _operand(d, 2, t)), ftz)
+    fn.selects = True
+    if largest and not nan and not xorsign:  # max.f32 is numerics.ieee32.fmax (ieee.minmax's f32 route)
+        fn.chain = "fmax"
+    return fn
 
 
 @isa.implements("copysign", family=F)

@@ -33,13 +33,14 @@ bf16 from a descriptor (the ISA allows it nowhere else).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
 from ...layout import wgmma as WL
-from .. import isa
+from .. import isa, vectorize
 from ..errors import RaceError
 from ..ir import Imm, Reg, Vec
 from ..machine import WAIT_NONE, WAIT_SYNC
@@ -63,11 +64,16 @@ _INT_N = (8, 16, 24, 32) + tuple(range(48, 257, 16))
 SHAPES = {f".m64n{n}k{k}": (n, k) for k in (8, 16, 32) for n in _FLOAT_N}
 
 
+_MODEL = []
+
+
 def _model():
     """flashsim.numerics.tensorcore's wgmma_unchecked, looked up when a wgmma first runs."""
-    from ...numerics.tensorcore import wgmma_unchecked
+    if not _MODEL:
+        from ...numerics.tensorcore import wgmma_unchecked
 
-    return wgmma_unchecked
+        _MODEL.append(wgmma_unchecked)
+    return _MODEL[0]
 
 
 # -- the async unit's state ---------------------------------------------------------------------------------------
@@ -83,22 +89,35 @@ class Operands:
 
 class _Record:
     """One wgmma.mma_async in flight for the warpgroups ``wgs`` (G,): their threads (G, 128), the register slots of
-    D and A, the result words (G, 128, len(d)) that reach D at the wait, the group each belongs to (the count of
-    committed groups of its warpgroup at issue), the issuing PC and, under racecheck, the shared-memory reads
-    [(addresses (G, ...), element bytes)] (checked again at the wait: the unit may read until then)."""
+    D and A, the result tiles (G, 64, N) of the accumulator's dtype and their D fragment map (the registers' words
+    (G, 128, len(d)) that reach D at the wait, ``words``, are gathered from them once, when first asked: a chain's
+    next link takes the tiles as they are), the group each belongs to (the count of committed groups of its
+    warpgroup at issue), the issuing PC and, under racecheck, the shared-memory reads [(addresses (G, ...), element
+    bytes)] (checked again at the wait: the unit may read until then)."""
 
-    __slots__ = ("wgs", "threads", "d", "a", "words", "group", "pc", "reads")
+    __slots__ = ("wgs", "threads", "d", "a", "tiles", "fmap", "_words", "group", "pc", "reads")
 
-    def __init__(self, wgs, threads, d, a, words, group, pc, reads=()):
-        self.wgs, self.threads, self.d, self.a, self.words, self.group, self.pc = wgs, threads, d, a, words, group, pc
+    def __init__(self, wgs, threads, d, a, tiles, fmap, group, pc, reads=()):
+        self.wgs, self.threads, self.d, self.a, self.group, self.pc = wgs, threads, d, a, group, pc
+        self.tiles, self.fmap, self._words = tiles, fmap, None
         self.reads = reads
+
+    @property
+    def words(self) -> np.ndarray:
+        if self._words is None:
+            self._words = WL.warpgroup_gather(self.tiles, self.fmap)
+        return self._words
 
     def rows(self, keep) -> _Record:
         """This record for the warpgroups at indices ``keep``."""
         reads = tuple((addr[keep], eb) for addr, eb in self.reads)
-        return _Record(
-            self.wgs[keep], self.threads[keep], self.d, self.a, self.words[keep], self.group[keep], self.pc, reads
+        out = _Record(
+            self.wgs[keep], self.threads[keep], self.d, self.a, self.tiles[keep], self.fmap, self.group[keep], self.pc
         )
+        out.reads = reads
+        if self._words is not None:
+            out._words = self._words[keep]
+        return out
 
 
 class WgmmaUnit:
@@ -113,6 +132,8 @@ class WgmmaUnit:
         self.wg_of = m.block_of * per_block + local_warp // 4
         self.n_wg = m.n_blocks * per_block
         self.committed = np.zeros(self.n_wg, np.int64)
+        self.first = np.searchsorted(self.wg_of, np.arange(self.n_wg))  # each warpgroup's first thread
+        self._lanes128 = np.arange(WL.WARPGROUP_THREADS)[None, :]
         self.records: list[_Record] = []
         self.busy: set[int] = set()  # register slots of D and A of every record in flight
         self.exempt = {pc for pc, op in enumerate(m.prog.ops) if op.name.startswith("wgmma.")}
@@ -137,7 +158,10 @@ class WgmmaUnit:
         m, pc = self.m, g.pc
         lanes = g.lanes()
         wg = self.wg_of
-        mine = np.unique(wg[lanes])
+        count = np.bincount(wg[lanes], minlength=self.n_wg)
+        mine = np.flatnonzero(count)
+        if (count[mine] == WL.WARPGROUP_THREADS).all():  # whole warpgroups here (so none exited or waits here)
+            return self.first[mine][:, None] + self._lanes128, mine
         in_mine = np.isin(wg, mine)
         gone = in_mine & m.exited
         if gone.any():
@@ -207,19 +231,23 @@ class WgmmaUnit:
             if done.all():
                 break
 
-    def chained_words(self, wgs, slots):
-        """The accumulator words (G, 128, len(slots)) of the newest wgmma in flight on ``wgs`` that writes ``slots``,
-        when that one wgmma writes exactly ``slots`` on every one of ``wgs`` (a chain's next link: what the registers
-        will hold at the wait); None otherwise (the registers and pending_words say it)."""
+    def chained_tiles(self, wgs, slots):
+        """The accumulator tiles (G, 64, N) of the newest wgmma in flight on ``wgs`` that writes ``slots``, when that
+        one wgmma writes exactly ``slots`` on every one of ``wgs`` (a chain's next link: what the registers will hold
+        at the wait); None otherwise (the registers and pending_words say it)."""
         slots, wanted = tuple(slots), set(slots)
         for rec in reversed(self.records):
+            if wanted.isdisjoint(rec.d):
+                continue
             rows_new, rows_rec = _match(wgs, rec.wgs)
-            if not rows_new.size or wanted.isdisjoint(rec.d):
+            if not rows_new.size:
                 continue
             if rec.d != slots or rows_new.size != len(wgs):
                 return None
-            out = np.empty((len(wgs),) + rec.words.shape[1:], rec.words.dtype)
-            out[rows_new] = rec.words[rows_rec]
+            if rows_rec.size == rec.wgs.size and (rows_new == rows_rec).all():  # the same warpgroups, in order
+                return rec.tiles
+            out = np.empty((len(wgs),) + rec.tiles.shape[1:], rec.tiles.dtype)
+            out[rows_new] = rec.tiles[rows_rec]
             return out
         return None
 
@@ -237,7 +265,9 @@ class WgmmaUnit:
                 rows = rows[rec.group[rows] < limit[rec.wgs[rows]]]
             if rows.size:
                 finished.append((rec, rows))
-            if rows.size < rec.wgs.size:
+            if not rows.size:
+                left.append(rec)  # untouched: kept as it is
+            elif rows.size < rec.wgs.size:
                 left.append(rec.rows(np.setdiff1d(np.arange(rec.wgs.size), rows)))
         # in issue order, as the unit retires them, but leaving out a warpgroup's words that a newer record finishing
         # now overwrites in full (a chain of wgmmas on one accumulator writes its registers once, not once per link)
@@ -366,10 +396,24 @@ def _line(m, pc: int) -> str:
     return f"PTX line {m.prog.ops[pc].line}" + (f" ({src})" if src else "")
 
 
+def _aligned(m, threads):
+    """The indices of the rows of 128 threads that ``threads`` (G, 128, whole warpgroups: ``converge``) are, where the
+    wave is whole aligned warpgroups (a register's values reshaped (-1, 128) then hold a warpgroup per row); else
+    None."""
+    first = threads[:, 0]
+    if m.T % WL.WARPGROUP_THREADS or (first % WL.WARPGROUP_THREADS).any():
+        return None
+    return first // WL.WARPGROUP_THREADS
+
+
 def _gather(m, slots, threads) -> np.ndarray:
     """(G, 128, len(slots)) uint32: the registers ``slots`` of ``threads`` (G, 128)."""
     values = [np.asarray(m.R[s]) for s in slots]
     if all(v.shape == (m.T,) for v in values):  # the usual case: one stack, one gather
+        rows = _aligned(m, threads)
+        if rows is not None:  # rows of 128 threads taken as runs
+            stacked = np.stack(values).astype(np.uint32, copy=False).reshape(len(slots), -1, WL.WARPGROUP_THREADS)
+            return np.take(stacked, rows, axis=1).transpose(1, 2, 0)
         return np.stack(values, axis=-1).astype(np.uint32, copy=False)[threads]
     out = np.empty(threads.shape + (len(slots),), np.uint32)
     for k, v in enumerate(values):
@@ -385,14 +429,23 @@ def _write(m, slots, threads, words) -> None:
     dtypes = {m.dtypes[s] for s in slots}
     if len(dtypes) == 1:  # one (slots, threads) array written at once; each register a row of it (never mutated)
         dt = dtypes.pop()
-        columns = np.ascontiguousarray(words.reshape(-1, len(slots)).T, dtype=dt)
         if every:
-            base = columns
+            base = np.ascontiguousarray(words.reshape(-1, len(slots)).T, dtype=dt)
         else:
-            base = np.stack([np.broadcast_to(np.asarray(m.R[s]), (m.T,)) for s in slots]).astype(dt, copy=False)
-            base[:, idx] = columns
-        for k, s in enumerate(slots):
-            m.R[s] = base[k]
+            base = np.empty((len(slots), m.T), dt)
+            for k, s in enumerate(slots):  # a register may be a scalar (a constant): broadcast by the assignment
+                base[k] = m.R[s]
+            first = threads[:, 0]
+            if m.T % WL.WARPGROUP_THREADS == 0 and not (first % WL.WARPGROUP_THREADS).any():
+                # whole aligned warpgroups: rows of 128 threads copied as runs (a strided copy, no scatter)
+                view = base.reshape(len(slots), -1, WL.WARPGROUP_THREADS)
+                view[:, first // WL.WARPGROUP_THREADS, :] = words.transpose(2, 0, 1)
+            else:
+                base[:, idx] = words.reshape(-1, len(slots)).T
+        rows = [base[k] for k in range(len(slots))]
+        for s, row in zip(slots, rows):
+            m.R[s] = row
+        vectorize.remember(m.stacked, slots, rows, None, base)  # the lane-wise ops after read them at once
         return
     for k, s in enumerate(slots):
         if every:
@@ -408,7 +461,12 @@ def _write(m, slots, threads, words) -> None:
 
 def _uniform(m, slot, threads, what: str, pc: int) -> np.ndarray:
     """The one value of register ``slot`` in each warpgroup (G,) (an error where its threads disagree)."""
-    v = np.broadcast_to(np.asarray(m.R[slot]), (m.T,))[threads]
+    value = m.R[slot]
+    rows = _aligned(m, threads) if np.ndim(value) else None
+    if rows is not None:
+        v = np.take(value.reshape(-1, WL.WARPGROUP_THREADS), rows, axis=0)
+    else:
+        v = np.broadcast_to(np.asarray(value), (m.T,))[threads]
     bad = np.flatnonzero((v != v[:, :1]).any(axis=1))
     if bad.size:
         row = int(bad[0])
@@ -421,24 +479,61 @@ def _uniform(m, slot, threads, what: str, pc: int) -> np.ndarray:
     return v[:, 0]
 
 
+@functools.lru_cache(maxsize=1024)  # one per distinct descriptor and operand shape of the kernels run: bounded
+def _operand_table(bits: int, mn: int, k: int, eb: int, mn_major: bool):
+    """(decoded descriptor, its problem or None, the byte offsets (mn, k) it reads from the block's shared memory,
+    the end of the last element, the offsets in elements of ``eb`` bytes or None where one is not a multiple of
+    ``eb``), read-only: what ``_read_operand`` needs of a descriptor, decoded once."""
+    desc = WL.decode_descriptor(bits)
+    problem = WL.descriptor_problem(desc)
+    if problem is not None:
+        return desc, problem, None, 0, None
+    table = np.asarray(WL.operand_addresses(desc, mn, k, eb * 8, mn_major), np.int64)
+    elements = None if (table % eb).any() else table // eb
+    for x in (table, elements):
+        if x is not None:
+            x.flags.writeable = False
+    return desc, None, table, int(table.max()) + eb, elements
+
+
+@functools.lru_cache(maxsize=1024)
+def _operand_chunks(bits: int, mn: int, k: int, eb: int, mn_major: bool):
+    """The operand ``_operand_table`` describes as whole 16-byte chunks of shared memory, where it is one: (chunk
+    indices (mn, k / c) with its elements in runs of c = 16 / eb along k, or (k, mn / c) along mn, and whether the runs
+    go along mn); else None. The canonical layouts are such runs (8 f16 / bf16 along the leading dimension of a
+    swizzle atom: PTX ISA, the wgmma matrix layouts), so a descriptor's operand is gathered as chunks, not
+    elements."""
+    table = _operand_table(bits, mn, k, eb, mn_major)[2]
+    if table is None:
+        return None
+    per = 16 // eb
+    for along_mn, t in ((False, table), (True, table.T)):
+        if t.shape[1] % per:
+            continue
+        runs = t.reshape(t.shape[0], -1, per)
+        if not (runs[..., 0] % 16).any() and (runs - runs[..., :1] == eb * np.arange(per)).all():
+            chunks = runs[..., 0] // 16
+            chunks.flags.writeable = False
+            return chunks, along_mn
+    return None
+
+
 def _read_operand(m, descs, threads, pc, mn, k, dtype, mn_major, what):
     """The operand (G, mn, k) of ``dtype`` each warpgroup's descriptor (G,) describes in its block's shared memory,
-    and the byte addresses read (G, mn, k)."""
+    and (under a sanitizer, else None) the byte addresses read (G, mn, k)."""
     eb = dtype.itemsize
     G = descs.size
     blocks = m.block_of[threads[:, 0]].astype(np.int64)
-    addr = np.empty((G, mn, k), np.int64)
-    uniq, inverse = np.unique(descs, return_inverse=True)
+    uniq, inverse = (
+        (descs[:1], np.zeros(G, np.intp)) if (descs == descs[0]).all() else np.unique(descs, return_inverse=True)
+    )
+    tables, elements = [], []
     for u, bits in enumerate(uniq.tolist()):
-        desc = WL.decode_descriptor(bits)
-        rows = np.flatnonzero(inverse == u)
-        t = int(threads[rows[0], 0])
-        problem = WL.descriptor_problem(desc)
+        desc, problem, table, end, elems = _operand_table(bits, mn, k, eb, mn_major)
+        t = int(threads[np.flatnonzero(inverse == u)[0], 0])
         if problem is not None:
             name = m.prog.ops[pc].name
             raise m.error(f"{name}: {what} descriptor {bits:#018x} misaligned for its swizzle: {problem}", t)
-        table = WL.operand_addresses(desc, mn, k, eb * 8, mn_major)
-        end = int(table.max()) + eb
         if end > m.mem.shared_bytes:
             raise m.error(
                 f"{m.prog.ops[pc].name}: {what} descriptor {bits:#018x} (start {desc.start:#x}, LBO {desc.lbo:#x}, "
@@ -447,8 +542,42 @@ def _read_operand(m, descs, threads, pc, mn, k, dtype, mn_major, what):
                 t,
                 m.mem.fault,
             )
-        addr[rows] = table
-    flat = (blocks[:, None, None] * m.mem.shared.shape[1] + addr)[..., None] + np.arange(eb)
+        tables.append(table)
+        elements.append(elems)
+    row = m.mem.shared.shape[1]
+    addr = None
+    if m.sanitizer is not None:
+        addr = tables[0][None] if len(tables) == 1 else np.stack(tables)[inverse]
+        addr = np.broadcast_to(addr, (G, mn, k))
+    chunked = [_operand_chunks(int(bits), mn, k, eb, mn_major) for bits in uniq.tolist()]
+    if row % 16 == 0 and all(c is not None and c[1] == chunked[0][1] for c in chunked):  # 16-byte chunks
+        key = (descs.tobytes(), blocks.tobytes(), mn, k, eb, mn_major, "chunks")
+        cache = m.state.setdefault("wgmma.operand_index", {})
+        index = cache.get(key)
+        if index is None:
+            rel = chunked[0][0][None] if len(chunked) == 1 else np.stack([c[0] for c in chunked])[inverse]
+            index = blocks[:, None, None] * (row // 16) + rel
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = index
+        data = np.take(m.mem.shared.reshape(-1).view("V16"), index).view(dtype)  # (G, mn, k) or (G, k, mn)
+        return (data.transpose(0, 2, 1) if chunked[0][1] else data), addr
+    if row % eb == 0 and all(e is not None for e in elements):  # gathered as elements, not bytes
+        # the element indices over the wave's shared memory, kept per (descriptors, blocks): a pipeline's wgmmas
+        # cycle through a few stage buffers on the same blocks
+        key = (descs.tobytes(), blocks.tobytes(), mn, k, eb, mn_major)
+        cache = m.state.setdefault("wgmma.operand_index", {})
+        index = cache.get(key)
+        if index is None:
+            rel = elements[0][None] if len(elements) == 1 else np.stack(elements)[inverse]
+            index = blocks[:, None, None] * (row // eb) + rel
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = index
+        flat = m.mem.shared.reshape(-1).view(np.dtype(f"u{eb}"))
+        return np.take(flat, index).view(dtype), addr
+    rel = tables[0][None] if len(tables) == 1 else np.stack(tables)[inverse]
+    flat = (blocks[:, None, None] * row + rel)[..., None] + np.arange(eb)
     data = m.mem.shared.reshape(-1)[flat].reshape(G, mn, k * eb).view(dtype)
     return data, addr
 
@@ -609,6 +738,7 @@ def _mma_async(d: Decoded):
                 trans_a = bool(_imm(d, 6, (0, 1), "imm-trans-a"))
             trans_b = bool(_imm(d, n_ops - 1, (0, 1), "imm-trans-b"))
     a_map, d_map = WL.a_map(k), WL.d_map(dt[1:])
+    d_key, a_key = tuple(d_slots), tuple(a_slots)
     pc = d.pc
 
     def run(g):
@@ -642,14 +772,14 @@ def _mma_async(d: Decoded):
         if not scale_d.any():  # D = A B: the accumulator is not read (zeros stand for it)
             c = np.zeros((G, 64, n), c_dtype)
         else:
-            c_words = u.chained_words(wgs, d_slots)
-            if c_words is None:
+            c = u.chained_tiles(wgs, d_slots)
+            if c is None:
                 c_words = _gather(m, d_slots, threads)
                 u.pending_words(wgs, d_slots, c_words)
-            c = WL.warpgroup_scatter(c_words, d_map, c_dtype)
-        out = _model()(
-            np.ascontiguousarray(a),
-            np.ascontiguousarray(b),
+                c = WL.warpgroup_scatter(c_words, d_map, c_dtype)
+        out = _model()(  # a transposed operand (K-major B) goes as it is: the compiled kernel reads its base
+            a,
+            b,
             c,
             m.prog.arch,
             scale_d=scale_d,
@@ -657,7 +787,7 @@ def _mma_async(d: Decoded):
             scale_b=scale_b,
             satfinite=satfinite,
         )
-        words = WL.warpgroup_gather(np.asarray(out, c_dtype).reshape(G, 64, n), d_map)
-        u.issue(_Record(wgs, threads, tuple(d_slots), tuple(a_slots), words, u.committed[wgs].copy(), pc, reads))
+        tiles = np.asarray(out, c_dtype).reshape(G, 64, n)
+        u.issue(_Record(wgs, threads, d_key, a_key, tiles, d_map, u.committed[wgs].copy(), pc, reads))
 
     return d.op(run, info=Operands(tuple(d_slots), tuple(a_slots)))
