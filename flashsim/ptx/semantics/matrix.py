@@ -213,7 +213,12 @@ def _matrix_form(d: Decoded, opcode: str):
     _space, base, offset = d.addr(1 if opcode == "ldmatrix" else 0)
     if base is None:
         raise isa.Unsupported(f"{opcode} at a constant address (every lane gives its own row address)")
-    return num, trans, ".shared" if space is not None else None, base, np.uint64(offset & (2**64 - 1))
+    # Generic addressing through a 32-bit register is a shared-memory address: ptxas compiles a generic ldmatrix /
+    # stmatrix to LDSM / STSM on the low 32 bits of the address (those instructions address shared memory only, and
+    # the generic shared window's low 32 bits are the shared offset), so the register's value is the offset. The CuTe
+    # DSL emits this form (FlashAttention's CuTe-DSL Hopper epilogue: stmatrix [%r], no state space).
+    shared = space is not None or d.prog.dtypes[base].itemsize == 4
+    return num, trans, ".shared" if shared else None, base, np.uint64(offset & (2**64 - 1))
 
 
 def _row_addresses(g, th, num: int, base: int, off):
