@@ -149,8 +149,21 @@ def test_base_offset_counts_the_pattern_from_its_start():
     shifted = L.operand_addresses(L.MatrixDescriptor(0x980, lbo, sbo, 3, "128B"), 64, 16, 16, False)
     np.testing.assert_array_equal(shifted - 0x180, aligned)
     assert L.descriptor_problem(L.MatrixDescriptor(0x980, lbo, sbo, 3, "128B")) is None
-    assert "row 3" in L.descriptor_problem(L.MatrixDescriptor(0x980, lbo, sbo, 0, "128B"))
+    assert "row 2" in L.descriptor_problem(L.MatrixDescriptor(0x980, lbo, sbo, 1, "128B"))
     assert L.descriptor_problem(L.MatrixDescriptor(0x990, 16, 1024, 0, "none")) is None
+
+
+def test_base_offset_zero_takes_the_address_swizzle_in_any_row():
+    """Base offset 0 at a start 3 rows into the 128B pattern (the H100 reads FlashAttention's CuTe-DSL forward's tiles
+    so, bit for bit: tests/test_fa3_cute.py): the matrix reads the addresses the same data has as rows 3.. of a
+    matrix whose pattern starts at the 1024-byte boundary, i.e. the swizzle of the address itself."""
+    layout, lbo, sbo = _k_major_tile("128B", 16, 64, 64)
+    assert L.descriptor_problem(L.MatrixDescriptor(0x980, lbo, sbo, 0, "128B")) is None
+    aligned = L.operand_addresses(L.MatrixDescriptor(0x800, lbo, sbo, 0, "128B"), 64, 16, 16, False)
+    shifted = L.operand_addresses(L.MatrixDescriptor(0x980, lbo, sbo, 0, "128B"), 64, 16, 16, False)
+    # rows r of the shifted matrix and r + 3 of the aligned one sit in the same row of the pattern (r + 3 < 8 within
+    # the first 8-row atom): the same chunk order, 0x180 apart
+    np.testing.assert_array_equal(shifted[:5] - 0x980, aligned[3:8] - 0x800 - 0x180)
 
 
 # -- register fragments against CuTe's GMMA TV layouts ------------------------------------------------------------

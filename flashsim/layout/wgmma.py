@@ -134,19 +134,24 @@ def operand_addresses(desc: MatrixDescriptor, mn: int, k: int, elem_bits: int, m
 
 
 def descriptor_problem(desc: MatrixDescriptor) -> str | None:
-    """Why a descriptor does not describe a canonical layout, or None: a swizzled matrix must start in the first
-    128-byte row of its repeating pattern as the base offset places it (the ISA's rule: base offset 0 when the
-    pattern starts on its 256 / 512 / 1024-byte boundary, else (pattern start >> 7) & 7)."""
-    if desc.swizzle == "none":
+    """Why a descriptor does not describe a layout the tensor cores read as flashsim reads it, or None.
+
+    Base offset 0 is taken at any start address: the swizzle then follows the address bits (physical = swizzle of the
+    address, the pattern TMA writes), whichever row of its repeating pattern the matrix starts in. Measured on an
+    H100: FlashAttention's CuTe-DSL Hopper forward (flash-attn 2.8.3.post2) puts its Q / K / V tiles 128 bytes past
+    a 1024-byte boundary with base offset 0, and its outputs are the GPU's bit for bit when read so
+    (benchmarks/experiments/fa3_cute/, tests/test_fa3_cute.py). A non-zero base offset must be the one the ISA gives
+    for the start, (start >> 7) modulo the pattern's rows, since nothing here measured what another one reads: a
+    mismatch is refused."""
+    if desc.swizzle == "none" or desc.base_offset == 0:
         return None
     rows = repeat_bytes(desc.swizzle) // 128
     phase = ((desc.start >> 7) - desc.base_offset) % rows
     if phase:
         return (
             f"{desc.swizzle} swizzle: start address {desc.start:#x} lies in row {phase} of its {rows}-row repeating "
-            f"pattern with base offset {desc.base_offset} (the matrix must start where the pattern starts: base "
-            f"offset = (start >> 7) & 7 = {(desc.start >> 7) & 7} when the pattern is not on its "
-            f"{repeat_bytes(desc.swizzle)}-byte boundary)"
+            f"pattern as base offset {desc.base_offset} places it (a non-zero base offset must be (start >> 7) & "
+            f"{rows - 1} = {(desc.start >> 7) % rows}; base offset 0 takes the address's own swizzle)"
         )
     return None
 

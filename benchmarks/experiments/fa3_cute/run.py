@@ -1,0 +1,364 @@
+"""FlashAttention's CuTe-DSL Hopper forward (flash_attn/cute/flash_fwd.py, FlashAttentionForwardSm90: a TMA producer
+warp, two wgmma consumer warpgroups, an mbarrier pipeline) run in flashsim.ptx from the PTX the DSL emits.
+
+The PTX in ptx/ was produced on a machine without a GPU by compile.py (nvidia-cutlass-dsl 4.1.0, flash-attn
+2.8.3.post2's sdist; README.md has the pins and commands). This script needs only flashsim (and, for ``capture``,
+a GPU with cuda-python and ptxas):
+
+    python benchmarks/experiments/fa3_cute/run.py sim [--n 256] [--causal] [--row-phase]
+    python benchmarks/experiments/fa3_cute/run.py capture --out DIR
+    python benchmarks/experiments/fa3_cute/run.py replay DIR/fa3_cute_sm90.npz --row-phase
+
+``sim`` launches the kernel on random bf16 inputs and compares O and LSE with a float64 reference within bf16's
+bound. ``capture`` runs the same PTX (ptxas -arch=sm_90a) on the GPU through the driver API, with driver tensor maps
+encoded from the same cuTensorMapEncodeTiled arguments as the simulator's, and stores inputs, O and LSE per case.
+``replay`` simulates every captured case and compares O and LSE bit for bit.
+
+The kernel's parameters (the DSL's lowering of ``__call__``'s arguments, read off the PTX and the host IR):
+  0-3   Q, K, V, O coordinate tensors: their dynamic shape, 4 x i32, in FlashAttention's (seqlen, d, head, batch)
+        order (the kernel reads seqlen from word 0)
+  4     LSE: u64 pointer, shape (seqlen, head, batch) 3 x i32, strides of head and batch 2 x i32 (elements), pad
+  5-8   tensor maps of Q, K, V, O: dims (d, seqlen, head, batch) innermost first, box (64, tile rows, 1, 1),
+        128-byte swizzle (64 bf16 = 128 bytes: two boxes per row of d = 128)
+  9     softmax_scale * log2(e) (f32; the host multiplies before the launch)
+  10-12 empty structs (softcap and window sizes absent)
+  13-   the tile scheduler's parameters: without the causal mask SingleTileScheduler's (num_block, num_head,
+        num_batch), grid (num_block, head, batch); with it SingleTileLPTScheduler's 17 words (below), grid
+        (num_block * head * batch, 1, 1)
+384 threads, 229504 bytes of dynamic shared memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import hashlib
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+BLOCK_M = 128
+THREADS = 384
+SMEM = 229504  # the DSL's SharedStorage.size_in_bytes(): the host IR's constant for cuFuncSetAttribute / the launch
+D = 128
+BOX_D = 64  # the 128-byte swizzle span in bf16
+L2_BYTES = 50 * 1024 * 1024  # SingleTileLPTScheduler's size_l2
+CASES = [  # (seqlen, causal, heads, batch): the capture's and the replay's; case i's inputs are inputs(..., seed=i)
+    (128, False, 1, 1),
+    (300, False, 1, 1),
+    (512, False, 1, 1),
+    (128, True, 1, 1),
+    (300, True, 1, 1),
+    (512, True, 1, 1),
+    (256, True, 2, 2),
+]
+
+
+def block_n(causal: bool) -> int:
+    """flash_attn/cute/interface.py's sm90 choice: 192 key rows per tile without a mask, 128 with the causal one."""
+    return 128 if causal else 192
+
+
+def ptx_path(causal: bool) -> Path:
+    return HERE / "ptx" / f"fwd_sm90_bf16_d128_{'causal' if causal else 'noncausal'}.ptx"
+
+
+def inputs(n: int, heads: int, batch: int, seed: int):
+    """q, k, v as bf16 bit patterns (uint16), layout (batch, seqlen, heads, d)."""
+    from flashsim.numerics.formats import get_format, to_bits
+
+    bf16 = get_format("bf16").dtype
+    rng = np.random.default_rng(seed)
+    return [to_bits(rng.standard_normal((batch, n, heads, D)).astype(np.float32).astype(bf16)) for _ in range(3)]
+
+
+def reference(q, k, v, causal: bool, scale: float):
+    """O (float64, (batch, seqlen, heads, d)) and LSE (natural log, (batch, heads, seqlen)) of
+    softmax(scale q k^T) v from the bf16 inputs' exact values."""
+    from flashsim.numerics.formats import from_bits
+
+    qf, kf, vf = (from_bits(x, "bf16").astype(np.float64).transpose(0, 2, 1, 3) for x in (q, k, v))
+    s = scale * qf @ kf.transpose(0, 1, 3, 2)
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    p = np.exp(s - m)
+    den = p.sum(axis=-1, keepdims=True)
+    return ((p @ vf) / den).transpose(0, 2, 1, 3), (m + np.log(den))[..., 0]
+
+
+def map_args(n: int, heads: int, batch: int, rows: int) -> dict:
+    """cuTensorMapEncodeTiled's arguments for a (batch, n, heads, D) bf16 tensor, dims innermost first."""
+    return dict(
+        data_type="BFLOAT16",
+        global_dim=(D, n, heads, batch),
+        global_strides=(heads * D * 2, D * 2, n * heads * D * 2),
+        box_dim=(BOX_D, rows, 1, 1),
+        swizzle="128B",
+    )
+
+
+def fast_divmod(divisor: int) -> list[int]:
+    """flash_attn/cute/fast_math.py FastDivmod.create: (divisor, multiplier, shift) as the host computes them."""
+    p = 31 + (divisor - 1).bit_length()  # find_log2 rounds up
+    return [divisor, (((1 << p) + divisor - 1) // divisor) & 0xFFFFFFFF, (p - 32) & 0xFFFFFFFF]
+
+
+def scheduler(n: int, heads: int, batch: int, causal: bool) -> tuple[tuple, list[int]]:
+    """(grid, the scheduler's parameter words) as flash_attn/cute/tile_scheduler.py's host code makes them."""
+    num_block = -(-n // BLOCK_M)
+    if not causal:
+        return (num_block, heads, batch), [num_block, heads, batch]
+    one_head = n * (D + D) * 2  # seqlen_k * (headdim + headdim_v) * element_size
+    swizzle = 1 if L2_BYTES < one_head else 1 << ((L2_BYTES // one_head).bit_length() - 1)
+    hb = heads * batch
+    words = [num_block * hb]
+    for divisor in (num_block, heads, swizzle, swizzle * num_block, max(hb % swizzle, 1)):
+        words += fast_divmod(divisor)
+    return (num_block * hb, 1, 1), words + [hb // swizzle]
+
+
+def params(n: int, heads: int, batch: int, causal: bool, lse_address: int, maps: list) -> list:
+    """The launch's arguments after the pointers: flashsim.ptx.launch's kinds (bytes for structs, numpy scalars);
+    ``maps`` are the four tensor maps (flashsim TensorMaps, or 128 driver bytes)."""
+    shape = np.array([n, D, heads, batch], "<i4").tobytes()
+    lse = np.array([lse_address], "<u8").tobytes() + np.array([n, heads, batch, n, heads * n, 0], "<i4").tobytes()
+    scale = 1.0 / math.sqrt(D)
+    _, words = scheduler(n, heads, batch, causal)
+    return (
+        [shape] * 4
+        + [lse]
+        + maps
+        + [np.float32(scale * math.log2(math.e)), b"\0", b"\0", b"\0"]
+        + [np.uint32(w) for w in words]
+    )
+
+
+@contextlib.contextmanager
+def row_phase(enabled: bool = True):
+    """Experiment switch (not flashsim's rule), for the ``with`` block: let a base-offset-0 swizzled wgmma operand
+    start in any row of its pattern, read with the plain address swizzle that flashsim's descriptor formula gives
+    there (physical = swizzle(address)): the swizzle TMA wrote the tile with. flash_attn/cute aligns sQ / sK / sV to
+    128 bytes only (FlashAttentionForwardSm90._get_shared_storage_cls), after 80 bytes of mbarriers, so its tiles
+    start at 0x80 modulo 1024 with base offset 0, which flashsim refuses as "misaligned for its swizzle". The
+    descriptor cache is cleared on entry and exit, so nothing decided under the switch outlives it."""
+    import flashsim.layout.wgmma as WL
+    from flashsim.ptx.semantics import wgmma
+
+    if not enabled:
+        yield
+        return
+    strict = WL.descriptor_problem
+
+    def problem(desc):
+        return None if desc.base_offset == 0 else strict(desc)
+
+    WL.descriptor_problem = problem
+    wgmma._operand_table.cache_clear()
+    wgmma._operand_chunks.cache_clear()
+    try:
+        yield
+    finally:
+        WL.descriptor_problem = strict
+        wgmma._operand_table.cache_clear()
+        wgmma._operand_chunks.cache_clear()
+
+
+def simulate(q, k, v, causal: bool):
+    """(O bits, LSE, report) of the kernel in flashsim.ptx on q, k, v ((batch, n, heads, D) bf16 bits)."""
+    import flashsim.ptx as P
+
+    batch, n, heads, _ = q.shape
+    o = np.zeros_like(q)
+    lse = np.zeros((batch, heads, n), np.float32)
+    module = P.load(ptx_path(causal).read_text(), arch="sm_90")
+    kernel = module.kernel(module.kernels[0])
+    rows = (BLOCK_M, block_n(causal), block_n(causal), BLOCK_M)
+    maps = [P.tensor_map_tiled(x, **map_args(n, heads, batch, r)) for x, r in zip((q, k, v, o), rows)]
+    grid, _ = scheduler(n, heads, batch, causal)
+    args = params(n, heads, batch, causal, P.address(lse), maps)
+    report = P.launch(kernel, grid, THREADS, args, shared_mem=SMEM)
+    return o, lse, report
+
+
+def check(q, k, v, o, lse, causal: bool) -> tuple[bool, str]:
+    """O within bf16's bound of the float64 reference (one rounding of O plus P's rounding to bf16 before P V, scaled
+    by the row's largest |O|), LSE within 1e-4."""
+    from flashsim.numerics.formats import from_bits
+
+    o_ref, lse_ref = reference(q, k, v, causal, 1.0 / math.sqrt(D))
+    err = np.abs(from_bits(o, "bf16").astype(np.float64) - o_ref)
+    bound = 2.0**-8 * (np.abs(o_ref) + np.abs(o_ref).max(axis=-1, keepdims=True))
+    lse_err = float(np.abs(lse.astype(np.float64) - lse_ref).max())
+    ok = bool(np.all(err <= bound)) and lse_err < 1e-4
+    return ok, f"O max |err| {err.max():.3e} (worst err / bound {np.max(err / bound):.3f}), LSE max |err| {lse_err:.3e}"
+
+
+def sim(n: int, causal: bool, heads: int, batch: int, relaxed: bool) -> int:
+    q, k, v = inputs(n, heads, batch, seed=0)
+    t0 = time.time()
+    with row_phase(relaxed):
+        o, lse, report = simulate(q, k, v, causal)
+    print(f"n={n} causal={causal} heads={heads} batch={batch}: {time.time() - t0:.1f} s, {report.instructions} warp "
+          "instructions")  # fmt: skip
+    ok, line = check(q, k, v, o, lse, causal)
+    print(line, "PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+# ---- on a GPU: the same PTX through the driver API ---------------------------------------------------------------
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    def call(what, result):
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"{what}: {err}")
+        return rest[0] if len(rest) == 1 else rest
+
+    return driver, call
+
+
+def gpu_run(cubin: bytes, q, k, v, causal: bool):
+    """(O bits, LSE) of the kernel on the current GPU: cuModuleLoadData of ptxas's cubin, cuLaunchKernel with a
+    kernelParams array pointing at each argument's bytes, driver-encoded maps of map_args' arguments."""
+    from flashsim.gpu.capture.tma import encode
+
+    driver, call = _driver()
+    batch, n, heads, _ = q.shape
+    module = call("cuModuleLoadData", driver.cuModuleLoadData(cubin))
+    func = call("cuModuleGetFunction", driver.cuModuleGetFunction(module, ptx_name(causal).encode()))
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    call("cuFuncSetAttribute", driver.cuFuncSetAttribute(func, attr, SMEM))
+    o = np.zeros_like(q)
+    lse = np.zeros((batch, heads, n), np.float32)
+    dev = {}
+    for name, x in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse)):
+        dev[name] = call("cuMemAlloc", driver.cuMemAlloc(x.nbytes))
+        call("cuMemcpyHtoD", driver.cuMemcpyHtoD(dev[name], x.ctypes.data, x.nbytes))
+    rows = (BLOCK_M, block_n(causal), block_n(causal), BLOCK_M)
+    maps = []
+    for name, r in zip("qkvo", rows):
+        a = map_args(n, heads, batch, r)
+        raw = encode(a["data_type"], int(dev[name]), a["global_dim"], a["global_strides"], a["box_dim"], swizzle=3)
+        maps.append(raw.tobytes())
+    args = params(n, heads, batch, causal, int(dev["lse"]), maps)
+    holders = [ctypes.create_string_buffer(a if isinstance(a, bytes) else a.tobytes()) for a in args]
+    pointers = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+    grid, _ = scheduler(n, heads, batch, causal)
+    call(
+        "cuLaunchKernel",
+        driver.cuLaunchKernel(func, *grid, THREADS, 1, 1, SMEM, 0, ctypes.addressof(pointers), 0),
+    )
+    call("cuCtxSynchronize", driver.cuCtxSynchronize())
+    for name, x in (("o", o), ("lse", lse)):
+        call("cuMemcpyDtoH", driver.cuMemcpyDtoH(x.ctypes.data, dev[name], x.nbytes))
+    for ptr in dev.values():
+        call("cuMemFree", driver.cuMemFree(ptr))
+    call("cuModuleUnload", driver.cuModuleUnload(module))
+    return o, lse
+
+
+def ptx_name(causal: bool) -> str:
+    import flashsim.ptx as P
+
+    return P.load(ptx_path(causal).read_text(), arch="sm_90").kernels[0]
+
+
+def capture(out: Path) -> int:
+    from flashsim.gpu import runtime as rt
+    from flashsim.gpu.build import assemble_ptx
+
+    rt.require_gpu()  # a current context on the first device
+    out.mkdir(parents=True, exist_ok=True)
+    store, lines = {}, []
+    for i, (n, causal, heads, batch) in enumerate(CASES):
+        ptx = ptx_path(causal).read_text()
+        cubin = assemble_ptx(ptx, "sm_90a")
+        q, k, v = inputs(n, heads, batch, seed=i)
+        o, lse = gpu_run(cubin, q, k, v, causal)
+        ok, line = check(q, k, v, o, lse, causal)
+        lines.append(f"case {i} n={n} causal={causal} heads={heads} batch={batch}: {line} {'ok' if ok else 'OFF'}")
+        print(lines[-1])
+        tag = f"c{i}_"
+        store.update({tag + "o": o, tag + "lse": lse, tag + "qkv_sha256": np.array(qkv_digest(q, k, v))})
+        store[tag + "case"] = np.array([n, int(causal), heads, batch], np.int64)
+        store[tag + "ptx_sha256"] = np.array(hashlib.sha256(ptx.encode()).hexdigest())
+    driver, call = _driver()
+    dev = call("cuCtxGetDevice", driver.cuCtxGetDevice())
+    store["device"] = np.array(call("cuDeviceGetName", driver.cuDeviceGetName(64, dev)).split(b"\0")[0].decode())
+    np.savez_compressed(out / "fa3_cute_sm90.npz", **store)
+    (out / "fa3_cute_sm90.txt").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out / 'fa3_cute_sm90.npz'} ({store['device']})")
+    return 0
+
+
+def qkv_digest(q, k, v) -> str:
+    """The inputs' sha256: the capture stores it, not the inputs (regenerated from the case's seed)."""
+    return hashlib.sha256(b"".join(np.ascontiguousarray(x).tobytes() for x in (q, k, v))).hexdigest()
+
+
+def captured_inputs(data, i: int):
+    """Case i's q, k, v, regenerated and checked against the capture's digest."""
+    n, _, heads, batch = (int(x) for x in data[f"c{i}_case"])
+    q, k, v = inputs(n, heads, batch, seed=i)
+    if qkv_digest(q, k, v) != str(data[f"c{i}_qkv_sha256"]):
+        raise ValueError(f"case {i}: the regenerated inputs are not the captured ones (another numpy generator?)")
+    return q, k, v
+
+
+def replay(path: Path, relaxed: bool) -> int:
+    """Simulate every captured case; 0 when O and LSE are bit-equal to the GPU's."""
+    data = np.load(path)
+    bad = 0
+    for i in range(len(CASES)):
+        tag = f"c{i}_"
+        if tag + "case" not in data:
+            break
+        n, causal, heads, batch = (int(x) for x in data[tag + "case"])
+        if str(data[tag + "ptx_sha256"]) != hashlib.sha256(ptx_path(bool(causal)).read_bytes()).hexdigest():
+            print(f"case {i}: the captured PTX is not ptx/'s")
+            bad += 1
+            continue
+        with row_phase(relaxed):
+            o, lse, _ = simulate(*captured_inputs(data, i), bool(causal))
+        o_diff = int((o != data[tag + "o"]).sum())
+        lse_diff = int((lse.view(np.uint32) != data[tag + "lse"].view(np.uint32)).sum())
+        print(f"case {i} n={n} causal={bool(causal)} heads={heads} batch={batch}: {o_diff} O and {lse_diff} LSE "
+              "elements differ from the GPU's")  # fmt: skip
+        bad += bool(o_diff or lse_diff)
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("mode", choices=["sim", "capture", "replay"])
+    ap.add_argument("npz", nargs="?", type=Path, help="replay: the capture's fa3_cute_sm90.npz")
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--row-phase", action="store_true", help="row_phase(): see its docstring")
+    a = ap.parse_args(argv)
+    if a.mode == "sim":
+        return sim(a.n, a.causal, a.heads, a.batch, a.row_phase)
+    if a.mode == "capture":
+        if a.out is None:
+            ap.error("capture needs --out DIR")
+        return capture(a.out)
+    if a.npz is None:
+        ap.error("replay needs the npz")
+    return replay(a.npz, a.row_phase)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""FlashAttention's CuTe-DSL Hopper forward (flash-attn 2.8.3.post2's flash_attn/cute, FlashAttentionForwardSm90,
+compiled to PTX by nvidia-cutlass-dsl 4.1.0 without a GPU: benchmarks/experiments/fa3_cute/) in flashsim.ptx.
+
+The kernel's tiles start 128 bytes past a 1024-byte boundary with wgmma descriptors of base offset 0, which flashsim
+refuses ("misaligned for its swizzle"); the experiment's ``row_phase`` switch reads them with the plain address
+swizzle. These tests hold that the refusal is what happens without the switch, that with it O and LSE agree with a
+float64 reference within bf16's bound, and (once the GPU capture is in tests/data/thirdparty/) that they are the
+H100's bits.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+from flashsim.ptx.errors import SimulationError
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CAPTURE = ROOT / "tests" / "data" / "thirdparty" / "fa3_cute_sm90.npz"
+
+
+def _experiment():
+    spec = importlib.util.spec_from_file_location("fa3_cute_run", ROOT / "benchmarks/experiments/fa3_cute/run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+run = _experiment()
+
+
+def test_flashsim_refuses_the_row_phase_without_the_switch():
+    q, k, v = run.inputs(128, 1, 1, seed=0)
+    with pytest.raises(SimulationError, match="misaligned for its swizzle.*row 1 of its 8-row"):
+        run.simulate(q, k, v, causal=False)
+
+
+@pytest.mark.parametrize("n, causal, heads, batch", [(128, False, 1, 1), (300, True, 1, 1), (128, True, 2, 1)])
+def test_forward_matches_the_float64_reference(n, causal, heads, batch):
+    q, k, v = run.inputs(n, heads, batch, seed=n)
+    with run.row_phase():
+        o, lse, _ = run.simulate(q, k, v, causal)
+    ok, line = run.check(q, k, v, o, lse, causal)
+    assert ok, line
+
+
+def test_scheduler_words_are_the_hosts():
+    """SingleTileLPTScheduler's parameters for one head of 1024 rows: 8 blocks, 64 heads per L2 section
+    (50 MiB // (1024 rows * 256 * 2 bytes) = 100: the power of two below); FastDivmod(d) = (d, multiplier, shift)."""
+    grid, words = run.scheduler(1024, 1, 1, causal=True)
+    one = [1, 2**31, 2**32 - 1]  # FastDivmod(1): shift -1, never used (its div returns the dividend)
+    assert grid == (8, 1, 1)
+    assert words == [8, 8, 2**31, 2, *one, 64, 2**31, 5, 512, 2**31, 8, *one, 0]
+
+
+@pytest.mark.parametrize("divisor", [2, 3, 5, 7, 8, 9, 100, 127, 1000, 65537])
+def test_fast_divmod_divides(divisor):
+    """The kernel's quotient, umulhi(x, multiplier) >> shift, is x // divisor over the dividends it meets."""
+    d, multiplier, shift = run.fast_divmod(divisor)
+    x = np.concatenate([np.arange(0, 1 << 16), np.random.default_rng(divisor).integers(0, 1 << 31, 1 << 16)])
+    x = x.astype(np.uint64)
+    assert d == divisor
+    np.testing.assert_array_equal(((x * np.uint64(multiplier)) >> np.uint64(32)) >> np.uint64(shift), x // divisor)
+
+
+@pytest.mark.skipif(not CAPTURE.exists(), reason=f"no GPU capture yet ({CAPTURE.name}: run.py capture, README.md)")
+def test_forward_is_the_gpus_bits():
+    data = np.load(CAPTURE)
+    for i, (n, causal, heads, batch) in enumerate(run.CASES):
+        tag = f"c{i}_"
+        assert list(data[tag + "case"]) == [n, int(causal), heads, batch]
+        with run.row_phase():
+            o, lse, _ = run.simulate(*run.captured_inputs(data, i), causal)
+        np.testing.assert_array_equal(o, data[tag + "o"], err_msg=f"case {i}: O")
+        np.testing.assert_array_equal(lse.view(np.uint32), data[tag + "lse"].view(np.uint32), err_msg=f"case {i}")
