@@ -20,7 +20,8 @@ How, and why each step:
   fails without one ("libcuda.so.1: cannot open shared object file", then "Symbols not found: [ cuFuncSetAttribute,
   cuLaunchKernel ]"). The pipeline's cubin-format is switched to "isa" so that the gpu.binary holds the PTX text
   (the same PTX ptxas is given for the cubin), and the module is taken from the compiler before the JIT step.
-The PTX is written to ptx/fwd_sm90_bf16_d128_{noncausal,causal}.ptx.
+The PTX is written to the repository's .thirdparty/fa3_cute/fwd_sm90_bf16_d128_{noncausal,causal}.ptx (ignored by git:
+third-party kernels are rebuilt from their pinned sources, never stored here; a device call carries .thirdparty).
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def compile_forward(causal: bool, n: int = 256) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sdist", type=Path, required=True, help=f"{SDIST}.tar.gz")
-    ap.add_argument("--out", type=Path, default=HERE / "ptx")
+    ap.add_argument("--out", type=Path, default=HERE.parents[2] / ".thirdparty" / "fa3_cute")
     a = ap.parse_args(argv)
     if os.environ.get("CUTE_DSL_ARCH") != "sm_90a":
         raise SystemExit("set CUTE_DSL_ARCH=sm_90a (without a GPU the DSL targets sm_100)")

@@ -1,13 +1,13 @@
 """FlashAttention's CuTe-DSL Hopper forward (flash_attn/cute/flash_fwd.py, FlashAttentionForwardSm90: a TMA producer
 warp, two wgmma consumer warpgroups, an mbarrier pipeline) run in flashsim.ptx from the PTX the DSL emits.
 
-The PTX in ptx/ was produced on a machine without a GPU by compile.py (nvidia-cutlass-dsl 4.1.0, flash-attn
-2.8.3.post2's sdist; README.md has the pins and commands). This script needs only flashsim (and, for ``capture``,
-a GPU with cuda-python and ptxas):
+The PTX in .thirdparty/fa3_cute/ is produced on a machine without a GPU by compile.py (nvidia-cutlass-dsl 4.1.0,
+flash-attn 2.8.3.post2's sdist; README.md has the pins and commands). This script needs only flashsim (and, for
+``capture``, a GPU with cuda-python and ptxas):
 
-    python benchmarks/experiments/fa3_cute/run.py sim [--n 256] [--causal] [--row-phase]
+    python benchmarks/experiments/fa3_cute/run.py sim [--n 256] [--causal]
     python benchmarks/experiments/fa3_cute/run.py capture --out DIR
-    python benchmarks/experiments/fa3_cute/run.py replay DIR/fa3_cute_sm90.npz --row-phase
+    python benchmarks/experiments/fa3_cute/run.py replay DIR/fa3_cute_sm90.npz
 
 ``sim`` launches the kernel on random bf16 inputs and compares O and LSE with a float64 reference within bf16's
 bound. ``capture`` runs the same PTX (ptxas -arch=sm_90a) on the GPU through the driver API, with driver tensor maps
@@ -31,8 +31,8 @@ The kernel's parameters (the DSL's lowering of ``__call__``'s arguments, read of
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
+import functools
 import hashlib
 import math
 import sys
@@ -64,8 +64,13 @@ def block_n(causal: bool) -> int:
     return 128 if causal else 192
 
 
+# Where compile.py writes the PTX: the repository's .thirdparty/ (ignored by git, carried to the GPU machine), as
+# every third-party kernel here is rebuilt from its pinned registry sources, never stored in the repository.
+PTX_DIR = HERE.parents[2] / ".thirdparty" / "fa3_cute"
+
+
 def ptx_path(causal: bool) -> Path:
-    return HERE / "ptx" / f"fwd_sm90_bf16_d128_{'causal' if causal else 'noncausal'}.ptx"
+    return PTX_DIR / f"fwd_sm90_bf16_d128_{'causal' if causal else 'noncausal'}.ptx"
 
 
 def inputs(n: int, heads: int, batch: int, seed: int):
@@ -140,34 +145,13 @@ def params(n: int, heads: int, batch: int, causal: bool, lse_address: int, maps:
     )
 
 
-@contextlib.contextmanager
-def row_phase(enabled: bool = True):
-    """Experiment switch (not flashsim's rule), for the ``with`` block: let a base-offset-0 swizzled wgmma operand
-    start in any row of its pattern, read with the plain address swizzle that flashsim's descriptor formula gives
-    there (physical = swizzle(address)): the swizzle TMA wrote the tile with. flash_attn/cute aligns sQ / sK / sV to
-    128 bytes only (FlashAttentionForwardSm90._get_shared_storage_cls), after 80 bytes of mbarriers, so its tiles
-    start at 0x80 modulo 1024 with base offset 0, which flashsim refuses as "misaligned for its swizzle". The
-    descriptor cache is cleared on entry and exit, so nothing decided under the switch outlives it."""
-    import flashsim.layout.wgmma as WL
-    from flashsim.ptx.semantics import wgmma
+@functools.lru_cache(maxsize=2)
+def kernel_of(causal: bool):
+    """The kernel of the staged PTX, loaded (and so decoded) once per process, as a user keeps a module."""
+    import flashsim.ptx as P
 
-    if not enabled:
-        yield
-        return
-    strict = WL.descriptor_problem
-
-    def problem(desc):
-        return None if desc.base_offset == 0 else strict(desc)
-
-    WL.descriptor_problem = problem
-    wgmma._operand_table.cache_clear()
-    wgmma._operand_chunks.cache_clear()
-    try:
-        yield
-    finally:
-        WL.descriptor_problem = strict
-        wgmma._operand_table.cache_clear()
-        wgmma._operand_chunks.cache_clear()
+    module = P.load(ptx_path(causal).read_text(), arch="sm_90")
+    return module.kernel(module.kernels[0])
 
 
 def simulate(q, k, v, causal: bool):
@@ -177,8 +161,7 @@ def simulate(q, k, v, causal: bool):
     batch, n, heads, _ = q.shape
     o = np.zeros_like(q)
     lse = np.zeros((batch, heads, n), np.float32)
-    module = P.load(ptx_path(causal).read_text(), arch="sm_90")
-    kernel = module.kernel(module.kernels[0])
+    kernel = kernel_of(causal)
     rows = (BLOCK_M, block_n(causal), block_n(causal), BLOCK_M)
     maps = [P.tensor_map_tiled(x, **map_args(n, heads, batch, r)) for x, r in zip((q, k, v, o), rows)]
     grid, _ = scheduler(n, heads, batch, causal)
@@ -200,11 +183,10 @@ def check(q, k, v, o, lse, causal: bool) -> tuple[bool, str]:
     return ok, f"O max |err| {err.max():.3e} (worst err / bound {np.max(err / bound):.3f}), LSE max |err| {lse_err:.3e}"
 
 
-def sim(n: int, causal: bool, heads: int, batch: int, relaxed: bool) -> int:
+def sim(n: int, causal: bool, heads: int, batch: int) -> int:
     q, k, v = inputs(n, heads, batch, seed=0)
     t0 = time.time()
-    with row_phase(relaxed):
-        o, lse, report = simulate(q, k, v, causal)
+    o, lse, report = simulate(q, k, v, causal)
     print(f"n={n} causal={causal} heads={heads} batch={batch}: {time.time() - t0:.1f} s, {report.instructions} warp "
           "instructions")  # fmt: skip
     ok, line = check(q, k, v, o, lse, causal)
@@ -315,7 +297,7 @@ def captured_inputs(data, i: int):
     return q, k, v
 
 
-def replay(path: Path, relaxed: bool) -> int:
+def replay(path: Path) -> int:
     """Simulate every captured case; 0 when O and LSE are bit-equal to the GPU's."""
     data = np.load(path)
     bad = 0
@@ -325,11 +307,10 @@ def replay(path: Path, relaxed: bool) -> int:
             break
         n, causal, heads, batch = (int(x) for x in data[tag + "case"])
         if str(data[tag + "ptx_sha256"]) != hashlib.sha256(ptx_path(bool(causal)).read_bytes()).hexdigest():
-            print(f"case {i}: the captured PTX is not ptx/'s")
+            print(f"case {i}: the captured PTX is not .thirdparty/fa3_cute's")
             bad += 1
             continue
-        with row_phase(relaxed):
-            o, lse, _ = simulate(*captured_inputs(data, i), bool(causal))
+        o, lse, _ = simulate(*captured_inputs(data, i), bool(causal))
         o_diff = int((o != data[tag + "o"]).sum())
         lse_diff = int((lse.view(np.uint32) != data[tag + "lse"].view(np.uint32)).sum())
         print(f"case {i} n={n} causal={bool(causal)} heads={heads} batch={batch}: {o_diff} O and {lse_diff} LSE "
@@ -338,26 +319,63 @@ def replay(path: Path, relaxed: bool) -> int:
     return 1 if bad else 0
 
 
+def bench(n: int, causal: bool, reps: int) -> int:
+    """The simulator's time per launch (the module loaded once; first launch apart) against the numpy engine's
+    flashsim.attention on the same bf16 problem (B=1, H=1, d=128), medians of ``reps``, with the machine's load."""
+    import os
+    import statistics
+
+    import flashsim
+    from flashsim.numerics.formats import from_bits
+
+    q, k, v = inputs(n, 1, 1, seed=0)
+    t0 = time.perf_counter()
+    simulate(q, k, v, causal)
+    first = time.perf_counter() - t0
+    qq, kk, vv = (from_bits(x, "bf16").transpose(0, 2, 1, 3) for x in (q, k, v))
+    flashsim.attention(qq, kk, vv, causal=causal)
+    runs = {
+        "simulator": lambda: simulate(q, k, v, causal),
+        "numpy engine": lambda: flashsim.attention(qq, kk, vv, causal=causal),
+    }
+    wall, cpu = {w: [] for w in runs}, {w: [] for w in runs}
+    for _ in range(reps):  # alternating, so that a change of the machine's load falls on both
+        for who, fn in runs.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            wall[who].append(time.perf_counter() - t0)
+            cpu[who].append(time.process_time() - c0)
+    s, e = (statistics.median(wall[w]) for w in runs)
+    sc, ec = (statistics.median(cpu[w]) for w in runs)
+    print(f"FlashAttention CuTe-DSL sm90 forward, B=1 H=1 N={n} d=128 bf16 causal={causal}: simulator median {s:.3f} s "
+          f"(of {[round(x, 3) for x in wall['simulator']]}), numpy engine {e:.4f} s (of "
+          f"{[round(x, 4) for x in wall['numpy engine']]}): {s / e:.2f}x wall; CPU time {sc:.3f} s against {ec:.4f} s: "
+          f"{sc / ec:.2f}x; first launch {first:.2f} s (load and decode included); load {os.getloadavg()}")  # fmt: skip
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["sim", "capture", "replay"])
+    ap.add_argument("mode", choices=["sim", "capture", "replay", "bench"])
+    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("npz", nargs="?", type=Path, help="replay: the capture's fa3_cute_sm90.npz")
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--heads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--row-phase", action="store_true", help="row_phase(): see its docstring")
     a = ap.parse_args(argv)
+    if a.mode == "bench":
+        return bench(a.n, a.causal, a.reps)
     if a.mode == "sim":
-        return sim(a.n, a.causal, a.heads, a.batch, a.row_phase)
+        return sim(a.n, a.causal, a.heads, a.batch)
     if a.mode == "capture":
         if a.out is None:
             ap.error("capture needs --out DIR")
         return capture(a.out)
     if a.npz is None:
         ap.error("replay needs the npz")
-    return replay(a.npz, a.row_phase)
+    return replay(a.npz)
 
 
 if __name__ == "__main__":
