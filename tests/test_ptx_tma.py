@@ -1019,3 +1019,15 @@ def test_bulk_copy_and_reduce_into_the_other_cta():
     out = np.zeros((2, 128), np.uint32)
     fp.launch(fp.load(_REMOTE).kernel("remote"), 2, 32, [src, out], cluster=(2, 1, 1), check="racecheck")
     assert np.array_equal(out[1], src[0]) and np.array_equal(out[0], src[0] + src[1])
+
+
+def test_box_geometry_aliasing_is_decided_once_per_geometry():
+    """A tensor store's aliasing check (every box element at its own global address) depends on the box's geometry
+    only: dense rows and element strides alias nothing; a row stride shorter than the row's bytes, or a zero element
+    stride's repeat of one element, alias; the answer holds for any box position (the addresses differ by a base)."""
+    from flashsim.ptx.semantics.bulk import _box_distinct
+
+    assert _box_distinct((16, 4), (1, 1), 4, (64,))  # 16 f32 per row, rows 64 bytes apart: dense
+    assert _box_distinct((8, 4), (2, 1), 4, (64,))  # every other element of a row
+    assert not _box_distinct((16, 4), (1, 1), 4, (32,))  # rows 32 bytes apart overlap their 64-byte neighbours
+    assert not _box_distinct((4, 4, 2), (1, 1, 1), 4, (16, 32))  # planes 32 bytes apart: plane 1 is plane 0's rows 2..

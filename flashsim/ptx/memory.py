@@ -343,6 +343,18 @@ class Memory:
             if bad.size:
                 self._error(bad, threads, addr, f"misaligned {width}-byte {space[1:]} access", space)
 
+    def _one_buffer(self, addr, width: int) -> int | None:
+        """The index of the one buffer holding every byte of these accesses when one does (the lowest and the highest
+        address fall in it: buffers do not overlap), else None: the common case decided from two addresses instead of
+        a search per lane (a tensor copy's box, a warp's row)."""
+        if not addr.size or not self.buffers:
+            return None
+        lo, hi = addr.min(), addr.max()
+        i = int(np.searchsorted(self.bases, lo, side="right")) - 1
+        if i < 0 or int(hi) + width > int(self.ends[i]):
+            return None
+        return i
+
     def _global_rows(self, addr, width, threads, write: bool):
         """(buffer index per lane, byte offset per lane) of global accesses, every byte inside one buffer."""
         idx = np.searchsorted(self.bases, addr, side="right").astype(np.int64) - 1
@@ -370,6 +382,11 @@ class Memory:
         """[(flat uint8 array, byte offsets, lane indices)] for accesses of ``width`` bytes in ``space``."""
         if space == ".global":
             self._check_align(addr, width, threads, ".global")
+            one = self._one_buffer(addr, width)
+            if one is not None and (not write or self.buffers[one].writable):
+                if write:
+                    self.buffers[one].own()
+                return [(self.buffers[one].bytes, (addr - self.bases[one]).astype(np.int64), None)]
             buf, off = self._global_rows(addr, width, threads, write)
             if buf.size and (buf == buf[0]).all():
                 return [(self.buffers[int(buf[0])].bytes, off, None)]
