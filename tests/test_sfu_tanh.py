@@ -97,3 +97,19 @@ def test_tables_are_small_and_exact_integers():
     for b in unit.binades.values():
         assert (b.fmt.sq_drop, b.fmt.sq_shift, b.fmt.rounding) == (19, 19, "rz")
         assert b.fmt.mant_bits - b.fmt.index_bits == sfu_tanh.LOW_BITS
+
+
+def test_corrupt_tables_are_refused(tmp_path, monkeypatch):
+    with np.load(sfu_tanh.TABLES) as z:
+        entries = {k: z[k] for k in z.files}
+    entries["c1"] = entries["c1"].copy()
+    entries["c1"][7] += 1
+    bad = tmp_path / "tanh.npz"
+    np.savez(bad, **entries)
+    monkeypatch.setattr(sfu_tanh, "TABLES", bad)
+    sfu_tanh.tanh_unit.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="sha256"):
+            sfu_tanh.tanh_unit()
+    finally:
+        sfu_tanh.tanh_unit.cache_clear()

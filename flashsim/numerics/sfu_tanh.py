@@ -11,14 +11,16 @@ E = 130 on (|x| >= 8, inf) it is +-1, tanh(-x) = -tanh(x), NaN gives 0x7FFFFFFF
 (benchmarks/logs/2026-12-01/sfu_approx/summary_sm90.json ``relations`` / ``specials``).
 
 Measured: every input of biased exponents 117 .. 130, both signs (2 x 14 x 2^23 results, reproduced bit for bit by
-tests/test_sfu_tanh.py), and the exhaustive sweep's relations for the other exponents. The 51 segments' tables
-(``flashsim/data/sfu/tanh_interp_sm90.npz``, 1.3 KB) are one exact solution each; where several tables reproduce a
-segment, the one with the smallest C0 was kept (any of them gives the same results on every input of the binade).
+tests/test_sfu_tanh.py), the exhaustive sweep's relations for the other exponents, and the H200's random sample of
+every exponent (held out: tests/test_ptx_sfu.py). The 51 segments' tables (``flashsim/data/sfu/tanh_interp_sm90.npz``,
+2 KB, with a sha256 checked on load) are one exact solution each; where several reproduce a segment, the one with
+the smallest C0 was kept (any of them gives the same results on every input of the binade).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import pathlib
 
@@ -34,15 +36,22 @@ SQ_DROP = 19  # the folded squarer's columns below this one are not summed; S = 
 __all__ = ["ARCH", "TABLES", "tanh_unit", "tanh_f32_bits", "write_tables"]
 
 
+def _sha256(c0, c1, c2, formats: str) -> str:
+    h = hashlib.sha256()
+    for c in (c0, c1, c2):
+        h.update(np.ascontiguousarray(c, dtype="<i8").tobytes())
+    h.update(formats.encode())
+    return h.hexdigest()
+
+
 def write_tables(path, binades: dict[int, QuadBinade]) -> None:
-    """Store ``binades`` (biased exponent -> QuadBinade) as flat int64 arrays plus the formats (json)."""
+    """Store ``binades`` (biased exponent -> QuadBinade) as flat int64 arrays plus the formats (json) and the sha256
+    of both (checked on load, as the other SFU tables' are)."""
     es = sorted(binades)
+    c0, c1, c2 = (np.concatenate([getattr(binades[e], n) for e in es]).astype(np.int64) for n in ("c0", "c1", "c2"))
+    formats = json.dumps({str(e): binades[e].fmt.__dict__ for e in es})
     np.savez_compressed(
-        path,
-        c0=np.concatenate([binades[e].c0 for e in es]).astype(np.int64),
-        c1=np.concatenate([binades[e].c1 for e in es]).astype(np.int64),
-        c2=np.concatenate([binades[e].c2 for e in es]).astype(np.int64),
-        formats=np.array(json.dumps({str(e): binades[e].fmt.__dict__ for e in es})),
+        path, c0=c0, c1=c1, c2=c2, formats=np.array(formats), sha256=np.array(_sha256(c0, c1, c2, formats))
     )
 
 
@@ -50,8 +59,10 @@ def write_tables(path, binades: dict[int, QuadBinade]) -> None:
 def tanh_unit() -> QuadUnit:
     """The model of the module docstring (tables read once)."""
     with np.load(TABLES) as z:
-        formats = json.loads(str(z["formats"]))
-        c0, c1, c2 = z["c0"], z["c1"], z["c2"]
+        text, c0, c1, c2 = str(z["formats"]), z["c0"], z["c1"], z["c2"]
+        if _sha256(c0, c1, c2, text) != str(z["sha256"]):
+            raise ValueError(f"{TABLES}: the tables do not match their stored sha256 (corrupt file)")
+    formats = json.loads(text)
     binades, at = {}, 0
     for e in sorted(formats, key=int):
         fmt = QuadFormat(**formats[e])
