@@ -183,3 +183,15 @@ def test_folded_square_drops_exactly_the_low_columns():
             for j in range(i + 1, 9):
                 want += np.where(i + j + 1 >= drop, (xi & (X >> j) & 1) << (i + j + 1), 0)
         assert np.array_equal(S.folded_square(X, drop), want), drop
+
+
+def test_squarer_scan_finds_the_dropped_columns():
+    """A segment whose X^2 term comes from a folded squarer without its columns below 8: the least-squares residual
+    is at rounding noise with that truncation and well above it with the exact square."""
+    E, M, k, drop = 126, 12, 1, 8
+    gen = S.synthetic_tanh([E], index_bits=k, mant_bits=M, guard_bits=2, c1_bits=14, c2_bits=9)
+    want = gen.binades[E]
+    fmt = S.QuadFormat(**{**want.fmt.__dict__, "sq_drop": drop, "sq_shift": drop, "t2": 0})
+    y = S.QuadBinade(fmt, want.c0, want.c1, (want.c2 << drop) >> want.fmt.t2).bits(np.arange(1 << M))
+    sq = A.squarer_scan(A.Binade(E, M, y, 0, 1 << M), k, [0, drop - 1, drop, drop + 1])
+    assert sq[drop] <= 1.0 < sq[0] and min(sq, key=sq.get) == drop, sq

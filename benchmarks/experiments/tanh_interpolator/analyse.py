@@ -173,6 +173,18 @@ def width_scan(b: Binade, ks) -> list[dict]:
     return out
 
 
+def squarer_scan(b: Binade, k: int, drops) -> dict:
+    """Worst least-squares residual (result ulps) per segment width k of a quadratic whose X^2 term is the folded
+    squarer with the partial products below column ``drop`` left out (0: the exact square), for each drop: a
+    truncated squarer shows as a residual that falls to rounding noise at one drop only (the H100: 19, with X of
+    17 bits, from 15 .. 29 ulps with the exact square to 0.5 at E = 126)."""
+    out = {}
+    for d in drops:
+        _, res, _, keep = segment_fit(b, k, sq_drop=d)
+        out[int(d)] = float(np.abs(res[keep]).max()) if keep.any() else 0.0
+    return out
+
+
 def choose_k(scan: list[dict], tol: float = NOISE_ULPS):
     """The narrowest k (fewest segments) whose quadratic fits within ``tol`` ulps (or within 1.5 times the best
     residual of the scan, where truncations inside the unit make the floor higher), and every k after it too."""
@@ -430,10 +442,13 @@ def ignored_low_bits(y: np.ndarray) -> int:
     return j
 
 
-def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_confirm: int = 64, sq_drop=0) -> dict:
+def analyse_binade(
+    E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_confirm: int = 64, sq_drop=0, scan_squarer=False
+) -> dict:
     """The whole analysis of one binade (module docstring). Where the results ignore the low j input bits (step 0),
     everything after runs on the M - j bits read (one result per group) and the reported format reads M - j bits;
-    ``sq_drop``: a truncated folded squarer to search (flashsim.numerics.sfu_interp; 0: the exact square)."""
+    ``sq_drop``: a truncated folded squarer to search (flashsim.numerics.sfu_interp; 0: the exact square);
+    ``scan_squarer``: record the least-squares residual at the chosen k for several squarer truncations."""
     t0 = time.time()
     j = ignored_low_bits(y) if y.size > 1 else 0
     if 0 < j < M:
@@ -454,6 +469,14 @@ def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_
     if k is None:
         out["verdict"] = "no index width where a quadratic per segment fits within rounding noise"
         return out
+    if scan_squarer:
+        n = M - k
+        sq = squarer_scan(b, k, [0, *range(max(1, n - 2), n + 5)])
+        out["squarer_scan"] = sq
+        log(
+            f"E={E}: k={k}: least-squares worst residual by squarer drop "
+            + ", ".join(f"{d}:{v:.2f}" for d, v in sq.items())
+        )
     z = red.get("coarsest_trailing_zeros", 0)
     if z > 0:  # every result ends in z zero bits: an accumulator coarser than the result ulp is possible too
         guards = sorted(set(guards) | set(range(-z, 0)))
@@ -489,6 +512,8 @@ def main(argv=None) -> int:
     ap.add_argument("--exponents", default="", help="biased exponents to analyse (default: all captured)")
     ap.add_argument("--guards", default="0-4", help="guard-bit range searched, e.g. 0-6")
     ap.add_argument("--sq-drop", type=int, default=0, help="squarer columns dropped (0: exact square; the H100: 19)")
+    ap.add_argument("--ks", default="", help="index widths to scan, e.g. 0-6 (default 0-14)")
+    ap.add_argument("--scan-squarer", action="store_true", help="least-squares residual per squarer truncation")
     args = ap.parse_args(argv)
     data = read_capture(args.capture)
     want = {int(e) for e in args.exponents.split(",") if e} or set(data)
@@ -499,7 +524,18 @@ def main(argv=None) -> int:
     for E, (M, y, neg) in data.items():
         if E not in want:
             continue
-        r = analyse_binade(E, M, y, neg, guards=range(int(ga), int(gb or ga) + 1), sq_drop=args.sq_drop)
+        ka, _, kb = args.ks.partition("-")
+        ks = range(int(ka), int(kb or ka) + 1) if args.ks else None
+        r = analyse_binade(
+            E,
+            M,
+            y,
+            neg,
+            ks=ks,
+            guards=range(int(ga), int(gb or ga) + 1),
+            sq_drop=args.sq_drop,
+            scan_squarer=args.scan_squarer,
+        )
         q = r.pop("tables", None)
         if q is not None:
             np.savez(out_dir / f"tables_e{E}.npz", c0=q.c0, c1=q.c1, c2=q.c2, format=json.dumps(asdict(q.fmt)))
