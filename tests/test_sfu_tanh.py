@@ -113,3 +113,21 @@ def test_corrupt_tables_are_refused(tmp_path, monkeypatch):
             sfu_tanh.tanh_unit()
     finally:
         sfu_tanh.tanh_unit.cache_clear()
+
+
+@pytest.mark.nvrtc
+def test_the_gpu_sweeps_model_kernel_is_the_numpy_model():
+    """kernel/capture/tanh_model.cu (the GPU sweep's model, flashsim.gpu.capture.tanh_sweep) run by flashsim.ptx on
+    random inputs of every exponent and of the interpolated binades: the numpy model's bits."""
+    from flashsim.gpu.capture.tanh_sweep import SOURCE, table_arrays
+    from flashsim.ptx import compile, launch
+
+    rng = np.random.default_rng(0)
+    inner = rng.integers(117 << 23, 131 << 23, 3072, dtype=np.uint32) | (
+        rng.integers(0, 2, 3072, dtype=np.uint32) << 31
+    )
+    x = np.concatenate([rng.integers(0, 1 << 32, 1024, dtype=np.uint64).astype(np.uint32), inner]).astype(np.uint32)
+    out = np.zeros_like(x)
+    module = compile(SOURCE.read_text(), arch="sm_90")
+    launch(module.kernel("tanh_model_kernel"), (x.size // 256,), (256,), [x, out, np.uint32(x.size), *table_arrays()])
+    assert np.array_equal(out, sfu_tanh.tanh_f32_bits(x))
