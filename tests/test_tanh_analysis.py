@@ -142,3 +142,56 @@ def test_an_opening_identity_run_is_left_out_and_named():
     assert r["reduction"]["fitted"] == [100, 1 << M]
     assert r["verdict"] == "exact on full segments; not solved: [0]"
     assert np.array_equal(r["tables"].c1[1:], unit.binades[E].c1[1:])
+
+
+def test_a_unit_that_reads_fewer_input_bits_is_recovered():
+    """The H100 reads only the top 17 .. 21 mantissa bits: a synthetic unit reading 10 of a 12-bit grid gives
+    results constant over groups of 4 inputs; the analysis names the 2 ignored bits and fits the 10 read."""
+    E, M, read = 126, 12, 10
+    unit = S.synthetic_tanh([E], index_bits=3, mant_bits=read, guard_bits=2, c1_bits=14, c2_bits=8, sq_shift=2)
+    x = T.inputs(E, M)
+    y = unit.bits(x)
+    r = A.analyse_binade(E, M, y, unit.bits(x | S.SIGN), log=_quiet)
+    assert r["ignored_low_bits"] == M - read and r["verdict"] == "exact"
+    q = r["tables"]
+    assert q.fmt.mant_bits == read and q.fmt.index_bits == 3
+    assert np.array_equal(q.bits(np.arange(1 << M) >> (M - read)), y)
+
+
+def test_no_full_segment_is_reported_as_no_fit():
+    """A binade whose only segment is cut by an opening run of x (the H100's E = 119 read as one segment) is
+    'no exact fit at this k', not an error."""
+    E, M = 126, 12
+    y = S.synthetic_tanh([E], index_bits=0, mant_bits=M).bits(T.inputs(E, M))
+    y[:5] = T.inputs(E, M)[:5]
+    b = A.Binade(E, M, y, 5, 1 << M)
+    assert A.ExactFit(b, 0).confirm(A.Hypothesis("rn", 2, 0, 0)) == (None, None)
+    r = A._exact_at(b, 0, range(0, 3), 8, _quiet)
+    assert r["result"] is None and r["best_mismatches"] is None
+    # the whole analysis goes on to finer widths, whose later segments are full
+    assert A.analyse_binade(E, M, y, y ^ S.SIGN, ks=[0], log=_quiet)["verdict"].startswith("exact on full segments")
+
+
+def test_folded_square_drops_exactly_the_low_columns():
+    """sfu_interp.folded_square against the partial products summed one by one."""
+    X = np.arange(1 << 9, dtype=np.int64)
+    for drop in (0, 1, 6, 9, 12, 18):
+        want = np.zeros_like(X)
+        for i in range(9):
+            xi = (X >> i) & 1
+            want += np.where(2 * i >= drop, xi << (2 * i), 0)
+            for j in range(i + 1, 9):
+                want += np.where(i + j + 1 >= drop, (xi & (X >> j) & 1) << (i + j + 1), 0)
+        assert np.array_equal(S.folded_square(X, drop), want), drop
+
+
+def test_squarer_scan_finds_the_dropped_columns():
+    """A segment whose X^2 term comes from a folded squarer without its columns below 8: the least-squares residual
+    is at rounding noise with that truncation and well above it with the exact square."""
+    E, M, k, drop = 126, 12, 1, 8
+    gen = S.synthetic_tanh([E], index_bits=k, mant_bits=M, guard_bits=2, c1_bits=14, c2_bits=9)
+    want = gen.binades[E]
+    fmt = S.QuadFormat(**{**want.fmt.__dict__, "sq_drop": drop, "sq_shift": drop, "t2": 0})
+    y = S.QuadBinade(fmt, want.c0, want.c1, (want.c2 << drop) >> want.fmt.t2).bits(np.arange(1 << M))
+    sq = A.squarer_scan(A.Binade(E, M, y, 0, 1 << M), k, [0, drop - 1, drop, drop + 1])
+    assert sq[drop] <= 1.0 < sq[0] and min(sq, key=sq.get) == drop, sq

@@ -669,3 +669,15 @@ def rcp(x, arch="sm_90", *, arrays=None, target: Target = PLAIN):
     """The bits of ``rcp.approx.ftz.f32`` on ``arch``: float32 in (numpy array or scalar, or JAX array; any
     shape), float32 out in the same library. ``arrays`` and ``target``: as for ``ex2``."""
     return _apply(x, arch, "rcp", _fallback_rcp, "1/x", arrays, target)
+
+
+def tanh(x, arch="sm_90"):
+    """The bits of ``tanh.approx.f32`` on ``arch`` (sm_90 only: flashsim.numerics.sfu_tanh's fitted interpolator):
+    float32 in (numpy array or scalar, any shape), float32 out. Numpy only: the interpolator's integer sums are
+    numpy int64 work, not written against the JAX namespace."""
+    from . import sfu_approx  # here, not at the top: sfu_approx imports this module
+
+    if not is_numpy(namespace(x)):
+        raise TypeError("sfu.tanh takes numpy arrays or scalars (the interpolator is not written for JAX)")
+    b = np.asarray(_as_f32(x)).view(np.uint32)
+    return _wrap(sfu_approx.apply("tanh.approx.f32", b, arch), x)

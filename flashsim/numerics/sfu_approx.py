@@ -13,7 +13,9 @@ bit for bit, from structure measured on the GPU (``python -m flashsim.gpu.captur
   (``Lg2Model``): one L for both signs, or rounding to nearest, fails (benchmarks/logs/2026-12-01/sfu_approx);
 - sin / cos .ftz: MUFU.SIN / COS of u = RZ(x / (2 pi)) reads only the sign of u and floor(frac(|u|) 2^25): a table over
   those 2^25 fixed-point fractions (sin odd, cos even in the bits; ``HalfKeyModel``); 24 fraction bits fail;
-- the f16 / bf16 forms: their whole 2^16-entry tables; an x2 form applies its scalar form to each half.
+- the f16 / bf16 forms: their whole 2^16-entry tables; an x2 form applies its scalar form to each half (the f16 /
+  bf16 tanh are not the f32 tanh rounded: 14,730 / 2,086 of the 2^16 inputs differ on the H100);
+- tanh.approx.f32: the piecewise-quadratic interpolator fitted from a whole-binade capture (flashsim.numerics.sfu_tanh).
 
 Every rule used by a model is stored with it, and a model is shipped only where it reproduced every one of the
 2^32 inputs on the GPU; the capture's summary (in the table file) says what was refuted and by how many inputs
@@ -36,7 +38,7 @@ import numpy as np
 
 from .. import calibration
 from ..arch import get_arch
-from . import ieee32, sfu
+from . import ieee32, sfu, sfu_tanh
 from .rounding import f32_to_f64, f64_to_f32, f64_to_f32_rz
 
 FORMAT_VERSION = 1
@@ -655,6 +657,10 @@ def _model(form: str, arch: str):
     if form not in FORMS:
         raise ModelUnavailable(f"{form}: not an SFU form flashsim knows")
     f = FORMS[form]
+    if form == "tanh.approx.f32":  # the fitted interpolator (flashsim.numerics.sfu_tanh), not a captured table
+        if arch != sfu_tanh.ARCH:
+            raise ModelUnavailable(f"{form}: no model for {arch} (the interpolator was fitted on {sfu_tanh.ARCH})")
+        return sfu_tanh.tanh_f32_bits
     if form in ("ex2.approx.ftz.f32", "rcp.approx.ftz.f32"):
         found = calibration.locate("sfu", arch, warn=False)
         if found is None or found.borrowed:  # another arch's tables are not this arch's bits

@@ -4,11 +4,16 @@ family the SFU's ``tanh.approx.f32`` is being fitted to (benchmarks/experiments/
 One binade of inputs x = 2^e (1 + m 2^-M) (M mantissa bits read, m < 2^M) is cut into 2^k segments by the top k
 bits of m; with n = M - k and X = m mod 2^n (the low bits, Xl in the paper), the unit forms the integer
 
-    A = C0[i] + floor(C1[i] X / 2^t1) + floor(C2[i] floor(X^2 / 2^s) / 2^t2)      (i = m >> n)
+    A = C0[i] + floor(C1[i] X / 2^t1) + floor(C2[i] floor(Sq(X) / 2^s) / 2^t2)      (i = m >> n)
 
 (floors: two's-complement truncation of the products and of the squarer's output) and returns A 2^L rounded to f32
-(``rn``: to nearest even, ``rz``: toward zero). ``QuadUnit`` adds the range reduction seen on the H200: odd
-symmetry, x below a binade returned as is, saturation to +-1 from a binade on (and where the sum reaches 1).
+(``rn``: to nearest even, ``rz``: toward zero). Sq(X) is X^2, or with ``sq_drop`` = D > 0 the square of a truncated
+folded squarer array: the partial products of X^2 = sum_i x_i 2^2i + sum_{i<j} x_i x_j 2^(i+j+1) that fall in
+columns below D are left out (not summed, so not even their carries reach the kept columns). The reads of fewer
+than 23 mantissa bits (``mant_bits`` M: the input's low 23 - M bits are ignored) and the truncated squarer are what
+the H100 / H200 ``tanh.approx.f32`` shows (benchmarks/experiments/tanh_interpolator/README.md). ``QuadUnit``
+adds the range reduction seen on the H200: odd symmetry, x below a binade returned as is, saturation to +-1 from a
+binade on (and where the sum reaches 1).
 
 ``synthetic_tanh`` designs such a unit for tanh from float64 (Chebyshev interpolation per segment, coefficients
 rounded to the widths asked for): a known member of the family for testing the analysis, not a model of any GPU.
@@ -33,7 +38,7 @@ __all__ = ["QuadFormat", "QuadBinade", "QuadUnit", "round_to_f32", "synthetic_ta
 @dataclass(frozen=True)
 class QuadFormat:
     """The evaluation of one binade: ``index_bits`` k, ``mant_bits`` M, squarer shift s, product shifts t1 / t2,
-    accumulator lsb 2^``lsb_exp`` and the final ``rounding``."""
+    accumulator lsb 2^``lsb_exp``, the final ``rounding`` and the squarer's dropped columns ``sq_drop``."""
 
     index_bits: int
     lsb_exp: int
@@ -42,12 +47,15 @@ class QuadFormat:
     t2: int = 0
     rounding: str = "rn"
     mant_bits: int = 23
+    sq_drop: int = 0
 
     def __post_init__(self):
         if self.rounding not in ROUNDINGS:
             raise ValueError(f"rounding must be one of {ROUNDINGS}, got {self.rounding!r}")
-        if min(self.sq_shift, self.t1, self.t2) < 0:
-            raise ValueError(f"shifts must be >= 0, got s={self.sq_shift}, t1={self.t1}, t2={self.t2}")
+        if min(self.sq_shift, self.t1, self.t2, self.sq_drop) < 0:
+            raise ValueError(
+                f"shifts must be >= 0, got s={self.sq_shift}, t1={self.t1}, t2={self.t2}, drop={self.sq_drop}"
+            )
         if not 0 <= self.index_bits <= self.mant_bits <= 23:
             raise ValueError(f"need 0 <= index_bits <= mant_bits <= 23, got {self.index_bits}, {self.mant_bits}")
 
@@ -62,11 +70,29 @@ def round_to_f32(v: np.ndarray, rounding: str) -> np.ndarray:
     return np.asarray(r, np.float32).view(np.uint32)
 
 
+def folded_square(X: np.ndarray, drop: int = 0) -> np.ndarray:
+    """X^2 (int64, X < 2^31) less the partial products of the folded squarer array in columns below ``drop``: x_i at
+    column 2i, x_i x_j (i < j) at column i + j + 1 (module docstring)."""
+    X = np.asarray(X, np.int64)
+    if drop <= 0:
+        return X * X
+    bits = int(X.max(initial=0)).bit_length()
+    lost = np.zeros_like(X)
+    for i in range(min(bits, (drop + 1) // 2)):  # x_i: its own column 2i and its products with x_j, j > i
+        xi = (X >> i) & 1
+        if 2 * i < drop:
+            lost += xi << (2 * i)
+        hi = drop - i - 1  # x_j (j > i) lands below drop for j < hi
+        if hi > i + 1:
+            lost += (xi * ((X & ((1 << hi) - 1)) >> (i + 1) << (i + 1))) << (i + 1)
+    return X * X - lost
+
+
 def accumulate(fmt: QuadFormat, c0, c1, c2, i: np.ndarray, X: np.ndarray) -> np.ndarray:
     """The integer A of the module docstring for segment indices ``i`` and low bits ``X`` (int64, exact)."""
     c0, c1, c2 = (np.asarray(c, np.int64) for c in (c0, c1, c2))
     X = np.asarray(X, np.int64)
-    sq = (X * X) >> fmt.sq_shift
+    sq = folded_square(X, fmt.sq_drop) >> fmt.sq_shift
     bits = int(np.abs(c2).max(initial=0)).bit_length() + int(sq.max(initial=0)).bit_length()
     if bits > 62 or int(np.abs(c1).max(initial=0)).bit_length() + fmt.low_bits > 62:
         raise ValueError("coefficients too wide for exact int64 products")

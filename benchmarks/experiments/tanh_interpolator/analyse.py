@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from flashsim.gpu.capture.tanh import inputs, read_capture
-from flashsim.numerics.sfu_interp import ONE, ROUNDINGS, QuadBinade, QuadFormat
+from flashsim.numerics.sfu_interp import ONE, ROUNDINGS, QuadBinade, QuadFormat, folded_square
 
 MIN_LOW_BITS = 6  # at least 2^6 inputs per segment in the exact search
 NOISE_ULPS = 2.5  # least-squares residual of a true segment: rounding (<= 1 ulp) plus truncations
@@ -96,9 +96,11 @@ def reduction(E: int, M: int, y: np.ndarray, neg: np.ndarray) -> dict:
 # -- segment width -------------------------------------------------------------------------------------------------
 
 
-def segment_fit(b: Binade, k: int, degree: int = 2):
+def segment_fit(b: Binade, k: int, degree: int = 2, sq_drop: int = 0):
     """Least-squares polynomials of ``degree`` in u = X / 2^n - 1/2 per segment over the fitted points: (coefficients
-    [segments, degree+1] in value units, residuals in result ulps, segment index per point, the point mask)."""
+    [segments, degree+1] in value units, residuals in result ulps, segment index per point, the point mask). With
+    ``sq_drop`` > 0 the quadratic term is the truncated folded squarer's instead (Sq(X) / 2^2n - u - 1/4, which is
+    u^2 for the exact square), so that the coefficients convert to per-X / per-Sq ones in the same way."""
     n = b.M - k
     m = np.arange(1 << b.M, dtype=np.int64)
     keep = (m >= b.lo_m) & (m < b.hi_m)
@@ -109,6 +111,9 @@ def segment_fit(b: Binade, k: int, degree: int = 2):
     v = b.values / scale
     nseg = 1 << k
     P = np.stack([u**j for j in range(degree + 1)])
+    if sq_drop and degree >= 2:
+        X = m & ((1 << n) - 1)
+        P[2] = folded_square(X, sq_drop) / 4.0**n - u - 0.25
     G = np.empty((nseg, degree + 1, degree + 1))
     rhs = np.empty((nseg, degree + 1))
     w = keep.astype(np.float64)
@@ -119,7 +124,8 @@ def segment_fit(b: Binade, k: int, degree: int = 2):
     count = np.bincount(seg, weights=w, minlength=nseg)
     ok = count > degree
     coef = np.zeros((nseg, degree + 1))
-    coef[ok] = np.linalg.solve(G[ok], rhs[ok][..., None])[..., 0]
+    # pseudo-inverse: a truncated squarer over few low bits can be all zero or linear in X (a singular system)
+    coef[ok] = (np.linalg.pinv(G[ok]) @ rhs[ok][..., None])[..., 0]
     fit = (coef[seg] * P.T).sum(axis=1)
     res = np.where(keep, (v - fit) * scale / ulp, 0.0)
     return coef * scale, res, seg, keep & ok[seg]
@@ -167,6 +173,18 @@ def width_scan(b: Binade, ks) -> list[dict]:
     return out
 
 
+def squarer_scan(b: Binade, k: int, drops) -> dict:
+    """Worst least-squares residual (result ulps) per segment width k of a quadratic whose X^2 term is the folded
+    squarer with the partial products below column ``drop`` left out (0: the exact square), for each drop: a
+    truncated squarer shows as a residual that falls to rounding noise at one drop only (the H100: 19, with X of
+    17 bits, from 15 .. 29 ulps with the exact square to 0.5 at E = 126)."""
+    out = {}
+    for d in drops:
+        _, res, _, keep = segment_fit(b, k, sq_drop=d)
+        out[int(d)] = float(np.abs(res[keep]).max()) if keep.any() else 0.0
+    return out
+
+
 def choose_k(scan: list[dict], tol: float = NOISE_ULPS):
     """The narrowest k (fewest segments) whose quadratic fits within ``tol`` ulps (or within 1.5 times the best
     residual of the scan, where truncations inside the unit make the floor higher), and every k after it too."""
@@ -207,12 +225,13 @@ class Hypothesis:
     guard: int
     sq_shift: int
     t2: int
+    sq_drop: int = 0
 
 
-def _segment_solve(X, lo, hi, sq_shift, t2, c2_cands, t1_max):
+def _segment_solve(X, lo, hi, sq_shift, t2, c2_cands, t1_max, sq_drop=0):
     """All (C2, C0, smallest t1, gamma_lo, gamma_hi) that may reproduce one segment: X int64 (> 0 except the first,
     which must be X = 0), lo / hi the accumulator bounds. Returns a list of tuples."""
-    S = (X * X) >> sq_shift
+    S = folded_square(X, sq_drop) >> sq_shift
     out = []
     pos = X > 0
     Xp = X[pos].astype(np.float64)
@@ -244,22 +263,25 @@ def _segment_solve(X, lo, hi, sq_shift, t2, c2_cands, t1_max):
     return out
 
 
-def _exact_check(X, lo, hi, sq_shift, t1, t2, c0, c1, c2) -> bool:
-    A = c0 + ((np.int64(c1) * X) >> t1) + ((np.int64(c2) * ((X * X) >> sq_shift)) >> t2)
+def _exact_check(X, lo, hi, sq_shift, t1, t2, c0, c1, c2, sq_drop=0) -> bool:
+    A = c0 + ((np.int64(c1) * X) >> t1) + ((np.int64(c2) * (folded_square(X, sq_drop) >> sq_shift)) >> t2)
     return bool(((A >= lo) & (A <= hi)).all())
 
 
 class ExactFit:
-    """The search of the module docstring for one binade at index width k."""
+    """The search of the module docstring for one binade at index width k (and a squarer that drops the partial
+    products below column ``sq_drop``; 0: the exact square)."""
 
-    def __init__(self, b: Binade, k: int, *, guards=range(0, 5), roundings=ROUNDINGS, t1_max: int = 40):
+    def __init__(
+        self, b: Binade, k: int, *, guards=range(0, 5), roundings=ROUNDINGS, t1_max: int = 40, sq_drop: int = 0
+    ):
         self.b, self.k, self.n = b, k, b.M - k
-        self.guards, self.roundings, self.t1_max = list(guards), list(roundings), t1_max
-        coef, res, seg, keep = segment_fit(b, k)
+        self.guards, self.roundings, self.t1_max, self.sq_drop = list(guards), list(roundings), t1_max, sq_drop
+        coef, res, seg, keep = segment_fit(b, k, sq_drop=sq_drop)
         m = np.arange(1 << b.M, dtype=np.int64)
         self.m, self.keep = m, keep
         self.base_ulp_exp = int(ulp_exp(b.y[b.lo_m : b.hi_m]).min())
-        # value per X and per X^2 from the fit in u = X / 2^n - 1/2
+        # value per X and per Sq(X) from the fit in u = X / 2^n - 1/2
         w = float(1 << self.n)
         self.c1 = (coef[:, 1] - coef[:, 2]) / w  # d/dX of c0 + c1 u + c2 u^2 at X = 0
         self.c2 = coef[:, 2] / w**2
@@ -300,8 +322,9 @@ class ExactFit:
         first), first on ``sample`` points of each (a necessary condition, cheap), then on all their points; yields
         (Hypothesis, t1). ``self.best_partial``: the most screening segments any hypothesis reproduced, and that
         hypothesis (the evidence when none passes)."""
-        n = self.n
-        sq_shifts = range(0, 2 * n + 1) if sq_shifts is None else sq_shifts
+        n, drop = self.n, self.sq_drop
+        # the truncated squarer's output is a multiple of 2^drop: shifts below drop only trade against t2
+        sq_shifts = range(drop, 2 * n + 1) if sq_shifts is None else sq_shifts
         screen = self.screen_segments()
         self.best_partial = (0, None)
         for rounding in self.roundings:
@@ -317,16 +340,16 @@ class ExactFit:
                             break  # finer t2 only widens the windows
                         t1, passed = 0, 0
                         for s in screen:
-                            sol = _segment_solve(*part[s], sq, t2, cands[s], self.t1_max)
-                            sol = sol and _segment_solve(*full[s], sq, t2, cands[s], self.t1_max)
+                            sol = _segment_solve(*part[s], sq, t2, cands[s], self.t1_max, drop)
+                            sol = sol and _segment_solve(*full[s], sq, t2, cands[s], self.t1_max, drop)
                             if not sol:
                                 break
                             passed += 1
                             t1 = max(t1, min(x[2] for x in sol))
                         if passed > self.best_partial[0]:
-                            self.best_partial = (passed, Hypothesis(rounding, g, sq, t2))
+                            self.best_partial = (passed, Hypothesis(rounding, g, sq, t2, drop))
                         if passed == len(screen):
-                            yield Hypothesis(rounding, g, sq, t2), t1
+                            yield Hypothesis(rounding, g, sq, t2, drop), t1
 
     def confirm(self, h: Hypothesis, radius_max: int = 48):
         """Per-segment tables under ``h`` over every full segment, or None with the first failing segment."""
@@ -335,13 +358,15 @@ class ExactFit:
         for s in self.segments:
             cands = self._c2_candidates(s, L, h.sq_shift, h.t2, radius_max)
             sol = (
-                _segment_solve(*self._seg(s, L, h.rounding), h.sq_shift, h.t2, cands, self.t1_max)
+                _segment_solve(*self._seg(s, L, h.rounding), h.sq_shift, h.t2, cands, self.t1_max, h.sq_drop)
                 if cands is not None
                 else []
             )
             if not sol:
                 return None, int(s)
             sols[int(s)] = sol
+        if not sols:  # no full segment to solve (e.g. one segment, cut by an opening run of x): no exact fit here
+            return None, None
         t1 = max(min(x[2] for x in v) for v in sols.values())
         nseg = 1 << self.k
         c0, c1, c2 = (np.zeros(nseg, np.int64) for _ in range(3))
@@ -352,14 +377,14 @@ class ExactFit:
             for c2v, c0v, _, gl, gh in sol:
                 first, last = int(np.ceil(gl * 2.0**t1)) - 1, int(np.ceil(gh * 2.0**t1))  # +-1: float ratios
                 for c1v in range(first, min(last, first + 64) + 1):
-                    if _exact_check(X, lo, hi, h.sq_shift, t1, h.t2, c0v, c1v, c2v):
+                    if _exact_check(X, lo, hi, h.sq_shift, t1, h.t2, c0v, c1v, c2v, h.sq_drop):
                         found.append((c0v, c1v, c2v))
             if not found:
                 return None, s
             ambiguous += len(found) > 1
             want = self.c1[s] * 2.0**-L * 2.0**t1
             c0[s], c1[s], c2[s] = min(found, key=lambda f: (abs(f[1] - want), f))
-        fmt = QuadFormat(self.k, L, h.sq_shift, t1, h.t2, h.rounding, self.b.M)
+        fmt = QuadFormat(self.k, L, h.sq_shift, t1, h.t2, h.rounding, self.b.M, h.sq_drop)
         return (QuadBinade(fmt, c0, c1, c2), ambiguous), None
 
 
@@ -373,9 +398,9 @@ def check(b: Binade, q: QuadBinade, segments) -> int:
 # -- driver --------------------------------------------------------------------------------------------------------
 
 
-def _exact_at(b: Binade, k: int, guards, max_confirm: int, log) -> dict:
+def _exact_at(b: Binade, k: int, guards, max_confirm: int, log, sq_drop: int = 0) -> dict:
     """The exact search at one index width: the screening record and (hypothesis, tables, ambiguous, fit) or None."""
-    fit = ExactFit(b, k, guards=guards)
+    fit = ExactFit(b, k, guards=guards, sq_drop=sq_drop)
     confirmed, screened = [], []
     for h, t1 in fit.hypotheses():  # confirmed lazily: the first exact one in the screening order wins
         screened.append((h, t1))
@@ -405,10 +430,32 @@ def _exact_at(b: Binade, k: int, guards, max_confirm: int, log) -> dict:
     }
 
 
-def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_confirm: int = 64) -> dict:
+def ignored_low_bits(y: np.ndarray) -> int:
+    """The largest j such that the results are constant over every aligned group of 2^j consecutive inputs: the
+    unit reads only the top M - j mantissa bits (the H100 reads 17 .. 21 of 23, by binade)."""
+    j = 0
+    while (1 << (j + 1)) <= y.size:
+        g = y.reshape(-1, 1 << (j + 1))
+        if not (g == g[:, :1]).all():
+            break
+        j += 1
+    return j
+
+
+def analyse_binade(
+    E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_confirm: int = 64, sq_drop=0, scan_squarer=False
+) -> dict:
+    """The whole analysis of one binade (module docstring). Where the results ignore the low j input bits (step 0),
+    everything after runs on the M - j bits read (one result per group) and the reported format reads M - j bits;
+    ``sq_drop``: a truncated folded squarer to search (flashsim.numerics.sfu_interp; 0: the exact square);
+    ``scan_squarer``: record the least-squares residual at the chosen k for several squarer truncations."""
     t0 = time.time()
+    j = ignored_low_bits(y) if y.size > 1 else 0
+    if 0 < j < M:
+        log(f"E={E}: the results ignore the low {j} input bits: analysing the top {M - j}")
+        y, neg, M = y[:: 1 << j], neg[:: 1 << j], M - j
     red = reduction(E, M, y, neg)
-    out = {"E": E, "e": E - 127, "M": M, "reduction": red}
+    out = {"E": E, "e": E - 127, "M": M, "ignored_low_bits": j, "reduction": red}
     lo, hi = red["fitted"]
     if hi - lo < 16:
         out["verdict"] = "no interpolated range (identity or saturation)"
@@ -422,6 +469,14 @@ def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_
     if k is None:
         out["verdict"] = "no index width where a quadratic per segment fits within rounding noise"
         return out
+    if scan_squarer:
+        n = M - k
+        sq = squarer_scan(b, k, [0, *range(max(1, n - 2), n + 5)])
+        out["squarer_scan"] = sq
+        log(
+            f"E={E}: k={k}: least-squares worst residual by squarer drop "
+            + ", ".join(f"{d}:{v:.2f}" for d, v in sq.items())
+        )
     z = red.get("coarsest_trailing_zeros", 0)
     if z > 0:  # every result ends in z zero bits: an accumulator coarser than the result ulp is possible too
         guards = sorted(set(guards) | set(range(-z, 0)))
@@ -429,7 +484,7 @@ def analyse_binade(E, M, y, neg, *, ks=None, guards=range(0, 5), log=print, max_
     # up to 3 finer widths are tried, never below MIN_LOW_BITS points' bits per segment (a quadratic through a few
     # points proves nothing: finer still, even a cubic unit is reproduced)
     for k_try in range(k, max(k, min(k + 3, M - MIN_LOW_BITS)) + 1):
-        r = _exact_at(b, k_try, guards, max_confirm, log)
+        r = _exact_at(b, k_try, guards, max_confirm, log, sq_drop)
         out["exact_search"] = out.get("exact_search", []) + [{key: v for key, v in r.items() if key != "result"}]
         if r["result"] is not None:
             break
@@ -456,6 +511,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=pathlib.Path, default=None, help="folder for analysis.json and the tables")
     ap.add_argument("--exponents", default="", help="biased exponents to analyse (default: all captured)")
     ap.add_argument("--guards", default="0-4", help="guard-bit range searched, e.g. 0-6")
+    ap.add_argument("--sq-drop", type=int, default=0, help="squarer columns dropped (0: exact square; the H100: 19)")
+    ap.add_argument("--ks", default="", help="index widths to scan, e.g. 0-6 (default 0-14)")
+    ap.add_argument("--scan-squarer", action="store_true", help="least-squares residual per squarer truncation")
     args = ap.parse_args(argv)
     data = read_capture(args.capture)
     want = {int(e) for e in args.exponents.split(",") if e} or set(data)
@@ -466,7 +524,18 @@ def main(argv=None) -> int:
     for E, (M, y, neg) in data.items():
         if E not in want:
             continue
-        r = analyse_binade(E, M, y, neg, guards=range(int(ga), int(gb or ga) + 1))
+        ka, _, kb = args.ks.partition("-")
+        ks = range(int(ka), int(kb or ka) + 1) if args.ks else None
+        r = analyse_binade(
+            E,
+            M,
+            y,
+            neg,
+            ks=ks,
+            guards=range(int(ga), int(gb or ga) + 1),
+            sq_drop=args.sq_drop,
+            scan_squarer=args.scan_squarer,
+        )
         q = r.pop("tables", None)
         if q is not None:
             np.savez(out_dir / f"tables_e{E}.npz", c0=q.c0, c1=q.c1, c2=q.c2, format=json.dumps(asdict(q.fmt)))

@@ -1,7 +1,8 @@
 """Probes of the SFU's approximate instructions (kernel/capture/isa/sfu.cu): every form flashsim models, on the f32
 special values, values where each form's SASS sequence switches path (below 2^-126, above 2^126, below -126) and
-random bit patterns; the 16-bit forms on every f16 / bf16 special and random halves. tanh.approx.f32 has no probe:
-flashsim has no model of it (flashsim.numerics.sfu_approx says why)."""
+random bit patterns; the 16-bit forms on every f16 / bf16 special and random halves. tanh.approx.f32 has no probe
+here (its model, flashsim.numerics.sfu_tanh, came after these captures; tests/test_ptx_sfu.py runs it through
+inline PTX on the H200's sample)."""
 
 from __future__ import annotations
 
