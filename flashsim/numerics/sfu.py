@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import calibration
 from ..arch import get_arch
+from . import sfu_tanh
 from .rounding import f32_to_f64, f64_to_f32
 from .target import PLAIN, Target
 from .xp import bitcast, errstate, is_numpy, lookup, namespace, require_x64
@@ -83,6 +84,9 @@ __all__ = [
     "decode_table",
     "write_tables",
     "read_tables",
+    "tanh",
+    "tanh_model",
+    "ModelUnavailable",
 ]
 
 
@@ -675,9 +679,20 @@ def tanh(x, arch="sm_90"):
     """The bits of ``tanh.approx.f32`` on ``arch`` (sm_90 only: flashsim.numerics.sfu_tanh's fitted interpolator):
     float32 in (numpy array or scalar, any shape), float32 out. Numpy only: the interpolator's integer sums are
     numpy int64 work, not written against the JAX namespace."""
-    from . import sfu_approx  # here, not at the top: sfu_approx imports this module
-
     if not is_numpy(namespace(x)):
         raise TypeError("sfu.tanh takes numpy arrays or scalars (the interpolator is not written for JAX)")
-    b = np.asarray(_as_f32(x)).view(np.uint32)
-    return _wrap(sfu_approx.apply("tanh.approx.f32", b, arch), x)
+    bits = tanh_model(arch)
+    return _wrap(bits(np.asarray(_as_f32(x)).view(np.uint32)), x)
+
+
+def tanh_model(arch):
+    """``tanh.approx.f32`` of ``arch`` as a function of f32 bit patterns (uint32 -> uint32), or ModelUnavailable:
+    the fitted interpolator exists for the arch it was fitted on only (flashsim.numerics.sfu_tanh.ARCH)."""
+    name = get_arch(arch).name
+    if name != sfu_tanh.ARCH:
+        raise ModelUnavailable(f"tanh.approx.f32: no model for {name} (the interpolator was fitted on {sfu_tanh.ARCH})")
+    return sfu_tanh.tanh_f32_bits
+
+
+class ModelUnavailable(LookupError):
+    """No bit-exact model of a form exists for an architecture; the message says why."""

@@ -38,8 +38,9 @@ import numpy as np
 
 from .. import calibration
 from ..arch import get_arch
-from . import ieee32, sfu, sfu_tanh
+from . import ieee32, sfu
 from .rounding import f32_to_f64, f64_to_f32, f64_to_f32_rz
+from .sfu import ModelUnavailable
 
 FORMAT_VERSION = 1
 KIND = "sfu_approx"
@@ -114,10 +115,6 @@ FORMS = {
     "tanh.approx.f16x2": Form(21, "tanh", pair=True, scalar="tanh.approx.f16"),
     "tanh.approx.bf16x2": Form(22, "tanh", pair=True, scalar="tanh.approx.bf16"),
 }
-
-
-class ModelUnavailable(LookupError):
-    """No bit-exact model of a form exists for an architecture; the message says why."""
 
 
 # -- f32 helpers ---------------------------------------------------------------------------------------------------
@@ -658,9 +655,7 @@ def _model(form: str, arch: str):
         raise ModelUnavailable(f"{form}: not an SFU form flashsim knows")
     f = FORMS[form]
     if form == "tanh.approx.f32":  # the fitted interpolator (flashsim.numerics.sfu_tanh), not a captured table
-        if arch != sfu_tanh.ARCH:
-            raise ModelUnavailable(f"{form}: no model for {arch} (the interpolator was fitted on {sfu_tanh.ARCH})")
-        return sfu_tanh.tanh_f32_bits
+        return sfu.tanh_model(arch)
     if form in ("ex2.approx.ftz.f32", "rcp.approx.ftz.f32"):
         found = calibration.locate("sfu", arch, warn=False)
         if found is None or found.borrowed:  # another arch's tables are not this arch's bits
