@@ -185,12 +185,10 @@ def _scratch(q, dev, stream, nbytes):
 _SCRATCH: dict = {}  # (device, raw stream, bytes) -> (uint8 tensor, its address)
 
 
-def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
-    """One call on CUDA tensors (``i0``, ``i1``: the index tensors of ``_INDEX[op]``; ``s0``, ``s1``: the op's two
-    ints): (o, lse, the overflow flag or None when nobody reads it). The body of both ops' CUDA kernel and of the
-    public calls' eager path, so both run the same launches with the same arguments."""
-    serving.raise_pending()  # an earlier call's bad index (a read of mapped host memory: no wait)
-    key = (
+def call_key(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, window, softcap) -> tuple:
+    """What a call's plan depends on: the tensors' shapes, dtypes, devices and contiguity, and the arguments (the
+    cache key of ``_enqueue``; benchmarks/experiments/serving_host_time times it)."""
+    return (
         op,
         q.shape,
         q.dtype,
@@ -216,6 +214,14 @@ def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
         tuple(window),
         softcap,
     )
+
+
+def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, flag, window, softcap, check):
+    """One call on CUDA tensors (``i0``, ``i1``: the index tensors of ``_INDEX[op]``; ``s0``, ``s1``: the op's two
+    ints): (o, lse, the overflow flag or None when nobody reads it). The body of both ops' CUDA kernel and of the
+    public calls' eager path, so both run the same launches with the same arguments."""
+    serving.raise_pending()  # an earlier call's bad index (a read of mapped host memory: no wait)
+    key = call_key(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, window, softcap)
     hit = _KEYS.get(key)
     if hit is None:
         names = _NAMES[op]

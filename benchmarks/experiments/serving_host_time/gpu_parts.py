@@ -177,14 +177,14 @@ def main() -> None:
         buf = torch.empty((nbytes_o + lse.numel() * 4,), dtype=torch.uint8, device=q.device)
         return buf[:nbytes_o].view(q.dtype).view(q.shape), buf[nbytes_o:].view(torch.float32).view(lse_shape)
 
-    key_args = ("attention_with_kvcache", q, k, v, sl)
+    key_args = ("attention_with_kvcache", q, k, v, sl, None, 0, None, False, None, "f32", (), None, (-1, -1), 0.0)
     res["parts"] = {
         "torch.empty_like(q)": host_us(lambda: torch.empty_like(q), n, r),
         "torch.empty_like(lse template)": host_us(lambda: torch.empty_like(hit.lse_like), n, r),
         "q.new_empty(lse shape, float32)": host_us(lambda: q.new_empty(lse_shape, dtype=torch.float32), n, r),
         "one allocation + views (o, lse)": host_us(one_allocation, n, r),
         "o.new_empty((0,), int64)": host_us(lambda: o.new_empty((0,), dtype=torch.int64), n, r),
-        "key tuple (q, k, v, seqlens)": host_us(lambda: _key(*key_args), n, r),
+        "key tuple (q, k, v, seqlens)": host_us(lambda: st.call_key(*key_args), n, r),
         "_capturing()": host_us(st._capturing, n, r),
         "_raw_stream(dev)": host_us(lambda: _raw_stream(dev), n, r),
         "serving.raise_pending()": host_us(gs.raise_pending, n, r),
@@ -239,27 +239,6 @@ def main() -> None:
     print(text)
     (out_dir / "gpu_parts.txt").write_text(text + "\n")
     (out_dir / "gpu_parts.json").write_text(json.dumps(res, indent=1))
-
-
-def _key(op, q, k, v, i0):
-    """The key tuple serving_torch._enqueue builds (its tensor reads), for timing."""
-    return (
-        op,
-        q.shape,
-        q.dtype,
-        q.device,
-        q.is_contiguous(),
-        k.shape,
-        k.dtype,
-        k.device,
-        k.is_contiguous(),
-        v.shape,
-        v.dtype,
-        v.device,
-        v.is_contiguous(),
-        (i0.shape, i0.dtype, i0.device, i0.is_contiguous()),
-        None,
-    )
 
 
 if __name__ == "__main__":
