@@ -214,13 +214,7 @@ def run_chain(g, prog, chain: Chain, memo: dict) -> None:
         plan = plans[chain] = _chain_plan(prog, chain)
     reads, targets, scan = plan
     n, K, T = len(chain.groups), len(chain.groups[0]), g.m.T
-    lanes = warps = None
-    if g.mask is not None:
-        lanes = g.lanes()
-        if lanes.size > COMPACT_SHARE * T:
-            lanes = None
-        else:
-            warps = _whole_warps(lanes, T, memo)
+    lanes, warps = _compact_lanes(g, T, memo)
     regs = _StackedRegs(g.R, {0: reads}, len(reads), T, lanes, warps, memo)
     width = T if lanes is None else lanes.size
     x = np.asarray(regs[0]).astype(np.uint32, copy=False)
@@ -344,13 +338,7 @@ def run_group(g, prog, pcs: tuple, memo: dict) -> None:
     if slots is None:
         slots = plans[pcs] = _slot_maps(ops)
     K, T = len(ops), g.m.T
-    lanes = warps = None
-    if g.mask is not None:
-        lanes = g.lanes()
-        if lanes.size > COMPACT_SHARE * T:
-            lanes = None
-        else:
-            warps = _whole_warps(lanes, T, memo)
+    lanes, warps = _compact_lanes(g, T, memo)
     sg = StackedGroup(g, slots, K, lanes, warps, memo)
     ops[0].run(sg)
     width = T if lanes is None else lanes.size
@@ -379,6 +367,17 @@ def run_group(g, prog, pcs: tuple, memo: dict) -> None:
             new = np.broadcast_to(np.asarray(g.R[target]), (T,)).astype(dtype, copy=True)
             new[lanes] = v.astype(dtype, copy=False)
             g.R[target] = new
+
+
+def _compact_lanes(g, T: int, memo) -> tuple:
+    """(running lanes, their whole warps) where a masked group runs on at most COMPACT_SHARE of the wave's threads
+    (it then computes on those alone), else (None, None): every thread."""
+    if g.mask is None:
+        return None, None
+    lanes = g.lanes()
+    if lanes.size > COMPACT_SHARE * T:
+        return None, None
+    return lanes, _whole_warps(lanes, T, memo)
 
 
 def _whole_warps(lanes, T: int, memo: dict):
