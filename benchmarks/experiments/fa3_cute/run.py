@@ -5,7 +5,7 @@ The PTX in .thirdparty/fa3_cute/ is produced on a machine without a GPU by compi
 flash-attn 2.8.3.post2's sdist; README.md has the pins and commands). This script needs only flashsim (and, for
 ``capture``, a GPU with cuda-python and ptxas):
 
-    python benchmarks/experiments/fa3_cute/run.py sim [--n 256] [--causal]
+    python benchmarks/experiments/fa3_cute/run.py sim [--n 256] [--d 64|128] [--causal]
     python benchmarks/experiments/fa3_cute/run.py capture --out DIR
     python benchmarks/experiments/fa3_cute/run.py replay DIR/fa3_cute_sm90.npz
 
@@ -19,13 +19,13 @@ The kernel's parameters (the DSL's lowering of ``__call__``'s arguments, read of
         order (the kernel reads seqlen from word 0)
   4     LSE: u64 pointer, shape (seqlen, head, batch) 3 x i32, strides of head and batch 2 x i32 (elements), pad
   5-8   tensor maps of Q, K, V, O: dims (d, seqlen, head, batch) innermost first, box (64, tile rows, 1, 1),
-        128-byte swizzle (64 bf16 = 128 bytes: two boxes per row of d = 128)
+        128-byte swizzle (64 bf16 = 128 bytes: one box per row of d = 64, two of d = 128)
   9     softmax_scale * log2(e) (f32; the host multiplies before the launch)
   10-12 empty structs (softcap and window sizes absent)
   13-   the tile scheduler's parameters: without the causal mask SingleTileScheduler's (num_block, num_head,
         num_batch), grid (num_block, head, batch); with it SingleTileLPTScheduler's 17 words (below), grid
         (num_block * head * batch, 1, 1)
-384 threads, 229504 bytes of dynamic shared memory.
+384 threads; dynamic shared memory as shared_bytes() gives it (compile.py checks it against the host IR's constant).
 """
 
 from __future__ import annotations
@@ -44,18 +44,23 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 BLOCK_M = 128
 THREADS = 384
-SMEM = 229504  # the DSL's SharedStorage.size_in_bytes(): the host IR's constant for cuFuncSetAttribute / the launch
-D = 128
+DIMS = (64, 128)  # the head dims compile.py builds
 BOX_D = 64  # the 128-byte swizzle span in bf16
+STAGES = 2  # K / V pipeline stages (interface.py's num_stages)
+BARRIERS = 128  # bytes of the SharedStorage's mbarrier block
 L2_BYTES = 50 * 1024 * 1024  # SingleTileLPTScheduler's size_l2
-CASES = [  # (seqlen, causal, heads, batch): the capture's and the replay's; case i's inputs are inputs(..., seed=i)
-    (128, False, 1, 1),
-    (300, False, 1, 1),
-    (512, False, 1, 1),
-    (128, True, 1, 1),
-    (300, True, 1, 1),
-    (512, True, 1, 1),
-    (256, True, 2, 2),
+CASES = [  # (seqlen, causal, heads, batch, d): the capture's and the replay's; case i's inputs are inputs(..., seed=i)
+    (128, False, 1, 1, 128),
+    (300, False, 1, 1, 128),
+    (512, False, 1, 1, 128),
+    (128, True, 1, 1, 128),
+    (300, True, 1, 1, 128),
+    (512, True, 1, 1, 128),
+    (256, True, 2, 2, 128),
+    (128, False, 1, 1, 64),
+    (300, False, 1, 1, 64),
+    (512, True, 1, 1, 64),
+    (256, True, 2, 2, 64),
 ]
 
 
@@ -69,17 +74,23 @@ def block_n(causal: bool) -> int:
 PTX_DIR = HERE.parents[2] / ".thirdparty" / "fa3_cute"
 
 
-def ptx_path(causal: bool) -> Path:
-    return PTX_DIR / f"fwd_sm90_bf16_d128_{'causal' if causal else 'noncausal'}.ptx"
+def shared_bytes(d: int, causal: bool) -> int:
+    """The DSL's SharedStorage.size_in_bytes() (the host IR's cuFuncSetAttribute constant): the Q tile, STAGES K and
+    V tiles in bf16, the mbarriers; 229504 / 163968 bytes at d = 128, 114816 / 82048 at d = 64."""
+    return 2 * d * (BLOCK_M + 2 * STAGES * block_n(causal)) + BARRIERS
 
 
-def inputs(n: int, heads: int, batch: int, seed: int):
+def ptx_path(causal: bool, d: int = 128) -> Path:
+    return PTX_DIR / f"fwd_sm90_bf16_d{d}_{'causal' if causal else 'noncausal'}.ptx"
+
+
+def inputs(n: int, heads: int, batch: int, seed: int, d: int = 128):
     """q, k, v as bf16 bit patterns (uint16), layout (batch, seqlen, heads, d)."""
     from flashsim.numerics.formats import get_format, to_bits
 
     bf16 = get_format("bf16").dtype
     rng = np.random.default_rng(seed)
-    return [to_bits(rng.standard_normal((batch, n, heads, D)).astype(np.float32).astype(bf16)) for _ in range(3)]
+    return [to_bits(rng.standard_normal((batch, n, heads, d)).astype(np.float32).astype(bf16)) for _ in range(3)]
 
 
 def reference(q, k, v, causal: bool, scale: float):
@@ -98,12 +109,12 @@ def reference(q, k, v, causal: bool, scale: float):
     return ((p @ vf) / den).transpose(0, 2, 1, 3), (m + np.log(den))[..., 0]
 
 
-def map_args(n: int, heads: int, batch: int, rows: int) -> dict:
-    """cuTensorMapEncodeTiled's arguments for a (batch, n, heads, D) bf16 tensor, dims innermost first."""
+def map_args(n: int, heads: int, batch: int, rows: int, d: int) -> dict:
+    """cuTensorMapEncodeTiled's arguments for a (batch, n, heads, d) bf16 tensor, dims innermost first."""
     return dict(
         data_type="BFLOAT16",
-        global_dim=(D, n, heads, batch),
-        global_strides=(heads * D * 2, D * 2, n * heads * D * 2),
+        global_dim=(d, n, heads, batch),
+        global_strides=(heads * d * 2, d * 2, n * heads * d * 2),
         box_dim=(BOX_D, rows, 1, 1),
         swizzle="128B",
     )
@@ -115,12 +126,12 @@ def fast_divmod(divisor: int) -> list[int]:
     return [divisor, (((1 << p) + divisor - 1) // divisor) & 0xFFFFFFFF, (p - 32) & 0xFFFFFFFF]
 
 
-def scheduler(n: int, heads: int, batch: int, causal: bool) -> tuple[tuple, list[int]]:
+def scheduler(n: int, heads: int, batch: int, causal: bool, d: int = 128) -> tuple[tuple, list[int]]:
     """(grid, the scheduler's parameter words) as flash_attn/cute/tile_scheduler.py's host code makes them."""
     num_block = -(-n // BLOCK_M)
     if not causal:
         return (num_block, heads, batch), [num_block, heads, batch]
-    one_head = n * (D + D) * 2  # seqlen_k * (headdim + headdim_v) * element_size
+    one_head = n * (d + d) * 2  # seqlen_k * (headdim + headdim_v) * element_size
     swizzle = 1 if L2_BYTES < one_head else 1 << ((L2_BYTES // one_head).bit_length() - 1)
     hb = heads * batch
     words = [num_block * hb]
@@ -129,13 +140,13 @@ def scheduler(n: int, heads: int, batch: int, causal: bool) -> tuple[tuple, list
     return (num_block * hb, 1, 1), words + [hb // swizzle]
 
 
-def params(n: int, heads: int, batch: int, causal: bool, lse_address: int, maps: list) -> list:
+def params(n: int, heads: int, batch: int, causal: bool, d: int, lse_address: int, maps: list) -> list:
     """The launch's arguments after the pointers: flashsim.ptx.launch's kinds (bytes for structs, numpy scalars);
     ``maps`` are the four tensor maps (flashsim TensorMaps, or 128 driver bytes)."""
-    shape = np.array([n, D, heads, batch], "<i4").tobytes()
+    shape = np.array([n, d, heads, batch], "<i4").tobytes()
     lse = np.array([lse_address], "<u8").tobytes() + np.array([n, heads, batch, n, heads * n, 0], "<i4").tobytes()
-    scale = 1.0 / math.sqrt(D)
-    _, words = scheduler(n, heads, batch, causal)
+    scale = 1.0 / math.sqrt(d)
+    _, words = scheduler(n, heads, batch, causal, d)
     return (
         [shape] * 4
         + [lse]
@@ -145,28 +156,28 @@ def params(n: int, heads: int, batch: int, causal: bool, lse_address: int, maps:
     )
 
 
-@functools.lru_cache(maxsize=2)
-def kernel_of(causal: bool):
+@functools.lru_cache(maxsize=4)
+def kernel_of(causal: bool, d: int):
     """The kernel of the staged PTX, loaded (and so decoded) once per process, as a user keeps a module."""
     import flashsim.ptx as P
 
-    module = P.load(ptx_path(causal).read_text(), arch="sm_90")
+    module = P.load(ptx_path(causal, d).read_text(), arch="sm_90")
     return module.kernel(module.kernels[0])
 
 
 def simulate(q, k, v, causal: bool):
-    """(O bits, LSE, report) of the kernel in flashsim.ptx on q, k, v ((batch, n, heads, D) bf16 bits)."""
+    """(O bits, LSE, report) of the kernel in flashsim.ptx on q, k, v ((batch, n, heads, d) bf16 bits)."""
     import flashsim.ptx as P
 
-    batch, n, heads, _ = q.shape
+    batch, n, heads, d = q.shape
     o = np.zeros_like(q)
     lse = np.zeros((batch, heads, n), np.float32)
-    kernel = kernel_of(causal)
+    kernel = kernel_of(causal, d)
     rows = (BLOCK_M, block_n(causal), block_n(causal), BLOCK_M)
-    maps = [P.tensor_map_tiled(x, **map_args(n, heads, batch, r)) for x, r in zip((q, k, v, o), rows)]
-    grid, _ = scheduler(n, heads, batch, causal)
-    args = params(n, heads, batch, causal, P.address(lse), maps)
-    report = P.launch(kernel, grid, THREADS, args, shared_mem=SMEM)
+    maps = [P.tensor_map_tiled(x, **map_args(n, heads, batch, r, d)) for x, r in zip((q, k, v, o), rows)]
+    grid, _ = scheduler(n, heads, batch, causal, d)
+    args = params(n, heads, batch, causal, d, P.address(lse), maps)
+    report = P.launch(kernel, grid, THREADS, args, shared_mem=shared_bytes(d, causal))
     return o, lse, report
 
 
@@ -175,7 +186,7 @@ def check(q, k, v, o, lse, causal: bool) -> tuple[bool, str]:
     by the row's largest |O|), LSE within 1e-4."""
     from flashsim.numerics.formats import from_bits
 
-    o_ref, lse_ref = reference(q, k, v, causal, 1.0 / math.sqrt(D))
+    o_ref, lse_ref = reference(q, k, v, causal, 1.0 / math.sqrt(q.shape[-1]))
     err = np.abs(from_bits(o, "bf16").astype(np.float64) - o_ref)
     bound = 2.0**-8 * (np.abs(o_ref) + np.abs(o_ref).max(axis=-1, keepdims=True))
     lse_err = float(np.abs(lse.astype(np.float64) - lse_ref).max())
@@ -183,12 +194,12 @@ def check(q, k, v, o, lse, causal: bool) -> tuple[bool, str]:
     return ok, f"O max |err| {err.max():.3e} (worst err / bound {np.max(err / bound):.3f}), LSE max |err| {lse_err:.3e}"
 
 
-def sim(n: int, causal: bool, heads: int, batch: int) -> int:
-    q, k, v = inputs(n, heads, batch, seed=0)
+def sim(n: int, causal: bool, heads: int, batch: int, d: int) -> int:
+    q, k, v = inputs(n, heads, batch, seed=0, d=d)
     t0 = time.time()
     o, lse, report = simulate(q, k, v, causal)
-    print(f"n={n} causal={causal} heads={heads} batch={batch}: {time.time() - t0:.1f} s, {report.instructions} warp "
-          "instructions")  # fmt: skip
+    took = time.time() - t0
+    print(f"n={n} d={d} causal={causal} heads={heads} batch={batch}: {took:.1f} s, {report.instructions} warp instrs")
     ok, line = check(q, k, v, o, lse, causal)
     print(line, "PASS" if ok else "FAIL")
     return 0 if ok else 1
@@ -215,11 +226,12 @@ def gpu_run(cubin: bytes, q, k, v, causal: bool):
     from flashsim.gpu.capture.tma import encode
 
     driver, call = _driver()
-    batch, n, heads, _ = q.shape
+    batch, n, heads, d = q.shape
+    smem = shared_bytes(d, causal)
     module = call("cuModuleLoadData", driver.cuModuleLoadData(cubin))
-    func = call("cuModuleGetFunction", driver.cuModuleGetFunction(module, ptx_name(causal).encode()))
+    func = call("cuModuleGetFunction", driver.cuModuleGetFunction(module, ptx_name(causal, d).encode()))
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    call("cuFuncSetAttribute", driver.cuFuncSetAttribute(func, attr, SMEM))
+    call("cuFuncSetAttribute", driver.cuFuncSetAttribute(func, attr, smem))
     o = np.zeros_like(q)
     lse = np.zeros((batch, heads, n), np.float32)
     dev = {}
@@ -229,16 +241,16 @@ def gpu_run(cubin: bytes, q, k, v, causal: bool):
     rows = (BLOCK_M, block_n(causal), block_n(causal), BLOCK_M)
     maps = []
     for name, r in zip("qkvo", rows):
-        a = map_args(n, heads, batch, r)
+        a = map_args(n, heads, batch, r, d)
         raw = encode(a["data_type"], int(dev[name]), a["global_dim"], a["global_strides"], a["box_dim"], swizzle=3)
         maps.append(raw.tobytes())
-    args = params(n, heads, batch, causal, int(dev["lse"]), maps)
+    args = params(n, heads, batch, causal, d, int(dev["lse"]), maps)
     holders = [ctypes.create_string_buffer(a if isinstance(a, bytes) else a.tobytes()) for a in args]
     pointers = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    grid, _ = scheduler(n, heads, batch, causal)
+    grid, _ = scheduler(n, heads, batch, causal, d)
     call(
         "cuLaunchKernel",
-        driver.cuLaunchKernel(func, *grid, THREADS, 1, 1, SMEM, 0, ctypes.addressof(pointers), 0),
+        driver.cuLaunchKernel(func, *grid, THREADS, 1, 1, smem, 0, ctypes.addressof(pointers), 0),
     )
     call("cuCtxSynchronize", driver.cuCtxSynchronize())
     for name, x in (("o", o), ("lse", lse)):
@@ -249,10 +261,10 @@ def gpu_run(cubin: bytes, q, k, v, causal: bool):
     return o, lse
 
 
-def ptx_name(causal: bool) -> str:
+def ptx_name(causal: bool, d: int) -> str:
     import flashsim.ptx as P
 
-    return P.load(ptx_path(causal).read_text(), arch="sm_90").kernels[0]
+    return P.load(ptx_path(causal, d).read_text(), arch="sm_90").kernels[0]
 
 
 def capture(out: Path) -> int:
@@ -262,17 +274,19 @@ def capture(out: Path) -> int:
     rt.require_gpu()  # a current context on the first device
     out.mkdir(parents=True, exist_ok=True)
     store, lines = {}, []
-    for i, (n, causal, heads, batch) in enumerate(CASES):
-        ptx = ptx_path(causal).read_text()
+    for i, (n, causal, heads, batch, d) in enumerate(CASES):
+        ptx = ptx_path(causal, d).read_text()
         cubin = assemble_ptx(ptx, "sm_90a")
-        q, k, v = inputs(n, heads, batch, seed=i)
+        q, k, v = inputs(n, heads, batch, seed=i, d=d)
         o, lse = gpu_run(cubin, q, k, v, causal)
         ok, line = check(q, k, v, o, lse, causal)
-        lines.append(f"case {i} n={n} causal={causal} heads={heads} batch={batch}: {line} {'ok' if ok else 'OFF'}")
+        lines.append(
+            f"case {i} n={n} d={d} causal={causal} heads={heads} batch={batch}: {line} {'ok' if ok else 'OFF'}"
+        )
         print(lines[-1])
         tag = f"c{i}_"
         store.update({tag + "o": o, tag + "lse": lse, tag + "qkv_sha256": np.array(qkv_digest(q, k, v))})
-        store[tag + "case"] = np.array([n, int(causal), heads, batch], np.int64)
+        store[tag + "case"] = np.array([n, int(causal), heads, batch, d], np.int64)
         store[tag + "ptx_sha256"] = np.array(hashlib.sha256(ptx.encode()).hexdigest())
     driver, call = _driver()
     dev = call("cuCtxGetDevice", driver.cuCtxGetDevice())
@@ -288,10 +302,16 @@ def qkv_digest(q, k, v) -> str:
     return hashlib.sha256(b"".join(np.ascontiguousarray(x).tobytes() for x in (q, k, v))).hexdigest()
 
 
+def captured_case(data, i: int) -> tuple[int, bool, int, int, int]:
+    """Case i's (seqlen, causal, heads, batch, d); captures before d = 64 was built store four numbers (d = 128)."""
+    n, causal, heads, batch, d = [int(x) for x in data[f"c{i}_case"]] + [128] * (len(data[f"c{i}_case"]) == 4)
+    return n, bool(causal), heads, batch, d
+
+
 def captured_inputs(data, i: int):
     """Case i's q, k, v, regenerated and checked against the capture's digest."""
-    n, _, heads, batch = (int(x) for x in data[f"c{i}_case"])
-    q, k, v = inputs(n, heads, batch, seed=i)
+    n, _, heads, batch, d = captured_case(data, i)
+    q, k, v = inputs(n, heads, batch, seed=i, d=d)
     if qkv_digest(q, k, v) != str(data[f"c{i}_qkv_sha256"]):
         raise ValueError(f"case {i}: the regenerated inputs are not the captured ones (another numpy generator?)")
     return q, k, v
@@ -305,15 +325,15 @@ def replay(path: Path) -> int:
         tag = f"c{i}_"
         if tag + "case" not in data:
             break
-        n, causal, heads, batch = (int(x) for x in data[tag + "case"])
-        if str(data[tag + "ptx_sha256"]) != hashlib.sha256(ptx_path(bool(causal)).read_bytes()).hexdigest():
+        n, causal, heads, batch, d = captured_case(data, i)
+        if str(data[tag + "ptx_sha256"]) != hashlib.sha256(ptx_path(causal, d).read_bytes()).hexdigest():
             print(f"case {i}: the captured PTX is not .thirdparty/fa3_cute's")
             bad += 1
             continue
-        o, lse, _ = simulate(*captured_inputs(data, i), bool(causal))
+        o, lse, _ = simulate(*captured_inputs(data, i), causal)
         o_diff = int((o != data[tag + "o"]).sum())
         lse_diff = int((lse.view(np.uint32) != data[tag + "lse"].view(np.uint32)).sum())
-        print(f"case {i} n={n} causal={bool(causal)} heads={heads} batch={batch}: {o_diff} O and {lse_diff} LSE "
+        print(f"case {i} n={n} d={d} causal={causal} heads={heads} batch={batch}: {o_diff} O and {lse_diff} LSE "
               "elements differ from the GPU's")  # fmt: skip
         bad += bool(o_diff or lse_diff)
     return 1 if bad else 0
@@ -362,13 +382,14 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--heads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--d", type=int, default=128, choices=DIMS)
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
     if a.mode == "bench":
         return bench(a.n, a.causal, a.reps)
     if a.mode == "sim":
-        return sim(a.n, a.causal, a.heads, a.batch)
+        return sim(a.n, a.causal, a.heads, a.batch, a.d)
     if a.mode == "capture":
         if a.out is None:
             ap.error("capture needs --out DIR")
