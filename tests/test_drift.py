@@ -421,7 +421,7 @@ def test_the_sfu_capture_records_its_provenance(tmp_path):
     from flashsim.gpu.capture import sfu as cap
     from flashsim.numerics import sfu
 
-    assert cap.main(["--out", str(tmp_path), "--fake", "--random-scale", "0.005"]) == 0
+    assert cap.main(["--out", str(tmp_path), "--fake", "--quick", "--random-scale", "0.005"]) == 0
     current = provenance.fingerprint(cap.PROVENANCE_NAME)
     with np.load(tmp_path / "sfu_sample_sm90.npz") as z:
         assert json.loads(str(z["provenance"])) == current == json.loads(str(z["summary"]))["provenance"]

@@ -214,8 +214,13 @@ def test_capture_refutes_neighbouring_models(capture, variant, monkeypatch):
     res = capture[type_name]
     t = cap.TYPES[type_name]
     a, b, c = res["a"].view(t.in_dtype), res["b"].view(t.in_dtype), res["c"].view(t.c_dtype)
-    d = _tc.mma_chain_generic(a, b, c, arch) if patches else mma(a, b, c, arch=arch)
-    assert (d.view(t.fc.uint) != res["d"]).sum() > 0
+    # the capture in 16 slices, stopping at the first one the variant gets wrong: "somewhere" needs no more
+    for part in np.array_split(np.arange(len(a)), 16):
+        pa, pb, pc = a[part], b[part], c[part]
+        d = _tc.mma_chain_generic(pa, pb, pc, arch) if patches else mma(pa, pb, pc, arch=arch)
+        if (d.view(t.fc.uint) != res["d"][part]).any():
+            return
+    pytest.fail(f"{variant}: every captured output agrees with this neighbouring model")
 
 
 def test_unpatched_generic_routine_reproduces_the_capture(capture):

@@ -39,12 +39,14 @@ def test_every_capture_belongs_to_a_probe():
     assert not stale, f"captures of probes that no longer exist: {', '.join(stale)}"
 
 
-@pytest.mark.parametrize("topic", UNCAPTURED_TOPICS)
-def test_topic_is_captured(topic):
-    pytest.skip(
-        f"the {topic} probes have not run on a GPU yet: python3 -m flashsim.gpu.capture.isa --topic {topic} "
-        f"--out tests/data/ptx_isa (on the H200)"
-    )
+if UNCAPTURED_TOPICS:  # (none today: without this guard pytest reports an empty parameter set as a skip)
+
+    @pytest.mark.parametrize("topic", UNCAPTURED_TOPICS)
+    def test_topic_is_captured(topic):
+        pytest.skip(
+            f"the {topic} probes have not run on a GPU yet: python3 -m flashsim.gpu.capture.isa --topic {topic} "
+            f"--out tests/data/ptx_isa (on the H200)"
+        )
 
 
 @pytest.mark.parametrize("key", sorted(set(PROBES) & set(CAPTURED)))

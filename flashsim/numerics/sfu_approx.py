@@ -31,6 +31,7 @@ import hashlib
 import json
 import lzma
 import pathlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -574,21 +575,49 @@ class ApproxTables:
     arch: str
     source: str
     models: dict
-    tables: dict
+    tables: Mapping  # name -> values (LazyTables: decoded on first use)
     meta: dict
 
 
-def read_tables(path) -> ApproxTables:
-    """Read a file written by ``write_tables``; ValueError on a bad or corrupt file."""
+class LazyTables(Mapping):
+    """Table name -> values, each decoded from its file on first use (``decode_table``, then the user cache): a
+    kernel that uses one approximate function pays for its table only, not for the hundreds of MB of all of them."""
+
+    def __init__(self, files: dict[str, pathlib.Path]):
+        self._files, self._values = dict(files), {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._values:
+            with np.load(self._files[name], allow_pickle=False) as z:
+                self._values[name] = decode_table(name, z)
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+
+def _table_files(path) -> tuple[dict, dict]:
+    """(the header entries of the file written by ``write_tables`` at ``path``, {table name: the file holding it})
+    over the file and its parts; ValueError on a bad format."""
     with np.load(path, allow_pickle=False) as z:
         if int(z["format"]) != FORMAT_VERSION:
             raise ValueError(f"{path}: table format {int(z['format'])}, this flashsim reads {FORMAT_VERSION}")
-        tables = {name: decode_table(name, z) for name in json.loads(str(z["tables"]))}
+        head = {k: str(z[k]) for k in ("arch", "models", "meta")}
+        files = dict.fromkeys(json.loads(str(z["tables"])), pathlib.Path(path))
         parts = json.loads(str(z["parts"])) if "parts" in z.files else []
-        out = ApproxTables(str(z["arch"]), str(path), json.loads(str(z["models"])), tables, json.loads(str(z["meta"])))
     for part in parts:
-        out.tables.update(read_tables(pathlib.Path(path).parent / part).tables)
-    return out
+        files.update(_table_files(pathlib.Path(path).parent / part)[1])
+    return head, files
+
+
+def read_tables(path) -> ApproxTables:
+    """Read a file written by ``write_tables`` (its tables decoded on first use); ValueError on a bad file, or on a
+    corrupt table when it is used."""
+    head, files = _table_files(path)
+    return ApproxTables(head["arch"], str(path), json.loads(head["models"]), LazyTables(files), json.loads(head["meta"]))
 
 
 def shipped_path(arch) -> pathlib.Path:
