@@ -617,7 +617,9 @@ def read_tables(path) -> ApproxTables:
     """Read a file written by ``write_tables`` (its tables decoded on first use); ValueError on a bad file, or on a
     corrupt table when it is used."""
     head, files = _table_files(path)
-    return ApproxTables(head["arch"], str(path), json.loads(head["models"]), LazyTables(files), json.loads(head["meta"]))
+    return ApproxTables(
+        head["arch"], str(path), json.loads(head["models"]), LazyTables(files), json.loads(head["meta"])
+    )
 
 
 def shipped_path(arch) -> pathlib.Path:
