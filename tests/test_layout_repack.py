@@ -40,7 +40,8 @@ def interesting_f32(rng, n):
     for dt in (np.float16, ml_dtypes.bfloat16):
         v = rng.integers(0, 0x7C00 if dt == np.float16 else 0x7F80, size=n // 4, dtype=np.uint16).view(dt)
         a = v.astype(np.float64)
-        b = np.nextafter(v, np.array(np.inf, dt)).astype(np.float64)
+        with np.errstate(over="ignore"):  # the largest finite value's successor is inf (its midpoint: below)
+            b = np.nextafter(v, np.array(np.inf, dt)).astype(np.float64)
         m = ((a + b) / 2).astype(np.float32)  # exact midpoints (representable in f32)
         mids += [m, np.nextafter(m, np.float32(0)), np.nextafter(m, np.float32(np.inf))]
     tiny = np.array(

@@ -71,7 +71,8 @@ def test_fp8_matches_mmasim_on_raw_bits(raw, cbits, arch, combo):
     buf = np.frombuffer(raw, np.uint8)
     a, b = buf[:512].reshape(16, 32).view(adt), buf[512:].reshape(32, 8).view(bdt)
     c = np.full((16, 8), cbits, np.uint32).view(np.float32)
-    c = np.where(np.isfinite(c), c, 1.0).astype(cdt)
+    with np.errstate(over="ignore"):  # f32 patterns past f16's range become inf, a case the oracle covers too
+        c = np.where(np.isfinite(c), c, 1.0).astype(cdt)
     assert _same(flashsim.mma(a, b, c, arch=arch), _oracle(arch, a, b, c))
 
 
