@@ -5,7 +5,7 @@ The PTX in .thirdparty/fa3_cute/ is produced on a machine without a GPU by compi
 flash-attn 2.8.3.post2's sdist; README.md has the pins and commands). This script needs only flashsim (and, for
 ``capture``, a GPU with cuda-python and ptxas):
 
-    python benchmarks/experiments/fa3_cute/run.py sim [--n 256] [--d 64|128] [--causal]
+    python benchmarks/experiments/fa3_cute/run.py sim [--n 256] [--d 64|128] [--causal] [--check racecheck]
     python benchmarks/experiments/fa3_cute/run.py capture --out DIR
     python benchmarks/experiments/fa3_cute/run.py replay DIR/fa3_cute_sm90.npz
 
@@ -165,7 +165,7 @@ def kernel_of(causal: bool, d: int):
     return module.kernel(module.kernels[0])
 
 
-def simulate(q, k, v, causal: bool):
+def simulate(q, k, v, causal: bool, check=None):
     """(O bits, LSE, report) of the kernel in flashsim.ptx on q, k, v ((batch, n, heads, d) bf16 bits)."""
     import flashsim.ptx as P
 
@@ -177,7 +177,7 @@ def simulate(q, k, v, causal: bool):
     maps = [P.tensor_map_tiled(x, **map_args(n, heads, batch, r, d)) for x, r in zip((q, k, v, o), rows)]
     grid, _ = scheduler(n, heads, batch, causal, d)
     args = params(n, heads, batch, causal, d, P.address(lse), maps)
-    report = P.launch(kernel, grid, THREADS, args, shared_mem=shared_bytes(d, causal))
+    report = P.launch(kernel, grid, THREADS, args, shared_mem=shared_bytes(d, causal), check=check)
     return o, lse, report
 
 
@@ -194,12 +194,15 @@ def check(q, k, v, o, lse, causal: bool) -> tuple[bool, str]:
     return ok, f"O max |err| {err.max():.3e} (worst err / bound {np.max(err / bound):.3f}), LSE max |err| {lse_err:.3e}"
 
 
-def sim(n: int, causal: bool, heads: int, batch: int, d: int) -> int:
+def sim(n: int, causal: bool, heads: int, batch: int, d: int, sanitizer=None) -> int:
     q, k, v = inputs(n, heads, batch, seed=0, d=d)
     t0 = time.time()
-    o, lse, report = simulate(q, k, v, causal)
+    o, lse, report = simulate(q, k, v, causal, sanitizer)
     took = time.time() - t0
-    print(f"n={n} d={d} causal={causal} heads={heads} batch={batch}: {took:.1f} s, {report.instructions} warp instrs")
+    print(
+        f"n={n} d={d} causal={causal} heads={heads} batch={batch} check={sanitizer}: {took:.1f} s, "
+        f"{report.instructions} warp instrs"
+    )
     ok, line = check(q, k, v, o, lse, causal)
     print(line, "PASS" if ok else "FAIL")
     return 0 if ok else 1
@@ -384,12 +387,13 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--d", type=int, default=128, choices=DIMS)
     ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--check", choices=["memcheck", "racecheck", "initcheck"], help="sim: under this sanitizer")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
     if a.mode == "bench":
         return bench(a.n, a.causal, a.reps)
     if a.mode == "sim":
-        return sim(a.n, a.causal, a.heads, a.batch, a.d)
+        return sim(a.n, a.causal, a.heads, a.batch, a.d, a.check)
     if a.mode == "capture":
         if a.out is None:
             ap.error("capture needs --out DIR")
