@@ -99,8 +99,9 @@ def test_simulated_gemm_computes_alpha_ab_plus_beta_c(name, simulated):
 @pytest.mark.parametrize("check", ["racecheck", "memcheck"])
 def test_gemm_runs_clean_under_the_sanitizers(check, ptx, program):
     """No shared-memory hazard (the producer's TMA writes, the consumers' wgmma reads and the epilogue's stores
-    ordered by mbarriers, fences and named barriers) and no access outside the arrays."""
-    arrays = cutlass_gemm.inputs(cutlass_gemm.CASES["cutlass_sm90_gemm_normal"])
+    ordered by mbarriers, fences and named barriers) and no access outside the arrays; on one 2 x 1 cluster (N = 128:
+    the captures' problem has two alike, and racecheck's bookkeeping is most of this file's time)."""
+    arrays = cutlass_gemm.inputs(cutlass_gemm.CASES["cutlass_sm90_gemm_normal"], n=128)
     cutlass_gemm.simulate(ptx, program, arrays, check=check)
     want, bound = cutlass_gemm.reference(arrays)
     assert (np.abs(arrays["D"] - want) <= bound).all()

@@ -95,16 +95,17 @@ def _bf16(x) -> np.ndarray:
     return np.asarray(x, np.float64).astype(np.float32).astype(ml_dtypes.bfloat16)
 
 
-def inputs(case: Case) -> dict:
-    """A (M x K, row-major), B (K x N column-major, stored N x K), C and D (M x N column-major, stored N x M)."""
+def inputs(case: Case, n: int = N) -> dict:
+    """A (M x K, row-major), B (K x N column-major, stored N x K), C and D (M x N column-major, stored N x M); ``n``
+    (a multiple of the 128-column tile) for a smaller problem than the captures' (the sanitizer runs)."""
     rng = np.random.default_rng(case.seed)
     if not case.adversarial:
-        a, b = _bf16(rng.standard_normal((M, K))), _bf16(rng.standard_normal((N, K)))
-        c = rng.standard_normal((N, M)).astype(np.float32)
-        return {"A": a, "B": b, "C": c, "D": np.zeros((N, M), np.float32)}
+        a, b = _bf16(rng.standard_normal((M, K))), _bf16(rng.standard_normal((n, K)))
+        c = rng.standard_normal((n, M)).astype(np.float32)
+        return {"A": a, "B": b, "C": c, "D": np.zeros((n, M), np.float32)}
     sign = lambda shape: rng.choice([-1.0, 1.0], shape)  # noqa: E731
     a = sign((M, K)) * rng.uniform(1, 2, (M, K)) * 2.0 ** rng.integers(-60, 61, (M, K))
-    b = sign((N, K)) * rng.uniform(1, 2, (N, K)) * 2.0 ** rng.integers(-60, 61, (N, K))
+    b = sign((n, K)) * rng.uniform(1, 2, (n, K)) * 2.0 ** rng.integers(-60, 61, (n, K))
     a[:, :8] = sign((M, 8)) * 2.0 ** rng.integers(-133, -127, (M, 8))  # bf16 subnormals
     pairs = slice(32, 64)  # rows whose odd K entries cancel the even ones exactly, leaving tiny terms
     a[pairs, 1::2] = -a[pairs, 0::2]
@@ -116,8 +117,8 @@ def inputs(case: Case) -> dict:
     a, b = _bf16(a), _bf16(b)
     prod = a.astype(np.float64) @ b.astype(np.float64).T  # M x N
     c = np.ascontiguousarray(ALPHA / -BETA * prod.T, np.float32)  # beta C cancels alpha A B up to rounding
-    c[:, ::3] = rng.standard_normal((N, (M + 2) // 3)).astype(np.float32)
-    return {"A": a, "B": b, "C": c, "D": np.zeros((N, M), np.float32)}
+    c[:, ::3] = rng.standard_normal((n, (M + 2) // 3)).astype(np.float32)
+    return {"A": a, "B": b, "C": c, "D": np.zeros((n, M), np.float32)}
 
 
 def reference(arrays: dict) -> tuple:
@@ -148,7 +149,8 @@ def describe(program, arrays: dict) -> tuple[dict, list, bytes]:
     pointers = [hex(fptx.address(arrays[n])) for n in "ABCD"]
     with tempfile.TemporaryDirectory() as tmp:
         folder = pathlib.Path(tmp)
-        args = ["describe", M, N, K, repr(ALPHA), repr(BETA), *pointers, folder / "launch.json"]
+        (m, k), n = arrays["A"].shape, arrays["B"].shape[0]
+        args = ["describe", m, n, k, repr(ALPHA), repr(BETA), *pointers, folder / "launch.json"]
         launch, log = run_harness(program, args, folder, "tag")
     params = hostshim.patch_params(bytes.fromhex(launch["params"]), log, list(arrays.values()))
     return launch, log, params
