@@ -183,12 +183,9 @@ def iter_capture(folder):
 
 
 def read_capture(folder) -> dict[int, tuple[int, np.ndarray, np.ndarray]]:
-    """{E: (M, positive bits, negative bits)} from a folder of binade npz files and / or their tars."""
-    out = {}
-    for f in _binade_files(folder):
-        with np.load(f, allow_pickle=False) as z:
-            E, M, pos, neg = decode_binade(z)
-        out[E] = (M, pos, neg)
+    """{E: (M, positive bits, negative bits)} from a folder of binade npz files and / or their tars (``iter_capture``'s
+    binades, each copied out of the reused buffers)."""
+    out = {E: (M, pos.copy(), neg.copy()) for E, M, pos, neg in iter_capture(folder)}
     return dict(sorted(out.items()))
 
 
