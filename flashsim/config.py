@@ -21,6 +21,7 @@ from .constants import (
     FP8_F16_KEYS,
     FP8_P_SCALE,
     FP8_V_RANGE,
+    FUSED_HEADER,
     INT8_BYTES,
     MAX_SPLITS,
     MBARRIER_BYTES,
@@ -58,7 +59,8 @@ SUPPORTED_M_TILES = (1, 2, 3, 4)
 SUPPORTED_QUANT = ("none", "int8", "int8-fp8", "nvfp4")
 NVFP4_HEAD_DIMS = (64, 128)
 NVFP4_ARCH = "sm_120"  # the one arch with the FP4 mma.sync (built for its arch-specific target, sm_120a)
-SERVING_SWITCHES = ("seqlens", "paged", "pack_gqa", "split")  # KernelConfig's serving fields (flashsim.serving)
+# KernelConfig's serving fields (flashsim.serving)
+SERVING_SWITCHES = ("seqlens", "paged", "pack_gqa", "split", "fused")
 
 
 def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
@@ -169,6 +171,11 @@ class KernelConfig:
                of its keys and writes its rows' partial O (f32, normalised by the part's own l) and LSE; the
                combine kernel (flash_combine, an entry of kernel/flash_fwd.cu built with it) merges the parts
                (flashsim.emulator.kernel_program.combine).
+    fused      one launch per serving call: the index check (flashsim.serving.indices' rules, otherwise
+               kernel/serving_check.cu's launch) runs inside flash_fwd, each block checking the entries it reads,
+               and with split the last split of each block's rows to finish runs the combine (flash_combine's
+               order of operations), counted by tickets in a state buffer the host zeroes once. The same bits as
+               the separate launches: only who runs the operations changes, never their order.
     """
 
     head_dim: int = 128
@@ -187,6 +194,7 @@ class KernelConfig:
     paged: bool = False
     pack_gqa: bool = False
     split: bool = False
+    fused: bool = False
 
     def __post_init__(self):
         self.validate()
@@ -390,10 +398,10 @@ class KernelConfig:
                 "which shifts each row's scores by a constant; softmax ignores that shift, "
                 "softcap's tanh does not"
             )
-        for name in ("causal", "local", "softcap", "seqlens", "paged", "pack_gqa", "split"):
+        for name in ("causal", "local", "softcap", "seqlens", "paged", "pack_gqa", "split", "fused"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        serving = [name for name in ("paged", "pack_gqa", "split") if getattr(self, name)]
+        serving = [name for name in ("paged", "pack_gqa", "split", "fused") if getattr(self, name)]
         if serving and not self.seqlens:
             raise ValueError(f"{', '.join(serving)} need(s) seqlens=True (the serving kernel's per-sequence lengths)")
         if self.seqlens and (self.layout != "bnhd" or self.quant != "none"):
@@ -475,6 +483,8 @@ class KernelConfig:
             "FS_SPLIT": int(self.split),
             "FS_COMBINE_WARPS": COMBINE_WARPS,  # flash_combine's block (split builds)
             "FS_MAX_SPLITS": MAX_SPLITS,  # flash_combine's staging of a row's parts
+            "FS_FUSED": int(self.fused),  # one launch per serving call (off: compiles nothing)
+            "FS_FUSED_HEADER": FUSED_HEADER,  # the fused state's words before the combine tickets
         }
 
     def quantize_defines(self) -> dict[str, int]:

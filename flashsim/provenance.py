@@ -91,7 +91,8 @@ def build_defines(kernel, config=None) -> dict[str, int]:
 
     flash_fwd (needs ``config``, a KernelConfig): the configuration's defines, FS_EXPECTED_SMEM (the kernel
     static_asserts its own shared-memory layout against it) and the FS_LOG_* constants of the emulator's
-    log (flashsim.emulator.kernel_math). layout_capture: flashsim.layout.silicon's slot table. mma_capture,
+    log (flashsim.emulator.kernel_math), and with ``config.fused`` the index rules' numbers
+    (flashsim.serving.indices.defines). layout_capture: flashsim.layout.silicon's slot table. mma_capture,
     wgmma_capture, sfu_capture and sfu_approx_capture: none.
     """
     name = _kernel_name(kernel)
@@ -102,7 +103,12 @@ def build_defines(kernel, config=None) -> dict[str, int]:
             return config.quantize_defines()
         from .constants import math_defines
 
-        return {**config.defines(), "FS_EXPECTED_SMEM": config.smem_bytes, **math_defines()}
+        defines = {**config.defines(), "FS_EXPECTED_SMEM": config.smem_bytes, **math_defines()}
+        if config.fused:  # the index rules run inside flash_fwd (kernel/serving_rules.cuh): their numbers
+            from .serving.indices import defines as index_defines
+
+            defines.update(index_defines())
+        return defines
     if config is not None:
         raise ValueError(f"{name} takes no configuration (got {config!r})")
     if name == "layout_capture":

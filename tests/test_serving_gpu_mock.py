@@ -18,7 +18,7 @@ import pytest
 
 import flashsim
 from flashsim import ptx
-from flashsim.constants import COMBINE_WARPS
+from flashsim.constants import COMBINE_WARPS, FUSED_HEADER
 from flashsim.errors import GPUError
 from flashsim.gpu import launch as gl
 from flashsim.gpu import packed
@@ -694,3 +694,40 @@ def test_subclasses_and_non_int_scalars_take_the_op_with_the_same_launches(fake_
     assert flag.shape == (0,) and flag.dtype == torch.int64
     o, lse, flag = real(q, k, v, sl, None, 2, pv_accum="f16")
     assert flag.shape == (1,) and flag.dtype == torch.int64
+
+
+def test_a_fused_call_is_one_launch_with_its_state_and_the_record(fake_gpu, monkeypatch):
+    """flashsim.gpu.serving.FUSED: flash_fwd's fused build alone (no serving_check, no flash_combine), passed a
+    zeroed state of FUSED_HEADER words and a ticket per (batch, head, q block), kept per stream and fresh inside a
+    capture, then the record and the tag where the call is checked; a call with no query row still runs the
+    separate check (nothing else to check its offsets)."""
+    monkeypatch.setattr(gs, "FUSED", True)
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+    states = []
+    real_state = serving_torch._state
+    monkeypatch.setattr(serving_torch, "_state", lambda *a: states.append(real_state(*a)) or states[-1])
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
+    ((stream, config, kern, args),) = fake_gpu.calls
+    assert stream == 0xABC0 and kern is fake_gpu.fwd.kernel and tuple(config.grid) == (1, 2, 12)
+    assert len(args) == 43 and [int(x) for x in args[30:35]] == [0, 0, 0, 0, 4]
+    state, record, tag, limit = (int(x) for x in args[39:])
+    assert state == states[0] and record == 0xD0000 and limit == 256
+    prob = gs._TAGGED[tag]
+    assert prob.config.fused and prob.config.split and gs.state_bytes(prob) == 4 * (FUSED_HEADER + 1 * 2 * 3)
+    buf = next(b for b, p in serving_torch._STATE.values() if p == state)
+    assert buf.numel() == gs.state_bytes(prob) and not buf.any()
+    fake_gpu.calls.clear()
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4, check_indices=False)
+    ((_, _, _, args),) = fake_gpu.calls
+    assert int(args[39]) == state and int(args[40]) == 0  # the same state on this stream; unchecked: no record
+    monkeypatch.setattr(serving_torch, "_capturing", lambda: True)
+    fake_gpu.calls.clear()
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
+    assert int(fake_gpu.calls[0][3][39]) != state  # a capture's own state
+    monkeypatch.setattr(serving_torch, "_capturing", lambda: False)
+    fake_gpu.calls.clear()
+    e = torch.empty((0, 4, 64), dtype=torch.float16)
+    kk = torch.randn((9, 2, 64)).to(torch.float16)
+    flashsim.gpu.attention_varlen(e, kk, kk, torch.zeros(3, dtype=torch.int32), torch.tensor([0, 5, 9]).int(), 0, 5)
+    assert [c[2] for c in fake_gpu.calls] == [fake_gpu.check.kernel]

@@ -21,6 +21,14 @@ raises its ValueError one call late, or at the read the caller chooses, as CUDA'
 CUDA graph replays the check with the rest. ``check_indices=False`` leaves the check out. Whatever the check says,
 flash_fwd clamps every index it reads (page numbers into the pages, lengths into the capacities, offsets into the
 arrays): a bad index gives wrong rows, never a read outside the caches.
+
+One launch (``FUSED``, KernelConfig.fused): flash_fwd's fused build checks the indices itself (each block the
+entries it reads, by kernel/serving_rules.cuh's rules, the last block to finish writing the same record) and, with
+split-KV, runs the combine in the last split of each block's rows to finish; the tickets that say "last" live in a
+state buffer (``state_bytes``) the front-end zeroes once per (device, stream) and the kernel leaves zeroed. A
+call is then one cuLaunchKernelEx instead of three. Two calls of one problem may not be in flight at once on two
+streams with one state buffer: the front-ends keep one per stream (and a fresh, zeroed one inside a CUDA graph
+capture), so only a graph replayed on two streams at once would share it, which is not supported.
 """
 
 from __future__ import annotations
@@ -30,10 +38,11 @@ import re
 import struct
 import sys
 import threading
+from dataclasses import replace
 
 import numpy as np
 
-from ..constants import COMBINE_WARPS
+from ..constants import COMBINE_WARPS, FUSED_HEADER
 from ..numerics.formats import get_format
 from ..overflow import OverflowCheck
 from ..serving import indices
@@ -54,10 +63,14 @@ OVERLAP_CHECK = False
 # and its blocks wait (griddepcontrol.wait) for flash_fwd's writes, so a split call does not pay a launch gap between
 # the two (benchmarks/bench_serving.py times the kernels with it off too: "kernel_serial").
 OVERLAP_COMBINE = True
+# One launch per call (the check and the combine inside flash_fwd: KernelConfig.fused). Off until its captures and
+# timings on silicon are in (the separate launches are the measured and captured path); set
+# flashsim.gpu.serving.FUSED = True to use it.
+FUSED = False
 _PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
 # the slots a call writes in the packed launches (ServingPlan._pack checks them against the argument lists):
 # flash_fwd's cu_q (then cu_k, seqlens_k), block_table and o_part (then lse_part); serving_check's record
-_CU_Q, _TABLE, _PARTS = 25, 30, 35
+_CU_Q, _TABLE, _PARTS, _STATE = 25, 30, 35, 39
 _RECORD_SLOT = 13
 _pack_six = struct.Struct("<6Q").pack_into  # six addresses into six slots at once
 
@@ -70,6 +83,26 @@ def part_layout(prob: ServingProblem) -> tuple[int, int]:
     n = prob.num_splits * prob.part_rows
     o_bytes = -(-n * prob.head_dim * 4 // launch.SCRATCH_ALIGN) * launch.SCRATCH_ALIGN
     return o_bytes + n * 4, o_bytes
+
+
+def state_bytes(prob: ServingProblem) -> int:
+    """Bytes of a fused launch's state (kernel/flash_fwd.cu, FUSED): FUSED_HEADER u32 words, then with splits one
+    ticket per (batch, grid head, q block); 0 for an unfused problem."""
+    if not prob.config.fused:
+        return 0
+    gx, gy, _ = prob.grid
+    return 4 * (FUSED_HEADER + (gx * gy * prob.batch if prob.config.split else 0))
+
+
+def fused_tail(prob: ServingProblem, state: int, record: int, tag: int, *, pointer=np.uint64) -> tuple:
+    """flash_fwd's last arguments in a fused build: the state's address, the record's (0: the call is not checked),
+    the tag and serving_check's seqlen_limit."""
+    return (pointer(state), pointer(record), np.uint64(tag), np.int32(prob.seqlen_limit))
+
+
+def fused(prob: ServingProblem) -> ServingProblem:
+    """``prob`` with flash_fwd's fused build (KernelConfig.fused): the same call in one launch."""
+    return replace(prob, config=prob.config.with_(fused=True))
 
 
 def strides(prob: ServingProblem) -> tuple[int, ...]:
@@ -111,7 +144,8 @@ class ServingPlan:
     (``combine``, ``combine_config``); the scalar arguments; the scratch the parts need (``part_bytes``, lse_part at
     ``lse_offset``); ``runs``: False when the grid is empty (a varlen batch without query rows: nothing to launch);
     ``check`` / ``check_config``: serving_check, launched first where the call has index arrays (None otherwise), and
-    ``tag``, the number its record names the problem by."""
+    ``tag``, the number its record names the problem by; ``state_bytes``: a fused build's state (``state_bytes``; 0
+    unfused), whose launch checks the indices itself where ``checks`` (the call has index arrays)."""
 
     __slots__ = (
         "problem",
@@ -137,6 +171,8 @@ class ServingPlan:
         "packed_combine",
         "packed_combine_overlap",
         "lock",
+        "state_bytes",
+        "checks",
     )
 
     def __init__(self, problem: ServingProblem, kernel, combine, launch_config, combine_config, what: str, check=None):
@@ -147,12 +183,14 @@ class ServingPlan:
         self.what = what
         self.part_bytes, self.lse_offset = part_layout(problem)
         self.runs = launch_config is not None
+        self.state_bytes = state_bytes(problem)
+        self.checks = has_indices(problem)
         self.check = check
         self.check_config = rt.launch_config((1, 1, 1), (indices.CHECK_THREADS, 1, 1)) if check is not None else None
         self.overlap_config = None  # flash_fwd's config as the check's programmatic dependent (sm_90+)
         self.overlap_combine_config = None  # flash_combine's as flash_fwd's
         pdl = int(re.match(r"sm_(\d+)", problem.arch)[1]) >= 90
-        if pdl and check is not None and launch_config is not None:
+        if pdl and check is not None and launch_config is not None and not problem.config.fused:
             cfg = problem.config
             self.overlap_config = rt.launch_config(
                 problem.grid, (cfg.threads, 1, 1), cfg.smem_bytes, overlap_previous=True
@@ -183,6 +221,10 @@ class ServingPlan:
         args = (0,) * 6 + head + (0, 0, 0) + totals + (0,) + pages + (0, 0) + lse_strides
         if (len(head), len(totals), len(pages)) != (_CU_Q - 6, _TABLE - _CU_Q - 3, _PARTS - _TABLE - 1):
             raise AssertionError("flash_fwd's argument list changed: update the slot numbers in flashsim.gpu.serving")
+        if self.state_bytes:
+            if len(args) != _STATE:
+                raise AssertionError("flash_fwd's fused arguments moved: update _STATE in flashsim.gpu.serving")
+            args += fused_tail(self.problem, 0, 0, self.tag, pointer=int)
         self.packed_fwd = packed.PackedLaunch(self.kernel.kernel, self.launch_config, args, self.what)
         if self.overlap_config is not None:
             self.packed_overlap = self.packed_fwd.with_config(self.overlap_config)
@@ -350,8 +392,11 @@ def plan_for(prob: ServingProblem) -> ServingPlan:
     what = f"kernel flash_fwd (grid {grid}, block ({cfg.threads}, 1, 1), {cfg.smem_bytes} B dynamic smem; " + (
         f"{cfg.describe()}); {prob.describe()}"
     )
-    check = check_for(prob.arch) if has_indices(prob) else None
-    if check is not None:
+    if FUSED and not cfg.fused and cfg.seqlens:
+        return plan_for(fused(prob))
+    # the check kernel: unfused, or a fused call with nothing to launch (no query rows) whose indices still get checked
+    check = check_for(prob.arch) if has_indices(prob) and (not cfg.fused or min(grid) == 0) else None
+    if has_indices(prob):
         record()  # allocated now, outside any capture
     if min(grid) == 0:
         plan = ServingPlan(prob, None, None, None, None, what + " (empty grid: no launch)", check)
@@ -359,7 +404,9 @@ def plan_for(prob: ServingProblem) -> ServingPlan:
         kern = launch.kernel_for(cfg, prob.arch)
         config = rt.launch_config(grid, (cfg.threads, 1, 1), cfg.smem_bytes)
         comb = comb_config = None
-        if cfg.split:
+        if cfg.fused:
+            what += "; index check" * has_indices(prob) + " and combine" * cfg.split + " fused"
+        elif cfg.split:
             comb = combine_for(cfg, prob.arch)
             comb_config = rt.launch_config((-(-prob.part_rows // COMBINE_WARPS), 1, 1), (32 * COMBINE_WARPS, 1, 1))
             what += f"; then {COMBINE_NAME} over {prob.num_splits} splits"
@@ -375,7 +422,7 @@ def launch_serving(plan: ServingPlan, stream, ptrs: dict, check: bool = True) ->
     ``stream`` (a raw CUstream handle, a cuda.core Stream or any form runtime.stream_handle takes); no host
     synchronisation. ``ptrs``: device addresses "q", "k", "v", "o", "lse", "overflow" (0 without the flag), "cu_q",
     "cu_k", "seqlens_k", "block_table" (0 where the call has none), "parts" (``plan.part_bytes`` of scratch, with
-    splits)."""
+    splits), "state" (``plan.state_bytes``, zeroed before the plan's first launch on this stream, fused builds)."""
     get = ptrs.get
     enqueue(
         plan,
@@ -392,10 +439,13 @@ def launch_serving(plan: ServingPlan, stream, ptrs: dict, check: bool = True) ->
         get("block_table", 0),
         get("parts", 0),
         check,
+        get("state", 0),
     )
 
 
-def enqueue(plan, stream, q, k, v, o, lse, overflow, cu_q, cu_k, seqlens_k, block_table, parts, check=True) -> None:
+def enqueue(
+    plan, stream, q, k, v, o, lse, overflow, cu_q, cu_k, seqlens_k, block_table, parts, check=True, state=0
+) -> None:
     """``launch_serving`` with the addresses as ints, in its order, and ``stream`` a raw CUstream handle: the
     front-ends' hot path. The addresses go into the plan's packed launches (flashsim.gpu.packed) and each launch is
     one cuLaunchKernelEx; the plan's lock covers the writes and the launches, so threads may share a plan."""
@@ -409,9 +459,11 @@ def enqueue(plan, stream, q, k, v, o, lse, overflow, cu_q, cu_k, seqlens_k, bloc
         raise GPUError(
             f"the CUDA context of this process is unusable after an earlier error ({sticky}); restart the process"
         )
-    split = plan.packed_combine is not None
+    split = plan.part_bytes > 0
     if split and not parts:
         raise ValueError(f"split-KV needs {plan.part_bytes} B of scratch for its parts (got a null pointer)")
+    if plan.state_bytes and not state and plan.runs:
+        raise ValueError(f"a fused launch needs {plan.state_bytes} B of zeroed state (got a null pointer)")
     lse_part = parts + plan.lse_offset if split else 0
     fwd = plan.packed_fwd
     with plan.lock:
@@ -430,8 +482,11 @@ def enqueue(plan, stream, q, k, v, o, lse, overflow, cu_q, cu_k, seqlens_k, bloc
             _pack_six(s, 0, q, k, v, o, lse, overflow)
             s[_CU_Q], s[_CU_Q + 1], s[_CU_Q + 2], s[_TABLE] = cu_q, cu_k, seqlens_k, block_table
             s[_PARTS], s[_PARTS + 1] = (parts, lse_part) if split else (0, 0)
+            if plan.state_bytes:  # fused: the state, and the record where the call is checked
+                s[_STATE], s[_STATE + 1] = state, _RECORD["ptr"] if check and plan.checks else 0
             packed.driver_launch(fwd, stream)
-            if split:  # flash_combine(o_part, lse_part, o, lse, num_splits, part_rows, nq_cap, heads)
+            if plan.packed_combine is not None:
+                # flash_combine(o_part, lse_part, o, lse, num_splits, part_rows, nq_cap, heads)
                 comb = plan.packed_combine
                 s = comb.slots
                 s[0], s[1], s[2], s[3] = parts, lse_part, o, lse
@@ -487,6 +542,7 @@ def run_host(q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=
     dl = rt.empty(prob.lse_shape, np.float32)
     flag = rt.to_device(np.array([launch.NO_OVERFLOW], np.uint64)) if prob.config.pv_mma_f16 else None
     parts = rt.empty((plan.part_bytes,), np.uint8) if plan.part_bytes else None
+    state = rt.to_device(np.zeros(plan.state_bytes, np.uint8)) if plan.state_bytes else None
     s = rt.as_stream(stream)
     if s is not rt.default_stream():
         rt.synchronize()  # the copies ran on the module's stream
@@ -504,6 +560,7 @@ def run_host(q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=
         seqlens_k=dev_index["cache_seqlens"].ptr if "cache_seqlens" in dev_index else 0,
         block_table=dev_index["block_table"].ptr if "block_table" in dev_index else 0,
         parts=parts.ptr if parts is not None else 0,
+        state=state.ptr if state is not None else 0,
     )
     launch_serving(plan, s, ptrs, check=False)  # checked above, on the host arrays
     launch.sync_stream(s, plan.what)
@@ -528,6 +585,26 @@ def run_host(q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=
 # -- the cupy front-end -----------------------------------------------------------------------------------------
 
 
+def _cupy_state(cupy, dev: int, handle: int, nbytes: int):
+    """A fused launch's state for cupy calls on stream ``handle``: zeroed once per (device, stream, size) on that
+    stream and kept (each launch leaves it zeroed); a fresh one while the stream is being captured."""
+    stream = cupy.cuda.ExternalStream(handle)
+    if stream.is_capturing():
+        with stream:
+            return cupy.zeros((nbytes,), dtype=cupy.uint8)
+    key = (dev, handle, nbytes)
+    buf = _CUPY_STATE.get(key)
+    if buf is None:
+        if len(_CUPY_STATE) >= 64:
+            _CUPY_STATE.clear()
+        with stream:
+            buf = _CUPY_STATE[key] = cupy.zeros((nbytes,), dtype=cupy.uint8)
+    return buf
+
+
+_CUPY_STATE: dict = {}  # (device, raw stream, bytes) -> zeroed cupy array
+
+
 def run_cupy(cupy, q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, check=True, check_overflow=True):
     """Run ``prob`` on cupy arrays: cupy's current stream (or ``stream``), outputs and split parts from cupy's pool;
     ``check``: serving_check on the device (its record read lazily: module docstring), no copy of the index arrays;
@@ -549,6 +626,7 @@ def run_cupy(cupy, q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, 
         flag = cupy.full((1,), launch.NO_OVERFLOW, dtype=cupy.uint64) if prob.config.pv_mma_f16 else None
         parts = cupy.empty((plan.part_bytes,), dtype=cupy.uint8) if plan.part_bytes else None
         handle = cupy.cuda.get_current_stream().ptr if stream is None else rt.stream_handle(stream)
+        state = _cupy_state(cupy, q.device.id, handle, plan.state_bytes) if plan.state_bytes else None
     ptr = lambda x: 0 if x is None else x.data.ptr  # noqa: E731
     ptrs = dict(
         q=q.data.ptr,
@@ -562,6 +640,7 @@ def run_cupy(cupy, q, k, v, prob: ServingProblem, arrays: dict, *, stream=None, 
         seqlens_k=ptr(arrays.get("cache_seqlens")),
         block_table=ptr(arrays.get("block_table")),
         parts=ptr(parts),
+        state=ptr(state),
     )
     rt.bind_thread()
     raise_pending()  # an earlier call's bad index, without waiting

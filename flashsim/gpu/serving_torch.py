@@ -16,7 +16,8 @@ call with a torch tensor)::
 Fake (meta) implementations give the output shapes, so both ops trace under torch.compile(fullgraph=True).
 
 CUDA tensors: with ``check_indices`` serving_check (the index rules, on the device), then flash_fwd, then (split-KV)
-flash_combine, on torch's current stream of q's device; o and lse come from torch's caching allocator, the split
+flash_combine, on torch's current stream of q's device (with flashsim.gpu.serving.FUSED, flash_fwd alone, its state
+kept per (device, stream) like the parts' scratch); o and lse come from torch's caching allocator, the split
 parts' scratch from a buffer kept per (device, stream, size) (a fresh allocation inside a CUDA graph capture). A
 repeated call does a read of the index check's record (mapped host memory: no wait), a key lookup (shapes, dtypes,
 devices, contiguity, the index tensors' shapes and dtypes, options), a 16-byte alignment test, two allocations and
@@ -185,6 +186,26 @@ def _scratch(q, dev, stream, nbytes):
 _SCRATCH: dict = {}  # (device, raw stream, bytes) -> (uint8 tensor, its address)
 
 
+def _state(q, dev, stream, nbytes):
+    """A fused launch's state (flashsim.gpu.serving.state_bytes) for a call on raw stream ``stream``: zeroed once
+    per (device, stream, size) and kept (each launch leaves it zeroed, and calls on one stream run in order);
+    inside a CUDA graph capture a fresh one from the capture's pool, zeroed by a memset the graph replays, so that a
+    graph never shares its tickets with eager calls."""
+    if _capturing():
+        return torch.zeros((nbytes,), dtype=torch.uint8, device=q.device).data_ptr()
+    key = (dev, stream, nbytes)
+    hit = _STATE.get(key)
+    if hit is None:
+        if len(_STATE) >= 64:
+            _STATE.clear()
+        buf = torch.zeros((nbytes,), dtype=torch.uint8, device=q.device)  # on the current stream: before the launch
+        hit = _STATE[key] = (buf, buf.data_ptr())
+    return hit[1]
+
+
+_STATE: dict = {}  # (device, raw stream, bytes) -> (zeroed uint8 tensor, its address)
+
+
 def call_key(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, window, softcap) -> tuple:
     """What a call's plan depends on: the tensors' shapes, dtypes, devices and contiguity, and the arguments (the
     cache key of ``_enqueue``; benchmarks/experiments/serving_host_time times it)."""
@@ -249,13 +270,14 @@ def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
     dev = q.get_device()
     stream = _raw_stream(dev)
     pp = _scratch(q, dev, stream, plan.part_bytes) if plan.part_bytes else 0
+    sp = _state(q, dev, stream, plan.state_bytes) if plan.state_bytes else 0
     i0p = 0 if i0 is None else i0.data_ptr()
     i1p = 0 if i1 is None else i1.data_ptr()
     rt.bind_thread()
     if op == "attention_with_kvcache":  # cu_q, cu_k, seqlens_k, block_table
-        serving.enqueue(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, 0, 0, i0p, i1p, pp, check)
+        serving.enqueue(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, 0, 0, i0p, i1p, pp, check, sp)
     else:
-        serving.enqueue(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, i0p, i1p, 0, 0, pp, check)
+        serving.enqueue(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, i0p, i1p, 0, 0, pp, check, sp)
     return o, lse, out_flag
 
 

@@ -1,0 +1,148 @@
+"""flash_fwd's fused serving builds (KernelConfig.fused: one launch per call) run by flashsim.ptx on the CPU. The
+paged, split, GQA-packed decode build gives the emulator's O and LSE bit for bit with the combine run by the last
+split to finish, under racecheck, and leaves its state zeroed, so a second launch on the same state gives the same
+bits; a varlen build with empty sequences (blocks that return at once) gives them too. The index check inside it
+writes what flashsim.serving.indices.index_flag computes (code and value) on random good and bad index arrays, as
+kernel/serving_check.cu does, reading nothing outside the arrays (memcheck)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from test_serving_indices import _kvcache_case, _varlen_case
+
+import flashsim.ptx as P
+from flashsim import provenance
+from flashsim.constants import FUSED_HEADER
+from flashsim.emulator import serving as emulated
+from flashsim.gpu import serving as gs
+from flashsim.gpu.build import kernel_dir
+from flashsim.serving import indices
+from flashsim.serving.problem import check_indices, prepare_kvcache, prepare_varlen, serving_options
+
+pytestmark = [pytest.mark.nvrtc, pytest.mark.sass]
+
+OPTS = serving_options(None, None, None, None, None, None, None, None)
+TAG = 7
+
+
+@functools.lru_cache(maxsize=8)
+def _module(config):
+    src = (kernel_dir() / "flash_fwd.cu").read_text()
+    return P.compile(src, arch="sm_90", defines=provenance.build_defines("flash_fwd", config))
+
+
+def _launch(prob, q, k, v, arrays: dict, *, state=None, record=None, check="racecheck"):
+    """The fused flash_fwd of ``prob`` on numpy arrays through flashsim.ptx: (o, lse, state, record). ``arrays``:
+    cu_q, cu_k, seqlens_k, block_table (int32 or None); ``record`` None: an unchecked call (a null record)."""
+    prob = gs.fused(prob)
+    cfg = prob.config
+    o = np.zeros(prob.o_shape, q.dtype)
+    lse = np.zeros(prob.lse_shape, np.float32)
+    d, rows = prob.head_dim, prob.part_rows
+    o_part = np.zeros((prob.num_splits, rows, d), np.float32) if cfg.split else np.uint64(0)
+    lse_part = np.zeros((prob.num_splits, rows), np.float32) if cfg.split else np.uint64(0)
+    if state is None:
+        state = np.zeros(gs.state_bytes(prob) // 4, np.uint32)
+    assert state.nbytes == gs.state_bytes(prob) and state.size >= FUSED_HEADER
+    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
+    null = np.uint64(0)
+    get = lambda name: null if arrays.get(name) is None else arrays[name]  # noqa: E731
+    args = [q, k, v, o, lse, null, *head, get("cu_q"), get("cu_k"), get("seqlens_k"), *totals, get("block_table")]
+    args += [*pages, o_part, lse_part, *lse_strides]
+    args += gs.fused_tail(prob, 0, 0 if record is None else P.address(record), TAG)
+    args[-4] = state  # the state as an array the simulator tracks (its address would be a raw pointer)
+    P.launch(_module(cfg).kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check=check)
+    return o, lse, state, record
+
+
+def _paged_case(page_size, seqlens, splits, d=64, h=8, hk=2, seed=3):
+    """q (B, 1, h, d) and a paged cache whose pages are shuffled, with two pages no row uses."""
+    rng = np.random.default_rng(seed)
+    b, per = len(seqlens), -(-max(seqlens) // page_size)
+    pages = b * per + 2
+    table = rng.permutation(pages)[: b * per].reshape(b, per).astype(np.int32)
+    q = rng.standard_normal((b, 1, h, d)).astype(np.float16)
+    kp = rng.standard_normal((pages, page_size, hk, d)).astype(np.float16)
+    vp = rng.standard_normal((pages, page_size, hk, d)).astype(np.float16)
+    return q, kp, vp, np.asarray(seqlens, np.int32), table
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view(np.uint16 if x.itemsize == 2 else np.uint32)
+
+
+@pytest.mark.parametrize(
+    "page_size, seqlens, splits",
+    [
+        (16, [300, 37, 1], 3),  # many pages per KV tile; a row ending inside its first page; a one-key row
+        (64, [256, 129], 2),  # a tile inside one page, a row one key into its third page
+    ],
+)
+def test_fused_paged_split_decode_equals_the_emulator_and_leaves_its_state_zeroed(page_size, seqlens, splits):
+    q, kp, vp, sl, table = _paged_case(page_size, seqlens, splits)
+    prob = prepare_kvcache(q, kp, vp, sl, table, splits, opts=OPTS, arch="sm_90", sm_count=132)
+    assert prob.config.split and prob.config.paged and prob.config.pack_gqa
+    arrays = dict(seqlens_k=sl, block_table=table)
+    record = np.array([indices.NONE, 0, 0, 0], np.uint64)
+    o, lse, state, record = _launch(prob, q, kp, vp, arrays, record=record)
+    o_ref, lse_ref = emulated.attention_with_kvcache(
+        q, kp, vp, cache_seqlens=sl, block_table=table, num_splits=splits, arch="sm_90"
+    )
+    np.testing.assert_array_equal(_bits(o), _bits(o_ref))
+    np.testing.assert_array_equal(_bits(lse), _bits(np.asarray(lse_ref, np.float32)))
+    assert not state.any()  # every ticket back to 0, the code slot empty
+    assert record.tolist() == [indices.NONE, 0, 0, 0]  # valid indices: nothing written
+    o2, lse2, state, _ = _launch(prob, q, kp, vp, arrays, state=state, record=record, check=None)
+    np.testing.assert_array_equal(_bits(o2), _bits(o))
+    np.testing.assert_array_equal(_bits(lse2), _bits(lse))
+    assert not state.any()
+
+
+def test_fused_varlen_with_empty_sequences_equals_the_emulator():
+    rng = np.random.default_rng(5)
+    lens_q, lens_k = [3, 0, 5], [40, 0, 17]  # an empty sequence: its blocks return before any work
+    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    q = rng.standard_normal((int(cu_q[-1]), 4, 64)).astype(np.float16)
+    k = rng.standard_normal((int(cu_k[-1]), 2, 64)).astype(np.float16)
+    v = rng.standard_normal((int(cu_k[-1]), 2, 64)).astype(np.float16)
+    prob = prepare_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), opts=OPTS, arch="sm_90")
+    record = np.array([indices.NONE, 0, 0, 0], np.uint64)
+    o, lse, state, record = _launch(prob, q, k, v, dict(cu_q=cu_q, cu_k=cu_k), record=record)
+    o_ref, lse_ref = emulated.attention_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), arch="sm_90")
+    np.testing.assert_array_equal(_bits(o), _bits(o_ref))
+    np.testing.assert_array_equal(_bits(lse), _bits(np.asarray(lse_ref, np.float32)))
+    assert not state.any() and record.tolist() == [indices.NONE, 0, 0, 0]
+
+
+@pytest.mark.parametrize("make", [_kvcache_case, _varlen_case], ids=["kvcache", "varlen"])
+def test_the_fused_check_writes_the_emulated_flag_bit_for_bit(make):
+    rng = np.random.default_rng(11)
+    bad = good = 0
+    for _ in range(12):
+        prob, index, arrays = make(rng)
+        if min(prob.grid) == 0:  # nothing to launch: the separate check kernel runs instead (flashsim.gpu.serving)
+            continue
+        code, value = indices.index_flag(prob, index)
+        q = np.zeros(prob.o_shape, np.float16)
+        cache_shape = (
+            (prob.num_pages, prob.page_size)
+            if prob.page_size
+            else ((prob.batch, prob.nk_cap) if prob.kind == "kvcache" else (max(prob.k_total, 1),))
+        )
+        kv = np.zeros((*cache_shape, prob.heads_kv, prob.head_dim), np.float16)
+        record = np.array([indices.NONE, 0, 0, 0], np.uint64)
+        _, _, state, record = _launch(prob, q, kv, kv, arrays, record=record, check="memcheck")
+        assert not state.any()
+        if code == indices.NONE:
+            good += 1
+            assert record.tolist() == [indices.NONE, 0, 0, 0]
+            check_indices(prob, index)
+            continue
+        bad += 1
+        assert record.tolist() == [code, value, TAG, 0]
+    assert bad >= 4 and good >= 2  # both paths exercised
