@@ -27,7 +27,9 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
   cache_seqlens on the GPU, default arguments: the index check on the device, no host copy) on the decode shapes
   (B=8 Hq=32 Hkv=8 Nk=8192 d=128 bf16; d=64; B=1 Nk=32768; B=1 Nk=2048): its CUDA-graph replay, the kernels alone
   (a graph of the unchecked call: flash_fwd and the combine), the call with flash_fwd launched as the check's
-  programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), eager
+  programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), the call in
+  one launch (flashsim.gpu.serving.FUSED: "fused", and "fused_kernel" unchecked; off by default until this
+  measures it), eager
   (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 100 back-to-back
   calls without a synchronisation, divided by 100; also of the bare launches, flashsim.gpu.serving.launch_serving,
   of the torch op without the Python wrapper, and of the op's body without the dispatcher, what the public call runs
@@ -251,6 +253,14 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
         _measure(r, "call_pdl", call, host=False)
     finally:
         gs.OVERLAP_CHECK = overlap
+    fused = gs.FUSED
+    try:  # one launch per call (flashsim.gpu.serving.FUSED: the check and the combine inside flash_fwd)
+        gs.FUSED = True
+        call()
+        _measure(r, "fused", call)
+        _measure(r, "fused_kernel", unchecked, host=False)
+    finally:
+        gs.FUSED = fused
     op_args = (q, k, v, sl, None, 0, None, False, None, "f32", [], None, False, [-1, -1], 0.0, True)
     r["op_host_us"] = host_us(lambda: serving_torch.KVCACHE_OP(*op_args))
     r["body_host_us"] = host_us(lambda: serving_torch._enqueue("attention_with_kvcache", *op_args))
@@ -521,7 +531,7 @@ def text(rows, bw, dev):
         for key in ("ours_us", "serial_combine_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
             if key in r:
                 parts.append(f"{key[:-3]} {r[key]:8.1f}")
-        for who in ("call", "call_pdl", "kernel", "FA2", "flash_attn"):
+        for who in ("call", "call_pdl", "fused", "fused_kernel", "kernel", "FA2", "flash_attn"):
             for what in ("graph", "eager", "eager_only", "host"):
                 if f"{who}_{what}_us" in r:
                     parts.append(f"{who} {what} {r[f'{who}_{what}_us']:.1f}")

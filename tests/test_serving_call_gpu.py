@@ -249,3 +249,47 @@ def test_the_eager_path_the_op_and_a_graph_give_the_same_bits():
         torch.cuda.synchronize()
         assert _equal(out, eager) and _equal(public(), eager)
     flashsim.gpu.check_index_errors()
+
+
+def test_the_fused_call_gives_the_three_launches_bits_and_checks_its_indices(monkeypatch):
+    """flashsim.gpu.serving.FUSED (one launch: the check and the combine inside flash_fwd): eager and a CUDA graph of
+    it equal the separate launches bit for bit on split, paged, unsplit and varlen calls, its state stays zeroed, and
+    a bad index raises its ValueError lazily as before (eager and replayed)."""
+    from flashsim.gpu import serving as gs
+    from flashsim.gpu import serving_torch
+
+    q, k, v, kw = _decode(page=16, seed=7)
+    qc, kc, vc, kwc = _decode(seed=8)
+    vargs, vkw = _varlen(seed=9)
+    calls = [
+        lambda: flashsim.gpu.attention_with_kvcache(q, k, v, num_splits=3, **kw),
+        lambda: flashsim.gpu.attention_with_kvcache(qc, kc, vc, num_splits=5, **kwc),
+        lambda: flashsim.gpu.attention_with_kvcache(qc, kc, vc, num_splits=1, **kwc),
+        lambda: flashsim.gpu.attention_varlen(*vargs, **vkw),
+    ]
+    plain = [fn() for fn in calls]
+    monkeypatch.setattr(gs, "FUSED", True)
+    for fn, ref in zip(calls, plain):
+        assert _equal(fn(), ref)
+        assert _equal(fn(), ref)  # the state left zeroed: the second launch counts from 0 again
+    torch.cuda.synchronize()
+    assert serving_torch._STATE and not any(buf.any() for buf, _ in serving_torch._STATE.values())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = calls[0]()
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert _equal(out, plain[0])
+    flashsim.gpu.check_index_errors()
+    kw["block_table"][1, 5] = -3  # row 1 reads one page: slot 5 is never read, so this is no error
+    graph.replay()
+    flashsim.gpu.check_index_errors()
+    kw["cache_seqlens"][1] = 200  # now row 1 reads 13 pages
+    graph.replay()
+    with pytest.raises(ValueError, match=r"block_table\[1, 5\] = -3 is outside \[0, 256\)"):
+        flashsim.gpu.check_index_errors()
+    calls[0]()
+    torch.cuda.synchronize()
+    with pytest.raises(ValueError, match=r"block_table\[1, 5\] = -3"):
+        calls[0]()

@@ -207,8 +207,8 @@ _STATE: dict = {}  # (device, raw stream, bytes) -> (zeroed uint8 tensor, its ad
 
 
 def call_key(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, window, softcap) -> tuple:
-    """What a call's plan depends on: the tensors' shapes, dtypes, devices and contiguity, and the arguments (the
-    cache key of ``_enqueue``; benchmarks/experiments/serving_host_time times it)."""
+    """What a call's plan depends on: the tensors' shapes, dtypes, devices and contiguity, the arguments and
+    flashsim.gpu.serving.FUSED (the cache key of ``_enqueue``; benchmarks/experiments/serving_host_time times it)."""
     return (
         op,
         q.shape,
@@ -234,6 +234,7 @@ def call_key(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
         arch,
         tuple(window),
         softcap,
+        serving.FUSED,
     )
 
 
