@@ -40,17 +40,19 @@ def _case_keys(path):
     return sorted(keys, key=lambda c: int(c[1:]))
 
 
-def _cases(serving: bool):
+def _cases(serving: bool, fused: bool = False):
     return [
         (path.name, c)
         for path in sorted(DATA.glob("attn_sm90_*.npz"))
         if verify_serving.is_serving_capture(path) == serving
+        and (serving and verify_serving.is_fused_capture(path)) == fused
         for c in _case_keys(path)
     ]
 
 
 CASES = _cases(serving=False)
 SERVING_CASES = _cases(serving=True)  # attn_sm90_serving: `flashsim verify --serving --save-cases`
+FUSED_CASES = _cases(serving=True, fused=True)  # attn_sm90_serving_fused: `verify --serving --fused --save-cases`
 
 
 def check_case(path, case, backend="numpy"):
@@ -130,6 +132,34 @@ def test_ptx_simulator_reproduces_the_h200_bits(file, case):
 @pytest.mark.parametrize("file, case", SERVING_CASES, ids=[f"{f[10:-4]}-{c}" for f, c in SERVING_CASES])
 def test_emulator_reproduces_the_h200_serving_bits(file, case):
     verify_serving.check_capture(DATA / file, case)
+
+
+@pytest.mark.skipif(
+    not FUSED_CASES, reason="no one-launch serving captures in tests/data/attn_sm90_serving_fused.npz yet"
+)
+def test_the_one_launch_build_gave_the_separate_launches_bits_on_silicon():
+    """Each case of the fused capture (flash_fwd alone: the check and the combine inside it) against the same case of
+    the separate launches' capture, whose every bit the emulator reproduces (above): the same inputs, the same O and
+    LSE bits, the same overflow row. (Re-emulating the fused file would only repeat that test.)"""
+    files = sorted({f for f, _ in FUSED_CASES})
+    plain = {}
+    for file in sorted({f for f, _ in SERVING_CASES}):
+        with np.load(DATA / file) as z:
+            for c in _case_keys(DATA / file):
+                meta = json.loads(str(z[f"{c}_meta"]))
+                plain[(meta["name"], meta["inputs_sha256"])] = (z[f"{c}_o"], z[f"{c}_lse"], meta.get("overflow_row"))
+    compared = 0
+    for file in files:
+        with np.load(DATA / file) as z:
+            for c in _case_keys(DATA / file):
+                meta = json.loads(str(z[f"{c}_meta"]))
+                assert meta["config"]["fused"], (file, c)
+                o, lse, row = plain[(meta["name"], meta["inputs_sha256"])]
+                assert np.array_equal(z[f"{c}_o"].view(np.uint16), o.view(np.uint16)), meta["name"]
+                assert np.array_equal(z[f"{c}_lse"].view(np.uint32), lse.view(np.uint32)), meta["name"]
+                assert meta.get("overflow_row") == row, meta["name"]
+                compared += 1
+    assert compared == len(FUSED_CASES)
 
 
 def test_replay_recaptures_the_same_cases_with_provenance(tmp_path, monkeypatch):

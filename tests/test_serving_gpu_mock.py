@@ -469,6 +469,28 @@ def test_verify_serving_saves_captures_that_replay_and_carry_provenance(tmp_path
     assert verify.run(p.parse_args(["--replay", str(out)])) == 0
     with pytest.raises(ValueError, match="runs the serving cases alone"):
         verify.run(p.parse_args(["--serving", "--shape", "1,1,4,4,64"]))
+    # --fused: the GPU's problem (and so the capture's configuration and provenance) is the one-launch build's
+    seen = []
+    monkeypatch.setattr(
+        verify_serving,
+        "gpu_outputs",
+        lambda case, arrays, prob: (
+            seen.append(prob.config.fused)
+            or verify_serving.emulator_outputs(
+                case, arrays, prob, verify_serving.problem_of(case, arrays, prob.arch)[1]
+            )
+        ),
+    )
+    fused = tmp_path / "attn_sm90_serving_fused.npz"
+    ok, _ = verify_serving.run_serving(cases[:2], "sm_90", save_path=str(fused), out=lambda *a: None, fused=True)
+    assert ok and seen == [True, True] and verify_serving.is_fused_capture(fused)
+    assert not verify_serving.is_fused_capture(out)
+    verify_serving.check_capture(fused, "c1")
+    records = stamp.records(fused)
+    assert all(r.config.fused for r in records)
+    assert records[0].provenance == provenance.fingerprint("flash_fwd", records[0].config)
+    with pytest.raises(ValueError, match="--fused runs the serving calls in one launch"):
+        verify.run(p.parse_args(["--fused", "--shape", "1,1,4,4,64"]))
 
 
 # -- the host path's shortcuts: packed launches, the eager path, the scratch -------------------------------------

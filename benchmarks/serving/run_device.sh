@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The serving round on the H200, from the repository root, in one device call (at most 500 s of steps):
 #
-#     OUT=<dir> bash benchmarks/serving/run_device.sh [STEP ...]     steps: verify sanitize tests bench (default: all)
+#     OUT=<dir> bash benchmarks/serving/run_device.sh [STEP ...]
+#
+#   steps: verify sanitize tests bench (the default: all four), and fused
 #
 #   verify    flashsim verify --serving: every serving case (KV cache contiguous and paged, split-KV and its combine,
 #             GQA packing, varlen) GPU against the emulator bit for bit, saved as the capture attn_sm90_serving.npz
@@ -11,6 +13,9 @@
 #             splits, paged, varlen, flash_combine, and unchecked bad indices that the kernel must clamp)
 #   tests     python3 -m pytest -m gpu tests/test_serving_gpu.py (the serving GPU tests)
 #   bench     benchmarks/bench_serving.py --sweep: the speed table beside FA2 and cuDNN (bench_serving.json)
+#   fused     the one-launch build (flashsim.gpu.serving.FUSED: the index check and the combine inside flash_fwd):
+#             verify --serving --fused against the emulator, saved as captures/attn_sm90_serving_fused.npz (stamp it
+#             as the other), then memcheck and racecheck over sanitize_serving.py --fused
 #
 # A failing step does not stop the others; each step's time is capped so the round ends inside one call. What comes
 # back: $OUT/summary.txt (environment, one line per step, the verdicts and the speed table) and $OUT/serving.tar
@@ -22,11 +27,11 @@
 set -uo pipefail
 
 ALL_STEPS=(verify sanitize tests bench)
-declare -A CAP=([verify]=120 [sanitize]=140 [tests]=80 [bench]=160)   # seconds, to kill a step (500 in all)
+declare -A CAP=([verify]=120 [sanitize]=140 [tests]=80 [bench]=160 [fused]=260)   # seconds, to kill a step
 STEPS=("$@")
 [[ ${#STEPS[@]} -eq 0 ]] && STEPS=("${ALL_STEPS[@]}")
 for s in "${STEPS[@]}"; do
-  [[ -v "CAP[$s]" ]] || { echo "unknown step '$s'; steps: ${ALL_STEPS[*]}" >&2; exit 2; }
+  [[ -v "CAP[$s]" ]] || { echo "unknown step '$s'; steps: ${ALL_STEPS[*]} fused" >&2; exit 2; }
 done
 [[ -f flashsim/__init__.py && -d kernel ]] || { echo "run from the repository root" >&2; exit 2; }
 [[ -n ${OUT:-} ]] || { echo "set OUT to the folder for the results: OUT=<dir> $0" >&2; exit 2; }
@@ -60,20 +65,32 @@ step_verify() {
   RESULT=$(grep -m1 '^verdict:' "$1" || echo "no verdict line")
 }
 
-step_sanitize() {
-  local log=$1 cs from t
+sanitize_with() {   # LOG SECONDS [--fused]: memcheck, then racecheck, over sanitize_serving.py
+  local log=$1 t=$(( $2 / 2 )) cs from
+  shift 2
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   [[ -x $cs ]] || { echo "compute-sanitizer not found" | tee -a "$log"; return 1; }
-  $PY benchmarks/serving/sanitize_serving.py --list | tee -a "$log" || return
-  t=$(( CAP[sanitize] / 2 ))
+  $PY benchmarks/serving/sanitize_serving.py --list "$@" | tee -a "$log" || return
   from=$(( $(wc -l < "$log") + 1 ))
   run "$log" "$t" "$cs" --tool memcheck --leak-check no --error-exitcode 1 $PY benchmarks/serving/sanitize_serving.py \
-      || return
+      "$@" || return
   sanitizer_clean "$log" "$from" || return
   from=$(( $(wc -l < "$log") + 1 ))
-  run "$log" "$t" "$cs" --tool racecheck --error-exitcode 1 $PY benchmarks/serving/sanitize_serving.py || return
+  run "$log" "$t" "$cs" --tool racecheck --error-exitcode 1 $PY benchmarks/serving/sanitize_serving.py "$@" || return
   sanitizer_clean "$log" "$from" || return
   RESULT="memcheck and racecheck clean on $($PY benchmarks/serving/sanitize_serving.py --list | wc -l) launches"
+}
+
+step_sanitize() { sanitize_with "$1" "${CAP[sanitize]}"; }
+
+step_fused() {
+  local verdict
+  run "$1" 120 $PY -m flashsim.cli verify --serving --fused \
+      --save-cases "$STAGE/captures/attn_sm90_serving_fused.npz" --json "$STAGE/json/verify_serving_fused.json" \
+      || return
+  verdict=$(grep -m1 '^verdict:' "$1" || echo "no verdict line")
+  sanitize_with "$1" $(( CAP[fused] - 120 )) --fused || return
+  RESULT="$verdict; $RESULT (fused)"
 }
 
 step_tests() {
@@ -112,6 +129,7 @@ done
   grep -h -E '^(verdict|flashsim verify)' "$STAGE/logs/verify.txt" 2>/dev/null
   grep -h -E 'MISMATCH|[0-9.]+% ' "$STAGE/logs/verify.txt" 2>/dev/null | grep -v ' 100.0000% ' | grep -v '^case' | head -5
   grep -h -E '^(sanitize_serving|=+ .*(ERROR|SUMMARY))' "$STAGE/logs/sanitize.txt" 2>/dev/null | head -4
+  grep -h -E '^(verdict|sanitize_serving|=+ .*(ERROR|SUMMARY))' "$STAGE/logs/fused.txt" 2>/dev/null | head -5
   grep -h -E '[0-9]+ (passed|failed)' "$STAGE/logs/tests.txt" 2>/dev/null | tail -1
   sed -n '/^bench_serving on/,/^bench_serving:/p' "$STAGE/logs/bench.txt" 2>/dev/null
   [[ ${#failed[@]} -eq 0 ]] && echo "every step passed" || echo "failed steps: ${failed[*]}"

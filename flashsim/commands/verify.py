@@ -221,6 +221,12 @@ def add_arguments(p):
         help="run the serving cases instead of the default set: KV cache (contiguous and paged, split-KV, GQA "
         "packing) and variable-length batches (flashsim.commands.verify_serving.serving_cases)",
     )
+    p.add_argument(
+        "--fused",
+        action="store_true",
+        help="with --serving (or a serving --replay): run each call in one launch, the index check and the combine "
+        "inside flash_fwd (KernelConfig.fused); the emulator is the same",
+    )
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
     p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="element type of the --shape cases")
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads of the --shape cases (MQA / GQA)")
@@ -340,6 +346,8 @@ def parse_shape(text):
 
 def check_arguments(args) -> None:
     """Every argument error before the GPU is asked for: ValueError / FileNotFoundError naming the option."""
+    if getattr(args, "fused", False) and not (getattr(args, "serving", False) or args.replay):
+        raise ValueError("--fused runs the serving calls in one launch: it goes with --serving (or a serving --replay)")
     for s in args.shape:
         parse_shape(s)
 
@@ -564,6 +572,8 @@ def run(args) -> int:
     serving_files = [path for path in args.replay if verify_serving.is_serving_capture(path)]
     if getattr(args, "serving", False) or serving_files:
         return _run_serving(args, arch, serving_files)
+    if getattr(args, "fused", False):
+        raise ValueError("--fused runs the serving calls in one launch: it goes with --serving (or a serving --replay)")
     cases = _cases(args, arch)
     check_cases(cases, arch)
     for c in cases:  # before any GPU work: replayed inputs must match
@@ -662,7 +672,9 @@ def _run_serving(args, arch, serving_files) -> int:
     cases = verify_serving.serving_cases() if getattr(args, "serving", False) else []
     for path in serving_files:
         cases += verify_serving.replay_cases(path)
-    ok, results = verify_serving.run_serving(cases, arch, save_path=args.save_cases, sm_count=rt.sm_count())
+    ok, results = verify_serving.run_serving(
+        cases, arch, save_path=args.save_cases, sm_count=rt.sm_count(), fused=args.fused
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(arch=arch, ok=ok, serving=True, cases=results), f, indent=1)

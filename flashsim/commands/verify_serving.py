@@ -249,6 +249,13 @@ def is_serving_capture(path) -> bool:
         return key is not None and "serving" in json.loads(str(z[key]))
 
 
+def is_fused_capture(path) -> bool:
+    """Whether the serving capture ``path`` ran the one-launch build (``verify --serving --fused``)."""
+    with np.load(path) as z:
+        key = next((k for k in z.files if k.endswith("_meta")), None)
+        return key is not None and bool(json.loads(str(z[key]))["config"].get("fused", False))
+
+
 def replay_cases(path) -> list[ServingCase]:
     """The ServingCase of every case saved in ``path``, in order."""
     with np.load(path) as z:
@@ -256,11 +263,15 @@ def replay_cases(path) -> list[ServingCase]:
         return [case_of_meta(json.loads(str(z[k]))) for k in keys]
 
 
-def diff_case(case: ServingCase, arch: str, gpu=True, sm_count=None):
-    """Run one case both ways: (O diff, LSE diff, gpu outputs, emulator outputs, config)."""
+def diff_case(case: ServingCase, arch: str, gpu=True, sm_count=None, fused=False):
+    """Run one case both ways: (O diff, LSE diff, gpu outputs, emulator outputs, problem, arrays). ``fused``: the GPU
+    runs the one-launch build (KernelConfig.fused, the problem returned with it); the emulator is the same either
+    way (the fused build changes who runs the operations, not their order)."""
     arrays = case.arrays()
     prob, index = problem_of(case, arrays, arch, sm_count)
     emu = emulator_outputs(case, arrays, prob, index)
+    if fused:
+        prob = dataclasses.replace(prob, config=prob.config.with_(fused=True))
     got = gpu_outputs(case, arrays, prob) if gpu else emu
     od = compare("O", got[0], emu[0])
     ld = compare("LSE", got[1], emu[1])
@@ -476,18 +487,18 @@ def serving_cases() -> list[ServingCase]:
     return cases
 
 
-def run_serving(cases, arch, save_path=None, sm_count=None, out=print) -> tuple[bool, list]:
+def run_serving(cases, arch, save_path=None, sm_count=None, out=print, fused=False) -> tuple[bool, list]:
     """Every case GPU against the emulator; print a line each; returns (all bit-equal, results). ``save_path``:
-    the captures (outputs, metas) as an npz."""
+    the captures (outputs, metas) as an npz; ``fused``: the GPU runs the one-launch build (``diff_case``)."""
     results, saved, all_ok = [], {}, True
     width = max([50] + [len(c.name()) + 1 for c in cases])
-    out(f"flashsim verify --serving on {arch}: {len(cases)} cases")
+    out(f"flashsim verify --serving on {arch}: {len(cases)} cases" + (", one launch each (fused)" * fused))
     out(f"{'case':{width}} {'O equal':>9} {'O ulp':>6} {'LSE equal':>10} {'LSE ulp':>8}  first mismatch")
     for case in cases:
         arrays = case.arrays()
         if case.sha is not None and inputs_sha256(arrays) != case.sha:
             raise SystemExit(f"--replay: the inputs of {case.name()} no longer regenerate as recorded")
-        od, ld, got, emu, prob, _ = diff_case(case, arch, gpu=True, sm_count=sm_count)
+        od, ld, got, emu, prob, _ = diff_case(case, arch, gpu=True, sm_count=sm_count, fused=fused)
         cfg = prob.config
         where = ""
         for diff in (od, ld):
@@ -545,7 +556,8 @@ def check_capture(path, case_key: str, arch="sm_90") -> dict:
     arrays = case.arrays()
     assert inputs_sha256(arrays) == meta["inputs_sha256"], "regenerated inputs differ from those the GPU saw"
     prob, index = problem_of(case, arrays, meta["arch"])
-    assert prob.config == KernelConfig(**meta["config"]), (prob.config, meta["config"])
+    ran = KernelConfig(**meta["config"])  # the fused build emulates as the separate launches
+    assert prob.config.with_(fused=ran.fused) == ran, (prob.config, meta["config"])
     o, lse, flag = emulator_outputs(case, arrays, prob, index)
     if "overflow_row" in meta:
         assert flag == meta["overflow_row"], (meta["name"], flag, meta["overflow_row"])
