@@ -80,6 +80,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--paged", action="store_true", help="with --serving: a paged KV cache")
     p.add_argument(
+        "--fused",
+        action="store_true",
+        help="with --serving: the one-launch build (the index check and the combine inside flash_fwd)",
+    )
+    p.add_argument(
         "--every-head-dim",
         action="store_true",
         help="one line per head dim (32..256) and P@V accumulation: the arch's default configuration "
@@ -118,7 +123,7 @@ def run(args) -> int:
     if args.every_head_dim:
         return every_head_dim(arch, args.registers, args.quant)
     if getattr(args, "serving", False):
-        return serving(arch, args.head_dim or 128, args.decode_rows, args.paged)
+        return serving(arch, args.head_dim or 128, args.decode_rows, args.paged, args.fused)
     config = config_from_args(args)
     if args.plot:
         check_plot_path(args.plot)
@@ -139,16 +144,18 @@ def run(args) -> int:
     return 0 if main.fits else 1
 
 
-def serving(arch: str, head_dim: int, rows: int, paged: bool) -> int:
-    """The decode kernel's and flash_combine's budgets on ``arch``; 0 when the decode kernel fits."""
+def serving(arch: str, head_dim: int, rows: int, paged: bool, fused: bool = False) -> int:
+    """The decode kernel's and flash_combine's budgets on ``arch`` (``fused``: the one-launch decode kernel, whose
+    combine runs inside it); 0 when the decode kernel fits."""
     from ..resources.serving import decode_config, serving_budget
 
     if rows < 1:
         raise ValueError(f"--decode-rows must be >= 1, got {rows}")
-    config = decode_config(arch, head_dim, rows, paged=paged)
+    config = decode_config(arch, head_dim, rows, paged=paged).with_(fused=fused)
     main, combine = serving_budget(config, arch)
     print(main.table())
-    print(combine.table())
+    if combine is not None:
+        print(combine.table())
     return 0 if main.fits else 1
 
 
