@@ -25,7 +25,7 @@
 # Exit status: 0 every step passed, 1 one failed, 2 bad usage.
 set -uo pipefail
 
-declare -A CAP=([tests]=100 [bits]=150 [bench]=120 [sanitize]=150 [hostparts]=120)   # seconds, to kill a step
+declare -A CAP=([tests]=120 [bits]=150 [bench]=180 [sanitize]=150 [hostparts]=120)   # seconds, to kill a step
 STEPS=("$@")
 [[ ${#STEPS[@]} -eq 0 ]] && STEPS=(tests bench)
 for s in "${STEPS[@]}"; do
