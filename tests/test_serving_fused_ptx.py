@@ -12,6 +12,8 @@ import functools
 import numpy as np
 import pytest
 from test_serving_indices import _kvcache_case, _varlen_case
+from test_serving_ptx import PAGED_CASES
+from test_serving_ptx import _case as _paged_case
 
 import flashsim.ptx as P
 from flashsim import provenance
@@ -58,32 +60,14 @@ def _launch(prob, q, k, v, arrays: dict, *, state=None, record=None, check="race
     return o, lse, state, record
 
 
-def _paged_case(page_size, seqlens, splits, d=64, h=8, hk=2, seed=3):
-    """q (B, 1, h, d) and a paged cache whose pages are shuffled, with two pages no row uses."""
-    rng = np.random.default_rng(seed)
-    b, per = len(seqlens), -(-max(seqlens) // page_size)
-    pages = b * per + 2
-    table = rng.permutation(pages)[: b * per].reshape(b, per).astype(np.int32)
-    q = rng.standard_normal((b, 1, h, d)).astype(np.float16)
-    kp = rng.standard_normal((pages, page_size, hk, d)).astype(np.float16)
-    vp = rng.standard_normal((pages, page_size, hk, d)).astype(np.float16)
-    return q, kp, vp, np.asarray(seqlens, np.int32), table
-
-
 def _bits(x):
     x = np.asarray(x)
     return x.view(np.uint16 if x.itemsize == 2 else np.uint32)
 
 
-@pytest.mark.parametrize(
-    "page_size, seqlens, splits",
-    [
-        (16, [300, 37, 1], 3),  # many pages per KV tile; a row ending inside its first page; a one-key row
-        (64, [256, 129], 2),  # a tile inside one page, a row one key into its third page
-    ],
-)
+@pytest.mark.parametrize("page_size, seqlens, splits", PAGED_CASES)
 def test_fused_paged_split_decode_equals_the_emulator_and_leaves_its_state_zeroed(page_size, seqlens, splits):
-    q, kp, vp, sl, table = _paged_case(page_size, seqlens, splits)
+    q, kp, vp, sl, table, splits = _paged_case(page_size, seqlens, splits)
     prob = prepare_kvcache(q, kp, vp, sl, table, splits, opts=OPTS, arch="sm_90", sm_count=132)
     assert prob.config.split and prob.config.paged and prob.config.pack_gqa
     arrays = dict(seqlens_k=sl, block_table=table)

@@ -54,13 +54,13 @@ def _run_ptx(q, kp, vp, seqlens, table, splits):
     return o, lse
 
 
-@pytest.mark.parametrize(
-    "page_size, seqlens, splits",
-    [
-        (16, [300, 37, 1], 3),  # many pages per KV tile; a row ending inside its first page; a one-key row
-        (64, [256, 129], 2),  # a tile inside one page, a row one key into its third page
-    ],
-)
+PAGED_CASES = [
+    (16, [300, 37, 1], 3),  # many pages per KV tile; a row ending inside its first page; a one-key row
+    (64, [256, 129], 2),  # a tile inside one page, a row one key into its third page
+]
+
+
+@pytest.mark.parametrize("page_size, seqlens, splits", PAGED_CASES)
 def test_paged_split_decode_kernel_equals_the_emulator(page_size, seqlens, splits):
     q, kp, vp, sl, table, splits = _case(page_size, seqlens, splits)
     o, lse = _run_ptx(q, kp, vp, sl, table, splits)
