@@ -22,7 +22,7 @@ from flashsim.emulator import serving as emulated
 from flashsim.gpu import serving as gs
 from flashsim.gpu.build import kernel_dir
 from flashsim.serving import indices
-from flashsim.serving.problem import check_indices, prepare_kvcache, prepare_varlen, serving_options
+from flashsim.serving.problem import check_indices, index_of, prepare_kvcache, prepare_varlen, serving_options
 
 pytestmark = [pytest.mark.nvrtc, pytest.mark.sass]
 
@@ -84,6 +84,39 @@ def test_fused_paged_split_decode_equals_the_emulator_and_leaves_its_state_zeroe
     np.testing.assert_array_equal(_bits(o2), _bits(o))
     np.testing.assert_array_equal(_bits(lse2), _bits(lse))
     assert not state.any()
+
+
+def test_fused_speculative_rows_with_a_window_equal_the_emulator():
+    """Three query rows a sequence, causal with a sliding window, pages of 16 in a shuffled table, 3 splits: blocks
+    whose window skips a split's first pages still check them (the check covers every page a row reads) and the
+    combine merges splits of which some saw no key."""
+    q, kp, vp, sl, table, splits = _paged_case(16, [300, 41], 3)
+    q = np.concatenate([q] * 3, axis=1)  # (B, 3, h, d)
+    opts = serving_options(True, None, None, None, (40, 0), None, None, None)
+    prob = prepare_kvcache(q, kp, vp, sl, table, splits, opts=opts, arch="sm_90", sm_count=132)
+    assert prob.config.split and prob.config.local and prob.config.causal
+    record = np.array([indices.NONE, 0, 0, 0], np.uint64)
+    o, lse, state, record = _launch(prob, q, kp, vp, dict(seqlens_k=sl, block_table=table), record=record)
+    o_ref, lse_ref = emulated.attention_with_kvcache(
+        q,
+        kp,
+        vp,
+        cache_seqlens=sl,
+        block_table=table,
+        num_splits=splits,
+        causal=True,
+        window_size=(40, 0),
+        arch="sm_90",
+    )
+    np.testing.assert_array_equal(_bits(o), _bits(o_ref))
+    np.testing.assert_array_equal(_bits(lse), _bits(np.asarray(lse_ref, np.float32)))
+    assert not state.any() and record.tolist() == [indices.NONE, 0, 0, 0]
+    bad = table.copy()
+    bad[0, 2] = -1  # a page row 0 reads but its window never reaches: still a violation, as serving_check says
+    record = np.array([indices.NONE, 0, 0, 0], np.uint64)
+    _, _, state, record = _launch(prob, q, kp, vp, dict(seqlens_k=sl, block_table=bad), record=record, check=None)
+    code, value = indices.index_flag(prob, index_of(cache_seqlens=sl, block_table=bad))
+    assert code == indices.code("table", 2) and record.tolist() == [code, value, TAG, 0] and not state.any()
 
 
 def test_fused_varlen_with_empty_sequences_equals_the_emulator():
