@@ -620,8 +620,7 @@ __device__ __forceinline__ void fused_entries(fsr::Least& m, const int* __restri
 // PAGED: the table entries of keys [key0, key1) of row `batch` (nk its clamped length), each thread a page.
 __device__ __forceinline__ void fused_pages(fsr::Least& m, const int* __restrict__ block_table, int batch, int key0,
                                             int key1, int nk, int bt_stride, int page_shift, int num_pages, int tid) {
-    const int used = (nk + (1 << page_shift) - 1) >> page_shift;
-    const int last = (key1 + (1 << page_shift) - 1) >> page_shift;
+    const int used = fsr::pages_for(nk, page_shift), last = fsr::pages_for(key1, page_shift);
     for (int j = (key0 >> page_shift) + tid; j < last; j += THREADS)
         fsr::check_page(m, block_table, batch, j, bt_stride, used, num_pages);
 }
@@ -840,13 +839,14 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             fused_finish(fused_state, record, tag, seqlens_k, block_table, cu_q, cu_k, batches, seqlen_limit,     \
                          nk_cap, bt_stride, page_shift, num_pages, q_total, k_total, nq_cap, tid);                 \
     } while (0)
-    if (static_cast<int>(qblk) * BLOCK_M >= rows) {   // (only varlen's empty sequences: no split, no pages)
-        if (checker) fused_flag(fused_state, found.c, lane);
+#endif
+    if (static_cast<int>(qblk) * BLOCK_M >= rows) {   // a whole block past them: before any barrier
+#if FS_FUSED
+        if (checker) fused_flag(fused_state, found.c, lane);   // (only varlen's empty sequences: no split, no pages)
         FS_FUSED_FINISH();
+#endif
         return;
     }
-#endif
-    if (static_cast<int>(qblk) * BLOCK_M >= rows) return;   // a whole block past them: before any barrier
     const int kv_head = PACK_GQA ? static_cast<int>(head) : static_cast<int>(head) / group;
     const int q_head0 = PACK_GQA ? static_cast<int>(head) * group : static_cast<int>(head);   // the block's first head
     const int heads_q = PACK_GQA ? static_cast<int>(gridDim.y) * group : static_cast<int>(gridDim.y);

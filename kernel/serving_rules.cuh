@@ -42,10 +42,12 @@ struct Least {
     }
 };
 
-// The pages row b reads: ceil(n / page_size), n its length clamped into 0..nk_cap (nk_cap itself without lengths).
+// The pages that keys [0, n) span: ceil(n / page_size).
+__device__ __forceinline__ int pages_for(int n, int page_shift) { return (n + (1 << page_shift) - 1) >> page_shift; }
+
+// The pages row b reads: those of its length clamped into 0..nk_cap (nk_cap itself without lengths).
 __device__ __forceinline__ int pages_used(const int* __restrict__ seqlens_k, int b, int nk_cap, int page_shift) {
-    const int n = seqlens_k != nullptr ? min(max(__ldg(seqlens_k + b), 0), nk_cap) : nk_cap;
-    return (n + (1 << page_shift) - 1) >> page_shift;
+    return pages_for(seqlens_k != nullptr ? min(max(__ldg(seqlens_k + b), 0), nk_cap) : nk_cap, page_shift);
 }
 
 // seqlens: entry b.

@@ -271,7 +271,9 @@ def diff_case(case: ServingCase, arch: str, gpu=True, sm_count=None, fused=False
     prob, index = problem_of(case, arrays, arch, sm_count)
     emu = emulator_outputs(case, arrays, prob, index)
     if fused:
-        prob = dataclasses.replace(prob, config=prob.config.with_(fused=True))
+        from ..gpu import serving as gs
+
+        prob = gs.fused(prob)
     got = gpu_outputs(case, arrays, prob) if gpu else emu
     od = compare("O", got[0], emu[0])
     ld = compare("LSE", got[1], emu[1])

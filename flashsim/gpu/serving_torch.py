@@ -165,44 +165,36 @@ class _Call:
         self.empty_kv = not prob.k_total
 
 
-def _scratch(q, dev, stream, nbytes):
-    """The split parts' scratch (``nbytes``) for a call on raw stream ``stream`` of device ``dev``: one buffer per
-    (device, stream, size), kept from call to call (each call's flash_fwd writes it and its flash_combine reads it,
-    in the stream's order, so calls on one stream may share it); inside a CUDA graph capture a fresh allocation
-    from the capture's pool instead, so that a graph never shares memory with eager calls on another stream. (A
-    stream destroyed with work pending and a new one given the same handle would share it too early: not done.)"""
+def _per_stream(cache: dict, dev, stream, nbytes, make):
+    """A buffer of ``nbytes`` made by ``make(nbytes)`` for calls on raw stream ``stream`` of device ``dev``: one per
+    (device, stream, size) in ``cache``, kept from call to call (calls on one stream run in its order, so they may
+    share it); inside a CUDA graph capture a fresh one from the capture's pool, so that a graph never shares memory
+    with eager calls on another stream. Its address. (A stream destroyed with work pending and a new one given the
+    same handle would share it too early: not done.)"""
     if _capturing():
-        return q.new_empty((nbytes,), dtype=torch.uint8).data_ptr()
+        return make(nbytes).data_ptr()
     key = (dev, stream, nbytes)
-    hit = _SCRATCH.get(key)
+    hit = cache.get(key)
     if hit is None:
-        if len(_SCRATCH) >= 64:  # freed in stream order by the caching allocator: safe for queued work
-            _SCRATCH.clear()
-        buf = q.new_empty((nbytes,), dtype=torch.uint8)
-        hit = _SCRATCH[key] = (buf, buf.data_ptr())
+        if len(cache) >= 64:  # freed in stream order by the caching allocator: safe for queued work
+            cache.clear()
+        buf = make(nbytes)
+        hit = cache[key] = (buf, buf.data_ptr())
     return hit[1]
 
 
-_SCRATCH: dict = {}  # (device, raw stream, bytes) -> (uint8 tensor, its address)
+def _scratch(q, dev, stream, nbytes):
+    """The split parts' scratch (``nbytes``, unzeroed: each call's flash_fwd writes what its combine reads)."""
+    return _per_stream(_SCRATCH, dev, stream, nbytes, lambda n: q.new_empty((n,), dtype=torch.uint8))
 
 
 def _state(q, dev, stream, nbytes):
-    """A fused launch's state (flashsim.gpu.serving.state_bytes) for a call on raw stream ``stream``: zeroed once
-    per (device, stream, size) and kept (each launch leaves it zeroed, and calls on one stream run in order);
-    inside a CUDA graph capture a fresh one from the capture's pool, zeroed by a memset the graph replays, so that a
-    graph never shares its tickets with eager calls."""
-    if _capturing():
-        return torch.zeros((nbytes,), dtype=torch.uint8, device=q.device).data_ptr()
-    key = (dev, stream, nbytes)
-    hit = _STATE.get(key)
-    if hit is None:
-        if len(_STATE) >= 64:
-            _STATE.clear()
-        buf = torch.zeros((nbytes,), dtype=torch.uint8, device=q.device)  # on the current stream: before the launch
-        hit = _STATE[key] = (buf, buf.data_ptr())
-    return hit[1]
+    """A fused launch's state (flashsim.gpu.serving.state_bytes), zeroed when made (on the current stream, before
+    the launch; inside a capture by a memset the graph replays): each launch leaves it zeroed."""
+    return _per_stream(_STATE, dev, stream, nbytes, lambda n: torch.zeros((n,), dtype=torch.uint8, device=q.device))
 
 
+_SCRATCH: dict = {}  # (device, raw stream, bytes) -> (uint8 tensor, its address)
 _STATE: dict = {}  # (device, raw stream, bytes) -> (zeroed uint8 tensor, its address)
 
 
