@@ -217,10 +217,25 @@ def _fill(folder: pathlib.Path, package: Package, source: pathlib.Path, archive_
     stamp = archive_sha256 + ("\n" + hashlib.sha256("\n".join(listed).encode()).hexdigest() if listed else "")
     if marker.is_file() and marker.read_text() == stamp:
         return dest
-    if dest.exists():
-        shutil.rmtree(dest)
-    _extract(source, package, dest)
-    marker.write_text(stamp)
+    # Extracted apart and renamed into place: test workers fill the same tree at once on a fresh machine, and one
+    # deleting or half-writing the folder another reads broke both (a stale tree is moved aside first, atomically).
+    folder.mkdir(parents=True, exist_ok=True)
+    fresh = pathlib.Path(tempfile.mkdtemp(prefix=f".{package.key}-", dir=folder))
+    _extract(source, package, fresh)
+    (fresh / marker.name).write_text(stamp)
+    if dest.exists() and not (marker.is_file() and marker.read_text() == stamp):
+        stale = pathlib.Path(tempfile.mkdtemp(prefix=f".{package.key}-stale-", dir=folder))
+        try:
+            dest.rename(stale / "tree")
+        except OSError:  # another worker moved it first
+            pass
+        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        fresh.rename(dest)
+    except OSError:  # another worker's complete tree got there first: the same files
+        shutil.rmtree(fresh, ignore_errors=True)
+        if not (marker.is_file() and marker.read_text() == stamp):
+            raise
     return dest
 
 
