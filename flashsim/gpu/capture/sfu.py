@@ -395,7 +395,10 @@ def table_stats(name: str, bits: np.ndarray, exact: np.ndarray) -> dict:
         else {str(int(v)): int(c) for v, c in zip(*np.unique(delta, return_counts=True))}
     )
     _, e = np.frexp(exact)  # exact in [2^(e-1), 2^e): ulp 2^(e-24)
-    err = (bits.view(np.float32).astype(np.float64) - exact) / np.ldexp(1.0, e - 24)
+    # 2^(e-24) built from its float64 exponent field (exact: e is an f32 value's, far inside f64's normal range);
+    # np.ldexp on 2^23 int32 exponents took 0.6 s of a capture's 0.8 s per table
+    ulp = ((e.astype(np.int64) + (1023 - 24)) << 52).view(np.float64)
+    err = (bits.view(np.float32).astype(np.float64) - exact) / ulp
     return {
         "delta_vs_correctly_rounded": hist,
         "correctly_rounded_fraction": float(np.mean(delta == 0)),
