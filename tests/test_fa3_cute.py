@@ -4,7 +4,7 @@ compiled to PTX by nvidia-cutlass-dsl 4.1.0 without a GPU: benchmarks/experiment
 The kernel's tiles start 128 bytes past a 1024-byte boundary with wgmma descriptors of base offset 0, which the H100
 reads with the swizzle of the address itself (flashsim.layout.wgmma.descriptor_problem, measured by this capture).
 These tests hold O and LSE within bf16's bound of a float64 reference and equal to the H100's bits
-(tests/data/thirdparty/fa3_cute_sm90.npz: causal and not, up to 512 keys, two heads and two batches).
+(tests/data/thirdparty/fa3_cute_sm90.npz: d = 128 and 64, causal and not, up to 512 keys, two heads and two batches).
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def test_forward_is_the_gpus_bits():
     data = np.load(CAPTURE)
     captured = [i for i in range(len(run.CASES)) if f"c{i}_case" in data]
     assert captured == list(range(len(captured))) and captured
+    assert {run.CASES[i][4] for i in captured} == {64, 128}, "both head dims captured"
     for i in captured:
         tag = f"c{i}_"
         n, causal, heads, batch, d = run.captured_case(data, i)

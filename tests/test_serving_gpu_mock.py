@@ -753,3 +753,22 @@ def test_a_fused_call_is_one_launch_with_its_state_and_the_record(fake_gpu, monk
     kk = torch.randn((9, 2, 64)).to(torch.float16)
     flashsim.gpu.attention_varlen(e, kk, kk, torch.zeros(3, dtype=torch.int32), torch.tensor([0, 5, 9]).int(), 0, 5)
     assert [c[2] for c in fake_gpu.calls] == [fake_gpu.check.kernel]
+
+
+def test_switching_fused_on_after_a_call_gives_one_launch(fake_gpu, monkeypatch):
+    """FUSED read on every plan lookup, not only when a problem is first planned: a call made with the separate
+    launches leaves its plan cached, and the same call once FUSED is on runs the fused build alone (the way a
+    benchmark or a user switches it at run time)."""
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
+    assert [c[2] for c in fake_gpu.calls] == [fake_gpu.check.kernel, fake_gpu.fwd.kernel, fake_gpu.combine.kernel]
+    monkeypatch.setattr(gs, "FUSED", True)
+    fake_gpu.calls.clear()
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
+    ((_, _, kern, args),) = fake_gpu.calls
+    assert kern is fake_gpu.fwd.kernel and len(args) == 43 and gs._TAGGED[int(args[41])].config.fused
+    monkeypatch.setattr(gs, "FUSED", False)
+    fake_gpu.calls.clear()
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
+    assert len(fake_gpu.calls) == 3

@@ -384,16 +384,16 @@ def combine_for(config, arch: str):
 
 def plan_for(prob: ServingProblem) -> ServingPlan:
     """The cached ServingPlan of ``prob`` (for the current GPU): compiles and loads the kernels the first time."""
+    cfg = prob.config
+    if FUSED and not cfg.fused and cfg.seqlens:  # before the cache: an unfused plan cached earlier must not answer
+        return plan_for(fused(prob))
     plan = _PLANS.get(prob)
     if plan is not None:
         return plan
-    cfg = prob.config
     grid = prob.grid
     what = f"kernel flash_fwd (grid {grid}, block ({cfg.threads}, 1, 1), {cfg.smem_bytes} B dynamic smem; " + (
         f"{cfg.describe()}); {prob.describe()}"
     )
-    if FUSED and not cfg.fused and cfg.seqlens:
-        return plan_for(fused(prob))
     # the check kernel: unfused, or a fused call with nothing to launch (no query rows) whose indices still get checked
     check = check_for(prob.arch) if has_indices(prob) and (not cfg.fused or min(grid) == 0) else None
     if has_indices(prob):
