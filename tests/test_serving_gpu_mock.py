@@ -79,7 +79,9 @@ class _Recorder:
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """A mocked sm_90 device (132 SMs) whose launches are recorded (serving_check runs in flashsim.ptx); CPU tensors
-    take the CUDA path."""
+    take the CUDA path. The separate launches (flashsim.gpu.serving.FUSED off) whatever the default, so that these
+    tests keep describing them; the one-launch tests switch FUSED on themselves."""
+    monkeypatch.setattr(gs, "FUSED", False)
     gl.clear_caches()
     gs._RECORD.clear()
     rec = _Recorder()
