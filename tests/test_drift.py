@@ -415,19 +415,6 @@ def test_the_source_record_needs_no_cuda_python():
     assert run.returncode == 0, run.stderr
 
 
-def test_the_sfu_capture_records_its_provenance(tmp_path):
-    """The SFU tool (numpy stand-in for the GPU) writes the provenance into the sample file, and into the tables'
-    metadata through its summary (the layout and mma tools: tests/test_layout_silicon.py, tests/test_mma_silicon.py)."""
-    from flashsim.gpu.capture import sfu as cap
-    from flashsim.numerics import sfu
-
-    assert cap.main(["--out", str(tmp_path), "--fake", "--quick", "--random-scale", "0.005"]) == 0
-    current = provenance.fingerprint(cap.PROVENANCE_NAME)
-    with np.load(tmp_path / "sfu_sample_sm90.npz") as z:
-        assert json.loads(str(z["provenance"])) == current == json.loads(str(z["summary"]))["provenance"]
-    assert sfu.read_tables(tmp_path / "sfu_tables_sm90.npz").meta["provenance"] == current
-
-
 def test_an_attention_record_covers_the_quantization_pass(kernel_copy):
     """flash_fwd's source record lists kernel/quantize.cu (quant="int8" results come from both), and its compiled
     record holds quantize.cu's PTX for INT8 builds (flashsim.gpu.launch runs the pass only then)."""

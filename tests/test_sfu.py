@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flashsim
-from flashsim import calibration
+from flashsim import calibration, provenance
 from flashsim.gpu.capture import sfu as cap
 from flashsim.numerics import sfu
 
@@ -537,7 +537,9 @@ def test_capture_kernels_compile_for_sm90_and_sm120():
 
 
 def test_capture_end_to_end_on_a_fake_gpu(isolated, capsys):
-    """The command line on the numpy stand-in, then what `flashsim calibrate` does with the files."""
+    """The command line on the numpy stand-in, then what `flashsim calibrate` does with the files; the provenance
+    (the capture kernel's fingerprint, as tests/test_drift.py checks it for the layout and mma tools) in the sample
+    file, its summary and the tables' metadata."""
     out = isolated / "out"
     assert cap.main(["--out", str(out), "--fake", "--random-scale", "0.02"]) == 0
     text = capsys.readouterr().out
@@ -546,12 +548,15 @@ def test_capture_end_to_end_on_a_fake_gpu(isolated, capsys):
     tables, sample = out / "sfu_tables_sm90.npz", out / "sfu_sample_sm90.npz"
     assert tables.stat().st_size + sample.stat().st_size < 24_000_000
     back = sfu.read_tables(tables)
+    current = provenance.fingerprint(cap.PROVENANCE_NAME)
+    assert back.meta["provenance"] == current
     assert back.ex2.params["neg_mode"] == "twos" and back.ex2.params["rounding"] == "rz"
     b = np.random.default_rng(3).integers(0, 2**32, 1 << 18, dtype=np.uint64).astype(np.uint32)
     assert np.array_equal(back.ex2.bits(b), cap.synthetic_ex2()(b))
     assert np.array_equal(back.rcp.bits(b), cap.synthetic_rcp()(b))
     with np.load(sample) as z:
         summary = json.loads(str(z["summary"]))
+        assert json.loads(str(z["provenance"])) == current == summary["provenance"]
         assert summary["exact"] == {"ex2": True, "rcp": True}
         assert summary["ex2"]["rule_candidates_mismatches"]["twos/rz"] == 0
         assert min(v for k, v in summary["ex2"]["rule_candidates_mismatches"].items() if k != "twos/rz") > 0
