@@ -90,6 +90,11 @@ def pytest_collection_modifyitems(config, items):
         reason = _why_not(item)
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
+    # Files with a slow test first, each file's tests in their order: `--dist loadfile` hands files to the workers in
+    # this order, so the long files start first and the short ones fill in behind them (longest first), instead of a
+    # long file drawn last keeping one worker busy while the other idles.
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)
 
 
 @pytest.fixture(scope="session")

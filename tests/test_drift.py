@@ -145,6 +145,7 @@ def test_every_capture_is_known_and_stamped_with_the_pinned_nvrtc():
 
 
 @needs_nvrtc
+@pytest.mark.slow
 def test_every_capture_matches_the_compiled_kernel():
     files = [p for p in stamp_tool.capture_files() if stamp_tool.entry(p) is not None]
     why = nvrtc_mismatch(files)

@@ -66,6 +66,7 @@ CASES = {  # each costs a few seconds of interpretation: one per kind of option
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,ptx", [(name, False) for name in CASES] + [("trouble-gqa-causal-f16", True)])
 def test_interpreted_fused_kernel_equals_the_numpy_engine(name, ptx):
     """ptx: the inline-PTX layout's packed staging (its inline PTX runs only when compiled for the GPU)."""
