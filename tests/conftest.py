@@ -18,8 +18,16 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 
-import pytest
+# One BLAS / OpenMP thread per xdist worker: `-n auto` already runs a worker on each core, and numpy's OpenBLAS
+# starting as many threads again in each worker oversubscribes the cores (set before numpy loads its BLAS, which reads
+# these once; a variable the user set is kept).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+import pytest  # noqa: E402
 
 
 @functools.cache
