@@ -13,6 +13,9 @@ work). Timed, each a CUDA graph's replay (bench_serving.timed), in one run:
               sequences; the longest alone bounds the whole batch's time from below
   sorted      ours on the same lengths sorted longest first (the kernel's block order is by q block; a change here
               says the order of sequences matters)
+  tilings     (--tilings W x M x KV x S,...) the whole batch and the dense sequence under other tilings (warps, m16
+              tiles a warp, kv_tile, stages): a 64-row q block halves what a sequence's last block and the diagonal
+              leave unused, at twice the blocks
 Each row's TFLOP/s counts the causal pairs' work (4 d H per pair). Writes varlen_profile.json and prints a table.
 """
 
@@ -34,8 +37,9 @@ import bench_serving as bs  # noqa: E402
 H, D = 16, 128
 
 
-def varlen_call(lens, seed=0):
-    """A function running ours on sequences of ``lens`` (its inputs made once), and the causal work in FLOPs."""
+def varlen_call(lens, seed=0, config=None):
+    """A function running ours on sequences of ``lens`` (its inputs made once; ``config`` a tiling other than the
+    call's default), and the causal work in FLOPs."""
     import torch
 
     import flashsim
@@ -44,7 +48,7 @@ def varlen_call(lens, seed=0):
     g = torch.Generator(device="cuda").manual_seed(seed)
     q, k, v = (torch.randn((int(sum(lens)), H, D), generator=g, device="cuda").half() for _ in range(3))
     top = int(max(lens))
-    kw = dict(causal=True, check_indices=False, check_overflow=False)
+    kw = dict(causal=True, check_indices=False, check_overflow=False, config=config)
 
     def fn():
         return flashsim.gpu.attention_varlen(q, k, v, cu, cu, top, top, **kw)
@@ -55,6 +59,7 @@ def varlen_call(lens, seed=0):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--tilings", default="", help="comma-separated WxMxKVxS tilings to time besides the default")
     a = ap.parse_args(argv)
     import torch
 
@@ -109,6 +114,25 @@ def main(argv=None) -> int:
     ms, how = bs.timed(fs)
     res["sorted"] = dict(us=ms * 1e3, tflops=flops / ms / 1e9, method=how)
 
+    from flashsim.config import KernelConfig
+
+    res["tilings"] = []
+    for spec in filter(None, a.tilings.split(",")):
+        tiling = dict(zip(("warps", "m_tiles", "kv_tile", "stages"), map(int, spec.split("x"))))
+        cfg = KernelConfig.default("sm_90", head_dim=D, causal=True, dtype="f16")
+        row = dict(tiling=spec)
+        try:
+            fv, _, _ = varlen_call(lens, config=cfg.with_(layout="bnhd", **tiling))
+            ms, _ = bs.timed(fv)
+            row["whole"] = dict(us=ms * 1e3, tflops=flops / ms / 1e9)
+            gd, _, _ = flashsim.gpu.prepared_launch(dq, dq, dq, causal=True, config=cfg.with_(**tiling))
+            gd(sync=True)
+            ms = bs._do_bench(lambda gd=gd: gd(sync=False))
+            row["dense"] = dict(us=ms * 1e3, tflops=dense_flops / ms / 1e9)
+        except Exception as exc:  # noqa: BLE001 - a tiling the GPU cannot hold is reported, not fatal
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        res["tilings"].append(row)
+
     w = res["whole"]
     lines = [
         f"{res['gpu']}: varlen 16 x 1..4096 causal, H={H} d={D} f16 (lengths {lens.tolist()})",
@@ -131,6 +155,15 @@ def main(argv=None) -> int:
     lines += [
         f"  n={r['n']:5d}  {r['us']:8.1f} us  {r['tflops']:6.1f} TFLOP/s" for r in sorted(alone, key=lambda r: r["n"])
     ]
+    for r in res["tilings"]:
+        if "error" in r:
+            lines.append(f"tiling {r['tiling']}: {r['error']}")
+            continue
+        lines.append(
+            f"tiling {r['tiling']:10s} whole {r['whole']['us']:8.1f} us {r['whole']['tflops']:6.1f} TFLOP/s, dense "
+            f"{r['dense']['us']:8.1f} us {r['dense']['tflops']:6.1f}; whole / default dense "
+            f"{r['whole']['tflops'] / res['dense']['tflops']:.3f}x"
+        )
     text = "\n".join(lines)
     print(text)
     (a.out / "varlen_profile.json").write_text(json.dumps(res, indent=1))
