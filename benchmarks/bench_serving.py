@@ -499,21 +499,23 @@ def bench_prefill(rows, args):
 
 
 def predict_sm120(rows):
-    """The decode configuration's budget on sm_120 and its predicted RTX 5090 time (a prediction)."""
+    """The decode configuration's budget on sm_120 and its predicted RTX 5090 time (a prediction): the build the
+    public call runs (the one-launch build where flashsim.gpu.serving.FUSED is on, whose combine runs inside it)."""
+    from flashsim.gpu.serving import FUSED
     from flashsim.resources.serving import decode_config, serving_budget
 
     r = row(rows, "sm_120 decode (prediction)")
     try:
-        main, combine = serving_budget(decode_config("sm_120", 128, 4), "sm_120")
+        main, combine = serving_budget(decode_config("sm_120", 128, 4).with_(fused=FUSED), "sm_120")
         r["budget"] = dict(
             config=main.config.describe(),
             registers=main.registers,
             smem_bytes=main.smem_bytes,
             blocks_per_sm=main.blocks_per_sm,
             occupancy=main.occupancy,
-            combine_registers=combine.registers,
-            combine_blocks_per_sm=combine.blocks_per_sm,
         )
+        if combine is not None:
+            r["budget"].update(combine_registers=combine.registers, combine_blocks_per_sm=combine.blocks_per_sm)
         decode = next((x for x in rows if x["name"] == "decode" and "copy_fraction" in x), None)
         if decode is not None:
             tb_s = RTX5090_TB_S * decode["copy_fraction"]
