@@ -12,6 +12,7 @@ import ctypes
 import functools
 import sys
 import types
+import weakref
 
 import numpy as np
 import pytest
@@ -736,7 +737,7 @@ def test_a_fused_call_is_one_launch_with_its_state_and_the_record(fake_gpu, monk
     assert stream == 0xABC0 and kern is fake_gpu.fwd.kernel and tuple(config.grid) == (1, 2, 12)
     assert len(args) == 43 and [int(x) for x in args[30:35]] == [0, 0, 0, 0, 4]
     state, record, tag, limit = (int(x) for x in args[39:])
-    assert state == states[0] and record == 0xD0000 and limit == 256
+    assert state == states[0][1] and record == 0xD0000 and limit == 256
     prob = gs._TAGGED[tag]
     assert prob.config.fused and prob.config.split and gs.state_bytes(prob) == 4 * (FUSED_HEADER + 1 * 2 * 3)
     buf = next(b for b, p in serving_torch._STATE.values() if p == state)
@@ -755,6 +756,46 @@ def test_a_fused_call_is_one_launch_with_its_state_and_the_record(fake_gpu, monk
     kk = torch.randn((9, 2, 64)).to(torch.float16)
     flashsim.gpu.attention_varlen(e, kk, kk, torch.zeros(3, dtype=torch.int32), torch.tensor([0, 5, 9]).int(), 0, 5)
     assert [c[2] for c in fake_gpu.calls] == [fake_gpu.check.kernel]
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["three_launches", "one_launch"])
+def test_a_captured_call_keeps_its_buffers_until_its_launches_are_enqueued(fake_gpu, monkeypatch, fused):
+    """Inside a CUDA graph capture the split parts' scratch and a fused call's state come from the capture's pool;
+    each must live until the launches that use it are enqueued, or torch hands its block to the next allocation of
+    the capture (the state took the scratch's block: on the H100 every graph of a fused call was wrong). At each
+    launch every buffer made for the call is alive, and o, lse, the scratch and the state are disjoint."""
+    monkeypatch.setattr(gs, "FUSED", fused)
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+    flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)  # warm: planned outside
+    made = []
+    real = serving_torch._per_stream
+
+    def tracked(cache, dev, stream, nbytes, make):
+        def tracked_make(n):
+            buf = make(n)
+            made.append((weakref.ref(buf), buf.data_ptr(), n))
+            return buf
+
+        return real(cache, dev, stream, nbytes, tracked_make)
+
+    alive_at_launch = []
+    real_enqueue = gs.enqueue
+
+    def enqueue(*args, **kw):
+        alive_at_launch.append([ref() is not None for ref, _, _ in made])
+        return real_enqueue(*args, **kw)
+
+    monkeypatch.setattr(serving_torch, "_per_stream", tracked)
+    monkeypatch.setattr(gs, "enqueue", enqueue)
+    monkeypatch.setattr(serving_torch, "_capturing", lambda: True)
+    fake_gpu.calls.clear()
+    o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
+    assert len(made) == (2 if fused else 1) and alive_at_launch == [[True] * len(made)]
+    spans = [(o.data_ptr(), o.numel() * o.element_size()), (lse.data_ptr(), lse.numel() * 4)]
+    spans += [(ptr, n) for _, ptr, n in made]
+    spans.sort()
+    assert all(a + n <= b for (a, n), (b, _) in zip(spans, spans[1:])), spans
 
 
 def test_switching_fused_on_after_a_call_gives_one_launch(fake_gpu, monkeypatch):

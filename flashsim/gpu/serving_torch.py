@@ -169,10 +169,14 @@ def _per_stream(cache: dict, dev, stream, nbytes, make):
     """A buffer of ``nbytes`` made by ``make(nbytes)`` for calls on raw stream ``stream`` of device ``dev``: one per
     (device, stream, size) in ``cache``, kept from call to call (calls on one stream run in its order, so they may
     share it); inside a CUDA graph capture a fresh one from the capture's pool, so that a graph never shares memory
-    with eager calls on another stream. Its address. (A stream destroyed with work pending and a new one given the
-    same handle would share it too early: not done.)"""
+    with eager calls on another stream. (The buffer, its address): the caller holds the buffer until its launches
+    are enqueued, because inside a capture torch hands a freed block to the next allocation of the same capture (a
+    fused call's state, made after the split parts' scratch had been dropped, took the scratch's own block, and every
+    graph of that call read its tickets from its parts). (A stream destroyed with work pending and a new one given
+    the same handle would share it too early: not done.)"""
     if _capturing():
-        return make(nbytes).data_ptr()
+        buf = make(nbytes)
+        return buf, buf.data_ptr()
     key = (dev, stream, nbytes)
     hit = cache.get(key)
     if hit is None:
@@ -180,20 +184,23 @@ def _per_stream(cache: dict, dev, stream, nbytes, make):
             cache.clear()
         buf = make(nbytes)
         hit = cache[key] = (buf, buf.data_ptr())
-    return hit[1]
+    return hit
 
 
 def _scratch(q, dev, stream, nbytes):
-    """The split parts' scratch (``nbytes``, unzeroed: each call's flash_fwd writes what its combine reads)."""
+    """The split parts' scratch (``nbytes``, unzeroed: each call's flash_fwd writes what its combine reads): (the
+    buffer, its address)."""
     return _per_stream(_SCRATCH, dev, stream, nbytes, lambda n: q.new_empty((n,), dtype=torch.uint8))
 
 
 def _state(q, dev, stream, nbytes):
     """A fused launch's state (flashsim.gpu.serving.state_bytes), zeroed when made (on the current stream, before
-    the launch; inside a capture by a memset the graph replays): each launch leaves it zeroed."""
+    the launch; inside a capture by a memset the graph replays): each launch leaves it zeroed. (The buffer, its
+    address.)"""
     return _per_stream(_STATE, dev, stream, nbytes, lambda n: torch.zeros((n,), dtype=torch.uint8, device=q.device))
 
 
+_NO_BUFFER = (None, 0)  # a launch without scratch or state: a null address
 _SCRATCH: dict = {}  # (device, raw stream, bytes) -> (uint8 tensor, its address)
 _STATE: dict = {}  # (device, raw stream, bytes) -> (zeroed uint8 tensor, its address)
 
@@ -262,8 +269,9 @@ def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
             fp = hit.sink.data_ptr()
     dev = q.get_device()
     stream = _raw_stream(dev)
-    pp = _scratch(q, dev, stream, plan.part_bytes) if plan.part_bytes else 0
-    sp = _state(q, dev, stream, plan.state_bytes) if plan.state_bytes else 0
+    scratch = _scratch(q, dev, stream, plan.part_bytes) if plan.part_bytes else _NO_BUFFER
+    state = _state(q, dev, stream, plan.state_bytes) if plan.state_bytes else _NO_BUFFER
+    pp, sp = scratch[1], state[1]
     i0p = 0 if i0 is None else i0.data_ptr()
     i1p = 0 if i1 is None else i1.data_ptr()
     rt.bind_thread()
@@ -271,6 +279,7 @@ def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
         serving.enqueue(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, 0, 0, i0p, i1p, pp, check, sp)
     else:
         serving.enqueue(plan, stream, qp, kp, vp, o.data_ptr(), lse.data_ptr(), fp, i0p, i1p, 0, 0, pp, check, sp)
+    del scratch, state  # only now: a capture's blocks may go to its next allocation, after these launches in order
     return o, lse, out_flag
 
 
