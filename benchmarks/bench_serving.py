@@ -27,9 +27,9 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
   cache_seqlens on the GPU, default arguments: the index check on the device, no host copy) on the decode shapes
   (B=8 Hq=32 Hkv=8 Nk=8192 d=128 bf16; d=64; B=1 Nk=32768; B=1 Nk=2048): its CUDA-graph replay, the kernels alone
   (a graph of the unchecked call: flash_fwd and the combine), the call with flash_fwd launched as the check's
-  programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), the call in
-  one launch (flashsim.gpu.serving.FUSED: "fused", and "fused_kernel" unchecked; off by default until this
-  measures it), eager
+  programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), the call with
+  its index check inside flash_fwd (flashsim.gpu.serving.FUSED: "fused", and "fused_kernel" unchecked; one launch
+  fewer; off by default until this measures it), eager
   (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 100 back-to-back
   calls without a synchronisation, divided by 100; also of the bare launches, flashsim.gpu.serving.launch_serving,
   of the torch op without the Python wrapper, and of the op's body without the dispatcher, what the public call runs
@@ -254,7 +254,7 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
     finally:
         gs.OVERLAP_CHECK = overlap
     fused = gs.FUSED
-    try:  # one launch per call (flashsim.gpu.serving.FUSED: the check and the combine inside flash_fwd)
+    try:  # the index check inside flash_fwd (flashsim.gpu.serving.FUSED): one launch fewer per call
         gs.FUSED = True
         call()
         _measure(r, "fused", call)
@@ -500,7 +500,7 @@ def bench_prefill(rows, args):
 
 def predict_sm120(rows):
     """The decode configuration's budget on sm_120 and its predicted RTX 5090 time (a prediction): the build the
-    public call runs (the one-launch build where flashsim.gpu.serving.FUSED is on, whose combine runs inside it)."""
+    public call runs (the fused-check build where flashsim.gpu.serving.FUSED is on)."""
     from flashsim.gpu.serving import FUSED
     from flashsim.resources.serving import decode_config, serving_budget
 

@@ -171,11 +171,12 @@ class KernelConfig:
                of its keys and writes its rows' partial O (f32, normalised by the part's own l) and LSE; the
                combine kernel (flash_combine, an entry of kernel/flash_fwd.cu built with it) merges the parts
                (flashsim.emulator.kernel_program.combine).
-    fused      one launch per serving call: the index check (flashsim.serving.indices' rules, otherwise
-               kernel/serving_check.cu's launch) runs inside flash_fwd, each block checking the entries it reads,
-               and with split the last split of each block's rows to finish runs the combine (flash_combine's
-               order of operations), counted by tickets in a state buffer the host zeroes once. The same bits as
-               the separate launches: only who runs the operations changes, never their order.
+    fused      the index check inside flash_fwd, one launch fewer per serving call: flashsim.serving.indices'
+               rules, otherwise kernel/serving_check.cu's launch, each block checking the entries it reads, the last
+               block to finish (a ticket in a state buffer the host zeroes once) writing the record. With split,
+               flash_combine still follows (the combine run by each row's last split inside flash_fwd was 5-10 us
+               slower on the H100: benchmarks/experiments/serving_host_time/). The same bits as the separate
+               launches.
     """
 
     head_dim: int = 128
@@ -483,8 +484,8 @@ class KernelConfig:
             "FS_SPLIT": int(self.split),
             "FS_COMBINE_WARPS": COMBINE_WARPS,  # flash_combine's block (split builds)
             "FS_MAX_SPLITS": MAX_SPLITS,  # flash_combine's staging of a row's parts
-            "FS_FUSED": int(self.fused),  # one launch per serving call (off: compiles nothing)
-            "FS_FUSED_HEADER": FUSED_HEADER,  # the fused state's words before the combine tickets
+            "FS_FUSED": int(self.fused),  # the index check inside flash_fwd (off: compiles nothing)
+            "FS_FUSED_HEADER": FUSED_HEADER,  # the fused state's words
         }
 
     def quantize_defines(self) -> dict[str, int]:

@@ -88,7 +88,7 @@ COMBINE_CONSTANTS = {
 }
 COMBINE_WARPS = 4  # flash_combine: warps per block, one query row each
 MAX_SPLITS = 128  # split-KV's most parts per row (FlashAttention-2's bound): flash_combine stages a row's weights
-FUSED_HEADER = 4  # u32 words of a fused serving launch's state before its combine tickets (kernel/flash_fwd.cu)
+FUSED_HEADER = 4  # u32 words of a fused serving launch's state (kernel/flash_fwd.cu, FUSED)
 
 
 def math_defines() -> dict[str, int]:

@@ -119,12 +119,13 @@ constexpr bool PACK_GQA = FS_PACK_GQA != 0;
 constexpr bool SPLIT = FS_SPLIT != 0;
 static_assert(BNHD && !QUANT, "serving: (B, N, H, D) rows and no quantization pass");
 static_assert(!(OSTAGE && (PACK_GQA || SPLIT)), "O staging writes one head's consecutive rows of the element type");
-// FUSED (flashsim.config.KernelConfig.fused): one launch per serving call. The index check runs inside this kernel
-// (each (batch, split)'s first block checks the entries it reads, kernel/serving_rules.cuh's rules, before it can
-// return early; the last block of the grid to finish writes the smallest violation to the host's record) and, with
-// SPLIT, the combine too (the last split of each (q block, head, batch) to finish merges its rows' parts with
-// flash_combine's own row function). The tickets that tell "last" live in `fused_state`, a buffer the host zeroes
-// once; each last block sets its counter back to 0, so the next launch (or graph replay) finds it zeroed. (Only as
+// FUSED (flashsim.config.KernelConfig.fused): the index check runs inside this kernel, one launch fewer per serving
+// call (each (batch, split)'s first block checks the entries it reads, kernel/serving_rules.cuh's rules, before it
+// can return early; the last block of the grid to finish writes the smallest violation to the host's record). The
+// ticket that tells "last" lives in `fused_state`, a buffer the host zeroes once; the last block sets it back to 0,
+// so the next launch (or graph replay) finds it zeroed. With SPLIT, flash_combine still runs after this kernel: the
+// combine by the last split to finish, in this kernel, measured 5-10 us slower on the H100 (one warp merging its
+// block's rows one after another at the grid's tail; benchmarks/experiments/serving_host_time/). (Only as
 // #if FS_FUSED: a namespace-scope constant would land in the PTX of every serving build.)
 #endif
 
@@ -598,11 +599,11 @@ __device__ __forceinline__ void load_q_packed(uint32_t tile, const unsigned char
 #if FS_FUSED
 #include "serving_rules.cuh"
 namespace fs {
-// FUSED's state, u32 words the host zeroes once (flashsim.gpu.serving): [0, 2) the smallest violation code found so
-// far, as its complement (atomicMax: 0 means none, so a zeroed buffer holds none), [2] the grid's ticket, then from
-// word FS_FUSED_HEADER SPLIT's tickets, one per (batch, head, q block), q block fastest.
+// FUSED's state, FS_FUSED_HEADER u32 words the host zeroes once (flashsim.gpu.serving): [0, 2) the smallest
+// violation code found so far, as its complement (atomicMax: 0 means none, so a zeroed buffer holds none), [2] the
+// grid's ticket.
 // The entries a block checks: the first block of each (batch, split) (q block 0, head 0; it exists whatever the
-// lengths, and checks before it can return early) takes, with split 0, the batch's cache_seqlens entry and its
+// lengths, and checks on its early return too) takes, with split 0, the batch's cache_seqlens entry and its
 // cu_seqlens offsets (b, and the end offset in the last batch), and, paged, every page its split's tiles cover
 // (masks aside: the check covers the pages a row reads, as serving_check does). The splits of a batch cover its
 // pages, the batches every entry: the smallest code over the grid is serving_check's.
@@ -656,64 +657,10 @@ __device__ __forceinline__ void fused_finish(unsigned* state, fsr::u64* record, 
 #endif
 
 #if FS_SPLIT
-// The combine's shape (flash_combine, at the end of this file, and FUSED's last split): lane l of a row's warp holds
-// O columns l, l + 32, ...; a lane holds the outputs of FS_COMBINE_BATCH parts at once, 64 registers' worth (16 parts
-// at d = 128, 8 at d = 256).
+// The combine's shape (flash_combine, at the end of this file): lane l of a row's warp holds O columns l, l + 32, ...;
+// a lane holds the outputs of FS_COMBINE_BATCH parts at once, 64 registers' worth (16 parts at d = 128, 8 at d = 256).
 #define FS_COMBINE_COLS (FS_HEAD_DIM / 32)
 #define FS_COMBINE_BATCH (64 / FS_COMBINE_COLS)
-// One row of the combine (the order of operations above) by one warp, written once for flash_combine and for the
-// last split of FUSED, as a macro rather than a function for FS_FILL_SLOT's reason: as a function, with the same
-// operations, the separate kernel's PTX changed (its address arithmetic moved), and with it the build the stored
-// captures ran. The caller provides R (the part rows), row, lane, num_splits, o_part, lse_part, COLS, BATCH and:
-// LD the load (__ldg; __ldcg where other blocks of the same grid wrote the parts: read through L2, not the
-// non-coherent path), S_LSE / S_W the warp's MAX_SPLITS floats of shared memory each, DST the address of the row's
-// O element `lane`, LSE_STORE(v) the statement that stores the row's LSE v (lane 0).
-#define FS_COMBINE_ROW(LD, S_LSE, S_W, DST, LSE_STORE)                                                            \
-    do {                                                                                                          \
-        /* The row's part outputs BATCH parts at a time, every load of a batch in flight at once (the first batch  \
-           before the weights, whose loads it overlaps): ceil(num_splits / BATCH) round trips to memory instead of \
-           one per part. */                                                                                       \
-        float part_o[BATCH][COLS];                                                                                \
-        auto load_parts = [&](int s0) {                                                                           \
-            _Pragma("unroll") for (int b = 0; b < BATCH; ++b) {                                                   \
-                if (s0 + b < num_splits) {                                                                        \
-                    const float* src = o_part + ((s0 + b) * R + row) * D + lane;                                  \
-                    _Pragma("unroll") for (int j = 0; j < COLS; ++j) part_o[b][j] = LD(src + 32 * j);             \
-                }                                                                                                 \
-            }                                                                                                     \
-        };                                                                                                        \
-        load_parts(0);                                                                                            \
-        const float log2e = __int_as_float(FS_COMBINE_LOG2E);                                                     \
-        for (int s = lane; s < num_splits; s += 32) S_LSE[s] = LD(lse_part + s * R + row);                        \
-        __syncwarp();                                                                                             \
-        float mx = -FS_INF;                                                                                       \
-        for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, S_LSE[s]);                                            \
-        const float base = (mx == -FS_INF) ? 0.f : mx;                                                            \
-        for (int s = lane; s < num_splits; s += 32)                                                               \
-            S_W[s] = ex2(__fmul_rn(__fsub_rn(S_LSE[s], base), log2e));                                            \
-        __syncwarp();                                                                                             \
-        float sum = 0.f;                                                                                          \
-        for (int s = 0; s < num_splits; ++s) sum = __fadd_rn(sum, S_W[s]);                                        \
-        const bool empty = (sum == 0.f) || (sum != sum);                                                          \
-        const float inv = empty ? 1.f : __frcp_rn(sum);                                                           \
-        float acc[COLS];                                                                                          \
-        _Pragma("unroll") for (int j = 0; j < COLS; ++j) acc[j] = 0.f;                                           \
-        for (int s0 = 0; s0 < num_splits; s0 += BATCH) {                                                          \
-            if (s0 > 0) load_parts(s0);                                                                           \
-            _Pragma("unroll") for (int b = 0; b < BATCH; ++b) {                                                   \
-                if (s0 + b < num_splits) {                                                                        \
-                    const float w = __fmul_rn(S_W[s0 + b], inv);                                                  \
-                    _Pragma("unroll") for (int j = 0; j < COLS; ++j) acc[j] = __fmaf_rn(w, part_o[b][j], acc[j]); \
-                }                                                                                                 \
-            }                                                                                                     \
-        }                                                                                                         \
-        fs_half* dst = DST;                                                                                       \
-        _Pragma("unroll") for (int j = 0; j < COLS; ++j)                                                          \
-            dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);                                \
-        if (lane == 0) {                                                                                          \
-            LSE_STORE(empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum)));                                        \
-        }                                                                                                         \
-    } while (0)
 #endif
 
 // q: (B, Hq, Nq, D), k, v: (B, Hkv, Nk, D), f16 or bf16, addressed through element strides (batch, head, row) so
@@ -831,8 +778,12 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const int batches = static_cast<int>(gridDim.z) / (SPLIT ? num_splits : 1);
     const bool checker = record != nullptr && qblk == 0 && head == 0;
     fsr::Least found;
-    if (checker && split == 0 && tid == 0)
-        fused_entries(found, seqlens_k, cu_q, cu_k, batch, batches, seqlen_limit, q_total, k_total, nq_cap, nk_cap);
+#define FS_FUSED_ENTRIES()                                                                                         \
+    do {                                                                                                           \
+        if (split == 0 && tid == 0)                                                                                \
+            fused_entries(found, seqlens_k, cu_q, cu_k, batch, batches, seqlen_limit, q_total, k_total, nq_cap,    \
+                          nk_cap);                                                                                 \
+    } while (0)
 #define FS_FUSED_FINISH()                                                                                          \
     do {                                                                                                           \
         if (record != nullptr)                                                                                     \
@@ -842,7 +793,10 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 #endif
     if (static_cast<int>(qblk) * BLOCK_M >= rows) {   // a whole block past them: before any barrier
 #if FS_FUSED
-        if (checker) fused_flag(fused_state, found.c, lane);   // (only varlen's empty sequences: no split, no pages)
+        if (checker) {   // (only varlen's empty sequences: no split, no pages)
+            FS_FUSED_ENTRIES();
+            fused_flag(fused_state, found.c, lane);
+        }
         FS_FUSED_FINISH();
 #endif
         return;
@@ -890,11 +844,13 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     }
 #if FS_FUSED
     if (checker) {   // PAGED: the pages of the split's tiles, masks aside
+        FS_FUSED_ENTRIES();
         if (PAGED)
             fused_pages(found, block_table, batch, min(nk, split * per_split * BC),
                         min(nk, (split + 1) * per_split * BC), nk, bt_stride, page_shift, num_pages, tid);
         fused_flag(fused_state, found.c, lane);
     }
+#undef FS_FUSED_ENTRIES
 #endif
     const int n_tiles = max(0, t_end - t_begin);
 #else
@@ -1478,37 +1434,6 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                                      s_q + swz<QK_CHUNKS>(lr, ch));
         }
     }
-#if FS_SPLIT && FS_FUSED
-    // The combine by the last split of this (q block, head, batch) to finish: every thread fences its parts before
-    // the block's ticket; the block that draws the last one reads the others' parts through L2 (they are visible
-    // once its ticket is: the fences on both sides) and merges its rows, a warp per row (the combine's order of
-    // operations: FS_COMBINE_ROW), staging the weights in the K ring (free: every warp is past its last tile).
-    static_assert(STAGES * K_SLOT_BYTES >= WARPS * 2 * FS_MAX_SPLITS * 4, "the combine's staging fits the K ring");
-    {
-        __threadfence();
-        unsigned* ticket = fused_state + FS_FUSED_HEADER
-                           + (static_cast<long long>(batch) * gridDim.y + head) * gridDim.x + qblk;
-        __syncthreads();
-        bool last = false;
-        if (tid == 0) last = atomicAdd(ticket, 1u) == static_cast<unsigned>(num_splits - 1);
-        if (__syncthreads_or(last)) {
-            __threadfence();
-            constexpr int COLS = FS_COMBINE_COLS, BATCH = FS_COMBINE_BATCH;
-            float* stage = reinterpret_cast<float*>(smem + K_RING_OFFSET) + warp * 2 * FS_MAX_SPLITS;
-            const long long R = part_rows;
-            for (int p = r0 + warp; p < min(r0 + BLOCK_M, rows); p += WARPS) {
-                const int qi = PACK_GQA ? p / group : p, hq = PACK_GQA ? q_head0 + p % group : q_head0;
-                const long long row = (static_cast<long long>(batch) * nq_cap + qi) * heads_q + hq;
-                float* lse_at = lse + lse_base + hq * lse_hs + qi;
-#define FS_FUSED_LSE(v) *lse_at = v
-                FS_COMBINE_ROW(__ldcg, stage, (stage + FS_MAX_SPLITS), oh + qi * q_rs + (hq - q_head0) * q_hs + lane,
-                               FS_FUSED_LSE);
-#undef FS_FUSED_LSE
-            }
-            if (tid == 0) *ticket = 0;   // for the next launch (every split has drawn its ticket)
-        }
-    }
-#endif
 #if FS_FUSED
     FS_FUSED_FINISH();
 #undef FS_FUSED_FINISH
@@ -1554,6 +1479,56 @@ flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_pa
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
     const long long R = rows;
-    FS_COMBINE_ROW(__ldg, part_lse[warp], part_w[warp], o + static_cast<long long>(row) * D + lane, FS_COMBINE_LSE_BHN);
+    do {
+        // The row's part outputs BATCH parts at a time, every load of a batch in flight at once (the first batch
+        // before the weights, whose loads it overlaps): ceil(num_splits / BATCH) round trips to memory instead of
+        // one per part.
+        float part_o[BATCH][COLS];
+        auto load_parts = [&](int s0) {
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b) {
+                if (s0 + b < num_splits) {
+                    const float* src = o_part + ((s0 + b) * R + row) * D + lane;
+#pragma unroll
+                    for (int j = 0; j < COLS; ++j) part_o[b][j] = __ldg(src + 32 * j);
+                }
+            }
+        };
+        load_parts(0);
+        const float log2e = __int_as_float(FS_COMBINE_LOG2E);
+        for (int s = lane; s < num_splits; s += 32) part_lse[warp][s] = __ldg(lse_part + s * R + row);
+        __syncwarp();
+        float mx = -FS_INF;
+        for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, part_lse[warp][s]);
+        const float base = (mx == -FS_INF) ? 0.f : mx;
+        for (int s = lane; s < num_splits; s += 32)
+            part_w[warp][s] = ex2(__fmul_rn(__fsub_rn(part_lse[warp][s], base), log2e));
+        __syncwarp();
+        float sum = 0.f;
+        for (int s = 0; s < num_splits; ++s) sum = __fadd_rn(sum, part_w[warp][s]);
+        const bool empty = (sum == 0.f) || (sum != sum);
+        const float inv = empty ? 1.f : __frcp_rn(sum);
+        float acc[COLS];
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) acc[j] = 0.f;
+        for (int s0 = 0; s0 < num_splits; s0 += BATCH) {
+            if (s0 > 0) load_parts(s0);
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b) {
+                if (s0 + b < num_splits) {
+                    const float w = __fmul_rn(part_w[warp][s0 + b], inv);
+#pragma unroll
+                    for (int j = 0; j < COLS; ++j) acc[j] = __fmaf_rn(w, part_o[b][j], acc[j]);
+                }
+            }
+        }
+        fs_half* dst = o + static_cast<long long>(row) * D + lane;
+#pragma unroll
+        for (int j = 0; j < COLS; ++j)
+            dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);
+        if (lane == 0) {
+            FS_COMBINE_LSE_BHN(empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum)));
+        }
+    } while (0);
 }
 #endif

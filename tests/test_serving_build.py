@@ -1,5 +1,5 @@
 """The serving kernels built with NVRTC for sm_90 and sm_120 (no GPU): every default decode configuration builds
-without a spill (flash_fwd and flash_combine, and the one-launch builds), the split build holds both entries, and
+without a spill (flash_fwd and flash_combine, and the builds with the index check fused), the split build holds both entries, and
 the budget reports the decode and combine kernels' registers, shared memory and occupancy from ptxas.
 """
 
@@ -62,12 +62,13 @@ def test_the_budget_of_the_decode_and_combine_kernels(arch):
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
 @pytest.mark.parametrize("d, paged", [(64, False), (128, True), (256, True)])
-def test_the_one_launch_decode_kernels_build_without_spills_and_keep_their_occupancy(arch, d, paged):
-    """KernelConfig.fused (the index check and the combine inside flash_fwd): no spill, the same shared memory and
-    blocks per SM as the separate launches' decode kernel, and no combine budget of its own."""
+def test_the_fused_check_decode_kernels_build_without_spills_and_keep_their_occupancy(arch, d, paged):
+    """KernelConfig.fused (the index check inside flash_fwd): no spill, the same shared memory and blocks per SM as
+    the separate launches' decode kernel, and the same flash_combine after it."""
     cfg = decode_config(arch, d, 4, paged=paged)
-    plain, _ = serving_budget(cfg, arch)
+    plain, plain_combine = serving_budget(cfg, arch)
     main, combine = serving_budget(cfg.with_(fused=True), arch)
-    assert combine is None and main.reg.spill_stores == 0 and main.reg.spill_loads == 0
+    assert main.reg.spill_stores == 0 and main.reg.spill_loads == 0
     assert main.smem_bytes == plain.smem_bytes and main.blocks_per_sm == plain.blocks_per_sm
-    assert "one-launch decode kernel" in main.table()
+    assert combine == plain_combine
+    assert "index check fused" in main.table()

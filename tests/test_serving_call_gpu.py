@@ -251,10 +251,10 @@ def test_the_eager_path_the_op_and_a_graph_give_the_same_bits():
     flashsim.gpu.check_index_errors()
 
 
-def test_the_fused_call_gives_the_three_launches_bits_and_checks_its_indices(monkeypatch):
-    """flashsim.gpu.serving.FUSED (one launch: the check and the combine inside flash_fwd): eager and a CUDA graph of
-    it equal the separate launches bit for bit on split, paged, unsplit and varlen calls, its state stays zeroed, and
-    a bad index raises its ValueError lazily as before (eager and replayed)."""
+def test_the_fused_call_gives_the_separate_launches_bits_and_checks_its_indices(monkeypatch):
+    """flashsim.gpu.serving.FUSED (the index check inside flash_fwd): eager and a CUDA graph of it equal the separate
+    launches bit for bit on split, paged, unsplit and varlen calls, its state stays zeroed, and a bad index raises
+    its ValueError lazily as before (eager and replayed)."""
     from flashsim.gpu import serving as gs
     from flashsim.gpu import serving_torch
 

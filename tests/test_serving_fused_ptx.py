@@ -1,7 +1,7 @@
-"""flash_fwd's fused serving builds (KernelConfig.fused: one launch per call) run by flashsim.ptx on the CPU. The
-paged, split, GQA-packed decode build gives the emulator's O and LSE bit for bit with the combine run by the last
-split to finish, under racecheck, and leaves its state zeroed, so a second launch on the same state gives the same
-bits; a varlen build with empty sequences (blocks that return at once) gives them too. The index check inside it
+"""flash_fwd's fused serving builds (KernelConfig.fused: the index check inside flash_fwd) run by flashsim.ptx on
+the CPU. The paged, split, GQA-packed decode build, followed by flash_combine as on the GPU, gives the emulator's O
+and LSE bit for bit under racecheck, and leaves its state zeroed, so a second launch on the same state gives the
+same bits; a varlen build with empty sequences (blocks that return at once) gives them too. The index check inside it
 writes what flashsim.serving.indices.index_flag computes (code and value) on random good and bad index arrays, as
 kernel/serving_check.cu does, reading nothing outside the arrays (memcheck)."""
 
@@ -17,7 +17,7 @@ from test_serving_ptx import _case as _paged_case
 
 import flashsim.ptx as P
 from flashsim import provenance
-from flashsim.constants import FUSED_HEADER
+from flashsim.constants import COMBINE_WARPS, FUSED_HEADER
 from flashsim.emulator import serving as emulated
 from flashsim.gpu import serving as gs
 from flashsim.gpu.build import kernel_dir
@@ -37,8 +37,9 @@ def _module(config):
 
 
 def _launch(prob, q, k, v, arrays: dict, *, state=None, record=None, check="racecheck"):
-    """The fused flash_fwd of ``prob`` on numpy arrays through flashsim.ptx: (o, lse, state, record). ``arrays``:
-    cu_q, cu_k, seqlens_k, block_table (int32 or None); ``record`` None: an unchecked call (a null record)."""
+    """The fused flash_fwd of ``prob`` on numpy arrays through flashsim.ptx, then with splits flash_combine (the
+    launches flashsim.gpu.serving makes): (o, lse, state, record). ``arrays``: cu_q, cu_k, seqlens_k, block_table
+    (int32 or None); ``record`` None: an unchecked call (a null record)."""
     prob = gs.fused(prob)
     cfg = prob.config
     o = np.zeros(prob.o_shape, q.dtype)
@@ -56,7 +57,12 @@ def _launch(prob, q, k, v, arrays: dict, *, state=None, record=None, check="race
     args += [*pages, o_part, lse_part, *lse_strides]
     args += gs.fused_tail(prob, 0, 0 if record is None else P.address(record), TAG)
     args[-4] = state  # the state as an array the simulator tracks (its address would be a raw pointer)
-    P.launch(_module(cfg).kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check=check)
+    module = _module(cfg)
+    P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check=check)
+    if cfg.split:
+        combine = module.kernel("flash_combine")
+        args = [o_part, lse_part, o, lse, *gs.combine_scalars(prob)]
+        P.launch(combine, -(-rows // COMBINE_WARPS), 32 * COMBINE_WARPS, args, check=check)
     return o, lse, state, record
 
 

@@ -472,7 +472,7 @@ def test_verify_serving_saves_captures_that_replay_and_carry_provenance(tmp_path
     assert verify.run(p.parse_args(["--replay", str(out)])) == 0
     with pytest.raises(ValueError, match="runs the serving cases alone"):
         verify.run(p.parse_args(["--serving", "--shape", "1,1,4,4,64"]))
-    # --fused: the GPU's problem (and so the capture's configuration and provenance) is the one-launch build's
+    # --fused: the GPU's problem (and so the capture's configuration and provenance) is the fused-check build's
     seen = []
     monkeypatch.setattr(
         verify_serving,
@@ -492,7 +492,7 @@ def test_verify_serving_saves_captures_that_replay_and_carry_provenance(tmp_path
     records = stamp.records(fused)
     assert all(r.config.fused for r in records)
     assert records[0].provenance == provenance.fingerprint("flash_fwd", records[0].config)
-    with pytest.raises(ValueError, match="--fused runs the serving calls in one launch"):
+    with pytest.raises(ValueError, match="--fused runs the serving calls with their index check inside flash_fwd"):
         verify.run(p.parse_args(["--fused", "--shape", "1,1,4,4,64"]))
 
 
@@ -721,11 +721,11 @@ def test_subclasses_and_non_int_scalars_take_the_op_with_the_same_launches(fake_
     assert flag.shape == (1,) and flag.dtype == torch.int64
 
 
-def test_a_fused_call_is_one_launch_with_its_state_and_the_record(fake_gpu, monkeypatch):
-    """flashsim.gpu.serving.FUSED: flash_fwd's fused build alone (no serving_check, no flash_combine), passed a
-    zeroed state of FUSED_HEADER words and a ticket per (batch, head, q block), kept per stream and fresh inside a
-    capture, then the record and the tag where the call is checked; a call with no query row still runs the
-    separate check (nothing else to check its offsets)."""
+def test_a_fused_call_is_one_launch_fewer_with_its_state_and_the_record(fake_gpu, monkeypatch):
+    """flashsim.gpu.serving.FUSED: flash_fwd's fused build without serving_check (then flash_combine, with splits, as
+    the separate launches have it: the same arguments), passed a zeroed state of FUSED_HEADER words, kept per stream
+    and fresh inside a capture, then the record and the tag where the call is checked; a call with no query row
+    still runs the separate check (nothing else to check its offsets)."""
     monkeypatch.setattr(gs, "FUSED", True)
     q, k, v = _kv()
     sl = torch.tensor([256, 1, 77], dtype=torch.int32)
@@ -733,18 +733,19 @@ def test_a_fused_call_is_one_launch_with_its_state_and_the_record(fake_gpu, monk
     real_state = serving_torch._state
     monkeypatch.setattr(serving_torch, "_state", lambda *a: states.append(real_state(*a)) or states[-1])
     flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
-    ((stream, config, kern, args),) = fake_gpu.calls
+    ((stream, config, kern, args), (_, _, comb, comb_args)) = fake_gpu.calls
+    assert comb is fake_gpu.combine.kernel and [int(x) for x in comb_args[4:]] == [4, 3 * 8, 1, 8]
     assert stream == 0xABC0 and kern is fake_gpu.fwd.kernel and tuple(config.grid) == (1, 2, 12)
     assert len(args) == 43 and [int(x) for x in args[30:35]] == [0, 0, 0, 0, 4]
     state, record, tag, limit = (int(x) for x in args[39:])
     assert state == states[0][1] and record == 0xD0000 and limit == 256
     prob = gs._TAGGED[tag]
-    assert prob.config.fused and prob.config.split and gs.state_bytes(prob) == 4 * (FUSED_HEADER + 1 * 2 * 3)
+    assert prob.config.fused and prob.config.split and gs.state_bytes(prob) == 4 * FUSED_HEADER
     buf = next(b for b, p in serving_torch._STATE.values() if p == state)
     assert buf.numel() == gs.state_bytes(prob) and not buf.any()
     fake_gpu.calls.clear()
     flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4, check_indices=False)
-    ((_, _, _, args),) = fake_gpu.calls
+    ((_, _, _, args), _) = fake_gpu.calls
     assert int(args[39]) == state and int(args[40]) == 0  # the same state on this stream; unchecked: no record
     monkeypatch.setattr(serving_torch, "_capturing", lambda: True)
     fake_gpu.calls.clear()
@@ -758,7 +759,7 @@ def test_a_fused_call_is_one_launch_with_its_state_and_the_record(fake_gpu, monk
     assert [c[2] for c in fake_gpu.calls] == [fake_gpu.check.kernel]
 
 
-@pytest.mark.parametrize("fused", [False, True], ids=["three_launches", "one_launch"])
+@pytest.mark.parametrize("fused", [False, True], ids=["check_launched", "check_fused"])
 def test_a_captured_call_keeps_its_buffers_until_its_launches_are_enqueued(fake_gpu, monkeypatch, fused):
     """Inside a CUDA graph capture the split parts' scratch and a fused call's state come from the capture's pool;
     each must live until the launches that use it are enqueued, or torch hands its block to the next allocation of
@@ -798,10 +799,10 @@ def test_a_captured_call_keeps_its_buffers_until_its_launches_are_enqueued(fake_
     assert all(a + n <= b for (a, n), (b, _) in zip(spans, spans[1:])), spans
 
 
-def test_switching_fused_on_after_a_call_gives_one_launch(fake_gpu, monkeypatch):
+def test_switching_fused_on_after_a_call_drops_the_check_launch(fake_gpu, monkeypatch):
     """FUSED read on every plan lookup, not only when a problem is first planned: a call made with the separate
-    launches leaves its plan cached, and the same call once FUSED is on runs the fused build alone (the way a
-    benchmark or a user switches it at run time)."""
+    launches leaves its plan cached, and the same call once FUSED is on runs the fused build and flash_combine, no
+    check launch (the way a benchmark or a user switches it at run time)."""
     q, k, v = _kv()
     sl = torch.tensor([256, 1, 77], dtype=torch.int32)
     flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
@@ -809,8 +810,9 @@ def test_switching_fused_on_after_a_call_gives_one_launch(fake_gpu, monkeypatch)
     monkeypatch.setattr(gs, "FUSED", True)
     fake_gpu.calls.clear()
     flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
-    ((_, _, kern, args),) = fake_gpu.calls
+    ((_, _, kern, args), (_, _, comb, _)) = fake_gpu.calls
     assert kern is fake_gpu.fwd.kernel and len(args) == 43 and gs._TAGGED[int(args[41])].config.fused
+    assert comb is fake_gpu.combine.kernel
     monkeypatch.setattr(gs, "FUSED", False)
     fake_gpu.calls.clear()
     flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)

@@ -1,5 +1,5 @@
 """The serving GPU tests with flashsim.gpu.serving.FUSED switched on before any of them runs: what turning the
-one-launch build on by default would run them against (every public call one launch).
+fused-check build on by default would run them against (every public call's index check inside flash_fwd).
 
     python3 benchmarks/serving/fused_default_tests.py [pytest arguments]
 """

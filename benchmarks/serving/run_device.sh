@@ -13,7 +13,7 @@
 #             splits, paged, varlen, flash_combine, and unchecked bad indices that the kernel must clamp)
 #   tests     python3 -m pytest -m gpu tests/test_serving_gpu.py (the serving GPU tests)
 #   bench     benchmarks/bench_serving.py --sweep: the speed table beside FA2 and cuDNN (bench_serving.json)
-#   fused     the one-launch build (flashsim.gpu.serving.FUSED: the index check and the combine inside flash_fwd):
+#   fused     the fused-check build (flashsim.gpu.serving.FUSED: the index check inside flash_fwd):
 #             verify --serving --fused against the emulator, saved as captures/attn_sm90_serving_fused.npz (stamp it
 #             as the other), then memcheck and racecheck over sanitize_serving.py --fused
 #

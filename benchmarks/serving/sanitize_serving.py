@@ -2,8 +2,8 @@
 
 Usage: compute-sanitizer --tool memcheck python3 benchmarks/serving/sanitize_serving.py   (run_device.sh beside it)
        python3 benchmarks/serving/sanitize_serving.py --list                               (the variants; no GPU)
-       ... sanitize_serving.py --fused: every call in one launch (flashsim.gpu.serving.FUSED: the index check and
-       the combine inside flash_fwd), the same variants
+       ... sanitize_serving.py --fused: every call with its index check inside flash_fwd
+       (flashsim.gpu.serving.FUSED), the same variants
 The variants: decode with splits (contiguous cache, GQA packed, rows of 0 and 1 keys), paged caches of 16 and 256
 keys per page in random order with a page two rows share, speculative rows (causal) with a window, group 1 (not
 packed) and MQA, bf16 and f16x2, variable-length batches with empty sequences, and flash_combine after every split
@@ -147,7 +147,8 @@ def main(argv):
         flashsim.gpu.check_index_errors()
         print("ran a checked varlen call through torch", flush=True)
         checked = 2
-    how = "one launch each (fused)" if gs.FUSED else "each split launch followed by flash_combine"
+    how = "the index check inside flash_fwd (fused)" if gs.FUSED else "the index check launched first"
+    how += ", each split launch followed by flash_combine"
     print(f"sanitize_serving: {len(VARIANTS) + 1 + checked} calls ({how})")
     return 0
 

@@ -82,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fused",
         action="store_true",
-        help="with --serving: the one-launch build (the index check and the combine inside flash_fwd)",
+        help="with --serving: the build with the index check inside flash_fwd",
     )
     p.add_argument(
         "--every-head-dim",
@@ -145,8 +145,8 @@ def run(args) -> int:
 
 
 def serving(arch: str, head_dim: int, rows: int, paged: bool, fused: bool = False) -> int:
-    """The decode kernel's and flash_combine's budgets on ``arch`` (``fused``: the one-launch decode kernel, whose
-    combine runs inside it); 0 when the decode kernel fits."""
+    """The decode kernel's and flash_combine's budgets on ``arch`` (``fused``: the decode kernel with the index check
+    inside it); 0 when the decode kernel fits."""
     from ..resources.serving import decode_config, serving_budget
 
     if rows < 1:

@@ -224,8 +224,8 @@ def add_arguments(p):
     p.add_argument(
         "--fused",
         action="store_true",
-        help="with --serving (or a serving --replay): run each call in one launch, the index check and the combine "
-        "inside flash_fwd (KernelConfig.fused); the emulator is the same",
+        help="with --serving (or a serving --replay): run each call with its index check inside flash_fwd "
+        "(KernelConfig.fused: one launch fewer); the emulator is the same",
     )
     p.add_argument("--seeds", type=int, default=1, help="seeds per case")
     p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="element type of the --shape cases")
@@ -347,7 +347,10 @@ def parse_shape(text):
 def check_arguments(args) -> None:
     """Every argument error before the GPU is asked for: ValueError / FileNotFoundError naming the option."""
     if getattr(args, "fused", False) and not (getattr(args, "serving", False) or args.replay):
-        raise ValueError("--fused runs the serving calls in one launch: it goes with --serving (or a serving --replay)")
+        raise ValueError(
+            "--fused runs the serving calls with their index check inside flash_fwd: it goes with --serving (or a "
+            "serving --replay)"
+        )
     for s in args.shape:
         parse_shape(s)
 
@@ -573,7 +576,10 @@ def run(args) -> int:
     if getattr(args, "serving", False) or serving_files:
         return _run_serving(args, arch, serving_files)
     if getattr(args, "fused", False):
-        raise ValueError("--fused runs the serving calls in one launch: it goes with --serving (or a serving --replay)")
+        raise ValueError(
+            "--fused runs the serving calls with their index check inside flash_fwd: it goes with --serving (or a "
+            "serving --replay)"
+        )
     cases = _cases(args, arch)
     check_cases(cases, arch)
     for c in cases:  # before any GPU work: replayed inputs must match

@@ -250,7 +250,7 @@ def is_serving_capture(path) -> bool:
 
 
 def is_fused_capture(path) -> bool:
-    """Whether the serving capture ``path`` ran the one-launch build (``verify --serving --fused``)."""
+    """Whether the serving capture ``path`` ran the fused-check build (``verify --serving --fused``)."""
     with np.load(path) as z:
         key = next((k for k in z.files if k.endswith("_meta")), None)
         return key is not None and bool(json.loads(str(z[key]))["config"].get("fused", False))
@@ -265,8 +265,8 @@ def replay_cases(path) -> list[ServingCase]:
 
 def diff_case(case: ServingCase, arch: str, gpu=True, sm_count=None, fused=False):
     """Run one case both ways: (O diff, LSE diff, gpu outputs, emulator outputs, problem, arrays). ``fused``: the GPU
-    runs the one-launch build (KernelConfig.fused, the problem returned with it); the emulator is the same either
-    way (the fused build changes who runs the operations, not their order)."""
+    runs the fused-check build (KernelConfig.fused, the problem returned with it); the emulator is the same either
+    way (the check changes no output bit)."""
     arrays = case.arrays()
     prob, index = problem_of(case, arrays, arch, sm_count)
     emu = emulator_outputs(case, arrays, prob, index)
@@ -491,10 +491,11 @@ def serving_cases() -> list[ServingCase]:
 
 def run_serving(cases, arch, save_path=None, sm_count=None, out=print, fused=False) -> tuple[bool, list]:
     """Every case GPU against the emulator; print a line each; returns (all bit-equal, results). ``save_path``:
-    the captures (outputs, metas) as an npz; ``fused``: the GPU runs the one-launch build (``diff_case``)."""
+    the captures (outputs, metas) as an npz; ``fused``: the GPU runs the fused-check build (``diff_case``)."""
     results, saved, all_ok = [], {}, True
     width = max([50] + [len(c.name()) + 1 for c in cases])
-    out(f"flashsim verify --serving on {arch}: {len(cases)} cases" + (", one launch each (fused)" * fused))
+    fused_note = ", the index check inside flash_fwd (fused)" * fused
+    out(f"flashsim verify --serving on {arch}: {len(cases)} cases{fused_note}")
     out(f"{'case':{width}} {'O equal':>9} {'O ulp':>6} {'LSE equal':>10} {'LSE ulp':>8}  first mismatch")
     for case in cases:
         arrays = case.arrays()

@@ -22,13 +22,13 @@ CUDA graph replays the check with the rest. ``check_indices=False`` leaves the c
 flash_fwd clamps every index it reads (page numbers into the pages, lengths into the capacities, offsets into the
 arrays): a bad index gives wrong rows, never a read outside the caches.
 
-One launch (``FUSED``, KernelConfig.fused): flash_fwd's fused build checks the indices itself (each block the
-entries it reads, by kernel/serving_rules.cuh's rules, the last block to finish writing the same record) and, with
-split-KV, runs the combine in the last split of each block's rows to finish; the tickets that say "last" live in a
-state buffer (``state_bytes``) the front-end zeroes once per (device, stream) and the kernel leaves zeroed. A
-call is then one cuLaunchKernelEx instead of three. Two calls of one problem may not be in flight at once on two
-streams with one state buffer: the front-ends keep one per stream (and a fresh, zeroed one inside a CUDA graph
-capture), so only a graph replayed on two streams at once would share it, which is not supported.
+The check fused (``FUSED``, KernelConfig.fused): flash_fwd's fused build checks the indices itself (each block the
+entries it reads, by kernel/serving_rules.cuh's rules, the last block to finish writing the same record), so a call
+is one cuLaunchKernelEx fewer: flash_fwd alone, or flash_fwd and flash_combine with split-KV. The ticket that says
+"last" lives in a state buffer (``state_bytes``) the front-end zeroes once per (device, stream) and the kernel
+leaves zeroed. Two calls of one problem may not be in flight at once on two streams with one state buffer: the
+front-ends keep one per stream (and a fresh, zeroed one inside a CUDA graph capture), so only a graph replayed on
+two streams at once would share it, which is not supported.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ OVERLAP_CHECK = False
 # and its blocks wait (griddepcontrol.wait) for flash_fwd's writes, so a split call does not pay a launch gap between
 # the two (benchmarks/bench_serving.py times the kernels with it off too: "kernel_serial").
 OVERLAP_COMBINE = True
-# One launch per call (the check and the combine inside flash_fwd: KernelConfig.fused). Off until its captures and
+# The index check inside flash_fwd (KernelConfig.fused): one launch fewer per call. Off until its captures and
 # timings on silicon are in (the separate launches are the measured and captured path); set
 # flashsim.gpu.serving.FUSED = True to use it.
 FUSED = False
@@ -85,13 +85,15 @@ def part_layout(prob: ServingProblem) -> tuple[int, int]:
     return o_bytes + n * 4, o_bytes
 
 
+def combine_scalars(prob: ServingProblem) -> tuple:
+    """flash_combine's int arguments after its four addresses: num_splits, part rows, nq_cap, heads."""
+    return tuple(np.int32(x) for x in (prob.num_splits, prob.part_rows, prob.nq_cap, prob.heads))
+
+
 def state_bytes(prob: ServingProblem) -> int:
-    """Bytes of a fused launch's state (kernel/flash_fwd.cu, FUSED): FUSED_HEADER u32 words, then with splits one
-    ticket per (batch, grid head, q block); 0 for an unfused problem."""
-    if not prob.config.fused:
-        return 0
-    gx, gy, _ = prob.grid
-    return 4 * (FUSED_HEADER + (gx * gy * prob.batch if prob.config.split else 0))
+    """Bytes of a fused launch's state (kernel/flash_fwd.cu, FUSED): FUSED_HEADER u32 words; 0 for an unfused
+    problem."""
+    return 4 * FUSED_HEADER if prob.config.fused else 0
 
 
 def fused_tail(prob: ServingProblem, state: int, record: int, tag: int, *, pointer=np.uint64) -> tuple:
@@ -101,7 +103,7 @@ def fused_tail(prob: ServingProblem, state: int, record: int, tag: int, *, point
 
 
 def fused(prob: ServingProblem) -> ServingProblem:
-    """``prob`` with flash_fwd's fused build (KernelConfig.fused): the same call in one launch."""
+    """``prob`` with flash_fwd's fused build (KernelConfig.fused): the same call, its index check inside flash_fwd."""
     return replace(prob, config=prob.config.with_(fused=True))
 
 
@@ -200,8 +202,7 @@ class ServingPlan:
                 combine_config.grid, combine_config.block, overlap_previous=True
             )
         self.check_scalars = check_scalars(problem)
-        p = problem
-        self.combine_scalars = tuple(np.int32(x) for x in (p.num_splits, p.part_rows, p.nq_cap, p.heads))
+        self.combine_scalars = combine_scalars(problem)
         self.tag = tag_of(problem)
         self._pack()
 
@@ -404,9 +405,9 @@ def plan_for(prob: ServingProblem) -> ServingPlan:
         kern = launch.kernel_for(cfg, prob.arch)
         config = rt.launch_config(grid, (cfg.threads, 1, 1), cfg.smem_bytes)
         comb = comb_config = None
-        if cfg.fused:
-            what += "; index check" * has_indices(prob) + " and combine" * cfg.split + " fused"
-        elif cfg.split:
+        if cfg.fused and has_indices(prob):
+            what += "; index check fused"
+        if cfg.split:
             comb = combine_for(cfg, prob.arch)
             comb_config = rt.launch_config((-(-prob.part_rows // COMBINE_WARPS), 1, 1), (32 * COMBINE_WARPS, 1, 1))
             what += f"; then {COMBINE_NAME} over {prob.num_splits} splits"

@@ -67,12 +67,12 @@ class CombineBudget:
 
 
 def serving_budget(config: KernelConfig, arch) -> tuple[Budget, CombineBudget | None]:
-    """(flash_fwd's Budget, flash_combine's CombineBudget or None without splits or with ``config.fused``, whose
-    combine runs inside flash_fwd) of ``config`` on ``arch``; both from ptxas (NVRTC is required: the serving kernels
-    have no register estimate)."""
+    """(flash_fwd's Budget, flash_combine's CombineBudget or None without splits) of ``config`` on ``arch``; both
+    from ptxas (NVRTC is required: the serving kernels have no register estimate)."""
     a = get_arch(arch).name
-    main = budget(config, a, registers="compile", label="one-launch decode kernel" if config.fused else "decode kernel")
-    if not config.split or config.fused:
+    label = "decode kernel, index check fused" if config.fused else "decode kernel"
+    main = budget(config, a, registers="compile", label=label)
+    if not config.split:
         return main, None
     entry = compile_kernel(config, a).entry(COMBINE_ENTRY)
     threads = 32 * COMBINE_WARPS
