@@ -135,10 +135,10 @@ def test_emulator_reproduces_the_h200_serving_bits(file, case):
 
 
 @pytest.mark.skipif(
-    not FUSED_CASES, reason="no one-launch serving captures in tests/data/attn_sm90_serving_fused.npz yet"
+    not FUSED_CASES, reason="no fused-check serving captures in tests/data/attn_sm90_serving_fused.npz yet"
 )
-def test_the_one_launch_build_gave_the_separate_launches_bits_on_silicon():
-    """Each case of the fused capture (flash_fwd alone: the check and the combine inside it) against the same case of
+def test_the_fused_check_build_gave_the_separate_launches_bits_on_silicon():
+    """Each case of the fused capture (the index check inside flash_fwd) against the same case of
     the separate launches' capture, whose every bit the emulator reproduces (above): the same inputs, the same O and
     LSE bits, the same overflow row. (Re-emulating the fused file would only repeat that test.)"""
     files = sorted({f for f, _ in FUSED_CASES})

@@ -1,6 +1,6 @@
 """The serving kernels built with NVRTC for sm_90 and sm_120 (no GPU): every default decode configuration builds
-without a spill (flash_fwd and flash_combine, and the builds with the index check fused), the split build holds both entries, and
-the budget reports the decode and combine kernels' registers, shared memory and occupancy from ptxas.
+without a spill (flash_fwd and flash_combine, and the builds with the index check fused), the split build holds both
+entries, and the budget reports the decode and combine kernels' registers, shared memory and occupancy from ptxas.
 """
 
 from __future__ import annotations
