@@ -14,7 +14,7 @@ from flashsim.constants import COMBINE_WARPS
 from flashsim.emulator import serving as emulated
 from flashsim.gpu import serving as gs
 from flashsim.gpu.build import kernel_dir
-from flashsim.serving.problem import prepare_kvcache, serving_options
+from flashsim.serving.problem import prepare_kvcache, prepare_varlen, serving_options
 
 pytestmark = [pytest.mark.nvrtc, pytest.mark.sass]
 
@@ -67,5 +67,37 @@ def test_paged_split_decode_kernel_equals_the_emulator(page_size, seqlens, split
     o_ref, lse_ref = emulated.attention_with_kvcache(
         q, kp, vp, cache_seqlens=sl, block_table=table, num_splits=splits, arch="sm_90"
     )
+    np.testing.assert_array_equal(o.view(np.uint16), np.asarray(o_ref).view(np.uint16))
+    np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
+
+
+def test_varlen_blocks_past_a_sequences_end_equal_the_emulator():
+    """A causal varlen batch whose sequences end early in their last q block (whole warps of rows past the end, an
+    empty sequence, a block of 3 rows after a full one), GQA: under racecheck every valid row's O and LSE equal the
+    emulator's bit for bit."""
+    rng = np.random.default_rng(8)
+    lens = [3, 0, 70, 131]  # a block of 3 rows, one of 70, one of 3 after a full one
+    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    total, d = int(cu[-1]), 64
+    q = rng.standard_normal((total, 2, d)).astype(np.float16)
+    k = rng.standard_normal((total, 1, d)).astype(np.float16)
+    v = rng.standard_normal((total, 1, d)).astype(np.float16)
+    opts = serving_options(True, None, None, None, None, None, None, None)
+    top = max(lens)
+    prob = prepare_varlen(q, k, v, cu, cu, top, top, opts=opts, arch="sm_90")
+    cfg = prob.config
+    warp_rows = cfg.block_m // cfg.warps
+    past = [n % cfg.block_m for n in lens if 0 < n % cfg.block_m <= cfg.block_m - warp_rows]
+    assert cfg.warps > 1 and past, cfg.describe()  # blocks with whole warps of rows past the end
+    module = P.compile(
+        (kernel_dir() / "flash_fwd.cu").read_text(), arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg)
+    )
+    o = np.zeros_like(q)
+    lse = np.zeros((2, total), np.float32)
+    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
+    null = np.uint64(0)
+    args = [q, k, v, o, lse, null, *head, cu, cu, null, *totals, null, *pages, null, null, *lse_strides]
+    P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
+    o_ref, lse_ref = emulated.attention_varlen(q, k, v, cu, cu, top, top, causal=True, arch="sm_90")
     np.testing.assert_array_equal(o.view(np.uint16), np.asarray(o_ref).view(np.uint16))
     np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))

@@ -60,6 +60,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--tilings", default="", help="comma-separated WxMxKVxS tilings to time besides the default")
+    ap.add_argument("--quick", action="store_true", help="the whole batch and the dense sequence alone (an A/B round)")
     a = ap.parse_args(argv)
     import torch
 
@@ -70,6 +71,8 @@ def main(argv=None) -> int:
     fn, (q, k, v, cu, top), flops = varlen_call(lens)
     ms, how = bs.timed(fn)
     res["whole"] = dict(us=ms * 1e3, tflops=flops / ms / 1e9, method=how)
+    if a.quick:
+        return _quick(a, res, lens, flops)
     try:
         from flash_attn import flash_attn_varlen_func
 
@@ -84,13 +87,9 @@ def main(argv=None) -> int:
         via = "torch.ops.aten._flash_attention_forward"
         res["fa2"] = dict(us=ms * 1e3, tflops=flops / ms / 1e9, method=how, via=via)
 
-    n = int(round(math.sqrt(float((lens.astype(np.float64) ** 2).sum())) / 128) * 128)
-    dq = torch.randn((1, H, n, D), device="cuda").half()
-    dense_flops = 4.0 * D * H * bs._pairs_causal(n)
+    go, n, dense_flops, dq = _dense(lens)
     import flashsim
 
-    go, _, _ = flashsim.gpu.prepared_launch(dq, dq, dq, causal=True)
-    go(sync=True)
     ms = bs._do_bench(lambda: go(sync=False))
     res["dense"] = dict(N=n, us=ms * 1e3, tflops=dense_flops / ms / 1e9)
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -168,6 +167,33 @@ def main(argv=None) -> int:
     print(text)
     (a.out / "varlen_profile.json").write_text(json.dumps(res, indent=1))
     (a.out / "varlen_profile.txt").write_text(text + "\n")
+    return 0
+
+
+def _dense(lens):
+    """(the launch of the dense sequence of equal causal work, its N, its FLOPs, its q = k = v)."""
+    import torch
+
+    import flashsim
+
+    n = int(round(math.sqrt(float((lens.astype(np.float64) ** 2).sum())) / 128) * 128)
+    dq = torch.randn((1, H, n, D), device="cuda").half()
+    go, _, _ = flashsim.gpu.prepared_launch(dq, dq, dq, causal=True)
+    go(sync=True)
+    return go, n, 4.0 * D * H * bs._pairs_causal(n), dq
+
+
+def _quick(a, res, lens, flops) -> int:
+    go, n, dense_flops, _ = _dense(lens)
+    ms = bs._do_bench(lambda: go(sync=False))
+    res["dense"] = dict(N=n, us=ms * 1e3, tflops=dense_flops / ms / 1e9)
+    w, dn = res["whole"], res["dense"]
+    text = (
+        f"{res['gpu']}: varlen {w['us']:.1f} us {w['tflops']:.1f} TFLOP/s, dense N={n} {dn['us']:.1f} us "
+        f"{dn['tflops']:.1f} TFLOP/s, varlen / dense {w['tflops'] / dn['tflops']:.3f}x"
+    )
+    print(text)
+    (a.out / "varlen_quick.json").write_text(json.dumps(res, indent=1))
     return 0
 
 
