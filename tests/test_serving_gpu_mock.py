@@ -792,11 +792,52 @@ def test_a_captured_call_keeps_its_buffers_until_its_launches_are_enqueued(fake_
     monkeypatch.setattr(serving_torch, "_capturing", lambda: True)
     fake_gpu.calls.clear()
     o, lse = flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
-    assert len(made) == (2 if fused else 1) and alive_at_launch == [[True] * len(made)]
+    assert len(made) == 1 and alive_at_launch == [[True]]  # the scratch; a fused call's state is a slab's slot
     spans = [(o.data_ptr(), o.numel() * o.element_size()), (lse.data_ptr(), lse.numel() * 4)]
     spans += [(ptr, n) for _, ptr, n in made]
+    if fused:
+        ((_, _, _, args), _) = fake_gpu.calls
+        slab = serving_torch._SLABS[q.get_device()]
+        spans.append((int(args[39]), gs.state_bytes(gs._TAGGED[int(args[41])])))
+        assert slab.base <= int(args[39]) < slab.base + slab.buf.numel()
     spans.sort()
     assert all(a + n <= b for (a, n), (b, _) in zip(spans, spans[1:])), spans
+
+
+def test_captured_fused_calls_take_zeroed_slab_slots_without_a_memset(fake_gpu, monkeypatch):
+    """A fused call captured into a CUDA graph takes its state from the device's slab, zeroed before the capture, a
+    slot no other call or graph gets (so the graph holds no memset node); a new slab is made outside a capture once
+    half of the old one is given out, the old one kept (its slots belong to graphs); with no slot left, a captured
+    call makes a zeroed buffer inside the capture."""
+    monkeypatch.setattr(gs, "FUSED", True)
+    monkeypatch.setattr(serving_torch._StateSlab, "SLAB_SLOTS", 4)
+    monkeypatch.setattr(serving_torch, "_SLABS", {})
+    q, k, v = _kv()
+    sl = torch.tensor([256, 1, 77], dtype=torch.int32)
+
+    def state_of_call():
+        fake_gpu.calls.clear()
+        flashsim.gpu.attention_with_kvcache(q, k, v, cache_seqlens=sl, num_splits=4)
+        return int(fake_gpu.calls[0][3][39])
+
+    eager = state_of_call()
+    slab = serving_torch._SLABS[q.get_device()]
+    zeros = []
+    real_zeros = torch.zeros
+    monkeypatch.setattr(torch, "zeros", lambda *a, **kw: zeros.append(a) or real_zeros(*a, **kw))
+    monkeypatch.setattr(serving_torch, "_capturing", lambda: True)
+    captured = [state_of_call() for _ in range(2)]
+    assert not zeros and captured == [slab.base, slab.base + slab.SLOT_BYTES] and eager not in captured
+    assert not slab.buf.any()
+    monkeypatch.setattr(serving_torch, "_capturing", lambda: False)
+    state_of_call()  # half given out: a new slab, the old one kept by it
+    new = serving_torch._SLABS[q.get_device()]
+    assert new is not slab and new.previous is slab
+    zeros.clear()  # the new slab's own zeros, outside the capture
+    monkeypatch.setattr(serving_torch, "_capturing", lambda: True)
+    assert [state_of_call() for _ in range(4)] == [new.base + i * new.SLOT_BYTES for i in range(4)] and not zeros
+    outside = state_of_call()  # no slot left: a zeroed buffer made inside the capture
+    assert zeros and not new.base <= outside < new.base + new.buf.numel()
 
 
 def test_switching_fused_on_after_a_call_drops_the_check_launch(fake_gpu, monkeypatch):

@@ -194,15 +194,57 @@ def _scratch(q, dev, stream, nbytes):
 
 
 def _state(q, dev, stream, nbytes):
-    """A fused launch's state (flashsim.gpu.serving.state_bytes), zeroed when made (on the current stream, before
-    the launch; inside a capture by a memset the graph replays): each launch leaves it zeroed. (The buffer, its
-    address.)"""
+    """A fused launch's state (flashsim.gpu.serving.state_bytes), zeroed when made, on the current stream before the
+    launch; each launch leaves it zeroed. (The buffer, its address.) A call being captured takes a slot of the
+    device's slab (``_StateSlab``), so that the graph holds no memset node; only when the slab has no slot left
+    (more captured calls than SLAB_SLOTS since the last call outside a capture) does it make a zeroed buffer inside
+    the capture, a memset the graph replays."""
+    capturing = _capturing()
+    slab = _SLABS.get(dev)
+    if capturing and slab is not None:
+        ptr = slab.take(nbytes)
+        if ptr:
+            return slab.buf, ptr
+    elif not capturing and (slab is None or slab.low()):
+        _SLABS[dev] = _StateSlab(q.device, slab)
     return _per_stream(_STATE, dev, stream, nbytes, lambda n: torch.zeros((n,), dtype=torch.uint8, device=q.device))
+
+
+class _StateSlab:
+    """Fused states for calls captured into CUDA graphs: SLAB_SLOTS slots of SLOT_BYTES in one buffer zeroed outside
+    any capture (by the first fused call on the device, and again by the first call outside a capture once half of
+    them are given out), each slot given to one captured call for good: a graph's replays reuse it and each launch
+    leaves it zeroed, and the graph holds no memset node before the launch.
+    The slabs stay alive as long as the process (the graphs may): 64 KB each."""
+
+    SLOT_BYTES = 64
+    SLAB_SLOTS = 1024
+
+    def __init__(self, device, previous=None):
+        self.buf = torch.zeros((self.SLOT_BYTES * self.SLAB_SLOTS,), dtype=torch.uint8, device=device)
+        self.base = self.buf.data_ptr()
+        self.slots = iter(range(self.SLAB_SLOTS))  # next() on a range iterator: one slot per caller, thread-safe
+        self.given = 0
+        self.previous = previous  # kept: graphs captured earlier hold slots of it
+
+    def take(self, nbytes: int) -> int:
+        """The address of a fresh zeroed slot of at least ``nbytes``, or 0 when none is left."""
+        if nbytes > self.SLOT_BYTES:
+            return 0
+        i = next(self.slots, None)
+        if i is None:
+            return 0
+        self.given = i + 1
+        return self.base + i * self.SLOT_BYTES
+
+    def low(self) -> bool:
+        return self.given * 2 >= self.SLAB_SLOTS
 
 
 _NO_BUFFER = (None, 0)  # a launch without scratch or state: a null address
 _SCRATCH: dict = {}  # (device, raw stream, bytes) -> (uint8 tensor, its address)
 _STATE: dict = {}  # (device, raw stream, bytes) -> (zeroed uint8 tensor, its address)
+_SLABS: dict = {}  # device index -> _StateSlab (states of captured fused calls)
 
 
 def call_key(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles, arch, window, softcap) -> tuple:
