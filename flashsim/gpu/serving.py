@@ -64,8 +64,9 @@ OVERLAP_CHECK = False
 # the two (benchmarks/bench_serving.py times the kernels with it off too: "kernel_serial").
 OVERLAP_COMBINE = True
 # The index check inside flash_fwd (KernelConfig.fused): one launch fewer per call. Off by default: on an H100 it
-# saves 4.6-5.8 us of host time per call but a CUDA graph's replay (what serving engines run) is 0.6-1.8 us slower
-# (benchmarks/RESULTS.md); set flashsim.gpu.serving.FUSED = True for a loop of eager calls.
+# saves 4.6-5.8 us of host time per call but a CUDA graph's replay (what serving engines run) was 0.6-1.8 us slower,
+# with a memset of the state inside the graph that captured calls no longer have (benchmarks/RESULTS.md: to be timed
+# again); set flashsim.gpu.serving.FUSED = True for a loop of eager calls.
 FUSED = False
 _PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
 # the slots a call writes in the packed launches (ServingPlan._pack checks them against the argument lists):
