@@ -27,8 +27,9 @@ entries it reads, by kernel/serving_rules.cuh's rules, the last block to finish 
 is one cuLaunchKernelEx fewer: flash_fwd alone, or flash_fwd and flash_combine with split-KV. The ticket that says
 "last" lives in a state buffer (``state_bytes``) the front-end zeroes once per (device, stream) and the kernel
 leaves zeroed. Two calls of one problem may not be in flight at once on two streams with one state buffer: the
-front-ends keep one per stream (and a fresh, zeroed one inside a CUDA graph capture), so only a graph replayed on
-two streams at once would share it, which is not supported.
+front-ends keep one per stream (and give each call captured into a CUDA graph a zeroed one of its own: torch's a slot
+of a slab zeroed before the capture, cupy's a buffer zeroed inside it), so only a graph replayed on two streams at
+once would share it, which is not supported.
 """
 
 from __future__ import annotations
