@@ -283,6 +283,17 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
         r["met"] = r["call_host_us"] <= fa
 
 
+def varlen_lengths():
+    """The varlen row's 16 sequence lengths, drawn from 1..4096 with seed 0."""
+    return np.random.default_rng(0).integers(1, 4097, 16)
+
+
+def dense_equal_work(lens) -> int:
+    """N of the one dense sequence with the causal work of sequences of ``lens``: sqrt(sum n_i^2), to a multiple of
+    128."""
+    return int(round(math.sqrt(float((np.asarray(lens, np.float64) ** 2).sum())) / 128) * 128)
+
+
 def row(rows, name, **fields):
     rows.append(dict(name=name, **fields))
     return rows[-1]
@@ -433,7 +444,7 @@ def bench_varlen(rows, args):
     from flashsim.serving import prepare_varlen
 
     h, d = 16, 128
-    lens = np.random.default_rng(0).integers(1, 4097, 16)
+    lens = varlen_lengths()
     cu = torch.tensor(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32), device="cuda")
     total = int(lens.sum())
     q, k, v = (torch.randn((total, h, d), device="cuda").half() for _ in range(3))
@@ -462,7 +473,7 @@ def bench_varlen(rows, args):
         r["ours_us"], r["tflops"] = ms * 1e3, flops / (ms * 1e-3) / 1e12
     except Exception as exc:  # noqa: BLE001
         r["error"] = f"{type(exc).__name__}: {exc}"
-    n = int(round(math.sqrt(float((lens.astype(np.float64) ** 2).sum())) / 128) * 128)
+    n = dense_equal_work(lens)
     dq = torch.randn((1, h, n, d), device="cuda").half()
     try:
         go, _, prob = flashsim.gpu.prepared_launch(dq, dq, dq, causal=True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from bench_serving import _pairs_causal as pairs  # noqa: E402  (the bench row's own count of causal pairs)
+from bench_serving import dense_equal_work, varlen_lengths  # noqa: E402  (the bench row's own problem)
 
 from flashsim.problem import resolve_options  # noqa: E402
 from flashsim.serving.blocks import grid_blocks  # noqa: E402
@@ -58,8 +58,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
 
-    lens = np.random.default_rng(0).integers(1, 4097, 16)
-    n = int(round(math.sqrt(float((lens.astype(np.float64) ** 2).sum())) / 128) * 128)
+    lens = varlen_lengths()
+    n = dense_equal_work(lens)
     v_tiles, v_rows, prob = varlen_grid(lens)
     d_tiles, _, _ = varlen_grid([n])  # one sequence: the dense kernel's causal grid (the same blocks and tiles)
     bm, bc = prob.config.block_m, prob.config.kv_tile

@@ -19,7 +19,6 @@ import csv
 import gzip
 import io
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
-from model import varlen_grid  # noqa: E402
+from model import dense_equal_work, varlen_grid, varlen_lengths  # noqa: E402
 
 METRICS = (
     "gpu__time_duration.sum",
@@ -58,8 +57,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     got = launches(a.csv)
-    lens = np.random.default_rng(0).integers(1, 4097, 16)
-    n = int(round(math.sqrt(float((lens.astype(np.float64) ** 2).sum())) / 128) * 128)
+    lens = varlen_lengths()
+    n = dense_equal_work(lens)
     v_tiles, v_rows, prob = varlen_grid(lens)
     d_tiles, _, _ = varlen_grid([n])
     bm = prob.config.block_m

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
-from model import varlen_grid  # noqa: E402
+from model import dense_equal_work, varlen_grid, varlen_lengths  # noqa: E402
 from ptx_block_cost import D  # noqa: E402
 
 import flashsim.ptx as P  # noqa: E402
@@ -75,8 +74,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
-    lens = np.random.default_rng(0).integers(1, 4097, 16)
-    n = int(round(math.sqrt(float((lens.astype(np.float64) ** 2).sum())) / 128) * 128)
+    lens = varlen_lengths()
+    n = dense_equal_work(lens)
     fit = json.loads(FIT.read_text())
     res = {"lengths": lens.tolist(), "dense_N": n}
     for name, tiles, run in (

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -65,7 +64,7 @@ def main(argv=None) -> int:
     import torch
 
     a.out.mkdir(parents=True, exist_ok=True)
-    lens = np.random.default_rng(0).integers(1, 4097, 16)
+    lens = bs.varlen_lengths()
     res = dict(gpu=torch.cuda.get_device_name(), lengths=lens.tolist(), H=H, d=D)
 
     fn, (q, k, v, cu, top), flops = varlen_call(lens)
@@ -176,7 +175,7 @@ def _dense(lens):
 
     import flashsim
 
-    n = int(round(math.sqrt(float((lens.astype(np.float64) ** 2).sum())) / 128) * 128)
+    n = bs.dense_equal_work(lens)
     dq = torch.randn((1, H, n, D), device="cuda").half()
     go, _, _ = flashsim.gpu.prepared_launch(dq, dq, dq, causal=True)
     go(sync=True)
