@@ -321,8 +321,11 @@ def _launch(plan: LaunchPlan, blocks: range, ex, trace, progress, communicating,
     tasks = {}
     try:
         spec = _trace_spec(trace)
-        for part in parts:
-            task = ex.submit(run_share, handle, part.start, part.stop, spec, reason is None, _TEST_FAULT)
+        # the shares dealt round-robin over the workers: left to the scheduler, a worker that finished its first
+        # share early could take them all (two shares of a small launch once ran on 1 of 2 workers)
+        for i, part in enumerate(parts):
+            where = workers[i % len(workers)]
+            task = ex.submit(run_share, handle, part.start, part.stop, spec, reason is None, _TEST_FAULT, worker=where)
             tasks[task] = part
         results = _collect(ex, tasks, display, kernel.name, merger, t0)
     finally:

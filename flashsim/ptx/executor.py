@@ -43,7 +43,8 @@ class Executor:
       exception it raised} (the identity probe: a builtin, so a worker without flashsim answers with its error);
     - ``memory_limits()``: {worker: bytes it may hold, 0 for no limit};
     - ``broadcast(obj)``: put ``obj`` on every worker once; a handle tasks take in its place;
-    - ``submit(fn, *args)``: run ``fn(*args)`` on some worker (handles replaced by their objects): a task;
+    - ``submit(fn, *args, worker=None)``: run ``fn(*args)`` (handles replaced by their objects) on ``worker`` where it
+      can, else on some worker: a task;
     - ``completed(tasks)``: yields (task, result) as tasks finish; a task whose worker died past the engine's
       retries yields (task, Died(...)); ``cancel(tasks)``; ``release(handle)``; ``close()`` after the launch.
     """
@@ -62,7 +63,7 @@ class Executor:
     def broadcast(self, obj):
         raise NotImplementedError
 
-    def submit(self, fn, *args):
+    def submit(self, fn, *args, worker=None):
         raise NotImplementedError
 
     def completed(self, tasks):
@@ -105,8 +106,11 @@ class DaskExecutor(Executor):
     def broadcast(self, obj):
         return self.client.scatter(obj, broadcast=True, hash=False)
 
-    def submit(self, fn, *args):
-        return self.client.submit(fn, *args, pure=False)
+    def submit(self, fn, *args, worker=None):
+        # a worker named is a preference: if it dies, the scheduler runs the task elsewhere
+        if worker is None:
+            return self.client.submit(fn, *args, pure=False)
+        return self.client.submit(fn, *args, pure=False, workers=[worker], allow_other_workers=True)
 
     def completed(self, tasks):
         from distributed import as_completed
