@@ -120,8 +120,8 @@ constexpr bool SPLIT = FS_SPLIT != 0;
 static_assert(BNHD && !QUANT, "serving: (B, N, H, D) rows and no quantization pass");
 static_assert(!(OSTAGE && (PACK_GQA || SPLIT)), "O staging writes one head's consecutive rows of the element type");
 // FUSED (flashsim.config.KernelConfig.fused): the index check runs inside this kernel, one launch fewer per serving
-// call (each (batch, split)'s first block checks the entries it reads, kernel/serving_rules.cuh's rules, before it
-// can return early; the last block of the grid to finish writes the smallest violation to the host's record). The
+// call (each (batch, split)'s first block checks the entries it reads, kernel/serving_rules.cuh's rules, on its early
+// return too; the last block of the grid to finish writes the smallest violation to the host's record). The
 // ticket that tells "last" lives in `fused_state`, a buffer the host zeroes once; the last block sets it back to 0,
 // so the next launch (or graph replay) finds it zeroed. With SPLIT, flash_combine still runs after this kernel: the
 // combine by the last split to finish, in this kernel, measured 5-10 us slower on the H100 (one warp merging its

@@ -49,7 +49,7 @@ def _run_ptx(q, kp, vp, seqlens, table, splits):
     args = [q, kp, vp, o, lse, null, *head, null, null, seqlens, *totals, table, *pages, o_part, lse_part]
     args += list(lse_strides)
     P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
-    comb = [o_part, lse_part, o, lse, *(np.int32(x) for x in (splits, rows, prob.nq_cap, prob.heads))]
+    comb = [o_part, lse_part, o, lse, *gs.combine_scalars(prob)]
     P.launch(module.kernel("flash_combine"), -(-rows // COMBINE_WARPS), 32 * COMBINE_WARPS, comb, check="racecheck")
     return o, lse
 
@@ -86,8 +86,7 @@ def test_varlen_blocks_past_a_sequences_end_equal_the_emulator():
     top = max(lens)
     prob = prepare_varlen(q, k, v, cu, cu, top, top, opts=opts, arch="sm_90")
     cfg = prob.config
-    warp_rows = cfg.block_m // cfg.warps
-    past = [n % cfg.block_m for n in lens if 0 < n % cfg.block_m <= cfg.block_m - warp_rows]
+    past = [n % cfg.block_m for n in lens if 0 < n % cfg.block_m <= cfg.block_m - cfg.warp_m]
     assert cfg.warps > 1 and past, cfg.describe()  # blocks with whole warps of rows past the end
     module = P.compile(
         (kernel_dir() / "flash_fwd.cu").read_text(), arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg)

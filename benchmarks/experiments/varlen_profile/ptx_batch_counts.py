@@ -17,57 +17,20 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
 from model import dense_equal_work, varlen_grid, varlen_lengths  # noqa: E402
-from ptx_block_cost import D  # noqa: E402
-
-import flashsim.ptx as P  # noqa: E402
-from flashsim import provenance  # noqa: E402
-from flashsim.emulator import engine_ptx  # noqa: E402
-from flashsim.gpu import launch as plan  # noqa: E402
-from flashsim.gpu import serving as gs  # noqa: E402
-from flashsim.gpu.build import kernel_dir  # noqa: E402
-from flashsim.problem import prepare  # noqa: E402
-from flashsim.serving.problem import prepare_varlen, serving_options  # noqa: E402
+from ptx_block_cost import run_dense, run_varlen  # noqa: E402
 
 FIT = Path(__file__).resolve().parents[3] / "benchmarks" / "logs" / "2026-12-07-varlen" / "ptx_block_cost.json"
 
 
 def varlen_counts(lens) -> int:
-    rng = np.random.default_rng(1)
-    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
-    total, top = int(cu[-1]), int(max(lens))
-    q, k, v = (rng.standard_normal((total, 1, D)).astype(np.float16) for _ in range(3))
-    opts = serving_options(True, None, None, None, None, None, None, None)
-    prob = prepare_varlen(q, k, v, cu, cu, top, top, opts=opts, arch="sm_90")
-    cfg = prob.config
-    module = P.compile(
-        (kernel_dir() / "flash_fwd.cu").read_text(), arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg)
-    )
-    o, lse = np.zeros_like(q), np.zeros((1, total), np.float32)
-    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
-    null = np.uint64(0)
-    args = [q, k, v, o, lse, null, *head, cu, cu, null, *totals, null, *pages, null, null, *lse_strides]
-    rep = P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes)
-    return rep.instructions
+    return run_varlen(lens, lens, seed=1)[0].instructions
 
 
 def dense_counts(n: int) -> int:
-    rng = np.random.default_rng(2)
-    q, k, v = (rng.standard_normal((1, 1, n, D)).astype(np.float16) for _ in range(3))
-    prob = prepare(q, k, v, causal=True, arch="sm_90")
-    kernel = engine_ptx.modules(prob)["flash_fwd"]
-    o, lse = np.zeros_like(q), np.zeros((1, 1, n), np.float32)
-    scratch = np.zeros(max(plan.scratch_bytes(prob), 1), np.uint8)
-    total = 0
-    for _, grid, block, smem, args in plan.launch_list(
-        prob, *(P.address(x) for x in (q, k, v, o, lse)), 0, P.address(scratch)
-    ):
-        total += P.launch(kernel, grid, block, list(args), shared_mem=smem).instructions
-    return total
+    return sum(run_dense(n, n, seed=2)[0].values())
 
 
 def main(argv=None) -> int:

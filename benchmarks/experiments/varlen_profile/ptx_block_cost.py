@@ -17,6 +17,7 @@ scalar work.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -29,55 +30,70 @@ from run import D  # noqa: E402
 
 import flashsim.ptx as P  # noqa: E402
 from flashsim import provenance  # noqa: E402
+from flashsim.emulator import engine_ptx  # noqa: E402
+from flashsim.gpu import launch as plan  # noqa: E402
 from flashsim.gpu import serving as gs  # noqa: E402
 from flashsim.gpu.build import kernel_dir  # noqa: E402
+from flashsim.problem import prepare  # noqa: E402
 from flashsim.serving.problem import prepare_varlen, serving_options  # noqa: E402
 
 
-def block_counts(tiles: int, module=None):
-    """(opcode -> warp instructions of the one block, the build's config, the module) for T = ``tiles``."""
-    rng = np.random.default_rng(tiles)
-    nq, nk = 128, 64 * tiles
-    q = rng.standard_normal((nq, 1, D)).astype(np.float16)
-    k = rng.standard_normal((nk, 1, D)).astype(np.float16)
-    v = rng.standard_normal((nk, 1, D)).astype(np.float16)
-    cu_q, cu_k = np.array([0, nq], np.int32), np.array([0, nk], np.int32)
+@functools.lru_cache(maxsize=4)
+def _flash_fwd(cfg):
+    """flash_fwd of ``cfg``'s build, compiled for sm_90 by flashsim.ptx (once per configuration)."""
+    src = (kernel_dir() / "flash_fwd.cu").read_text()
+    return P.compile(src, arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg)).kernel("flash_fwd")
+
+
+def run_varlen(lens_q, lens_k, seed: int):
+    """The causal varlen call (one head, d = D, f16, random inputs of ``seed``) on sequences of ``lens_q`` query rows
+    and ``lens_k`` keys, its flash_fwd run whole in flashsim.ptx: (its Report, the problem)."""
+    rng = np.random.default_rng(seed)
+    cu_q, cu_k = (np.concatenate([[0], np.cumsum(n)]).astype(np.int32) for n in (lens_q, lens_k))
+    q = rng.standard_normal((int(cu_q[-1]), 1, D)).astype(np.float16)
+    k, v = (rng.standard_normal((int(cu_k[-1]), 1, D)).astype(np.float16) for _ in range(2))
     opts = serving_options(True, None, None, None, None, None, None, None)
-    prob = prepare_varlen(q, k, v, cu_q, cu_k, nq, nk, opts=opts, arch="sm_90")
+    top_q, top_k = int(max(lens_q)), int(max(lens_k))
+    prob = prepare_varlen(q, k, v, cu_q, cu_k, top_q, top_k, opts=opts, arch="sm_90")
     cfg = prob.config
-    if cfg.block_m != nq or cfg.kv_tile != 64 or prob.grid != (1, 1, 1):
-        raise SystemExit(f"expected one block of 128 rows and 64-key tiles, got {cfg.describe()}, grid {prob.grid}")
-    if module is None:
-        src = (kernel_dir() / "flash_fwd.cu").read_text()
-        module = P.compile(src, arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg))
-    o, lse = np.zeros_like(q), np.zeros((1, nq), np.float32)
+    o, lse = np.zeros_like(q), np.zeros((1, int(cu_q[-1])), np.float32)
     head, totals, pages, lse_strides = gs.kernel_scalars(prob)
     null = np.uint64(0)
     args = [q, k, v, o, lse, null, *head, cu_q, cu_k, null, *totals, null, *pages, null, null, *lse_strides]
-    rep = P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes)
-    return dict(rep.counts), cfg, module
+    return P.launch(_flash_fwd(cfg), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes), prob
 
 
-def dense_counts(tiles: int):
-    """(opcode -> warp instructions, config) of the dense kernel's causal build on the same one block."""
-    from flashsim.emulator import engine_ptx
-    from flashsim.gpu import launch as plan
-    from flashsim.problem import prepare
-
-    rng = np.random.default_rng(tiles)
-    q = rng.standard_normal((1, 1, 128, D)).astype(np.float16)
-    k = rng.standard_normal((1, 1, 64 * tiles, D)).astype(np.float16)
-    v = rng.standard_normal((1, 1, 64 * tiles, D)).astype(np.float16)
+def run_dense(nq: int, nk: int, seed: int):
+    """The dense kernel's causal build (one head, d = D, f16, random inputs of ``seed``) on nq queries and nk keys,
+    run whole in flashsim.ptx: (opcode -> warp instructions over its launches, the problem)."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((1, 1, nq, D)).astype(np.float16)
+    k, v = (rng.standard_normal((1, 1, nk, D)).astype(np.float16) for _ in range(2))
     prob = prepare(q, k, v, causal=True, arch="sm_90")
     kernel = engine_ptx.modules(prob)["flash_fwd"]
-    o, lse = np.zeros_like(q), np.zeros((1, 1, 128), np.float32)
+    o, lse = np.zeros_like(q), np.zeros((1, 1, nq), np.float32)
     scratch = np.zeros(max(plan.scratch_bytes(prob), 1), np.uint8)
     counts = {}
-    for _name, grid, block, smem, args in plan.launch_list(
+    for _, grid, block, smem, args in plan.launch_list(
         prob, *(P.address(x) for x in (q, k, v, o, lse)), 0, P.address(scratch)
     ):
         for op, n in P.launch(kernel, grid, block, list(args), shared_mem=smem).counts.items():
             counts[op] = counts.get(op, 0) + n
+    return counts, prob
+
+
+def block_counts(tiles: int):
+    """(opcode -> warp instructions of the one varlen block over T = ``tiles`` KV tiles, the build's config)."""
+    rep, prob = run_varlen([128], [64 * tiles], seed=tiles)
+    cfg = prob.config
+    if cfg.block_m != 128 or cfg.kv_tile != 64 or prob.grid != (1, 1, 1):
+        raise SystemExit(f"expected one block of 128 rows and 64-key tiles, got {cfg.describe()}, grid {prob.grid}")
+    return dict(rep.counts), cfg
+
+
+def dense_counts(tiles: int):
+    """(opcode -> warp instructions, config) of the dense kernel's causal build on the same one block."""
+    counts, prob = run_dense(128, 64 * tiles, seed=tiles)
     return counts, prob.config
 
 
@@ -98,9 +114,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tiles", type=int, nargs="+", default=[2, 4, 8, 16])
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
-    runs, dense, module, cfg, dcfg = {}, {}, None, None, None
+    runs, dense, cfg, dcfg = {}, {}, None, None
     for t in a.tiles:
-        runs[t], cfg, module = block_counts(t, module)
+        runs[t], cfg = block_counts(t)
         dense[t], dcfg = dense_counts(t)
         print(f"T = {t:3d}: varlen build {sum(runs[t].values()):,}, dense build {sum(dense[t].values()):,}", flush=True)
     lines = []
