@@ -53,13 +53,18 @@ def varlen_grid(lens) -> tuple[np.ndarray, np.ndarray, object]:
     return blocks.tiles, blocks.valid.sum(axis=1), prob
 
 
+def problem() -> tuple[np.ndarray, int]:
+    """bench_serving.py's varlen row: its lengths, and the N of the dense sequence with the same causal work."""
+    lens = varlen_lengths()
+    return lens, dense_equal_work(lens)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
 
-    lens = varlen_lengths()
-    n = dense_equal_work(lens)
+    lens, n = problem()
     v_tiles, v_rows, prob = varlen_grid(lens)
     d_tiles, _, _ = varlen_grid([n])  # one sequence: the dense kernel's causal grid (the same blocks and tiles)
     bm, bc = prob.config.block_m, prob.config.kv_tile

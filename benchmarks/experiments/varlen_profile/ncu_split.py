@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
-from model import dense_equal_work, varlen_grid, varlen_lengths  # noqa: E402
+from model import problem, varlen_grid  # noqa: E402
 
 METRICS = (
     "gpu__time_duration.sum",
@@ -57,8 +57,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     got = launches(a.csv)
-    lens = varlen_lengths()
-    n = dense_equal_work(lens)
+    lens, n = problem()
     v_tiles, v_rows, prob = varlen_grid(lens)
     d_tiles, _, _ = varlen_grid([n])
     bm = prob.config.block_m

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
-from model import dense_equal_work, varlen_grid, varlen_lengths  # noqa: E402
+from model import problem, varlen_grid  # noqa: E402
 from ptx_block_cost import run_dense, run_varlen  # noqa: E402
 
 FIT = Path(__file__).resolve().parents[3] / "benchmarks" / "logs" / "2026-12-07-varlen" / "ptx_block_cost.json"
@@ -37,8 +37,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
-    lens = varlen_lengths()
-    n = dense_equal_work(lens)
+    lens, n = problem()
     fit = json.loads(FIT.read_text())
     res = {"lengths": lens.tolist(), "dense_N": n}
     for name, tiles, run in (
