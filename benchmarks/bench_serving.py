@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
 
@@ -161,23 +162,27 @@ def ours(q, k, v, **kw):
     return (lambda: flashsim.gpu.attention_with_kvcache(q, k, v, **kw)), prob
 
 
-HOST_CALLS = 100  # back-to-back calls timed for the host time per call (3 launches each: inside the launch queue)
+HOST_CALLS = 50  # back-to-back calls timed for the host time per call (3 launches each: inside the launch queue)
+HOST_ROUNDS = 9  # rounds of HOST_CALLS: the median resists the host's spikes (one round of 100 varied 25-43 us)
 
 
-def host_us(fn, n=HOST_CALLS):
+def host_us(fn, n=HOST_CALLS, rounds=HOST_ROUNDS):
     """Host time per call of ``fn`` in us: the wall time of ``n`` calls without a synchronisation (after a warm-up
-    and a synchronisation), divided by n; the GPU's queue absorbs the launches meanwhile."""
+    and a synchronisation), divided by n, the median of ``rounds`` such rounds; the GPU's queue absorbs the
+    launches meanwhile."""
     import torch
 
     for _ in range(5):
         fn()
     torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        fn()
-    dt = time.perf_counter() - t
-    torch.cuda.synchronize()
-    return dt / n * 1e6
+    runs = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        runs.append((time.perf_counter() - t) / n * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(runs)
 
 
 def _measure(r, prefix, fn, host=True):
@@ -210,6 +215,22 @@ def bench_call(rows, args):
     for name, b, n, d in shapes[: 1 if args.quick else None]:  # --quick: the first row alone
         call_row(rows, name, b, n, d, flash_attn_with_kvcache)
         torch.cuda.empty_cache()
+
+
+# The forms of the public call (flashsim.gpu.serving's switches): three launches, flash_fwd as the check's
+# programmatic dependent (OVERLAP_CHECK), the check inside flash_fwd (FUSED: one launch fewer)
+CALL_FORMS = {
+    "serial": dict(OVERLAP_CHECK=False, FUSED=False),
+    "pdl": dict(OVERLAP_CHECK=True, FUSED=False),
+    "fused": dict(FUSED=True),
+}
+
+
+def default_form() -> str:
+    """The CALL_FORMS entry the call runs with flashsim.gpu.serving's switches as they are."""
+    from flashsim.gpu import serving as gs
+
+    return "fused" if gs.FUSED else "pdl" if gs.OVERLAP_CHECK else "serial"
 
 
 def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
@@ -245,22 +266,23 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
     except Exception as exc:  # noqa: BLE001
         r["error"] = f"{type(exc).__name__}: {exc}"
         return
-    _measure(r, "call", call)
-    _measure(r, "kernel", unchecked, host=False)
-    overlap = gs.OVERLAP_CHECK
-    try:  # flash_fwd as the check's programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK), for the default
-        gs.OVERLAP_CHECK = True
-        _measure(r, "call_pdl", call, host=False)
-    finally:
-        gs.OVERLAP_CHECK = overlap
-    fused = gs.FUSED
-    try:  # the index check inside flash_fwd (flashsim.gpu.serving.FUSED): one launch fewer per call
-        gs.FUSED = True
-        call()
-        _measure(r, "fused", call)
-        _measure(r, "fused_kernel", unchecked, host=False)
-    finally:
-        gs.FUSED = fused
+    for form, flags in CALL_FORMS.items():  # each form of the call, then the kernels alone of its build
+        saved = {name: getattr(gs, name) for name in flags}
+        try:
+            for name, value in flags.items():
+                setattr(gs, name, value)
+            call()
+            _measure(r, form, call)
+            if form in ("serial", "fused"):  # (pdl's unchecked launches are serial's)
+                _measure(r, "kernel" if form == "serial" else "fused_kernel", unchecked, host=False)
+        finally:
+            for name, value in saved.items():
+                setattr(gs, name, value)
+    default = default_form()
+    for what in ("graph", "eager", "host"):  # the call as it runs by default is one of the forms
+        if f"{default}_{what}_us" in r:
+            r[f"call_{what}_us"] = r[f"{default}_{what}_us"]
+    r["default_form"] = default
     op_args = (q, k, v, sl, None, 0, None, False, None, "f32", [], None, False, [-1, -1], 0.0, True)
     r["op_host_us"] = host_us(lambda: serving_torch.KVCACHE_OP(*op_args))
     r["body_host_us"] = host_us(lambda: serving_torch._enqueue("attention_with_kvcache", *op_args))
@@ -547,7 +569,9 @@ def text(rows, bw, dev):
         for key in ("ours_us", "serial_combine_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
             if key in r:
                 parts.append(f"{key[:-3]} {r[key]:8.1f}")
-        for who in ("call", "call_pdl", "fused", "fused_kernel", "kernel", "FA2", "flash_attn"):
+        if "default_form" in r:
+            parts.append(f"(call = {r['default_form']})")
+        for who in ("serial", "pdl", "fused", "fused_kernel", "kernel", "FA2", "flash_attn"):
             for what in ("graph", "eager", "eager_only", "host"):
                 if f"{who}_{what}_us" in r:
                     parts.append(f"{who} {what} {r[f'{who}_{what}_us']:.1f}")

@@ -147,7 +147,13 @@ def main(argv):
         flashsim.gpu.check_index_errors()
         print("ran a checked varlen call through torch", flush=True)
         checked = 2
-    how = "the index check inside flash_fwd (fused)" if gs.FUSED else "the index check launched first"
+    how = (
+        "the index check inside flash_fwd (fused)"
+        if gs.FUSED
+        else "flash_fwd as the index check's programmatic dependent"
+        if gs.OVERLAP_CHECK
+        else "the index check launched first"
+    )
     how += ", each split launch followed by flash_combine"
     print(f"sanitize_serving: {len(VARIANTS) + 1 + checked} calls ({how})")
     return 0

@@ -5,7 +5,7 @@
 Writes DIR/gpu_parts.txt and DIR/gpu_parts.json. Shape: decode B=1, Nk=2048, Hq 32, Hkv 8, d 128, bf16 (the last
 --call row of benchmarks/bench_serving.py: index check, flash_fwd with 32 splits, flash_combine). Every number is
 the host time per call in us: the wall time of N back-to-back calls without a synchronisation (after one), over N,
-the median of R such runs (as bench_serving's "host" columns, which time 100 calls once).
+the median of R such runs (bench_serving.host_us, as its "host" columns).
 
 - **layers**: the public call; serving_torch._enqueue; flashsim.gpu.serving.enqueue (addresses as ints); the three
   packed launches alone (flashsim.gpu.packed.driver_launch), each kernel alone;
@@ -24,8 +24,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import statistics
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,23 +36,16 @@ from flashsim.gpu import serving as gs
 from flashsim.gpu import serving_torch as st
 from flashsim.gpu.torch_op import _raw_stream
 
+sys.path[:0] = [str(Path(__file__).resolve().parents[2])]  # benchmarks/: the benchmark's own host timing
+import bench_serving  # noqa: E402
+
 B, NK, HQ, HKV, D = 1, 2048, 32, 8, 128
 DEVICE = "cuda"
 
 
 def host_us(fn, n: int, repeat: int) -> float:
-    """us per call: median over ``repeat`` runs of ``n`` calls without a synchronisation (module docstring)."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        runs.append((time.perf_counter() - t) / n * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(runs)
+    """us per call: median over ``repeat`` runs of ``n`` calls without a synchronisation (bench_serving.host_us)."""
+    return bench_serving.host_us(fn, n, repeat)
 
 
 def extra_buffer(p: packed.PackedLaunch):
