@@ -57,17 +57,18 @@ COMBINE_NAME = "flash_combine"
 CHECK_FILE = "serving_check.cu"  # the index check on the device (flashsim.serving.indices' rules)
 CHECK_NAME = "serving_check"
 # flash_fwd launched as a programmatic dependent of the index check (sm_90+), so that the check (one block) runs beside
-# it rather than before it: the check writes nothing flash_fwd reads. Off by default until measured on silicon
-# (benchmarks/bench_serving.py --call times both); set flashsim.gpu.serving.OVERLAP_CHECK = True to turn it on.
-OVERLAP_CHECK = False
+# it rather than before it: the check writes nothing flash_fwd reads. On by default: on an H100 its CUDA-graph replay
+# was the fastest form of the call on every decode shape, up to 0.8 us ahead of the three serial launches
+# (benchmarks/bench_serving.py --call times every form; benchmarks/RESULTS.md).
+OVERLAP_CHECK = True
 # flash_combine launched as flash_fwd's programmatic dependent (sm_90+): its launch overlaps flash_fwd's last blocks
 # and its blocks wait (griddepcontrol.wait) for flash_fwd's writes, so a split call does not pay a launch gap between
 # the two (benchmarks/bench_serving.py times the kernels with it off too: "kernel_serial").
 OVERLAP_COMBINE = True
 # The index check inside flash_fwd (KernelConfig.fused): one launch fewer per call. Off by default: on an H100 it
-# saves 4.6-5.8 us of host time per call but a CUDA graph's replay (what serving engines run) was 0.6-1.8 us slower,
-# with a memset of the state inside the graph that captured calls no longer have (benchmarks/RESULTS.md: to be timed
-# again); set flashsim.gpu.serving.FUSED = True for a loop of eager calls.
+# saves 2-5 us of host time per call, but a CUDA graph's replay (what serving engines run) was 0.1-1.3 us behind
+# OVERLAP_CHECK's, its kernels alone 0.0-0.7 us slower than the separate ones (benchmarks/RESULTS.md); set
+# flashsim.gpu.serving.FUSED = True for a host-bound loop of small eager calls.
 FUSED = False
 _PLANS: dict = launch.fast_keys()  # ServingProblem -> ServingPlan (emptied by launch.clear_caches)
 # the slots a call writes in the packed launches (ServingPlan._pack checks them against the argument lists):
