@@ -25,16 +25,15 @@ kernels alone: the host's per-call work is apart, reported for ours as "eager" b
   flashsim.tuning.decode_tiling or of the split choice needs to be measured).
 * --call (these rows alone): the public call flashsim.gpu.attention_with_kvcache as a user makes it (torch tensors,
   cache_seqlens on the GPU, default arguments: the index check on the device, no host copy) on the decode shapes
-  (B=8 Hq=32 Hkv=8 Nk=8192 d=128 bf16; d=64; B=1 Nk=32768; B=1 Nk=2048): its CUDA-graph replay, the kernels alone
-  (a graph of the unchecked call: flash_fwd and the combine), the call with flash_fwd launched as the check's
-  programmatic dependent (flashsim.gpu.serving.OVERLAP_CHECK, off by default until this measures it), the call with
-  its index check inside flash_fwd (flashsim.gpu.serving.FUSED: "fused", and "fused_kernel" unchecked; one launch
-  fewer; off by default until this measures it), eager
-  (do_bench of the call: what a loop of calls gets), and the host time per call (wall time of 100 back-to-back
-  calls without a synchronisation, divided by 100; also of the bare launches, flashsim.gpu.serving.launch_serving,
-  of the torch op without the Python wrapper, and of the op's body without the dispatcher, what the public call runs
-  eagerly, flashsim.gpu.serving_torch._enqueue); beside FA2 through torch SDPA and
-  flash_attn.flash_attn_with_kvcache where it is importable, measured alike.
+  (B=8 Hq=32 Hkv=8 Nk=8192 d=128 bf16; d=64; B=1 Nk=32768; B=1 Nk=2048), in each of its forms (CALL_FORMS: "serial",
+  the index check, flash_fwd and the combine in stream order; "pdl", flash_fwd launched as the check's programmatic
+  dependent, flashsim.gpu.serving.OVERLAP_CHECK; "fused", the check inside flash_fwd, FUSED; "call" is the default's
+  row): its CUDA-graph replay, eager (do_bench of the call: what a loop of calls gets) and the host time per call
+  (host_us: the median of 9 rounds of 50 back-to-back calls without a synchronisation); the kernels alone (a graph
+  of the unchecked call: "kernel", and "fused_kernel" of the fused build); the host time of the bare launches
+  (flashsim.gpu.serving.launch_serving), of the torch op without the Python wrapper, and of the op's body without the
+  dispatcher, what the public call runs eagerly (flashsim.gpu.serving_torch._enqueue); beside FA2 through torch SDPA
+  and flash_attn.flash_attn_with_kvcache where it is importable, measured alike.
 
 The JSON holds every row (times, bytes, rates, targets met or not, the configuration and split count of ours, and
 errors); the text is printed.
