@@ -27,6 +27,7 @@
 typedef unsigned short fs_half;   // raw f16 or bf16 bits (FS_BF16); no cuda_fp16.h needed
 typedef unsigned int uint32_t;
 #define FS_INF __int_as_float(0x7f800000)   // NVRTC has no math.h INFINITY
+#include "async_copy.cuh"
 
 namespace fs {
 
@@ -166,40 +167,6 @@ constexpr int PV_KS = BC / 16;     // k16 steps of P V
 static_assert(BC % 16 == 0 && D % 16 == 0, "tile shapes must be multiples of 16");
 
 // ---- PTX wrappers ------------------------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-    // src_bytes = 0 zero-fills the 16 bytes: out-of-range rows of Q, K and V become zeros.
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
-}
-// arrive on bar once every cp.async this thread issued so far has landed (.noinc: counted in the init count)
-__device__ __forceinline__ void mbar_arrive_cp(uint32_t bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    unsigned long long state;
-    asm volatile("mbarrier.arrive.shared.b64 %0, [%1];\n" : "=l"(state) : "r"(bar) : "memory");
-}
-// wait until the phase of the given parity has completed
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("{\n .reg .pred done;\n AGAIN:\n mbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
-                 " @!done bra AGAIN;\n}\n" :: "r"(bar), "r"(parity) : "memory");
-#else
-    asm volatile("{\n .reg .pred done;\n AGAIN:\n mbarrier.test_wait.parity.shared.b64 done, [%0], %1;\n"
-                 " @!done bra AGAIN;\n}\n" :: "r"(bar), "r"(parity) : "memory");
-#endif
-}
-
 __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
     asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
 }

@@ -491,9 +491,17 @@ def compile_ptx(
     """The PTX text NVRTC emits for ``source`` with the GPU runner's options (``compile_cuda``: C++17, the defines,
     the include path; no line information unless ``line_info``), for the virtual arch of ``arch`` (the same PTX as
     the real arch, without running ptxas): what the drift guard fingerprints and flashsim.ptx runs. ``options``:
-    further NVRTC flags (e.g. "--use_fast_math"). No GPU needed."""
+    further NVRTC flags (e.g. "--use_fast_math"). kernel/ is searched after ``include_dirs``, as compile_cuda does
+    (flash_fwd.cu includes its headers from there). No GPU needed."""
     nvrtc = _nvrtc()  # first: without cuda-python this is the one clear error, naming the extra
     from cuda.core import ProgramOptions  # the runner's option spelling, so that both pass the same flags
+
+    include_dirs = [str(d) for d in include_dirs]
+    try:
+        if str(kernel_dir()) not in include_dirs:
+            include_dirs.append(str(kernel_dir()))
+    except FileNotFoundError:  # an install without kernel/ compiles only what it is given
+        pass
 
     options = ProgramOptions(
         name=name,

@@ -23,11 +23,8 @@ typedef unsigned long long uint64_t;
 #endif
 constexpr int D = 128, ROW = D * 2, BC = KV_TILE, PITCH = BULK == 1 ? ROW + 16 : ROW, SLOT = BC * PITCH;
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    asm volatile("{\n .reg .pred done;\n AGAIN:\n mbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
-                 " @!done bra AGAIN;\n}\n" :: "r"(bar), "r"(parity) : "memory");
-}
+#include "async_copy.cuh"  // kernel/: flash_fwd's own cp.async and mbarrier wrappers
+using namespace fs;
 
 extern "C" __global__ void __launch_bounds__(32) ring(const char* __restrict__ k, const char* __restrict__ v,
                                                      float* out, int n, int heads, int splits, const void* tmap_k,

@@ -57,7 +57,8 @@ def main(argv=None) -> int:
         ]
 
     for bulk, stages, kv_tile in VARIANTS:
-        options = ("-std=c++17", f"-DBULK={bulk}", f"-DSTAGES={stages}", f"-DKV_TILE={kv_tile}", "-arch=sm_90")
+        options = ("-std=c++17", f"-I{HERE.parents[2] / 'kernel'}", f"-DBULK={bulk}", f"-DSTAGES={stages}")
+        options += (f"-DKV_TILE={kv_tile}", "-arch=sm_90")  # (-I: ring.cu includes kernel/async_copy.cuh)
         fn = cp.RawModule(code=(HERE / "ring.cu").read_text(), options=options).get_function("ring")
         smem = 2 * stages * kv_tile * (2 * D + (16 if bulk == 1 else 0))
         fn.max_dynamic_shared_size_bytes = smem

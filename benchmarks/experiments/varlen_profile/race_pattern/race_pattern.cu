@@ -23,25 +23,13 @@ typedef unsigned int uint32_t;  // (NVRTC without the C++ headers)
 #ifndef KERNEL_PROLOGUE
 #define KERNEL_PROLOGUE 0
 #endif
+#include "async_copy.cuh"  // kernel/: flash_fwd's own cp.async and mbarrier wrappers
+using namespace fs;
+
 constexpr int THREADS = 128;
 constexpr int CHUNKS = 4;                          // 16-byte chunks a thread copies per slot
 constexpr int SLOT_BYTES = THREADS * CHUNKS * 16;  // 8 KB
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_cp(uint32_t bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    unsigned long long state;
-    asm volatile("mbarrier.arrive.shared.b64 %0, [%1];\n" : "=l"(state) : "r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    asm volatile("{\n .reg .pred done;\n AGAIN:\n mbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
-                 " @!done bra AGAIN;\n}\n" :: "r"(bar), "r"(parity) : "memory");
-}
 __device__ __forceinline__ uint32_t ld_shared(uint32_t addr) {
     uint32_t v;
     asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");

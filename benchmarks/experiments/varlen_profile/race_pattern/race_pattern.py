@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+KERNEL = HERE.parents[3] / "kernel"  # race_pattern.cu includes kernel/async_copy.cuh
 THREADS, CHUNKS, BLOCKS, TILES = 128, 4, 4, 5
 # (TWO_LOOPS, live warps, STAGES, RACY, KERNEL_PROLOGUE)
 CASES = [(*c, 0, p) for p in (0, 1) for c in itertools.product((0, 1), (1, 3), (2, 3))]
@@ -65,7 +66,8 @@ def run_gpu(only=None) -> int:
     bad = 0
     for case in CASES if only is None else [CASES[only]]:
         live = case[1]
-        mod = cp.RawModule(code=source(), options=("-std=c++17", *(f"-D{k}={v}" for k, v in options(case).items())))
+        defines = (f"-D{k}={v}" for k, v in options(case).items())
+        mod = cp.RawModule(code=source(), options=("-std=c++17", f"-I{KERNEL}", *defines))
         fn = mod.get_function("race_pattern")
         d_src, out = cp.asarray(src), cp.zeros((BLOCKS, THREADS), cp.uint32)
         fn((BLOCKS,), (THREADS,), (d_src, out, np.int32(TILES), np.int32(live)))
