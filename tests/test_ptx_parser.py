@@ -822,18 +822,21 @@ def test_flash_fwd_parses_well_under_a_second(flash_default_sm90):
 def test_flash_fwd_lineinfo_maps_to_the_source():
     m = parse(flash_fwd_ptx(flashsim.KernelConfig.default("sm_90"), "sm_90", lineinfo=True))
     check_module(m)
-    (index,) = m.files
-    assert pathlib.PurePath(m.files[index].path).name == "flash_fwd.cu"
-    source = kernel_path("flash_fwd.cu").read_text().split("\n")
+    # flash_fwd.cu and the kernel/ headers it includes (async_copy.cuh holds the mbarrier wrappers)
+    names = {index: pathlib.PurePath(f.path).name for index, f in m.files.items()}
+    assert "flash_fwd.cu" in names.values() and "async_copy.cuh" in names.values(), names
+    sources = {index: kernel_path(name).read_text().split("\n") for index, name in names.items()}
     asm = [i for i in m.functions["flash_fwd"].body if i.opcode in ("mma", "ldmatrix", "ex2", "mbarrier")]
 
-    def statement(line: int) -> str:
-        """The asm statement that ends on (or holds) 1-based ``line``: a multi-line asm string gets the .loc of the
-        line its statement ends on, so the text runs back to the line that opens it."""
+    def statement(file: int, line: int) -> str:
+        """The asm statement that ends on (or holds) 1-based ``line`` of ``file``: a multi-line asm string gets the
+        .loc of the line its statement ends on, so the text runs back to the line that opens it."""
+        source = sources[file]
         first = max(k for k in range(line) if "asm" in source[k])
         return "\n".join(source[first:line])
 
-    assert asm and all(i.loc is not None and i.opcode in statement(i.loc[1]) for i in asm)
+    assert asm and all(i.loc is not None and i.opcode in statement(i.loc[0], i.loc[1]) for i in asm)
+    assert {names[i.loc[0]] for i in asm} == {"flash_fwd.cu", "async_copy.cuh"}
 
 
 @pytest.mark.slow
