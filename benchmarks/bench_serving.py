@@ -216,6 +216,19 @@ def bench_call(rows, args):
         torch.cuda.empty_cache()
 
 
+def kvcache_plan(b, n, d, splits=None):
+    """(ServingProblem, ServingPlan) of the KV-cache call already made on a cache of B=b, Nk=n, d (with ``splits``
+    splits, if given): what the torch call planned and launches (flashsim.gpu.serving_torch's call cache)."""
+    from flashsim.gpu import serving_torch
+
+    return next(
+        (hit.prob, hit.plan)
+        for hit in serving_torch._KEYS.values()
+        if (hit.prob.batch, hit.prob.nk_cap, hit.prob.head_dim, hit.prob.kind) == (b, n, d, "kvcache")
+        and splits in (None, hit.prob.num_splits)
+    )
+
+
 # The forms of the public call (flashsim.gpu.serving's switches): three launches, flash_fwd as the check's
 # programmatic dependent (OVERLAP_CHECK), the check inside flash_fwd (FUSED: one launch fewer)
 CALL_FORMS = {
@@ -256,11 +269,7 @@ def call_row(rows, name, b, n, d, flash_attn_with_kvcache=None):
     try:
         call()
         unchecked()
-        prob, plan = next(
-            (hit.prob, hit.plan)
-            for hit in serving_torch._KEYS.values()
-            if (hit.prob.batch, hit.prob.nk_cap, hit.prob.head_dim, hit.prob.kind) == (b, n, d, "kvcache")
-        )
+        prob, plan = kvcache_plan(b, n, d)
         r["config"], r["num_splits"] = prob.config.describe(), prob.num_splits
     except Exception as exc:  # noqa: BLE001
         r["error"] = f"{type(exc).__name__}: {exc}"
