@@ -342,17 +342,21 @@ def _serial_combine(fn):
         gs.OVERLAP_COMBINE = overlap
 
 
+# The decode rows: (name, B, Nk, d), Hq 32, Hkv 8, one query row, bf16 (the experiments of
+# benchmarks/experiments/decode_bulk time the same rows)
+DECODE_SHAPES = [
+    ("decode", 8, 8192, 128),
+    ("decode B=1 Nk=32768", 1, 32768, 128),
+    ("decode d=64", 8, 8192, 64),
+    ("decode d=256", 8, 8192, 256),
+]
+
+
 def bench_decode(rows, bw, args):
     import torch
 
     bf16 = torch.bfloat16
-    shapes = [
-        ("decode", 8, 8192, 128),
-        ("decode B=1 Nk=32768", 1, 32768, 128),
-        ("decode d=64", 8, 8192, 64),
-        ("decode d=256", 8, 8192, 256),
-    ]
-    for name, b, n, d in shapes[: 1 if args.quick else None]:  # --quick: the first row alone
+    for name, b, n, d in DECODE_SHAPES[: 1 if args.quick else None]:  # --quick: the first row alone
         q, k, v = cache(b, n, 32, 8, d, bf16)
         sl = torch.full((b,), n, dtype=torch.int32, device="cuda")
         r = row(rows, name, shape=dict(B=b, Hq=32, Hkv=8, Nq=1, Nk=n, d=d, dtype="bf16"))

@@ -49,7 +49,7 @@ import os
 import pathlib
 import re
 
-from .gpu.build import compile_ptx, cuda_include_dirs, kernel_dir
+from .gpu.build import compile_ptx, kernel_dir
 
 # name -> source file under kernel/
 KERNELS = {
@@ -302,7 +302,7 @@ def _ptx_job(job) -> tuple[str, str]:
         name=PROGRAM_NAMES[build],
         defines=dict(defines),
         arch=arch,
-        include_dirs=(root, *cuda_include_dirs()),
+        include_dirs=(root,),
     )
     return hashlib.sha256(ptx_code(ptx).encode()).hexdigest(), nvrtc_release(ptx)
 

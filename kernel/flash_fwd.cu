@@ -623,13 +623,6 @@ __device__ __forceinline__ void fused_finish(unsigned* state, fsr::u64* record, 
 }  // namespace fs
 #endif
 
-#if FS_SPLIT
-// The combine's shape (flash_combine, at the end of this file): lane l of a row's warp holds O columns l, l + 32, ...;
-// a lane holds the outputs of FS_COMBINE_BATCH parts at once, 64 registers' worth (16 parts at d = 128, 8 at d = 256).
-#define FS_COMBINE_COLS (FS_HEAD_DIM / 32)
-#define FS_COMBINE_BATCH (64 / FS_COMBINE_COLS)
-#endif
-
 // q: (B, Hq, Nq, D), k, v: (B, Hkv, Nk, D), f16 or bf16, addressed through element strides (batch, head, row) so
 // that (B, N, H, D) works too; the elements of a row are contiguous. o: like q (q's strides). lse: (B, Hq, Nq) f32
 // contiguous, natural log: lse_scale * m + ln(l). Query head h reads K / V head h / group (MQA / GQA).
@@ -1424,13 +1417,11 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 namespace fs {
 constexpr int COMBINE_WARPS = FS_COMBINE_WARPS;
 constexpr int MAX_SPLITS = FS_MAX_SPLITS;
-constexpr int COMBINE_COLS = FS_COMBINE_COLS;
-constexpr int COMBINE_BATCH = FS_COMBINE_BATCH;
+// lane l of a row's warp holds O columns l, l + 32, ...; a lane holds the outputs of COMBINE_BATCH parts at once,
+// 64 registers' worth (16 parts at d = 128, 8 at d = 256)
+constexpr int COMBINE_COLS = FS_HEAD_DIM / 32;
+constexpr int COMBINE_BATCH = 64 / COMBINE_COLS;
 }
-// flash_combine's LSE store: lse (B, Hq, Nq), rows in q's (b, i, h) order
-#define FS_COMBINE_LSE_BHN(v)                                                                                     \
-    const int b = row / (nq * heads), i = (row / heads) % nq, h = row % heads;                                    \
-    lse[(static_cast<long long>(b) * heads + h) * nq + i] = v
 extern "C" __global__ void __launch_bounds__(32 * fs::COMBINE_WARPS)
 flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_part, fs_half* __restrict__ o,
               float* __restrict__ lse, int num_splits, int rows, int nq, int heads) {
@@ -1446,56 +1437,55 @@ flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_pa
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
     const long long R = rows;
-    do {
-        // The row's part outputs BATCH parts at a time, every load of a batch in flight at once (the first batch
-        // before the weights, whose loads it overlaps): ceil(num_splits / BATCH) round trips to memory instead of
-        // one per part.
-        float part_o[BATCH][COLS];
-        auto load_parts = [&](int s0) {
+    // The row's part outputs BATCH parts at a time, every load of a batch in flight at once (the first batch
+    // before the weights, whose loads it overlaps): ceil(num_splits / BATCH) round trips to memory instead of
+    // one per part.
+    float part_o[BATCH][COLS];
+    auto load_parts = [&](int s0) {
 #pragma unroll
-            for (int b = 0; b < BATCH; ++b) {
-                if (s0 + b < num_splits) {
-                    const float* src = o_part + ((s0 + b) * R + row) * D + lane;
+        for (int b = 0; b < BATCH; ++b) {
+            if (s0 + b < num_splits) {
+                const float* src = o_part + ((s0 + b) * R + row) * D + lane;
 #pragma unroll
-                    for (int j = 0; j < COLS; ++j) part_o[b][j] = __ldg(src + 32 * j);
-                }
-            }
-        };
-        load_parts(0);
-        const float log2e = __int_as_float(FS_COMBINE_LOG2E);
-        for (int s = lane; s < num_splits; s += 32) part_lse[warp][s] = __ldg(lse_part + s * R + row);
-        __syncwarp();
-        float mx = -FS_INF;
-        for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, part_lse[warp][s]);
-        const float base = (mx == -FS_INF) ? 0.f : mx;
-        for (int s = lane; s < num_splits; s += 32)
-            part_w[warp][s] = ex2(__fmul_rn(__fsub_rn(part_lse[warp][s], base), log2e));
-        __syncwarp();
-        float sum = 0.f;
-        for (int s = 0; s < num_splits; ++s) sum = __fadd_rn(sum, part_w[warp][s]);
-        const bool empty = (sum == 0.f) || (sum != sum);
-        const float inv = empty ? 1.f : __frcp_rn(sum);
-        float acc[COLS];
-#pragma unroll
-        for (int j = 0; j < COLS; ++j) acc[j] = 0.f;
-        for (int s0 = 0; s0 < num_splits; s0 += BATCH) {
-            if (s0 > 0) load_parts(s0);
-#pragma unroll
-            for (int b = 0; b < BATCH; ++b) {
-                if (s0 + b < num_splits) {
-                    const float w = __fmul_rn(part_w[warp][s0 + b], inv);
-#pragma unroll
-                    for (int j = 0; j < COLS; ++j) acc[j] = __fmaf_rn(w, part_o[b][j], acc[j]);
-                }
+                for (int j = 0; j < COLS; ++j) part_o[b][j] = __ldg(src + 32 * j);
             }
         }
-        fs_half* dst = o + static_cast<long long>(row) * D + lane;
+    };
+    load_parts(0);
+    const float log2e = __int_as_float(FS_COMBINE_LOG2E);
+    for (int s = lane; s < num_splits; s += 32) part_lse[warp][s] = __ldg(lse_part + s * R + row);
+    __syncwarp();
+    float mx = -FS_INF;
+    for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, part_lse[warp][s]);
+    const float base = (mx == -FS_INF) ? 0.f : mx;
+    for (int s = lane; s < num_splits; s += 32)
+        part_w[warp][s] = ex2(__fmul_rn(__fsub_rn(part_lse[warp][s], base), log2e));
+    __syncwarp();
+    float sum = 0.f;
+    for (int s = 0; s < num_splits; ++s) sum = __fadd_rn(sum, part_w[warp][s]);
+    const bool empty = (sum == 0.f) || (sum != sum);
+    const float inv = empty ? 1.f : __frcp_rn(sum);
+    float acc[COLS];
 #pragma unroll
-        for (int j = 0; j < COLS; ++j)
-            dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);
-        if (lane == 0) {
-            FS_COMBINE_LSE_BHN(empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum)));
+    for (int j = 0; j < COLS; ++j) acc[j] = 0.f;
+    for (int s0 = 0; s0 < num_splits; s0 += BATCH) {
+        if (s0 > 0) load_parts(s0);
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            if (s0 + b < num_splits) {
+                const float w = __fmul_rn(part_w[warp][s0 + b], inv);
+#pragma unroll
+                for (int j = 0; j < COLS; ++j) acc[j] = __fmaf_rn(w, part_o[b][j], acc[j]);
+            }
         }
-    } while (0);
+    }
+    fs_half* dst = o + static_cast<long long>(row) * D + lane;
+#pragma unroll
+    for (int j = 0; j < COLS; ++j)
+        dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);
+    if (lane == 0) {   // lse (B, Hq, Nq), rows in q's (b, i, h) order
+        const int b = row / (nq * heads), i = (row / heads) % nq, h = row % heads;
+        lse[(static_cast<long long>(b) * heads + h) * nq + i] = empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum));
+    }
 }
 #endif

@@ -772,13 +772,13 @@ def test_a_captured_call_keeps_its_buffers_until_its_launches_are_enqueued(fake_
     made = []
     real = serving_torch._per_stream
 
-    def tracked(cache, dev, stream, nbytes, make):
+    def tracked(cache, dev, stream, nbytes, make, capturing):
         def tracked_make(n):
             buf = make(n)
             made.append((weakref.ref(buf), buf.data_ptr(), n))
             return buf
 
-        return real(cache, dev, stream, nbytes, tracked_make)
+        return real(cache, dev, stream, nbytes, tracked_make, capturing)
 
     alive_at_launch = []
     real_enqueue = gs.enqueue

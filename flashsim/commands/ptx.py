@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import ptx
 from ..gpu import runtime as rt
-from ..gpu.build import Build, assemble_ptx, assembler_for, compile_ptx, cuda_include_dirs, kernel_dir
+from ..gpu.build import Build, assemble_ptx, assembler_for, compile_ptx
 from ..ptx import SimulationError, UnknownKernel, WorkerError
 from ..ptx import isa as ptx_isa
 from ..ptx.names import demangle
@@ -221,7 +221,7 @@ def load_module(path: pathlib.Path, arch: str, defines, contraction: str = "sass
         name=str(path),
         defines=_defines(defines),
         arch=arch,
-        include_dirs=(str(path.parent), str(kernel_dir()), *cuda_include_dirs()),
+        include_dirs=(str(path.parent),),
         line_info=True,
     )
     return ptx.load(text, arch=arch, contraction=contraction)

@@ -314,6 +314,18 @@ def _normalise_defines(defines) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(out))
 
 
+def search_path(include_dirs=(), toolkit: bool = True) -> list[str]:
+    """The folders NVRTC searches for includes, in order, each once: ``include_dirs``, kernel/ (flash_fwd.cu's
+    headers: async_copy.cuh, serving_rules.cuh; absent from an install without it), then, with ``toolkit``, the CUDA
+    toolkit headers (``cuda_include_dirs``). compile_cuda and compile_ptx both search this path."""
+    dirs = [str(d) for d in include_dirs]
+    try:
+        dirs.append(str(kernel_dir()))
+    except FileNotFoundError:
+        pass
+    return list(dict.fromkeys(dirs + (list(cuda_include_dirs()) if toolkit else [])))
+
+
 def _headers_stamp(dirs) -> str:
     """Names, sizes and mtimes of the headers in ``dirs`` so that an edited header invalidates the cache."""
     h = hashlib.sha256()
@@ -368,10 +380,6 @@ def compile_cuda(
         raise ValueError(f"name_expressions must be non-empty strings, got {exprs!r}")
     if isinstance(include_dirs, (str, os.PathLike)):
         include_dirs = (include_dirs,)
-    try:
-        kdir = [str(kernel_dir())]
-    except FileNotFoundError:
-        kdir = []
     user_dirs = [str(pathlib.Path(d).resolve()) for d in include_dirs]
     for d in user_dirs:
         if not os.path.isdir(d):
@@ -384,7 +392,7 @@ def compile_cuda(
             f"'nvidia-cuda-nvrtc>=13' (or flashsim[gpu]); import failed: {exc}"
         ) from exc
     extra = dict(_normalise_extra(extra_options))
-    incs = user_dirs + kdir + [d for d in cuda_include_dirs() if d not in user_dirs]
+    incs = search_path(user_dirs)
 
     digest = hashlib.sha256()
     for part in (
@@ -395,7 +403,7 @@ def compile_cuda(
         repr(incs),
         repr(sorted(extra.items())),
         name,
-        _headers_stamp(user_dirs + kdir),
+        _headers_stamp(search_path(user_dirs, toolkit=False)),
     ):
         digest.update(part.encode())
         digest.update(b"\0")
@@ -491,17 +499,12 @@ def compile_ptx(
     """The PTX text NVRTC emits for ``source`` with the GPU runner's options (``compile_cuda``: C++17, the defines,
     the include path; no line information unless ``line_info``), for the virtual arch of ``arch`` (the same PTX as
     the real arch, without running ptxas): what the drift guard fingerprints and flashsim.ptx runs. ``options``:
-    further NVRTC flags (e.g. "--use_fast_math"). kernel/ is searched after ``include_dirs``, as compile_cuda does
-    (flash_fwd.cu includes its headers from there). No GPU needed."""
+    further NVRTC flags (e.g. "--use_fast_math"). Includes are searched on ``search_path(include_dirs)``, as
+    compile_cuda does. No GPU needed."""
     nvrtc = _nvrtc()  # first: without cuda-python this is the one clear error, naming the extra
     from cuda.core import ProgramOptions  # the runner's option spelling, so that both pass the same flags
 
-    include_dirs = [str(d) for d in include_dirs]
-    try:
-        if str(kernel_dir()) not in include_dirs:
-            include_dirs.append(str(kernel_dir()))
-    except FileNotFoundError:  # an install without kernel/ compiles only what it is given
-        pass
+    include_dirs = search_path(include_dirs)
 
     options = ProgramOptions(
         name=name,

@@ -34,6 +34,8 @@ synchronously, their indices checked on the host first.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch.library import Library
 
@@ -165,16 +167,17 @@ class _Call:
         self.empty_kv = not prob.k_total
 
 
-def _per_stream(cache: dict, dev, stream, nbytes, make):
+def _per_stream(cache: dict, dev, stream, nbytes, make, capturing: bool):
     """A buffer of ``nbytes`` made by ``make(nbytes)`` for calls on raw stream ``stream`` of device ``dev``: one per
     (device, stream, size) in ``cache``, kept from call to call (calls on one stream run in its order, so they may
-    share it); inside a CUDA graph capture a fresh one from the capture's pool, so that a graph never shares memory
+    share it); inside a CUDA graph capture (``capturing``, the caller's _capturing()) a fresh one from the capture's
+    pool, so that a graph never shares memory
     with eager calls on another stream. (The buffer, its address): the caller holds the buffer until its launches
     are enqueued, because inside a capture torch hands a freed block to the next allocation of the same capture (a
     fused call's state, made after the split parts' scratch had been dropped, took the scratch's own block, and every
     graph of that call read its tickets from its parts). (A stream destroyed with work pending and a new one given
     the same handle would share it too early: not done.)"""
-    if _capturing():
+    if capturing:
         buf = make(nbytes)
         return buf, buf.data_ptr()
     key = (dev, stream, nbytes)
@@ -187,19 +190,18 @@ def _per_stream(cache: dict, dev, stream, nbytes, make):
     return hit
 
 
-def _scratch(q, dev, stream, nbytes):
+def _scratch(q, dev, stream, nbytes, capturing: bool):
     """The split parts' scratch (``nbytes``, unzeroed: each call's flash_fwd writes what its combine reads): (the
     buffer, its address)."""
-    return _per_stream(_SCRATCH, dev, stream, nbytes, lambda n: q.new_empty((n,), dtype=torch.uint8))
+    return _per_stream(_SCRATCH, dev, stream, nbytes, lambda n: q.new_empty((n,), dtype=torch.uint8), capturing)
 
 
-def _state(q, dev, stream, nbytes):
+def _state(q, dev, stream, nbytes, capturing: bool):
     """A fused launch's state (flashsim.gpu.serving.state_bytes), zeroed when made, on the current stream before the
     launch; each launch leaves it zeroed. (The buffer, its address.) A call being captured takes a slot of the
     device's slab (``_StateSlab``), so that the graph holds no memset node; only when the slab has no slot left
     (more captured calls than SLAB_SLOTS since the last call outside a capture) does it make a zeroed buffer inside
     the capture, a memset the graph replays."""
-    capturing = _capturing()
     slab = _SLABS.get(dev)
     if capturing and slab is not None:
         ptr = slab.take(nbytes)
@@ -207,7 +209,11 @@ def _state(q, dev, stream, nbytes):
             return slab.buf, ptr
     elif not capturing and (slab is None or slab.low()):
         _SLABS[dev] = _StateSlab(q.device, slab)
-    return _per_stream(_STATE, dev, stream, nbytes, lambda n: torch.zeros((n,), dtype=torch.uint8, device=q.device))
+
+    def zeroed(n):
+        return torch.zeros((n,), dtype=torch.uint8, device=q.device)
+
+    return _per_stream(_STATE, dev, stream, nbytes, zeroed, capturing)
 
 
 class _StateSlab:
@@ -224,7 +230,6 @@ class _StateSlab:
         self.buf = torch.zeros((self.SLOT_BYTES * self.SLAB_SLOTS,), dtype=torch.uint8, device=device)
         self.base = self.buf.data_ptr()
         self.slots = iter(range(self.SLAB_SLOTS))  # next() on a range iterator: one slot per caller, thread-safe
-        self.given = 0
         self.previous = previous  # kept: graphs captured earlier hold slots of it
 
     def take(self, nbytes: int) -> int:
@@ -232,13 +237,11 @@ class _StateSlab:
         if nbytes > self.SLOT_BYTES:
             return 0
         i = next(self.slots, None)
-        if i is None:
-            return 0
-        self.given = i + 1
-        return self.base + i * self.SLOT_BYTES
+        return 0 if i is None else self.base + i * self.SLOT_BYTES
 
     def low(self) -> bool:
-        return self.given * 2 >= self.SLAB_SLOTS
+        """Half of the slots or more are given out (the iterator's remaining length says how many are left)."""
+        return operator.length_hint(self.slots) * 2 <= self.SLAB_SLOTS
 
 
 _NO_BUFFER = (None, 0)  # a launch without scratch or state: a null address
@@ -311,8 +314,10 @@ def _enqueue(op, q, k, v, i0, i1, s0, s1, causal, softmax_scale, pv_accum, tiles
             fp = hit.sink.data_ptr()
     dev = q.get_device()
     stream = _raw_stream(dev)
-    scratch = _scratch(q, dev, stream, plan.part_bytes) if plan.part_bytes else _NO_BUFFER
-    state = _state(q, dev, stream, plan.state_bytes) if plan.state_bytes else _NO_BUFFER
+    # asked once per call (0.66 us on the H100's host: benchmarks/logs/2026-12-06-serving3/gpu_parts.txt)
+    capturing = _capturing() if plan.part_bytes or plan.state_bytes else False
+    scratch = _scratch(q, dev, stream, plan.part_bytes, capturing) if plan.part_bytes else _NO_BUFFER
+    state = _state(q, dev, stream, plan.state_bytes, capturing) if plan.state_bytes else _NO_BUFFER
     pp, sp = scratch[1], state[1]
     i0p = 0 if i0 is None else i0.data_ptr()
     i1p = 0 if i1 is None else i1.data_ptr()

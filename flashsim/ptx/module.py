@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..arch import get_arch
-from ..gpu.build import compile_ptx, cuda_include_dirs, kernel_dir
+from ..gpu.build import compile_ptx
 from . import semantics  # noqa: F401 - registers the instruction table
 from .contraction import contraction_table
 from .ir import Function
@@ -79,17 +79,12 @@ def compile(source: str, *, arch: str = "sm_90", defines=None, include_dirs=(), 
     """CUDA C++ ``source`` to a Module, through NVRTC (no GPU needed): C++17, ``defines`` (name -> int) as -D,
     ``include_dirs`` besides kernel/ and the CUDA headers, ``options`` further NVRTC flags (e.g. "--use_fast_math",
     "-lineinfo"). NVRTC's errors raise flashsim.gpu.build.NvrtcFailed with its log."""
-    dirs = tuple(str(d) for d in include_dirs)
-    try:
-        kdir = (str(kernel_dir()),)
-    except FileNotFoundError:
-        kdir = ()
     ptx = compile_ptx(
         source,
         name="flashsim.cu",
         defines=dict(defines or {}),
         arch=arch,
-        include_dirs=dirs + kdir + tuple(cuda_include_dirs()),
+        include_dirs=tuple(str(d) for d in include_dirs),
         options=tuple(options),
     )
     return load(ptx, arch=arch)

@@ -21,13 +21,8 @@ import torch
 sys.path[:0] = [str(Path(__file__).resolve().parents[2])]  # benchmarks/
 import bench_serving as bs  # noqa: E402
 
-SHAPES = [  # (name, B, Nk, d, page size or None)
-    ("decode B=8", 8, 8192, 128, None),
-    ("decode B=1 Nk=32768", 1, 32768, 128, None),
-    ("decode d=64", 8, 8192, 64, None),
-    ("decode d=256", 8, 8192, 256, None),
-    ("decode paged 16", 8, 8192, 128, 16),
-]
+# (name, B, Nk, d, page size or None): the serving table's decode rows, then its B=8 row in pages of 16
+SHAPES = [(*shape, None) for shape in bs.DECODE_SHAPES] + [("decode paged 16", *bs.DECODE_SHAPES[0][1:], 16)]
 
 
 def main(argv=None) -> int:

@@ -27,12 +27,9 @@ import torch
 sys.path[:0] = [str(Path(__file__).resolve().parents[2])]  # benchmarks/
 import bench_serving as bs  # noqa: E402
 
-# (name, B, Nk, d, split counts besides the heuristic's: its neighbours, so that the block counts differ)
-SHAPES = [
-    ("decode B=8", 8, 8192, 128, (4, 8)),
-    ("decode B=1 Nk=32768", 1, 32768, 128, (24, 48)),
-    ("decode d=64", 8, 8192, 64, (4, 8)),
-]
+# the split counts timed besides the heuristic's, per decode row: its neighbours, so that the block counts differ
+OTHER_SPLITS = {"decode": (4, 8), "decode B=1 Nk=32768": (24, 48), "decode d=64": (4, 8)}
+SHAPES = [(*shape, OTHER_SPLITS[shape[0]]) for shape in bs.DECODE_SHAPES if shape[0] in OTHER_SPLITS]
 
 
 @contextlib.contextmanager

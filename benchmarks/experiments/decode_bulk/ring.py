@@ -23,7 +23,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1])]  # benchmarks/
 import bench_serving as bs  # noqa: E402
 
-B, N, H, D = 8, 8192, 8, 128
+_, B, N, D = bs.DECODE_SHAPES[0]  # the serving table's B=8 decode row
+H = 8  # its K / V heads
 SMEM_PER_SM, SMEM_RESERVED = 228 * 1024, 1024  # H100: per SM, and what the system takes per block
 # (BULK, STAGES, KV_TILE): the copy forms at the decode's tiling (64 keys, 2 stages: 3 blocks an SM), then 32-key
 # tiles in 2-4 stages (4-7 blocks an SM). The per-row bulk copies (BULK 1) lost by 30-50% in the first two runs

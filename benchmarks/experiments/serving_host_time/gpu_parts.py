@@ -37,15 +37,10 @@ from flashsim.gpu import serving_torch as st
 from flashsim.gpu.torch_op import _raw_stream
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[2])]  # benchmarks/: the benchmark's own host timing
-import bench_serving  # noqa: E402
+from bench_serving import host_us  # noqa: E402  (median of rounds, as the benchmark's host columns)
 
 B, NK, HQ, HKV, D = 1, 2048, 32, 8, 128
 DEVICE = "cuda"
-
-
-def host_us(fn, n: int, repeat: int) -> float:
-    """us per call: median over ``repeat`` runs of ``n`` calls without a synchronisation (bench_serving.host_us)."""
-    return bench_serving.host_us(fn, n, repeat)
 
 
 def extra_buffer(p: packed.PackedLaunch):

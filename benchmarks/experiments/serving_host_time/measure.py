@@ -224,7 +224,7 @@ def parts(calls: int, repeat: int) -> list[tuple[str, float]]:
 
     add("one allocation cut into o and lse by four views", one_allocation)
     if hasattr(st, "_scratch"):
-        add("serving_torch._scratch (kept buffer)", lambda: st._scratch(q, -1, STREAM, plan.part_bytes))
+        add("serving_torch._scratch (kept buffer)", lambda: st._scratch(q, -1, STREAM, plan.part_bytes, False))
     add("rt.bind_thread (repeat call)", rt.bind_thread)
     gs.record()
     add("serving.raise_pending (no error)", gs.raise_pending)

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...gpu.build import compile_ptx, cuda_include_dirs, kernel_dir, kernel_path
+from ...gpu.build import compile_ptx, kernel_path
 from ..launch import launch
 from ..module import load
 
@@ -103,10 +103,7 @@ def _ptx(source: str, defines: tuple, options: tuple, arch: str) -> str:
     path = kernel_path(source)
     if path.suffix == ".ptx":
         return path.read_text()
-    dirs = (str(kernel_dir()), *cuda_include_dirs())
-    return compile_ptx(
-        path.read_text(), name=path.name, defines=dict(defines), arch=arch, include_dirs=dirs, options=options
-    )
+    return compile_ptx(path.read_text(), name=path.name, defines=dict(defines), arch=arch, options=options)
 
 
 def ptx_of(probe: Probe, arch: str = "sm_90") -> str:
