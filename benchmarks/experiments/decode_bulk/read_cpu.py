@@ -22,7 +22,7 @@ def main() -> int:
     k, v = (rng.integers(0, 2**16, (B, N, H, D), dtype=np.uint16) for _ in range(2))
     want = np.bitwise_xor.reduce(np.concatenate([k.view(np.uint32).ravel(), v.view(np.uint32).ravel()]))
     bad = 0
-    for unroll in (2, 8):
+    for unroll in (2, 8, 16):
         module = P.compile(SRC, arch="sm_90", defines=dict(UNROLL=unroll))
         runs = [("read_flat", 3, 64, lambda out: [k, v, np.int64(k.nbytes // 16), out])]
         for splits, threads in ((2, 32), (3, 64)):

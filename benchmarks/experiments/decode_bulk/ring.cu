@@ -21,6 +21,9 @@ typedef unsigned long long uint64_t;
 #ifndef KV_TILE
 #define KV_TILE 64
 #endif
+#ifndef NO_MMA
+#define NO_MMA 0   // 1: the tiles land and are released unread (no ldmatrix, no mma): the copies' cost alone
+#endif
 constexpr int D = 128, ROW = D * 2, BC = KV_TILE, PITCH = BULK == 1 ? ROW + 16 : ROW, SLOT = BC * PITCH;
 
 #include "async_copy.cuh"  // kernel/: flash_fwd's own cp.async and mbarrier wrappers
@@ -101,6 +104,7 @@ extern "C" __global__ void __launch_bounds__(32) ring(const char* __restrict__ k
         mbar_wait(bar0 + 8 * slot, (t / STAGES) & 1);
         const int tn = t + STAGES - 1;   // refill the slot of tile t - 1, which every lane finished (__syncwarp)
         if (tn < tiles) fill(tn % STAGES, tn);
+#if !NO_MMA
 #pragma unroll
         for (int it = 0; it < BC; ++it) {   // BC / 2 ldmatrix.x4 over K, BC / 2 .trans over V; 2 mma each
             const int row = (it % (BC / 2) / 4) * 8 + (lane & 7), chunk = (it % 4) * 4 + (lane >> 3);
@@ -123,6 +127,7 @@ extern "C" __global__ void __launch_bounds__(32) ring(const char* __restrict__ k
                              : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                              : "r"(a0), "r"(a1), "r"(a1), "r"(a0), "r"(b[2 * h]), "r"(b[2 * h + 1]));
         }
+#endif
         __syncwarp();   // every lane is done with the slot before the next iteration refills it
     }
     float s = 0.f;

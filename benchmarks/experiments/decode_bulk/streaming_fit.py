@@ -39,6 +39,8 @@ def raw_kernels(sms):
     """{name: prepare} of read.cu and ring.cu, where prepare(k, v, n) returns a function that launches the kernel."""
     read = cp.RawModule(code=(HERE / "read.cu").read_text(), options=(*OPTIONS, "-DUNROLL=8"))
     flat, heads = read.get_function("read_flat"), read.get_function("read_heads")
+    deep = cp.RawModule(code=(HERE / "read.cu").read_text(), options=(*OPTIONS, "-DUNROLL=16"))
+    heads16 = deep.get_function("read_heads")
     out = cp.empty(sms * 16 * 256 + B * H * SPLITS * 256, cp.uint32)
     kernels = {}
     for per_sm in (4, 16):
@@ -47,6 +49,11 @@ def raw_kernels(sms):
                 (sms * p,), (256,), (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), np.int64(k.nbytes // 16), out)
             )
         )
+    for warps in (1, 2):  # the decode's one-warp block with twice the loads in flight (16 KB a warp), and two
+        kernels[f"read 16 deep, decode blocks of {warps} warp(s)"] = lambda k, v, n, w=warps: lambda: heads16(
+            (B * H * SPLITS,), (32 * w,), (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(n),
+                                           np.int32(H), np.int32(SPLITS))
+        )  # fmt: skip
     for warps in (1, 4, 8):
         kernels[f"read, decode blocks of {warps} warp(s)"] = lambda k, v, n, w=warps: lambda: heads(
             (B * H * SPLITS,), (32 * w,), (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(n),
@@ -54,8 +61,8 @@ def raw_kernels(sms):
         )  # fmt: skip
     from flashsim.gpu.capture.tma import encode
 
-    for bulk in (0, 2):
-        defines = (f"-DBULK={bulk}", "-DSTAGES=2", "-DKV_TILE=64")
+    for bulk, no_mma in ((0, 0), (2, 0), (0, 1), (2, 1)):  # NO_MMA: the tiles land and are released unread
+        defines = (f"-DBULK={bulk}", "-DSTAGES=2", "-DKV_TILE=64", f"-DNO_MMA={no_mma}")
         ring = cp.RawModule(code=(HERE / "ring.cu").read_text(), options=(*OPTIONS, *defines)).get_function("ring")
         smem = 2 * 2 * 64 * 2 * D
         ring.max_dynamic_shared_size_bytes = smem
@@ -70,7 +77,7 @@ def raw_kernels(sms):
                     np.int32(SPLITS), *maps)  # fmt: skip
             return lambda: ring((B * H * SPLITS,), (32,), args, shared_mem=smem)  # (args holds the maps alive)
 
-        kernels[f"ring.cu {('cp.async', '', 'TMA')[bulk]} 64 x 2"] = prepare
+        kernels[f"ring.cu {('cp.async', '', 'TMA')[bulk]} 64 x 2" + (", no mma" if no_mma else "")] = prepare
     return kernels
 
 
@@ -108,14 +115,14 @@ def main(argv=None) -> int:
         torch.cuda.empty_cache()
     rows = [dict(name="copy", tb_s=copy, sms=sms, device=torch.cuda.get_device_name())]
     head = " ".join(f"{'Nk ' + str(n):>9}" for n in NS)
-    print(f"\n{'kernel (us; of copy at Nk 8192)':44} {head}   fixed    rate (of copy)")
+    print(f"\n{'kernel (us; of copy at Nk 8192)':48} {head}   fixed    rate (of copy)")
     for name, us in times.items():
         fixed, rate = fit(NS, us, bytes_per_key)
         at8k = bytes_per_key * 8192 / us[NS.index(8192)] / 1e6 / copy
         rows.append(dict(name=name, ns=NS, us=us, fixed_us=fixed, rate_tb_s=rate, rate_of_copy=rate / copy,
                          of_copy_at_8192=at8k))  # fmt: skip
         cells = " ".join(f"{t:9.1f}" for t in us)
-        print(f"{name[:36]:36} ({at8k:5.1%}) {cells} {fixed:6.1f} us {rate:5.2f} TB/s ({rate / copy:5.1%})")
+        print(f"{name[:40]:40} ({at8k:5.1%}) {cells} {fixed:6.1f} us {rate:5.2f} TB/s ({rate / copy:5.1%})")
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     return 0
