@@ -10,6 +10,21 @@ typedef unsigned int uint32_t;
 #ifndef UNROLL
 #define UNROLL 8
 #endif
+#ifndef TIMES
+#define TIMES 0   // 1: thread 0 writes the block's %globaltimer at its start and end after out's per-thread words
+#endif
+
+__device__ __forceinline__ unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ void record(uint32_t* out, unsigned long long t_start) {
+    if (TIMES && threadIdx.x == 0) {
+        unsigned long long* times = reinterpret_cast<unsigned long long*>(out + gridDim.x * blockDim.x);
+        times[2 * blockIdx.x] = t_start, times[2 * blockIdx.x + 1] = now();
+    }
+}
 
 __device__ __forceinline__ uint4 load_stream(const void* p) {
     uint4 r;
@@ -21,6 +36,7 @@ __device__ __forceinline__ uint32_t fold(uint4 a) { return a.x ^ a.y ^ a.z ^ a.w
 
 extern "C" __global__ void read_flat(const uint4* __restrict__ k, const uint4* __restrict__ v, long long n16,
                                      uint32_t* out) {
+    const unsigned long long t_start = TIMES ? now() : 0;
     const long long stride = (long long)gridDim.x * blockDim.x;
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     uint32_t x = 0;
@@ -33,11 +49,13 @@ extern "C" __global__ void read_flat(const uint4* __restrict__ k, const uint4* _
     }
     for (; i < n16; i += stride) x ^= fold(load_stream(k + i)) ^ fold(load_stream(v + i));
     out[(long long)blockIdx.x * blockDim.x + threadIdx.x] = x;
+    record(out, t_start);
 }
 
 extern "C" __global__ void read_heads(const char* __restrict__ k, const char* __restrict__ v, uint32_t* out, int n,
                                       int heads, int splits) {
     constexpr int ROW = 256;
+    const unsigned long long t_start = TIMES ? now() : 0;
     const int split = blockIdx.x % splits, head = (blockIdx.x / splits) % heads, batch = blockIdx.x / splits / heads;
     const int per = (n + splits - 1) / splits, key0 = split * per, key1 = min(n, key0 + per);
     const long long rs = (long long)heads * ROW;
@@ -56,4 +74,5 @@ extern "C" __global__ void read_heads(const char* __restrict__ k, const char* __
     }
     for (; r < key1; r += step) x ^= fold(load_stream(kh + r * rs)) ^ fold(load_stream(vh + r * rs));
     out[blockIdx.x * blockDim.x + threadIdx.x] = x;
+    record(out, t_start);
 }

@@ -24,6 +24,9 @@ typedef unsigned long long uint64_t;
 #ifndef NO_MMA
 #define NO_MMA 0   // 1: the tiles land and are released unread (no ldmatrix, no mma): the copies' cost alone
 #endif
+#ifndef TIMES
+#define TIMES 0    // 1: lane 0 writes the block's %globaltimer at its start and end to out[B * H * splits * 32 + ...]
+#endif
 constexpr int D = 128, ROW = D * 2, BC = KV_TILE, PITCH = BULK == 1 ? ROW + 16 : ROW, SLOT = BC * PITCH;
 
 #include "async_copy.cuh"  // kernel/: flash_fwd's own cp.async and mbarrier wrappers
@@ -35,6 +38,10 @@ extern "C" __global__ void __launch_bounds__(32) ring(const char* __restrict__ k
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) uint64_t full[STAGES];
     const int lane = threadIdx.x;
+#if TIMES
+    unsigned long long t_start;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_start));
+#endif
     const int split = blockIdx.x % splits, head = (blockIdx.x / splits) % heads, batch = blockIdx.x / splits / heads;
     const int per = (n + splits - 1) / splits, key0 = split * per, key1 = min(n, key0 + per);
     const int tiles = (key1 - key0 + BC - 1) / BC;
@@ -134,4 +141,10 @@ extern "C" __global__ void __launch_bounds__(32) ring(const char* __restrict__ k
 #pragma unroll
     for (int i = 0; i < 16; ++i) s += acc[i][0] + acc[i][1] + acc[i][2] + acc[i][3];
     out[blockIdx.x * 32 + lane] = s;
+#if TIMES
+    unsigned long long t_end;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_end));
+    unsigned long long* times = reinterpret_cast<unsigned long long*>(out + gridDim.x * 32);
+    if (lane == 0) times[2 * blockIdx.x] = t_start, times[2 * blockIdx.x + 1] = t_end;
+#endif
 }
