@@ -24,12 +24,12 @@ import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1])]  # benchmarks/
+sys.path[:0] = [str(HERE.parents[1]), str(HERE)]  # benchmarks/, this folder
 import bench_serving as bs  # noqa: E402
+import kernels  # noqa: E402
 
 _, B, N, D = bs.DECODE_SHAPES[0]
 H, SPLITS = 8, 6
-OPTIONS = ("-std=c++17", f"-I{HERE.parents[2] / 'kernel'}", "-arch=sm_90", "-DTIMES=1")
 
 
 def summary(times: np.ndarray) -> dict:
@@ -51,24 +51,14 @@ def main(argv=None) -> int:
     kp, vp = np.uint64(k.data_ptr()), np.uint64(v.data_ptr())
     blocks = B * H * SPLITS
     runs = {}
-    read = cp.RawModule(code=(HERE / "read.cu").read_text(), options=(*OPTIONS, "-DUNROLL=8"))
     for no_mma in (0, 1):
-        ring = cp.RawModule(
-            code=(HERE / "ring.cu").read_text(), options=(*OPTIONS, "-DBULK=0", "-DSTAGES=2", "-DKV_TILE=64",
-                                                          f"-DNO_MMA={no_mma}"),
-        ).get_function("ring")  # fmt: skip
-        smem = 2 * 2 * 64 * 2 * D
-        ring.max_dynamic_shared_size_bytes = smem
+        ring, smem = kernels.ring(0, 2, 64, TIMES=1, NO_MMA=no_mma)
         out = cp.zeros(blocks * 32 + 4 * blocks, cp.float32)
         z = np.uint64(0)  # (no tensor maps: the cp.async form)
         args = (kp, vp, out, np.int32(N), np.int32(H), np.int32(SPLITS), z, z)
-        runs[f"ring.cu cp.async 64 x 2{', no mma' if no_mma else ''}"] = (
-            lambda ring=ring, args=args: ring((blocks,), (32,), args, shared_mem=smem),
-            out,
-            blocks,
-            32,
-        )
-    heads, flat = read.get_function("read_heads"), read.get_function("read_flat")
+        go = lambda ring=ring, args=args, smem=smem: ring((blocks,), (32,), args, shared_mem=smem)  # noqa: E731
+        runs[f"ring.cu cp.async 64 x 2{', no mma' if no_mma else ''}"] = (go, out, blocks, 32)
+    flat, heads = kernels.read(UNROLL=8, TIMES=1)
     out = cp.zeros(blocks * 256 + 4 * blocks, cp.uint32)
     runs["read, decode blocks of 8 warps"] = (
         lambda out=out: heads((blocks,), (256,), (kp, vp, out, np.int32(N), np.int32(H), np.int32(SPLITS))), out,
@@ -86,9 +76,7 @@ def main(argv=None) -> int:
         for _ in range(5):
             launch()
         cp.cuda.runtime.deviceSynchronize()
-        words = out.view(cp.uint32)
-        times = cp.asnumpy(words[n_blocks * threads :].view(cp.uint64)).reshape(n_blocks, 2)
-        r = dict(name=name, do_bench_us=us, **summary(times))
+        r = dict(name=name, do_bench_us=us, **summary(kernels.block_times(out, n_blocks, threads)))
         rows.append(r)
         print(f"{name:36} {us:8.1f} {r['span']:7.1f} {r['starts_spread']:7.1f} {r['block_median']:7.1f} "
               f"{r['ends_10']:8.1f} {r['ends_50']:7.1f} {r['ends_90']:7.1f}", flush=True)  # fmt: skip

@@ -25,8 +25,9 @@ import triton
 import triton.testing  # noqa: F401  (do_bench's cache helpers)
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1])]  # benchmarks/
+sys.path[:0] = [str(HERE.parents[1]), str(HERE)]  # benchmarks/, this folder
 import bench_serving as bs  # noqa: E402
+import kernels  # noqa: E402
 
 _, B, N, D = bs.DECODE_SHAPES[0]
 H, SPLITS = 8, 6
@@ -60,10 +61,8 @@ def main(argv=None) -> int:
         drv.clear_cache(cache)
 
     _, k, v = bs.cache(B, N, 32, H, D, torch.float16)
-    blocks, smem = B * H * SPLITS, 2 * 2 * 64 * 2 * D
-    opts = ("-std=c++17", f"-I{HERE.parents[2] / 'kernel'}", "-arch=sm_90", "-DTIMES=1", "-DBULK=0", "-DSTAGES=2")
-    ring = cp.RawModule(code=(HERE / "ring.cu").read_text(), options=(*opts, "-DKV_TILE=64")).get_function("ring")
-    ring.max_dynamic_shared_size_bytes = smem
+    blocks = B * H * SPLITS
+    ring, smem = kernels.ring(0, 2, 64, TIMES=1)
     out = cp.zeros(blocks * 32 + 4 * blocks, cp.float32)
     z = np.uint64(0)
     args = (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(N), np.int32(H), np.int32(SPLITS), z, z)
@@ -78,7 +77,7 @@ def main(argv=None) -> int:
         empty((1,), (1,), (), stream=stream)
 
     def span():
-        t = cp.asnumpy(out.view(cp.uint32)[blocks * 32 :].view(cp.uint64)).reshape(blocks, 2)
+        t = kernels.block_times(out, blocks, 32)
         return (t[:, 1].max() - t[:, 0].min()) / 1e3
 
     r = {"device": torch.cuda.get_device_name()}

@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1])]  # benchmarks/
+sys.path[:0] = [str(HERE.parents[1]), str(HERE)]  # benchmarks/, this folder
 import bench_serving as bs  # noqa: E402
+import kernels  # noqa: E402
 
 _, B, N, D = bs.DECODE_SHAPES[0]  # the serving table's B=8 decode row
 H = 8  # its K / V heads
@@ -46,25 +47,10 @@ def main(argv=None) -> int:
         us = bs._do_bench(fn) * 1e3
         rows.append(dict(name=f"flash_fwd + combine splits {splits}", splits=splits, us=us, tb_s=nbytes / us / 1e6))
         print(f"{rows[-1]['name']:34} {us:7.1f} us  {rows[-1]['tb_s']:.2f} TB/s ({rows[-1]['tb_s'] / copy:.1%})")
-    # the tensor maps of BULK 2: K and V as (d, H, B * N) f16, boxes of 64 d x 1 head x KV_TILE keys, 128-byte swizzle
-    from flashsim.gpu.capture.tma import encode
-
-    def maps(kv_tile):
-        return [
-            cp.asarray(
-                encode("FLOAT16", t.data_ptr(), (D, H, B * N), (2 * D, 2 * D * H), (64, 1, kv_tile), swizzle=3, l2=3)
-            )
-            for t in (k, v)
-        ]
-
     for bulk, stages, kv_tile in VARIANTS:
-        options = ("-std=c++17", f"-I{HERE.parents[2] / 'kernel'}", f"-DBULK={bulk}", f"-DSTAGES={stages}")
-        options += (f"-DKV_TILE={kv_tile}", "-arch=sm_90")  # (-I: ring.cu includes kernel/async_copy.cuh)
-        fn = cp.RawModule(code=(HERE / "ring.cu").read_text(), options=options).get_function("ring")
-        smem = 2 * stages * kv_tile * (2 * D + (16 if bulk == 1 else 0))
-        fn.max_dynamic_shared_size_bytes = smem
+        fn, smem = kernels.ring(bulk, stages, kv_tile)
         per_sm = SMEM_PER_SM // (smem + 128 + SMEM_RESERVED)
-        tmaps = maps(kv_tile)
+        tmaps = kernels.tensor_maps(k, v, kv_tile)
         for splits in (4, 6, 8):
             out = cp.empty((B * H * splits * 32,), cp.float32)
             args = (

@@ -13,7 +13,10 @@ import numpy as np
 
 import flashsim.ptx as P
 
-SRC = (Path(__file__).resolve().parent / "ring.cu").read_text()
+sys.path[:0] = [str(Path(__file__).resolve().parent)]  # this folder
+import kernels  # noqa: E402
+
+SRC = (kernels.HERE / "ring.cu").read_text()
 B, N, H, D, S = 1, 256, 2, 128, 2
 
 
@@ -38,7 +41,7 @@ def main() -> int:
                 defines = dict(BULK=bulk, STAGES=stages, KV_TILE=kv_tile)
                 kernel = P.compile(SRC, arch="sm_90", defines=defines).kernel("ring")
                 out = np.zeros(B * H * S * 32, np.float32)
-                smem = 2 * stages * kv_tile * (2 * D + (16 if bulk == 1 else 0))
+                smem = kernels.ring_smem(bulk, stages, kv_tile)
                 args = [k, v, out, np.int32(N), np.int32(H), np.int32(S), *maps]
                 P.launch(kernel, B * H * S, 32, args, shared_mem=smem, check="racecheck")
                 first = outs.setdefault(kv_tile, out)

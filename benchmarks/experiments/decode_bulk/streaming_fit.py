@@ -27,58 +27,43 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE)]  # benchmarks/, this folder
 import bench_serving as bs  # noqa: E402
+import kernels  # noqa: E402
 from decode_parts import fwd_alone  # noqa: E402
 
 _, B, _, D = bs.DECODE_SHAPES[0]
 H, HQ, SPLITS = 8, 32, 6
 NS = (4096, 8192, 16384, 32768)
-OPTIONS = ("-std=c++17", f"-I{HERE.parents[2] / 'kernel'}", "-arch=sm_90")
 
 
 def raw_kernels(sms):
     """{name: prepare} of read.cu and ring.cu, where prepare(k, v, n) returns a function that launches the kernel."""
-    read = cp.RawModule(code=(HERE / "read.cu").read_text(), options=(*OPTIONS, "-DUNROLL=8"))
-    flat, heads = read.get_function("read_flat"), read.get_function("read_heads")
-    deep = cp.RawModule(code=(HERE / "read.cu").read_text(), options=(*OPTIONS, "-DUNROLL=16"))
-    heads16 = deep.get_function("read_heads")
+    flat, heads = kernels.read(UNROLL=8)
+    _, heads16 = kernels.read(UNROLL=16)
     out = cp.empty(sms * 16 * 256 + B * H * SPLITS * 256, cp.uint32)
-    kernels = {}
+    found = {}
     for per_sm in (4, 16):
-        kernels[f"read, front to back, {per_sm} x 256 threads an SM"] = lambda k, v, n, p=per_sm: (
+        found[f"read, front to back, {per_sm} x 256 threads an SM"] = lambda k, v, n, p=per_sm: (
             lambda: flat(
                 (sms * p,), (256,), (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), np.int64(k.nbytes // 16), out)
             )
         )
-    for warps in (1, 2):  # the decode's one-warp block with twice the loads in flight (16 KB a warp), and two
-        kernels[f"read 16 deep, decode blocks of {warps} warp(s)"] = lambda k, v, n, w=warps: lambda: heads16(
-            (B * H * SPLITS,), (32 * w,), (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(n),
-                                           np.int32(H), np.int32(SPLITS))
-        )  # fmt: skip
-    for warps in (1, 4, 8):
-        kernels[f"read, decode blocks of {warps} warp(s)"] = lambda k, v, n, w=warps: lambda: heads(
-            (B * H * SPLITS,), (32 * w,), (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(n),
-                                           np.int32(H), np.int32(SPLITS))
-        )  # fmt: skip
-    from flashsim.gpu.capture.tma import encode
-
+    # the decode's partition, 8 rows in flight a half-warp; then 16 (a one-warp block with twice the loads in flight)
+    for label, fn, warp_counts in (("read,", heads, (1, 4, 8)), ("read 16 deep,", heads16, (1, 2))):
+        for warps in warp_counts:
+            found[f"{label} decode blocks of {warps} warp(s)"] = lambda k, v, n, fn=fn, w=warps: lambda: fn(
+                (B * H * SPLITS,), (32 * w,), (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(n),
+                                               np.int32(H), np.int32(SPLITS))
+            )  # fmt: skip
     for bulk, no_mma in ((0, 0), (2, 0), (0, 1), (2, 1)):  # NO_MMA: the tiles land and are released unread
-        defines = (f"-DBULK={bulk}", "-DSTAGES=2", "-DKV_TILE=64", f"-DNO_MMA={no_mma}")
-        ring = cp.RawModule(code=(HERE / "ring.cu").read_text(), options=(*OPTIONS, *defines)).get_function("ring")
-        smem = 2 * 2 * 64 * 2 * D
-        ring.max_dynamic_shared_size_bytes = smem
+        ring, smem = kernels.ring(bulk, 2, 64, NO_MMA=no_mma)
 
         def prepare(k, v, n, ring=ring, smem=smem):
-            maps = [
-                cp.asarray(encode("FLOAT16", t.data_ptr(), (D, H, B * n), (2 * D, 2 * D * H), (64, 1, 64), swizzle=3,
-                                  l2=3))
-                for t in (k, v)
-            ]  # fmt: skip
             args = (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(n), np.int32(H),
-                    np.int32(SPLITS), *maps)  # fmt: skip
+                    np.int32(SPLITS), *kernels.tensor_maps(k, v, 64))  # fmt: skip
             return lambda: ring((B * H * SPLITS,), (32,), args, shared_mem=smem)  # (args holds the maps alive)
 
-        kernels[f"ring.cu {('cp.async', '', 'TMA')[bulk]} 64 x 2" + (", no mma" if no_mma else "")] = prepare
-    return kernels
+        found[f"ring.cu {('cp.async', '', 'TMA')[bulk]} 64 x 2" + (", no mma" if no_mma else "")] = prepare
+    return found
 
 
 def fit(ns, us, bytes_per_key):
