@@ -3,8 +3,8 @@ and flash_combine, per arch, from one NVRTC build (ptxas counts each entry's reg
 
 ``decode_config(arch, head_dim, packed_rows)`` is the configuration a KV-cache call with that many packed rows per
 K / V head runs by default (flashsim.tuning.decode_tiling, split on, paged or not); ``serving_budget(config,
-arch)`` returns the two budgets: flash_fwd's as flashsim.budget gives it, and flash_combine's registers, its (no)
-shared memory and its occupancy by the same cuda_occupancy.h rules.
+arch)`` returns the two budgets: flash_fwd's as flashsim.budget gives it, and flash_combine's registers, its static
+shared memory (the parts' LSEs and weights, per warp) and its occupancy by the same cuda_occupancy.h rules.
 """
 
 from __future__ import annotations
@@ -44,12 +44,13 @@ def decode_config(arch, head_dim: int = 128, packed_rows: int = 4, *, dtype="bf1
 
 @dataclass(frozen=True)
 class CombineBudget:
-    """flash_combine's resources on one arch: registers and spills (ptxas), threads, no shared memory, occupancy."""
+    """flash_combine's resources on one arch: registers and spills (ptxas), threads, static shared memory, occupancy."""
 
     arch: str
     registers: int
     spill_bytes: int
     threads: int
+    smem_bytes: int
     occ: Occupancy
 
     @property
@@ -60,7 +61,8 @@ class CombineBudget:
         o = self.occ
         return (
             f"{self.arch} flash_combine: {self.threads} threads ({COMBINE_WARPS} rows per block), {self.registers} "
-            f"registers/thread [ptxas (NVRTC, {self.arch})], {self.spill_bytes} B spill, 0 B shared memory; "
+            f"registers/thread [ptxas (NVRTC, {self.arch})], {self.spill_bytes} B spill, {self.smem_bytes} B shared "
+            "memory; "
             f"blocks/SM {o.blocks_per_sm} (limited by {o.limiter}), occupancy {o.warps_per_sm}/{o.max_warps_per_sm} "
             f"warps = {100 * o.occupancy:.1f}%"
         )
@@ -76,5 +78,7 @@ def serving_budget(config: KernelConfig, arch) -> tuple[Budget, CombineBudget | 
         return main, None
     entry = compile_kernel(config, a).entry(COMBINE_ENTRY)
     threads = 32 * COMBINE_WARPS
-    occ = occupancy(a, threads, int(entry.registers), 0, int(entry.static_smem_bytes))
-    return main, CombineBudget(a, int(entry.registers), int(entry.spill_stores + entry.spill_loads), threads, occ)
+    smem = int(entry.static_smem_bytes)
+    occ = occupancy(a, threads, int(entry.registers), 0, smem)
+    spills = int(entry.spill_stores + entry.spill_loads)
+    return main, CombineBudget(a, int(entry.registers), spills, threads, smem, occ)

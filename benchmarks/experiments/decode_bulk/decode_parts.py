@@ -27,6 +27,8 @@ import torch
 sys.path[:0] = [str(Path(__file__).resolve().parents[2])]  # benchmarks/
 import bench_serving as bs  # noqa: E402
 
+from flashsim.gpu import serving_torch  # noqa: E402
+
 # the split counts timed besides the heuristic's, per decode row: its neighbours, so that the block counts differ
 OTHER_SPLITS = {"decode": (4, 8), "decode B=1 Nk=32768": (24, 48), "decode d=64": (4, 8)}
 SHAPES = [(*shape, OTHER_SPLITS[shape[0]]) for shape in bs.DECODE_SHAPES if shape[0] in OTHER_SPLITS]
@@ -41,6 +43,10 @@ def fwd_alone(plan):
         yield
     finally:
         plan.packed_combine, plan.packed_combine_overlap = saved
+        # with ready_counters.patch (README) nobody reset the split's ready counters without the combine: later calls
+        # get fresh states
+        serving_torch._STATE.clear()
+        serving_torch._SLABS.clear()
 
 
 def main(argv=None) -> int:
