@@ -1,11 +1,17 @@
 """The serving speed table on the GPU: decode, speculative decoding, paged caches, varlen and prefill, the kernel
 beside torch SDPA's FlashAttention-2 and cuDNN backends in the same run.
 
-    python3 benchmarks/bench_serving.py --json bench_serving.json [--sweep] [--quick | --decode]
+    python3 benchmarks/bench_serving.py --json bench_serving.json [--sweep] [--quick | --decode] [--flush read]
     python3 benchmarks/bench_serving.py --call --json bench_call.json      # the public call beside FA2 alone
 
-Every time is triton.testing.do_bench's median (milliseconds, shown in us) of a CUDA graph replaying one call (the
-kernels alone: the host's per-call work is apart, reported for ours as "eager" beside it). Rows:
+Every time is the median (milliseconds, shown in us) of a CUDA graph replaying one call (the kernels alone: the
+host's per-call work is apart, reported for ours as "eager" beside it), timed as triton.testing.do_bench times (25 ms
+of warm-up, 100 ms of timed calls, each between two events after the L2 is emptied by a 256 MB buffer). How the L2 is
+emptied is ``--flush``: "zero" (the default: do_bench's own, which writes the buffer with zeros) leaves the L2 full of
+dirty lines that the timed kernel's own traffic must write back: on an H100 the decode's load path alone took 8.8 us
+longer inside its own blocks after it than with no emptying at all (benchmarks/experiments/decode_bulk/overhead.py),
+about 9% of a 100-us decode but 1.4% of the 1 GiB copy the "of copy" rates divide by. "read" reads the buffer
+instead: an L2 as cold, and clean, as a decode's is after the layer's projections in a model. Rows:
 
 * decode: B=8, Hq=32, Hkv=8, Nq=1, Nk=8192, d=128, bf16, contiguous cache (cache_seqlens all 8192), num_splits
   chosen by the heuristic; its K and V bytes over its time against the copy bandwidth measured here (torch's
@@ -51,35 +57,86 @@ import time
 import numpy as np
 
 COPY_BYTES = 1 << 30
+FLUSH_BYTES = 256 * 10**6  # the buffer that empties the L2 between timed calls (triton.testing.do_bench's size)
+FLUSHES = {  # how it is emptied (module docstring); --flush picks one for the whole run
+    "zero": lambda buf: buf.zero_(),  # triton.testing.do_bench's: written, so the lines stay dirty in L2
+    "read": lambda buf: buf.sum(),  # read: the lines stay clean
+}
+FLUSH = "zero"  # this run's method: main() sets it from --flush before any timing
+WARMUP_MS, REP_MS = 25, 100  # do_bench's warm-up and timed durations
 RTX5090_TB_S = 1.79  # NVIDIA's RTX 5090 memory bandwidth (spec sheet), a prediction's input
 
 
 def _do_bench(fn):
-    import triton.testing
+    """Median ms of ``fn`` timed as triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") times it
+    (the call count from an estimate over 5 calls, a warm-up, then each timed call between two events after the L2 is
+    emptied), the L2 emptied by FLUSH's method."""
+    import torch
 
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    flush, buf = FLUSHES[FLUSH], _flush_buffer()
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        flush(buf)
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    estimate = start.elapsed_time(end) / 5
+    for _ in range(max(1, int(WARMUP_MS / estimate))):
+        fn()
+    n = max(1, int(REP_MS / estimate))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for s, e in zip(starts, ends):
+        flush(buf)
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return float(statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)))
+
+
+_FLUSH_BUFFER: list = []  # the one flush buffer of the process, made at the first timing
+
+
+def _flush_buffer():
+    import torch
+
+    if not _FLUSH_BUFFER:
+        _FLUSH_BUFFER.append(torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda"))
+    return _FLUSH_BUFFER[0]
+
+
+def graph_of(fn):
+    """The replay of a CUDA graph holding one call of ``fn`` (captured after a warm call on the capture stream)."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()  # a warm call on the capture stream
+    torch.cuda.current_stream().wait_stream(stream)
+    with torch.cuda.graph(graph):
+        fn()
+    torch.cuda.synchronize()
+    return graph.replay
 
 
 def timed(fn):
     """(ms per call of a CUDA graph replaying ``fn``, or of ``fn`` itself if it cannot be captured; the method)."""
     import torch
 
-    fn()
-    torch.cuda.synchronize()
     try:
-        graph = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            fn()  # a warm call on the capture stream
-        torch.cuda.current_stream().wait_stream(stream)
-        with torch.cuda.graph(graph):
-            fn()
-        torch.cuda.synchronize()
-        return _do_bench(graph.replay), "graph"
+        replay = graph_of(fn)
     except Exception as exc:  # noqa: BLE001 - a backend that cannot be captured is timed eagerly
         torch.cuda.synchronize()
         return _do_bench(fn), f"eager ({type(exc).__name__})"
+    return _do_bench(replay), "graph"
 
 
 def copy_bandwidth():
@@ -575,7 +632,10 @@ def predict_sm120(rows):
 
 
 def text(rows, bw, dev):
-    out = [f"bench_serving on {dev}; copy bandwidth {bw:.2f} TB/s (read + written); times: do_bench medians (us)"]
+    out = [
+        f"bench_serving on {dev}; copy bandwidth {bw:.2f} TB/s (read + written); times: do_bench medians (us), "
+        f"L2 emptied by {FLUSH} before each"
+    ]
     for r in rows:
         parts = [f"{r['name']:34}"]
         for key in ("ours_us", "serial_combine_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
@@ -620,8 +680,12 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="the decode row alone (a smoke run)")
     p.add_argument("--call", action="store_true", help="the public call's rows alone (host time, graphs, FA2)")
     p.add_argument("--decode", action="store_true", help="the decode rows alone (every shape, the paged caches)")
+    p.add_argument("--flush", choices=sorted(FLUSHES), default="zero", help="how the L2 is emptied between timed calls")
     args = p.parse_args(argv)
     import torch
+
+    global FLUSH
+    FLUSH = args.flush
 
     t0 = time.time()
     dev = torch.cuda.get_device_name()
@@ -645,7 +709,7 @@ def main(argv=None) -> int:
     print(f"bench_serving: {time.time() - t0:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=dev, copy_tb_s=bw, rows=rows, torch=torch.__version__), f, indent=1)
+            json.dump(dict(device=dev, copy_tb_s=bw, flush=FLUSH, rows=rows, torch=torch.__version__), f, indent=1)
     return 0 if not any("error" in r for r in rows) else 1
 
 
