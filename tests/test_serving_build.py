@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from flashsim import KernelConfig
+from flashsim.constants import COMBINE_WARPS, MAX_SPLITS
 from flashsim.resources.serving import decode_config, serving_budget
 
 pytestmark = pytest.mark.nvrtc
@@ -58,6 +59,9 @@ def test_the_budget_of_the_decode_and_combine_kernels(arch):
     assert combine.registers <= 128 and combine.spill_bytes == 0 and combine.threads == 128
     assert combine.blocks_per_sm >= 4  # 16 warps per SM, each with a batch of loads in flight
     assert "flash_combine" in combine.table() and "blocks/SM" in main.table()
+    # its static shared memory, as ptxas counts it: each warp's parts' LSEs and weights (f32, MAX_SPLITS of each)
+    assert combine.smem_bytes == COMBINE_WARPS * MAX_SPLITS * 2 * 4
+    assert f"{combine.smem_bytes} B shared memory" in combine.table()
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
