@@ -9,4 +9,4 @@ python3 benchmarks/experiments/decode_bulk/flush_check.py --json "$OUT/flush_che
 for f in zero read; do
   python3 benchmarks/bench_serving.py --decode --flush $f --json "$OUT/decode_$f.json" > "$OUT/decode_$f.txt" 2>&1
 done
-cat "$OUT/flush_check.txt"; tail -25 "$OUT/decode_zero.txt" "$OUT/decode_read.txt"
+cat "$OUT/flush_check.txt" "$OUT/decode_zero.txt" "$OUT/decode_read.txt"
