@@ -14,10 +14,10 @@ KERNEL_DIR = HERE.parents[2] / "kernel"  # ring.cu and the kernel share kernel/a
 D = 128  # ring.cu's and read.cu's head dim (f16 / bf16 rows of 256 bytes)
 
 
-def ring_smem(bulk: int, stages: int, kv_tile: int) -> int:
-    """ring.cu's dynamic shared memory: K and V slots of kv_tile rows, rows padded by 16 bytes in the per-row bulk
-    form (BULK 1)."""
-    return 2 * stages * kv_tile * (2 * D + (16 if bulk == 1 else 0))
+def ring_smem(bulk: int, stages: int, kv_tile: int, warps: int = 1) -> int:
+    """ring.cu's dynamic shared memory: each warp's K and V slots of kv_tile rows, rows padded by 16 bytes in the
+    per-row bulk form (BULK 1)."""
+    return warps * 2 * stages * kv_tile * (2 * D + (16 if bulk == 1 else 0))
 
 
 def _cupy_module(source: str, arch: str, defines: dict):
@@ -31,7 +31,7 @@ def ring(bulk: int, stages: int, kv_tile: int, arch: str = "sm_90", **defines):
     """(ring.cu's kernel built by cupy with BULK, STAGES, KV_TILE and ``defines``, its shared memory in bytes), the
     kernel allowed that much dynamic shared memory."""
     fn = _cupy_module("ring.cu", arch, dict(BULK=bulk, STAGES=stages, KV_TILE=kv_tile, **defines)).get_function("ring")
-    smem = ring_smem(bulk, stages, kv_tile)
+    smem = ring_smem(bulk, stages, kv_tile, defines.get("WARPS", 1))
     fn.max_dynamic_shared_size_bytes = smem
     return fn, smem
 

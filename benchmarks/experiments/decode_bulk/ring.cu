@@ -10,6 +10,10 @@
 //             64 d of K or V, KV_TILE x 128 B each) from tensor maps with the 128-byte swizzle (FA3's form); the
 //             maps lie in global memory (tmap_k, tmap_v: 128 bytes each, from cuTensorMapEncodeTiled on the host).
 // K and V are (B, N, H, d) f16 as the serving call's caches; rows past N are skipped (their slot rows unused).
+// WARPS > 1: a block of WARPS warps, each with its own ring (slots and barriers) over its share of the block's keys
+// (ceil(keys / WARPS), in warp order): a split inside the block, its warps' streams side by side on one SM. Warp w of
+// block i writes out[(i * WARPS + w) * 32 + lane], so WARPS w with S splits gives the outputs of one-warp blocks with
+// w * S splits, bit for bit (ring_cpu.py). WARPS 1 is the one-warp block (its PTX unchanged by the option).
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #ifndef BULK
@@ -24,6 +28,9 @@ typedef unsigned long long uint64_t;
 #ifndef NO_MMA
 #define NO_MMA 0   // 1: the tiles land and are released unread (no ldmatrix, no mma): the copies' cost alone
 #endif
+#ifndef WARPS
+#define WARPS 1
+#endif
 #ifndef TIMES
 #define TIMES 0    // 1: lane 0 writes the block's %globaltimer at its start and end to out[B * H * splits * 32 + ...]
 #endif
@@ -32,23 +39,32 @@ constexpr int D = 128, ROW = D * 2, BC = KV_TILE, PITCH = BULK == 1 ? ROW + 16 :
 #include "async_copy.cuh"  // kernel/: flash_fwd's own cp.async and mbarrier wrappers
 using namespace fs;
 
-extern "C" __global__ void __launch_bounds__(32) ring(const char* __restrict__ k, const char* __restrict__ v,
+extern "C" __global__ void __launch_bounds__(32 * WARPS) ring(const char* __restrict__ k, const char* __restrict__ v,
                                                      float* out, int n, int heads, int splits, const void* tmap_k,
                                                      const void* tmap_v) {
     extern __shared__ __align__(1024) unsigned char smem[];
-    __shared__ __align__(8) uint64_t full[STAGES];
-    const int lane = threadIdx.x;
+    __shared__ __align__(8) uint64_t full[WARPS * STAGES];
+    const int lane = WARPS > 1 ? threadIdx.x % 32 : threadIdx.x, warp = WARPS > 1 ? threadIdx.x / 32 : 0;
 #if TIMES
     unsigned long long t_start;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_start));
 #endif
     const int split = blockIdx.x % splits, head = (blockIdx.x / splits) % heads, batch = blockIdx.x / splits / heads;
-    const int per = (n + splits - 1) / splits, key0 = split * per, key1 = min(n, key0 + per);
+    const int per = (n + splits - 1) / splits;
+    int key0 = split * per, key1 = min(n, key0 + per);
+#if WARPS > 1
+    {   // this warp's share of the block's keys
+        const int wper = (max(key1 - key0, 0) + WARPS - 1) / WARPS;
+        key0 = min(key1, key0 + warp * wper);
+        key1 = min(key1, key0 + wper);
+    }
+#endif
     const int tiles = (key1 - key0 + BC - 1) / BC;
     const long long rs = (long long)heads * ROW;   // bytes between keys of one head
     const char* kh = k + ((long long)batch * n * heads + head) * ROW;
     const char* vh = v + ((long long)batch * n * heads + head) * ROW;
-    const uint32_t ks = smem_addr(smem), vs = ks + STAGES * SLOT, bar0 = smem_addr(full);
+    const uint32_t ks = smem_addr(smem) + warp * 2 * STAGES * SLOT, vs = ks + STAGES * SLOT;
+    const uint32_t bar0 = smem_addr(full) + warp * 8 * STAGES;
     if (lane == 0)
         for (int s = 0; s < STAGES; ++s)
             asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" :: "r"(bar0 + 8 * s), "r"(BULK ? 1 : 32) : "memory");
@@ -140,11 +156,14 @@ extern "C" __global__ void __launch_bounds__(32) ring(const char* __restrict__ k
     float s = 0.f;
 #pragma unroll
     for (int i = 0; i < 16; ++i) s += acc[i][0] + acc[i][1] + acc[i][2] + acc[i][3];
-    out[blockIdx.x * 32 + lane] = s;
+    out[(blockIdx.x * WARPS + warp) * 32 + lane] = s;
 #if TIMES
+#if WARPS > 1
+    __syncthreads();   // the block ends with its last warp
+#endif
     unsigned long long t_end;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_end));
-    unsigned long long* times = reinterpret_cast<unsigned long long*>(out + gridDim.x * 32);
-    if (lane == 0) times[2 * blockIdx.x] = t_start, times[2 * blockIdx.x + 1] = t_end;
+    unsigned long long* times = reinterpret_cast<unsigned long long*>(out + gridDim.x * WARPS * 32);
+    if (threadIdx.x == 0) times[2 * blockIdx.x] = t_start, times[2 * blockIdx.x + 1] = t_end;
 #endif
 }

@@ -1,7 +1,8 @@
 """On the CPU: ring.cu's three load paths (cp.async, per-row bulk copies, tensor TMA), 2 and 3 stages, 64- and
 32-key tiles, in flashsim.ptx on a small shape of full tiles (B 1, N 256, H 2, 2 splits of 128 keys), racecheck on:
 every output bit-equal to the cp.async path's of its tile size (the same bytes reach the same fragments, so the TMA
-path's swizzled addressing is right before it runs on a GPU).
+path's swizzled addressing is right before it runs on a GPU); and blocks of two warps, each its own ring over half
+the block's keys (WARPS 2, one split), bit-equal to one-warp blocks over two splits.
 
     python3 benchmarks/experiments/decode_bulk/ring_cpu.py
 """
@@ -36,6 +37,8 @@ def main() -> int:
             ).copy()
             for t in (k, v)
         ]  # fmt: skip
+        if kv_tile == 64:
+            maps64 = maps
         for bulk in (0, 1, 2) if kv_tile == 64 else (0, 2):
             for stages in (2, 3):
                 defines = dict(BULK=bulk, STAGES=stages, KV_TILE=kv_tile)
@@ -49,6 +52,16 @@ def main() -> int:
                 bad += not same
                 print(f"{('cp.async', 'bulk', 'tma')[bulk]:8} {kv_tile}x{stages}: racecheck clean, "
                       f"{'bit-equal to cp.async' if same else 'DIFFERS from cp.async'}", flush=True)  # fmt: skip
+    for bulk in (0, 2):  # two warps a block, one split: the outputs of one-warp blocks with two splits
+        defines = dict(BULK=bulk, STAGES=2, KV_TILE=64, WARPS=2)
+        kernel = P.compile(SRC, arch="sm_90", defines=defines).kernel("ring")
+        out = np.zeros(B * H * S * 32, np.float32)
+        args = [k, v, out, np.int32(N), np.int32(H), np.int32(S // 2), *maps64]
+        P.launch(kernel, B * H * S // 2, 64, args, shared_mem=kernels.ring_smem(bulk, 2, 64, 2), check="racecheck")
+        same = np.array_equal(out.view(np.uint32), outs[64].view(np.uint32))
+        bad += not same
+        print(f"{('cp.async', 'bulk', 'tma')[bulk]:8} 64x2, 2 warps a block: racecheck clean, "
+              f"{'bit-equal to one-warp blocks' if same else 'DIFFERS from one-warp blocks'}", flush=True)  # fmt: skip
     return 1 if bad else 0
 
 

@@ -43,6 +43,7 @@ def launcher(q, k, v, sl, splits, packed):
     parts = torch.empty((max(plan.part_bytes, 1),), dtype=torch.uint8, device="cuda")
     ptrs = dict(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=lse.data_ptr())
     ptrs.update(seqlens_k=sl.data_ptr(), parts=parts.data_ptr())
+
     def fn():  # on the stream current at the call (a graph capture's own)
         gs.launch_serving(plan, torch.cuda.current_stream().cuda_stream, ptrs, check=False)
 
