@@ -62,18 +62,18 @@ FLUSHES = {  # how it is emptied (module docstring); --flush picks one for the w
     "zero": lambda buf: buf.zero_(),  # triton.testing.do_bench's: written, so the lines stay dirty in L2
     "read": lambda buf: buf.sum(),  # read: the lines stay clean
 }
-FLUSH = "zero"  # this run's method: main() sets it from --flush before any timing
+FLUSH = "zero"  # the run's method where a timing names none: main() sets it from --flush before any timing
 WARMUP_MS, REP_MS = 25, 100  # do_bench's warm-up and timed durations
 RTX5090_TB_S = 1.79  # NVIDIA's RTX 5090 memory bandwidth (spec sheet), a prediction's input
 
 
-def _do_bench(fn):
+def _do_bench(fn, flush=None):
     """Median ms of ``fn`` timed as triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") times it
     (the call count from an estimate over 5 calls, a warm-up, then each timed call between two events after the L2 is
-    emptied), the L2 emptied by FLUSH's method."""
+    emptied), the L2 emptied by ``flush``'s method (FLUSHES; None: the run's, FLUSH)."""
     import torch
 
-    flush, buf = FLUSHES[FLUSH], _flush_buffer()
+    flush, buf = FLUSHES[flush or FLUSH], _flush_buffer()
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -127,16 +127,17 @@ def graph_of(fn):
     return graph.replay
 
 
-def timed(fn):
-    """(ms per call of a CUDA graph replaying ``fn``, or of ``fn`` itself if it cannot be captured; the method)."""
+def timed(fn, flush=None):
+    """(ms per call of a CUDA graph replaying ``fn``, or of ``fn`` itself if it cannot be captured; the method), the
+    L2 emptied by ``flush`` (as _do_bench)."""
     import torch
 
     try:
         replay = graph_of(fn)
     except Exception as exc:  # noqa: BLE001 - a backend that cannot be captured is timed eagerly
         torch.cuda.synchronize()
-        return _do_bench(fn), f"eager ({type(exc).__name__})"
-    return _do_bench(replay), "graph"
+        return _do_bench(fn, flush), f"eager ({type(exc).__name__})"
+    return _do_bench(replay, flush), "graph"
 
 
 def copy_bandwidth():

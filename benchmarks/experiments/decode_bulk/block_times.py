@@ -54,8 +54,7 @@ def main(argv=None) -> int:
     for no_mma in (0, 1):
         ring, smem = kernels.ring(0, 2, 64, TIMES=1, NO_MMA=no_mma)
         out = cp.zeros(blocks * 32 + 4 * blocks, cp.float32)
-        z = np.uint64(0)  # (no tensor maps: the cp.async form)
-        args = (kp, vp, out, np.int32(N), np.int32(H), np.int32(SPLITS), z, z)
+        args = kernels.ring_args(k, v, out, N, H, SPLITS)  # (no tensor maps: the cp.async form)
         go = lambda ring=ring, args=args, smem=smem: ring((blocks,), (32,), args, shared_mem=smem)  # noqa: E731
         runs[f"ring.cu cp.async 64 x 2{', no mma' if no_mma else ''}"] = (go, out, blocks, 32)
     flat, heads = kernels.read(UNROLL=8, TIMES=1)

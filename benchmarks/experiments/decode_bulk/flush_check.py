@@ -5,7 +5,7 @@ by writing changes (bench_serving's --flush).
 
 For the 1 GiB copy (the "of copy" reference), the decode call (B=8 Nk=8192 d=128 bf16, CUDA-graph replay) and FA2 /
 cuDNN on the same cache: triton.testing.do_bench's median (warmup 25, rep 100: the L2 zeroed), bench_serving's
-_do_bench with FLUSH "zero" (the same method, ours: the two should agree) and with "read". Three rounds, the median
+_do_bench with flush "zero" (the same method, ours: the two should agree) and with "read". Three rounds, the median
 of each.
 """
 
@@ -40,17 +40,12 @@ def main(argv=None) -> int:
         "FA2 (graph)": bs.graph_of(bs.sdpa("FA2", qt, kt, vt)),
         "cuDNN (graph)": bs.graph_of(bs.sdpa("cuDNN", qt, kt, vt)),
     }
-    methods = {
-        "triton do_bench": lambda fn: triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"),
-        "ours, zero": lambda fn: bs._do_bench(fn),
-        "ours, read": lambda fn: bs._do_bench(fn),
-    }
+    methods = {"triton do_bench": lambda fn: triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")}
+    methods.update({f"ours, {flush}": lambda fn, flush=flush: bs._do_bench(fn, flush) for flush in bs.FLUSHES})
     out: dict = {"device": torch.cuda.get_device_name()}
     for name, fn in fns.items():
         for method, bench in methods.items():
-            bs.FLUSH = method.split(", ")[-1] if "ours" in method else "zero"
             out[f"{name} | {method}"] = statistics.median(bench(fn) * 1e3 for _ in range(3))
-    bs.FLUSH = "zero"
     nbytes = 2 * k.numel() * k.element_size()
     for key, us in out.items():
         if key == "device":

@@ -36,6 +36,14 @@ def ring(bulk: int, stages: int, kv_tile: int, arch: str = "sm_90", **defines):
     return fn, smem
 
 
+def ring_args(k, v, out, n: int, heads: int, splits: int, tmaps=None) -> tuple:
+    """ring.cu's arguments for torch caches k, v (B, N, H, d), the cupy output ``out``, N, H and the split count; the
+    tensor maps of its TMA form (``tensor_maps``; kept alive by the tuple), or null pointers for the other forms."""
+    maps = tuple(tmaps) if tmaps is not None else (np.uint64(0), np.uint64(0))
+    ints = (np.int32(n), np.int32(heads), np.int32(splits))
+    return (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, *ints, *maps)
+
+
 def read(arch: str = "sm_90", **defines):
     """read.cu built by cupy with ``defines``: (read_flat, read_heads)."""
     module = _cupy_module("read.cu", arch, defines)

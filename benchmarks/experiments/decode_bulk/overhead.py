@@ -64,8 +64,7 @@ def main(argv=None) -> int:
     blocks = B * H * SPLITS
     ring, smem = kernels.ring(0, 2, 64, TIMES=1)
     out = cp.zeros(blocks * 32 + 4 * blocks, cp.float32)
-    z = np.uint64(0)
-    args = (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(N), np.int32(H), np.int32(SPLITS), z, z)
+    args = kernels.ring_args(k, v, out, N, H, SPLITS)
     stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
 
     def launch():

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import cupy as cp
-import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
@@ -53,15 +52,7 @@ def main(argv=None) -> int:
         tmaps = kernels.tensor_maps(k, v, kv_tile)
         for splits in (4, 6, 8):
             out = cp.empty((B * H * splits * 32,), cp.float32)
-            args = (
-                np.uint64(k.data_ptr()),
-                np.uint64(v.data_ptr()),
-                out,
-                np.int32(N),
-                np.int32(H),
-                np.int32(splits),
-                *tmaps,
-            )
+            args = kernels.ring_args(k, v, out, N, H, splits, tmaps)
             us = bs._do_bench(lambda: fn((B * H * splits,), (32,), args, shared_mem=smem)) * 1e3
             name = f"ring {('cp.async', 'bulk', 'tma')[bulk]} {kv_tile}x{stages} splits {splits}"
             r = dict(name=name, bulk=bulk, stages=stages, kv_tile=kv_tile, splits=splits, smem=smem)

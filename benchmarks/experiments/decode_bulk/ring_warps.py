@@ -49,18 +49,15 @@ def main(argv=None) -> int:
             fn, smem = kernels.ring(bulk, 2, kv_tile, WARPS=warps, TIMES=1)
             blocks = B * H * splits
             out = cp.zeros(blocks * warps * 32 + 4 * blocks, cp.float32)
-            args = (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(N), np.int32(H),
-                    np.int32(splits), *tmaps)  # fmt: skip
+            args = kernels.ring_args(k, v, out, N, H, splits, tmaps)
 
             def launch():
                 fn((blocks,), (32 * warps,), args, shared_mem=smem, stream=stream)
 
             r = dict(form=("cp.async", "bulk", "tma")[bulk], splits=splits, warps=warps, kv_tile=kv_tile)
             r.update(blocks=blocks, smem=smem)
-            for flush in ("zero", "read"):
-                bs.FLUSH = flush
-                r[f"us_{flush}"] = bs._do_bench(launch) * 1e3
-            bs.FLUSH = "zero"
+            for flush in bs.FLUSHES:
+                r[f"us_{flush}"] = bs._do_bench(launch, flush) * 1e3
             launch()
             torch.cuda.synchronize()
             t = kernels.block_times(out, blocks, warps * 32).astype(np.float64)

@@ -58,8 +58,7 @@ def raw_kernels(sms):
         ring, smem = kernels.ring(bulk, 2, 64, NO_MMA=no_mma)
 
         def prepare(k, v, n, ring=ring, smem=smem):
-            args = (np.uint64(k.data_ptr()), np.uint64(v.data_ptr()), out, np.int32(n), np.int32(H),
-                    np.int32(SPLITS), *kernels.tensor_maps(k, v, 64))  # fmt: skip
+            args = kernels.ring_args(k, v, out, n, H, SPLITS, kernels.tensor_maps(k, v, 64))
             return lambda: ring((B * H * SPLITS,), (32,), args, shared_mem=smem)  # (args holds the maps alive)
 
         found[f"ring.cu {('cp.async', '', 'TMA')[bulk]} 64 x 2" + (", no mma" if no_mma else "")] = prepare
