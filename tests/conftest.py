@@ -1,6 +1,7 @@
 """Shared pytest hooks: every test that needs something an install may lack says so with a marker, and is skipped,
 with the reason, where that thing is missing (visible in ``pytest -ra``). The suite passes on the base install
-(numpy, sympy, ml_dtypes, numba) with pytest and hypothesis, and on the test extra.
+(numpy, sympy, ml_dtypes, numba) with pytest alone (the files of property tests skipped without hypothesis) or
+with hypothesis, and on the test extra.
 
 Markers (registered in pyproject.toml):
   ``gpu``             a usable CUDA GPU (flashsim.gpu.runtime.gpu_available: cuda-python, a driver, a device)
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
 
 # One BLAS / OpenMP thread per xdist worker: `-n auto` already runs a worker on each core, and numpy's OpenBLAS
 # starting as many threads again in each worker oversubscribes the cores (set before numpy loads its BLAS, which reads
@@ -90,6 +92,25 @@ def _why_not(item) -> str | None:
         ok, reason = gpu_status()
         if not ok:
             return f"no usable GPU: {reason}"
+    return None
+
+
+# a test file that imports hypothesis at its top (the property tests); collected only where hypothesis imports
+_IMPORTS_HYPOTHESIS = re.compile(r"^(from hypothesis\b|import hypothesis\b)", re.MULTILINE)
+
+
+class _NeedsHypothesis(pytest.Module):
+    """A test file that imports hypothesis, where it is missing: skipped whole at collection, with the reason."""
+
+    def collect(self):
+        pytest.skip(module_status("hypothesis")[1] + "; pip install -e '.[test]'", allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    """The ``needs`` rule for the import every property-test file makes at its top: without hypothesis (pytest alone
+    on the base install) such a file is skipped with the reason instead of failing to collect."""
+    if not module_status("hypothesis")[0] and _IMPORTS_HYPOTHESIS.search(module_path.read_text()):
+        return _NeedsHypothesis.from_parent(parent, path=module_path)
     return None
 
 
