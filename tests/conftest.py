@@ -103,7 +103,8 @@ class _NeedsHypothesis(pytest.Module):
     """A test file that imports hypothesis, where it is missing: skipped whole at collection, with the reason."""
 
     def collect(self):
-        pytest.skip(module_status("hypothesis")[1] + "; pip install -e '.[test]'", allow_module_level=True)
+        reason = f"{self.path.name} {module_status('hypothesis')[1]}; pip install -e '.[test]'"
+        pytest.skip(reason, allow_module_level=True)
 
 
 def pytest_pycollect_makemodule(module_path, parent):
