@@ -61,6 +61,7 @@ NVFP4_HEAD_DIMS = (64, 128)
 NVFP4_ARCH = "sm_120"  # the one arch with the FP4 mma.sync (built for its arch-specific target, sm_120a)
 # KernelConfig's serving fields (flashsim.serving)
 SERVING_SWITCHES = ("seqlens", "paged", "pack_gqa", "split", "fused")
+SERVING_COUNTS = {"warp_split": 1}  # KernelConfig's serving counts and their off values (described only when on)
 
 
 def pv_accums(dtype: str = "f16", quant: str = "none") -> tuple[str, ...]:
@@ -90,6 +91,7 @@ def smem_buffers(
     v_bytes=None,
     ring_mbarrier=0,
     k_scale_bytes=0,
+    rings=1,
 ):
     """Shared-memory buffers of one block, name -> bytes.
 
@@ -99,7 +101,8 @@ def smem_buffers(
     block scales are read into registers once, from global memory);
     ``v_bytes``: of a V element (default ``elem_bytes``; 1 with quant="int8-fp8");
     ``ring_mbarrier``: 1 when the K / V ring is synchronised by mbarriers (KernelConfig.ring_mbarrier): a "full" and
-    an "empty" barrier per slot after the V ring, else 0.
+    an "empty" barrier per slot after the V ring, else 0;
+    ``rings``: K / V rings, each with its barriers (KernelConfig.warp_split: one per warp).
 
     Works on ints and on sympy symbols alike (flashsim.budget uses the latter). The Q tile is
     staged once and read with ldmatrix (into registers for the loop with one m16 tile per warp, at each k16 step
@@ -111,9 +114,9 @@ def smem_buffers(
     v_bytes = elem_bytes if v_bytes is None else v_bytes
     return {
         "Q tile": block_m * head_dim * qk_bytes,
-        "K ring": stages * kv_tile * (head_dim * qk_bytes + k_scale_bytes),
-        "V ring": stages * kv_tile * head_dim * v_bytes,
-        "ring barriers": 2 * stages * MBARRIER_BYTES * ring_mbarrier,
+        "K ring": rings * stages * kv_tile * (head_dim * qk_bytes + k_scale_bytes),
+        "V ring": rings * stages * kv_tile * head_dim * v_bytes,
+        "ring barriers": rings * 2 * stages * MBARRIER_BYTES * ring_mbarrier,
     }
 
 
@@ -177,6 +180,11 @@ class KernelConfig:
                flash_combine still follows (the combine run by each row's last split inside flash_fwd was 5-10 us
                slower on the H100: benchmarks/experiments/serving_host_time/). The same bits as the separate
                launches.
+    warp_split split-KV inside the block (KV-cache decode; without ``split``; warps == warp_split): every warp of the
+               block takes the block's 16 * m_tiles rows over its own part of the keys (part w of a warp_split-way
+               split, flashsim.serving.splits) through its own K / V ring, and the block merges the parts in shared
+               memory with flash_combine's operations in warp order: the bits of the warp_split-way split call,
+               without the partial outputs' round trip through memory or the combine's launch. 1: off.
     """
 
     head_dim: int = 128
@@ -196,6 +204,7 @@ class KernelConfig:
     pack_gqa: bool = False
     split: bool = False
     fused: bool = False
+    warp_split: int = 1
 
     def __post_init__(self):
         self.validate()
@@ -280,7 +289,7 @@ class KernelConfig:
         """The epilogue stages O through the warp's own rows of the Q tile and stores whole 16-byte chunks, instead of
         one 4-byte pair per lane and n8 tile from the accumulators (flashsim.tuning.STAGE_O: where it was measured
         to pay, unquantized builds only)."""
-        if self.pack_gqa or self.split:  # packed rows are no head's consecutive rows; a split's O is f32
+        if self.pack_gqa or self.split or self.warp_split > 1:  # packed rows are no head's rows; a part's O is f32
             return False
         return self.quant == "none" and STAGE_O.get((self.pv_accum, self.head_dim), False)
 
@@ -302,7 +311,7 @@ class KernelConfig:
     @property
     def block_m(self) -> int:
         """Query rows per block."""
-        return MMA_M * self.m_tiles * self.warps
+        return MMA_M * self.m_tiles * self.warps // self.warp_split
 
     @property
     def warp_m(self) -> int:
@@ -348,6 +357,7 @@ class KernelConfig:
                     v_bytes=self.v_bytes,
                     ring_mbarrier=int(self.ring_mbarrier),
                     k_scale_bytes=self.k_scale_bytes,
+                    rings=self.warp_split,
                 ).values()
             )
         )
@@ -403,6 +413,13 @@ class KernelConfig:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         serving = [name for name in ("paged", "pack_gqa", "split", "fused") if getattr(self, name)]
+        if not (isinstance(self.warp_split, int) and 1 <= self.warp_split <= 16):
+            raise ValueError(f"warp_split must be an int in 1..16, got {self.warp_split!r}")
+        if self.warp_split > 1 and (self.split or self.warps != self.warp_split):
+            raise ValueError(
+                f"warp_split={self.warp_split} (split-KV inside the block) needs split=False and warps == warp_split "
+                f"(got split={self.split}, warps={self.warps}); a serving (KV-cache decode) configuration"
+            )
         if serving and not self.seqlens:
             raise ValueError(f"{', '.join(serving)} need(s) seqlens=True (the serving kernel's per-sequence lengths)")
         if self.seqlens and (self.layout != "bnhd" or self.quant != "none"):
@@ -485,6 +502,7 @@ class KernelConfig:
             "FS_COMBINE_WARPS": COMBINE_WARPS,  # flash_combine's block (split builds)
             "FS_MAX_SPLITS": MAX_SPLITS,  # flash_combine's staging of a row's parts
             "FS_FUSED": int(self.fused),  # the index check inside flash_fwd (off: compiles nothing)
+            "FS_WARP_SPLIT": self.warp_split,  # split-KV inside the block (1: compiles nothing)
             "FS_FUSED_HEADER": FUSED_HEADER,  # the fused state's words
         }
 
@@ -538,10 +556,11 @@ class KernelConfig:
         return config
 
     def describe(self) -> str:
-        """Every field as name=value; the serving switches only where they are on (they are off for every
+        """Every field as name=value; the serving switches and counts only where they are on (they are off for every
         flashsim.attention configuration)."""
+        off = {**{name: False for name in SERVING_SWITCHES}, **SERVING_COUNTS}
         return ", ".join(
             f"{f.name}={getattr(self, f.name)}"
             for f in fields(self)
-            if f.name not in SERVING_SWITCHES or getattr(self, f.name)
+            if f.name not in off or getattr(self, f.name) != off[f.name]
         )

@@ -389,6 +389,11 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
     elif config.dtype != dtype:
         raise ValueError(f"config.dtype={config.dtype!r} does not match the inputs' dtype {dtypes['q']}")
     config.check_arch(arch_name)  # quant "nvfp4": sm_120 only
+    if config.warp_split > 1:
+        raise ValueError(
+            f"config.warp_split={config.warp_split} splits each row's keys over a block's warps: a KV-cache decode "
+            "configuration (flashsim.attention_with_kvcache); pass a config without warp_split"
+        )
     cap = get_arch(arch_name).smem_per_block_optin
     if config.smem_bytes > cap:
         from .errors import UnsupportedConfig  # a ValueError; imported here (flashsim.gpu imports this module)

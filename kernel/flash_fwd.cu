@@ -36,7 +36,9 @@ constexpr int WARPS = FS_WARPS;
 constexpr int MT = FS_M_TILES;                 // m16 tiles (16 query rows each) per warp
 constexpr int WARP_M = 16 * MT;
 constexpr int THREADS = 32 * WARPS;
-constexpr int BLOCK_M = WARP_M * WARPS;
+// FS_WARP_SPLIT (flashsim.config.KernelConfig.warp_split, serving only): W > 1 warps share the block's WARP_M rows
+// and split its keys W ways, each warp with its own K / V ring, merged in shared memory at the end (see the epilogue)
+constexpr int BLOCK_M = WARP_M * WARPS / FS_WARP_SPLIT;
 constexpr bool Q_IN_REGS = FS_Q_IN_REGS != 0;   // flashsim.config.KernelConfig.q_in_registers
 // MBAR (flashsim.config.KernelConfig.ring_mbarrier): the K / V ring is synchronised by mbarriers instead of a block
 // barrier per tile: slot s is "full" when every thread's cp.async into it completed (cp.async.mbarrier.arrive),
@@ -130,6 +132,8 @@ static_assert(!(OSTAGE && (PACK_GQA || SPLIT)), "O staging writes one head's con
 // #if FS_FUSED: a namespace-scope constant would land in the PTX of every serving build.)
 #endif
 
+static_assert(FS_WARP_SPLIT == 1 || (FS_SEQLENS && !FS_SPLIT && !FS_OSTAGE && FS_WARPS == FS_WARP_SPLIT),
+              "warp_split: a serving build without split-KV across blocks, every warp on its own part of the keys");
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
 constexpr int QK_ROW_BYTES = FS_QUANT_NVFP4 ? D / 2 : D * (QUANT ? 1 : 2);   // a Q / K row: e2m1, s8, f16 / bf16
 // V rows: keys x d (f16 / bf16), or with FP8_PV d x keys (e4m3, transposed)
@@ -156,8 +160,14 @@ static_assert(FP8_PV && !PV_F16 && !CAUSAL && !LOCAL && !SOFTCAP && !BNHD && !BF
 #define FS_KSF_RING_BYTES 0
 #define FS_QK_BYTES(elements) ((elements) * QK_EB)
 #endif
-constexpr int BAR_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES + FS_KSF_RING_BYTES;   // MBAR: full[s], then empty[s]
-constexpr int SMEM_BYTES = BAR_OFFSET + (MBAR ? 2 * STAGES * MBAR_BYTES : 0);
+// a K / V ring (FS_WARP_SPLIT: each warp's, one after another from K_RING_OFFSET) and its barriers (full[s], empty[s])
+#define FS_RING_BYTES (STAGES * (K_SLOT_BYTES + V_SLOT_BYTES) + FS_KSF_RING_BYTES)
+#define FS_RING_BARS_BYTES (MBAR ? 2 * STAGES * MBAR_BYTES : 0)
+constexpr int BAR_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES + FS_KSF_RING_BYTES
+                           + (FS_WARP_SPLIT - 1) * FS_RING_BYTES;   // MBAR: full[s], then empty[s] (each ring's)
+constexpr int SMEM_BYTES = BAR_OFFSET + FS_WARP_SPLIT * FS_RING_BARS_BYTES;
+static_assert(FS_WARP_SPLIT == 1 || WARP_M * (D + 1) * 4 <= FS_RING_BYTES,
+              "a warp's part (O / l and LSE, f32) fits its ring");
 static_assert(SMEM_BYTES == FS_EXPECTED_SMEM, "shared-memory layout differs from flashsim.config.smem_buffers");
 
 constexpr int S_NT = BC / 8;       // n8 tiles of S per warp
@@ -399,16 +409,17 @@ __device__ __forceinline__ void pv_two_level(O& o, LoadB load_b, Mma mma) {
     }
 }
 
-// load_tile's fast path: thread (r, c) copies the chunks of column c in rows r, r + STEP, ... (STEP = THREADS / C)
+// load_tile's fast path: thread (r, c) copies the chunks of column c in rows r, r + STEP, ... (STEP = NT / C)
 // from src onwards; RAGGED: a chunk at or past row n or column byte `cols` is zero-filled (a tile past the bounds).
-template <int ROWS, int C, bool RAGGED>
+// NT: the threads that share the copy (the block's, or with FS_WARP_SPLIT one warp's).
+template <int ROWS, int C, bool RAGGED, int NT>
 __device__ __forceinline__ void load_rows(uint32_t tile, const unsigned char* src, const unsigned char* g, int row0,
                                           int n, long long rs, int r, int c, int cols) {
-    constexpr int STEP = THREADS / C;
+    constexpr int STEP = NT / C;
     constexpr int CHUNKS = ROWS * C;
 #pragma unroll
-    for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it)
-        if (CHUNKS % THREADS == 0 || r + it * STEP < ROWS) {
+    for (int it = 0; it < (CHUNKS + NT - 1) / NT; ++it)
+        if (CHUNKS % NT == 0 || r + it * STEP < ROWS) {
             const bool valid = !RAGGED || (row0 + r + it * STEP < n && 16 * c < cols);
             cp_async_16(tile + swz<C>(r + it * STEP, c), valid ? src + it * STEP * rs : g, valid ? 16 : 0);
         }
@@ -416,17 +427,17 @@ __device__ __forceinline__ void load_rows(uint32_t tile, const unsigned char* sr
 
 // Copy rows [row0, row0 + ROWS) of a matrix of C-chunk rows (row stride `rs` bytes), starting `col0` bytes into each
 // row, into a swizzled tile; a 16-byte chunk is zero-filled when its row is at or past n or its first byte at or
-// past ncol (a column bound only V^T's key padding needs).
-template <int ROWS, int C>
+// past ncol (a column bound only V^T's key padding needs). NT threads (tid < NT) share the copy.
+template <int ROWS, int C, int NT = THREADS>
 __device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __restrict__ g, int row0, int n,
                                           long long rs, int tid, int col0 = 0, int ncol = 0x7fffffff) {
     constexpr int CHUNKS = ROWS * C;
-    constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+    constexpr int ITERS = (CHUNKS + NT - 1) / NT;
     // col0 is folded into the base pointer and the bound once, outside the loop: with col0 added per chunk ptxas
     // gave the int8-fp8 d = 64 default 140 spill bytes (tests/test_budget.py keeps the quantized defaults in check)
     const unsigned char* base = g + col0;
     const int cols = ncol - col0;
-    if (!QUANT && THREADS % C == 0) {
+    if (!QUANT && NT % C == 0) {
         // A thread's chunks share one column c and lie STEP rows apart: one address each, plus a constant. The
         // bounds are tested only on a tile that reaches past them (block-uniform): on the others every chunk is a
         // plain 16-byte copy. Measured on the H200 (benchmarks/experiments/load_path/): the address and bound
@@ -437,15 +448,15 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const unsigned char* __
         const int r = tid / C, c = tid % C;
         const unsigned char* src = base + static_cast<long long>(row0 + r) * rs + c * 16;
         if (row0 + ROWS <= n && 16 * C <= cols)
-            load_rows<ROWS, C, false>(tile, src, g, row0, n, rs, r, c, cols);
+            load_rows<ROWS, C, false, NT>(tile, src, g, row0, n, rs, r, c, cols);
         else
-            load_rows<ROWS, C, true>(tile, src, g, row0, n, rs, r, c, cols);
+            load_rows<ROWS, C, true, NT>(tile, src, g, row0, n, rs, r, c, cols);
         return;
     }
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
-        int i = it * THREADS + tid;
-        if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+        int i = it * NT + tid;
+        if (CHUNKS % NT == 0 || i < CHUNKS) {
             int r = i / C, c = i % C;
             bool valid = row0 + r < n && 16 * c < cols;
             const unsigned char* src = valid ? base + static_cast<long long>(row0 + r) * rs + c * 16 : g;
@@ -488,6 +499,29 @@ __device__ __forceinline__ void load_k_scales(uint32_t slot, const unsigned char
 __device__ __forceinline__ void st_global_f32x2(float* dst, float a, float b) {
     asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" :: "l"(dst), "f"(a), "f"(b) : "memory");
 }
+// FS_WARP_SPLIT: a warp's part in its ring's first bytes, rows of the block's WARP_M packed rows: O / l (WARP_M x D
+// f32), then the LSEs (WARP_M f32)
+__device__ __forceinline__ void st_shared_f32x2(uint32_t addr, float a, float b) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(a), "f"(b) : "memory");
+}
+__device__ __forceinline__ void st_shared_f32(uint32_t addr, float a) {
+    asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(addr), "f"(a) : "memory");
+}
+// element `at` (+ `base`) of warp w's part
+__device__ __forceinline__ float warp_part(const unsigned char* smem, int w, int at, int base) {
+    return reinterpret_cast<const float*>(smem + K_RING_OFFSET + w * FS_RING_BYTES)[base + at];
+}
+
+// flash_combine's steps (flashsim.emulator.kernel_program.combine), which the in-block merge of FS_WARP_SPLIT shares:
+// the weights' base (the parts' max LSE, 0 where every part is empty), a part's weight, the empty total, the LSE
+__device__ __forceinline__ float combine_base(float mx) { return (mx == -FS_INF) ? 0.f : mx; }
+__device__ __forceinline__ float combine_weight(float part_lse, float base) {
+    return ex2(__fmul_rn(__fsub_rn(part_lse, base), __int_as_float(FS_COMBINE_LOG2E)));
+}
+__device__ __forceinline__ bool combine_empty(float sum) { return (sum == 0.f) || (sum != sum); }
+__device__ __forceinline__ float combine_lse(float mx, float sum, bool empty) {
+    return empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum));
+}
 
 // PAGED: the page-table entries of the KV tile starting at key key0, one per lane: lane l holds the physical page of
 // the tile's l-th page, table[(key0 >> page_shift) + l] clamped into [0, num_pages) (the host checks the table; the
@@ -511,24 +545,25 @@ __device__ __forceinline__ int tile_pages(const int* __restrict__ table, int key
 // for both. Thread (r, c) copies column c of rows r, r + STEP, ... as load_rows does (else the chunk loop of
 // load_tile), in a loop unrolled 4 times instead of fully: with runtime row strides a fully unrolled loop keeps an
 // address per chunk alive (ptxas: the 1-warp d = 128 decode build used 255 registers and spilt, the d = 256 one spilt
-// 28 to 380 B). Every lane of the warp calls it (the shuffle), in the block-uniform fill.
-template <int ROWS, int C>
+// 28 to 380 B). Every lane of the warp calls it (the shuffle), in the block-uniform (FS_WARP_SPLIT: warp-uniform)
+// fill; NT threads (tid < NT: the block's, or one warp's) share the copy.
+template <int ROWS, int C, int NT>
 __device__ __forceinline__ void load_kv_rows(uint32_t ktile, uint32_t vtile, const unsigned char* __restrict__ kbase,
                                              const unsigned char* __restrict__ vbase, int pages, int key0, int n,
                                              long long rs, int page_shift, int tid) {
     static_assert(QK_CHUNKS == V_CHUNKS, "K and V rows of one layout");
     constexpr int CHUNKS = ROWS * C;
-    constexpr bool BY_COLUMN = THREADS % C == 0;
-    constexpr int STEP = BY_COLUMN ? THREADS / C : 1;
+    constexpr bool BY_COLUMN = NT % C == 0;
+    constexpr int STEP = BY_COLUMN ? NT / C : 1;
     const int mask = (1 << page_shift) - 1, first = key0 >> page_shift;
 #pragma unroll 4
-    for (int it = 0; it < (CHUNKS + THREADS - 1) / THREADS; ++it) {
-        const int i = it * THREADS + tid;
+    for (int it = 0; it < (CHUNKS + NT - 1) / NT; ++it) {
+        const int i = it * NT + tid;
         const int r = BY_COLUMN ? tid / C + it * STEP : i / C, c = BY_COLUMN ? tid % C : i % C;
         const int key = key0 + r;
         // the tile's page of this key (every lane shuffles, also those past the tile's rows: their source is unused)
         const int page = PAGED ? __shfl_sync(0xffffffffu, pages, ((key >> page_shift) - first) & 31) : 0;
-        if (CHUNKS % THREADS == 0 || r < ROWS) {
+        if (CHUNKS % NT == 0 || r < ROWS) {
             long long at = 0;   // the chunk's byte offset (0 for a zero-filled one: a valid address, never read)
             if (key < n) {
                 const long long row = PAGED ? (static_cast<long long>(page) << page_shift) + (key & mask) : key;
@@ -685,10 +720,14 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     using namespace fs;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t s_base = smem_addr(smem);
-    const uint32_t full_bar = s_base + BAR_OFFSET, empty_bar = full_bar + MBAR_BYTES * STAGES;
+    // FS_WARP_SPLIT: KW warps share the block's rows, warp kw taking part kw of its keys through its own ring
+    constexpr int KW = FS_WARP_SPLIT;
+    constexpr int LOADERS = THREADS / KW;   // the threads that fill one ring
+    const int kw = KW > 1 ? static_cast<int>(threadIdx.x) / 32 : 0;
+    const uint32_t full_bar = s_base + BAR_OFFSET + kw * FS_RING_BARS_BYTES, empty_bar = full_bar + MBAR_BYTES * STAGES;
     const uint32_t s_q = s_base;
-    const uint32_t s_k = s_base + K_RING_OFFSET;
-    const uint32_t s_v = s_base + V_RING_OFFSET;
+    const uint32_t s_k = s_base + K_RING_OFFSET + kw * FS_RING_BYTES;
+    const uint32_t s_v = s_base + V_RING_OFFSET + kw * FS_RING_BYTES;
 
 #if FS_SPLIT && __CUDA_ARCH__ >= 900
     // flash_combine, launched as this grid's programmatic dependent (flashsim.gpu.serving.OVERLAP_COMBINE), may be
@@ -701,6 +740,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     const int lane = tid % 32;
     const int g = lane >> 2;      // groupID: this lane's rows are g and g + 8 of the warp's 16
     const int t4 = lane & 3;      // thread in quad: columns 2*t4, 2*t4+1 of each n8 tile
+    const int row_warp = KW > 1 ? 0 : warp;   // the warp's rows: WARP_M from row_warp * WARP_M of the block's
+    const int ltid = KW > 1 ? lane : tid;     // this thread among its ring's LOADERS
 
     // The block's q block, head and batch. Causal: the blocks run longest first across the whole grid (the
     // scheduler starts blocks in the order of their linear index): linear index L takes q block
@@ -802,6 +843,11 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         t_begin = max(t_begin, split * per_split);
         t_end = min(t_end, min(all_tiles, (split + 1) * per_split));
     }
+    if (KW > 1) {   // warp kw's part: runs of ceil(tiles / KW), as a KW-way split's (flashsim.serving.splits)
+        const int per_warp = (all_tiles + KW - 1) / KW;
+        t_begin = max(t_begin, kw * per_warp);
+        t_end = min(t_end, min(all_tiles, (kw + 1) * per_warp));
+    }
 #if FS_FUSED
     if (checker) {   // PAGED: the pages of the split's tiles, masks aside
         FS_FUSED_ENTRIES();
@@ -844,12 +890,14 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 // one-warp decode blocks' many chunks per thread, take load_kv_rows (its loop is not fully unrolled: see there).
 #define FS_FILL_SLOT(slot, tn)                                                                                     \
     do {                                                                                                           \
-        if (!PAGED && BC * QK_CHUNKS <= 8 * THREADS) {                                                             \
-            load_tile<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid); \
-            load_tile<BC, V_CHUNKS>(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk, kv_row * 2, tid);  \
+        if (!PAGED && BC * QK_CHUNKS <= 8 * LOADERS) {                                                             \
+            load_tile<BC, QK_CHUNKS, LOADERS>(s_k + (slot) * K_SLOT_BYTES, kh, (t_begin + (tn)) * BC, nk,           \
+                                              kv_row * 2, ltid);                                                   \
+            load_tile<BC, V_CHUNKS, LOADERS>(s_v + (slot) * V_SLOT_BYTES, vh, (t_begin + (tn)) * BC, nk,            \
+                                             kv_row * 2, ltid);                                                    \
         } else {                                                                                                   \
-            load_kv_rows<BC, QK_CHUNKS>(s_k + (slot) * K_SLOT_BYTES, s_v + (slot) * V_SLOT_BYTES, kh, vh, pages,    \
-                                        (t_begin + (tn)) * BC, nk, kv_row * 2, page_shift, tid);                   \
+            load_kv_rows<BC, QK_CHUNKS, LOADERS>(s_k + (slot) * K_SLOT_BYTES, s_v + (slot) * V_SLOT_BYTES, kh, vh,  \
+                                                 pages, (t_begin + (tn)) * BC, nk, kv_row * 2, page_shift, ltid);  \
             if (PAGED) pages = tile_pages<BC>(bt_row, (t_begin + (tn) + 1) * BC, nk, page_shift, num_pages, lane);   \
         }                                                                                                          \
         if (MBAR) mbar_arrive_cp(full_bar + MBAR_BYTES * (slot));                                                  \
@@ -868,10 +916,10 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     int pages = PAGED ? tile_pages<BC>(bt_row, t_begin * BC, nk, page_shift, num_pages, lane) : 0;   // tile 0's
 #endif
     if (MBAR) {   // every thread arrives once per phase on both barriers of a slot
-        if (threadIdx.x == 0) {
+        if (KW > 1 ? lane == 0 : threadIdx.x == 0) {   // each ring's first thread
             for (int s = 0; s < STAGES; ++s) {
-                mbar_init(full_bar + MBAR_BYTES * s, THREADS);
-                mbar_init(empty_bar + MBAR_BYTES * s, THREADS);
+                mbar_init(full_bar + MBAR_BYTES * s, LOADERS);
+                mbar_init(empty_bar + MBAR_BYTES * s, LOADERS);
             }
         }
         __syncthreads();
@@ -895,7 +943,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     // in registers for the whole loop; with two, registers go to the second tile's S and O, and Q is re-read
     // from shared memory (it stays there) at each k16 step.
     uint32_t qf[Q_IN_REGS ? MT : 1][Q_IN_REGS ? QK_KS : 1][4];
-    const int q_row_lane = warp * WARP_M + (lane & 7) + ((lane >> 3) & 1) * 8;
+    const int q_row_lane = row_warp * WARP_M + (lane & 7) + ((lane >> 3) & 1) * 8;
     const uint32_t q_lane = s_q + q_row_lane * QK_ROW_BYTES;
     const int q_x = (lane >> 4) ^ swz_bits<QK_CHUNKS>(lane & 7);
     // K (no .trans): key = 8n + (lane & 7) + 8 (lane >> 4), chunk = 2 ks + ((lane >> 3) & 1)
@@ -930,7 +978,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         }
     }
     // global query rows of this lane: m16 tile mt, row r (g or g + 8)
-    const int row_base = r0 + warp * WARP_M + g;
+    const int row_base = r0 + row_warp * WARP_M + g;
 #if FS_PACK_GQA
     int q_row_of[MT][2];   // the query row of each of this lane's packed rows (tile mt, row g / g + 8)
 #pragma unroll
@@ -970,7 +1018,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             mbar_wait(full_bar + MBAR_BYTES * (t % STAGES), (t / STAGES) & 1);
         } else {
             cp_async_wait<STAGES - 2>();
-            __syncthreads();
+            if (KW > 1) __syncwarp();   // a warp's own ring (its loop runs its own tile count)
+            else __syncthreads();
             const int tn = t + STAGES - 1;
             if (tn < n_tiles) {
                 const int slot = tn % STAGES;
@@ -1260,7 +1309,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     // O staging writes into the warp's own Q rows: the warp's last Q reads (ldmatrix) come first in the order its
     // mma.sync's and shuffles give, and a __syncwarp puts that order in a form the memory model and racecheck accept
     // (benchmarks/experiments/racecheck_warnings/: compute-sanitizer's warp-level WAR warnings without it)
-    if (OSTAGE) __syncwarp();
+    // (FS_WARP_SPLIT: the warp's part goes into its own ring, which its ldmatrix read: the same order, the same fence)
+    if (OSTAGE || KW > 1) __syncwarp();
 
     // ---- epilogue: quad-reduce l, O /= l as O * (1/l) with the IEEE reciprocal, LSE -----------------------
 #if FS_SEQLENS
@@ -1288,7 +1338,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             const bool empty = (l == 0.f) || (l != l);     // no visible key, or NaN: O stays as is, lse = +inf
             live[r] = !empty;
             inv[r] = empty ? 1.f : __frcp_rn(l);
-#if FS_SPLIT
+#if FS_SPLIT || FS_WARP_SPLIT > 1
             // a split's LSE: -inf where the part holds no visible key (the combine gives it weight 0), NaN stays NaN
             lse_row[r] = empty ? (l == 0.f ? -FS_INF : l) : __fmaf_rn(m_run[mt][r], lse_scale, log_exact_ops(l));
 #else
@@ -1342,7 +1392,11 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 st_shared_b32(s_q + swz<QK_CHUNKS>(lr0 + 8, n) + 4 * t4, pack_elem2(v2, v3));
             } else {
 #if FS_SEQLENS
-                if (SPLIT) {   // the part's O / l in f32, unrounded
+                if (KW > 1) {   // the warp's part of the block's rows (warp_part), O / l in f32, unrounded
+                    const int lr0 = mt * 16 + g;
+                    st_shared_f32x2(s_k + (lr0 * D + col) * 4, v0, v1);
+                    st_shared_f32x2(s_k + ((lr0 + 8) * D + col) * 4, v2, v3);
+                } else if (SPLIT) {   // the part's O / l in f32, unrounded
                     if (in_rows[0]) st_global_f32x2(o_part + (split * part_rows + p_row[0]) * D + col, v0, v1);
                     if (in_rows[1]) st_global_f32x2(o_part + (split * part_rows + p_row[1]) * D + col, v2, v3);
                 } else {
@@ -1361,7 +1415,8 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         if (t4 == 0) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
-                if (in_rows[r]) {
+                if (KW > 1) st_shared_f32(s_k + (WARP_M * D + mt * 16 + g + 8 * r) * 4, lse_row[r]);
+                else if (in_rows[r]) {
                     if (SPLIT) lse_part[split * part_rows + p_row[r]] = lse_row[r];
                     else lse[l_idx[r]] = lse_row[r];
                 }
@@ -1394,6 +1449,40 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                                      s_q + swz<QK_CHUNKS>(lr, ch));
         }
     }
+#if FS_SEQLENS
+    if (KW > 1) {
+        // The block's KW parts merged as flash_combine merges a KW-way split's (its combine_* steps, parts in warp
+        // order): packed row lr's weights from the parts' LSEs, then O = fma(w_s / W, O_s, O) from 0, two columns
+        // a thread; the same operations in the same order, so the bits of that split call.
+        __syncthreads();
+        constexpr int PAIRS = D / 2;
+        for (int i = tid; i < WARP_M * PAIRS; i += THREADS) {
+            const int lr = i / PAIRS, col = 2 * (i % PAIRS), pr = r0 + lr;
+            if (pr >= rows) continue;
+            float mx = -FS_INF;
+#pragma unroll
+            for (int w = 0; w < KW; ++w) mx = fmaxf(mx, warp_part(smem, w, lr, WARP_M * D));
+            const float base = combine_base(mx);
+            float wt[KW], sum = 0.f;
+#pragma unroll
+            for (int w = 0; w < KW; ++w) wt[w] = combine_weight(warp_part(smem, w, lr, WARP_M * D), base);
+#pragma unroll
+            for (int w = 0; w < KW; ++w) sum = __fadd_rn(sum, wt[w]);
+            const bool empty = combine_empty(sum);
+            const float inv = empty ? 1.f : __frcp_rn(sum);
+            float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+            for (int w = 0; w < KW; ++w) {
+                const float f = __fmul_rn(wt[w], inv);
+                acc0 = __fmaf_rn(f, warp_part(smem, w, lr * D + col, 0), acc0);
+                acc1 = __fmaf_rn(f, warp_part(smem, w, lr * D + col + 1, 0), acc1);
+            }
+            const int qi = PACK_GQA ? pr / group : pr, hq = PACK_GQA ? q_head0 + pr % group : q_head0;
+            *reinterpret_cast<uint32_t*>(oh + qi * q_rs + (hq - q_head0) * q_hs + col) = pack_elem2(acc0, acc1);
+            if (col == 0) lse[lse_base + hq * lse_hs + qi] = combine_lse(mx, sum, empty);
+        }
+    }
+#endif
 #if FS_FUSED
     FS_FUSED_FINISH();
 #undef FS_FUSED_FINISH
@@ -1452,18 +1541,16 @@ flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_pa
         }
     };
     load_parts(0);
-    const float log2e = __int_as_float(FS_COMBINE_LOG2E);
     for (int s = lane; s < num_splits; s += 32) part_lse[warp][s] = __ldg(lse_part + s * R + row);
     __syncwarp();
     float mx = -FS_INF;
     for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, part_lse[warp][s]);
-    const float base = (mx == -FS_INF) ? 0.f : mx;
-    for (int s = lane; s < num_splits; s += 32)
-        part_w[warp][s] = ex2(__fmul_rn(__fsub_rn(part_lse[warp][s], base), log2e));
+    const float base = combine_base(mx);
+    for (int s = lane; s < num_splits; s += 32) part_w[warp][s] = combine_weight(part_lse[warp][s], base);
     __syncwarp();
     float sum = 0.f;
     for (int s = 0; s < num_splits; ++s) sum = __fadd_rn(sum, part_w[warp][s]);
-    const bool empty = (sum == 0.f) || (sum != sum);
+    const bool empty = combine_empty(sum);
     const float inv = empty ? 1.f : __frcp_rn(sum);
     float acc[COLS];
 #pragma unroll
@@ -1485,7 +1572,7 @@ flash_combine(const float* __restrict__ o_part, const float* __restrict__ lse_pa
         dst[32 * j] = static_cast<fs_half>(pack_elem2(acc[j], 0.f) & 0xffffu);
     if (lane == 0) {   // lse (B, Hq, Nq), rows in q's (b, i, h) order
         const int b = row / (nq * heads), i = (row / heads) % nq, h = row % heads;
-        lse[(static_cast<long long>(b) * heads + h) * nq + i] = empty ? FS_INF : __fadd_rn(mx, log_exact_ops(sum));
+        lse[(static_cast<long long>(b) * heads + h) * nq + i] = combine_lse(mx, sum, empty);
     }
 }
 #endif

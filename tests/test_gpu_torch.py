@@ -740,3 +740,19 @@ def test_torch_variants_equal_the_emulator_bit_for_bit(tgpu, kw):
     assert tuple(o.shape) == q.shape and tuple(lse.shape) == lse_e.shape
     assert o.view(torch.int16).cpu().numpy().tobytes() == o_e.view(np.int16).tobytes()
     assert lse.cpu().numpy().tobytes() == lse_e.tobytes()
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        KernelConfig(head_dim=128, warps=4, m_tiles=2, kv_tile=32, stages=3, layout="bnhd"),
+        KernelConfig(head_dim=64, dtype="bf16", warps=3, warp_split=3, kv_tile=16, layout="bnhd"),
+    ],
+    ids=["tiling", "warp_split"],
+)
+def test_the_ops_tiles_carry_every_field_a_config_sets_beyond_the_options(config):
+    """The ops take a config as ``tiles`` and rebuild it from them and their own option arguments (q's dtype among
+    them): every field comes back, warp_split included (a field the tiles dropped would run another kernel)."""
+    q = torch.zeros((1, 1, 4, config.head_dim), dtype=torch.bfloat16 if config.dtype == "bf16" else torch.float16)
+    opts = torch_op._options(q, False, None, config.pv_accum, torch_op.tiles_of(config), (-1, -1), 0.0, "bnhd")
+    assert opts.config == config

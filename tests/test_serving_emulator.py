@@ -348,3 +348,59 @@ def test_sequence_keys_zero_past_each_row():
     assert np.all(keys[1, 10:] == 0) and np.array_equal(keys[0, :64], v[0])
     o, _ = flashsim.attention_with_kvcache(q, k, v, cache_seqlens=sl, progress=False)
     assert np.isfinite(o).all()
+
+
+def _warp_split_config(w, kv_tile, d=64, paged=False):
+    return KernelConfig(
+        head_dim=d, warps=w, warp_split=w, kv_tile=kv_tile, stages=2, layout="bnhd", seqlens=True, pack_gqa=True,
+        paged=paged,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("w, paged", [(3, False), (4, True)])
+def test_a_warp_split_is_the_split_call_bit_for_bit(w, paged):
+    """KernelConfig.warp_split W: a block's W warps each take one part of its keys, merged in the block with the
+    combine's arithmetic: the bits of the one-warp call with num_splits = W on the same tiles (rows with no key in
+    some parts, an empty row, a row of one tile), contiguous or paged; blocks as W units each, parts s * W + w."""
+    q, k, v = _inputs(4, 1, 8, 2, 192, 64)
+    sl = np.array([190, 0, 16, 97], np.int32)
+    table = None
+    if paged:  # the cache as pages of 16 in a shuffled order
+        pages = np.random.default_rng(4).permutation(4 * 12)
+        table = pages.reshape(4, 12).astype(np.int32)
+        kp, vp = (np.empty((48, 16, 2, 64), np.float16) for _ in range(2))
+        kp[pages], vp[pages] = k.reshape(48, 16, 2, 64), v.reshape(48, 16, 2, 64)
+        k, v = kp, vp
+    cfg = _warp_split_config(w, 16, paged=paged)
+    o, lse = flashsim.attention_with_kvcache(q, k, v, cache_seqlens=sl, block_table=table, config=cfg, progress=False)
+    one = cfg.with_(warps=1, warp_split=1)
+    kw = dict(cache_seqlens=sl, block_table=table, config=one, num_splits=w, progress=False)
+    o1, lse1 = flashsim.attention_with_kvcache(q, k, v, **kw)
+    np.testing.assert_array_equal(o.view(np.uint16), o1.view(np.uint16))
+    np.testing.assert_array_equal(lse.view(np.uint32), lse1.view(np.uint32))
+    prob = prepare_kvcache(q, k, v, sl, table, None, opts=resolve_options(config=cfg, layout="bnhd"))
+    units = serving_blocks.grid_blocks(prob, index_of(sl, table))
+    assert prob.parts == w and prob.num_splits == 1 and units.count == 4 * 2 * w
+    assert sorted(set(units.split.tolist())) == list(range(w))
+
+
+def test_a_warp_split_config_is_checked():
+    """warp_split needs no split across blocks and one warp per part; the KV-cache call takes no other num_splits,
+    and a variable-length batch and flashsim.attention refuse it, each with the reason."""
+    with pytest.raises(ValueError, match="warps == warp_split"):
+        KernelConfig(warps=2, warp_split=3, seqlens=True, layout="bnhd")
+    cfg = _warp_split_config(3, 16)
+    assert cfg.block_m == 16 and cfg.threads == 96 and "warp_split=3" in cfg.describe()
+    assert "warp_split" not in cfg.with_(warps=1, warp_split=1).describe()
+    one_ring = cfg.with_(warps=1, warp_split=1).smem_bytes - 16 * 64 * 2  # the Q tile aside
+    assert cfg.smem_bytes == 16 * 64 * 2 + 3 * one_ring
+    q, k, v = _inputs(2, 1, 8, 2, 64, 64)
+    with pytest.raises(ValueError, match="num_splits=2 with a warp_split=3"):
+        flashsim.attention_with_kvcache(q, k, v, config=cfg, num_splits=2, progress=False)
+    cu = np.array([0, 64, 128], np.int32)
+    qv, kv_, vv = (x.reshape(128, x.shape[2], 64) for x in (np.concatenate([q] * 64, 1), k, v))
+    with pytest.raises(ValueError, match="KV-cache decode configuration"):
+        flashsim.attention_varlen(qv, kv_, vv, cu, cu, 64, 64, config=cfg.with_(pack_gqa=False), progress=False)
+    dense = cfg.with_(seqlens=False, pack_gqa=False, layout="bhnd")
+    with pytest.raises(ValueError, match="KV-cache decode configuration"):
+        flashsim.attention(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), config=dense)

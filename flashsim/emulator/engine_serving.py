@@ -6,8 +6,8 @@ offsets), with zeros past the sequence's keys as the kernel's cp.async zero-fill
 rows likewise (packed GQA rows, zeros for padding). Then every block runs as engine_numpy runs one: from the
 initial state, KV tile by KV tile through steps 1-7 (kernel_program.scores, probabilities, accumulate), in chunks
 of blocks whose scores stay under ``max_tile_elems`` elements, and the epilogue: the single pass's
-(kernel_program.epilogue) or, with split-KV, each split's (split_epilogue) and then the combine
-(kernel_program.combine) over the splits of every row.
+(kernel_program.epilogue) or, with split-KV (across blocks, or inside them: KernelConfig.warp_split), each part's
+(split_epilogue) and then the combine (kernel_program.combine) over the parts of every row.
 
 Backends. "numpy" runs the steps eagerly on the blocks still busy at each tile; "jax" runs the same functions
 jit-compiled (one program per chunk shape, every block of the chunk at each step, the state of a finished block
@@ -205,9 +205,10 @@ def _run(q, k, v, prob, index, backend, progress, options, max_tile_elems):
     o = np.zeros((rows_out, d), out_dtype)
     lse = np.zeros(int(np.prod(prob.lse_shape)), np.float32)
     flag = np.zeros(lse.shape, bool)
-    if cfg.split:
-        o_part = np.zeros((prob.num_splits, prob.part_rows, d), np.float32)
-        lse_part = np.full((prob.num_splits, prob.part_rows), -np.inf, np.float32)
+    split = prob.parts > 1  # split-KV across blocks or inside them (warp_split): parts, then the combine
+    if split:
+        o_part = np.zeros((prob.parts, prob.part_rows, d), np.float32)
+        lse_part = np.full((prob.parts, prob.part_rows), -np.inf, np.float32)
     steps = _Steps(backend, prob, target)
     xp = np
     split_epilogue = partial(K.split_epilogue, lse_scale=prob.lse_scale)
@@ -241,7 +242,7 @@ def _run(q, k, v, prob, index, backend, progress, options, max_tile_elems):
                 done += int(active.sum())
                 bar.update(done)
             m, l, acc = (xp.asarray(x) for x in state)
-            if cfg.split:
+            if split:
                 op, lp, _, fl = split_epilogue(l, acc, m)
                 pr = part_rows(prob, blocks, units)
                 s = blocks.split[units][:, None]
@@ -257,7 +258,7 @@ def _run(q, k, v, prob, index, backend, progress, options, max_tile_elems):
                 lse[li[valid]] = np.asarray(ll)[valid]
                 flag[li[valid]] = np.asarray(fl)[valid]
     bar.close()
-    if cfg.split:
+    if split:
         oc, lc = combine(xp.asarray(lse_part), xp.asarray(o_part))
         o = np.asarray(oc)  # rows in q's (b, i, h) order: o's own
         b, i, h = np.unravel_index(np.arange(prob.part_rows), (prob.batch, prob.nq_cap, prob.heads))

@@ -9,8 +9,9 @@ with a torch tensor; flashsim.gpu itself imports neither torch nor cuda-python):
                         -> (Tensor o, Tensor lse, Tensor overflow)
 
 ``tiles`` is [] for the arch's default tiling, else [head_dim, warps, m_tiles, kv_tile, stages] of a KernelConfig
-(whose causal, pv_accum, dtype, window and soft-capping follow from the op's own arguments and q's dtype). A fake
-(meta) implementation gives the output shapes, so
+(whose causal, pv_accum, dtype, window and soft-capping follow from the op's own arguments and q's dtype), with its
+warp_split after them where that is on (the serving op's decode configurations). A fake (meta) implementation gives
+the output shapes, so
 the op traces under torch.compile(fullgraph=True); it is defined with torch.library.Library rather than
 torch.library.custom_op, whose Python wrapper costs about 20 us a call.
 
@@ -66,10 +67,11 @@ _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.curre
 
 
 def tiles_of(config: KernelConfig | None) -> list:
-    """The op's ``tiles`` argument for ``config`` ([] for the arch default)."""
+    """The op's ``tiles`` argument for ``config`` ([] for the arch default; its warp_split last where it is on)."""
     if config is None:
         return []
-    return [config.head_dim, config.warps, config.m_tiles, config.kv_tile, config.stages]
+    tiles = [config.head_dim, config.warps, config.m_tiles, config.kv_tile, config.stages]
+    return tiles + [config.warp_split] if config.warp_split > 1 else tiles
 
 
 def _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout, quant="none") -> Options:
@@ -77,13 +79,16 @@ def _options(q, causal, softmax_scale, pv_accum, tiles, window, softcap, layout,
     opts = resolve_options(bool(causal), pv_accum, None, softmax_scale, tuple(window), softcap, layout, quant)
     if not tiles:
         return opts
-    if len(tiles) != 5:
-        raise ValueError(f"tiles must be [] or [head_dim, warps, m_tiles, kv_tile, stages], got {list(tiles)}")
-    d, warps, m_tiles, kv_tile, stages = (int(t) for t in tiles)
+    if len(tiles) not in (5, 6):
+        raise ValueError(
+            f"tiles must be [] or [head_dim, warps, m_tiles, kv_tile, stages(, warp_split)], got {list(tiles)}"
+        )
+    d, warps, m_tiles, kv_tile, stages, warp_split = (*(int(t) for t in tiles), 1)[:6]
     # every tiling field is given, so no arch default is left in the result (the arch named is immaterial)
     config = opts.kernel_config(
-        "sm_90", d, _ELEMENT.get(q.dtype, "f16"), warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages
-    )
+        "sm_90", d, _ELEMENT.get(q.dtype, "f16"), warps=warps, m_tiles=m_tiles, kv_tile=kv_tile, stages=stages,
+        warp_split=warp_split,
+    )  # fmt: skip
     return replace(opts, config=config)
 
 

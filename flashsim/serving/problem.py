@@ -115,6 +115,12 @@ class ServingProblem:
         return int(self.page_size).bit_length() - 1 if self.page_size else 0
 
     @property
+    def parts(self) -> int:
+        """The parts each row's keys are split into: num_splits across blocks, times the warps of a block that split
+        its keys (KernelConfig.warp_split); more than 1: the parts merged by the combine's arithmetic."""
+        return self.num_splits * self.config.warp_split
+
+    @property
     def part_rows(self) -> int:
         """Rows of the split-KV partial outputs: B * Nq * Hq, q's (b, i, h) order."""
         return self.batch * self.nq_cap * self.heads
@@ -400,6 +406,13 @@ def prepare_kvcache(
     heads_grid = hk if pack else h
     blocks = b * heads_grid * -(-rows // config.block_m)
     stated = _max_seqlen_k(max_seqlen_k, nk_cap, page_size)
+    if config.warp_split > 1:  # the keys are split inside the block: no split across blocks
+        if num_splits not in (None, 1):
+            raise ValueError(
+                f"num_splits={num_splits!r} with a warp_split={config.warp_split} configuration (its warps split "
+                "each row's keys inside the block): pass num_splits=None or 1, or a config without warp_split"
+            )
+        num_splits = 1
     n = _num_splits(num_splits, config, arch_name, blocks, -(-nk_cap // config.kv_tile), sm_count, stated)
     if b * n > GRID_YZ_MAX:
         raise ValueError(f"B * num_splits = {b} * {n} must be <= {GRID_YZ_MAX} (the CUDA grid's z)")
@@ -464,6 +477,11 @@ def prepare_varlen(
     if b > GRID_YZ_MAX:
         raise ValueError(f"batch B={b} must be <= {GRID_YZ_MAX} (the CUDA grid's z)")
     config = _config(opts, arch_name, d, dtype, max_q, pack=False, paged=False, decode=False)
+    if config.warp_split > 1:
+        raise ValueError(
+            f"warp_split={config.warp_split} (split-KV inside the block) is a KV-cache decode configuration; a "
+            "variable-length batch has no split-KV: pass a config without warp_split"
+        )
     _fits(config, arch_name)
     _limits(max_q, max_k, config.block_m)
     return _problem(
