@@ -174,6 +174,14 @@ DECODE_KV_TILES = (128, 64, 32, 16)
 DECODE_STAGES = 2
 
 
+# A split inside the decode block (KernelConfig.warp_split): where the one-warp decode's heuristic asks for S splits,
+# 2 <= S <= WARP_SPLIT_MAX, one block of S warps per row group takes its keys instead (no combine), with the widest of
+# DECODE_KV_TILES whose S rings fit a block (flashsim.serving.problem applies it). Off until timed against the split
+# call (benchmarks/experiments/decode_warp_split/): bit-exact in flashsim.ptx, not yet run on a GPU.
+WARP_SPLIT_DECODE = False
+WARP_SPLIT_MAX = 8
+
+
 def decode_tiling(arch: str, head_dim: int, packed_rows: int) -> tuple[int, int, int, int] | None:
     """(warps, m_tiles, kv_tile, stages) of a decode block for ``packed_rows`` rows per K / V head, or None when
     they need more than 16 * max(DECODE_WARPS) rows (the prefill tiling then)."""

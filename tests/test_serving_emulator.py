@@ -404,3 +404,28 @@ def test_a_warp_split_config_is_checked():
     dense = cfg.with_(seqlens=False, pack_gqa=False, layout="bhnd")
     with pytest.raises(ValueError, match="KV-cache decode configuration"):
         flashsim.attention(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), config=dense)
+
+
+def test_the_warp_split_decode_rule(monkeypatch):
+    """flashsim.tuning.WARP_SPLIT_DECODE: where the one-warp decode's heuristic takes 2..WARP_SPLIT_MAX splits, the
+    default call takes one block of that many warps per row group instead, with the widest kv tile whose rings fit
+    (d 128 on sm_90: 6 warps of 32-key tiles at the serving table's B=8 shape); an explicit num_splits and a given
+    config keep theirs; off, the default is the split call."""
+    from flashsim import tuning
+
+    q = np.broadcast_to(np.zeros((), np.float16), (8, 1, 32, 128))
+    k = np.broadcast_to(np.zeros((), np.float16), (8, 8192, 8, 128))
+    opts = resolve_options(layout="bnhd")
+
+    def prep(n=None, o=opts):
+        return prepare_kvcache(q, k, k, None, None, n, opts=o, arch="sm_90", sm_count=132)
+
+    off = prep()
+    assert (off.config.warps, off.config.warp_split, off.num_splits) == (1, 1, 6)
+    monkeypatch.setattr(tuning, "WARP_SPLIT_DECODE", True)
+    on = prep()
+    assert (on.config.warps, on.config.warp_split, on.config.kv_tile, on.num_splits, on.parts) == (6, 6, 32, 1, 6)
+    assert not on.config.split and on.config.fits("sm_90")
+    assert prep(4).config.warp_split == 1 and prep(4).num_splits == 4
+    given = resolve_options(config=off.config.with_(split=False), layout="bnhd")
+    assert prep(o=given).config.warp_split == 1

@@ -31,12 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import tuning
 from ..arch import get_arch
 from ..config import SUPPORTED_HEAD_DIMS, KernelConfig, pv_accums
 from ..errors import UnsupportedConfig
 from ..masking import Window
 from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, resolve_options, scales
-from ..tuning import decode_tiling
+from ..tuning import DECODE_KV_TILES, WARP_SPLIT_MAX, decode_tiling
 from .indices import index_error, index_flag
 from .splits import MAX_SPLITS, choose_splits
 
@@ -323,6 +324,18 @@ def _num_splits(num_splits, config: KernelConfig, arch: str, blocks: int, key_ti
     return n
 
 
+def warp_split_decode(config: KernelConfig, arch: str, splits: int) -> KernelConfig | None:
+    """The warp_split form of a one-warp decode ``config`` the heuristic gave ``splits`` splits (flashsim.tuning's
+    rule: W = splits warps, 2 <= W <= WARP_SPLIT_MAX, the widest kv tile whose W rings fit a block), or None."""
+    if config.warps != 1 or not 2 <= splits <= WARP_SPLIT_MAX:
+        return None
+    for kv in DECODE_KV_TILES:
+        wide = config.with_(warps=splits, warp_split=splits, kv_tile=kv, split=False)
+        if wide.fits(arch):
+            return wide
+    return None
+
+
 def _limits(nq_cap: int, nk_cap: int, block_m: int) -> None:
     if nq_cap + nk_cap + block_m > INT32_MAX // 2:
         raise ValueError(
@@ -414,6 +427,9 @@ def prepare_kvcache(
             )
         num_splits = 1
     n = _num_splits(num_splits, config, arch_name, blocks, -(-nk_cap // config.kv_tile), sm_count, stated)
+    wide = warp_split_decode(config, arch_name, n) if tuning.WARP_SPLIT_DECODE and opts.config is None else None
+    if wide is not None and num_splits is None:  # the heuristic's splits inside one block per row group
+        config, n = wide, 1
     if b * n > GRID_YZ_MAX:
         raise ValueError(f"B * num_splits = {b} * {n} must be <= {GRID_YZ_MAX} (the CUDA grid's z)")
     config = config.with_(split=n > 1)
