@@ -169,3 +169,32 @@ def test_the_fused_check_writes_the_emulated_flag_bit_for_bit(make):
         bad += 1
         assert record.tolist() == [code, value, TAG, 0]
     assert bad >= 4 and good >= 2  # both paths exercised
+
+
+def test_fused_warp_split_decode_equals_the_emulator_and_flags_a_bad_page():
+    """A fused warp_split build (the block's warps splitting its keys, merged in the block): the emulator's bits,
+    its state zeroed after the launch, and a bad page anywhere in a row's range flagged as serving_check flags it
+    (the checking block covers every warp's pages)."""
+    from flashsim import KernelConfig
+
+    q, kp, vp, sl, table, _ = _paged_case(16, [300, 37, 1], 1)
+    cfg = KernelConfig(
+        head_dim=64, warps=3, warp_split=3, kv_tile=16, stages=2, layout="bnhd", seqlens=True, pack_gqa=True,
+        paged=True,
+    )  # fmt: skip
+    opts = serving_options(None, None, cfg, None, None, None, None, None)
+    prob = prepare_kvcache(q, kp, vp, sl, table, None, opts=opts, arch="sm_90", sm_count=132)
+    assert prob.parts == 3 and not prob.config.split
+    arrays = dict(seqlens_k=sl, block_table=table)
+    record = np.array([indices.NONE, 0, 0, 0], np.uint64)
+    o, lse, state, record = _launch(prob, q, kp, vp, arrays, record=record)
+    o_ref, lse_ref = emulated.attention_with_kvcache(q, kp, vp, cache_seqlens=sl, block_table=table, config=cfg)
+    np.testing.assert_array_equal(_bits(o), _bits(o_ref))
+    np.testing.assert_array_equal(_bits(lse), _bits(np.asarray(lse_ref, np.float32)))
+    assert not state.any() and record.tolist() == [indices.NONE, 0, 0, 0]
+    bad = table.copy()
+    bad[0, 17] = -1  # row 0's page 17: in the last warp's part
+    record = np.array([indices.NONE, 0, 0, 0], np.uint64)
+    _, _, state, record = _launch(prob, q, kp, vp, dict(seqlens_k=sl, block_table=bad), record=record, check=None)
+    code, value = indices.index_flag(prob, index_of(cache_seqlens=sl, block_table=bad))
+    assert code == indices.code("table", 17) and record.tolist() == [code, value, TAG, 0] and not state.any()
