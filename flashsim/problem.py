@@ -315,6 +315,16 @@ def dims(shape, layout: str) -> tuple[int, int, int, int]:
     return (b, x, y, d) if layout == "bhnd" else (b, y, x, d)
 
 
+def refuse_warp_split(config: KernelConfig, call: str) -> None:
+    """ValueError naming ``call`` when it gets a warp_split configuration, which only a KV-cache decode runs (a
+    block's warps splitting each row's keys: flashsim.attention_with_kvcache)."""
+    if config.warp_split > 1:
+        raise ValueError(
+            f"{call} got config.warp_split={config.warp_split}, which splits each row's keys over a block's warps: a "
+            "KV-cache decode configuration (flashsim.attention_with_kvcache); pass a config without warp_split"
+        )
+
+
 def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) -> Problem:
     """Validate q, k, v and the options; return the Problem both executions run.
 
@@ -389,11 +399,7 @@ def prepare(q, k, v, opts: Options | None = None, *, arch="sm_90", **options) ->
     elif config.dtype != dtype:
         raise ValueError(f"config.dtype={config.dtype!r} does not match the inputs' dtype {dtypes['q']}")
     config.check_arch(arch_name)  # quant "nvfp4": sm_120 only
-    if config.warp_split > 1:
-        raise ValueError(
-            f"config.warp_split={config.warp_split} splits each row's keys over a block's warps: a KV-cache decode "
-            "configuration (flashsim.attention_with_kvcache); pass a config without warp_split"
-        )
+    refuse_warp_split(config, "flashsim.attention")
     cap = get_arch(arch_name).smem_per_block_optin
     if config.smem_bytes > cap:
         from .errors import UnsupportedConfig  # a ValueError; imported here (flashsim.gpu imports this module)

@@ -168,6 +168,8 @@ constexpr int BAR_OFFSET = V_RING_OFFSET + STAGES * V_SLOT_BYTES + FS_KSF_RING_B
 constexpr int SMEM_BYTES = BAR_OFFSET + FS_WARP_SPLIT * FS_RING_BARS_BYTES;
 static_assert(FS_WARP_SPLIT == 1 || WARP_M * (D + 1) * 4 <= FS_RING_BYTES,
               "a warp's part (O / l and LSE, f32) fits its ring");
+static_assert(FS_WARP_SPLIT == 1 || WARP_M * (FS_WARP_SPLIT + 2) * 4 <= Q_BYTES,
+              "the merge's row weights fit the Q tile");
 static_assert(SMEM_BYTES == FS_EXPECTED_SMEM, "shared-memory layout differs from flashsim.config.smem_buffers");
 
 constexpr int S_NT = BC / 8;       // n8 tiles of S per warp
@@ -1452,13 +1454,14 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
 #if FS_SEQLENS
     if (KW > 1) {
         // The block's KW parts merged as flash_combine merges a KW-way split's (its combine_* steps, parts in warp
-        // order): packed row lr's weights from the parts' LSEs, then O = fma(w_s / W, O_s, O) from 0, two columns
-        // a thread; the same operations in the same order, so the bits of that split call.
-        __syncthreads();
-        constexpr int PAIRS = D / 2;
-        for (int i = tid; i < WARP_M * PAIRS; i += THREADS) {
-            const int lr = i / PAIRS, col = 2 * (i % PAIRS), pr = r0 + lr;
-            if (pr >= rows) continue;
+        // order): first each packed row's weights w_s / W, its max LSE m and total W, once a row, into the Q tile's
+        // bytes (every warp is done with Q); then O = fma(w_s / W, O_s, O) from 0, two columns a thread. The same
+        // operations in the same order, so the bits of that split call.
+        __syncthreads();   // every warp's part written, every warp done with Q
+        constexpr int ROW_W = KW + 2;   // a row's weights, then m, then W
+        float* row_w = reinterpret_cast<float*>(smem);
+        for (int lr = tid; lr < WARP_M; lr += THREADS) {
+            if (r0 + lr >= rows) continue;
             float mx = -FS_INF;
 #pragma unroll
             for (int w = 0; w < KW; ++w) mx = fmaxf(mx, warp_part(smem, w, lr, WARP_M * D));
@@ -1468,18 +1471,27 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             for (int w = 0; w < KW; ++w) wt[w] = combine_weight(warp_part(smem, w, lr, WARP_M * D), base);
 #pragma unroll
             for (int w = 0; w < KW; ++w) sum = __fadd_rn(sum, wt[w]);
-            const bool empty = combine_empty(sum);
-            const float inv = empty ? 1.f : __frcp_rn(sum);
+            const float inv = combine_empty(sum) ? 1.f : __frcp_rn(sum);
+#pragma unroll
+            for (int w = 0; w < KW; ++w) row_w[lr * ROW_W + w] = __fmul_rn(wt[w], inv);
+            row_w[lr * ROW_W + KW] = mx;
+            row_w[lr * ROW_W + KW + 1] = sum;
+        }
+        __syncthreads();
+        constexpr int PAIRS = D / 2;
+        for (int i = tid; i < WARP_M * PAIRS; i += THREADS) {
+            const int lr = i / PAIRS, col = 2 * (i % PAIRS), pr = r0 + lr;
+            if (pr >= rows) continue;
+            const float* rw = row_w + lr * ROW_W;
             float acc0 = 0.f, acc1 = 0.f;
 #pragma unroll
             for (int w = 0; w < KW; ++w) {
-                const float f = __fmul_rn(wt[w], inv);
-                acc0 = __fmaf_rn(f, warp_part(smem, w, lr * D + col, 0), acc0);
-                acc1 = __fmaf_rn(f, warp_part(smem, w, lr * D + col + 1, 0), acc1);
+                acc0 = __fmaf_rn(rw[w], warp_part(smem, w, lr * D + col, 0), acc0);
+                acc1 = __fmaf_rn(rw[w], warp_part(smem, w, lr * D + col + 1, 0), acc1);
             }
             const int qi = PACK_GQA ? pr / group : pr, hq = PACK_GQA ? q_head0 + pr % group : q_head0;
             *reinterpret_cast<uint32_t*>(oh + qi * q_rs + (hq - q_head0) * q_hs + col) = pack_elem2(acc0, acc1);
-            if (col == 0) lse[lse_base + hq * lse_hs + qi] = combine_lse(mx, sum, empty);
+            if (col == 0) lse[lse_base + hq * lse_hs + qi] = combine_lse(rw[KW], rw[KW + 1], combine_empty(rw[KW + 1]));
         }
     }
 #endif

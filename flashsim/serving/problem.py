@@ -36,7 +36,7 @@ from ..arch import get_arch
 from ..config import SUPPORTED_HEAD_DIMS, KernelConfig, pv_accums
 from ..errors import UnsupportedConfig
 from ..masking import Window
-from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, resolve_options, scales
+from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, refuse_warp_split, resolve_options, scales
 from ..tuning import DECODE_KV_TILES, WARP_SPLIT_MAX, decode_tiling
 from .indices import index_error, index_flag
 from .splits import MAX_SPLITS, choose_splits
@@ -427,9 +427,10 @@ def prepare_kvcache(
             )
         num_splits = 1
     n = _num_splits(num_splits, config, arch_name, blocks, -(-nk_cap // config.kv_tile), sm_count, stated)
-    wide = warp_split_decode(config, arch_name, n) if tuning.WARP_SPLIT_DECODE and opts.config is None else None
-    if wide is not None and num_splits is None:  # the heuristic's splits inside one block per row group
-        config, n = wide, 1
+    if tuning.WARP_SPLIT_DECODE and opts.config is None and num_splits is None:
+        wide = warp_split_decode(config, arch_name, n)  # the heuristic's splits inside one block per row group
+        if wide is not None:
+            config, n = wide, 1
     if b * n > GRID_YZ_MAX:
         raise ValueError(f"B * num_splits = {b} * {n} must be <= {GRID_YZ_MAX} (the CUDA grid's z)")
     config = config.with_(split=n > 1)
@@ -493,11 +494,7 @@ def prepare_varlen(
     if b > GRID_YZ_MAX:
         raise ValueError(f"batch B={b} must be <= {GRID_YZ_MAX} (the CUDA grid's z)")
     config = _config(opts, arch_name, d, dtype, max_q, pack=False, paged=False, decode=False)
-    if config.warp_split > 1:
-        raise ValueError(
-            f"warp_split={config.warp_split} (split-KV inside the block) is a KV-cache decode configuration; a "
-            "variable-length batch has no split-KV: pass a config without warp_split"
-        )
+    refuse_warp_split(config, "a variable-length batch")
     _fits(config, arch_name)
     _limits(max_q, max_k, config.block_m)
     return _problem(

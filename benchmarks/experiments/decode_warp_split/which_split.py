@@ -8,6 +8,7 @@ with the emulator's one-warp call at every split count 1..16 of the same kv tile
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -20,6 +21,9 @@ from flashsim.emulator import serving as emulated
 from flashsim.gpu import launch
 from flashsim.gpu import runtime as rt
 from flashsim.gpu.build import kernel_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from small_calls import bits, host  # noqa: E402  (this folder's CUDA-tensor-to-numpy and bit views)
 
 
 def parts_of(call):
@@ -42,33 +46,27 @@ CASES = [(2, 64), (3, 64), (4, 32), (6, 32)]  # (W, kv tile)
 
 
 # the in-block merge patched to output one warp's part alone (weight 1, its LSE): a probe of the parts
-MERGE_WEIGHT = "const float f = __fmul_rn(wt[w], inv);"
-MERGE_LSE = "if (col == 0) lse[lse_base + hq * lse_hs + qi] = combine_lse(mx, sum, empty);"
+MERGE_WEIGHT = "for (int w = 0; w < KW; ++w) row_w[lr * ROW_W + w] = __fmul_rn(wt[w], inv);"
+MERGE_LSE = (
+    "if (col == 0) lse[lse_base + hq * lse_hs + qi] = combine_lse(rw[KW], rw[KW + 1], combine_empty(rw[KW + 1]));"
+)
+
+
+def probe_source(src: str, w: int) -> str:
+    """kernel/flash_fwd.cu's text with the in-block merge outputting warp ``w``'s part alone (weight 1, its LSE)."""
+    assert src.count(MERGE_WEIGHT) == 1 and src.count(MERGE_LSE) == 1, "the merge changed: update the probe"
+    src = src.replace(MERGE_WEIGHT, MERGE_WEIGHT.replace("__fmul_rn(wt[w], inv)", f"(w == {w} ? 1.f : 0.f)"))
+    lse = f"if (col == 0) lse[lse_base + hq * lse_hs + qi] = warp_part(smem, {w}, lr, WARP_M * D);"
+    return src.replace(MERGE_LSE, lse)
 
 
 def part_probe(cfg, w):
     """Load, in place of ``cfg``'s kernel, a build whose merge outputs warp ``w``'s part alone."""
-    src = (kernel_dir() / "flash_fwd.cu").read_text()
-    assert src.count(MERGE_WEIGHT) == 1 and src.count(MERGE_LSE) == 1, "the merge changed: update the probe"
-    src = src.replace(MERGE_WEIGHT, f"const float f = w == {w} ? 1.f : 0.f;")
-    src = src.replace(
-        MERGE_LSE, f"if (col == 0) lse[lse_base + hq * lse_hs + qi] = warp_part(smem, {w}, lr, WARP_M * D);"
-    )
+    src = probe_source((kernel_dir() / "flash_fwd.cu").read_text(), w)
     launch.clear_caches()
     kern = rt.load(launch.build_kernel(cfg, "sm_90", source=src), launch.KERNEL_NAME)
     rt.set_dynamic_smem(kern, cfg.smem_bytes)
     launch._KERNELS[(cfg, "sm_90")] = kern
-
-
-def host(x):
-    if x.dtype == torch.bfloat16:
-        return x.cpu().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return x.cpu().numpy()
-
-
-def bits(x):
-    x = np.asarray(x)
-    return x.view(np.uint16 if x.dtype.itemsize == 2 else np.uint32)
 
 
 def main() -> int:
