@@ -176,9 +176,13 @@ DECODE_STAGES = 2
 
 # A split inside the decode block (KernelConfig.warp_split): where the one-warp decode's heuristic asks for S splits,
 # 2 <= S <= WARP_SPLIT_MAX, one block of S warps per row group takes its keys instead (no combine), with the widest of
-# DECODE_KV_TILES whose S rings fit a block (flashsim.serving.problem applies it). Off until timed against the split
-# call (benchmarks/experiments/decode_warp_split/): bit-exact in flashsim.ptx, not yet run on a GPU.
-WARP_SPLIT_DECODE = False
+# DECODE_KV_TILES whose S rings fit a block, where every row group's block is resident at once (one wave: the regime
+# timed; flashsim.serving.problem applies it). Timed on an H100 against the split call, FA2 and cuDNN
+# (benchmarks/experiments/decode_warp_split/, benchmarks/logs/2026-12-07-warp-split/second_run_warp_split.txt, L2
+# zeroed / read): B=8 d=128, 6 warps of 32-key tiles 104.9 / 95.0 us against 106.0 / 96.5; d=64 6 x 64-key 61.6 /
+# 51.4 against 64.3 / 54.0; d=256 6 x 16-key 193.9 / 183.3 against 193.0 / 186.2 (taken: faster with a clean L2).
+# In each row the rule's choice was the fastest warp_split candidate.
+WARP_SPLIT_DECODE = True
 WARP_SPLIT_MAX = 8
 
 

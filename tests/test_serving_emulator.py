@@ -407,25 +407,30 @@ def test_a_warp_split_config_is_checked():
 
 
 def test_the_warp_split_decode_rule(monkeypatch):
-    """flashsim.tuning.WARP_SPLIT_DECODE: where the one-warp decode's heuristic takes 2..WARP_SPLIT_MAX splits, the
-    default call takes one block of that many warps per row group instead, with the widest kv tile whose rings fit
-    (d 128 on sm_90: 6 warps of 32-key tiles at the serving table's B=8 shape); an explicit num_splits and a given
-    config keep theirs; off, the default is the split call."""
+    """flashsim.tuning.WARP_SPLIT_DECODE: where the one-warp decode's heuristic takes 2..WARP_SPLIT_MAX splits and
+    one block per row group fits one wave, the default call takes one block of that many warps per row group
+    instead, with the widest kv tile whose rings fit (d 128 on sm_90: 6 warps of 32-key tiles at the serving table's
+    B=8 shape, the fastest candidate timed); two waves of such blocks (B=32), an explicit num_splits and a given
+    config keep the split call; off, the default is the split call."""
     from flashsim import tuning
 
-    q = np.broadcast_to(np.zeros((), np.float16), (8, 1, 32, 128))
-    k = np.broadcast_to(np.zeros((), np.float16), (8, 8192, 8, 128))
     opts = resolve_options(layout="bnhd")
 
-    def prep(n=None, o=opts):
+    def prep(b=8, nk=8192, n=None, o=opts):
+        q = np.broadcast_to(np.zeros((), np.float16), (b, 1, 32, 128))
+        k = np.broadcast_to(np.zeros((), np.float16), (b, nk, 8, 128))
         return prepare_kvcache(q, k, k, None, None, n, opts=o, arch="sm_90", sm_count=132)
 
-    off = prep()
-    assert (off.config.warps, off.config.warp_split, off.num_splits) == (1, 1, 6)
-    monkeypatch.setattr(tuning, "WARP_SPLIT_DECODE", True)
+    assert tuning.WARP_SPLIT_DECODE
     on = prep()
     assert (on.config.warps, on.config.warp_split, on.config.kv_tile, on.num_splits, on.parts) == (6, 6, 32, 1, 6)
     assert not on.config.split and on.config.fits("sm_90")
-    assert prep(4).config.warp_split == 1 and prep(4).num_splits == 4
+    assert prep(n=4).config.warp_split == 1 and prep(n=4).num_splits == 4
+    two_waves = prep(b=32, nk=4096)  # 3 splits: 256 blocks of 3 warps, one a SM (196 KB)
+    assert (two_waves.config.warp_split, two_waves.num_splits) == (1, 3)
+    monkeypatch.setattr(tuning, "WARP_SPLIT_DECODE", False)
+    off = prep()
+    assert (off.config.warps, off.config.warp_split, off.num_splits) == (1, 1, 6)
     given = resolve_options(config=off.config.with_(split=False), layout="bnhd")
+    monkeypatch.setattr(tuning, "WARP_SPLIT_DECODE", True)
     assert prep(o=given).config.warp_split == 1

@@ -135,3 +135,42 @@ def test_warp_split_decode_kernel_equals_the_emulator(w, page_size):
     o_ref, lse_ref = emulated.attention_with_kvcache(q, k, v, cache_seqlens=sl, block_table=table, config=cfg)
     np.testing.assert_array_equal(o.view(np.uint16), np.asarray(o_ref).view(np.uint16))
     np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
+
+
+WARP_SPLIT_VERIFY_CASES = [  # flashsim verify --serving's cases whose decode splits its keys across a block's warps
+    "kvcache B2 Nq4 N256 pages64 len[256, 100] splits=auto H8 d128 kv2 causal f16x2 adversarial s0",  # the rule's
+    "kvcache B2 Nq4 N400  len[400, 150] splits=auto warp_split=2 H8 d128 kv2 causal win[40, 0] f32 normal s0",
+]
+
+
+@pytest.mark.parametrize("name", WARP_SPLIT_VERIFY_CASES)
+def test_warp_split_verify_cases_equal_the_emulator_with_the_overflow_flag(name):
+    """Two of verify --serving's warp_split cases (f16x2 P@V on adversarial inputs, where some warps' parts overflow:
+    the flag is the smallest row any warp flags, as the split call's; a causal window that leaves most warps' parts
+    empty) through flashsim.ptx under racecheck: O, LSE and the overflow flag equal the emulator's."""
+    from flashsim.commands.verify_serving import emulator_outputs, problem_of, serving_cases
+    from flashsim.gpu.launch import NO_OVERFLOW
+
+    case = next(c for c in serving_cases() if c.name() == name)
+    arrays = case.arrays()
+    prob, index = problem_of(case, arrays, "sm_90", 132)
+    cfg = prob.config
+    assert cfg.warp_split > 1 and not cfg.split, cfg.describe()
+    o_ref, lse_ref, flag_ref = emulator_outputs(case, arrays, prob, index)
+    q, k, v = arrays["q"], arrays["k_cache"], arrays["v_cache"]
+    o, lse = np.zeros(prob.o_shape, q.dtype), np.zeros(prob.lse_shape, np.float32)
+    flag = np.array([NO_OVERFLOW], np.uint64)
+    null = np.uint64(0)
+    table = arrays.get("block_table")
+    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
+    args = [q, k, v, o, lse, flag if cfg.pv_mma_f16 else null, *head, null, null, arrays["cache_seqlens"], *totals]
+    args += [null if table is None else table, *pages, null, null, *lse_strides]
+    module = P.compile(
+        (kernel_dir() / "flash_fwd.cu").read_text(), arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg)
+    )
+    P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
+    np.testing.assert_array_equal(o.view(np.uint16), o_ref.view(np.uint16))
+    np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
+    assert (None if int(flag[0]) == NO_OVERFLOW else int(flag[0])) == flag_ref
+    if cfg.pv_mma_f16:
+        assert flag_ref is not None  # the case does overflow

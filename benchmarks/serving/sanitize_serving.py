@@ -4,21 +4,22 @@ Usage: compute-sanitizer --tool memcheck python3 benchmarks/serving/sanitize_ser
        python3 benchmarks/serving/sanitize_serving.py --list                               (the variants; no GPU)
        ... sanitize_serving.py --fused: every call with its index check inside flash_fwd
        (flashsim.gpu.serving.FUSED), the same variants
-The variants: decode with splits (contiguous cache, GQA packed, rows of 0 and 1 keys), paged caches of 16 and 256
-keys per page in random order with a page two rows share, speculative rows (causal) with a window, group 1 (not
-packed) and MQA, bf16 and f16x2, variable-length batches with empty sequences, and flash_combine after every split
-launch; then the same paged decode with check_indices=False and indices that point outside the pages and lengths
-past the cache: the kernel clamps every index it reads, so the sanitizer must find nothing there either; then those
-bad indices as torch GPU tensors with the check on (kernel/serving_check.cu before flash_fwd, its record in mapped
-host memory, read by flashsim.gpu.check_index_errors, which must raise the ValueError naming block_table or
-cache_seqlens), and a good varlen call through torch with its check.
+The variants: decode with splits (contiguous cache, GQA packed, rows of 0 and 1 keys), decode whose block's warps
+split the keys (KernelConfig.warp_split: the decode rule's choice, paged, causal bf16, d 256 f16x2), paged caches of
+16 and 256 keys per page in random order with a page two rows share, speculative rows (causal) with a window, group 1
+(not packed) and MQA, bf16 and f16x2, variable-length batches with empty sequences, and flash_combine after every
+split launch; then the same paged decode (one-warp split and warp_split) with check_indices=False and indices that
+point outside the pages and lengths past the cache: the kernel clamps every index it reads, so the sanitizer must find
+nothing there either; then those bad indices as torch GPU tensors with the check on (kernel/serving_check.cu before
+flash_fwd, its record in mapped host memory, read by flashsim.gpu.check_index_errors, which must raise the ValueError
+naming block_table or cache_seqlens), and a good varlen call through torch with its check.
 """
 
 import sys
 
 import numpy as np
 
-from flashsim.commands.verify_serving import ServingCase
+from flashsim.commands.verify_serving import ServingCase, problem_of
 
 VARIANTS = [
     ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=300, seqlens=(300, 0, 1, 77), num_splits=4),
@@ -61,6 +62,22 @@ VARIANTS = [
         num_splits=2,
         options=dict(pv_accum="f16x2", softcap=10.0),
     ),
+    ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=256, seqlens=(200, 1, 77)),  # the decode rule: 4 warps split
+    ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=300, seqlens=(300, 0, 1, 170), page_size=16, warp_split=3),
+    ServingCase(
+        "kvcache",
+        8,
+        2,
+        64,
+        nq=3,
+        n_cache=500,
+        seqlens=(500, 333, 7),
+        warp_split=6,
+        options=dict(causal=True, dtype="bf16"),
+    ),
+    ServingCase(
+        "kvcache", 4, 2, 256, nq=1, n_cache=400, seqlens=(400, 150), warp_split=6, options=dict(pv_accum="f16x2")
+    ),
     ServingCase("varlen", 4, 2, 128, q_lens=(3, 0, 130, 1, 64), k_lens=(50, 7, 260, 0, 64), options=dict(causal=True)),
     ServingCase("varlen", 8, 1, 64, q_lens=(77, 150), k_lens=(200, 150), options=dict(window_size=(30, 10))),
 ]
@@ -80,6 +97,8 @@ def main(argv):
         a = case.arrays()
         kw = case.call_kwargs()
         if case.call == "kvcache":
+            if case.warp_split > 1:  # its configuration (the warps splitting the keys) as the call's config
+                kw["config"] = problem_of(case, a, "sm_90")[0].config
             o, lse = flashsim.gpu.attention_with_kvcache(
                 a["q"],
                 a["k_cache"],
@@ -117,7 +136,19 @@ def main(argv):
         check_indices=False,
         check_overflow=False,
     )
-    print("ran unchecked bad indices (clamped)", flush=True)
+    ws = next(c for c in VARIANTS if c.warp_split > 1 and c.page_size)  # the same bad indices, warps splitting keys
+    wa = ws.arrays()
+    flashsim.gpu.attention_with_kvcache(
+        wa["q"],
+        wa["k_cache"],
+        wa["v_cache"],
+        cache_seqlens=lengths,
+        block_table=table,
+        config=problem_of(ws, wa, "sm_90")[0].config,
+        check_indices=False,
+        check_overflow=False,
+    )
+    print("ran unchecked bad indices (clamped), one-warp split and warp_split builds", flush=True)
     checked = 0
     try:
         import torch
@@ -155,7 +186,7 @@ def main(argv):
         else "the index check launched first"
     )
     how += ", each split launch followed by flash_combine"
-    print(f"sanitize_serving: {len(VARIANTS) + 1 + checked} calls ({how})")
+    print(f"sanitize_serving: {len(VARIANTS) + 2 + checked} calls ({how})")
     return 0
 
 

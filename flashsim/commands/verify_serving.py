@@ -10,7 +10,7 @@ page (``pages="shared"``: one page read by two sequences), varlen rows packed fr
 (Nq > 1, causal), pages of 16 and 256 in random order, a shared page, rows of 0 and 1 keys, splits that hold no key
 for a row (short rows in a long cache, a window left of most splits, causal where a split is all masked), MQA and
 group 1, head dims 64 / 128 / 256, bf16, soft-capping, f16 and f16x2 P@V; varlen with empty and long sequences,
-causal, windows and GQA.
+causal, windows and GQA; decodes whose warps split the keys inside the block (warp_split).
 """
 
 from __future__ import annotations
@@ -28,7 +28,14 @@ from ..config import KernelConfig
 from ..diff import compare
 from ..emulator import engine_serving
 from ..overflow import first_flagged
-from ..serving.problem import check_indices, index_of, prepare_kvcache, prepare_varlen, serving_options
+from ..serving.problem import (
+    check_indices,
+    index_of,
+    prepare_kvcache,
+    prepare_varlen,
+    serving_options,
+    warp_split_form,
+)
 from .case_inputs import make_case_inputs
 
 SERVING_KINDS = ("normal", "wide", "adversarial")
@@ -56,6 +63,7 @@ class ServingCase:
     k_lens: tuple = ()
     options: dict = field(default_factory=dict)
     seqlens_given: bool = True  # kvcache: pass cache_seqlens (else every row holds its whole cache)
+    warp_split: int = 1  # kvcache, > 1: that many warps split each row's keys inside the block (problem_of)
     sha: str | None = None
 
     @property
@@ -77,6 +85,7 @@ class ServingCase:
             lens = f"len{list(self.seqlens)}" if self.seqlens_given else "full"
             head = f"kvcache B{self.batch} Nq{self.nq} N{self.n_cache} {cache} {lens}"
             head += f" splits={self.num_splits if self.num_splits is not None else 'auto'}"
+            head += f" warp_split={self.warp_split}" if self.warp_split > 1 else ""
         else:
             head = f"varlen q{list(self.q_lens)} k{list(self.k_lens)}"
         return " ".join([head, f"H{self.heads} d{self.head_dim}", *[e for e in extra if e], self.kind, f"s{self.seed}"])
@@ -157,30 +166,48 @@ def inputs_sha256(arrays: dict) -> str:
 
 
 def problem_of(case: ServingCase, arrays: dict, arch: str, sm_count=None):
-    """(ServingProblem, SequenceIndex) of ``case`` on ``arch`` (the GPU's SMs for its split choice)."""
+    """(ServingProblem, SequenceIndex) of ``case`` on ``arch`` (the GPU's SMs for its split choice). A case with
+    ``warp_split`` W > 1 runs the one-warp decode's tiling for W splits in its warp_split form (warp_split_form: the
+    form the default decode takes where flashsim.tuning's rule applies)."""
     kw = case.call_kwargs()
-    opts = serving_options(
-        kw.get("causal"),
-        kw.get("pv_accum"),
-        None,
-        kw.get("softmax_scale"),
-        kw.get("window_size"),
-        kw.get("softcap"),
-        None,
-        None,
-    )
-    if case.call == "kvcache":
-        prob = prepare_kvcache(
-            arrays["q"],
-            arrays["k_cache"],
-            arrays["v_cache"],
-            arrays.get("cache_seqlens"),
-            arrays.get("block_table"),
-            kw["num_splits"],
-            opts=opts,
-            arch=arch,
-            sm_count=sm_count,
+
+    def options(config=None):
+        return serving_options(
+            kw.get("causal"),
+            kw.get("pv_accum"),
+            config,
+            kw.get("softmax_scale"),
+            kw.get("window_size"),
+            kw.get("softcap"),
+            None,
+            None,
         )
+
+    if case.call == "kvcache":
+
+        def prepare(num_splits, opts):
+            return prepare_kvcache(
+                arrays["q"],
+                arrays["k_cache"],
+                arrays["v_cache"],
+                arrays.get("cache_seqlens"),
+                arrays.get("block_table"),
+                num_splits,
+                opts=opts,
+                arch=arch,
+                sm_count=sm_count,
+            )
+
+        if case.warp_split > 1:
+            if kw["num_splits"] is not None:
+                raise ValueError(f"{case.name()}: a warp_split case takes num_splits=None (its warps split the keys)")
+            one = prepare(1, options())  # the one-warp decode's tiling
+            wide = warp_split_form(one.config.with_(split=False), arch, case.warp_split)
+            if wide is None:
+                raise ValueError(f"{case.name()}: no kv tile fits {case.warp_split} rings in a block of {arch}")
+            prob = prepare(None, options(wide))
+        else:
+            prob = prepare(kw["num_splits"], options())
         index = index_of(cache_seqlens=arrays.get("cache_seqlens"), block_table=arrays.get("block_table"))
     else:
         prob = prepare_varlen(
@@ -191,7 +218,7 @@ def problem_of(case: ServingCase, arrays: dict, arch: str, sm_count=None):
             arrays["cu_seqlens_k"],
             arrays["max_seqlen_q"],
             arrays["max_seqlen_k"],
-            opts=opts,
+            opts=options(),
             arch=arch,
         )
         index = index_of(cu_seqlens_q=arrays["cu_seqlens_q"], cu_seqlens_k=arrays["cu_seqlens_k"])
@@ -456,6 +483,56 @@ def serving_cases() -> list[ServingCase]:
         page_size=64,
         options=dict(pv_accum="f16x2", causal=True),
     )
+    # warp_split: a block's warps split each row's keys (the default decode where flashsim.tuning's rule applies):
+    # shuffled pages of 16 with an empty row and a one-key row, d 64 speculative causal bf16, d 256 with 6 warps of
+    # 16-key tiles, 8 warps with soft-capping, 2 with a window left of most of the keys (the auto cases above take
+    # the rule's form too: 4 warps with f16x2 P@V, the overflow flag over the warps' parts)
+    add(
+        kv,
+        nwa,
+        heads=8,
+        heads_kv=2,
+        head_dim=128,
+        nq=1,
+        n_cache=300,
+        seqlens=(300, 0, 1, 170),
+        page_size=16,
+        warp_split=3,
+    )
+    add(
+        kv,
+        heads=8,
+        heads_kv=2,
+        head_dim=64,
+        nq=3,
+        n_cache=500,
+        seqlens=(500, 333, 7),
+        warp_split=6,
+        options=dict(causal=True, dtype="bf16"),
+    )
+    add(kv, heads=4, heads_kv=2, head_dim=256, nq=1, n_cache=400, seqlens=(400, 150), warp_split=6)
+    add(
+        kv,
+        heads=8,
+        heads_kv=2,
+        head_dim=128,
+        nq=1,
+        n_cache=512,
+        seqlens=(20, 512, 3),
+        warp_split=8,
+        options=dict(softcap=30.0),
+    )
+    add(
+        kv,
+        heads=8,
+        heads_kv=2,
+        head_dim=128,
+        nq=4,
+        n_cache=400,
+        seqlens=(400, 150),
+        warp_split=2,
+        options=dict(causal=True, window_size=(40, 0)),
+    )
     # varlen: empty and long sequences, causal, windows, GQA
     add(var, nwa, heads=4, heads_kv=2, head_dim=128, q_lens=(3, 0, 130, 1, 64), k_lens=(50, 7, 260, 0, 64))
     add(
@@ -554,12 +631,14 @@ def check_capture(path, case_key: str, arch="sm_90") -> dict:
         meta = json.loads(str(z[f"{case_key}_meta"]))
         o_gpu, lse_gpu = z[f"{case_key}_o"], z[f"{case_key}_lse"]
     case = case_of_meta(meta)
-    if case.call == "kvcache":  # the split count the GPU chose (for its own SMs)
+    ran = KernelConfig(**meta["config"])  # the fused build emulates as the separate launches
+    if case.call == "kvcache" and ran.warp_split > 1:  # the decode rule's warp_split form (for the GPU's SMs)
+        case = dataclasses.replace(case, num_splits=None, warp_split=ran.warp_split)
+    elif case.call == "kvcache":  # the split count the GPU chose (for its own SMs)
         case = dataclasses.replace(case, num_splits=meta["splits"])
     arrays = case.arrays()
     assert inputs_sha256(arrays) == meta["inputs_sha256"], "regenerated inputs differ from those the GPU saw"
     prob, index = problem_of(case, arrays, meta["arch"])
-    ran = KernelConfig(**meta["config"])  # the fused build emulates as the separate launches
     assert prob.config.with_(fused=ran.fused) == ran, (prob.config, meta["config"])
     o, lse, flag = emulator_outputs(case, arrays, prob, index)
     if "overflow_row" in meta:

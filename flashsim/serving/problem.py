@@ -39,7 +39,7 @@ from ..masking import Window
 from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, refuse_warp_split, resolve_options, scales
 from ..tuning import DECODE_KV_TILES, WARP_SPLIT_MAX, decode_tiling
 from .indices import index_error, index_flag
-from .splits import MAX_SPLITS, choose_splits
+from .splits import MAX_SPLITS, choose_splits, resident_blocks
 
 PAGE_SIZES = (16, 32, 64, 128, 256)
 KINDS = ("kvcache", "varlen")
@@ -324,16 +324,25 @@ def _num_splits(num_splits, config: KernelConfig, arch: str, blocks: int, key_ti
     return n
 
 
-def warp_split_decode(config: KernelConfig, arch: str, splits: int) -> KernelConfig | None:
-    """The warp_split form of a one-warp decode ``config`` the heuristic gave ``splits`` splits (flashsim.tuning's
-    rule: W = splits warps, 2 <= W <= WARP_SPLIT_MAX, the widest kv tile whose W rings fit a block), or None."""
-    if config.warps != 1 or not 2 <= splits <= WARP_SPLIT_MAX:
-        return None
+def warp_split_form(config: KernelConfig, arch: str, warps: int) -> KernelConfig | None:
+    """A one-warp decode ``config`` as ``warps`` warps splitting each row group's keys inside one block: the widest
+    of DECODE_KV_TILES whose rings fit a block of ``arch``, or None when none does."""
     for kv in DECODE_KV_TILES:
-        wide = config.with_(warps=splits, warp_split=splits, kv_tile=kv, split=False)
+        wide = config.with_(warps=warps, warp_split=warps, kv_tile=kv, split=False)
         if wide.fits(arch):
             return wide
     return None
+
+
+def warp_split_decode(config: KernelConfig, arch: str, splits: int, blocks: int, sm_count=None) -> KernelConfig | None:
+    """The warp_split form of a one-warp decode ``config`` the heuristic gave ``splits`` splits over ``blocks`` row
+    groups (flashsim.tuning's rule: W = splits warps, 2 <= W <= WARP_SPLIT_MAX, warp_split_form's kv tile, and every
+    row group's block resident at once on ``sm_count`` SMs), or None."""
+    if config.warps != 1 or not 2 <= splits <= WARP_SPLIT_MAX:
+        return None
+    wide = warp_split_form(config, arch, splits)
+    sms = get_arch(arch).sm_count if sm_count is None else int(sm_count)
+    return wide if wide is not None and blocks <= sms * resident_blocks(wide, arch) else None
 
 
 def _limits(nq_cap: int, nk_cap: int, block_m: int) -> None:
@@ -428,7 +437,7 @@ def prepare_kvcache(
         num_splits = 1
     n = _num_splits(num_splits, config, arch_name, blocks, -(-nk_cap // config.kv_tile), sm_count, stated)
     if tuning.WARP_SPLIT_DECODE and opts.config is None and num_splits is None:
-        wide = warp_split_decode(config, arch_name, n)  # the heuristic's splits inside one block per row group
+        wide = warp_split_decode(config, arch_name, n, blocks, sm_count)  # the splits inside one block a row group
         if wide is not None:
             config, n = wide, 1
     if b * n > GRID_YZ_MAX:
