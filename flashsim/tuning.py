@@ -176,14 +176,17 @@ DECODE_STAGES = 2
 
 # A split inside the decode block (KernelConfig.warp_split): where the one-warp decode's heuristic asks for S splits,
 # 2 <= S <= WARP_SPLIT_MAX, one block of S warps per row group takes its keys instead (no combine), with the widest of
-# DECODE_KV_TILES whose S rings fit a block, where every row group's block is resident at once (one wave: the regime
-# timed; flashsim.serving.problem applies it). Timed on an H100 against the split call, FA2 and cuDNN
-# (benchmarks/experiments/decode_warp_split/, benchmarks/logs/2026-12-07-warp-split/second_run_warp_split.txt, L2
-# zeroed / read): B=8 d=128, 6 warps of 32-key tiles 104.9 / 95.0 us against 106.0 / 96.5; d=64 6 x 64-key 61.6 /
-# 51.4 against 64.3 / 54.0; d=256 6 x 16-key 193.9 / 183.3 against 193.0 / 186.2 (taken: faster with a clean L2).
-# In each row the rule's choice was the fastest warp_split candidate.
+# DECODE_KV_TILES whose S rings fit a block, where every row group's block is resident at once (one wave), the cache
+# is contiguous and a K tile holds at least WARP_SPLIT_MIN_TILE elements (flashsim.serving.problem applies it).
+# Timed on an H100 against the split call, FA2 and cuDNN, L2 zeroed / read (benchmarks/experiments/decode_warp_split/
+# README.md; benchmarks/logs/2026-12-07-warp-split/): on the serving table's rows the rule's choice was the fastest
+# candidate (B=8 d=128 6 warps x 32 keys 104.9 / 95.0 us against the split call's 106.0 / 96.5); on held-out shapes
+# (check/rule_check.txt) it won 1-3 us on each contiguous shape with K tiles of 4096 elements or more, and lost
+# where they were not: 7 warps of 16-key tiles at d=128 (B=6: 98.5 / 88.2 against 85.4 / 75.2) and paged caches
+# (B=8 pages of 16: 119.9 / 116.0 against 108.3 / 100.4), which keep the split call.
 WARP_SPLIT_DECODE = True
 WARP_SPLIT_MAX = 8
+WARP_SPLIT_MIN_TILE = 4096  # kv_tile * head_dim: 32 keys at d = 128, 16 at d = 256, 64 at d = 64
 
 
 def decode_tiling(arch: str, head_dim: int, packed_rows: int) -> tuple[int, int, int, int] | None:

@@ -410,8 +410,9 @@ def test_the_warp_split_decode_rule(monkeypatch):
     """flashsim.tuning.WARP_SPLIT_DECODE: where the one-warp decode's heuristic takes 2..WARP_SPLIT_MAX splits and
     one block per row group fits one wave, the default call takes one block of that many warps per row group
     instead, with the widest kv tile whose rings fit (d 128 on sm_90: 6 warps of 32-key tiles at the serving table's
-    B=8 shape, the fastest candidate timed); two waves of such blocks (B=32), an explicit num_splits and a given
-    config keep the split call; off, the default is the split call."""
+    B=8 shape, the fastest candidate timed); two waves of such blocks (B=32), K tiles under WARP_SPLIT_MIN_TILE
+    elements, a paged cache, an explicit num_splits and a given config keep the split call; off, the default is the
+    split call."""
     from flashsim import tuning
 
     opts = resolve_options(layout="bnhd")
@@ -428,6 +429,13 @@ def test_the_warp_split_decode_rule(monkeypatch):
     assert prep(n=4).config.warp_split == 1 and prep(n=4).num_splits == 4
     two_waves = prep(b=32, nk=4096)  # 3 splits: 256 blocks of 3 warps, one a SM (196 KB)
     assert (two_waves.config.warp_split, two_waves.num_splits) == (1, 3)
+    narrow = prep(b=6)  # 7 splits: 7 rings fit only 16-key tiles, 2048 elements a K tile
+    assert (narrow.config.warp_split, narrow.num_splits) == (1, 7)
+    pages = np.broadcast_to(np.zeros((), np.float16), (8 * 512, 16, 8, 128))
+    q = np.broadcast_to(np.zeros((), np.float16), (8, 1, 32, 128))
+    table = np.zeros((8, 512), np.int32)
+    paged = prepare_kvcache(q, pages, pages, None, table, None, opts=opts, arch="sm_90", sm_count=132)
+    assert (paged.config.warp_split, paged.num_splits) == (1, 6)
     monkeypatch.setattr(tuning, "WARP_SPLIT_DECODE", False)
     off = prep()
     assert (off.config.warps, off.config.warp_split, off.num_splits) == (1, 1, 6)

@@ -5,15 +5,19 @@ lengths ending inside a page, a table with pages in a shuffled order, and the sp
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import flashsim.ptx as P
 from flashsim import provenance
+from flashsim.commands.verify_serving import emulator_outputs, problem_of, serving_cases
 from flashsim.constants import COMBINE_WARPS
 from flashsim.emulator import serving as emulated
 from flashsim.gpu import serving as gs
 from flashsim.gpu.build import kernel_dir
+from flashsim.gpu.launch import NO_OVERFLOW
 from flashsim.serving.problem import prepare_kvcache, prepare_varlen, serving_options
 
 pytestmark = [pytest.mark.nvrtc, pytest.mark.sass]
@@ -137,21 +141,24 @@ def test_warp_split_decode_kernel_equals_the_emulator(w, page_size):
     np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
 
 
-WARP_SPLIT_VERIFY_CASES = [  # flashsim verify --serving's cases whose decode splits its keys across a block's warps
-    "kvcache B2 Nq4 N256 pages64 len[256, 100] splits=auto H8 d128 kv2 causal f16x2 adversarial s0",  # the rule's
-    "kvcache B2 Nq4 N400  len[400, 150] splits=auto warp_split=2 H8 d128 kv2 causal win[40, 0] f32 normal s0",
+WARP_SPLIT_VERIFY_CASES = [  # verify --serving's cases, with the warps of a block splitting the keys; overflows?
+    ("kvcache B2 Nq4 N256 pages64 len[256, 100] splits=auto H8 d128 kv2 causal f16x2 adversarial s0", 4, True),
+    (
+        "kvcache B2 Nq4 N400  len[400, 150] splits=auto warp_split=2 H8 d128 kv2 causal win[40, 0] f16x2 normal s0",
+        2,
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize("name", WARP_SPLIT_VERIFY_CASES)
-def test_warp_split_verify_cases_equal_the_emulator_with_the_overflow_flag(name):
-    """Two of verify --serving's warp_split cases (f16x2 P@V on adversarial inputs, where some warps' parts overflow:
-    the flag is the smallest row any warp flags, as the split call's; a causal window that leaves most warps' parts
-    empty) through flashsim.ptx under racecheck: O, LSE and the overflow flag equal the emulator's."""
-    from flashsim.commands.verify_serving import emulator_outputs, problem_of, serving_cases
-    from flashsim.gpu.launch import NO_OVERFLOW
+@pytest.mark.parametrize("name, warps, overflows", WARP_SPLIT_VERIFY_CASES)
+def test_warp_split_verify_cases_equal_the_emulator_with_the_overflow_flag(name, warps, overflows):
+    """Two of verify --serving's cases as warp_split calls (f16x2 P@V on adversarial inputs in pages, where some
+    warps' parts overflow: the flag is the smallest row any warp flags, as the split call's; a causal window that
+    leaves most warps' parts empty) through flashsim.ptx under racecheck: O, LSE and the overflow flag equal the
+    emulator's."""
 
-    case = next(c for c in serving_cases() if c.name() == name)
+    case = dataclasses.replace(next(c for c in serving_cases() if c.name() == name), warp_split=warps)
     arrays = case.arrays()
     prob, index = problem_of(case, arrays, "sm_90", 132)
     cfg = prob.config
@@ -172,5 +179,4 @@ def test_warp_split_verify_cases_equal_the_emulator_with_the_overflow_flag(name)
     np.testing.assert_array_equal(o.view(np.uint16), o_ref.view(np.uint16))
     np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
     assert (None if int(flag[0]) == NO_OVERFLOW else int(flag[0])) == flag_ref
-    if cfg.pv_mma_f16:
-        assert flag_ref is not None  # the case does overflow
+    assert cfg.pv_mma_f16 and (flag_ref is not None) == overflows

@@ -37,7 +37,7 @@ from ..config import SUPPORTED_HEAD_DIMS, KernelConfig, pv_accums
 from ..errors import UnsupportedConfig
 from ..masking import Window
 from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, refuse_warp_split, resolve_options, scales
-from ..tuning import DECODE_KV_TILES, WARP_SPLIT_MAX, decode_tiling
+from ..tuning import DECODE_KV_TILES, WARP_SPLIT_MAX, WARP_SPLIT_MIN_TILE, decode_tiling
 from .indices import index_error, index_flag
 from .splits import MAX_SPLITS, choose_splits, resident_blocks
 
@@ -336,13 +336,16 @@ def warp_split_form(config: KernelConfig, arch: str, warps: int) -> KernelConfig
 
 def warp_split_decode(config: KernelConfig, arch: str, splits: int, blocks: int, sm_count=None) -> KernelConfig | None:
     """The warp_split form of a one-warp decode ``config`` the heuristic gave ``splits`` splits over ``blocks`` row
-    groups (flashsim.tuning's rule: W = splits warps, 2 <= W <= WARP_SPLIT_MAX, warp_split_form's kv tile, and every
-    row group's block resident at once on ``sm_count`` SMs), or None."""
-    if config.warps != 1 or not 2 <= splits <= WARP_SPLIT_MAX:
+    groups (flashsim.tuning's rule: W = splits warps, 2 <= W <= WARP_SPLIT_MAX, a contiguous cache, warp_split_form's
+    kv tile holding at least WARP_SPLIT_MIN_TILE elements, and every row group's block resident at once on
+    ``sm_count`` SMs), or None."""
+    if config.warps != 1 or config.paged or not 2 <= splits <= WARP_SPLIT_MAX:
         return None
     wide = warp_split_form(config, arch, splits)
+    if wide is None or wide.kv_tile * wide.head_dim < WARP_SPLIT_MIN_TILE:
+        return None
     sms = get_arch(arch).sm_count if sm_count is None else int(sm_count)
-    return wide if wide is not None and blocks <= sms * resident_blocks(wide, arch) else None
+    return wide if blocks <= sms * resident_blocks(wide, arch) else None
 
 
 def _limits(nq_cap: int, nk_cap: int, block_m: int) -> None:

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The device rounds that take the warp_split decode rule into the default call (writes under $OUT, tars its logs):
+#   round.sh check   the small calls' bits and sanitizers, the serving round's verify (the capture
+#                    attn_sm90_serving.npz, with the warp_split cases), sanitize and fused (attn_sm90_serving_fused.npz)
+#                    steps, then rule_check.py (the rule on held-out shapes beside the split call, FA2 and cuDNN)
+#   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
+#                    round's verify and fused steps again (the captures of the final case set), the public call's
+#                    rows (--call) and the serving GPU tests, each started only while BUDGET (560 s) leaves room
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+H=benchmarks/experiments/decode_warp_split
+R=$OUT/r; mkdir -p "$R"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/gpu.txt"
+case ${1:-} in
+  check)
+    python3 $H/small_calls.py > "$R/small_calls.txt" 2>&1; echo "small_calls exit $?"
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 1 --print-limit 20 \
+        python3 $H/small_calls.py > "$R/small_calls_$tool.txt" 2>&1
+      echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/small_calls_$tool.txt" | tail -1)"
+    done
+    OUT=$R/serving bash benchmarks/serving/run_device.sh verify sanitize fused; echo "serving round exit $?"
+    python3 $H/rule_check.py --json "$R/rule_check.json" > "$R/rule_check.txt" 2>&1; echo "rule_check exit $?"
+    cat "$R/rule_check.txt" ;;
+  table)
+    T0=$(date +%s)
+    left() { echo $(( ${BUDGET:-560} - ($(date +%s) - T0) )); }
+    for f in zero read; do
+      timeout 120 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
+      echo "decode $f exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/decode_$f.txt"
+    done
+    (( $(left) > 200 )) && { OUT=$R/serving bash benchmarks/serving/run_device.sh verify fused; echo "serving round exit $?"; }
+    (( $(left) > 100 )) && { timeout $(( $(left) - 90 )) python3 benchmarks/bench_serving.py --call --json "$R/call.json" \
+      > "$R/call.txt" 2>&1; echo "call exit $?"; tail -20 "$R/call.txt"; }
+    (( $(left) > 80 )) && { OUT=$R/serving bash benchmarks/serving/run_device.sh tests; echo "serving tests exit $?"; }
+    echo "round took $(( $(date +%s) - T0 )) s" ;;
+  *) echo "usage: round.sh check|table" >&2; exit 2 ;;
+esac
+tar -C "$OUT" -cf "$OUT/round_${1}.tar" r && rm -rf "$R"
