@@ -3,6 +3,8 @@
 #   round.sh check   the small calls' bits and sanitizers, the serving round's verify (the capture
 #                    attn_sm90_serving.npz, with the warp_split cases), sanitize and fused (attn_sm90_serving_fused.npz)
 #                    steps, then rule_check.py (the rule on held-out shapes beside the split call, FA2 and cuDNN)
+#   round.sh paged   the serving round's verify and fused steps (the captures), then paged.py (warp_split on paged
+#                    caches: deeper rings) and ncu on the contiguous / paged warp_split and paged split calls
 #   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
 #                    round's verify and fused steps again (the captures of the final case set), the public call's
 #                    rows (--call) and the serving GPU tests, each started only while BUDGET (560 s) leaves room
@@ -30,11 +32,18 @@ case ${1:-} in
       timeout 120 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
       echo "decode $f exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/decode_$f.txt"
     done
-    (( $(left) > 200 )) && { OUT=$R/serving bash benchmarks/serving/run_device.sh verify fused; echo "serving round exit $?"; }
+    (( $(left) > 200 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh verify fused; echo "serving round exit $?"; }
     (( $(left) > 100 )) && { timeout $(( $(left) - 90 )) python3 benchmarks/bench_serving.py --call --json "$R/call.json" \
       > "$R/call.txt" 2>&1; echo "call exit $?"; tail -20 "$R/call.txt"; }
     (( $(left) > 80 )) && { OUT=$R/serving bash benchmarks/serving/run_device.sh tests; echo "serving tests exit $?"; }
     echo "round took $(( $(date +%s) - T0 )) s" ;;
-  *) echo "usage: round.sh check|table" >&2; exit 2 ;;
+  paged)
+    OUT=$R/capture bash benchmarks/serving/run_device.sh verify fused > "$R/capture.txt" 2>&1; echo "serving round exit $?"
+    tail -12 "$R/capture.txt"
+    python3 $H/paged.py --json "$R/paged.json" > "$R/paged.txt" 2>&1; echo "paged exit $?"; cat "$R/paged.txt"
+    timeout 200 ncu -k regex:flash_fwd -c 3 --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+      --section LaunchStats python3 $H/paged.py --once > "$R/ncu.txt" 2>&1; echo "ncu exit $?"
+    grep -E "flash_fwd|Throughput|Hit Rate|Achieved Occupancy|Grid Size|Block Size|Duration" "$R/ncu.txt" | head -60 ;;
+  *) echo "usage: round.sh check|paged|table" >&2; exit 2 ;;
 esac
 tar -C "$OUT" -cf "$OUT/round_${1}.tar" r && rm -rf "$R"
