@@ -219,6 +219,32 @@ def ours(q, k, v, **kw):
     return (lambda: flashsim.gpu.attention_with_kvcache(q, k, v, **kw)), prob
 
 
+def split_call_splits(q, k, v, cache_seqlens, block_table=None, arch=None, sm_count=None) -> int:
+    """The split count of the default call without flashsim.tuning's warp_split rule (the one-warp split call), on
+    ``arch`` with ``sm_count`` SMs (default: this GPU's)."""
+    from flashsim import tuning
+    from flashsim.gpu import runtime as rt
+    from flashsim.problem import resolve_options
+    from flashsim.serving import prepare_kvcache
+
+    was, tuning.WARP_SPLIT_DECODE = tuning.WARP_SPLIT_DECODE, False
+    try:
+        prob = prepare_kvcache(
+            q,
+            k,
+            v,
+            cache_seqlens,
+            block_table,
+            None,
+            opts=resolve_options(layout="bnhd"),
+            arch=arch or rt.current_arch(),
+            sm_count=sm_count if arch else rt.sm_count(),
+        )
+    finally:
+        tuning.WARP_SPLIT_DECODE = was
+    return prob.num_splits
+
+
 HOST_CALLS = 50  # back-to-back calls timed for the host time per call (3 launches each: inside the launch queue)
 HOST_ROUNDS = 9  # rounds of HOST_CALLS: the median resists the host's spikes (one round of 100 varied 25-43 us)
 
@@ -430,6 +456,10 @@ def bench_decode(rows, bw, args):
             r["copy_fraction"] = r["tb_s"] / bw
             if prob.config.split:  # the combine launched after flash_fwd in stream order instead of overlapped
                 r["serial_combine_us"] = _serial_combine(fn)
+            if prob.config.warp_split > 1:  # the decode rule's warp_split form: the split call it replaced beside it
+                n = split_call_splits(q, k, v, sl)
+                r["split_call_us"] = timed(ours(q, k, v, cache_seqlens=sl, num_splits=n)[0])[0] * 1e3
+                r["split_call_copy_fraction"] = r["bytes"] / (r["split_call_us"] * 1e-6) / 1e12 / bw
         except Exception as exc:  # noqa: BLE001 - recorded, the table goes on
             r["error"] = f"{type(exc).__name__}: {exc}"
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
@@ -621,15 +651,34 @@ def predict_sm120(rows):
             r["budget"].update(combine_registers=combine.registers, combine_blocks_per_sm=combine.blocks_per_sm)
         decode = next((x for x in rows if x["name"] == "decode" and "copy_fraction" in x), None)
         if decode is not None:
-            tb_s = RTX5090_TB_S * decode["copy_fraction"]
+            # the share of copy bandwidth of the form sm_120 runs at this shape: the split call where its decode rule
+            # declines the warp_split form (sm_120's smaller blocks) and the H100 ran it beside the default
+            share = decode["copy_fraction"]
+            if "split_call_copy_fraction" in decode and not sm120_takes_warp_split(decode["shape"]):
+                share = decode["split_call_copy_fraction"]
+                r["form"] = "the split call (sm_120's rule declines warp_split here)"
+            tb_s = RTX5090_TB_S * share
             r["predicted_us"] = decode["bytes"] / (tb_s * 1e12) * 1e6
             r["how"] = (
-                f"the decode's {decode['bytes']} B of K and V at {decode['copy_fraction']:.1%} of the "
+                f"the decode's {decode['bytes']} B of K and V at {share:.1%} of the "
                 f"RTX 5090's {RTX5090_TB_S} TB/s (the share of the copy bandwidth it reached on this GPU): "
                 "a prediction, nothing ran on sm_120"
             )
     except Exception as exc:  # noqa: BLE001
         r["error"] = f"{type(exc).__name__}: {exc}"
+
+
+def sm120_takes_warp_split(shape: dict) -> bool:
+    """Whether the default decode call of ``shape`` (bench_decode's row shape) takes the warp_split form on sm_120
+    (its reference GPU's SMs), from the call's own rule."""
+    from flashsim.problem import resolve_options
+    from flashsim.serving import prepare_kvcache
+
+    q = np.broadcast_to(np.zeros((), np.float16), (shape["B"], shape["Nq"], shape["Hq"], shape["d"]))
+    k = np.broadcast_to(np.zeros((), np.float16), (shape["B"], shape["Nk"], shape["Hkv"], shape["d"]))
+    sl = np.full(shape["B"], shape["Nk"], np.int32)
+    prob = prepare_kvcache(q, k, k, sl, None, None, opts=resolve_options(layout="bnhd"), arch="sm_120")
+    return prob.config.warp_split > 1
 
 
 def text(rows, bw, dev):
@@ -639,7 +688,7 @@ def text(rows, bw, dev):
     ]
     for r in rows:
         parts = [f"{r['name']:34}"]
-        for key in ("ours_us", "serial_combine_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
+        for key in ("ours_us", "serial_combine_us", "split_call_us", "eager_us", "FA2_us", "cuDNN_us", "us"):
             if key in r:
                 parts.append(f"{key[:-3]} {r[key]:8.1f}")
         if "default_form" in r:

@@ -130,9 +130,14 @@ def test_max_seqlen_k_chooses_the_emulators_splits_and_bounds_the_rows():
     sl = np.array([300], np.int32)
     stated = prepare_kvcache(q, k, k, sl, None, None, opts=OPTS, max_seqlen_k=320)
     whole = prepare_kvcache(q, k, k, sl, None, None, opts=OPTS)
-    assert stated.num_splits < whole.num_splits  # chosen over 320 keys, not the 4096 the cache holds
+    assert stated.parts < whole.parts  # chosen over 320 keys, not the 4096 the cache holds
     o, lse = flashsim.attention_with_kvcache(q, k, k, cache_seqlens=sl, max_seqlen_k=320, progress=False)
-    o2, lse2 = flashsim.attention_with_kvcache(q, k, k, cache_seqlens=sl, num_splits=stated.num_splits, progress=False)
+    # the one-warp call of the same tiles with as many splits as the chosen parts (its warps' parts, where the decode
+    # rule took the warp_split form)
+    one = stated.config.with_(warps=1, warp_split=1)
+    o2, lse2 = flashsim.attention_with_kvcache(
+        q, k, k, cache_seqlens=sl, num_splits=stated.parts, config=one, progress=False
+    )
     assert np.array_equal(o.view(np.uint16), o2.view(np.uint16)) and np.array_equal(
         lse.view(np.uint32), lse2.view(np.uint32)
     )
