@@ -144,7 +144,7 @@ def test_warp_split_decode_kernel_equals_the_emulator(w, page_size):
 WARP_SPLIT_VERIFY_CASES = [  # verify --serving's cases, with the warps of a block splitting the keys; overflows?
     ("kvcache B2 Nq4 N256 pages64 len[256, 100] splits=auto H8 d128 kv2 causal f16x2 adversarial s0", 4, True),
     (
-        "kvcache B2 Nq4 N400  len[400, 150] splits=auto warp_split=2 H8 d128 kv2 causal win[40, 0] f16x2 normal s0",
+        "kvcache B2 Nq4 N400  len[400, 150] splits=auto warp_split=2 H8 d128 kv2 causal win[40, 0] f32 normal s0",
         2,
         False,
     ),
@@ -179,4 +179,4 @@ def test_warp_split_verify_cases_equal_the_emulator_with_the_overflow_flag(name,
     np.testing.assert_array_equal(o.view(np.uint16), o_ref.view(np.uint16))
     np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
     assert (None if int(flag[0]) == NO_OVERFLOW else int(flag[0])) == flag_ref
-    assert cfg.pv_mma_f16 and (flag_ref is not None) == overflows
+    assert (flag_ref is not None) == overflows

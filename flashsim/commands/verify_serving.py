@@ -485,8 +485,10 @@ def serving_cases() -> list[ServingCase]:
     )
     # warp_split: a block's warps split each row's keys (the default decode where flashsim.tuning's rule applies):
     # shuffled pages of 16 with an empty row and a one-key row, d 64 speculative causal bf16, d 256 with 6 warps of
-    # 16-key tiles, 8 warps with soft-capping, 2 with a window left of most of the keys and f16x2 P@V (the overflow
-    # flag over the warps' parts); the contiguous auto cases above take the rule's form too (3 and 4 warps)
+    # 16-key tiles, 8 warps with soft-capping, 2 with a window left of most of the keys; the contiguous auto cases
+    # above take the rule's form too (3 and 4 warps). (The stored captures also hold the paged causal f16x2 auto case
+    # in the 4-warp form, its overflow flag over the warps' parts: captured when the rule still took paged caches;
+    # check_capture replays each case in the form it ran.)
     add(
         kv,
         nwa,
@@ -531,7 +533,7 @@ def serving_cases() -> list[ServingCase]:
         n_cache=400,
         seqlens=(400, 150),
         warp_split=2,
-        options=dict(causal=True, window_size=(40, 0), pv_accum="f16x2"),
+        options=dict(causal=True, window_size=(40, 0)),
     )
     # varlen: empty and long sequences, causal, windows, GQA
     add(var, nwa, heads=4, heads_kv=2, head_dim=128, q_lens=(3, 0, 130, 1, 64), k_lens=(50, 7, 260, 0, 64))
