@@ -1,9 +1,10 @@
 """The resource budget: the symbolic shared memory, the occupancy rules and the fit region, proved with sympy.
 
 1. closed form   config.smem_buffers on symbols sums to Q + K + V + the ring's mbarriers
-                 = e d (16 w + 2 stages B_c) + 16 stages r_mb bytes, and it
-                 evaluates to KernelConfig.smem_bytes (the integer path of the same function) for every
-                 supported configuration;
+                 = e d (16 w / W_s + 2 W_s stages B_c) + 16 W_s stages r_mb bytes (W_s = warp_split: the warps
+                 sharing the block's rows, each with its own ring; 1 otherwise), and it evaluates to
+                 KernelConfig.smem_bytes (the integer path of the same function) for every supported configuration,
+                 the decode's warp_split ones included;
 2. fit region    on sm_120 (99 KB opt-in cap) with d = 128 and 8 warps, solving the inequality for B_c gives
                  B_c <= 2143/32 (66.97) for 2 stages and B_c <= 4285/96 (44.6) for 3 stages (the default's mbarrier
                  ring included): with B_c a multiple of 16, the
@@ -43,14 +44,25 @@ TITLE = "budget: symbolic shared memory = the kernel's, the fit region, occupanc
 
 def step_closed_form():
     total = sp.Add(*S.smem_expressions().values())
+    rings = S.warp_split
     closed = (
-        S.head_dim * (S.qk_bytes * (16 * S.m_tiles * S.warps + S.stages * S.kv_tile) + S.v_bytes * S.stages * S.kv_tile)
-        + 2 * MBARRIER_BYTES * S.stages * S.ring_mbarrier
-        + S.k_scale_bytes * S.stages * S.kv_tile
-    )  # a full and an empty mbarrier per ring slot; NVFP4's K block scales ride in the ring
+        S.head_dim
+        * (
+            S.qk_bytes * (16 * S.m_tiles * S.warps / rings + rings * S.stages * S.kv_tile)
+            + S.v_bytes * rings * S.stages * S.kv_tile
+        )
+        + 2 * MBARRIER_BYTES * rings * S.stages * S.ring_mbarrier
+        + S.k_scale_bytes * rings * S.stages * S.kv_tile
+    )  # a full and an empty mbarrier per ring slot; NVFP4's K block scales ride in the ring; a ring per warp_split warp
     if sp.simplify(total - closed) != 0:
         return False, f"smem total {total} != {closed}"
     count = 0
+    for d, w, bc, st in itertools.product(SUPPORTED_HEAD_DIMS, range(2, 9), (16, 32, 64, 128), SUPPORTED_STAGES):
+        cfg = KernelConfig(head_dim=d, warps=w, warp_split=w, kv_tile=bc, stages=st, layout="bnhd", seqlens=True,
+                           pack_gqa=True)  # fmt: skip
+        if int(total.subs(S.values(cfg))) != cfg.smem_bytes:
+            return False, f"symbolic {total.subs(S.values(cfg))} != smem_bytes {cfg.smem_bytes} at {cfg.describe()}"
+        count += 1
     for d, w, mt, bc, st, quant in itertools.product(
         SUPPORTED_HEAD_DIMS,
         range(1, 17),
@@ -68,9 +80,9 @@ def step_closed_form():
             return False, f"symbolic {total.subs(S.values(cfg))} != smem_bytes {cfg.smem_bytes} at {cfg.describe()}"
         count += 1
     return True, (
-        f"Q + K + V + barriers = d (e_qk (16 m_t w + stages B_c) + e_v stages B_c) + 16 stages r_mb + s_k stages "
-        f"B_c bytes (e_qk, e_v = e_in, or 1 with INT8 Q K^T, FP8 P@V, e_qk = 1/2 and s_k = d / 16 with NVFP4; r_mb = 1 "
-        f"with the mbarrier ring); equals "
+        f"Q + K + V + barriers = d (e_qk (16 m_t w / W_s + W_s stages B_c) + e_v W_s stages B_c) + 16 W_s stages r_mb "
+        f"+ s_k W_s stages B_c bytes (e_qk, e_v = e_in, or 1 with INT8 Q K^T, FP8 P@V, e_qk = 1/2 and s_k = d / 16 "
+        f"with NVFP4; r_mb = 1 with the mbarrier ring; W_s = warp_split); equals "
         f"KernelConfig.smem_bytes on {count} configs"
     )
 
@@ -92,6 +104,7 @@ def step_fit_region():
                 S.stages: stages,
                 S.ring_mbarrier: int(KernelConfig().ring_mbarrier),
                 S.k_scale_bytes: 0,
+                S.warp_split: 1,
             }
         ).subs(S.kv_tile, bc)
         bound = sp.solve(expr - cap, bc)[0]  # total is increasing in B_c: fits iff B_c <= bound

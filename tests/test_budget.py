@@ -393,3 +393,16 @@ def test_occupancy_equals_the_driver(gpu, config):
     assert (num_regs() if callable(num_regs) else num_regs) == build.registers
     b = budget(config, arch, registers=build.registers)
     assert b.blocks_per_sm == driver_blocks, f"{b.table()}\ndriver: {driver_blocks}"
+
+
+@pytest.mark.nvrtc
+def test_budget_command_serving_warp_split(capsys):
+    """`flashsim budget --serving --warp-split W`: the decode whose W warps split the keys, its rings in the budget,
+    no flash_combine; a W whose rings fit no kv tile is a one-line error (exit 2)."""
+    from flashsim.cli import main
+
+    assert main(["budget", "--serving", "--arch", "sm_90", "--warp-split", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "warp_split=6" in out and "kv_tile=32" in out and "flash_combine" not in out and "W_s" in out
+    assert main(["budget", "--serving", "--arch", "sm_120", "--warp-split", "6"]) == 2
+    assert "no kv tile fits 6 K / V rings" in capsys.readouterr().err

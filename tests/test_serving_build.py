@@ -76,3 +76,23 @@ def test_the_fused_check_decode_kernels_build_without_spills_and_keep_their_occu
     assert main.smem_bytes == plain.smem_bytes and main.blocks_per_sm == plain.blocks_per_sm
     assert combine == plain_combine
     assert "index check fused" in main.table()
+
+
+@pytest.mark.parametrize(
+    "arch, d, w", [("sm_90", 128, 6), ("sm_90", 64, 6), ("sm_90", 256, 6), ("sm_120", 128, 4), ("sm_120", 64, 6)]
+)
+def test_the_warp_split_decode_forms_build_without_spills_and_budget_their_rings(arch, d, w):
+    """The decode whose W warps split the keys (warp_split_form, the default decode's form where flashsim.tuning's
+    rule applies): no spill on either arch, no flash_combine entry, and the budget's symbolic shared memory (a ring and
+    its barriers per warp, the 16 shared rows once) equals the kernel's launch size."""
+    from flashsim.serving.problem import warp_split_form
+
+    wide = warp_split_form(decode_config(arch, d, 4).with_(split=False), arch, w)
+    main, combine = serving_budget(wide, arch)
+    assert combine is None and main.fits
+    assert main.reg.spill_stores == 0 and main.reg.spill_loads == 0, wide.describe()
+    assert main.smem_bytes == wide.smem_bytes
+    one = wide.with_(warps=1, warp_split=1)  # one ring, the same rows: W rings cost W times its ring
+    ring = one.smem_bytes - d * 16 * one.qk_bytes
+    assert wide.smem_bytes == d * 16 * one.qk_bytes + w * ring
+    assert "W_s" in main.table()

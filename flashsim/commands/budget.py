@@ -13,6 +13,7 @@ examples:
   flashsim budget --arch sm_120 --every-head-dim --quant int8    (INT8 attention: s8 Q and K tiles)
   flashsim budget --arch sm_120 --every-head-dim --quant nvfp4   (NVFP4 Q K^T: d = 64 and 128, sm_120 only)
   flashsim budget --serving --arch sm_90 --head-dim 128 --decode-rows 4   (decode kernel and flash_combine)
+  flashsim budget --serving --arch sm_90 --warp-split 6   (the decode whose 6 warps split the keys: no combine)
 """
 
 from __future__ import annotations
@@ -80,6 +81,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--paged", action="store_true", help="with --serving: a paged KV cache")
     p.add_argument(
+        "--warp-split",
+        type=int,
+        default=1,
+        metavar="W",
+        help="with --serving: the decode whose block's W warps split the keys (KernelConfig.warp_split; the widest kv "
+        "tile whose W rings fit), no flash_combine; default 1 (the split call)",
+    )
+    p.add_argument(
         "--fused",
         action="store_true",
         help="with --serving: the build with the index check inside flash_fwd",
@@ -123,7 +132,7 @@ def run(args) -> int:
     if args.every_head_dim:
         return every_head_dim(arch, args.registers, args.quant)
     if getattr(args, "serving", False):
-        return serving(arch, args.head_dim or 128, args.decode_rows, args.paged, args.fused)
+        return serving(arch, args.head_dim or 128, args.decode_rows, args.paged, args.fused, args.warp_split)
     config = config_from_args(args)
     if args.plot:
         check_plot_path(args.plot)
@@ -144,14 +153,28 @@ def run(args) -> int:
     return 0 if main.fits else 1
 
 
-def serving(arch: str, head_dim: int, rows: int, paged: bool, fused: bool = False) -> int:
+def serving(arch: str, head_dim: int, rows: int, paged: bool, fused: bool = False, warp_split: int = 1) -> int:
     """The decode kernel's and flash_combine's budgets on ``arch`` (``fused``: the decode kernel with the index check
-    inside it); 0 when the decode kernel fits."""
+    inside it; ``warp_split`` W > 1: its form with W warps splitting the keys, no combine); 0 when the decode kernel
+    fits."""
     from ..resources.serving import decode_config, serving_budget
+    from ..serving.problem import warp_split_form
 
     if rows < 1:
         raise ValueError(f"--decode-rows must be >= 1, got {rows}")
     config = decode_config(arch, head_dim, rows, paged=paged).with_(fused=fused)
+    if warp_split != 1:
+        if config.warps != 1 or not 2 <= warp_split <= 32:
+            raise ValueError(
+                f"--warp-split {warp_split}: needs 2..32 warps and a one-warp decode (--decode-rows <= 16), got "
+                f"{config.warps} warp(s) for {rows} rows"
+            )
+        wide = warp_split_form(config.with_(split=False), arch, warp_split)
+        if wide is None:
+            raise ValueError(
+                f"--warp-split {warp_split}: no kv tile fits {warp_split} K / V rings in a block of {arch}"
+            )
+        config = wide
     main, combine = serving_budget(config, arch)
     print(main.table())
     if combine is not None:

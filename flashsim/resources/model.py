@@ -111,6 +111,8 @@ def budget(
     if not isinstance(config, KernelConfig):
         raise ValueError(f"config must be a flashsim.KernelConfig or None, got {type(config).__name__}")
     smem_expr = symbols.smem_expressions()
+    if config.warp_split == 1:  # one ring, the block's own rows: the table's formulas without W_s
+        smem_expr = {name: sp.sympify(e).subs(symbols.warp_split, 1) for name, e in smem_expr.items()}
     if extra_buffers:
         smem_expr.update(extra_buffers)
     breakdown = symbols.evaluate(smem_expr, config)

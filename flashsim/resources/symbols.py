@@ -16,7 +16,8 @@ from ..constants import F16_BYTES, MMA_M
 
 # The configuration as symbols: warps (w), m16 tiles per warp (m_t), KV tile Bc, head dim d, ring stages,
 # element bytes (of the inputs; of Q and K in shared memory: e_qk, 1 with INT8, 1/2 with NVFP4; of V there: e_v, 1 with
-# FP8 P@V), and s_k, the block-scale bytes per key in the K ring (d / 16 with NVFP4, else 0).
+# FP8 P@V), s_k, the block-scale bytes per key in the K ring (d / 16 with NVFP4, else 0), and W_s, the warps that share
+# the block's rows, each with its own K / V ring (KernelConfig.warp_split, else 1).
 warps, m_tiles, kv_tile, head_dim, stages = sp.symbols("w m_t B_c d stages", integer=True, positive=True)
 elem_bytes, acc_bytes, v_bytes = sp.symbols("e_in e_acc e_v", integer=True, positive=True)
 qk_bytes = sp.Symbol("e_qk", rational=True, positive=True)
@@ -24,7 +25,8 @@ k_scale_bytes = sp.Symbol("s_k", integer=True, nonnegative=True)
 ring_mbarrier = sp.Symbol(
     "r_mb", integer=True, nonnegative=True
 )  # 1: the ring's mbarriers (KernelConfig.ring_mbarrier)
-block_m = MMA_M * m_tiles * warps  # B_r: 16 query rows per m16 tile, m_t tiles per warp
+warp_split = sp.Symbol("W_s", integer=True, positive=True)  # KernelConfig.warp_split: rings, warps sharing rows
+block_m = MMA_M * m_tiles * warps / warp_split  # B_r: 16 query rows per m16 tile, m_t tiles per warp (shared by W_s)
 SYMBOLS = (
     warps,
     m_tiles,
@@ -37,6 +39,7 @@ SYMBOLS = (
     v_bytes,
     ring_mbarrier,
     k_scale_bytes,
+    warp_split,
 )
 
 REG_BYTES = 4  # one 32-bit register
@@ -57,13 +60,16 @@ def values(config: KernelConfig) -> dict:
         v_bytes: config.v_bytes,
         ring_mbarrier: int(config.ring_mbarrier),
         k_scale_bytes: config.k_scale_bytes,
+        warp_split: config.warp_split,
     }
 
 
 def smem_expressions() -> dict:
     """Buffer name -> bytes, as sympy expressions (from config.smem_buffers)."""
     return dict(
-        smem_buffers(block_m, kv_tile, head_dim, stages, elem_bytes, qk_bytes, v_bytes, ring_mbarrier, k_scale_bytes)
+        smem_buffers(
+            block_m, kv_tile, head_dim, stages, elem_bytes, qk_bytes, v_bytes, ring_mbarrier, k_scale_bytes, warp_split
+        )
     )
 
 
