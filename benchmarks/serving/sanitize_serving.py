@@ -126,28 +126,19 @@ def main(argv):
     table = a["block_table"].copy()
     table[0, 2], table[1, -1] = 10**6, -7  # outside [0, num_pages)
     lengths = np.array([10**5, 1, 5000, 2], np.int32)  # past the cache
-    flashsim.gpu.attention_with_kvcache(
-        a["q"],
-        a["k_cache"],
-        a["v_cache"],
-        cache_seqlens=lengths,
-        block_table=table,
-        num_splits=3,
-        check_indices=False,
-        check_overflow=False,
-    )
     ws = next(c for c in VARIANTS if c.warp_split > 1 and c.page_size)  # the same bad indices, warps splitting keys
     wa = ws.arrays()
-    flashsim.gpu.attention_with_kvcache(
-        wa["q"],
-        wa["k_cache"],
-        wa["v_cache"],
-        cache_seqlens=lengths,
-        block_table=table,
-        config=problem_of(ws, wa, "sm_90")[0].config,
-        check_indices=False,
-        check_overflow=False,
-    )
+    for arrays, how in ((a, dict(num_splits=3)), (wa, dict(config=problem_of(ws, wa, "sm_90")[0].config))):
+        flashsim.gpu.attention_with_kvcache(
+            arrays["q"],
+            arrays["k_cache"],
+            arrays["v_cache"],
+            cache_seqlens=lengths,
+            block_table=table,
+            check_indices=False,
+            check_overflow=False,
+            **how,
+        )
     print("ran unchecked bad indices (clamped), one-warp split and warp_split builds", flush=True)
     checked = 0
     try:
