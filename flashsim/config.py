@@ -180,11 +180,13 @@ class KernelConfig:
                flash_combine still follows (the combine run by each row's last split inside flash_fwd was 5-10 us
                slower on the H100: benchmarks/experiments/serving_host_time/). The same bits as the separate
                launches.
-    warp_split split-KV inside the block (KV-cache decode; without ``split``; warps == warp_split): every warp of the
-               block takes the block's 16 * m_tiles rows over its own part of the keys (part w of a warp_split-way
-               split, flashsim.serving.splits) through its own K / V ring, and the block merges the parts in shared
-               memory with flash_combine's operations in warp order: the bits of the warp_split-way split call,
-               without the partial outputs' round trip through memory or the combine's launch. 1: off.
+    warp_split split-KV inside the block (KV-cache decode; warps == warp_split): every warp of the block takes the
+               block's 16 * m_tiles rows over its own part of the keys (part w of a warp_split-way split,
+               flashsim.serving.splits) through its own K / V ring, and the block merges the parts in shared memory
+               with flash_combine's operations in warp order: the bits of the warp_split-way split call, without the
+               partial outputs' round trip through memory or the combine's launch. With ``split`` too (num_splits S
+               across blocks; not ``fused``), warp w of split s writes part s * W + w of S * W and flash_combine merges
+               them: the bits of the (S * W)-way split call. 1: off.
     """
 
     head_dim: int = 128
@@ -415,10 +417,11 @@ class KernelConfig:
         serving = [name for name in ("paged", "pack_gqa", "split", "fused") if getattr(self, name)]
         if not (isinstance(self.warp_split, int) and 1 <= self.warp_split <= 16):
             raise ValueError(f"warp_split must be an int in 1..16, got {self.warp_split!r}")
-        if self.warp_split > 1 and (self.split or self.warps != self.warp_split):
+        if self.warp_split > 1 and (self.warps != self.warp_split or (self.split and self.fused)):
             raise ValueError(
-                f"warp_split={self.warp_split} (split-KV inside the block) needs split=False and warps == warp_split "
-                f"(got split={self.split}, warps={self.warps}); a serving (KV-cache decode) configuration"
+                f"warp_split={self.warp_split} (split-KV inside the block) needs warps == warp_split and, with split "
+                f"across blocks too, fused=False (got warps={self.warps}, split={self.split}, fused={self.fused}); a "
+                "serving (KV-cache decode) configuration"
             )
         if serving and not self.seqlens:
             raise ValueError(f"{', '.join(serving)} need(s) seqlens=True (the serving kernel's per-sequence lengths)")

@@ -132,8 +132,9 @@ static_assert(!(OSTAGE && (PACK_GQA || SPLIT)), "O staging writes one head's con
 // #if FS_FUSED: a namespace-scope constant would land in the PTX of every serving build.)
 #endif
 
-static_assert(FS_WARP_SPLIT == 1 || (FS_SEQLENS && !FS_SPLIT && !FS_OSTAGE && FS_WARPS == FS_WARP_SPLIT),
-              "warp_split: a serving build without split-KV across blocks, every warp on its own part of the keys");
+static_assert(FS_WARP_SPLIT == 1 || (FS_SEQLENS && !FS_OSTAGE && FS_WARPS == FS_WARP_SPLIT && !(FS_SPLIT && FS_FUSED)),
+              "warp_split: a serving build, every warp on its own part of the keys (with split-KV across blocks too: "
+              "not fused)");
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 32 from 32 to 256");
 constexpr int QK_ROW_BYTES = FS_QUANT_NVFP4 ? D / 2 : D * (QUANT ? 1 : 2);   // a Q / K row: e2m1, s8, f16 / bf16
 // V rows: keys x d (f16 / bf16), or with FP8_PV d x keys (e4m3, transposed)
@@ -841,14 +842,20 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     int t_begin = key_begin / BC, t_end = (key_end + BC - 1) / BC;
     // split s covers tiles [s * per, (s + 1) * per) of the sequence's ceil(nk / BC), per = ceil(/ S)
     const int all_tiles = (nk + BC - 1) / BC, per_split = (all_tiles + num_splits - 1) / num_splits;
-    if (SPLIT) {
-        t_begin = max(t_begin, split * per_split);
-        t_end = min(t_end, min(all_tiles, (split + 1) * per_split));
-    }
-    if (KW > 1) {   // warp kw's part: runs of ceil(tiles / KW), as a KW-way split's (flashsim.serving.splits)
-        const int per_warp = (all_tiles + KW - 1) / KW;
-        t_begin = max(t_begin, kw * per_warp);
-        t_end = min(t_end, min(all_tiles, (kw + 1) * per_warp));
+    if (SPLIT && KW > 1) {   // warp kw of split s: part s * KW + kw of the row's num_splits * KW parts
+        const int parts = num_splits * KW, per_part = (all_tiles + parts - 1) / parts, part = split * KW + kw;
+        t_begin = max(t_begin, part * per_part);
+        t_end = min(t_end, min(all_tiles, (part + 1) * per_part));
+    } else {
+        if (SPLIT) {
+            t_begin = max(t_begin, split * per_split);
+            t_end = min(t_end, min(all_tiles, (split + 1) * per_split));
+        }
+        if (KW > 1) {   // warp kw's part: runs of ceil(tiles / KW), as a KW-way split's (flashsim.serving.splits)
+            const int per_warp = (all_tiles + KW - 1) / KW;
+            t_begin = max(t_begin, kw * per_warp);
+            t_end = min(t_end, min(all_tiles, (kw + 1) * per_warp));
+        }
     }
 #if FS_FUSED
     if (checker) {   // PAGED: the pages of the split's tiles, masks aside
@@ -1394,13 +1401,14 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                 st_shared_b32(s_q + swz<QK_CHUNKS>(lr0 + 8, n) + 4 * t4, pack_elem2(v2, v3));
             } else {
 #if FS_SEQLENS
-                if (KW > 1) {   // the warp's part of the block's rows (warp_part), O / l in f32, unrounded
+                if (KW > 1 && !SPLIT) {   // the warp's part of the block's rows (warp_part), O / l in f32, unrounded
                     const int lr0 = mt * 16 + g;
                     st_shared_f32x2(s_k + (lr0 * D + col) * 4, v0, v1);
                     st_shared_f32x2(s_k + ((lr0 + 8) * D + col) * 4, v2, v3);
-                } else if (SPLIT) {   // the part's O / l in f32, unrounded
-                    if (in_rows[0]) st_global_f32x2(o_part + (split * part_rows + p_row[0]) * D + col, v0, v1);
-                    if (in_rows[1]) st_global_f32x2(o_part + (split * part_rows + p_row[1]) * D + col, v2, v3);
+                } else if (SPLIT) {   // the part's O / l in f32, unrounded (warp_split: part split * KW + kw)
+                    const int pt = KW > 1 ? split * KW + kw : split;
+                    if (in_rows[0]) st_global_f32x2(o_part + (pt * part_rows + p_row[0]) * D + col, v0, v1);
+                    if (in_rows[1]) st_global_f32x2(o_part + (pt * part_rows + p_row[1]) * D + col, v2, v3);
                 } else {
                     if (in_rows[0]) *reinterpret_cast<uint32_t*>(oh + o_off[0] + col) = pack_elem2(v0, v1);
                     if (in_rows[1]) *reinterpret_cast<uint32_t*>(oh + o_off[1] + col) = pack_elem2(v2, v3);
@@ -1417,9 +1425,9 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         if (t4 == 0) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
-                if (KW > 1) st_shared_f32(s_k + (WARP_M * D + mt * 16 + g + 8 * r) * 4, lse_row[r]);
+                if (KW > 1 && !SPLIT) st_shared_f32(s_k + (WARP_M * D + mt * 16 + g + 8 * r) * 4, lse_row[r]);
                 else if (in_rows[r]) {
-                    if (SPLIT) lse_part[split * part_rows + p_row[r]] = lse_row[r];
+                    if (SPLIT) lse_part[(KW > 1 ? split * KW + kw : split) * part_rows + p_row[r]] = lse_row[r];
                     else lse[l_idx[r]] = lse_row[r];
                 }
         }
@@ -1452,7 +1460,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         }
     }
 #if FS_SEQLENS
-    if (KW > 1) {
+    if (KW > 1 && !SPLIT) {   // (with SPLIT too, each warp wrote its own part: flash_combine merges them)
         // The block's KW parts merged as flash_combine merges a KW-way split's (its combine_* steps, parts in warp
         // order): first each packed row's weights w_s / W, its max LSE m and total W, once a row, into the Q tile's
         // bytes (every warp is done with Q); then O = fma(w_s / W, O_s, O) from 0, two columns a thread. The same

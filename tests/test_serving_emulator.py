@@ -385,8 +385,9 @@ def test_a_warp_split_is_the_split_call_bit_for_bit(w, paged):
 
 
 def test_a_warp_split_config_is_checked():
-    """warp_split needs no split across blocks and one warp per part; the KV-cache call takes no other num_splits,
-    and a variable-length batch and flashsim.attention refuse it, each with the reason."""
+    """warp_split needs one warp per part; with num_splits S across blocks too, the call is the (S x W)-split call
+    (not fused, at most MAX_SPLITS parts); a variable-length batch and flashsim.attention refuse it, each with the
+    reason."""
     with pytest.raises(ValueError, match="warps == warp_split"):
         KernelConfig(warps=2, warp_split=3, seqlens=True, layout="bnhd")
     cfg = _warp_split_config(3, 16)
@@ -395,8 +396,20 @@ def test_a_warp_split_config_is_checked():
     one_ring = cfg.with_(warps=1, warp_split=1).smem_bytes - 16 * 64 * 2  # the Q tile aside
     assert cfg.smem_bytes == 16 * 64 * 2 + 3 * one_ring
     q, k, v = _inputs(2, 1, 8, 2, 64, 64)
-    with pytest.raises(ValueError, match="num_splits=2 with a warp_split=3"):
-        flashsim.attention_with_kvcache(q, k, v, config=cfg, num_splits=2, progress=False)
+    # with splits across blocks too: warp w of split s takes part s * W + w, flash_combine merges the S * W parts
+    q2, k2, v2 = _inputs(2, 1, 8, 2, 200, 64)
+    o, lse = flashsim.attention_with_kvcache(q2, k2, v2, config=cfg, num_splits=2, progress=False)
+    o6, lse6 = flashsim.attention_with_kvcache(q2, k2, v2, config=cfg.with_(warps=1, warp_split=1), num_splits=6,
+                                               progress=False)  # fmt: skip
+    assert np.array_equal(o.view(np.uint16), o6.view(np.uint16)) and np.array_equal(
+        lse.view(np.uint32), lse6.view(np.uint32)
+    )
+    with pytest.raises(ValueError, match="fused=False"):
+        cfg.with_(split=True, fused=True)
+    wide = _warp_split_config(16, 16)
+    big_k = np.zeros((1, 16 * 16, 2, 64), np.float16)
+    with pytest.raises(ValueError, match="makes 256 parts a row; flash_combine merges at most 128"):
+        flashsim.attention_with_kvcache(q[:1], big_k, big_k, config=wide, num_splits=16, progress=False)
     cu = np.array([0, 64, 128], np.int32)
     qv, kv_, vv = (x.reshape(128, x.shape[2], 64) for x in (np.concatenate([q] * 64, 1), k, v))
     with pytest.raises(ValueError, match="KV-cache decode configuration"):

@@ -106,10 +106,11 @@ def test_varlen_blocks_past_a_sequences_end_equal_the_emulator():
     np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
 
 
-@pytest.mark.parametrize("w, page_size", [(3, 0), (4, 16)])
-def test_warp_split_decode_kernel_equals_the_emulator(w, page_size):
+@pytest.mark.parametrize("w, page_size, splits", [(3, 0, 1), (4, 16, 1), (3, 16, 2)])
+def test_warp_split_decode_kernel_equals_the_emulator(w, page_size, splits):
     """A warp_split build (each warp of a block on its own part of the keys through its own ring, the parts merged in
-    shared memory): flash_fwd alone, under racecheck, gives the emulator's bits, which are the W-split call's."""
+    shared memory; with splits across blocks too, each warp's part written out and flash_combine merging the S x W
+    parts), under racecheck, gives the emulator's bits, which are the (S x W)-split call's."""
     from flashsim import KernelConfig
 
     seqlens = [300, 37, 0, 1]  # parts empty for the short rows; an empty row
@@ -125,20 +126,34 @@ def test_warp_split_decode_kernel_equals_the_emulator(w, page_size):
         paged=bool(page_size),
     )  # fmt: skip
     opts = serving_options(None, None, cfg, None, None, None, None, None)
-    prob = prepare_kvcache(q, k, v, sl, table, None, opts=opts, arch="sm_90", sm_count=132)
-    assert prob.config == cfg and prob.num_splits == 1 and prob.parts == w
+    prob = prepare_kvcache(q, k, v, sl, table, splits, opts=opts, arch="sm_90", sm_count=132)
+    assert prob.config == cfg.with_(split=splits > 1) and prob.num_splits == splits and prob.parts == w * splits
+    cfg = prob.config
     src = (kernel_dir() / "flash_fwd.cu").read_text()
     module = P.compile(src, arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg))
     o = np.zeros_like(q)
     lse = np.zeros((q.shape[0], q.shape[2], q.shape[1]), np.float32)
-    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
     null = np.uint64(0)
-    args = [q, k, v, o, lse, null, *head, null, null, sl, *totals, null if table is None else table, *pages, null]
-    args += [null, *lse_strides]
+    rows, d = prob.part_rows, prob.head_dim
+    o_part = np.zeros((prob.parts, rows, d), np.float32) if cfg.split else null
+    lse_part = np.zeros((prob.parts, rows), np.float32) if cfg.split else null
+    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
+    args = [q, k, v, o, lse, null, *head, null, null, sl, *totals, null if table is None else table, *pages, o_part]
+    args += [lse_part, *lse_strides]
     P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
-    o_ref, lse_ref = emulated.attention_with_kvcache(q, k, v, cache_seqlens=sl, block_table=table, config=cfg)
+    if cfg.split:
+        comb = [o_part, lse_part, o, lse, *gs.combine_scalars(prob)]
+        P.launch(module.kernel("flash_combine"), -(-rows // COMBINE_WARPS), 32 * COMBINE_WARPS, comb, check="racecheck")
+    o_ref, lse_ref = emulated.attention_with_kvcache(
+        q, k, v, cache_seqlens=sl, block_table=table, config=cfg, num_splits=splits
+    )
     np.testing.assert_array_equal(o.view(np.uint16), np.asarray(o_ref).view(np.uint16))
     np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
+    one = cfg.with_(warps=1, warp_split=1)  # the (S x W)-split call's bits
+    o_one, _ = emulated.attention_with_kvcache(
+        q, k, v, cache_seqlens=sl, block_table=table, config=one, num_splits=w * splits
+    )
+    np.testing.assert_array_equal(o.view(np.uint16), np.asarray(o_one).view(np.uint16))
 
 
 WARP_SPLIT_VERIFY_CASES = [  # verify --serving's cases, with the warps of a block splitting the keys; overflows?

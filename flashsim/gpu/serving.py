@@ -79,18 +79,19 @@ _pack_six = struct.Struct("<6Q").pack_into  # six addresses into six slots at on
 
 
 def part_layout(prob: ServingProblem) -> tuple[int, int]:
-    """(bytes of the split parts' scratch, byte offset of lse_part in it): o_part (S, R, d) f32 then lse_part (S, R)
-    f32 at a SCRATCH_ALIGN boundary; (0, 0) without splits."""
+    """(bytes of the split parts' scratch, byte offset of lse_part in it): o_part (P, R, d) f32 then lse_part (P, R)
+    f32 at a SCRATCH_ALIGN boundary (P = prob.parts); (0, 0) without splits."""
     if not prob.config.split:
         return 0, 0
-    n = prob.num_splits * prob.part_rows
+    n = prob.parts * prob.part_rows
     o_bytes = -(-n * prob.head_dim * 4 // launch.SCRATCH_ALIGN) * launch.SCRATCH_ALIGN
     return o_bytes + n * 4, o_bytes
 
 
 def combine_scalars(prob: ServingProblem) -> tuple:
-    """flash_combine's int arguments after its four addresses: num_splits, part rows, nq_cap, heads."""
-    return tuple(np.int32(x) for x in (prob.num_splits, prob.part_rows, prob.nq_cap, prob.heads))
+    """flash_combine's int arguments after its four addresses: the parts (num_splits, times warp_split), part rows,
+    nq_cap, heads."""
+    return tuple(np.int32(x) for x in (prob.parts, prob.part_rows, prob.nq_cap, prob.heads))
 
 
 def state_bytes(prob: ServingProblem) -> int:
@@ -413,7 +414,7 @@ def plan_for(prob: ServingProblem) -> ServingPlan:
         if cfg.split:
             comb = combine_for(cfg, prob.arch)
             comb_config = rt.launch_config((-(-prob.part_rows // COMBINE_WARPS), 1, 1), (32 * COMBINE_WARPS, 1, 1))
-            what += f"; then {COMBINE_NAME} over {prob.num_splits} splits"
+            what += f"; then {COMBINE_NAME} over {prob.parts} parts"
         plan = ServingPlan(prob, kern, comb, config, comb_config, what, check)
     if len(_PLANS) >= launch.MAX_KEYS:
         _PLANS.clear()

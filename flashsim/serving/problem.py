@@ -431,14 +431,14 @@ def prepare_kvcache(
     heads_grid = hk if pack else h
     blocks = b * heads_grid * -(-rows // config.block_m)
     stated = _max_seqlen_k(max_seqlen_k, nk_cap, page_size)
-    if config.warp_split > 1:  # the keys are split inside the block: no split across blocks
-        if num_splits not in (None, 1):
-            raise ValueError(
-                f"num_splits={num_splits!r} with a warp_split={config.warp_split} configuration (its warps split "
-                "each row's keys inside the block): pass num_splits=None or 1, or a config without warp_split"
-            )
+    if config.warp_split > 1 and num_splits is None:  # the keys split inside the block only (S > 1: given)
         num_splits = 1
     n = _num_splits(num_splits, config, arch_name, blocks, -(-nk_cap // config.kv_tile), sm_count, stated)
+    if n * config.warp_split > MAX_SPLITS:
+        raise ValueError(
+            f"num_splits={n} with warp_split={config.warp_split} makes {n * config.warp_split} parts a row; "
+            f"flash_combine merges at most {MAX_SPLITS}"
+        )
     if tuning.WARP_SPLIT_DECODE and opts.config is None and num_splits is None:
         wide = warp_split_decode(config, arch_name, n, blocks, sm_count)  # the splits inside one block a row group
         if wide is not None:

@@ -3,7 +3,8 @@
 #   round.sh check   the small calls' bits and sanitizers, the serving round's verify (the capture
 #                    attn_sm90_serving.npz, with the warp_split cases), sanitize and fused (attn_sm90_serving_fused.npz)
 #                    steps, then rule_check.py (the rule on held-out shapes beside the split call, FA2 and cuDNN)
-#   round.sh paged   paged.py (warp_split on paged caches: deeper rings), the serving round's verify and fused steps
+#   round.sh paged   forms.py (warp_split forms: deeper rings on pages, splits across blocks too at B=8 and B=1),
+#                    the serving round's verify and fused steps
 #                    (the captures), then ncu on the contiguous / paged warp_split and paged split calls, each
 #                    started only while BUDGET (500 s) leaves room
 #   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
@@ -41,11 +42,11 @@ case ${1:-} in
   paged)
     T0=$(date +%s)
     left() { echo $(( ${BUDGET:-500} - ($(date +%s) - T0) )); }
-    timeout 200 python3 $H/paged.py --json "$R/paged.json" > "$R/paged.txt" 2>&1; echo "paged exit $?"; cat "$R/paged.txt"
+    timeout 240 python3 $H/forms.py --json "$R/forms.json" > "$R/forms.txt" 2>&1; echo "forms exit $?"; cat "$R/forms.txt"
     (( $(left) > 150 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh verify fused > "$R/capture.txt" 2>&1
       echo "serving round exit $?"; tail -12 "$R/capture.txt"; }
     (( $(left) > 60 )) && { timeout $(( $(left) - 30 )) ncu -k regex:flash_fwd -c 3 --section SpeedOfLight \
-      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats python3 $H/paged.py --once \
+      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats python3 $H/forms.py --once \
       > "$R/ncu.txt" 2>&1; echo "ncu exit $?"
       grep -E "flash_fwd|Throughput|Hit Rate|Achieved Occupancy|Grid Size|Block Size|Duration" "$R/ncu.txt" | head -60; }
     echo "round took $(( $(date +%s) - T0 )) s" ;;
