@@ -5,7 +5,8 @@ Usage: compute-sanitizer --tool memcheck python3 benchmarks/serving/sanitize_ser
        ... sanitize_serving.py --fused: every call with its index check inside flash_fwd
        (flashsim.gpu.serving.FUSED), the same variants
 The variants: decode with splits (contiguous cache, GQA packed, rows of 0 and 1 keys), decode whose block's warps
-split the keys (KernelConfig.warp_split: the decode rule's choice, paged, causal bf16, d 256 f16x2), paged caches of
+split the keys (KernelConfig.warp_split: the decode rule's choice, paged, causal bf16, d 256 f16x2, 2 splits of 3
+warps, which keeps its separate check under --fused), paged caches of
 16 and 256 keys per page in random order with a page two rows share, speculative rows (causal) with a window, group 1
 (not packed) and MQA, bf16 and f16x2, variable-length batches with empty sequences, and flash_combine after every
 split launch; then the same paged decode (one-warp split and warp_split) with check_indices=False and indices that
@@ -77,6 +78,9 @@ VARIANTS = [
     ),
     ServingCase(
         "kvcache", 4, 2, 256, nq=1, n_cache=400, seqlens=(400, 150), warp_split=6, options=dict(pv_accum="f16x2")
+    ),
+    ServingCase(  # warp_split with splits across blocks too: 2 x 3 parts, flash_combine after
+        "kvcache", 8, 2, 128, nq=1, n_cache=300, seqlens=(300, 0, 1, 170), page_size=16, warp_split=3, num_splits=2
     ),
     ServingCase("varlen", 4, 2, 128, q_lens=(3, 0, 130, 1, 64), k_lens=(50, 7, 260, 0, 64), options=dict(causal=True)),
     ServingCase("varlen", 8, 1, 64, q_lens=(77, 150), k_lens=(200, 150), options=dict(window_size=(30, 10))),

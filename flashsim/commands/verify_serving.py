@@ -167,8 +167,8 @@ def inputs_sha256(arrays: dict) -> str:
 
 def problem_of(case: ServingCase, arrays: dict, arch: str, sm_count=None):
     """(ServingProblem, SequenceIndex) of ``case`` on ``arch`` (the GPU's SMs for its split choice). A case with
-    ``warp_split`` W > 1 runs the one-warp decode's tiling for W splits in its warp_split form (warp_split_form: the
-    form the default decode takes where flashsim.tuning's rule applies)."""
+    ``warp_split`` W > 1 runs the one-warp decode's tiling in its warp_split form (warp_split_form: the form the
+    default decode takes where flashsim.tuning's rule applies), with num_splits S > 1 across blocks too."""
     kw = case.call_kwargs()
 
     def options(config=None):
@@ -198,14 +198,12 @@ def problem_of(case: ServingCase, arrays: dict, arch: str, sm_count=None):
                 sm_count=sm_count,
             )
 
-        if case.warp_split > 1:
-            if kw["num_splits"] is not None:
-                raise ValueError(f"{case.name()}: a warp_split case takes num_splits=None (its warps split the keys)")
+        if case.warp_split > 1:  # num_splits None: the warps' parts merged in the block; S: S x W parts, combined
             one = prepare(1, options())  # the one-warp decode's tiling
             wide = warp_split_form(one.config.with_(split=False), arch, case.warp_split)
             if wide is None:
                 raise ValueError(f"{case.name()}: no kv tile fits {case.warp_split} rings in a block of {arch}")
-            prob = prepare(None, options(wide))
+            prob = prepare(kw["num_splits"], options(wide))
         else:
             prob = prepare(kw["num_splits"], options())
         index = index_of(cache_seqlens=arrays.get("cache_seqlens"), block_table=arrays.get("block_table"))
@@ -634,8 +632,9 @@ def check_capture(path, case_key: str, arch="sm_90") -> dict:
         o_gpu, lse_gpu = z[f"{case_key}_o"], z[f"{case_key}_lse"]
     case = case_of_meta(meta)
     ran = KernelConfig(**meta["config"])  # the fused build emulates as the separate launches
-    if case.call == "kvcache" and ran.warp_split > 1:  # the decode rule's warp_split form (for the GPU's SMs)
-        case = dataclasses.replace(case, num_splits=None, warp_split=ran.warp_split)
+    if case.call == "kvcache" and ran.warp_split > 1:  # the warp_split form it ran (the rule's, for the GPU's SMs)
+        splits = meta["splits"] if ran.split else None
+        case = dataclasses.replace(case, num_splits=splits, warp_split=ran.warp_split)
     elif case.call == "kvcache":  # the split count the GPU chose (for its own SMs)
         case = dataclasses.replace(case, num_splits=meta["splits"])
     arrays = case.arrays()

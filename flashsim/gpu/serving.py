@@ -390,7 +390,9 @@ def combine_for(config, arch: str):
 def plan_for(prob: ServingProblem) -> ServingPlan:
     """The cached ServingPlan of ``prob`` (for the current GPU): compiles and loads the kernels the first time."""
     cfg = prob.config
-    if FUSED and not cfg.fused and cfg.seqlens:  # before the cache: an unfused plan cached earlier must not answer
+    # before the cache: an unfused plan cached earlier must not answer. (A warp_split build with splits across blocks
+    # has no fused form: its check stays a launch of its own.)
+    if FUSED and not cfg.fused and cfg.seqlens and not (cfg.warp_split > 1 and cfg.split):
         return plan_for(fused(prob))
     plan = _PLANS.get(prob)
     if plan is not None:
