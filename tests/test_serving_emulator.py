@@ -455,3 +455,16 @@ def test_the_warp_split_decode_rule(monkeypatch):
     given = resolve_options(config=off.config.with_(split=False), layout="bnhd")
     monkeypatch.setattr(tuning, "WARP_SPLIT_DECODE", True)
     assert prep(o=given).config.warp_split == 1
+
+
+def test_verify_runs_a_build_without_a_fused_form_with_its_separate_check():
+    """verify --serving --fused: a warp_split build with splits across blocks too has no fused form
+    (flashsim.gpu.serving.has_fused_form), so its case runs unfused; every other KV-cache case runs the fused build."""
+    from flashsim.commands.verify_serving import diff_case, serving_cases
+
+    cases = serving_cases()
+    both = next(c for c in cases if c.warp_split > 1 and c.num_splits)
+    prob = diff_case(both, "sm_90", gpu=False, sm_count=132, fused=True)[4]
+    assert prob.config.split and prob.config.warp_split == 3 and prob.parts == 6 and not prob.config.fused
+    plain = diff_case(cases[0], "sm_90", gpu=False, sm_count=132, fused=True)[4]
+    assert plain.config.fused

@@ -290,15 +290,15 @@ def replay_cases(path) -> list[ServingCase]:
 
 def diff_case(case: ServingCase, arch: str, gpu=True, sm_count=None, fused=False):
     """Run one case both ways: (O diff, LSE diff, gpu outputs, emulator outputs, problem, arrays). ``fused``: the GPU
-    runs the fused-check build (KernelConfig.fused, the problem returned with it); the emulator is the same either
-    way (the check changes no output bit)."""
+    runs the fused-check build (KernelConfig.fused, the problem returned with it) where the build has one
+    (flashsim.gpu.serving.has_fused_form); the emulator is the same either way (the check changes no output bit)."""
     arrays = case.arrays()
     prob, index = problem_of(case, arrays, arch, sm_count)
     emu = emulator_outputs(case, arrays, prob, index)
     if fused:
         from ..gpu import serving as gs
 
-        prob = gs.fused(prob)
+        prob = gs.fused(prob) if gs.has_fused_form(prob.config) else prob
     got = gpu_outputs(case, arrays, prob) if gpu else emu
     od = compare("O", got[0], emu[0])
     ld = compare("LSE", got[1], emu[1])
@@ -484,7 +484,8 @@ def serving_cases() -> list[ServingCase]:
     # warp_split: a block's warps split each row's keys (the default decode where flashsim.tuning's rule applies):
     # shuffled pages of 16 with an empty row and a one-key row, d 64 speculative causal bf16, d 256 with 6 warps of
     # 16-key tiles, 8 warps with soft-capping, 2 with a window left of most of the keys; the contiguous auto cases
-    # above take the rule's form too (3 and 4 warps). (The stored captures also hold the paged causal f16x2 auto case
+    # above take the rule's form too (3 and 4 warps); 3 warps in each of 2 splits (added after the stored captures,
+    # which hold the 58 cases before it). (The stored captures also hold the paged causal f16x2 auto case
     # in the 4-warp form, its overflow flag over the warps' parts: captured when the rule still took paged caches;
     # check_capture replays each case in the form it ran.)
     add(
@@ -532,6 +533,18 @@ def serving_cases() -> list[ServingCase]:
         seqlens=(400, 150),
         warp_split=2,
         options=dict(causal=True, window_size=(40, 0)),
+    )
+    add(  # splits across blocks too: 2 x 3 parts, flash_combine after (its index check a launch of its own)
+        kv,
+        heads=8,
+        heads_kv=2,
+        head_dim=128,
+        nq=1,
+        n_cache=300,
+        seqlens=(300, 0, 1, 170),
+        page_size=16,
+        warp_split=3,
+        num_splits=2,
     )
     # varlen: empty and long sequences, causal, windows, GQA
     add(var, nwa, heads=4, heads_kv=2, head_dim=128, q_lens=(3, 0, 130, 1, 64), k_lens=(50, 7, 260, 0, 64))
