@@ -311,6 +311,12 @@ class KernelConfig:
         return self.causal or self.local
 
     @property
+    def has_fused_form(self) -> bool:
+        """Whether this serving configuration has a build with the index check inside flash_fwd (``fused``): all but
+        a warp_split one with splits across blocks too, whose check stays a launch of its own."""
+        return self.seqlens and not (self.warp_split > 1 and self.split)
+
+    @property
     def block_m(self) -> int:
         """Query rows per block."""
         return MMA_M * self.m_tiles * self.warps // self.warp_split
@@ -417,7 +423,7 @@ class KernelConfig:
         serving = [name for name in ("paged", "pack_gqa", "split", "fused") if getattr(self, name)]
         if not (isinstance(self.warp_split, int) and 1 <= self.warp_split <= 16):
             raise ValueError(f"warp_split must be an int in 1..16, got {self.warp_split!r}")
-        if self.warp_split > 1 and (self.warps != self.warp_split or (self.split and self.fused)):
+        if self.warp_split > 1 and (self.warps != self.warp_split or (self.fused and not self.has_fused_form)):
             raise ValueError(
                 f"warp_split={self.warp_split} (split-KV inside the block) needs warps == warp_split and, with split "
                 f"across blocks too, fused=False (got warps={self.warps}, split={self.split}, fused={self.fused}); a "

@@ -766,6 +766,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
     // one from reading out of bounds).
     const int split = SPLIT ? static_cast<int>(batch % static_cast<unsigned>(num_splits)) : 0;
     if (SPLIT) batch /= static_cast<unsigned>(num_splits);
+    const int part = split * KW + kw;   // this warp's part of the row's keys (FS_WARP_SPLIT: warp kw of split s)
     int q_start = 0, nq = nq_cap, k_start = 0, nk = nk_cap;
     if (cu_q != nullptr) {
         q_start = min(max(__ldg(cu_q + batch), 0), q_total);
@@ -840,22 +841,12 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
         key_begin = min(nk, max(0, q_lo + off - win_left));
     }
     int t_begin = key_begin / BC, t_end = (key_end + BC - 1) / BC;
-    // split s covers tiles [s * per, (s + 1) * per) of the sequence's ceil(nk / BC), per = ceil(/ S)
+    // the fused check's pages: split s's tiles [s * per, (s + 1) * per) of the ceil(nk / BC), per = ceil(/ S)
     const int all_tiles = (nk + BC - 1) / BC, per_split = (all_tiles + num_splits - 1) / num_splits;
-    if (SPLIT && KW > 1) {   // warp kw of split s: part s * KW + kw of the row's num_splits * KW parts
-        const int parts = num_splits * KW, per_part = (all_tiles + parts - 1) / parts, part = split * KW + kw;
+    if (SPLIT || KW > 1) {   // part s * KW + kw of the row's S * KW parts (split s, warp kw), ceil(tiles / parts) long
+        const int parts = (SPLIT ? num_splits : 1) * KW, per_part = (all_tiles + parts - 1) / parts;
         t_begin = max(t_begin, part * per_part);
         t_end = min(t_end, min(all_tiles, (part + 1) * per_part));
-    } else {
-        if (SPLIT) {
-            t_begin = max(t_begin, split * per_split);
-            t_end = min(t_end, min(all_tiles, (split + 1) * per_split));
-        }
-        if (KW > 1) {   // warp kw's part: runs of ceil(tiles / KW), as a KW-way split's (flashsim.serving.splits)
-            const int per_warp = (all_tiles + KW - 1) / KW;
-            t_begin = max(t_begin, kw * per_warp);
-            t_end = min(t_end, min(all_tiles, (kw + 1) * per_warp));
-        }
     }
 #if FS_FUSED
     if (checker) {   // PAGED: the pages of the split's tiles, masks aside
@@ -1405,10 +1396,9 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
                     const int lr0 = mt * 16 + g;
                     st_shared_f32x2(s_k + (lr0 * D + col) * 4, v0, v1);
                     st_shared_f32x2(s_k + ((lr0 + 8) * D + col) * 4, v2, v3);
-                } else if (SPLIT) {   // the part's O / l in f32, unrounded (warp_split: part split * KW + kw)
-                    const int pt = KW > 1 ? split * KW + kw : split;
-                    if (in_rows[0]) st_global_f32x2(o_part + (pt * part_rows + p_row[0]) * D + col, v0, v1);
-                    if (in_rows[1]) st_global_f32x2(o_part + (pt * part_rows + p_row[1]) * D + col, v2, v3);
+                } else if (SPLIT) {   // the part's O / l in f32, unrounded
+                    if (in_rows[0]) st_global_f32x2(o_part + (part * part_rows + p_row[0]) * D + col, v0, v1);
+                    if (in_rows[1]) st_global_f32x2(o_part + (part * part_rows + p_row[1]) * D + col, v2, v3);
                 } else {
                     if (in_rows[0]) *reinterpret_cast<uint32_t*>(oh + o_off[0] + col) = pack_elem2(v0, v1);
                     if (in_rows[1]) *reinterpret_cast<uint32_t*>(oh + o_off[1] + col) = pack_elem2(v2, v3);
@@ -1427,7 +1417,7 @@ flash_fwd(const void* __restrict__ q, const void* __restrict__ k, const fs_half*
             for (int r = 0; r < 2; ++r)
                 if (KW > 1 && !SPLIT) st_shared_f32(s_k + (WARP_M * D + mt * 16 + g + 8 * r) * 4, lse_row[r]);
                 else if (in_rows[r]) {
-                    if (SPLIT) lse_part[(KW > 1 ? split * KW + kw : split) * part_rows + p_row[r]] = lse_row[r];
+                    if (SPLIT) lse_part[part * part_rows + p_row[r]] = lse_row[r];
                     else lse[l_idx[r]] = lse_row[r];
                 }
         }

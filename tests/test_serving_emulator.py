@@ -459,7 +459,7 @@ def test_the_warp_split_decode_rule(monkeypatch):
 
 def test_verify_runs_a_build_without_a_fused_form_with_its_separate_check():
     """verify --serving --fused: a warp_split build with splits across blocks too has no fused form
-    (flashsim.gpu.serving.has_fused_form), so its case runs unfused; every other KV-cache case runs the fused build."""
+    (KernelConfig.has_fused_form), so its case runs unfused; every other KV-cache case runs the fused build."""
     from flashsim.commands.verify_serving import diff_case, serving_cases
 
     cases = serving_cases()

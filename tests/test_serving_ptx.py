@@ -37,25 +37,33 @@ def _case(page_size, seqlens, splits, d=64, h=8, hk=2, seed=3):
     return q, kp, vp, np.asarray(seqlens, np.int32), table, splits
 
 
+def _decode_ptx(prob, q, k, v, seqlens, table, flag=None):
+    """A KV-cache ``prob``'s flash_fwd through flashsim.ptx under racecheck, then with splits flash_combine over its
+    parts (the launches flashsim.gpu.serving makes): (o, lse). ``flag``: the overflow flag's u64, where the build has
+    one."""
+    cfg = prob.config
+    src = (kernel_dir() / "flash_fwd.cu").read_text()
+    module = P.compile(src, arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg))
+    o, lse = np.zeros(prob.o_shape, q.dtype), np.zeros(prob.lse_shape, np.float32)
+    null = np.uint64(0)
+    rows, d = prob.part_rows, prob.head_dim
+    o_part = np.zeros((prob.parts, rows, d), np.float32) if cfg.split else null
+    lse_part = np.zeros((prob.parts, rows), np.float32) if cfg.split else null
+    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
+    args = [q, k, v, o, lse, null if flag is None else flag, *head, null, null, seqlens, *totals]
+    args += [null if table is None else table, *pages, o_part, lse_part, *lse_strides]
+    P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
+    if cfg.split:
+        comb = [o_part, lse_part, o, lse, *gs.combine_scalars(prob)]
+        P.launch(module.kernel("flash_combine"), -(-rows // COMBINE_WARPS), 32 * COMBINE_WARPS, comb, check="racecheck")
+    return o, lse
+
+
 def _run_ptx(q, kp, vp, seqlens, table, splits):
     prob = prepare_kvcache(q, kp, vp, seqlens, table, splits, opts=OPTS, arch="sm_90", sm_count=132)
     cfg = prob.config
     assert cfg.paged and cfg.split and cfg.pack_gqa, cfg.describe()
-    src = (kernel_dir() / "flash_fwd.cu").read_text()
-    module = P.compile(src, arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg))
-    o = np.zeros_like(q)
-    lse = np.zeros((q.shape[0], q.shape[2], q.shape[1]), np.float32)
-    rows, d = prob.part_rows, prob.head_dim
-    o_part = np.zeros((splits, rows, d), np.float32)
-    lse_part = np.zeros((splits, rows), np.float32)
-    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
-    null = np.uint64(0)
-    args = [q, kp, vp, o, lse, null, *head, null, null, seqlens, *totals, table, *pages, o_part, lse_part]
-    args += list(lse_strides)
-    P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
-    comb = [o_part, lse_part, o, lse, *gs.combine_scalars(prob)]
-    P.launch(module.kernel("flash_combine"), -(-rows // COMBINE_WARPS), 32 * COMBINE_WARPS, comb, check="racecheck")
-    return o, lse
+    return _decode_ptx(prob, q, kp, vp, seqlens, table)
 
 
 PAGED_CASES = [
@@ -129,21 +137,7 @@ def test_warp_split_decode_kernel_equals_the_emulator(w, page_size, splits):
     prob = prepare_kvcache(q, k, v, sl, table, splits, opts=opts, arch="sm_90", sm_count=132)
     assert prob.config == cfg.with_(split=splits > 1) and prob.num_splits == splits and prob.parts == w * splits
     cfg = prob.config
-    src = (kernel_dir() / "flash_fwd.cu").read_text()
-    module = P.compile(src, arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg))
-    o = np.zeros_like(q)
-    lse = np.zeros((q.shape[0], q.shape[2], q.shape[1]), np.float32)
-    null = np.uint64(0)
-    rows, d = prob.part_rows, prob.head_dim
-    o_part = np.zeros((prob.parts, rows, d), np.float32) if cfg.split else null
-    lse_part = np.zeros((prob.parts, rows), np.float32) if cfg.split else null
-    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
-    args = [q, k, v, o, lse, null, *head, null, null, sl, *totals, null if table is None else table, *pages, o_part]
-    args += [lse_part, *lse_strides]
-    P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
-    if cfg.split:
-        comb = [o_part, lse_part, o, lse, *gs.combine_scalars(prob)]
-        P.launch(module.kernel("flash_combine"), -(-rows // COMBINE_WARPS), 32 * COMBINE_WARPS, comb, check="racecheck")
+    o, lse = _decode_ptx(prob, q, k, v, sl, table)
     o_ref, lse_ref = emulated.attention_with_kvcache(
         q, k, v, cache_seqlens=sl, block_table=table, config=cfg, num_splits=splits
     )
@@ -179,18 +173,11 @@ def test_warp_split_verify_cases_equal_the_emulator_with_the_overflow_flag(name,
     cfg = prob.config
     assert cfg.warp_split > 1 and not cfg.split, cfg.describe()
     o_ref, lse_ref, flag_ref = emulator_outputs(case, arrays, prob, index)
-    q, k, v = arrays["q"], arrays["k_cache"], arrays["v_cache"]
-    o, lse = np.zeros(prob.o_shape, q.dtype), np.zeros(prob.lse_shape, np.float32)
     flag = np.array([NO_OVERFLOW], np.uint64)
-    null = np.uint64(0)
-    table = arrays.get("block_table")
-    head, totals, pages, lse_strides = gs.kernel_scalars(prob)
-    args = [q, k, v, o, lse, flag if cfg.pv_mma_f16 else null, *head, null, null, arrays["cache_seqlens"], *totals]
-    args += [null if table is None else table, *pages, null, null, *lse_strides]
-    module = P.compile(
-        (kernel_dir() / "flash_fwd.cu").read_text(), arch="sm_90", defines=provenance.build_defines("flash_fwd", cfg)
-    )
-    P.launch(module.kernel("flash_fwd"), prob.grid, cfg.threads, args, shared_mem=cfg.smem_bytes, check="racecheck")
+    o, lse = _decode_ptx(
+        prob, arrays["q"], arrays["k_cache"], arrays["v_cache"], arrays["cache_seqlens"], arrays.get("block_table"),
+        flag if cfg.pv_mma_f16 else None,
+    )  # fmt: skip
     np.testing.assert_array_equal(o.view(np.uint16), o_ref.view(np.uint16))
     np.testing.assert_array_equal(lse.view(np.uint32), np.asarray(lse_ref, np.float32).view(np.uint32))
     assert (None if int(flag[0]) == NO_OVERFLOW else int(flag[0])) == flag_ref

@@ -163,13 +163,13 @@ def serving(arch: str, head_dim: int, rows: int, paged: bool, fused: bool = Fals
     if rows < 1:
         raise ValueError(f"--decode-rows must be >= 1, got {rows}")
     config = decode_config(arch, head_dim, rows, paged=paged).with_(fused=fused)
-    if warp_split != 1:
-        if config.warps != 1 or not 2 <= warp_split <= 32:
+    if warp_split != 1:  # its range is KernelConfig's to check
+        if config.warps != 1:
             raise ValueError(
-                f"--warp-split {warp_split}: needs 2..32 warps and a one-warp decode (--decode-rows <= 16), got "
-                f"{config.warps} warp(s) for {rows} rows"
+                f"--warp-split {warp_split}: needs a one-warp decode (--decode-rows <= 16), got {config.warps} warps "
+                f"for {rows} rows"
             )
-        wide = warp_split_form(config.with_(split=False), arch, warp_split)
+        wide = warp_split_form(config, arch, warp_split)
         if wide is None:
             raise ValueError(
                 f"--warp-split {warp_split}: no kv tile fits {warp_split} K / V rings in a block of {arch}"

@@ -200,7 +200,7 @@ def problem_of(case: ServingCase, arrays: dict, arch: str, sm_count=None):
 
         if case.warp_split > 1:  # num_splits None: the warps' parts merged in the block; S: S x W parts, combined
             one = prepare(1, options())  # the one-warp decode's tiling
-            wide = warp_split_form(one.config.with_(split=False), arch, case.warp_split)
+            wide = warp_split_form(one.config, arch, case.warp_split)
             if wide is None:
                 raise ValueError(f"{case.name()}: no kv tile fits {case.warp_split} rings in a block of {arch}")
             prob = prepare(kw["num_splits"], options(wide))
@@ -291,14 +291,14 @@ def replay_cases(path) -> list[ServingCase]:
 def diff_case(case: ServingCase, arch: str, gpu=True, sm_count=None, fused=False):
     """Run one case both ways: (O diff, LSE diff, gpu outputs, emulator outputs, problem, arrays). ``fused``: the GPU
     runs the fused-check build (KernelConfig.fused, the problem returned with it) where the build has one
-    (flashsim.gpu.serving.has_fused_form); the emulator is the same either way (the check changes no output bit)."""
+    (KernelConfig.has_fused_form); the emulator is the same either way (the check changes no output bit)."""
     arrays = case.arrays()
     prob, index = problem_of(case, arrays, arch, sm_count)
     emu = emulator_outputs(case, arrays, prob, index)
     if fused:
         from ..gpu import serving as gs
 
-        prob = gs.fused(prob) if gs.has_fused_form(prob.config) else prob
+        prob = gs.fused(prob) if prob.config.has_fused_form else prob
     got = gpu_outputs(case, arrays, prob) if gpu else emu
     od = compare("O", got[0], emu[0])
     ld = compare("LSE", got[1], emu[1])

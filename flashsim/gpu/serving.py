@@ -106,12 +106,6 @@ def fused_tail(prob: ServingProblem, state: int, record: int, tag: int, *, point
     return (pointer(state), pointer(record), np.uint64(tag), np.int32(prob.seqlen_limit))
 
 
-def has_fused_form(config) -> bool:
-    """Whether ``config`` has a build with the index check inside flash_fwd (KernelConfig.fused): every serving
-    build but a warp_split one with splits across blocks too, whose check stays a launch of its own."""
-    return config.seqlens and not (config.warp_split > 1 and config.split)
-
-
 def fused(prob: ServingProblem) -> ServingProblem:
     """``prob`` with flash_fwd's fused build (KernelConfig.fused): the same call, its index check inside flash_fwd."""
     return replace(prob, config=prob.config.with_(fused=True))
@@ -396,7 +390,7 @@ def combine_for(config, arch: str):
 def plan_for(prob: ServingProblem) -> ServingPlan:
     """The cached ServingPlan of ``prob`` (for the current GPU): compiles and loads the kernels the first time."""
     cfg = prob.config
-    if FUSED and not cfg.fused and has_fused_form(cfg):  # before the cache: an unfused plan must not answer
+    if FUSED and not cfg.fused and cfg.has_fused_form:  # before the cache: an unfused plan must not answer
         return plan_for(fused(prob))
     plan = _PLANS.get(prob)
     if plan is not None:

@@ -39,7 +39,7 @@ from ..masking import Window
 from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, refuse_warp_split, resolve_options, scales
 from ..tuning import DECODE_KV_TILES, WARP_SPLIT_MAX, WARP_SPLIT_MIN_TILE, decode_tiling
 from .indices import index_error, index_flag
-from .splits import MAX_SPLITS, choose_splits, resident_blocks
+from .splits import MAX_SPLITS, choose_splits, resident_slots
 
 PAGE_SIZES = (16, 32, 64, 128, 256)
 KINDS = ("kvcache", "varlen")
@@ -344,8 +344,7 @@ def warp_split_decode(config: KernelConfig, arch: str, splits: int, blocks: int,
     wide = warp_split_form(config, arch, splits)
     if wide is None or wide.kv_tile * wide.head_dim < WARP_SPLIT_MIN_TILE:
         return None
-    sms = get_arch(arch).sm_count if sm_count is None else int(sm_count)
-    return wide if blocks <= sms * resident_blocks(wide, arch) else None
+    return wide if blocks <= resident_slots(wide, arch, sm_count) else None
 
 
 def _limits(nq_cap: int, nk_cap: int, block_m: int) -> None:

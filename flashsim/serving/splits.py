@@ -57,11 +57,17 @@ def split_heuristic(blocks: int, slots: int, key_tiles: int, max_splits: int = M
     return next(s for s, e in effs.items() if e >= EFFICIENCY_KEPT * best)
 
 
+def resident_slots(config: KernelConfig, arch, sm_count: int | None = None) -> int:
+    """Blocks of ``config`` the GPU holds at once: ``sm_count`` SMs (default: the arch's reference GPU,
+    flashsim.arch) times resident_blocks."""
+    sms = get_arch(arch).sm_count if sm_count is None else int(sm_count)
+    return sms * resident_blocks(config, arch)
+
+
 def choose_splits(config: KernelConfig, arch, blocks: int, key_tiles: int, sm_count: int | None = None) -> int:
     """num_splits for ``blocks`` blocks of ``config`` per split and rows of ``key_tiles`` KV tiles on ``arch`` with
     ``sm_count`` SMs (default: the arch's reference GPU, flashsim.arch)."""
-    sms = get_arch(arch).sm_count if sm_count is None else int(sm_count)
-    return split_heuristic(blocks, sms * resident_blocks(config, arch), key_tiles)
+    return split_heuristic(blocks, resident_slots(config, arch, sm_count), key_tiles)
 
 
 def split_tiles(key_tiles, num_splits: int, split):

@@ -21,11 +21,6 @@ import torch
 sys.path[:0] = [str(Path(__file__).resolve().parents[2])]  # benchmarks/
 import bench_serving as bs  # noqa: E402
 
-from flashsim import tuning  # noqa: E402
-from flashsim.gpu import runtime as rt  # noqa: E402
-from flashsim.problem import resolve_options  # noqa: E402
-from flashsim.serving import prepare_kvcache  # noqa: E402
-
 SHAPES = [  # (name, B, Nk, Hq, Hkv, d, page size or 0); the rule's choice on 132 SMs in the comment
     ("B=6", 6, 8192, 32, 8, 128, 0),  # 7 warps, 16-key tiles
     ("B=8 Nk=4096", 8, 4096, 32, 8, 128, 0),  # 6 x 32
@@ -37,18 +32,6 @@ SHAPES = [  # (name, B, Nk, Hq, Hkv, d, page size or 0); the rule's choice on 13
     ("B=16 d=64 Nk=4096", 16, 4096, 32, 8, 64, 0),  # 3 x 128
     ("B=12 d=256", 12, 8192, 32, 8, 256, 0),  # 4 x 16
 ]
-
-
-def split_call_splits(q, k, v, sl, table) -> int:
-    """The split count the default call took before the rule (tuning.WARP_SPLIT_DECODE off), on this GPU."""
-    was = tuning.WARP_SPLIT_DECODE
-    tuning.WARP_SPLIT_DECODE = False
-    try:
-        prob = prepare_kvcache(q, k, v, sl, table, None, opts=resolve_options(layout="bnhd"), arch=rt.current_arch(),
-                               sm_count=rt.sm_count())  # fmt: skip
-    finally:
-        tuning.WARP_SPLIT_DECODE = was
-    return prob.num_splits
 
 
 def main(argv=None) -> int:
@@ -68,7 +51,7 @@ def main(argv=None) -> int:
             k, v, table = bs.paged(k, v, page)
         default, prob = bs.ours(q, k, v, cache_seqlens=sl, block_table=table)
         cfg = prob.config
-        splits = split_call_splits(q, k, v, sl, table)
+        splits = bs.split_call_splits(q, k, v, sl, table)
         before, _ = bs.ours(q, k, v, cache_seqlens=sl, block_table=table, num_splits=splits)
         fns = {"default": default, f"split call ({splits})": before, **sdpa}
         r = dict(row=name, shape=dict(B=b, Nk=n, Hq=hq, Hkv=hk, d=d, page=page), config=cfg.describe(),
