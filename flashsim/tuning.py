@@ -183,10 +183,18 @@ DECODE_STAGES = 2
 # candidate (B=8 d=128 6 warps x 32 keys 104.9 / 95.0 us against the split call's 106.0 / 96.5); on held-out shapes
 # (check/rule_check.txt) it won 1-3 us on each contiguous shape with K tiles of 4096 elements or more, and lost
 # where they were not: 7 warps of 16-key tiles at d=128 (B=6: 98.5 / 88.2 against 85.4 / 75.2) and paged caches
-# (B=8 pages of 16: 119.9 / 116.0 against 108.3 / 100.4), which keep the split call.
+# (B=8 pages of 16: 119.9 / 116.0 against 108.3 / 100.4). A paged cache takes its own form instead:
+# WARP_SPLIT_PAGED_WARPS warps of WARP_SPLIT_PAGED_STAGES-stage rings, whatever the heuristic's S (2 <= S <=
+# WARP_SPLIT_MAX), the widest kv tile that fits (16 keys at d = 128, 32 at d = 64; none at d = 256), one wave: a paged
+# tile's copies wait on its page's address, and more, deeper rings keep more of them in flight at the same shared
+# memory. Timed at B=8 d=128 (benchmarks/experiments/decode_warp_split/forms.py, benchmarks/logs/2026-12-07-forms/):
+# pages of 16 107.4 / 98.4 us against the split call's 108.7 / 100.9, pages of 256 105.8 / 94.9 against 107.4 / 98.1
+# (6 warps of 2-stage 32-key rings: 119.5 / 115.7 and 114.8 / 111.6); held-out paged shapes: paged_check.py.
 WARP_SPLIT_DECODE = True
 WARP_SPLIT_MAX = 8
 WARP_SPLIT_MIN_TILE = 4096  # kv_tile * head_dim: 32 keys at d = 128, 16 at d = 256, 64 at d = 64
+WARP_SPLIT_PAGED_WARPS = 8
+WARP_SPLIT_PAGED_STAGES = 3
 
 
 def decode_tiling(arch: str, head_dim: int, packed_rows: int) -> tuple[int, int, int, int] | None:

@@ -79,15 +79,23 @@ def test_the_fused_check_decode_kernels_build_without_spills_and_keep_their_occu
 
 
 @pytest.mark.parametrize(
-    "arch, d, w", [("sm_90", 128, 6), ("sm_90", 64, 6), ("sm_90", 256, 6), ("sm_120", 128, 4), ("sm_120", 64, 6)]
-)
-def test_the_warp_split_decode_forms_build_without_spills_and_budget_their_rings(arch, d, w):
+    "arch, d, w, paged",
+    [("sm_90", 128, 6, False), ("sm_90", 64, 6, False), ("sm_90", 256, 6, False), ("sm_120", 128, 4, False),
+     ("sm_120", 64, 6, False), ("sm_90", 128, 8, True), ("sm_90", 64, 8, True)],
+)  # fmt: skip
+def test_the_warp_split_decode_forms_build_without_spills_and_budget_their_rings(arch, d, w, paged):
     """The decode whose W warps split the keys (warp_split_form, the default decode's form where flashsim.tuning's
-    rule applies): no spill on either arch, no flash_combine entry, and the budget's symbolic shared memory (a ring and
-    its barriers per warp, the 16 shared rows once) equals the kernel's launch size."""
+    rule applies; on pages, WARP_SPLIT_PAGED_WARPS warps of WARP_SPLIT_PAGED_STAGES-stage rings): no spill on either
+    arch, no flash_combine entry, and the budget's symbolic shared memory (a ring and its barriers per warp, the 16
+    shared rows once) equals the kernel's launch size."""
+    from flashsim import tuning
     from flashsim.serving.problem import warp_split_form
 
-    wide = warp_split_form(decode_config(arch, d, 4).with_(split=False), arch, w)
+    one_warp = decode_config(arch, d, 4, paged=paged).with_(split=False)
+    if paged:
+        assert w == tuning.WARP_SPLIT_PAGED_WARPS
+        one_warp = one_warp.with_(stages=tuning.WARP_SPLIT_PAGED_STAGES)
+    wide = warp_split_form(one_warp, arch, w)
     main, combine = serving_budget(wide, arch)
     assert combine is None and main.fits
     assert main.reg.spill_stores == 0 and main.reg.spill_loads == 0, wide.describe()

@@ -423,9 +423,9 @@ def test_the_warp_split_decode_rule(monkeypatch):
     """flashsim.tuning.WARP_SPLIT_DECODE: where the one-warp decode's heuristic takes 2..WARP_SPLIT_MAX splits and
     one block per row group fits one wave, the default call takes one block of that many warps per row group
     instead, with the widest kv tile whose rings fit (d 128 on sm_90: 6 warps of 32-key tiles at the serving table's
-    B=8 shape, the fastest candidate timed); two waves of such blocks (B=32), K tiles under WARP_SPLIT_MIN_TILE
-    elements, a paged cache, an explicit num_splits and a given config keep the split call; off, the default is the
-    split call."""
+    B=8 shape, the fastest candidate timed), a paged cache 8 warps of 3-stage rings; two waves of such blocks (B=32),
+    K tiles under WARP_SPLIT_MIN_TILE elements on a contiguous cache, rings that do not fit, an explicit num_splits and
+    a given config keep the split call; off, the default is the split call."""
     from flashsim import tuning
 
     opts = resolve_options(layout="bnhd")
@@ -448,7 +448,14 @@ def test_the_warp_split_decode_rule(monkeypatch):
     q = np.broadcast_to(np.zeros((), np.float16), (8, 1, 32, 128))
     table = np.zeros((8, 512), np.int32)
     paged = prepare_kvcache(q, pages, pages, None, table, None, opts=opts, arch="sm_90", sm_count=132)
-    assert (paged.config.warp_split, paged.num_splits) == (1, 6)
+    shape = (paged.config.warps, paged.config.warp_split, paged.config.kv_tile, paged.config.stages, paged.num_splits)
+    assert shape == (8, 8, 16, 3, 1) and paged.parts == 8 and paged.config.fits("sm_90")  # the paged form
+    wide_pages = np.broadcast_to(np.zeros((), np.float16), (8 * 512, 16, 8, 256))
+    q256 = np.broadcast_to(np.zeros((), np.float16), (8, 1, 32, 256))
+    d256 = prepare_kvcache(q256, wide_pages, wide_pages, None, table, None, opts=opts, arch="sm_90", sm_count=132)
+    assert (d256.config.warp_split, d256.num_splits) == (1, 6)  # 8 three-stage rings of d = 256 do not fit
+    on_120 = prepare_kvcache(q, pages, pages, None, table, None, opts=opts, arch="sm_120", sm_count=188)
+    assert on_120.config.warp_split == 1  # nor in sm_120's 100 KB
     monkeypatch.setattr(tuning, "WARP_SPLIT_DECODE", False)
     off = prep()
     assert (off.config.warps, off.config.warp_split, off.num_splits) == (1, 1, 6)

@@ -37,7 +37,14 @@ from ..config import SUPPORTED_HEAD_DIMS, KernelConfig, pv_accums
 from ..errors import UnsupportedConfig
 from ..masking import Window
 from ..problem import DTYPES, GRID_YZ_MAX, INT32_MAX, Options, refuse_warp_split, resolve_options, scales
-from ..tuning import DECODE_KV_TILES, WARP_SPLIT_MAX, WARP_SPLIT_MIN_TILE, decode_tiling
+from ..tuning import (
+    DECODE_KV_TILES,
+    WARP_SPLIT_MAX,
+    WARP_SPLIT_MIN_TILE,
+    WARP_SPLIT_PAGED_STAGES,
+    WARP_SPLIT_PAGED_WARPS,
+    decode_tiling,
+)
 from .indices import index_error, index_flag
 from .splits import MAX_SPLITS, choose_splits, resident_slots
 
@@ -336,15 +343,19 @@ def warp_split_form(config: KernelConfig, arch: str, warps: int) -> KernelConfig
 
 def warp_split_decode(config: KernelConfig, arch: str, splits: int, blocks: int, sm_count=None) -> KernelConfig | None:
     """The warp_split form of a one-warp decode ``config`` the heuristic gave ``splits`` splits over ``blocks`` row
-    groups (flashsim.tuning's rule: W = splits warps, 2 <= W <= WARP_SPLIT_MAX, a contiguous cache, warp_split_form's
-    kv tile holding at least WARP_SPLIT_MIN_TILE elements, and every row group's block resident at once on
-    ``sm_count`` SMs), or None."""
-    if config.warps != 1 or config.paged or not 2 <= splits <= WARP_SPLIT_MAX:
+    groups, or None (flashsim.tuning's rule: 2 <= splits <= WARP_SPLIT_MAX; a contiguous cache as W = splits warps
+    whose kv tile, the widest that fits, holds at least WARP_SPLIT_MIN_TILE elements; a paged cache as
+    WARP_SPLIT_PAGED_WARPS warps of WARP_SPLIT_PAGED_STAGES-stage rings; every row group's block resident at once on
+    ``sm_count`` SMs)."""
+    if config.warps != 1 or not 2 <= splits <= WARP_SPLIT_MAX:
         return None
-    wide = warp_split_form(config, arch, splits)
-    if wide is None or wide.kv_tile * wide.head_dim < WARP_SPLIT_MIN_TILE:
-        return None
-    return wide if blocks <= resident_slots(wide, arch, sm_count) else None
+    if config.paged:
+        wide = warp_split_form(config.with_(stages=WARP_SPLIT_PAGED_STAGES), arch, WARP_SPLIT_PAGED_WARPS)
+    else:
+        wide = warp_split_form(config, arch, splits)
+        if wide is not None and wide.kv_tile * wide.head_dim < WARP_SPLIT_MIN_TILE:
+            return None
+    return wide if wide is not None and blocks <= resident_slots(wide, arch, sm_count) else None
 
 
 def _limits(nq_cap: int, nk_cap: int, block_m: int) -> None:

@@ -6,7 +6,7 @@ than 64 of 6) and a way to B=1 Nk=32768. bf16, Hq 32, Hkv 8, d 128; B=8 Nk=8192 
 16 and 256, and B=1 Nk=32768; L2 zeroed / read; each candidate's bits against the one-warp (S x W)-split call.
 
     python3 benchmarks/experiments/decode_warp_split/forms.py [--json FILE]
-    python3 benchmarks/experiments/decode_warp_split/forms.py --once   (one call of each of three, for ncu)
+    python3 benchmarks/experiments/decode_warp_split/forms.py --once   (three calls, each launched twice: ncu -c 6)
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     p.add_argument("--once", action="store_true")
     a = p.parse_args(argv)
     print(torch.cuda.get_device_name(), flush=True)
-    if a.once:  # the contiguous and page-16 warp_split calls and the page-16 split call, once each (ncu -k flash_fwd)
+    if a.once:  # the contiguous and page-16 warp_split calls, the page-16 split call (bs.ours launches each twice)
         q, k0, v0 = bs.cache(8, 8192, HQ, HKV, D, torch.bfloat16)
         sl = torch.full((8,), 8192, dtype=torch.int32, device="cuda")
         kp, vp, table = bs.paged(k0, v0, 16)

@@ -45,7 +45,7 @@ case ${1:-} in
     timeout 240 python3 $H/forms.py --json "$R/forms.json" > "$R/forms.txt" 2>&1; echo "forms exit $?"; cat "$R/forms.txt"
     (( $(left) > 150 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh verify fused > "$R/capture.txt" 2>&1
       echo "serving round exit $?"; tail -12 "$R/capture.txt"; }
-    (( $(left) > 60 )) && { timeout $(( $(left) - 30 )) ncu -k regex:flash_fwd -c 3 --section SpeedOfLight \
+    (( $(left) > 60 )) && { timeout $(( $(left) - 30 )) ncu -k regex:flash_fwd -c 6 --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats python3 $H/forms.py --once \
       > "$R/ncu.txt" 2>&1; echo "ncu exit $?"
       grep -E "flash_fwd|Throughput|Hit Rate|Achieved Occupancy|Grid Size|Block Size|Duration" "$R/ncu.txt" | head -60; }
