@@ -5,9 +5,9 @@ Usage: compute-sanitizer --tool memcheck python3 benchmarks/serving/sanitize_ser
        ... sanitize_serving.py --fused: every call with its index check inside flash_fwd
        (flashsim.gpu.serving.FUSED), the same variants
 The variants: decode with splits (contiguous cache, GQA packed, rows of 0 and 1 keys), decode whose block's warps
-split the keys (KernelConfig.warp_split: the decode rule's choice, paged, causal bf16, d 256 f16x2, 2 splits of 3
-warps, which keeps its separate check under --fused), paged caches of
-16 and 256 keys per page in random order with a page two rows share, speculative rows (causal) with a window, group 1
+split the keys (KernelConfig.warp_split: the decode rule's choices on a contiguous and a paged cache, paged by hand,
+causal bf16, d 256 f16x2, 2 splits of 3 warps, which keeps its separate check under --fused), paged caches of 16 and
+256 keys per page in random order with a page two rows share, speculative rows (causal) with a window, group 1
 (not packed) and MQA, bf16 and f16x2, variable-length batches with empty sequences, and flash_combine after every
 split launch; then the same paged decode (one-warp split and warp_split) with check_indices=False and indices that
 point outside the pages and lengths past the cache: the kernel clamps every index it reads, so the sanitizer must find
@@ -64,6 +64,7 @@ VARIANTS = [
         options=dict(pv_accum="f16x2", softcap=10.0),
     ),
     ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=256, seqlens=(200, 1, 77)),  # the decode rule: 4 warps split
+    ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=256, seqlens=(256, 0, 100), page_size=16),  # paged: 8 x 3 rings
     ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=300, seqlens=(300, 0, 1, 170), page_size=16, warp_split=3),
     ServingCase(
         "kvcache",

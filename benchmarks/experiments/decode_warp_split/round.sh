@@ -7,6 +7,9 @@
 #                    the serving round's verify and fused steps
 #                    (the captures), then ncu on the contiguous / paged warp_split and paged split calls, each
 #                    started only while BUDGET (500 s) leaves room
+#   round.sh pages   paged_check.py (the paged rule's candidates on held-out shapes), the decode rows under both
+#                    flushes (bench_serving --decode) and the serving round's verify, sanitize and fused steps, each
+#                    started only while BUDGET (540 s) leaves room
 #   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
 #                    round's verify and fused steps again (the captures of the final case set), the public call's
 #                    rows (--call) and the serving GPU tests, each started only while BUDGET (560 s) leaves room
@@ -50,6 +53,19 @@ case ${1:-} in
       > "$R/ncu.txt" 2>&1; echo "ncu exit $?"
       grep -E "flash_fwd|Throughput|Hit Rate|Achieved Occupancy|Grid Size|Block Size|Duration" "$R/ncu.txt" | head -60; }
     echo "round took $(( $(date +%s) - T0 )) s" ;;
-  *) echo "usage: round.sh check|paged|table" >&2; exit 2 ;;
+  pages)
+    T0=$(date +%s)
+    left() { echo $(( ${BUDGET:-540} - ($(date +%s) - T0) )); }
+    FLASHSIM_CACHE=$R/build timeout 200 python3 $H/paged_check.py --json "$R/paged_check.json" > "$R/paged_check.txt" 2>&1
+    echo "paged_check exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/paged_check.txt"
+    for f in zero read; do
+      (( $(left) > 250 )) || break
+      timeout 100 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
+      echo "decode $f exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/decode_$f.txt"
+    done
+    (( $(left) > 100 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh verify sanitize fused > "$R/capture.txt" 2>&1
+      echo "serving round exit $?"; tail -14 "$R/capture.txt"; }
+    rm -rf "$R/build"; echo "round took $(( $(date +%s) - T0 )) s" ;;
+  *) echo "usage: round.sh check|paged|pages|table" >&2; exit 2 ;;
 esac
 tar -C "$OUT" -cf "$OUT/round_${1}.tar" r && rm -rf "$R"
