@@ -7,9 +7,9 @@
 #                    the serving round's verify and fused steps
 #                    (the captures), then ncu on the contiguous / paged warp_split and paged split calls, each
 #                    started only while BUDGET (500 s) leaves room
-#   round.sh pages   paged_check.py (the paged rule's candidates on held-out shapes), the decode rows under both
-#                    flushes (bench_serving --decode) and the serving round's verify, sanitize and fused steps, each
-#                    started only while BUDGET (540 s) leaves room
+#   round.sh pages   paged_check.py (the paged rule's candidates on held-out shapes), the serving round's sanitize,
+#                    verify and fused steps, then the decode rows under both flushes (bench_serving --decode), each
+#                    started only while BUDGET (470 s) leaves room
 #   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
 #                    round's verify and fused steps again (the captures of the final case set), the public call's
 #                    rows (--call) and the serving GPU tests, each started only while BUDGET (560 s) leaves room
@@ -55,16 +55,16 @@ case ${1:-} in
     echo "round took $(( $(date +%s) - T0 )) s" ;;
   pages)
     T0=$(date +%s)
-    left() { echo $(( ${BUDGET:-540} - ($(date +%s) - T0) )); }
-    FLASHSIM_CACHE=$R/build timeout 200 python3 $H/paged_check.py --json "$R/paged_check.json" > "$R/paged_check.txt" 2>&1
+    left() { echo $(( ${BUDGET:-470} - ($(date +%s) - T0) )); }
+    FLASHSIM_CACHE=$R/build timeout 180 python3 $H/paged_check.py --json "$R/paged_check.json" > "$R/paged_check.txt" 2>&1
     echo "paged_check exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/paged_check.txt"
+    (( $(left) > 150 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh sanitize verify fused > "$R/capture.txt" 2>&1
+      echo "serving round exit $? at $(( $(date +%s) - T0 )) s"; tail -14 "$R/capture.txt"; }
     for f in zero read; do
-      (( $(left) > 250 )) || break
-      timeout 100 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
+      (( $(left) > 60 )) || break
+      timeout 50 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
       echo "decode $f exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/decode_$f.txt"
     done
-    (( $(left) > 100 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh verify sanitize fused > "$R/capture.txt" 2>&1
-      echo "serving round exit $?"; tail -14 "$R/capture.txt"; }
     rm -rf "$R/build"; echo "round took $(( $(date +%s) - T0 )) s" ;;
   *) echo "usage: round.sh check|paged|pages|table" >&2; exit 2 ;;
 esac
