@@ -8,8 +8,8 @@
 #                    (the captures), then ncu on the contiguous / paged warp_split and paged split calls, each
 #                    started only while BUDGET (500 s) leaves room
 #   round.sh pages   paged_check.py (the paged rule's candidates on held-out shapes), the serving round's sanitize,
-#                    verify and fused steps, then the decode rows under both flushes (bench_serving --decode), each
-#                    started only while BUDGET (470 s) leaves room
+#                    verify and fused steps, forms.py --rows heads (d = 64 / 256), then the decode rows under both
+#                    flushes (bench_serving --decode), each started only while BUDGET (540 s) leaves room
 #   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
 #                    round's verify and fused steps again (the captures of the final case set), the public call's
 #                    rows (--call) and the serving GPU tests, each started only while BUDGET (560 s) leaves room
@@ -55,11 +55,13 @@ case ${1:-} in
     echo "round took $(( $(date +%s) - T0 )) s" ;;
   pages)
     T0=$(date +%s)
-    left() { echo $(( ${BUDGET:-470} - ($(date +%s) - T0) )); }
+    left() { echo $(( ${BUDGET:-540} - ($(date +%s) - T0) )); }
     FLASHSIM_CACHE=$R/build timeout 180 python3 $H/paged_check.py --json "$R/paged_check.json" > "$R/paged_check.txt" 2>&1
     echo "paged_check exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/paged_check.txt"
     (( $(left) > 150 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh sanitize verify fused > "$R/capture.txt" 2>&1
       echo "serving round exit $? at $(( $(date +%s) - T0 )) s"; tail -14 "$R/capture.txt"; }
+    (( $(left) > 160 )) && { timeout 90 python3 $H/forms.py --rows heads --json "$R/forms_heads.json" \
+      > "$R/forms_heads.txt" 2>&1; echo "forms heads exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/forms_heads.txt"; }
     for f in zero read; do
       (( $(left) > 60 )) || break
       timeout 50 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
