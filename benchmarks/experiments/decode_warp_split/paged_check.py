@@ -9,9 +9,10 @@ candidate is built from the split call's heuristic count S_h by one rule, never 
   quads   W = 4 warps, 2-stage rings, the widest kv tile that fits
 
 each with S = ceil(S_h / W) blocks per row group (one where S_h <= W), against the split call (one-warp blocks, S_h
-splits, then flash_combine; today's default for pages), with the default call, FA2 and cuDNN on the same cache
-contiguous for reference, L2 zeroed / read, and each candidate's bits against
-the one-warp call of the same tiles with its S x W splits.
+splits, then flash_combine; the paged default before), beside the default call (flashsim.tuning's paged rule, "full"
+where the heuristic takes 2-8 splits, else the split call) and, on the same cache contiguous, the default call, FA2
+and cuDNN; L2 zeroed / read; each candidate's bits against the one-warp call of the same tiles with its S x W
+splits.
 
     python3 benchmarks/experiments/decode_warp_split/paged_check.py [--json FILE]
 """
@@ -77,6 +78,9 @@ def main(argv=None) -> int:
         split_fn, prob = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, num_splits=s_h)
         one = prob.config
         fns = {f"split call ({s_h})": (None, s_h, split_fn)}
+        default_fn, chosen = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table)
+        c = chosen.config
+        fns[f"default (W={c.warp_split} kv={c.kv_tile} st={c.stages} S={chosen.num_splits})"] = (None, 0, default_fn)
         for label, (cfg, s) in candidates(one, s_h).items():
             fns[label] = (cfg, s, bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, config=cfg, num_splits=s)[0])
         fns.update({lbl: (None, 0, fn) for lbl, fn in ref.items()})
@@ -105,7 +109,7 @@ def main(argv=None) -> int:
                   f"({nbytes / 1e6 / r['us_read']:.2f} TB/s read){extra}", flush=True)  # fmt: skip
         del q, k, v, kp, vp, qt, kt, vt, ref, fns
         torch.cuda.empty_cache()
-    for rule in ("deep", "full", "quads"):
+    for rule in ("default", "deep", "full", "quads"):
         for flush in bs.FLUSHES:
             ratios = []
             for name in dict.fromkeys(r["row"] for r in rows):
