@@ -398,7 +398,8 @@ def test_occupancy_equals_the_driver(gpu, config):
 @pytest.mark.nvrtc
 def test_budget_command_serving_warp_split(capsys):
     """`flashsim budget --serving --warp-split W`: the decode whose W warps split the keys, its rings in the budget,
-    no flash_combine; a W whose rings fit no kv tile is a one-line error (exit 2)."""
+    no flash_combine, --stages deep (the paged form's 3); a W whose rings fit no kv tile is a one-line error (exit
+    2)."""
     from flashsim.cli import main
 
     assert main(["budget", "--serving", "--arch", "sm_90", "--warp-split", "6"]) == 0
@@ -406,3 +407,7 @@ def test_budget_command_serving_warp_split(capsys):
     assert "warp_split=6" in out and "kv_tile=32" in out and "flash_combine" not in out and "W_s" in out
     assert main(["budget", "--serving", "--arch", "sm_120", "--warp-split", "6"]) == 2
     assert "no kv tile fits 6 K / V rings" in capsys.readouterr().err
+    paged = ["budget", "--serving", "--arch", "sm_90", "--paged", "--warp-split", "8", "--stages", "3"]
+    assert main(paged) == 0  # the paged decode's default form (flashsim.tuning.WARP_SPLIT_PAGED_*): 3-stage rings
+    out = capsys.readouterr().out
+    assert "warp_split=8" in out and "stages=3" in out and "kv_tile=16" in out and "paged=True" in out

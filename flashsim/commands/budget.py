@@ -14,6 +14,7 @@ examples:
   flashsim budget --arch sm_120 --every-head-dim --quant nvfp4   (NVFP4 Q K^T: d = 64 and 128, sm_120 only)
   flashsim budget --serving --arch sm_90 --head-dim 128 --decode-rows 4   (decode kernel and flash_combine)
   flashsim budget --serving --arch sm_90 --warp-split 6   (the decode whose 6 warps split the keys: no combine)
+  flashsim budget --serving --arch sm_90 --paged --warp-split 8 --stages 3   (the paged decode's default form)
 """
 
 from __future__ import annotations
@@ -132,7 +133,9 @@ def run(args) -> int:
     if args.every_head_dim:
         return every_head_dim(arch, args.registers, args.quant)
     if getattr(args, "serving", False):
-        return serving(arch, args.head_dim or 128, args.decode_rows, args.paged, args.fused, args.warp_split)
+        return serving(
+            arch, args.head_dim or 128, args.decode_rows, args.paged, args.fused, args.warp_split, args.stages
+        )
     config = config_from_args(args)
     if args.plot:
         check_plot_path(args.plot)
@@ -153,16 +156,20 @@ def run(args) -> int:
     return 0 if main.fits else 1
 
 
-def serving(arch: str, head_dim: int, rows: int, paged: bool, fused: bool = False, warp_split: int = 1) -> int:
+def serving(
+    arch: str, head_dim: int, rows: int, paged: bool, fused: bool = False, warp_split: int = 1, stages=None
+) -> int:
     """The decode kernel's and flash_combine's budgets on ``arch`` (``fused``: the decode kernel with the index check
-    inside it; ``warp_split`` W > 1: its form with W warps splitting the keys, no combine); 0 when the decode kernel
-    fits."""
+    inside it; ``warp_split`` W > 1: its form with W warps splitting the keys, no combine; ``stages``: its K / V
+    rings' depth, default the decode's); 0 when the decode kernel fits."""
     from ..resources.serving import decode_config, serving_budget
     from ..serving.problem import warp_split_form
 
     if rows < 1:
         raise ValueError(f"--decode-rows must be >= 1, got {rows}")
     config = decode_config(arch, head_dim, rows, paged=paged).with_(fused=fused)
+    if stages is not None:
+        config = config.with_(stages=stages)
     if warp_split != 1:  # its range is KernelConfig's to check
         if config.warps != 1:
             raise ValueError(
