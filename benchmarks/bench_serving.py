@@ -219,6 +219,21 @@ def ours(q, k, v, **kw):
     return (lambda: flashsim.gpu.attention_with_kvcache(q, k, v, **kw)), prob
 
 
+def equals_one_warp_call(fn, q, k, v, config, num_splits=1, **kw) -> bool:
+    """True when ``fn()``'s O and LSE are bit for bit those of the one-warp call of warp_split ``config``'s tiles with
+    ``num_splits`` x W splits (what a warp_split call with ``num_splits`` blocks a row group must give); ``kw``: the
+    call's cache_seqlens / block_table."""
+    import torch
+
+    o, lse = fn()
+    one = config.with_(warps=1, warp_split=1)
+    o1, lse1 = ours(q, k, v, config=one, num_splits=num_splits * config.warp_split, **kw)[0]()
+    return bool(
+        torch.equal(o.view(torch.int16), o1.view(torch.int16))
+        and torch.equal(lse.view(torch.int32), lse1.view(torch.int32))
+    )
+
+
 def split_call_splits(q, k, v, cache_seqlens, block_table=None, arch=None, sm_count=None) -> int:
     """The split count of the default call without flashsim.tuning's warp_split rule (the one-warp split call), on
     ``arch`` with ``sm_count`` SMs (default: this GPU's)."""

@@ -91,14 +91,8 @@ def main(argv=None) -> int:
             for flush in bs.FLUSHES:
                 r[f"us_{flush}"] = bs.timed(fn, flush)[0] * 1e3
             if cfg is not None:  # the bits of the one-warp call of the same tiles with S x W splits
-                o, lse = fn()
-                one = cfg.with_(warps=1, warp_split=1)
-                o1, lse1 = bs.ours(q, k, v, cache_seqlens=sl, block_table=table, config=one,
-                                   num_splits=s * cfg.warp_split)[0]()  # fmt: skip
-                r["bits_equal_split_call"] = bool(
-                    torch.equal(o.view(torch.int16), o1.view(torch.int16))
-                    and torch.equal(lse.view(torch.int32), lse1.view(torch.int32))
-                )
+                r["bits_equal_split_call"] = bs.equals_one_warp_call(fn, q, k, v, cfg, s, cache_seqlens=sl,
+                                                                     block_table=table)  # fmt: skip
             rows.append(r)
             print(f"{name:14} {label:22} zero {r['us_zero']:6.1f} us  read {r['us_read']:6.1f} us  "
                   f"({nbytes / 1e6 / r['us_read']:.2f} TB/s read)"

@@ -91,14 +91,8 @@ def main(argv=None) -> int:
             if cfg is not None:
                 r.update(smem=cfg.smem_bytes, resident_slots=resident_slots(cfg, rt.current_arch(), rt.sm_count()),
                          blocks=s * b * hk)  # fmt: skip
-                o, lse = fn()
-                one_warp = cfg.with_(warps=1, warp_split=1)
-                o1, lse1 = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, config=one_warp,
-                                   num_splits=s * cfg.warp_split)[0]()  # fmt: skip
-                r["bits_equal_split_call"] = bool(
-                    torch.equal(o.view(torch.int16), o1.view(torch.int16))
-                    and torch.equal(lse.view(torch.int32), lse1.view(torch.int32))
-                )
+                r["bits_equal_split_call"] = bs.equals_one_warp_call(fn, q, kp, vp, cfg, s, cache_seqlens=sl,
+                                                                     block_table=table)  # fmt: skip
             rows.append(r)
             extra = ""
             if cfg is not None:

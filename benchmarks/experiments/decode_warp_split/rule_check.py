@@ -57,12 +57,8 @@ def main(argv=None) -> int:
         r = dict(row=name, shape=dict(B=b, Nk=n, Hq=hq, Hkv=hk, d=d, page=page), config=cfg.describe(),
                  warp_split=cfg.warp_split, kv_tile=cfg.kv_tile, split_call_splits=splits, us={})  # fmt: skip
         if cfg.warp_split > 1:  # the rule applied: its bits are the one-warp call's with num_splits = W
-            o, lse = default()
-            one = cfg.with_(warps=1, warp_split=1)
-            o1, lse1 = bs.ours(q, k, v, cache_seqlens=sl, block_table=table, config=one, num_splits=cfg.warp_split)[0]()
-            r["bits_equal_split_call"] = bool(
-                torch.equal(o.view(torch.int16), o1.view(torch.int16))
-                and torch.equal(lse.view(torch.int32), lse1.view(torch.int32))
+            r["bits_equal_split_call"] = bs.equals_one_warp_call(
+                default, q, k, v, cfg, cache_seqlens=sl, block_table=table
             )
         for label, fn in fns.items():
             r["us"][label] = {flush: bs.timed(fn, flush)[0] * 1e3 for flush in bs.FLUSHES}

@@ -70,11 +70,7 @@ def main(argv=None) -> int:
             for flush in bs.FLUSHES:
                 r[f"us_{flush}"] = bs.timed(fn, flush)[0] * 1e3
             if cfg is not None:  # bits: the same kv tile, one-warp blocks, num_splits = W
-                o, lse = fn()
-                one = cfg.with_(warps=1, warp_split=1)
-                o1, lse1 = bs.ours(q, k, v, cache_seqlens=sl, config=one, num_splits=cfg.warp_split)[0]()
-                same_o = torch.equal(o.view(torch.int16), o1.view(torch.int16))
-                r["bits_equal_split_call"] = bool(same_o and torch.equal(lse.view(torch.int32), lse1.view(torch.int32)))
+                r["bits_equal_split_call"] = bs.equals_one_warp_call(fn, q, k, v, cfg, cache_seqlens=sl)
             rows.append(r)
             tb = nbytes / 1e6
             print(f"{name:14} {label:14} zero {r['us_zero']:6.1f} us ({tb / r['us_zero']:.2f} TB/s)  read "
