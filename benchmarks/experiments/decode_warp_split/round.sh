@@ -62,9 +62,9 @@ case ${1:-} in
       echo "serving round exit $? at $(( $(date +%s) - T0 )) s"; tail -14 "$R/capture.txt"; }
     (( $(left) > 160 )) && { timeout 90 python3 $H/forms.py --rows heads --json "$R/forms_heads.json" \
       > "$R/forms_heads.txt" 2>&1; echo "forms heads exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/forms_heads.txt"; }
-    for f in zero read; do
-      (( $(left) > 60 )) || break
-      timeout 50 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
+    for f in zero read; do   # the time left, halved for the first flush, at most 120 s each
+      t=$(( $(left) - 10 )); [[ $f == zero ]] && t=$(( t / 2 )); (( t > 120 )) && t=120; (( t > 40 )) || break
+      timeout $t python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
       echo "decode $f exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/decode_$f.txt"
     done
     rm -rf "$R/build"; echo "round took $(( $(date +%s) - T0 )) s" ;;
