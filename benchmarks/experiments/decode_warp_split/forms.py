@@ -5,7 +5,7 @@ flash_combine merges the S * W parts): twice the SMs at B=8 (ring_warps: 128 blo
 than 64 of 6) and a way to B=1 Nk=32768. (3) With --rows heads, the same forms at d = 64 and d = 256 (d = 256 is
 1.5-3.2 us behind FA2 in the contiguous rule's form). bf16, Hq 32, Hkv 8; B=8 Nk=8192 d=128 contiguous and in
 shuffled pages of 16 and 256, and B=1 Nk=32768 (--rows b8, the default); B=8 Nk=8192 at d=64 and d=256 (--rows
-heads); L2 zeroed / read; each candidate's bits against the one-warp (S x W)-split call.
+heads, with B=1 again); L2 zeroed / read; each candidate's bits against the one-warp (S x W)-split call.
 
     python3 benchmarks/experiments/decode_warp_split/forms.py [--rows b8|heads|all] [--json FILE]
     python3 benchmarks/experiments/decode_warp_split/forms.py --once   (three calls, each launched twice: ncu -c 6)
@@ -41,11 +41,19 @@ CANDIDATES = {
     "B=8": B8,
     "B=8 paged 16": B8,
     "B=8 paged 256": B8,
-    "B=1 Nk=32768": [(3, 64, 2, 16), (4, 32, 2, 12), (6, 32, 2, 8), (8, 16, 3, 16)],
+    "B=1 Nk=32768": [
+        (3, 64, 2, 16),
+        (4, 32, 2, 12),
+        (6, 32, 2, 8),
+        (8, 16, 3, 16),
+        (4, 32, 2, 10),
+        (8, 16, 3, 5),
+        (6, 32, 2, 7),
+    ],  # the last three: S = ceil(S_h / W) of the heuristic's 40, as a rule would take
     "d=64": [(6, 64, 2, 1), (8, 32, 3, 1), (4, 64, 3, 1), (8, 32, 2, 1), (4, 64, 2, 2), (3, 128, 2, 2)],
     "d=256": [(6, 16, 2, 1), (4, 16, 3, 1), (3, 32, 2, 1), (4, 16, 2, 2), (3, 16, 3, 2), (2, 32, 2, 2)],
 }
-ROW_SETS = {"b8": ROWS[:4], "heads": ROWS[4:], "all": ROWS}
+ROW_SETS = {"b8": ROWS[:4], "heads": ROWS[3:], "all": ROWS}
 
 
 def config(d, w, kv, stages, paged):
@@ -57,7 +65,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json")
     p.add_argument("--once", action="store_true")
-    p.add_argument("--rows", choices=sorted(ROW_SETS), default="b8", help="b8: B=8 d=128 and B=1; heads: d=64, d=256")
+    p.add_argument(
+        "--rows", choices=sorted(ROW_SETS), default="b8", help="b8: B=8 d=128 and B=1; heads: B=1, d=64, d=256"
+    )
     a = p.parse_args(argv)
     print(torch.cuda.get_device_name(), flush=True)
     if a.once:  # the contiguous and page-16 warp_split calls, the page-16 split call (bs.ours launches each twice)

@@ -8,7 +8,7 @@
 #                    (the captures), then ncu on the contiguous / paged warp_split and paged split calls, each
 #                    started only while BUDGET (500 s) leaves room
 #   round.sh pages   paged_check.py (the paged rule's candidates on held-out shapes), the serving round's sanitize,
-#                    verify and fused steps, forms.py --rows heads (d = 64 / 256), then the decode rows under both
+#                    verify and fused steps, forms.py --rows heads (B=1, d = 64 / 256), then the decode rows under both
 #                    flushes (bench_serving --decode), each started only while BUDGET (540 s) leaves room
 #   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
 #                    round's verify and fused steps again (the captures of the final case set), the public call's
@@ -60,7 +60,7 @@ case ${1:-} in
     echo "paged_check exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/paged_check.txt"
     (( $(left) > 150 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh sanitize verify fused > "$R/capture.txt" 2>&1
       echo "serving round exit $? at $(( $(date +%s) - T0 )) s"; tail -14 "$R/capture.txt"; }
-    (( $(left) > 160 )) && { timeout 90 python3 $H/forms.py --rows heads --json "$R/forms_heads.json" \
+    (( $(left) > 190 )) && { timeout 120 python3 $H/forms.py --rows heads --json "$R/forms_heads.json" \
       > "$R/forms_heads.txt" 2>&1; echo "forms heads exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/forms_heads.txt"; }
     for f in zero read; do   # the time left, halved for the first flush, at most 120 s each
       t=$(( $(left) - 10 )); [[ $f == zero ]] && t=$(( t / 2 )); (( t > 120 )) && t=120; (( t > 40 )) || break
