@@ -484,10 +484,9 @@ def serving_cases() -> list[ServingCase]:
     # warp_split: a block's warps split each row's keys (the default decode where flashsim.tuning's rule applies):
     # shuffled pages of 16 with an empty row and a one-key row, d 64 speculative causal bf16, d 256 with 6 warps of
     # 16-key tiles, 8 warps with soft-capping, 2 with a window left of most of the keys; the contiguous auto cases
-    # above take the rule's form too (3 and 4 warps); 3 warps in each of 2 splits (added after the stored captures,
-    # which hold the 58 cases before it). (The stored captures also hold the paged causal f16x2 auto case
-    # in the 4-warp form, its overflow flag over the warps' parts: captured when the rule still took paged caches;
-    # check_capture replays each case in the form it ran.)
+    # above take the rule's form too (3 and 4 warps), and the paged causal f16x2 auto case its paged form (8 warps of
+    # 3-stage rings; the stored captures ran it as the split call, before that rule: check_capture replays each case
+    # in the form it ran); 3 warps in each of 2 splits.
     add(
         kv,
         nwa,
