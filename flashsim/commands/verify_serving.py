@@ -64,6 +64,7 @@ class ServingCase:
     options: dict = field(default_factory=dict)
     seqlens_given: bool = True  # kvcache: pass cache_seqlens (else every row holds its whole cache)
     warp_split: int = 1  # kvcache, > 1: that many warps split each row's keys inside the block (problem_of)
+    stages: int = 0  # with warp_split: its rings' stages (0: the one-warp tiling's; the paged rule deepens them)
     sha: str | None = None
 
     @property
@@ -200,7 +201,8 @@ def problem_of(case: ServingCase, arrays: dict, arch: str, sm_count=None):
 
         if case.warp_split > 1:  # num_splits None: the warps' parts merged in the block; S: S x W parts, combined
             one = prepare(1, options())  # the one-warp decode's tiling
-            wide = warp_split_form(one.config, arch, case.warp_split)
+            base = one.config.with_(stages=case.stages) if case.stages else one.config
+            wide = warp_split_form(base, arch, case.warp_split)
             if wide is None:
                 raise ValueError(f"{case.name()}: no kv tile fits {case.warp_split} rings in a block of {arch}")
             prob = prepare(kw["num_splits"], options(wide))
@@ -485,8 +487,8 @@ def serving_cases() -> list[ServingCase]:
     # shuffled pages of 16 with an empty row and a one-key row, d 64 speculative causal bf16, d 256 with 6 warps of
     # 16-key tiles, 8 warps with soft-capping, 2 with a window left of most of the keys; the contiguous auto cases
     # above take the rule's form too (3 and 4 warps), and the paged causal f16x2 auto case its paged form (8 warps of
-    # 3-stage rings; the stored captures ran it as the split call, before that rule: check_capture replays each case
-    # in the form it ran); 3 warps in each of 2 splits.
+    # 3-stage rings; check_capture replays each case in the form it ran, stages included); 3 warps in each of 2
+    # splits.
     add(
         kv,
         nwa,
@@ -646,7 +648,7 @@ def check_capture(path, case_key: str, arch="sm_90") -> dict:
     ran = KernelConfig(**meta["config"])  # the fused build emulates as the separate launches
     if case.call == "kvcache" and ran.warp_split > 1:  # the warp_split form it ran (the rule's, for the GPU's SMs)
         splits = meta["splits"] if ran.split else None
-        case = dataclasses.replace(case, num_splits=splits, warp_split=ran.warp_split)
+        case = dataclasses.replace(case, num_splits=splits, warp_split=ran.warp_split, stages=ran.stages)
     elif case.call == "kvcache":  # the split count the GPU chose (for its own SMs)
         case = dataclasses.replace(case, num_splits=meta["splits"])
     arrays = case.arrays()
