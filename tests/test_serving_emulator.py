@@ -423,7 +423,8 @@ def test_the_warp_split_decode_rule(monkeypatch):
     """flashsim.tuning.WARP_SPLIT_DECODE: where the one-warp decode's heuristic takes 2..WARP_SPLIT_MAX splits and
     one block per row group fits one wave, the default call takes one block of that many warps per row group
     instead, with the widest kv tile whose rings fit (d 128 on sm_90: 6 warps of 32-key tiles at the serving table's
-    B=8 shape, the fastest candidate timed), a paged cache 8 warps of 3-stage rings; two waves of such blocks (B=32),
+    B=8 shape, the fastest candidate timed), a paged cache 8 warps of 3-stage rings where its row groups fill
+    WARP_SPLIT_PAGED_MIN_FILL of the SMs (64 of 132 do, 48 do not); two waves of such blocks (B=32),
     K tiles under WARP_SPLIT_MIN_TILE elements on a contiguous cache, rings that do not fit, an explicit num_splits and
     a given config keep the split call; off, the default is the split call."""
     from flashsim import tuning
@@ -450,6 +451,9 @@ def test_the_warp_split_decode_rule(monkeypatch):
     paged = prepare_kvcache(q, pages, pages, None, table, None, opts=opts, arch="sm_90", sm_count=132)
     shape = (paged.config.warps, paged.config.warp_split, paged.config.kv_tile, paged.config.stages, paged.num_splits)
     assert shape == (8, 8, 16, 3, 1) and paged.parts == 8 and paged.config.fits("sm_90")  # the paged form
+    few = prepare_kvcache(q[:6], pages, pages, None, table[:6], None, opts=opts, arch="sm_90", sm_count=132)
+    assert (few.config.warp_split, few.num_splits) == (1, 7)  # 48 row groups: under WARP_SPLIT_PAGED_MIN_FILL's 59.4
+    assert 48 < tuning.WARP_SPLIT_PAGED_MIN_FILL * 132 <= 64
     wide_pages = np.broadcast_to(np.zeros((), np.float16), (8 * 512, 16, 8, 256))
     q256 = np.broadcast_to(np.zeros((), np.float16), (8, 1, 32, 256))
     d256 = prepare_kvcache(q256, wide_pages, wide_pages, None, table, None, opts=opts, arch="sm_90", sm_count=132)

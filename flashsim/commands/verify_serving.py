@@ -87,6 +87,7 @@ class ServingCase:
             head = f"kvcache B{self.batch} Nq{self.nq} N{self.n_cache} {cache} {lens}"
             head += f" splits={self.num_splits if self.num_splits is not None else 'auto'}"
             head += f" warp_split={self.warp_split}" if self.warp_split > 1 else ""
+            head += f" stages={self.stages}" if self.stages else ""
         else:
             head = f"varlen q{list(self.q_lens)} k{list(self.k_lens)}"
         return " ".join([head, f"H{self.heads} d{self.head_dim}", *[e for e in extra if e], self.kind, f"s{self.seed}"])
@@ -486,9 +487,10 @@ def serving_cases() -> list[ServingCase]:
     # warp_split: a block's warps split each row's keys (the default decode where flashsim.tuning's rule applies):
     # shuffled pages of 16 with an empty row and a one-key row, d 64 speculative causal bf16, d 256 with 6 warps of
     # 16-key tiles, 8 warps with soft-capping, 2 with a window left of most of the keys; the contiguous auto cases
-    # above take the rule's form too (3 and 4 warps), and the paged causal f16x2 auto case its paged form (8 warps of
-    # 3-stage rings; check_capture replays each case in the form it ran, stages included); 3 warps in each of 2
-    # splits.
+    # above take the rule's form too (3 and 4 warps; the paged causal f16x2 auto case, 8 row groups, takes the split
+    # call on a GPU of 132 SMs: tuning.WARP_SPLIT_PAGED_MIN_FILL); the paged rule's form (8 warps of 3-stage rings,
+    # each ring wrapping) on pages of 64; 3 warps in each of 2 splits. check_capture replays each case in the form it
+    # ran, stages included.
     add(
         kv,
         nwa,
@@ -534,6 +536,19 @@ def serving_cases() -> list[ServingCase]:
         seqlens=(400, 150),
         warp_split=2,
         options=dict(causal=True, window_size=(40, 0)),
+    )
+    add(
+        kv,
+        heads=8,
+        heads_kv=2,
+        head_dim=128,
+        nq=4,
+        n_cache=1000,
+        seqlens=(1000, 100),
+        page_size=64,
+        warp_split=8,
+        stages=3,
+        options=dict(pv_accum="f16x2", causal=True),
     )
     add(  # splits across blocks too: 2 x 3 parts, flash_combine after (its index check a launch of its own)
         kv,

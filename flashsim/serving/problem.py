@@ -41,6 +41,7 @@ from ..tuning import (
     DECODE_KV_TILES,
     WARP_SPLIT_MAX,
     WARP_SPLIT_MIN_TILE,
+    WARP_SPLIT_PAGED_MIN_FILL,
     WARP_SPLIT_PAGED_STAGES,
     WARP_SPLIT_PAGED_WARPS,
     decode_tiling,
@@ -345,11 +346,14 @@ def warp_split_decode(config: KernelConfig, arch: str, splits: int, blocks: int,
     """The warp_split form of a one-warp decode ``config`` the heuristic gave ``splits`` splits over ``blocks`` row
     groups, or None (flashsim.tuning's rule: 2 <= splits <= WARP_SPLIT_MAX; a contiguous cache as W = splits warps
     whose kv tile, the widest that fits, holds at least WARP_SPLIT_MIN_TILE elements; a paged cache as
-    WARP_SPLIT_PAGED_WARPS warps of WARP_SPLIT_PAGED_STAGES-stage rings; every row group's block resident at once on
-    ``sm_count`` SMs)."""
+    WARP_SPLIT_PAGED_WARPS warps of WARP_SPLIT_PAGED_STAGES-stage rings where the row groups are at least
+    WARP_SPLIT_PAGED_MIN_FILL of the SMs; every row group's block resident at once on ``sm_count`` SMs)."""
     if config.warps != 1 or not 2 <= splits <= WARP_SPLIT_MAX:
         return None
     if config.paged:
+        sms = get_arch(arch).sm_count if sm_count is None else int(sm_count)
+        if blocks < WARP_SPLIT_PAGED_MIN_FILL * sms:
+            return None
         wide = warp_split_form(config.with_(stages=WARP_SPLIT_PAGED_STAGES), arch, WARP_SPLIT_PAGED_WARPS)
     else:
         wide = warp_split_form(config, arch, splits)
