@@ -36,6 +36,25 @@ FORMS = (("8x16x3", 8, 3), ("4x32x3", 4, 3))  # (label, warps, stages): the wide
 D256 = [(4, 16384), (8, 8192), (12, 8192), (16, 8192)]  # (B, Nk), contiguous, d=256
 
 
+def time_forms(rows, name, fns, chosen, q, k, v, meta, **kw):
+    """Time each of ``fns`` ({label: (warp_split config or None, S, fn)}) under both flushes into ``rows``, each
+    form's bits against the one-warp call with its S x W splits (``kw``: cache_seqlens / block_table), one line
+    printed."""
+    line = f"{name:16} S_h {meta['split_call_splits']:2}  {meta['row_groups']:3} row groups"
+    for label, (cfg, s, fn) in fns.items():
+        r = dict(row=name, what=label, **meta)
+        r.update({f"us_{f}": bs.timed(fn, f)[0] * 1e3 for f in bs.FLUSHES})
+        if label == "default":
+            c = chosen.config
+            r["default_form"] = f"W={c.warp_split} kv={c.kv_tile} st={c.stages} S={chosen.num_splits}"
+        if cfg is not None:
+            r["bits_equal_split_call"] = bs.equals_one_warp_call(fn, q, k, v, cfg, s, **kw)
+        rows.append(r)
+        bits = "" if cfg is None else ("" if r["bits_equal_split_call"] else " BITS DIFFER")
+        line += f" | {label.split(' (')[0]} {r['us_zero']:.1f} / {r['us_read']:.1f}{bits}"
+    print(line, flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json")
@@ -43,37 +62,24 @@ def main(argv=None) -> int:
     print(torch.cuda.get_device_name(), flush=True)
     rows = []
     for b, n, page in SHAPES:
-        name = f"B={b} Nk={n} p{page}"
         q, k, v = bs.cache(b, n, 32, 8, 128, torch.bfloat16)
         sl = torch.full((b,), n, dtype=torch.int32, device="cuda")
         kp, vp, table = bs.paged(k, v, page)
         s_h = bs.split_call_splits(q, kp, vp, sl, table)
         split_fn, prob = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, num_splits=s_h)
         default_fn, chosen = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table)
-        fns = {f"split call ({s_h})": (None, split_fn), "default": (None, default_fn)}
+        fns = {f"split call ({s_h})": (None, 1, split_fn), "default": (None, 1, default_fn)}
         for label, w, stages in FORMS:
             cfg = warp_split_form(prob.config.with_(stages=stages), rt.current_arch(), w)
             if cfg is not None:
-                fns[label] = (cfg, bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, config=cfg, num_splits=1)[0])
-        fns["contiguous default"] = (None, bs.ours(q, k, v, cache_seqlens=sl)[0])
-        line = f"{name:16} S_h {s_h:2}  {b * 8:3} row groups"
-        for label, (cfg, fn) in fns.items():
-            r = dict(row=name, what=label, B=b, Nk=n, page=page, split_call_splits=s_h, row_groups=b * 8)
-            r.update({f"us_{f}": bs.timed(fn, f)[0] * 1e3 for f in bs.FLUSHES})
-            if label == "default":
-                c = chosen.config
-                r["default_form"] = f"W={c.warp_split} kv={c.kv_tile} st={c.stages} S={chosen.num_splits}"
-            if cfg is not None:
-                r["bits_equal_split_call"] = bs.equals_one_warp_call(fn, q, kp, vp, cfg, 1, cache_seqlens=sl,
-                                                                     block_table=table)  # fmt: skip
-            rows.append(r)
-            bits = "" if cfg is None else ("" if r["bits_equal_split_call"] else " BITS DIFFER")
-            line += f" | {label.split(' (')[0]} {r['us_zero']:.1f} / {r['us_read']:.1f}{bits}"
-        print(line, flush=True)
+                fn = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, config=cfg, num_splits=1)[0]
+                fns[label] = (cfg, 1, fn)
+        fns["contiguous default"] = (None, 1, bs.ours(q, k, v, cache_seqlens=sl)[0])
+        meta = dict(B=b, Nk=n, page=page, d=128, split_call_splits=s_h, row_groups=b * 8)
+        time_forms(rows, f"B={b} Nk={n} p{page}", fns, chosen, q, kp, vp, meta, cache_seqlens=sl, block_table=table)
         del q, k, v, kp, vp, fns
         torch.cuda.empty_cache()
     for b, n in D256:
-        name = f"B={b} Nk={n} d=256"
         q, k, v = bs.cache(b, n, 32, 8, 256, torch.bfloat16)
         sl = torch.full((b,), n, dtype=torch.int32, device="cuda")
         s_h = bs.split_call_splits(q, k, v, sl)
@@ -83,19 +89,8 @@ def main(argv=None) -> int:
         fns = {f"split call ({s_h})": (None, 1, split_fn), "default": (None, 1, default_fn)}
         if cfg is not None:
             fns[f"4x{cfg.kv_tile}x2 S2"] = (cfg, 2, bs.ours(q, k, v, cache_seqlens=sl, config=cfg, num_splits=2)[0])
-        line = f"{name:16} S_h {s_h:2}  {b * 8:3} row groups"
-        for label, (cfg, s, fn) in fns.items():
-            r = dict(row=name, what=label, B=b, Nk=n, page=0, d=256, split_call_splits=s_h, row_groups=b * 8)
-            r.update({f"us_{f}": bs.timed(fn, f)[0] * 1e3 for f in bs.FLUSHES})
-            if label == "default":
-                c = chosen.config
-                r["default_form"] = f"W={c.warp_split} kv={c.kv_tile} st={c.stages} S={chosen.num_splits}"
-            if cfg is not None:
-                r["bits_equal_split_call"] = bs.equals_one_warp_call(fn, q, k, v, cfg, s, cache_seqlens=sl)
-            rows.append(r)
-            bits = "" if cfg is None else ("" if r["bits_equal_split_call"] else " BITS DIFFER")
-            line += f" | {label.split(' (')[0]} {r['us_zero']:.1f} / {r['us_read']:.1f}{bits}"
-        print(line, flush=True)
+        meta = dict(B=b, Nk=n, page=0, d=256, split_call_splits=s_h, row_groups=b * 8)
+        time_forms(rows, f"B={b} Nk={n} d=256", fns, chosen, q, k, v, meta, cache_seqlens=sl)
         del q, k, v, fns
         torch.cuda.empty_cache()
     if a.json:
