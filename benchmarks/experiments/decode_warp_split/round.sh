@@ -10,7 +10,9 @@
 #   round.sh pages   paged_check.py (the paged rule's candidates on held-out shapes), the serving round's sanitize,
 #                    verify and fused steps, forms.py --rows heads (B=1, d = 64 / 256), then the decode rows under both
 #                    flushes (bench_serving --decode), each started only while BUDGET (540 s) leaves room
-#   round.sh sweep   paged_sweep.py (the paged rule's form beside the split call over the number of row groups)
+#   round.sh sweep   paged_sweep.py (the paged rule's form beside the split call over the number of row groups, d=256's
+#                    two-block form), the serving round's verify and fused steps (the 62-case captures), the decode
+#                    rows under both flushes, each started only while BUDGET (540 s) leaves room
 #   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
 #                    round's verify and fused steps again (the captures of the final case set), the public call's
 #                    rows (--call) and the serving GPU tests, each started only while BUDGET (560 s) leaves room
@@ -71,8 +73,16 @@ case ${1:-} in
     rm -rf "$R/build"; echo "round took $(( $(date +%s) - T0 )) s" ;;
   sweep)
     T0=$(date +%s)
-    FLASHSIM_CACHE=$R/build timeout ${BUDGET:-400} python3 $H/paged_sweep.py --json "$R/paged_sweep.json" \
-      > "$R/paged_sweep.txt" 2>&1; echo "paged_sweep exit $?"; cat "$R/paged_sweep.txt"
+    left() { echo $(( ${BUDGET:-540} - ($(date +%s) - T0) )); }
+    FLASHSIM_CACHE=$R/build timeout 240 python3 $H/paged_sweep.py --json "$R/paged_sweep.json" > "$R/paged_sweep.txt" 2>&1
+    echo "paged_sweep exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/paged_sweep.txt"
+    (( $(left) > 200 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh verify fused > "$R/capture.txt" 2>&1
+      echo "serving round exit $? at $(( $(date +%s) - T0 )) s"; tail -8 "$R/capture.txt"; }
+    for f in zero read; do
+      (( $(left) > 40 )) || break
+      timeout 60 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
+      echo "decode $f exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/decode_$f.txt"
+    done
     rm -rf "$R/build"; echo "round took $(( $(date +%s) - T0 )) s" ;;
   *) echo "usage: round.sh check|paged|pages|sweep|table" >&2; exit 2 ;;
 esac
