@@ -9,6 +9,8 @@ heads: 2 blocks of 4 warps of 16-key tiles a row group, 191.1 / 180.4 us at B=8 
 block, 194.2 / 183.9): that form beside the default and the split call at B 4 / 8 / 12 / 16.
 
     python3 benchmarks/experiments/decode_warp_split/paged_sweep.py [--json FILE]
+    python3 benchmarks/experiments/decode_warp_split/paged_sweep.py --once B   (for ncu: at pages of 16, Nk 8192, the
+        split call, the default, 8x16x3 and 4x32x3 built, which launches each once: four flash_fwd launches)
 """
 
 from __future__ import annotations
@@ -55,25 +57,40 @@ def time_forms(rows, name, fns, chosen, q, k, v, meta, **kw):
     print(line, flush=True)
 
 
+def paged_forms(q, kp, vp, sl, table):
+    """(S_h, the default call's problem, {label: (config or None, S, fn)}): the split call, the default and FORMS on
+    the paged cache."""
+    s_h = bs.split_call_splits(q, kp, vp, sl, table)
+    split_fn, prob = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, num_splits=s_h)
+    default_fn, chosen = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table)
+    fns = {f"split call ({s_h})": (None, 1, split_fn), "default": (None, 1, default_fn)}
+    for label, w, stages in FORMS:
+        cfg = warp_split_form(prob.config.with_(stages=stages), rt.current_arch(), w)
+        if cfg is not None:
+            fns[label] = (cfg, 1, bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, config=cfg, num_splits=1)[0])
+    return s_h, chosen, fns
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json")
+    p.add_argument("--once", type=int, metavar="B")
     a = p.parse_args(argv)
     print(torch.cuda.get_device_name(), flush=True)
+    if a.once:
+        q, k, v = bs.cache(a.once, 8192, 32, 8, 128, torch.bfloat16)
+        sl = torch.full((a.once,), 8192, dtype=torch.int32, device="cuda")
+        kp, vp, table = bs.paged(k, v, 16)
+        _, chosen, fns = paged_forms(q, kp, vp, sl, table)  # bs.ours launches each call once as it builds it
+        c = chosen.config
+        print(f"B={a.once} p16: launched {', '.join(fns)} (the default: W={c.warp_split} kv={c.kv_tile} st={c.stages})")
+        return 0
     rows = []
     for b, n, page in SHAPES:
         q, k, v = bs.cache(b, n, 32, 8, 128, torch.bfloat16)
         sl = torch.full((b,), n, dtype=torch.int32, device="cuda")
         kp, vp, table = bs.paged(k, v, page)
-        s_h = bs.split_call_splits(q, kp, vp, sl, table)
-        split_fn, prob = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, num_splits=s_h)
-        default_fn, chosen = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table)
-        fns = {f"split call ({s_h})": (None, 1, split_fn), "default": (None, 1, default_fn)}
-        for label, w, stages in FORMS:
-            cfg = warp_split_form(prob.config.with_(stages=stages), rt.current_arch(), w)
-            if cfg is not None:
-                fn = bs.ours(q, kp, vp, cache_seqlens=sl, block_table=table, config=cfg, num_splits=1)[0]
-                fns[label] = (cfg, 1, fn)
+        s_h, chosen, fns = paged_forms(q, kp, vp, sl, table)
         fns["contiguous default"] = (None, 1, bs.ours(q, k, v, cache_seqlens=sl)[0])
         meta = dict(B=b, Nk=n, page=page, d=128, split_call_splits=s_h, row_groups=b * 8)
         time_forms(rows, f"B={b} Nk={n} p{page}", fns, chosen, q, kp, vp, meta, cache_seqlens=sl, block_table=table)

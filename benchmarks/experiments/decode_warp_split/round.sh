@@ -12,7 +12,8 @@
 #                    flushes (bench_serving --decode), each started only while BUDGET (540 s) leaves room
 #   round.sh sweep   paged_sweep.py (the paged rule's form beside the split call over the number of row groups, d=256's
 #                    two-block form), the serving round's verify and fused steps (the 62-case captures), the decode
-#                    rows under both flushes, each started only while BUDGET (540 s) leaves room
+#                    rows under both flushes, ncu on B=12 and B=8 pages of 16 (the split call, the default and both
+#                    forms), each started only while BUDGET (540 s) leaves room
 #   round.sh table   the serving table's decode rows under both L2 flushes (bench_serving --decode), the serving
 #                    round's verify and fused steps again (the captures of the final case set), the public call's
 #                    rows (--call) and the serving GPU tests, each started only while BUDGET (560 s) leaves room
@@ -79,9 +80,15 @@ case ${1:-} in
     (( $(left) > 200 )) && { OUT=$R/capture bash benchmarks/serving/run_device.sh verify fused > "$R/capture.txt" 2>&1
       echo "serving round exit $? at $(( $(date +%s) - T0 )) s"; tail -8 "$R/capture.txt"; }
     for f in zero read; do
-      (( $(left) > 40 )) || break
+      (( $(left) > 100 )) || break
       timeout 60 python3 benchmarks/bench_serving.py --decode --flush $f --json "$R/decode_$f.json" > "$R/decode_$f.txt" 2>&1
       echo "decode $f exit $? at $(( $(date +%s) - T0 )) s"; cat "$R/decode_$f.txt"
+    done
+    for b in 12 8; do   # why the paged form loses at 96 row groups and wins at 64: the four launches under ncu
+      (( $(left) > 70 )) || break
+      FLASHSIM_CACHE=$R/build timeout 60 ncu -k regex:flash_fwd -c 4 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section Occupancy --section LaunchStats python3 $H/paged_sweep.py --once $b > "$R/ncu_b$b.txt" 2>&1
+      echo "ncu B=$b exit $?"; grep -E "flash_fwd|launched|DRAM Throughput|Memory Throughput|Duration|Grid Size" "$R/ncu_b$b.txt" | head -30
     done
     rm -rf "$R/build"; echo "round took $(( $(date +%s) - T0 )) s" ;;
   *) echo "usage: round.sh check|paged|pages|sweep|table" >&2; exit 2 ;;
