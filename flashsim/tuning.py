@@ -190,9 +190,10 @@ DECODE_STAGES = 2
 # memory. Timed at B=8 d=128 (benchmarks/experiments/decode_warp_split/forms.py, benchmarks/logs/2026-12-07-forms/):
 # pages of 16 107.4 / 98.4 us against the split call's 108.7 / 100.9, pages of 256 105.8 / 94.9 against 107.4 / 98.1
 # (6 warps of 2-stage 32-key rings: 119.5 / 115.7 and 114.8 / 111.6). On nine held-out paged shapes (paged_check.py,
-# benchmarks/logs/2026-12-08-pages/) it won at 64 row groups (B x Hkv: 0-5%) and at 128 on pages of 256 (2%) but
-# lost 7% / 14% at 48 (B=6), where each SM's one block streamed at most ~47 GB/s (2.25 TB/s over 48 blocks): the
-# paged form needs at least WARP_SPLIT_PAGED_MIN_FILL row groups per SM (between 48 and 64 of the H100's 132).
+# benchmarks/logs/2026-12-08-pages/) it was level or ahead at 64 row groups (B x Hkv: -0.2% to 5%) and at 128 on pages
+# of 256 (2%) but lost 7% / 14% at 48 (B=6), where each SM's one block streamed at most ~47 GB/s (2.25 TB/s over 48
+# blocks): the paged form needs at least WARP_SPLIT_PAGED_MIN_FILL row groups per SM (between 48 and 64 of the H100's
+# 132).
 WARP_SPLIT_DECODE = True
 WARP_SPLIT_MAX = 8
 WARP_SPLIT_MIN_TILE = 4096  # kv_tile * head_dim: 32 keys at d = 128, 16 at d = 256, 64 at d = 64
