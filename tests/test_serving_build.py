@@ -89,13 +89,15 @@ def test_the_warp_split_decode_forms_build_without_spills_and_budget_their_rings
     arch, no flash_combine entry, and the budget's symbolic shared memory (a ring and its barriers per warp, the 16
     shared rows once) equals the kernel's launch size."""
     from flashsim import tuning
-    from flashsim.serving.problem import warp_split_form
+    from flashsim.serving.problem import paged_warp_split_form, warp_split_form
 
     one_warp = decode_config(arch, d, 4, paged=paged).with_(split=False)
     if paged:
         assert w == tuning.WARP_SPLIT_PAGED_WARPS
-        one_warp = one_warp.with_(stages=tuning.WARP_SPLIT_PAGED_STAGES)
-    wide = warp_split_form(one_warp, arch, w)
+        wide = paged_warp_split_form(one_warp, arch)
+        assert wide.stages == tuning.WARP_SPLIT_PAGED_STAGES
+    else:
+        wide = warp_split_form(one_warp, arch, w)
     main, combine = serving_budget(wide, arch)
     assert combine is None and main.fits
     assert main.reg.spill_stores == 0 and main.reg.spill_loads == 0, wide.describe()

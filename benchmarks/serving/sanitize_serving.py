@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 
+from flashsim import tuning
 from flashsim.commands.verify_serving import ServingCase, problem_of
 
 VARIANTS = [
@@ -64,8 +65,17 @@ VARIANTS = [
         options=dict(pv_accum="f16x2", softcap=10.0),
     ),
     ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=256, seqlens=(200, 1, 77)),  # the decode rule: 4 warps split
-    ServingCase(  # the paged rule's form: 8 x 3 rings (these 6 row groups are too few for the rule to take it)
-        "kvcache", 8, 2, 128, nq=1, n_cache=256, seqlens=(256, 0, 100), page_size=16, warp_split=8, stages=3
+    ServingCase(  # the paged rule's form, named (these 6 row groups are too few for the rule to take it)
+        "kvcache",
+        8,
+        2,
+        128,
+        nq=1,
+        n_cache=256,
+        seqlens=(256, 0, 100),
+        page_size=16,
+        warp_split=tuning.WARP_SPLIT_PAGED_WARPS,
+        stages=tuning.WARP_SPLIT_PAGED_STAGES,
     ),
     ServingCase("kvcache", 8, 2, 128, nq=1, n_cache=300, seqlens=(300, 0, 1, 170), page_size=16, warp_split=3),
     ServingCase(

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .. import provenance
+from .. import provenance, tuning
 from ..config import KernelConfig
 from ..diff import compare
 from ..emulator import engine_serving
@@ -546,8 +546,8 @@ def serving_cases() -> list[ServingCase]:
         n_cache=1000,
         seqlens=(1000, 100),
         page_size=64,
-        warp_split=8,
-        stages=3,
+        warp_split=tuning.WARP_SPLIT_PAGED_WARPS,
+        stages=tuning.WARP_SPLIT_PAGED_STAGES,
         options=dict(pv_accum="f16x2", causal=True),
     )
     add(  # splits across blocks too: 2 x 3 parts, flash_combine after (its index check a launch of its own)

@@ -47,7 +47,7 @@ from ..tuning import (
     decode_tiling,
 )
 from .indices import index_error, index_flag
-from .splits import MAX_SPLITS, choose_splits, resident_slots
+from .splits import MAX_SPLITS, choose_splits, resident_slots, sm_count_of
 
 PAGE_SIZES = (16, 32, 64, 128, 256)
 KINDS = ("kvcache", "varlen")
@@ -342,6 +342,12 @@ def warp_split_form(config: KernelConfig, arch: str, warps: int) -> KernelConfig
     return None
 
 
+def paged_warp_split_form(config: KernelConfig, arch: str) -> KernelConfig | None:
+    """A one-warp paged decode ``config`` in the form flashsim.tuning's paged rule takes: WARP_SPLIT_PAGED_WARPS
+    warps of WARP_SPLIT_PAGED_STAGES-stage rings (warp_split_form's widest kv tile), or None when none fits."""
+    return warp_split_form(config.with_(stages=WARP_SPLIT_PAGED_STAGES), arch, WARP_SPLIT_PAGED_WARPS)
+
+
 def warp_split_decode(config: KernelConfig, arch: str, splits: int, blocks: int, sm_count=None) -> KernelConfig | None:
     """The warp_split form of a one-warp decode ``config`` the heuristic gave ``splits`` splits over ``blocks`` row
     groups, or None (flashsim.tuning's rule: 2 <= splits <= WARP_SPLIT_MAX; a contiguous cache as W = splits warps
@@ -351,10 +357,9 @@ def warp_split_decode(config: KernelConfig, arch: str, splits: int, blocks: int,
     if config.warps != 1 or not 2 <= splits <= WARP_SPLIT_MAX:
         return None
     if config.paged:
-        sms = get_arch(arch).sm_count if sm_count is None else int(sm_count)
-        if blocks < WARP_SPLIT_PAGED_MIN_FILL * sms:
+        if blocks < WARP_SPLIT_PAGED_MIN_FILL * sm_count_of(arch, sm_count):
             return None
-        wide = warp_split_form(config.with_(stages=WARP_SPLIT_PAGED_STAGES), arch, WARP_SPLIT_PAGED_WARPS)
+        wide = paged_warp_split_form(config, arch)
     else:
         wide = warp_split_form(config, arch, splits)
         if wide is not None and wide.kv_tile * wide.head_dim < WARP_SPLIT_MIN_TILE:

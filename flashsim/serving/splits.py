@@ -57,11 +57,15 @@ def split_heuristic(blocks: int, slots: int, key_tiles: int, max_splits: int = M
     return next(s for s, e in effs.items() if e >= EFFICIENCY_KEPT * best)
 
 
+def sm_count_of(arch, sm_count: int | None = None) -> int:
+    """``sm_count``, or where it is None the SMs of ``arch``'s reference GPU (flashsim.arch): the GPU the split
+    choices are made for."""
+    return get_arch(arch).sm_count if sm_count is None else int(sm_count)
+
+
 def resident_slots(config: KernelConfig, arch, sm_count: int | None = None) -> int:
-    """Blocks of ``config`` the GPU holds at once: ``sm_count`` SMs (default: the arch's reference GPU,
-    flashsim.arch) times resident_blocks."""
-    sms = get_arch(arch).sm_count if sm_count is None else int(sm_count)
-    return sms * resident_blocks(config, arch)
+    """Blocks of ``config`` the GPU holds at once: sm_count_of's SMs times resident_blocks."""
+    return sm_count_of(arch, sm_count) * resident_blocks(config, arch)
 
 
 def choose_splits(config: KernelConfig, arch, blocks: int, key_tiles: int, sm_count: int | None = None) -> int:
